@@ -1,0 +1,123 @@
+package device
+
+import (
+	"errors"
+
+	"github.com/cgtviz/cgtviz/engine/kernels"
+)
+
+// Ptr is a device address.
+type Ptr uint64
+
+// Stream names a stream of the device. The engine uses two: the default
+// stream (eager work) and one side stream on which every allocation of the
+// graph pool happens, as PyTorch's tree manager does.
+type Stream int
+
+// The streams the engine uses.
+const (
+	DefaultStream Stream = 0
+	SideStream    Stream = 1
+)
+
+// GraphHandle names a captured graph (cuGraph) on one device.
+type GraphHandle uint64
+
+// ExecHandle names an instantiated graph (cuGraphExec) on one device.
+type ExecHandle uint64
+
+// Launch is one kernel launch: the kernel and its operands as device
+// addresses of float32 arrays. It is a value type so that the hot path
+// launches without heap allocation.
+type Launch struct {
+	K   kernels.Kernel
+	Out Ptr
+	A   Ptr
+	B   Ptr
+	// BKind says whether B, one element at B, or Scalar is the second
+	// operand of a binary kernel.
+	BKind kernels.BKind
+	// Scalar is the number of a binary kernel with BScalar, and fill's value.
+	Scalar float32
+	// N is the element count of Out for elementwise kernels, copy and fill,
+	// and the element count of A for sum.
+	N int64
+	// M, K, Cols are the sizes of matmul: A is [M, K], B is [K, Cols].
+	M, Kd, Cols int64
+}
+
+// GraphNode is one node of a captured graph, as introspection shows it.
+type GraphNode struct {
+	// Kind is "kernel", "memcpy" or "memset".
+	Kind string
+	// Name is the kernel's name for kernel nodes, a direction
+	// ("DtoD", "HtoD") for memcpy.
+	Name string
+	// Deps are indexes of the nodes this one depends on.
+	Deps []int
+	// Detail is a short description of the operands (addresses, sizes).
+	Detail string
+}
+
+// Device is what the engine needs of a GPU, and nothing more. The simulated
+// device (engine/device/sim) and the CUDA device (engine/device/cuda, build
+// tag cuda) implement it. Methods are called from one goroutine at a time.
+type Device interface {
+	// Name describes the device: "sim" or "cuda:0 NVIDIA H200".
+	Name() string
+	// MallocSegment reserves size bytes of device memory (cudaMalloc). It
+	// returns ErrOutOfMemory when the device has too little free memory.
+	MallocSegment(size int64) (Ptr, error)
+	// FreeSegment returns a segment from MallocSegment (cudaFree).
+	FreeSegment(p Ptr) error
+	// MemInfo returns the free and total bytes of the device.
+	MemInfo() (free, total int64)
+
+	// Launch enqueues a kernel on s, or records it when s is capturing.
+	Launch(s Stream, l *Launch) error
+	// CopyHtoD copies host values to dst (synchronously; never captured).
+	CopyHtoD(dst Ptr, src []float32) error
+	// CopyDtoH copies n = len(dst) values from src to the host
+	// (synchronously; never captured).
+	CopyDtoH(dst []float32, src Ptr) error
+	// CopyDtoD copies n float32 values from src to dst on s, or records the
+	// copy when s is capturing.
+	CopyDtoD(s Stream, dst, src Ptr, n int64) error
+	// WaitStream makes s wait for the work queued on other.
+	WaitStream(s, other Stream) error
+
+	// BeginCapture starts capturing s (thread-local mode).
+	BeginCapture(s Stream) error
+	// EndCapture ends the capture of s and returns the graph.
+	EndCapture(s Stream) (GraphHandle, error)
+	// Instantiate makes an executable graph.
+	Instantiate(g GraphHandle) (ExecHandle, error)
+	// LaunchGraph replays an executable graph on s.
+	LaunchGraph(e ExecHandle, s Stream) error
+	// GraphNodes lists a captured graph's nodes in capture order.
+	GraphNodes(g GraphHandle) ([]GraphNode, error)
+	// GraphDOT returns the graph as Graphviz DOT text (cuGraphDebugDotPrint
+	// on the GPU).
+	GraphDOT(g GraphHandle) (string, error)
+	// DestroyGraph frees a graph and DestroyExec an executable graph.
+	DestroyGraph(g GraphHandle) error
+	DestroyExec(e ExecHandle) error
+
+	// Synchronize waits for all queued work.
+	Synchronize() error
+	// Close releases the device.
+	Close() error
+}
+
+// Snapshotter is implemented by devices whose whole state (memory contents,
+// graphs, fault counters) can be saved and put back. The engine uses it to
+// leave the device exactly as it was when a record fails, and sessions use
+// it for keyframes. Snapshots are immutable once taken.
+type Snapshotter interface {
+	Snapshot() any
+	Restore(snapshot any)
+}
+
+// ErrOutOfMemory is returned (wrapped) by MallocSegment when the device is
+// out of memory.
+var ErrOutOfMemory = errors.New("out of memory")

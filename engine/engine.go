@@ -1,0 +1,490 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// debugPanics makes Apply re-raise panics (CGTVIZ_DEBUG_PANIC=1), so that
+// a developer sees the stack of an internal error.
+var debugPanics = os.Getenv("CGTVIZ_DEBUG_PANIC") == "1"
+
+// Options configure an Engine.
+type Options struct {
+	// Devices has one device per trace device (the header's "devices").
+	Devices []device.Device
+	// File is the trace's file name, used in messages.
+	File string
+	// Check runs the invariant checker after every record; a violation is
+	// reported as an error of that record.
+	Check bool
+	// AllocOptions configure each device's caching allocator.
+	AllocOptions alloc.Options
+}
+
+// Engine runs trace records against CUDAGraph Trees: one tree manager, one
+// caching allocator and one graph pool per device. It is not safe for
+// concurrent use; Clone gives an independent copy.
+type Engine struct {
+	hdr   traces.Header
+	cfg   traces.Config
+	file  string
+	check bool
+	devs  []*devState
+	defs  map[string]*traces.Record
+	tt    *tensorTable
+	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
+	// top-level call of a compiled function (not by backward calls).
+	genTracker int
+	// markStep is MarkStepBox.mark_step_counter: 0, then -1, -2, ... at
+	// each step record.
+	markStep int
+	steps    int
+	counters Counters
+	// last is the last non-expect step, which expect records look at.
+	last *Step
+	// events collects the current record's events.
+	events []Event
+	// saved is the snapshot of the state before the current record, taken
+	// lazily before its first heavy mutation (see snapshot.go).
+	saved *snapshot
+	light lightState
+}
+
+// devState is one device: the device, its caching allocator and its tree.
+type devState struct {
+	index int
+	dev   device.Device
+	alloc *alloc.Allocator
+	m     *manager
+}
+
+// New makes an engine for a trace with header h.
+func New(h traces.Header, opts Options) (*Engine, error) {
+	n := h.Devices
+	if n < 1 {
+		n = 1
+	}
+	if len(opts.Devices) != n {
+		return nil, fmt.Errorf("engine: the trace uses %d device(s), %d given", n, len(opts.Devices))
+	}
+	cfg := h.Config
+	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
+		cfg = traces.DefaultConfig()
+	}
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, defs: map[string]*traces.Record{}, tt: newTensorTable()}
+	if e.file == "" {
+		e.file = "trace"
+	}
+	e.tt.onStorageDeath = e.storageDied
+	for i, d := range opts.Devices {
+		if d == nil {
+			return nil, fmt.Errorf("engine: device %d is nil", i)
+		}
+		a := alloc.New(d, i, opts.AllocOptions)
+		ds := &devState{index: i, dev: d, alloc: a}
+		ds.m = newManager(ds, a.NewPoolID())
+		if err := a.BeginAllocateToPool(ds.m.pool, device.SideStream); err != nil {
+			return nil, fmt.Errorf("engine: device %d: create graph pool: %w", i, err)
+		}
+		if err := a.EndAllocateToPool(ds.m.pool); err != nil {
+			return nil, fmt.Errorf("engine: device %d: create graph pool: %w", i, err)
+		}
+		e.devs = append(e.devs, ds)
+	}
+	return e, nil
+}
+
+// Header returns the trace header the engine runs.
+func (e *Engine) Header() traces.Header { return e.hdr }
+
+// Steps returns how many records were applied.
+func (e *Engine) Steps() int { return e.steps }
+
+// Counters returns the run's totals.
+func (e *Engine) Counters() Counters { return e.counters }
+
+// Allocator returns device dev's caching allocator (read-only use: the
+// memory snapshot export).
+func (e *Engine) Allocator(dev int) *alloc.Allocator {
+	if dev < 0 || dev >= len(e.devs) {
+		return nil
+	}
+	return e.devs[dev].alloc
+}
+
+// DeviceName returns device dev's name.
+func (e *Engine) DeviceName(dev int) string {
+	if dev < 0 || dev >= len(e.devs) {
+		return ""
+	}
+	return e.devs[dev].dev.Name()
+}
+
+// NumDevices returns the number of devices.
+func (e *Engine) NumDevices() int { return len(e.devs) }
+
+// Step is the result of one record.
+type Step struct {
+	// Index is the 0-based index of the record after the header.
+	Index  int
+	Line   int
+	Op     traces.Op
+	Fn     string
+	Device int
+	// Action is what a call did ("" for other records and failed calls).
+	Action Action
+	// Node is the graph id a call recorded or replayed, Parent its
+	// parent's graph id; -1 when none.
+	Node   int
+	Parent int
+	// Checkpoint is true when the allocator was checkpointed during the call.
+	Checkpoint bool
+	// Err is the error message, "" when the record ran.
+	Err    string
+	Events []Event
+	// ExpectFailures are the failed checks of an expect record.
+	ExpectFailures []string
+	// nodeFn and parentFn are the function names of Node and its parent,
+	// for expect records.
+	nodeFn, parentFn string
+	hasParentFn      bool
+}
+
+// Apply runs one record. It never panics on a record, and when the record
+// fails the engine is exactly as it was before it.
+func (e *Engine) Apply(rec *traces.Record) (step *Step) {
+	step = &Step{Index: e.steps, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Node: -1, Parent: -1}
+	e.events = e.events[:0]
+	e.saved = nil
+	e.saveLight()
+	defer func() {
+		if p := recover(); p != nil {
+			if debugPanics {
+				panic(p)
+			}
+			e.rollback()
+			step.Err = e.errorf(rec, "internal error: %v", p)
+			step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+			e.events = e.events[:0]
+		}
+		if step.Err != "" {
+			e.counters.Errors++
+			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err})
+		}
+		step.Events = append([]Event(nil), e.events...)
+		e.steps++
+		if rec.Op != traces.OpExpect {
+			e.last = step
+		}
+		e.saved = nil
+	}()
+	err := e.apply(rec, step)
+	if err == nil && e.check {
+		if verr := e.CheckInvariants(); verr != nil {
+			err = fmt.Errorf("invariant violated: %w", verr)
+		}
+	}
+	if err != nil {
+		e.rollback()
+		step.Err = e.errorf(rec, "%v", err)
+		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+		e.events = e.events[:0]
+	}
+	return step
+}
+
+func (e *Engine) errorf(rec *traces.Record, format string, args ...any) string {
+	what := string(rec.Op)
+	switch rec.Op {
+	case traces.OpCall, traces.OpDef:
+		what += " " + rec.Fn
+	case traces.OpTensor, traces.OpParam, traces.OpRead:
+		what += " " + rec.Name
+	case traces.OpEager:
+		if rec.Stmt != nil {
+			what += " " + rec.Stmt.Out
+		}
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", e.file, rec.Line, what, fmt.Sprintf(format, args...))
+}
+
+func (e *Engine) apply(rec *traces.Record, step *Step) error {
+	switch rec.Op {
+	case traces.OpDef:
+		if _, dup := e.defs[rec.Fn]; dup {
+			return fmt.Errorf("function %q is already defined", rec.Fn)
+		}
+		r := *rec
+		e.defs[rec.Fn] = &r
+		return nil
+	case traces.OpTensor, traces.OpParam:
+		step.Device = rec.Device
+		return e.applyTensor(rec)
+	case traces.OpCall:
+		return e.applyCall(rec, step)
+	case traces.OpEager:
+		return e.applyEager(rec, step)
+	case traces.OpDel:
+		for _, n := range rec.Names {
+			if _, ok := e.tt.names[n]; !ok {
+				return fmt.Errorf("name %q is not bound", n)
+			}
+		}
+		for _, n := range rec.Names {
+			if err := e.tt.unbind(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	case traces.OpStep:
+		// torch.compiler.cudagraph_mark_step_begin()
+		e.markStep--
+		e.emit(Event{Kind: EvGeneration, Line: rec.Line, Node: -1, Parent: -1, Generation: e.markStep,
+			Msg: fmt.Sprintf("cudagraph_mark_step_begin: mark_step_counter is now %d", e.markStep)})
+		return nil
+	case traces.OpRead:
+		_, err := e.readValues(rec.Name)
+		return err
+	case traces.OpExpect:
+		step.ExpectFailures = e.checkExpect(rec.Expect)
+		for _, f := range step.ExpectFailures {
+			e.emit(Event{Kind: EvExpectFailed, Line: rec.Line, Node: -1, Parent: -1, Msg: f})
+		}
+		return nil
+	case traces.OpNote:
+		return nil
+	}
+	return fmt.Errorf("unknown op %q", rec.Op)
+}
+
+func (e *Engine) emit(ev Event) { e.events = append(e.events, ev) }
+
+func (e *Engine) dev(i int) (*devState, error) {
+	if i < 0 || i >= len(e.devs) {
+		return nil, fmt.Errorf("device %d does not exist (the trace has %d)", i, len(e.devs))
+	}
+	return e.devs[i], nil
+}
+
+// applyTensor makes an eager tensor (tensor) or a static one (param) in the
+// device's default pool, then binds its name.
+func (e *Engine) applyTensor(rec *traces.Record) error {
+	ds, err := e.dev(rec.Device)
+	if err != nil {
+		return err
+	}
+	n := traces.NumElems(rec.Shape)
+	what := fmt.Sprintf("%s %s", rec.Op, rec.Name)
+	undo := e.saveAlloc(ds)
+	ds.alloc.SetContext(rec.Line, what)
+	st, err := e.allocStorage(ds, n*4, device.DefaultStream, poolDefault, rec.Line, what)
+	if err != nil {
+		return err
+	}
+	st.Param = rec.Op == traces.OpParam
+	if n > 0 {
+		vals, err := initValues(rec)
+		if err == nil {
+			err = ds.dev.CopyHtoD(st.Ptr, vals)
+		}
+		if err != nil {
+			delete(e.tt.storages, st.ID)
+			e.tt.nextS--
+			undo()
+			return fmt.Errorf("copy values to the device: %w", err)
+		}
+	}
+	t := e.tt.newTensor(st, rec.Shape, rec.Line, what)
+	if err := e.tt.bind(rec.Name, t); err != nil {
+		return err
+	}
+	return e.tt.release(t)
+}
+
+// initValues computes a tensor record's values on the host.
+func initValues(rec *traces.Record) ([]float32, error) {
+	n := traces.NumElems(rec.Shape)
+	v := make([]float32, n)
+	switch rec.Init {
+	case traces.InitRand:
+		traces.FillRand(v, rec.Seed)
+	case traces.InitZeros, "":
+	case traces.InitOnes:
+		for i := range v {
+			v[i] = 1
+		}
+	case traces.InitArange:
+		for i := range v {
+			v[i] = float32(i)
+		}
+	case traces.InitValues:
+		if int64(len(rec.Values)) != n {
+			return nil, fmt.Errorf("init values: %d values for %d elements", len(rec.Values), n)
+		}
+		for i, x := range rec.Values {
+			v[i] = float32(x)
+		}
+	default:
+		return nil, fmt.Errorf("unknown init %q", rec.Init)
+	}
+	return v, nil
+}
+
+// staleErr is PyTorch's error for any data access to a deallocated output.
+func staleErr(s *Storage) error {
+	return errors.New(s.StaleMsg)
+}
+
+// overwrittenMsg is PyTorch 2.11's message, with the trace line that
+// produced the tensor as its stack trace.
+func overwrittenMsg(stack string) string {
+	if stack == "" {
+		stack = "[Could not find stack trace]"
+	}
+	return "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. Stack trace: " +
+		stack + ". To prevent overwriting, clone the tensor outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() before each model invocation."
+}
+
+// readValues returns a named tensor's values (the read op: t.cpu()).
+func (e *Engine) readValues(name string) ([]float32, error) {
+	t, st, err := e.tt.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("tensor %q has no storage", name)
+	}
+	if st.Stale {
+		return nil, staleErr(st)
+	}
+	n := numElems(t.Shape)
+	out := make([]float32, n)
+	if n == 0 {
+		return out, nil
+	}
+	if err := e.devs[st.Dev].dev.CopyDtoH(out, st.Ptr); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// applyEager runs one statement outside any graph, in the default pool.
+func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
+	st := rec.Stmt
+	if st == nil {
+		return fmt.Errorf("eager record without a statement")
+	}
+	var args []*Tensor
+	var params []string
+	for _, n := range []string{st.A, st.B.Name} {
+		if n == "" {
+			continue
+		}
+		t, s, err := e.tt.lookup(n)
+		if err != nil {
+			return err
+		}
+		if s.Stale {
+			return staleErr(s)
+		}
+		args = append(args, t)
+		params = append(params, n)
+	}
+	dev := 0
+	if len(args) > 0 {
+		dev = e.tt.storages[args[0].Storage].Dev
+	}
+	step.Device = dev
+	ds, err := e.dev(dev)
+	if err != nil {
+		return err
+	}
+	undo := e.saveAlloc(ds)
+	def := &traces.Record{Op: traces.OpDef, Fn: "eager", Params: params, Body: []traces.Stmt{*st}, Returns: []string{st.Out}}
+	shapes := make([][]int, len(args))
+	for i, t := range args {
+		shapes[i] = t.Shape
+	}
+	p, err := compilePlan(def, shapes)
+	if err != nil {
+		return err
+	}
+	f := &Function{Name: "eager", Dev: dev, plan: p, Shapes: shapes}
+	what := "eager " + stmtText(*st)
+	ds.alloc.SetContext(rec.Line, what)
+	for _, t := range args {
+		e.tt.hold(t)
+	}
+	outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: what})
+	for _, t := range args {
+		e.tt.release(t)
+	}
+	if err != nil {
+		undo()
+		return err
+	}
+	if err := e.tt.bind(st.Out, outs[0]); err != nil {
+		return err
+	}
+	return e.tt.release(outs[0])
+}
+
+// storageDied is called when a storage's last live tensor dies: an owned
+// block goes back to the allocator, as a tensor's deleter does.
+func (e *Engine) storageDied(s *Storage) error {
+	e.emit(Event{Kind: EvTensorDied, Device: s.Dev, Node: -1, Parent: -1, Ptrs: []uint64{uint64(s.Ptr)}, Tensors: []string{s.What}})
+	if !s.Owned || s.Stale || s.Ptr == 0 {
+		return nil
+	}
+	s.Owned = false
+	return e.devs[s.Dev].alloc.Free(s.Ptr)
+}
+
+// valuesClose compares values with a tolerance (absolute, or relative for
+// large values), treating NaN as equal to NaN.
+func valuesClose(got []float32, want []float64, tol float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := float64(got[i]), want[i]
+		if math.IsNaN(g) && math.IsNaN(w) {
+			continue
+		}
+		if math.IsInf(w, 0) && g == w {
+			continue
+		}
+		if math.Abs(g-w) > tol*math.Max(1, math.Abs(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+func formatValues(v []float32) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, x := range v {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == 16 {
+			fmt.Fprintf(&b, "... (%d values)", len(v))
+			break
+		}
+		fmt.Fprintf(&b, "%g", x)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+var _ = kernels.Add

@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// Function is one FunctionID: a compiled function specialised to its
+// argument shapes and to which arguments are static, as Dynamo would
+// recompile it. Each has its own warmup and its own nodes.
+type Function struct {
+	ID     int // PyTorch's FunctionID, counted per device
+	Dev    int
+	Name   string
+	Mode   traces.Mode
+	Shapes [][]int
+	// Static marks the arguments that are parameters (static inputs);
+	// StaticIdx lists their positions.
+	Static    []bool
+	StaticIdx []int
+	// Mutated lists the parameters the body writes in place.
+	Mutated []int
+	// Warmups counts eager runs inside the pool (run_eager) so far.
+	Warmups int
+	plan    *plan
+}
+
+// plan is a function body compiled for fixed argument shapes: statements
+// over numbered slots (params first), so running it needs no map lookups.
+type plan struct {
+	nParams int
+	nSlots  int
+	stmts   []planStmt
+	returns []int
+	shapes  [][]int // per slot
+	// text of each statement, for messages ("c = y * 4").
+	text []string
+}
+
+type planStmt struct {
+	kind    string // "kernel", "view", "empty"
+	k       kernels.Kernel
+	out     int // slot written
+	a, b    int // slots, -1 when absent
+	bk      kernels.BKind
+	scalar  float32
+	inPlace bool // out is a parameter slot
+	shape   []int
+}
+
+func fnKey(name string, shapes [][]int, static []bool, dev int) string {
+	var b strings.Builder
+	b.WriteString(name)
+	fmt.Fprintf(&b, "@%d", dev)
+	for i, s := range shapes {
+		b.WriteByte('|')
+		if static[i] {
+			b.WriteByte('p')
+		}
+		for j, d := range s {
+			if j > 0 {
+				b.WriteByte('x')
+			}
+			fmt.Fprint(&b, d)
+		}
+	}
+	return b.String()
+}
+
+// compilePlan builds the plan of def for argument shapes.
+func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
+	p := &plan{nParams: len(def.Params)}
+	slots := map[string]int{}
+	for i, name := range def.Params {
+		slots[name] = i
+		p.shapes = append(p.shapes, shapes[i])
+	}
+	p.nSlots = len(def.Params)
+	for si, st := range def.Body {
+		ops := kernels.Operands{Shape: st.Shape, HasVal: st.HasValue, BIsNum: st.B.IsNum}
+		ps := planStmt{a: -1, b: -1, kind: "kernel"}
+		if st.A != "" {
+			s, ok := slots[st.A]
+			if !ok {
+				return nil, fmt.Errorf("statement %d: name %q is not bound", si+1, st.A)
+			}
+			ps.a = s
+			ops.A, ops.HasA = p.shapes[s], true
+		}
+		if st.B.Name != "" {
+			s, ok := slots[st.B.Name]
+			if !ok {
+				return nil, fmt.Errorf("statement %d: name %q is not bound", si+1, st.B.Name)
+			}
+			ps.b = s
+			ops.B, ops.HasB = p.shapes[s], true
+		}
+		shape, bk, err := kernels.ResultShape(st.K, ops)
+		if err != nil {
+			return nil, fmt.Errorf("statement %d (%s): %w", si+1, stmtText(st), err)
+		}
+		ps.shape, ps.bk = shape, bk
+		ps.scalar = float32(st.B.Num)
+		switch st.K {
+		case kernels.StmtView:
+			ps.kind = "view"
+		case kernels.StmtEmpty:
+			ps.kind = "empty"
+		default:
+			k, _ := kernels.Parse(st.K)
+			ps.k = k
+			if k == kernels.Fill {
+				ps.scalar = float32(st.Value)
+			}
+		}
+		if s, ok := slots[st.Out]; ok && s < p.nParams && ps.kind == "kernel" {
+			// Writing into a parameter: the function mutates its input.
+			if !sameShape(p.shapes[s], shape) {
+				return nil, fmt.Errorf("statement %d (%s): writes %s into parameter %q of shape %s",
+					si+1, stmtText(st), kernels.FormatShape(shape), st.Out, kernels.FormatShape(p.shapes[s]))
+			}
+			ps.out, ps.inPlace = s, true
+		} else {
+			ps.out = p.nSlots
+			p.nSlots++
+			p.shapes = append(p.shapes, shape)
+			slots[st.Out] = ps.out
+		}
+		p.stmts = append(p.stmts, ps)
+		p.text = append(p.text, stmtText(st))
+	}
+	for _, r := range def.Returns {
+		s, ok := slots[r]
+		if !ok {
+			return nil, fmt.Errorf("returns %q, which the body does not bind", r)
+		}
+		p.returns = append(p.returns, s)
+	}
+	return p, nil
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stmtText renders a statement as a line of code, for messages.
+func stmtText(st traces.Stmt) string {
+	ops := map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/"}
+	b := st.B.Name
+	if st.B.IsNum {
+		b = fmt.Sprint(st.B.Num)
+	}
+	if op, ok := ops[st.K]; ok {
+		return fmt.Sprintf("%s = %s %s %s", st.Out, st.A, op, b)
+	}
+	switch st.K {
+	case "fill":
+		return fmt.Sprintf("%s = fill(%s, %v)", st.Out, kernels.FormatShape(st.Shape), st.Value)
+	case "empty":
+		return fmt.Sprintf("%s = empty(%s)", st.Out, kernels.FormatShape(st.Shape))
+	case "view":
+		if st.Shape != nil {
+			return fmt.Sprintf("%s = %s.view(%s)", st.Out, st.A, kernels.FormatShape(st.Shape))
+		}
+		return fmt.Sprintf("%s = %s.view()", st.Out, st.A)
+	}
+	if b != "" {
+		return fmt.Sprintf("%s = %s(%s, %s)", st.Out, st.K, st.A, b)
+	}
+	return fmt.Sprintf("%s = %s(%s)", st.Out, st.K, st.A)
+}
+
+// mutatedParams lists the parameters a body writes in place.
+func mutatedParams(def *traces.Record) []int {
+	idx := map[string]int{}
+	for i, p := range def.Params {
+		idx[p] = i
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, st := range def.Body {
+		if i, ok := idx[st.Out]; ok && st.K != kernels.StmtView && !seen[i] {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// bodyRun is how a body runs: on which stream, whether its new tensors are
+// in the graph pool, and what the allocator's context says.
+type bodyRun struct {
+	stream device.Stream
+	pool   poolKind
+	line   int
+	what   string
+}
+
+// runBody runs f's body on args (held by the caller). It returns the output
+// tensors, each held once. Intermediates that are not returned die at the
+// end, inside the pool they were allocated in, as the spec says.
+func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) ([]*Tensor, error) {
+	p := f.plan
+	tt := e.tt
+	slots := make([]*Tensor, p.nSlots)
+	copy(slots, args)
+	var locals []*Tensor
+	release := func() error {
+		var first error
+		for _, t := range locals {
+			if err := tt.release(t); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for i := range p.stmts {
+		ps := &p.stmts[i]
+		var a, b *Storage
+		if ps.a >= 0 {
+			a = tt.storages[slots[ps.a].Storage]
+		}
+		if ps.b >= 0 {
+			b = tt.storages[slots[ps.b].Storage]
+		}
+		switch ps.kind {
+		case "view":
+			t := tt.newTensor(a, ps.shape, r.line, r.what)
+			locals = append(locals, t)
+			slots[ps.out] = t
+			continue
+		}
+		var out *Storage
+		if ps.inPlace {
+			out = tt.storages[slots[ps.out].Storage]
+		} else {
+			st, err := e.allocStorage(ds, bytesOf(ps.shape), r.stream, r.pool, r.line, r.what)
+			if err != nil {
+				release()
+				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text[i], err)
+			}
+			out = st
+			t := tt.newTensor(st, ps.shape, r.line, r.what)
+			locals = append(locals, t)
+			slots[ps.out] = t
+		}
+		if ps.kind == "empty" {
+			continue
+		}
+		l := &device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
+		if a != nil {
+			l.A = a.Ptr
+		}
+		if b != nil {
+			l.B = b.Ptr
+		}
+		switch ps.k {
+		case kernels.Matmul:
+			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
+		case kernels.Sum:
+			l.N = numElems(p.shapes[ps.a])
+		default:
+			l.N = numElems(ps.shape)
+		}
+		if l.N == 0 && ps.k != kernels.Matmul {
+			continue
+		}
+		if err := ds.dev.Launch(r.stream, l); err != nil {
+			release()
+			return nil, fmt.Errorf("statement %d (%s): launch %s: %w", i+1, p.text[i], ps.k, err)
+		}
+	}
+	outs := make([]*Tensor, len(p.returns))
+	for i, s := range p.returns {
+		src := slots[s]
+		st := tt.storages[src.Storage]
+		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
+	}
+	if err := release(); err != nil {
+		for _, o := range outs {
+			tt.release(o)
+		}
+		return nil, err
+	}
+	return outs, nil
+}
+
+// allocStorage allocates a new storage of n bytes on stream s (the pool is
+// chosen by the allocator's routing: the side stream goes to the graph pool
+// while the engine allocates to it).
+func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolKind, line int, what string) (*Storage, error) {
+	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what}
+	if n == 0 {
+		st.Pool = poolNone
+		return e.tt.newStorage(st), nil
+	}
+	ptr, err := ds.alloc.Malloc(n, s)
+	if err != nil {
+		return nil, err
+	}
+	st.Ptr, st.Owned = ptr, true
+	return e.tt.newStorage(st), nil
+}

@@ -1,0 +1,600 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// aliasKind is PyTorch's output storage alias class.
+type aliasKind uint8
+
+const (
+	aliasUnaliased aliasKind = iota // UnaliasedStorage
+	aliasStatic                     // a static input (parameter) or an empty storage: not managed
+	aliasPrior                      // AliasesPriorGraphOutput((depth, idx))
+	aliasNew                        // AliasesNewOutput(idx)
+)
+
+// outputInfo is one output's recorded metadata (outputs_metadata plus the
+// alias class).
+type outputInfo struct {
+	Ptr   device.Ptr
+	Shape []int
+	Bytes int64
+	Alias aliasKind
+	// Prior is the aliased path output (aliasPrior); New the aliased
+	// output index of this node (aliasNew).
+	Prior OutputIndex
+	New   int
+	// Unaliased is unaliased_in_all_paths: the output gets a cached tensor.
+	Unaliased bool
+	// StaticTensor is the tensor returned for a static output.
+	StaticTensor int
+}
+
+// Node is a CUDAGraphNode: one recording of one function at one position.
+type Node struct {
+	ID         int
+	Fn         int // FunctionID
+	Parent     int // graph id, -1 for a root
+	Depth      int
+	Children   map[int][]int // FunctionID -> graph ids, in recording order
+	childOrder []int         // FunctionIDs in the order they first got a child
+	Line       int
+	Mode       traces.Mode
+	Cause      RecordCause
+	Failures   []InvariantFailure
+	Replays    int
+
+	// Inputs. Static covers static_input_idxs (parameters and managed
+	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
+	// pointers of static inputs and the placeholders of copied ones.
+	Static      []bool
+	Managed     []bool
+	Ptrs        []device.Ptr
+	InputShapes [][]int
+	InputNames  []string
+
+	LivenessBefore     [][]bool
+	LivenessAfter      [][]bool
+	ExpectedDeadBefore []OutputIndex
+	ExpectedDeadAfter  []OutputIndex
+	LiveAfter          []OutputIndex
+
+	Outputs []outputInfo
+	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
+	OutWeak []int
+	// Cached are the cached output tensors (tensor ids, 0 for none); nil
+	// until the first replay after recording or after a checkpoint.
+	Cached []int
+
+	CheckpointState *alloc.PoolState
+	Graph           device.GraphHandle
+	Exec            device.ExecHandle
+	Kernels         []device.GraphNode
+}
+
+func (n *Node) clone() *Node {
+	c := *n
+	c.Children = make(map[int][]int, len(n.Children))
+	for k, v := range n.Children {
+		c.Children[k] = append([]int(nil), v...)
+	}
+	c.childOrder = append([]int(nil), n.childOrder...)
+	c.OutWeak = append([]int(nil), n.OutWeak...)
+	if n.Cached != nil {
+		c.Cached = append([]int(nil), n.Cached...)
+	}
+	// The rest is immutable after recording.
+	return &c
+}
+
+// WarmupNode is a CUDAWarmupNode: one eager run inside the pool.
+type WarmupNode struct {
+	ID          int // negative
+	Fn          int
+	ParentGraph int // graph id of the parent, -1 when the parent is not a graph node
+	ParentWarm  int // id of a warmup parent, 0 when none
+	Line        int
+	AlreadyWarm bool
+	OutWeak     []int
+	OutShapes   [][]int
+}
+
+// path returns the nodes from the root to n.
+func (m *manager) path(n *Node) []*Node {
+	if n == nil {
+		return nil
+	}
+	p := make([]*Node, n.Depth+1)
+	for x := n; x != nil; x = m.nodesOrNil(x.Parent) {
+		p[x.Depth] = x
+	}
+	return p
+}
+
+// isPathOutputPtr reports whether ptr was recorded as an output of a node
+// on n's path (alive or not: the pool's memory is never given back).
+func (n *Node) isPathOutputPtr(m *manager, ptr device.Ptr) bool {
+	for _, x := range m.path(n) {
+		for i, o := range x.Outputs {
+			if x.OutWeak[i] != 0 && o.Ptr == ptr {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// liveness returns the liveness of every output on path.
+func (e *Engine) liveness(path []*Node) [][]bool {
+	out := make([][]bool, len(path))
+	for d, x := range path {
+		out[d] = make([]bool, len(x.OutWeak))
+		for i, sid := range x.OutWeak {
+			out[d][i] = sid != 0 && e.tt.storageLive(sid)
+		}
+	}
+	return out
+}
+
+// differentIndices is _get_different_indices: outputs live in prev and
+// dead in curr.
+func differentIndices(prev, curr [][]bool) []OutputIndex {
+	var out []OutputIndex
+	for d := range prev {
+		for i := range prev[d] {
+			if d < len(curr) && i < len(curr[d]) && prev[d][i] != curr[d][i] {
+				out = append(out, OutputIndex{d, i})
+			}
+		}
+	}
+	return out
+}
+
+// checkInvariants is CUDAGraphNode.check_invariants.
+func (e *Engine) checkInvariants(m *manager, n *Node, args []*Tensor, rec *traces.Record) InvariantFailure {
+	fail := InvariantFailure{Node: n.ID, Input: -1}
+	for i, t := range args {
+		if !n.Managed[i] {
+			continue
+		}
+		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
+			fail.Status, fail.Input, fail.Old, fail.New = StatusCudagraphManagedIdxMismatch, i, uint64(n.Ptrs[i]), uint64(p)
+			fail.InputName = argName(rec, i)
+			return fail
+		}
+	}
+	path := m.path(n)
+	for _, oi := range n.ExpectedDeadBefore {
+		sid := path[oi.Depth].OutWeak[oi.Index]
+		if sid != 0 && e.tt.storageLive(sid) {
+			fail.Outputs = append(fail.Outputs, oi)
+			fail.OutputNames = append(fail.OutputNames, e.tt.nameOfStorage(sid))
+		}
+	}
+	if len(fail.Outputs) > 0 {
+		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
+		return fail
+	}
+	for i, t := range args {
+		if !n.Static[i] {
+			continue
+		}
+		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
+			fail.Status, fail.Input, fail.Old, fail.New = StatusStaticInputIdxMismatch, i, uint64(n.Ptrs[i]), uint64(p)
+			fail.InputName = argName(rec, i)
+			return fail
+		}
+	}
+	fail.Status = StatusSuccess
+	return fail
+}
+
+func argName(rec *traces.Record, i int) string {
+	if i < len(rec.Args) {
+		return rec.Args[i]
+	}
+	return ""
+}
+
+// executeNode replays n (execute_node + CUDAGraphNode.run).
+func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
+	dev := m.ds.dev
+	// Copy the non-static inputs into their placeholders, then replay.
+	for i, t := range args {
+		if n.Static[i] {
+			continue
+		}
+		s := e.tt.storages[t.Storage]
+		if cnt := numElems(t.Shape); cnt > 0 {
+			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], s.Ptr, cnt); err != nil {
+				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
+			}
+		}
+	}
+	if err := dev.LaunchGraph(n.Exec, device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("replay #%d: %w", n.ID, err)
+	}
+	// From here on nothing can fail: the replay happened.
+	m.cur = n.ID
+	m.pathState = PathExecution
+	m.warmups = map[int]*WarmupNode{}
+	e.updateGeneration(m)
+	outs := e.reconstructOutputs(m, n, rec)
+	n.Replays++
+	e.counters.Replays++
+	step.Node, step.Parent = n.ID, n.Parent
+	step.nodeFn = m.funcs[n.Fn].Name
+	step.hasParentFn = true
+	if n.Parent >= 0 {
+		step.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+	}
+	e.emit(Event{Kind: EvReplay, Line: rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent,
+		Msg: fmt.Sprintf("Executing graph %d of function %d", n.ID, n.Fn)})
+	return outs, ActionReplay, nil
+}
+
+// reconstructOutputs is reconstruct_outputs: cached outputs are the same
+// tensor objects every replay; the others are rebuilt on non-owning storages
+// at the recorded pointers.
+func (e *Engine) reconstructOutputs(m *manager, n *Node, rec *traces.Record) []*Tensor {
+	tt := e.tt
+	fname := m.funcs[n.Fn].Name
+	if n.Cached == nil {
+		n.Cached = make([]int, len(n.Outputs))
+		for i, o := range n.Outputs {
+			if !o.Unaliased {
+				continue
+			}
+			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
+				Line: rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+			t := tt.newTensor(st, o.Shape, rec.Line, st.What)
+			t.holds = 0
+			t.Cached = true
+			st.Refs = 0
+			n.Cached[i] = t.ID
+			n.OutWeak[i] = st.ID
+		}
+	}
+	outs := make([]*Tensor, len(n.Outputs))
+	path := m.path(n)
+	for i, o := range n.Outputs {
+		if tid := n.Cached[i]; tid != 0 {
+			t := tt.tensors[tid]
+			tt.hold(t)
+			outs[i] = t
+			continue
+		}
+		if o.Alias == aliasStatic {
+			t := tt.tensors[o.StaticTensor]
+			if t == nil {
+				// The static tensor object died; rebuild a view of its storage.
+				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
+				outs[i] = tt.newTensor(st, o.Shape, rec.Line, st.What)
+				continue
+			}
+			tt.hold(t)
+			outs[i] = t
+			continue
+		}
+		var st *Storage
+		switch o.Alias {
+		case aliasPrior:
+			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
+				st = tt.storages[sid]
+			}
+		case aliasNew:
+			st = tt.storages[outs[o.New].Storage]
+		}
+		if st == nil {
+			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
+				Line: rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+		}
+		outs[i] = tt.newTensor(st, o.Shape, rec.Line, st.What)
+		n.OutWeak[i] = st.ID
+	}
+	return outs
+}
+
+// runWarmup is run_eager: a warmup node runs the function eagerly with
+// every allocation in the graph pool.
+func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
+	e.markHeavy()
+	already := e.warmed(f)
+	f.Warmups++
+	m.warmupCounter--
+	w := &WarmupNode{ID: m.warmupCounter, Fn: f.ID, ParentGraph: -1, Line: rec.Line, AlreadyWarm: already}
+	if cw := m.curWarmup(); cw != nil {
+		w.ParentWarm = cw.ID
+	} else if cn := m.curNode(); cn != nil {
+		w.ParentGraph = cn.ID
+	}
+	// Storages of inputs that are not path outputs: outputs aliasing them
+	// are not tracked (get_non_cudagraph_inps).
+	pathPtrs := map[device.Ptr]bool{}
+	for _, sid := range e.pathLive(m) {
+		pathPtrs[e.tt.storages[sid].Ptr] = true
+	}
+	nonPath := map[int]bool{}
+	for _, t := range args {
+		if s := e.tt.storages[t.Storage]; !pathPtrs[s.Ptr] {
+			nonPath[s.ID] = true
+		}
+	}
+	m.warmups[w.ID] = w
+	m.cur = w.ID
+	m.pathState = PathWarmup
+	e.updateGeneration(m)
+	a := m.ds.alloc
+	what := fmt.Sprintf("call %s: warmup %d", f.Name, w.ID)
+	a.SetContext(rec.Line, what)
+	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+		return nil, "", err
+	}
+	outs, err := e.runBody(m.ds, f, args, bodyRun{stream: device.SideStream, pool: poolGraph, line: rec.Line, what: fmt.Sprintf("%s (warmup)", f.Name)})
+	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
+		err = endErr
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	for i, t := range outs {
+		s := e.tt.storages[t.Storage]
+		if nonPath[s.ID] || s.Ptr == 0 {
+			w.OutWeak = append(w.OutWeak, 0)
+		} else {
+			w.OutWeak = append(w.OutWeak, s.ID)
+		}
+		w.OutShapes = append(w.OutShapes, outs[i].Shape)
+	}
+	e.counters.Warmups++
+	msg := fmt.Sprintf("Running warmup of function %d", f.ID)
+	if already {
+		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", f.ID)
+	}
+	e.emit(Event{Kind: EvWarmup, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
+	return outs, ActionWarmup, nil
+}
+
+// runEagerOutside runs the model eagerly outside the pool: the tree is not
+// touched (a mutation skip or the re-record limit).
+func (e *Engine) runEagerOutside(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step, why string) ([]*Tensor, Action, error) {
+	e.markHeavy()
+	m.ds.alloc.SetContext(rec.Line, fmt.Sprintf("call %s: eager", f.Name))
+	outs, err := e.runBody(m.ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: fmt.Sprintf("%s (eager)", f.Name)})
+	if err != nil {
+		return nil, "", err
+	}
+	e.counters.Eager++
+	if why == "" {
+		why = "mutates an input that is neither static nor an output of the current path"
+	}
+	e.emit(Event{Kind: EvEager, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: fmt.Sprintf("Running eager of function %d: %s", f.ID, why)})
+	return outs, ActionEager, nil
+}
+
+// recordFunction is record_function + CUDAGraphNode.__init__: the inputs
+// are classified and copied into the pool, the body is captured, outputs
+// are classified, the pool's state is checkpointed, and the graph replays
+// once to produce the first outputs.
+func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
+	e.markHeavy()
+	tt := e.tt
+	dev := m.ds.dev
+	a := m.ds.alloc
+	parent := m.curNode()
+	id := len(m.nodes)
+	n := &Node{ID: id, Fn: f.ID, Parent: -1, Line: rec.Line, Mode: f.Mode, Cause: cause, Failures: failures,
+		Children: map[int][]int{}, InputShapes: f.Shapes}
+	if parent != nil {
+		n.Parent, n.Depth = parent.ID, parent.Depth+1
+	}
+	parentPath := m.path(parent)
+	nIn := len(args)
+	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
+	for i, t := range args {
+		s := tt.storages[t.Storage]
+		n.InputNames[i] = argName(rec, i)
+		if parent != nil && parent.isPathOutputPtr(m, s.Ptr) {
+			n.Managed[i] = true
+		}
+		n.Static[i] = f.Static[i] || n.Managed[i]
+		if n.Static[i] {
+			n.Ptrs[i] = s.Ptr
+		}
+	}
+	if parent != nil {
+		n.LivenessBefore = e.liveness(parentPath)
+		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
+	}
+	what := fmt.Sprintf("call %s: record #%d", f.Name, id)
+	a.SetContext(rec.Line, what)
+	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+		return nil, "", err
+	}
+	ended := false
+	endPool := func() error {
+		if ended {
+			return nil
+		}
+		ended = true
+		return a.EndAllocateToPool(m.pool)
+	}
+	defer endPool()
+	// Copy the non-static inputs into the pool. The copies own their
+	// blocks only until the body returns: replays copy into the same
+	// placeholders.
+	bodyArgs := make([]*Tensor, nIn)
+	var copies []*Tensor
+	for i, t := range args {
+		if n.Static[i] {
+			bodyArgs[i] = t
+			continue
+		}
+		s := tt.storages[t.Storage]
+		cs, err := e.allocStorage(m.ds, s.Bytes, device.SideStream, poolGraph, rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", f.Name, i, id))
+		if err != nil {
+			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
+		}
+		if cnt := numElems(t.Shape); cnt > 0 {
+			if err := dev.CopyDtoD(device.SideStream, cs.Ptr, s.Ptr, cnt); err != nil {
+				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
+			}
+		}
+		ct := tt.newTensor(cs, t.Shape, rec.Line, cs.What)
+		copies = append(copies, ct)
+		bodyArgs[i] = ct
+		n.Ptrs[i] = cs.Ptr
+	}
+	// torch.cuda.graph's __enter__ empties the cache on every recording.
+	if err := a.EmptyCache(); err != nil {
+		return nil, "", err
+	}
+	if err := dev.BeginCapture(device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("record #%d: begin capture: %w", id, err)
+	}
+	capturing := true
+	defer func() {
+		if capturing {
+			if g, err := dev.EndCapture(device.SideStream); err == nil {
+				dev.DestroyGraph(g)
+			}
+		}
+	}()
+	outs, err := e.runBody(m.ds, f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: rec.Line, what: fmt.Sprintf("%s (record #%d)", f.Name, id)})
+	// The owning input copies die with the body (the model clears its inputs).
+	for _, ct := range copies {
+		if rerr := tt.release(ct); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: %w", id, err)
+	}
+	capturing = false
+	g, err := dev.EndCapture(device.SideStream)
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: end capture: %w", id, err)
+	}
+	exec, err := dev.Instantiate(g)
+	if err != nil {
+		dev.DestroyGraph(g)
+		return nil, "", fmt.Errorf("record #%d: instantiate: %w", id, err)
+	}
+	n.Graph, n.Exec = g, exec
+	if err := endPool(); err != nil {
+		return nil, "", err
+	}
+	// _add_first_outputs
+	if parent != nil {
+		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, e.liveness(parentPath))
+	}
+	staticPtrs := map[device.Ptr]bool{}
+	for i, t := range args {
+		if f.Static[i] && !n.Managed[i] {
+			staticPtrs[tt.storages[t.Storage].Ptr] = true
+		}
+	}
+	newIndex := map[device.Ptr]int{}
+	n.Outputs = make([]outputInfo, len(outs))
+	n.OutWeak = make([]int, len(outs))
+	for i, t := range outs {
+		s := tt.storages[t.Storage]
+		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, Bytes: s.Bytes}
+		switch {
+		case staticPtrs[s.Ptr] || s.Ptr == 0:
+			o.Alias = aliasStatic
+			o.StaticTensor = t.ID
+			t.Cached = true
+			s.Pins++
+		case e.priorOutput(parentPath, s) != nil:
+			oi := *e.priorOutput(parentPath, s)
+			o.Alias, o.Prior = aliasPrior, oi
+			parentPath[oi.Depth].Outputs[oi.Index].Unaliased = false
+		default:
+			if j, ok := newIndex[s.Ptr]; ok {
+				o.Alias, o.New = aliasNew, j
+				n.Outputs[j].Unaliased = false
+			} else {
+				newIndex[s.Ptr] = i
+				o.Unaliased = true
+			}
+		}
+		if o.Alias != aliasStatic {
+			n.OutWeak[i] = s.ID
+		}
+		n.Outputs[i] = o
+	}
+	path := append(append([]*Node(nil), parentPath...), n)
+	n.LivenessAfter = e.liveness(path)
+	st, err := a.GetCheckpointState(m.pool)
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: checkpoint state: %w", id, err)
+	}
+	n.CheckpointState = st
+	for d, lv := range n.LivenessAfter {
+		for i, live := range lv {
+			if live {
+				n.LiveAfter = append(n.LiveAfter, OutputIndex{d, i})
+			}
+		}
+	}
+	if kn, err := dev.GraphNodes(g); err == nil {
+		n.Kernels = kn
+	}
+	// The capture ran nothing: one replay makes the first outputs.
+	if err := dev.LaunchGraph(exec, device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
+	}
+	m.nodes = append(m.nodes, n)
+	if parent == nil {
+		if len(m.roots[f.ID]) == 0 {
+			m.rootOrder = append(m.rootOrder, f.ID)
+		}
+		m.roots[f.ID] = append(m.roots[f.ID], id)
+	} else {
+		if len(parent.Children[f.ID]) == 0 {
+			parent.childOrder = append(parent.childOrder, f.ID)
+		}
+		parent.Children[f.ID] = append(parent.Children[f.ID], id)
+	}
+	m.cur = id
+	m.pathState = PathRecording
+	m.warmups = map[int]*WarmupNode{}
+	e.updateGeneration(m)
+	e.counters.Recordings++
+	if rerecord {
+		e.counters.Rerecords++
+	}
+	step.Node, step.Parent = id, n.Parent
+	step.nodeFn = f.Name
+	step.hasParentFn = true
+	if parent != nil {
+		step.parentFn = m.funcs[parent.Fn].Name
+	}
+	msg := fmt.Sprintf("Recording function %d of graph recording id %d", f.ID, id)
+	if len(n.Kernels) == 0 {
+		e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: n.Parent,
+			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
+	}
+	e.emit(Event{Kind: EvRecord, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: n.Parent,
+		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
+	return outs, ActionRecord, nil
+}
+
+// priorOutput is _is_alias_of_live_recorded_tensor: the live path output
+// whose storage s is, if any.
+func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
+	for d, x := range path {
+		for i, sid := range x.OutWeak {
+			if sid != 0 && e.tt.storageLive(sid) && e.tt.storages[sid].Ptr == s.Ptr && s.Ptr != 0 {
+				return &OutputIndex{d, i}
+			}
+		}
+	}
+	return nil
+}

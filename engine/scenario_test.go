@@ -1,0 +1,90 @@
+package engine_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// simDevices returns n fresh simulated devices.
+func simDevices(n int) []device.Device {
+	if n < 1 {
+		n = 1
+	}
+	out := make([]device.Device, n)
+	for i := range out {
+		out[i] = sim.New(sim.Options{})
+	}
+	return out
+}
+
+// scenarioFiles lists the traces with expect records that are scenario
+// tests: the examples for users and the corner cases under testdata.
+func scenarioFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, g := range []string{"../examples/*.cgt.jsonl", "../examples/recorded/*.cgt.jsonl", "testdata/*.cgt.jsonl"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scenario traces found")
+	}
+	return files
+}
+
+// TestScenarios runs every scenario trace on the simulated device with the
+// invariant checker on: every expectation must hold, and a record may fail
+// only where the next expect record names its error.
+func TestScenarios(t *testing.T) {
+	for _, f := range scenarioFiles(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			tr, err := traces.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []*engine.Step
+			_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(tr.Header.Devices), Check: true}, func(s *engine.Step) bool {
+				steps = append(steps, s)
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range steps {
+				for _, fl := range s.ExpectFailures {
+					t.Errorf("line %d: %s", s.Line, fl)
+				}
+				if s.Err != "" && !errorExpected(tr, i) {
+					t.Errorf("line %d: unexpected error: %s", s.Line, s.Err)
+				}
+			}
+		})
+	}
+}
+
+// errorExpected reports whether record i is followed by an expect record
+// with an "error" field naming an error.
+func errorExpected(tr *traces.Trace, i int) bool {
+	for j := i + 1; j < len(tr.Records); j++ {
+		r := tr.Records[j]
+		if r.Op != traces.OpExpect {
+			return false
+		}
+		if r.Expect.HasError && r.Expect.Error != nil {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = strings.Contains

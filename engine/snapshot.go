@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// Exception safety. PyTorch 2.11 leaves its tree inconsistent when a call
+// raises; the engine instead puts everything back as it was before the
+// record. Copying the whole state before every record would make the replay
+// fast path slow, so a record saves in two tiers:
+//
+//   - lightState, at the start of every record: the handful of scalars the
+//     replay path changes before it can fail, and a copy-on-write snapshot
+//     of each device (cheap on the simulated device).
+//   - snapshot, taken by markHeavy just before the first mutation of
+//     anything else (tensors, nodes, the allocator). Only light fields can
+//     have changed before that point, so restoring the snapshot and then
+//     the light fields gives back the state at the start of the record.
+
+type lightState struct {
+	genTracker int
+	markStep   int
+	counters   Counters
+	mgrs       []mgrLight
+}
+
+type mgrLight struct {
+	warmups                    map[int]*WarmupNode
+	cur, pathState, currentGen int
+	pendingBackward            bool
+	warmupCounter, failCounter int
+	checkpoints                int
+}
+
+type snapshot struct {
+	tt       *tensorTable
+	defs     map[string]bool
+	mgrs     []*manager
+	allocs   []*alloc.Allocator
+	devSnaps []any
+}
+
+func (e *Engine) saveLight() {
+	l := &e.light
+	l.genTracker, l.markStep, l.counters = e.genTracker, e.markStep, e.counters
+	l.mgrs = l.mgrs[:0]
+	for _, ds := range e.devs {
+		m := ds.m
+		l.mgrs = append(l.mgrs, mgrLight{warmups: m.warmups, cur: m.cur, pathState: int(m.pathState), currentGen: m.currentGen, pendingBackward: m.pendingBackward,
+			warmupCounter: m.warmupCounter, failCounter: m.failCounter, checkpoints: m.checkpoints})
+	}
+	if e.check {
+		// The checker may fail a record after it succeeded: save it all.
+		e.markHeavy()
+	}
+}
+
+func (e *Engine) restoreLight() {
+	l := &e.light
+	e.genTracker, e.markStep, e.counters = l.genTracker, l.markStep, l.counters
+	for i, ds := range e.devs {
+		m, s := ds.m, l.mgrs[i]
+		m.warmups = s.warmups
+		m.cur, m.pathState, m.currentGen, m.pendingBackward = s.cur, PathState(s.pathState), s.currentGen, s.pendingBackward
+		m.warmupCounter, m.failCounter, m.checkpoints = s.warmupCounter, s.failCounter, s.checkpoints
+	}
+}
+
+// markHeavy saves the full state before a mutation beyond the light fields.
+// It is cheap to call again: only the first call of a record saves.
+func (e *Engine) markHeavy() {
+	if e.saved != nil {
+		return
+	}
+	s := &snapshot{tt: e.tt.clone(), defs: map[string]bool{}}
+	for n := range e.defs {
+		s.defs[n] = true
+	}
+	for _, ds := range e.devs {
+		s.mgrs = append(s.mgrs, ds.m.clone())
+		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
+		var snap any
+		if sn, ok := ds.dev.(device.Snapshotter); ok {
+			snap = sn.Snapshot()
+		}
+		s.devSnaps = append(s.devSnaps, snap)
+	}
+	e.saved = s
+}
+
+// rollback puts the engine back as it was at the start of the record.
+func (e *Engine) rollback() {
+	if s := e.saved; s != nil {
+		e.tt = s.tt
+		e.tt.onStorageDeath = e.storageDied
+		for n := range e.defs {
+			if !s.defs[n] {
+				delete(e.defs, n)
+			}
+		}
+		for i, ds := range e.devs {
+			ds.m = s.mgrs[i]
+			ds.m.ds = ds
+			ds.alloc = s.allocs[i]
+			if s.devSnaps[i] != nil {
+				ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
+			}
+		}
+		e.saved = nil
+	}
+	e.restoreLight()
+}
+
+// clone deep-copies a manager. Nodes are copied (their mutable parts);
+// functions are shared except for their warmup counts.
+func (m *manager) clone() *manager {
+	c := *m
+	c.nodes = make([]*Node, len(m.nodes))
+	for i, n := range m.nodes {
+		c.nodes[i] = n.clone()
+	}
+	c.roots = make(map[int][]int, len(m.roots))
+	for k, v := range m.roots {
+		c.roots[k] = append([]int(nil), v...)
+	}
+	c.rootOrder = append([]int(nil), m.rootOrder...)
+	c.warmups = make(map[int]*WarmupNode, len(m.warmups))
+	for k, w := range m.warmups {
+		nw := *w
+		nw.OutWeak = append([]int(nil), w.OutWeak...)
+		c.warmups[k] = &nw
+	}
+	c.funcs = make([]*Function, len(m.funcs))
+	for i, f := range m.funcs {
+		nf := *f
+		c.funcs[i] = &nf
+	}
+	c.fnKeys = make(map[string]int, len(m.fnKeys))
+	for k, v := range m.fnKeys {
+		c.fnKeys[k] = v
+	}
+	c.warnedFns = copySet(m.warnedFns)
+	c.warnedMutation = copySet(m.warnedMutation)
+	c.mutationHint = make(map[int]map[int]bool, len(m.mutationHint))
+	for k, v := range m.mutationHint {
+		c.mutationHint[k] = copySet(v)
+	}
+	c.numRerecord = make(map[int]map[int]int, len(m.numRerecord))
+	for k, v := range m.numRerecord {
+		nv := make(map[int]int, len(v))
+		for a, b := range v {
+			nv[a] = b
+		}
+		c.numRerecord[k] = nv
+	}
+	return &c
+}
+
+func copySet(s map[int]bool) map[int]bool {
+	c := make(map[int]bool, len(s))
+	for k, v := range s {
+		c[k] = v
+	}
+	return c
+}
+
+// Clone returns an independent engine in the same state, on independent
+// copies of its devices. It needs devices that can be cloned (the
+// simulated device); the GPU device cannot be, and Clone returns an error.
+func (e *Engine) Clone() (*Engine, error) {
+	c := *e
+	c.tt = e.tt.clone()
+	c.tt.onStorageDeath = c.storageDied
+	c.defs = make(map[string]*traces.Record, len(e.defs))
+	for k, v := range e.defs {
+		c.defs[k] = v
+	}
+	c.devs = make([]*devState, len(e.devs))
+	for i, ds := range e.devs {
+		dc, ok := ds.dev.(interface{ CloneDevice() device.Device })
+		if !ok {
+			return nil, fmt.Errorf("engine: device %d (%s) cannot be cloned", i, ds.dev.Name())
+		}
+		nd := dc.CloneDevice()
+		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
+		nds.m = ds.m.clone()
+		nds.m.ds = nds
+		c.devs[i] = nds
+	}
+	c.events = nil
+	c.saved = nil
+	c.light = lightState{}
+	if e.last != nil {
+		l := *e.last
+		c.last = &l
+	}
+	return &c, nil
+}
+
+// saveAlloc saves one device's allocator before a record that changes
+// nothing else before it can fail (tensor, param, eager). The returned
+// function puts the allocator back and frees device segments that the
+// failed record made, so the device holds what the allocator knows.
+func (e *Engine) saveAlloc(ds *devState) func() {
+	saved := ds.alloc.Clone(ds.dev)
+	return func() {
+		known := map[device.Ptr]bool{}
+		for _, s := range saved.Segments() {
+			known[s.Addr] = true
+		}
+		for _, s := range ds.alloc.Segments() {
+			if !known[s.Addr] {
+				ds.dev.FreeSegment(s.Addr)
+			}
+		}
+		ds.alloc = saved
+	}
+}

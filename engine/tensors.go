@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// poolKind says which pool a storage's memory came from.
+type poolKind uint8
+
+const (
+	poolNone    poolKind = iota // no memory (an empty tensor)
+	poolDefault                 // the default (eager) pool
+	poolGraph                   // the tree's private graph pool
+)
+
+func (p poolKind) String() string {
+	switch p {
+	case poolDefault:
+		return "default"
+	case poolGraph:
+		return "graph"
+	}
+	return "none"
+}
+
+// Storage is a block of device memory that tensors view, PyTorch's
+// StorageImpl. Liveness is tracked here, as the tree manager tracks it (its
+// weak references are to storages): a storage is live while a live tensor
+// views it.
+type Storage struct {
+	ID    int
+	Dev   int
+	Ptr   device.Ptr
+	Bytes int64
+	Pool  poolKind
+	// Owned is true when the storage's death frees its block (a normal
+	// allocator tensor). Replay outputs own nothing (PyTorch builds them
+	// with no deleter); a checkpoint gives live ones a deleter again.
+	Owned bool
+	// Param marks a static tensor's storage (param records).
+	Param bool
+	// Stale is set when the tree deallocated the storage at the end of a
+	// generation: its block was freed and any data access raises.
+	Stale    bool
+	StaleMsg string
+	// Refs counts live tensors viewing the storage.
+	Refs int
+	// Pins counts node caches holding a tensor on this storage (cached
+	// and static outputs): the storage object survives its death so the
+	// same object can be returned again, as PyTorch's cached tensors are.
+	Pins int
+	// Line and What say where the storage was made, for the "stack trace"
+	// of the overwritten error and the pool view.
+	Line int
+	What string
+}
+
+// Tensor is a tensor object the trace can name. Every tensor views the
+// whole of its storage (version 1 has no slicing), so views differ only in
+// shape.
+type Tensor struct {
+	ID      int
+	Storage int
+	Shape   []int
+	// Names counts the names bound to it; holds counts transient owners
+	// (results of a call before they are bound, arguments during a call).
+	Names int
+	holds int
+	// Cached marks a tensor held by a node's cache (cached output, static
+	// output): the object survives death and may be returned again.
+	Cached bool
+	Line   int
+	What   string
+}
+
+func (t *Tensor) live() bool { return t.Names > 0 || t.holds > 0 }
+
+// numElems returns the element count of a shape.
+func numElems(shape []int) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// bytesOf returns the bytes of a float32 tensor of a shape.
+func bytesOf(shape []int) int64 { return numElems(shape) * 4 }
+
+// tensorTable holds the engine's tensors, storages and names, with Python's
+// reference semantics: a tensor dies when nothing holds it, a storage when
+// no live tensor views it.
+type tensorTable struct {
+	tensors  map[int]*Tensor
+	storages map[int]*Storage
+	names    map[string]int // name -> tensor id
+	nextT    int
+	nextS    int
+	// onStorageDeath is called when a storage's last live tensor dies.
+	onStorageDeath func(s *Storage) error
+}
+
+func newTensorTable() *tensorTable {
+	return &tensorTable{
+		tensors:  map[int]*Tensor{},
+		storages: map[int]*Storage{},
+		names:    map[string]int{},
+	}
+}
+
+func (tt *tensorTable) clone() *tensorTable {
+	c := &tensorTable{
+		tensors:  make(map[int]*Tensor, len(tt.tensors)),
+		storages: make(map[int]*Storage, len(tt.storages)),
+		names:    make(map[string]int, len(tt.names)),
+		nextT:    tt.nextT,
+		nextS:    tt.nextS,
+	}
+	for id, t := range tt.tensors {
+		nt := *t
+		nt.Shape = append([]int(nil), t.Shape...)
+		c.tensors[id] = &nt
+	}
+	for id, s := range tt.storages {
+		ns := *s
+		c.storages[id] = &ns
+	}
+	for n, id := range tt.names {
+		c.names[n] = id
+	}
+	return c
+}
+
+func (tt *tensorTable) newStorage(s Storage) *Storage {
+	tt.nextS++
+	s.ID = tt.nextS
+	p := &s
+	tt.storages[s.ID] = p
+	return p
+}
+
+// newTensor makes a tensor on storage st, held once (by the caller).
+func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string) *Tensor {
+	tt.nextT++
+	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: append([]int(nil), shape...), Line: line, What: what, holds: 1}
+	tt.tensors[t.ID] = t
+	st.Refs++
+	return t
+}
+
+// storageLive reports whether storage id is alive.
+func (tt *tensorTable) storageLive(id int) bool {
+	s := tt.storages[id]
+	return s != nil && s.Refs > 0
+}
+
+// hold adds a transient owner to t, reviving it (and its storage) if it was
+// a dead cached tensor being returned again.
+func (tt *tensorTable) hold(t *Tensor) {
+	if !t.live() {
+		if s := tt.storages[t.Storage]; s != nil {
+			s.Refs++
+		}
+	}
+	t.holds++
+	tt.tensors[t.ID] = t
+}
+
+// release drops a transient owner.
+func (tt *tensorTable) release(t *Tensor) error {
+	t.holds--
+	return tt.maybeDie(t)
+}
+
+func (tt *tensorTable) maybeDie(t *Tensor) error {
+	if t.live() {
+		return nil
+	}
+	if !t.Cached {
+		delete(tt.tensors, t.ID)
+	}
+	s := tt.storages[t.Storage]
+	if s == nil {
+		return nil
+	}
+	s.Refs--
+	if s.Refs > 0 {
+		return nil
+	}
+	var err error
+	if tt.onStorageDeath != nil {
+		err = tt.onStorageDeath(s)
+	}
+	if s.Pins == 0 {
+		delete(tt.storages, s.ID)
+	}
+	return err
+}
+
+// bind binds name to t (t must be held by the caller), dropping what the
+// name held before, after the new tensor exists (Python's x = f(x)).
+func (tt *tensorTable) bind(name string, t *Tensor) error {
+	if name == "_" || name == "" {
+		return nil
+	}
+	old, had := tt.names[name]
+	t.Names++
+	tt.names[name] = t.ID
+	if had {
+		if ot := tt.tensors[old]; ot != nil {
+			ot.Names--
+			return tt.maybeDie(ot)
+		}
+	}
+	return nil
+}
+
+// unbind deletes a name (Python's del).
+func (tt *tensorTable) unbind(name string) error {
+	id, ok := tt.names[name]
+	if !ok {
+		return fmt.Errorf("name %q is not bound", name)
+	}
+	delete(tt.names, name)
+	if t := tt.tensors[id]; t != nil {
+		t.Names--
+		return tt.maybeDie(t)
+	}
+	return nil
+}
+
+// lookup returns the tensor bound to name.
+func (tt *tensorTable) lookup(name string) (*Tensor, *Storage, error) {
+	id, ok := tt.names[name]
+	if !ok {
+		return nil, nil, fmt.Errorf("name %q is not bound", name)
+	}
+	t := tt.tensors[id]
+	if t == nil {
+		return nil, nil, fmt.Errorf("name %q: tensor %d is gone", name, id)
+	}
+	return t, tt.storages[t.Storage], nil
+}
+
+// namesOf returns the sorted names bound to tensors viewing storage id.
+func (tt *tensorTable) namesOfStorage(id int) []string {
+	var out []string
+	for n, tid := range tt.names {
+		if t := tt.tensors[tid]; t != nil && t.Storage == id {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nameOf returns one name of the tensor viewing storage id, for messages.
+func (tt *tensorTable) nameOfStorage(id int) string {
+	ns := tt.namesOfStorage(id)
+	if len(ns) == 0 {
+		return ""
+	}
+	return ns[0]
+}

@@ -1,0 +1,823 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// noNode is the key of "no current node" in the per-position maps
+// (PyTorch uses None).
+const noNode = math.MinInt32
+
+// manager is one device's CUDAGraphTreeManager.
+type manager struct {
+	ds   *devState
+	pool alloc.PoolID
+	// nodes are the recorded CUDAGraphNodes by graph id.
+	nodes []*Node
+	// roots maps a FunctionID to its root nodes; rootOrder keeps the order
+	// in which functions first got a root (Python dict order).
+	roots     map[int][]int
+	rootOrder []int
+	// warmups are the warmup nodes of the current path by (negative) id.
+	warmups map[int]*WarmupNode
+	// cur is the current node: a graph id (>= 0), a warmup id (< 0), or
+	// noNode.
+	cur             int
+	pathState       PathState
+	currentGen      int
+	pendingBackward bool
+	mode            traces.Mode
+
+	funcs  []*Function
+	fnKeys map[string]int
+
+	warnedFns      map[int]bool
+	warnedMutation map[int]bool
+	// mutationHint is non_cudagraph_managed_mutation_hint[node][fid].
+	mutationHint map[int]map[int]bool
+	// numRerecord is num_rerecord[node][fid].
+	numRerecord map[int]map[int]int
+
+	warmupCounter int
+	checkpoints   int
+	failCounter   int
+}
+
+func newManager(ds *devState, pool alloc.PoolID) *manager {
+	return &manager{
+		ds: ds, pool: pool, cur: noNode, currentGen: -1,
+		roots: map[int][]int{}, warmups: map[int]*WarmupNode{}, fnKeys: map[string]int{},
+		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
+		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
+	}
+}
+
+// curNode returns the current graph node, nil when the current node is none
+// or a warmup node.
+func (m *manager) curNode() *Node {
+	if m.cur >= 0 && m.cur != noNode {
+		return m.nodes[m.cur]
+	}
+	return nil
+}
+
+func (m *manager) curWarmup() *WarmupNode {
+	if m.cur < 0 && m.cur != noNode {
+		return m.warmups[m.cur]
+	}
+	return nil
+}
+
+// setCurrentNone ends the current path (clear_current_path_state_and_set_to_none).
+func (m *manager) setCurrentNone() {
+	m.cur = noNode
+	m.pathState = PathNone
+	m.warmups = map[int]*WarmupNode{}
+}
+
+// ---- generations ----
+
+func (e *Engine) currGeneration() int {
+	if e.markStep != 0 {
+		return e.markStep
+	}
+	return e.genTracker
+}
+
+func (e *Engine) inNewInvocation(m *manager) bool { return m.currentGen != e.currGeneration() }
+
+func (e *Engine) canStartNewGeneration(m *manager) bool {
+	if !e.inNewInvocation(m) {
+		return false
+	}
+	if e.markStep != 0 {
+		return true
+	}
+	return !m.pendingBackward
+}
+
+func (e *Engine) updateGeneration(m *manager) { m.currentGen = e.currGeneration() }
+
+// ---- the call ----
+
+// applyCall runs a call record through the device's tree manager.
+func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
+	def := e.defs[rec.Fn]
+	if def == nil {
+		return fmt.Errorf("function %q is not defined", rec.Fn)
+	}
+	if len(rec.Args) != len(def.Params) {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), len(def.Params))
+	}
+	if rec.Out != nil && len(rec.Out) != len(def.Returns) {
+		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), len(def.Returns))
+	}
+	args := make([]*Tensor, len(rec.Args))
+	shapes := make([][]int, len(rec.Args))
+	static := make([]bool, len(rec.Args))
+	dev := 0
+	for i, n := range rec.Args {
+		t, s, err := e.tt.lookup(n)
+		if err != nil {
+			return fmt.Errorf("argument %d: %w", i, err)
+		}
+		if s.Stale {
+			// Any data access to a deallocated output raises, the
+			// pointer checks of the tree included.
+			return staleErr(s)
+		}
+		if i == 0 {
+			dev = s.Dev
+		} else if s.Dev != dev {
+			return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
+		}
+		args[i], shapes[i], static[i] = t, t.Shape, s.Param
+	}
+	step.Device = dev
+	ds, err := e.dev(dev)
+	if err != nil {
+		return err
+	}
+	m := ds.m
+	f, err := e.function(m, def, shapes, static)
+	if err != nil {
+		return err
+	}
+	step.Fn = def.Fn
+	mode := f.Mode
+	if mode != traces.ModeBackward {
+		// Dynamo's on-enter hook of a top-level compiled call.
+		e.genTracker++
+	}
+	for _, t := range args {
+		e.tt.hold(t)
+	}
+	outs, act, err := e.run(m, f, args, rec, step)
+	for _, t := range args {
+		e.tt.release(t)
+	}
+	if err != nil {
+		return err
+	}
+	step.Action = act
+	switch mode {
+	case traces.ModeForward:
+		m.pendingBackward = true
+	case traces.ModeBackward:
+		m.pendingBackward = false
+	}
+	// Bind the results, then drop the call's hold: results without a name
+	// die now.
+	for i, t := range outs {
+		if rec.Out != nil {
+			if err := e.tt.bind(rec.Out[i], t); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range outs {
+		if err := e.tt.release(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// function returns the FunctionID for def called with these shapes and
+// static flags, creating it (with a new id) on first use.
+func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool) (*Function, error) {
+	key := fnKey(def.Fn, shapes, static, m.ds.index)
+	if id, ok := m.fnKeys[key]; ok {
+		return m.funcs[id], nil
+	}
+	p, err := compilePlan(def, shapes)
+	if err != nil {
+		return nil, err
+	}
+	e.markHeavy()
+	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, plan: p, Mutated: mutatedParams(def)}
+	if f.Mode == "" {
+		f.Mode = traces.ModeInference
+	}
+	for i, s := range static {
+		if s {
+			f.StaticIdx = append(f.StaticIdx, i)
+		}
+	}
+	m.funcs = append(m.funcs, f)
+	m.fnKeys[key] = f.ID
+	return f, nil
+}
+
+func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }
+
+// nodeKey is _get_node_id(): the current node's id, or noNode.
+func (m *manager) nodeKey() int { return m.cur }
+
+// run is CUDAGraphTreeManager._run, in PyTorch 2.11's order.
+func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
+	if m.pathState == PathRecording {
+		if err := e.tryEndCurrRecording(m, f, args, rec); err != nil {
+			return nil, "", err
+		}
+	}
+	if m.pathState == PathWarmup {
+		if err := e.tryEndCurrWarmup(m, f, args, rec); err != nil {
+			return nil, "", err
+		}
+	}
+	nid := m.nodeKey()
+	if _, ok := m.mutationHint[nid][f.ID]; !ok {
+		e.updateMutationHint(m, f, args, rec)
+	}
+	if m.mutationHint[nid][f.ID] || e.exceedRerecordLimit(m, nid, f) {
+		return e.runEagerOutside(m, f, args, rec, step, "")
+	}
+	if !e.warmed(f) || m.pathState == PathWarmup {
+		if m.pathState == PathExecution {
+			if err := e.applyCheckpoint(m, rec, step); err != nil {
+				return nil, "", err
+			}
+		}
+		return e.runWarmup(m, f, args, rec, step)
+	}
+	var candidates []int
+	if cn := m.curNode(); cn != nil {
+		candidates = cn.Children[f.ID]
+	} else {
+		candidates = m.roots[f.ID]
+	}
+	cause := CauseRecordingPath
+	var failures []InvariantFailure
+	rerecord := false
+	if m.pathState != PathRecording {
+		cause = CauseFirstChild
+		if m.cur == noNode {
+			cause = CauseNewRoot
+		}
+		for _, id := range candidates {
+			child := m.nodes[id]
+			fail := e.checkInvariants(m, child, args, rec)
+			if fail.Status == StatusSuccess {
+				return e.executeNode(m, child, args, rec, step)
+			}
+			failures = append(failures, fail)
+			e.emit(Event{Kind: EvInvariantFailed, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: child.Parent,
+				Failures: []InvariantFailure{fail}, Msg: fail.Describe()})
+			if fail.Status == StatusStaticInputIdxMismatch || fail.Status == StatusCudagraphManagedIdxMismatch {
+				rerecord = true
+			}
+		}
+		if len(candidates) > 0 {
+			cause = CauseInvariants
+		}
+		if m.cur != noNode && len(m.roots[f.ID]) > 0 {
+			// A root function: maybe restart from the roots.
+			e.tryEndCurrExecution(m, rec)
+			if m.cur == noNode {
+				return e.run(m, f, args, rec, step)
+			}
+		}
+		if len(f.Mutated) > 0 {
+			e.updateMutationHint(m, f, args, rec)
+			if m.mutationHint[m.nodeKey()][f.ID] {
+				return e.runEagerOutside(m, f, args, rec, step, "")
+			}
+		}
+		if rerecord {
+			nid := m.nodeKey()
+			e.markHeavy()
+			if m.numRerecord[nid] == nil {
+				m.numRerecord[nid] = map[int]int{}
+			}
+			m.numRerecord[nid][f.ID]++
+			if e.exceedRerecordLimit(m, nid, f) {
+				reason := ""
+				for _, fl := range failures {
+					if fl.Status != StatusExpectedDeadIndicesBeforeGraphMismatch {
+						reason = rerecordReason(fl)
+					}
+				}
+				node := "None"
+				if nid != noNode {
+					node = fmt.Sprint(nid)
+				}
+				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.",
+					f.ID, e.cfg.RerecordLimit, node, reason)
+				e.emit(Event{Kind: EvSkip, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: msg})
+				return e.runEagerOutside(m, f, args, rec, step, msg)
+			}
+		}
+		m.failCounter++
+		e.tryEndCurrExecution(m, rec)
+		if m.cur != noNode {
+			if err := e.applyCheckpoint(m, rec, step); err != nil {
+				return nil, "", err
+			}
+		}
+		if m.cur == noNode {
+			cause = CauseNewRoot
+		}
+	}
+	return e.recordFunction(m, f, args, rec, step, cause, failures, rerecord)
+}
+
+func rerecordReason(f InvariantFailure) string {
+	name := f.InputName
+	if name == "" {
+		name = fmt.Sprintf("arg%d", f.Input)
+	}
+	return fmt.Sprintf("%s.\ninput name: %s. data pointer changed from %#x to %#x", f.Status, name, f.Old, f.New)
+}
+
+func (e *Engine) exceedRerecordLimit(m *manager, nid int, f *Function) bool {
+	return m.numRerecord[nid][f.ID] > e.cfg.RerecordLimit
+}
+
+// updateMutationHint is _update_non_cudagraph_managed_mutation: a function
+// that mutates an input that is neither static nor an output of the current
+// path runs eagerly at this position; the skip is logged once per function.
+func (e *Engine) updateMutationHint(m *manager, f *Function, args []*Tensor, rec *traces.Record) {
+	e.markHeavy()
+	nid := m.nodeKey()
+	if m.mutationHint[nid] == nil {
+		m.mutationHint[nid] = map[int]bool{}
+	}
+	var bad []int
+	for _, i := range f.Mutated {
+		if f.Static[i] {
+			continue
+		}
+		if e.isRecordedTensor(m, args[i]) {
+			continue
+		}
+		bad = append(bad, i)
+	}
+	if len(bad) == 0 {
+		m.mutationHint[nid][f.ID] = false
+		return
+	}
+	m.mutationHint[nid][f.ID] = true
+	if m.warnedMutation[f.ID] {
+		return
+	}
+	m.warnedMutation[f.ID] = true
+	def := e.defs[f.Name]
+	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
+		len(bad), e.file, rec.Line, f.Name, mutationText(def, bad))
+	e.emit(Event{Kind: EvSkip, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: msg})
+}
+
+func mutationText(def *traces.Record, idx []int) string {
+	for _, st := range def.Body {
+		if len(idx) > 0 && st.Out == def.Params[idx[0]] {
+			return stmtText(st)
+		}
+	}
+	return ""
+}
+
+// isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
+// does t's storage lie at a pointer recorded as an output of the path?
+func (e *Engine) isRecordedTensor(m *manager, t *Tensor) bool {
+	st := e.tt.storages[t.Storage]
+	if st == nil || st.Ptr == 0 {
+		return false
+	}
+	if w := m.curWarmup(); w != nil {
+		for _, sid := range e.warmupPathLive(m, w) {
+			if s := e.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
+				return true
+			}
+		}
+		return false
+	}
+	if n := m.curNode(); n != nil {
+		return n.isPathOutputPtr(m, st.Ptr)
+	}
+	return false
+}
+
+// ---- ending paths ----
+
+func (e *Engine) tryEndCurrRecording(m *manager, f *Function, args []*Tensor, rec *traces.Record) error {
+	if e.canStartNewGeneration(m) {
+		if err := e.deallocCurrentPath(m, args, rec); err != nil {
+			return err
+		}
+		e.endPath(m, rec, "a new generation started")
+		return nil
+	}
+	if e.allOutputsDead(m) {
+		e.endPath(m, rec, "every output of the path is dead")
+		return nil
+	}
+	e.checkWarnOnUnableToStart(m, f, rec)
+	return nil
+}
+
+func (e *Engine) tryEndCurrWarmup(m *manager, f *Function, args []*Tensor, rec *traces.Record) error {
+	return e.tryEndCurrRecording(m, f, args, rec)
+}
+
+func (e *Engine) tryEndCurrExecution(m *manager, rec *traces.Record) {
+	if m.cur == noNode {
+		return
+	}
+	if e.canStartNewGeneration(m) {
+		e.endPath(m, rec, "a new generation started")
+		return
+	}
+	if e.allOutputsDead(m) {
+		e.endPath(m, rec, "every output of the path is dead")
+	}
+}
+
+func (e *Engine) endPath(m *manager, rec *traces.Record, why string) {
+	ev := Event{Kind: EvPathEnd, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: "path ended: " + why}
+	if n := m.curNode(); n != nil {
+		ev.Node = n.ID
+	} else if w := m.curWarmup(); w != nil {
+		ev.WarmupID = w.ID
+	}
+	e.emit(ev)
+	m.setCurrentNone()
+}
+
+// allOutputsDead is all_outputs_are_dead of the current node.
+func (e *Engine) allOutputsDead(m *manager) bool {
+	if w := m.curWarmup(); w != nil {
+		return len(e.warmupPathLive(m, w)) == 0
+	}
+	n := m.curNode()
+	if n == nil {
+		return true
+	}
+	path := m.path(n)
+	for _, oi := range n.LiveAfter {
+		if e.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) checkWarnOnUnableToStart(m *manager, f *Function, rec *traces.Record) {
+	if m.warnedFns[f.ID] || !e.inNewInvocation(m) {
+		return
+	}
+	// The path from the root, warmup nodes included.
+	type pn struct{ fn, parentFn int }
+	var path []pn
+	if w := m.curWarmup(); w != nil {
+		for x := w; x != nil; {
+			p := pn{fn: x.Fn, parentFn: -1}
+			if x.ParentWarm != 0 {
+				p.parentFn = m.warmups[x.ParentWarm].Fn
+			} else if x.ParentGraph >= 0 {
+				p.parentFn = m.nodes[x.ParentGraph].Fn
+			}
+			path = append(path, p)
+			if x.ParentWarm != 0 {
+				x = m.warmups[x.ParentWarm]
+			} else {
+				for _, n := range m.path(m.nodesOrNil(x.ParentGraph)) {
+					pf := -1
+					if n.Parent >= 0 {
+						pf = m.nodes[n.Parent].Fn
+					}
+					path = append(path, pn{fn: n.Fn, parentFn: pf})
+				}
+				x = nil
+			}
+		}
+	} else if n := m.curNode(); n != nil {
+		for _, x := range m.path(n) {
+			pf := -1
+			if x.Parent >= 0 {
+				pf = m.nodes[x.Parent].Fn
+			}
+			path = append(path, pn{fn: x.Fn, parentFn: pf})
+		}
+	}
+	var existing []pn
+	for _, p := range path {
+		if p.fn == f.ID {
+			existing = append(existing, p)
+		}
+	}
+	if len(existing) <= 1 {
+		return
+	}
+	parents := map[int]bool{}
+	for _, p := range existing {
+		if p.parentFn >= 0 {
+			parents[p.parentFn] = true
+		}
+	}
+	if len(path) > 0 {
+		last := path[0]
+		if last.parentFn >= 0 {
+			parents[last.parentFn] = true
+		}
+	}
+	if len(parents) == len(existing) {
+		return
+	}
+	e.markHeavy()
+	m.warnedFns[f.ID] = true
+	e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
+		Msg: "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"})
+}
+
+func (m *manager) nodesOrNil(id int) *Node {
+	if id >= 0 && id < len(m.nodes) {
+		return m.nodes[id]
+	}
+	return nil
+}
+
+// deallocCurrentPath is dealloc_current_path_weakrefs: every live output of
+// the path is freed now and marked, so that any later access raises the
+// overwritten error. Live outputs that the incoming call takes as inputs
+// are first moved out of the pool (PyTorch's fix after 2.11; see README).
+func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Record) error {
+	e.markHeavy()
+	live := e.pathLive(m)
+	if len(live) == 0 {
+		return nil
+	}
+	liveSet := map[int]bool{}
+	for _, sid := range live {
+		liveSet[sid] = true
+	}
+	// Preserve inputs of the incoming call.
+	var kept []string
+	var keptPtrs []uint64
+	for _, t := range args {
+		if !liveSet[t.Storage] {
+			continue
+		}
+		old := e.tt.storages[t.Storage]
+		if old == nil {
+			continue
+		}
+		moved, err := e.moveOutOfPool(m.ds, old, rec)
+		if err != nil {
+			return err
+		}
+		delete(liveSet, old.ID)
+		kept = append(kept, e.tt.nameOfStorage(moved.ID))
+		keptPtrs = append(keptPtrs, uint64(old.Ptr))
+	}
+	if len(kept) > 0 {
+		e.emit(Event{Kind: EvPreserve, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
+			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
+	}
+	var names []string
+	var ptrs []uint64
+	seen := map[device.Ptr]bool{}
+	for _, sid := range live {
+		if !liveSet[sid] {
+			continue
+		}
+		s := e.tt.storages[sid]
+		if s == nil || s.Refs == 0 || seen[s.Ptr] {
+			continue
+		}
+		seen[s.Ptr] = true
+		stack := fmt.Sprintf("%s:%d, in %s", e.file, s.Line, s.What)
+		s.Stale = true
+		s.StaleMsg = overwrittenMsg(stack)
+		if s.Owned {
+			s.Owned = false
+			m.ds.alloc.SetContext(rec.Line, "dealloc previous generation")
+			if err := m.ds.alloc.Free(s.Ptr); err != nil {
+				return fmt.Errorf("free output of the previous generation at %#x: %w", s.Ptr, err)
+			}
+		}
+		n := e.tt.nameOfStorage(sid)
+		if n == "" {
+			n = s.What
+		}
+		names = append(names, n)
+		ptrs = append(ptrs, uint64(s.Ptr))
+	}
+	if len(names) > 0 {
+		e.emit(Event{Kind: EvDealloc, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
+			Msg: fmt.Sprintf("freed %d output(s) of the previous generation; reading them now raises the overwritten error", len(names))})
+	}
+	return nil
+}
+
+// moveOutOfPool copies a live pool storage into a new default-pool storage
+// and points every tensor viewing it there.
+func (e *Engine) moveOutOfPool(ds *devState, old *Storage, rec *traces.Record) (*Storage, error) {
+	ds.alloc.SetContext(rec.Line, "preserve "+old.What)
+	ns, err := e.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
+	if err != nil {
+		return nil, err
+	}
+	if old.Bytes > 0 {
+		if err := ds.dev.CopyDtoD(device.DefaultStream, ns.Ptr, old.Ptr, old.Bytes/4); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range e.tt.tensors {
+		if t.Storage == old.ID {
+			t.Storage = ns.ID
+			if t.live() {
+				ns.Refs++
+			}
+		}
+	}
+	old.Refs = 0
+	if old.Owned {
+		old.Owned = false
+		if err := ds.alloc.Free(old.Ptr); err != nil {
+			return nil, err
+		}
+	}
+	if old.Pins == 0 {
+		delete(e.tt.storages, old.ID)
+	}
+	return ns, nil
+}
+
+// pathLive returns the live output storages of the current path (warmup
+// chain and graph nodes), root first.
+func (e *Engine) pathLive(m *manager) []int {
+	if w := m.curWarmup(); w != nil {
+		return e.warmupPathLive(m, w)
+	}
+	if n := m.curNode(); n != nil {
+		return e.nodePathLive(m, n)
+	}
+	return nil
+}
+
+func (e *Engine) nodePathLive(m *manager, n *Node) []int {
+	var out []int
+	for _, x := range m.path(n) {
+		for _, sid := range x.OutWeak {
+			if sid != 0 && e.tt.storageLive(sid) {
+				out = append(out, sid)
+			}
+		}
+	}
+	return out
+}
+
+// warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
+func (e *Engine) warmupPathLive(m *manager, w *WarmupNode) []int {
+	var chain []*WarmupNode
+	var top *Node
+	for x := w; x != nil; {
+		chain = append(chain, x)
+		if x.ParentWarm != 0 {
+			x = m.warmups[x.ParentWarm]
+		} else {
+			top = m.nodesOrNil(x.ParentGraph)
+			x = nil
+		}
+	}
+	var out []int
+	if top != nil {
+		out = e.nodePathLive(m, top)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for _, sid := range chain[i].OutWeak {
+			if sid != 0 && e.tt.storageLive(sid) {
+				out = append(out, sid)
+			}
+		}
+	}
+	return out
+}
+
+// ---- checkpoints ----
+
+// applyCheckpoint is apply_checkpoint_execution_state_in_allocator: the
+// pool is put back as it was when the current node recorded, the live
+// outputs of the path become owners of their blocks again, and blocks of
+// outputs that died since are freed.
+func (e *Engine) applyCheckpoint(m *manager, rec *traces.Record, step *Step) error {
+	e.markHeavy()
+	n := m.curNode()
+	if n == nil {
+		return fmt.Errorf("checkpoint without a current graph node")
+	}
+	m.checkpoints++
+	e.counters.Checkpoints++
+	step.Checkpoint = true
+	path := m.path(n)
+	// remove_path_cached_tensors
+	for _, x := range path {
+		e.dropCachedTensors(x)
+	}
+	var livePtrs []device.Ptr
+	liveOwner := map[device.Ptr]int{}
+	for _, sid := range e.nodePathLive(m, n) {
+		s := e.tt.storages[sid]
+		if _, dup := liveOwner[s.Ptr]; !dup {
+			liveOwner[s.Ptr] = sid
+			livePtrs = append(livePtrs, s.Ptr)
+		}
+	}
+	var deadPtrs []device.Ptr
+	seenDead := map[device.Ptr]bool{}
+	for _, oi := range n.LiveAfter {
+		sid := path[oi.Depth].OutWeak[oi.Index]
+		if sid == 0 || e.tt.storageLive(sid) {
+			continue
+		}
+		p := path[oi.Depth].Outputs[oi.Index].Ptr
+		if !seenDead[p] {
+			seenDead[p] = true
+			deadPtrs = append(deadPtrs, p)
+		}
+	}
+	a := m.ds.alloc
+	a.SetContext(rec.Line, fmt.Sprintf("checkpoint to #%d", n.ID))
+	delta, err := a.SetCheckpointPoolState(n.CheckpointState, nil, livePtrs)
+	if err != nil {
+		return fmt.Errorf("checkpoint to node %d: %w", n.ID, err)
+	}
+	for p, sid := range liveOwner {
+		s := e.tt.storages[sid]
+		s.Owned = true
+		_ = p
+	}
+	view := &CheckpointView{Node: n.ID}
+	for _, b := range delta.DataPtrsAllocd {
+		if sid, ok := liveOwner[b.Addr]; ok {
+			view.Reallocated = append(view.Reallocated, DeltaBlock{Ptr: uint64(b.Addr), Size: b.Size, Tensor: e.storageLabel(sid)})
+		}
+	}
+	for _, p := range deadPtrs {
+		blk, _ := a.BlockAt(p)
+		if err := a.Free(p); err != nil {
+			return fmt.Errorf("checkpoint to node %d: free dead output at %#x: %w", n.ID, p, err)
+		}
+		view.Freed = append(view.Freed, DeltaBlock{Ptr: uint64(p), Size: blk.Size, Tensor: e.deadOutputLabel(m, n, p)})
+	}
+	sort.Slice(view.Reallocated, func(i, j int) bool { return view.Reallocated[i].Ptr < view.Reallocated[j].Ptr })
+	e.emit(Event{Kind: EvCheckpoint, Line: rec.Line, Device: m.ds.index, Node: n.ID, Parent: n.Parent, Delta: view,
+		Msg: fmt.Sprintf("Checkpointing cuda caching allocator state. Number of checkpoints %d", m.checkpoints)})
+	if ok, mm := a.CheckPoolLiveAllocations(m.pool, livePtrs); !ok {
+		return fmt.Errorf("after the checkpoint the pool does not match the live tensors: allocated but not live %v, live but not allocated %v",
+			mm.AllocatedNotLive, mm.LiveNotAllocated)
+	}
+	return nil
+}
+
+func (e *Engine) storageLabel(sid int) string {
+	if n := e.tt.nameOfStorage(sid); n != "" {
+		return n
+	}
+	if s := e.tt.storages[sid]; s != nil {
+		return s.What
+	}
+	return ""
+}
+
+func (e *Engine) deadOutputLabel(m *manager, n *Node, p device.Ptr) string {
+	for _, x := range m.path(n) {
+		for i, o := range x.Outputs {
+			if o.Ptr == p {
+				return fmt.Sprintf("%s output %d (dead)", m.funcs[x.Fn].Name, i)
+			}
+		}
+	}
+	return "(dead)"
+}
+
+// dropCachedTensors is remove_path_cached_tensors for one node.
+func (e *Engine) dropCachedTensors(n *Node) {
+	for _, tid := range n.Cached {
+		if tid == 0 {
+			continue
+		}
+		t := e.tt.tensors[tid]
+		if t == nil {
+			continue
+		}
+		t.Cached = false
+		if s := e.tt.storages[t.Storage]; s != nil {
+			s.Pins--
+			if s.Refs == 0 && s.Pins == 0 {
+				delete(e.tt.storages, s.ID)
+			}
+		}
+		if !t.live() {
+			delete(e.tt.tensors, tid)
+		}
+	}
+	n.Cached = nil
+}

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// State returns a deep, immutable view of the engine now.
+func (e *Engine) State() *State {
+	st := &State{Step: e.steps, Generation: e.currGeneration(), MarkSteps: -e.markStep, Counters: e.counters}
+	// Names per tensor.
+	names := map[int][]string{}
+	for n, id := range e.tt.names {
+		names[id] = append(names[id], n)
+	}
+	for _, ns := range names {
+		sort.Strings(ns)
+	}
+	for _, ds := range e.devs {
+		st.Devices = append(st.Devices, e.deviceState(ds, names))
+	}
+	for _, t := range e.tt.tensors {
+		if !t.live() {
+			continue
+		}
+		s := e.tt.storages[t.Storage]
+		tv := TensorView{ID: t.ID, Names: names[t.ID], Shape: append([]int(nil), t.Shape...), Line: t.Line, Producer: t.What, State: TensorLive}
+		if s != nil {
+			tv.Device, tv.Ptr, tv.Bytes, tv.Pool, tv.Storage = s.Dev, uint64(s.Ptr), s.Bytes, s.Pool.String(), s.ID
+			switch {
+			case s.Param:
+				tv.Owner = "param"
+			case s.Owned:
+				tv.Owner = "allocator"
+			case s.Stale:
+				tv.Owner = "none (freed)"
+			default:
+				tv.Owner = "none (replay output)"
+			}
+			if s.Stale {
+				tv.State = TensorStale
+			}
+		}
+		st.Tensors = append(st.Tensors, tv)
+	}
+	sort.Slice(st.Tensors, func(i, j int) bool { return st.Tensors[i].ID < st.Tensors[j].ID })
+	for _, ds := range e.devs {
+		for _, f := range ds.m.funcs {
+			fv := FunctionView{ID: f.ID, Device: f.Dev, Fn: f.Name, Mode: string(f.Mode), Warmed: e.warmed(f)}
+			for _, s := range f.Shapes {
+				fv.Shapes = append(fv.Shapes, append([]int(nil), s...))
+			}
+			st.Functions = append(st.Functions, fv)
+		}
+	}
+	return st
+}
+
+func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
+	m := ds.m
+	dv := DeviceState{Index: ds.index, Name: ds.dev.Name(), Current: -1, PathState: m.pathState, CurrentGen: m.currentGen,
+		PendingBackward: m.pendingBackward, Checkpoints: m.checkpoints}
+	cur := m.curNode()
+	onPath := map[int]bool{}
+	if w := m.curWarmup(); w != nil {
+		dv.CurrentWarmup = w.ID
+		var chain []*WarmupNode
+		for x := w; x != nil; {
+			chain = append(chain, x)
+			if x.ParentWarm != 0 {
+				x = m.warmups[x.ParentWarm]
+			} else {
+				cur = m.nodesOrNil(x.ParentGraph)
+				x = nil
+			}
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			x := chain[i]
+			wv := WarmupView{ID: x.ID, Fn: m.funcs[x.Fn].Name, FnID: x.Fn, Line: x.Line, Parent: NoParent}
+			if x.ParentWarm != 0 {
+				wv.Parent = x.ParentWarm
+			} else if x.ParentGraph >= 0 {
+				wv.Parent = x.ParentGraph
+			}
+			for i, sid := range x.OutWeak {
+				wv.Outputs = append(wv.Outputs, e.outputView(i, sid, x.OutShapes[i], names))
+			}
+			dv.Warmups = append(dv.Warmups, wv)
+		}
+	} else if cur != nil {
+		dv.Current = cur.ID
+	}
+	for _, x := range m.path(cur) {
+		dv.Path = append(dv.Path, x.ID)
+		onPath[x.ID] = true
+	}
+	for _, fid := range m.rootOrder {
+		dv.Roots = append(dv.Roots, m.roots[fid]...)
+	}
+	for _, n := range m.nodes {
+		nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
+			RecordedAtLine: n.Line, Cause: n.Cause, Failures: append([]InvariantFailure(nil), n.Failures...), Replays: n.Replays,
+			ExpectedDeadBefore: append([]OutputIndex(nil), n.ExpectedDeadBefore...),
+			ExpectedDeadAfter:  append([]OutputIndex(nil), n.ExpectedDeadAfter...),
+			LiveAfter:          append([]OutputIndex(nil), n.LiveAfter...),
+			OnPath:             onPath[n.ID], Current: n.ID == dv.Current}
+		for _, fid := range n.childOrder {
+			nv.Children = append(nv.Children, n.Children[fid]...)
+		}
+		for i := range n.Static {
+			kind := InputCopied
+			switch {
+			case n.Managed[i]:
+				kind = InputManaged
+			case n.Static[i]:
+				kind = InputStatic
+			}
+			nv.Inputs = append(nv.Inputs, InputView{Index: i, Name: n.InputNames[i], Kind: kind, Ptr: uint64(n.Ptrs[i]), Shape: n.InputShapes[i]})
+		}
+		for i, o := range n.Outputs {
+			ov := e.outputView(i, n.OutWeak[i], o.Shape, names)
+			ov.Ptr, ov.Bytes = uint64(o.Ptr), o.Bytes
+			ov.Cached = o.Unaliased
+			switch o.Alias {
+			case aliasStatic:
+				ov.Alias = "static"
+				if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
+					ov.Live = true
+					ov.Tensor = firstName(names[t.ID])
+				}
+			case aliasPrior:
+				ov.Alias = "prior " + o.Prior.String()
+			case aliasNew:
+				ov.Alias = fmt.Sprintf("output %d", o.New)
+			}
+			nv.Outputs = append(nv.Outputs, ov)
+		}
+		for _, k := range n.Kernels {
+			nv.Kernels = append(nv.Kernels, KernelView{Kind: k.Kind, Name: k.Name, Detail: k.Detail})
+		}
+		dv.Nodes = append(dv.Nodes, nv)
+	}
+	dv.Pool = e.poolView(ds, m.pool, names)
+	dv.Default = e.poolView(ds, alloc.PoolID{}, names)
+	return dv
+}
+
+func firstName(ns []string) string {
+	if len(ns) == 0 {
+		return ""
+	}
+	return ns[0]
+}
+
+func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string) OutputView {
+	ov := OutputView{Index: i, Shape: append([]int(nil), shape...)}
+	if sid == 0 {
+		ov.Alias = "input"
+		return ov
+	}
+	s := e.tt.storages[sid]
+	if s == nil {
+		return ov
+	}
+	ov.Ptr, ov.Bytes = uint64(s.Ptr), s.Bytes
+	ov.Live = s.Refs > 0
+	for _, t := range e.tt.tensors {
+		if t.Storage == sid && t.live() && len(names[t.ID]) > 0 {
+			ov.Tensor = names[t.ID][0]
+			break
+		}
+	}
+	return ov
+}
+
+// poolView annotates one pool's blocks with the tensors that live in them.
+func (e *Engine) poolView(ds *devState, id alloc.PoolID, names map[int][]string) PoolView {
+	a := ds.alloc
+	pv := PoolView{ID: [2]int64{id.First, id.Second}}
+	ps := a.PoolStats(id)
+	pv.ReservedBytes, pv.AllocatedBytes, pv.PeakReserved = ps.ReservedBytes[alloc.Aggregate].Current, ps.AllocatedBytes[alloc.Aggregate].Current, ps.ReservedBytes[alloc.Aggregate].Peak
+	// Storages by address range, for the blocks.
+	type occupant struct {
+		s     *Storage
+		names []string
+	}
+	var occ []occupant
+	for _, s := range e.tt.storages {
+		if s.Dev != ds.index || s.Ptr == 0 || s.Refs == 0 {
+			continue
+		}
+		var ns []string
+		for _, t := range e.tt.tensors {
+			if t.Storage == s.ID && t.live() {
+				ns = append(ns, names[t.ID]...)
+			}
+		}
+		sort.Strings(ns)
+		occ = append(occ, occupant{s, ns})
+	}
+	sort.Slice(occ, func(i, j int) bool { return occ[i].s.Ptr < occ[j].s.Ptr })
+	changed := map[device.Ptr]bool{}
+	newly := map[device.Ptr]bool{}
+	if ev := e.lastCheckpoint(ds.index); ev != nil {
+		for _, b := range ev.Reallocated {
+			changed[device.Ptr(b.Ptr)] = true
+			newly[device.Ptr(b.Ptr)] = true
+		}
+		for _, b := range ev.Freed {
+			changed[device.Ptr(b.Ptr)] = true
+		}
+	}
+	for _, seg := range a.PoolSegments(id) {
+		sv := SegmentView{Addr: uint64(seg.Addr), Size: seg.Size, Small: seg.Small, Stream: int(seg.Stream)}
+		for _, b := range seg.Blocks {
+			bv := BlockView{Addr: uint64(b.Addr), Size: b.Size, Requested: b.RequestedSize, Allocated: b.Allocated,
+				ProducedAt: b.Line, ProducedBy: b.What, InCheckpoint: changed[b.Addr], CheckpointNew: newly[b.Addr]}
+			lo, hi := b.Addr, b.Addr+device.Ptr(b.Size)
+			var live, stale bool
+			for _, o := range occ {
+				if o.s.Ptr >= hi || o.s.Ptr+device.Ptr(o.s.Bytes) <= lo {
+					continue
+				}
+				if o.s.Stale {
+					stale = true
+				} else {
+					live = true
+				}
+				bv.Tensors = append(bv.Tensors, o.names...)
+			}
+			switch {
+			case b.Allocated && live:
+				bv.State = BlockAllocated
+			case b.Allocated:
+				bv.State = BlockUnowned
+			case live:
+				bv.State = BlockLiveInvisible
+			case stale:
+				bv.State = BlockStale
+			default:
+				bv.State = BlockFree
+			}
+			sv.Blocks = append(sv.Blocks, bv)
+		}
+		pv.Segments = append(pv.Segments, sv)
+	}
+	return pv
+}
+
+// lastCheckpoint returns the delta of the last checkpoint of a device in the
+// current record, if any (the UI keeps older ones from the events).
+func (e *Engine) lastCheckpoint(dev int) *CheckpointView {
+	for i := len(e.events) - 1; i >= 0; i-- {
+		if ev := e.events[i]; ev.Kind == EvCheckpoint && ev.Device == dev {
+			return ev.Delta
+		}
+	}
+	if e.last != nil {
+		for i := len(e.last.Events) - 1; i >= 0; i-- {
+			if ev := e.last.Events[i]; ev.Kind == EvCheckpoint && ev.Device == dev {
+				return ev.Delta
+			}
+		}
+	}
+	return nil
+}
