@@ -12,10 +12,15 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
-// simDevices returns n fresh simulated devices.
+// simDevices returns n fresh devices for a test: simulated ones, or GPUs
+// when the test binary is built with the cuda tag and CGTVIZ_DEVICE=cuda
+// (see cuda_test.go).
 func simDevices(n int) []device.Device {
 	if n < 1 {
 		n = 1
+	}
+	if testDevices != nil {
+		return testDevices(n)
 	}
 	out := make([]device.Device, n)
 	for i := range out {
@@ -23,6 +28,9 @@ func simDevices(n int) []device.Device {
 	}
 	return out
 }
+
+// testDevices, when set (cuda_test.go), opens the devices of every test.
+var testDevices func(n int) []device.Device
 
 // scenarioFiles lists the traces with expect records that are scenario
 // tests: the examples for users and the corner cases under testdata.

@@ -267,3 +267,5 @@ func (e *Engine) lastCheckpoint(dev int) *CheckpointView {
 	}
 	return nil
 }
+
+func sortStrings(s []string) { sort.Strings(s) }

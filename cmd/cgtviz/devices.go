@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/examples"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// openDevices opens n devices of the named backend ("sim", "cuda", "auto")
+// and returns a function that closes them.
+func openDevices(name string, n int) ([]device.Device, func(), error) {
+	if n < 1 {
+		n = 1
+	}
+	switch name {
+	case "sim":
+		return simDevices(n), func() {}, nil
+	case "cuda":
+		return cudaDevices(n)
+	case "auto":
+		if hasCUDA {
+			return cudaDevices(n)
+		}
+		return simDevices(n), func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("unknown device %q (want %s)", name, deviceChoices)
+}
+
+func simDevices(n int) []device.Device {
+	out := make([]device.Device, n)
+	for i := range out {
+		out[i] = sim.New(sim.Options{})
+	}
+	return out
+}
+
+// demoTrace reads the embedded demo trace.
+func demoTrace() (*traces.Trace, error) {
+	return traces.Read(bytes.NewReader(examples.Demo()), examples.DemoName)
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/render"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// The export command's line in the command table.
+const (
+	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] -o FILE"
+	exportSummary = "write the tree, or one node's CUDA graph, as Graphviz DOT or SVG"
+)
+
+// exportFlags are the parsed flags of `cgtviz export`.
+type exportFlags struct {
+	line, step int
+	format     string
+	node       int
+	graph      bool
+	device     int
+	rankdir    string
+	maxNodes   int
+	out        string
+	set        map[string]bool // flags given on the command line
+}
+
+// runExport runs a trace on the simulated device up to a line or step (or
+// to its end) and writes the tree, or one node's CUDA graph, as DOT or SVG.
+// It exits 0 on success, 2 on a bad trace or bad flags, 1 when running or
+// rendering fails.
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("export")
+	f := exportFlags{node: -1}
+	fs.IntVar(&f.line, "line", 0, "export the state after the record on trace line `L`")
+	fs.IntVar(&f.step, "step", 0, "export the state after record `N` (counted from 1)")
+	fs.StringVar(&f.format, "format", "", "output `format`: dot or svg (default: svg when -o ends in .svg, else dot)")
+	fs.Var((*nodeFlag)(&f.node), "node", "export only the subtree of graph `ID` (with --graph: that node's CUDA graph)")
+	fs.BoolVar(&f.graph, "graph", false, "export the CUDA graph of the node given by --node")
+	fs.IntVar(&f.device, "device", 0, "the device `D` of --node")
+	fs.StringVar(&f.rankdir, "rankdir", "TB", "rank `direction` of the tree: TB or LR")
+	fs.IntVar(&f.maxNodes, "max-nodes", render.DefaultMaxNodes, "refuse trees with more than `N` nodes")
+	fs.StringVar(&f.out, "o", "", "write to `FILE` (- for stdout)")
+	pos, code, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if msg := f.validate(pos); msg != "" {
+		fmt.Fprintf(stderr, "cgtviz export: %s\n", msg)
+		commandUsage(fs, stderr)
+		return 2
+	}
+
+	tr, err := traces.ReadFile(pos[0])
+	if err != nil {
+		var ps traces.Problems
+		if errors.As(err, &ps) {
+			for _, p := range ps {
+				fmt.Fprintf(stderr, "cgtviz export: %s\n", p.String())
+			}
+		} else {
+			fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
+		}
+		return 2
+	}
+	n, msg := f.records(tr)
+	if msg != "" {
+		fmt.Fprintf(stderr, "cgtviz export: %s\n", msg)
+		return 2
+	}
+
+	st, last, err := runPrefix(ctx, tr, n)
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz export: %s: %v\n", tr.File, err)
+		return 1
+	}
+	if msg := f.checkTarget(st); msg != "" {
+		fmt.Fprintf(stderr, "cgtviz export: %s\n", msg)
+		return 2
+	}
+
+	var out []byte
+	if f.graph {
+		out, err = render.NodeGraphDOT(st, f.device, f.node, "")
+	} else {
+		opts := render.TreeOptions{
+			RankDir:  f.rankdir,
+			MaxNodes: f.maxNodes,
+			Subtree:  f.node >= 0,
+			Device:   f.device,
+			Root:     f.node,
+			Title:    title(tr),
+		}
+		opts.SetStep(last)
+		out, err = render.TreeDOT(st, opts)
+	}
+	if err == nil && f.format == "svg" {
+		out, err = render.SVG(ctx, out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
+		return 1
+	}
+	if f.out == "-" {
+		_, err = stdout.Write(out)
+	} else {
+		err = os.WriteFile(f.out, out, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz export: write %s: %v\n", f.out, err)
+		return 1
+	}
+	return 0
+}
+
+// nodeFlag is --node: a graph id, -1 until given. It prints no default in
+// the help, where "-1" would read as a valid choice.
+type nodeFlag int
+
+func (n *nodeFlag) String() string {
+	if n == nil || *n < 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*n))
+}
+
+func (n *nodeFlag) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a graph id: %q", s)
+	}
+	*n = nodeFlag(v)
+	return nil
+}
+
+// validate checks the flags that need no trace, and fills in the format.
+// It returns "" or what is wrong.
+func (f *exportFlags) validate(pos []string) string {
+	switch {
+	case len(pos) == 0:
+		return "no trace given"
+	case len(pos) > 1:
+		return fmt.Sprintf("one trace at a time (got %d: %s)", len(pos), strings.Join(pos, " "))
+	case f.out == "":
+		return "no output file: give -o FILE (or -o - for stdout)"
+	case f.set["line"] && f.set["step"]:
+		return "--line and --step both given: choose one"
+	case f.set["line"] && f.line < 1:
+		return fmt.Sprintf("--line %d: lines count from 1", f.line)
+	case f.set["step"] && f.step < 1:
+		return fmt.Sprintf("--step %d: steps count from 1", f.step)
+	case f.maxNodes < 1:
+		return fmt.Sprintf("--max-nodes %d: want at least 1", f.maxNodes)
+	case f.device < 0:
+		return fmt.Sprintf("--device %d: devices count from 0", f.device)
+	case f.set["node"] && f.node < 0:
+		return fmt.Sprintf("--node %d: graph ids count from 0", f.node)
+	case f.graph && !f.set["node"]:
+		return "--graph needs --node ID: the node whose CUDA graph to export"
+	}
+	f.rankdir = strings.ToUpper(f.rankdir)
+	if f.rankdir != "TB" && f.rankdir != "LR" {
+		return fmt.Sprintf("--rankdir %s: want TB or LR", f.rankdir)
+	}
+	switch strings.ToLower(f.format) {
+	case "":
+		f.format = "dot"
+		if strings.EqualFold(filepath.Ext(f.out), ".svg") {
+			f.format = "svg"
+		}
+	case "dot", "svg":
+		f.format = strings.ToLower(f.format)
+	default:
+		return fmt.Sprintf("--format %s: want dot or svg", f.format)
+	}
+	return ""
+}
+
+// records returns how many records of tr to run: all of them, those up to
+// and including line --line, or the first --step.
+func (f *exportFlags) records(tr *traces.Trace) (int, string) {
+	switch {
+	case f.set["step"]:
+		if f.step > len(tr.Records) {
+			return 0, fmt.Sprintf("--step %d: %s has %d records", f.step, tr.File, len(tr.Records))
+		}
+		return f.step, ""
+	case f.set["line"]:
+		last := 1 // the header
+		if len(tr.Records) > 0 {
+			last = max(last, tr.Records[len(tr.Records)-1].Line)
+		}
+		if f.line > last {
+			return 0, fmt.Sprintf("--line %d: %s ends at line %d", f.line, tr.File, last)
+		}
+		n := 0
+		for n < len(tr.Records) && tr.Records[n].Line <= f.line {
+			n++
+		}
+		return n, ""
+	}
+	return len(tr.Records), ""
+}
+
+// runPrefix runs the first n records of tr on simulated devices and returns
+// the state after them and the last step (nil when n is 0).
+func runPrefix(ctx context.Context, tr *traces.Trace, n int) (*engine.State, *engine.Step, error) {
+	prefix := *tr
+	prefix.Records = tr.Records[:n]
+	devs := make([]device.Device, tr.Header.Devices)
+	for i := range devs {
+		devs[i] = sim.New(sim.Options{})
+	}
+	var last *engine.Step
+	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File}, func(s *engine.Step) bool {
+		last = s
+		return true
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.State(), last, nil
+}
+
+// checkTarget checks --device and --node against the state, so that a
+// wrong id is a usage error (exit 2), not a rendering failure.
+func (f *exportFlags) checkTarget(st *engine.State) string {
+	if f.device >= len(st.Devices) {
+		return fmt.Sprintf("--device %d: the trace has %d device(s)", f.device, len(st.Devices))
+	}
+	if f.node < 0 {
+		return ""
+	}
+	d := &st.Devices[f.device]
+	for i := range d.Nodes {
+		if d.Nodes[i].ID == f.node {
+			return ""
+		}
+	}
+	return fmt.Sprintf("--node %d: device %d has no node #%d at this point (it has %d)", f.node, f.device, f.node, len(d.Nodes))
+}
+
+// title names the trace in the picture: the header's name, else the file.
+func title(tr *traces.Trace) string {
+	if tr.Header.Name != "" {
+		return tr.Header.Name
+	}
+	return filepath.Base(tr.File)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedA is the demo trace. Line 32 is the call of fee that records #2
+// after a checkpoint (its expect, line 33, says checkpoints 1); line 7 is
+// foo's first call, a warmup.
+const seedA = "../../examples/seed-a-checkpoint.cgt.jsonl"
+
+func TestRunExport(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.cgt.jsonl")
+	if err := os.WriteFile(bad, []byte("{\"cgtviz\": 1}\n{\"op\": \"call\", \"fn\": \"nope\", \"args\": []}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string // "OUT" is replaced by a file in a fresh directory
+		code int
+		// want are substrings of the output file (or of stdout with -o -);
+		// wantErr of stderr.
+		want    []string
+		notWant []string
+		wantErr string
+	}{
+		{name: "tree at the end", args: []string{seedA, "-o", "OUT.dot"}, want: []string{
+			"digraph cgt {", `d0_n0 [label="#0 foo`, `d0_n2 [label="#2 fee`, "seed A: del a", "step 40, line 41: read",
+		}},
+		{name: "flags after and before the trace", args: []string{"--rankdir", "LR", seedA, "--max-nodes", "3", "-o", "OUT.dot"}, want: []string{"rankdir=LR"}},
+		{name: "checkpoint step by line", args: []string{seedA, "--line", "32", "-o", "OUT.dot"}, want: []string{
+			"line 32: call fee: record #2 after a checkpoint", "this step: recorded", "checkpoint restored",
+		}},
+		{name: "line of a non-call record", args: []string{seedA, "--line", "33", "-o", "OUT.dot"}, want: []string{"line 33: expect"}},
+		{name: "header line: nothing run", args: []string{seedA, "--line", "1", "-o", "OUT.dot"}, want: []string{"after 0 records"}, notWant: []string{"d0_n0"}},
+		{name: "warmup step", args: []string{seedA, "--step", "6", "-o", "OUT.dot"}, want: []string{"line 7: call foo: warmup", "this step: warmed", "warmup -1 foo"}},
+		{name: "subtree", args: []string{seedA, "--node", "2", "-o", "OUT.dot"}, want: []string{"subtree of #2", "d0_n2 ["}, notWant: []string{"d0_n0 [", "d0_n1 ["}},
+		{name: "node graph", args: []string{seedA, "--graph", "--node", "0", "-o", "OUT.dot"}, want: []string{"digraph dot {", "CUDA graph of #0 foo", "KERNEL"}},
+		{name: "svg from the extension", args: []string{seedA, "-o", "OUT.svg"}, want: []string{"<svg", `class="node"`}},
+		{name: "svg to stdout", args: []string{seedA, "--format", "svg", "-o", "-"}, want: []string{"<svg"}},
+		{name: "dot to stdout", args: []string{seedA, "-o", "-"}, want: []string{"digraph cgt {"}},
+		{name: "help", args: []string{"-h"}, want: []string{"-max-nodes N", "-node ID\n"}},
+		{name: "node not a number", args: []string{seedA, "--node", "x", "-o", "OUT"}, code: 2, wantErr: `invalid value "x" for flag -node: not a graph id: "x"`},
+		{name: "negative node", args: []string{seedA, "--node", "-3", "-o", "OUT"}, code: 2, wantErr: "--node -3: graph ids count from 0"},
+
+		{name: "no trace", args: []string{"-o", "OUT"}, code: 2, wantErr: "cgtviz export: no trace given"},
+		{name: "two traces", args: []string{seedA, seedA, "-o", "OUT"}, code: 2, wantErr: "cgtviz export: one trace at a time"},
+		{name: "no output", args: []string{seedA}, code: 2, wantErr: "cgtviz export: no output file"},
+		{name: "line and step", args: []string{seedA, "--line", "3", "--step", "2", "-o", "OUT"}, code: 2, wantErr: "--line and --step both given"},
+		{name: "line zero", args: []string{seedA, "--line", "0", "-o", "OUT"}, code: 2, wantErr: "--line 0: lines count from 1"},
+		{name: "line past the end", args: []string{seedA, "--line", "99", "-o", "OUT"}, code: 2, wantErr: "--line 99: ../../examples/seed-a-checkpoint.cgt.jsonl ends at line 41"},
+		{name: "step past the end", args: []string{seedA, "--step", "41", "-o", "OUT"}, code: 2, wantErr: "--step 41: ../../examples/seed-a-checkpoint.cgt.jsonl has 40 records"},
+		{name: "graph without node", args: []string{seedA, "--graph", "-o", "OUT"}, code: 2, wantErr: "--graph needs --node ID"},
+		{name: "bad format", args: []string{seedA, "--format", "png", "-o", "OUT"}, code: 2, wantErr: "--format png: want dot or svg"},
+		{name: "bad rankdir", args: []string{seedA, "--rankdir", "XY", "-o", "OUT"}, code: 2, wantErr: "--rankdir XY: want TB or LR"},
+		{name: "zero max nodes", args: []string{seedA, "--max-nodes", "0", "-o", "OUT"}, code: 2, wantErr: "--max-nodes 0: want at least 1"},
+		{name: "unknown flag", args: []string{seedA, "--colour", "-o", "OUT"}, code: 2, wantErr: "cgtviz export: flag provided but not defined: -colour"},
+		{name: "missing node", args: []string{seedA, "--node", "9", "-o", "OUT"}, code: 2, wantErr: "--node 9: device 0 has no node #9 at this point (it has 3)"},
+		{name: "node not yet recorded", args: []string{seedA, "--line", "15", "--node", "1", "-o", "OUT"}, code: 2, wantErr: "--node 1: device 0 has no node #1 at this point (it has 1)"},
+		{name: "missing device", args: []string{seedA, "--device", "1", "-o", "OUT"}, code: 2, wantErr: "--device 1: the trace has 1 device(s)"},
+		{name: "missing trace", args: []string{filepath.Join(dir, "none.cgt.jsonl"), "-o", "OUT"}, code: 2, wantErr: "none.cgt.jsonl"},
+		{name: "bad trace", args: []string{bad, "-o", "OUT"}, code: 2, wantErr: "cgtviz export: " + bad + ":"},
+		{name: "over the node limit", args: []string{seedA, "--max-nodes", "2", "-o", "OUT"}, code: 1,
+			wantErr: "cgtviz export: tree has 3 nodes; over the limit of 2: export a subtree with --node ID or raise --max-nodes"},
+		{name: "unwritable output", args: []string{seedA, "-o", filepath.Join(dir, "no", "such", "dir.dot")}, code: 1, wantErr: "cgtviz export: write "},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
+			args := make([]string, len(tc.args))
+			var file string
+			for j, a := range tc.args {
+				if strings.HasPrefix(a, "OUT") {
+					file = out + strings.TrimPrefix(a, "OUT")
+					a = file
+				}
+				args[j] = a
+			}
+			var stdout, stderr bytes.Buffer
+			code := runExport(context.Background(), args, &stdout, &stderr)
+			t.Logf("stderr:\n%s", stderr.String())
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if tc.wantErr != "" && !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, stderr.String())
+			}
+			if tc.code != 0 {
+				if file != "" {
+					if _, err := os.Stat(file); err == nil {
+						t.Errorf("a failed export wrote %s", file)
+					}
+				}
+				return
+			}
+			got := stdout.Bytes()
+			if file != "" {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatalf("test %d: %v", i, err)
+				}
+				got = b
+				if stdout.Len() != 0 {
+					t.Errorf("stdout not empty with -o FILE: %q", stdout.String())
+				}
+			}
+			for _, w := range tc.want {
+				if !bytes.Contains(got, []byte(w)) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if bytes.Contains(got, []byte(w)) {
+					t.Errorf("output has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+)
+
+// version is the release, set at build time with
+// -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// command is one subcommand. Adding a command is a new file with its run
+// function and one line in commands.
+type command struct {
+	name    string
+	usage   string // arguments after the name, e.g. "[-w] TRACE"
+	summary string // one line for `cgtviz -h`
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// commands is every subcommand, in the order `cgtviz -h` lists them.
+var commands = []command{
+	{"check", "[-q] TRACE...", "check traces and report every problem", runCheck},
+	{"fmt", "[-w] TRACE", "rewrite a trace in canonical form", runFmt},
+	{"export", exportUsage, exportSummary, runExport},
+	{"version", "", "print the version and the device backends of this binary", runVersion},
+	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] TRACE", "run a trace and report what the tree did and why", runRun},
+}
+
+// byName indexes commands. It is filled in init, not in its declaration:
+// commands' run functions print their usage from it, and a declaration
+// would make an initialization cycle.
+var byName = map[string]command{}
+
+func init() {
+	for _, c := range commands {
+		byName[c.name] = c
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program, testable: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	case "-version", "--version":
+		fmt.Fprintf(stdout, "cgtviz %s\n", version)
+		return 0
+	}
+	if c, ok := byName[args[0]]; ok {
+		return c.run(ctx, args[1:], stdout, stderr)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "cgtviz: unknown flag %s\nRun 'cgtviz -h' for usage.\n", args[0])
+	} else {
+		fmt.Fprintf(stderr, "cgtviz: unknown command %q\nRun 'cgtviz -h' for usage.\n", args[0])
+	}
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "cgtviz shows how PyTorch's CUDAGraph Trees run a trace.\n\nUsage:\n\n\tcgtviz <command> [flags] [args]\n\nCommands:\n\n")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "\t%s %s\t%s\n", c.name, c.usage, c.summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nFlags:\n\n\t-h, --help\tthis help\n\t--version\tprint the version\n\nRun 'cgtviz <command> -h' for a command's flags.\n")
+}
+
+// newFlags returns the flag set of a command. Its errors and help are
+// printed by parseArgs, not by the flag package.
+func newFlags(c string) *flag.FlagSet {
+	fs := flag.NewFlagSet(c, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseArgs parses flags and positional arguments in any order (users type
+// `cgtviz check t.cgt.jsonl -q`); "--" ends the flags. It returns the
+// positional arguments and, when parsing ends the command (-h or a bad
+// flag), the exit status to return: 0 after help on stdout, 2 after an
+// error on stderr.
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, int, bool) {
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(fs, stdout)
+			return nil, 0, true
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "cgtviz %s: %v\n", fs.Name(), err)
+			commandUsage(fs, stderr)
+			return nil, 2, true
+		}
+		rest := fs.Args()
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func commandUsage(fs *flag.FlagSet, w io.Writer) {
+	if c, ok := byName[fs.Name()]; ok {
+		fmt.Fprintf(w, "usage: cgtviz %s %s\n\n%s.\n", c.name, c.usage, strings.ToUpper(c.summary[:1])+c.summary[1:])
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}

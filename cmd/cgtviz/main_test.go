@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const cleanTrace = `{"cgtviz": 1, "devices": 1}
+{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1.0}], "returns": ["y"]}
+{"op":"tensor","name":"x","shape":[4],"init":"rand","seed":1}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+`
+
+const canonical = `{"cgtviz": 1}
+{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}
+{"op": "tensor", "name": "x", "shape": [4], "init": "rand", "seed": 1}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+`
+
+const badTrace = `{"cgtviz": 1}
+{"op": "read", "name": "x"}
+`
+
+// writeTraces puts the test traces in a temporary directory.
+func writeTraces(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range map[string]string{"clean.cgt.jsonl": cleanTrace, "bad.cgt.jsonl": badTrace} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestRun(t *testing.T) {
+	dir := writeTraces(t)
+	clean, bad := filepath.Join(dir, "clean.cgt.jsonl"), filepath.Join(dir, "bad.cgt.jsonl")
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // exact, unless empty and contains is set
+		contains   string // a part of stdout
+		stderrPart string
+	}{
+		{name: "no args", args: nil, code: 2, stderrPart: "Usage:"},
+		{name: "help", args: []string{"-h"}, code: 0, contains: "check [-q] TRACE..."},
+		{name: "long help", args: []string{"--help"}, code: 0, contains: "fmt [-w] TRACE"},
+		{name: "version", args: []string{"--version"}, code: 0, stdout: "cgtviz dev\n"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrPart: `cgtviz: unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"--verbose"}, code: 2, stderrPart: "cgtviz: unknown flag --verbose"},
+		{name: "check clean", args: []string{"check", clean}, code: 0, stdout: clean + ": ok (3 records)\n"},
+		{name: "check quiet", args: []string{"check", "-q", clean}, code: 0, stdout: ""},
+		{name: "check flag after file", args: []string{"check", clean, "-q"}, code: 0, stdout: ""},
+		{name: "check bad", args: []string{"check", clean, bad}, code: 2, stdout: clean + ": ok (3 records)\n", stderrPart: bad + ":2: read x: x is not bound\n"},
+		{name: "check missing file", args: []string{"check", filepath.Join(dir, "nope.cgt.jsonl")}, code: 2, stderrPart: "nope.cgt.jsonl: no such file or directory"},
+		{name: "check no args", args: []string{"check"}, code: 2, stderrPart: "no trace given"},
+		{name: "check -h", args: []string{"check", "-h"}, code: 0, contains: "-q\tprint only problems"},
+		{name: "check bad flag", args: []string{"check", "-x", clean}, code: 2, stderrPart: "flag provided but not defined: -x"},
+		{name: "check after --", args: []string{"check", "--", "-q"}, code: 2, stderrPart: "-q: no such file or directory"},
+		{name: "fmt to stdout", args: []string{"fmt", clean}, code: 0, stdout: canonical},
+		{name: "fmt bad", args: []string{"fmt", bad}, code: 2, stderrPart: "read x: x is not bound"},
+		{name: "fmt -h", args: []string{"fmt", "-h"}, code: 0, contains: "usage: cgtviz fmt [-w] TRACE"},
+		{name: "fmt two files", args: []string{"fmt", clean, clean}, code: 2, stderrPart: "want one trace, got 2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if tc.contains != "" {
+				if !strings.Contains(stdout.String(), tc.contains) {
+					t.Errorf("stdout lacks %q:\n%s", tc.contains, stdout.String())
+				}
+			} else if stdout.String() != tc.stdout {
+				t.Errorf("stdout:\n%q\nwant\n%q", stdout.String(), tc.stdout)
+			}
+			if !strings.Contains(stderr.String(), tc.stderrPart) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderrPart, stderr.String())
+			}
+			if tc.stderrPart == "" && stderr.Len() > 0 {
+				t.Errorf("unexpected stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+func TestFmtInPlace(t *testing.T) {
+	dir := writeTraces(t)
+	clean := filepath.Join(dir, "clean.cgt.jsonl")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"fmt", clean, "-w"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	got, err := os.ReadFile(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != canonical {
+		t.Errorf("file after fmt -w:\n%s\nwant\n%s", got, canonical)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("fmt -w wrote to stdout: %s", stdout.String())
+	}
+	info, err := os.Stat(clean)
+	if err != nil || info.Mode().Perm() != 0o640 {
+		t.Errorf("mode after fmt -w: %v %v, want 0640", info.Mode().Perm(), err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("fmt -w left files behind: %v", entries)
+	}
+	// A bad trace is left alone.
+	bad := filepath.Join(dir, "bad.cgt.jsonl")
+	if code := run(context.Background(), []string{"fmt", "-w", bad}, &stdout, &stderr); code != 2 {
+		t.Errorf("fmt -w of a bad trace: exit %d, want 2", code)
+	}
+	if got, _ := os.ReadFile(bad); string(got) != badTrace {
+		t.Errorf("fmt -w changed a bad trace:\n%s", got)
+	}
+}

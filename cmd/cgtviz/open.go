@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+// The open command's line in the command table.
+const (
+	openUsage   = "[-check] FILE"
+	openSummary = "resume a session saved with `s` in the terminal debugger"
+)
+
+// runOpen resumes a saved session (trace, position, breakpoints and
+// bookmarks) in the terminal debugger; `s` saves back to the same file.
+func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("open")
+	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
+	pos, code, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "usage: cgtviz open %s\n", openUsage)
+		return 2
+	}
+	s, err := sessions.Load(pos[0], sessions.Options{Check: *check})
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+		return 2
+	}
+	return tuiRun(ctx, s, pos[0], stdout, stderr)
+}

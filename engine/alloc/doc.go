@@ -1,0 +1,12 @@
+// Package alloc is PyTorch's CUDA caching allocator (c10's
+// DeviceCachingAllocator) re-implemented over a device.Device: blocks and
+// segments, the small and large pools, best-fit search, splitting and
+// merging, max_split_size, private (graph) pools with use counts, the
+// checkpoint / restore of a private pool that CUDAGraph Trees relies on, the
+// bounded event log and the memory_viz snapshot export.
+//
+// It owns the placement decisions only: the device provides the segment
+// addresses, so the same calls on the same device give the same addresses.
+// An Allocator is not safe for concurrent use; the engine drives one per
+// device from one goroutine, as PyTorch does under its allocator mutex.
+package alloc

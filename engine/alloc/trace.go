@@ -1,0 +1,159 @@
+package alloc
+
+import (
+	"sync/atomic"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// Action is what a trace entry records; the values are PyTorch's trace
+// actions as memory_viz spells them, plus Checkpoint markers.
+type Action string
+
+// The actions of the event log.
+const (
+	ActionSegmentAlloc  Action = "segment_alloc"
+	ActionAlloc         Action = "alloc"
+	ActionFreeRequested Action = "free_requested"
+	ActionFreeCompleted Action = "free_completed"
+	ActionSegmentFree   Action = "segment_free"
+	ActionOOM           Action = "oom"
+	// ActionCheckpoint marks a checkpoint taken or a restore's begin and
+	// end (see Marker). It is ours, not PyTorch's, and is left out of
+	// memory snapshots.
+	ActionCheckpoint Action = "checkpoint"
+)
+
+// The markers of ActionCheckpoint entries.
+const (
+	MarkerCheckpointState = "checkpoint_state"
+	MarkerRestoreBegin    = "checkpoint_restore_begin"
+	MarkerRestoreEnd      = "checkpoint_restore_end"
+)
+
+// TraceEntry is one event of the allocator, as PyTorch's TraceEntry. Sizes
+// are PyTorch's: alloc carries the requested bytes (the block size for the
+// allocs of a checkpoint restore), free_requested and free_completed the
+// block's requested size, segment_alloc and segment_free the segment size,
+// oom the rounded request.
+type TraceEntry struct {
+	Action Action
+	Addr   device.Ptr
+	Size   int64
+	Stream device.Stream
+	// Pool is the pool of the block or segment.
+	Pool PoolID
+	// DeviceFree is the device's free memory, for oom entries.
+	DeviceFree int64
+	// Marker says which checkpoint event an ActionCheckpoint entry is.
+	Marker string
+	// Line and What are the context set by SetContext when the entry was
+	// made: the trace line and what the engine was doing.
+	Line int
+	What string
+	// Seq numbers the entries of one allocator from 0, counting dropped
+	// ones too.
+	Seq int64
+}
+
+// DefaultTraceMax is the number of trace entries kept by default.
+const DefaultTraceMax = 100_000
+
+// chunkLen is the number of entries per chunk of the log.
+const chunkLen = 1024
+
+// traceLog is the bounded event log: a list of chunks. Full chunks are
+// never written again, so clones share them and a clone costs O(number of
+// chunks + one chunk). A dropped chunk that no clone shares is reused, so a
+// long run allocates nothing for its log once it is full.
+type traceLog struct {
+	chunks []*traceChunk
+	n      int // entries held in chunks
+	max    int
+	seq    int64
+	spare  *traceChunk
+}
+
+type traceChunk struct {
+	entries []TraceEntry
+	// shared is set when a clone took the chunk; it never clears. Atomic
+	// because the clone may live in another goroutine.
+	shared atomic.Bool
+}
+
+func (t *traceLog) add(e TraceEntry) {
+	p := t.next()
+	e.Seq = p.Seq
+	*p = e
+}
+
+// next appends a zero entry, numbered, and returns it to be filled in
+// place (entries are big; this saves copying them twice).
+func (t *traceLog) next() *TraceEntry {
+	if len(t.chunks) == 0 || len(t.chunks[len(t.chunks)-1].entries) == chunkLen {
+		c := t.spare
+		if c != nil {
+			t.spare = nil
+			c.entries = c.entries[:0]
+		} else {
+			c = &traceChunk{entries: make([]TraceEntry, 0, chunkLen)}
+		}
+		t.chunks = append(t.chunks, c)
+	}
+	last := t.chunks[len(t.chunks)-1]
+	last.entries = last.entries[:len(last.entries)+1]
+	e := &last.entries[len(last.entries)-1]
+	*e = TraceEntry{Seq: t.seq}
+	t.seq++
+	t.n++
+	for len(t.chunks) > 1 && t.n-len(t.chunks[0].entries) >= t.max {
+		old := t.chunks[0]
+		t.n -= len(old.entries)
+		if !old.shared.Load() {
+			t.spare = old
+		}
+		// Slide rather than reslice so the array does not creep forward.
+		copy(t.chunks, t.chunks[1:])
+		t.chunks[len(t.chunks)-1] = nil
+		t.chunks = t.chunks[:len(t.chunks)-1]
+	}
+	return e
+}
+
+// entries returns the last max entries, oldest first.
+func (t *traceLog) entries() []TraceEntry {
+	skip := max(0, t.n-t.max)
+	out := make([]TraceEntry, 0, t.n-skip)
+	for _, c := range t.chunks {
+		if skip >= len(c.entries) {
+			skip -= len(c.entries)
+			continue
+		}
+		out = append(out, c.entries[skip:]...)
+		skip = 0
+	}
+	return out
+}
+
+// dropped is the number of entries no longer kept.
+func (t *traceLog) dropped() int64 {
+	return t.seq - int64(min(t.n, t.max))
+}
+
+// clone copies the log; full chunks are shared, the partial last one is
+// copied.
+func (t *traceLog) clone() traceLog {
+	c := traceLog{n: t.n, max: t.max, seq: t.seq}
+	c.chunks = make([]*traceChunk, len(t.chunks), len(t.chunks)+1)
+	for i, ch := range t.chunks {
+		if len(ch.entries) < chunkLen {
+			cp := &traceChunk{entries: make([]TraceEntry, len(ch.entries), chunkLen)}
+			copy(cp.entries, ch.entries)
+			c.chunks[i] = cp
+			continue
+		}
+		ch.shared.Store(true)
+		c.chunks[i] = ch
+	}
+	return c
+}

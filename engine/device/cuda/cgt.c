@@ -1,0 +1,252 @@
+//go:build cuda
+
+// cgt.c: the C side of the CUDA device. It holds the driver calls that
+// gorgonia.org/cu does not wrap (stream capture, graphs, graph
+// introspection, error names) and those of the hot path (kernel launch,
+// device-to-device copy, graph launch), which make the device's context
+// current and call the driver in one cgo call, with no heap allocation.
+//
+// It builds against the CUDA 11.8 cuda.h that tools/cuda-sdk.sh installs.
+// Newer entry points are resolved at run time with cuGetProcAddress, and
+// only for introspection: cuGraphKernelNodeGetParams in its CUDA 12 form
+// and cuFuncGetName (12.3).
+
+#include <string.h>
+
+#include "cgt.h"
+
+// cgt_bind makes ctx current on the calling thread unless it already is.
+// Every entry point of this file starts with it, so a goroutine that moved
+// to another OS thread between two calls still runs in the right context.
+CUresult cgt_bind(CUcontext ctx) {
+	CUcontext cur = NULL;
+	CUresult r = cuCtxGetCurrent(&cur);
+	if (r != CUDA_SUCCESS) return r;
+	if (cur == ctx) return CUDA_SUCCESS;
+	return cuCtxSetCurrent(ctx);
+}
+
+// cgt_launch launches fn with the parameters of its signature. The
+// parameter array lives on this C stack frame: cuLaunchKernel copies the
+// values before it returns, so nothing is allocated per launch.
+CUresult cgt_launch(CUcontext ctx, CUfunction fn, int sig,
+		unsigned int gx, unsigned int gy, unsigned int bx, unsigned int by, CUstream st,
+		CUdeviceptr out, CUdeviceptr a, CUdeviceptr b, float s,
+		long long n, long long m, long long kd, long long cols) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	void *args[6];
+	switch (sig) {
+	case CGT_SIG_BINARY:
+		args[0] = &out; args[1] = &a; args[2] = &b; args[3] = &n;
+		break;
+	case CGT_SIG_SCALAR:
+		args[0] = &out; args[1] = &a; args[2] = &s; args[3] = &n;
+		break;
+	case CGT_SIG_UNARY:
+		args[0] = &out; args[1] = &a; args[2] = &n;
+		break;
+	case CGT_SIG_FILL:
+		args[0] = &out; args[1] = &s; args[2] = &n;
+		break;
+	case CGT_SIG_MATMUL:
+		args[0] = &out; args[1] = &a; args[2] = &b; args[3] = &m; args[4] = &kd; args[5] = &cols;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return cuLaunchKernel(fn, gx, gy, 1, bx, by, 1, 0, st, args, NULL);
+}
+
+CUresult cgt_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuMemcpyDtoDAsync(dst, src, bytes, st);
+}
+
+// cgt_mem_alloc runs cuMemAlloc in relaxed capture mode, as PyTorch's
+// allocator does, so that the graph pool can grow while a stream of this
+// thread is capturing (thread-local mode would refuse the call).
+CUresult cgt_mem_alloc(CUcontext ctx, size_t size, CUdeviceptr *p) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	r = cuThreadExchangeStreamCaptureMode(&mode);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuMemAlloc(p, size);
+	cuThreadExchangeStreamCaptureMode(&mode);
+	return r;
+}
+
+CUresult cgt_module_load(CUcontext ctx, const char *image, CUmodule *mod, char *log, size_t logSize) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *vals[2] = {log, (void *)(uintptr_t)logSize};
+	return cuModuleLoadDataEx(mod, image, 2, opts, vals);
+}
+
+CUresult cgt_module_function(CUmodule mod, const char *name, CUfunction *fn) {
+	return cuModuleGetFunction(fn, mod, name);
+}
+
+CUresult cgt_module_unload(CUcontext ctx, CUmodule mod) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuModuleUnload(mod);
+}
+
+CUresult cgt_current(CUcontext *ctx) { return cuCtxGetCurrent(ctx); }
+
+// cgt_captures holds the streams this thread began capturing and has not
+// ended. Thread-local capture must end on the thread that began it, and the
+// driver, asked from another thread, fails with
+// CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD and ends the capture too (seen on
+// driver 580). Checking first keeps the capture for its own thread.
+#define CGT_MAX_CAPTURES 16
+static __thread CUstream cgt_captures[CGT_MAX_CAPTURES];
+
+static int cgt_capture_slot(CUstream st) {
+	for (int i = 0; i < CGT_MAX_CAPTURES; i++) {
+		if (cgt_captures[i] == st) return i;
+	}
+	return -1;
+}
+
+CUresult cgt_begin_capture(CUcontext ctx, CUstream st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	int slot = cgt_capture_slot(NULL);
+	if (slot < 0) return CUDA_ERROR_NOT_SUPPORTED;
+	r = cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	if (r == CUDA_SUCCESS) cgt_captures[slot] = st;
+	return r;
+}
+
+CUresult cgt_end_capture(CUcontext ctx, CUstream st, uint64_t *g) {
+	*g = 0;
+	int slot = cgt_capture_slot(st);
+	if (slot < 0) return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	CUgraph graph = NULL;
+	r = cuStreamEndCapture(st, &graph);
+	// From its own thread, cuStreamEndCapture ends the capture whatever it
+	// returns.
+	cgt_captures[slot] = NULL;
+	*g = (uint64_t)(uintptr_t)graph;
+	return r;
+}
+
+CUresult cgt_instantiate(CUcontext ctx, uint64_t g, uint64_t *e) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	CUgraphExec exec = NULL;
+	r = cuGraphInstantiateWithFlags(&exec, (CUgraph)(uintptr_t)g, 0);
+	*e = (uint64_t)(uintptr_t)exec;
+	return r;
+}
+
+CUresult cgt_graph_launch(CUcontext ctx, uint64_t e, CUstream st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuGraphLaunch((CUgraphExec)(uintptr_t)e, st);
+}
+
+CUresult cgt_graph_destroy(CUcontext ctx, uint64_t g) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuGraphDestroy((CUgraph)(uintptr_t)g);
+}
+
+CUresult cgt_exec_destroy(CUcontext ctx, uint64_t e) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuGraphExecDestroy((CUgraphExec)(uintptr_t)e);
+}
+
+CUresult cgt_graph_dot(CUcontext ctx, uint64_t g, const char *path) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	unsigned int flags = CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS |
+		CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS |
+		CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS;
+	return cuGraphDebugDotPrint((CUgraph)(uintptr_t)g, path, flags);
+}
+
+CUresult cgt_graph_nodes(CUcontext ctx, uint64_t g, CUgraphNode *nodes, size_t *n) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuGraphGetNodes((CUgraph)(uintptr_t)g, nodes, n);
+}
+
+CUresult cgt_node_deps(CUgraphNode node, CUgraphNode *deps, size_t *n) {
+	return cuGraphNodeGetDependencies(node, deps, n);
+}
+
+CUresult cgt_node_type(CUgraphNode node, int *t) {
+	CUgraphNodeType nt;
+	CUresult r = cuGraphNodeGetType(node, &nt);
+	*t = (int)nt;
+	return r;
+}
+
+
+typedef CUresult (*cgt_kernel_get_params_fn)(CUgraphNode, void *);
+typedef CUresult (*cgt_func_get_name_fn)(const char **, CUfunction);
+
+static cgt_kernel_get_params_fn cgt_kernel_get_params = NULL;
+static cgt_func_get_name_fn cgt_func_get_name = NULL;
+
+// cgt_resolve looks the newer entry points up once (the Go side guards it
+// with a sync.Once). Without the CUDA 12 form it falls back to the 11.8
+// symbol, whose struct is a prefix of cgt_kernel_params.
+void cgt_resolve(void) {
+	void *fn = NULL;
+	if (cuGetProcAddress("cuGraphKernelNodeGetParams", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT) == CUDA_SUCCESS && fn != NULL) {
+		cgt_kernel_get_params = (cgt_kernel_get_params_fn)fn;
+	} else {
+		cgt_kernel_get_params = (cgt_kernel_get_params_fn)cuGraphKernelNodeGetParams;
+	}
+	fn = NULL;
+	if (cuGetProcAddress("cuFuncGetName", &fn, 12030, CU_GET_PROC_ADDRESS_DEFAULT) == CUDA_SUCCESS && fn != NULL) {
+		cgt_func_get_name = (cgt_func_get_name_fn)fn;
+	}
+}
+
+CUresult cgt_kernel_node(CUgraphNode node, cgt_kernel_params *p) {
+	memset(p, 0, sizeof *p);
+	return cgt_kernel_get_params(node, p);
+}
+
+// cgt_func_name returns NULL where the driver lacks cuFuncGetName.
+const char *cgt_func_name(CUfunction fn) {
+	const char *name = NULL;
+	if (cgt_func_get_name == NULL || cgt_func_get_name(&name, fn) != CUDA_SUCCESS) return NULL;
+	return name;
+}
+
+CUresult cgt_memcpy_node(CUgraphNode node, CUDA_MEMCPY3D *p) {
+	memset(p, 0, sizeof *p);
+	return cuGraphMemcpyNodeGetParams(node, p);
+}
+
+CUresult cgt_memset_node(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p) {
+	memset(p, 0, sizeof *p);
+	return cuGraphMemsetNodeGetParams(node, p);
+}
+
+const char *cgt_error_name(CUresult r) {
+	const char *s = NULL;
+	if (cuGetErrorName(r, &s) != CUDA_SUCCESS) return NULL;
+	return s;
+}
+
+// cgt_raw_graph_launch and cgt_raw_stream_sync are the bare driver calls,
+// without the context check: the floor the benchmarks measure the device
+// against. The caller makes the context current on its thread first.
+CUresult cgt_raw_graph_launch(uint64_t e, CUstream st) {
+	return cuGraphLaunch((CUgraphExec)(uintptr_t)e, st);
+}
+
+CUresult cgt_raw_stream_sync(CUstream st) { return cuStreamSynchronize(st); }

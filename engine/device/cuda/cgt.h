@@ -1,0 +1,65 @@
+//go:build cuda
+
+// cgt.h: the C side of the CUDA device (cgt.c), for the Go files of this
+// package that call it.
+
+#ifndef CGTVIZ_CGT_H
+#define CGTVIZ_CGT_H
+
+#include <cuda.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+// Kernel signatures: how a kernel's parameters are laid out (kernels.cu).
+enum {
+	CGT_SIG_BINARY = 0, // (float *out, const float *a, const float *b, i64 n)
+	CGT_SIG_SCALAR = 1, // (float *out, const float *a, float s, i64 n)
+	CGT_SIG_UNARY = 2,  // (float *out, const float *a, i64 n)
+	CGT_SIG_FILL = 3,   // (float *out, float s, i64 n)
+	CGT_SIG_MATMUL = 4  // (float *out, const float *a, const float *b, i64 m, i64 kd, i64 cols)
+};
+
+// cgt_kernel_params has the layout of CUDA 12's CUDA_KERNEL_NODE_PARAMS_v2:
+// the 11.8 struct plus two trailing fields, so it can receive either form.
+typedef struct {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	void *kern;
+	CUcontext ctx;
+} cgt_kernel_params;
+
+CUresult cgt_bind(CUcontext ctx);
+CUresult cgt_current(CUcontext *ctx);
+CUresult cgt_launch(CUcontext ctx, CUfunction fn, int sig,
+	unsigned int gx, unsigned int gy, unsigned int bx, unsigned int by, CUstream st,
+	CUdeviceptr out, CUdeviceptr a, CUdeviceptr b, float s,
+	long long n, long long m, long long kd, long long cols);
+CUresult cgt_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st);
+CUresult cgt_mem_alloc(CUcontext ctx, size_t size, CUdeviceptr *p);
+CUresult cgt_module_load(CUcontext ctx, const char *image, CUmodule *mod, char *log, size_t logSize);
+CUresult cgt_module_function(CUmodule mod, const char *name, CUfunction *fn);
+CUresult cgt_module_unload(CUcontext ctx, CUmodule mod);
+CUresult cgt_begin_capture(CUcontext ctx, CUstream st);
+CUresult cgt_end_capture(CUcontext ctx, CUstream st, uint64_t *g);
+CUresult cgt_instantiate(CUcontext ctx, uint64_t g, uint64_t *e);
+CUresult cgt_graph_launch(CUcontext ctx, uint64_t e, CUstream st);
+CUresult cgt_graph_destroy(CUcontext ctx, uint64_t g);
+CUresult cgt_exec_destroy(CUcontext ctx, uint64_t e);
+CUresult cgt_graph_dot(CUcontext ctx, uint64_t g, const char *path);
+CUresult cgt_graph_nodes(CUcontext ctx, uint64_t g, CUgraphNode *nodes, size_t *n);
+CUresult cgt_node_deps(CUgraphNode node, CUgraphNode *deps, size_t *n);
+CUresult cgt_node_type(CUgraphNode node, int *t);
+void cgt_resolve(void);
+CUresult cgt_kernel_node(CUgraphNode node, cgt_kernel_params *p);
+const char *cgt_func_name(CUfunction fn);
+CUresult cgt_memcpy_node(CUgraphNode node, CUDA_MEMCPY3D *p);
+CUresult cgt_memset_node(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p);
+const char *cgt_error_name(CUresult r);
+CUresult cgt_raw_graph_launch(uint64_t e, CUstream st);
+CUresult cgt_raw_stream_sync(CUstream st);
+
+#endif

@@ -1,0 +1,12 @@
+// Package cuda is the GPU device: an engine/device.Device on the CUDA driver
+// API, through gorgonia.org/cu and a small cgo file of its own (cgt.c) for
+// stream capture, graphs and the launch hot path. It owns the kernels of the
+// op set as CUDA C (kernels.cu), their PTX (kernels.ptx, embedded), and the
+// mapping from a kernel and its form of operand b to a PTX entry.
+//
+// Everything that touches the driver carries the build tag cuda, because
+// gorgonia.org/cu initializes the driver when it is loaded and exits the
+// process where there is none. Without the tag only the embedded PTX and
+// its symbol table (ptx.go) build, so that any machine can check that the
+// PTX defines every kernel the op set needs.
+package cuda

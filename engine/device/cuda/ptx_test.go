@@ -1,0 +1,118 @@
+package cuda
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine/kernels"
+)
+
+// TestEmbeddedPTXDefinesEveryKernel is the CI check of kernels.ptx: every
+// kernel of the op set, and every form of b of a binary kernel, must have
+// its .entry, or New would fail on the GPU.
+func TestEmbeddedPTXDefinesEveryKernel(t *testing.T) {
+	entries := Entries(PTX)
+	if len(entries) == 0 {
+		t.Fatal("the embedded PTX defines no .entry")
+	}
+	for _, k := range kernels.All() {
+		forms := []kernels.BKind{kernels.BTensor}
+		if k.IsBinary() {
+			forms = BKinds()
+		}
+		for _, b := range forms {
+			name, err := Symbol(k, b)
+			if err != nil {
+				t.Errorf("kernel %s, b form %d: %v", k, b, err)
+				continue
+			}
+			if !slices.Contains(entries, name) {
+				t.Errorf("kernel %s, b form %d: the embedded PTX has no .entry %s", k, b, name)
+			}
+		}
+	}
+	if !strings.Contains(PTX, ".target") || !strings.Contains(PTX, ".version") {
+		t.Error("the embedded PTX lacks its .version or .target directive")
+	}
+}
+
+func TestSymbols(t *testing.T) {
+	syms, err := Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, k := range kernels.All() {
+		if k.IsBinary() {
+			want += len(BKinds())
+		} else {
+			want++
+		}
+	}
+	if len(syms) != want {
+		t.Errorf("Symbols() has %d names, want %d", len(syms), want)
+	}
+	seen := map[string]bool{}
+	for _, s := range syms {
+		if seen[s] {
+			t.Errorf("symbol %s appears twice", s)
+		}
+		seen[s] = true
+	}
+}
+
+func TestSymbol(t *testing.T) {
+	tests := []struct {
+		k       kernels.Kernel
+		b       kernels.BKind
+		want    string
+		wantErr bool
+	}{
+		{kernels.Add, kernels.BTensor, "cgtviz_add_tensor", false},
+		{kernels.Sub, kernels.BBroadcast, "cgtviz_sub_broadcast", false},
+		{kernels.Min, kernels.BScalar, "cgtviz_min_scalar", false},
+		{kernels.Div, kernels.BScalar, "cgtviz_div_scalar", false},
+		{kernels.Tanh, kernels.BTensor, "cgtviz_tanh", false},
+		{kernels.Tanh, kernels.BScalar, "cgtviz_tanh", false}, // b does not matter for unary kernels
+		{kernels.Matmul, kernels.BTensor, "cgtviz_matmul", false},
+		{kernels.Sum, kernels.BTensor, "cgtviz_sum", false},
+		{kernels.Copy, kernels.BTensor, "cgtviz_copy", false},
+		{kernels.Fill, kernels.BTensor, "cgtviz_fill", false},
+		{kernels.Add, kernels.BKind(7), "", true},
+		{kernels.Invalid, kernels.BTensor, "", true},
+		{kernels.Kernel(200), kernels.BTensor, "", true},
+	}
+	for _, tt := range tests {
+		got, err := Symbol(tt.k, tt.b)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("Symbol(%s, %d) error = %v, want error %v", tt.k, tt.b, err, tt.wantErr)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("Symbol(%s, %d) = %q, want %q", tt.k, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestEntries(t *testing.T) {
+	tests := []struct {
+		name string
+		ptx  string
+		want []string
+	}{
+		{"none", ".version 7.8\n.target sm_75\n", nil},
+		{"visible", ".visible .entry cgtviz_add_tensor(\n\t.param .u64 p0\n)\n", []string{"cgtviz_add_tensor"}},
+		{"plain and spaced", "  .entry k1 (\n)\n.entry k2(\n)\n", []string{"k1", "k2"}},
+		{"a call is not an entry", "\tcall.uni cgtviz_add_tensor, (\n", nil},
+		{"a .func is not an entry", ".visible .func helper(\n)\n", nil},
+		{"a comment naming an entry is not one", "// .globl\tcgtviz_sum\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Entries(tt.ptx); !slices.Equal(got, tt.want) {
+				t.Errorf("Entries = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

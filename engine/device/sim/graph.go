@@ -1,0 +1,299 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/kernels"
+)
+
+type nodeKind uint8
+
+const (
+	kernelNode nodeKind = iota
+	memcpyNode          // device to device: l.Out is dst, l.A is src, l.N the count
+)
+
+// node is one recorded launch. It holds the launch by value: a graph
+// replays on the very addresses it was captured with, as a CUDA graph does.
+type node struct {
+	kind nodeKind
+	l    device.Launch
+}
+
+// graph is a captured graph. Its nodes never change after EndCapture, so
+// executable graphs and snapshots share them.
+type graph struct {
+	id    device.GraphHandle
+	nodes []node
+}
+
+// exec is an instantiated graph. It keeps its own reference to the nodes,
+// so destroying the graph leaves it usable, as in CUDA.
+type exec struct {
+	nodes []node
+}
+
+// planNode checks a node's operand ranges, as plan does for a launch.
+func (d *Device) planNode(n *node, p *plan) error {
+	if n.kind == memcpyNode {
+		var err error
+		p.b = noSpan
+		if p.out, err = d.span("dst", n.l.Out, n.l.N); err != nil {
+			return err
+		}
+		p.a, err = d.span("src", n.l.A, n.l.N)
+		return err
+	}
+	return d.plan(&n.l, p)
+}
+
+// BeginCapture starts recording the launches and copies made on s.
+func (d *Device) BeginCapture(s device.Stream) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if err := d.fault(FaultCapture); err != nil {
+		return err
+	}
+	if err := checkStream(s); err != nil {
+		return fmt.Errorf("sim: begin_capture: %w", err)
+	}
+	c := &d.capture[s]
+	if c.active {
+		return fmt.Errorf("sim: begin_capture: stream %d is already capturing", s)
+	}
+	*c = capture{active: true}
+	return nil
+}
+
+// EndCapture ends the capture of s and returns its graph: the recorded
+// nodes in order, each depending on the one before (one stream gives a
+// chain). A capture with nothing recorded gives an empty graph.
+func (d *Device) EndCapture(s device.Stream) (device.GraphHandle, error) {
+	if err := d.alive(); err != nil {
+		return 0, err
+	}
+	if err := d.fault(FaultCapture); err != nil {
+		return 0, err
+	}
+	if err := checkStream(s); err != nil {
+		return 0, fmt.Errorf("sim: end_capture: %w", err)
+	}
+	c := &d.capture[s]
+	if !c.active {
+		return 0, fmt.Errorf("sim: end_capture: stream %d is not capturing", s)
+	}
+	d.mutateHandles()
+	d.nextGraph++
+	g := &graph{id: d.nextGraph, nodes: slices.Clip(slices.Clone(c.nodes))}
+	d.graphs[g.id] = g
+	*c = capture{}
+	return g.id, nil
+}
+
+// Instantiate makes an executable graph of g.
+func (d *Device) Instantiate(g device.GraphHandle) (device.ExecHandle, error) {
+	if err := d.alive(); err != nil {
+		return 0, err
+	}
+	if err := d.fault(FaultCapture); err != nil {
+		return 0, err
+	}
+	gr, ok := d.graphs[g]
+	if !ok {
+		return 0, fmt.Errorf("sim: instantiate: no graph %d", g)
+	}
+	d.mutateHandles()
+	d.nextExec++
+	d.execs[d.nextExec] = &exec{nodes: gr.nodes}
+	return d.nextExec, nil
+}
+
+// LaunchGraph replays e's nodes in order on their captured addresses. It
+// checks every node first and writes nothing when one is invalid (a segment
+// it uses was freed, say). Replaying into a capturing stream is an error.
+func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if err := d.fault(FaultGraphLaunch); err != nil {
+		return err
+	}
+	if err := checkStream(s); err != nil {
+		return fmt.Errorf("sim: launch_graph exec %d: %w", e, err)
+	}
+	ex, ok := d.execs[e]
+	if !ok {
+		return fmt.Errorf("sim: launch_graph: no exec %d", e)
+	}
+	if d.capture[s].active {
+		return fmt.Errorf("sim: launch_graph exec %d: stream %d is capturing", e, s)
+	}
+	var p plan
+	for i := range ex.nodes {
+		if err := d.planNode(&ex.nodes[i], &p); err != nil {
+			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, ex.nodes[i].name(), err)
+		}
+	}
+	// Every range is valid and no node allocates or frees, so the second
+	// planning cannot fail, and neither can the kernels: their lengths come
+	// from the plan.
+	for i := range ex.nodes {
+		n := &ex.nodes[i]
+		if err := d.planNode(n, &p); err != nil {
+			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
+		}
+		if n.kind == memcpyNode {
+			copy(d.writable(p.out), d.readable(p.a))
+			continue
+		}
+		if err := d.run(&n.l, &p); err != nil {
+			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
+		}
+	}
+	return nil
+}
+
+func (n *node) kindName() string {
+	if n.kind == memcpyNode {
+		return "memcpy"
+	}
+	return "kernel"
+}
+
+func (n *node) name() string {
+	if n.kind == memcpyNode {
+		return "DtoD"
+	}
+	return n.l.K.String()
+}
+
+// fields describes a node's operands as name=value words; Detail joins them
+// with spaces and the DOT label puts each in a cell.
+func (n *node) fields() []string {
+	l := &n.l
+	hex := func(name string, p device.Ptr) string { return fmt.Sprintf("%s=0x%x", name, p) }
+	num := func(name string, v float32) string {
+		return name + "=" + strconv.FormatFloat(float64(v), 'g', -1, 32)
+	}
+	cnt := func(name string, v int64) string { return name + "=" + strconv.FormatInt(v, 10) }
+	if n.kind == memcpyNode {
+		return []string{hex("dst", l.Out), hex("src", l.A), cnt("n", l.N)}
+	}
+	switch k := l.K; {
+	case k.IsBinary():
+		var b string
+		switch l.BKind {
+		case kernels.BTensor:
+			b = hex("b", l.B)
+		case kernels.BBroadcast:
+			b = hex("b", l.B) + "[0]"
+		default:
+			b = num("b", l.Scalar)
+		}
+		return []string{hex("out", l.Out), hex("a", l.A), b, cnt("n", l.N)}
+	case k == kernels.Fill:
+		return []string{hex("out", l.Out), num("value", l.Scalar), cnt("n", l.N)}
+	case k == kernels.Matmul:
+		return []string{hex("out", l.Out), hex("a", l.A), hex("b", l.B), cnt("m", l.M), cnt("k", l.Kd), cnt("n", l.Cols)}
+	}
+	return []string{hex("out", l.Out), hex("a", l.A), cnt("n", l.N)}
+}
+
+// GraphNodes lists g's nodes in capture order. Detail names the operands:
+// "out=0x7f0000000200 a=0x7f0000000000 b=2 n=4", where b is an address, an
+// address followed by [0] when its first element is broadcast, or a number.
+func (d *Device) GraphNodes(g device.GraphHandle) ([]device.GraphNode, error) {
+	if err := d.alive(); err != nil {
+		return nil, err
+	}
+	gr, ok := d.graphs[g]
+	if !ok {
+		return nil, fmt.Errorf("sim: graph_nodes: no graph %d", g)
+	}
+	out := make([]device.GraphNode, len(gr.nodes))
+	for i := range gr.nodes {
+		n := &gr.nodes[i]
+		out[i] = device.GraphNode{Kind: n.kindName(), Name: n.name(), Detail: strings.Join(n.fields(), " ")}
+		if i > 0 {
+			out[i].Deps = []int{i - 1}
+		}
+	}
+	return out, nil
+}
+
+// GraphDOT returns g as DOT text shaped like cuGraphDebugDotPrint's: a
+// dashed cluster per graph, one record node per graph node whose label has
+// the node type, its index and kernel (or copy direction), and its
+// operands, and one edge per dependency.
+func (d *Device) GraphDOT(g device.GraphHandle) (string, error) {
+	if err := d.alive(); err != nil {
+		return "", err
+	}
+	gr, ok := d.graphs[g]
+	if !ok {
+		return "", fmt.Errorf("sim: graph_dot: no graph %d", g)
+	}
+	var b strings.Builder
+	id := fmt.Sprintf("graph_%d", gr.id)
+	fmt.Fprintf(&b, "digraph dot {\n\tsubgraph cluster_%d {\n", gr.id)
+	fmt.Fprintf(&b, "\t\tlabel=%q graph[style=\"dashed\"];\n", id)
+	for i := range gr.nodes {
+		n := &gr.nodes[i]
+		cells := n.fields()
+		for j := range cells {
+			cells[j] = recordEscape(cells[j])
+		}
+		fmt.Fprintf(&b, "\t\t\"%s_node_%d\"[style=\"solid\" shape=\"record\" label=\"{%s | {ID | %d | %s} | {%s}}\"];\n",
+			id, i, strings.ToUpper(n.kindName()), i, recordEscape(n.name()), strings.Join(cells, " | "))
+	}
+	for i := 1; i < len(gr.nodes); i++ {
+		fmt.Fprintf(&b, "\t\t\"%s_node_%d\" -> \"%s_node_%d\";\n", id, i-1, id, i)
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String(), nil
+}
+
+// recordEscape escapes the characters that are structure in a DOT record
+// label, and those that would end or break the quoted string.
+func recordEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '{', '}', '|', '<', '>', '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// DestroyGraph frees g. Executable graphs made from it stay usable.
+func (d *Device) DestroyGraph(g device.GraphHandle) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if _, ok := d.graphs[g]; !ok {
+		return fmt.Errorf("sim: destroy_graph: no graph %d", g)
+	}
+	d.mutateHandles()
+	delete(d.graphs, g)
+	return nil
+}
+
+// DestroyExec frees e.
+func (d *Device) DestroyExec(e device.ExecHandle) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if _, ok := d.execs[e]; !ok {
+		return fmt.Errorf("sim: destroy_exec: no exec %d", e)
+	}
+	d.mutateHandles()
+	delete(d.execs, e)
+	return nil
+}

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// snapshot is the whole state of a Device at one moment. It is never
+// changed after Snapshot returns: the device copies a segment's data before
+// its first write after a snapshot, clones the handle maps before changing
+// them, and keeps capture node lists at capacity so appends reallocate.
+type snapshot struct {
+	dev       *Device
+	segs      []segment
+	used      int64
+	next      device.Ptr
+	graphs    map[device.GraphHandle]*graph
+	execs     map[device.ExecHandle]*exec
+	nextGraph device.GraphHandle
+	nextExec  device.ExecHandle
+	capture   [numStreams]capture
+	faults    []pending
+	calls     [numFaultOps]int
+	closed    bool
+}
+
+// Snapshot returns the device's whole state: segments and contents, the
+// bump pointer, graphs, executable graphs, capture state, pending faults and
+// call counters. It costs O(segments + pending faults): contents are shared
+// with the device, which copies a segment before writing it next
+// (copy-on-write), and so are the graph maps. The result is immutable and
+// may be read from other goroutines while the device runs on.
+func (d *Device) Snapshot() any {
+	// Every segment now has gen < d.gen: shared, copied before a write.
+	d.gen++
+	d.mapShared = true
+	s := &snapshot{
+		dev:       d,
+		segs:      slices.Clone(d.segs),
+		used:      d.used,
+		next:      d.next,
+		graphs:    d.graphs,
+		execs:     d.execs,
+		nextGraph: d.nextGraph,
+		nextExec:  d.nextExec,
+		faults:    slices.Clone(d.faults),
+		calls:     d.calls,
+		closed:    d.closed,
+	}
+	for i, c := range d.capture {
+		s.capture[i] = capture{active: c.active, nodes: slices.Clip(c.nodes)}
+	}
+	return s
+}
+
+// Restore puts the device back in the state of a snapshot it took. Restore
+// cannot return an error, so given anything else it leaves the state alone
+// and makes every later call fail with the reason, until a Restore of a
+// valid snapshot; RestoreSnapshot returns the error instead.
+func (d *Device) Restore(snap any) {
+	if err := d.RestoreSnapshot(snap); err != nil {
+		d.broken = err
+	}
+}
+
+// RestoreSnapshot is Restore with the error returned: snap must be a value
+// that this device's Snapshot returned.
+func (d *Device) RestoreSnapshot(snap any) error {
+	s, ok := snap.(*snapshot)
+	if !ok || s == nil {
+		return fmt.Errorf("sim: restore: %T is not a snapshot of a sim device", snap)
+	}
+	if s.dev != d {
+		return fmt.Errorf("sim: restore: the snapshot is of another device (%s)", s.dev.name)
+	}
+	// The restored segments keep their generations, all below the new
+	// d.gen: their data is shared with the snapshot until written.
+	d.gen++
+	d.segs = slices.Clone(s.segs)
+	d.last = -1
+	d.used = s.used
+	d.next = s.next
+	d.graphs, d.execs, d.mapShared = s.graphs, s.execs, true
+	d.nextGraph, d.nextExec = s.nextGraph, s.nextExec
+	d.capture = s.capture
+	d.faults = slices.Clone(s.faults)
+	d.calls = s.calls
+	d.closed = s.closed
+	d.broken = nil
+	return nil
+}

@@ -1,0 +1,209 @@
+package engine_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// oracleTrace is one line of tools/torch-oracle.py's output: what PyTorch
+// 2.11 decided for every record of one trace, on an H200.
+type oracleTrace struct {
+	Trace string `json:"trace"`
+	Torch string `json:"torch"`
+	Crash string `json:"crash"`
+	Steps []struct {
+		Line        int      `json:"line"`
+		Op          string   `json:"op"`
+		Action      string   `json:"action"`
+		NodeFn      *string  `json:"node_fn"`
+		ParentFn    *string  `json:"parent_fn"`
+		Error       *string  `json:"error"`
+		Checkpoints int      `json:"checkpoints"`
+		Failed      []string `json:"failed"`
+	} `json:"steps"`
+	Final struct {
+		Nodes       int   `json:"nodes"`
+		Roots       int   `json:"roots"`
+		Checkpoints int   `json:"checkpoints"`
+		Tree        []any `json:"tree"`
+	} `json:"final"`
+}
+
+// deviations are the places where cgtviz knowingly does not do what
+// PyTorch 2.11 does (README, "Deviations from PyTorch 2.11"), by trace file
+// and line. Every other call must agree.
+var deviations = map[string]string{
+	"s07-chain-handoff.cgt.jsonl": "PyTorch 2.11 frees a live output that the next compiled call takes as input (pytorch#160281); cgtviz moves it out of the pool first, as PyTorch's fix (PR #184102) does",
+}
+
+// TestOracle compares the engine with PyTorch 2.11 call for call: the
+// action, the node's function and its parent's, errors, the running
+// checkpoint count, and the final tree. The oracle's output is committed
+// under testdata/oracle (tools/torch-oracle.py on the GPU machine; see
+// Makefile target oracle).
+func TestOracle(t *testing.T) {
+	f, err := os.Open("testdata/oracle/oracle.jsonl")
+	if err != nil {
+		t.Skipf("no oracle output: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	n := 0
+	for sc.Scan() {
+		var o oracleTrace
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		name := filepath.Base(o.Trace)
+		t.Run(name, func(t *testing.T) {
+			if o.Crash != "" {
+				t.Fatalf("the oracle crashed on this trace: %s", o.Crash)
+			}
+			if why, ok := deviations[name]; ok {
+				t.Skipf("documented deviation: %s", why)
+			}
+			path := filepath.Join("..", "examples", name)
+			if _, err := os.Stat(path); err != nil {
+				path = filepath.Join("..", "examples", "recorded", name)
+			}
+			tr, err := traces.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byLine := map[int]*engine.Step{}
+			e, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(tr.Header.Devices)}, func(s *engine.Step) bool {
+				byLine[s.Line] = s
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ckpt := 0
+			for _, os := range o.Steps {
+				s := byLine[os.Line]
+				if s == nil {
+					t.Errorf("line %d: the engine has no step", os.Line)
+					continue
+				}
+				for _, ev := range s.Events {
+					if ev.Kind == engine.EvCheckpoint && ev.Device == 0 {
+						ckpt++
+					}
+				}
+				where := fmt.Sprintf("line %d (%s)", os.Line, os.Op)
+				if (os.Error != nil) != (s.Err != "") {
+					t.Errorf("%s: PyTorch error %v, engine error %q", where, deref(os.Error), s.Err)
+				}
+				if os.Error != nil && strings.Contains(*os.Error, "overwritten") && !strings.Contains(s.Err, "overwritten") {
+					t.Errorf("%s: PyTorch raised the overwritten error, the engine %q", where, s.Err)
+				}
+				if os.Op == "call" && os.Error == nil {
+					if string(s.Action) != os.Action {
+						t.Errorf("%s: action: PyTorch %s, engine %s", where, os.Action, s.Action)
+					}
+					if os.NodeFn != nil {
+						st := e.State()
+						_ = st
+						if got := nodeFn(e, s.Node); got != *os.NodeFn {
+							t.Errorf("%s: node fn: PyTorch %s, engine %s", where, *os.NodeFn, got)
+						}
+						if got := nodeFn(e, s.Parent); got != deref(os.ParentFn) {
+							t.Errorf("%s: parent fn: PyTorch %q, engine %q", where, deref(os.ParentFn), got)
+						}
+					}
+				}
+				if os.Checkpoints != ckpt {
+					t.Errorf("%s: checkpoints so far: PyTorch %d, engine %d", where, os.Checkpoints, ckpt)
+				}
+				if len(os.Failed) > 0 {
+					t.Logf("%s: PyTorch itself fails this expectation: %v", where, os.Failed)
+				}
+			}
+			if got, want := engineTree(e), treeString(o.Final.Tree); got != want {
+				t.Errorf("final tree:\nPyTorch %s\nengine  %s", want, got)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("the oracle output is empty")
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// nodeFn returns the function of graph node id on device 0.
+func nodeFn(e *engine.Engine, id int) string {
+	if id < 0 {
+		return ""
+	}
+	for _, n := range e.State().Devices[0].Nodes {
+		if n.ID == id {
+			return n.Fn
+		}
+	}
+	return "?"
+}
+
+// treeString renders the oracle's tree ([fn, [children]] per root).
+func treeString(roots []any) string {
+	var b strings.Builder
+	var rec func(n []any)
+	rec = func(n []any) {
+		fmt.Fprintf(&b, "%v(", n[0])
+		for i, c := range n[1].([]any) {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			rec(c.([]any))
+		}
+		b.WriteString(")")
+	}
+	for i, r := range roots {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		rec(r.([]any))
+	}
+	return b.String()
+}
+
+// engineTree renders the engine's tree of device 0 the same way.
+func engineTree(e *engine.Engine) string {
+	d := e.State().Devices[0]
+	var b strings.Builder
+	var rec func(id int)
+	rec = func(id int) {
+		n := d.Nodes[id]
+		fmt.Fprintf(&b, "%s(", n.Fn)
+		for i, c := range n.Children {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			rec(c)
+		}
+		b.WriteString(")")
+	}
+	for i, r := range d.Roots {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		rec(r)
+	}
+	return b.String()
+}

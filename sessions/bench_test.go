@@ -1,0 +1,94 @@
+package sessions
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// million is the size of the benchmark trace: a million records.
+const million = 1_000_000
+
+var bigTrace = sync.OnceValue(func() *traces.Trace { return replayTrace(million) })
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkHistoryBytes runs a million-record replay-heavy trace to its end
+// and reports what the session's history (summaries, keyframes, caches)
+// costs per step: the heap after the run, less the heap with the trace and
+// a fresh session.
+func BenchmarkHistoryBytes(b *testing.B) {
+	tr := bigTrace()
+	for b.Loop() {
+		s, err := New(tr, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := heap()
+		if err := s.Goto(s.Len()); err != nil {
+			b.Fatal(err)
+		}
+		after := heap()
+		n, every := s.Keyframes()
+		b.ReportMetric(float64(after-before)/float64(s.Len()), "bytes/step")
+		b.ReportMetric(float64(n), "keyframes")
+		b.ReportMetric(float64(every), "keyframe-spacing")
+		runtime.KeepAlive(s)
+	}
+}
+
+// BenchmarkGoto moves to random positions of the million-record trace once
+// it has been run: each Goto restores a keyframe and re-applies at most one
+// keyframe spacing of records.
+func BenchmarkGoto(b *testing.B) {
+	tr := bigTrace()
+	s, err := New(tr, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Goto(s.Len()); err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Goto(r.IntN(s.Len() + 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBack steps back one record at a time from the end of the
+// million-record trace, the N key held down.
+func BenchmarkBack(b *testing.B) {
+	tr := bigTrace()
+	s, err := New(tr, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Goto(s.Len()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if s.Pos() == 0 {
+			b.StopTimer()
+			if err := s.Goto(s.Len()); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if err := s.Back(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package sessions
+
+import (
+	"sort"
+
+	"github.com/cgtviz/cgtviz/engine"
+)
+
+// KindRerecord is a pseudo event kind for breakpoints and summaries: a
+// recording caused by a pointer change of a static or managed input
+// (engine.Event.Rerecord). The engine reports it as an EvRecord with a flag,
+// but people ask to stop on it, so it gets its own bit.
+const KindRerecord engine.EventKind = 31
+
+// KindSet is a set of event kinds, one bit per engine.EventKind (and bit 31
+// for KindRerecord). It is what the history keeps of a step's events.
+type KindSet uint32
+
+// Has reports whether k is in the set.
+func (s KindSet) Has(k engine.EventKind) bool {
+	return k < 32 && s&(1<<k) != 0
+}
+
+// Kinds lists the kinds in the set in numeric order.
+func (s KindSet) Kinds() []engine.EventKind {
+	var out []engine.EventKind
+	for k := engine.EventKind(0); k < 32; k++ {
+		if s.Has(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// KindName returns the name of an event kind as breakpoints spell it,
+// including the pseudo kind KindRerecord.
+func KindName(k engine.EventKind) string {
+	if k == KindRerecord {
+		return "rerecord"
+	}
+	return k.String()
+}
+
+// ParseKind returns the kind named s: an engine kind ("replay",
+// "checkpoint", ...) or "rerecord".
+func ParseKind(s string) (engine.EventKind, bool) {
+	if s == "rerecord" {
+		return KindRerecord, true
+	}
+	return engine.ParseEventKind(s)
+}
+
+// BreakpointKinds lists the kinds a breakpoint may stop on, for pickers.
+func BreakpointKinds() []engine.EventKind {
+	return append(engine.EventKinds(), KindRerecord)
+}
+
+// Flags of an entry.
+const (
+	flagErr uint8 = 1 << iota
+	flagCheckpoint
+	flagExpectFailed
+	flagRerecord
+)
+
+// Action codes of an entry; the order is irrelevant, only the mapping matters.
+var actionCodes = []engine.Action{engine.ActionNone, engine.ActionWarmup, engine.ActionRecord, engine.ActionReplay, engine.ActionEager}
+
+func actionCode(a engine.Action) uint8 {
+	for i, x := range actionCodes {
+		if x == a {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// entry is what the history keeps of one executed record: 16 bytes, so that
+// a million steps cost 16 MB. Everything else about the record is in the
+// trace itself; error and expectation messages, rare, live in maps.
+type entry struct {
+	node, parent int32
+	kinds        KindSet
+	device       uint16
+	action       uint8
+	flags        uint8
+}
+
+// entryBytes is the in-memory size of an entry, for the memory accounting
+// of HistoryBytes.
+const entryBytes = 16
+
+// Summary is the compact result of one executed record.
+type Summary struct {
+	// Index is the record's position in the trace (0-based).
+	Index  int
+	Action engine.Action
+	// Node and Parent are graph ids, -1 when none.
+	Node, Parent int
+	Device       int
+	Kinds        KindSet
+	Checkpoint   bool
+	Rerecord     bool
+	// Err is the record's error message, "" when it succeeded.
+	Err string
+	// ExpectFailures are the failed expectations of an expect record.
+	ExpectFailures []string
+}
+
+func newEntry(st *engine.Step) entry {
+	e := entry{
+		node:   int32(st.Node),
+		parent: int32(st.Parent),
+		device: uint16(st.Device),
+		action: actionCode(st.Action),
+	}
+	if st.Err != "" {
+		e.flags |= flagErr
+		e.kinds |= 1 << engine.EvError
+	}
+	if st.Checkpoint {
+		e.flags |= flagCheckpoint
+	}
+	if len(st.ExpectFailures) > 0 {
+		e.flags |= flagExpectFailed
+		e.kinds |= 1 << engine.EvExpectFailed
+	}
+	for i := range st.Events {
+		ev := &st.Events[i]
+		if ev.Kind < 32 {
+			e.kinds |= 1 << ev.Kind
+		}
+		if ev.Kind == engine.EvCheckpoint {
+			e.flags |= flagCheckpoint
+		}
+		if ev.Kind == engine.EvRecord && ev.Rerecord {
+			e.flags |= flagRerecord
+			e.kinds |= 1 << KindRerecord
+		}
+	}
+	return e
+}
+
+// replays reports whether the entry replayed node (any node when node < 0).
+func (e entry) replays(node int) bool {
+	if e.kinds&(1<<engine.EvReplay) == 0 {
+		return false
+	}
+	return node < 0 || int(e.node) == node
+}
+
+// keyframe is an engine clone at a position. It is never applied to: a
+// restore clones it again, so the keyframe stays as it was taken.
+type keyframe struct {
+	pos int
+	eng *engine.Engine
+}
+
+// keyframes is the bounded set of keyframes: one every every steps, with
+// every doubled (and the odd ones dropped) whenever there are more than max.
+type keyframes struct {
+	every int
+	max   int
+	list  []keyframe // sorted by pos
+}
+
+// due reports whether a keyframe should be taken at pos.
+func (k *keyframes) due(pos int) bool {
+	if pos%k.every != 0 {
+		return false
+	}
+	n := len(k.list)
+	return n == 0 || k.list[n-1].pos < pos
+}
+
+// add appends a keyframe at pos (after the last one) and thins the set when
+// it has grown past max, so that memory stays bounded however long the
+// trace: old keyframes are spaced twice as far apart, never dropped all.
+func (k *keyframes) add(pos int, eng *engine.Engine) {
+	k.list = append(k.list, keyframe{pos: pos, eng: eng})
+	for len(k.list) > k.max {
+		k.every *= 2
+		kept := k.list[:0]
+		for _, f := range k.list {
+			if f.pos%k.every == 0 {
+				kept = append(kept, f)
+			}
+		}
+		clear(k.list[len(kept):])
+		k.list = kept
+	}
+}
+
+// at returns the last keyframe at or before pos.
+func (k *keyframes) at(pos int) (keyframe, bool) {
+	i := sort.Search(len(k.list), func(i int) bool { return k.list[i].pos > pos })
+	if i == 0 {
+		return keyframe{}, false
+	}
+	return k.list[i-1], true
+}
+
+// localPerInterval is how many local keyframes divide one keyframe
+// interval. Going back one record from position p restores the keyframe at
+// or before p and re-applies the records after it; with local keyframes,
+// holding N down costs at most interval/localPerInterval records a step
+// rather than a whole interval.
+const localPerInterval = 32
+
+// localFrames are short-lived keyframes inside one interval of the
+// bounded set, made while records are re-applied after a restore. Only one
+// interval has them at a time, so they add a constant to memory.
+type localFrames struct {
+	base int // position of the keyframe whose interval they divide
+	list []keyframe
+}
+
+// at returns the last local keyframe at or before pos.
+func (l *localFrames) at(pos int) (keyframe, bool) {
+	i := sort.Search(len(l.list), func(i int) bool { return l.list[i].pos > pos })
+	if i == 0 {
+		return keyframe{}, false
+	}
+	return l.list[i-1], true
+}
+
+// has reports whether a local keyframe exists at pos.
+func (l *localFrames) has(pos int) bool {
+	f, ok := l.at(pos)
+	return ok && f.pos == pos
+}
+
+// add inserts a keyframe, keeping the list sorted.
+func (l *localFrames) add(f keyframe) {
+	i := sort.Search(len(l.list), func(i int) bool { return l.list[i].pos > f.pos })
+	l.list = append(l.list, keyframe{})
+	copy(l.list[i+1:], l.list[i:])
+	l.list[i] = f
+}

@@ -1,0 +1,385 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxKeyframes bounds the keyframes a session keeps. With the
+	// spacing doubled whenever it is exceeded, a trace of N records keeps
+	// between DefaultMaxKeyframes/2 and DefaultMaxKeyframes of them, spaced
+	// about N/DefaultMaxKeyframes records apart.
+	DefaultMaxKeyframes = 1000
+	// DefaultKeyframeEvery is the initial spacing of keyframes: small traces
+	// go back by restoring a clone at most this many records behind.
+	DefaultKeyframeEvery = 16
+	// stepCache is how many full Steps StepAt keeps; older ones are
+	// recomputed from a keyframe on demand.
+	stepCache = 512
+)
+
+// ErrAtStart is returned by Back at position 0.
+var ErrAtStart = errors.New("at the start of the trace")
+
+// Options configure a Session.
+type Options struct {
+	// NewDevices returns n fresh devices, one per trace device. Default:
+	// simulated devices (sim.New). A session calls it once, and again each
+	// time it must re-run from the start (devices that cannot be cloned).
+	NewDevices func(n int) ([]device.Device, error)
+	// Check runs the engine's invariant checker after every record.
+	Check bool
+	// Source is where the trace came from: a file path, or DemoSource for
+	// the embedded demo. Save writes it so that Load can reopen the trace.
+	Source string
+	// MaxKeyframes bounds the keyframes kept (default DefaultMaxKeyframes).
+	MaxKeyframes int
+	// KeyframeEvery is the initial keyframe spacing (default DefaultKeyframeEvery).
+	KeyframeEvery int
+}
+
+// SimDevices returns n simulated devices; it is the default NewDevices.
+func SimDevices(n int) ([]device.Device, error) {
+	devs := make([]device.Device, n)
+	for i := range devs {
+		devs[i] = sim.New(sim.Options{})
+	}
+	return devs, nil
+}
+
+// Session is a trace, a live engine at a position in it, and the history of
+// what every executed record did. Methods must be called from one goroutine
+// at a time.
+type Session struct {
+	tr   *traces.Trace
+	opts Options
+	file string
+
+	eng  *engine.Engine
+	devs []device.Device // the devices New made for eng, closed on a re-run
+	pos  int             // records applied to eng
+
+	// hist has one entry per executed record: len(hist) is the frontier,
+	// the furthest position ever reached.
+	hist    []entry
+	ckpts   []int // indexes of executed records that checkpointed, ascending
+	errs    map[int]string
+	expects map[int][]string
+
+	// cloneable is false when the engine's devices cannot be snapshotted
+	// (the GPU): going back then re-runs from the start on fresh devices.
+	cloneable bool
+	kf        keyframes
+	local     localFrames
+
+	steps     map[int]*engine.Step // bounded cache of full results
+	stepOrder []int                // insertion order of steps, for eviction
+
+	state    *engine.State // cached State at statePos
+	statePos int
+
+	bps   []Breakpoint
+	marks []Bookmark
+}
+
+// New starts a session at position 0 of tr.
+func New(tr *traces.Trace, opts Options) (*Session, error) {
+	if tr == nil {
+		return nil, errors.New("new session: nil trace")
+	}
+	if opts.NewDevices == nil {
+		opts.NewDevices = SimDevices
+	}
+	if opts.MaxKeyframes < 2 {
+		opts.MaxKeyframes = DefaultMaxKeyframes
+	}
+	if opts.KeyframeEvery < 1 {
+		opts.KeyframeEvery = DefaultKeyframeEvery
+	}
+	s := &Session{
+		tr:      tr,
+		opts:    opts,
+		file:    opts.Source,
+		errs:    map[int]string{},
+		expects: map[int][]string{},
+		steps:   map[int]*engine.Step{},
+		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes},
+	}
+	if s.file == "" {
+		s.file = tr.File
+	}
+	if err := s.fresh(); err != nil {
+		return nil, err
+	}
+	if c, err := s.eng.Clone(); err == nil {
+		s.cloneable = true
+		s.kf.add(0, c)
+	}
+	return s, nil
+}
+
+// fresh replaces the engine by a new one at position 0 on new devices.
+func (s *Session) fresh() error {
+	n := s.tr.Header.Devices
+	if n < 1 {
+		n = 1
+	}
+	devs, err := s.opts.NewDevices(n)
+	if err != nil {
+		return fmt.Errorf("session %s: devices: %w", s.file, err)
+	}
+	eng, err := engine.New(s.tr.Header, engine.Options{Devices: devs, File: s.file, Check: s.opts.Check})
+	if err != nil {
+		closeAll(devs)
+		return fmt.Errorf("session %s: %w", s.file, err)
+	}
+	closeAll(s.devs)
+	s.eng, s.devs, s.pos = eng, devs, 0
+	return nil
+}
+
+func closeAll(devs []device.Device) {
+	for _, d := range devs {
+		if d != nil {
+			_ = d.Close() // a device that fails to close has nothing left to give
+		}
+	}
+}
+
+// Close releases the devices of a session that could not clone its engine
+// (the GPU). Sessions on simulated devices hold only memory.
+func (s *Session) Close() error {
+	var errs []error
+	for _, d := range s.devs {
+		if d != nil {
+			errs = append(errs, d.Close())
+		}
+	}
+	s.devs = nil
+	return errors.Join(errs...)
+}
+
+// Trace returns the session's trace.
+func (s *Session) Trace() *traces.Trace { return s.tr }
+
+// Source returns where the trace came from (Options.Source).
+func (s *Session) Source() string { return s.opts.Source }
+
+// Pos returns the number of records applied: the position in the trace.
+func (s *Session) Pos() int { return s.pos }
+
+// Len returns the number of records in the trace.
+func (s *Session) Len() int { return len(s.tr.Records) }
+
+// Executed returns the furthest position ever reached: records before it
+// have a Summary.
+func (s *Session) Executed() int { return len(s.hist) }
+
+// Cloneable reports whether going back restores keyframes (true) or
+// re-runs the trace from the start on fresh devices (false: the GPU).
+func (s *Session) Cloneable() bool { return s.cloneable }
+
+// Engine returns the live engine at the current position. Callers must not
+// apply records to it; move through the session instead.
+func (s *Session) Engine() *engine.Engine { return s.eng }
+
+// State returns the engine's state at the current position (computed once
+// per position).
+func (s *Session) State() *engine.State {
+	if s.state == nil || s.statePos != s.pos {
+		s.state = s.eng.State()
+		s.statePos = s.pos
+	}
+	return s.state
+}
+
+// Step applies the next record to the live engine. It returns false at the
+// end of the trace.
+func (s *Session) Step() (*engine.Step, bool) {
+	if s.pos >= len(s.tr.Records) {
+		return nil, false
+	}
+	return s.apply(), true
+}
+
+// apply runs record s.pos and extends the history when it is new.
+func (s *Session) apply() *engine.Step {
+	i := s.pos
+	st := s.eng.Apply(&s.tr.Records[i])
+	s.pos++
+	if i == len(s.hist) {
+		e := newEntry(st)
+		s.hist = append(s.hist, e)
+		if e.flags&flagCheckpoint != 0 {
+			s.ckpts = append(s.ckpts, i)
+		}
+		if st.Err != "" {
+			s.errs[i] = st.Err
+		}
+		if len(st.ExpectFailures) > 0 {
+			s.expects[i] = st.ExpectFailures
+		}
+		if s.cloneable && s.kf.due(s.pos) {
+			// A failed clone costs only a longer way back.
+			if c, err := s.eng.Clone(); err == nil {
+				s.kf.add(s.pos, c)
+			}
+		}
+	}
+	s.cacheStep(i, st)
+	return st
+}
+
+func (s *Session) cacheStep(i int, st *engine.Step) {
+	if _, ok := s.steps[i]; ok {
+		s.steps[i] = st
+		return
+	}
+	if len(s.stepOrder) >= stepCache {
+		delete(s.steps, s.stepOrder[0])
+		s.stepOrder = s.stepOrder[1:]
+	}
+	s.steps[i] = st
+	s.stepOrder = append(s.stepOrder, i)
+}
+
+// Back moves one record back. It returns ErrAtStart at position 0.
+func (s *Session) Back() error {
+	if s.pos == 0 {
+		return ErrAtStart
+	}
+	return s.Goto(s.pos - 1)
+}
+
+// Goto moves to position target (0 ≤ target ≤ Len). Going forward applies
+// records (live beyond the frontier); going back restores the nearest
+// keyframe at or before target and re-applies the records after it, or,
+// when the engine cannot be cloned, re-runs from the start on fresh devices.
+func (s *Session) Goto(target int) error {
+	if target < 0 || target > len(s.tr.Records) {
+		return fmt.Errorf("go to step %d: out of range 0..%d", target, len(s.tr.Records))
+	}
+	if target == s.pos {
+		return nil
+	}
+	if s.cloneable {
+		kf, ok := s.kf.at(target)
+		if lf, lok := s.local.at(target); lok && lf.pos >= kf.pos && lf.pos <= target {
+			kf, ok = lf, true
+		}
+		if ok && (target < s.pos || kf.pos > s.pos) {
+			eng, err := kf.eng.Clone()
+			if err != nil {
+				return fmt.Errorf("go to step %d: restore keyframe %d: %w", target, kf.pos, err)
+			}
+			s.eng, s.pos = eng, kf.pos
+		}
+	}
+	if target < s.pos {
+		if err := s.fresh(); err != nil {
+			return fmt.Errorf("go to step %d: re-run: %w", target, err)
+		}
+	}
+	for s.pos < target {
+		s.apply()
+		s.takeLocal()
+	}
+	return nil
+}
+
+// takeLocal takes a local keyframe at the current position when it
+// divides the current keyframe interval and none is there yet. Moving to
+// another interval drops the local keyframes of the last one.
+func (s *Session) takeLocal() {
+	if !s.cloneable || s.pos > len(s.hist) {
+		return
+	}
+	kf, ok := s.kf.at(s.pos)
+	if !ok {
+		return
+	}
+	if s.local.base != kf.pos {
+		clear(s.local.list)
+		s.local = localFrames{base: kf.pos}
+	}
+	every := max(s.kf.every/localPerInterval, 1)
+	if s.pos == kf.pos || s.pos%every != 0 || s.local.has(s.pos) {
+		return
+	}
+	if c, err := s.eng.Clone(); err == nil {
+		s.local.add(keyframe{pos: s.pos, eng: c})
+	}
+}
+
+// StepAt returns the full result of record i once it has been executed, nil
+// otherwise. Recent results are cached; others are recomputed from a
+// keyframe on a scratch engine. Without keyframes (the GPU) an old result is
+// rebuilt from its summary, without events.
+func (s *Session) StepAt(i int) *engine.Step {
+	if i < 0 || i >= len(s.hist) {
+		return nil
+	}
+	if st, ok := s.steps[i]; ok {
+		return st
+	}
+	if s.cloneable {
+		if kf, ok := s.kf.at(i); ok {
+			if eng, err := kf.eng.Clone(); err == nil {
+				for p := kf.pos; p < i; p++ {
+					eng.Apply(&s.tr.Records[p])
+				}
+				st := eng.Apply(&s.tr.Records[i])
+				s.cacheStep(i, st)
+				return st
+			}
+		}
+	}
+	sum, _ := s.Summary(i)
+	rec := &s.tr.Records[i]
+	return &engine.Step{
+		Index: i, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Device: sum.Device,
+		Action: sum.Action, Node: sum.Node, Parent: sum.Parent,
+		Checkpoint: sum.Checkpoint, Err: sum.Err, ExpectFailures: sum.ExpectFailures,
+	}
+}
+
+// Summary returns the compact result of record i once it has been executed.
+func (s *Session) Summary(i int) (Summary, bool) {
+	if i < 0 || i >= len(s.hist) {
+		return Summary{}, false
+	}
+	e := s.hist[i]
+	return Summary{
+		Index:          i,
+		Action:         actionCodes[e.action],
+		Node:           int(e.node),
+		Parent:         int(e.parent),
+		Device:         int(e.device),
+		Kinds:          e.kinds,
+		Checkpoint:     e.flags&flagCheckpoint != 0,
+		Rerecord:       e.flags&flagRerecord != 0,
+		Err:            s.errs[i],
+		ExpectFailures: s.expects[i],
+	}, true
+}
+
+// Keyframes returns how many keyframes the history holds and their spacing.
+func (s *Session) Keyframes() (n, every int) { return len(s.kf.list), s.kf.every }
+
+// LastCheckpoint returns the index of the last record before pos that
+// checkpointed a pool, or -1.
+func (s *Session) LastCheckpoint(pos int) int {
+	i := sort.SearchInts(s.ckpts, pos) - 1
+	if i < 0 {
+		return -1
+	}
+	return s.ckpts[i]
+}

@@ -1,0 +1,11 @@
+// Package traces owns the trace format, version 1 (docs/trace-format.md):
+// the record types, the streaming Reader that validates each line on its
+// own, the Checker that refuses a malformed trace before anything runs (it
+// follows names, functions and shapes through the whole file), the canonical
+// Writer, an in-memory Trace with a Builder for traces made in code, and the
+// "rand" generator every backend shares.
+//
+// Everything that reads a file is bounded: lines, nesting, names, shapes and
+// record counts have limits, so a hostile or broken file is refused in
+// bounded time and memory, with a file:line message that names the limit.
+package traces

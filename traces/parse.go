@@ -1,0 +1,646 @@
+package traces
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine/kernels"
+)
+
+// rawRecord is the union of every record's fields, as decoded. Fields whose
+// type depends on the op ("out", "values") or that may be null on purpose
+// ("error") stay raw.
+type rawRecord struct {
+	Op      *string           `json:"op"`
+	Fn      *string           `json:"fn"`
+	Params  []string          `json:"params"`
+	Body    []json.RawMessage `json:"body"`
+	Returns []string          `json:"returns"`
+	Mode    *string           `json:"mode"`
+	Name    *string           `json:"name"`
+	Shape   []int             `json:"shape"`
+	Init    *string           `json:"init"`
+	Seed    *int64            `json:"seed"`
+	Values  json.RawMessage   `json:"values"`
+	Device  *int              `json:"device"`
+	Args    []string          `json:"args"`
+	Out     json.RawMessage   `json:"out"`
+	Names   []string          `json:"names"`
+	Text    *string           `json:"text"`
+
+	K     *string         `json:"k"`
+	A     *string         `json:"a"`
+	B     json.RawMessage `json:"b"`
+	Value *float64        `json:"value"`
+
+	Action      *string         `json:"action"`
+	Node        json.RawMessage `json:"node"`
+	Nodes       *int            `json:"nodes"`
+	Roots       *int            `json:"roots"`
+	Checkpoints *int            `json:"checkpoints"`
+	Recordings  *int            `json:"recordings"`
+	Replays     *int            `json:"replays"`
+	Warmups     *int            `json:"warmups"`
+	LiveBlocks  *int            `json:"live_blocks"`
+	Error       json.RawMessage `json:"error"`
+}
+
+type rawStmt struct {
+	Out   *string         `json:"out"`
+	K     *string         `json:"k"`
+	A     *string         `json:"a"`
+	B     json.RawMessage `json:"b"`
+	Shape []int           `json:"shape"`
+	Value *float64        `json:"value"`
+}
+
+type rawNode struct {
+	Fn       *string         `json:"fn"`
+	ParentFn json.RawMessage `json:"parent_fn"`
+}
+
+type rawValues struct {
+	Name   *string   `json:"name"`
+	Values []float64 `json:"values"`
+	Tol    *float64  `json:"tol"`
+}
+
+// opFields lists, per op, the fields it may have (besides "op") and which
+// of them are required, in the spec's order (the writer's order too).
+var opFields = map[Op]struct{ allowed, required []string }{
+	OpDef:    {[]string{"fn", "params", "body", "returns", "mode"}, []string{"fn", "params", "body", "returns"}},
+	OpTensor: {[]string{"name", "shape", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpParam:  {[]string{"name", "shape", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpCall:   {[]string{"fn", "args", "out"}, []string{"fn", "args"}},
+	OpEager:  {[]string{"out", "k", "a", "b", "shape", "value"}, []string{"out", "k"}},
+	OpDel:    {[]string{"names"}, []string{"names"}},
+	OpStep:   {nil, nil},
+	OpRead:   {[]string{"name"}, []string{"name"}},
+	OpExpect: {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
+	OpNote:   {[]string{"text"}, []string{"text"}},
+}
+
+// opNames is the ops in the spec's order, for messages.
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note"
+
+// parseRecord decodes and validates one record line. On a problem it
+// returns what it could decode.
+func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
+	var raw rawRecord
+	keys, te, p := r.prepare(line, &raw)
+	if p != nil {
+		return Record{}, p
+	}
+	if te != nil && te.Field == "op" {
+		return Record{}, r.problem(r.line, typeMsg(te))
+	}
+	if raw.Op == nil {
+		return Record{}, r.problem(r.line, `record has no "op" (ops: `+opNames+")")
+	}
+	rec := Record{Op: Op(*raw.Op)}
+	spec, ok := opFields[rec.Op]
+	if !ok {
+		return Record{}, r.problem(r.line, fmt.Sprintf("unknown op %q (ops: %s)", *raw.Op, opNames))
+	}
+	// What names the record in messages, when it is usable.
+	switch {
+	case raw.Fn != nil && validName(*raw.Fn) == "":
+		rec.Fn = *raw.Fn
+	case raw.Name != nil && validName(*raw.Name) == "":
+		rec.Name = *raw.Name
+	}
+	if rec.Op == OpEager && len(raw.Out) > 0 {
+		var out string
+		if json.Unmarshal(raw.Out, &out) == nil && validName(out) == "" {
+			rec.Stmt = &Stmt{Out: out}
+		}
+	}
+	fail := func(format string, args ...any) (Record, *Problem) {
+		return rec, r.problem(r.line, recordLabel(rec)+": "+fmt.Sprintf(format, args...))
+	}
+	for _, k := range keys {
+		if k != "op" && !slices.Contains(spec.allowed, k) {
+			if len(spec.allowed) == 0 {
+				return fail("unknown field %q (%s has no fields)", k, rec.Op)
+			}
+			return fail("unknown field %q (%s fields: %s)", k, rec.Op, strings.Join(spec.allowed, ", "))
+		}
+	}
+	if te != nil {
+		return fail("%s", typeMsg(te))
+	}
+	for _, k := range spec.required {
+		if !slices.Contains(keys, k) {
+			return fail("missing %q", k)
+		}
+	}
+	var msg string
+	switch rec.Op {
+	case OpDef:
+		msg = r.parseDef(&rec, &raw)
+	case OpTensor, OpParam:
+		msg = r.parseTensor(&rec, &raw)
+	case OpCall:
+		msg = r.parseCall(&rec, &raw)
+	case OpEager:
+		var s Stmt
+		s, msg = r.parseStmt(rawStmt{Out: strPtrFromRaw(raw.Out), K: raw.K, A: raw.A, B: raw.B, Shape: raw.Shape, Value: raw.Value}, raw.Out)
+		if msg == "" || (kernels.IsStmt(s.K) && validName(s.Out) == "") {
+			rec.Stmt = &s
+		}
+	case OpDel:
+		if len(raw.Names) == 0 {
+			msg = "names is empty (del needs at least one name)"
+		}
+		msg = firstMsg(msg, checkNames("names", raw.Names))
+		rec.Names = raw.Names
+	case OpRead:
+		msg = nameMsg("name", *raw.Name)
+		rec.Name = *raw.Name
+	case OpNote:
+		rec.Text = *raw.Text
+	case OpExpect:
+		msg = r.parseExpect(&rec, &raw)
+	}
+	if msg != "" {
+		return fail("%s", msg)
+	}
+	return rec, nil
+}
+
+func strPtrFromRaw(raw json.RawMessage) *string {
+	if len(raw) == 0 || isNull(raw) {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	return &s
+}
+
+func firstMsg(msgs ...string) string {
+	for _, m := range msgs {
+		if m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// recordLabel names a record in messages: "def foo", "tensor x", "eager c", "step".
+func recordLabel(rec Record) string {
+	switch rec.Op {
+	case OpDef, OpCall:
+		if validName(rec.Fn) == "" {
+			return string(rec.Op) + " " + rec.Fn
+		}
+	case OpTensor, OpParam, OpRead:
+		if validName(rec.Name) == "" {
+			return string(rec.Op) + " " + rec.Name
+		}
+	case OpEager:
+		if rec.Stmt != nil && kernels.IsStmt(rec.Stmt.K) {
+			return "eager (" + stmtText(*rec.Stmt) + ")"
+		}
+		if rec.Stmt != nil && validName(rec.Stmt.Out) == "" {
+			return "eager " + rec.Stmt.Out
+		}
+	}
+	if rec.Op == "" {
+		return "record"
+	}
+	return string(rec.Op)
+}
+
+// validName returns why s is not a valid name, or "".
+func validName(s string) string {
+	if s == "" {
+		return "is empty"
+	}
+	if len(s) > MaxNameLen {
+		return fmt.Sprintf("is %d bytes long, over %d (MaxNameLen)", len(s), MaxNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return "is not a valid name (use letters, digits, _, . and -)"
+		}
+	}
+	return ""
+}
+
+func nameMsg(field, s string) string {
+	if why := validName(s); why != "" {
+		return fmt.Sprintf("%s %s %s", field, quoteShort(s), why)
+	}
+	return ""
+}
+
+func checkNames(field string, names []string) string {
+	for _, n := range names {
+		if m := nameMsg(field, n); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// quoteShort quotes s for a message, cut to 40 bytes so a hostile name
+// cannot flood the output.
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		cut := 40
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		return fmt.Sprintf("%q…", s[:cut])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// shapeMsg returns why shape is not a valid tensor shape under the byte
+// limit, or "". It never multiplies past the limit, so a shape like
+// [1<<40, 1<<40] is refused without overflow.
+func shapeMsg(what string, shape []int, maxBytes int64) string {
+	if len(shape) > MaxDims {
+		return fmt.Sprintf("%s %s has %d dims, over %d", what, kernels.FormatShape(shape), len(shape), MaxDims)
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Sprintf("%s %s has a negative size", what, kernels.FormatShape(shape))
+		}
+	}
+	if _, ok := shapeBytes(shape, maxBytes); !ok {
+		return fmt.Sprintf("%s %s is over max_tensor_bytes (%s)", what, kernels.FormatShape(shape), formatBytes(maxBytes))
+	}
+	return ""
+}
+
+// shapeBytes returns the bytes of a tensor of this shape, and false when
+// that is over maxBytes. Sizes must be non-negative.
+func shapeBytes(shape []int, maxBytes int64) (int64, bool) {
+	for _, d := range shape {
+		if d == 0 {
+			return 0, true
+		}
+	}
+	maxElems := maxBytes / ElemBytes
+	n := int64(1)
+	for _, d := range shape {
+		if int64(d) > maxElems/n {
+			return 0, false
+		}
+		n *= int64(d)
+	}
+	return n * ElemBytes, true
+}
+
+func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
+	rec.Fn = *raw.Fn
+	rec.Params, rec.Returns = raw.Params, raw.Returns
+	if raw.Params == nil {
+		rec.Params = []string{}
+	}
+	if raw.Returns == nil {
+		rec.Returns = []string{}
+	}
+	if m := firstMsg(nameMsg("fn", rec.Fn), checkNames("param", raw.Params), checkNames("returns", raw.Returns)); m != "" {
+		return m
+	}
+	seen := make(map[string]bool, len(rec.Params))
+	for _, p := range rec.Params {
+		if seen[p] {
+			return fmt.Sprintf("param %s is repeated", p)
+		}
+		seen[p] = true
+	}
+	if raw.Mode != nil {
+		switch m := Mode(*raw.Mode); m {
+		case ModeInference, ModeForward, ModeBackward:
+			rec.Mode = m
+		default:
+			return fmt.Sprintf("mode %q is not one of inference, forward, backward", *raw.Mode)
+		}
+	}
+	rec.Body = make([]Stmt, 0, len(raw.Body))
+	for i, b := range raw.Body {
+		var rs rawStmt
+		if m := decodeStrict(b, &rs, "body"); m != "" {
+			return fmt.Sprintf("statement %d: %s", i+1, m)
+		}
+		var outRaw json.RawMessage
+		if rs.Out != nil {
+			outRaw, _ = json.Marshal(*rs.Out)
+		}
+		s, m := r.parseStmt(rs, outRaw)
+		if m != "" {
+			return stmtLabel(i, s) + ": " + m
+		}
+		rec.Body = append(rec.Body, s)
+	}
+	return ""
+}
+
+// parseStmt validates one statement's fields. outRaw is the raw "out", so
+// a wrong type is reported as such.
+func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
+	var s Stmt
+	if len(outRaw) == 0 || isNull(outRaw) {
+		return s, `missing "out"`
+	}
+	if rs.Out == nil {
+		return s, fmt.Sprintf(`field "out": want a name (a string), got %s`, jsonKind(kindOf(outRaw)))
+	}
+	s.Out = *rs.Out
+	if m := nameMsg("out", s.Out); m != "" {
+		return s, m
+	}
+	if rs.K == nil {
+		return s, fmt.Sprintf(`missing "k" (the kernel: %s)`, strings.Join(kernels.StmtNames(), ", "))
+	}
+	s.K = *rs.K
+	if !kernels.IsStmt(s.K) {
+		return s, fmt.Sprintf("unknown kernel %q (kernels: %s)", s.K, strings.Join(kernels.StmtNames(), ", "))
+	}
+	if rs.A != nil {
+		s.A = *rs.A
+		if m := nameMsg("a", s.A); m != "" {
+			return s, m
+		}
+	}
+	if len(rs.B) > 0 && !isNull(rs.B) {
+		switch kindOf(rs.B) {
+		case "string":
+			if json.Unmarshal(rs.B, &s.B.Name) != nil {
+				return s, "b is not a valid string"
+			}
+			if m := nameMsg("b", s.B.Name); m != "" {
+				return s, m
+			}
+		case "number":
+			if json.Unmarshal(rs.B, &s.B.Num) != nil {
+				return s, fmt.Sprintf("b %s is not a usable number", rs.B)
+			}
+			s.B.IsNum = true
+		default:
+			return s, fmt.Sprintf(`field "b": want a name or a number, got %s`, jsonKind(kindOf(rs.B)))
+		}
+	}
+	if rs.Value != nil {
+		s.Value, s.HasValue = *rs.Value, true
+	}
+	if rs.Shape != nil {
+		s.Shape = rs.Shape
+		if m := shapeMsg("shape", s.Shape, r.hdr.Config.MaxTensorBytes); m != "" {
+			return s, m
+		}
+	}
+	// Which fields the kind takes.
+	var need, allow string // letters: a, b, s(hape), v(alue)
+	k, _ := kernels.Parse(s.K)
+	switch {
+	case s.K == kernels.StmtView:
+		need, allow = "a", "as"
+	case s.K == kernels.StmtEmpty:
+		need, allow = "s", "s"
+	case k == kernels.Fill:
+		need, allow = "sv", "sv"
+	case k.IsBinary(), k == kernels.Matmul:
+		need, allow = "ab", "ab"
+	default:
+		need, allow = "a", "a"
+	}
+	has := map[byte]bool{'a': rs.A != nil, 'b': s.B.Present(), 's': rs.Shape != nil, 'v': rs.Value != nil}
+	field := map[byte]string{'a': "a", 'b': "b", 's': "shape", 'v': "value"}
+	for _, c := range []byte("absv") {
+		if has[c] && !strings.ContainsRune(allow, rune(c)) {
+			return s, fmt.Sprintf("%s takes no %q", s.K, field[c])
+		}
+		if !has[c] && strings.ContainsRune(need, rune(c)) {
+			return s, fmt.Sprintf("%s needs %q", s.K, field[c])
+		}
+	}
+	if k == kernels.Matmul && s.B.IsNum {
+		return s, "matmul needs b to be a tensor name, not a number"
+	}
+	return s, ""
+}
+
+// stmtLabel names statement i (0-based) of a body in messages:
+// "statement 2 (add c = x + y)", or "statement 2" before its kernel is known.
+func stmtLabel(i int, s Stmt) string {
+	if kernels.IsStmt(s.K) {
+		return fmt.Sprintf("statement %d (%s)", i+1, stmtText(s))
+	}
+	return fmt.Sprintf("statement %d", i+1)
+}
+
+// stmtText writes a statement as a line of the Python it stands for,
+// prefixed with its kernel: "add c = x + y".
+func stmtText(s Stmt) string {
+	a, b := s.A, s.B.Name
+	if s.B.IsNum {
+		b = formatNum(s.B.Num)
+	}
+	if a == "" {
+		a = "?"
+	}
+	if b == "" {
+		b = "?"
+	}
+	var rhs string
+	switch s.K {
+	case "add", "sub", "mul", "div":
+		rhs = fmt.Sprintf("%s %s %s", a, map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/"}[s.K], b)
+	case "matmul":
+		rhs = fmt.Sprintf("%s @ %s", a, b)
+	case "max", "min":
+		rhs = fmt.Sprintf("%s(%s, %s)", s.K, a, b)
+	case kernels.StmtView:
+		if s.Shape != nil {
+			rhs = fmt.Sprintf("view(%s, %s)", a, kernels.FormatShape(s.Shape))
+		} else {
+			rhs = fmt.Sprintf("view(%s)", a)
+		}
+	case "fill":
+		rhs = fmt.Sprintf("fill(%s, %s)", kernels.FormatShape(s.Shape), formatNum(s.Value))
+	case kernels.StmtEmpty:
+		rhs = fmt.Sprintf("empty(%s)", kernels.FormatShape(s.Shape))
+	default:
+		rhs = fmt.Sprintf("%s(%s)", s.K, a)
+	}
+	return fmt.Sprintf("%s %s = %s", s.K, s.Out, rhs)
+}
+
+func (r *Reader) parseTensor(rec *Record, raw *rawRecord) string {
+	rec.Name = *raw.Name
+	if m := nameMsg("name", rec.Name); m != "" {
+		return m
+	}
+	rec.Shape = raw.Shape
+	if m := shapeMsg("shape", rec.Shape, r.hdr.Config.MaxTensorBytes); m != "" {
+		return m
+	}
+	if raw.Device != nil {
+		rec.Device = *raw.Device
+		if m := r.deviceMsg(rec.Device); m != "" {
+			return m
+		}
+	}
+	rec.Init = Init(*raw.Init)
+	switch rec.Init {
+	case InitRand, InitZeros, InitOnes, InitArange, InitValues:
+	default:
+		return fmt.Sprintf("init %q is not one of rand, zeros, ones, arange, values", *raw.Init)
+	}
+	if raw.Seed != nil {
+		if rec.Init != InitRand {
+			return fmt.Sprintf("seed is for init \"rand\", but init is %q", rec.Init)
+		}
+		rec.Seed, rec.HasSeed = *raw.Seed, true
+	}
+	hasValues := len(raw.Values) > 0 && !isNull(raw.Values)
+	if hasValues {
+		if rec.Init != InitValues {
+			return fmt.Sprintf("values are for init \"values\", but init is %q", rec.Init)
+		}
+		if m := decodeStrict(raw.Values, &rec.Values, "values"); m != "" {
+			return m
+		}
+		if rec.Values == nil {
+			rec.Values = []float64{}
+		}
+	}
+	if rec.Init == InitValues {
+		n := NumElems(rec.Shape) // bounded: the shape passed the byte limit
+		if int64(len(rec.Values)) != n {
+			return fmt.Sprintf("init values needs %d values (one per element of %s), got %d", n, kernels.FormatShape(rec.Shape), len(rec.Values))
+		}
+	}
+	return ""
+}
+
+func (r *Reader) deviceMsg(d int) string {
+	if d < 0 || d >= r.hdr.Devices {
+		if r.hdr.Devices == 1 {
+			return fmt.Sprintf("device %d is out of range (the header has 1 device: use 0, or set \"devices\")", d)
+		}
+		return fmt.Sprintf("device %d is out of range (the header has %d devices: 0 to %d)", d, r.hdr.Devices, r.hdr.Devices-1)
+	}
+	return ""
+}
+
+func (r *Reader) parseCall(rec *Record, raw *rawRecord) string {
+	rec.Fn = *raw.Fn
+	rec.Args = raw.Args
+	if rec.Args == nil {
+		rec.Args = []string{}
+	}
+	if len(raw.Out) > 0 && !isNull(raw.Out) {
+		if kindOf(raw.Out) != "array" || json.Unmarshal(raw.Out, &rec.Out) != nil {
+			rec.Out = nil
+			return fmt.Sprintf(`field "out": want a list of names, got %s`, jsonKind(kindOf(raw.Out)))
+		}
+		if rec.Out == nil {
+			rec.Out = []string{}
+		}
+	}
+	return firstMsg(nameMsg("fn", rec.Fn), checkNames("arg", raw.Args), checkNames("out", rec.Out))
+}
+
+func (r *Reader) parseExpect(rec *Record, raw *rawRecord) string {
+	e := &Expect{}
+	rec.Expect = e
+	if raw.Action != nil {
+		switch *raw.Action {
+		case ActionWarmup, ActionRecord, ActionReplay, ActionEager:
+			e.Action = raw.Action
+		default:
+			return fmt.Sprintf("action %q is not one of warmup, record, replay, eager", *raw.Action)
+		}
+	}
+	if len(raw.Node) > 0 && !isNull(raw.Node) {
+		var n rawNode
+		if m := decodeStrict(raw.Node, &n, "node"); m != "" {
+			return "node: " + m
+		}
+		e.Node = &ExpectNode{Fn: n.Fn}
+		if n.Fn != nil {
+			if m := nameMsg("node fn", *n.Fn); m != "" {
+				return m
+			}
+		}
+		if len(n.ParentFn) > 0 {
+			e.Node.HasParentFn = true
+			if !isNull(n.ParentFn) {
+				var p string
+				if kindOf(n.ParentFn) != "string" || json.Unmarshal(n.ParentFn, &p) != nil {
+					return fmt.Sprintf(`node: field "parent_fn": want a name or null, got %s`, jsonKind(kindOf(n.ParentFn)))
+				}
+				if m := nameMsg("node parent_fn", p); m != "" {
+					return m
+				}
+				e.Node.ParentFn = &p
+			}
+		}
+	}
+	counts := []struct {
+		name string
+		v    *int
+		dst  **int
+	}{
+		{"nodes", raw.Nodes, &e.Nodes}, {"roots", raw.Roots, &e.Roots}, {"checkpoints", raw.Checkpoints, &e.Checkpoints},
+		{"recordings", raw.Recordings, &e.Recordings}, {"replays", raw.Replays, &e.Replays},
+		{"warmups", raw.Warmups, &e.Warmups}, {"live_blocks", raw.LiveBlocks, &e.LiveBlocks},
+	}
+	for _, c := range counts {
+		if c.v != nil {
+			if *c.v < 0 {
+				return fmt.Sprintf("%s is %d, want 0 or more", c.name, *c.v)
+			}
+			*c.dst = c.v
+		}
+	}
+	if len(raw.Error) > 0 {
+		e.HasError = true
+		if !isNull(raw.Error) {
+			var s string
+			if kindOf(raw.Error) != "string" || json.Unmarshal(raw.Error, &s) != nil {
+				return fmt.Sprintf(`field "error": want a string or null, got %s`, jsonKind(kindOf(raw.Error)))
+			}
+			e.Error = &s
+		}
+	}
+	if len(raw.Values) > 0 && !isNull(raw.Values) {
+		var v rawValues
+		if m := decodeStrict(raw.Values, &v, "values"); m != "" {
+			return "values: " + m
+		}
+		if v.Name == nil {
+			return `values: missing "name"`
+		}
+		if v.Values == nil {
+			return `values: missing "values"`
+		}
+		if m := nameMsg("values name", *v.Name); m != "" {
+			return m
+		}
+		e.Values = &ExpectValues{Name: *v.Name, Values: v.Values}
+		if v.Tol != nil {
+			if *v.Tol < 0 {
+				return fmt.Sprintf("values: tol is %s, want 0 or more", formatNum(*v.Tol))
+			}
+			e.Values.Tol, e.Values.HasTol = *v.Tol, true
+		}
+	}
+	if raw.Device != nil {
+		e.Device = *raw.Device
+		if m := r.deviceMsg(e.Device); m != "" {
+			return m
+		}
+	}
+	return ""
+}

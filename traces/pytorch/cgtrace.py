@@ -1,0 +1,1216 @@
+"""cgtrace: record a real PyTorch program as a cgtviz trace (format v1).
+
+    with cgtrace.record("run.cgt.jsonl"):
+        ...  # code that calls torch.compile(mode="reduce-overhead") functions
+
+    python3 -m cgtrace run script.py [args...]        # records script.cgt.jsonl
+    python3 -m cgtrace run -o out.cgt.jsonl script.py  # names the file
+    python3 -m cgtrace summary trace.cgt.jsonl         # what a trace recorded
+
+It hooks PyTorch's CUDAGraph Trees manager (torch/_inductor/cudagraph_trees.py)
+and writes what reached the tree: one `def` per FunctionID, one `call` per call
+the tree saw, the tensors passed in, every `del` of a tensor the trace named,
+every `cudagraph_mark_step_begin()` as a `step`, and after each call an
+`expect` holding what PyTorch decided (warmup, record, replay or eager, the node
+and its parent, the checkpoint count). Replaying the trace in cgtviz then shows
+whether the engine decides as PyTorch did.
+
+The module needs only the standard library until recording starts; torch is
+imported then. Everything that does not touch torch (JSON writing, body
+synthesis, naming and liveness bookkeeping) lives in plain classes that the
+tests drive with fake tensors.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import runpy
+import sys
+import threading
+import weakref
+
+FORMAT_VERSION = 1
+# The trace format allows at most this many dimensions per shape.
+MAX_DIMS = 4
+# Tensors up to this many elements are written with their values ("init":
+# "values"); larger ones as "rand" with a seed, whose values are not the
+# program's: the tree's decisions do not depend on values.
+SMALL_TENSOR = 64
+
+__all__ = ["record", "Recorder", "Trace", "synth_def", "check_body", "main"]
+
+
+# ---------------------------------------------------------------------------
+# JSON writing
+
+
+# Fields each op may carry, in the order they are written. The checker
+# rejects unknown fields, so the writer refuses them first, with the cause.
+_FIELDS = {
+    "def": ("op", "fn", "params", "body", "returns", "mode"),
+    "tensor": ("op", "name", "shape", "init", "seed", "values", "device"),
+    "param": ("op", "name", "shape", "init", "seed", "values", "device"),
+    "call": ("op", "fn", "args", "out"),
+    "eager": ("op", "out", "k", "a", "b", "shape", "value"),
+    "del": ("op", "names"),
+    "step": ("op",),
+    "read": ("op", "name"),
+    "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
+               "recordings", "replays", "warmups", "live_blocks", "error",
+               "values", "device"),
+    "note": ("op", "text"),
+}
+_REQUIRED = {
+    "def": ("fn", "params", "body", "returns"),
+    "tensor": ("name", "shape", "init"),
+    "param": ("name", "shape", "init"),
+    "call": ("fn", "args"),
+    "eager": ("out", "k"),
+    "del": ("names",),
+    "read": ("name",),
+    "note": ("text",),
+}
+_STMT_FIELDS = ("out", "k", "a", "b", "shape", "value")
+_HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
+_ACTIONS = ("warmup", "record", "replay", "eager")
+_MODES = ("inference", "forward", "backward")
+
+
+def _ordered(obj, fields, what):
+    unknown = [k for k in obj if k not in fields]
+    if unknown:
+        raise ValueError("%s: unknown field(s) %s" % (what, ", ".join(sorted(unknown))))
+    return {k: obj[k] for k in fields if k in obj}
+
+
+def encode_record(rec):
+    """One record as a JSON line, fields in the spec's order. Raises
+    ValueError for an unknown op, an unknown field or a missing one, so a
+    bad record is caught where it is made, not by the checker later."""
+    op = rec.get("op")
+    if op not in _FIELDS:
+        raise ValueError("record has unknown op %r" % (op,))
+    for k in _REQUIRED.get(op, ()):
+        if k not in rec:
+            raise ValueError("%s record lacks %r: %r" % (op, k, rec))
+    out = _ordered(rec, _FIELDS[op], "%s record" % op)
+    if op == "def":
+        out["body"] = [_ordered(st, _STMT_FIELDS, "statement of def %s" % rec["fn"])
+                       for st in rec["body"]]
+    if op == "expect" and "action" in out and out["action"] not in _ACTIONS:
+        raise ValueError("expect: unknown action %r" % out["action"])
+    if op == "def" and "mode" in out and out["mode"] not in _MODES:
+        raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
+    return json.dumps(out, allow_nan=False)
+
+
+def encode_header(header):
+    return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
+
+
+class Trace:
+    """A trace being built: the header's parts, the defs (written first, as
+    they run nothing and a body is only known after the function's first
+    call returned) and the records in program order."""
+
+    def __init__(self, name, meta=None, config=None):
+        self.name = name
+        self.meta = dict(meta or {})
+        self.config = dict(config or {})
+        self.devices = 1
+        self.defs = {}  # fn name -> def record, in first-call order
+        self.records = []
+
+    def add(self, rec):
+        encode_record(rec)  # refuse a bad record now, with its cause
+        self.records.append(rec)
+
+    def set_def(self, rec):
+        encode_record(rec)
+        self.defs[rec["fn"]] = rec
+
+    def header(self):
+        h = {"cgtviz": FORMAT_VERSION, "name": self.name, "devices": self.devices}
+        if self.config:
+            h["config"] = self.config
+        h["meta"] = self.meta
+        return h
+
+    def lines(self):
+        out = [encode_header(self.header())]
+        out.extend(encode_record(d) for d in self.defs.values())
+        out.extend(encode_record(r) for r in self.records)
+        return out
+
+    def write(self, path):
+        """Writes the file whole, through a temporary one, so an interrupted
+        write never leaves half a trace under the final name."""
+        text = "\n".join(self.lines()) + "\n"
+        tmp = "%s.tmp%d" % (path, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# Shapes and function bodies
+
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def sanitize(name, fallback):
+    """A trace name made of letters, digits and '_' (never '_' alone, which
+    the format reserves for "bind nothing"), from any Python-side name."""
+    s = _NOT_NAME.sub("_", str(name or "")).strip("_")
+    if not s:
+        s = fallback
+    if s[0].isdigit():
+        s = fallback + "_" + s
+    return s
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def fit_shape(shape):
+    """The shape as the format can hold it: at most MAX_DIMS dimensions.
+    Extra leading dimensions are folded into one, which keeps the element
+    count (so memory sizes, and views between tensors, stay right)."""
+    shape = [int(d) for d in shape]
+    if len(shape) <= MAX_DIMS:
+        return shape
+    extra = len(shape) - MAX_DIMS + 1
+    return [numel(shape[:extra])] + shape[extra:]
+
+
+_ELEMENTWISE2 = ("add", "sub", "mul", "div", "max", "min")
+_ELEMENTWISE1 = ("neg", "relu", "exp", "sqrt", "tanh", "abs")
+
+
+def check_body(params, shapes, body, returns):
+    """Checks a def body against the format's rules and returns the shape of
+    every name; raises ValueError naming the statement otherwise. `shapes`
+    maps each param to its shape. Kept beside synth_def so a synthesised
+    body that the checker would refuse never reaches a file."""
+    env = {p: list(shapes[p]) for p in params}
+    for p in params:
+        if len(env[p]) > MAX_DIMS:
+            raise ValueError("param %s has %d dims" % (p, len(env[p])))
+    for i, st in enumerate(body):
+        k, out = st.get("k"), st.get("out")
+        where = "statement %d (%s -> %s)" % (i, k, out)
+        if not out or out == "_":
+            raise ValueError("%s: needs an out name" % where)
+        a = st.get("a")
+        if a is not None and a not in env:
+            raise ValueError("%s: %s is not defined" % (where, a))
+        if k in _ELEMENTWISE2:
+            b = st.get("b")
+            if isinstance(b, str):
+                if b not in env:
+                    raise ValueError("%s: %s is not defined" % (where, b))
+                if env[b] != env[a] and env[b] != [1]:
+                    raise ValueError("%s: b shape %s does not fit a %s" % (where, env[b], env[a]))
+            elif not isinstance(b, (int, float)) or isinstance(b, bool):
+                raise ValueError("%s: b must be a name or a number" % where)
+            shape = env[a]
+        elif k in _ELEMENTWISE1 or k == "copy":
+            shape = env[a]
+        elif k == "sum":
+            shape = [1]
+        elif k == "matmul":
+            b = st.get("b")
+            if len(env[a]) != 2 or not isinstance(b, str) or len(env[b]) != 2 or env[a][1] != env[b][0]:
+                raise ValueError("%s: matmul shapes do not fit" % where)
+            shape = [env[a][0], env[b][1]]
+        elif k == "view":
+            shape = list(st.get("shape", env[a]))
+            if numel(shape) != numel(env[a]):
+                raise ValueError("%s: view of %s to %s changes the element count" % (where, env[a], shape))
+        elif k in ("fill", "empty"):
+            shape = list(st["shape"])
+            if k == "fill" and not isinstance(st.get("value"), (int, float)):
+                raise ValueError("%s: fill needs a value" % where)
+        else:
+            raise ValueError("%s: unknown kernel" % where)
+        if len(shape) > MAX_DIMS or any(d < 0 for d in shape):
+            raise ValueError("%s: bad shape %s" % (where, shape))
+        if out in params and shape != env[out]:
+            raise ValueError("%s: writes %s into param %s of shape %s" % (where, shape, out, env[out]))
+        env[out] = shape
+    for r in returns:
+        if r not in env:
+            raise ValueError("returns %s, which is not defined" % r)
+    return env
+
+
+class OutSpec:
+    """One tensor output of a function, as the first call showed it.
+
+    alias is None (a new tensor), ("param", j) when it shares storage with
+    tensor input j, or ("output", k) when it shares storage with output k of
+    the same call; exact is True when it is the very same view (same shape,
+    offset and strides), so the format's "returns names the param / repeats
+    the name" says it exactly."""
+
+    __slots__ = ("shape", "alias", "exact")
+
+    def __init__(self, shape, alias=None, exact=False):
+        self.shape = list(shape)
+        self.alias = alias
+        self.exact = exact
+
+    def __repr__(self):
+        return "OutSpec(%r, alias=%r, exact=%r)" % (self.shape, self.alias, self.exact)
+
+
+def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
+    """A def record whose body makes outputs of the observed shapes from the
+    inputs. Inductor's kernels cannot be reproduced, and the tree's decisions
+    depend only on which tensors exist, alias and die, so each output gets
+    one small statement: an alias where PyTorch's output aliased an input or
+    another output, otherwise `add` of an input of the same shape and a
+    constant (a data dependency, as the real kernel has) or a `fill` of the
+    shape.
+    Mutated inputs get an in-place statement, which is what makes the engine
+    (like PyTorch) decline graphs when the mutated input is not static."""
+    shapes = {p: fit_shape(s) for p, s in zip(params, param_shapes)}
+    taken = set(params)
+    body = []
+
+    def fresh(base):
+        name, n = base, 0
+        while name in taken:
+            n += 1
+            name = "%s_%d" % (base, n)
+        taken.add(name)
+        return name
+
+    for j in mutated:
+        if 0 <= j < len(params):
+            p = params[j]
+            body.append({"out": p, "k": "add", "a": p, "b": 1})
+    returns = []
+    for i, o in enumerate(outs):
+        shape = fit_shape(o.shape)
+        src = None
+        if o.alias is not None:
+            kind, idx = o.alias
+            if kind == "param" and 0 <= idx < len(params):
+                src = params[idx]
+            elif kind == "output" and 0 <= idx < len(returns):
+                src = returns[idx]
+        if src is not None:
+            if o.exact and shapes[src] == shape:
+                returns.append(src)
+                continue
+            if numel(shapes[src]) == numel(shape):
+                name = fresh("r%d" % i)
+                body.append({"out": name, "k": "view", "a": src, "shape": shape})
+                shapes[name] = shape
+                returns.append(name)
+                continue
+            # A slice or other partial alias: the format's view keeps element
+            # counts, so the output becomes a new tensor (aliasing is lost).
+        name = fresh("r%d" % i)
+        same = next((p for p in params if shapes[p] == shape), None)
+        # A different constant per output: PyTorch's compiler drops `x + 0`
+        # (the output would alias x) and merges equal expressions (two
+        # outputs would share one buffer), and either changes liveness when
+        # the trace is run under PyTorch itself.
+        if same is not None:
+            body.append({"out": name, "k": "add", "a": same, "b": i + 1})
+        else:
+            body.append({"out": name, "k": "fill", "shape": shape, "value": i + 1})
+        shapes[name] = shape
+        returns.append(name)
+    rec = {"op": "def", "fn": fn, "params": list(params), "body": body,
+           "returns": returns, "mode": mode}
+    check_body(rec["params"], {p: shapes[p] for p in params}, body, returns)
+    return rec
+
+
+# ---------------------------------------------------------------------------
+# The recording session, free of torch
+
+
+class Fact:
+    """What the recorder learnt about one input or output tensor, without
+    holding it: a weak reference to the object, a liveness probe mirroring
+    the tree's own (storage alive, the tree's cached reference discounted),
+    and the keys that say when two Python objects are the same tensor."""
+
+    __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
+                 "alive", "read_values", "probe")
+
+    def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
+                 read_values=None):
+        self.shape = list(shape)
+        self.device = device
+        self.obj_ref = obj_ref  # callable -> the object or None
+        self.storage = storage  # identity of the storage (int)
+        self.offset = offset
+        self.stride = tuple(stride)
+        self.alive = alive  # callable -> bool
+        self.read_values = read_values  # callable -> list[float] or None
+        self.probe = None  # the torch side's liveness probe, if any
+
+    @property
+    def view_key(self):
+        return (self.storage, self.offset, tuple(self.shape), self.stride)
+
+
+class FnInfo:
+    """A FunctionID as the tree manager knows it."""
+
+    __slots__ = ("key", "base", "mode", "static", "mutated", "placeholders", "device")
+
+    def __init__(self, key, base, mode, static=(), mutated=(), placeholders=(), device=0):
+        self.key = key
+        self.base = base
+        self.mode = mode
+        self.static = set(static)
+        self.mutated = tuple(mutated)
+        self.placeholders = list(placeholders)
+        self.device = device
+
+
+class _Entry:
+    __slots__ = ("name", "fact", "kind", "order")
+
+    def __init__(self, name, fact, kind, order):
+        self.name, self.fact, self.kind, self.order = name, fact, kind, order
+
+
+class _FnState:
+    __slots__ = ("name", "info", "params", "shapes", "defined", "calls")
+
+    def __init__(self, name, info):
+        self.name, self.info = name, info
+        self.params, self.shapes = None, None
+        self.defined = False
+        self.calls = 0
+
+
+class Session:
+    """Turns tree events into trace records. The torch side (Recorder) gives
+    it Facts; it owns names, liveness bookkeeping and record order:
+
+      dels of names that died, new tensors for unseen inputs, the call,
+      its expect, then dels of names a call made redundant.
+
+    A name dies when its storage does, which is what the tree's liveness
+    checks look at; deaths are polled at every event, so each `del` lands
+    before the first record that could see it."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.entries = {}  # name -> _Entry, live names only
+        self.by_obj = {}  # id(obj) -> name
+        self.by_view = {}  # view key -> name
+        self.fns = {}  # FnInfo.key -> _FnState
+        self.fn_names = set()
+        self.names_used = set()
+        self.order = 0
+        self.seed = 0
+        self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
+                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0}
+
+    # -- names
+
+    def _fresh(self, base):
+        name, n = base, 0
+        while name in self.names_used:
+            n += 1
+            name = "%s_%d" % (base, n)
+        self.names_used.add(name)
+        return name
+
+    def _bind(self, name, fact, kind, takeover=True):
+        """Names a tensor. With takeover, later lookups of this object and
+        view find this name; without, the name is a passing alias and the
+        older name keeps representing the tensor."""
+        self.order += 1
+        e = _Entry(name, fact, kind, self.order)
+        self.entries[name] = e
+        if takeover:
+            if fact.obj_ref is not None and fact.obj_ref() is not None:
+                self.by_obj[id(fact.obj_ref())] = name
+            self.by_view[fact.view_key] = name
+        return e
+
+    def _forget(self, name):
+        e = self.entries.pop(name)
+        k = e.fact.view_key
+        if self.by_view.get(k) == name:
+            del self.by_view[k]
+        for key in [k2 for k2, v in self.by_obj.items() if v == name]:
+            del self.by_obj[key]
+
+    def lookup(self, fact):
+        """The live name that holds this tensor, if any: the same Python
+        object, or another object over the same view of the same storage
+        (autograd unpacks saved tensors into new objects)."""
+        obj = fact.obj_ref() if fact.obj_ref is not None else None
+        if obj is not None:
+            name = self.by_obj.get(id(obj))
+            if name is not None:
+                e = self.entries.get(name)
+                if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                    return name
+        name = self.by_view.get(fact.view_key)
+        if name is not None and name in self.entries:
+            return name
+        return None
+
+    def _view_source(self, fact):
+        """A live name over the same storage at offset 0 with the same element
+        count: the input is a reshaped view of it (an eager `view`)."""
+        if fact.offset != 0:
+            return None
+        for e in self.entries.values():
+            f = e.fact
+            if f.storage == fact.storage and f.offset == 0 and numel(f.shape) == numel(fact.shape):
+                return e.name
+        return None
+
+    # -- liveness
+
+    def flush_deaths(self):
+        """Emits one `del` for every named tensor that died since the last
+        event, in binding order, so a replay drops them where PyTorch did."""
+        dead = [e for e in self.entries.values() if not e.fact.alive()]
+        if not dead:
+            return
+        dead.sort(key=lambda e: e.order)
+        names = [e.name for e in dead]
+        for n in names:
+            self._forget(n)
+        self.counts["dels"] += len(names)
+        self.trace.add({"op": "del", "names": names})
+
+    # -- events
+
+    def step(self):
+        self.flush_deaths()
+        self.counts["steps"] += 1
+        self.trace.add({"op": "step"})
+
+    def note(self, text):
+        self.trace.add({"op": "note", "text": text})
+
+    def _fn(self, info):
+        st = self.fns.get(info.key)
+        if st is None:
+            name = sanitize(info.base, "fn")
+            name = "%s_%s" % (name, info.key[-1]) if isinstance(info.key, tuple) else "%s_%s" % (name, info.key)
+            base, n = name, 0
+            while name in self.fn_names:
+                n += 1
+                name = "%s_%d" % (base, n)
+            self.fn_names.add(name)
+            st = _FnState(name, info)
+            self.fns[info.key] = st
+        return st
+
+    def fn_name(self, key):
+        st = self.fns.get(key)
+        return st.name if st is not None else None
+
+    def _tensor_record(self, fact, op, base):
+        name = self._fresh(base)
+        shape = fit_shape(fact.shape)
+        rec = {"op": op, "name": name, "shape": shape}
+        values = None
+        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None:
+            try:
+                values = fact.read_values()
+            except Exception:  # e.g. an overwritten cudagraph output: values unreadable
+                values = None
+            if values is not None and (len(values) != numel(shape)
+                                       or not all(math.isfinite(v) for v in values)):
+                values = None
+        if values is not None:
+            rec["init"] = "values"
+            rec["values"] = values
+        else:
+            self.seed += 1
+            rec["init"] = "rand"
+            rec["seed"] = self.seed
+        if fact.device:
+            rec["device"] = fact.device
+            self.trace.devices = max(self.trace.devices, fact.device + 1)
+        self.trace.add(rec)
+        self.counts["params" if op == "param" else "tensors"] += 1
+        self._bind(name, fact, op)
+        return name
+
+    def begin_call(self, info, inputs, param_names=None):
+        """Records everything before a call: deaths, the tensors it reads
+        that the trace has not named yet. `inputs` holds a Fact per tensor
+        input and None for the rest (SymInts, generators), by input index.
+        `param_names` maps an input index to a preferred name (a module's
+        parameter path). Returns the call's context for end_call."""
+        self.flush_deaths()
+        fs = self._fn(info)
+        args, param_list, shapes = [], [], []
+        ph = info.placeholders
+        for idx, fact in enumerate(inputs):
+            if fact is None:
+                continue
+            name = self.lookup(fact)
+            if name is None:
+                src = self._view_source(fact)
+                if src is not None:
+                    name = self._fresh("view")
+                    self.trace.add({"op": "eager", "out": name, "k": "view", "a": src,
+                                    "shape": fit_shape(fact.shape)})
+                    self._bind(name, fact, "view")
+            if name is None:
+                hint = (param_names or {}).get(idx)
+                if idx in info.static:
+                    name = self._tensor_record(fact, "param", sanitize(hint, "param") if hint else "param")
+                else:
+                    ph_name = ph[idx] if idx < len(ph) else ""
+                    if info.mode == "backward":
+                        base = "grad" if str(ph_name).startswith("tangents") else "saved"
+                    else:
+                        base = "in"
+                    name = self._tensor_record(fact, "tensor", base)
+            args.append(name)
+            if fs.params is None:
+                pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
+                param_list.append(pname)
+                shapes.append(fit_shape(fact.shape))
+        if fs.params is None:
+            # Local names of the def: unique, and apart from the r<i> outputs.
+            seen, uniq = set(), []
+            for p in param_list:
+                q, n = p, 0
+                while q in seen or re.fullmatch(r"r\d+(_\d+)?", q):
+                    n += 1
+                    q = "%s_%d" % (p, n)
+                seen.add(q)
+                uniq.append(q)
+            fs.params, fs.shapes = uniq, shapes
+            # Input index -> param position, for mutated_input_idxs.
+            fs.info = info
+        fs.calls += 1
+        self.counts["calls"] += 1
+        tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
+        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs)}
+
+    def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
+                 error=None, device=0):
+        """Records the call and PyTorch's decision about it. `outputs` is a
+        list of Facts for the tensor outputs (None when the call raised);
+        `node` is (fn key, parent fn key or None) for record and replay."""
+        fs = ctx["fn"]
+        if outputs is not None and not fs.defined:
+            self._define(fs, ctx, outputs)
+        call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
+        outs = []
+        if outputs:
+            for i, f in enumerate(outputs):
+                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)))
+            call["out"] = outs
+        self.trace.add(call)
+        action = actions[-1] if actions else "eager"
+        self.counts[action] += 1
+        exp = {"op": "expect", "action": action}
+        if node is not None and action in ("record", "replay"):
+            fn = self.fn_name(node[0])
+            parent = self.fn_name(node[1]) if node[1] is not None else None
+            # A node of a function this trace never defined (recorded before
+            # recording began) cannot be named: leave the check out.
+            if fn is not None and (node[1] is None or parent is not None):
+                exp["node"] = {"fn": fn, "parent_fn": parent}
+        if checkpoints is not None:
+            exp["checkpoints"] = checkpoints
+        if error is not None:
+            self.counts["errors"] += 1
+            exp["error"] = error
+        if device:
+            exp["device"] = device
+        self.trace.add(exp)
+        if not outputs:
+            return
+        # Bind outputs. A name whose object comes back again (a replay hands
+        # out the same cached tensor object every time) is retired, since the
+        # program's variable now holds the new binding. An output that is a
+        # tensor the program already names otherwise (a parameter a forward
+        # returns for autograd to save, an input returned as is) stays
+        # represented by that name: its output name is dropped at once, or it
+        # would live as long as the parameter.
+        drop = []
+        for name, f in zip(outs, outputs):
+            old = self.lookup(f)
+            takeover = True
+            if old is not None and old not in drop:
+                e = self.entries[old]
+                obj = f.obj_ref() if f.obj_ref is not None else None
+                same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
+                if e.kind == "out":
+                    if same_obj:
+                        drop.append(old)
+                elif (same_obj or e.fact.view_key == f.view_key) and e.fact.alive():
+                    takeover = False
+                    drop.append(name)
+            self._bind(name, f, "out", takeover)
+        if drop:
+            drop.sort(key=lambda n: self.entries[n].order)
+            for n in drop:
+                self.entries.pop(n)
+            self.counts["dels"] += len(drop)
+            self.trace.add({"op": "del", "names": drop})
+
+    def _define(self, fs, ctx, outputs):
+        ins = ctx["inputs"]
+        tidx = ctx["tensor_idx"]
+        pos = {i: k for k, i in enumerate(tidx)}
+        specs = []
+        for i, f in enumerate(outputs):
+            alias, exact = None, False
+            for j in tidx:
+                # An input that died during the call cannot be aliased, and its
+                # storage's address may already be another's: check it lives.
+                if ins[j].storage == f.storage and ins[j].alive():
+                    alias = ("param", pos[j])
+                    exact = ins[j].view_key == f.view_key
+                    break
+            if alias is None:
+                for k in range(i):
+                    g = outputs[k]
+                    if g.storage == f.storage:
+                        alias = ("output", k)
+                        exact = g.view_key == f.view_key
+                        break
+            specs.append(OutSpec(f.shape, alias, exact))
+        mutated = [pos[j] for j in fs.info.mutated if j in pos]
+        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated)
+        self.trace.set_def(rec)
+        fs.defined = True
+
+    def finish(self):
+        """Emits the deaths seen at the end, and a def for every function
+        whose calls all raised before it returned outputs (with no results,
+        as nothing more was observed)."""
+        self.flush_deaths()
+        for fs in self.fns.values():
+            if not fs.defined and fs.params is not None:
+                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], [])
+                self.trace.set_def(rec)
+                fs.defined = True
+
+
+# ---------------------------------------------------------------------------
+# The torch side
+
+
+_MODE_NAMES = {"FORWARD": "forward", "BACKWARD": "backward", "INFERENCE": "inference"}
+_ACTIVE = {"recorder": None}
+
+
+class Recorder:
+    """Records the CUDAGraph Trees activity of the code run while it is
+    active. Use `with record(path):`; it patches the tree manager's entry
+    points (the class's `_run`, `run_eager`, `record_function`,
+    `execute_node`, and the module's `mark_step_begin`) and restores them on
+    exit, then writes the trace."""
+
+    def __init__(self, path, name=None, meta=None):
+        self.path = path
+        self.trace = Trace(name or os.path.basename(path), meta=meta)
+        self.session = Session(self.trace)
+        self.lock = threading.RLock()
+        self.tls = threading.local()
+        self._saved = {}
+        self._mgr_serial = {}
+        self._param_names = {}  # id(param) -> module path, filled lazily
+        self._last_generation = None
+        self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+
+    # -- install / remove
+
+    def start(self):
+        if _ACTIVE["recorder"] is not None:
+            raise RuntimeError("cgtrace: a recording is already active (%s)" % _ACTIVE["recorder"].path)
+        import torch
+        from torch._inductor import cudagraph_trees as cgt
+        from torch._inductor import config as inductor_config
+
+        self.torch, self.cgt = torch, cgt
+        M = cgt.CUDAGraphTreeManager
+        for attr in ("_run", "run_eager", "record_function", "execute_node"):
+            if attr not in M.__dict__:
+                raise RuntimeError("cgtrace: this torch (%s) has no CUDAGraphTreeManager.%s; "
+                                   "cgtrace follows torch 2.11" % (torch.__version__, attr))
+            self._saved[(M, attr)] = M.__dict__[attr]
+        self._saved[(cgt, "mark_step_begin")] = cgt.mark_step_begin
+        rec = self
+
+        orig_run = self._saved[(M, "_run")]
+
+        def _run(mgr, new_inputs, function_id):
+            return rec._on_run(orig_run, mgr, new_inputs, function_id)
+
+        orig_exec = self._saved[(M, "execute_node")]
+
+        def execute_node(mgr, node, new_inputs):
+            # Noted before running, so a replay that raises still says what ran.
+            rec._note_action(mgr, "replay", node)
+            return orig_exec(mgr, node, new_inputs)
+
+        orig_record = self._saved[(M, "record_function")]
+
+        def record_function(mgr, new_inputs, function_id):
+            rec._note_action(mgr, "record", None)
+            out = orig_record(mgr, new_inputs, function_id)
+            rec._note_action(mgr, None, mgr.current_node)  # the node it made
+            return out
+
+        orig_warm = self._saved[(M, "run_eager")]
+
+        def run_eager(mgr, new_inputs, function_id):
+            rec._note_action(mgr, "warmup", None)
+            return orig_warm(mgr, new_inputs, function_id)
+
+        orig_mark = self._saved[(cgt, "mark_step_begin")]
+
+        def mark_step_begin():
+            orig_mark()
+            rec._on_step()
+
+        M._run = _run
+        M.run_eager = run_eager
+        M.record_function = record_function
+        M.execute_node = execute_node
+        cgt.mark_step_begin = mark_step_begin
+        _ACTIVE["recorder"] = self
+        self._mark_counter = cgt.MarkStepBox.mark_step_counter
+
+        tri = inductor_config.triton
+        cfg = {"warmup_runs": 0 if getattr(tri, "skip_cudagraph_warmup", False) else 1}
+        limit = getattr(tri, "cudagraph_unexpected_rerecord_limit", None)
+        if isinstance(limit, int):
+            cfg["rerecord_limit"] = limit
+        self.trace.config = cfg
+        meta = self.trace.meta
+        meta.setdefault("source", "cgtrace")
+        meta["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            meta["gpu"] = torch.cuda.get_device_name(0)
+        existing = [d for d, c in getattr(cgt.local, "tree_manager_containers", {}).items()
+                    if getattr(c, "tree_manager", None) is not None
+                    and getattr(c.tree_manager, "ids_to_funcs", None)]
+        if existing:
+            self.session.note("recording started after the tree on device(s) %s already held "
+                              "functions: their warmups are not in this trace" % existing)
+        return self
+
+    def stop(self):
+        import torch
+        from torch._inductor import cudagraph_trees as cgt
+        for (owner, attr), val in self._saved.items():
+            setattr(owner, attr, val)
+        self._saved.clear()
+        _ACTIVE["recorder"] = None
+        with self.lock:
+            self._catch_up_steps()
+            self.session.finish()
+            self._summarise(torch, cgt)
+            self.trace.write(self.path)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # -- hooks
+
+    def _in_call(self):
+        return getattr(self.tls, "depth", 0) > 0
+
+    def _note_action(self, mgr, action, node):
+        if not self._in_call():
+            return
+        if action is not None:
+            self.tls.actions.append(action)
+        if node is not None:
+            self.tls.node = node
+
+    def _catch_up_steps(self):
+        """Steps taken through a path the wrapper did not see (a direct
+        `MarkStepBox` change): each decrement of the counter is one step."""
+        c = self.cgt.MarkStepBox.mark_step_counter
+        if c > self._mark_counter:  # reset_cudagraph_trees set it back to 0
+            self.session.note("mark_step counter reset to %d (reset_cudagraph_trees)" % c)
+        else:
+            for _ in range(self._mark_counter - c):
+                self.session.step()
+        self._mark_counter = c
+
+    def _on_step(self):
+        with self.lock:
+            self._mark_counter -= 1  # the wrapped call's own decrement
+            self._catch_up_steps()
+            self.session.step()
+
+    def _fn_key(self, mgr, function_id):
+        serial = self._mgr_serial.get(id(mgr))
+        if serial is None or serial[1]() is not mgr:
+            serial = (len(self._mgr_serial), weakref.ref(mgr))
+            self._mgr_serial[id(mgr)] = serial
+        return (serial[0], mgr.device_index, function_id.id)
+
+    def _on_run(self, orig, mgr, new_inputs, function_id):
+        if self._in_call():  # _run re-entering itself (the roots restart): one call
+            return orig(mgr, new_inputs, function_id)
+        with self.lock:
+            self.tls.depth = 1
+            self.tls.actions = []
+            self.tls.node = None
+            try:
+                return self._record_call(orig, mgr, new_inputs, function_id)
+            finally:
+                self.tls.depth = 0
+                self.tls.actions = []
+                self.tls.node = None
+
+    def _record_call(self, orig, mgr, new_inputs, function_id):
+        torch = self.torch
+        self._catch_up_steps()
+        info = self._fn_info(mgr, function_id)
+        # A comprehension leaves no loop variable holding the last input
+        # alive through the call (that would change what dies in it).
+        facts = [self._fact(v) if isinstance(v, torch.Tensor) else None for v in new_inputs]
+        self._maybe_note_generation(info)
+        ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info))
+        del facts
+        try:
+            out = orig(mgr, new_inputs, function_id)
+        except BaseException as e:
+            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+                                  mgr.debug_checkpointing_counter, None,
+                                  _error_text(e), mgr.device_index)
+            raise
+        outs = []
+        node = self.tls.node
+        wrappers = getattr(node, "outputs_weakrefs", None) if node is not None else None
+        for i, o in enumerate(out if out is not None else ()):
+            if isinstance(o, torch.Tensor):
+                f = self._fact(o)
+                # The tree's own weakref for this output (aligned with the
+                # outputs of a recorded or replayed node), for liveness.
+                if wrappers is not None and len(wrappers) == len(out) and wrappers[i] is not None:
+                    f.probe.tree_ref = wrappers[i]
+                outs.append(f)
+        self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+                              mgr.debug_checkpointing_counter, outs, None, mgr.device_index)
+        # Kept per call: the manager is gone by the time recording stops
+        # when the program's compiled functions died first.
+        self._trees[str(mgr.device_index)] = _tree_stats(mgr)
+        return out
+
+    def _node_keys(self, mgr):
+        node = self.tls.node
+        if node is None:
+            return None
+        parent = node.parent
+        pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
+        return (self._fn_key(mgr, node.wrapped_function.id), pkey)
+
+    def _maybe_note_generation(self, info):
+        """Before the first mark_step, PyTorch starts a generation per
+        top-level torch.compile invocation, the format per call. Two tree
+        calls inside one invocation (a graph break, a graph partition) differ
+        there: say so where it happens."""
+        if info.mode != "inference" or self.cgt.MarkStepBox.mark_step_counter != 0:
+            self._last_generation = None
+            return
+        from torch._dynamo.mutation_guard import GenerationTracker
+        gen = GenerationTracker.generation
+        if self._last_generation == gen:
+            self.session.note("PyTorch ran this call in the same torch.compile invocation as the "
+                              "previous one (generation %d): it started no new generation here" % gen)
+        self._last_generation = gen
+
+    def _fn_info(self, mgr, function_id):
+        key = self._fn_key(mgr, function_id)
+        st = self.session.fns.get(key)
+        if st is not None:
+            return st.info
+        wrapped = mgr.ids_to_funcs[function_id]
+        mode = mgr.id_to_mode.get(function_id)
+        mode = _MODE_NAMES.get(getattr(mode, "name", ""), "inference")
+        placeholders = [getattr(p, "name", "") or "" for p in (getattr(wrapped, "placeholders", None) or ())]
+        base = self._base_name(mgr, function_id, mode)
+        return FnInfo(key, base, mode, wrapped.static_input_idxs,
+                      getattr(wrapped, "mutated_input_idxs", ()) or (), placeholders,
+                      mgr.device_index)
+
+    def _base_name(self, mgr, function_id, mode):
+        """The compiled function's name. A forward or inference graph runs
+        inside the user's function frame (Dynamo runs the transformed code in
+        it), so the first frame up the stack outside torch names it; a module's
+        forward is named after its class. A backward is named after the
+        forward compiled with it (same compile id)."""
+        if mode == "backward":
+            cid = getattr(mgr, "id_to_compile_id", {}).get(function_id)
+            for other, ocid in getattr(mgr, "id_to_compile_id", {}).items():
+                if other != function_id and ocid == cid and cid is not None:
+                    st = self.session.fns.get(self._fn_key(mgr, other))
+                    if st is not None:
+                        return st.info.base + "_bwd"
+            return "backward"
+        f = sys._getframe(1)
+        while f is not None:
+            path = f.f_code.co_filename
+            if not self._is_library_file(path):
+                name = f.f_code.co_name
+                self_obj = None
+                if name in ("forward", "__call__") and f.f_code.co_varnames[:1] == ("self",):
+                    # Only `self` is read: a frame's f_locals snapshot holds
+                    # references, and tensors must die when the program lets go.
+                    try:
+                        self_obj = f.f_locals.get("self")
+                    except Exception:
+                        self_obj = None
+                if self_obj is not None:
+                    self._learn_params(self_obj)
+                    return type(self_obj).__name__
+                if name.startswith("<"):
+                    return "fn"
+                return name
+            f = f.f_back
+        return "fn"
+
+    def _library_roots(self):
+        """Folders whose frames are PyTorch's, not the program's: torch
+        itself, the standard library, this file, and inductor's cache, where
+        the generated output code lives (with graph partitions its `call`
+        is what calls the tree)."""
+        roots = [os.path.dirname(self.torch.__file__), os.path.dirname(os.__file__),
+                 os.path.abspath(__file__)]
+        env = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        if env:
+            roots.append(env)
+        try:
+            from torch._inductor.runtime.cache_dir_utils import cache_dir
+            roots.append(cache_dir())
+        except Exception:  # an older layout: the marker below still applies
+            pass
+        return [os.path.abspath(r) for r in roots]
+
+    def _is_library_file(self, path):
+        if path.startswith("<"):  # generated code: <eval_with_key>, <string>
+            return True
+        if "torchinductor_" in path:  # the default cache: /tmp/torchinductor_USER
+            return True
+        if getattr(self, "_roots", None) is None:
+            self._roots = self._library_roots()
+        path = os.path.abspath(path)
+        return any(path == r or path.startswith(r + os.sep) for r in self._roots)
+
+    def _learn_params(self, obj):
+        """Module paths of the parameters and buffers of a module the compiled
+        function belongs to, to name `param` records after them."""
+        nn = self.torch.nn
+        if not isinstance(obj, nn.Module):
+            return
+        for n, p in list(obj.named_parameters()) + list(obj.named_buffers()):
+            self._param_names.setdefault(id(p), (weakref.ref(p), n))
+
+    def _param_hints(self, inputs, info):
+        hints = {}
+        for idx in info.static:
+            if idx < len(inputs):
+                v = inputs[idx]
+                got = self._param_names.get(id(v))
+                if got is not None and got[0]() is v:
+                    hints[idx] = got[1]
+        return hints
+
+    def _fact(self, t):
+        """A Fact for tensor t, holding no strong reference to it."""
+        stor = t.untyped_storage()
+        cdata = stor._cdata
+        probe = _Probe(weakref.ref(t), _storage_weakref(stor))
+        del stor
+        numel_ = t.numel()
+        wr = probe.wr
+
+        def read_values():
+            obj = wr()
+            if obj is None or numel_ > SMALL_TENSOR:
+                return None
+            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+
+        dev = t.device.index if t.device.type == "cuda" and t.device.index is not None else 0
+        fact = Fact(tuple(t.shape), dev, wr, cdata, t.storage_offset(), tuple(t.stride()),
+                    probe.alive, read_values)
+        fact.probe = probe
+        return fact
+
+    def _summarise(self, torch, cgt):
+        s = self.session.counts
+        meta = self.trace.meta
+        summary = dict(s)
+        trees = dict(self._trees)
+        for dev, c in getattr(cgt.local, "tree_manager_containers", {}).items():
+            m = getattr(c, "tree_manager", None)
+            if m is not None and m.roots is not None:
+                trees[str(dev)] = _tree_stats(m)
+        summary["trees"] = trees
+        meta["recorded"] = summary
+        meta["approximations"] = (
+            "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
+            "not inductor's kernels; tensors appear at their first use by a compiled call; "
+            "values of tensors over %d elements are not reproduced (rand); tensors dying inside "
+            "a call (saved activations in a backward) are deleted right after it" % SMALL_TENSOR)
+
+
+class _Probe:
+    """Whether a named tensor is alive, as the tree would judge it.
+
+    An output of a replay that PyTorch caches (the same tensor object handed
+    out on every replay) is held by the tree itself, so neither the object nor
+    its storage ever dies on its own. PyTorch judges it through the
+    StorageWeakRefWrapper it keeps in node.outputs_weakrefs, whose extra check
+    discounts the tree's own references; that wrapper is asked directly
+    (holding no reference to the tensor meanwhile), so the recorder's view
+    cannot drift from the one the tree's decisions use. Everything else is
+    alive while its object is, or, once the object is gone (autograd unpacks
+    saved tensors into other objects), while its storage is."""
+
+    __slots__ = ("wr", "sref", "tree_ref")
+
+    def __init__(self, wr, sref):
+        self.wr, self.sref, self.tree_ref = wr, sref, None
+
+    def alive(self):
+        w = self.tree_ref
+        if w is not None and w.extra_ref_check is not None:
+            return not w.expired()
+        if self.wr() is not None:
+            return True
+        return not self.sref.expired()
+
+
+def _tree_stats(mgr):
+    """Graph nodes, roots and checkpoints of one tree manager."""
+    roots = [n for ns in (mgr.roots or {}).values() for n in ns]
+    count, stack = 0, list(roots)
+    while stack:
+        n = stack.pop()
+        count += 1
+        stack.extend(c for cs in n.children.values() for c in cs)
+    return {"nodes": count, "roots": len(roots), "checkpoints": mgr.debug_checkpointing_counter}
+
+
+def _storage_weakref(stor):
+    from torch.multiprocessing.reductions import StorageWeakRef
+    return StorageWeakRef(stor)
+
+
+def _error_text(e):
+    """The part of a raised error an expect can match: its first line,
+    without the stack trace PyTorch appends."""
+    text = str(e).strip().splitlines()
+    first = text[0].strip() if text else type(e).__name__
+    return first[:200]
+
+
+def record(path, name=None, meta=None):
+    """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
+    activity of the code inside into that file (written on exit, also when
+    the code raised)."""
+    return Recorder(path, name=name, meta=meta)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def summarise_file(path):
+    """Counts of a trace's records and of PyTorch's decisions in its
+    expects; needs no torch."""
+    counts = {"defs": 0, "calls": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0,
+              "warmup": 0, "record": 0, "replay": 0, "eager": 0, "errors": 0}
+    checkpoints = 0
+    header = None
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            if header is None:
+                header = rec
+                continue
+            op = rec.get("op")
+            key = {"def": "defs", "call": "calls", "step": "steps", "tensor": "tensors",
+                   "param": "params"}.get(op)
+            if key:
+                counts[key] += 1
+            if op == "del":
+                counts["dels"] += len(rec["names"])
+            if op == "expect":
+                if "action" in rec:
+                    counts[rec["action"]] += 1
+                if rec.get("error") is not None:
+                    counts["errors"] += 1
+                checkpoints = max(checkpoints, rec.get("checkpoints", 0))
+    counts["checkpoints"] = checkpoints
+    return {"name": (header or {}).get("name"), "counts": counts}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m cgtrace",
+                                description="Record a PyTorch program's CUDAGraph Trees activity as a cgtviz trace.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a script and record it")
+    r.add_argument("-o", "--output", help="trace file (default: SCRIPT.cgt.jsonl in the current directory)")
+    r.add_argument("--name", help="the trace's title (default: the script's file name)")
+    r.add_argument("script")
+    r.add_argument("args", nargs=argparse.REMAINDER)
+    s = sub.add_parser("summary", help="print what a recorded trace holds")
+    s.add_argument("traces", nargs="+")
+    a = p.parse_args(argv)
+    if a.cmd == "summary":
+        for t in a.traces:
+            print(json.dumps(dict(summarise_file(t), file=t)))
+        return 0
+    script = a.script
+    if not os.path.exists(script):
+        print("cgtrace: no such script: %s" % script, file=sys.stderr)
+        return 2
+    out = a.output or os.path.splitext(os.path.basename(script))[0] + ".cgt.jsonl"
+    name = a.name or os.path.basename(script)
+    sys.argv = [script] + list(a.args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    rec = record(out, name=name, meta={"source": "cgtrace", "script": os.path.basename(script),
+                                       "argv": list(a.args)})
+    status = 0
+    with rec:
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    print("cgtrace: wrote %s (%d calls)" % (out, rec.session.counts["calls"]), file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    # Run as `python3 -m cgtrace`: hand over to the importable module, so a
+    # script that imports cgtrace itself shares the one active recorder.
+    import cgtrace as _self
+    sys.exit(_self.main())

@@ -1,0 +1,405 @@
+"""Tests of cgtrace's torch-free parts: JSON writing, body synthesis, and the
+Session that turns tree events into records, driven with fake tensors.
+
+    python3 -m unittest discover traces/pytorch/tests
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+import weakref
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cgtrace  # noqa: E402
+from cgtrace import (Fact, FnInfo, OutSpec, Session, Trace, check_body,  # noqa: E402
+                     encode_record, fit_shape, sanitize, synth_def)
+
+
+class FakeTensor:
+    """Stands for a torch tensor: an object with a storage identity and a
+    liveness flag the test flips (what the tree's storage weakref reports)."""
+
+    _next_storage = [1000]
+
+    def __init__(self, shape, storage=None, offset=0, stride=None, values=None, device=0):
+        if storage is None:
+            FakeTensor._next_storage[0] += 1
+            storage = FakeTensor._next_storage[0]
+        self.shape = list(shape)
+        self.storage = storage
+        self.offset = offset
+        self.stride = tuple(stride) if stride is not None else _contiguous(shape)
+        self.values = values
+        self.device = device
+        self.live = True
+
+    def fact(self):
+        ref = weakref.ref(self)
+
+        def alive():
+            t = ref()
+            return t is not None and t.live
+
+        def read():
+            t = ref()
+            return None if t is None else t.values
+
+        return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read)
+
+    def view(self, shape):
+        return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape))
+
+
+def _contiguous(shape):
+    stride, acc = [], 1
+    for d in reversed(list(shape)):
+        stride.append(acc)
+        acc *= d
+    return tuple(reversed(stride))
+
+
+def ops(trace):
+    return [r["op"] for r in trace.records]
+
+
+class EncodeTest(unittest.TestCase):
+    def test_fields_in_spec_order(self):
+        line = encode_record({"out": ["a"], "args": ["x"], "fn": "foo", "op": "call"})
+        self.assertEqual(line, '{"op": "call", "fn": "foo", "args": ["x"], "out": ["a"]}')
+
+    def test_unknown_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "unknown field.*colour"):
+            encode_record({"op": "step", "colour": "red"})
+
+    def test_unknown_op_refused(self):
+        with self.assertRaisesRegex(ValueError, "unknown op"):
+            encode_record({"op": "jump"})
+
+    def test_missing_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "lacks 'names'"):
+            encode_record({"op": "del"})
+
+    def test_nan_refused(self):
+        with self.assertRaises(ValueError):
+            encode_record({"op": "tensor", "name": "t", "shape": [1], "init": "values",
+                           "values": [float("nan")]})
+
+    def test_bad_statement_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "statement of def f"):
+            encode_record({"op": "def", "fn": "f", "params": [], "returns": [],
+                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]})
+
+    def test_header_and_defs_first(self):
+        t = Trace("demo", meta={"source": "cgtrace", "torch": "2.11.0"})
+        t.add({"op": "step"})
+        t.set_def(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])]))
+        lines = [json.loads(x) for x in t.lines()]
+        self.assertEqual(lines[0], {"cgtviz": 1, "name": "demo", "devices": 1,
+                                    "meta": {"source": "cgtrace", "torch": "2.11.0"}})
+        self.assertEqual([x.get("op") for x in lines[1:]], ["def", "step"])
+
+    def test_write_is_whole(self):
+        t = Trace("w")
+        t.add({"op": "note", "text": "hi"})
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "x.cgt.jsonl")
+            t.write(p)
+            self.assertEqual(os.listdir(d), ["x.cgt.jsonl"])
+            with open(p) as fh:
+                self.assertEqual(len(fh.read().splitlines()), 2)
+
+
+class ShapeTest(unittest.TestCase):
+    def test_fit_shape(self):
+        self.assertEqual(fit_shape([2, 3, 4, 5]), [2, 3, 4, 5])
+        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [6, 4, 5, 6])
+        self.assertEqual(fit_shape([1, 2, 3, 4, 5, 6]), [6, 4, 5, 6])
+        self.assertEqual(fit_shape([]), [])
+
+    def test_sanitize(self):
+        self.assertEqual(sanitize("fc1.weight", "p"), "fc1_weight")
+        self.assertEqual(sanitize("_", "p"), "p")
+        self.assertEqual(sanitize("0abc", "p"), "p_0abc")
+        self.assertEqual(sanitize(None, "fn"), "fn")
+
+
+class SynthTest(unittest.TestCase):
+    def test_fresh_outputs_depend_on_same_shape_input(self):
+        d = synth_def("foo_0", "inference", ["x"], [[4]], [OutSpec([4]), OutSpec([2, 2])])
+        self.assertEqual(d["body"], [{"out": "r0", "k": "add", "a": "x", "b": 1},
+                                     {"out": "r1", "k": "fill", "shape": [2, 2], "value": 2}])
+        self.assertEqual(d["returns"], ["r0", "r1"])
+        self.assertEqual(d["mode"], "inference")
+
+    def test_alias_of_input_returns_param(self):
+        d = synth_def("f", "forward", ["w", "x"], [[4, 4], [4]],
+                      [OutSpec([4], ("param", 1), exact=True)])
+        self.assertEqual(d["body"], [])
+        self.assertEqual(d["returns"], ["x"])
+
+    def test_view_of_input_with_other_shape(self):
+        d = synth_def("f", "inference", ["x"], [[2, 3]], [OutSpec([6], ("param", 0))])
+        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [6]}])
+
+    def test_partial_alias_becomes_new_tensor(self):
+        d = synth_def("f", "inference", ["x"], [[8]], [OutSpec([4], ("param", 0))])
+        self.assertEqual(d["body"], [{"out": "r0", "k": "fill", "shape": [4], "value": 1}])
+
+    def test_output_aliasing_output_repeats_name(self):
+        d = synth_def("f", "inference", ["x"], [[4]],
+                      [OutSpec([4]), OutSpec([4], ("output", 0), exact=True),
+                       OutSpec([2, 2], ("output", 0))])
+        self.assertEqual(d["returns"], ["r0", "r0", "r2"])
+        self.assertEqual(d["body"][-1], {"out": "r2", "k": "view", "a": "r0", "shape": [2, 2]})
+
+    def test_mutation_writes_into_param(self):
+        d = synth_def("f", "inference", ["buf", "x"], [[4], [4]], [OutSpec([4])], mutated=[0])
+        self.assertEqual(d["body"][0], {"out": "buf", "k": "add", "a": "buf", "b": 1})
+
+    def test_many_dims_folded(self):
+        d = synth_def("f", "inference", ["x"], [[1, 2, 3, 4, 5]], [OutSpec([1, 2, 3, 4, 5])])
+        self.assertEqual(d["params"], ["x"])
+        self.assertEqual(d["body"], [{"out": "r0", "k": "add", "a": "x", "b": 1}])
+
+    def test_equal_outputs_stay_distinct(self):
+        """PyTorch's compiler removes `x + 0` and merges equal expressions;
+        a trace run under PyTorch must keep outputs apart as the program's
+        were, so every synthesised output has its own constant."""
+        d = synth_def("f", "inference", ["x"], [[4]], [OutSpec([4]), OutSpec([4]), OutSpec([2])])
+        bs = [st.get("b", st.get("value")) for st in d["body"]]
+        self.assertEqual(len(set(bs)), 3)
+        self.assertNotIn(0, bs)
+
+    def test_param_named_like_output_is_not_clobbered(self):
+        d = synth_def("f", "inference", ["r0"], [[4]], [OutSpec([3])])
+        self.assertEqual(d["body"][0]["out"], "r0_1")
+        self.assertEqual(d["returns"], ["r0_1"])
+
+    def test_check_body_refuses_bad_shapes(self):
+        with self.assertRaisesRegex(ValueError, "does not fit"):
+            check_body(["x", "y"], {"x": [4], "y": [3]}, [{"out": "z", "k": "add", "a": "x", "b": "y"}], ["z"])
+        with self.assertRaisesRegex(ValueError, "element count"):
+            check_body(["x"], {"x": [4]}, [{"out": "z", "k": "view", "a": "x", "shape": [5]}], ["z"])
+        with self.assertRaisesRegex(ValueError, "not defined"):
+            check_body(["x"], {"x": [4]}, [], ["q"])
+        with self.assertRaisesRegex(ValueError, "writes"):
+            check_body(["x"], {"x": [4]}, [{"out": "x", "k": "fill", "shape": [2], "value": 1}], [])
+        env = check_body(["a", "b"], {"a": [2, 3], "b": [3, 5]},
+                         [{"out": "c", "k": "matmul", "a": "a", "b": "b"},
+                          {"out": "s", "k": "sum", "a": "c"}], ["c", "s"])
+        self.assertEqual(env["c"], [2, 5])
+        self.assertEqual(env["s"], [1])
+
+
+def info(fid, base="foo", mode="inference", static=(), mutated=(), placeholders=()):
+    return FnInfo((0, 0, fid), base, mode, static, mutated, placeholders)
+
+
+class SessionTest(unittest.TestCase):
+    def setUp(self):
+        self.trace = Trace("t")
+        self.s = Session(self.trace)
+
+    def call(self, fi, inputs, action, outs, node=None, checkpoints=0, error=None, hints=None):
+        ctx = self.s.begin_call(fi, [t.fact() if t is not None else None for t in inputs], hints)
+        facts = None if error else [o.fact() for o in outs]
+        self.s.end_call(ctx, [action] if action else [], node, checkpoints, facts, error)
+        return ctx
+
+    def test_seed_checkpoint_case(self):
+        """foo/fee from the forum thread: new names per call, a del before
+        the call after which the tensor died, steps in place."""
+        foo, fee = info(0, "foo"), info(1, "fee")
+        self.s.step()
+        inp = FakeTensor([4])
+        a, b = FakeTensor([4]), FakeTensor([4])
+        self.call(foo, [inp], "warmup", [a, b])
+        a.live = False  # del a
+        c = FakeTensor([4])
+        self.call(fee, [b], "warmup", [c])
+        recs = self.trace.records
+        self.assertEqual(ops(self.trace), ["step", "tensor", "call", "expect", "del", "call", "expect"])
+        self.assertEqual(recs[1]["init"], "rand")
+        self.assertEqual(recs[2], {"op": "call", "fn": "foo_0", "args": ["in"],
+                                   "out": ["foo_0_c1_0", "foo_0_c1_1"]})
+        self.assertEqual(recs[3], {"op": "expect", "action": "warmup", "checkpoints": 0})
+        self.assertEqual(recs[4], {"op": "del", "names": ["foo_0_c1_0"]})
+        self.assertEqual(recs[5]["args"], ["foo_0_c1_1"])
+        self.assertEqual(list(self.trace.defs), ["foo_0", "fee_1"])
+        self.assertEqual(self.trace.defs["foo_0"]["params"], ["x0"])
+        self.assertEqual(self.trace.defs["foo_0"]["returns"], ["r0", "r1"])
+
+    def test_node_expect_names_functions(self):
+        foo, fee = info(0, "foo"), info(1, "fee")
+        x = FakeTensor([4])
+        self.call(foo, [x], "record", [FakeTensor([4])], node=((0, 0, 0), None))
+        self.call(fee, [x], "replay", [FakeTensor([4])], node=((0, 0, 1), (0, 0, 0)), checkpoints=2)
+        exps = [r for r in self.trace.records if r["op"] == "expect"]
+        self.assertEqual(exps[0]["node"], {"fn": "foo_0", "parent_fn": None})
+        self.assertEqual(exps[1], {"op": "expect", "action": "replay",
+                                   "node": {"fn": "fee_1", "parent_fn": "foo_0"}, "checkpoints": 2})
+
+    def test_no_action_is_eager(self):
+        self.call(info(0), [FakeTensor([4])], None, [FakeTensor([4])])
+        self.assertEqual(self.trace.records[-1]["action"], "eager")
+        self.assertEqual(self.s.counts["eager"], 1)
+
+    def test_small_tensor_values_and_static_param(self):
+        w = FakeTensor([2, 2], values=[1.0, 2.0, 3.0, 4.0])
+        x = FakeTensor([2, 2], values=[0.5, 0.5, 0.5, float("inf")])
+        big = FakeTensor([65], values=[0.0] * 65)
+        self.call(info(0, "Lin", static=[0]), [w, x, big], "warmup", [FakeTensor([2, 2])],
+                  hints={0: "lin.weight"})
+        recs = self.trace.records
+        self.assertEqual(recs[0], {"op": "param", "name": "lin_weight", "shape": [2, 2],
+                                   "init": "values", "values": [1.0, 2.0, 3.0, 4.0]})
+        self.assertEqual(recs[1]["init"], "rand")  # inf is not writable
+        self.assertEqual(recs[2]["init"], "rand")  # over 64 elements
+        self.assertNotEqual(recs[1]["seed"], recs[2]["seed"])
+
+    def test_same_tensor_reused_by_name(self):
+        w = FakeTensor([4])
+        fi = info(0, static=[0])
+        self.call(fi, [w], "warmup", [FakeTensor([4])])
+        self.call(fi, [w], "record", [FakeTensor([4])])
+        self.assertEqual(ops(self.trace).count("param"), 1)
+
+    def test_other_object_same_view_is_same_name(self):
+        """autograd unpacks a saved tensor into a new object over the same
+        storage: the trace keeps the name the forward gave it."""
+        act = FakeTensor([4])
+        fwd = info(0, "MLP", mode="forward")
+        self.call(fwd, [FakeTensor([4])], "warmup", [FakeTensor([4]), act])
+        unpacked = FakeTensor([4], storage=act.storage)
+        bwd = info(1, "MLP_bwd", mode="backward", placeholders=["getitem", "tangents_1"])
+        self.call(bwd, [unpacked, FakeTensor([4])], "warmup", [FakeTensor([4])])
+        call = [r for r in self.trace.records if r["op"] == "call"][1]
+        self.assertEqual(call["args"], ["MLP_0_c1_1", "grad"])
+        self.assertEqual(self.trace.defs["MLP_bwd_1"]["mode"], "backward")
+        self.assertEqual(self.trace.defs["MLP_bwd_1"]["params"], ["getitem", "tangents_1"])
+
+    def test_unseen_backward_input_is_saved(self):
+        bwd = info(3, "f_bwd", mode="backward", placeholders=["mm", "tangents_1"])
+        self.call(bwd, [FakeTensor([4]), FakeTensor([4])], "warmup", [FakeTensor([4])])
+        names = [r["name"] for r in self.trace.records if r["op"] == "tensor"]
+        self.assertEqual(names, ["saved", "grad"])
+
+    def test_reshaped_input_is_eager_view(self):
+        fi = info(0)
+        y = FakeTensor([2, 2])
+        self.call(fi, [FakeTensor([4])], "warmup", [y])
+        g = info(1, "g")
+        self.call(g, [y.view([4])], "warmup", [FakeTensor([4])])
+        recs = self.trace.records
+        view = [r for r in recs if r["op"] == "eager"]
+        self.assertEqual(view, [{"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0", "shape": [4]}])
+
+    def test_cached_output_object_retires_old_name(self):
+        """A replay hands back the same cached tensor object: the older name
+        is dropped, as the program's variable now holds the new result."""
+        fi = info(0)
+        x = FakeTensor([4])
+        out = FakeTensor([4])
+        self.call(fi, [x], "replay", [out])
+        self.call(fi, [x], "replay", [out])
+        self.assertEqual(ops(self.trace)[-1], "del")
+        self.assertEqual(self.trace.records[-1]["names"], ["foo_0_c1_0"])
+        self.assertIn("foo_0_c2_0", self.s.entries)
+
+    def test_output_that_is_a_param_is_dropped(self):
+        """A forward returns its parameters for autograd to save: the output
+        name is dropped at once and the param keeps its name for later calls."""
+        w = FakeTensor([4])
+        fi = info(0, "MLP", mode="forward", static=[0])
+        for _ in range(2):
+            self.call(fi, [w, FakeTensor([4])], "warmup", [FakeTensor([4]), w])
+        calls = [r for r in self.trace.records if r["op"] == "call"]
+        self.assertEqual(calls[1]["args"][0], "param")
+        dels = [r["names"] for r in self.trace.records if r["op"] == "del"]
+        self.assertIn(["MLP_0_c1_1"], dels)
+        self.assertNotIn("MLP_0_c2_1", self.s.entries)
+        self.assertEqual(self.trace.defs["MLP_0"]["returns"], ["r0", "x0"])
+
+    def test_alias_of_input_in_def(self):
+        fi = info(0)
+        x = FakeTensor([2, 3])
+        self.call(fi, [x], "warmup", [x, x.view([6])])
+        d = self.trace.defs["foo_0"]
+        self.assertEqual(d["returns"], ["x0", "r1"])
+        self.assertEqual(d["body"], [{"out": "r1", "k": "view", "a": "x0", "shape": [6]}])
+
+    def test_dead_input_is_not_aliased(self):
+        """An input that died during the call may share its old storage id
+        with a new output; the def must not call it an alias."""
+        fi = info(0, mode="backward", placeholders=["mm", "tangents_1"])
+        saved = FakeTensor([4])
+        ctx = self.s.begin_call(fi, [saved.fact(), FakeTensor([4]).fact()])
+        saved.live = False
+        out = FakeTensor([4], storage=saved.storage)
+        self.s.end_call(ctx, ["warmup"], None, 0, [out.fact()])
+        self.assertEqual(self.trace.defs["foo_0"]["body"][0]["k"], "add")
+
+    def test_mutated_input(self):
+        fi = info(0, mutated=[1])
+        self.call(fi, [FakeTensor([4]), FakeTensor([3])], None, [FakeTensor([4])])
+        self.assertEqual(self.trace.defs["foo_0"]["body"][0], {"out": "x1", "k": "add", "a": "x1", "b": 1})
+
+    def test_non_tensor_inputs_left_out(self):
+        fi = info(0, placeholders=["s0", "arg1_1"])
+        ctx = self.s.begin_call(fi, [None, FakeTensor([3, 4]).fact()])
+        self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([3, 4]).fact()])
+        self.assertEqual(self.trace.defs["foo_0"]["params"], ["arg1_1"])
+        self.assertEqual(self.trace.records[-2]["args"], ["in"])
+
+    def test_error_call(self):
+        fi = info(0)
+        self.call(fi, [FakeTensor([4])], "replay", [], error="accessing tensor output of CUDAGraphs")
+        recs = self.trace.records
+        self.assertNotIn("out", recs[-2])
+        self.assertEqual(recs[-1]["error"], "accessing tensor output of CUDAGraphs")
+        self.s.finish()
+        self.assertEqual(self.trace.defs["foo_0"]["returns"], [])
+
+    def test_finish_flushes_deaths_and_lines_parse(self):
+        fi = info(0)
+        x = FakeTensor([4])
+        self.call(fi, [x], "warmup", [FakeTensor([4])])  # output dies at once
+        x.live = False
+        self.s.finish()
+        self.assertEqual(self.trace.records[-1], {"op": "del", "names": ["in", "foo_0_c1_0"]})
+        for line in self.trace.lines():
+            json.loads(line)
+
+    def test_device_recorded(self):
+        fi = FnInfo((0, 1, 0), "foo", "inference", (), (), (), 1)
+        ctx = self.s.begin_call(fi, [FakeTensor([4], device=1).fact()])
+        self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([4], device=1).fact()], None, 1)
+        self.assertEqual(self.trace.records[0]["device"], 1)
+        self.assertEqual(self.trace.records[-1]["device"], 1)
+        self.assertEqual(self.trace.header()["devices"], 2)
+
+
+class SummaryTest(unittest.TestCase):
+    def test_summary_counts(self):
+        t = Trace("s")
+        s = Session(t)
+        fi = info(0)
+        x = FakeTensor([4])
+        for act in ("warmup", "record", "replay", "replay"):
+            ctx = s.begin_call(fi, [x.fact()])
+            s.end_call(ctx, [act], ((0, 0, 0), None) if act != "warmup" else None, 1, [FakeTensor([4]).fact()])
+        s.step()
+        s.finish()
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "s.cgt.jsonl")
+            t.write(p)
+            got = cgtrace.summarise_file(p)["counts"]
+        self.assertEqual((got["calls"], got["warmup"], got["record"], got["replay"]), (4, 1, 1, 2))
+        self.assertEqual((got["defs"], got["steps"], got["checkpoints"]), (1, 1, 1))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,362 @@
+"""Drives cgtrace.Recorder's hooks against a stand-in for the parts of torch
+it touches (the tree manager's entry points, storages and their weak
+references, mark_step), so the patching, the naming from the caller's frame,
+liveness through storages and the error path run without a GPU. The real
+thing runs on the GPU machine (programs/record_all.sh)."""
+
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+import weakref
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cgtrace  # noqa: E402
+
+
+# ---- the stand-in -----------------------------------------------------------
+
+class Storage:
+    _live = weakref.WeakValueDictionary()
+    _n = [0]
+
+    def __init__(self):
+        Storage._n[0] += 1
+        self._cdata = Storage._n[0]
+        Storage._live[self._cdata] = self
+
+
+class Device:
+    type, index = "cuda", 0
+
+
+class Tensor:
+    def __init__(self, shape, storage=None, values=None):
+        self.shape = tuple(shape)
+        self._storage = storage or Storage()
+        self._values = values
+        self.device = Device()
+
+    def untyped_storage(self):
+        return self._storage
+
+    def storage_offset(self):
+        return 0
+
+    def stride(self):
+        out, acc = [], 1
+        for d in reversed(self.shape):
+            out.append(acc)
+            acc *= d
+        return tuple(reversed(out))
+
+    def numel(self):
+        return cgtrace.numel(self.shape)
+
+    def detach(self):
+        return self
+
+    def reshape(self, *_):
+        return self
+
+    def float(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def tolist(self):
+        return list(self._values) if self._values is not None else [0.0] * self.numel()
+
+
+class StorageWeakRef:
+    def __init__(self, storage):
+        self.cdata = storage._cdata
+
+    def expired(self):
+        return self.cdata not in Storage._live
+
+
+class Mode:
+    def __init__(self, name):
+        self.name = name
+
+
+class FunctionID:
+    def __init__(self, i):
+        self.id = i
+
+    def __hash__(self):
+        return hash(self.id)
+
+    def __eq__(self, other):
+        return isinstance(other, FunctionID) and other.id == self.id
+
+
+class Wrapped:
+    def __init__(self, fid, static=(), mutated=(), placeholders=()):
+        self.id = fid
+        self.static_input_idxs = list(static)
+        self.mutated_input_idxs = list(mutated)
+        self.placeholders = [types.SimpleNamespace(name=p) for p in placeholders]
+
+
+class Node:
+    def __init__(self, wrapped, parent):
+        self.wrapped_function = wrapped
+        self.parent = parent
+        self.children = {}
+
+
+class CUDAGraphTreeManager:
+    """Warmup, record, replay, per function, with outputs x+1 of each input;
+    a function whose model raises makes _run raise."""
+
+    def __init__(self):
+        self.device_index = 0
+        self.ids_to_funcs = {}
+        self.id_to_mode = {}
+        self.id_to_compile_id = {}
+        self.debug_checkpointing_counter = 0
+        self.roots = {}
+        self.current_node = None
+        self.calls = {}
+        self.fail = set()
+
+    def add(self, fid, mode="INFERENCE", **kw):
+        f = FunctionID(fid)
+        self.ids_to_funcs[f] = Wrapped(f, **kw)
+        self.id_to_mode[f] = Mode(mode)
+        return f
+
+    def _run(self, new_inputs, function_id):
+        n = self.calls.get(function_id, 0)
+        self.calls[function_id] = n + 1
+        if function_id.id in self.fail:
+            raise RuntimeError("accessing tensor output of CUDAGraphs that has been overwritten\nstack...")
+        if n == 0:
+            return self.run_eager(new_inputs, function_id)
+        if n == 1:
+            return self.record_function(new_inputs, function_id)
+        return self.execute_node(self.roots[function_id][0], new_inputs)
+
+    def _outs(self, new_inputs):
+        outs = [Tensor(t.shape) for t in new_inputs if isinstance(t, Tensor)]
+        new_inputs.clear()
+        return outs
+
+    def run_eager(self, new_inputs, function_id):
+        return self._outs(new_inputs)
+
+    def record_function(self, new_inputs, function_id):
+        node = Node(self.ids_to_funcs[function_id], None)
+        self.roots.setdefault(function_id, []).append(node)
+        self.current_node = node
+        return self._outs(new_inputs)
+
+    def execute_node(self, node, new_inputs):
+        self.current_node = node
+        return self._outs(new_inputs)
+
+
+class MarkStepBox:
+    mark_step_counter = 0
+
+
+def _mark_step_begin():
+    MarkStepBox.mark_step_counter -= 1
+
+
+def install_fake_torch():
+    torch = types.ModuleType("torch")
+    torch.__version__ = "0.0-fake"
+    torch.__file__ = "/nonexistent/fake-torch/torch/__init__.py"
+    torch.Tensor = Tensor
+    torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
+                                     _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
+    torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
+    torch.cuda = types.SimpleNamespace(is_available=lambda: False)
+    inductor = types.ModuleType("torch._inductor")
+    cgt = types.ModuleType("torch._inductor.cudagraph_trees")
+    cgt.CUDAGraphTreeManager = CUDAGraphTreeManager
+    cgt.MarkStepBox = MarkStepBox
+    cgt.mark_step_begin = _mark_step_begin
+    cgt.local = types.SimpleNamespace(tree_manager_containers={})
+    config = types.ModuleType("torch._inductor.config")
+    config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
+    inductor.cudagraph_trees, inductor.config = cgt, config
+    dynamo = types.ModuleType("torch._dynamo")
+    guard = types.ModuleType("torch._dynamo.mutation_guard")
+    guard.GenerationTracker = types.SimpleNamespace(generation=0)
+    mp = types.ModuleType("torch.multiprocessing")
+    red = types.ModuleType("torch.multiprocessing.reductions")
+    red.StorageWeakRef = StorageWeakRef
+    torch._inductor, torch._dynamo, torch.multiprocessing = inductor, dynamo, mp
+    mods = {"torch": torch, "torch._inductor": inductor, "torch._inductor.cudagraph_trees": cgt,
+            "torch._inductor.config": config, "torch._dynamo": dynamo,
+            "torch._dynamo.mutation_guard": guard, "torch.multiprocessing": mp,
+            "torch.multiprocessing.reductions": red}
+    saved = {k: sys.modules.get(k) for k in mods}
+    sys.modules.update(mods)
+    return saved
+
+
+def remove_fake_torch(saved):
+    for k, v in saved.items():
+        if v is None:
+            sys.modules.pop(k, None)
+        else:
+            sys.modules[k] = v
+
+
+# ---- "compiled functions" as a program would call them -----------------------
+
+MGR = None
+
+
+def foo(x):
+    return MGR._run([x], FOO)
+
+
+def fee(y):
+    return MGR._run([y], FEE)
+
+
+FOO = FEE = None
+
+
+class ProbeTest(unittest.TestCase):
+    """Liveness as the tree judges it: a cached replay output by the tree's
+    own wrapper, anything else by its object, then its storage."""
+
+    class Wrapper:
+        def __init__(self):
+            self.extra_ref_check = lambda: True
+            self.dead = False
+
+        def expired(self):
+            return self.dead
+
+    def test_cached_output_follows_tree_wrapper(self):
+        t = Tensor([4])
+        p = cgtrace._Probe(weakref.ref(t), StorageWeakRef(t.untyped_storage()))
+        p.tree_ref = w = self.Wrapper()
+        self.assertTrue(p.alive())
+        w.dead = True  # the tree counts it dead although the object lives on in its cache
+        self.assertFalse(p.alive())
+        w.extra_ref_check = None  # un-cached (a checkpoint): the object decides
+        self.assertTrue(p.alive())
+
+    def test_storage_outlives_object(self):
+        t = Tensor([4])
+        keep = Tensor([4], storage=t.untyped_storage())  # a view, or autograd's saved copy
+        p = cgtrace._Probe(weakref.ref(t), StorageWeakRef(t.untyped_storage()))
+        del t
+        self.assertTrue(p.alive())
+        del keep
+        self.assertFalse(p.alive())
+
+
+class RecorderTest(unittest.TestCase):
+    def setUp(self):
+        global MGR, FOO, FEE
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        MGR = CUDAGraphTreeManager()
+        FOO = MGR.add(0)
+        FEE = MGR.add(1)
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "r.cgt.jsonl")
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def records(self):
+        with open(self.path) as fh:
+            lines = [json.loads(x) for x in fh if x.strip()]
+        return lines[0], lines[1:]
+
+    def test_seed_program_shape(self):
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path, name="fake seed"):
+            for _ in range(3):
+                cgt.mark_step_begin()
+                inp = Tensor([4])
+                a, = foo(inp)
+                del a
+                b, = fee(inp)
+            MarkStepBox.mark_step_counter -= 1  # a step the wrapper did not see
+            c, = foo(inp)
+        # patches are gone after the recording
+        self.assertIs(cgt.mark_step_begin, _mark_step_begin)
+        self.assertEqual(CUDAGraphTreeManager.__dict__["_run"].__qualname__, "CUDAGraphTreeManager._run")
+        header, recs = self.records()
+        self.assertEqual(header["name"], "fake seed")
+        self.assertEqual(header["meta"]["torch"], "0.0-fake")
+        self.assertEqual(header["config"], {"warmup_runs": 1, "rerecord_limit": 128})
+        self.assertEqual([r["fn"] for r in recs if r["op"] == "def"], ["foo_0", "fee_1"])
+        acts = [r["action"] for r in recs if r["op"] == "expect"]
+        self.assertEqual(acts, ["warmup", "warmup", "record", "record", "replay", "replay", "replay"])
+        self.assertEqual(sum(r["op"] == "step" for r in recs), 4)
+        nodes = [r["node"] for r in recs if r["op"] == "expect" and "node" in r]
+        self.assertEqual(nodes[0], {"fn": "foo_0", "parent_fn": None})
+        # `del a` shows before the fee call that follows it
+        ops = [r["op"] for r in recs if r["op"] != "def"]
+        self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
+        self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
+
+    def test_error_is_recorded_and_raised(self):
+        MGR.fail.add(0)
+        with self.assertRaises(RuntimeError):
+            with cgtrace.record(self.path):
+                foo(Tensor([2], values=[1.0, 2.0]))
+        _, recs = self.records()
+        exp = [r for r in recs if r["op"] == "expect"][0]
+        self.assertEqual(exp["error"], "accessing tensor output of CUDAGraphs that has been overwritten")
+        self.assertEqual(exp["action"], "eager")
+        t = [r for r in recs if r["op"] == "tensor"][0]
+        self.assertEqual((t["init"], t["values"]), ("values", [1.0, 2.0]))
+
+    def test_static_param_named_and_mode(self):
+        w = Tensor([3])
+        lin = MGR.add(2, mode="FORWARD", static=[0], placeholders=["primals_1", "primals_2"])
+
+        def forward(x):
+            return MGR._run([w, x, 7], lin)
+
+        with cgtrace.record(self.path):
+            forward(Tensor([3]))
+        _, recs = self.records()
+        d = [r for r in recs if r["op"] == "def"][0]
+        self.assertEqual((d["fn"], d["mode"], d["params"]), ("forward_2", "forward", ["primals_1", "primals_2"]))
+        self.assertEqual([r["op"] for r in recs[1:3]], ["param", "tensor"])
+
+    def test_command_line_run(self):
+        script = os.path.join(self.dir.name, "prog.py")
+        with open(script, "w") as fh:
+            fh.write("import sys\n"
+                     "sys.modules['torch._inductor.cudagraph_trees'].mark_step_begin()\n"
+                     "assert sys.argv[1:] == ['--flag', 'v'], sys.argv\n")
+        argv = sys.argv[:]
+        try:
+            status = cgtrace.main(["run", "-o", self.path, script, "--flag", "v"])
+        finally:
+            sys.argv = argv
+        self.assertEqual(status, 0)
+        header, recs = self.records()
+        self.assertEqual(header["name"], "prog.py")
+        self.assertEqual(header["meta"]["script"], "prog.py")
+        self.assertEqual(recs, [{"op": "step"}])
+
+    def test_nested_recording_refused(self):
+        with cgtrace.record(self.path):
+            with self.assertRaisesRegex(RuntimeError, "already active"):
+                cgtrace.record(self.path + "2").start()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,435 @@
+package traces
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on what a reader accepts. Each one bounds the time or memory a
+// single file can cost, so a broken or hostile file is refused early; the
+// refusal names the limit.
+const (
+	// MaxLineBytes is the longest line, in bytes (4 MiB). Longer lines are
+	// skipped without being buffered whole.
+	MaxLineBytes = 4 << 20
+	// MaxNesting is the deepest nesting of JSON objects and lists in a line.
+	MaxNesting = 16
+	// MaxRecords is the most records a trace may have.
+	MaxRecords = 50_000_000
+	// MaxNameLen is the longest name (tensor, function, parameter), in bytes.
+	MaxNameLen = 256
+	// MaxDevices is the largest "devices" a header may ask for.
+	MaxDevices = 64
+)
+
+// Reader reads a trace one record at a time, so memory stays flat however
+// long the file is. Each record is validated on its own (fields, types,
+// names, shapes, limits); what needs the whole file (names bound, functions
+// defined, shapes matching) is the checker's job.
+//
+// A *Problem from Next is about one line: calling Next again goes on with
+// the next line, which is how the checker reports every problem. After an
+// I/O error or the MaxRecords limit, Next returns io.EOF.
+type Reader struct {
+	file       string
+	br         *bufio.Reader
+	buf        []byte
+	line       int
+	records    int
+	maxRecords int
+	done       bool
+	hdr        Header
+	scan       scanner
+}
+
+// NewReader reads and validates the header line of a trace. file names the
+// trace in problems.
+func NewReader(r io.Reader, file string) (*Reader, error) {
+	rd := &Reader{file: file, br: bufio.NewReaderSize(r, 64<<10), maxRecords: MaxRecords}
+	line, err := rd.readLine()
+	if err == io.EOF {
+		return nil, rd.problem(1, `empty file: line 1 must be the header, e.g. {"cgtviz": 1}`)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, p := rd.parseHeader(line)
+	if p != nil {
+		return nil, p
+	}
+	rd.hdr = h
+	return rd, nil
+}
+
+// Header returns the trace's header, with config defaults filled in.
+func (r *Reader) Header() Header { return r.hdr }
+
+// Next returns the next record, with Line set, or io.EOF after the last.
+// Blank lines are skipped. A *Problem comes with the part of the record
+// that could be decoded (at least Line and, when known, Op), so a checker
+// can go on without cascading errors.
+func (r *Reader) Next() (Record, error) {
+	for {
+		if r.done {
+			return Record{}, io.EOF
+		}
+		line, err := r.readLine()
+		if err != nil {
+			return Record{Line: r.line}, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		r.records++
+		if r.records > r.maxRecords {
+			r.done = true
+			return Record{Line: r.line}, r.problem(r.line, fmt.Sprintf("more than %d records (MaxRecords)", r.maxRecords))
+		}
+		rec, p := r.parseRecord(line)
+		rec.Line = r.line
+		if p != nil {
+			return rec, p
+		}
+		return rec, nil
+	}
+}
+
+func (r *Reader) problem(line int, msg string) *Problem {
+	return &Problem{File: r.file, Line: line, Msg: msg}
+}
+
+// readLine returns the next line without its line ending. The slice is
+// valid until the next call. A line over MaxLineBytes is discarded chunk by
+// chunk and reported.
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(r.buf)+len(chunk) > MaxLineBytes+2 { // +2: room for "\r\n"
+			r.line++
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.br.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return nil, r.ioError(err)
+			}
+			r.buf = nil // let a 4 MiB buffer go
+			return nil, r.problem(r.line, fmt.Sprintf("line is longer than %s (MaxLineBytes)", formatBytes(MaxLineBytes)))
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			r.buf = append(r.buf, chunk...)
+			continue
+		case err == nil:
+			r.line++
+			if len(r.buf) == 0 {
+				return trimEOL(chunk), nil
+			}
+			r.buf = append(r.buf, chunk...)
+			return trimEOL(r.buf), nil
+		case err == io.EOF:
+			if len(r.buf)+len(chunk) == 0 {
+				r.done = true
+				return nil, io.EOF
+			}
+			r.line++
+			r.buf = append(r.buf, chunk...)
+			return trimEOL(r.buf), nil
+		default:
+			return nil, r.ioError(err)
+		}
+	}
+}
+
+func (r *Reader) ioError(err error) *Problem {
+	r.done = true
+	return r.problem(r.line+1, "read error: "+err.Error())
+}
+
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	return bytes.TrimSuffix(b, []byte{'\r'})
+}
+
+// prepare runs the checks that must come before decoding (UTF-8, nesting,
+// key spelling) and decodes line into v. It returns the top-level keys in
+// file order.
+func (r *Reader) prepare(line []byte, v any) (keys []string, typeErr *json.UnmarshalTypeError, p *Problem) {
+	if !utf8.Valid(line) {
+		off := 0
+		for off < len(line) {
+			c, n := utf8.DecodeRune(line[off:])
+			if c == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		return nil, nil, &Problem{File: r.file, Line: r.line, Col: off + 1, Msg: "invalid UTF-8 (traces are UTF-8 text)"}
+	}
+	keys, keyMsg, deep := r.scan.run(line)
+	if deep {
+		return nil, nil, r.problem(r.line, fmt.Sprintf("JSON nested deeper than %d levels (MaxNesting)", MaxNesting))
+	}
+	err := json.Unmarshal(line, v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		col := int(se.Offset)
+		if col < 1 {
+			col = 1
+		}
+		return nil, nil, &Problem{File: r.file, Line: r.line, Col: col, Msg: "invalid JSON: " + se.Error()}
+	}
+	if keyMsg != "" {
+		return nil, nil, r.problem(r.line, keyMsg)
+	}
+	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return nil, nil, r.problem(r.line, "a line must be a JSON object, got "+jsonKind(typeErr.Value))
+		}
+		return keys, typeErr, nil
+	}
+	if err != nil {
+		return nil, nil, r.problem(r.line, "invalid JSON: "+err.Error())
+	}
+	return keys, nil, nil
+}
+
+type rawHeader struct {
+	Cgtviz  *int            `json:"cgtviz"`
+	Name    *string         `json:"name"`
+	Devices *int            `json:"devices"`
+	Config  json.RawMessage `json:"config"`
+	Meta    json.RawMessage `json:"meta"`
+}
+
+type rawConfig struct {
+	WarmupRuns     *int   `json:"warmup_runs"`
+	RerecordLimit  *int   `json:"rerecord_limit"`
+	MaxTensorBytes *int64 `json:"max_tensor_bytes"`
+	MaxTotalBytes  *int64 `json:"max_total_bytes"`
+}
+
+var headerFields = []string{"cgtviz", "name", "devices", "config", "meta"}
+
+func (r *Reader) parseHeader(line []byte) (Header, *Problem) {
+	h := Header{Devices: 1, Config: DefaultConfig()}
+	if len(bytes.TrimSpace(line)) == 0 {
+		return h, r.problem(1, `line 1 is blank: it must be the header, e.g. {"cgtviz": 1}`)
+	}
+	var raw rawHeader
+	keys, te, p := r.prepare(line, &raw)
+	if p != nil {
+		p.Msg = "header: " + p.Msg
+		return h, p
+	}
+	for _, k := range keys {
+		if k == "op" {
+			return h, r.problem(1, `line 1 must be the header, e.g. {"cgtviz": 1}, not a record`)
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(headerFields, k) {
+			return h, r.problem(1, fmt.Sprintf("header: unknown field %q (header fields: cgtviz, name, devices, config, meta)", k))
+		}
+	}
+	if te != nil {
+		return h, r.problem(1, "header: "+typeMsg(te))
+	}
+	if raw.Cgtviz == nil {
+		return h, r.problem(1, `header: missing "cgtviz" (the format version: this is version 1)`)
+	}
+	if *raw.Cgtviz != Version {
+		return h, r.problem(1, fmt.Sprintf("header: unknown format version %d (this cgtviz reads version %d)", *raw.Cgtviz, Version))
+	}
+	h.Version = *raw.Cgtviz
+	if raw.Name != nil {
+		h.Name = *raw.Name
+	}
+	if raw.Devices != nil {
+		if *raw.Devices < 1 || *raw.Devices > MaxDevices {
+			return h, r.problem(1, fmt.Sprintf("header: devices is %d, want 1 to %d (MaxDevices)", *raw.Devices, MaxDevices))
+		}
+		h.Devices = *raw.Devices
+	}
+	if len(raw.Config) > 0 && !isNull(raw.Config) {
+		var c rawConfig
+		if msg := decodeStrict(raw.Config, &c, "config"); msg != "" {
+			return h, r.problem(1, "header: config: "+msg+" (config keys: warmup_runs, rerecord_limit, max_tensor_bytes, max_total_bytes)")
+		}
+		h.Config.Set = map[string]bool{}
+		setInt := func(key string, v *int, dst *int) *Problem {
+			if v == nil {
+				return nil
+			}
+			if *v < 0 {
+				return r.problem(1, fmt.Sprintf("header: config: %s is %d, want 0 or more", key, *v))
+			}
+			*dst = *v
+			h.Config.Set[key] = true
+			return nil
+		}
+		setBytes := func(key string, v *int64, dst *int64) *Problem {
+			if v == nil {
+				return nil
+			}
+			if *v < 1 {
+				return r.problem(1, fmt.Sprintf("header: config: %s is %d, want 1 or more", key, *v))
+			}
+			*dst = *v
+			h.Config.Set[key] = true
+			return nil
+		}
+		for _, p := range []*Problem{
+			setInt("warmup_runs", c.WarmupRuns, &h.Config.WarmupRuns),
+			setInt("rerecord_limit", c.RerecordLimit, &h.Config.RerecordLimit),
+			setBytes("max_tensor_bytes", c.MaxTensorBytes, &h.Config.MaxTensorBytes),
+			setBytes("max_total_bytes", c.MaxTotalBytes, &h.Config.MaxTotalBytes),
+		} {
+			if p != nil {
+				return h, p
+			}
+		}
+	}
+	if len(raw.Meta) > 0 {
+		if raw.Meta[0] != '{' {
+			return h, r.problem(1, "header: meta: want an object, got "+jsonKind(kindOf(raw.Meta)))
+		}
+		h.Meta = append([]byte(nil), raw.Meta...)
+	}
+	return h, nil
+}
+
+// decodeStrict decodes the value of field (a JSON value taken from a valid
+// line) into v, refusing unknown fields, and returns a message or "".
+func decodeStrict(data []byte, v any, field string) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return ""
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("field %q: want %s, got %s", field, fieldWant[field], jsonKind(te.Value))
+		}
+		return typeMsg(te)
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown field " + rest
+	}
+	return msg
+}
+
+func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// fieldWant says, for a field name, what a value of it must be.
+var fieldWant = map[string]string{
+	"op": "a string", "fn": "a name (a string)", "params": "a list of names", "body": "a list of statements",
+	"returns": "a list of names", "mode": "a string", "name": "a name (a string)", "shape": "a list of ints",
+	"init": "a string", "seed": "an integer", "values": "a list of numbers", "device": "an integer",
+	"args": "a list of names", "out": "a list of names", "names": "a list of names", "text": "a string",
+	"k": "a string", "a": "a name (a string)", "value": "a number", "action": "a string", "node": "an object",
+	"nodes": "an integer", "roots": "an integer", "checkpoints": "an integer", "recordings": "an integer",
+	"replays": "an integer", "warmups": "an integer", "live_blocks": "an integer", "tol": "a number",
+	"parent_fn": "a name or null", "error": "a string or null", "cgtviz": "an integer", "devices": "an integer",
+	"config": "an object", "meta": "an object", "warmup_runs": "an integer", "rerecord_limit": "an integer",
+	"max_tensor_bytes": "an integer", "max_total_bytes": "an integer",
+}
+
+// typeMsg turns a json type error into `field "shape": want a list of ints, got a string`.
+func typeMsg(te *json.UnmarshalTypeError) string {
+	field := te.Field
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
+	}
+	want := fieldWant[field]
+	if want == "" {
+		want = "a " + te.Type.String()
+	}
+	got := jsonKind(te.Value)
+	if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+		got = n
+		if te.Type.Kind() >= reflect.Int && te.Type.Kind() <= reflect.Uint64 && !bytes.ContainsAny([]byte(n), ".eE") {
+			got = n + ", which is out of range"
+		}
+	}
+	return fmt.Sprintf("field %q: want %s, got %s", field, want, got)
+}
+
+func lastIndexByte(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// jsonKind names a JSON value kind as encoding/json reports it, for people.
+func jsonKind(v string) string {
+	switch v {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	case "bool":
+		return "true or false"
+	case "null":
+		return "null"
+	}
+	return v
+}
+
+// kindOf returns the encoding/json kind name of a raw JSON value.
+func kindOf(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// formatBytes prints a byte count as people write limits: 4 GiB, 512 MiB.
+func formatBytes(n int64) string {
+	units := []struct {
+		size int64
+		name string
+	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}}
+	for _, u := range units {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	for _, u := range units {
+		if n >= u.size {
+			return fmt.Sprintf("%d bytes (%.1f %s)", n, float64(n)/float64(u.size), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,293 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// eventText explains one event in a line (failures follow on their own).
+func eventText(ev *engine.Event) string {
+	switch ev.Kind {
+	case engine.EvWarmup:
+		return withMsg(fmt.Sprintf("warmup %d %s", ev.WarmupID, ev.Fn), ev.Msg)
+	case engine.EvRecord:
+		s := fmt.Sprintf("record #%d %s: %s", ev.Node, ev.Fn, ev.Cause)
+		if ev.Parent >= 0 {
+			s += fmt.Sprintf(" (parent #%d)", ev.Parent)
+		}
+		if ev.Rerecord {
+			s += " [re-record]"
+		}
+		return s
+	case engine.EvReplay:
+		return fmt.Sprintf("replay #%d %s", ev.Node, ev.Fn)
+	case engine.EvEager:
+		return withMsg("eager "+ev.Fn, ev.Msg)
+	case engine.EvCheckpoint:
+		s := fmt.Sprintf("checkpoint: pool restored to #%d's state", ev.Node)
+		if ev.Delta != nil {
+			s += fmt.Sprintf(": %d re-allocated, %d freed", len(ev.Delta.Reallocated), len(ev.Delta.Freed))
+		}
+		return s
+	case engine.EvDealloc:
+		return "dealloc: freed, now stale: " + strings.Join(ev.Tensors, ", ")
+	case engine.EvPreserve:
+		return "preserve: moved out of the pool: " + strings.Join(ev.Tensors, ", ")
+	case engine.EvGeneration:
+		return fmt.Sprintf("generation %d", ev.Generation)
+	case engine.EvPathEnd:
+		return withMsg("path end", ev.Msg)
+	case engine.EvInvariantFailed:
+		return "invariant failed"
+	case engine.EvTensorDied:
+		return "died: " + strings.Join(ev.Tensors, ", ")
+	}
+	return withMsg(ev.Kind.String(), ev.Msg)
+}
+
+func withMsg(s, msg string) string {
+	if msg == "" {
+		return s
+	}
+	return s + ": " + msg
+}
+
+// stepLines describes the record just run and everything it decided.
+func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
+	var out []string
+	add := func(st bool, text string, style func(string) string) {
+		for i, l := range wrap(text, w-2) {
+			if i > 0 || !st {
+				l = "  " + l
+			}
+			out = append(out, style(l))
+		}
+	}
+	plain := func(t string) string { return t }
+	if snap.step == nil {
+		out = append(out, s.Bold.Render(fmt.Sprintf("position 0/%d: nothing run yet", snap.n)))
+		out = append(out, "press n to run the first record")
+		return out
+	}
+	st := snap.step
+	head := fmt.Sprintf("step %d/%d · line %d", snap.pos, snap.n, st.Line)
+	out = append(out, s.Bold.Render(head))
+	if st.Index >= 0 && st.Index < len(recs) {
+		add(true, recordText(&recs[st.Index]), plain)
+	}
+	if st.Action != engine.ActionNone {
+		a := string(st.Action)
+		if st.Node >= 0 {
+			a += fmt.Sprintf(" #%d", st.Node)
+		}
+		if st.Parent >= 0 {
+			a += fmt.Sprintf(" (parent #%d)", st.Parent)
+		}
+		out = append(out, "→ "+s.action(st.Action).Render(a)+fmt.Sprintf(" on dev %d", st.Device))
+	}
+	if st.Err != "" {
+		add(true, "error: "+st.Err, rs(s.Err))
+	}
+	for _, f := range st.ExpectFailures {
+		add(true, "expect failed: "+f, rs(s.Err))
+	}
+	for i := range st.Events {
+		ev := &st.Events[i]
+		if ev.Kind == engine.EvError || ev.Kind == engine.EvExpectFailed {
+			continue // shown above from the step itself
+		}
+		style := plain
+		if ev.Kind == engine.EvCheckpoint {
+			style = rs(s.Checkpoint)
+		}
+		add(false, "• "+eventText(ev), style)
+		for _, f := range ev.Failures {
+			add(false, "    "+f.Describe(), rs(s.Warn))
+		}
+	}
+	return out
+}
+
+// nodeLines describes the tree line under the cursor.
+func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
+	if st == nil || l.dev < 0 || l.dev >= len(st.Devices) {
+		return nil
+	}
+	ds := &st.Devices[l.dev]
+	var out []string
+	add := func(t string) { out = append(out, t) }
+	wrapped := func(prefix, t string, style func(string) string) {
+		for i, x := range wrap(t, w-len(prefix)-2) {
+			if i == 0 {
+				add(style(prefix + x))
+			} else {
+				add(style(strings.Repeat(" ", len(prefix)) + x))
+			}
+		}
+	}
+	plain := func(t string) string { return t }
+	switch l.kind {
+	case treeDevice:
+		add(s.Bold.Render(fmt.Sprintf("dev %d %s", ds.Index, ds.Name)))
+		add(fmt.Sprintf("path %s · current gen %d · checkpoints %d", ds.PathState, ds.CurrentGen, ds.Checkpoints))
+		add(fmt.Sprintf("nodes %d · roots %d", len(ds.Nodes), len(ds.Roots)))
+		if ds.PendingBackward {
+			add("forwards pending their backwards")
+		}
+		if len(ds.Path) > 0 {
+			p := make([]string, len(ds.Path))
+			for i, id := range ds.Path {
+				p[i] = fmt.Sprintf("#%d", id)
+			}
+			add("path: " + strings.Join(p, " → "))
+		}
+	case treeWarmup:
+		for i := range ds.Warmups {
+			wv := &ds.Warmups[i]
+			if wv.ID != l.id {
+				continue
+			}
+			add(s.Bold.Render(fmt.Sprintf("warmup node %d %s (function %d)", wv.ID, wv.Fn, wv.FnID)))
+			add(fmt.Sprintf("ran eagerly in the graph pool at line %d", wv.Line))
+			add(fmt.Sprintf("outputs (%d):", len(wv.Outputs)))
+			for _, o := range wv.Outputs {
+				add("  " + outputText(o))
+			}
+		}
+	case treeNode:
+		if l.id < 0 || l.id >= len(ds.Nodes) {
+			return nil
+		}
+		n := &ds.Nodes[l.id]
+		add(s.Bold.Render(fmt.Sprintf("node #%d %s", n.ID, n.Fn)) + fmt.Sprintf(" (function %d, %s) · dev %d", n.FnID, orDefault(n.Mode, "inference"), l.dev))
+		rel := "root"
+		if n.Parent >= 0 && n.Parent < len(ds.Nodes) {
+			rel = fmt.Sprintf("parent #%d %s", n.Parent, ds.Nodes[n.Parent].Fn)
+		}
+		where := ""
+		switch {
+		case n.Current:
+			where = " · current"
+		case n.OnPath:
+			where = " · on path"
+		}
+		add(fmt.Sprintf("%s · depth %d · replays %d%s", rel, n.Depth, n.Replays, where))
+		wrapped("why: ", fmt.Sprintf("recorded at line %d: %s", n.RecordedAtLine, n.Cause), plain)
+		for _, f := range n.Failures {
+			wrapped("  ", f.Describe(), rs(s.Warn))
+		}
+		add(fmt.Sprintf("inputs (%d):", len(n.Inputs)))
+		for _, in := range n.Inputs {
+			add(fmt.Sprintf("  %d %-8s %-7s %s %s", in.Index, orDefault(in.Name, "?"), in.Kind, hex(in.Ptr), shape(in.Shape)))
+		}
+		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
+		for _, o := range n.Outputs {
+			add("  " + outputText(o))
+		}
+		if len(n.ExpectedDeadBefore) > 0 {
+			wrapped("", "expected dead before replay: "+indexes(n.ExpectedDeadBefore), plain)
+		}
+		if len(n.ExpectedDeadAfter) > 0 {
+			wrapped("", "died during recording: "+indexes(n.ExpectedDeadAfter), plain)
+		}
+		if len(n.LiveAfter) > 0 {
+			wrapped("", "live after recording: "+indexes(n.LiveAfter), plain)
+		}
+		add(fmt.Sprintf("CUDA graph (%d nodes):", len(n.Kernels)))
+		for _, k := range n.Kernels {
+			add(fmt.Sprintf("  %s %s %s", k.Kind, k.Name, k.Detail))
+		}
+	}
+	return out
+}
+
+func outputText(o engine.OutputView) string {
+	live := "dead"
+	if o.Live {
+		live = "live"
+	}
+	s := fmt.Sprintf("%d %s %s %s %s", o.Index, hex(o.Ptr), shape(o.Shape), human(o.Bytes), live)
+	if o.Tensor != "" {
+		s += " " + o.Tensor
+	}
+	if o.Alias != "" {
+		s += " (alias " + o.Alias + ")"
+	}
+	return s
+}
+
+func indexes(xs []engine.OutputIndex) string {
+	p := make([]string, len(xs))
+	for i, x := range xs {
+		p[i] = x.String()
+	}
+	return strings.Join(p, " ")
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// deltaLines shows the last checkpoint's delta: the blocks it re-allocated
+// for live tensors and freed for dead ones.
+func deltaLines(snap *snapshot, s Styles, w int) []string {
+	var out []string
+	if snap.ckpt == nil {
+		for _, l := range wrap("No checkpoint yet. The tree manager checkpoints a pool when it leaves a replay to warm up or record: replays do not tell the allocator what they allocate, so it must be told which replay outputs are still live before new allocations are made.", w) {
+			out = append(out, s.Dim.Render(l))
+		}
+		return out
+	}
+	ev := snap.ckpt
+	when := fmt.Sprintf("checkpoint at line %d, dev %d", ev.Line, ev.Device)
+	if snap.step != nil && snap.ckptIdx == snap.step.Index {
+		when += " (this step)"
+	}
+	out = append(out, s.Checkpoint.Render(when))
+	out = append(out, fmt.Sprintf("pool restored to node #%d's state", ev.Node))
+	d := ev.Delta
+	if d == nil {
+		return append(out, "(no delta)")
+	}
+	block := func(b engine.DeltaBlock) string {
+		return fmt.Sprintf("  %-10s %s %s", orDefault(b.Tensor, "?"), hex(b.Ptr), human(b.Size))
+	}
+	out = append(out, s.Block[engine.BlockAllocated].Render(fmt.Sprintf("re-allocated for live tensors (%d):", len(d.Reallocated))))
+	for _, b := range d.Reallocated {
+		out = append(out, block(b))
+	}
+	out = append(out, s.Block[engine.BlockStale].Render(fmt.Sprintf("freed for dead tensors (%d):", len(d.Freed))))
+	for _, b := range d.Freed {
+		out = append(out, block(b))
+	}
+	return out
+}
+
+// tensorLines is the tensors table.
+func tensorLines(st *engine.State, s Styles) []string {
+	if st == nil {
+		return nil
+	}
+	out := []string{s.Bold.Render(fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", "name", "shape", "address", "pool", "state", "owner"))}
+	for _, t := range st.Tensors {
+		name := strings.Join(t.Names, ",")
+		if name == "" {
+			name = fmt.Sprintf("<t%d>", t.ID)
+		}
+		line := fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", name, shape(t.Shape), hex(t.Ptr), t.Pool, t.State, t.Owner)
+		if t.State == engine.TensorStale {
+			line = s.Block[engine.BlockStale].Render(line)
+		}
+		out = append(out, line)
+	}
+	if len(st.Tensors) == 0 {
+		out = append(out, s.Dim.Render("no tensors"))
+	}
+	return out
+}

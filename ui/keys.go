@@ -1,0 +1,69 @@
+package ui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap holds every key binding of the UI. Stepping follows gdb's SingleKey
+// convention: lowercase goes forward, shift goes back.
+type KeyMap struct {
+	Next, Prev         key.Binding
+	Continue, Reverse  key.Binding
+	Goto               key.Binding
+	Breakpoint         key.Binding
+	KindBreak          key.Binding
+	NextPane, PrevPane key.Binding
+	Pane               key.Binding
+	Up, Down           key.Binding
+	PageUp, PageDown   key.Binding
+	Top, Bottom        key.Binding
+	Toggle             key.Binding
+	Search, NextMatch  key.Binding
+	Export             key.Binding
+	Save               key.Binding
+	Help               key.Binding
+	Quit               key.Binding
+}
+
+// DefaultKeyMap returns the bindings documented in docs/tui.md.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Next:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "step")),
+		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "step back")),
+		Continue:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "continue")),
+		Reverse:    key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "reverse-continue")),
+		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
+		Breakpoint: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "breakpoint on line")),
+		KindBreak:  key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "breakpoint on event")),
+		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
+		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+		Top:        key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
+		Bottom:     key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
+		Toggle:     key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node")),
+		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search trace")),
+		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
+		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
+		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
+		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+	}
+}
+
+// ShortHelp is the one-line help at the bottom of the screen.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto, k.Breakpoint, k.NextPane, k.Help, k.Quit}
+}
+
+// FullHelp is the help `?` shows, in columns.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
+		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch},
+		{k.NextPane, k.PrevPane, k.Pane, k.Toggle},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Export, k.Save, k.Help, k.Quit},
+	}
+}

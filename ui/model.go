@@ -1,0 +1,545 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// DefaultSavePath is where `s` saves a session that was not opened from a
+// session file.
+const DefaultSavePath = "cgtviz-session.json"
+
+// ExportFunc renders a state's tree as SVG, highlighting what step (nil at
+// position 0) did. The command wires it to package
+// render, so that the UI and its tests do not load Graphviz.
+type ExportFunc func(ctx context.Context, st *engine.State, step *engine.Step) ([]byte, error)
+
+// Options configure the UI.
+type Options struct {
+	// Color enables colors; false (NO_COLOR) draws with glyphs and text only.
+	Color bool
+	// SavePath is the session file `s` writes (default DefaultSavePath).
+	SavePath string
+	// Export renders the tree as SVG for `e`; nil disables the key.
+	Export ExportFunc
+	// ExportDir is where exported SVGs go ("" for the current directory).
+	ExportDir string
+}
+
+// pane names a pane; the numbers people press are pane+1.
+type pane int
+
+const (
+	paneTree pane = iota
+	panePool
+	paneDelta
+	paneTrace
+	paneDetails
+	paneTensors
+	numPanes
+)
+
+var paneTitles = [numPanes]string{"Tree", "Pool", "Checkpoint delta", "Trace", "Details", "Tensors"}
+
+// mode is what keys go to.
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeGoto        // the "go to step" prompt
+	modeSearch      // the trace search prompt
+	modePicker      // the event-kind breakpoint picker
+)
+
+// snapshot is everything View needs from the session, taken after each
+// move (in the move's tea.Cmd) so that View never touches the session.
+type snapshot struct {
+	pos, n   int
+	state    *engine.State
+	step     *engine.Step  // the record just run, nil at position 0
+	ckpt     *engine.Event // the last checkpoint at or before the position
+	ckptIdx  int
+	bps      []sessions.Breakpoint
+	executed int
+}
+
+// takeSnapshot reads the session; it runs where the session may be used.
+func takeSnapshot(s *sessions.Session) snapshot {
+	snap := snapshot{pos: s.Pos(), n: s.Len(), state: s.State(), bps: s.Breakpoints(), executed: s.Executed(), ckptIdx: -1}
+	if snap.pos > 0 {
+		snap.step = s.StepAt(snap.pos - 1)
+	}
+	if i := s.LastCheckpoint(snap.pos); i >= 0 {
+		if st := s.StepAt(i); st != nil {
+			for j := range st.Events {
+				if st.Events[j].Kind == engine.EvCheckpoint {
+					ev := st.Events[j]
+					snap.ckpt, snap.ckptIdx = &ev, i
+				}
+			}
+		}
+	}
+	return snap
+}
+
+// Messages of the UI's commands.
+type (
+	movedMsg struct {
+		snap snapshot
+		info string
+		err  error
+	}
+	savedMsg struct {
+		path string
+		err  error
+	}
+	exportedMsg struct {
+		path string
+		err  error
+	}
+)
+
+// Model is the root model: it owns the session, the layout, the focus and
+// the panes.
+type Model struct {
+	sess   *sessions.Session
+	recs   []traces.Record // the trace; immutable, so View may read it
+	opts   Options
+	keys   KeyMap
+	styles Styles
+	help   help.Model
+
+	width, height int
+	focus         pane
+	other         pane // the last focused pane other than the trace (compact layout)
+	dev           int  // the device the pool and tensors show
+
+	busy bool
+	snap snapshot
+
+	tree    treePane
+	pool    poolPane
+	trace   tracePane
+	delta   scroll
+	details scroll
+	tensors scroll
+
+	mode   mode
+	input  string
+	query  string
+	picker int
+	msg    string
+	msgErr bool
+}
+
+// New returns the UI over a session, at the session's position.
+func New(s *sessions.Session, opts Options) *Model {
+	if opts.SavePath == "" {
+		opts.SavePath = DefaultSavePath
+	}
+	m := &Model{
+		sess:   s,
+		recs:   s.Trace().Records,
+		opts:   opts,
+		keys:   DefaultKeyMap(),
+		styles: NewStyles(opts.Color),
+		help:   help.New(),
+		width:  80,
+		height: 24,
+		focus:  paneTrace,
+		other:  paneTree,
+	}
+	m.help.Styles = m.styles.Help
+	if opts.Export == nil {
+		m.keys.Export.SetEnabled(false)
+	}
+	m.install(takeSnapshot(s))
+	return m
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Pos returns the session position the UI shows.
+func (m *Model) Pos() int { return m.snap.pos }
+
+// Busy reports whether a command is running on the session.
+func (m *Model) Busy() bool { return m.busy }
+
+// Message returns the message line ("" when none).
+func (m *Model) Message() string { return m.msg }
+
+// install shows a new snapshot: the tree follows the node the step touched,
+// the trace cursor the record just run.
+func (m *Model) install(snap snapshot) {
+	m.snap = snap
+	if st := snap.step; st != nil {
+		m.dev = st.Device
+	}
+	if snap.state != nil && m.dev >= len(snap.state.Devices) {
+		m.dev = 0
+	}
+	m.tree.rebuild(snap.state, snap.step)
+	if st := snap.step; st != nil && st.Node >= 0 {
+		m.tree.selectNode(st.Device, st.Node)
+	}
+	m.trace.cursor = max(snap.pos-1, 0)
+	m.refresh()
+}
+
+// refresh re-reads the trace summaries the trace pane shows. Only called
+// when no command runs.
+func (m *Model) refresh() {
+	if m.busy {
+		return
+	}
+	h := m.layout().rects[paneTrace].h - 2
+	if h <= 0 {
+		h = m.height
+	}
+	m.trace.refresh(m.sess, h)
+}
+
+// move runs op on the session in a command; the UI is busy until it ends.
+func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
+	if m.busy {
+		return nil
+	}
+	m.busy = true
+	m.msg, m.msgErr = "", false
+	s := m.sess
+	return func() tea.Msg {
+		info, err := op(s)
+		return movedMsg{snap: takeSnapshot(s), info: info, err: err}
+	}
+}
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		m.refresh()
+		return m, nil
+	case movedMsg:
+		m.busy = false
+		m.install(msg.snap)
+		m.setMsg(msg.info, msg.err)
+		return m, nil
+	case savedMsg:
+		m.busy = false
+		m.setMsg("saved session to "+msg.path, msg.err)
+		return m, nil
+	case exportedMsg:
+		m.setMsg("exported tree to "+msg.path, msg.err)
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) setMsg(info string, err error) {
+	if err != nil {
+		m.msg, m.msgErr = err.Error(), true
+		return
+	}
+	m.msg, m.msgErr = info, false
+}
+
+// key handles a key press.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if k.String() == "ctrl+c" {
+		return tea.Quit
+	}
+	switch m.mode {
+	case modeGoto, modeSearch:
+		return m.prompt(k)
+	case modePicker:
+		return m.pick(k)
+	}
+	km := m.keys
+	switch {
+	case key.Matches(k, km.Quit):
+		return tea.Quit
+	case key.Matches(k, km.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		m.refresh()
+	case key.Matches(k, km.NextPane):
+		m.focusPane((m.focus + 1) % numPanes)
+	case key.Matches(k, km.PrevPane):
+		m.focusPane((m.focus + numPanes - 1) % numPanes)
+	case key.Matches(k, km.Pane):
+		if d, err := strconv.Atoi(k.String()); err == nil {
+			m.focusPane(pane(d - 1))
+		}
+	case m.busy:
+		m.msg, m.msgErr = "busy: a command is running", false
+	case key.Matches(k, km.Next):
+		return m.move(func(s *sessions.Session) (string, error) {
+			if _, ok := s.Step(); !ok {
+				return "end of trace", nil
+			}
+			return "", nil
+		})
+	case key.Matches(k, km.Prev):
+		return m.move(func(s *sessions.Session) (string, error) {
+			if err := s.Back(); errors.Is(err, sessions.ErrAtStart) {
+				return "at the start of the trace", nil
+			} else if err != nil {
+				return "", err
+			}
+			return "", nil
+		})
+	case key.Matches(k, km.Continue):
+		return m.move(func(s *sessions.Session) (string, error) {
+			h, err := s.Continue()
+			return hitText(h, "end of trace: no breakpoint hit"), err
+		})
+	case key.Matches(k, km.Reverse):
+		return m.move(func(s *sessions.Session) (string, error) {
+			h, err := s.ReverseContinue()
+			return hitText(h, "start of trace: no breakpoint hit"), err
+		})
+	case key.Matches(k, km.Goto):
+		m.mode, m.input = modeGoto, ""
+	case key.Matches(k, km.Search):
+		m.mode, m.input = modeSearch, ""
+	case key.Matches(k, km.NextMatch):
+		m.findNext()
+	case key.Matches(k, km.Breakpoint):
+		m.toggleLineBreakpoint()
+	case key.Matches(k, km.KindBreak):
+		m.mode, m.picker = modePicker, 0
+	case key.Matches(k, km.Toggle):
+		if m.focus == paneTree {
+			m.tree.toggle()
+			m.tree.rebuild(m.snap.state, m.snap.step)
+		}
+	case key.Matches(k, km.Save):
+		return m.save()
+	case key.Matches(k, km.Export):
+		return m.export()
+	case key.Matches(k, km.Up):
+		m.scrollFocused(-1)
+	case key.Matches(k, km.Down):
+		m.scrollFocused(1)
+	case key.Matches(k, km.PageUp):
+		m.scrollFocused(-max(m.layout().rects[m.focus].h-3, 1))
+	case key.Matches(k, km.PageDown):
+		m.scrollFocused(max(m.layout().rects[m.focus].h-3, 1))
+	case key.Matches(k, km.Top):
+		m.scrollFocused(-1 << 30)
+	case key.Matches(k, km.Bottom):
+		m.scrollFocused(1 << 30)
+	}
+	return nil
+}
+
+func hitText(h sessions.Hit, none string) string {
+	if !h.Found {
+		return none
+	}
+	return fmt.Sprintf("breakpoint %s hit at record %d", h.Breakpoint, h.Index+1)
+}
+
+func (m *Model) focusPane(p pane) {
+	if p < 0 || p >= numPanes {
+		return
+	}
+	m.focus = p
+	if p != paneTrace {
+		m.other = p
+	}
+	m.refresh()
+}
+
+// scrollFocused moves the cursor of a list pane or scrolls a text pane.
+func (m *Model) scrollFocused(d int) {
+	switch m.focus {
+	case paneTree:
+		m.tree.cursor = clampAdd(m.tree.cursor, d, len(m.tree.lines))
+	case paneTrace:
+		m.trace.cursor = clampAdd(m.trace.cursor, d, len(m.recs))
+		m.refresh()
+	case panePool:
+		m.pool.offset = clampAdd(m.pool.offset, d, len(m.pool.lines))
+		m.pool.cursor = m.pool.offset
+	case paneDelta:
+		textScroll(&m.delta, d)
+	case paneDetails:
+		textScroll(&m.details, d)
+	case paneTensors:
+		textScroll(&m.tensors, d)
+	}
+}
+
+func clampAdd(v, d, n int) int {
+	v += d
+	if v >= n {
+		v = n - 1
+	}
+	return max(v, 0)
+}
+
+// textScroll moves a text pane's first line; View clamps it to the text.
+func textScroll(s *scroll, d int) {
+	s.offset = max(s.offset+d, 0)
+	if d > 1<<20 {
+		s.offset = 1 << 30
+	}
+	s.cursor = s.offset
+}
+
+// prompt edits the goto or search prompt.
+func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "esc":
+		m.mode = modeNormal
+	case "enter":
+		in := strings.TrimSpace(m.input)
+		md := m.mode
+		m.mode = modeNormal
+		if md == modeSearch {
+			m.query = in
+			m.findNext()
+			return nil
+		}
+		n, err := strconv.Atoi(in)
+		if err != nil {
+			m.setMsg("", fmt.Errorf("go to step: %q is not a number", in))
+			return nil
+		}
+		return m.move(func(s *sessions.Session) (string, error) {
+			return fmt.Sprintf("at step %d", n), s.Goto(n)
+		})
+	case "backspace":
+		if r := []rune(m.input); len(r) > 0 {
+			m.input = string(r[:len(r)-1])
+		}
+	default:
+		if k.Text != "" && len(m.input) < 200 {
+			m.input += k.Text
+		}
+	}
+	return nil
+}
+
+// findNext moves the trace cursor to the next record matching the query.
+func (m *Model) findNext() {
+	if m.query == "" {
+		m.setMsg("", errors.New("search: no query (press /)"))
+		return
+	}
+	i, ok := search(m.recs, m.trace.cursor, m.query)
+	if !ok {
+		m.setMsg("", fmt.Errorf("search: %q not found", m.query))
+		return
+	}
+	m.focusPane(paneTrace)
+	m.trace.cursor = i
+	m.setMsg(fmt.Sprintf("/%s: line %d (ctrl+n for the next)", m.query, m.recs[i].Line), nil)
+	m.refresh()
+}
+
+// toggleLineBreakpoint toggles a breakpoint on the trace line under the
+// trace cursor.
+func (m *Model) toggleLineBreakpoint() {
+	if m.trace.cursor < 0 || m.trace.cursor >= len(m.recs) {
+		return
+	}
+	line := m.recs[m.trace.cursor].Line
+	if line <= 0 {
+		m.setMsg("", errors.New("breakpoint: this record has no line number"))
+		return
+	}
+	m.toggleBreakpoint(sessions.Breakpoint{Line: line, Node: sessions.AnyNode})
+}
+
+func (m *Model) toggleBreakpoint(b sessions.Breakpoint) {
+	if m.sess.HasBreakpoint(b) {
+		m.sess.RemoveBreakpoint(b)
+		m.setMsg("breakpoint removed: "+b.String(), nil)
+	} else if err := m.sess.AddBreakpoint(b); err != nil {
+		m.setMsg("", err)
+	} else {
+		m.setMsg("breakpoint set: "+b.String(), nil)
+	}
+	m.snap.bps = m.sess.Breakpoints()
+}
+
+// pickerItems are the breakpoints the B picker offers: every kind, and a
+// replay of the node selected in the tree.
+func (m *Model) pickerItems() []sessions.Breakpoint {
+	var out []sessions.Breakpoint
+	for _, k := range sessions.BreakpointKinds() {
+		out = append(out, sessions.Breakpoint{Kind: k, Node: sessions.AnyNode})
+		if k == engine.EvReplay {
+			if l, ok := m.tree.selected(); ok && l.kind == treeNode {
+				out = append(out, sessions.Breakpoint{Kind: k, Node: l.id})
+			}
+		}
+	}
+	return out
+}
+
+func (m *Model) pick(k tea.KeyPressMsg) tea.Cmd {
+	items := m.pickerItems()
+	switch {
+	case k.String() == "esc" || k.String() == "B" || key.Matches(k, m.keys.Quit):
+		m.mode = modeNormal
+	case key.Matches(k, m.keys.Up):
+		m.picker = clampAdd(m.picker, -1, len(items))
+	case key.Matches(k, m.keys.Down):
+		m.picker = clampAdd(m.picker, 1, len(items))
+	case k.String() == "enter" || k.String() == "space":
+		if m.picker >= 0 && m.picker < len(items) {
+			m.toggleBreakpoint(items[m.picker])
+		}
+		m.mode = modeNormal
+	}
+	return nil
+}
+
+// save writes the session file in a command.
+func (m *Model) save() tea.Cmd {
+	if m.busy {
+		return nil
+	}
+	m.busy = true
+	s, path := m.sess, m.opts.SavePath
+	return func() tea.Msg { return savedMsg{path: path, err: s.Save(path)} }
+}
+
+// export renders the tree of the shown state to an SVG file in a command.
+func (m *Model) export() tea.Cmd {
+	if m.opts.Export == nil || m.snap.state == nil {
+		return nil
+	}
+	st, step, f := m.snap.state, m.snap.step, m.opts.Export
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-step%d.svg", m.snap.pos))
+	return func() tea.Msg {
+		svg, err := f(context.Background(), st, step)
+		if err != nil {
+			return exportedMsg{path: path, err: fmt.Errorf("export tree: %w", err)}
+		}
+		if err := os.WriteFile(path, svg, 0o644); err != nil {
+			return exportedMsg{path: path, err: fmt.Errorf("export tree: %w", err)}
+		}
+		return exportedMsg{path: path}
+	}
+}

@@ -1,0 +1,159 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// tracePane lists the trace's records with the position, breakpoints and,
+// for executed records, what each did.
+type tracePane struct {
+	scroll
+	// sums caches the summaries of the visible records, from lo on; it is
+	// filled in Update (never in View, which must not touch the session).
+	lo   int
+	sums []sessions.Summary
+	have []bool
+}
+
+// refresh clamps the window and caches the summaries it shows.
+func (p *tracePane) refresh(s *sessions.Session, h int) {
+	n := s.Len()
+	p.clamp(n, h)
+	p.lo = p.offset
+	p.sums = p.sums[:0]
+	p.have = p.have[:0]
+	for i := p.offset; i < min(p.offset+h, n); i++ {
+		sum, ok := s.Summary(i)
+		p.sums = append(p.sums, sum)
+		p.have = append(p.have, ok)
+	}
+}
+
+// summary returns the cached summary of record i.
+func (p *tracePane) summary(i int) (sessions.Summary, bool) {
+	j := i - p.lo
+	if j < 0 || j >= len(p.sums) || !p.have[j] {
+		return sessions.Summary{}, false
+	}
+	return p.sums[j], true
+}
+
+// result is the label of what an executed record did.
+func result(rec *traces.Record, sum sessions.Summary) (string, int) {
+	switch {
+	case sum.Err != "":
+		return "ERROR", resErr
+	case rec.Op == traces.OpExpect && len(sum.ExpectFailures) > 0:
+		return "✗ FAILED", resErr
+	case rec.Op == traces.OpExpect:
+		return "✓", resOK
+	}
+	switch sum.Action {
+	case engine.ActionRecord, engine.ActionReplay:
+		return fmt.Sprintf("%s #%d", sum.Action, sum.Node), resAction
+	case engine.ActionWarmup, engine.ActionEager:
+		return string(sum.Action), resAction
+	}
+	return "", resNone
+}
+
+const (
+	resNone = iota
+	resErr
+	resOK
+	resAction
+)
+
+// view renders the visible records.
+func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h int, focused bool) []string {
+	p.clamp(len(recs), h)
+	lw := len(strconv.Itoa(maxLine(recs)))
+	out := make([]string, 0, h)
+	bps := map[int]bool{}
+	for _, b := range snap.bps {
+		if b.Line > 0 && b.Fn == "" && b.Kind == 0 {
+			bps[b.Line] = true
+		}
+	}
+	for i := p.offset; i < len(recs) && len(out) < h; i++ {
+		rec := &recs[i]
+		var b strings.Builder
+		sel := i == p.cursor
+		mark := func(on bool, g string) {
+			if on {
+				b.WriteString(g)
+			} else {
+				b.WriteString(" ")
+			}
+		}
+		mark(sel, "›")
+		bp := " "
+		if bps[rec.Line] {
+			bp = s.BreakpointOn.Render("●")
+		}
+		b.WriteString(bp)
+		mark(i == snap.pos-1, "▶")
+		sum, done := p.summary(i)
+		mark(done && sum.Checkpoint, "◆")
+		fmt.Fprintf(&b, "%*d ", lw, rec.Line)
+		res, kind := "", resNone
+		if done {
+			res, kind = result(rec, sum)
+		}
+		rs := s.Dim
+		switch kind {
+		case resErr:
+			rs = s.Err
+		case resOK:
+			rs = s.OK
+		case resAction:
+			rs = s.action(sum.Action)
+		}
+		b.WriteString(rs.Render(fit(res, 10)))
+		b.WriteString(" ")
+		text := recordText(rec)
+		ts := s.Normal
+		switch {
+		case i >= snap.pos:
+			ts = s.Dim
+		case kind == resErr:
+			ts = s.Err
+		}
+		b.WriteString(ts.Render(text))
+		line := b.String()
+		if sel && focused {
+			line = s.Selected.Render(fit(stripped(line), w))
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func maxLine(recs []traces.Record) int {
+	m := 1
+	for i := len(recs) - 1; i >= 0 && i >= len(recs)-4; i-- {
+		m = max(m, recs[i].Line)
+	}
+	return m
+}
+
+// search returns the first record after from (wrapping) whose text holds q.
+func search(recs []traces.Record, from int, q string) (int, bool) {
+	q = strings.ToLower(q)
+	if q == "" || len(recs) == 0 {
+		return 0, false
+	}
+	for k := 1; k <= len(recs); k++ {
+		i := (from + k) % len(recs)
+		if strings.Contains(strings.ToLower(recordText(&recs[i])), q) {
+			return i, true
+		}
+	}
+	return 0, false
+}

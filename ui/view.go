@@ -1,0 +1,268 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cgtviz/cgtviz/engine"
+)
+
+// rect is a pane's place on the screen.
+type rect struct{ x, y, w, h int }
+
+// screen is the layout of one frame: the panes shown and where.
+type screen struct {
+	compact bool
+	rects   [numPanes]rect
+	shown   [numPanes]bool
+	bodyH   int
+}
+
+// Sizes at or above which the full layout (all six panes) is used.
+const (
+	fullMinWidth  = 120
+	fullMinHeight = 32
+)
+
+// bottomLines is how many lines the status, message and help take.
+func (m *Model) bottomLines() int {
+	n := 2
+	if m.help.ShowAll {
+		n += len(m.keys.FullHelp()[0]) + 1
+	} else {
+		n++
+	}
+	return n
+}
+
+// layout places the panes. The full layout shows all six; the compact one
+// (small terminals) shows the trace beside the focused (or last focused)
+// other pane, and digits or tab reach the rest.
+func (m *Model) layout() screen {
+	w, h := max(m.width, 20), max(m.height, 8)
+	var sc screen
+	sc.bodyH = max(h-m.bottomLines(), 4)
+	bh := sc.bodyH
+	if w >= fullMinWidth && h >= fullMinHeight {
+		topH := bh * 45 / 100
+		botH := bh - topH
+		leftW := w * 32 / 100
+		rightW := w - leftW
+		midW := rightW / 2
+		colW := rightW - midW
+		deltaH := botH / 2
+		sc.rects[paneTree] = rect{0, 0, leftW, topH}
+		sc.rects[panePool] = rect{leftW, 0, rightW, topH}
+		sc.rects[paneTrace] = rect{0, topH, leftW, botH}
+		sc.rects[paneDetails] = rect{leftW, topH, midW, botH}
+		sc.rects[paneDelta] = rect{leftW + midW, topH, colW, deltaH}
+		sc.rects[paneTensors] = rect{leftW + midW, topH + deltaH, colW, botH - deltaH}
+		for i := range sc.shown {
+			sc.shown[i] = true
+		}
+		return sc
+	}
+	sc.compact = true
+	leftW := w * 42 / 100
+	sc.rects[paneTrace] = rect{0, 0, leftW, bh}
+	sc.shown[paneTrace] = true
+	other := m.other
+	if m.focus != paneTrace {
+		other = m.focus
+	}
+	// The details (why the step did what it did) stay on screen under the
+	// other pane when there is room for both.
+	if other != paneDetails && bh >= 16 {
+		topH := bh * 55 / 100
+		sc.rects[other] = rect{leftW, 0, w - leftW, topH}
+		sc.rects[paneDetails] = rect{leftW, topH, w - leftW, bh - topH}
+		sc.shown[paneDetails] = true
+	} else {
+		sc.rects[other] = rect{leftW, 0, w - leftW, bh}
+	}
+	sc.shown[other] = true
+	return sc
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = "cgtviz " + m.sess.Trace().Header.Name
+	return v
+}
+
+// Render draws the whole screen as a string (View's content).
+func (m *Model) Render() string {
+	sc := m.layout()
+	w := max(m.width, 20)
+	body := blank(w, sc.bodyH)
+	rows := make([][]string, sc.bodyH)
+	// Panes tile the body, so each row is the concatenation of the panes
+	// crossing it, left to right.
+	order := []pane{paneTree, paneTrace, panePool, paneDetails, paneDelta, paneTensors}
+	xs := make([][]int, sc.bodyH)
+	for _, p := range order {
+		if !sc.shown[p] {
+			continue
+		}
+		r := sc.rects[p]
+		lines := m.paneBox(p, r)
+		for i, l := range lines {
+			y := r.y + i
+			if y >= sc.bodyH {
+				break
+			}
+			// Insert in x order.
+			j := 0
+			for j < len(xs[y]) && xs[y][j] < r.x {
+				j++
+			}
+			xs[y] = append(xs[y][:j], append([]int{r.x}, xs[y][j:]...)...)
+			rows[y] = append(rows[y][:j], append([]string{l}, rows[y][j:]...)...)
+		}
+	}
+	for y := range body {
+		if len(rows[y]) > 0 {
+			body[y] = strings.Join(rows[y], "")
+		}
+	}
+	if m.mode == modePicker {
+		pk := m.pickerBox()
+		x := max((w-ansi.StringWidth(pk[0]))/2, 0)
+		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
+	}
+	out := append(body, m.statusLine(w), m.infoLine(w))
+	out = append(out, strings.Split(m.help.View(m.keys), "\n")...)
+	return strings.Join(out, "\n")
+}
+
+// paneBox renders pane p boxed into r.
+func (m *Model) paneBox(p pane, r rect) []string {
+	iw, ih := r.w-2, r.h-2
+	focused := p == m.focus
+	title := fmt.Sprintf("%d %s", p+1, paneTitles[p])
+	var body []string
+	st := m.snap.state
+	switch p {
+	case paneTree:
+		body = m.tree.view(st, m.styles, iw, ih, focused)
+	case panePool:
+		m.pool.layout(st, m.dev, iw)
+		body = m.pool.view(m.styles, ih)
+		if st != nil && m.dev < len(st.Devices) {
+			title += fmt.Sprintf(" · dev %d", m.dev)
+		}
+	case paneDelta:
+		body = textWindow(&m.delta, deltaLines(&m.snap, m.styles, iw), ih)
+	case paneTrace:
+		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
+		title += fmt.Sprintf(" · %d records", len(m.recs))
+	case paneDetails:
+		lines := stepLines(&m.snap, m.recs, m.styles, iw)
+		if l, ok := m.tree.selected(); ok {
+			lines = append(lines, "")
+			lines = append(lines, nodeLines(st, l, m.styles, iw)...)
+		}
+		body = textWindow(&m.details, lines, ih)
+	case paneTensors:
+		body = textWindow(&m.tensors, tensorLines(st, m.styles), ih)
+	}
+	return box(m.styles, title, body, r.w, r.h, focused)
+}
+
+// textWindow clamps a text pane's scroll and returns the visible lines.
+func textWindow(s *scroll, lines []string, h int) []string {
+	s.offset = min(s.offset, max(len(lines)-h, 0))
+	s.cursor = s.offset
+	return window(lines, s.offset, h)
+}
+
+// statusLine: position, device, path state, generation, counters.
+func (m *Model) statusLine(w int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " step %d/%d", m.snap.pos, m.snap.n)
+	if st := m.snap.step; st != nil {
+		fmt.Fprintf(&b, " · line %d", st.Line)
+	}
+	if st := m.snap.state; st != nil {
+		if m.dev < len(st.Devices) {
+			ds := &st.Devices[m.dev]
+			fmt.Fprintf(&b, " · dev %d %s · %s", m.dev, ds.Name, ds.PathState)
+		}
+		c := st.Counters
+		fmt.Fprintf(&b, " · gen %d · warmups %d · rec %d · replays %d · ckpt %d · rerec %d · eager %d · err %d",
+			st.Generation, c.Warmups, c.Recordings, c.Replays, c.Checkpoints, c.Rerecords, c.Eager, c.Errors)
+	}
+	if n := len(m.snap.bps); n > 0 {
+		fmt.Fprintf(&b, " · %d bp", n)
+	}
+	if m.busy {
+		b.WriteString(" · running…")
+	}
+	return m.styles.Status.Render(fit(b.String(), w))
+}
+
+// infoLine is the prompt, the last message, or why the last step did what
+// it did.
+func (m *Model) infoLine(w int) string {
+	s := m.styles
+	switch m.mode {
+	case modeGoto:
+		return fit(s.Prompt.Render(fmt.Sprintf("go to step (0-%d): ", m.snap.n))+m.input+"█", w)
+	case modeSearch:
+		return fit(s.Prompt.Render("search trace: /")+m.input+"█", w)
+	case modePicker:
+		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
+	}
+	if m.msg != "" {
+		if m.msgErr {
+			return fit(s.Err.Render(m.msg), w)
+		}
+		return fit(m.msg, w)
+	}
+	if st := m.snap.step; st != nil {
+		why := ""
+		for i := range st.Events {
+			ev := &st.Events[i]
+			switch ev.Kind {
+			case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
+				why = eventText(ev)
+			}
+		}
+		if why == "" && len(st.Events) > 0 {
+			why = eventText(&st.Events[0])
+		}
+		if st.Err != "" {
+			return fit(s.Err.Render(fmt.Sprintf("line %d: error: %s", st.Line, st.Err)), w)
+		}
+		if why != "" {
+			return fit(fmt.Sprintf("line %d: %s", st.Line, why), w)
+		}
+	}
+	return fit(s.Dim.Render("n step · N back · c continue · ? help"), w)
+}
+
+// pickerBox is the event-kind breakpoint picker.
+func (m *Model) pickerBox() []string {
+	items := m.pickerItems()
+	lines := make([]string, 0, len(items))
+	for i, b := range items {
+		on := "  "
+		if slices.Contains(m.snap.bps, b) {
+			on = "● "
+		}
+		l := on + b.String()
+		if i == m.picker {
+			l = m.styles.Selected.Render(fit("›"+l, 28))
+		} else {
+			l = " " + l
+		}
+		lines = append(lines, l)
+	}
+	return box(m.styles, "break on event", lines, 32, len(lines)+2, true)
+}
