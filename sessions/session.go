@@ -299,7 +299,7 @@ func (s *Session) Goto(target int) error {
 // divides the current keyframe interval and none is there yet. Moving to
 // another interval drops the local keyframes of the last one.
 func (s *Session) takeLocal() {
-	if !s.cloneable || s.pos > len(s.hist) {
+	if !s.cloneable || s.pos >= len(s.hist) {
 		return
 	}
 	kf, ok := s.kf.at(s.pos)

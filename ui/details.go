@@ -41,6 +41,9 @@ func eventText(ev *engine.Event) string {
 	case engine.EvPathEnd:
 		return withMsg("path end", ev.Msg)
 	case engine.EvInvariantFailed:
+		if len(ev.Failures) == 1 {
+			return "cannot replay " + ev.Failures[0].Describe()
+		}
 		return "invariant failed"
 	case engine.EvTensorDied:
 		return "died: " + strings.Join(ev.Tensors, ", ")
@@ -104,8 +107,12 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 			style = rs(s.Checkpoint)
 		}
 		add(false, "• "+eventText(ev), style)
-		for _, f := range ev.Failures {
-			add(false, "    "+f.Describe(), rs(s.Warn))
+		// A recording's failures are the invariant_failed events just
+		// listed; the node's details repeat them.
+		if ev.Kind == engine.EvInvariantFailed && len(ev.Failures) > 1 {
+			for _, f := range ev.Failures {
+				add(false, "    "+f.Describe(), rs(s.Warn))
+			}
 		}
 	}
 	return out
@@ -269,13 +276,20 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 	return out
 }
 
-// tensorLines is the tensors table.
-func tensorLines(st *engine.State, s Styles) []string {
+// tensorLines is the tensors table: its header and the rows from offset
+// on, at most h lines in all (the table may be long: only what shows is
+// formatted). It clamps offset to the table.
+func tensorLines(st *engine.State, s Styles, offset *int, h int) []string {
 	if st == nil {
 		return nil
 	}
 	out := []string{s.Bold.Render(fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", "name", "shape", "address", "pool", "state", "owner"))}
-	for _, t := range st.Tensors {
+	if len(st.Tensors) == 0 {
+		return append(out, s.Dim.Render("no tensors"))
+	}
+	rows := max(h-1, 1)
+	*offset = min(max(*offset, 0), max(len(st.Tensors)-rows, 0))
+	for _, t := range st.Tensors[*offset:min(*offset+rows, len(st.Tensors))] {
 		name := strings.Join(t.Names, ",")
 		if name == "" {
 			name = fmt.Sprintf("<t%d>", t.ID)
@@ -285,9 +299,6 @@ func tensorLines(st *engine.State, s Styles) []string {
 			line = s.Block[engine.BlockStale].Render(line)
 		}
 		out = append(out, line)
-	}
-	if len(st.Tensors) == 0 {
-		out = append(out, s.Dim.Render("no tensors"))
 	}
 	return out
 }

@@ -377,8 +377,7 @@ func (m *Model) scrollFocused(d int) {
 		m.trace.cursor = clampAdd(m.trace.cursor, d, len(m.recs))
 		m.refresh()
 	case panePool:
-		m.pool.offset = clampAdd(m.pool.offset, d, len(m.pool.lines))
-		m.pool.cursor = m.pool.offset
+		textScroll(&m.pool.scroll, d)
 	case paneDelta:
 		textScroll(&m.delta, d)
 	case paneDetails:
@@ -425,7 +424,7 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		return m.move(func(s *sessions.Session) (string, error) {
-			return fmt.Sprintf("at step %d", n), s.Goto(n)
+			return "", s.Goto(n)
 		})
 	case "backspace":
 		if r := []rune(m.input); len(r) > 0 {

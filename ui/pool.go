@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -70,8 +72,9 @@ func (p *poolPane) layout(st *engine.State, dev, w int) {
 		return
 	}
 	ds := &st.Devices[dev]
-	p.pool("graph pool", &ds.Pool, w)
-	p.pool("default pool", &ds.Default, w)
+	where := tensorsByName(st)
+	p.pool("graph pool", &ds.Pool, where, w)
+	p.pool("default pool", &ds.Default, where, w)
 }
 
 func (p *poolPane) add(runs ...run) { p.lines = append(p.lines, poolLine(runs)) }
@@ -104,7 +107,7 @@ func (p *poolPane) legend(w int) {
 
 // pool lays out one pool: a summary, the explanation the seed thread asks
 // for when replay outputs are invisible to the allocator, then segments.
-func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
+func (p *poolPane) pool(name string, pv *engine.PoolView, where map[string]engine.TensorView, w int) {
 	var counts [len(blockGlyphs)]int
 	for _, sg := range pv.Segments {
 		for _, b := range sg.Blocks {
@@ -132,82 +135,181 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 		}
 	}
 	for i := range pv.Segments {
-		p.segment(&pv.Segments[i], w)
+		p.segment(&pv.Segments[i], where, w)
 	}
 }
 
-// segment lays out one segment: a header, its blocks drawn to scale
-// (each at least one cell) wrapped at the width, the checkpoint markers,
-// and the names of the blocks that hold something.
-func (p *poolPane) segment(sg *engine.SegmentView, w int) {
+// piece is a span of a segment drawn in one state: a block, or, inside a
+// block the allocator believes free, the part a live (or stale) tensor
+// occupies and the free gaps around it. Splitting such blocks shows where
+// the replay outputs are, which the allocator itself cannot say.
+type piece struct {
+	state   engine.BlockState
+	size    int64
+	changed bool
+	label   string // tensor names, "" for free space
+}
+
+// pieces splits a segment's blocks into pieces.
+func pieces(sg *engine.SegmentView, where map[string]engine.TensorView) []piece {
+	out := make([]piece, 0, len(sg.Blocks))
+	for i := range sg.Blocks {
+		b := &sg.Blocks[i]
+		changed := b.InCheckpoint || b.CheckpointNew
+		split := !b.Allocated && (b.State == engine.BlockLiveInvisible || b.State == engine.BlockStale)
+		var spans []span
+		if split {
+			spans = occupied(b, where)
+		}
+		if len(spans) == 0 {
+			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: strings.Join(b.Tensors, ",")})
+			continue
+		}
+		at := b.Addr
+		for _, sp := range spans {
+			if sp.lo > at {
+				out = append(out, piece{state: engine.BlockFree, size: int64(sp.lo - at), changed: changed})
+			}
+			out = append(out, piece{state: sp.state, size: int64(sp.hi - sp.lo), changed: changed, label: sp.names})
+			at = sp.hi
+		}
+		if end := b.Addr + uint64(b.Size); end > at {
+			out = append(out, piece{state: engine.BlockFree, size: int64(end - at), changed: changed})
+		}
+	}
+	return out
+}
+
+// span is the part of a block one storage occupies.
+type span struct {
+	lo, hi uint64
+	state  engine.BlockState
+	names  string
+}
+
+// occupied returns the spans of a block's tensors, by address, merged where
+// they overlap (views of one storage).
+func occupied(b *engine.BlockView, where map[string]engine.TensorView) []span {
+	out := make([]span, 0, len(b.Tensors))
+	lo, hi := b.Addr, b.Addr+uint64(b.Size)
+	for _, n := range b.Tensors {
+		t, ok := where[n]
+		if !ok || t.Bytes <= 0 {
+			return nil // unknown extent: draw the block whole
+		}
+		s, e := max(t.Ptr, lo), min(t.Ptr+uint64(t.Bytes), hi)
+		if s >= e {
+			continue
+		}
+		st := engine.BlockLiveInvisible
+		if t.State == engine.TensorStale {
+			st = engine.BlockStale
+		}
+		out = append(out, span{lo: s, hi: e, state: st, names: n})
+	}
+	if len(out) < 2 {
+		return out
+	}
+	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	merged := out[:1]
+	for _, sp := range out[1:] {
+		if k := len(merged) - 1; sp.lo < merged[k].hi {
+			merged[k].hi = max(merged[k].hi, sp.hi)
+			merged[k].names += "," + sp.names
+			if sp.state == engine.BlockLiveInvisible {
+				merged[k].state = sp.state
+			}
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// tensorsByName indexes a state's tensors by each of their names; a live
+// tensor wins over a stale one of the same name.
+func tensorsByName(st *engine.State) map[string]engine.TensorView {
+	m := make(map[string]engine.TensorView, len(st.Tensors))
+	for _, t := range st.Tensors {
+		for _, n := range t.Names {
+			if old, ok := m[n]; ok && old.State == engine.TensorLive {
+				continue
+			}
+			m[n] = t
+		}
+	}
+	return m
+}
+
+// segment lays out one segment: a header, its pieces drawn to scale (each
+// at least one cell) wrapped at the width, the checkpoint markers, and the
+// names of the pieces that hold something.
+func (p *poolPane) segment(sg *engine.SegmentView, where map[string]engine.TensorView, w int) {
 	kind := "large"
 	if sg.Small {
 		kind = "small"
 	}
 	p.add(run{runDim, fmt.Sprintf("seg %s %s %s · %d blocks", hex(sg.Addr), human(sg.Size), kind, len(sg.Blocks))})
-	cells := max(w-1, 8)
-	var bar, marks poolLine
+	ps := pieces(sg, where)
+	width := max(w-1, 8)
+	var bar, marks cells
 	barW, anyChanged := 0, false
 	flush := func() {
 		if barW == 0 {
 			return
 		}
-		p.add(append(poolLine{{runPlain, " "}}, bar...)...)
+		p.add(bar.line()...)
 		if anyChanged {
-			p.add(append(poolLine{{runPlain, " "}}, marks...)...)
+			p.add(marks.line()...)
 		}
-		bar, marks, barW, anyChanged = nil, nil, 0, false
+		bar, marks, barW, anyChanged = bar[:0], marks[:0], 0, false
 	}
-	// Every block gets one cell and the cells left over are shared in
+	// Every piece gets one cell and the cells left over are shared in
 	// proportion to size, so that a segment fits one row whenever it has no
-	// more blocks than cells; beyond that it wraps, one cell a block.
+	// more pieces than cells; beyond that it wraps, one cell a piece.
 	size := max(sg.Size, 1)
-	extra := int64(max(cells-len(sg.Blocks), 0))
-	for i := range sg.Blocks {
-		b := &sg.Blocks[i]
-		n := 1 + int(b.Size*extra/size)
-		changed := b.InCheckpoint || b.CheckpointNew
+	extra := int64(max(width-len(ps), 0))
+	for _, pc := range ps {
+		n := 1 + int(pc.size*extra/size)
 		for n > 0 {
-			take := min(n, cells-barW)
-			bar = appendRun(bar, int(b.State), strings.Repeat(glyph(b.State), take))
-			if changed {
-				marks = appendRun(marks, runChanged, strings.Repeat(changedGlyph, take))
+			take := min(n, width-barW)
+			bar = bar.add(int(pc.state), glyph(pc.state), take)
+			if pc.changed {
+				marks = marks.add(runChanged, changedGlyph, take)
 				anyChanged = true
 			} else {
-				marks = appendRun(marks, runPlain, strings.Repeat(" ", take))
+				marks = marks.add(runPlain, " ", take)
 			}
 			barW += take
 			n -= take
-			if barW == cells {
+			if barW == width {
 				flush()
 			}
 		}
 	}
 	flush()
-	p.names(sg, w)
+	p.names(ps, w)
 }
 
-// names lists the blocks that hold something, at most three lines a segment.
-func (p *poolPane) names(sg *engine.SegmentView, w int) {
+// names lists the pieces that hold something, at most three lines a
+// segment.
+func (p *poolPane) names(ps []piece, w int) {
 	const maxLines = 3
-	var line poolLine
 	used, lines, shown, total := 1, 0, 0, 0
-	line = poolLine{{runPlain, " "}}
-	for i := range sg.Blocks {
-		b := &sg.Blocks[i]
-		if b.State == engine.BlockFree && !b.InCheckpoint && !b.CheckpointNew {
+	line := poolLine{{runPlain, " "}}
+	for _, pc := range ps {
+		if pc.state == engine.BlockFree && !pc.changed {
 			continue
+		}
+		if pc.state == engine.BlockFree && pc.label == "" {
+			continue // free space inside a split block
 		}
 		total++
 		if lines >= maxLines {
 			continue
 		}
-		name := strings.Join(b.Tensors, ",")
-		if name == "" {
-			name = "?"
-		}
-		item := fmt.Sprintf("%s %s %s", glyph(b.State), name, human(b.Size))
-		if b.InCheckpoint || b.CheckpointNew {
+		item := fmt.Sprintf("%s %s %s", glyph(pc.state), orDefault(pc.label, "?"), human(pc.size))
+		if pc.changed {
 			item += changedGlyph
 		}
 		n := len([]rune(item)) + 2
@@ -219,7 +321,7 @@ func (p *poolPane) names(sg *engine.SegmentView, w int) {
 				continue
 			}
 		}
-		line = append(line, run{int(b.State), item}, run{runPlain, "  "})
+		line = append(line, run{int(pc.state), item}, run{runPlain, "  "})
 		used += n
 		shown++
 	}
@@ -238,13 +340,33 @@ func glyph(s engine.BlockState) string {
 	return "?"
 }
 
-// appendRun extends the last run when it has the same style.
-func appendRun(l poolLine, style int, text string) poolLine {
-	if n := len(l); n > 0 && l[n-1].style == style {
-		l[n-1].text += text
-		return l
+// cells is a row of a segment's bar being built: runs of one glyph, so
+// that a row costs one string per run, not one per cell.
+type cells []cellRun
+
+type cellRun struct {
+	style int
+	glyph string
+	n     int
+}
+
+// add appends n cells of glyph, extending the last run when it matches.
+func (c cells) add(style int, glyph string, n int) cells {
+	if k := len(c); k > 0 && c[k-1].style == style && c[k-1].glyph == glyph {
+		c[k-1].n += n
+		return c
 	}
-	return append(l, run{style, text})
+	return append(c, cellRun{style, glyph, n})
+}
+
+// line turns the row into a pool line, indented by one cell.
+func (c cells) line() poolLine {
+	l := make(poolLine, 0, len(c)+1)
+	l = append(l, run{runPlain, " "})
+	for _, r := range c {
+		l = append(l, run{r.style, strings.Repeat(r.glyph, r.n)})
+	}
+	return l
 }
 
 // view styles the visible lines.

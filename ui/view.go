@@ -76,7 +76,7 @@ func (m *Model) layout() screen {
 	}
 	// The details (why the step did what it did) stay on screen under the
 	// other pane when there is room for both.
-	if other != paneDetails && bh >= 16 {
+	if other == paneTree && bh >= 16 {
 		topH := bh * 55 / 100
 		sc.rects[other] = rect{leftW, 0, w - leftW, topH}
 		sc.rects[paneDetails] = rect{leftW, topH, w - leftW, bh - topH}
@@ -137,7 +137,9 @@ func (m *Model) Render() string {
 		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
 	}
 	out := append(body, m.statusLine(w), m.infoLine(w))
-	out = append(out, strings.Split(m.help.View(m.keys), "\n")...)
+	for _, l := range strings.Split(m.help.View(m.keys), "\n") {
+		out = append(out, fit(l, w))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -170,7 +172,8 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		}
 		body = textWindow(&m.details, lines, ih)
 	case paneTensors:
-		body = textWindow(&m.tensors, tensorLines(st, m.styles), ih)
+		body = tensorLines(st, m.styles, &m.tensors.offset, ih)
+		m.tensors.cursor = m.tensors.offset
 	}
 	return box(m.styles, title, body, r.w, r.h, focused)
 }

@@ -10,7 +10,7 @@ import (
 
 // The open command's line in the command table.
 const (
-	openUsage   = "[-check] FILE"
+	openUsage   = "[-check] [-device sim|cuda|auto] FILE"
 	openSummary = "resume a session saved with `s` in the terminal debugger"
 )
 
@@ -19,6 +19,7 @@ const (
 func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("open")
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
+	dev := fs.String("device", "sim", tuiDeviceHelp)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -27,7 +28,11 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: cgtviz open %s\n", openUsage)
 		return 2
 	}
-	s, err := sessions.Load(pos[0], sessions.Options{Check: *check})
+	if !tuiDeviceOK(*dev) {
+		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
+		return 2
+	}
+	s, err := sessions.Load(pos[0], sessions.Options{Check: *check, NewDevices: tuiDevices(*dev)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2

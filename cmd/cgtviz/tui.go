@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/render"
 	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/ui"
@@ -16,7 +17,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-save FILE] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-save FILE] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
@@ -26,6 +27,7 @@ const (
 func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("tui")
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
+	dev := fs.String("device", "sim", tuiDeviceHelp)
 	save := fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
@@ -33,6 +35,10 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) > 1 {
 		fmt.Fprintf(stderr, "cgtviz: one trace at most, got %d\n", len(pos))
+		return 2
+	}
+	if !tuiDeviceOK(*dev) {
+		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
 	src := sessions.DemoSource
@@ -44,12 +50,31 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2
 	}
-	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check})
+	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1
 	}
 	return tuiRun(ctx, s, *save, stdout, stderr)
+}
+
+// tuiDeviceHelp documents -device. The TUI defaults to the simulated
+// device even in a cuda build: it snapshots, so going back is instant; on a
+// GPU going back re-runs the trace from the start.
+const tuiDeviceHelp = "`device`: " + deviceChoices + "; on a GPU, going back re-runs the trace from the start"
+
+// tuiDeviceOK reports whether -device names a backend openDevices knows.
+func tuiDeviceOK(name string) bool {
+	return name == "sim" || name == "cuda" || name == "auto"
+}
+
+// tuiDevices opens the session's devices (again at each re-run from the
+// start); the session closes them.
+func tuiDevices(name string) func(n int) ([]device.Device, error) {
+	return func(n int) ([]device.Device, error) {
+		devs, _, err := openDevices(name, n)
+		return devs, err
+	}
 }
 
 // tuiRun runs the Bubble Tea program over a session until the user quits.

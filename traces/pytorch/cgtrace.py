@@ -406,9 +406,9 @@ class Session:
       dels of names that died, new tensors for unseen inputs, the call,
       its expect, then dels of names a call made redundant.
 
-    A name dies when its storage does, which is what the tree's liveness
-    checks look at; deaths are polled at every event, so each `del` lands
-    before the first record that could see it."""
+    A name dies when its Fact's probe says so (the torch side mirrors the
+    tree's own liveness checks); deaths are polled at every event, so each
+    `del` lands before the first record that could see it."""
 
     def __init__(self, trace):
         self.trace = trace
@@ -539,7 +539,8 @@ class Session:
                 values = None
         if values is not None:
             rec["init"] = "values"
-            rec["values"] = values
+            # Whole numbers as ints (1, not 1.0): the form cgtviz fmt writes.
+            rec["values"] = [int(v) if float(v).is_integer() else v for v in values]
         else:
             self.seed += 1
             rec["init"] = "rand"
@@ -600,7 +601,6 @@ class Session:
                 seen.add(q)
                 uniq.append(q)
             fs.params, fs.shapes = uniq, shapes
-            # Input index -> param position, for mutated_input_idxs.
             fs.info = info
         fs.calls += 1
         self.counts["calls"] += 1

@@ -270,14 +270,7 @@ func (d *Device) writable(sp span) []float32 {
 		return nil
 	}
 	s := &d.segs[sp.seg]
-	switch {
-	case s.data == nil:
-		s.data = make([]float32, s.size/4)
-		s.gen = d.gen
-	case s.gen != d.gen:
-		s.data = slices.Clone(s.data)
-		s.gen = d.gen
-	}
+	d.ensure(s, sp.off+sp.n, true)
 	return s.data[sp.off : sp.off+sp.n : sp.off+sp.n]
 }
 
@@ -289,11 +282,36 @@ func (d *Device) readable(sp span) []float32 {
 		return nil
 	}
 	s := &d.segs[sp.seg]
-	if s.data == nil {
-		s.data = make([]float32, s.size/4)
-		s.gen = d.gen
-	}
+	d.ensure(s, sp.off+sp.n, false)
 	return s.data[sp.off : sp.off+sp.n : sp.off+sp.n]
+}
+
+// ensure makes s.data cover the first need elements, and owned by the
+// device (not shared with a snapshot) when write is set. data only covers
+// the part of the segment touched so far (growing by doubling): most
+// segments are mostly unused, so copy-on-write after a snapshot copies
+// kilobytes rather than whole 2 or 20 MiB segments.
+func (d *Device) ensure(s *segment, need int64, write bool) {
+	shared := s.gen != d.gen
+	have := int64(len(s.data))
+	if have >= need && !(write && shared) {
+		return
+	}
+	n := have
+	if n < need {
+		n = max(need, 2*have, 1024)
+		if lim := s.size / 4; n > lim {
+			n = lim
+		}
+	}
+	if shared || int64(cap(s.data)) < n {
+		nd := make([]float32, n)
+		copy(nd, s.data)
+		s.data = nd
+	} else {
+		s.data = s.data[:n]
+	}
+	s.gen = d.gen
 }
 
 // plan holds a launch's checked operands.

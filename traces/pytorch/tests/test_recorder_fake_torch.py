@@ -4,6 +4,8 @@ references, mark_step), so the patching, the naming from the caller's frame,
 liveness through storages and the error path run without a GPU. The real
 thing runs on the GPU machine (programs/record_all.sh)."""
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -341,11 +343,13 @@ class RecorderTest(unittest.TestCase):
             fh.write("import sys\n"
                      "sys.modules['torch._inductor.cudagraph_trees'].mark_step_begin()\n"
                      "assert sys.argv[1:] == ['--flag', 'v'], sys.argv\n")
-        argv = sys.argv[:]
+        argv, path = sys.argv[:], sys.path[:]
         try:
-            status = cgtrace.main(["run", "-o", self.path, script, "--flag", "v"])
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                status = cgtrace.main(["run", "-o", self.path, script, "--flag", "v"])
         finally:
-            sys.argv = argv
+            sys.argv, sys.path[:] = argv, path
+        self.assertIn("wrote %s (0 calls)" % self.path, err.getvalue())
         self.assertEqual(status, 0)
         header, recs = self.records()
         self.assertEqual(header["name"], "prog.py")

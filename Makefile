@@ -1,0 +1,80 @@
+# cgtviz: `make run` opens the TUI on the embedded demo trace (simulated
+# device); `make test` is what CI runs. See README.md.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+FUZZTIME  ?= 5s
+BIN       := .bin
+
+# Every fuzz target, as package:Name.
+FUZZ_TARGETS := \
+	./traces:FuzzReader \
+	./traces:FuzzCheck \
+	./engine:FuzzRun \
+	./engine/alloc/pickle:FuzzRoundTrip \
+	./engine/alloc/internal/unpickle:FuzzDecode
+
+.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle e2e clean
+
+run: build
+	./cgtviz
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o cgtviz ./cmd/cgtviz
+
+test: lint unit fuzz
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The cuda-tagged binary (needs cuda.h and the libcuda stub: run
+# ../shared/tools/cuda-sdk.sh once). It runs only where a driver is.
+gpu:
+	$(GO) build -trimpath -tags cuda -ldflags "$(LDFLAGS)" -o cgtviz-cuda ./cmd/cgtviz
+
+# Test binaries for the GPU machine, carried there in $(BIN) (see README).
+gpu-build:
+	$(GO) vet -tags cuda ./...
+	mkdir -p $(BIN)
+	$(GO) test -c -tags cuda -o $(BIN)/cudadev.test ./engine/device/cuda
+	$(GO) test -c -race -tags cuda -o $(BIN)/cudadev-race.test ./engine/device/cuda
+	$(GO) test -c -tags cuda -o $(BIN)/engine-cuda.test ./engine
+	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
+	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
+	cp ../shared/tools/torch-oracle.py $(BIN)/
+
+# On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
+bench-gpu:
+	cd engine && ../$(BIN)/engine-cuda.test -test.run '^$$' -test.bench GPU -test.benchmem -test.count 3
+	python3 tools/gpu/torch-bench.py
+
+# On a machine with nvcc: regenerate the committed PTX of the kernels.
+ptx:
+	nvcc -arch=compute_75 -ptx -o engine/device/cuda/kernels.ptx engine/device/cuda/kernels.cu
+
+# On the GPU machine: PyTorch's decisions for every example trace.
+oracle:
+	python3 $(BIN)/torch-oracle.py examples/*.cgt.jsonl examples/recorded/*.cgt.jsonl > engine/testdata/oracle/oracle.jsonl
+
+e2e: build
+	bash tools/e2e/tui.sh
+
+clean:
+	rm -f cgtviz cgtviz-cuda
+	rm -rf $(BIN)

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+// TestTUIArgs covers what runTUI and runOpen refuse before they open the
+// terminal (the terminal itself is driven by tools/e2e/tui.sh).
+func TestTUIArgs(t *testing.T) {
+	dir := writeTraces(t)
+	badSession := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(badSession, []byte(`{"cgtviz_session": 1, "trace": "demo", "position": 1000}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		run    func(context.Context, []string, io2, io2) int
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"two traces", runTUI, []string{"a", "b"}, 2, "one trace at most"},
+		{"missing trace", runTUI, []string{filepath.Join(dir, "absent.cgt.jsonl")}, 2, "absent.cgt.jsonl"},
+		{"bad trace", runTUI, []string{filepath.Join(dir, "bad.cgt.jsonl")}, 2, "bad.cgt.jsonl:2"},
+		{"bad device", runTUI, []string{"-device", "tpu"}, 2, `unknown device "tpu"`},
+		{"bad flag", runTUI, []string{"-nope"}, 2, "nope"},
+		{"open: no file", runOpen, nil, 2, "usage: cgtviz open"},
+		{"open: two files", runOpen, []string{"a", "b"}, 2, "usage: cgtviz open"},
+		{"open: missing", runOpen, []string{filepath.Join(dir, "absent.json")}, 2, "absent.json"},
+		{"open: bad position", runOpen, []string{badSession}, 2, "position 1000 out of range"},
+		{"open: bad device", runOpen, []string{"-device", "tpu", badSession}, 2, `unknown device "tpu"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := tc.run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// io2 is the writer type of the run functions' output arguments.
+type io2 = interface{ Write([]byte) (int, error) }
+
+// TestTUIExport renders the demo's tree at the checkpoint as SVG, as the e
+// key does.
+func TestTUIExport(t *testing.T) {
+	tr, err := sessions.OpenTrace(sessions.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.New(tr, sessions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Goto(31); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := tuiExport(context.Background(), s.State(), s.StepAt(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "foo", "fee"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("the SVG lacks %q", want)
+		}
+	}
+}

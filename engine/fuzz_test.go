@@ -1,0 +1,64 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// FuzzRun feeds any bytes to the whole pipeline: the checker, the reader,
+// and a run with the invariant checker on, on a simulated device of 256 MiB
+// so that memory stays bounded. A trace that checks must run without a
+// panic (an internal error), without breaking an invariant, and quickly.
+func FuzzRun(f *testing.F) {
+	for _, g := range []string{"../examples/*.cgt.jsonl", "testdata/*.cgt.jsonl"} {
+		files, _ := filepath.Glob(g)
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte(`{"cgtviz": 1}` + "\n" + `{"op": "step"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, err := traces.Read(bytes.NewReader(data), "fuzz.cgt.jsonl")
+		if err != nil {
+			return
+		}
+		if len(tr.Records) > 2000 {
+			return
+		}
+		n := tr.Header.Devices
+		if n < 1 {
+			n = 1
+		}
+		devs := make([]device.Device, n)
+		for i := range devs {
+			devs[i] = sim.New(sim.Options{TotalBytes: 256 << 20})
+		}
+		start := time.Now()
+		_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: devs, Check: true}, func(s *engine.Step) bool {
+			if s.Err != "" && bytes.Contains([]byte(s.Err), []byte("internal error")) {
+				t.Fatalf("line %d: %s", s.Line, s.Err)
+			}
+			if s.Err != "" && bytes.Contains([]byte(s.Err), []byte("invariant violated")) {
+				t.Fatalf("line %d: %s", s.Line, s.Err)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("a %d-record trace took %v", len(tr.Records), d)
+		}
+	})
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tui.sh drives the cgtviz terminal debugger in tmux the way a person would:
+# it opens the embedded demo in a 120x40 terminal, steps with n, opens the
+# help with ?, steps back with N, quits with q, and checks after each key what
+# the screen shows (the tree's "#0 foo", the step in the status line).
+#
+#   tools/e2e/tui.sh                  build ./cmd/cgtviz and run the checks
+#   CGTVIZ_BIN=path tools/e2e/tui.sh  use a binary built elsewhere
+#   SCREENSHOT=file tools/e2e/tui.sh  also save the screen at the checkpoint,
+#                                     with its colors (capture-pane -e)
+#
+# It runs its own tmux server (-L), so it never touches a user's sessions.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+sock="cgtviz-e2e-$$"
+tm() { tmux -L "$sock" -f /dev/null "$@"; }
+cleanup() {
+	tm kill-server 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+bin=${CGTVIZ_BIN:-}
+if [[ -z $bin ]]; then
+	(cd "$root" && go build -o "$work/cgtviz" ./cmd/cgtviz)
+	bin=$work/cgtviz
+fi
+
+# The shell prints the exit status once the TUI ends, so the test can see
+# that q quits cleanly.
+tm new-session -d -s main -x 120 -y 40 \
+	"cd '$work' && TERM=xterm-256color '$bin'; echo \"cgtviz exited with status \$?\"; sleep 60"
+
+screen() { tm capture-pane -p -t main; }
+
+# expect waits (up to 10 s) until the screen shows a fixed string.
+expect() {
+	local i
+	for i in $(seq 1 100); do
+		if screen | grep -qF -- "$1"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "tui.sh: the screen never showed: $1" >&2
+	echo "---- screen ----" >&2
+	screen >&2
+	exit 1
+}
+
+# refuse fails when the screen shows a string it must not.
+refuse() {
+	if screen | grep -qF -- "$1"; then
+		echo "tui.sh: the screen shows: $1" >&2
+		screen >&2
+		exit 1
+	fi
+}
+
+key() { tm send-keys -t main -l -- "$1"; }
+
+expect "step 0/40"
+expect "1 Tree"
+expect "no graphs yet"
+refuse "#0 foo"
+
+for _ in $(seq 1 14); do key n; done
+expect "step 14/40"
+expect "#0 foo"          # the first recording made a root
+expect "← recorded"
+expect "record #0"       # the trace pane's action column
+
+key n
+expect "step 15/40"
+
+key '?'
+expect "reverse-continue" # the full help
+key '?'
+
+key N
+expect "step 14/40"
+
+# Go to the checkpoint and look at the pool: a and b were re-allocated.
+key g; key 31; tm send-keys -t main Enter
+expect "step 31/40"
+expect "re-allocated for live tensors (2)"
+expect "#2 fee"
+if [[ -n ${SCREENSHOT:-} ]]; then
+	tm capture-pane -e -p -t main >"$SCREENSHOT"
+fi
+
+key q
+expect "cgtviz exited with status 0"
+echo "tui.sh: ok"

@@ -1,0 +1,123 @@
+"""Checks the traces recorded on the GPU (examples/recorded) against the
+format's rules as cgtrace understands them: every record re-encodes to the
+same line, names are bound before use and not used after their `del`,
+every call matches its def in arity and shapes, and every def body is
+valid. The Go checker (`cgtviz check`) is the authority; this keeps the
+recorder's own view honest where Go is not at hand."""
+
+import glob
+import json
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import cgtrace  # noqa: E402
+
+RECORDED = os.path.join(HERE, "..", "..", "..", "examples", "recorded")
+
+
+def check_trace(path):
+    """Returns a list of problems, each 'line N: message'."""
+    problems = []
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    header = json.loads(lines[0])
+    if header.get("cgtviz") != 1 or header.get("meta", {}).get("source") != "cgtrace":
+        problems.append("line 1: not a cgtrace header: %r" % lines[0][:80])
+    defs, shapes, live = {}, {}, set()
+    for n, line in enumerate(lines[1:], start=2):
+        rec = json.loads(line)
+        where = "line %d" % n
+        try:
+            if cgtrace.encode_record(rec) != line:
+                problems.append("%s: not in the recorder's encoding" % where)
+        except ValueError as e:
+            problems.append("%s: %s" % (where, e))
+            continue
+        op = rec["op"]
+        if op == "def":
+            defs[rec["fn"]] = rec
+        elif op in ("tensor", "param"):
+            if rec["name"] in live:
+                problems.append("%s: %s bound twice" % (where, rec["name"]))
+            if rec["init"] == "values" and len(rec["values"]) != cgtrace.numel(rec["shape"]):
+                problems.append("%s: %d values for shape %s" % (where, len(rec["values"]), rec["shape"]))
+            live.add(rec["name"])
+            shapes[rec["name"]] = rec["shape"]
+        elif op == "eager":
+            if rec["a"] not in live:
+                problems.append("%s: eager reads dead %s" % (where, rec["a"]))
+            live.add(rec["out"])
+            shapes[rec["out"]] = rec["shape"]
+        elif op == "del":
+            for name in rec["names"]:
+                if name not in live:
+                    problems.append("%s: del of unbound %s" % (where, name))
+                live.discard(name)
+        elif op == "call":
+            d = defs.get(rec["fn"])
+            if d is None:
+                problems.append("%s: call of undefined %s" % (where, rec["fn"]))
+                continue
+            dead = [a for a in rec["args"] if a not in live]
+            if dead:
+                problems.append("%s: call reads unbound %s" % (where, dead))
+                continue
+            if len(rec["args"]) != len(d["params"]):
+                problems.append("%s: %d args for %d params" % (where, len(rec["args"]), len(d["params"])))
+                continue
+            try:
+                env = cgtrace.check_body(d["params"], dict(zip(d["params"], (shapes[a] for a in rec["args"]))),
+                                         d["body"], d["returns"])
+            except ValueError as e:
+                problems.append("%s: %s does not fit its args: %s" % (where, rec["fn"], e))
+                continue
+            outs = rec.get("out", [])
+            if outs and len(outs) != len(d["returns"]):
+                problems.append("%s: %d outs for %d returns" % (where, len(outs), len(d["returns"])))
+            for name, r in zip(outs, d["returns"]):
+                if name in live:
+                    problems.append("%s: %s bound twice" % (where, name))
+                live.add(name)
+                shapes[name] = env[r]
+    return problems
+
+
+class RecordedExamplesTest(unittest.TestCase):
+    def test_recorded_traces_are_consistent(self):
+        paths = sorted(glob.glob(os.path.join(RECORDED, "*.cgt.jsonl")))
+        self.assertGreaterEqual(len(paths), 4, "expected the recorded examples in %s" % RECORDED)
+        for p in paths:
+            with self.subTest(trace=os.path.basename(p)):
+                self.assertEqual(check_trace(p), [])
+
+    def test_checker_catches_use_after_del(self):
+        import tempfile
+        t = cgtrace.Trace("bad", meta={"source": "cgtrace"})
+        t.set_def(cgtrace.synth_def("f_0", "inference", ["x"], [[4]], [cgtrace.OutSpec([4])]))
+        t.add({"op": "tensor", "name": "a", "shape": [4], "init": "zeros"})
+        t.add({"op": "del", "names": ["a"]})
+        t.add({"op": "call", "fn": "f_0", "args": ["a"]})
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "bad.cgt.jsonl")
+            t.write(p)
+            self.assertEqual(check_trace(p), ["line 5: call reads unbound ['a']"])
+
+    def test_decisions_recorded(self):
+        """What PyTorch decided in the seed examples, as the forum thread
+        says it should: a checkpoint when `a` stays live, a child when
+        outputs are live, a new root when they are dead."""
+        s = cgtrace.summarise_file(os.path.join(RECORDED, "seed_checkpoint.cgt.jsonl"))["counts"]
+        self.assertEqual((s["warmup"], s["record"], s["replay"], s["checkpoints"]), (2, 3, 3, 1))
+        with open(os.path.join(RECORDED, "seed_liveness.cgt.jsonl")) as fh:
+            nodes = [r["node"] for r in map(json.loads, fh.read().splitlines()[1:])
+                     if r.get("op") == "expect" and "node" in r]
+        self.assertIn({"fn": "fee_1", "parent_fn": None}, nodes)
+        self.assertIn({"fn": "fee_3", "parent_fn": "foo_2"}, nodes)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,276 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+func TestStepAndBack(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	tests := []struct {
+		keys []string
+		pos  int
+	}{
+		{[]string{"n"}, 1},
+		{[]string{"n", "n", "n"}, 4},
+		{[]string{"N"}, 3},
+		{[]string{"N", "N", "N"}, 0},
+		{[]string{"N"}, 0}, // at the start: stays, says so
+		{[]string{"g", "3", "5", "enter"}, 35},
+		{[]string{"g", "4", "0", "enter", "n"}, 40}, // at the end: stays
+		{[]string{"g", "9", "9", "9", "enter"}, 40}, // out of range: error, stays
+		{[]string{"g", "x", "enter"}, 40},           // not a number
+		{[]string{"g", "1", "backspace", "2", "esc"}, 40},
+		{[]string{"g", "1", "backspace", "2", "enter"}, 2},
+	}
+	for _, tc := range tests {
+		press(t, m, tc.keys...)
+		if m.Pos() != tc.pos || m.sess.Pos() != tc.pos {
+			t.Fatalf("after %v: UI at %d, session at %d, want %d", tc.keys, m.Pos(), m.sess.Pos(), tc.pos)
+		}
+		if m.Busy() {
+			t.Fatalf("after %v: still busy", tc.keys)
+		}
+	}
+	press(t, m, "g", "0", "enter", "N")
+	if !strings.Contains(m.Message(), "start") {
+		t.Errorf("N at 0: message %q", m.Message())
+	}
+	press(t, m, "g", "9", "9", "9", "enter")
+	if !m.msgErr || !strings.Contains(m.Message(), "out of range") {
+		t.Errorf("goto 999: message %q, error %v", m.Message(), m.msgErr)
+	}
+}
+
+// TestBusy checks that a move waits for the last one: keys that move do
+// nothing while a command runs, and the UI never touches the session then.
+func TestBusy(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	_, cmd := m.Update(keyMsg("n"))
+	if cmd == nil || !m.Busy() {
+		t.Fatal("n returned no command or the UI is not busy")
+	}
+	if _, again := m.Update(keyMsg("n")); again != nil {
+		t.Error("a second n while busy returned a command")
+	}
+	if !strings.Contains(screenText(m), "running…") {
+		t.Error("the status line does not say a command runs")
+	}
+	m.Update(cmd())
+	if m.Busy() || m.Pos() != 1 {
+		t.Errorf("after the command: busy %v, pos %d", m.Busy(), m.Pos())
+	}
+}
+
+// TestLineBreakpointContinue sets a breakpoint on the line of fee's third
+// recording with b, found by search, then continues to it from the start.
+func TestLineBreakpointContinue(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	press(t, m, append(append([]string{"/"}, typed("fee(b) -> out")...), "enter")...)
+	if got := m.recs[m.trace.cursor].Line; got != 32 {
+		t.Fatalf("search found line %d, want 32", got)
+	}
+	press(t, m, "b")
+	if !m.sess.HasBreakpoint(sessions.Breakpoint{Line: 32}) {
+		t.Fatal("b did not set a breakpoint on line 32")
+	}
+	if !strings.Contains(screenText(m), "●") {
+		t.Error("the trace pane does not mark the breakpoint")
+	}
+	press(t, m, "c")
+	if m.Pos() != 31 || !strings.Contains(m.Message(), "line 32") {
+		t.Fatalf("continue stopped at %d (%q), want 31 after line 32", m.Pos(), m.Message())
+	}
+	press(t, m, "c") // no later record is on line 32: to the end
+
+	if m.Pos() != 40 || !strings.Contains(m.Message(), "end of trace") {
+		t.Fatalf("second continue: at %d (%q), want the end", m.Pos(), m.Message())
+	}
+	press(t, m, "C")
+	if m.Pos() != 31 {
+		t.Fatalf("reverse-continue: at %d, want 31", m.Pos())
+	}
+	press(t, m, "C")
+	if m.Pos() != 0 {
+		t.Fatalf("second reverse-continue: at %d, want 0", m.Pos())
+	}
+	// b again on the same line removes it.
+	m.trace.cursor = 30
+	press(t, m, "b")
+	if len(m.sess.Breakpoints()) != 0 {
+		t.Errorf("b twice left %v", m.sess.Breakpoints())
+	}
+	press(t, m, "ctrl+n")
+	if got := m.recs[m.trace.cursor].Line; got != 39 {
+		t.Errorf("ctrl+n found line %d, want the next match at 39", got)
+	}
+}
+
+// TestKindBreakpointPicker picks "checkpoint" in the B picker and continues
+// to the checkpoint.
+func TestKindBreakpointPicker(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	press(t, m, "B")
+	if m.mode != modePicker || !strings.Contains(screenText(m), "break on event") {
+		t.Fatal("B did not open the picker")
+	}
+	items := m.pickerItems()
+	idx := slices.IndexFunc(items, func(b sessions.Breakpoint) bool { return b.Kind == engine.EvCheckpoint })
+	if idx < 0 {
+		t.Fatal("the picker offers no checkpoint breakpoint")
+	}
+	for range idx {
+		press(t, m, "j")
+	}
+	press(t, m, "enter")
+	if m.mode != modeNormal || !m.sess.HasBreakpoint(sessions.Breakpoint{Kind: engine.EvCheckpoint}) {
+		t.Fatalf("picker: mode %d, breakpoints %v", m.mode, m.sess.Breakpoints())
+	}
+	press(t, m, "c")
+	if m.Pos() != 31 || m.snap.ckpt == nil {
+		t.Fatalf("continue to the checkpoint stopped at %d", m.Pos())
+	}
+	if !strings.Contains(screenText(m), "re-allocated for live tensors (2)") {
+		t.Error("the delta pane does not list the checkpoint's blocks")
+	}
+	// A replay breakpoint on the node selected in the tree: #2 after the
+	// checkpoint's recording.
+	press(t, m, "B")
+	items = m.pickerItems()
+	idx = slices.IndexFunc(items, func(b sessions.Breakpoint) bool { return b.Kind == engine.EvReplay && b.Node == 2 })
+	if idx < 0 {
+		t.Fatalf("the picker offers no replay of the selected node #2: %v", items)
+	}
+	for range idx {
+		press(t, m, "down")
+	}
+	press(t, m, "space", "c")
+	if m.Pos() != 38 || m.snap.step == nil || m.snap.step.Node != 2 || m.snap.step.Action != engine.ActionReplay {
+		t.Fatalf("continue to replay #2 stopped at %d", m.Pos())
+	}
+	press(t, m, "B", "esc")
+	if m.mode != modeNormal {
+		t.Error("esc did not close the picker")
+	}
+}
+
+func TestPanesAndFold(t *testing.T) {
+	m := newModel(t, seedA, 80, 24, Options{})
+	gotoStep(t, m, "31")
+	for i, want := range []string{"1 Tree", "2 Pool", "3 Checkpoint delta", "4 Trace", "5 Details", "6 Tensors"} {
+		press(t, m, string(rune('1'+i)))
+		if m.focus != pane(i) || !strings.Contains(screenText(m), want) {
+			t.Errorf("key %d: focus %d, screen lacks %q", i+1, m.focus, want)
+		}
+	}
+	press(t, m, "tab")
+	if m.focus != paneTree {
+		t.Errorf("tab from 6 went to %d", m.focus)
+	}
+	press(t, m, "shift+tab")
+	if m.focus != paneTensors {
+		t.Errorf("shift+tab from 1 went to %d", m.focus)
+	}
+	press(t, m, "1", "k", "k", "k", "j")
+	l, ok := m.tree.selected()
+	if !ok || l.kind != treeNode || l.id != 0 {
+		t.Fatalf("selected %+v, want node #0", l)
+	}
+	before := len(m.tree.lines)
+	press(t, m, "enter")
+	if len(m.tree.lines) != before-2 || !strings.Contains(screenText(m), "#0 foo ×2 [+2]") {
+		t.Errorf("folding #0: %d lines (was %d):\n%s", len(m.tree.lines), before, screenText(m))
+	}
+	press(t, m, "space")
+	if len(m.tree.lines) != before {
+		t.Error("unfolding did not restore the lines")
+	}
+	press(t, m, "4", "end")
+	if m.trace.cursor != len(m.recs)-1 {
+		t.Errorf("end: trace cursor %d", m.trace.cursor)
+	}
+	press(t, m, "home", "pgdown")
+	if m.trace.cursor == 0 {
+		t.Error("pgdown did not move the trace cursor")
+	}
+	press(t, m, "?")
+	if !m.help.ShowAll || !strings.Contains(screenText(m), "reverse-continue") {
+		t.Error("? did not show the full help")
+	}
+	press(t, m, "?")
+	if m.help.ShowAll {
+		t.Error("? did not hide the full help")
+	}
+}
+
+func TestSaveAndExport(t *testing.T) {
+	dir := t.TempDir()
+	var exported *engine.State
+	export := func(_ context.Context, st *engine.State, step *engine.Step) ([]byte, error) {
+		exported = st
+		return []byte("<svg/>"), nil
+	}
+	m := newModel(t, seedA, 120, 40, Options{SavePath: filepath.Join(dir, "s.json"), Export: export, ExportDir: dir})
+	gotoStep(t, m, "14")
+	press(t, m, "4", "b", "s")
+	if !strings.Contains(m.Message(), "saved") {
+		t.Fatalf("s: message %q", m.Message())
+	}
+	l, err := sessions.Load(filepath.Join(dir, "s.json"), sessions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Pos() != 14 || len(l.Breakpoints()) != 1 {
+		t.Errorf("loaded at %d with %v", l.Pos(), l.Breakpoints())
+	}
+	press(t, m, "e")
+	svg, err := os.ReadFile(filepath.Join(dir, "cgtviz-tree-step14.svg"))
+	if err != nil || string(svg) != "<svg/>" || exported != m.snap.state {
+		t.Errorf("export: %q, %v; state exported %p, shown %p", svg, err, exported, m.snap.state)
+	}
+	failing := newModel(t, seedA, 120, 40, Options{
+		SavePath: filepath.Join(dir, "no", "such", "dir", "s.json"),
+		Export: func(context.Context, *engine.State, *engine.Step) ([]byte, error) {
+			return nil, errors.New("graphviz unavailable")
+		},
+	})
+	press(t, failing, "s")
+	if !failing.msgErr {
+		t.Errorf("saving into a missing directory: message %q", failing.Message())
+	}
+	press(t, failing, "e")
+	if !failing.msgErr || !strings.Contains(failing.Message(), "graphviz unavailable") {
+		t.Errorf("failing export: message %q", failing.Message())
+	}
+	none := newModel(t, seedA, 120, 40, Options{})
+	if _, cmd := none.Update(keyMsg("e")); cmd != nil {
+		t.Error("e without an exporter returned a command")
+	}
+}
+
+func TestQuit(t *testing.T) {
+	for _, k := range []string{"q", "ctrl+c"} {
+		m := newModel(t, seedA, 80, 24, Options{})
+		if _, ok := press(t, m, k).(tea.QuitMsg); !ok {
+			t.Errorf("%s did not quit", k)
+		}
+	}
+	// In a prompt, q is text; ctrl+c still quits.
+	m := newModel(t, seedA, 80, 24, Options{})
+	if msg := press(t, m, "/", "q"); msg != nil {
+		t.Errorf("q in the search prompt returned %T", msg)
+	}
+	if _, ok := press(t, m, "ctrl+c").(tea.QuitMsg); !ok {
+		t.Error("ctrl+c in a prompt did not quit")
+	}
+}

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// seedA is the demo trace: the seed thread's first example.
+const seedA = "../examples/seed-a-checkpoint.cgt.jsonl"
+
+// newModel opens a trace in a session and a UI of size w×h.
+func newModel(t testing.TB, path string, w, h int, opts Options) *Model {
+	t.Helper()
+	tr, err := sessions.OpenTrace(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.New(tr, sessions.Options{Source: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(s, opts)
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return m
+}
+
+// keyMsg makes the key press a terminal sends for name: one character, or
+// a key name ("enter", "esc", "tab", "shift+tab", "backspace", "space",
+// "ctrl+n", "ctrl+c", "up", "down").
+func keyMsg(name string) tea.KeyPressMsg {
+	switch name {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "ctrl+n":
+		return tea.KeyPressMsg{Code: 'n', Mod: tea.ModCtrl}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(name)
+	return tea.KeyPressMsg{Code: r[0], Text: name}
+}
+
+// press sends keys to the model and runs the commands they return, as the
+// Bubble Tea runtime would, feeding each command's message back. It returns
+// the last command's message (nil when none).
+func press(t testing.TB, m *Model, keys ...string) tea.Msg {
+	t.Helper()
+	var last tea.Msg
+	for _, k := range keys {
+		_, cmd := m.Update(keyMsg(k))
+		for cmd != nil {
+			msg := cmd()
+			last = msg
+			if _, quit := msg.(tea.QuitMsg); quit {
+				return msg
+			}
+			_, cmd = m.Update(msg)
+		}
+	}
+	return last
+}
+
+// typed returns the keys that type s.
+func typed(s string) []string {
+	var out []string
+	for _, r := range s {
+		if r == ' ' {
+			out = append(out, "space")
+		} else {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// gotoStep presses g, the number and enter.
+func gotoStep(t testing.TB, m *Model, n string) {
+	t.Helper()
+	press(t, m, append(append([]string{"g"}, typed(n)...), "enter")...)
+}
+
+// screen is the model's frame without styles.
+func screenText(m *Model) string { return ansi.Strip(m.View().Content) }
+
+// golden compares got with testdata/name.golden, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./ui -update to create it)", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("%s: line %d differs (run go test ./ui -update after checking):\n got: %q\nwant: %q\nscreen:\n%s", path, i+1, g, w, got)
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package ui
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// TestViewGolden renders key moments of the seed thread's first example at
+// a small and a large size: the start, just after the first recording, and
+// just after the checkpoint (the pool shows a and b re-allocated and the
+// delta pane lists them).
+func TestViewGolden(t *testing.T) {
+	moments := []struct {
+		name string
+		pos  string   // the step to go to
+		keys []string // then these keys
+		// want are texts the screen must show, whatever the golden says.
+		want []string
+	}{
+		{"start", "0", nil, []string{"step 0/40", "no graphs yet", "press n to run the first record"}},
+		{"first-record", "14", nil, []string{"step 14/40", "#0 foo", "← recorded", "record #0", "new root"}},
+		{"checkpoint", "31", nil, []string{"step 31/40", "#2 fee", "← recorded", "checkpoint: pool restored to #0's state"}},
+		{"checkpoint-pool", "31", []string{"2"}, []string{"a 512 B^", "b 512 B^", "^ changed by last checkpoint", "graph pool"}},
+		{"checkpoint-delta", "31", []string{"3"}, []string{"re-allocated for live tensors (2):", "(this step)"}},
+		{"replay-invisible", "22", []string{"2"}, []string{"hold live replay outputs", "▒ a 16 B", "▒ b 16 B"}},
+	}
+	sizes := []struct{ w, h int }{{80, 24}, {160, 48}}
+	for _, sz := range sizes {
+		for _, mo := range moments {
+			name := fmt.Sprintf("%s-%dx%d", mo.name, sz.w, sz.h)
+			t.Run(name, func(t *testing.T) {
+				m := newModel(t, seedA, sz.w, sz.h, Options{})
+				gotoStep(t, m, mo.pos)
+				press(t, m, mo.keys...)
+				got := screenText(m)
+				lines := strings.Split(got, "\n")
+				if len(lines) != sz.h {
+					t.Errorf("%d lines, want %d", len(lines), sz.h)
+				}
+				for i, l := range lines {
+					if w := ansi.StringWidth(l); w > sz.w {
+						t.Errorf("line %d is %d cells wide, more than %d: %q", i+1, w, sz.w, l)
+					}
+				}
+				for _, w := range mo.want {
+					if !strings.Contains(got, w) {
+						t.Errorf("screen lacks %q:\n%s", w, got)
+					}
+				}
+				golden(t, name, got)
+			})
+		}
+	}
+}
+
+// TestCheckpointPoolMarks checks the pool pane at the checkpoint in
+// detail: the blocks of a and b are allocated, marked as changed by the
+// checkpoint, and the delta pane gives their addresses.
+func TestCheckpointPoolMarks(t *testing.T) {
+	m := newModel(t, seedA, 160, 48, Options{})
+	gotoStep(t, m, "31")
+	ev := m.snap.ckpt
+	if ev == nil || ev.Delta == nil {
+		t.Fatal("no checkpoint event in the snapshot at step 31")
+	}
+	names := map[string]bool{}
+	for _, b := range ev.Delta.Reallocated {
+		names[b.Tensor] = true
+		if !strings.Contains(screenText(m), hex(b.Ptr)) {
+			t.Errorf("delta pane lacks the address %s of %s", hex(b.Ptr), b.Tensor)
+		}
+	}
+	if !names["a"] || !names["b"] {
+		t.Errorf("re-allocated tensors %v, want a and b", names)
+	}
+	var marked int
+	for _, l := range m.pool.lines {
+		for _, r := range l {
+			if r.style == runChanged {
+				marked += strings.Count(r.text, changedGlyph)
+			}
+		}
+	}
+	if marked < 2 {
+		t.Errorf("%d cells marked as changed by the checkpoint, want at least 2", marked)
+	}
+}
+
+var colorSeq = regexp.MustCompile(`\x1b\[[0-9;]*(38|48);`)
+
+// TestNoColor checks that without color no color sequence is emitted while
+// the screen text stays the same, and that with color there are some.
+func TestNoColor(t *testing.T) {
+	plain := newModel(t, seedA, 160, 48, Options{Color: false})
+	color := newModel(t, seedA, 160, 48, Options{Color: true})
+	for _, m := range []*Model{plain, color} {
+		gotoStep(t, m, "31")
+	}
+	p, c := plain.View().Content, color.View().Content
+	if colorSeq.MatchString(p) {
+		t.Error("NO_COLOR view has color sequences")
+	}
+	if !colorSeq.MatchString(c) {
+		t.Error("color view has no color sequence")
+	}
+	if ansi.Strip(p) != ansi.Strip(c) {
+		t.Error("the text of the color and the no-color views differ")
+	}
+}
+
+// TestSizes renders at sizes from tiny to huge: every frame has exactly the
+// terminal's height and no line wider than it.
+func TestSizes(t *testing.T) {
+	m := newModel(t, seedA, 80, 24, Options{})
+	gotoStep(t, m, "31")
+	for _, sz := range [][2]int{{20, 8}, {40, 10}, {80, 24}, {119, 40}, {120, 32}, {200, 60}, {300, 100}} {
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		for p := range numPanes {
+			m.focusPane(p)
+			lines := strings.Split(screenText(m), "\n")
+			if len(lines) != sz[1] {
+				t.Errorf("%dx%d pane %d: %d lines", sz[0], sz[1], p+1, len(lines))
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w > sz[0] {
+					t.Errorf("%dx%d pane %d: line %d is %d wide", sz[0], sz[1], p+1, i+1, w)
+				}
+			}
+		}
+	}
+}
