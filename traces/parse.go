@@ -135,6 +135,9 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		if !slices.Contains(keys, k) {
 			return fail("missing %q", k)
 		}
+		if requiredNull(&raw, k) {
+			return fail("field %q: want a string, got null", k)
+		}
 	}
 	var msg string
 	switch rec.Op {
@@ -168,6 +171,24 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		return fail("%s", msg)
 	}
 	return rec, nil
+}
+
+// requiredNull reports whether the required string field k is present but
+// null: the parsers dereference required fields, so null is refused first.
+func requiredNull(raw *rawRecord, k string) bool {
+	switch k {
+	case "fn":
+		return raw.Fn == nil
+	case "name":
+		return raw.Name == nil
+	case "init":
+		return raw.Init == nil
+	case "text":
+		return raw.Text == nil
+	case "k":
+		return raw.K == nil
+	}
+	return false
 }
 
 func strPtrFromRaw(raw json.RawMessage) *string {

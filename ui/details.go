@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -97,8 +98,7 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	for _, f := range st.ExpectFailures {
 		add(true, "expect failed: "+f, rs(s.Err))
 	}
-	for i := range st.Events {
-		ev := &st.Events[i]
+	for _, ev := range byImportance(st.Events) {
 		if ev.Kind == engine.EvError || ev.Kind == engine.EvExpectFailed {
 			continue // shown above from the step itself
 		}
@@ -115,6 +115,34 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 			}
 		}
 	}
+	return out
+}
+
+// importance orders a step's events for a small pane: the decision first,
+// then the checkpoint and why existing graphs could not replay, then the
+// rest, tensor deaths last.
+func importance(k engine.EventKind) int {
+	switch k {
+	case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
+		return 0
+	case engine.EvCheckpoint:
+		return 1
+	case engine.EvInvariantFailed:
+		return 2
+	case engine.EvTensorDied:
+		return 4
+	}
+	return 3
+}
+
+// byImportance returns pointers to the events, most important first, in
+// their order within one importance.
+func byImportance(evs []engine.Event) []*engine.Event {
+	out := make([]*engine.Event, len(evs))
+	for i := range evs {
+		out[i] = &evs[i]
+	}
+	slices.SortStableFunc(out, func(a, b *engine.Event) int { return importance(a.Kind) - importance(b.Kind) })
 	return out
 }
 

@@ -274,3 +274,29 @@ func TestQuit(t *testing.T) {
 		t.Error("ctrl+c in a prompt did not quit")
 	}
 }
+
+func TestBookmarks(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	gotoStep(t, m, "31")
+	press(t, m, append(append([]string{"m"}, typed("ckpt")...), "enter")...)
+	if !strings.Contains(m.Message(), `"ckpt" at step 31`) {
+		t.Fatalf("m: message %q", m.Message())
+	}
+	gotoStep(t, m, "3")
+	press(t, m, "'")
+	if !strings.Contains(screenText(m), "ckpt@31") {
+		t.Error("the jump prompt does not list the bookmark")
+	}
+	press(t, m, append(typed("ckpt"), "enter")...)
+	if m.Pos() != 31 {
+		t.Errorf("jump to the bookmark: at %d", m.Pos())
+	}
+	press(t, m, append(append([]string{"'"}, typed("nope")...), "enter")...)
+	if !m.msgErr || m.Pos() != 31 {
+		t.Errorf("jump to an unknown bookmark: %q at %d", m.Message(), m.Pos())
+	}
+	press(t, m, "m", "enter")
+	if !m.msgErr {
+		t.Errorf("an empty bookmark name was accepted: %q", m.Message())
+	}
+}

@@ -17,6 +17,7 @@ type KeyMap struct {
 	Top, Bottom        key.Binding
 	Toggle             key.Binding
 	Search, NextMatch  key.Binding
+	Mark, Jump         key.Binding
 	Export             key.Binding
 	Save               key.Binding
 	Help               key.Binding
@@ -45,6 +46,8 @@ func DefaultKeyMap() KeyMap {
 		Toggle:     key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node")),
 		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search trace")),
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
+		Mark:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "bookmark here")),
+		Jump:       key.NewBinding(key.WithKeys("'"), key.WithHelp("'", "go to bookmark")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -61,7 +64,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
-		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch},
+		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Export, k.Save, k.Help, k.Quit},

@@ -62,6 +62,8 @@ const (
 	modeGoto        // the "go to step" prompt
 	modeSearch      // the trace search prompt
 	modePicker      // the event-kind breakpoint picker
+	modeMark        // the bookmark name prompt
+	modeJump        // the "go to bookmark" prompt
 )
 
 // snapshot is everything View needs from the session, taken after each
@@ -139,6 +141,7 @@ type Model struct {
 
 	mode   mode
 	input  string
+	marks  []sessions.Bookmark // listed by the "go to bookmark" prompt
 	query  string
 	picker int
 	msg    string
@@ -197,6 +200,11 @@ func (m *Model) install(snap snapshot) {
 		m.tree.selectNode(st.Device, st.Node)
 	}
 	m.trace.cursor = max(snap.pos-1, 0)
+	// Keep the record just run a third of the way up from the bottom, so
+	// that the records about to run show too.
+	if h := m.layout().rects[paneTrace].h - 2; h > 0 {
+		m.trace.offset = m.trace.cursor - h*2/3
+	}
 	m.refresh()
 }
 
@@ -267,7 +275,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	}
 	switch m.mode {
-	case modeGoto, modeSearch:
+	case modeGoto, modeSearch, modeMark, modeJump:
 		return m.prompt(k)
 	case modePicker:
 		return m.pick(k)
@@ -319,6 +327,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.mode, m.input = modeGoto, ""
 	case key.Matches(k, km.Search):
 		m.mode, m.input = modeSearch, ""
+	case key.Matches(k, km.Mark):
+		m.mode, m.input = modeMark, ""
+	case key.Matches(k, km.Jump):
+		m.mode, m.input = modeJump, ""
+		m.marks = m.sess.Bookmarks()
 	case key.Matches(k, km.NextMatch):
 		m.findNext()
 	case key.Matches(k, km.Breakpoint):
@@ -413,10 +426,22 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 		in := strings.TrimSpace(m.input)
 		md := m.mode
 		m.mode = modeNormal
-		if md == modeSearch {
+		switch md {
+		case modeSearch:
 			m.query = in
 			m.findNext()
 			return nil
+		case modeMark:
+			if err := m.sess.Bookmark(in); err != nil {
+				m.setMsg("", err)
+			} else {
+				m.setMsg(fmt.Sprintf("bookmark %q at step %d", in, m.snap.pos), nil)
+			}
+			return nil
+		case modeJump:
+			return m.move(func(s *sessions.Session) (string, error) {
+				return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
+			})
 		}
 		n, err := strconv.Atoi(in)
 		if err != nil {

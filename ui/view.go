@@ -67,7 +67,7 @@ func (m *Model) layout() screen {
 		return sc
 	}
 	sc.compact = true
-	leftW := w * 42 / 100
+	leftW := w * 48 / 100
 	sc.rects[paneTrace] = rect{0, 0, leftW, bh}
 	sc.shown[paneTrace] = true
 	other := m.other
@@ -219,6 +219,18 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Prompt.Render(fmt.Sprintf("go to step (0-%d): ", m.snap.n))+m.input+"█", w)
 	case modeSearch:
 		return fit(s.Prompt.Render("search trace: /")+m.input+"█", w)
+	case modeMark:
+		return fit(s.Prompt.Render(fmt.Sprintf("bookmark step %d as: ", m.snap.pos))+m.input+"█", w)
+	case modeJump:
+		names := make([]string, len(m.marks))
+		for i, b := range m.marks {
+			names[i] = fmt.Sprintf("%s@%d", b.Name, b.Pos)
+		}
+		hint := "no bookmarks yet (m sets one)"
+		if len(names) > 0 {
+			hint = strings.Join(names, " ")
+		}
+		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
 	case modePicker:
 		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
 	}

@@ -24,7 +24,7 @@ func TestViewGolden(t *testing.T) {
 	}{
 		{"start", "0", nil, []string{"step 0/40", "no graphs yet", "press n to run the first record"}},
 		{"first-record", "14", nil, []string{"step 14/40", "#0 foo", "← recorded", "record #0", "new root"}},
-		{"checkpoint", "31", nil, []string{"step 31/40", "#2 fee", "← recorded", "checkpoint: pool restored to #0's state"}},
+		{"checkpoint", "31", nil, []string{"step 31/40", "#2 fee", "← recorded", "checkpoint: pool restored to #0"}},
 		{"checkpoint-pool", "31", []string{"2"}, []string{"a 512 B^", "b 512 B^", "^ changed by last checkpoint", "graph pool"}},
 		{"checkpoint-delta", "31", []string{"3"}, []string{"re-allocated for live tensors (2):", "(this step)"}},
 		{"replay-invisible", "22", []string{"2"}, []string{"hold live replay outputs", "▒ a 16 B", "▒ b 16 B"}},

@@ -30,7 +30,10 @@ type command struct {
 var commands = []command{
 	{"check", "[-q] TRACE...", "check traces and report every problem", runCheck},
 	{"fmt", "[-w] TRACE", "rewrite a trace in canonical form", runFmt},
+	{"tui", tuiUsage, tuiSummary, runTUI},
+	{"open", "SESSION.json", "resume a saved debugging session in the terminal UI", runOpen},
 	{"export", exportUsage, exportSummary, runExport},
+	{"snapshot", "[--line L] [--device D] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},
 	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] TRACE", "run a trace and report what the tree did and why", runRun},
 }
@@ -56,8 +59,14 @@ func main() {
 // run is the whole program, testable: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
-		return 2
+		// No command: the TUI on the embedded demo trace, when there is a
+		// terminal to show it on.
+		if !haveTTY() {
+			fmt.Fprintf(stderr, "cgtviz: no terminal for the TUI (run it in a terminal, or use a command)\n\n")
+			usage(stderr)
+			return 2
+		}
+		return runTUI(ctx, nil, stdout, stderr)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -69,6 +78,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if c, ok := byName[args[0]]; ok {
 		return c.run(ctx, args[1:], stdout, stderr)
+	}
+	if isTraceArg(args[0]) {
+		// cgtviz TRACE: the TUI on that trace.
+		return runTUI(ctx, args, stdout, stderr)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		fmt.Fprintf(stderr, "cgtviz: unknown flag %s\nRun 'cgtviz -h' for usage.\n", args[0])
@@ -82,9 +95,10 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "cgtviz shows how PyTorch's CUDAGraph Trees run a trace.\n\nUsage:\n\n\tcgtviz <command> [flags] [args]\n\nCommands:\n\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, c := range commands {
-		fmt.Fprintf(tw, "\t%s %s\t%s\n", c.name, c.usage, c.summary)
+		fmt.Fprintf(tw, "\t%s\t%s\n", c.name, c.summary)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\n\tcgtviz [TRACE]\t(no command) the terminal UI on TRACE, or on the embedded demo\n")
 	fmt.Fprintf(w, "\nFlags:\n\n\t-h, --help\tthis help\n\t--version\tprint the version\n\nRun 'cgtviz <command> -h' for a command's flags.\n")
 }
 
@@ -139,4 +153,27 @@ func commandUsage(fs *flag.FlagSet, w io.Writer) {
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
+}
+
+// isTraceArg reports whether a first argument that is not a command names
+// a trace file (cgtviz TRACE opens the TUI on it).
+func isTraceArg(a string) bool {
+	if strings.HasPrefix(a, "-") {
+		return false
+	}
+	if strings.HasSuffix(a, ".jsonl") || a == "demo" {
+		return true
+	}
+	st, err := os.Stat(a)
+	return err == nil && !st.IsDir()
+}
+
+// haveTTY reports whether a terminal is there for the TUI.
+func haveTTY() bool {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }

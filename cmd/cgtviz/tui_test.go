@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,14 +15,20 @@ import (
 // TestTUIArgs covers what runTUI and runOpen refuse before they open the
 // terminal (the terminal itself is driven by tools/e2e/tui.sh).
 func TestTUIArgs(t *testing.T) {
-	dir := writeTraces(t)
+	dir := t.TempDir()
 	badSession := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(badSession, []byte(`{"cgtviz_session": 1, "trace": "demo", "position": 1000}`), 0o644); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string]string{
+		"bad.json": `{"cgtviz_session": 1, "trace": "demo", "position": 1000}`,
+		// A read of an unknown name: the checker refuses it at line 2.
+		"bad.cgt.jsonl": "{\"cgtviz\": 1}\n{\"op\": \"read\", \"name\": \"x\"}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct {
 		name   string
-		run    func(context.Context, []string, io2, io2) int
+		run    func(context.Context, []string, io.Writer, io.Writer) int
 		args   []string
 		code   int
 		stderr string
@@ -47,9 +54,6 @@ func TestTUIArgs(t *testing.T) {
 		})
 	}
 }
-
-// io2 is the writer type of the run functions' output arguments.
-type io2 = interface{ Write([]byte) (int, error) }
 
 // TestTUIExport renders the demo's tree at the checkpoint as SVG, as the e
 // key does.
