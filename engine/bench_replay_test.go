@@ -12,7 +12,7 @@ import (
 // do nothing: benchmarks over it measure the engine's own CPU time.
 type nullDevice struct{ *sim.Device }
 
-func (nullDevice) LaunchGraph(device.ExecHandle, device.Stream) error         { return nil }
+func (nullDevice) LaunchGraph(device.ExecHandle, device.Stream) error          { return nil }
 func (nullDevice) CopyDtoD(device.Stream, device.Ptr, device.Ptr, int64) error { return nil }
 
 func replayEngine(b *testing.B) (*Engine, []traces.Record) {

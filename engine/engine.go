@@ -57,6 +57,10 @@ type Engine struct {
 	// lazily before its first heavy mutation (see snapshot.go).
 	saved *snapshot
 	light lightState
+	// stepChunk and eventChunk amortise the allocation of Steps and of
+	// their events (see newStep).
+	stepChunk  []Step
+	eventChunk []Event
 }
 
 // devState is one device: the device, its caching allocator and its tree.
@@ -162,7 +166,8 @@ type Step struct {
 // Apply runs one record. It never panics on a record, and when the record
 // fails the engine is exactly as it was before it.
 func (e *Engine) Apply(rec *traces.Record) (step *Step) {
-	step = &Step{Index: e.steps, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Node: -1, Parent: -1}
+	step = e.newStep()
+	*step = Step{Index: e.steps, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Node: -1, Parent: -1}
 	e.events = e.events[:0]
 	e.saved = nil
 	e.saveLight()
@@ -180,7 +185,7 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 			e.counters.Errors++
 			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err})
 		}
-		step.Events = append([]Event(nil), e.events...)
+		step.Events = e.keepEvents(e.events)
 		e.steps++
 		if rec.Op != traces.OpExpect {
 			e.last = step
@@ -248,8 +253,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 	case traces.OpStep:
 		// torch.compiler.cudagraph_mark_step_begin()
 		e.markStep--
-		e.emit(Event{Kind: EvGeneration, Line: rec.Line, Node: -1, Parent: -1, Generation: e.markStep,
-			Msg: fmt.Sprintf("cudagraph_mark_step_begin: mark_step_counter is now %d", e.markStep)})
+		e.emit(Event{Kind: EvGeneration, Line: rec.Line, Node: -1, Parent: -1, Generation: e.markStep})
 		return nil
 	case traces.OpRead:
 		_, err := e.readValues(rec.Name)
@@ -488,3 +492,33 @@ func formatValues(v []float32) string {
 }
 
 var _ = kernels.Add
+
+// newStep hands out Steps from chunks: a run makes one per record, and a
+// chunk allocation amortises them (callers may keep any Step).
+func (e *Engine) newStep() *Step {
+	if len(e.stepChunk) == 0 {
+		e.stepChunk = make([]Step, 256)
+	}
+	s := &e.stepChunk[0]
+	e.stepChunk = e.stepChunk[1:]
+	return s
+}
+
+// keepEvents copies evs into append-only chunks, so that a Step's events
+// need no allocation of their own; a chunk is never written again once
+// handed out.
+func (e *Engine) keepEvents(evs []Event) []Event {
+	if len(evs) == 0 {
+		return nil
+	}
+	if len(evs) > cap(e.eventChunk)-len(e.eventChunk) {
+		n := 1024
+		if len(evs) > n {
+			n = len(evs)
+		}
+		e.eventChunk = make([]Event, 0, n)
+	}
+	start := len(e.eventChunk)
+	e.eventChunk = append(e.eventChunk, evs...)
+	return e.eventChunk[start:len(e.eventChunk):len(e.eventChunk)]
+}

@@ -252,6 +252,26 @@ type Event struct {
 	Msg string
 }
 
+// Text returns the event's message for people. Frequent kinds (replays,
+// steps, tensor deaths) carry no Msg: their text is built from the fields
+// only when asked, which keeps the replay fast path free of formatting.
+func (ev Event) Text() string {
+	if ev.Msg != "" {
+		return ev.Msg
+	}
+	switch ev.Kind {
+	case EvReplay:
+		return fmt.Sprintf("Executing graph %d of function %d", ev.Node, ev.FnID)
+	case EvGeneration:
+		return fmt.Sprintf("cudagraph_mark_step_begin: mark_step_counter is now %d", ev.Generation)
+	case EvTensorDied:
+		if len(ev.Tensors) > 0 && len(ev.Ptrs) > 0 {
+			return fmt.Sprintf("%s at %#x died", ev.Tensors[0], ev.Ptrs[0])
+		}
+	}
+	return ev.Kind.String()
+}
+
 // CheckpointView is the allocator's checkpoint delta in the engine's words:
 // blocks re-allocated for live tensors, and blocks freed for dead ones.
 type CheckpointView struct {

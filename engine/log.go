@@ -34,7 +34,7 @@ func LogLine(file string, ev Event) string {
 	case EvDealloc:
 		msg = fmt.Sprintf("%s: %v", ev.Msg, ev.Tensors)
 	default:
-		msg = ev.Msg
+		msg = ev.Text()
 	}
 	if msg == "" {
 		return ""

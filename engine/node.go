@@ -52,9 +52,13 @@ type Node struct {
 	// Inputs. Static covers static_input_idxs (parameters and managed
 	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
 	// pointers of static inputs and the placeholders of copied ones.
-	Static      []bool
-	Managed     []bool
-	Ptrs        []device.Ptr
+	Static  []bool
+	Managed []bool
+	Ptrs    []device.Ptr
+	// CopySrc is, per copied input, the source its copy node in the graph
+	// reads from now (0 when unknown): a replay updates the node only when
+	// the input moved.
+	CopySrc     []device.Ptr
 	InputShapes [][]int
 	InputNames  []string
 
@@ -85,6 +89,7 @@ func (n *Node) clone() *Node {
 	}
 	c.childOrder = append([]int(nil), n.childOrder...)
 	c.OutWeak = append([]int(nil), n.OutWeak...)
+	c.CopySrc = append([]device.Ptr(nil), n.CopySrc...)
 	if n.Cached != nil {
 		c.Cached = append([]int(nil), n.Cached...)
 	}
@@ -204,16 +209,20 @@ func argName(rec *traces.Record, i int) string {
 // executeNode replays n (execute_node + CUDAGraphNode.run).
 func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
-	// Copy the non-static inputs into their placeholders, then replay.
+	// The graph's first nodes copy the non-static inputs into their
+	// placeholders (PyTorch's _foreach_copy_ before replay, in the graph);
+	// point them at the inputs' current addresses where they moved.
 	for i, t := range args {
 		if n.Static[i] {
 			continue
 		}
-		s := e.tt.storages[t.Storage]
-		if cnt := numElems(t.Shape); cnt > 0 {
-			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], s.Ptr, cnt); err != nil {
+		src := e.tt.storages[t.Storage].Ptr
+		if cnt := numElems(t.Shape); cnt > 0 && src != n.CopySrc[i] {
+			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
+				n.CopySrc[i] = 0
 				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
 			}
+			n.CopySrc[i] = src
 		}
 	}
 	if err := dev.LaunchGraph(n.Exec, device.SideStream); err != nil {
@@ -222,7 +231,7 @@ func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Re
 	// From here on nothing can fail: the replay happened.
 	m.cur = n.ID
 	m.pathState = PathExecution
-	m.warmups = map[int]*WarmupNode{}
+	m.warmups = nil
 	e.updateGeneration(m)
 	outs := e.reconstructOutputs(m, n, rec)
 	n.Replays++
@@ -233,8 +242,7 @@ func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Re
 	if n.Parent >= 0 {
 		step.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
 	}
-	e.emit(Event{Kind: EvReplay, Line: rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent,
-		Msg: fmt.Sprintf("Executing graph %d of function %d", n.ID, n.Fn)})
+	e.emit(Event{Kind: EvReplay, Line: rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
 	return outs, ActionReplay, nil
 }
 
@@ -325,6 +333,9 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 			nonPath[s.ID] = true
 		}
 	}
+	if m.warmups == nil {
+		m.warmups = map[int]*WarmupNode{}
+	}
 	m.warmups[w.ID] = w
 	m.cur = w.ID
 	m.pathState = PathWarmup
@@ -396,6 +407,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	parentPath := m.path(parent)
 	nIn := len(args)
 	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
+	n.CopySrc = make([]device.Ptr, nIn)
 	for i, t := range args {
 		s := tt.storages[t.Storage]
 		n.InputNames[i] = argName(rec, i)
@@ -440,11 +452,6 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 		if err != nil {
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
-		if cnt := numElems(t.Shape); cnt > 0 {
-			if err := dev.CopyDtoD(device.SideStream, cs.Ptr, s.Ptr, cnt); err != nil {
-				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
-			}
-		}
 		ct := tt.newTensor(cs, t.Shape, rec.Line, cs.What)
 		copies = append(copies, ct)
 		bodyArgs[i] = ct
@@ -465,6 +472,20 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 			}
 		}
 	}()
+	// The input copies are the graph's first nodes: every replay copies
+	// the inputs' current values into the placeholders.
+	for i, t := range args {
+		if n.Static[i] {
+			continue
+		}
+		src := tt.storages[t.Storage].Ptr
+		if cnt := numElems(t.Shape); cnt > 0 {
+			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], src, cnt); err != nil {
+				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
+			}
+			n.CopySrc[i] = src
+		}
+	}
 	outs, err := e.runBody(m.ds, f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: rec.Line, what: fmt.Sprintf("%s (record #%d)", f.Name, id)})
 	// The owning input copies die with the body (the model clears its inputs).
 	for _, ct := range copies {
@@ -564,7 +585,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	}
 	m.cur = id
 	m.pathState = PathRecording
-	m.warmups = map[int]*WarmupNode{}
+	m.warmups = nil
 	e.updateGeneration(m)
 	e.counters.Recordings++
 	if rerecord {

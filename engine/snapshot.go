@@ -113,6 +113,19 @@ func (e *Engine) rollback() {
 		e.saved = nil
 	}
 	e.restoreLight()
+	// A device that cannot be snapshotted keeps what it did; the copy
+	// sources the nodes remember may no longer be the graphs' own: make
+	// the next replay of each node set them again.
+	for _, ds := range e.devs {
+		if _, ok := ds.dev.(device.Snapshotter); ok {
+			continue
+		}
+		for _, n := range ds.m.nodes {
+			for i := range n.CopySrc {
+				n.CopySrc[i] = 0
+			}
+		}
+	}
 }
 
 // clone deep-copies a manager. Nodes are copied (their mutable parts);
@@ -142,6 +155,10 @@ func (m *manager) clone() *manager {
 	c.fnKeys = make(map[string]int, len(m.fnKeys))
 	for k, v := range m.fnKeys {
 		c.fnKeys[k] = v
+	}
+	c.fnByName = make(map[string][]int, len(m.fnByName))
+	for k, v := range m.fnByName {
+		c.fnByName[k] = append([]int(nil), v...)
 	}
 	c.warnedFns = copySet(m.warnedFns)
 	c.warnedMutation = copySet(m.warnedMutation)

@@ -36,6 +36,8 @@ type manager struct {
 
 	funcs  []*Function
 	fnKeys map[string]int
+	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
+	fnByName map[string][]int
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -78,7 +80,7 @@ func (m *manager) curWarmup() *WarmupNode {
 func (m *manager) setCurrentNone() {
 	m.cur = noNode
 	m.pathState = PathNone
-	m.warmups = map[int]*WarmupNode{}
+	m.warmups = nil
 }
 
 // ---- generations ----
@@ -192,6 +194,13 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 // function returns the FunctionID for def called with these shapes and
 // static flags, creating it (with a new id) on first use.
 func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool) (*Function, error) {
+	// The usual case, a call seen before, compares shapes without
+	// building the key string.
+	for _, id := range m.fnByName[def.Fn] {
+		if f := m.funcs[id]; sameSignature(f, shapes, static) {
+			return f, nil
+		}
+	}
 	key := fnKey(def.Fn, shapes, static, m.ds.index)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.funcs[id], nil
@@ -212,7 +221,23 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	}
 	m.funcs = append(m.funcs, f)
 	m.fnKeys[key] = f.ID
+	if m.fnByName == nil {
+		m.fnByName = map[string][]int{}
+	}
+	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
 	return f, nil
+}
+
+func sameSignature(f *Function, shapes [][]int, static []bool) bool {
+	if len(f.Shapes) != len(shapes) {
+		return false
+	}
+	for i := range shapes {
+		if f.Static[i] != static[i] || !sameShape(f.Shapes[i], shapes[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }
@@ -411,11 +436,11 @@ func (e *Engine) tryEndCurrRecording(m *manager, f *Function, args []*Tensor, re
 		if err := e.deallocCurrentPath(m, args, rec); err != nil {
 			return err
 		}
-		e.endPath(m, rec, "a new generation started")
+		e.endPath(m, rec, whyNewGeneration)
 		return nil
 	}
 	if e.allOutputsDead(m) {
-		e.endPath(m, rec, "every output of the path is dead")
+		e.endPath(m, rec, whyAllDead)
 		return nil
 	}
 	e.checkWarnOnUnableToStart(m, f, rec)
@@ -431,16 +456,22 @@ func (e *Engine) tryEndCurrExecution(m *manager, rec *traces.Record) {
 		return
 	}
 	if e.canStartNewGeneration(m) {
-		e.endPath(m, rec, "a new generation started")
+		e.endPath(m, rec, whyNewGeneration)
 		return
 	}
 	if e.allOutputsDead(m) {
-		e.endPath(m, rec, "every output of the path is dead")
+		e.endPath(m, rec, whyAllDead)
 	}
 }
 
+// Why a path ends (the messages of EvPathEnd).
+const (
+	whyNewGeneration = "path ended: a new generation started"
+	whyAllDead       = "path ended: every output of the path is dead"
+)
+
 func (e *Engine) endPath(m *manager, rec *traces.Record, why string) {
-	ev := Event{Kind: EvPathEnd, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: "path ended: " + why}
+	ev := Event{Kind: EvPathEnd, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: why}
 	if n := m.curNode(); n != nil {
 		ev.Node = n.ID
 	} else if w := m.curWarmup(); w != nil {

@@ -13,7 +13,7 @@ import (
 func eventText(ev *engine.Event) string {
 	switch ev.Kind {
 	case engine.EvWarmup:
-		return withMsg(fmt.Sprintf("warmup %d %s", ev.WarmupID, ev.Fn), ev.Msg)
+		return withMsg(fmt.Sprintf("warmup %d %s", ev.WarmupID, ev.Fn), ev.Text())
 	case engine.EvRecord:
 		s := fmt.Sprintf("record #%d %s: %s", ev.Node, ev.Fn, ev.Cause)
 		if ev.Parent >= 0 {
@@ -26,7 +26,7 @@ func eventText(ev *engine.Event) string {
 	case engine.EvReplay:
 		return fmt.Sprintf("replay #%d %s", ev.Node, ev.Fn)
 	case engine.EvEager:
-		return withMsg("eager "+ev.Fn, ev.Msg)
+		return withMsg("eager "+ev.Fn, ev.Text())
 	case engine.EvCheckpoint:
 		s := fmt.Sprintf("checkpoint: pool restored to #%d's state", ev.Node)
 		if ev.Delta != nil {
@@ -40,7 +40,7 @@ func eventText(ev *engine.Event) string {
 	case engine.EvGeneration:
 		return fmt.Sprintf("generation %d", ev.Generation)
 	case engine.EvPathEnd:
-		return withMsg("path end", ev.Msg)
+		return withMsg("path end", ev.Text())
 	case engine.EvInvariantFailed:
 		if len(ev.Failures) == 1 {
 			return "cannot replay " + ev.Failures[0].Describe()
@@ -49,7 +49,7 @@ func eventText(ev *engine.Event) string {
 	case engine.EvTensorDied:
 		return "died: " + strings.Join(ev.Tensors, ", ")
 	}
-	return withMsg(ev.Kind.String(), ev.Msg)
+	return withMsg(ev.Kind.String(), ev.Text())
 }
 
 func withMsg(s, msg string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 func TestStepAndBack(t *testing.T) {
@@ -52,23 +53,31 @@ func TestStepAndBack(t *testing.T) {
 	}
 }
 
-// TestBusy checks that a move waits for the last one: keys that move do
-// nothing while a command runs, and the UI never touches the session then.
+// TestBusy checks that keys typed while a command runs wait their turn:
+// the UI never touches the session then, and nothing typed is lost.
 func TestBusy(t *testing.T) {
 	m := newModel(t, seedA, 120, 40, Options{})
 	_, cmd := m.Update(keyMsg("n"))
 	if cmd == nil || !m.Busy() {
 		t.Fatal("n returned no command or the UI is not busy")
 	}
-	if _, again := m.Update(keyMsg("n")); again != nil {
-		t.Error("a second n while busy returned a command")
+	// Typed ahead: another n, then "go to 31" — whose digits must reach the
+	// prompt, not focus panes.
+	for _, k := range append([]string{"n", "g"}, append(typed("31"), "enter")...) {
+		if _, c := m.Update(keyMsg(k)); c != nil {
+			t.Fatalf("%s while busy returned a command", k)
+		}
 	}
 	if !strings.Contains(screenText(m), "running…") {
 		t.Error("the status line does not say a command runs")
 	}
-	m.Update(cmd())
-	if m.Busy() || m.Pos() != 1 {
-		t.Errorf("after the command: busy %v, pos %d", m.Busy(), m.Pos())
+	var positions []int
+	for cmd != nil {
+		_, cmd = m.Update(cmd())
+		positions = append(positions, m.Pos())
+	}
+	if !slices.Equal(positions, []int{1, 2, 31}) || m.Busy() || m.focus != paneTrace {
+		t.Errorf("positions %v, busy %v, focus %d; want [1 2 31], idle, the trace", positions, m.Busy(), m.focus)
 	}
 }
 
@@ -298,5 +307,59 @@ func TestBookmarks(t *testing.T) {
 	press(t, m, "m", "enter")
 	if !m.msgErr {
 		t.Errorf("an empty bookmark name was accepted: %q", m.Message())
+	}
+}
+
+// TestOddTraces drives the UI over an empty trace and a two-device trace:
+// nothing panics, and both devices' trees show.
+func TestOddTraces(t *testing.T) {
+	empty := traces.NewBuilder("empty").Trace()
+	two := traces.NewBuilder("two devices").Devices(2).
+		Def("f", []string{"x"}, []string{"y"}, traces.S("y", "add", "x", 1)).
+		OnDevice(1).Tensor("a", []int{4}, traces.InitOnes).
+		Step().Call("f", []string{"a"}, "o1").
+		Step().Call("f", []string{"a"}, "o2").
+		Step().Call("f", []string{"a"}, "o3").
+		Trace()
+	for _, tr := range []*traces.Trace{empty, two} {
+		s, err := sessions.New(tr, sessions.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := New(s, Options{})
+		for _, sz := range [][2]int{{80, 24}, {160, 48}} {
+			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			press(t, m, "n", "n", "c", "N", "C", "b", "1", "j", "enter", "2", "end", "3", "5", "6", "end", "/", "x", "enter", "B", "enter")
+			_ = screenText(m)
+		}
+		if tr == two {
+			if ps := tr.Check(); len(ps) > 0 {
+				t.Fatalf("two-device trace does not check: %v", ps)
+			}
+			gotoStep(t, m, "8")
+			got := screenText(m)
+			if !strings.Contains(got, "dev 0 sim") || !strings.Contains(got, "dev 1 sim") || !strings.Contains(got, "#0 f") {
+				t.Errorf("two-device screen lacks a device or the node:\n%s", got)
+			}
+			if m.dev != 1 {
+				t.Errorf("the pool shows device %d, want 1 (the device of the last call)", m.dev)
+			}
+		} else if m.Pos() != 0 {
+			t.Errorf("empty trace: at %d", m.Pos())
+		}
+	}
+}
+
+// TestWarmupSelected checks that a warmup step selects its warmup node, whose
+// details then show.
+func TestWarmupSelected(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	gotoStep(t, m, "9")
+	l, ok := m.tree.selected()
+	if !ok || l.kind != treeWarmup || l.id != -2 {
+		t.Fatalf("selected %+v, want warmup node -2", l)
+	}
+	if got := screenText(m); !strings.Contains(got, "warmup node -2 fee") || !strings.Contains(got, "← warmed up") {
+		t.Errorf("screen lacks the warmup node's details:\n%s", got)
 	}
 }

@@ -129,8 +129,9 @@ type Model struct {
 	other         pane // the last focused pane other than the trace (compact layout)
 	dev           int  // the device the pool and tensors show
 
-	busy bool
-	snap snapshot
+	busy    bool
+	pending []tea.KeyPressMsg // keys typed while busy, handled in order after
+	snap    snapshot
 
 	tree    treePane
 	pool    poolPane
@@ -196,8 +197,17 @@ func (m *Model) install(snap snapshot) {
 		m.dev = 0
 	}
 	m.tree.rebuild(snap.state, snap.step)
-	if st := snap.step; st != nil && st.Node >= 0 {
-		m.tree.selectNode(st.Device, st.Node)
+	if st := snap.step; st != nil {
+		switch {
+		case st.Node >= 0:
+			m.tree.selectNode(st.Device, st.Node)
+		case st.Action == engine.ActionWarmup:
+			for _, ev := range st.Events {
+				if ev.Kind == engine.EvWarmup {
+					m.tree.selectNode(ev.Device, ev.WarmupID)
+				}
+			}
+		}
 	}
 	m.trace.cursor = max(snap.pos-1, 0)
 	// Keep the record just run a third of the way up from the bottom, so
@@ -247,18 +257,47 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.busy = false
 		m.install(msg.snap)
 		m.setMsg(msg.info, msg.err)
-		return m, nil
+		return m, m.drain()
 	case savedMsg:
 		m.busy = false
 		m.setMsg("saved session to "+msg.path, msg.err)
-		return m, nil
+		return m, m.drain()
 	case exportedMsg:
 		m.setMsg("exported tree to "+msg.path, msg.err)
 		return m, nil
 	case tea.KeyPressMsg:
+		if msg.String() == "ctrl+c" {
+			return m, tea.Quit
+		}
+		// Keys typed while a command runs wait their turn, in order: n
+		// pressed ten times steps ten times, and "g31⏎" typed ahead still
+		// goes to the prompt.
+		if m.busy || len(m.pending) > 0 {
+			if len(m.pending) < maxPending {
+				m.pending = append(m.pending, msg)
+			}
+			return m, nil
+		}
 		return m, m.key(msg)
 	}
 	return m, nil
+}
+
+// maxPending bounds the keys typed ahead of a running command; more are
+// dropped (a key held down for seconds on a slow trace).
+const maxPending = 256
+
+// drain handles the keys typed while the last command ran, up to the first
+// that starts another command.
+func (m *Model) drain() tea.Cmd {
+	for len(m.pending) > 0 && !m.busy {
+		k := m.pending[0]
+		m.pending = m.pending[1:]
+		if cmd := m.key(k); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
 }
 
 func (m *Model) setMsg(info string, err error) {
@@ -295,8 +334,6 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if d, err := strconv.Atoi(k.String()); err == nil {
 			m.focusPane(pane(d - 1))
 		}
-	case m.busy:
-		m.msg, m.msgErr = "busy: a command is running", false
 	case key.Matches(k, km.Next):
 		return m.move(func(s *sessions.Session) (string, error) {
 			if _, ok := s.Step(); !ok {

@@ -162,7 +162,7 @@ func pieces(sg *engine.SegmentView, where map[string]engine.TensorView) []piece 
 			spans = occupied(b, where)
 		}
 		if len(spans) == 0 {
-			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: strings.Join(b.Tensors, ",")})
+			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: joinNames(b.Tensors)})
 			continue
 		}
 		at := b.Addr
@@ -178,6 +178,16 @@ func pieces(sg *engine.SegmentView, where map[string]engine.TensorView) []piece 
 		}
 	}
 	return out
+}
+
+// joinNames joins a block's tensor names in sorted order: the engine lists the
+// names of storages sharing an address in no fixed order, and the screen
+// must not flicker between equal states.
+func joinNames(ns []string) string {
+	if len(ns) < 2 {
+		return strings.Join(ns, ",")
+	}
+	return strings.Join(slices.Sorted(slices.Values(ns)), ",")
 }
 
 // span is the part of a block one storage occupies.
@@ -210,7 +220,12 @@ func occupied(b *engine.BlockView, where map[string]engine.TensorView) []span {
 	if len(out) < 2 {
 		return out
 	}
-	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	slices.SortFunc(out, func(a, b span) int {
+		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.names, b.names)
+	})
 	merged := out[:1]
 	for _, sp := range out[1:] {
 		if k := len(merged) - 1; sp.lo < merged[k].hi {

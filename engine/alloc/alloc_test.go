@@ -147,6 +147,8 @@ func TestSequences(t *testing.T) {
 		want []string
 		// segFrees is the number of segments given back to the device.
 		segFrees int
+		// descending: the device hands out decreasing addresses.
+		descending bool
 	}{
 		{
 			name: "free merges back to one block and is reused at the same address",
@@ -160,6 +162,16 @@ func TestSequences(t *testing.T) {
 				{'f', 1, 0, 0}, {'f', 3, 0, 0}, {'f', 5, 0, 0}, {'a', 7, 1500, 0},
 			},
 			want: []string{"2097152: 4096 F 512/512 A 1536/1500 A 512 F 512/512 A 2048 F 512/512 A 2087424 F"},
+		},
+		{
+			// H200 run 1, seq00: of two whole free 80 MiB segments the
+			// one made later had the lower address and took the request.
+			name: "best fit between equal blocks of two segments takes the lower address, not the older segment",
+			ops: []op{
+				{'a', 1, 82946680, 0}, {'a', 2, 82639245, 0}, {'f', 1, 0, 0}, {'f', 2, 0, 0}, {'a', 3, 26411116, 0},
+			},
+			descending: true,
+			want:       []string{"83886080: 26411520/26411116 A 57474560 F", "83886080: 83886080 F"},
 		},
 		{
 			name: "free blocks are never shared across streams",
@@ -207,6 +219,7 @@ func TestSequences(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dev := newFakeDevice(1 << 40)
+			dev.descending = c.descending
 			a := New(dev, 0, c.opts)
 			ptrs := map[int]Ptr{}
 			for _, o := range c.ops {

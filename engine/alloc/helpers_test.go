@@ -29,7 +29,9 @@ type fakeDevice struct {
 	maxSegment int64
 	// noReuse hands out fresh addresses only.
 	noReuse bool
-	frees   int
+	// descending makes fresh addresses decrease, as cudaMalloc's may.
+	descending bool
+	frees      int
 }
 
 func newFakeDevice(total int64) *fakeDevice {
@@ -52,6 +54,9 @@ func (d *fakeDevice) MallocSegment(size int64) (device.Ptr, error) {
 	if len(f) > 0 {
 		p = f[len(f)-1]
 		d.freed[size] = f[:len(f)-1]
+	} else if d.descending {
+		d.next -= device.Ptr((size + 2*MiB - 1) / (2 * MiB) * (2 * MiB))
+		p = d.next
 	} else {
 		p = d.next
 		d.next += device.Ptr((size + 2*MiB - 1) / (2 * MiB) * (2 * MiB))

@@ -60,25 +60,33 @@ type TraceEntry struct {
 const DefaultTraceMax = 100_000
 
 // chunkLen is the number of entries per chunk of the log.
-const chunkLen = 1024
+const chunkLen = 64
 
-// traceLog is the bounded event log: a list of chunks. Full chunks are
-// never written again, so clones share them and a clone costs O(number of
-// chunks + one chunk). A dropped chunk that no clone shares is reused, so a
-// long run allocates nothing for its log once it is full.
+// traceLog is the bounded event log: a list of chunks. A clone shares
+// every chunk and the list itself, so it costs O(1): each chunk remembers
+// the generation of the log that made it, and a log appends to (or reuses)
+// only chunks of its own generation; a shared last chunk is copied before
+// its next append. The engine clones allocators before every record that
+// may fail, so this matters. A dropped chunk that no clone shares is
+// reused, so a long run allocates nothing for its log once it is full.
 type traceLog struct {
 	chunks []*traceChunk
 	n      int // entries held in chunks
 	max    int
 	seq    int64
 	spare  *traceChunk
+	gen    uint64
 }
+
+// traceGen hands out log generations; atomic because clones may be made
+// and used in other goroutines.
+var traceGen atomic.Uint64
 
 type traceChunk struct {
 	entries []TraceEntry
-	// shared is set when a clone took the chunk; it never clears. Atomic
-	// because the clone may live in another goroutine.
-	shared atomic.Bool
+	// gen is the generation of the log that owns the chunk: only that log
+	// may write it. Set before the chunk is shared, never changed after.
+	gen uint64
 }
 
 func (t *traceLog) add(e TraceEntry) {
@@ -90,15 +98,23 @@ func (t *traceLog) add(e TraceEntry) {
 // next appends a zero entry, numbered, and returns it to be filled in
 // place (entries are big; this saves copying them twice).
 func (t *traceLog) next() *TraceEntry {
+	if t.gen == 0 {
+		t.gen = traceGen.Add(1)
+	}
 	if len(t.chunks) == 0 || len(t.chunks[len(t.chunks)-1].entries) == chunkLen {
 		c := t.spare
 		if c != nil {
 			t.spare = nil
 			c.entries = c.entries[:0]
 		} else {
-			c = &traceChunk{entries: make([]TraceEntry, 0, chunkLen)}
+			c = &traceChunk{entries: make([]TraceEntry, 0, chunkLen), gen: t.gen}
 		}
 		t.chunks = append(t.chunks, c)
+	} else if last := t.chunks[len(t.chunks)-1]; last.gen != t.gen {
+		// Shared with a clone: copy it before writing.
+		cp := &traceChunk{entries: make([]TraceEntry, len(last.entries), chunkLen), gen: t.gen}
+		copy(cp.entries, last.entries)
+		t.chunks = append(t.chunks[:len(t.chunks)-1:len(t.chunks)-1], cp)
 	}
 	last := t.chunks[len(t.chunks)-1]
 	last.entries = last.entries[:len(last.entries)+1]
@@ -109,15 +125,25 @@ func (t *traceLog) next() *TraceEntry {
 	for len(t.chunks) > 1 && t.n-len(t.chunks[0].entries) >= t.max {
 		old := t.chunks[0]
 		t.n -= len(old.entries)
-		if !old.shared.Load() {
+		if old.gen == t.gen {
 			t.spare = old
 		}
-		// Slide rather than reslice so the array does not creep forward.
-		copy(t.chunks, t.chunks[1:])
-		t.chunks[len(t.chunks)-1] = nil
-		t.chunks = t.chunks[:len(t.chunks)-1]
+		// Reslice: the list may be shared with a clone, which must not see
+		// it change. Appends reallocate it as it creeps forward.
+		t.chunks = t.chunks[1:]
 	}
 	return e
+}
+
+// clone shares the log: both logs take new generations, so neither writes
+// a chunk the other can see.
+func (t *traceLog) clone() traceLog {
+	t.gen = traceGen.Add(1)
+	c := traceLog{n: t.n, max: t.max, seq: t.seq, gen: traceGen.Add(1)}
+	c.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
+	t.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
+	t.spare = nil
+	return c
 }
 
 // entries returns the last max entries, oldest first.
@@ -138,22 +164,4 @@ func (t *traceLog) entries() []TraceEntry {
 // dropped is the number of entries no longer kept.
 func (t *traceLog) dropped() int64 {
 	return t.seq - int64(min(t.n, t.max))
-}
-
-// clone copies the log; full chunks are shared, the partial last one is
-// copied.
-func (t *traceLog) clone() traceLog {
-	c := traceLog{n: t.n, max: t.max, seq: t.seq}
-	c.chunks = make([]*traceChunk, len(t.chunks), len(t.chunks)+1)
-	for i, ch := range t.chunks {
-		if len(ch.entries) < chunkLen {
-			cp := &traceChunk{entries: make([]TraceEntry, len(ch.entries), chunkLen)}
-			copy(cp.entries, ch.entries)
-			c.chunks[i] = cp
-			continue
-		}
-		ch.shared.Store(true)
-		c.chunks[i] = ch
-	}
-	return c
 }

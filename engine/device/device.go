@@ -94,6 +94,12 @@ type Device interface {
 	Instantiate(g GraphHandle) (ExecHandle, error)
 	// LaunchGraph replays an executable graph on s.
 	LaunchGraph(e ExecHandle, s Stream) error
+	// UpdateCopy points the memcpy node of e that writes dst at a new
+	// source (cuGraphExecMemcpyNodeSetParams). The engine captures the copy
+	// of each non-static input into its placeholder as a node of the graph,
+	// so a replay is one launch; only when an input moves does the node
+	// need a new source.
+	UpdateCopy(e ExecHandle, dst, src Ptr, n int64) error
 	// GraphNodes lists a captured graph's nodes in capture order.
 	GraphNodes(g GraphHandle) ([]GraphNode, error)
 	// GraphDOT returns the graph as Graphviz DOT text (cuGraphDebugDotPrint

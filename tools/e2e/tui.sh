@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tui.sh drives the cgtviz terminal debugger in tmux the way a person would:
 # it opens the embedded demo in a 120x40 terminal, steps with n, opens the
-# help with ?, steps back with N, quits with q, and checks after each key what
-# the screen shows (the tree's "#0 foo", the step in the status line).
+# help with ?, steps back with N, goes to the checkpoint, saves with s, quits
+# with q and resumes with `cgtviz open`, checking after each key what the
+# screen shows (the tree's "#0 foo", the step in the status line).
 #
 #   tools/e2e/tui.sh                  build ./cmd/cgtviz and run the checks
 #   CGTVIZ_BIN=path tools/e2e/tui.sh  use a binary built elsewhere
@@ -91,6 +92,17 @@ if [[ -n ${SCREENSHOT:-} ]]; then
 	tm capture-pane -e -p -t main >"$SCREENSHOT"
 fi
 
+# Save the session, quit, and resume it with `cgtviz open`.
+key s
+expect "saved session to cgtviz-session.json"
+key q
+expect "cgtviz exited with status 0"
+
+tm kill-session -t main
+tm new-session -d -s main -x 120 -y 40 \
+	"cd '$work' && TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
+expect "step 31/40"
+expect "#2 fee"
 key q
 expect "cgtviz exited with status 0"
 echo "tui.sh: ok"

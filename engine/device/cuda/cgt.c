@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include <stdlib.h>
 #include "cgt.h"
 
 // cgt_bind makes ctx current on the calling thread unless it already is.
@@ -151,6 +152,41 @@ CUresult cgt_graph_launch(CUcontext ctx, uint64_t e, CUstream st) {
 	CUresult r = cgt_bind(ctx);
 	if (r != CUDA_SUCCESS) return r;
 	return cuGraphLaunch((CUgraphExec)(uintptr_t)e, st);
+}
+
+// cgt_exec_update_copy finds the memcpy node of graph g that writes dst and
+// sets its source in the executable graph e. The engine captures each input
+// copy into the graph, so this runs only when an input moved.
+CUresult cgt_exec_update_copy(CUcontext ctx, uint64_t g, uint64_t e, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	size_t n = 0;
+	r = cuGraphGetNodes((CUgraph)(uintptr_t)g, NULL, &n);
+	if (r != CUDA_SUCCESS) return r;
+	CUgraphNode small[64];
+	CUgraphNode *nodes = small;
+	if (n > 64) {
+		nodes = (CUgraphNode *)malloc(n * sizeof(CUgraphNode));
+		if (nodes == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r = cuGraphGetNodes((CUgraph)(uintptr_t)g, nodes, &n);
+	CUresult found = CUDA_ERROR_NOT_FOUND;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		CUgraphNodeType t;
+		if (cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_MEMCPY) continue;
+		CUDA_MEMCPY3D p;
+		if (cuGraphMemcpyNodeGetParams(nodes[i], &p) != CUDA_SUCCESS) continue;
+		if (p.dstDevice != dst) continue;
+		if (p.WidthInBytes * (p.Height ? p.Height : 1) * (p.Depth ? p.Depth : 1) != bytes) {
+			found = CUDA_ERROR_INVALID_VALUE;
+			break;
+		}
+		p.srcDevice = src;
+		found = cuGraphExecMemcpyNodeSetParams((CUgraphExec)(uintptr_t)e, nodes[i], &p, ctx);
+		break;
+	}
+	if (nodes != small) free(nodes);
+	return r != CUDA_SUCCESS ? r : found;
 }
 
 CUresult cgt_graph_destroy(CUcontext ctx, uint64_t g) {

@@ -47,6 +47,7 @@ CUresult cgt_begin_capture(CUcontext ctx, CUstream st);
 CUresult cgt_end_capture(CUcontext ctx, CUstream st, uint64_t *g);
 CUresult cgt_instantiate(CUcontext ctx, uint64_t g, uint64_t *e);
 CUresult cgt_graph_launch(CUcontext ctx, uint64_t e, CUstream st);
+CUresult cgt_exec_update_copy(CUcontext ctx, uint64_t g, uint64_t e, CUdeviceptr dst, CUdeviceptr src, size_t bytes);
 CUresult cgt_graph_destroy(CUcontext ctx, uint64_t g);
 CUresult cgt_exec_destroy(CUcontext ctx, uint64_t e);
 CUresult cgt_graph_dot(CUcontext ctx, uint64_t g, const char *path);

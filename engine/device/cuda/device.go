@@ -80,6 +80,9 @@ type Device struct {
 	byFunc    map[uintptr]kernelEntry
 	capturing [2]bool
 	closed    bool
+	// execGraph maps an executable graph to the graph it was instantiated
+	// from: UpdateCopy needs the graph's node handles.
+	execGraph map[device.ExecHandle]device.GraphHandle
 }
 
 var _ device.Device = (*Device)(nil)
@@ -542,6 +545,10 @@ func (d *Device) Instantiate(g device.GraphHandle) (device.ExecHandle, error) {
 	if err := check("cuGraphInstantiateWithFlags", C.cgt_instantiate(d.cctx, C.uint64_t(g), &e)); err != nil {
 		return 0, err
 	}
+	if d.execGraph == nil {
+		d.execGraph = map[device.ExecHandle]device.GraphHandle{}
+	}
+	d.execGraph[device.ExecHandle(e)] = g
 	return device.ExecHandle(e), nil
 }
 
@@ -625,7 +632,25 @@ func (d *Device) DestroyExec(e device.ExecHandle) error {
 	if e == 0 {
 		return errors.New("cuda: destroy of a null executable graph")
 	}
+	delete(d.execGraph, e)
 	return check("cuGraphExecDestroy", C.cgt_exec_destroy(d.cctx, C.uint64_t(e)))
+}
+
+// UpdateCopy points the memcpy node of e that writes dst at src
+// (cuGraphExecMemcpyNodeSetParams on the node found in e's graph).
+func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) error {
+	if d.closed {
+		return errClosed
+	}
+	g, ok := d.execGraph[e]
+	if !ok {
+		return fmt.Errorf("cuda: update_copy: exec %#x was not instantiated by this device", uint64(e))
+	}
+	if n < 0 {
+		return fmt.Errorf("cuda: update_copy: %d elements", n)
+	}
+	r := C.cgt_exec_update_copy(d.cctx, C.uint64_t(g), C.uint64_t(e), C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n*4))
+	return check("cuGraphExecMemcpyNodeSetParams", r)
 }
 
 // Synchronize waits for all work queued on the device (cuCtxSynchronize).

@@ -297,3 +297,34 @@ func (d *Device) DestroyExec(e device.ExecHandle) error {
 	delete(d.execs, e)
 	return nil
 }
+
+// UpdateCopy points the memcpy node of exec e that writes dst at src (n
+// elements), as cuGraphExecMemcpyNodeSetParams does: the exec gets its own
+// copy of its nodes, so the graph and snapshots keep theirs.
+func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	ex, ok := d.execs[e]
+	if !ok {
+		return fmt.Errorf("sim: update_copy: no exec %d", e)
+	}
+	for i := range ex.nodes {
+		nd := ex.nodes[i]
+		if nd.kind != memcpyNode || nd.l.Out != dst {
+			continue
+		}
+		if nd.l.N != n {
+			return fmt.Errorf("sim: update_copy exec %d: the copy into %#x moves %d elements, not %d", e, dst, nd.l.N, n)
+		}
+		if _, err := d.span("src", src, n); err != nil {
+			return fmt.Errorf("sim: update_copy exec %d: %w", e, err)
+		}
+		d.mutateHandles()
+		nodes := append([]node(nil), ex.nodes...)
+		nodes[i].l.A = src
+		d.execs[e] = &exec{nodes: nodes}
+		return nil
+	}
+	return fmt.Errorf("sim: update_copy exec %d: no memcpy node writes %#x", e, dst)
+}

@@ -1,0 +1,479 @@
+// Package gen makes random, valid traces for property tests and fuzzing:
+// several compiled functions (elementwise chains, matmul, sum, views,
+// in-place writes to parameters, aliased and repeated returns), tensors and
+// parameters, calls whose arguments are eager tensors, parameters and
+// outputs of earlier calls, dels, rebinding, steps (or none at all, so that
+// every call starts a generation), reads and eager statements on outputs
+// that later replays may have overwritten, and shape changes (a new shape
+// is a new function). Every trace passes (*traces.Trace).Check, and the
+// same seed and options always give the same trace.
+package gen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// Options shape a generated trace. The zero value is usable.
+type Options struct {
+	// Records is about how many records the trace has (default 150). The
+	// trace may be a few records longer: a call first makes the tensors it
+	// needs.
+	Records int
+	// Steps says whether the trace calls step: StepsRandom (the default)
+	// decides per seed, about one trace in four having none.
+	Steps StepMode
+	// MaxNames bounds how many names are bound at once (default 12); above
+	// it the generator deletes more often.
+	MaxNames int
+}
+
+// StepMode says whether a trace has step records.
+type StepMode uint8
+
+// The step modes.
+const (
+	StepsRandom StepMode = iota // decided per seed
+	StepsAlways                 // step records are made
+	StepsNever                  // no step: every call is a new generation (inference)
+)
+
+// value is what the generator knows of a bound name.
+type value struct {
+	shape []int
+	param bool
+}
+
+// gen is one trace being made.
+type gen struct {
+	r     *rand.Rand
+	b     *traces.Builder
+	names map[string]value
+	order []string // bound names, in binding order: picks must not depend on map order
+	fns   []fn
+	next  int // counter for fresh names
+	max   int
+}
+
+// fn is a defined function and how to find arguments for it.
+type fn struct {
+	name string
+	kind string
+	// numel is the element count a "view" function needs of its argument.
+	numel int
+	// pick returns the arguments of a call, making tensors when none fit.
+	nret int
+}
+
+// shapes are the shapes tensors take: small, so that traces stay cheap,
+// with 1-D and 2-D shapes of equal element counts so that views and
+// shape changes meet.
+var shapes = [][]int{{4}, {6}, {1}, {2, 3}, {3, 2}, {2, 2}, {3, 3}}
+
+var (
+	binaryKs = []string{"add", "sub", "mul", "div", "max", "min"}
+	unaryKs  = []string{"neg", "relu", "exp", "sqrt", "tanh", "abs"}
+)
+
+// Trace returns the trace of seed.
+func Trace(seed int64, opts Options) *traces.Trace {
+	if opts.Records <= 0 {
+		opts.Records = 150
+	}
+	if opts.MaxNames <= 0 {
+		opts.MaxNames = 12
+	}
+	g := &gen{
+		r:     rand.New(rand.NewPCG(uint64(seed), 0x9E3779B97F4A7C15)),
+		b:     traces.NewBuilder(fmt.Sprintf("gen seed %d", seed)),
+		names: map[string]value{},
+		max:   opts.MaxNames,
+	}
+	steps := opts.Steps
+	if steps == StepsRandom {
+		steps = StepsAlways
+		if g.r.IntN(4) == 0 {
+			steps = StepsNever
+		}
+	}
+	warm := g.r.IntN(3)
+	rerecord := 1 + g.r.IntN(8)
+	g.b.Config(func(c *traces.Config) {
+		c.WarmupRuns = warm
+		c.RerecordLimit = rerecord
+	})
+	g.defs()
+	if steps == StepsAlways && g.r.IntN(2) == 0 {
+		g.b.Step()
+	}
+	for g.b.Len() < opts.Records {
+		switch x := g.r.IntN(100); {
+		case x < 45:
+			g.call()
+		case x < 53:
+			g.tensor(g.r.IntN(3) == 0)
+		case x < 63:
+			g.del()
+		case x < 73 && steps == StepsAlways:
+			g.b.Step()
+		case x < 83:
+			g.read()
+		case x < 95:
+			g.eager()
+		default:
+			g.b.Note(fmt.Sprintf("note %d", g.b.Len()))
+		}
+	}
+	return g.b.Trace()
+}
+
+// defs defines between four and all of the function kinds, each with its
+// own constants.
+func (g *gen) defs() {
+	kinds := []string{"ew", "un", "mm", "red", "vw", "vwout", "upd", "dup", "fl"}
+	g.r.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	kinds = kinds[:4+g.r.IntN(len(kinds)-3)]
+	for i, k := range kinds {
+		g.def(fmt.Sprintf("f%d_%s", i, k), k)
+	}
+}
+
+func (g *gen) pickOf(s []string) string { return s[g.r.IntN(len(s))] }
+
+func (g *gen) num() float64 { return float64(g.r.IntN(9)-4) / 2 }
+
+// def adds one function of kind k.
+func (g *gen) def(name, k string) {
+	S := traces.S
+	f := fn{name: name, kind: k}
+	var params, returns []string
+	var body []traces.Stmt
+	switch k {
+	case "ew": // c = un(bin(x, y)) * s
+		params, returns = []string{"x", "y"}, []string{"c"}
+		body = []traces.Stmt{S("a", g.pickOf(binaryKs), "x", "y"), S("b", g.pickOf(unaryKs), "a", nil), S("c", "mul", "b", g.num())}
+	case "un": // two unary kernels and a scalar op
+		params, returns = []string{"x"}, []string{"b"}
+		body = []traces.Stmt{S("a", g.pickOf(unaryKs), "x", nil), S("b", g.pickOf(binaryKs), "a", g.num())}
+	case "mm": // relu(a @ w)
+		params, returns = []string{"a", "w"}, []string{"d"}
+		body = []traces.Stmt{S("c", "matmul", "a", "w"), S("d", "relu", "c", nil)}
+	case "red": // s = sum(x), t = x * s (broadcast)
+		params, returns = []string{"x"}, []string{"s", "t"}
+		body = []traces.Stmt{S("s", "sum", "x", nil), S("t", "mul", "x", "s")}
+	case "vw": // returns a view of its input: the output aliases it
+		f.numel = g.pickOf([]int{4, 6})
+		params, returns = []string{"x"}, []string{"w", "v"}
+		body = []traces.Stmt{traces.SShape("v", "view", "x", []int{f.numel}), S("w", "add", "v", g.num())}
+	case "vwout": // returns an output and a view of it
+		f.numel = g.pickOf([]int{4, 6})
+		sh := []int{2, f.numel / 2}
+		params, returns = []string{"x"}, []string{"a", "v"}
+		body = []traces.Stmt{S("a", "mul", "x", g.num()), traces.SShape("v", "view", "a", sh)}
+	case "upd": // writes into its first input in place and returns it
+		params, returns = []string{"p", "x"}, []string{"y", "p"}
+		body = []traces.Stmt{S("p", "add", "p", "x"), S("y", "mul", "p", 0.5)}
+	case "dup": // the same output twice, and the input
+		params, returns = []string{"x"}, []string{"a", "a", "x"}
+		body = []traces.Stmt{S("a", "mul", "x", g.num())}
+	case "fl": // fill, an unreturned workspace and a copy
+		params, returns = []string{"x"}, []string{"c", "z"}
+		body = []traces.Stmt{traces.SFill("z", []int{4}, g.num()), traces.SShape("e", "empty", "", []int{2}), S("c", "copy", "x", nil)}
+	}
+	f.nret = len(returns)
+	g.b.Def(name, params, returns, body...)
+	g.fns = append(g.fns, f)
+}
+
+// fresh returns a name never bound before.
+func (g *gen) fresh(prefix string) string {
+	g.next++
+	return fmt.Sprintf("%s%d", prefix, g.next)
+}
+
+func (g *gen) bind(name string, v value) {
+	if _, ok := g.names[name]; !ok {
+		g.order = append(g.order, name)
+	}
+	g.names[name] = v
+}
+
+func (g *gen) unbind(name string) {
+	delete(g.names, name)
+	g.order = slices.DeleteFunc(g.order, func(n string) bool { return n == name })
+}
+
+// target returns the name a new value binds: a fresh one, or (one time in
+// three) a name bound now, which rebinding drops.
+func (g *gen) target(prefix string) string {
+	if len(g.order) > 0 && g.r.IntN(3) == 0 {
+		return g.pickOf(g.order)
+	}
+	return g.fresh(prefix)
+}
+
+// tensor makes a tensor or a param of a random shape and binds it.
+func (g *gen) tensor(param bool) string {
+	return g.tensorOf(param, shapes[g.r.IntN(len(shapes))])
+}
+
+func (g *gen) tensorOf(param bool, shape []int) string {
+	prefix := "t"
+	if param {
+		prefix = "p"
+	}
+	name := g.target(prefix)
+	shape = slices.Clone(shape)
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	b := g.b
+	switch g.r.IntN(5) {
+	case 0:
+		if param {
+			b.Param(name, shape, traces.InitOnes)
+		} else {
+			b.Tensor(name, shape, traces.InitArange)
+		}
+	case 1:
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(g.r.IntN(17)-8) / 4
+		}
+		if param {
+			b.ParamValues(name, shape, vals)
+		} else {
+			b.TensorValues(name, shape, vals)
+		}
+	default:
+		seed := g.r.Int64N(1000)
+		if param {
+			b.ParamSeed(name, shape, seed)
+		} else {
+			b.TensorSeed(name, shape, seed)
+		}
+	}
+	g.bind(name, value{shape: shape, param: param})
+	return name
+}
+
+// find returns a bound name whose value fits ok, or "" when none does.
+func (g *gen) find(ok func(value) bool) string {
+	var c []string
+	for _, n := range g.order {
+		if ok(g.names[n]) {
+			c = append(c, n)
+		}
+	}
+	if len(c) == 0 {
+		return ""
+	}
+	return g.pickOf(c)
+}
+
+// arg returns a bound name whose value fits ok (most of the time, when one
+// exists), or makes a tensor or param of shape.
+func (g *gen) arg(ok func(value) bool, shape []int, param bool) string {
+	if g.r.IntN(5) != 0 {
+		if n := g.find(ok); n != "" {
+			return n
+		}
+	}
+	return g.tensorOf(param, shape)
+}
+
+func numel(s []int) int {
+	n := 1
+	for _, d := range s {
+		n *= d
+	}
+	return n
+}
+
+func anyShape(value) bool { return true }
+
+func shapeIs(s []int) func(value) bool {
+	return func(v value) bool { return slices.Equal(v.shape, s) }
+}
+
+// call calls a random function with fitting arguments.
+func (g *gen) call() {
+	f := g.fns[g.r.IntN(len(g.fns))]
+	var args []string
+	switch f.kind {
+	case "ew":
+		x := g.arg(anyShape, shapes[g.r.IntN(len(shapes))], false)
+		sx := g.names[x].shape
+		var y string
+		switch g.r.IntN(4) {
+		case 0:
+			y = g.arg(shapeIs([]int{1}), []int{1}, false)
+		case 1:
+			y = x // the same tensor twice
+		default:
+			y = g.arg(shapeIs(sx), sx, g.r.IntN(3) == 0)
+		}
+		args = []string{x, y}
+	case "un", "red", "dup", "fl":
+		args = []string{g.arg(anyShape, shapes[g.r.IntN(len(shapes))], g.r.IntN(4) == 0)}
+	case "mm":
+		mk := func(v value) bool { return len(v.shape) == 2 }
+		a := g.arg(mk, []int{2 + g.r.IntN(2), 2 + g.r.IntN(2)}, false)
+		k := g.names[a].shape[1]
+		w := g.arg(func(v value) bool { return len(v.shape) == 2 && v.shape[0] == k }, []int{k, 2 + g.r.IntN(2)}, g.r.IntN(2) == 0)
+		args = []string{a, w}
+	case "vw", "vwout":
+		fits := func(v value) bool { return numel(v.shape) == f.numel }
+		sh := []int{f.numel}
+		if g.r.IntN(2) == 0 {
+			sh = []int{2, f.numel / 2}
+		}
+		args = []string{g.arg(fits, sh, false)}
+	case "upd":
+		// Mostly a param (a static input, mutated in place: cudagraphed);
+		// sometimes a plain tensor or an output (the engine runs it eagerly
+		// or re-records).
+		p := g.arg(func(v value) bool { return v.param }, shapes[g.r.IntN(len(shapes))], true)
+		sp := g.names[p].shape
+		x := g.arg(shapeIs(sp), sp, false)
+		args = []string{p, x}
+	}
+	// Outputs: bound to fresh names, to bound names (x = f(x) included),
+	// or not at all.
+	var out []string
+	switch g.r.IntN(6) {
+	case 0: // results die at once
+	default:
+		used := map[string]bool{}
+		for range f.nret {
+			var o string
+			for o == "" || used[o] {
+				if g.r.IntN(4) == 0 && len(g.order) > 0 {
+					o = g.pickOf(g.order)
+				} else {
+					o = g.fresh("o")
+				}
+			}
+			used[o] = true
+			out = append(out, o)
+		}
+	}
+	g.b.Call(f.name, args, out...)
+	for _, o := range out {
+		g.unbind(o)
+	}
+	// Bind with the shapes the call returns (known from the kind).
+	shp := g.retShapes(f, args)
+	for i, o := range out {
+		g.bind(o, value{shape: shp[i], param: g.retParam(f, args, i)})
+	}
+}
+
+// retShapes returns the shapes of f's results for args.
+func (g *gen) retShapes(f fn, args []string) [][]int {
+	s0 := g.names[args[0]].shape
+	switch f.kind {
+	case "ew", "un":
+		return [][]int{s0}
+	case "mm":
+		return [][]int{{s0[0], g.names[args[1]].shape[1]}}
+	case "red":
+		return [][]int{{1}, s0}
+	case "vw":
+		return [][]int{{f.numel}, {f.numel}}
+	case "vwout":
+		return [][]int{s0, {2, f.numel / 2}}
+	case "upd":
+		return [][]int{s0, s0}
+	case "dup":
+		return [][]int{s0, s0, s0}
+	case "fl":
+		return [][]int{s0, {4}}
+	}
+	panic("gen: unknown kind " + f.kind)
+}
+
+// retParam says whether result i is the param it aliases: returning a
+// param's own storage (or a view of it) keeps it static.
+func (g *gen) retParam(f fn, args []string, i int) bool {
+	switch {
+	case f.kind == "upd" && i == 1, f.kind == "dup" && i == 2, f.kind == "vw" && i == 1:
+		return g.names[args[0]].param
+	}
+	return false
+}
+
+// del unbinds one or two names; with many names bound, more often.
+func (g *gen) del() {
+	if len(g.order) == 0 {
+		return
+	}
+	n := 1
+	if len(g.order) > g.max || g.r.IntN(3) == 0 {
+		n = min(2, len(g.order))
+	}
+	var names []string
+	for len(names) < n {
+		c := g.pickOf(g.order)
+		if !slices.Contains(names, c) {
+			names = append(names, c)
+		}
+	}
+	g.b.Del(names...)
+	for _, c := range names {
+		g.unbind(c)
+	}
+}
+
+// read reads a bound name: the engine raises the overwritten error when a
+// later replay overwrote it.
+func (g *gen) read() {
+	if len(g.order) == 0 {
+		g.tensor(false)
+		return
+	}
+	g.b.Read(g.pickOf(g.order))
+}
+
+// eager runs one statement outside any graph on a bound name.
+func (g *gen) eager() {
+	if len(g.order) == 0 {
+		g.tensor(false)
+		return
+	}
+	a := g.pickOf(g.order)
+	sa := g.names[a].shape
+	out := g.target("e")
+	var st traces.Stmt
+	var shape []int
+	switch x := g.r.IntN(7); {
+	case x < 2:
+		b := g.find(shapeIs(sa))
+		if b == "" || g.r.IntN(3) == 0 {
+			st = traces.S(out, g.pickOf(binaryKs), a, g.num())
+		} else {
+			st = traces.S(out, g.pickOf(binaryKs), a, b)
+		}
+		shape = sa
+	case x < 4:
+		st = traces.S(out, g.pickOf(unaryKs), a, nil)
+		shape = sa
+	case x < 5:
+		st = traces.S(out, "sum", a, nil)
+		shape = []int{1}
+	case x < 6:
+		st = traces.S(out, "copy", a, nil)
+		shape = sa
+	default:
+		shape = []int{numel(sa)}
+		st = traces.SShape(out, "view", a, shape)
+	}
+	g.b.Eager(st)
+	param := st.K == "view" && g.names[a].param
+	g.unbind(out)
+	g.bind(out, value{shape: slices.Clone(shape), param: param})
+}
