@@ -413,7 +413,14 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 		return err
 	}
 	undo := e.saveAlloc(ds)
-	def := &traces.Record{Op: traces.OpDef, Fn: "eager", Params: params, Body: []traces.Stmt{*st}, Returns: []string{st.Out}}
+	// x = f(x) binds a new tensor to x, as Python does; in a body, an out
+	// naming a parameter would write into it in place. So the result gets
+	// a name no argument can have (a trace name never holds a quote).
+	body := *st
+	for body.Out == body.A || body.Out == body.B.Name {
+		body.Out += "'"
+	}
+	def := &traces.Record{Op: traces.OpDef, Fn: "eager", Params: params, Body: []traces.Stmt{body}, Returns: []string{body.Out}}
 	shapes := make([][]int, len(args))
 	for i, t := range args {
 		shapes[i] = t.Shape

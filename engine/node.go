@@ -93,6 +93,8 @@ func (n *Node) clone() *Node {
 	if n.Cached != nil {
 		c.Cached = append([]int(nil), n.Cached...)
 	}
+	// A child's recording clears its parents' Outputs[i].Unaliased.
+	c.Outputs = append([]outputInfo(nil), n.Outputs...)
 	// The rest is immutable after recording.
 	return &c
 }
@@ -457,6 +459,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 		bodyArgs[i] = ct
 		n.Ptrs[i] = cs.Ptr
 	}
+	e.warnClobberedInputs(m, f, n, args, rec)
 	// torch.cuda.graph's __enter__ empties the cache on every recording.
 	if err := a.EmptyCache(); err != nil {
 		return nil, "", err
@@ -618,4 +621,32 @@ func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
 		}
 	}
 	return nil
+}
+
+// warnClobberedInputs flags an input that is a live replay output in the
+// graph pool which the allocator believes free, when a placeholder of this
+// very recording lands on it and an input copy writes there before the
+// input is read (an earlier input's copy, or any copy for an input read in
+// place). PyTorch 2.11 does the same silently; a debugger says so.
+func (e *Engine) warnClobberedInputs(m *manager, f *Function, n *Node, args []*Tensor, rec *traces.Record) {
+	for i, t := range args {
+		s := e.tt.storages[t.Storage]
+		if s == nil || s.Pool != poolGraph || s.Owned || s.Ptr == 0 {
+			continue
+		}
+		for j := range args {
+			if n.Static[j] || (!n.Static[i] && j >= i) {
+				continue
+			}
+			c := n.Ptrs[j]
+			cb := e.tt.storages[args[j].Storage].Bytes
+			if c >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= c+device.Ptr(cb) {
+				continue
+			}
+			e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
+				Tensors: []string{argName(rec, i)}, Ptrs: []uint64{uint64(s.Ptr)},
+				Msg: fmt.Sprintf("input %d (%s) is a replay output the allocator believes free: the placeholder of input %d lands on it at %#x, so its value is overwritten before it is read (PyTorch does the same)", i, argName(rec, i), j, c)})
+			break
+		}
+	}
 }

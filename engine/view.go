@@ -167,11 +167,16 @@ func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string) Out
 	}
 	ov.Ptr, ov.Bytes = uint64(s.Ptr), s.Bytes
 	ov.Live = s.Refs > 0
+	// The name of the oldest named tensor of the storage: tensors is a map,
+	// so taking the first one met would make State differ between calls.
+	best := -1
 	for _, t := range e.tt.tensors {
-		if t.Storage == sid && t.live() && len(names[t.ID]) > 0 {
-			ov.Tensor = names[t.ID][0]
-			break
+		if t.Storage == sid && t.live() && len(names[t.ID]) > 0 && (best < 0 || t.ID < best) {
+			best = t.ID
 		}
+	}
+	if best >= 0 {
+		ov.Tensor = names[best][0]
 	}
 	return ov
 }
@@ -201,7 +206,15 @@ func (e *Engine) poolView(ds *devState, id alloc.PoolID, names map[int][]string)
 		sort.Strings(ns)
 		occ = append(occ, occupant{s, ns})
 	}
-	sort.Slice(occ, func(i, j int) bool { return occ[i].s.Ptr < occ[j].s.Ptr })
+	// By address, then id: several storages can share an address (stale
+	// ones and the live one over them), and storages is a map, so without
+	// the id the order (and so State) would change from call to call.
+	sort.Slice(occ, func(i, j int) bool {
+		if occ[i].s.Ptr != occ[j].s.Ptr {
+			return occ[i].s.Ptr < occ[j].s.Ptr
+		}
+		return occ[i].s.ID < occ[j].s.ID
+	})
 	changed := map[device.Ptr]bool{}
 	newly := map[device.Ptr]bool{}
 	if ev := e.lastCheckpoint(ds.index); ev != nil {

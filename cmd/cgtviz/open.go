@@ -8,11 +8,9 @@ import (
 	"github.com/cgtviz/cgtviz/sessions"
 )
 
-// The open command's line in the command table.
-const (
-	openUsage   = "[-check] [-device sim|cuda|auto] FILE"
-	openSummary = "resume a session saved with `s` in the terminal debugger"
-)
+// openUsage is the open command's arguments, for its usage line (and the
+// command table).
+const openUsage = "[-check] [-device sim|cuda|auto] SESSION.json"
 
 // runOpen resumes a saved session (trace, position, breakpoints and
 // bookmarks) in the terminal debugger; `s` saves back to the same file.

@@ -60,7 +60,7 @@ type TraceEntry struct {
 const DefaultTraceMax = 100_000
 
 // chunkLen is the number of entries per chunk of the log.
-const chunkLen = 64
+const chunkLen = 256
 
 // traceLog is the bounded event log: a list of chunks. A clone shares
 // every chunk and the list itself, so it costs O(1): each chunk remembers
@@ -76,6 +76,8 @@ type traceLog struct {
 	seq    int64
 	spare  *traceChunk
 	gen    uint64
+	// listOwned is false while chunks may be shared with a clone.
+	listOwned bool
 }
 
 // traceGen hands out log generations; atomic because clones may be made
@@ -128,9 +130,17 @@ func (t *traceLog) next() *TraceEntry {
 		if old.gen == t.gen {
 			t.spare = old
 		}
-		// Reslice: the list may be shared with a clone, which must not see
-		// it change. Appends reallocate it as it creeps forward.
-		t.chunks = t.chunks[1:]
+		if t.listOwned {
+			// Slide rather than reslice so the array does not creep forward.
+			copy(t.chunks, t.chunks[1:])
+			t.chunks[len(t.chunks)-1] = nil
+			t.chunks = t.chunks[:len(t.chunks)-1]
+		} else {
+			// The list may be shared with a clone, which must not see it
+			// change: take a copy of our own once.
+			t.chunks = append(make([]*traceChunk, 0, len(t.chunks)+1), t.chunks[1:]...)
+			t.listOwned = true
+		}
 	}
 	return e
 }
@@ -142,6 +152,7 @@ func (t *traceLog) clone() traceLog {
 	c := traceLog{n: t.n, max: t.max, seq: t.seq, gen: traceGen.Add(1)}
 	c.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
 	t.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
+	t.listOwned = false
 	t.spare = nil
 	return c
 }

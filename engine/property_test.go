@@ -1,0 +1,444 @@
+package engine_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/gen"
+)
+
+// propertyTraces is how many random traces TestProperties runs: enough to
+// meet every path of the tree (warmup, record, replay, re-record, eager
+// fallback, overwritten outputs) many times, small enough for -race.
+func propertyTraces() int {
+	if testing.Short() {
+		return 60
+	}
+	return 200
+}
+
+// TestProperties runs random valid traces (traces/gen) with the invariant
+// checker on and checks three properties at every record:
+//
+//	(a) no record fails with an internal error (a recovered panic) or a
+//	    broken invariant, and every error a record does raise is one a
+//	    program could meet: the overwritten-output error of PyTorch;
+//	(b) after every call that ran, each output it bound holds what an
+//	    eager evaluation of the function on the host gives for the same
+//	    input values (graphs must never change results);
+//	(c) the engine reached by running straight is the engine reached by
+//	    Clone at a random midpoint and running the rest on the clone.
+func TestProperties(t *testing.T) {
+	var total struct{ traces, records, checks, calls, compared, stale, cascade, silent int }
+	actions := map[engine.Action]int{}
+	for seed := int64(1); seed <= int64(propertyTraces()); seed++ {
+		tr := gen.Trace(seed, gen.Options{})
+		if ps := tr.Check(); len(ps) > 0 {
+			t.Fatalf("seed %d: generated trace does not check: %v", seed, ps)
+		}
+		defs := map[string]*traces.Record{}
+		for i := range tr.Records {
+			if r := &tr.Records[i]; r.Op == traces.OpDef {
+				defs[r.Fn] = r
+			}
+		}
+		e, err := engine.New(tr.Header, engine.Options{Devices: simDevices(tr.Header.Devices), Check: true, File: tr.File})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(seed), 1))
+		mid := 1 + r.IntN(len(tr.Records)-1)
+		var clone *engine.Engine
+		var straight []*engine.Step
+		poisoned := poison{}
+		for i := range tr.Records {
+			if i == mid {
+				if clone, err = e.Clone(); err != nil {
+					t.Fatalf("seed %d: clone: %v", seed, err)
+				}
+			}
+			rec := &tr.Records[i]
+			var ref *hostCall
+			if rec.Op == traces.OpCall && rec.Out != nil {
+				ref = prepareCall(e, defs[rec.Fn], rec)
+			}
+			s := e.Apply(rec)
+			straight = append(straight, s)
+			total.records++
+			if s.Err == "" {
+				total.checks++ // Apply ran CheckInvariants after the record
+			}
+			if s.Err != "" {
+				switch {
+				case allowedError(s.Err):
+					total.stale++
+				case poisoned.reads(rec):
+					total.cascade++
+				default:
+					t.Fatalf("seed %d line %d (%s): unexpected error: %s", seed, rec.Line, rec.Op, s.Err)
+				}
+				poisoned.failed(rec)
+				continue
+			}
+			poisoned.ran(rec)
+			if rec.Op != traces.OpCall {
+				continue
+			}
+			total.calls++
+			actions[s.Action]++
+			if ref == nil {
+				continue
+			}
+			if ref.err != nil {
+				t.Fatalf("seed %d line %d: host evaluation of %s: %v", seed, rec.Line, rec.Fn, ref.err)
+			}
+			if name, ok := ref.inputOverwritten(e); name != "" {
+				// PyTorch 2.11 does this too (research/pytorch-cgt.md
+				// 1.4, S8): a replay output of an ended path is not the
+				// allocator's, so the call's own recording may reuse its
+				// memory, and the call reads what it wrote there. Only
+				// such an input may change under a call.
+				if !ok {
+					t.Fatalf("seed %d line %d: %s (action %s) changed its input %s, which it does not mutate and which the allocator owns", seed, rec.Line, rec.Fn, s.Action, name)
+				}
+				total.silent++
+				continue
+			}
+			for j, name := range rec.Out {
+				got, err := e.Values(name)
+				if err != nil {
+					t.Fatalf("seed %d line %d: %s (action %s) bound %s, which cannot be read: %v", seed, rec.Line, rec.Fn, s.Action, name, err)
+				}
+				want := ref.outs[j]
+				if want == nil {
+					continue // an "empty" result: undefined contents
+				}
+				if !sameValues(got, want) {
+					t.Fatalf("seed %d line %d: %s (action %s) output %d (%s) = %v, eager gives %v", seed, rec.Line, rec.Fn, s.Action, j, name, got, want)
+				}
+				total.compared++
+			}
+		}
+		// (c): the rest of the trace on the clone.
+		for i := mid; i < len(tr.Records); i++ {
+			s := clone.Apply(&tr.Records[i])
+			if a, b := straight[i], s; a.Err != b.Err || a.Action != b.Action || a.Node != b.Node {
+				t.Fatalf("seed %d line %d: straight run %q/%s/%d, clone %q/%s/%d", seed, tr.Records[i].Line, a.Err, a.Action, a.Node, b.Err, b.Action, b.Node)
+			}
+		}
+		if a, b := e.State(), clone.State(); !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: the state after running straight differs from the state through a clone at record %d:\n%s", seed, mid, stateDiff(a, b))
+		}
+		total.traces++
+	}
+	// The run must have met what it claims to test.
+	if actions[engine.ActionReplay] == 0 || actions[engine.ActionRecord] == 0 || actions[engine.ActionWarmup] == 0 || actions[engine.ActionEager] == 0 || total.stale == 0 {
+		t.Errorf("the traces missed a path: actions %v, overwritten errors %d", actions, total.stale)
+	}
+	t.Logf("property: %d traces, %d records, %d invariant checks, %d calls %v, %d outputs equal to eager (%d calls skipped: an input silently overwritten, as in PyTorch), %d overwritten errors (+%d records on names they left unbound), %d clones equal",
+		total.traces, total.records, total.checks, total.calls, actions, total.compared, total.silent, total.stale, total.cascade, total.traces)
+}
+
+// allowedError reports whether a record's error is one a valid program can
+// meet: reading or passing an output that a later replay overwrote.
+func allowedError(msg string) bool {
+	return strings.Contains(msg, "overwritten by a subsequent run")
+}
+
+// poison is the set of names whose binding the generator got wrong: a
+// record that failed (legitimately: an overwritten output) did not bind
+// its outputs, so the name is unbound or still holds an older tensor, of
+// another shape maybe. A later record reading such a name may fail for
+// that reason, as the Python program would.
+type poison map[string]bool
+
+// reads reports whether rec reads a poisoned name.
+func (p poison) reads(rec *traces.Record) bool {
+	var names []string
+	switch rec.Op {
+	case traces.OpCall:
+		names = rec.Args
+	case traces.OpEager:
+		names = []string{rec.Stmt.A, rec.Stmt.B.Name}
+	case traces.OpRead:
+		names = []string{rec.Name}
+	case traces.OpDel:
+		names = rec.Names
+	}
+	for _, n := range names {
+		if p[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// binds returns the names rec binds or unbinds.
+func binds(rec *traces.Record) []string {
+	switch rec.Op {
+	case traces.OpCall:
+		return rec.Out
+	case traces.OpEager:
+		return []string{rec.Stmt.Out}
+	case traces.OpTensor, traces.OpParam:
+		return []string{rec.Name}
+	case traces.OpDel:
+		return rec.Names
+	}
+	return nil
+}
+
+// failed poisons what a failed record would have bound.
+func (p poison) failed(rec *traces.Record) {
+	if rec.Op == traces.OpDel {
+		return // a failed del unbinds nothing, and nothing more than before is wrong
+	}
+	for _, n := range binds(rec) {
+		p[n] = true
+	}
+}
+
+// ran clears what a record that ran bound or unbound, unless it computed
+// them from a poisoned name (then they may have another shape than the
+// generator thinks, and are poisoned too).
+func (p poison) ran(rec *traces.Record) {
+	if rec.Op != traces.OpDel && p.reads(rec) {
+		p.failed(rec)
+		return
+	}
+	for _, n := range binds(rec) {
+		delete(p, n)
+	}
+}
+
+// sameValues compares bit for bit (NaN equal to NaN): the simulated device
+// runs the very CPU kernels the host reference uses, in the same order.
+func sameValues(got, want []float32) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostCall is the eager reference of one call: its outputs (nil for an
+// output of undefined contents), or why it could not be computed.
+type hostCall struct {
+	outs [][]float32
+	err  error
+	// in are the inputs as they were before the call.
+	in []hostInput
+}
+
+// hostInput is one argument before the call.
+type hostInput struct {
+	storage int
+	vals    []float32
+	// mutated: the function writes into it (or into an alias of it).
+	mutated bool
+	// invisible: a replay output, whose memory the allocator does not own.
+	invisible bool
+}
+
+// inputOverwritten returns the first argument whose values changed during
+// the call although the function does not mutate it, and whether it was a
+// replay output (whose memory the allocator may hand out again).
+func (h *hostCall) inputOverwritten(e *engine.Engine) (string, bool) {
+	st := e.State()
+	for _, in := range h.in {
+		if in.mutated {
+			continue
+		}
+		for _, tv := range st.Tensors {
+			if tv.Storage != in.storage || len(tv.Names) == 0 || tv.State != engine.TensorLive {
+				continue
+			}
+			now, err := e.Values(tv.Names[0])
+			if err == nil && len(now) == len(in.vals) && !sameValues(now, in.vals) {
+				return tv.Names[0], in.invisible
+			}
+			break
+		}
+	}
+	return "", false
+}
+
+// prepareCall reads the call's input values before the call (a call may
+// mutate them in place) and evaluates the function on the host. It
+// returns nil when an input cannot be read (an overwritten output: the call
+// itself must then fail).
+func prepareCall(e *engine.Engine, def *traces.Record, rec *traces.Record) *hostCall {
+	st := e.State()
+	storage := map[string]int{}
+	for _, tv := range st.Tensors {
+		for _, n := range tv.Names {
+			storage[n] = tv.Storage
+		}
+	}
+	owner := map[string]string{}
+	for _, tv := range st.Tensors {
+		for _, n := range tv.Names {
+			owner[n] = tv.Owner
+		}
+	}
+	mutatedStorage := map[int]bool{}
+	for i, p := range def.Params {
+		for _, s := range def.Body {
+			if s.Out == p && s.K != kernels.StmtView {
+				mutatedStorage[storage[rec.Args[i]]] = true
+			}
+		}
+	}
+	h := &hostCall{}
+	bufs := map[int][]float32{} // one buffer per storage: aliases share it
+	in := make([]hostSlot, len(rec.Args))
+	for i, a := range rec.Args {
+		v, err := e.Values(a)
+		if err != nil {
+			return nil
+		}
+		sid, ok := storage[a]
+		if !ok {
+			return &hostCall{err: fmt.Errorf("arg %s has no storage in State", a)}
+		}
+		h.in = append(h.in, hostInput{storage: sid, vals: append([]float32(nil), v...), mutated: mutatedStorage[sid], invisible: owner[a] == "none (replay output)"})
+		if bufs[sid] == nil {
+			bufs[sid] = v
+		}
+		in[i] = hostSlot{buf: bufs[sid], shape: shapeOf(st, a)}
+	}
+	h.outs, h.err = evalHost(def, in)
+	return h
+}
+
+func shapeOf(st *engine.State, name string) []int {
+	for _, tv := range st.Tensors {
+		for _, n := range tv.Names {
+			if n == name {
+				return tv.Shape
+			}
+		}
+	}
+	return nil
+}
+
+// hostSlot is a value of the host evaluation: views share buf.
+type hostSlot struct {
+	buf     []float32
+	shape   []int
+	defined bool
+}
+
+// evalHost runs def's body on the host with the CPU kernels, as eager
+// PyTorch would: a statement whose out names a parameter writes into it
+// in place, a view shares its base's buffer.
+func evalHost(def *traces.Record, in []hostSlot) ([][]float32, error) {
+	slots := map[string]hostSlot{}
+	for i, p := range def.Params {
+		in[i].defined = true
+		slots[p] = in[i]
+	}
+	isParam := map[string]bool{}
+	for _, p := range def.Params {
+		isParam[p] = true
+	}
+	for _, s := range def.Body {
+		var a, b hostSlot
+		ops := kernels.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
+		if s.A != "" {
+			a = slots[s.A]
+			ops.A, ops.HasA = a.shape, true
+		}
+		if s.B.Name != "" {
+			b = slots[s.B.Name]
+			ops.B, ops.HasB = b.shape, true
+		}
+		shape, bk, err := kernels.ResultShape(s.K, ops)
+		if err != nil {
+			return nil, err
+		}
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		if s.K == kernels.StmtView {
+			slots[s.Out] = hostSlot{buf: a.buf, shape: shape, defined: a.defined}
+			continue
+		}
+		out := hostSlot{buf: make([]float32, n), shape: shape, defined: true}
+		if isParam[s.Out] {
+			out = slots[s.Out] // in place: the input's own buffer
+		}
+		if s.K == kernels.StmtEmpty {
+			out.defined = false
+			slots[s.Out] = out
+			continue
+		}
+		k, _ := kernels.Parse(s.K)
+		switch {
+		case k.IsBinary() || k.IsUnary():
+			err = kernels.Elementwise(k, out.buf, a.buf, b.buf, bk, float32(s.B.Num))
+		case k == kernels.Matmul:
+			err = kernels.MatmulCPU(out.buf, a.buf, b.buf, a.shape[0], a.shape[1], b.shape[1])
+		case k == kernels.Sum:
+			err = kernels.SumCPU(out.buf, a.buf)
+		case k == kernels.Copy:
+			err = kernels.CopyCPU(out.buf, a.buf)
+		case k == kernels.Fill:
+			kernels.FillCPU(out.buf, float32(s.Value))
+		default:
+			err = fmt.Errorf("no host rule for %s", s.K)
+		}
+		if err != nil {
+			return nil, err
+		}
+		slots[s.Out] = out
+	}
+	outs := make([][]float32, len(def.Returns))
+	for i, r := range def.Returns {
+		if s := slots[r]; s.defined {
+			outs[i] = append([]float32(nil), s.buf...)
+		}
+	}
+	return outs, nil
+}
+
+// stateDiff returns the paths of up to five leaves where two states
+// differ, with both values, so that a failure says where to look.
+func stateDiff(a, b *engine.State) string {
+	var out []string
+	var walk func(path string, x, y reflect.Value)
+	walk = func(path string, x, y reflect.Value) {
+		if len(out) >= 5 || reflect.DeepEqual(x.Interface(), y.Interface()) {
+			return
+		}
+		switch x.Kind() {
+		case reflect.Struct:
+			for i := range x.NumField() {
+				walk(path+"."+x.Type().Field(i).Name, x.Field(i), y.Field(i))
+			}
+			return
+		case reflect.Slice:
+			if x.Len() == y.Len() {
+				for i := range x.Len() {
+					walk(fmt.Sprintf("%s[%d]", path, i), x.Index(i), y.Index(i))
+				}
+				return
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %v != %v", path, x.Interface(), y.Interface()))
+	}
+	walk("State", reflect.ValueOf(*a), reflect.ValueOf(*b))
+	return strings.Join(out, "\n")
+}
