@@ -66,7 +66,7 @@ func TestProperties(t *testing.T) {
 			}
 			rec := &tr.Records[i]
 			var ref *hostCall
-			if rec.Op == traces.OpCall && rec.Out != nil {
+			if rec.Op == traces.OpCall {
 				ref = prepareCall(e, defs[rec.Fn], rec)
 			}
 			s := e.Apply(rec)
@@ -81,6 +81,12 @@ func TestProperties(t *testing.T) {
 					total.stale++
 				case poisoned.reads(rec):
 					total.cascade++
+				case strings.Contains(s.Err, "overlaps") && ref != nil && ref.readsReplayOutput():
+					// The silent overwrite below, caught by the simulated
+					// device: the recording put a result over an input
+					// that is a replay output of an ended path, and a
+					// matmul cannot run in place. A GPU computes garbage.
+					total.silent++
 				default:
 					t.Fatalf("seed %d line %d (%s): unexpected error: %s", seed, rec.Line, rec.Op, s.Err)
 				}
@@ -249,6 +255,16 @@ type hostInput struct {
 	mutated bool
 	// invisible: a replay output, whose memory the allocator does not own.
 	invisible bool
+}
+
+// readsReplayOutput reports whether an argument is a replay output.
+func (h *hostCall) readsReplayOutput() bool {
+	for _, in := range h.in {
+		if in.invisible {
+			return true
+		}
+	}
+	return false
 }
 
 // inputOverwritten returns the first argument whose values changed during

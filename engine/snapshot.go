@@ -211,8 +211,12 @@ func (e *Engine) Clone() (*Engine, error) {
 	c.events = nil
 	c.saved = nil
 	c.light = lightState{}
+	// The chunks belong to the original's steps; a clone (a keyframe of a
+	// session's history) must not pin them.
+	c.stepChunk, c.eventChunk = nil, nil
 	if e.last != nil {
 		l := *e.last
+		l.Events = append([]Event(nil), e.last.Events...)
 		c.last = &l
 	}
 	return &c, nil

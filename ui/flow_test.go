@@ -79,6 +79,16 @@ func TestBusy(t *testing.T) {
 	if !slices.Equal(positions, []int{1, 2, 31}) || m.Busy() || m.focus != paneTrace {
 		t.Errorf("positions %v, busy %v, focus %d; want [1 2 31], idle, the trace", positions, m.Busy(), m.focus)
 	}
+	// A key that starts no session command (e, with no exporter here: none
+	// at all) does not hold back the keys typed after it.
+	_, cmd = m.Update(keyMsg("n"))
+	for _, k := range []string{"e", "1", "n"} {
+		m.Update(keyMsg(k))
+	}
+	runCmd(m, cmd)
+	if m.Pos() != 33 || m.focus != paneTree || len(m.pending) != 0 {
+		t.Errorf("after n e 1 n: at %d, focus %d, %d keys pending; want 33, the tree, none", m.Pos(), m.focus, len(m.pending))
+	}
 }
 
 // TestLineBreakpointContinue sets a breakpoint on the line of fee's third
@@ -343,6 +353,10 @@ func TestOddTraces(t *testing.T) {
 			}
 			if m.dev != 1 {
 				t.Errorf("the pool shows device %d, want 1 (the device of the last call)", m.dev)
+			}
+			press(t, m, "d")
+			if m.dev != 0 || !strings.Contains(screenText(m), "2 Pool · dev 0") {
+				t.Errorf("d: the pool shows device %d", m.dev)
 			}
 		} else if m.Pos() != 0 {
 			t.Errorf("empty trace: at %d", m.Pos())

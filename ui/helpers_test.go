@@ -72,14 +72,39 @@ func press(t testing.TB, m *Model, keys ...string) tea.Msg {
 	var last tea.Msg
 	for _, k := range keys {
 		_, cmd := m.Update(keyMsg(k))
-		for cmd != nil {
-			msg := cmd()
+		if msg := runCmd(m, cmd); msg != nil {
 			last = msg
 			if _, quit := msg.(tea.QuitMsg); quit {
 				return msg
 			}
-			_, cmd = m.Update(msg)
 		}
+	}
+	return last
+}
+
+// runCmd runs a command and everything it leads to, one at a time (a batch's
+// commands in order), feeding each message to the model. It returns the
+// last message, or the QuitMsg that ends it.
+func runCmd(m *Model, cmd tea.Cmd) tea.Msg {
+	var last tea.Msg
+	queue := []tea.Cmd{cmd}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		msg := c()
+		if batch, ok := msg.(tea.BatchMsg); ok {
+			queue = append(queue, batch...)
+			continue
+		}
+		last = msg
+		if _, quit := msg.(tea.QuitMsg); quit {
+			return msg
+		}
+		_, next := m.Update(msg)
+		queue = append(queue, next)
 	}
 	return last
 }

@@ -18,6 +18,7 @@ type KeyMap struct {
 	Toggle             key.Binding
 	Search, NextMatch  key.Binding
 	Mark, Jump         key.Binding
+	Device             key.Binding
 	Export             key.Binding
 	Save               key.Binding
 	Help               key.Binding
@@ -48,6 +49,7 @@ func DefaultKeyMap() KeyMap {
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
 		Mark:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "bookmark here")),
 		Jump:       key.NewBinding(key.WithKeys("'"), key.WithHelp("'", "go to bookmark")),
+		Device:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -65,7 +67,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
-		{k.NextPane, k.PrevPane, k.Pane, k.Toggle},
+		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Export, k.Save, k.Help, k.Quit},
 	}

@@ -127,7 +127,7 @@ type Model struct {
 	width, height int
 	focus         pane
 	other         pane // the last focused pane other than the trace (compact layout)
-	dev           int  // the device the pool and tensors show
+	dev           int  // the device the pool shows: the last step's, or the one d chose
 
 	busy    bool
 	pending []tea.KeyPressMsg // keys typed while busy, handled in order after
@@ -288,16 +288,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 const maxPending = 256
 
 // drain handles the keys typed while the last command ran, up to the first
-// that starts another command.
+// that starts another command on the session; the commands of the others
+// (an export, quitting) run alongside.
 func (m *Model) drain() tea.Cmd {
+	var cmds []tea.Cmd
 	for len(m.pending) > 0 && !m.busy {
 		k := m.pending[0]
 		m.pending = m.pending[1:]
 		if cmd := m.key(k); cmd != nil {
-			return cmd
+			cmds = append(cmds, cmd)
 		}
 	}
-	return nil
+	return tea.Batch(cmds...)
 }
 
 func (m *Model) setMsg(info string, err error) {
@@ -326,6 +328,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Help):
 		m.help.ShowAll = !m.help.ShowAll
 		m.refresh()
+	case key.Matches(k, km.Device):
+		if st := m.snap.state; st != nil && len(st.Devices) > 0 {
+			m.dev = (m.dev + 1) % len(st.Devices)
+			m.setMsg(fmt.Sprintf("pool and tensors of dev %d (a step shows its own device again)", m.dev), nil)
+		}
 	case key.Matches(k, km.NextPane):
 		m.focusPane((m.focus + 1) % numPanes)
 	case key.Matches(k, km.PrevPane):

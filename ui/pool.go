@@ -46,11 +46,24 @@ type run struct {
 type poolLine []run
 
 // poolPane draws the current device's pools: segments as rows of blocks to
-// scale, each block in the glyph of its state.
+// scale, each block in the glyph of its state. Segments are laid out lazily,
+// when they scroll into view, so that a frame of a pool with thousands of
+// segments costs what it shows.
 type poolPane struct {
 	scroll
 	key   poolKey
+	items []poolItem
+	where *tensorIndex // the state's tensors by name, built on first need
+	// lines is the buffer the layout functions append to.
 	lines []poolLine
+}
+
+// poolItem is a run of lines of the pool pane: fixed text, or one segment
+// laid out on first sight.
+type poolItem struct {
+	seg   *engine.SegmentView
+	lines []poolLine
+	done  bool
 }
 
 type poolKey struct {
@@ -59,22 +72,89 @@ type poolKey struct {
 	width int
 }
 
-// layout recomputes the lines when the state, device or width changed.
+// layout starts a new layout when the state, device or width changed.
 func (p *poolPane) layout(st *engine.State, dev, w int) {
 	k := poolKey{st, dev, w}
-	if k == p.key && p.lines != nil {
+	if k == p.key && p.items != nil {
 		return
 	}
-	p.key = k
-	p.lines = p.lines[:0]
-	p.legend(w)
+	p.key, p.items, p.where = k, p.items[:0], nil
+	p.fixed(func() { p.legend(w) })
 	if st == nil || dev < 0 || dev >= len(st.Devices) {
 		return
 	}
 	ds := &st.Devices[dev]
-	where := tensorsByName(st)
-	p.pool("graph pool", &ds.Pool, where, w)
-	p.pool("default pool", &ds.Default, where, w)
+	for _, pl := range []struct {
+		name string
+		pv   *engine.PoolView
+	}{{"graph pool", &ds.Pool}, {"default pool", &ds.Default}} {
+		p.fixed(func() { p.pool(pl.name, pl.pv, w) })
+		for i := range pl.pv.Segments {
+			p.items = append(p.items, poolItem{seg: &pl.pv.Segments[i]})
+		}
+	}
+}
+
+// fixed appends an item of the lines f adds.
+func (p *poolPane) fixed(f func()) {
+	p.lines = nil
+	f()
+	p.items = append(p.items, poolItem{lines: p.lines, done: true})
+}
+
+// item returns item i, laid out.
+func (p *poolPane) item(i int) []poolLine {
+	it := &p.items[i]
+	if !it.done {
+		p.lines = nil
+		p.segment(it.seg, p.tensors, p.key.width)
+		it.lines, it.done = p.lines, true
+	}
+	return it.lines
+}
+
+// tensors indexes the state's tensors by name, once per layout.
+func (p *poolPane) tensors() tensorIndex {
+	if p.where == nil {
+		if p.key.st == nil {
+			return tensorIndex{}
+		}
+		x := tensorsByName(p.key.st)
+		p.where = &x
+	}
+	return *p.where
+}
+
+// window returns the lines from the offset on, at most h, laying out what
+// it reaches; past the end it clamps the offset.
+func (p *poolPane) window(h int) []poolLine {
+	var out []poolLine
+	at := 0
+	for i := range p.items {
+		ls := p.item(i)
+		if at+len(ls) > p.offset {
+			from := max(p.offset-at, 0)
+			out = append(out, ls[from:min(len(ls), from+h-len(out))]...)
+		}
+		at += len(ls)
+		if len(out) >= h {
+			return out
+		}
+	}
+	if last := max(at-h, 0); p.offset > last {
+		p.offset, p.cursor = last, last
+		return p.window(h)
+	}
+	return out
+}
+
+// allLines lays out everything (for tests and the end of the pane).
+func (p *poolPane) allLines() []poolLine {
+	var out []poolLine
+	for i := range p.items {
+		out = append(out, p.item(i)...)
+	}
+	return out
 }
 
 func (p *poolPane) add(runs ...run) { p.lines = append(p.lines, poolLine(runs)) }
@@ -107,7 +187,7 @@ func (p *poolPane) legend(w int) {
 
 // pool lays out one pool: a summary, the explanation the seed thread asks
 // for when replay outputs are invisible to the allocator, then segments.
-func (p *poolPane) pool(name string, pv *engine.PoolView, where map[string]engine.TensorView, w int) {
+func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 	var counts [len(blockGlyphs)]int
 	for _, sg := range pv.Segments {
 		for _, b := range sg.Blocks {
@@ -134,9 +214,6 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, where map[string]engin
 			p.add(run{runWarn, l})
 		}
 	}
-	for i := range pv.Segments {
-		p.segment(&pv.Segments[i], where, w)
-	}
 }
 
 // piece is a span of a segment drawn in one state: a block, or, inside a
@@ -151,7 +228,7 @@ type piece struct {
 }
 
 // pieces splits a segment's blocks into pieces.
-func pieces(sg *engine.SegmentView, where map[string]engine.TensorView) []piece {
+func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 	out := make([]piece, 0, len(sg.Blocks))
 	for i := range sg.Blocks {
 		b := &sg.Blocks[i]
@@ -159,7 +236,7 @@ func pieces(sg *engine.SegmentView, where map[string]engine.TensorView) []piece 
 		split := !b.Allocated && (b.State == engine.BlockLiveInvisible || b.State == engine.BlockStale)
 		var spans []span
 		if split {
-			spans = occupied(b, where)
+			spans = occupied(b, where())
 		}
 		if len(spans) == 0 {
 			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: joinNames(b.Tensors)})
@@ -199,11 +276,11 @@ type span struct {
 
 // occupied returns the spans of a block's tensors, by address, merged where
 // they overlap (views of one storage).
-func occupied(b *engine.BlockView, where map[string]engine.TensorView) []span {
+func occupied(b *engine.BlockView, where tensorIndex) []span {
 	out := make([]span, 0, len(b.Tensors))
 	lo, hi := b.Addr, b.Addr+uint64(b.Size)
 	for _, n := range b.Tensors {
-		t, ok := where[n]
+		t, ok := where.get(n)
 		if !ok || t.Bytes <= 0 {
 			return nil // unknown extent: draw the block whole
 		}
@@ -241,25 +318,43 @@ func occupied(b *engine.BlockView, where map[string]engine.TensorView) []span {
 	return merged
 }
 
+// tensorIndex finds a state's tensors by name. It maps to positions in
+// State.Tensors rather than copies, so that building it for tens of
+// thousands of tensors stays cheap.
+type tensorIndex struct {
+	st  *engine.State
+	pos map[string]int32
+}
+
+// get returns the tensor named n.
+func (x tensorIndex) get(n string) (*engine.TensorView, bool) {
+	i, ok := x.pos[n]
+	if !ok {
+		return nil, false
+	}
+	return &x.st.Tensors[i], true
+}
+
 // tensorsByName indexes a state's tensors by each of their names; a live
 // tensor wins over a stale one of the same name.
-func tensorsByName(st *engine.State) map[string]engine.TensorView {
-	m := make(map[string]engine.TensorView, len(st.Tensors))
-	for _, t := range st.Tensors {
+func tensorsByName(st *engine.State) tensorIndex {
+	m := make(map[string]int32, len(st.Tensors))
+	for i := range st.Tensors {
+		t := &st.Tensors[i]
 		for _, n := range t.Names {
-			if old, ok := m[n]; ok && old.State == engine.TensorLive {
+			if old, ok := m[n]; ok && st.Tensors[old].State == engine.TensorLive {
 				continue
 			}
-			m[n] = t
+			m[n] = int32(i)
 		}
 	}
-	return m
+	return tensorIndex{st: st, pos: m}
 }
 
 // segment lays out one segment: a header, its pieces drawn to scale (each
 // at least one cell) wrapped at the width, the checkpoint markers, and the
 // names of the pieces that hold something.
-func (p *poolPane) segment(sg *engine.SegmentView, where map[string]engine.TensorView, w int) {
+func (p *poolPane) segment(sg *engine.SegmentView, where func() tensorIndex, w int) {
 	kind := "large"
 	if sg.Small {
 		kind = "small"
@@ -386,10 +481,11 @@ func (c cells) line() poolLine {
 
 // view styles the visible lines.
 func (p *poolPane) view(s Styles, h int) []string {
-	p.clamp(len(p.lines), h)
+	p.offset = max(p.offset, 0)
 	p.cursor = p.offset
-	out := make([]string, 0, h)
-	for _, l := range p.lines[min(p.offset, len(p.lines)):min(p.offset+h, len(p.lines))] {
+	lines := p.window(h)
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
 		var b strings.Builder
 		for _, r := range l {
 			b.WriteString(styled(runStyle(s, r.style), r.text))

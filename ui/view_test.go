@@ -79,7 +79,7 @@ func TestCheckpointPoolMarks(t *testing.T) {
 		t.Errorf("re-allocated tensors %v, want a and b", names)
 	}
 	var marked int
-	for _, l := range m.pool.lines {
+	for _, l := range m.pool.allLines() {
 		for _, r := range l {
 			if r.style == runChanged {
 				marked += strings.Count(r.text, changedGlyph)

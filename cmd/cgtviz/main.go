@@ -31,7 +31,7 @@ var commands = []command{
 	{"check", "[-q] TRACE...", "check traces and report every problem", runCheck},
 	{"fmt", "[-w] TRACE", "rewrite a trace in canonical form", runFmt},
 	{"tui", tuiUsage, tuiSummary, runTUI},
-	{"open", "SESSION.json", "resume a saved debugging session in the terminal UI", runOpen},
+	{"open", openUsage, "resume a saved debugging session in the terminal UI", runOpen},
 	{"export", exportUsage, exportSummary, runExport},
 	{"snapshot", "[--line L] [--device D] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},

@@ -275,3 +275,47 @@ func (r recorder) MallocSegment(size int64) (device.Ptr, error) {
 }
 func (r recorder) FreeSegment(p device.Ptr) error { return r.src.FreeSegment(p) }
 func (r recorder) MemInfo() (int64, int64)        { return r.src.MemInfo() }
+
+// TestRun2: the second GPU run (after the replay fix), offline: given the
+// addresses PyTorch's segments got, engine/alloc predicts every layout.
+func TestRun2(t *testing.T) {
+	b, err := os.ReadFile("h200-run2-actual.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actual []struct {
+		Name             string   `json:"name"`
+		Segments         any      `json:"segments"`
+		SegmentAddresses []uint64 `json:"segment_addresses"`
+	}
+	if err := json.Unmarshal(b, &actual); err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := ReadSequences("sequences.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actual) != len(seqs) {
+		t.Fatalf("%d results for %d sequences", len(actual), len(seqs))
+	}
+	static := 0
+	for i, s := range seqs {
+		if actual[i].Name != s.Name || actual[i].Segments == nil {
+			t.Fatalf("result %d: %s, no layout for %s", i, actual[i].Name, s.Name)
+		}
+		want := normalize(t, actual[i].Segments)
+		r, err := PredictAt(s, actual[i].SegmentAddresses)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if normalize(t, r.Segments) != want {
+			t.Errorf("%s: PyTorch's layout is not predicted", s.Name)
+		}
+		if r, _ = Predict(s); normalize(t, r.Segments) == want {
+			static++
+		}
+	}
+	if static != 55 {
+		t.Errorf("%d/60 match expected.json, run 2 reported 55", static)
+	}
+}

@@ -36,10 +36,11 @@ tm new-session -d -s main -x 120 -y 40 \
 
 screen() { tm capture-pane -p -t main; }
 
-# expect waits (up to 10 s) until the screen shows a fixed string.
+# expect waits (up to 20 s: a loaded CI machine) until the screen shows a
+# fixed string.
 expect() {
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 200); do
 		if screen | grep -qF -- "$1"; then
 			return 0
 		fi
@@ -98,11 +99,20 @@ expect "saved session to cgtviz-session.json"
 key q
 expect "cgtviz exited with status 0"
 
+# Resume without color (NO_COLOR): the same screen, and no color sequence
+# in what the terminal shows.
 tm kill-session -t main
 tm new-session -d -s main -x 120 -y 40 \
-	"cd '$work' && TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
+	"cd '$work' && NO_COLOR=1 TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
 expect "step 31/40"
 expect "#2 fee"
+expect "a 512 B^"
+# A color is an SGR parameter 30-37, 40-47, 90-97, 100-107, 38 or 48.
+color=$'\e''\[([0-9;]*;)?(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]'
+if tm capture-pane -e -p -t main | grep -qE "$color"; then
+	echo "tui.sh: colors on screen with NO_COLOR set" >&2
+	exit 1
+fi
 key q
 expect "cgtviz exited with status 0"
 echo "tui.sh: ok"
