@@ -23,6 +23,7 @@ func (d *Device) Clone() *Device {
 	c.capture = s.capture
 	c.faults = slices.Clone(s.faults)
 	c.calls = s.calls
+	c.fired = slices.Clone(d.fired)
 	c.closed = s.closed
 	return c
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 )
@@ -106,12 +107,22 @@ func (d *Device) Calls(op FaultOp) int {
 // fault counts a call of op and returns its injected error, if any. It is
 // the first thing each counted method does after checking the device is
 // open, so that the failure happens before any state changes.
+//
+// A fault fires once. Restoring a snapshot taken before it fired puts back
+// the pending fault and the call counter, but not the firing: a failure is
+// an event, not device state, and the engine restores a snapshot to undo a
+// record that failed because of it. Were the fault re-armed, every retry
+// would fail again and an injected transient failure would be permanent.
 func (d *Device) fault(op FaultOp) error {
 	d.calls[op]++
 	for i, f := range d.faults {
 		if f.op == op && f.call == d.calls[op] {
 			// Remove it from a fresh slice: snapshots may share the old one.
 			d.faults = append(d.faults[:i:i], d.faults[i+1:]...)
+			if slices.Contains(d.fired, f) {
+				return nil
+			}
+			d.fired = append(d.fired, f)
 			return &FaultError{Op: op, Call: f.call}
 		}
 	}

@@ -87,6 +87,9 @@ type Device struct {
 
 	faults []pending
 	calls  [numFaultOps]int
+	// fired are the faults that fired. Restore keeps them (see fault), so
+	// they are not part of a snapshot; Clone copies them.
+	fired []pending
 
 	closed bool
 	// broken is set by a Restore given something that is not a snapshot of

@@ -1,0 +1,105 @@
+//go:build cuda
+
+package sessions_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/cuda"
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+func gpus(n int) ([]device.Device, error) {
+	out := make([]device.Device, n)
+	for i := range out {
+		d, err := cuda.New(i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// decisions is what a step decided, without addresses (which differ
+// between the GPU and the simulated device).
+type decision struct {
+	Action     engine.Action
+	Node       int
+	Parent     int
+	Checkpoint bool
+	Err        string
+	Failures   int
+}
+
+func decide(s *engine.Step) decision {
+	return decision{s.Action, s.Node, s.Parent, s.Checkpoint, s.Err, len(s.ExpectFailures)}
+}
+
+// TestCUDASession steps the demo trace live on the GPU, forward to the end
+// and back (which re-runs on fresh GPUs, as the GPU device cannot be
+// cloned), and compares every decision with a session on the simulated
+// device.
+func TestCUDASession(t *testing.T) {
+	tr, err := sessions.OpenTrace(sessions.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := sessions.New(tr, sessions.Options{NewDevices: gpus, Source: sessions.DemoSource, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	ss, err := sessions.New(tr, sessions.Options{Source: sessions.DemoSource, Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	if gs.Cloneable() {
+		t.Fatal("a GPU session claims it can clone its engine")
+	}
+	for {
+		g, ok := gs.Step()
+		if !ok {
+			break
+		}
+		s, _ := ss.Step()
+		if decide(g) != decide(s) {
+			t.Fatalf("line %d: cuda %+v, sim %+v", g.Line, decide(g), decide(s))
+		}
+	}
+	if gs.Pos() != gs.Len() {
+		t.Fatalf("stopped at %d of %d", gs.Pos(), gs.Len())
+	}
+	// Back to the checkpoint (line 32) and forward again.
+	target := 0
+	for i := 0; i < gs.Len(); i++ {
+		if st := gs.StepAt(i); st != nil && st.Checkpoint {
+			target = i + 1
+		}
+	}
+	if target == 0 {
+		t.Fatal("the demo has no checkpoint")
+	}
+	if err := gs.Goto(target); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Goto(target); err != nil {
+		t.Fatal(err)
+	}
+	gst, sst := gs.State(), ss.State()
+	if len(gst.Devices[0].Nodes) != len(sst.Devices[0].Nodes) || gst.Counters != sst.Counters {
+		t.Fatalf("after going back to step %d: cuda %d nodes %+v, sim %d nodes %+v", target,
+			len(gst.Devices[0].Nodes), gst.Counters, len(sst.Devices[0].Nodes), sst.Counters)
+	}
+	for i := range gst.Devices[0].Nodes {
+		g, s := gst.Devices[0].Nodes[i], sst.Devices[0].Nodes[i]
+		if g.Fn != s.Fn || g.Parent != s.Parent || !reflect.DeepEqual(g.ExpectedDeadBefore, s.ExpectedDeadBefore) {
+			t.Errorf("node %d: cuda %s<-%d, sim %s<-%d", i, g.Fn, g.Parent, s.Fn, s.Parent)
+		}
+	}
+	t.Logf("stepped %d records live on %s, went back to step %d (checkpoint): %d nodes, %+v", gs.Len(), gst.Devices[0].Name, target, len(gst.Devices[0].Nodes), gst.Counters)
+}
