@@ -282,3 +282,18 @@ func (e *Engine) lastCheckpoint(dev int) *CheckpointView {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+// GraphDOT returns the CUDA graph of graph node id on device dev as DOT
+// text, as the device prints it: cuGraphDebugDotPrint on the GPU, the
+// simulated device's own rendering on sim.
+func (e *Engine) GraphDOT(dev, id int) (string, error) {
+	if dev < 0 || dev >= len(e.devs) {
+		return "", fmt.Errorf("device %d does not exist", dev)
+	}
+	ds := e.devs[dev]
+	n := ds.m.nodesOrNil(id)
+	if n == nil {
+		return "", fmt.Errorf("device %d has no graph node %d", dev, id)
+	}
+	return ds.dev.GraphDOT(n.Graph)
+}

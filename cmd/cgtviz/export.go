@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
-	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/render"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -34,6 +32,7 @@ type exportFlags struct {
 	rankdir    string
 	maxNodes   int
 	out        string
+	runOn      string          // the backend the trace runs on
 	set        map[string]bool // flags given on the command line
 }
 
@@ -53,6 +52,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&f.rankdir, "rankdir", "TB", "rank `direction` of the tree: TB or LR")
 	fs.IntVar(&f.maxNodes, "max-nodes", render.DefaultMaxNodes, "refuse trees with more than `N` nodes")
 	fs.StringVar(&f.out, "o", "", "write to `FILE` (- for stdout)")
+	fs.StringVar(&f.runOn, "run-on", "sim", "run the trace on `backend` "+deviceChoices+"; with --graph on a GPU the graph is the driver's cuGraphDebugDotPrint")
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -83,7 +83,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	st, last, err := runPrefix(ctx, tr, n)
+	e, last, err := runPrefix(ctx, tr, n, f.runOn)
+	var st *engine.State
+	if e != nil {
+		st = e.State()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz export: %s: %v\n", tr.File, err)
 		return 1
@@ -95,7 +99,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	var out []byte
 	if f.graph {
-		out, err = render.NodeGraphDOT(st, f.device, f.node, "")
+		gpuDOT := ""
+		if !strings.HasPrefix(e.DeviceName(f.device), "sim") {
+			if gpuDOT, err = e.GraphDOT(f.device, f.node); err != nil {
+				fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
+				return 1
+			}
+		}
+		out, err = render.NodeGraphDOT(st, f.device, f.node, gpuDOT)
 	} else {
 		opts := render.TreeOptions{
 			RankDir:  f.rankdir,
@@ -216,15 +227,16 @@ func (f *exportFlags) records(tr *traces.Trace) (int, string) {
 	return len(tr.Records), ""
 }
 
-// runPrefix runs the first n records of tr on simulated devices and returns
-// the state after them and the last step (nil when n is 0).
-func runPrefix(ctx context.Context, tr *traces.Trace, n int) (*engine.State, *engine.Step, error) {
+// runPrefix runs the first n records of tr on devices of the named backend
+// and returns the engine after them and the last step (nil when n is 0).
+func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string) (*engine.Engine, *engine.Step, error) {
 	prefix := *tr
 	prefix.Records = tr.Records[:n]
-	devs := make([]device.Device, tr.Header.Devices)
-	for i := range devs {
-		devs[i] = sim.New(sim.Options{})
+	devs, closeDevs, err := openDevices(backend, tr.Header.Devices)
+	if err != nil {
+		return nil, nil, err
 	}
+	_ = closeDevs // the process ends soon after; a GPU's context goes with it
 	var last *engine.Step
 	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File}, func(s *engine.Step) bool {
 		last = s
@@ -233,7 +245,7 @@ func runPrefix(ctx context.Context, tr *traces.Trace, n int) (*engine.State, *en
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.State(), last, nil
+	return e, last, nil
 }
 
 // checkTarget checks --device and --node against the state, so that a
