@@ -32,6 +32,7 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 ./...
+	python3 -m unittest discover traces/pytorch/tests
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -58,14 +58,15 @@ type gen struct {
 	max   int
 }
 
-// fn is a defined function and how to find arguments for it.
+// fn is a defined function: its name, its kind (which says what arguments
+// it takes and what shapes it returns) and how many results it returns.
 type fn struct {
 	name string
 	kind string
-	// numel is the element count a "view" function needs of its argument.
+	// numel is the element count a "vw" or "vwout" function needs of its
+	// argument.
 	numel int
-	// pick returns the arguments of a call, making tensors when none fit.
-	nret int
+	nret  int
 }
 
 // shapes are the shapes tensors take: small, so that traces stay cheap,
@@ -111,8 +112,10 @@ func Trace(seed int64, opts Options) *traces.Trace {
 	}
 	for g.b.Len() < opts.Records {
 		switch x := g.r.IntN(100); {
-		case x < 45:
+		case x < 37:
 			g.call()
+		case x < 45:
+			g.loop(steps == StepsAlways)
 		case x < 53:
 			g.tensor(g.r.IntN(3) == 0)
 		case x < 63:
@@ -130,6 +133,73 @@ func Trace(seed int64, opts Options) *traces.Trace {
 	return g.b.Trace()
 }
 
+// loop repeats a short program two to five times, as a training or
+// inference loop does: a fresh input each iteration (rebinding one name),
+// then the same calls on it and on what they return. Repetition is what
+// makes functions warm up, record, then replay; a step before each
+// iteration (when the trace has steps) starts its generation.
+func (g *gen) loop(steps bool) {
+	inName := g.fresh("in")
+	shape := shapes[g.r.IntN(len(shapes))]
+	type call struct {
+		f   fn
+		arg int // which earlier value feeds it: 0 the input, i the result of call i
+	}
+	var calls []call
+	for range 1 + g.r.IntN(3) {
+		// Functions of one tensor argument whose first result has the
+		// input's shape, so that calls chain.
+		var ok []fn
+		for _, f := range g.fns {
+			switch f.kind {
+			case "un", "dup", "fl", "red":
+				ok = append(ok, f)
+			}
+		}
+		if len(ok) == 0 {
+			return
+		}
+		calls = append(calls, call{f: pick(g, ok), arg: g.r.IntN(len(calls) + 1)})
+	}
+	iters := 2 + g.r.IntN(4)
+	keep := g.r.IntN(2) == 0 // keep the results alive across iterations, or del them
+	for range iters {
+		if steps {
+			g.b.Step()
+		}
+		seed := g.r.Int64N(1000)
+		g.b.TensorSeed(inName, slices.Clone(shape), seed)
+		g.bind(inName, value{shape: slices.Clone(shape)})
+		vals := []string{inName}
+		for i, c := range calls {
+			out := make([]string, c.f.nret)
+			for j := range out {
+				out[j] = fmt.Sprintf("%s_%d_%d", inName, i, j)
+			}
+			args := []string{vals[c.arg]}
+			shp := g.retShapes(c.f, args)
+			g.b.Call(c.f.name, args, out...)
+			for j, o := range out {
+				g.unbind(o)
+				g.bind(o, value{shape: shp[j]})
+			}
+			vals = append(vals, out[0])
+		}
+		if !keep {
+			var dead []string
+			for _, v := range vals[1:] {
+				if !slices.Contains(dead, v) {
+					dead = append(dead, v)
+				}
+			}
+			g.b.Del(dead...)
+			for _, d := range dead {
+				g.unbind(d)
+			}
+		}
+	}
+}
+
 // defs defines between four and all of the function kinds, each with its
 // own constants.
 func (g *gen) defs() {
@@ -141,7 +211,8 @@ func (g *gen) defs() {
 	}
 }
 
-func (g *gen) pickOf(s []string) string { return s[g.r.IntN(len(s))] }
+// pick returns a random element of s.
+func pick[T any](g *gen, s []T) T { return s[g.r.IntN(len(s))] }
 
 func (g *gen) num() float64 { return float64(g.r.IntN(9)-4) / 2 }
 
@@ -154,10 +225,10 @@ func (g *gen) def(name, k string) {
 	switch k {
 	case "ew": // c = un(bin(x, y)) * s
 		params, returns = []string{"x", "y"}, []string{"c"}
-		body = []traces.Stmt{S("a", g.pickOf(binaryKs), "x", "y"), S("b", g.pickOf(unaryKs), "a", nil), S("c", "mul", "b", g.num())}
+		body = []traces.Stmt{S("a", pick(g, binaryKs), "x", "y"), S("b", pick(g, unaryKs), "a", nil), S("c", "mul", "b", g.num())}
 	case "un": // two unary kernels and a scalar op
 		params, returns = []string{"x"}, []string{"b"}
-		body = []traces.Stmt{S("a", g.pickOf(unaryKs), "x", nil), S("b", g.pickOf(binaryKs), "a", g.num())}
+		body = []traces.Stmt{S("a", pick(g, unaryKs), "x", nil), S("b", pick(g, binaryKs), "a", g.num())}
 	case "mm": // relu(a @ w)
 		params, returns = []string{"a", "w"}, []string{"d"}
 		body = []traces.Stmt{S("c", "matmul", "a", "w"), S("d", "relu", "c", nil)}
@@ -165,11 +236,11 @@ func (g *gen) def(name, k string) {
 		params, returns = []string{"x"}, []string{"s", "t"}
 		body = []traces.Stmt{S("s", "sum", "x", nil), S("t", "mul", "x", "s")}
 	case "vw": // returns a view of its input: the output aliases it
-		f.numel = g.pickOf([]int{4, 6})
+		f.numel = pick(g, []int{4, 6})
 		params, returns = []string{"x"}, []string{"w", "v"}
 		body = []traces.Stmt{traces.SShape("v", "view", "x", []int{f.numel}), S("w", "add", "v", g.num())}
 	case "vwout": // returns an output and a view of it
-		f.numel = g.pickOf([]int{4, 6})
+		f.numel = pick(g, []int{4, 6})
 		sh := []int{2, f.numel / 2}
 		params, returns = []string{"x"}, []string{"a", "v"}
 		body = []traces.Stmt{S("a", "mul", "x", g.num()), traces.SShape("v", "view", "a", sh)}
@@ -210,22 +281,28 @@ func (g *gen) unbind(name string) {
 // three) a name bound now, which rebinding drops.
 func (g *gen) target(prefix string) string {
 	if len(g.order) > 0 && g.r.IntN(3) == 0 {
-		return g.pickOf(g.order)
+		return pick(g, g.order)
 	}
 	return g.fresh(prefix)
 }
 
 // tensor makes a tensor or a param of a random shape and binds it.
 func (g *gen) tensor(param bool) string {
-	return g.tensorOf(param, shapes[g.r.IntN(len(shapes))])
+	return g.tensorOf(param, shapes[g.r.IntN(len(shapes))], true)
 }
 
-func (g *gen) tensorOf(param bool, shape []int) string {
+// tensorOf makes a tensor or param of shape, bound to a fresh name, or when
+// rebind is set maybe to a bound one (never while picking a call's
+// arguments: that would change an argument already picked).
+func (g *gen) tensorOf(param bool, shape []int, rebind bool) string {
 	prefix := "t"
 	if param {
 		prefix = "p"
 	}
-	name := g.target(prefix)
+	name := g.fresh(prefix)
+	if rebind {
+		name = g.target(prefix)
+	}
 	shape = slices.Clone(shape)
 	n := 1
 	for _, d := range shape {
@@ -272,7 +349,7 @@ func (g *gen) find(ok func(value) bool) string {
 	if len(c) == 0 {
 		return ""
 	}
-	return g.pickOf(c)
+	return pick(g, c)
 }
 
 // arg returns a bound name whose value fits ok (most of the time, when one
@@ -283,7 +360,7 @@ func (g *gen) arg(ok func(value) bool, shape []int, param bool) string {
 			return n
 		}
 	}
-	return g.tensorOf(param, shape)
+	return g.tensorOf(param, shape, false)
 }
 
 func numel(s []int) int {
@@ -337,7 +414,8 @@ func (g *gen) call() {
 		// Mostly a param (a static input, mutated in place: cudagraphed);
 		// sometimes a plain tensor or an output (the engine runs it eagerly
 		// or re-records).
-		p := g.arg(func(v value) bool { return v.param }, shapes[g.r.IntN(len(shapes))], true)
+		isParam := g.r.IntN(4) != 0
+		p := g.arg(func(v value) bool { return v.param == isParam }, shapes[g.r.IntN(len(shapes))], isParam)
 		sp := g.names[p].shape
 		x := g.arg(shapeIs(sp), sp, false)
 		args = []string{p, x}
@@ -353,7 +431,7 @@ func (g *gen) call() {
 			var o string
 			for o == "" || used[o] {
 				if g.r.IntN(4) == 0 && len(g.order) > 0 {
-					o = g.pickOf(g.order)
+					o = pick(g, g.order)
 				} else {
 					o = g.fresh("o")
 				}
@@ -363,13 +441,18 @@ func (g *gen) call() {
 		}
 	}
 	g.b.Call(f.name, args, out...)
+	// The results' shapes, known from the kind, before any out name that
+	// is also an argument is rebound.
+	shp := g.retShapes(f, args)
+	vals := make([]value, len(out))
+	for i := range out {
+		vals[i] = value{shape: shp[i], param: g.retParam(f, args, i)}
+	}
 	for _, o := range out {
 		g.unbind(o)
 	}
-	// Bind with the shapes the call returns (known from the kind).
-	shp := g.retShapes(f, args)
 	for i, o := range out {
-		g.bind(o, value{shape: shp[i], param: g.retParam(f, args, i)})
+		g.bind(o, vals[i])
 	}
 }
 
@@ -418,7 +501,7 @@ func (g *gen) del() {
 	}
 	var names []string
 	for len(names) < n {
-		c := g.pickOf(g.order)
+		c := pick(g, g.order)
 		if !slices.Contains(names, c) {
 			names = append(names, c)
 		}
@@ -436,7 +519,7 @@ func (g *gen) read() {
 		g.tensor(false)
 		return
 	}
-	g.b.Read(g.pickOf(g.order))
+	g.b.Read(pick(g, g.order))
 }
 
 // eager runs one statement outside any graph on a bound name.
@@ -445,7 +528,7 @@ func (g *gen) eager() {
 		g.tensor(false)
 		return
 	}
-	a := g.pickOf(g.order)
+	a := pick(g, g.order)
 	sa := g.names[a].shape
 	out := g.target("e")
 	var st traces.Stmt
@@ -454,13 +537,13 @@ func (g *gen) eager() {
 	case x < 2:
 		b := g.find(shapeIs(sa))
 		if b == "" || g.r.IntN(3) == 0 {
-			st = traces.S(out, g.pickOf(binaryKs), a, g.num())
+			st = traces.S(out, pick(g, binaryKs), a, g.num())
 		} else {
-			st = traces.S(out, g.pickOf(binaryKs), a, b)
+			st = traces.S(out, pick(g, binaryKs), a, b)
 		}
 		shape = sa
 	case x < 4:
-		st = traces.S(out, g.pickOf(unaryKs), a, nil)
+		st = traces.S(out, pick(g, unaryKs), a, nil)
 		shape = sa
 	case x < 5:
 		st = traces.S(out, "sum", a, nil)
@@ -474,6 +557,6 @@ func (g *gen) eager() {
 	}
 	g.b.Eager(st)
 	param := st.K == "view" && g.names[a].param
-	g.unbind(out)
+	g.unbind(out) // a rebinding; a fresh name is not bound
 	g.bind(out, value{shape: slices.Clone(shape), param: param})
 }
