@@ -143,17 +143,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 	return p, nil
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func sameShape(a, b []int) bool { return kernels.SameShape(a, b) }
 
 // stmtText renders a statement as a line of code, for messages.
 func stmtText(st traces.Stmt) string {

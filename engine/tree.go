@@ -705,19 +705,24 @@ func (e *Engine) nodePathLive(m *manager, n *Node) []int {
 	return out
 }
 
-// warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
-func (e *Engine) warmupPathLive(m *manager, w *WarmupNode) []int {
+// warmupChain returns the warmup nodes from w up to the first one whose
+// parent is not a warmup node (w first), and that parent graph node (nil
+// when the chain starts at the roots).
+func (m *manager) warmupChain(w *WarmupNode) ([]*WarmupNode, *Node) {
 	var chain []*WarmupNode
-	var top *Node
 	for x := w; x != nil; {
 		chain = append(chain, x)
-		if x.ParentWarm != 0 {
-			x = m.warmups[x.ParentWarm]
-		} else {
-			top = m.nodesOrNil(x.ParentGraph)
-			x = nil
+		if x.ParentWarm == 0 {
+			return chain, m.nodesOrNil(x.ParentGraph)
 		}
+		x = m.warmups[x.ParentWarm]
 	}
+	return chain, nil
+}
+
+// warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
+func (e *Engine) warmupPathLive(m *manager, w *WarmupNode) []int {
+	chain, top := m.warmupChain(w)
 	var out []int
 	if top != nil {
 		out = e.nodePathLive(m, top)

@@ -68,15 +68,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 	if w := m.curWarmup(); w != nil {
 		dv.CurrentWarmup = w.ID
 		var chain []*WarmupNode
-		for x := w; x != nil; {
-			chain = append(chain, x)
-			if x.ParentWarm != 0 {
-				x = m.warmups[x.ParentWarm]
-			} else {
-				cur = m.nodesOrNil(x.ParentGraph)
-				x = nil
-			}
-		}
+		chain, cur = m.warmupChain(w)
 		for i := len(chain) - 1; i >= 0; i-- {
 			x := chain[i]
 			wv := WarmupView{ID: x.ID, Fn: m.funcs[x.Fn].Name, FnID: x.Fn, Line: x.Line, Parent: NoParent}

@@ -142,6 +142,9 @@ func elems(s []int) int64 {
 	return n
 }
 
+// SameShape reports whether two shapes are equal.
+func SameShape(a, b []int) bool { return equal(a, b) }
+
 func equal(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
