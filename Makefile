@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./engine/alloc/pickle:FuzzRoundTrip \
 	./engine/alloc/internal/unpickle:FuzzDecode
 
-.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle e2e clean
+.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle e2e reliability clean
 
 run: build
 	./cgtviz
@@ -38,7 +38,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$pkg; \
 	done
 
 bench:
@@ -72,6 +72,12 @@ ptx:
 # On the GPU machine: PyTorch's decisions for every example trace.
 oracle:
 	python3 $(BIN)/torch-oracle.py examples/*.cgt.jsonl examples/recorded/*.cgt.jsonl > engine/testdata/oracle/oracle.jsonl
+
+# The long runs behind docs/reliability.md.
+reliability:
+	CGTVIZ_PROPERTY_TRACES=2000 $(GO) test -count=1 -run '^TestProperties$$' -v ./engine/
+	$(GO) test -count=1 -run '^TestFaults$$' -v ./engine/
+	$(MAKE) fuzz FUZZTIME=60s
 
 e2e: build
 	bash tools/e2e/tui.sh

@@ -39,6 +39,11 @@ type plan struct {
 	shapes  [][]int // per slot
 	// text of each statement, for messages ("c = y * 4").
 	text []string
+	// viewsOnly is true when the body launches no kernel: its outputs are
+	// its inputs or views of them. Dynamo and AOTAutograd compile nothing
+	// for such a function, so it never reaches the tree (checked against
+	// PyTorch 2.11: such calls run eagerly).
+	viewsOnly bool
 }
 
 type planStmt struct {
@@ -139,6 +144,12 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 			return nil, fmt.Errorf("returns %q, which the body does not bind", r)
 		}
 		p.returns = append(p.returns, s)
+	}
+	p.viewsOnly = true
+	for _, ps := range p.stmts {
+		if ps.kind != "view" {
+			p.viewsOnly = false
+		}
 	}
 	return p, nil
 }

@@ -13,9 +13,14 @@ type aliasKind uint8
 
 const (
 	aliasUnaliased aliasKind = iota // UnaliasedStorage
-	aliasStatic                     // a static input (parameter) or an empty storage: not managed
+	aliasStatic                     // an empty storage: not managed
 	aliasPrior                      // AliasesPriorGraphOutput((depth, idx))
 	aliasNew                        // AliasesNewOutput(idx)
+	// aliasInput: the output is (a view of) input Input. torch.compile's
+	// AOTAutograd regenerates such outputs from the caller's own tensor
+	// outside the graph, so the tree never sees them: no weak reference,
+	// no liveness, and every call returns a view of its current input.
+	aliasInput
 )
 
 // outputInfo is one output's recorded metadata (outputs_metadata plus the
@@ -29,6 +34,8 @@ type outputInfo struct {
 	// output index of this node (aliasNew).
 	Prior OutputIndex
 	New   int
+	// Input is the aliased input (aliasInput).
+	Input int
 	// Unaliased is unaliased_in_all_paths: the output gets a cached tensor.
 	Unaliased bool
 	// StaticTensor is the tensor returned for a static output.
@@ -235,7 +242,7 @@ func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Re
 	m.pathState = PathExecution
 	m.warmups = nil
 	e.updateGeneration(m)
-	outs := e.reconstructOutputs(m, n, rec)
+	outs := e.reconstructOutputs(m, n, args, rec)
 	n.Replays++
 	e.counters.Replays++
 	step.Node, step.Parent = n.ID, n.Parent
@@ -251,7 +258,7 @@ func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Re
 // reconstructOutputs is reconstruct_outputs: cached outputs are the same
 // tensor objects every replay; the others are rebuilt on non-owning storages
 // at the recorded pointers.
-func (e *Engine) reconstructOutputs(m *manager, n *Node, rec *traces.Record) []*Tensor {
+func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *traces.Record) []*Tensor {
 	tt := e.tt
 	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
@@ -277,6 +284,10 @@ func (e *Engine) reconstructOutputs(m *manager, n *Node, rec *traces.Record) []*
 			t := tt.tensors[tid]
 			tt.hold(t)
 			outs[i] = t
+			continue
+		}
+		if o.Alias == aliasInput {
+			outs[i] = tt.newTensor(tt.storages[args[o.Input].Storage], o.Shape, rec.Line, fmt.Sprintf("%s output %d", fname, i))
 			continue
 		}
 		if o.Alias == aliasStatic {
@@ -323,17 +334,11 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 	} else if cn := m.curNode(); cn != nil {
 		w.ParentGraph = cn.ID
 	}
-	// Storages of inputs that are not path outputs: outputs aliasing them
-	// are not tracked (get_non_cudagraph_inps).
-	pathPtrs := map[device.Ptr]bool{}
-	for _, sid := range e.pathLive(m) {
-		pathPtrs[e.tt.storages[sid].Ptr] = true
-	}
+	// Outputs that are (views of) inputs are rebuilt by AOTAutograd outside
+	// the compiled model, so the warmup node never sees them.
 	nonPath := map[int]bool{}
 	for _, t := range args {
-		if s := e.tt.storages[t.Storage]; !pathPtrs[s.Ptr] {
-			nonPath[s.ID] = true
-		}
+		nonPath[t.Storage] = true
 	}
 	if m.warmups == nil {
 		m.warmups = map[int]*WarmupNode{}
@@ -517,11 +522,23 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	if parent != nil {
 		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, e.liveness(parentPath))
 	}
-	staticPtrs := map[device.Ptr]bool{}
-	for i, t := range args {
-		if f.Static[i] && !n.Managed[i] {
-			staticPtrs[tt.storages[t.Storage].Ptr] = true
+	// Outputs that are (views of) inputs: AOTAutograd rebuilds them from
+	// the caller's tensors outside the graph. Point them at the caller's
+	// input (not at a placeholder), and keep them out of the tree.
+	inputOf := map[int]int{}
+	for i, t := range bodyArgs {
+		inputOf[t.Storage] = i
+	}
+	for i, t := range outs {
+		j, ok := inputOf[t.Storage]
+		if !ok {
+			continue
 		}
+		nt := tt.newTensor(tt.storages[args[j].Storage], t.Shape, t.Line, t.What)
+		if err := tt.release(t); err != nil {
+			return nil, "", fmt.Errorf("record #%d: %w", id, err)
+		}
+		outs[i] = nt
 	}
 	newIndex := map[device.Ptr]int{}
 	n.Outputs = make([]outputInfo, len(outs))
@@ -529,8 +546,17 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	for i, t := range outs {
 		s := tt.storages[t.Storage]
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, Bytes: s.Bytes}
+		j, isInput := 0, false
+		for k, a := range args {
+			if a.Storage == t.Storage {
+				j, isInput = k, true
+				break
+			}
+		}
 		switch {
-		case staticPtrs[s.Ptr] || s.Ptr == 0:
+		case isInput:
+			o.Alias, o.Input = aliasInput, j
+		case s.Ptr == 0:
 			o.Alias = aliasStatic
 			o.StaticTensor = t.ID
 			t.Cached = true
@@ -548,7 +574,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 				o.Unaliased = true
 			}
 		}
-		if o.Alias != aliasStatic {
+		if o.Alias != aliasStatic && o.Alias != aliasInput {
 			n.OutWeak[i] = s.ID
 		}
 		n.Outputs[i] = o

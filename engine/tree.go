@@ -152,6 +152,25 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	step.Fn = def.Fn
+	if f.plan.viewsOnly {
+		// Nothing to compile: the call is plain Python (views of its
+		// inputs), untouched by the tree and by generations.
+		for _, t := range args {
+			e.tt.hold(t)
+		}
+		outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: f.Name})
+		for _, t := range args {
+			e.tt.release(t)
+		}
+		if err != nil {
+			return err
+		}
+		step.Action = ActionEager
+		e.counters.Eager++
+		e.emit(Event{Kind: EvEager, Line: rec.Line, Device: dev, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
+			Msg: fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name)})
+		return e.bindResults(rec, outs)
+	}
 	mode := f.Mode
 	if mode != traces.ModeBackward {
 		// Dynamo's on-enter hook of a top-level compiled call.
@@ -174,8 +193,12 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	case traces.ModeBackward:
 		m.pendingBackward = false
 	}
-	// Bind the results, then drop the call's hold: results without a name
-	// die now.
+	return e.bindResults(rec, outs)
+}
+
+// bindResults binds a call's results to its out names, then drops the
+// call's hold: results without a name die now.
+func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 	for i, t := range outs {
 		if rec.Out != nil {
 			if err := e.tt.bind(rec.Out[i], t); err != nil {

@@ -127,6 +127,8 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 				ov.Alias = "prior " + o.Prior.String()
 			case aliasNew:
 				ov.Alias = fmt.Sprintf("output %d", o.New)
+			case aliasInput:
+				ov.Alias = fmt.Sprintf("input %d", o.Input)
 			}
 			nv.Outputs = append(nv.Outputs, ov)
 		}

@@ -55,7 +55,9 @@ func (d *Device) Snapshot() any {
 	return s
 }
 
-// Restore puts the device back in the state of a snapshot it took. Restore
+// Restore puts the device back in the state of a snapshot it took, pending
+// faults and call counters included; a fault that fired since stays fired
+// and does not fire again (see fault). Restore
 // cannot return an error, so given anything else it leaves the state alone
 // and makes every later call fail with the reason, until a Restore of a
 // valid snapshot; RestoreSnapshot returns the error instead.
