@@ -9,7 +9,6 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -497,8 +496,6 @@ func formatValues(v []float32) string {
 	b.WriteByte(']')
 	return b.String()
 }
-
-var _ = kernels.Add
 
 // newStep hands out Steps from chunks: a run makes one per record, and a
 // chunk allocation amortises them (callers may keep any Step).

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -94,5 +93,3 @@ func errorExpected(tr *traces.Trace, i int) bool {
 	}
 	return false
 }
-
-var _ = strings.Contains
