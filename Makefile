@@ -62,8 +62,9 @@ gpu-build:
 
 # On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
 bench-gpu:
-	cd engine && ../$(BIN)/engine-cuda.test -test.run '^$$' -test.bench GPU -test.benchmem -test.count 3
-	python3 tools/gpu/torch-bench.py
+	cd engine && ../$(BIN)/engine-cuda.test -test.run '^$$' -test.bench GPU -test.benchmem -test.count 3 | tee ../$(BIN)/bench-gpu.log
+	python3 tools/gpu/torch-bench.py | tee $(BIN)/torch-bench.log
+	python3 tools/gpu/bench-table.py $(BIN)/bench-gpu.log $(BIN)/torch-bench.log
 
 # On a machine with nvcc: regenerate the committed PTX of the kernels.
 ptx:
