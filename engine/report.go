@@ -74,8 +74,15 @@ func NewReport(name, device string) *Report {
 	return &Report{Version: 1, Trace: name, Device: device, Steps: []ReportStep{}, Nodes: []ReportNode{}, Expectations: ReportExpections{Failed: []ReportExpectation{}}}
 }
 
-// Add appends a step's entry.
+// Add appends a step's entry and counts its expectations.
 func (r *Report) Add(s *Step) {
+	r.Steps = append(r.Steps, r.Count(s))
+}
+
+// Count counts a step's expectations and returns its entry without keeping
+// it: a caller that streams the steps (cgtviz run on a long trace) keeps
+// memory flat.
+func (r *Report) Count(s *Step) ReportStep {
 	rs := ReportStep{Line: s.Line, Op: string(s.Op)}
 	if s.Err != "" {
 		msg := s.Err
@@ -108,7 +115,58 @@ func (r *Report) Add(s *Step) {
 			r.Expectations.Failed = append(r.Expectations.Failed, ReportExpectation{Line: s.Line, Message: f})
 		}
 	}
-	r.Steps = append(r.Steps, rs)
+	return rs
+}
+
+// WriteJSONStream writes the report as JSON with the steps given one by one
+// through the returned function (call it with nil to finish, after Finish):
+// the same document as encoding/json gives for Report, without holding the
+// steps.
+func (r *Report) WriteJSONStream(w io.Writer) func(*ReportStep) error {
+	first := true
+	started := false
+	return func(st *ReportStep) error {
+		if !started {
+			started = true
+			head, err := json.Marshal(struct {
+				Version int    `json:"cgtviz_report"`
+				Trace   string `json:"trace"`
+				Device  string `json:"device"`
+			}{r.Version, r.Trace, r.Device})
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "%s,\n  \"steps\": [", head[:len(head)-1]); err != nil {
+				return err
+			}
+		}
+		if st != nil {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			sep := ",\n    "
+			if first {
+				sep = "\n    "
+				first = false
+			}
+			_, err = fmt.Fprintf(w, "%s%s", sep, b)
+			return err
+		}
+		tail, err := json.MarshalIndent(struct {
+			Nodes        []ReportNode     `json:"nodes"`
+			Counters     Counters         `json:"counters"`
+			Pool         ReportPool       `json:"pool"`
+			GraphPool    ReportPool       `json:"graph_pool"`
+			Expectations ReportExpections `json:"expectations"`
+		}{r.Nodes, r.Counters, r.Pool, r.GraphPool, r.Expectations}, "", "  ")
+		if err != nil {
+			return err
+		}
+		// tail is {\n  "nodes": ...\n}: its fields follow the steps.
+		_, err = fmt.Fprintf(w, "\n  ],\n%s\n", tail[2:])
+		return err
+	}
 }
 
 // Finish fills the nodes, counters and pools from the engine at the end.
@@ -176,37 +234,56 @@ func RunTrace(ctx context.Context, tr *traces.Trace, opts Options, each func(*St
 // WriteText prints a human-readable report: one line per call and error,
 // the tree, counters and expectations.
 func (r *Report) WriteText(w io.Writer, tree string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "trace: %s (device %s)\n", r.Trace, r.Device)
-	for _, s := range r.Steps {
-		switch {
-		case s.isCall || s.Op == "call":
-			act := "-"
-			if s.Action != nil {
-				act = *s.Action
-			}
-			fmt.Fprintf(&b, "  line %4d  call %-12s %-7s", s.Line, deref(s.Fn), act)
-			if s.Node != nil {
-				fmt.Fprintf(&b, " #%d", *s.Node)
-				if s.Parent != nil {
-					fmt.Fprintf(&b, " (child of #%d)", *s.Parent)
-				} else {
-					b.WriteString(" (root)")
-				}
-			}
-			if s.Checkpoint != nil && *s.Checkpoint {
-				b.WriteString(" checkpoint")
-			}
-			b.WriteByte('\n')
-		case s.Error != nil:
-			fmt.Fprintf(&b, "  line %4d  %s\n", s.Line, s.Op)
-		default:
-			continue
-		}
-		if s.Error != nil {
-			fmt.Fprintf(&b, "             error: %s\n", *s.Error)
+	if _, err := fmt.Fprintf(w, "trace: %s (device %s)\n", r.Trace, r.Device); err != nil {
+		return err
+	}
+	for i := range r.Steps {
+		if err := r.Steps[i].WriteText(w); err != nil {
+			return err
 		}
 	}
+	return r.WriteSummary(w, tree)
+}
+
+// WriteText prints a step's line of the human-readable report: calls with
+// their action and node, and any record's error; nothing for the others.
+func (s *ReportStep) WriteText(w io.Writer) error {
+	var b strings.Builder
+	switch {
+	case s.isCall || s.Op == "call":
+		act := "-"
+		if s.Action != nil {
+			act = *s.Action
+		}
+		fmt.Fprintf(&b, "  line %4d  call %-12s %-7s", s.Line, deref(s.Fn), act)
+		if s.Node != nil {
+			fmt.Fprintf(&b, " #%d", *s.Node)
+			if s.Parent != nil {
+				fmt.Fprintf(&b, " (child of #%d)", *s.Parent)
+			} else {
+				b.WriteString(" (root)")
+			}
+		}
+		if s.Checkpoint != nil && *s.Checkpoint {
+			b.WriteString(" checkpoint")
+		}
+		b.WriteByte('\n')
+	case s.Error != nil:
+		fmt.Fprintf(&b, "  line %4d  %s\n", s.Line, s.Op)
+	default:
+		return nil
+	}
+	if s.Error != nil {
+		fmt.Fprintf(&b, "             error: %s\n", *s.Error)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteSummary prints the end of the human-readable report: the tree,
+// counters, the graph pool and the expectations.
+func (r *Report) WriteSummary(w io.Writer, tree string) error {
+	var b strings.Builder
 	if tree != "" {
 		b.WriteString("tree:\n")
 		for _, l := range strings.Split(strings.TrimRight(tree, "\n"), "\n") {
@@ -277,4 +354,31 @@ func (s *ReportStep) UnmarshalJSON(b []byte) error {
 	}
 	*s = ReportStep{Line: v.Line, Op: v.Op, Fn: v.Fn, Action: v.Action, Node: v.Node, Parent: v.Parent, Checkpoint: v.Checkpoint, Error: v.Error, isCall: v.Op == "call"}
 	return nil
+}
+
+// RunReader is RunTrace over a streaming reader: records are read and
+// applied one at a time, so a trace of any length runs in memory bounded by
+// the engine's state (check the file first: the reader stops at the first
+// malformed record, with its error).
+func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*Step) bool) (*Engine, error) {
+	e, err := New(r.Header(), opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; ; i++ {
+		if i&1023 == 0 && ctx.Err() != nil {
+			return e, ctx.Err()
+		}
+		rec, err := r.Next()
+		if err == io.EOF {
+			return e, nil
+		}
+		if err != nil {
+			return e, err
+		}
+		s := e.Apply(&rec)
+		if each != nil && !each(s) {
+			return e, nil
+		}
+	}
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/render"
@@ -30,32 +32,53 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		commandUsage(fs, stderr)
 		return 2
 	}
-	tr, err := readTrace(pos[0])
+	// Check the whole file first (streaming), then stream its records
+	// through the engine: a trace of any length is never held in memory.
+	r, closeTrace, err := openTraceStream(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 2
 	}
-	devs, closeDevs, err := openDevices(*devName, tr.Header.Devices)
+	defer closeTrace()
+	hdr := r.Header()
+	file := pos[0]
+	devs, closeDevs, err := openDevices(*devName, hdr.Devices)
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: %v\n", err)
 		return 2
 	}
 	defer closeDevs()
-	name := tr.Header.Name
+	name := hdr.Name
 	if name == "" {
-		name = tr.File
+		name = file
 	}
 	rep := engine.NewReport(name, devs[0].Name())
 	logw := stdout
 	if *asJSON {
 		logw = stderr
 	}
+	// Steps are written as they run, so that memory stays flat however long
+	// the trace is.
+	var writeJSON func(*engine.ReportStep) error
+	if *asJSON {
+		writeJSON = rep.WriteJSONStream(stdout)
+	} else {
+		fmt.Fprintf(stdout, "trace: %s (device %s)\n", rep.Trace, rep.Device)
+	}
+	var werr error
 	failedErr := false
-	e, err := engine.RunTrace(ctx, tr, engine.Options{Devices: devs, Check: *check}, func(s *engine.Step) bool {
-		rep.Add(s)
+	e, err := engine.RunReader(ctx, r, engine.Options{Devices: devs, Check: *check, File: file}, func(s *engine.Step) bool {
+		rs := rep.Count(s)
+		if writeJSON != nil {
+			if err := writeJSON(&rs); err != nil && werr == nil {
+				werr = err
+			}
+		} else {
+			rs.WriteText(stdout)
+		}
 		if *logLines {
 			for _, ev := range s.Events {
-				if l := engine.LogLine(tr.File, ev); l != "" {
+				if l := engine.LogLine(file, ev); l != "" {
 					fmt.Fprintln(logw, l)
 				}
 			}
@@ -72,10 +95,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rep.Finish(e)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "cgtviz run: %v\n", err)
+		if err := writeJSON(nil); err != nil || werr != nil {
+			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", errors.Join(err, werr))
 			return 2
 		}
 	} else {
@@ -87,7 +108,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			tree += render.TreeText(st, d)
 		}
-		if err := rep.WriteText(stdout, tree); err != nil {
+		if err := rep.WriteSummary(stdout, tree); err != nil {
 			return 2
 		}
 	}
@@ -95,6 +116,36 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// openTraceStream checks a trace file (or the embedded demo for "demo")
+// and opens it for streaming; every problem is in the returned error.
+func openTraceStream(path string) (*traces.Reader, func(), error) {
+	if path == "demo" {
+		tr, err := demoTrace()
+		if err != nil {
+			return nil, nil, err
+		}
+		var buf bytes.Buffer
+		if err := tr.Write(&buf); err != nil {
+			return nil, nil, err
+		}
+		r, err := traces.NewReader(&buf, tr.File)
+		return r, func() {}, err
+	}
+	if ps := traces.CheckFile(path); len(ps) > 0 {
+		return nil, nil, traces.Problems(ps)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := traces.NewReader(f, path)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return r, func() { f.Close() }, nil
 }
 
 // readTrace checks and reads a trace file, or the embedded demo for "demo".
