@@ -83,7 +83,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	e, last, err := runPrefix(ctx, tr, n, f.runOn)
+	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn)
+	defer closeDevs()
 	var st *engine.State
 	if e != nil {
 		st = e.State()
@@ -228,24 +229,23 @@ func (f *exportFlags) records(tr *traces.Trace) (int, string) {
 }
 
 // runPrefix runs the first n records of tr on devices of the named backend
-// and returns the engine after them and the last step (nil when n is 0).
-func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string) (*engine.Engine, *engine.Step, error) {
+// and returns the engine after them, the last step (nil when n is 0) and a function that closes the devices.
+func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string) (*engine.Engine, *engine.Step, func(), error) {
 	prefix := *tr
 	prefix.Records = tr.Records[:n]
 	devs, closeDevs, err := openDevices(backend, tr.Header.Devices)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, func() {}, err
 	}
-	_ = closeDevs // the process ends soon after; a GPU's context goes with it
 	var last *engine.Step
 	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File}, func(s *engine.Step) bool {
 		last = s
 		return true
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, closeDevs, err
 	}
-	return e, last, nil
+	return e, last, closeDevs, nil
 }
 
 // checkTarget checks --device and --node against the state, so that a
