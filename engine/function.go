@@ -26,6 +26,9 @@ type Function struct {
 	Mutated []int
 	// Warmups counts eager runs inside the pool (run_eager) so far.
 	Warmups int
+	// Compile numbers the compiled graph of the def this function belongs
+	// to (Dynamo recompiles when shapes change; see compileState).
+	Compile int
 	plan    *plan
 }
 

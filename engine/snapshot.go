@@ -156,6 +156,12 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnKeys {
 		c.fnKeys[k] = v
 	}
+	c.compiles = make(map[string][]*compileState, len(m.compiles))
+	for k, v := range m.compiles {
+		for _, cs := range v {
+			c.compiles[k] = append(c.compiles[k], cs.clone())
+		}
+	}
 	c.fnByName = make(map[string][]int, len(m.fnByName))
 	for k, v := range m.fnByName {
 		c.fnByName[k] = append([]int(nil), v...)

@@ -38,6 +38,8 @@ type manager struct {
 	fnKeys map[string]int
 	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
 	fnByName map[string][]int
+	// compiles is Dynamo's compile state of each def (per static inputs).
+	compiles map[string][]*compileState
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -217,14 +219,19 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 // function returns the FunctionID for def called with these shapes and
 // static flags, creating it (with a new id) on first use.
 func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool) (*Function, error) {
+	cs := m.compileState(def.Fn, static, shapes)
+	if !cs.accepts(shapes) {
+		e.markHeavy()
+		cs = m.recompile(def.Fn, static, shapes)
+	}
 	// The usual case, a call seen before, compares shapes without
 	// building the key string.
 	for _, id := range m.fnByName[def.Fn] {
-		if f := m.funcs[id]; sameSignature(f, shapes, static) {
+		if f := m.funcs[id]; f.Compile == cs.gen && sameSignature(f, shapes, static) {
 			return f, nil
 		}
 	}
-	key := fnKey(def.Fn, shapes, static, m.ds.index)
+	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), cs.gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.funcs[id], nil
 	}
@@ -233,7 +240,7 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 		return nil, err
 	}
 	e.markHeavy()
-	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, plan: p, Mutated: mutatedParams(def)}
+	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: cs.gen, plan: p, Mutated: mutatedParams(def)}
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -249,6 +256,122 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	}
 	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
 	return f, nil
+}
+
+// compileState is Dynamo's view of one def called with one set of static
+// inputs: the shape guards of its latest compiled graph. A call whose shapes
+// those guards refuse makes Dynamo recompile, with the dims that changed
+// made dynamic (automatic dynamic shapes), and every later call goes
+// through the new graph: even shapes seen before get new FunctionIDs, since
+// cudagraphify keys its functions per compiled graph and int key (checked
+// against PyTorch 2.11; the KV-cache recording shows the same).
+type compileState struct {
+	static []bool
+	ranks  []int
+	gen    int
+	// dims are, per argument, the size of each static dim, -1 for a
+	// dynamic one; nil before the first compile.
+	dims [][]int
+}
+
+// accepts reports whether the latest graph's guards let shapes through.
+func (c *compileState) accepts(shapes [][]int) bool {
+	if c.dims == nil || len(c.dims) != len(shapes) {
+		return false
+	}
+	for i, s := range shapes {
+		if len(s) != len(c.dims[i]) {
+			return false
+		}
+		for j, d := range s {
+			if c.dims[i][j] >= 0 && c.dims[i][j] != d {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *compileState) clone() *compileState {
+	n := &compileState{static: c.static, ranks: c.ranks, gen: c.gen}
+	for _, d := range c.dims {
+		n.dims = append(n.dims, append([]int(nil), d...))
+	}
+	return n
+}
+
+// compileState returns the compile state of fn with these static inputs
+// and argument ranks. Calls of another rank are kept apart: only a size
+// change within one rank is known (checked on PyTorch) to switch a def to
+// dynamic shapes and give earlier shapes new FunctionIDs.
+func (m *manager) compileState(fn string, static []bool, shapes [][]int) *compileState {
+	for _, c := range m.compiles[fn] {
+		if sameBools(c.static, static) && sameRanks(c.ranks, shapes) {
+			return c
+		}
+	}
+	return &compileState{static: static}
+}
+
+// recompile records a new compiled graph of fn for shapes: the first is
+// static; later ones make the dims that differ dynamic.
+func (m *manager) recompile(fn string, static []bool, shapes [][]int) *compileState {
+	var c *compileState
+	for _, x := range m.compiles[fn] {
+		if sameBools(x.static, static) && sameRanks(x.ranks, shapes) {
+			c = x
+		}
+	}
+	if c == nil {
+		if m.compiles == nil {
+			m.compiles = map[string][]*compileState{}
+		}
+		c = &compileState{static: append([]bool(nil), static...)}
+		for _, s := range shapes {
+			c.ranks = append(c.ranks, len(s))
+		}
+		m.compiles[fn] = append(m.compiles[fn], c)
+	}
+	c.gen++
+	if c.dims == nil {
+		c.dims = make([][]int, len(shapes))
+		for i, s := range shapes {
+			c.dims[i] = append([]int(nil), s...)
+		}
+		return c
+	}
+	for i, s := range shapes {
+		for j, d := range s {
+			if c.dims[i][j] != d {
+				c.dims[i][j] = -1
+			}
+		}
+	}
+	return c
+}
+
+func sameRanks(ranks []int, shapes [][]int) bool {
+	if len(ranks) != len(shapes) {
+		return false
+	}
+	for i, s := range shapes {
+		if ranks[i] != len(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBools(a, b []bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func sameSignature(f *Function, shapes [][]int, static []bool) bool {
