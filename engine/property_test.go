@@ -138,6 +138,18 @@ func TestProperties(t *testing.T) {
 				total.silent++
 				continue
 			}
+			if (s.Action == engine.ActionRecord || s.Action == engine.ActionWarmup) && ref.readsReplayOutput() {
+				// A warmup or a recording allocates in the graph pool,
+				// where a replay output passed in lives in memory the
+				// allocator believes free: its intermediates may land on
+				// that input and corrupt it before it is read, as in
+				// PyTorch (a static input taken from a replay output, or a
+				// mutated one, is read in place).
+				if !sameOutputs(e, rec, ref) {
+					total.silent++
+					continue
+				}
+			}
 			for j, name := range rec.Out {
 				got, err := e.Values(name)
 				if err != nil {
@@ -478,4 +490,19 @@ func stateDiff(a, b *engine.State) string {
 	}
 	walk("State", reflect.ValueOf(*a), reflect.ValueOf(*b))
 	return strings.Join(out, "\n")
+}
+
+// sameOutputs reports whether every output the call bound equals the host
+// evaluation.
+func sameOutputs(e *engine.Engine, rec *traces.Record, ref *hostCall) bool {
+	for j, name := range rec.Out {
+		got, err := e.Values(name)
+		if err != nil {
+			return false
+		}
+		if want := ref.outs[j]; want != nil && !sameValues(got, want) {
+			return false
+		}
+	}
+	return true
 }

@@ -156,7 +156,7 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnKeys {
 		c.fnKeys[k] = v
 	}
-	c.compiles = make(map[string][]*compileState, len(m.compiles))
+	c.compiles = make(map[string][]*compileFamily, len(m.compiles))
 	for k, v := range m.compiles {
 		for _, cs := range v {
 			c.compiles[k] = append(c.compiles[k], cs.clone())

@@ -38,8 +38,8 @@ type manager struct {
 	fnKeys map[string]int
 	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
 	fnByName map[string][]int
-	// compiles is Dynamo's compile state of each def (per static inputs).
-	compiles map[string][]*compileState
+	// compiles is Dynamo's compile state of each def (per argument ranks).
+	compiles map[string][]*compileFamily
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -219,19 +219,24 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 // function returns the FunctionID for def called with these shapes and
 // static flags, creating it (with a new id) on first use.
 func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool) (*Function, error) {
-	cs := m.compileState(def.Fn, static, shapes)
-	if !cs.accepts(shapes) {
+	fam := m.family(def.Fn, shapes)
+	ent := fam.lookup(shapes)
+	if ent == nil {
 		e.markHeavy()
-		cs = m.recompile(def.Fn, static, shapes)
+		ent = m.recompile(def.Fn, shapes, static)
 	}
+	// The static inputs are those of the compiled graph: Dynamo does not
+	// guard on mark_static_address, so a later call with a plain tensor in
+	// that place reuses the graph and its FunctionID (checked on PyTorch).
+	static = ent.static
 	// The usual case, a call seen before, compares shapes without
 	// building the key string.
 	for _, id := range m.fnByName[def.Fn] {
-		if f := m.funcs[id]; f.Compile == cs.gen && sameSignature(f, shapes, static) {
+		if f := m.funcs[id]; f.Compile == ent.gen && sameSignature(f, shapes, static) {
 			return f, nil
 		}
 	}
-	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), cs.gen)
+	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), ent.gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.funcs[id], nil
 	}
@@ -240,7 +245,7 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 		return nil, err
 	}
 	e.markHeavy()
-	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: cs.gen, plan: p, Mutated: mutatedParams(def)}
+	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.gen, plan: p, Mutated: mutatedParams(def)}
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -258,25 +263,33 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	return f, nil
 }
 
-// compileState is Dynamo's view of one def called with one set of static
-// inputs: the shape guards of its latest compiled graph. A call whose shapes
-// those guards refuse makes Dynamo recompile, with the dims that changed
-// made dynamic (automatic dynamic shapes), and every later call goes
-// through the new graph: even shapes seen before get new FunctionIDs, since
-// cudagraphify keys its functions per compiled graph and int key (checked
-// against PyTorch 2.11; the KV-cache recording shows the same).
-type compileState struct {
-	static []bool
-	ranks  []int
-	gen    int
-	// dims are, per argument, the size of each static dim, -1 for a
-	// dynamic one; nil before the first compile.
-	dims [][]int
+// compileFamily is Dynamo's view of one def called with arguments of one
+// set of ranks: its compiled graphs (cache entries) and its frame state.
+// A call runs through the newest graph whose shape guards accept it; when
+// none does, Dynamo recompiles, and dims whose size ever changed become
+// dynamic (automatic dynamic shapes), except sizes 0 and 1, which are
+// always specialized. cudagraphify keys its FunctionIDs per compiled graph
+// and int key, so after a switch to dynamic shapes even a shape seen
+// before gets a new FunctionID (all checked against PyTorch 2.11). Calls
+// of another rank are kept apart.
+type compileFamily struct {
+	ranks []int
+	// frame holds the sizes of the last compile, -1 where a size changed.
+	frame   [][]int
+	entries []*compileEntry // oldest first
 }
 
-// accepts reports whether the latest graph's guards let shapes through.
-func (c *compileState) accepts(shapes [][]int) bool {
-	if c.dims == nil || len(c.dims) != len(shapes) {
+// compileEntry is one compiled graph: its shape guards (-1: dynamic) and
+// the static inputs it was compiled with.
+type compileEntry struct {
+	gen    int
+	dims   [][]int
+	static []bool
+}
+
+// accepts reports whether the graph's guards let shapes through.
+func (c *compileEntry) accepts(shapes [][]int) bool {
+	if len(c.dims) != len(shapes) {
 		return false
 	}
 	for i, s := range shapes {
@@ -292,62 +305,83 @@ func (c *compileState) accepts(shapes [][]int) bool {
 	return true
 }
 
-func (c *compileState) clone() *compileState {
-	n := &compileState{static: c.static, ranks: c.ranks, gen: c.gen}
-	for _, d := range c.dims {
-		n.dims = append(n.dims, append([]int(nil), d...))
+// lookup returns the newest compiled graph that accepts shapes, or nil.
+func (f *compileFamily) lookup(shapes [][]int) *compileEntry {
+	for i := len(f.entries) - 1; i >= 0; i-- {
+		if f.entries[i].accepts(shapes) {
+			return f.entries[i]
+		}
+	}
+	return nil
+}
+
+func (f *compileFamily) clone() *compileFamily {
+	n := &compileFamily{ranks: f.ranks, frame: cloneDims(f.frame)}
+	for _, e := range f.entries {
+		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), static: e.static})
 	}
 	return n
 }
 
-// compileState returns the compile state of fn with these static inputs
-// and argument ranks. Calls of another rank are kept apart: only a size
-// change within one rank is known (checked on PyTorch) to switch a def to
-// dynamic shapes and give earlier shapes new FunctionIDs.
-func (m *manager) compileState(fn string, static []bool, shapes [][]int) *compileState {
+func cloneDims(d [][]int) [][]int {
+	var out [][]int
+	for _, x := range d {
+		out = append(out, append([]int(nil), x...))
+	}
+	return out
+}
+
+// family returns the compile family of fn for shapes' ranks (empty when
+// fn was never compiled for them).
+func (m *manager) family(fn string, shapes [][]int) *compileFamily {
 	for _, c := range m.compiles[fn] {
-		if sameBools(c.static, static) && sameRanks(c.ranks, shapes) {
+		if sameRanks(c.ranks, shapes) {
 			return c
 		}
 	}
-	return &compileState{static: static}
+	return &compileFamily{}
 }
 
-// recompile records a new compiled graph of fn for shapes: the first is
-// static; later ones make the dims that differ dynamic.
-func (m *manager) recompile(fn string, static []bool, shapes [][]int) *compileState {
-	var c *compileState
+// recompile adds a compiled graph of fn for shapes, with the static inputs
+// of this call.
+func (m *manager) recompile(fn string, shapes [][]int, static []bool) *compileEntry {
+	var c *compileFamily
 	for _, x := range m.compiles[fn] {
-		if sameBools(x.static, static) && sameRanks(x.ranks, shapes) {
+		if sameRanks(x.ranks, shapes) {
 			c = x
 		}
 	}
 	if c == nil {
 		if m.compiles == nil {
-			m.compiles = map[string][]*compileState{}
+			m.compiles = map[string][]*compileFamily{}
 		}
-		c = &compileState{static: append([]bool(nil), static...)}
+		c = &compileFamily{}
 		for _, s := range shapes {
 			c.ranks = append(c.ranks, len(s))
 		}
 		m.compiles[fn] = append(m.compiles[fn], c)
 	}
-	c.gen++
-	if c.dims == nil {
-		c.dims = make([][]int, len(shapes))
+	if c.frame == nil {
+		c.frame = cloneDims(shapes)
+	} else {
 		for i, s := range shapes {
-			c.dims[i] = append([]int(nil), s...)
-		}
-		return c
-	}
-	for i, s := range shapes {
-		for j, d := range s {
-			if c.dims[i][j] != d {
-				c.dims[i][j] = -1
+			for j, d := range s {
+				if c.frame[i][j] != d {
+					c.frame[i][j] = -1
+				}
 			}
 		}
 	}
-	return c
+	ent := &compileEntry{gen: len(c.entries) + 1, dims: cloneDims(shapes), static: append([]bool(nil), static...)}
+	for i, s := range shapes {
+		for j, d := range s {
+			if c.frame[i][j] < 0 && d > 1 {
+				ent.dims[i][j] = -1
+			}
+		}
+	}
+	c.entries = append(c.entries, ent)
+	return ent
 }
 
 func sameRanks(ranks []int, shapes [][]int) bool {
@@ -356,18 +390,6 @@ func sameRanks(ranks []int, shapes [][]int) bool {
 	}
 	for i, s := range shapes {
 		if ranks[i] != len(s) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
 			return false
 		}
 	}
