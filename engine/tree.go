@@ -149,7 +149,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, err := e.function(m, def, shapes, static)
+	f, err := e.function(m, def, shapes, static, aliasPattern(args))
 	if err != nil {
 		return err
 	}
@@ -218,12 +218,12 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 
 // function returns the FunctionID for def called with these shapes and
 // static flags, creating it (with a new id) on first use.
-func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool) (*Function, error) {
-	fam := m.family(def.Fn, shapes)
+func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool, alias []int) (*Function, error) {
+	fam := m.family(def.Fn, shapes, alias)
 	ent := fam.lookup(shapes)
 	if ent == nil {
 		e.markHeavy()
-		ent = m.recompile(def.Fn, shapes, static)
+		ent = m.recompile(def.Fn, shapes, alias, static)
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -274,6 +274,10 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 // of another rank are kept apart.
 type compileFamily struct {
 	ranks []int
+	// alias is, per argument, the first earlier argument passed the same
+	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
+	// aliasing its arguments differently needs another graph.
+	alias []int
 	// frame holds the sizes of the last compile, -1 where a size changed.
 	frame   [][]int
 	entries []*compileEntry // oldest first
@@ -316,7 +320,7 @@ func (f *compileFamily) lookup(shapes [][]int) *compileEntry {
 }
 
 func (f *compileFamily) clone() *compileFamily {
-	n := &compileFamily{ranks: f.ranks, frame: cloneDims(f.frame)}
+	n := &compileFamily{ranks: f.ranks, alias: f.alias, frame: cloneDims(f.frame)}
 	for _, e := range f.entries {
 		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), static: e.static})
 	}
@@ -333,21 +337,49 @@ func cloneDims(d [][]int) [][]int {
 
 // family returns the compile family of fn for shapes' ranks (empty when
 // fn was never compiled for them).
-func (m *manager) family(fn string, shapes [][]int) *compileFamily {
+func (m *manager) family(fn string, shapes [][]int, alias []int) *compileFamily {
 	for _, c := range m.compiles[fn] {
-		if sameRanks(c.ranks, shapes) {
+		if sameRanks(c.ranks, shapes) && sameInts(c.alias, alias) {
 			return c
 		}
 	}
 	return &compileFamily{}
 }
 
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// aliasPattern returns, per argument, the index of the first earlier
+// argument that views the same storage, or -1.
+func aliasPattern(args []*Tensor) []int {
+	out := make([]int, len(args))
+	for i, t := range args {
+		out[i] = -1
+		for j := 0; j < i; j++ {
+			if args[j].Storage == t.Storage {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
+}
+
 // recompile adds a compiled graph of fn for shapes, with the static inputs
 // of this call.
-func (m *manager) recompile(fn string, shapes [][]int, static []bool) *compileEntry {
+func (m *manager) recompile(fn string, shapes [][]int, alias []int, static []bool) *compileEntry {
 	var c *compileFamily
 	for _, x := range m.compiles[fn] {
-		if sameRanks(x.ranks, shapes) {
+		if sameRanks(x.ranks, shapes) && sameInts(x.alias, alias) {
 			c = x
 		}
 	}
@@ -355,7 +387,7 @@ func (m *manager) recompile(fn string, shapes [][]int, static []bool) *compileEn
 		if m.compiles == nil {
 			m.compiles = map[string][]*compileFamily{}
 		}
-		c = &compileFamily{}
+		c = &compileFamily{alias: alias}
 		for _, s := range shapes {
 			c.ranks = append(c.ranks, len(s))
 		}
@@ -372,7 +404,12 @@ func (m *manager) recompile(fn string, shapes [][]int, static []bool) *compileEn
 			}
 		}
 	}
-	ent := &compileEntry{gen: len(c.entries) + 1, dims: cloneDims(shapes), static: append([]bool(nil), static...)}
+	// Numbered across all of fn's graphs: FunctionIDs are keyed by it.
+	gen := 1
+	for _, x := range m.compiles[fn] {
+		gen += len(x.entries)
+	}
+	ent := &compileEntry{gen: gen, dims: cloneDims(shapes), static: append([]bool(nil), static...)}
 	for i, s := range shapes {
 		for j, d := range s {
 			if c.frame[i][j] < 0 && d > 1 {
