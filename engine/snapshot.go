@@ -162,6 +162,12 @@ func (m *manager) clone() *manager {
 			c.compiles[k] = append(c.compiles[k], cs.clone())
 		}
 	}
+	c.frames = make(map[string][]*argFrame, len(m.frames))
+	for k, v := range m.frames {
+		for _, a := range v {
+			c.frames[k] = append(c.frames[k], &argFrame{dims: append([]int(nil), a.dims...), anyRank: a.anyRank})
+		}
+	}
 	c.fnByName = make(map[string][]int, len(m.fnByName))
 	for k, v := range m.fnByName {
 		c.fnByName[k] = append([]int(nil), v...)

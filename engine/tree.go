@@ -40,6 +40,9 @@ type manager struct {
 	fnByName map[string][]int
 	// compiles is Dynamo's compile state of each def (per argument ranks).
 	compiles map[string][]*compileFamily
+	// frames is Dynamo's automatic-dynamic history of each def's
+	// arguments, shared by all its ranks (see argFrame).
+	frames map[string][]*argFrame
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -270,18 +273,45 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 // dynamic (automatic dynamic shapes), except sizes 0 and 1, which are
 // always specialized. cudagraphify keys its FunctionIDs per compiled graph
 // and int key, so after a switch to dynamic shapes even a shape seen
-// before gets a new FunctionID (all checked against PyTorch 2.11). Calls
-// of another rank are kept apart.
+// before gets a new FunctionID (all checked against PyTorch 2.11). The
+// frame state is per def and argument (argFrame), so a call with another
+// rank compiles with every dim dynamic.
 type compileFamily struct {
 	ranks []int
 	// alias is, per argument, the first earlier argument passed the same
 	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
 	// aliasing its arguments differently needs another graph.
-	alias []int
-	// frame holds the sizes of the last compile, -1 where a size changed.
-	frame   [][]int
+	alias   []int
 	entries []*compileEntry // oldest first
 }
+
+// argFrame is Dynamo's FrameStateSizeEntry for one argument of a def: the
+// sizes its compiles saw, -1 where they differed. Dynamo keys it by the
+// argument's source, not by rank: once a compile sees another rank the
+// whole size becomes auto_dynamic (pgo.py's _merge_atom_tup), and every
+// later compile makes all its dims dynamic.
+type argFrame struct {
+	dims    []int
+	anyRank bool
+}
+
+// merge records the sizes of a new compile.
+func (a *argFrame) merge(s []int) {
+	switch {
+	case a.anyRank:
+	case len(a.dims) != len(s):
+		a.anyRank, a.dims = true, nil
+	default:
+		for j, d := range s {
+			if a.dims[j] != d {
+				a.dims[j] = -1
+			}
+		}
+	}
+}
+
+// dynamic reports whether dim j is compiled dynamic.
+func (a *argFrame) dynamic(j int) bool { return a.anyRank || a.dims[j] < 0 }
 
 // compileEntry is one compiled graph: its shape guards (-1: dynamic) and
 // the static inputs it was compiled with.
@@ -320,7 +350,7 @@ func (f *compileFamily) lookup(shapes [][]int) *compileEntry {
 }
 
 func (f *compileFamily) clone() *compileFamily {
-	n := &compileFamily{ranks: f.ranks, alias: f.alias, frame: cloneDims(f.frame)}
+	n := &compileFamily{ranks: f.ranks, alias: f.alias}
 	for _, e := range f.entries {
 		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), static: e.static})
 	}
@@ -393,15 +423,18 @@ func (m *manager) recompile(fn string, shapes [][]int, alias []int, static []boo
 		}
 		m.compiles[fn] = append(m.compiles[fn], c)
 	}
-	if c.frame == nil {
-		c.frame = cloneDims(shapes)
+	if m.frames == nil {
+		m.frames = map[string][]*argFrame{}
+	}
+	fr := m.frames[fn]
+	if fr == nil {
+		for _, s := range shapes {
+			fr = append(fr, &argFrame{dims: append([]int(nil), s...)})
+		}
+		m.frames[fn] = fr
 	} else {
 		for i, s := range shapes {
-			for j, d := range s {
-				if c.frame[i][j] != d {
-					c.frame[i][j] = -1
-				}
-			}
+			fr[i].merge(s)
 		}
 	}
 	// Numbered across all of fn's graphs: FunctionIDs are keyed by it.
@@ -412,7 +445,7 @@ func (m *manager) recompile(fn string, shapes [][]int, alias []int, static []boo
 	ent := &compileEntry{gen: gen, dims: cloneDims(shapes), static: append([]bool(nil), static...)}
 	for i, s := range shapes {
 		for j, d := range s {
-			if c.frame[i][j] < 0 && d > 1 {
+			if fr[i].dynamic(j) && d > 1 {
 				ent.dims[i][j] = -1
 			}
 		}
