@@ -15,7 +15,7 @@ FUZZ_TARGETS := \
 	./engine/alloc/pickle:FuzzRoundTrip \
 	./engine/alloc/internal/unpickle:FuzzDecode
 
-.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle e2e reliability clean
+.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -33,6 +33,7 @@ lint:
 unit:
 	$(GO) test -race -count=1 ./...
 	python3 -m unittest discover traces/pytorch/tests
+	python3 -m unittest discover tools/gpu/tests
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -73,6 +74,13 @@ ptx:
 # On the GPU machine: PyTorch's decisions for every example trace.
 oracle:
 	python3 $(BIN)/torch-oracle.py examples/*.cgt.jsonl examples/recorded/*.cgt.jsonl > engine/testdata/oracle/oracle.jsonl
+
+# On the GPU machine: the open random-trace differences again, each function
+# compiled from its own code object, with check_invariants' statuses
+# (docs/oracle-differences.md). Compare with
+# CGTVIZ_ORACLE=../$(BIN)/probe-random3.jsonl go test ./engine -run TestOracle.
+oracle-probe:
+	python3 tools/gpu/oracle-probe.py $(BIN)/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > $(BIN)/probe-random3.jsonl
 
 # The long runs behind docs/reliability.md.
 reliability:
