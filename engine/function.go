@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -127,7 +128,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 		}
 		if s, ok := slots[st.Out]; ok && s < p.nParams && ps.kind == "kernel" {
 			// Writing into a parameter: the function mutates its input.
-			if !sameShape(p.shapes[s], shape) {
+			if !slices.Equal(p.shapes[s], shape) {
 				return nil, fmt.Errorf("statement %d (%s): writes %s into parameter %q of shape %s",
 					si+1, stmtText(st), kernels.FormatShape(shape), st.Out, kernels.FormatShape(p.shapes[s]))
 			}
@@ -156,8 +157,6 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 	}
 	return p, nil
 }
-
-func sameShape(a, b []int) bool { return kernels.SameShape(a, b) }
 
 // stmtText renders a statement as a line of code, for messages.
 func stmtText(st traces.Stmt) string {

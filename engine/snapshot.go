@@ -156,17 +156,9 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnKeys {
 		c.fnKeys[k] = v
 	}
-	c.compiles = make(map[string][]*compileFamily, len(m.compiles))
+	c.compiles = make(map[string]*compileState, len(m.compiles))
 	for k, v := range m.compiles {
-		for _, cs := range v {
-			c.compiles[k] = append(c.compiles[k], cs.clone())
-		}
-	}
-	c.frames = make(map[string][]*argFrame, len(m.frames))
-	for k, v := range m.frames {
-		for _, a := range v {
-			c.frames[k] = append(c.frames[k], &argFrame{dims: append([]int(nil), a.dims...), anyRank: a.anyRank})
-		}
+		c.compiles[k] = v.clone()
 	}
 	c.fnByName = make(map[string][]int, len(m.fnByName))
 	for k, v := range m.fnByName {

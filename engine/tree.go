@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -38,11 +39,8 @@ type manager struct {
 	fnKeys map[string]int
 	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
 	fnByName map[string][]int
-	// compiles is Dynamo's compile state of each def (per argument ranks).
-	compiles map[string][]*compileFamily
-	// frames is Dynamo's automatic-dynamic history of each def's
-	// arguments, shared by all its ranks (see argFrame).
-	frames map[string][]*argFrame
+	// compiles is Dynamo's compile state of each def.
+	compiles map[string]*compileState
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -222,11 +220,18 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 // function returns the FunctionID for def called with these shapes and
 // static flags, creating it (with a new id) on first use.
 func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool, alias []int) (*Function, error) {
-	fam := m.family(def.Fn, shapes, alias)
-	ent := fam.lookup(shapes)
+	cs := m.compiles[def.Fn]
+	if cs == nil {
+		cs = &compileState{}
+		if m.compiles == nil {
+			m.compiles = map[string]*compileState{}
+		}
+		m.compiles[def.Fn] = cs
+	}
+	ent := cs.lookup(shapes, alias)
 	if ent == nil {
 		e.markHeavy()
-		ent = m.recompile(def.Fn, shapes, alias, static)
+		ent = cs.recompile(shapes, alias, static)
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -266,23 +271,17 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	return f, nil
 }
 
-// compileFamily is Dynamo's view of one def called with arguments of one
-// set of ranks: its compiled graphs (cache entries) and its frame state.
-// A call runs through the newest graph whose shape guards accept it; when
-// none does, Dynamo recompiles, and dims whose size ever changed become
+// compileState is Dynamo's view of one def: its compiled graphs (the cache
+// entries of its code object) and the automatic-dynamic history of its
+// arguments. A call runs through the newest graph whose guards accept it;
+// when none does, Dynamo recompiles, and dims whose size ever changed become
 // dynamic (automatic dynamic shapes), except sizes 0 and 1, which are
 // always specialized. cudagraphify keys its FunctionIDs per compiled graph
 // and int key, so after a switch to dynamic shapes even a shape seen
-// before gets a new FunctionID (all checked against PyTorch 2.11). The
-// frame state is per def and argument (argFrame), so a call with another
-// rank compiles with every dim dynamic.
-type compileFamily struct {
-	ranks []int
-	// alias is, per argument, the first earlier argument passed the same
-	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
-	// aliasing its arguments differently needs another graph.
-	alias   []int
+// before gets a new FunctionID (all checked against PyTorch 2.11).
+type compileState struct {
 	entries []*compileEntry // oldest first
+	frames  []*argFrame     // per argument, from the first compile on
 }
 
 // argFrame is Dynamo's FrameStateSizeEntry for one argument of a def: the
@@ -313,17 +312,22 @@ func (a *argFrame) merge(s []int) {
 // dynamic reports whether dim j is compiled dynamic.
 func (a *argFrame) dynamic(j int) bool { return a.anyRank || a.dims[j] < 0 }
 
-// compileEntry is one compiled graph: its shape guards (-1: dynamic) and
-// the static inputs it was compiled with.
+// compileEntry is one compiled graph: its guards on shapes (-1: dynamic)
+// and on the aliasing of its arguments, and the static inputs it was
+// compiled with.
 type compileEntry struct {
-	gen    int
-	dims   [][]int
+	gen  int
+	dims [][]int
+	// alias is, per argument, the first earlier argument passed the same
+	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
+	// aliasing its arguments differently needs another graph.
+	alias  []int
 	static []bool
 }
 
-// accepts reports whether the graph's guards let shapes through.
-func (c *compileEntry) accepts(shapes [][]int) bool {
-	if len(c.dims) != len(shapes) {
+// accepts reports whether the graph's guards let the call through.
+func (c *compileEntry) accepts(shapes [][]int, alias []int) bool {
+	if len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) {
 		return false
 	}
 	for i, s := range shapes {
@@ -339,20 +343,48 @@ func (c *compileEntry) accepts(shapes [][]int) bool {
 	return true
 }
 
-// lookup returns the newest compiled graph that accepts shapes, or nil.
-func (f *compileFamily) lookup(shapes [][]int) *compileEntry {
-	for i := len(f.entries) - 1; i >= 0; i-- {
-		if f.entries[i].accepts(shapes) {
-			return f.entries[i]
+// lookup returns the newest compiled graph that accepts the call, or nil.
+func (c *compileState) lookup(shapes [][]int, alias []int) *compileEntry {
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if c.entries[i].accepts(shapes, alias) {
+			return c.entries[i]
 		}
 	}
 	return nil
 }
 
-func (f *compileFamily) clone() *compileFamily {
-	n := &compileFamily{ranks: f.ranks, alias: f.alias}
-	for _, e := range f.entries {
-		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), static: e.static})
+// recompile adds a compiled graph for shapes, with the static inputs of
+// this call, after merging shapes into the arguments' history.
+func (c *compileState) recompile(shapes [][]int, alias []int, static []bool) *compileEntry {
+	if c.frames == nil {
+		for _, s := range shapes {
+			c.frames = append(c.frames, &argFrame{dims: slices.Clone(s)})
+		}
+	} else {
+		for i, s := range shapes {
+			c.frames[i].merge(s)
+		}
+	}
+	// Numbered across all of the def's graphs: FunctionIDs are keyed by it.
+	ent := &compileEntry{gen: len(c.entries) + 1, dims: cloneDims(shapes), alias: alias, static: slices.Clone(static)}
+	for i, s := range shapes {
+		for j, d := range s {
+			if c.frames[i].dynamic(j) && d > 1 {
+				ent.dims[i][j] = -1
+			}
+		}
+	}
+	c.entries = append(c.entries, ent)
+	return ent
+}
+
+func (c *compileState) clone() *compileState {
+	n := &compileState{}
+	for _, e := range c.entries {
+		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), alias: e.alias, static: e.static})
+	}
+	for _, a := range c.frames {
+		n.frames = append(n.frames, &argFrame{dims: slices.Clone(a.dims), anyRank: a.anyRank})
 	}
 	return n
 }
@@ -360,32 +392,9 @@ func (f *compileFamily) clone() *compileFamily {
 func cloneDims(d [][]int) [][]int {
 	var out [][]int
 	for _, x := range d {
-		out = append(out, append([]int(nil), x...))
+		out = append(out, slices.Clone(x))
 	}
 	return out
-}
-
-// family returns the compile family of fn for shapes' ranks (empty when
-// fn was never compiled for them).
-func (m *manager) family(fn string, shapes [][]int, alias []int) *compileFamily {
-	for _, c := range m.compiles[fn] {
-		if sameRanks(c.ranks, shapes) && sameInts(c.alias, alias) {
-			return c
-		}
-	}
-	return &compileFamily{}
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // aliasPattern returns, per argument, the index of the first earlier
@@ -404,74 +413,12 @@ func aliasPattern(args []*Tensor) []int {
 	return out
 }
 
-// recompile adds a compiled graph of fn for shapes, with the static inputs
-// of this call.
-func (m *manager) recompile(fn string, shapes [][]int, alias []int, static []bool) *compileEntry {
-	var c *compileFamily
-	for _, x := range m.compiles[fn] {
-		if sameRanks(x.ranks, shapes) && sameInts(x.alias, alias) {
-			c = x
-		}
-	}
-	if c == nil {
-		if m.compiles == nil {
-			m.compiles = map[string][]*compileFamily{}
-		}
-		c = &compileFamily{alias: alias}
-		for _, s := range shapes {
-			c.ranks = append(c.ranks, len(s))
-		}
-		m.compiles[fn] = append(m.compiles[fn], c)
-	}
-	if m.frames == nil {
-		m.frames = map[string][]*argFrame{}
-	}
-	fr := m.frames[fn]
-	if fr == nil {
-		for _, s := range shapes {
-			fr = append(fr, &argFrame{dims: append([]int(nil), s...)})
-		}
-		m.frames[fn] = fr
-	} else {
-		for i, s := range shapes {
-			fr[i].merge(s)
-		}
-	}
-	// Numbered across all of fn's graphs: FunctionIDs are keyed by it.
-	gen := 1
-	for _, x := range m.compiles[fn] {
-		gen += len(x.entries)
-	}
-	ent := &compileEntry{gen: gen, dims: cloneDims(shapes), static: append([]bool(nil), static...)}
-	for i, s := range shapes {
-		for j, d := range s {
-			if fr[i].dynamic(j) && d > 1 {
-				ent.dims[i][j] = -1
-			}
-		}
-	}
-	c.entries = append(c.entries, ent)
-	return ent
-}
-
-func sameRanks(ranks []int, shapes [][]int) bool {
-	if len(ranks) != len(shapes) {
-		return false
-	}
-	for i, s := range shapes {
-		if ranks[i] != len(s) {
-			return false
-		}
-	}
-	return true
-}
-
 func sameSignature(f *Function, shapes [][]int, static []bool) bool {
 	if len(f.Shapes) != len(shapes) {
 		return false
 	}
 	for i := range shapes {
-		if f.Static[i] != static[i] || !sameShape(f.Shapes[i], shapes[i]) {
+		if f.Static[i] != static[i] || !slices.Equal(f.Shapes[i], shapes[i]) {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -80,7 +81,7 @@ func ResultShape(k string, o Operands) ([]int, BKind, error) {
 			return clone(o.A), BScalar, nil
 		case !o.HasB:
 			return nil, 0, fmt.Errorf("%s needs b (a tensor or a number)", k)
-		case equal(o.A, o.B):
+		case slices.Equal(o.A, o.B):
 			return clone(o.A), BTensor, nil
 		case len(o.B) == 1 && o.B[0] == 1:
 			return clone(o.A), BBroadcast, nil
@@ -140,21 +141,6 @@ func elems(s []int) int64 {
 		n *= int64(d)
 	}
 	return n
-}
-
-// SameShape reports whether two shapes are equal.
-func SameShape(a, b []int) bool { return equal(a, b) }
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func clone(s []int) []int { return append([]int(nil), s...) }
