@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -328,7 +329,7 @@ func (a *Allocator) reacquire(released []Ptr) error {
 		b.pool.free.remove(b)
 		a.segs = slices.Delete(a.segs, i, i+1)
 		seg.base, b.ptr = p, p
-		j, _ := slices.BinarySearchFunc(a.segs, p, func(s *segment, p Ptr) int { return cmpPtr(s.base, p) })
+		j, _ := a.searchSegs(p)
 		a.segs = slices.Insert(a.segs, j, seg)
 		b.pool.free.insert(b)
 	}
@@ -462,7 +463,7 @@ func (a *Allocator) allocBlock(pool *blockPool, stream device.Stream, allocSize 
 	b := a.newBlock()
 	*b = block{ptr: p, size: allocSize, stream: stream, pool: pool, seg: seg}
 	seg.head = b
-	i, _ := slices.BinarySearchFunc(a.segs, p, func(s *segment, p Ptr) int { return cmpPtr(s.base, p) })
+	i, _ := a.searchSegs(p)
 	a.segs = slices.Insert(a.segs, i, seg)
 	a.each(pool, func(s *Stats) {
 		s.Segment.increase(pool.small, 1)
@@ -476,14 +477,10 @@ func (a *Allocator) allocBlock(pool *blockPool, stream device.Stream, allocSize 
 	return b, nil
 }
 
-func cmpPtr(x, y Ptr) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+// searchSegs is the position of the segment based at p in a.segs (sorted
+// by base), and whether it is there.
+func (a *Allocator) searchSegs(p Ptr) (int, bool) {
+	return slices.BinarySearchFunc(a.segs, p, func(s *segment, p Ptr) int { return cmp.Compare(s.base, p) })
 }
 
 // allocFoundBlock is alloc_found_block: take size bytes from the front of
@@ -766,19 +763,9 @@ func (a *Allocator) sortedPoolIDs() []PoolID {
 
 func cmpPoolID(x, y PoolID) int {
 	if x.First != y.First {
-		return cmpInt(x.First, y.First)
+		return cmp.Compare(x.First, y.First)
 	}
-	return cmpInt(x.Second, y.Second)
-}
-
-func cmpInt(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return cmp.Compare(x.Second, y.Second)
 }
 
 // EmptyCache is torch.cuda.empty_cache (release_cached_blocks): it gives

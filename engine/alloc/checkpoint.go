@@ -227,7 +227,7 @@ func (a *Allocator) SetCheckpointPoolState(st *PoolState, stale, live []Ptr) (*C
 }
 
 func (a *Allocator) segIndex(p Ptr) int {
-	i, found := slices.BinarySearchFunc(a.segs, p, func(s *segment, p Ptr) int { return cmpPtr(s.base, p) })
+	i, found := a.searchSegs(p)
 	if !found {
 		return -1
 	}

@@ -90,7 +90,7 @@ func (a *Allocator) PoolSegments(id PoolID) []Segment {
 
 // segmentAt returns the segment holding address p.
 func (a *Allocator) segmentAt(p Ptr) *segment {
-	i, found := slices.BinarySearchFunc(a.segs, p, func(s *segment, p Ptr) int { return cmpPtr(s.base, p) })
+	i, found := a.searchSegs(p)
 	if found {
 		return a.segs[i]
 	}

@@ -407,15 +407,9 @@ func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	if err := d.enter(); err != nil {
-		return err
-	}
-	defer d.leave()
-	if err := wrapCU("cuCtxSynchronize", cu.Synchronize()); err != nil {
-		return err
-	}
-	return wrapCU(fmt.Sprintf("cuMemcpyHtoD(%#x, %d floats)", uint64(dst), len(src)),
-		cu.MemcpyHtoD(cu.DevicePtr(dst), unsafe.Pointer(&src[0]), int64(len(src))*4))
+	return d.syncedCopy(fmt.Sprintf("cuMemcpyHtoD(%#x, %d floats)", uint64(dst), len(src)), func() error {
+		return cu.MemcpyHtoD(cu.DevicePtr(dst), unsafe.Pointer(&src[0]), int64(len(src))*4)
+	})
 }
 
 // CopyDtoH copies len(dst) values from src after all queued work is done.
@@ -423,6 +417,14 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
+	return d.syncedCopy(fmt.Sprintf("cuMemcpyDtoH(%#x, %d floats)", uint64(src), len(dst)), func() error {
+		return cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), cu.DevicePtr(src), int64(len(dst))*4)
+	})
+}
+
+// syncedCopy runs a synchronous copy on the device's thread once the
+// context has drained, so the host sees every queued kernel's writes.
+func (d *Device) syncedCopy(op string, do func() error) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
@@ -430,8 +432,7 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 	if err := wrapCU("cuCtxSynchronize", cu.Synchronize()); err != nil {
 		return err
 	}
-	return wrapCU(fmt.Sprintf("cuMemcpyDtoH(%#x, %d floats)", uint64(src), len(dst)),
-		cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), cu.DevicePtr(src), int64(len(dst))*4))
+	return wrapCU(op, do())
 }
 
 // CopyDtoD copies n float32 values on s (cuMemcpyDtoDAsync), or records the
