@@ -172,15 +172,9 @@ func differentIndices(prev, curr [][]bool) []OutputIndex {
 // checkInvariants is CUDAGraphNode.check_invariants.
 func (e *Engine) checkInvariants(m *manager, n *Node, args []*Tensor, rec *traces.Record) InvariantFailure {
 	fail := InvariantFailure{Node: n.ID, Input: -1}
-	for i, t := range args {
-		if !n.Managed[i] {
-			continue
-		}
-		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
-			fail.Status, fail.Input, fail.Old, fail.New = StatusCudagraphManagedIdxMismatch, i, uint64(n.Ptrs[i]), uint64(p)
-			fail.InputName = argName(rec, i)
-			return fail
-		}
+	if e.inputMoved(&fail, n, args, n.Managed, rec) {
+		fail.Status = StatusCudagraphManagedIdxMismatch
+		return fail
 	}
 	path := m.path(n)
 	for _, oi := range n.ExpectedDeadBefore {
@@ -194,18 +188,28 @@ func (e *Engine) checkInvariants(m *manager, n *Node, args []*Tensor, rec *trace
 		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
 		return fail
 	}
-	for i, t := range args {
-		if !n.Static[i] {
-			continue
-		}
-		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
-			fail.Status, fail.Input, fail.Old, fail.New = StatusStaticInputIdxMismatch, i, uint64(n.Ptrs[i]), uint64(p)
-			fail.InputName = argName(rec, i)
-			return fail
-		}
+	if e.inputMoved(&fail, n, args, n.Static, rec) {
+		fail.Status = StatusStaticInputIdxMismatch
+		return fail
 	}
 	fail.Status = StatusSuccess
 	return fail
+}
+
+// inputMoved reports whether an input marked in which has another address
+// than when n was recorded, and puts the first such input into fail.
+func (e *Engine) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, which []bool, rec *traces.Record) bool {
+	for i, t := range args {
+		if !which[i] {
+			continue
+		}
+		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
+			fail.Input, fail.Old, fail.New = i, uint64(n.Ptrs[i]), uint64(p)
+			fail.InputName = argName(rec, i)
+			return true
+		}
+	}
+	return false
 }
 
 func argName(rec *traces.Record, i int) string {
