@@ -232,35 +232,23 @@ func (e *enc) num(f float64) {
 	e.b = appendNum(e.b, f)
 }
 
-func (e *enc) names(ns []string) {
-	e.b = append(e.b, '[')
-	for i, n := range ns {
-		if i > 0 {
-			e.b = append(e.b, ", "...)
-		}
-		e.str(n)
-	}
-	e.b = append(e.b, ']')
-}
+func (e *enc) names(ns []string) { encList(e, ns, e.str) }
 
 func (e *enc) ints(xs []int) {
-	e.b = append(e.b, '[')
-	for i, x := range xs {
-		if i > 0 {
-			e.b = append(e.b, ", "...)
-		}
-		e.b = strconv.AppendInt(e.b, int64(x), 10)
-	}
-	e.b = append(e.b, ']')
+	encList(e, xs, func(x int) { e.b = strconv.AppendInt(e.b, int64(x), 10) })
 }
 
-func (e *enc) nums(xs []float64) {
+func (e *enc) nums(xs []float64) { encList(e, xs, e.num) }
+
+// encList writes xs as a JSON array in the canonical spacing, each item
+// by item.
+func encList[T any](e *enc, xs []T, item func(T)) {
 	e.b = append(e.b, '[')
 	for i, x := range xs {
 		if i > 0 {
 			e.b = append(e.b, ", "...)
 		}
-		e.num(x)
+		item(x)
 	}
 	e.b = append(e.b, ']')
 }
