@@ -67,14 +67,7 @@ func BenchmarkHistoryBytes(b *testing.B) {
 // it has been run: each Goto restores a keyframe and re-applies at most one
 // keyframe spacing of records.
 func BenchmarkGoto(b *testing.B) {
-	tr := bigTrace()
-	s, err := New(tr, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Goto(s.Len()); err != nil {
-		b.Fatal(err)
-	}
+	s := ranToEnd(b)
 	r := rand.New(rand.NewPCG(3, 4))
 	b.ResetTimer()
 	for b.Loop() {
@@ -87,14 +80,7 @@ func BenchmarkGoto(b *testing.B) {
 // BenchmarkBack steps back one record at a time from the end of the
 // million-record trace, the N key held down.
 func BenchmarkBack(b *testing.B) {
-	tr := bigTrace()
-	s, err := New(tr, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Goto(s.Len()); err != nil {
-		b.Fatal(err)
-	}
+	s := ranToEnd(b)
 	b.ResetTimer()
 	for b.Loop() {
 		if s.Pos() == 0 {
@@ -108,4 +94,17 @@ func BenchmarkBack(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// ranToEnd is a session on the million-record trace, run to its end.
+func ranToEnd(b *testing.B) *Session {
+	b.Helper()
+	s, err := New(bigTrace(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Goto(s.Len()); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
