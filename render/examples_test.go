@@ -118,21 +118,7 @@ func TestExampleGoldens(t *testing.T) {
 					t.Errorf("DOT lacks %q", w)
 				}
 			}
-			// The SVG has one box per graph node and warmup node, a start
-			// point per device and the legend; an edge per graph and warmup node.
-			svg, err := SVG(t.Context(), dot)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantNodes, wantEdges := 1, 0
-			for _, d := range st.Devices {
-				wantNodes += 1 + len(d.Nodes) + len(d.Warmups)
-				wantEdges += len(d.Nodes) + len(d.Warmups)
-			}
-			nodes, edges, _ := svgCounts(t, svg)
-			if nodes != wantNodes || edges != wantEdges {
-				t.Errorf("SVG has %d nodes and %d edges, want %d and %d", nodes, edges, wantNodes, wantEdges)
-			}
+			checkSVGCounts(t, st, dot)
 		})
 	}
 }
@@ -222,19 +208,27 @@ func TestAllExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svg, err := SVG(t.Context(), dot)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantNodes, wantEdges := 1, 0
-			for _, d := range st.Devices {
-				wantNodes += 1 + len(d.Nodes) + len(d.Warmups)
-				wantEdges += len(d.Nodes) + len(d.Warmups)
-			}
-			nodes, edges, _ := svgCounts(t, svg)
-			if nodes != wantNodes || edges != wantEdges {
-				t.Errorf("SVG has %d nodes and %d edges, want %d and %d", nodes, edges, wantNodes, wantEdges)
-			}
+			checkSVGCounts(t, st, dot)
 		})
+	}
+}
+
+// checkSVGCounts renders dot and checks that the SVG has one box per graph
+// node and warmup node, a start point per device and the legend, and an
+// edge per graph and warmup node of st.
+func checkSVGCounts(t *testing.T, st *engine.State, dot []byte) {
+	t.Helper()
+	svg, err := SVG(t.Context(), dot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNodes, wantEdges := 1, 0
+	for _, d := range st.Devices {
+		wantNodes += 1 + len(d.Nodes) + len(d.Warmups)
+		wantEdges += len(d.Nodes) + len(d.Warmups)
+	}
+	nodes, edges, _ := svgCounts(t, svg)
+	if nodes != wantNodes || edges != wantEdges {
+		t.Errorf("SVG has %d nodes and %d edges, want %d and %d", nodes, edges, wantNodes, wantEdges)
 	}
 }
