@@ -88,8 +88,9 @@ reliability:
 	$(GO) test -count=1 -run '^TestFaults$$' -v ./engine/
 	$(MAKE) fuzz FUZZTIME=60s
 
+# The TUI's end-to-end walk in tmux (make test runs it without tmux).
 e2e: build
-	bash tools/e2e/tui.sh
+	CGTVIZ_BIN=./cgtviz bash tools/e2e/tui.sh
 
 clean:
 	rm -f cgtviz cgtviz-cuda

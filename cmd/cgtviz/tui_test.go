@@ -13,7 +13,7 @@ import (
 )
 
 // TestTUIArgs covers what runTUI and runOpen refuse before they open the
-// terminal (the terminal itself is driven by tools/e2e/tui.sh).
+// terminal (TestTUIEndToEnd drives the terminal itself).
 func TestTUIArgs(t *testing.T) {
 	dir := t.TempDir()
 	badSession := filepath.Join(dir, "bad.json")

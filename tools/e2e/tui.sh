@@ -11,6 +11,8 @@
 #                                     with its colors (capture-pane -e)
 #
 # It runs its own tmux server (-L), so it never touches a user's sessions.
+# make e2e runs it; make test runs the same walk without tmux (cmd/cgtviz's
+# TestTUIEndToEnd, on a pseudo-terminal of its own).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,11 +30,27 @@ if [[ -z $bin ]]; then
 	(cd "$root" && go build -o "$work/cgtviz" ./cmd/cgtviz)
 	bin=$work/cgtviz
 fi
+# The sessions run in $work, so the binary's path must not be relative.
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 
-# The shell prints the exit status once the TUI ends, so the test can see
+# start opens a 120x40 session running a command. A tmux server that races
+# its own start can die with "server exited unexpectedly"; one more try
+# after a pause gets past that, and a third failure is reported as is.
+start() {
+	local i
+	for i in 1 2 3; do
+		if tm new-session -d -s main -x 120 -y 40 "$1"; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "tui.sh: tmux could not start a session (see above)" >&2
+	exit 1
+}
+
+# The shell prints the exit status once the TUI ends, so the script can see
 # that q quits cleanly.
-tm new-session -d -s main -x 120 -y 40 \
-	"cd '$work' && TERM=xterm-256color '$bin'; echo \"cgtviz exited with status \$?\"; sleep 60"
+start "cd '$work' && TERM=xterm-256color '$bin'; echo \"cgtviz exited with status \$?\"; sleep 60"
 
 screen() { tm capture-pane -p -t main; }
 
@@ -102,8 +120,7 @@ expect "cgtviz exited with status 0"
 # Resume without color (NO_COLOR): the same screen, and no color sequence
 # in what the terminal shows.
 tm kill-session -t main
-tm new-session -d -s main -x 120 -y 40 \
-	"cd '$work' && NO_COLOR=1 TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
+start "cd '$work' && NO_COLOR=1 TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
 expect "step 31/40"
 expect "#2 fee"
 expect "a 512 B^"
