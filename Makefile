@@ -88,7 +88,7 @@ reliability:
 	$(GO) test -count=1 -run '^TestFaults$$' -v ./engine/
 	$(MAKE) fuzz FUZZTIME=60s
 
-# The TUI's end-to-end walk in tmux (make test runs it without tmux).
+# The TUI's end-to-end walk in tmux, alone (make test runs it as ui's TestE2E).
 e2e: build
 	CGTVIZ_BIN=./cgtviz bash tools/e2e/tui.sh
 

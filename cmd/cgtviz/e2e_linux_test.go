@@ -44,8 +44,8 @@ const e2eWait = 30 * time.Second
 // embedded demo, steps with n, opens the help with ?, steps back with N,
 // goes to the checkpoint with g, saves with s, quits with q, and resumes the
 // saved session with `cgtviz open` under NO_COLOR, checking after each key
-// what the screen shows. (tools/e2e/tui.sh does the same in tmux, for a
-// person who wants to watch.)
+// what the screen shows. tools/e2e/tui.sh (ui's TestE2E) walks the same path
+// in tmux; this one needs nothing but the kernel's pseudo-terminals.
 func TestTUIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no end-to-end run")

@@ -10,17 +10,25 @@
 #   SCREENSHOT=file tools/e2e/tui.sh  also save the screen at the checkpoint,
 #                                     with its colors (capture-pane -e)
 #
-# It runs its own tmux server (-L), so it never touches a user's sessions.
-# make e2e runs it; make test runs the same walk without tmux (cmd/cgtviz's
-# TestTUIEndToEnd, on a pseudo-terminal of its own).
+# It runs its own tmux server, on a socket in its own temporary folder, so
+# it never touches a user's sessions. The server runs in the foreground as
+# this script's child (tmux -D) instead of daemonizing: a sandbox that ends
+# processes which leave their parent's tree (as CI's did: the client saw
+# "server exited unexpectedly") then leaves it alone.
+# make e2e runs it; make test runs it (ui's TestE2E, when tmux is installed)
+# and the same walk without tmux (cmd/cgtviz's TestTUIEndToEnd).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
-sock="cgtviz-e2e-$$"
-tm() { tmux -L "$sock" -f /dev/null "$@"; }
+sock=$work/tmux.sock
+server=
+tm() { tmux -S "$sock" -f /dev/null "$@"; }
 cleanup() {
-	tm kill-server 2>/dev/null || true
+	if [[ -n $server ]]; then
+		tm kill-server 2>/dev/null || kill "$server" 2>/dev/null || true
+		wait "$server" 2>/dev/null || true
+	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -33,19 +41,38 @@ fi
 # The sessions run in $work, so the binary's path must not be relative.
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 
-# start opens a 120x40 session running a command. A tmux server that races
-# its own start can die with "server exited unexpectedly"; one more try
-# after a pause gets past that, and a third failure is reported as is.
-start() {
-	local i
-	for i in 1 2 3; do
-		if tm new-session -d -s main -x 120 -y 40 "$1"; then
-			return 0
-		fi
-		sleep 0.5
+# The server, logging (-v) into $work so that a failure can say why.
+(cd "$work" && exec tmux -v -S "$sock" -f /dev/null -D </dev/null >"$work/server.out" 2>&1) &
+server=$!
+
+# fail reports what the server left behind and exits with status 3, which
+# ui's TestE2E reads as "tmux cannot run here" rather than a wrong screen.
+fail() {
+	echo "tui.sh: $1" >&2
+	tmux -V >&2 || true
+	if kill -0 "$server" 2>/dev/null; then
+		echo "tui.sh: the tmux server (pid $server) is running" >&2
+	else
+		wait "$server" 2>/dev/null && rc=0 || rc=$?
+		echo "tui.sh: the tmux server (pid $server) has exited with status $rc" >&2
+	fi
+	cat "$work/server.out" >&2 || true
+	for f in "$work"/tmux-server-*.log; do
+		[[ -f $f ]] && { echo "---- tail of $f"; tail -n 30 "$f"; } >&2
 	done
-	echo "tui.sh: tmux could not start a session (see above)" >&2
-	exit 1
+	exit 3
+}
+
+for _ in $(seq 1 100); do
+	[[ -S $sock ]] && break
+	kill -0 "$server" 2>/dev/null || fail "the tmux server exited before it listened"
+	sleep 0.05
+done
+[[ -S $sock ]] || fail "the tmux server never made its socket $sock"
+
+# start opens a 120x40 session running a command.
+start() {
+	tm new-session -d -s main -x 120 -y 40 "$1" || fail "tmux could not open a session"
 }
 
 # The shell prints the exit status once the TUI ends, so the script can see
@@ -64,6 +91,7 @@ expect() {
 		fi
 		sleep 0.1
 	done
+	kill -0 "$server" 2>/dev/null || fail "the tmux server died while the screen was awaited"
 	echo "tui.sh: the screen never showed: $1" >&2
 	echo "---- screen ----" >&2
 	screen >&2
