@@ -21,6 +21,8 @@ type KeyMap struct {
 	Device             key.Binding
 	Export             key.Binding
 	Save               key.Binding
+	Command            key.Binding
+	Why                key.Binding
 	Help               key.Binding
 	Quit               key.Binding
 }
@@ -52,6 +54,8 @@ func DefaultKeyMap() KeyMap {
 		Device:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
+		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command line")),
+		Why:        key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "why: go to the node's recording")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
@@ -69,6 +73,6 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Export, k.Save, k.Help, k.Quit},
+		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}
 }

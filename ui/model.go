@@ -58,12 +58,13 @@ var paneTitles = [numPanes]string{"Tree", "Pool", "Checkpoint delta", "Trace", "
 type mode int
 
 const (
-	modeNormal mode = iota
-	modeGoto        // the "go to step" prompt
-	modeSearch      // the trace search prompt
-	modePicker      // the event-kind breakpoint picker
-	modeMark        // the bookmark name prompt
-	modeJump        // the "go to bookmark" prompt
+	modeNormal  mode = iota
+	modeGoto         // the "go to step" prompt
+	modeSearch       // the trace search prompt
+	modePicker       // the event-kind breakpoint picker
+	modeMark         // the bookmark name prompt
+	modeJump         // the "go to bookmark" prompt
+	modeCommand      // the ':' command line
 )
 
 // snapshot is everything View needs from the session, taken after each
@@ -316,7 +317,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	}
 	switch m.mode {
-	case modeGoto, modeSearch, modeMark, modeJump:
+	case modeGoto, modeSearch, modeMark, modeJump, modeCommand:
 		return m.prompt(k)
 	case modePicker:
 		return m.pick(k)
@@ -376,6 +377,14 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Jump):
 		m.mode, m.input = modeJump, ""
 		m.marks = m.sess.Bookmarks()
+	case key.Matches(k, km.Command):
+		m.mode, m.input = modeCommand, ""
+	case key.Matches(k, km.Why):
+		cmd, err := m.why()
+		if err != nil {
+			m.setMsg("", fmt.Errorf("why: %w", err))
+		}
+		return cmd
 	case key.Matches(k, km.NextMatch):
 		m.findNext()
 	case key.Matches(k, km.Breakpoint):
@@ -461,16 +470,22 @@ func textScroll(s *scroll, d int) {
 	s.cursor = s.offset
 }
 
-// prompt edits the goto or search prompt.
+// prompt edits the line of a prompt (go to, search, bookmarks, commands).
 func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 	switch k.String() {
 	case "esc":
 		m.mode = modeNormal
+	case "tab":
+		if m.mode == modeCommand {
+			m.input = completeCommand(m.input)
+		}
 	case "enter":
 		in := strings.TrimSpace(m.input)
 		md := m.mode
 		m.mode = modeNormal
 		switch md {
+		case modeCommand:
+			return m.runLine(in)
 		case modeSearch:
 			m.query = in
 			m.findNext()
@@ -584,12 +599,15 @@ func (m *Model) pick(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // save writes the session file in a command.
-func (m *Model) save() tea.Cmd {
+func (m *Model) save() tea.Cmd { return m.saveTo(m.opts.SavePath) }
+
+// saveTo writes the session to path in a command.
+func (m *Model) saveTo(path string) tea.Cmd {
 	if m.busy {
 		return nil
 	}
 	m.busy = true
-	s, path := m.sess, m.opts.SavePath
+	s := m.sess
 	return func() tea.Msg { return savedMsg{path: path, err: s.Save(path)} }
 }
 

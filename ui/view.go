@@ -233,6 +233,8 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
 	case modePicker:
 		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
+	case modeCommand:
+		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
 	if m.msg != "" {
 		if m.msgErr {

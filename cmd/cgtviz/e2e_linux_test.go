@@ -42,7 +42,8 @@ const e2eWait = 30 * time.Second
 // TestTUIEndToEnd drives the terminal debugger as a person would, on a real
 // pseudo-terminal with a terminal emulator reading the screen: it opens the
 // embedded demo, steps with n, opens the help with ?, steps back with N,
-// goes to the checkpoint with g, saves with s, quits with q, and resumes the
+// goes to the checkpoint with g, asks the command line why the root is
+// there, saves with s, quits with q, and resumes the
 // saved session with `cgtviz open` under NO_COLOR, checking after each key
 // what the screen shows. tools/e2e/tui.sh (ui's TestE2E) walks the same path
 // in tmux; this one needs nothing but the kernel's pseudo-terminals.
@@ -78,6 +79,16 @@ func TestTUIEndToEnd(t *testing.T) {
 	term.expect("step 31/40")
 	term.expect("re-allocated for live tensors (2)")
 	term.expect("#2 fee")
+
+	// The command line: select the root, ask why it is there (w goes to the
+	// call that recorded it), and come back by step number.
+	term.keys(":node 0\r")
+	term.expect("#0 foo on dev 0")
+	term.keys("w")
+	term.expect("step 14/40")
+	term.expect("line 15 recorded #0 foo: new root")
+	term.keys(":31\r")
+	term.expect("step 31/40")
 
 	// The checks of the NO_COLOR run below must be able to see color.
 	if _, _, ok := term.coloredCell(); !ok {

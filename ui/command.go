@@ -1,0 +1,363 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+// lineCommand is one command of the ':' command line (k9s and vim style):
+// jumps by step, line or node, "why", breakpoints by text, save, export.
+type lineCommand struct {
+	name  string
+	alias string // a second name, "" for none
+	args  string // the arguments, as the hint shows them
+	help  string
+	run   func(m *Model, args []string) (tea.Cmd, error)
+}
+
+// lineCommands is every command, in the order the hint and :help list
+// them. It is filled in init: the run functions reach it through :help.
+var lineCommands []lineCommand
+
+func init() {
+	lineCommands = []lineCommand{
+		{"step", "", "N", "go to step N (a bare number does too)", cmdStep},
+		{"line", "", "L", "go to the step that runs trace line L", cmdLine},
+		{"node", "graph", "ID", "select node #ID in the tree", cmdNode},
+		{"why", "", "", "go to the step that recorded (or warmed up) the selected node", cmdWhy},
+		{"break", "b", "SPEC", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID", cmdBreak},
+		{"clear", "", "", "remove every breakpoint", cmdClear},
+		{"save", "", "[FILE]", "save the session (to FILE, or the -save file)", cmdSave},
+		{"export", "", "", "export the tree as SVG (as e does)", cmdExport},
+		{"help", "", "", "list the commands", cmdHelp},
+		{"quit", "q", "", "quit", func(*Model, []string) (tea.Cmd, error) { return tea.Quit, nil }},
+	}
+}
+
+// findCommand returns the command named (or aliased) name, or the only
+// command whose name starts with it; when several do, it names them.
+func findCommand(name string) (lineCommand, []string, bool) {
+	var found []lineCommand
+	for _, c := range lineCommands {
+		if c.name == name || (c.alias != "" && c.alias == name) {
+			return c, nil, true
+		}
+		if strings.HasPrefix(c.name, name) {
+			found = append(found, c)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], nil, true
+	}
+	names := make([]string, len(found))
+	for i, c := range found {
+		names[i] = c.name
+	}
+	return lineCommand{}, names, false
+}
+
+// runLine runs one line of the command line.
+func (m *Model) runLine(line string) tea.Cmd {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	if _, err := strconv.Atoi(fields[0]); err == nil && len(fields) == 1 {
+		fields = []string{"step", fields[0]}
+	}
+	c, several, ok := findCommand(fields[0])
+	switch {
+	case !ok && len(several) > 1:
+		m.setMsg("", fmt.Errorf(":%s: which one? %s", fields[0], strings.Join(several, ", ")))
+		return nil
+	case !ok:
+		m.setMsg("", fmt.Errorf(":%s: unknown command (:help lists them)", fields[0]))
+		return nil
+	}
+	cmd, err := c.run(m, fields[1:])
+	if err != nil {
+		m.setMsg("", fmt.Errorf(":%s: %w", c.name, err))
+		return nil
+	}
+	return cmd
+}
+
+// commandHint is what the prompt suggests for the line typed so far: the
+// commands its first word may start, with their arguments, and what the
+// command does once only one is left.
+func commandHint(line string) string {
+	first, _, _ := strings.Cut(strings.TrimLeft(line, " "), " ")
+	var matches []lineCommand
+	for _, c := range lineCommands {
+		if c.name == first || (c.alias != "" && c.alias == first) {
+			matches = []lineCommand{c}
+			break
+		}
+		if strings.HasPrefix(c.name, first) {
+			matches = append(matches, c)
+		}
+	}
+	usage := func(c lineCommand) string {
+		if c.args == "" {
+			return c.name
+		}
+		return c.name + " " + c.args
+	}
+	switch len(matches) {
+	case 0:
+		if _, err := strconv.Atoi(first); err == nil {
+			return "step " + first
+		}
+		return "no such command"
+	case 1:
+		return usage(matches[0]) + " — " + matches[0].help
+	}
+	out := make([]string, len(matches))
+	for i, c := range matches {
+		out[i] = usage(c)
+	}
+	return strings.Join(out, " · ")
+}
+
+// completeCommand completes the command's name when one command starts
+// with what was typed (tab).
+func completeCommand(line string) string {
+	if strings.Contains(strings.TrimSpace(line), " ") {
+		return line
+	}
+	if c, _, ok := findCommand(strings.TrimSpace(line)); ok {
+		return c.name + " "
+	}
+	return line
+}
+
+func oneInt(args []string, what string) (int, error) {
+	if len(args) != 1 {
+		return 0, fmt.Errorf("want one %s", what)
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(args[0], "#"))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a %s", args[0], what)
+	}
+	return n, nil
+}
+
+func cmdStep(m *Model, args []string) (tea.Cmd, error) {
+	n, err := oneInt(args, "step number")
+	if err != nil {
+		return nil, err
+	}
+	return m.move(func(s *sessions.Session) (string, error) { return "", s.Goto(n) }), nil
+}
+
+// stepOfLine is the position just after the record at trace line l ran.
+func (m *Model) stepOfLine(l int) (int, bool) {
+	for i := range m.recs {
+		if m.recs[i].Line == l {
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+func cmdLine(m *Model, args []string) (tea.Cmd, error) {
+	l, err := oneInt(args, "line number")
+	if err != nil {
+		return nil, err
+	}
+	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
+}
+
+func (m *Model) gotoLine(l int, info string) (tea.Cmd, error) {
+	pos, ok := m.stepOfLine(l)
+	if !ok {
+		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", l, m.recs[0].Line, m.recs[len(m.recs)-1].Line)
+	}
+	return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(pos) }), nil
+}
+
+func cmdNode(m *Model, args []string) (tea.Cmd, error) {
+	id, err := oneInt(args, "node id")
+	if err != nil {
+		return nil, err
+	}
+	st := m.snap.state
+	if st == nil {
+		return nil, errors.New("no state")
+	}
+	// The shown device first, then the others in order.
+	devs := []int{m.dev}
+	for d := range st.Devices {
+		if d != m.dev {
+			devs = append(devs, d)
+		}
+	}
+	for _, d := range devs {
+		for _, n := range st.Devices[d].Nodes {
+			if n.ID != id {
+				continue
+			}
+			m.tree.selectNode(d, id)
+			if l, ok := m.tree.selected(); !ok || l.dev != d || l.id != id {
+				return nil, fmt.Errorf("#%d is inside a folded node (enter unfolds)", id)
+			}
+			m.focusPane(paneTree)
+			m.setMsg(fmt.Sprintf("#%d %s on dev %d (:why goes to its recording)", id, n.Fn, d), nil)
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("no node #%d at step %d", id, m.snap.pos)
+}
+
+func cmdWhy(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) > 0 {
+		return nil, errors.New("takes no arguments (it uses the tree's selection)")
+	}
+	return m.why()
+}
+
+// why goes to the step that made the node selected in the tree: the call
+// that recorded it, or that warmed it up. It answers the question a user
+// asks first on meeting a node: where did this come from?
+func (m *Model) why() (tea.Cmd, error) {
+	l, ok := m.tree.selected()
+	st := m.snap.state
+	if !ok || st == nil || l.kind == treeDevice || l.dev >= len(st.Devices) {
+		return nil, errors.New("select a node in the tree first (1, then j/k)")
+	}
+	ds := &st.Devices[l.dev]
+	switch l.kind {
+	case treeNode:
+		for _, n := range ds.Nodes {
+			if n.ID == l.id {
+				return m.gotoLine(n.RecordedAtLine, fmt.Sprintf("line %d recorded #%d %s: %s", n.RecordedAtLine, n.ID, n.Fn, causeText(n)))
+			}
+		}
+	case treeWarmup:
+		for _, w := range ds.Warmups {
+			if w.ID == l.id {
+				return m.gotoLine(w.Line, fmt.Sprintf("line %d warmed up %s (warmup %d)", w.Line, fnOf(&w), w.ID))
+			}
+		}
+	}
+	return nil, fmt.Errorf("the selected node is not in the state of step %d", m.snap.pos)
+}
+
+// causeText is a node's record cause in a few words, with the first
+// invariant that failed when it was a re-record.
+func causeText(n engine.NodeView) string {
+	s := n.Cause.String()
+	if len(n.Failures) > 0 {
+		s += " (" + n.Failures[0].Describe() + ")"
+	}
+	return s
+}
+
+// parseBreakpoint reads a breakpoint spec: any of "line L", "fn NAME", an
+// event kind, and after "replay" an optional "#ID"; all given must match.
+func parseBreakpoint(args []string) (sessions.Breakpoint, error) {
+	b := sessions.Breakpoint{Node: sessions.AnyNode}
+	if len(args) == 0 {
+		return b, errors.New("give line L, fn NAME, an event kind or replay #ID")
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "line" || a == "fn":
+			if i+1 >= len(args) {
+				return b, fmt.Errorf("%s needs a value", a)
+			}
+			i++
+			if a == "fn" {
+				b.Fn = args[i]
+				continue
+			}
+			n, err := strconv.Atoi(args[i])
+			if err != nil || n <= 0 {
+				return b, fmt.Errorf("line %q is not a line number", args[i])
+			}
+			b.Line = n
+		case strings.HasPrefix(a, "#"):
+			if b.Kind != engine.EvReplay {
+				return b, fmt.Errorf("%s: a node id follows replay", a)
+			}
+			n, err := strconv.Atoi(a[1:])
+			if err != nil || n < 0 {
+				return b, fmt.Errorf("%q is not a node id", a)
+			}
+			b.Node = n
+		default:
+			k, ok := sessions.ParseKind(a)
+			if !ok {
+				return b, fmt.Errorf("%q is not line, fn or an event kind (%s)", a, kindNames())
+			}
+			b.Kind = k
+		}
+	}
+	return b, nil
+}
+
+func kindNames() string {
+	var names []string
+	for _, k := range sessions.BreakpointKinds() {
+		names = append(names, sessions.KindName(k))
+	}
+	return strings.Join(names, ", ")
+}
+
+func cmdBreak(m *Model, args []string) (tea.Cmd, error) {
+	b, err := parseBreakpoint(args)
+	if err != nil {
+		return nil, err
+	}
+	m.toggleBreakpoint(b)
+	return nil, nil
+}
+
+func cmdClear(m *Model, args []string) (tea.Cmd, error) {
+	bps := m.sess.Breakpoints()
+	for _, b := range bps {
+		m.sess.RemoveBreakpoint(b)
+	}
+	m.snap.bps = m.sess.Breakpoints()
+	m.setMsg(fmt.Sprintf("removed %d breakpoints", len(bps)), nil)
+	return nil, nil
+}
+
+func cmdSave(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) > 1 {
+		return nil, errors.New("one file at most")
+	}
+	path := m.opts.SavePath
+	if len(args) == 1 {
+		path = args[0]
+	}
+	return m.saveTo(path), nil
+}
+
+func cmdExport(m *Model, args []string) (tea.Cmd, error) {
+	if m.opts.Export == nil {
+		return nil, errors.New("this build cannot export")
+	}
+	return m.export(), nil
+}
+
+func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
+	var parts []string
+	for _, c := range lineCommands {
+		s := c.name
+		if c.args != "" {
+			s += " " + c.args
+		}
+		parts = append(parts, s)
+	}
+	m.setMsg("commands: "+strings.Join(parts, " · ")+" (tab completes; docs/tui.md)", nil)
+	return nil, nil
+}
