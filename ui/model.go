@@ -37,6 +37,9 @@ type Options struct {
 	Export ExportFunc
 	// ExportDir is where exported SVGs go ("" for the current directory).
 	ExportDir string
+	// NoMouse leaves the mouse to the terminal (for selecting text);
+	// otherwise clicks focus panes and pick lines, and the wheel scrolls.
+	NoMouse bool
 }
 
 // pane names a pane; the numbers people press are pane+1.
@@ -266,6 +269,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case exportedMsg:
 		m.setMsg("exported tree to "+msg.path, msg.err)
 		return m, nil
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
 	case tea.KeyPressMsg:
 		if msg.String() == "ctrl+c" {
 			return m, tea.Quit
@@ -434,9 +439,13 @@ func (m *Model) focusPane(p pane) {
 	m.refresh()
 }
 
-// scrollFocused moves the cursor of a list pane or scrolls a text pane.
-func (m *Model) scrollFocused(d int) {
-	switch m.focus {
+// scrollFocused moves the cursor of the focused list pane or scrolls the
+// focused text pane.
+func (m *Model) scrollFocused(d int) { m.scrollPane(m.focus, d) }
+
+// scrollPane moves the cursor of a list pane or scrolls a text pane.
+func (m *Model) scrollPane(p pane, d int) {
+	switch p {
 	case paneTree:
 		m.tree.cursor = clampAdd(m.tree.cursor, d, len(m.tree.lines))
 	case paneTrace:

@@ -92,6 +92,9 @@ func (m *Model) layout() screen {
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.Render())
 	v.AltScreen = true
+	if !m.opts.NoMouse {
+		v.MouseMode = tea.MouseModeCellMotion
+	}
 	v.WindowTitle = "cgtviz " + m.sess.Trace().Header.Name
 	return v
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -89,6 +90,10 @@ func TestTUIEndToEnd(t *testing.T) {
 	term.expect("line 15 recorded #0 foo: new root")
 	term.keys(":31\r")
 	term.expect("step 31/40")
+
+	// The mouse: a click on #1 in the tree selects it for the details.
+	term.click("#1 fee")
+	term.expect("node #1 fee (function")
 
 	// The checks of the NO_COLOR run below must be able to see color.
 	if _, _, ok := term.coloredCell(); !ok {
@@ -284,6 +289,41 @@ func (term *terminal) exited() {
 	case <-time.After(e2eWait):
 		term.t.Fatalf("cgtviz did not exit; the screen:\n%s", term.screen())
 	}
+}
+
+// click clicks the left button on the first cell showing s, as a terminal
+// in SGR mouse mode reports it (1-based cells, press then release).
+func (term *terminal) click(s string) {
+	term.t.Helper()
+	x, y, ok := term.find(s)
+	if !ok {
+		term.t.Fatalf("no %q on the screen to click:\n%s", s, term.screen())
+	}
+	term.keys(fmt.Sprintf("\x1b[<0;%d;%dM\x1b[<0;%d;%dm", x+1, y+1, x+1, y+1))
+}
+
+// find returns the cell where s starts on the screen.
+func (term *terminal) find(s string) (x, y int, ok bool) {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	want := []rune(s)
+	for y := range e2eRows {
+		var row []rune // one rune per cell
+		for x := range e2eCols {
+			c := term.emu.CellAt(x, y)
+			r := ' '
+			if c != nil && c.Content != "" {
+				r = []rune(c.Content)[0]
+			}
+			row = append(row, r)
+		}
+		for x := 0; x+len(want) <= len(row); x++ {
+			if string(row[x:x+len(want)]) == s {
+				return x, y, true
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // sgr matches one Select Graphic Rendition sequence and its parameters.

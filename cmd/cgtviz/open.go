@@ -10,7 +10,7 @@ import (
 
 // openUsage is the open command's arguments, for its usage line (and the
 // command table).
-const openUsage = "[-check] [-device sim|cuda|auto] SESSION.json"
+const openUsage = "[-check] [-device sim|cuda|auto] [-mouse=false] SESSION.json"
 
 // runOpen resumes a saved session (trace, position, breakpoints and
 // bookmarks) in the terminal debugger; `s` saves back to the same file.
@@ -18,6 +18,7 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("open")
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
 	dev := fs.String("device", "sim", tuiDeviceHelp)
+	mouse := fs.Bool("mouse", true, mouseHelp)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -35,5 +36,5 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2
 	}
-	return tuiRun(ctx, s, pos[0], stdout, stderr)
+	return tuiRun(ctx, s, pos[0], *mouse, stdout, stderr)
 }

@@ -17,7 +17,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-device sim|cuda|auto] [-save FILE] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-save FILE] [-mouse=false] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
@@ -29,6 +29,7 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
 	dev := fs.String("device", "sim", tuiDeviceHelp)
 	save := fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
+	mouse := fs.Bool("mouse", true, mouseHelp)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -55,8 +56,11 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1
 	}
-	return tuiRun(ctx, s, *save, stdout, stderr)
+	return tuiRun(ctx, s, *save, *mouse, stdout, stderr)
 }
+
+// mouseHelp documents -mouse, which tui and open share.
+const mouseHelp = "clicks focus panes and pick lines, the wheel scrolls; false leaves the mouse to the terminal (to select text)"
 
 // tuiDeviceHelp documents -device. The TUI defaults to the simulated
 // device even in a cuda build: it snapshots, so going back is instant; on a
@@ -78,7 +82,7 @@ func tuiDevices(name string) func(n int) ([]device.Device, error) {
 }
 
 // tuiRun runs the Bubble Tea program over a session until the user quits.
-func tuiRun(ctx context.Context, s *sessions.Session, savePath string, stdout, stderr io.Writer) int {
+func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse bool, stdout, stderr io.Writer) int {
 	defer s.Close()
 	m := ui.New(s, ui.Options{
 		// NO_COLOR (no-color.org): any non-empty value turns colors off. The
@@ -86,6 +90,7 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, stdout, s
 		Color:    os.Getenv("NO_COLOR") == "",
 		SavePath: savePath,
 		Export:   tuiExport,
+		NoMouse:  !mouse,
 	})
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(stdout))
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
