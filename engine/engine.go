@@ -27,16 +27,54 @@ type Options struct {
 	Check bool
 	// AllocOptions configure each device's caching allocator.
 	AllocOptions alloc.Options
+	// Handoff says what a new generation does to a live output of the
+	// ending path that the incoming call takes as input (README,
+	// "Deviations"): HandoffPreserve (the default) moves it out of the
+	// pool first, as PyTorch's fix after 2.11 does; HandoffRaise frees it,
+	// as PyTorch 2.11 does, and the call raises the overwritten error.
+	Handoff Handoff
+}
+
+// Handoff is the engine's rule for a live output handed to the next
+// compiled call across a generation boundary.
+type Handoff uint8
+
+const (
+	// HandoffPreserve keeps the handed-off output (PyTorch PR #184102).
+	HandoffPreserve Handoff = iota
+	// HandoffRaise is PyTorch 2.11: the output is freed with the rest of
+	// the path, the call raises, and the tree is left as 2.11 leaves it.
+	HandoffRaise
+)
+
+// String names the rule as the command line spells it.
+func (h Handoff) String() string {
+	if h == HandoffRaise {
+		return "raise"
+	}
+	return "preserve"
+}
+
+// ParseHandoff reads "preserve" or "raise".
+func ParseHandoff(s string) (Handoff, error) {
+	switch s {
+	case "preserve", "":
+		return HandoffPreserve, nil
+	case "raise":
+		return HandoffRaise, nil
+	}
+	return 0, fmt.Errorf("unknown handoff rule %q (want preserve or raise)", s)
 }
 
 // Engine runs trace records against CUDAGraph Trees: one tree manager, one
 // caching allocator and one graph pool per device. It is not safe for
 // concurrent use; Clone gives an independent copy.
 type Engine struct {
-	hdr   traces.Header
-	cfg   traces.Config
-	file  string
-	check bool
+	hdr     traces.Header
+	cfg     traces.Config
+	file    string
+	check   bool
+	handoff Handoff
 	devs  []*devState
 	defs  map[string]*traces.Record
 	tt    *tensorTable
@@ -83,7 +121,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, defs: map[string]*traces.Record{}, tt: newTensorTable()}
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable()}
 	if e.file == "" {
 		e.file = "trace"
 	}
@@ -192,6 +230,14 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		e.saved = nil
 	}()
 	err := e.apply(rec, step)
+	var kept *keptError
+	if errors.As(err, &kept) {
+		// PyTorch 2.11 raised after changing its tree: keep the change
+		// (and its events), report the error.
+		step.Err = e.errorf(rec, "%v", kept.err)
+		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+		err = nil
+	}
 	if err == nil && e.check {
 		if verr := e.CheckInvariants(); verr != nil {
 			err = fmt.Errorf("invariant violated: %w", verr)
@@ -345,6 +391,25 @@ func initValues(rec *traces.Record) ([]float32, error) {
 // staleErr is PyTorch's error for any data access to a deallocated output.
 func staleErr(s *Storage) error {
 	return errors.New(s.StaleMsg)
+}
+
+// keptError is an error raised after the record changed the engine, where
+// PyTorch 2.11 keeps the change (HandoffRaise): Apply reports it without
+// rolling back.
+type keptError struct{ err error }
+
+func (k *keptError) Error() string { return k.err.Error() }
+func (k *keptError) Unwrap() error { return k.err }
+
+// staleArg returns the overwritten error of the first argument whose
+// storage a new generation has just freed, or nil.
+func (e *Engine) staleArg(args []*Tensor) error {
+	for _, t := range args {
+		if s := e.tt.storages[t.Storage]; s != nil && s.Stale {
+			return staleErr(s)
+		}
+	}
+	return nil
 }
 
 // overwrittenMsg is PyTorch 2.11's message, with the trace line that

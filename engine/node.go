@@ -116,6 +116,11 @@ type WarmupNode struct {
 	AlreadyWarm bool
 	OutWeak     []int
 	OutShapes   [][]int
+	// Failed marks a warmup whose run raised after the node became current
+	// (HandoffRaise: an input freed by the new generation). It has no
+	// outputs, and PyTorch 2.11 cannot end a path holding it by a new
+	// generation.
+	Failed bool
 }
 
 // path returns the nodes from the root to n.
@@ -351,6 +356,14 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	e.updateGeneration(m)
+	if err := e.staleArg(args); err != nil {
+		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
+		// and the warmup run raises on it, its node already current.
+		w.Failed = true
+		e.emit(Event{Kind: EvWarmup, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
+			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", f.ID)})
+		return nil, "", &keptError{err}
+	}
 	a := m.ds.alloc
 	what := fmt.Sprintf("call %s: warmup %d", f.Name, w.ID)
 	a.SetContext(rec.Line, what)

@@ -183,6 +183,10 @@ type WarmupView struct {
 	Parent int // warmup id (negative) or graph id (>= 0) of the parent, or NoParent
 	// Outputs of the warmup run.
 	Outputs []OutputView
+	// Failed is true for a warmup whose run raised (Options.Handoff =
+	// HandoffRaise: an input freed by the new generation); PyTorch 2.11
+	// keeps it on the path.
+	Failed bool
 }
 
 // NoParent marks a warmup node without parent in WarmupView.Parent.

@@ -442,11 +442,23 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 			return nil, "", err
 		}
 	}
+	// Under HandoffRaise the new generation may just have freed an input
+	// (PyTorch 2.11). What raises then, and what stays changed, follows
+	// where 2.11 first touches the input's data: the mutation check, an
+	// eager run, the warmup run (after its node became current), or the
+	// invariant checks and the recording (the tree unchanged).
+	stale := e.staleArg(args)
 	nid := m.nodeKey()
 	if _, ok := m.mutationHint[nid][f.ID]; !ok {
+		if stale != nil && len(f.Mutated) > 0 {
+			return nil, "", &keptError{stale}
+		}
 		e.updateMutationHint(m, f, args, rec)
 	}
 	if m.mutationHint[nid][f.ID] || e.exceedRerecordLimit(m, nid, f) {
+		if stale != nil {
+			return nil, "", &keptError{stale}
+		}
 		return e.runEagerOutside(m, f, args, rec, step, "")
 	}
 	if !e.warmed(f) || m.pathState == PathWarmup {
@@ -456,6 +468,9 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 			}
 		}
 		return e.runWarmup(m, f, args, rec, step)
+	}
+	if stale != nil {
+		return nil, "", &keptError{stale}
 	}
 	var candidates []int
 	if cn := m.curNode(); cn != nil {
@@ -764,6 +779,13 @@ func (m *manager) nodesOrNil(id int) *Node {
 // overwritten error. Live outputs that the incoming call takes as inputs
 // are first moved out of the pool (PyTorch's fix after 2.11; see README).
 func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Record) error {
+	if w := e.failedWarmupOnPath(m); w != nil {
+		// PyTorch 2.11 asserts, for every node of the path, that it holds
+		// a weak reference per output: a warmup whose run raised holds
+		// none, so the path can never end through a new generation.
+		return fmt.Errorf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
+			w.ID, w.Line)
+	}
 	e.markHeavy()
 	live := e.pathLive(m)
 	if len(live) == 0 {
@@ -773,11 +795,12 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 	for _, sid := range live {
 		liveSet[sid] = true
 	}
-	// Preserve inputs of the incoming call.
+	// Preserve inputs of the incoming call (not under HandoffRaise, where
+	// they are freed with the rest and the call raises).
 	var kept []string
 	var keptPtrs []uint64
 	for _, t := range args {
-		if !liveSet[t.Storage] {
+		if e.handoff == HandoffRaise || !liveSet[t.Storage] {
 			continue
 		}
 		old := e.tt.storages[t.Storage]
@@ -828,6 +851,22 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 	if len(names) > 0 {
 		e.emit(Event{Kind: EvDealloc, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
 			Msg: fmt.Sprintf("freed %d output(s) of the previous generation; reading them now raises the overwritten error", len(names))})
+	}
+	return nil
+}
+
+// failedWarmupOnPath returns a warmup node of the current path whose run
+// raised (HandoffRaise), or nil.
+func (e *Engine) failedWarmupOnPath(m *manager) *WarmupNode {
+	w := m.curWarmup()
+	if w == nil {
+		return nil
+	}
+	chain, _ := m.warmupChain(w)
+	for _, x := range chain {
+		if x.Failed {
+			return x
+		}
 	}
 	return nil
 }

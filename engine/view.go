@@ -71,7 +71,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 		chain, cur = m.warmupChain(w)
 		for i := len(chain) - 1; i >= 0; i-- {
 			x := chain[i]
-			wv := WarmupView{ID: x.ID, Fn: m.funcs[x.Fn].Name, FnID: x.Fn, Line: x.Line, Parent: NoParent}
+			wv := WarmupView{ID: x.ID, Fn: m.funcs[x.Fn].Name, FnID: x.Fn, Line: x.Line, Parent: NoParent, Failed: x.Failed}
 			if x.ParentWarm != 0 {
 				wv.Parent = x.ParentWarm
 			} else if x.ParentGraph >= 0 {

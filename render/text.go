@@ -118,6 +118,9 @@ func (w *textWriter) warmup(v engine.WarmupView, lead, prefix string) {
 	}
 	w.seen[v.ID] = true
 	fmt.Fprintf(&w.b, "%s~ warmup %d %s (line %d)", lead, v.ID, v.Fn, v.Line)
+	if v.Failed {
+		w.b.WriteString(" [raised]")
+	}
 	if w.t.dev.CurrentWarmup == v.ID {
 		w.b.WriteString(" [current]")
 	}

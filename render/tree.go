@@ -358,6 +358,10 @@ func writeWarmups(b *bytes.Buffer, t devTree, in map[int]bool, pre string, opts 
 			fmt.Sprintf("line %d", w.Line),
 			outputsLine(w.Outputs),
 		}
+		if w.Failed {
+			// PyTorch 2.11 keeps a warmup whose run raised on the path.
+			lines = append(lines, "its run raised (handoff raise)")
+		}
 		attrs := ""
 		if d.CurrentWarmup == w.ID {
 			lines = append(lines, "current node")

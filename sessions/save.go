@@ -30,6 +30,7 @@ type file struct {
 	Version     int            `json:"cgtviz_session"`
 	Trace       string         `json:"trace"`
 	Position    int            `json:"position"`
+	Handoff     string         `json:"handoff,omitempty"` // "raise"; absent: "preserve"
 	Breakpoints []fileBreak    `json:"breakpoints,omitempty"`
 	Bookmarks   []fileBookmark `json:"bookmarks,omitempty"`
 }
@@ -79,6 +80,9 @@ func (s *Session) Save(path string) error {
 		src = abs
 	}
 	f := file{Version: saveVersion, Trace: src, Position: s.pos}
+	if s.opts.Handoff != engine.HandoffPreserve {
+		f.Handoff = s.opts.Handoff.String()
+	}
 	for _, b := range s.bps {
 		fb := fileBreak{Line: b.Line, Fn: b.Fn}
 		if b.Kind != 0 {
@@ -112,13 +116,18 @@ func (s *Session) Save(path string) error {
 }
 
 // Load reads a session file, reopens its trace, restores breakpoints and
-// bookmarks and moves to the saved position. opts.Source is taken from the
-// file.
+// bookmarks and moves to the saved position. opts.Source and opts.Handoff
+// are taken from the file.
 func Load(path string, opts Options) (*Session, error) {
 	f, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
+	h, err := engine.ParseHandoff(f.Handoff)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", path, err)
+	}
+	opts.Handoff = h
 	tr, err := OpenTrace(f.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", path, err)

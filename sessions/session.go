@@ -44,6 +44,9 @@ type Options struct {
 	MaxKeyframes int
 	// KeyframeEvery is the initial keyframe spacing (default DefaultKeyframeEvery).
 	KeyframeEvery int
+	// Handoff is the engine's rule for an output handed to the next call
+	// across a generation (engine.Options.Handoff); Save keeps it.
+	Handoff engine.Handoff
 }
 
 // SimDevices returns n simulated devices; it is the default NewDevices.
@@ -136,7 +139,7 @@ func (s *Session) fresh() error {
 	if err != nil {
 		return fmt.Errorf("session %s: devices: %w", s.file, err)
 	}
-	eng, err := engine.New(s.tr.Header, engine.Options{Devices: devs, File: s.file, Check: s.opts.Check})
+	eng, err := engine.New(s.tr.Header, engine.Options{Devices: devs, File: s.file, Check: s.opts.Check, Handoff: s.opts.Handoff})
 	if err != nil {
 		closeAll(devs)
 		return fmt.Errorf("session %s: %w", s.file, err)
@@ -169,6 +172,9 @@ func (s *Session) Close() error {
 
 // Trace returns the session's trace.
 func (s *Session) Trace() *traces.Trace { return s.tr }
+
+// Handoff returns the engine's handoff rule.
+func (s *Session) Handoff() engine.Handoff { return s.opts.Handoff }
 
 // Source returns where the trace came from (Options.Source).
 func (s *Session) Source() string { return s.opts.Source }

@@ -187,6 +187,9 @@ func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
 			}
 			add(s.Bold.Render(fmt.Sprintf("warmup node %d %s (function %d)", wv.ID, wv.Fn, wv.FnID)))
 			add(fmt.Sprintf("ran eagerly in the graph pool at line %d", wv.Line))
+			if wv.Failed {
+				wrapped("", "its run raised: the new generation freed an input (-handoff raise, PyTorch 2.11). The node stays on the path with no outputs, so every new generation fails with an AssertionError until the path's outputs are all dead.", func(t string) string { return s.Err.Render(t) })
+			}
 			add(fmt.Sprintf("outputs (%d):", len(wv.Outputs)))
 			for _, o := range wv.Outputs {
 				add("  " + outputText(o))

@@ -121,12 +121,13 @@ type (
 // Model is the root model: it owns the session, the layout, the focus and
 // the panes.
 type Model struct {
-	sess   *sessions.Session
-	recs   []traces.Record // the trace; immutable, so View may read it
-	opts   Options
-	keys   KeyMap
-	styles Styles
-	help   help.Model
+	sess    *sessions.Session
+	recs    []traces.Record // the trace; immutable, so View may read it
+	handoff engine.Handoff  // the session's rule, for the status line
+	opts    Options
+	keys    KeyMap
+	styles  Styles
+	help    help.Model
 
 	width, height int
 	focus         pane
@@ -159,16 +160,17 @@ func New(s *sessions.Session, opts Options) *Model {
 		opts.SavePath = DefaultSavePath
 	}
 	m := &Model{
-		sess:   s,
-		recs:   s.Trace().Records,
-		opts:   opts,
-		keys:   DefaultKeyMap(),
-		styles: NewStyles(opts.Color),
-		help:   help.New(),
-		width:  80,
-		height: 24,
-		focus:  paneTrace,
-		other:  paneTree,
+		sess:    s,
+		recs:    s.Trace().Records,
+		handoff: s.Handoff(),
+		opts:    opts,
+		keys:    DefaultKeyMap(),
+		styles:  NewStyles(opts.Color),
+		help:    help.New(),
+		width:   80,
+		height:  24,
+		focus:   paneTrace,
+		other:   paneTree,
 	}
 	m.help.Styles = m.styles.Help
 	if opts.Export == nil {

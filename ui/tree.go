@@ -220,6 +220,9 @@ func (p *treePane) view(st *engine.State, s Styles, w, h int, focused bool) []st
 				mark = "●"
 			}
 			text := b.String() + mark + " " + s.Warmup.Render(fmt.Sprintf("warmup %d %s", l.id, fnOf(wv)))
+			if wv != nil && wv.Failed {
+				text += " " + s.Err.Render("✗ raised")
+			}
 			if d := p.did[nodeKey{l.dev, l.id}]; d != "" {
 				text += " " + s.Did.Render("← "+d)
 			}

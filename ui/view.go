@@ -200,6 +200,9 @@ func (m *Model) statusLine(w int) string {
 			ds := &st.Devices[m.dev]
 			fmt.Fprintf(&b, " · dev %d %s · %s", m.dev, ds.Name, ds.PathState)
 		}
+		if m.handoff == engine.HandoffRaise {
+			b.WriteString(" · 2.11 handoff")
+		}
 		c := st.Counters
 		fmt.Fprintf(&b, " · gen %d · warmups %d · rec %d · replays %d · ckpt %d · rerec %d · eager %d · err %d",
 			st.Generation, c.Warmups, c.Recordings, c.Replays, c.Checkpoints, c.Rerecords, c.Eager, c.Errors)

@@ -18,7 +18,7 @@ import (
 
 // The export command's line in the command table.
 const (
-	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] -o FILE"
+	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] [--handoff preserve|raise] -o FILE"
 	exportSummary = "write the tree, or one node's CUDA graph, as Graphviz DOT or SVG"
 )
 
@@ -33,6 +33,7 @@ type exportFlags struct {
 	maxNodes   int
 	out        string
 	runOn      string          // the backend the trace runs on
+	handoff    *engine.Handoff // the engine's handoff rule
 	set        map[string]bool // flags given on the command line
 }
 
@@ -53,6 +54,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&f.maxNodes, "max-nodes", render.DefaultMaxNodes, "refuse trees with more than `N` nodes")
 	fs.StringVar(&f.out, "o", "", "write to `FILE` (- for stdout)")
 	fs.StringVar(&f.runOn, "run-on", "sim", "run the trace on `backend` "+deviceChoices+"; with --graph on a GPU the graph is the driver's cuGraphDebugDotPrint")
+	f.handoff = addHandoffFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -83,7 +85,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn)
+	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn, *f.handoff)
 	defer closeDevs()
 	var st *engine.State
 	if e != nil {
@@ -230,7 +232,7 @@ func (f *exportFlags) records(tr *traces.Trace) (int, string) {
 
 // runPrefix runs the first n records of tr on devices of the named backend
 // and returns the engine after them, the last step (nil when n is 0) and a function that closes the devices.
-func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string) (*engine.Engine, *engine.Step, func(), error) {
+func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string, handoff engine.Handoff) (*engine.Engine, *engine.Step, func(), error) {
 	prefix := *tr
 	prefix.Records = tr.Records[:n]
 	devs, closeDevs, err := openDevices(backend, tr.Header.Devices)
@@ -238,7 +240,7 @@ func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string) (*e
 		return nil, nil, func() {}, err
 	}
 	var last *engine.Step
-	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File}, func(s *engine.Step) bool {
+	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File, Handoff: handoff}, func(s *engine.Step) bool {
 		last = s
 		return true
 	})

@@ -40,6 +40,7 @@ func writeTraces(t *testing.T) string {
 func TestRun(t *testing.T) {
 	dir := writeTraces(t)
 	clean, bad := filepath.Join(dir, "clean.cgt.jsonl"), filepath.Join(dir, "bad.cgt.jsonl")
+	const s07 = "../../examples/s07-chain-handoff.cgt.jsonl"
 	tests := []struct {
 		name       string
 		args       []string
@@ -67,6 +68,14 @@ func TestRun(t *testing.T) {
 		{name: "fmt bad", args: []string{"fmt", bad}, code: 2, stderrPart: "read x: x is not bound"},
 		{name: "fmt -h", args: []string{"fmt", "-h"}, code: 0, contains: "usage: cgtviz fmt [-w] TRACE"},
 		{name: "fmt two files", args: []string{"fmt", clean, clean}, code: 2, stderrPart: "want one trace, got 2"},
+		// -handoff: PyTorch 2.11's chained call raises, the default keeps
+		// the handed-off output (examples/s07-chain-handoff).
+		{name: "run handoff raise", args: []string{"run", "--handoff", "raise", s07}, code: 1, contains: "AssertionError: the current path holds warmup -2"},
+		{name: "run handoff raise header", args: []string{"run", "--handoff=raise", s07}, code: 1, contains: "handoff: raise (PyTorch 2.11"},
+		{name: "run handoff preserve", args: []string{"run", "--handoff", "preserve", s07}, code: 0, contains: "expectations: 4 passed, 0 failed"},
+		{name: "run handoff bad", args: []string{"run", "--handoff", "2.11", s07}, code: 2, stderrPart: `unknown handoff rule "2.11" (want preserve or raise)`},
+		{name: "export handoff raise", args: []string{"export", "--handoff", "raise", s07, "-o", "-"}, code: 0, contains: "its run raised (handoff raise)"},
+		{name: "snapshot handoff bad", args: []string{"snapshot", "--handoff", "x", "-o", "-", s07}, code: 2, stderrPart: "unknown handoff rule"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

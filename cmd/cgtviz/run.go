@@ -23,6 +23,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
 	stopOnErr := fs.Bool("stop-on-error", false, "stop at the first record that raises an error")
 	check := fs.Bool("check", false, "check the engine's invariants after every record")
+	handoff := addHandoffFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -64,10 +65,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		writeJSON = rep.WriteJSONStream(stdout)
 	} else {
 		fmt.Fprintf(stdout, "trace: %s (device %s)\n", rep.Trace, rep.Device)
+		if *handoff == engine.HandoffRaise {
+			fmt.Fprintln(stdout, "handoff: raise (PyTorch 2.11: an output handed to the next call across a generation is freed)")
+		}
 	}
 	var werr error
 	failedErr := false
-	e, err := engine.RunReader(ctx, r, engine.Options{Devices: devs, Check: *check, File: file}, func(s *engine.Step) bool {
+	e, err := engine.RunReader(ctx, r, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
 		rs := rep.Count(s)
 		if writeJSON != nil {
 			if err := writeJSON(&rs); err != nil && werr == nil {

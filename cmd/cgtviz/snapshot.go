@@ -20,6 +20,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	line := fs.Int("line", 0, "stop after the record on this line (default: the end of the trace)")
 	out := fs.String("o", "", "the pickle file to write (- for stdout)")
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
+	handoff := addHandoffFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -44,7 +45,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	defer closeDevs()
-	e, err := engine.RunTrace(ctx, tr, engine.Options{Devices: devs}, func(s *engine.Step) bool {
+	e, err := engine.RunTrace(ctx, tr, engine.Options{Devices: devs, Handoff: *handoff}, func(s *engine.Step) bool {
 		return *line == 0 || s.Line < *line
 	})
 	if err != nil {

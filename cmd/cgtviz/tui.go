@@ -17,7 +17,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-device sim|cuda|auto] [-save FILE] [-mouse=false] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
@@ -30,6 +30,7 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dev := fs.String("device", "sim", tuiDeviceHelp)
 	save := fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
 	mouse := fs.Bool("mouse", true, mouseHelp)
+	handoff := addHandoffFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -51,7 +52,7 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2
 	}
-	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev)})
+	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1

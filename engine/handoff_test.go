@@ -1,0 +1,167 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// handoffTrace chains foo into fee without mark_step, then, after a step,
+// chains a warmed-up function into itself (lines below).
+const handoffTrace = `{"cgtviz": 1}
+{"op": "def", "fn": "foo", "params": ["x"], "body": [{"out": "a", "k": "add", "a": "x", "b": 1}, {"out": "b", "k": "add", "a": "x", "b": 2}], "returns": ["a", "b"]}
+{"op": "def", "fn": "fee", "params": ["y"], "body": [{"out": "c", "k": "mul", "a": "y", "b": 4}], "returns": ["c"]}
+{"op": "tensor", "name": "inp", "shape": [4], "init": "values", "values": [1, 2, 3, 4]}
+{"op": "call", "fn": "foo", "args": ["inp"], "out": ["a", "b"]}
+{"op": "call", "fn": "fee", "args": ["b"], "out": ["c"]}
+{"op": "read", "name": "a"}
+{"op": "read", "name": "b"}
+{"op": "call", "fn": "foo", "args": ["inp"], "out": ["a", "b"]}
+{"op": "call", "fn": "fee", "args": ["b"], "out": ["c"]}
+`
+
+// runHandoff runs a trace under a handoff rule with the invariant checker
+// on, and returns its steps by line and the engine.
+func runHandoff(t *testing.T, src string, h engine.Handoff) (map[int]*engine.Step, *engine.Engine) {
+	t.Helper()
+	tr, err := traces.Read(strings.NewReader(src), "handoff.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[int]*engine.Step{}
+	e, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(1), Check: true, Handoff: h}, func(s *engine.Step) bool {
+		steps[s.Line] = s
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps, e
+}
+
+func hasEvent(s *engine.Step, k engine.EventKind, msg string) bool {
+	for _, ev := range s.Events {
+		if ev.Kind == k && strings.Contains(ev.Msg, msg) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHandoffRaise checks PyTorch 2.11's chained call (S7) under
+// HandoffRaise, as the oracle saw it for examples/s07-chain-handoff: fee
+// raises on the output foo handed it, the dealloc and fee's warmup node
+// stay (2.11 is not exception safe), and every later new generation fails
+// with an AssertionError while that node is on the path.
+func TestHandoffRaise(t *testing.T) {
+	steps, e := runHandoff(t, handoffTrace, engine.HandoffRaise)
+	want := []struct {
+		line int
+		err  string
+	}{
+		{5, ""},
+		{6, "overwritten by a subsequent run"},
+		{7, "overwritten by a subsequent run"}, // a: freed with the path
+		{8, "overwritten by a subsequent run"}, // b: freed, not preserved
+		{9, "AssertionError"},
+		{10, "overwritten by a subsequent run"}, // b is still the freed one
+	}
+	for _, w := range want {
+		s := steps[w.line]
+		if s == nil {
+			t.Fatalf("line %d: no step", w.line)
+		}
+		if (w.err == "") != (s.Err == "") || !strings.Contains(s.Err, w.err) {
+			t.Errorf("line %d: error %q, want %q", w.line, s.Err, w.err)
+		}
+	}
+	// The failing call keeps what 2.11 did before it raised, and says so.
+	s6 := steps[6]
+	if !hasEvent(s6, engine.EvDealloc, "freed 2 output(s)") || !hasEvent(s6, engine.EvWarmup, "raised") || hasEvent(s6, engine.EvPreserve, "") {
+		t.Errorf("line 6 events: %+v", s6.Events)
+	}
+	if !strings.Contains(steps[9].Err, "holds warmup -2, whose run raised at line 6") {
+		t.Errorf("line 9: %q", steps[9].Err)
+	}
+	d := e.State().Devices[0]
+	if d.PathState != engine.PathWarmup || len(d.Warmups) != 1 || !d.Warmups[0].Failed || d.Warmups[0].Fn != "fee" || d.CurrentWarmup != d.Warmups[0].ID || len(d.Warmups[0].Outputs) != 0 {
+		t.Errorf("final path: %s, warmups %+v, current %d; want fee's failed warmup, current, no outputs", d.PathState, d.Warmups, d.CurrentWarmup)
+	}
+	c, err := e.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.State().Devices[0].Warmups; len(w) != 1 || !w[0].Failed {
+		t.Errorf("the clone lost the failed warmup: %+v", w)
+	}
+
+	// The default rule preserves b: no error at all.
+	steps, _ = runHandoff(t, handoffTrace, engine.HandoffPreserve)
+	for _, l := range []int{6, 8, 9, 10} {
+		if steps[l].Err != "" {
+			t.Errorf("preserve, line %d: %s", l, steps[l].Err)
+		}
+	}
+	if !hasEvent(steps[6], engine.EvPreserve, "moved out of the graph pool") || steps[7].Err == "" {
+		t.Errorf("preserve: line 6 events %+v, line 7 error %q", steps[6].Events, steps[7].Err)
+	}
+}
+
+// TestHandoffRaiseRecording is the other 2.11 case (random3/w24699): the
+// function was warmed up, so after the generation ends it goes to record,
+// and the recording raises before its node joins the tree: the path stays
+// empty and later generations run normally.
+func TestHandoffRaiseRecording(t *testing.T) {
+	src := `{"cgtviz": 1}
+{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}
+{"op": "step"}
+{"op": "tensor", "name": "x", "shape": [4], "init": "values", "values": [1, 2, 3, 4]}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["y"], "out": ["z"]}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["w"]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["w"]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["w"]}
+`
+	steps, e := runHandoff(t, src, engine.HandoffRaise)
+	if s := steps[5]; s.Err != "" || s.Action != engine.ActionWarmup {
+		t.Fatalf("line 5: %s %q", s.Action, s.Err)
+	}
+	if s := steps[7]; !strings.Contains(s.Err, "overwritten") || !hasEvent(s, engine.EvDealloc, "") {
+		t.Fatalf("line 7: error %q, events %+v", s.Err, s.Events)
+	}
+	for line, act := range map[int]engine.Action{8: engine.ActionRecord, 10: engine.ActionReplay, 12: engine.ActionReplay} {
+		if s := steps[line]; s.Err != "" || s.Action != act {
+			t.Errorf("line %d: %s %q, want %s", line, s.Action, s.Err, act)
+		}
+	}
+	if d := e.State().Devices[0]; len(d.Nodes) != 1 || len(d.Roots) != 1 {
+		t.Errorf("nodes %d, roots %d; want the one recording of line 8", len(d.Nodes), len(d.Roots))
+	}
+}
+
+func TestParseHandoff(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want engine.Handoff
+		err  bool
+	}{
+		{"", engine.HandoffPreserve, false},
+		{"preserve", engine.HandoffPreserve, false},
+		{"raise", engine.HandoffRaise, false},
+		{"2.11", 0, true},
+	} {
+		got, err := engine.ParseHandoff(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseHandoff(%q) = %v, %v", tc.in, got, err)
+		}
+		if err == nil && tc.in != "" && got.String() != tc.in {
+			t.Errorf("%v.String() = %q", got, got.String())
+		}
+	}
+}
