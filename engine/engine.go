@@ -33,7 +33,20 @@ type Options struct {
 	// pool first, as PyTorch's fix after 2.11 does; HandoffRaise frees it,
 	// as PyTorch 2.11 does, and the call raises the overwritten error.
 	Handoff Handoff
+	// RecompileLimit is Dynamo's recompile_limit: compiled graphs one code
+	// object may hold; a call that needs another runs without compiling,
+	// as plain Python. 0 means PyTorch's default, 8.
+	RecompileLimit int
+	// SharedCode compiles every def from one code object, as a program
+	// that torch.compiles closures of one factory function does (and as
+	// tools/torch-oracle.py does): they share Dynamo's recompile limit
+	// and its automatic-dynamic shape history, while their guards keep
+	// their graphs apart.
+	SharedCode bool
 }
+
+// DefaultRecompileLimit is torch._dynamo.config.recompile_limit.
+const DefaultRecompileLimit = 8
 
 // Handoff is the engine's rule for a live output handed to the next
 // compiled call across a generation boundary.
@@ -75,9 +88,13 @@ type Engine struct {
 	file    string
 	check   bool
 	handoff Handoff
-	devs  []*devState
-	defs  map[string]*traces.Record
-	tt    *tensorTable
+	// recompileLimit and sharedCode are Options.RecompileLimit and
+	// Options.SharedCode.
+	recompileLimit int
+	sharedCode     bool
+	devs           []*devState
+	defs           map[string]*traces.Record
+	tt             *tensorTable
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
@@ -121,7 +138,11 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable()}
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable(),
+		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
+	if e.recompileLimit <= 0 {
+		e.recompileLimit = DefaultRecompileLimit
+	}
 	if e.file == "" {
 		e.file = "trace"
 	}

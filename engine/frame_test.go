@@ -38,3 +38,53 @@ func TestArgFrame(t *testing.T) {
 		})
 	}
 }
+
+// TestCompileState checks Dynamo's cache of one code object: which compiled
+// graph a call runs through, when it recompiles, and what the new graph
+// guards.
+func TestCompileState(t *testing.T) {
+	type call struct {
+		fn     string
+		shape  []int
+		static bool
+	}
+	tests := []struct {
+		name  string
+		calls []call // compiled in order, each after a lookup miss
+		probe call   // looked up after them
+		hit   int    // gen of the graph it runs through, 0 for a miss
+		dims  []int  // with a miss: the dims the recompile would guard
+	}{
+		{"same shape hits", []call{{"f", []int{4}, false}}, call{"f", []int{4}, false}, 1, nil},
+		{"another def misses", []call{{"f", []int{4}, false}}, call{"g", []int{4}, false}, 0, []int{4}},
+		{"a dynamic dim takes any size from 2", []call{{"f", []int{4}, false}, {"f", []int{5}, false}}, call{"f", []int{9}, false}, 2, nil},
+		{"but not 1: sizes 0 and 1 specialize", []call{{"f", []int{4}, false}, {"f", []int{5}, false}}, call{"f", []int{1}, false}, 0, []int{1}},
+		{"a static input keeps static shapes", []call{{"f", []int{4}, true}}, call{"f", []int{5}, true}, 0, []int{5}},
+		{"and leaves no history", []call{{"f", []int{4}, true}}, call{"f", []int{5}, false}, 0, []int{5}},
+		{"while a plain input's changed size turns dynamic", []call{{"f", []int{4}, false}}, call{"f", []int{5}, false}, 0, []int{-1}},
+		{"the shared history of one code object", []call{{"f", []int{4}, false}, {"g", []int{2, 2}, false}}, call{"f", []int{3}, false}, 0, []int{-1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := &compileState{}
+			for _, c := range tt.calls {
+				if cs.lookup(c.fn, [][]int{c.shape}, []int{-1}) == nil {
+					cs.recompile(c.fn, [][]int{c.shape}, []int{-1}, []bool{c.static})
+				}
+			}
+			p := tt.probe
+			ent := cs.lookup(p.fn, [][]int{p.shape}, []int{-1})
+			switch {
+			case tt.hit == 0 && ent != nil:
+				t.Fatalf("hit graph %d (%s %v), want a miss", ent.gen, ent.fn, ent.dims)
+			case tt.hit != 0 && (ent == nil || ent.gen != tt.hit):
+				t.Fatalf("ran through %+v, want graph %d", ent, tt.hit)
+			case tt.hit == 0:
+				ent = cs.clone().recompile(p.fn, [][]int{p.shape}, []int{-1}, []bool{p.static})
+				if got := ent.dims[0]; len(got) != len(tt.dims) || got[0] != tt.dims[0] {
+					t.Errorf("recompile guards %v, want %v", got, tt.dims)
+				}
+			}
+		})
+	}
+}

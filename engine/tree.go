@@ -150,11 +150,30 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, err := e.function(m, def, shapes, static, aliasPattern(args))
+	f, limited, err := e.function(m, def, shapes, static, aliasPattern(args))
 	if err != nil {
 		return err
 	}
 	step.Fn = def.Fn
+	if limited {
+		// Dynamo hit its recompile limit: the call runs as plain Python,
+		// untouched by the tree and by generations.
+		for _, t := range args {
+			e.tt.hold(t)
+		}
+		outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: f.Name + " (eager)"})
+		for _, t := range args {
+			e.tt.release(t)
+		}
+		if err != nil {
+			return err
+		}
+		step.Action = ActionEager
+		e.counters.Eager++
+		e.emit(Event{Kind: EvEager, Line: rec.Line, Device: dev, Fn: f.Name, FnID: -1, Node: -1, Parent: -1,
+			Msg: fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimit, f.Name)})
+		return e.bindResults(rec, outs)
+	}
 	if f.plan.viewsOnly {
 		// Nothing to compile: the call is plain Python (views of its
 		// inputs), untouched by the tree and by generations.
@@ -218,20 +237,34 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 }
 
 // function returns the FunctionID for def called with these shapes and
-// static flags, creating it (with a new id) on first use.
-func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool, alias []int) (*Function, error) {
-	cs := m.compiles[def.Fn]
+// static flags, creating it (with a new id) on first use. When no compiled
+// graph accepts the call and the code object is at Dynamo's recompile
+// limit, it returns limited and a Function outside the tree (ID -1) that
+// runs the body eagerly.
+func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
+	code := def.Fn
+	if e.sharedCode {
+		code = ""
+	}
+	cs := m.compiles[code]
 	if cs == nil {
 		cs = &compileState{}
 		if m.compiles == nil {
 			m.compiles = map[string]*compileState{}
 		}
-		m.compiles[def.Fn] = cs
+		m.compiles[code] = cs
 	}
-	ent := cs.lookup(shapes, alias)
+	ent := cs.lookup(def.Fn, shapes, alias)
 	if ent == nil {
+		if len(cs.entries) >= e.recompileLimit {
+			p, err := compilePlan(def, shapes)
+			if err != nil {
+				return nil, false, err
+			}
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, plan: p, Mutated: mutatedParams(def)}, true, nil
+		}
 		e.markHeavy()
-		ent = cs.recompile(shapes, alias, static)
+		ent = cs.recompile(def.Fn, shapes, alias, static)
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -241,19 +274,19 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	// building the key string.
 	for _, id := range m.fnByName[def.Fn] {
 		if f := m.funcs[id]; f.Compile == ent.gen && sameSignature(f, shapes, static) {
-			return f, nil
+			return f, false, nil
 		}
 	}
 	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), ent.gen)
 	if id, ok := m.fnKeys[key]; ok {
-		return m.funcs[id], nil
+		return m.funcs[id], false, nil
 	}
 	p, err := compilePlan(def, shapes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	e.markHeavy()
-	f := &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.gen, plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.gen, plan: p, Mutated: mutatedParams(def)}
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -268,12 +301,13 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 		m.fnByName = map[string][]int{}
 	}
 	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
-	return f, nil
+	return f, false, nil
 }
 
-// compileState is Dynamo's view of one def: its compiled graphs (the cache
-// entries of its code object) and the automatic-dynamic history of its
-// arguments. A call runs through the newest graph whose guards accept it;
+// compileState is Dynamo's view of one code object (one def, or every def
+// under Options.SharedCode): its compiled graphs (cache entries, each
+// guarding the def it was compiled for) and the automatic-dynamic history
+// of its arguments. A call runs through the newest graph whose guards accept it;
 // when none does, Dynamo recompiles, and dims whose size ever changed become
 // dynamic (automatic dynamic shapes), except sizes 0 and 1, which are
 // always specialized. cudagraphify keys its FunctionIDs per compiled graph
@@ -317,6 +351,7 @@ func (a *argFrame) dynamic(j int) bool { return a.anyRank || a.dims[j] < 0 }
 // compiled with.
 type compileEntry struct {
 	gen  int
+	fn   string // the def: a closure's guards reject the other defs
 	dims [][]int
 	// alias is, per argument, the first earlier argument passed the same
 	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
@@ -326,8 +361,8 @@ type compileEntry struct {
 }
 
 // accepts reports whether the graph's guards let the call through.
-func (c *compileEntry) accepts(shapes [][]int, alias []int) bool {
-	if len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) {
+func (c *compileEntry) accepts(fn string, shapes [][]int, alias []int) bool {
+	if c.fn != fn || len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) {
 		return false
 	}
 	for i, s := range shapes {
@@ -338,15 +373,20 @@ func (c *compileEntry) accepts(shapes [][]int, alias []int) bool {
 			if c.dims[i][j] >= 0 && c.dims[i][j] != d {
 				return false
 			}
+			// A dynamic dim is a symbol guarded >= 2: sizes 0 and 1 are
+			// specialized, so they need a graph of their own.
+			if c.dims[i][j] < 0 && d < 2 {
+				return false
+			}
 		}
 	}
 	return true
 }
 
 // lookup returns the newest compiled graph that accepts the call, or nil.
-func (c *compileState) lookup(shapes [][]int, alias []int) *compileEntry {
+func (c *compileState) lookup(fn string, shapes [][]int, alias []int) *compileEntry {
 	for i := len(c.entries) - 1; i >= 0; i-- {
-		if c.entries[i].accepts(shapes, alias) {
+		if c.entries[i].accepts(fn, shapes, alias) {
 			return c.entries[i]
 		}
 	}
@@ -355,19 +395,30 @@ func (c *compileState) lookup(shapes [][]int, alias []int) *compileEntry {
 
 // recompile adds a compiled graph for shapes, with the static inputs of
 // this call, after merging shapes into the arguments' history.
-func (c *compileState) recompile(shapes [][]int, alias []int, static []bool) *compileEntry {
-	if c.frames == nil {
-		for _, s := range shapes {
-			c.frames = append(c.frames, &argFrame{dims: slices.Clone(s)})
+func (c *compileState) recompile(fn string, shapes [][]int, alias []int, static []bool) *compileEntry {
+	for i, s := range shapes {
+		for len(c.frames) <= i {
+			c.frames = append(c.frames, nil)
 		}
-	} else {
-		for i, s := range shapes {
+		switch {
+		case static[i]:
+			// A static input (a parameter, a static address) always gets
+			// static shapes (force_parameter_static_shapes), and Dynamo
+			// records no history for it.
+		case c.frames[i] == nil:
+			// The first compile that sees this argument position.
+			c.frames[i] = &argFrame{dims: slices.Clone(s)}
+		default:
 			c.frames[i].merge(s)
 		}
 	}
-	// Numbered across all of the def's graphs: FunctionIDs are keyed by it.
-	ent := &compileEntry{gen: len(c.entries) + 1, dims: cloneDims(shapes), alias: alias, static: slices.Clone(static)}
+	// Numbered across all of the code object's graphs: FunctionIDs are
+	// keyed by it.
+	ent := &compileEntry{gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, static: slices.Clone(static)}
 	for i, s := range shapes {
+		if static[i] {
+			continue
+		}
 		for j, d := range s {
 			if c.frames[i].dynamic(j) && d > 1 {
 				ent.dims[i][j] = -1
@@ -381,9 +432,13 @@ func (c *compileState) recompile(shapes [][]int, alias []int, static []bool) *co
 func (c *compileState) clone() *compileState {
 	n := &compileState{}
 	for _, e := range c.entries {
-		n.entries = append(n.entries, &compileEntry{gen: e.gen, dims: cloneDims(e.dims), alias: e.alias, static: e.static})
+		n.entries = append(n.entries, &compileEntry{gen: e.gen, fn: e.fn, dims: cloneDims(e.dims), alias: e.alias, static: e.static})
 	}
 	for _, a := range c.frames {
+		if a == nil {
+			n.frames = append(n.frames, nil)
+			continue
+		}
 		n.frames = append(n.frames, &argFrame{dims: slices.Clone(a.dims), anyRank: a.anyRank})
 	}
 	return n
@@ -783,8 +838,10 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 		// PyTorch 2.11 asserts, for every node of the path, that it holds
 		// a weak reference per output: a warmup whose run raised holds
 		// none, so the path can never end through a new generation.
-		return fmt.Errorf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
-			w.ID, w.Line)
+		// Kept, not rolled back: what the call did before (Dynamo's
+		// compile, its FunctionID, the generation hook) stays, as in 2.11.
+		return &keptError{fmt.Errorf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
+			w.ID, w.Line)}
 	}
 	e.markHeavy()
 	live := e.pathLive(m)
