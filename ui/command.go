@@ -216,9 +216,12 @@ func cmdNode(m *Model, args []string) (tea.Cmd, error) {
 	return nil, fmt.Errorf("no node #%d at step %d", id, m.snap.pos)
 }
 
+// errNoArgs is the error of a command that takes no arguments.
+var errNoArgs = errors.New("takes no arguments")
+
 func cmdWhy(m *Model, args []string) (tea.Cmd, error) {
 	if len(args) > 0 {
-		return nil, errors.New("takes no arguments (it uses the tree's selection)")
+		return nil, fmt.Errorf("%w (it uses the tree's selection)", errNoArgs)
 	}
 	return m.why()
 }
@@ -322,6 +325,9 @@ func cmdBreak(m *Model, args []string) (tea.Cmd, error) {
 }
 
 func cmdClear(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) > 0 {
+		return nil, errNoArgs
+	}
 	bps := m.sess.Breakpoints()
 	for _, b := range bps {
 		m.sess.RemoveBreakpoint(b)
@@ -343,6 +349,9 @@ func cmdSave(m *Model, args []string) (tea.Cmd, error) {
 }
 
 func cmdExport(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("%w (the file is cgtviz-tree-stepN.svg)", errNoArgs)
+	}
 	if m.opts.Export == nil {
 		return nil, errors.New("this build cannot export")
 	}

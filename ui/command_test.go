@@ -210,6 +210,12 @@ func TestCommandSaveHelpQuit(t *testing.T) {
 			t.Errorf(":help does not list %s: %q", c.name, m.Message())
 		}
 	}
+	for _, line := range []string{"clear all", "export x.svg", "why 3"} {
+		command(t, m, line)
+		if !m.msgErr || !strings.Contains(m.Message(), "takes no arguments") {
+			t.Errorf(":%s: %q", line, m.Message())
+		}
+	}
 	command(t, m, "export")
 	if !m.msgErr || !strings.Contains(m.Message(), "cannot export") {
 		t.Errorf(":export without an exporter: %q", m.Message())
