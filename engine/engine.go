@@ -483,7 +483,10 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 		if err != nil {
 			return err
 		}
-		if s.Stale {
+		if s.Stale && (t.Tracked || st.K != "view") {
+			// A view touches no data: it fails only on an object that
+			// was marked itself (Tensor.Tracked), not on one whose
+			// storage alone was.
 			return staleErr(s)
 		}
 		args = append(args, t)

@@ -72,7 +72,13 @@ type Tensor struct {
 	// Cached marks a tensor held by a node's cache (cached output, static
 	// output): the object survives death and may be returned again.
 	Cached bool
-	Line   int
+	// Tracked marks an output object of a warmup or a recording: it is in
+	// its node's tensor_weakrefs, so a dealloc marks the object itself (any
+	// use raises), while other objects on a freed storage (replay outputs,
+	// views made later) are marked through the storage only (a use that
+	// touches no data, such as a view, still works).
+	Tracked bool
+	Line    int
 	What   string
 }
 

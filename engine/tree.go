@@ -127,15 +127,21 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	shapes := make([][]int, len(rec.Args))
 	static := make([]bool, len(rec.Args))
 	dev := 0
+	var stale error // an argument whose storage alone was marked
 	for i, n := range rec.Args {
 		t, s, err := e.tt.lookup(n)
 		if err != nil {
 			return fmt.Errorf("argument %d: %w", i, err)
 		}
 		if s.Stale {
-			// Any data access to a deallocated output raises, the
-			// pointer checks of the tree included.
-			return staleErr(s)
+			if t.Tracked {
+				// The object itself was marked: Dynamo fails on it
+				// before anything compiles.
+				return staleErr(s)
+			}
+			if stale == nil {
+				stale = staleErr(s)
+			}
 		}
 		if i == 0 {
 			dev = s.Dev
@@ -153,6 +159,14 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	f, limited, err := e.function(m, def, shapes, static, aliasPattern(args))
 	if err != nil {
 		return err
+	}
+	if stale != nil {
+		// Dynamo compiled from the tensors' metadata; the first data
+		// access at run time raises. The compile stays.
+		if !limited && !f.plan.viewsOnly && f.Mode != traces.ModeBackward {
+			e.genTracker++
+		}
+		return &keptError{stale}
 	}
 	step.Fn = def.Fn
 	if limited {
@@ -209,6 +223,11 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	step.Action = act
+	if act == ActionWarmup || act == ActionRecord {
+		for _, t := range outs {
+			t.Tracked = true
+		}
+	}
 	switch mode {
 	case traces.ModeForward:
 		m.pendingBackward = true

@@ -1,0 +1,80 @@
+package engine_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+)
+
+// freedTrace frees, at line 17's new generation, a replay output (y, the
+// node's cached object) and a warmup output (z, the object the warmup
+// returned), then uses each.
+const freedTrace = `{"cgtviz": 1}
+{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "mul", "a": "x", "b": 2}], "returns": ["y"]}
+{"op": "def", "fn": "g", "params": ["x"], "body": [{"out": "z", "k": "add", "a": "x", "b": 1}], "returns": ["z"]}
+{"op": "def", "fn": "h", "params": ["x"], "body": [{"out": "w", "k": "mul", "a": "x", "b": 3}], "returns": ["w"]}
+{"op": "def", "fn": "k", "params": ["x"], "body": [{"out": "w", "k": "neg", "a": "x"}], "returns": ["w"]}
+{"op": "def", "fn": "m", "params": ["x"], "body": [{"out": "w", "k": "abs", "a": "x"}], "returns": ["w"]}
+{"op": "tensor", "name": "x", "shape": [4], "init": "values", "values": [1, 2, 3, 4]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+{"op": "step"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+{"op": "call", "fn": "g", "args": ["x"], "out": ["z"]}
+{"op": "step"}
+{"op": "tensor", "name": "x2", "shape": [4], "init": "ones"}
+{"op": "call", "fn": "h", "args": ["x2"], "out": ["w"]}
+{"op": "eager", "out": "v", "k": "view", "a": "y", "shape": [2, 2]}
+{"op": "read", "name": "v"}
+{"op": "eager", "out": "u", "k": "view", "a": "z", "shape": [2, 2]}
+{"op": "call", "fn": "k", "args": ["y"], "out": ["q"]}
+{"op": "call", "fn": "m", "args": ["z"], "out": ["r"]}
+`
+
+// TestFreedOutputUses checks PyTorch 2.11's two marks of a freed output
+// (dealloc_current_path_weakrefs): the objects a warmup or a recording
+// returned are marked themselves, so any use raises and Dynamo fails on
+// them before compiling; other objects on a freed storage (a replay's
+// cached output, a view made later) are marked through the storage, so a
+// view still works, a read raises, and a compiled call compiles first and
+// raises at run time, keeping its compile (random oracle traces r1144 and
+// r1231, and random3/w21201's view).
+func TestFreedOutputUses(t *testing.T) {
+	steps, e := runHandoff(t, freedTrace, engine.HandoffPreserve)
+	want := map[int]string{
+		13: "",  // f replays: y is the node's cached object
+		14: "",  // g warms up after a checkpoint
+		17: "",  // h: the new generation frees y and z
+		18: "",  // a view of y: no data touched
+		19: "overwritten",
+		20: "overwritten", // a view of z, a marked object
+		21: "overwritten",
+		22: "overwritten",
+	}
+	for line, w := range want {
+		s := steps[line]
+		if s == nil {
+			t.Fatalf("line %d: no step", line)
+		}
+		if (w == "") != (s.Err == "") || !strings.Contains(s.Err, w) {
+			t.Errorf("line %d: error %q, want %q", line, s.Err, w)
+		}
+	}
+	if s := steps[13]; s.Action != engine.ActionReplay {
+		t.Fatalf("line 13: %s, want a replay", s.Action)
+	}
+	if !hasEvent(steps[17], engine.EvDealloc, "freed 2 output(s)") {
+		t.Errorf("line 17 events: %+v", steps[17].Events)
+	}
+	var fns []string
+	for _, f := range e.State().Functions {
+		fns = append(fns, f.Fn)
+	}
+	if !slices.Contains(fns, "k") || slices.Contains(fns, "m") {
+		t.Errorf("functions %v: want k (compiled, then raised) and not m (failed before compiling)", fns)
+	}
+}
