@@ -46,10 +46,10 @@ const freedTrace = `{"cgtviz": 1}
 func TestFreedOutputUses(t *testing.T) {
 	steps, e := runHandoff(t, freedTrace, engine.HandoffPreserve)
 	want := map[int]string{
-		13: "",  // f replays: y is the node's cached object
-		14: "",  // g warms up after a checkpoint
-		17: "",  // h: the new generation frees y and z
-		18: "",  // a view of y: no data touched
+		13: "", // f replays: y is the node's cached object
+		14: "", // g warms up after a checkpoint
+		17: "", // h: the new generation frees y and z
+		18: "", // a view of y: no data touched
 		19: "overwritten",
 		20: "overwritten", // a view of z, a marked object
 		21: "overwritten",

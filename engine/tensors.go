@@ -79,7 +79,7 @@ type Tensor struct {
 	// touches no data, such as a view, still works).
 	Tracked bool
 	Line    int
-	What   string
+	What    string
 }
 
 func (t *Tensor) live() bool { return t.Names > 0 || t.holds > 0 }
