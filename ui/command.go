@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,8 @@ func init() {
 		{"line", "", "L", "go to the step that runs trace line L", cmdLine},
 		{"node", "graph", "ID", "select node #ID in the tree", cmdNode},
 		{"why", "", "", "go to the step that recorded (or warmed up) the selected node", cmdWhy},
+		{"tensor", "", "NAME", "go to the step that made the tensor bound to NAME", cmdTensor},
+		{"freed", "", "NAME", "go back to the step whose new generation freed NAME", cmdFreed},
 		{"break", "b", "SPEC", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID", cmdBreak},
 		{"clear", "", "", "remove every breakpoint", cmdClear},
 		{"save", "", "[FILE]", "save the session (to FILE, or the -save file)", cmdSave},
@@ -261,6 +264,66 @@ func causeText(n engine.NodeView) string {
 		s += " (" + n.Failures[0].Describe() + ")"
 	}
 	return s
+}
+
+func oneName(args []string) (string, error) {
+	if len(args) != 1 {
+		return "", errors.New("want one tensor name")
+	}
+	return args[0], nil
+}
+
+// cmdTensor answers "where does this tensor come from?": it goes to the
+// record that made the tensor bound to a name now.
+func cmdTensor(m *Model, args []string) (tea.Cmd, error) {
+	name, err := oneName(args)
+	if err != nil {
+		return nil, err
+	}
+	if st := m.snap.state; st != nil {
+		for _, tv := range st.Tensors {
+			if !slices.Contains(tv.Names, name) {
+				continue
+			}
+			if tv.Line <= 0 {
+				return nil, fmt.Errorf("%s has no trace line (%s)", name, tv.Producer)
+			}
+			return m.gotoLine(tv.Line, fmt.Sprintf("line %d made %s: %s; at step %d it is %s, %s pool, owner %s",
+				tv.Line, name, tv.Producer, m.snap.pos, tv.State, tv.Pool, tv.Owner))
+		}
+	}
+	return nil, fmt.Errorf("no tensor is bound to %q at step %d", name, m.snap.pos)
+}
+
+// cmdFreed answers "who freed this output?": it searches back from the
+// position for the step whose dealloc (a new generation ending the path)
+// freed the tensor named, and goes just after it.
+func cmdFreed(m *Model, args []string) (tea.Cmd, error) {
+	name, err := oneName(args)
+	if err != nil {
+		return nil, err
+	}
+	return m.move(func(s *sessions.Session) (string, error) {
+		for i := s.Pos() - 1; i >= 0; i-- {
+			sum, ok := s.Summary(i)
+			if !ok || !sum.Kinds.Has(engine.EvDealloc) {
+				continue
+			}
+			st := s.StepAt(i)
+			if st == nil {
+				continue
+			}
+			for _, ev := range st.Events {
+				if ev.Kind == engine.EvDealloc && slices.Contains(ev.Tensors, name) {
+					return fmt.Sprintf("line %d freed %s: %s", st.Line, name, ev.Msg), s.Goto(i + 1)
+				}
+			}
+			if len(st.Events) == 0 {
+				return "", fmt.Errorf(":freed: the events of line %d are not kept on this device (it cannot be snapshotted)", st.Line)
+			}
+		}
+		return "", fmt.Errorf(":freed: no step before %d freed %s", s.Pos(), name)
+	}), nil
 }
 
 // parseBreakpoint reads a breakpoint spec: any of "line L", "fn NAME", an

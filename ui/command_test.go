@@ -267,3 +267,37 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
+
+// TestCommandTensorFreed asks where tensors come from and what freed them,
+// on the chained-call example: line 6's new generation frees foo's output
+// a (b, handed to fee, is moved out of the pool first).
+func TestCommandTensorFreed(t *testing.T) {
+	const s07 = "../examples/s07-chain-handoff.cgt.jsonl"
+	m := newModel(t, s07, 120, 40, Options{})
+	gotoStep(t, m, "8") // after line 10: read b
+
+	command(t, m, "freed a")
+	if m.Pos() != 5 || m.msgErr || !strings.Contains(m.Message(), "line 6 freed a: freed 1 output(s) of the previous generation") {
+		t.Errorf(":freed a: step %d, message %q; want step 5 (line 6)", m.Pos(), m.Message())
+	}
+	command(t, m, "freed b")
+	if m.Pos() != 5 || !m.msgErr || !strings.Contains(m.Message(), ":freed: no step before 5 freed b") {
+		t.Errorf(":freed b: step %d, message %q", m.Pos(), m.Message())
+	}
+
+	gotoStep(t, m, "8")
+	command(t, m, "tensor c")
+	if m.Pos() != 5 || !strings.Contains(m.Message(), "line 6 made c: ") {
+		t.Errorf(":tensor c: step %d, message %q; want step 5", m.Pos(), m.Message())
+	}
+	for line, want := range map[string]string{
+		"tensor nope": `no tensor is bound to "nope" at step 5`,
+		"tensor":      "want one tensor name",
+		"freed a b":   "want one tensor name",
+	} {
+		command(t, m, line)
+		if !m.msgErr || !strings.Contains(m.Message(), want) {
+			t.Errorf(":%s: %q, want %q", line, m.Message(), want)
+		}
+	}
+}
