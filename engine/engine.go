@@ -521,13 +521,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 	f := &Function{Name: "eager", Dev: dev, plan: p, Shapes: shapes}
 	what := "eager " + stmtText(*st)
 	ds.alloc.SetContext(rec.Line, what)
-	for _, t := range args {
-		e.tt.hold(t)
-	}
-	outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: what})
-	for _, t := range args {
-		e.tt.release(t)
-	}
+	outs, err := e.runEagerBody(ds, f, args, rec.Line, what)
 	if err != nil {
 		undo()
 		return err

@@ -169,43 +169,13 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return &keptError{stale}
 	}
 	step.Fn = def.Fn
-	if limited {
-		// Dynamo hit its recompile limit: the call runs as plain Python,
-		// untouched by the tree and by generations.
-		for _, t := range args {
-			e.tt.hold(t)
-		}
-		outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: f.Name + " (eager)"})
-		for _, t := range args {
-			e.tt.release(t)
-		}
-		if err != nil {
-			return err
-		}
-		step.Action = ActionEager
-		e.counters.Eager++
-		e.emit(Event{Kind: EvEager, Line: rec.Line, Device: dev, Fn: f.Name, FnID: -1, Node: -1, Parent: -1,
-			Msg: fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimit, f.Name)})
-		return e.bindResults(rec, outs)
-	}
-	if f.plan.viewsOnly {
-		// Nothing to compile: the call is plain Python (views of its
-		// inputs), untouched by the tree and by generations.
-		for _, t := range args {
-			e.tt.hold(t)
-		}
-		outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: f.Name})
-		for _, t := range args {
-			e.tt.release(t)
-		}
-		if err != nil {
-			return err
-		}
-		step.Action = ActionEager
-		e.counters.Eager++
-		e.emit(Event{Kind: EvEager, Line: rec.Line, Device: dev, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
-			Msg: fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name)})
-		return e.bindResults(rec, outs)
+	switch {
+	case limited:
+		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
+			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimit, f.Name))
+	case f.plan.viewsOnly:
+		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
 	}
 	mode := f.Mode
 	if mode != traces.ModeBackward {
@@ -235,6 +205,34 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		m.pendingBackward = false
 	}
 	return e.bindResults(rec, outs)
+}
+
+// runPlain runs a call as plain Python, eagerly in the default pool,
+// untouched by the tree and by generations: a function of views only (Dynamo
+// compiles nothing) or a call past the recompile limit. fnID is the
+// FunctionID the event names (-1 when none was made); why is its message.
+func (e *Engine) runPlain(rec *traces.Record, step *Step, ds *devState, f *Function, args []*Tensor, what string, fnID int, why string) error {
+	outs, err := e.runEagerBody(ds, f, args, rec.Line, what)
+	if err != nil {
+		return err
+	}
+	step.Action = ActionEager
+	e.counters.Eager++
+	e.emit(Event{Kind: EvEager, Line: rec.Line, Device: ds.index, Fn: f.Name, FnID: fnID, Node: -1, Parent: -1, Msg: why})
+	return e.bindResults(rec, outs)
+}
+
+// runEagerBody runs f's body on the default stream and pool, holding the
+// arguments alive while it runs (an argument may be named by nothing else).
+func (e *Engine) runEagerBody(ds *devState, f *Function, args []*Tensor, line int, what string) ([]*Tensor, error) {
+	for _, t := range args {
+		e.tt.hold(t)
+	}
+	outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: line, what: what})
+	for _, t := range args {
+		e.tt.release(t)
+	}
+	return outs, err
 }
 
 // bindResults binds a call's results to its out names, then drops the
