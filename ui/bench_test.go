@@ -94,7 +94,7 @@ func TestBigStateRender(t *testing.T) {
 		Events: []engine.Event{{Kind: engine.EvReplay, Node: 4999}}}
 	m.Update(movedMsg{snap: snapshot{pos: 6, n: 40, state: st, step: step, ckptIdx: -1}})
 	got := screenText(m)
-	for _, want := range []string{"#4999 fn4", "← replayed", "100 segments", "10000 live-invisible", "t1 4.0 KiB"} {
+	for _, want := range []string{"#4999 fn4", "← replayed", "100 segments", "10000 live-invisible", "2.0 MiB small · 500 blocks"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("screen lacks %q", want)
 		}
@@ -109,5 +109,20 @@ func TestBigStateRender(t *testing.T) {
 	press(t, m, "2", "end")
 	if !strings.Contains(screenText(m), "default pool") {
 		t.Error("end in the pool pane does not reach the default pool")
+	}
+}
+
+// BenchmarkTimeline1M draws the timeline of a 1,000,000-record trace, all
+// run, at 160 columns: what a frame costs after a step (other frames reuse
+// the strip).
+func BenchmarkTimeline1M(b *testing.B) {
+	tl := timeline{marks: make([]mark, 1_000_000)}
+	for i := range tl.marks {
+		tl.marks[i] = mark(i % int(markError+1))
+	}
+	s := NewStyles(true)
+	b.ReportAllocs()
+	for b.Loop() {
+		tl.draw(s, len(tl.marks), 160, 500_000)
 	}
 }

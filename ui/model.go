@@ -138,12 +138,13 @@ type Model struct {
 	pending []tea.KeyPressMsg // keys typed while busy, handled in order after
 	snap    snapshot
 
-	tree    treePane
-	pool    poolPane
-	trace   tracePane
-	delta   scroll
-	details scroll
-	tensors scroll
+	tree     treePane
+	pool     poolPane
+	trace    tracePane
+	timeline timeline
+	delta    scroll
+	details  scroll
+	tensors  scroll
 
 	mode   mode
 	input  string
@@ -235,6 +236,7 @@ func (m *Model) refresh() {
 		h = m.height
 	}
 	m.trace.refresh(m.sess, h)
+	m.timeline.update(m.sess)
 }
 
 // move runs op on the session in a command; the UI is busy until it ends.

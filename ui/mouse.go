@@ -39,6 +39,14 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	ms := msg.Mouse()
+	if _, click := msg.(tea.MouseClickMsg); click && ms.Button == tea.MouseLeft && ms.Y == m.layout().bodyH {
+		// The timeline, right under the panes: go to the cell clicked.
+		i := m.timeline.recordAt(ms.X, m.snap.n, max(m.width, 20))
+		if i < 0 {
+			return nil
+		}
+		return m.move(func(s *sessions.Session) (string, error) { return "", s.Goto(i + 1) })
+	}
 	p, row, ok := m.paneAt(ms.X, ms.Y)
 	if !ok {
 		return nil

@@ -28,9 +28,10 @@ const (
 	fullMinHeight = 32
 )
 
-// bottomLines is how many lines the status, message and help take.
+// bottomLines is how many lines the timeline, status, message and help
+// take.
 func (m *Model) bottomLines() int {
-	n := 2
+	n := 3
 	if m.help.ShowAll {
 		n += len(m.keys.FullHelp()[0]) + 1
 	} else {
@@ -139,7 +140,7 @@ func (m *Model) Render() string {
 		x := max((w-ansi.StringWidth(pk[0]))/2, 0)
 		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
 	}
-	out := append(body, m.statusLine(w), m.infoLine(w))
+	out := append(body, m.timeline.view(m.styles, m.snap.n, w, m.snap.pos-1), m.statusLine(w), m.infoLine(w))
 	for _, l := range strings.Split(m.help.View(m.keys), "\n") {
 		out = append(out, fit(l, w))
 	}

@@ -1,0 +1,167 @@
+package ui
+
+import (
+	"strings"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
+)
+
+// A mark is what one executed record did, as the timeline shows it; a
+// higher mark wins when records share a cell.
+type mark uint8
+
+const (
+	markUnrun      mark = iota // not executed yet
+	markRan                    // ran, and the tree did nothing (tensor, del, step, read, a passing expect)
+	markReplay                 // a replay
+	markEager                  // an eager run (a skip, a mutation, the recompile limit, views only)
+	markWarmup                 // a warmup
+	markRecord                 // a recording
+	markCheckpoint             // a checkpoint of the pool before a warmup or recording
+	markError                  // an error or a failed expectation
+)
+
+// markGlyphs are the cells' glyphs, by mark; they read without color.
+var markGlyphs = [...]string{"·", "─", "r", "e", "w", "R", "C", "!"}
+
+// markOf is the mark of a record's summary.
+func markOf(sum sessions.Summary) mark {
+	switch {
+	case sum.Err != "" || len(sum.ExpectFailures) > 0:
+		return markError
+	case sum.Checkpoint:
+		return markCheckpoint
+	}
+	switch sum.Action {
+	case engine.ActionRecord:
+		return markRecord
+	case engine.ActionWarmup:
+		return markWarmup
+	case engine.ActionEager:
+		return markEager
+	case engine.ActionReplay:
+		return markReplay
+	}
+	return markRan
+}
+
+// timeline is the strip above the status line: the whole trace in one row,
+// each cell a run of records marked by the most telling thing one of them
+// did, so that where the tree was built, where it replayed and where it
+// broke show at a glance; the cell of the record just run is reversed, and
+// a click on a cell goes there (rr's event counter, drawn).
+type timeline struct {
+	// marks has one mark per executed record. Executed records never
+	// change what they did, so it only grows (update).
+	marks []mark
+	// drawn memoizes the last strip: aggregating a million records takes
+	// a millisecond, and frames are drawn far more often than steps run.
+	drawn     string
+	drawnFor  [5]int // n, w, cur, len(marks), color
+	drawnOnce bool
+}
+
+// update reads the marks of records executed since the last update. It
+// runs in Update, where the session may be read.
+func (tl *timeline) update(s *sessions.Session) {
+	for i := len(tl.marks); i < s.Executed(); i++ {
+		sum, _ := s.Summary(i)
+		tl.marks = append(tl.marks, markOf(sum))
+	}
+}
+
+// stripCells is how many cells a strip of width w has for n records: one per
+// record when they fit, else the width inside the margins.
+func stripCells(n, w int) int {
+	return max(min(n, w-2), 0)
+}
+
+// cellRange is the records [lo, hi) of cell i of k over n records.
+func cellRange(i, k, n int) (lo, hi int) {
+	return i * n / k, (i + 1) * n / k
+}
+
+// view draws the strip for n records, width w, with the record just run at
+// index cur (-1 for none).
+func (tl *timeline) view(s Styles, n, w, cur int) string {
+	key := [5]int{n, w, cur, len(tl.marks), 0}
+	if s.Color {
+		key[4] = 1
+	}
+	if tl.drawnOnce && key == tl.drawnFor {
+		return tl.drawn
+	}
+	tl.drawn, tl.drawnFor, tl.drawnOnce = tl.draw(s, n, w, cur), key, true
+	return tl.drawn
+}
+
+// draw aggregates the marks into the strip.
+func (tl *timeline) draw(s Styles, n, w, cur int) string {
+	k := stripCells(n, w)
+	var b strings.Builder
+	b.WriteString(" ")
+	for i := range k {
+		lo, hi := cellRange(i, k, n)
+		top := markUnrun
+		for j := lo; j < hi && j < len(tl.marks); j++ {
+			top = max(top, tl.marks[j])
+		}
+		st := s.markStyle(top)
+		if cur >= lo && cur < hi {
+			st = st.Reverse(true)
+		}
+		b.WriteString(st.Render(markGlyphs[top]))
+	}
+	// The legend, when the trace leaves room for it.
+	if w-k-1 >= len(timelineLegend)+2 {
+		b.WriteString(strings.Repeat(" ", w-k-1-len(timelineLegend)) + s.Dim.Render(timelineLegend))
+	}
+	return fit(b.String(), w)
+}
+
+// timelineLegend names the glyphs (ASCII only, so len is its width).
+const timelineLegend = "r replay  e eager  w warmup  R record  C checkpoint  ! error "
+
+// recordAt is the record of the cell under column x (0-based on the
+// screen), or -1 off the cells: the last record of the cell, so that going
+// there shows what the cell's mark stands for as the step just run.
+func (tl *timeline) recordAt(x, n, w int) int {
+	k := stripCells(n, w)
+	i := x - 1
+	if i < 0 || i >= k {
+		return -1
+	}
+	lo, hi := cellRange(i, k, n)
+	// The most telling record of the cell when it ran, else its last.
+	best, at := markUnrun, hi-1
+	for j := lo; j < hi && j < len(tl.marks); j++ {
+		if tl.marks[j] > best {
+			best, at = tl.marks[j], j
+		}
+	}
+	return at
+}
+
+// markStyle is the style of a mark's glyph.
+func (s Styles) markStyle(m mark) lipgloss.Style {
+	switch m {
+	case markUnrun:
+		return s.Dim
+	case markReplay:
+		return s.Replay
+	case markEager:
+		return s.Eager
+	case markWarmup:
+		return s.Warmup
+	case markRecord:
+		return s.Record
+	case markCheckpoint:
+		return s.Checkpoint
+	case markError:
+		return s.Err
+	}
+	return s.Normal
+}
