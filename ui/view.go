@@ -31,11 +31,41 @@ const (
 // bottomLines is how many lines the timeline, status, message and help
 // take.
 func (m *Model) bottomLines() int {
-	n := 3
-	if m.help.ShowAll {
-		n += len(m.keys.FullHelp()[0]) + 1
-	} else {
-		n++
+	return 3 + len(m.helpLines(max(m.width, 20)))
+}
+
+// helpLines is the help under the status lines: the short line, or the
+// full help in as many bands of columns as the width needs, so that no key
+// is cut off; a terminal too short for all of it shows what fits above
+// four lines of panes.
+func (m *Model) helpLines(w int) []string {
+	if !m.help.ShowAll {
+		return []string{fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)}
+	}
+	h := m.help
+	h.SetWidth(0) // measure: no truncation
+	var out []string
+	for groups := m.keys.FullHelp(); len(groups) > 0; {
+		n := len(groups)
+		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
+			n--
+		}
+		for _, l := range strings.Split(h.FullHelpView(groups[:n]), "\n") {
+			out = append(out, fit(l, w))
+		}
+		groups = groups[n:]
+	}
+	if room := max(m.height, 8) - 4 - 3; len(out) > room {
+		out = out[:max(room, 1)]
+	}
+	return out
+}
+
+// widest is the width of the widest line of s.
+func widest(s string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		n = max(n, ansi.StringWidth(l))
 	}
 	return n
 }
@@ -141,9 +171,7 @@ func (m *Model) Render() string {
 		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
 	}
 	out := append(body, m.timeline.view(m.styles, m.snap.n, w, m.snap.pos-1), m.statusLine(w), m.infoLine(w))
-	for _, l := range strings.Split(m.help.View(m.keys), "\n") {
-		out = append(out, fit(l, w))
-	}
+	out = append(out, m.helpLines(w)...)
 	return strings.Join(out, "\n")
 }
 

@@ -134,3 +134,19 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestFullHelpFits opens the full help at several sizes: the screen keeps
+// exactly the terminal's height, whatever the help's columns.
+func TestFullHelpFits(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {160, 48}} {
+		m := newModel(t, seedA, sz[0], sz[1], Options{})
+		press(t, m, "?")
+		scr := screenText(m)
+		if n := len(strings.Split(scr, "\n")); n != sz[1] {
+			t.Errorf("%dx%d: %d lines with the full help", sz[0], sz[1], n)
+		}
+		if !strings.Contains(scr, "command line") || !strings.Contains(scr, "why") {
+			t.Errorf("%dx%d: the full help lacks the new keys:\n%s", sz[0], sz[1], scr)
+		}
+	}
+}
