@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # oracle-run.sh: PyTorch's decisions for every example (torch-oracle.py on
-# the GPU machine), the engine's tests on the GPU against them, and one
-# node's CUDA graph as the driver prints it.
+# the GPU machine), the engine's tests on the GPU against them, one node's
+# CUDA graph as the driver prints it, and the probe of the open random
+# traces (docs/oracle-differences.md). One device call after `make
+# gpu-build` (carry .bin); compare back here with TestOracle.
 set -uo pipefail
 out=${OUT:-/tmp/cgtviz-gpu}
 mkdir -p "$out" engine/testdata/oracle
@@ -13,3 +15,5 @@ cp engine/testdata/oracle/oracle.jsonl "$out/"
 grep -E "^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL" "$out/engine-cuda.log" | head -20
 ./.bin/cgtviz-cuda export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$out/seed-a-node2-gpu.dot" && head -c 1500 "$out/seed-a-node2-gpu.dot"
 ./.bin/cgtviz-cuda export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$out/seed-a-node2-gpu.svg" && echo "svg: $(wc -c < "$out/seed-a-node2-gpu.svg") bytes"
+python3 tools/gpu/oracle-probe.py .bin/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > "$out/probe-random3.jsonl" 2> "$out/probe.err"
+echo "probe: $(wc -l < "$out/probe-random3.jsonl") traces (compare: CGTVIZ_ORACLE=\$OUT/probe-random3.jsonl go test ./engine -run TestOracle)"
