@@ -78,7 +78,8 @@ oracle:
 # On the GPU machine: the open random-trace differences again, each function
 # compiled from its own code object, with check_invariants' statuses
 # (docs/oracle-differences.md). Compare with
-# CGTVIZ_ORACLE=../$(BIN)/probe-random3.jsonl go test ./engine -run TestOracle.
+# CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=../$(BIN)/probe-random3.jsonl go test ./engine -run TestOracle
+# (the probe compiles each def from its own code object).
 oracle-probe:
 	python3 tools/gpu/oracle-probe.py $(BIN)/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > $(BIN)/probe-random3.jsonl
 

@@ -16,4 +16,4 @@ grep -E "^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL" "$out/engine-cuda.log" | head -
 ./.bin/cgtviz-cuda export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$out/seed-a-node2-gpu.dot" && head -c 1500 "$out/seed-a-node2-gpu.dot"
 ./.bin/cgtviz-cuda export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$out/seed-a-node2-gpu.svg" && echo "svg: $(wc -c < "$out/seed-a-node2-gpu.svg") bytes"
 python3 tools/gpu/oracle-probe.py .bin/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > "$out/probe-random3.jsonl" 2> "$out/probe.err"
-echo "probe: $(wc -l < "$out/probe-random3.jsonl") traces (compare: CGTVIZ_ORACLE=\$OUT/probe-random3.jsonl go test ./engine -run TestOracle)"
+echo "probe: $(wc -l < "$out/probe-random3.jsonl") traces (compare: CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=\$OUT/probe-random3.jsonl go test ./engine -run TestOracle)"
