@@ -135,3 +135,35 @@ func TestFmtInPlace(t *testing.T) {
 		t.Errorf("fmt -w changed a bad trace:\n%s", got)
 	}
 }
+
+// TestRunHandoffHint: a trace recorded from PyTorch 2.11 that expects the
+// chained-call error fails under the default rule, and run says to use
+// --handoff raise, under which it passes.
+func TestRunHandoffHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chain.cgt.jsonl")
+	trace := `{"cgtviz": 1}
+{"op": "def", "fn": "foo", "params": ["x"], "body": [{"out": "a", "k": "add", "a": "x", "b": 1}, {"out": "b", "k": "add", "a": "x", "b": 2}], "returns": ["a", "b"]}
+{"op": "def", "fn": "fee", "params": ["y"], "body": [{"out": "c", "k": "mul", "a": "y", "b": 4}], "returns": ["c"]}
+{"op": "tensor", "name": "inp", "shape": [4], "init": "values", "values": [1, 2, 3, 4]}
+{"op": "call", "fn": "foo", "args": ["inp"], "out": ["a", "b"]}
+{"op": "call", "fn": "fee", "args": ["b"], "out": ["c"]}
+{"op": "expect", "error": "overwritten"}
+`
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		hint bool
+	}{
+		{[]string{"run", path}, 1, true},
+		{[]string{"run", "--handoff", "raise", path}, 0, false},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		if code != tc.code || strings.Contains(stdout.String(), "--handoff raise to replay 2.11") != tc.hint {
+			t.Errorf("%v: exit %d (want %d), hint shown %v (want %v)\n%s%s", tc.args, code, tc.code, !tc.hint, tc.hint, stdout.String(), stderr.String())
+		}
+	}
+}

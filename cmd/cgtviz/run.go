@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/render"
@@ -71,7 +72,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var werr error
 	failedErr := false
+	var hint handoffHint
 	e, err := engine.RunReader(ctx, r, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
+		hint.see(s)
 		rs := rep.Count(s)
 		if writeJSON != nil {
 			if err := writeJSON(&rs); err != nil && werr == nil {
@@ -116,11 +119,39 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if hint.applies(*handoff) {
+		fmt.Fprintln(logw, handoffHintText)
+	}
 	if len(rep.Expectations.Failed) > 0 || failedErr {
 		return 1
 	}
 	return 0
 }
+
+// handoffHint notices a trace that expects PyTorch 2.11's overwritten error
+// where the engine, under the default rule, preserved an output handed to
+// the next call: a recording of a 2.11 program that met the chained-call
+// failure. run then suggests --handoff raise.
+type handoffHint struct{ preserved, wantedOverwritten bool }
+
+func (h *handoffHint) see(s *engine.Step) {
+	for _, ev := range s.Events {
+		if ev.Kind == engine.EvPreserve {
+			h.preserved = true
+		}
+	}
+	for _, f := range s.ExpectFailures {
+		if strings.Contains(f, `error: want one containing "overwritten`) {
+			h.wantedOverwritten = true
+		}
+	}
+}
+
+func (h *handoffHint) applies(rule engine.Handoff) bool {
+	return rule == engine.HandoffPreserve && h.preserved && h.wantedOverwritten
+}
+
+const handoffHintText = "hint: the trace expects PyTorch 2.11's overwritten error where cgtviz kept an output handed to the next compiled call (its default, PyTorch's later fix); run it with --handoff raise to replay 2.11 exactly"
 
 // openTraceStream checks a trace file (or the embedded demo for "demo")
 // and opens it for streaming; every problem is in the returned error.
