@@ -162,7 +162,13 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	}
 	if stale != nil {
 		// Dynamo compiled from the tensors' metadata; the first data
-		// access at run time raises. The compile stays.
+		// access at run time raises. PyTorch 2.11 keeps the compile (and
+		// the generation hook's bump): so does HandoffRaise, which
+		// replays 2.11's failures as they are. By default the record
+		// rolls back whole, as every failing record does.
+		if e.handoff != HandoffRaise {
+			return stale
+		}
 		if !limited && !f.plan.viewsOnly && f.Mode != traces.ModeBackward {
 			e.genTracker++
 		}
