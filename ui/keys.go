@@ -31,12 +31,12 @@ type KeyMap struct {
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
 		Next:       key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "step")),
-		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "step back")),
+		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "back")),
 		Continue:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "continue")),
 		Reverse:    key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "reverse-continue")),
 		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
-		Breakpoint: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "breakpoint on line")),
-		KindBreak:  key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "breakpoint on event")),
+		Breakpoint: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "break on line")),
+		KindBreak:  key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "break on event")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
@@ -54,7 +54,7 @@ func DefaultKeyMap() KeyMap {
 		Device:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
-		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "command line")),
+		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "commands")),
 		Why:        key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "why: go to the node's recording")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
@@ -63,7 +63,7 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp is the one-line help at the bottom of the screen.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto, k.Breakpoint, k.NextPane, k.Help, k.Quit}
+	return []key.Binding{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto, k.Command, k.Breakpoint, k.Help, k.Quit}
 }
 
 // FullHelp is the help `?` shows, in columns.

@@ -145,7 +145,7 @@ func TestFullHelpFits(t *testing.T) {
 		if n := len(strings.Split(scr, "\n")); n != sz[1] {
 			t.Errorf("%dx%d: %d lines with the full help", sz[0], sz[1], n)
 		}
-		if !strings.Contains(scr, "command line") || !strings.Contains(scr, "why") {
+		if !strings.Contains(scr, ": commands") || !strings.Contains(scr, "why") {
 			t.Errorf("%dx%d: the full help lacks the new keys:\n%s", sz[0], sz[1], scr)
 		}
 	}
