@@ -423,6 +423,16 @@ type keptError struct{ err error }
 func (k *keptError) Error() string { return k.err.Error() }
 func (k *keptError) Unwrap() error { return k.err }
 
+// raiseStaleArg is staleArg under HandoffRaise, and nil otherwise: only
+// 2.11's rule frees a call's input as its generation starts (the default
+// rule moves it out of the pool first), and the replay path need not look.
+func (e *Engine) raiseStaleArg(args []*Tensor) error {
+	if e.handoff != HandoffRaise {
+		return nil
+	}
+	return e.staleArg(args)
+}
+
 // staleArg returns the overwritten error of the first argument whose
 // storage a new generation has just freed, or nil.
 func (e *Engine) staleArg(args []*Tensor) error {

@@ -356,7 +356,7 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	e.updateGeneration(m)
-	if err := e.staleArg(args); err != nil {
+	if err := e.raiseStaleArg(args); err != nil {
 		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
 		// and the warmup run raises on it, its node already current.
 		w.Failed = true

@@ -525,7 +525,7 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 	// where 2.11 first touches the input's data: the mutation check, an
 	// eager run, the warmup run (after its node became current), or the
 	// invariant checks and the recording (the tree unchanged).
-	stale := e.staleArg(args)
+	stale := e.raiseStaleArg(args)
 	nid := m.nodeKey()
 	if _, ok := m.mutationHint[nid][f.ID]; !ok {
 		if stale != nil && len(f.Mutated) > 0 {
