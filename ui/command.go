@@ -38,7 +38,7 @@ func init() {
 		{"break", "b", "SPEC", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID", cmdBreak},
 		{"clear", "", "", "remove every breakpoint", cmdClear},
 		{"save", "", "[FILE]", "save the session (to FILE, or the -save file)", cmdSave},
-		{"export", "", "", "export the tree as SVG (as e does)", cmdExport},
+		{"export", "", "[graph]", "export the tree as SVG (as e does), or the CUDA graph of the node selected in the tree", cmdExport},
 		{"help", "", "", "list the commands", cmdHelp},
 		{"quit", "q", "", "quit", func(*Model, []string) (tea.Cmd, error) { return tea.Quit, nil }},
 	}
@@ -412,13 +412,23 @@ func cmdSave(m *Model, args []string) (tea.Cmd, error) {
 }
 
 func cmdExport(m *Model, args []string) (tea.Cmd, error) {
-	if len(args) > 0 {
-		return nil, fmt.Errorf("%w (the file is cgtviz-tree-stepN.svg)", errNoArgs)
+	switch {
+	case len(args) == 0:
+		if m.opts.Export == nil {
+			return nil, errors.New("this build cannot export")
+		}
+		return m.export(), nil
+	case len(args) == 1 && args[0] == "graph":
+		if m.opts.ExportGraph == nil {
+			return nil, errors.New("this build cannot export CUDA graphs")
+		}
+		l, ok := m.tree.selected()
+		if !ok || l.kind != treeNode {
+			return nil, errors.New("select a recorded node in the tree first (warmups have no CUDA graph)")
+		}
+		return m.exportGraph(l.dev, l.id), nil
 	}
-	if m.opts.Export == nil {
-		return nil, errors.New("this build cannot export")
-	}
-	return m.export(), nil
+	return nil, errors.New("want nothing (the tree) or graph (the selected node's CUDA graph)")
 }
 
 func cmdHelp(m *Model, args []string) (tea.Cmd, error) {

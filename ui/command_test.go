@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,11 +211,15 @@ func TestCommandSaveHelpQuit(t *testing.T) {
 			t.Errorf(":help does not list %s: %q", c.name, m.Message())
 		}
 	}
-	for _, line := range []string{"clear all", "export x.svg", "why 3"} {
+	for _, line := range []string{"clear all", "why 3"} {
 		command(t, m, line)
 		if !m.msgErr || !strings.Contains(m.Message(), "takes no arguments") {
 			t.Errorf(":%s: %q", line, m.Message())
 		}
+	}
+	command(t, m, "export x.svg")
+	if !m.msgErr || !strings.Contains(m.Message(), "want nothing (the tree) or graph") {
+		t.Errorf(":export x.svg: %q", m.Message())
 	}
 	command(t, m, "export")
 	if !m.msgErr || !strings.Contains(m.Message(), "cannot export") {
@@ -299,5 +304,31 @@ func TestCommandTensorFreed(t *testing.T) {
 		if !m.msgErr || !strings.Contains(m.Message(), want) {
 			t.Errorf(":%s: %q, want %q", line, m.Message(), want)
 		}
+	}
+}
+
+// TestCommandExportGraph exports the selected node's CUDA graph through the
+// command's renderer (a stand-in here: the UI never loads Graphviz).
+func TestCommandExportGraph(t *testing.T) {
+	dir := t.TempDir()
+	var got [2]int
+	m := newModel(t, seedA, 120, 40, Options{ExportDir: dir,
+		ExportGraph: func(_ context.Context, st *engine.State, dev, id int) ([]byte, error) {
+			got = [2]int{dev, id}
+			return []byte("<svg/>"), nil
+		}})
+	gotoStep(t, m, "31")
+	command(t, m, "export graph")
+	path := filepath.Join(dir, "cgtviz-graph-dev0-node2-step31.svg")
+	if _, err := os.Stat(path); err != nil || got != [2]int{0, 2} {
+		t.Fatalf(":export graph: %v, rendered %v, message %q", err, got, m.Message())
+	}
+	if m.Message() != "exported the CUDA graph of #2 to "+path {
+		t.Errorf("message %q", m.Message())
+	}
+	gotoStep(t, m, "9") // a warmup is selected: it has no graph
+	command(t, m, "export graph")
+	if !m.msgErr || !strings.Contains(m.Message(), "select a recorded node") {
+		t.Errorf(":export graph on a warmup: %q", m.Message())
 	}
 }

@@ -27,6 +27,11 @@ const DefaultSavePath = "cgtviz-session.json"
 // render, so that the UI and its tests do not load Graphviz.
 type ExportFunc func(ctx context.Context, st *engine.State, step *engine.Step) ([]byte, error)
 
+// GraphExportFunc renders the CUDA graph of node id on device dev of a
+// state as SVG (render.NodeGraphDOT, then Graphviz), wired by the command
+// as ExportFunc is.
+type GraphExportFunc func(ctx context.Context, st *engine.State, dev, id int) ([]byte, error)
+
 // Options configure the UI.
 type Options struct {
 	// Color enables colors; false (NO_COLOR) draws with glyphs and text only.
@@ -35,6 +40,9 @@ type Options struct {
 	SavePath string
 	// Export renders the tree as SVG for `e`; nil disables the key.
 	Export ExportFunc
+	// ExportGraph renders a node's CUDA graph for `:export graph`; nil
+	// disables it.
+	ExportGraph GraphExportFunc
 	// ExportDir is where exported SVGs go ("" for the current directory).
 	ExportDir string
 	// NoMouse leaves the mouse to the terminal (for selecting text);
@@ -113,6 +121,7 @@ type (
 		err  error
 	}
 	exportedMsg struct {
+		what string // "tree", or "CUDA graph of #N"
 		path string
 		err  error
 	}
@@ -271,7 +280,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setMsg("saved session to "+msg.path, msg.err)
 		return m, m.drain()
 	case exportedMsg:
-		m.setMsg("exported tree to "+msg.path, msg.err)
+		m.setMsg("exported "+msg.what+" to "+msg.path, msg.err)
 		return m, nil
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
@@ -631,14 +640,27 @@ func (m *Model) export() tea.Cmd {
 	}
 	st, step, f := m.snap.state, m.snap.step, m.opts.Export
 	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-step%d.svg", m.snap.pos))
+	return writeSVG("tree", path, func() ([]byte, error) { return f(context.Background(), st, step) })
+}
+
+// exportGraph renders the CUDA graph of a node of the shown state to an SVG
+// file in a command.
+func (m *Model) exportGraph(dev, id int) tea.Cmd {
+	st, f := m.snap.state, m.opts.ExportGraph
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-graph-dev%d-node%d-step%d.svg", dev, id, m.snap.pos))
+	return writeSVG(fmt.Sprintf("the CUDA graph of #%d", id), path, func() ([]byte, error) { return f(context.Background(), st, dev, id) })
+}
+
+// writeSVG is a command that renders and writes one SVG file.
+func writeSVG(what, path string, render func() ([]byte, error)) tea.Cmd {
 	return func() tea.Msg {
-		svg, err := f(context.Background(), st, step)
+		svg, err := render()
+		if err == nil {
+			err = os.WriteFile(path, svg, 0o644)
+		}
 		if err != nil {
-			return exportedMsg{path: path, err: fmt.Errorf("export tree: %w", err)}
+			return exportedMsg{what: what, path: path, err: fmt.Errorf("export %s: %w", what, err)}
 		}
-		if err := os.WriteFile(path, svg, 0o644); err != nil {
-			return exportedMsg{path: path, err: fmt.Errorf("export tree: %w", err)}
-		}
-		return exportedMsg{path: path}
+		return exportedMsg{what: what, path: path}
 	}
 }

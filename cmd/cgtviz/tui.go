@@ -88,10 +88,11 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 	m := ui.New(s, ui.Options{
 		// NO_COLOR (no-color.org): any non-empty value turns colors off. The
 		// renderer also honours it; the styles then differ by glyph alone.
-		Color:    os.Getenv("NO_COLOR") == "",
-		SavePath: savePath,
-		Export:   tuiExport,
-		NoMouse:  !mouse,
+		Color:       os.Getenv("NO_COLOR") == "",
+		SavePath:    savePath,
+		Export:      tuiExport,
+		ExportGraph: tuiExportGraph,
+		NoMouse:     !mouse,
 	})
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(stdout))
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
@@ -99,6 +100,17 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 		return 1
 	}
 	return 0
+}
+
+// tuiExportGraph renders a node's CUDA graph as SVG, as the simulated
+// device records it (on a GPU, `cgtviz export --run-on cuda --graph` prints
+// the driver's own); the UI calls it from a tea.Cmd.
+func tuiExportGraph(ctx context.Context, st *engine.State, dev, id int) ([]byte, error) {
+	dot, err := render.NodeGraphDOT(st, dev, id, "")
+	if err != nil {
+		return nil, err
+	}
+	return render.SVG(ctx, dot)
 }
 
 // tuiExport renders the tree as SVG with the last step highlighted; the UI

@@ -79,3 +79,31 @@ func TestTUIExport(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIExportGraph renders node #2's CUDA graph at the demo's checkpoint
+// through Graphviz, as `:export graph` does; an unknown node is an error.
+func TestTUIExportGraph(t *testing.T) {
+	tr, err := sessions.OpenTrace(sessions.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.New(tr, sessions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Goto(31); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := tuiExportGraph(context.Background(), s.State(), 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "graph_2", "MUL"} {
+		if !bytes.Contains(bytes.ToUpper(svg), bytes.ToUpper([]byte(want))) {
+			t.Errorf("the SVG lacks %q", want)
+		}
+	}
+	if _, err := tuiExportGraph(context.Background(), s.State(), 0, 9); err == nil || !strings.Contains(err.Error(), "no node #9") {
+		t.Errorf("node 9: %v", err)
+	}
+}
