@@ -13,7 +13,8 @@ FUZZ_TARGETS := \
 	./traces:FuzzCheck \
 	./engine:FuzzRun \
 	./engine/alloc/pickle:FuzzRoundTrip \
-	./engine/alloc/internal/unpickle:FuzzDecode
+	./engine/alloc/internal/unpickle:FuzzDecode \
+	./ui:FuzzCommandLine
 
 .PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
