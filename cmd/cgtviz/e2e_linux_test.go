@@ -154,21 +154,22 @@ func startTUI(t *testing.T, dir string, envAndArgs ...string) *terminal {
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
 	}
-	newCmd := func(ctty bool) *exec.Cmd {
+	newCmd := func(session bool) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Dir = dir
 		cmd.Env = append(cleanEnv(), append([]string{asMainEnv + "=1", "TERM=xterm-256color"}, env...)...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 		// A session of its own with the terminal as its controlling
 		// terminal, as a shell would start it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: session, Setctty: session}
 		return cmd
 	}
 	cmd := newCmd(true)
 	if err := cmd.Start(); err != nil {
-		// A sandbox may refuse a controlling terminal; the program needs
-		// none (it reads the size from its output), only the terminal.
-		t.Logf("start cgtviz with a controlling terminal: %v; again without", err)
+		// A sandbox may refuse a new session or a controlling terminal;
+		// the program needs neither (it reads the size from its
+		// output), only the terminal on its standard streams.
+		t.Logf("start cgtviz in a session of its own: %v; again in the test's", err)
 		cmd = newCmd(false)
 		if err := cmd.Start(); err != nil {
 			master.Close()
