@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/charmbracelet/x/term"
 )
 
 // version is the release, set at build time with
@@ -168,8 +170,13 @@ func isTraceArg(a string) bool {
 	return err == nil && !st.IsDir()
 }
 
-// haveTTY reports whether a terminal is there for the TUI.
+// haveTTY reports whether a terminal is there for the TUI: standard input
+// and output on one (a terminal that is not the process's controlling
+// terminal will do), or a controlling terminal to open.
 func haveTTY() bool {
+	if term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd()) {
+		return true
+	}
 	f, err := os.Open("/dev/tty")
 	if err != nil {
 		return false
