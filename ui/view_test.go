@@ -8,6 +8,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
 )
 
 // TestViewGolden renders key moments of the seed thread's first example at
@@ -148,5 +151,32 @@ func TestFullHelpFits(t *testing.T) {
 		if !strings.Contains(scr, ": commands") || !strings.Contains(scr, "why") {
 			t.Errorf("%dx%d: the full help lacks the new keys:\n%s", sz[0], sz[1], scr)
 		}
+	}
+}
+
+// TestHandoffRaiseOnScreen runs the chained-call example under PyTorch
+// 2.11's rule: the status line says so, and the tree marks fee's failed
+// warmup, which stays on the path.
+func TestHandoffRaiseOnScreen(t *testing.T) {
+	const s07 = "../examples/s07-chain-handoff.cgt.jsonl"
+	tr, err := sessions.OpenTrace(s07)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.New(tr, sessions.Options{Source: s07, Handoff: engine.HandoffRaise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(s, Options{})
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	gotoStep(t, m, "5") // line 6: fee(b) raises
+	scr := screenText(m)
+	for _, want := range []string{"2.11 handoff", "warmup -2 fee ✗ raised", "overwritten by a subsequent run"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, scr)
+		}
+	}
+	if strings.Contains(screenText(newModel(t, s07, 160, 48, Options{})), "2.11 handoff") {
+		t.Error("the default rule's status line says 2.11 handoff")
 	}
 }
