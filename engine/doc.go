@@ -4,6 +4,8 @@
 // check_invariants, checkpoints, deallocation of earlier generations), one
 // caching allocator (engine/alloc) and one private graph pool. It owns the
 // tensors and storages a trace names, with Python's reference semantics,
-// and reports every decision as a typed Event with its reason. It knows
+// and reports every decision as a typed Event with its reason. Dynamo's
+// part (which compiled graph and FunctionID a call runs through) is
+// modelled in tree.go's compileState. It knows
 // nothing of sessions, files or the UI: State gives read-only views.
 package engine
