@@ -92,6 +92,10 @@ expect() {
 		sleep 0.1
 	done
 	kill -0 "$server" 2>/dev/null || fail "the tmux server died while the screen was awaited"
+	# The pane ends in `sleep 60`, so a crash of cgtviz leaves the session
+	# up, its screen showing why; a session gone means tmux could not run
+	# the pane at all.
+	tm has-session -t main 2>/dev/null || fail "the tmux session ended: tmux could not run its pane"
 	echo "tui.sh: the screen never showed: $1" >&2
 	echo "---- screen ----" >&2
 	screen >&2
