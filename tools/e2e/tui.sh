@@ -79,7 +79,7 @@ start() {
 # that q quits cleanly.
 start "cd '$work' && TERM=xterm-256color '$bin'; echo \"cgtviz exited with status \$?\"; sleep 60"
 
-screen() { tm capture-pane -p -t main; }
+screen() { tm capture-pane -p -t main 2>/dev/null; }
 
 # expect waits (up to 20 s: a loaded CI machine) until the screen shows a
 # fixed string.
@@ -89,6 +89,7 @@ expect() {
 		if screen | grep -qF -- "$1"; then
 			return 0
 		fi
+		tm has-session -t main 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -0 "$server" 2>/dev/null || fail "the tmux server died while the screen was awaited"
