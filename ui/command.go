@@ -44,18 +44,25 @@ func init() {
 	}
 }
 
-// findCommand returns the command named (or aliased) name, or the only
-// command whose name starts with it; when several do, it names them.
-func findCommand(name string) (lineCommand, []string, bool) {
+// candidates are the commands a typed name may mean: the one it names (or
+// aliases), else every command whose name starts with it.
+func candidates(name string) []lineCommand {
 	var found []lineCommand
 	for _, c := range lineCommands {
 		if c.name == name || (c.alias != "" && c.alias == name) {
-			return c, nil, true
+			return []lineCommand{c}
 		}
 		if strings.HasPrefix(c.name, name) {
 			found = append(found, c)
 		}
 	}
+	return found
+}
+
+// findCommand returns the only command a typed name may mean; when it may
+// mean several, it names them.
+func findCommand(name string) (lineCommand, []string, bool) {
+	found := candidates(name)
 	if len(found) == 1 {
 		return found[0], nil, true
 	}
@@ -97,16 +104,7 @@ func (m *Model) runLine(line string) tea.Cmd {
 // command does once only one is left.
 func commandHint(line string) string {
 	first, _, _ := strings.Cut(strings.TrimLeft(line, " "), " ")
-	var matches []lineCommand
-	for _, c := range lineCommands {
-		if c.name == first || (c.alias != "" && c.alias == first) {
-			matches = []lineCommand{c}
-			break
-		}
-		if strings.HasPrefix(c.name, first) {
-			matches = append(matches, c)
-		}
-	}
+	matches := candidates(first)
 	usage := func(c lineCommand) string {
 		if c.args == "" {
 			return c.name

@@ -151,9 +151,13 @@ type Model struct {
 	pool     poolPane
 	trace    tracePane
 	timeline timeline
-	delta    scroll
-	details  scroll
-	tensors  scroll
+	helpMemo struct {
+		key   helpKey
+		lines []string
+	}
+	delta   scroll
+	details scroll
+	tensors scroll
 
 	mode   mode
 	input  string

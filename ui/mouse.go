@@ -39,7 +39,25 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	ms := msg.Mouse()
-	if _, click := msg.(tea.MouseClickMsg); click && ms.Button == tea.MouseLeft && ms.Y == m.layout().bodyH {
+	switch msg.(type) {
+	case tea.MouseWheelMsg:
+		if p, _, ok := m.paneAt(ms.X, ms.Y); ok {
+			switch ms.Button {
+			case tea.MouseWheelUp:
+				m.scrollPane(p, -wheelLines)
+			case tea.MouseWheelDown:
+				m.scrollPane(p, wheelLines)
+			}
+		}
+		return nil
+	case tea.MouseClickMsg:
+		if ms.Button != tea.MouseLeft {
+			return nil
+		}
+	default:
+		return nil
+	}
+	if ms.Y == m.layout().bodyH {
 		// The timeline, right under the panes: go to the cell clicked.
 		i := m.timeline.recordAt(ms.X, m.snap.n, max(m.width, 20))
 		if i < 0 {
@@ -49,22 +67,6 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	}
 	p, row, ok := m.paneAt(ms.X, ms.Y)
 	if !ok {
-		return nil
-	}
-	switch msg.(type) {
-	case tea.MouseWheelMsg:
-		switch ms.Button {
-		case tea.MouseWheelUp:
-			m.scrollPane(p, -wheelLines)
-		case tea.MouseWheelDown:
-			m.scrollPane(p, wheelLines)
-		}
-		return nil
-	case tea.MouseClickMsg:
-		if ms.Button != tea.MouseLeft {
-			return nil
-		}
-	default:
 		return nil
 	}
 	m.focusPane(p)

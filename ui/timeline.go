@@ -59,9 +59,14 @@ type timeline struct {
 	marks []mark
 	// drawn memoizes the last strip: aggregating a million records takes
 	// a millisecond, and frames are drawn far more often than steps run.
-	drawn     string
-	drawnFor  [5]int // n, w, cur, len(marks), color
-	drawnOnce bool
+	drawn    string
+	drawnFor stripKey
+}
+
+// stripKey is what a drawn strip depends on.
+type stripKey struct {
+	n, w, cur, marks int
+	color, valid     bool
 }
 
 // update reads the marks of records executed since the last update. It
@@ -87,14 +92,10 @@ func cellRange(i, k, n int) (lo, hi int) {
 // view draws the strip for n records, width w, with the record just run at
 // index cur (-1 for none).
 func (tl *timeline) view(s Styles, n, w, cur int) string {
-	key := [5]int{n, w, cur, len(tl.marks), 0}
-	if s.Color {
-		key[4] = 1
+	key := stripKey{n, w, cur, len(tl.marks), s.Color, true}
+	if key != tl.drawnFor {
+		tl.drawn, tl.drawnFor = tl.draw(s, n, w, cur), key
 	}
-	if tl.drawnOnce && key == tl.drawnFor {
-		return tl.drawn
-	}
-	tl.drawn, tl.drawnFor, tl.drawnOnce = tl.draw(s, n, w, cur), key, true
 	return tl.drawn
 }
 

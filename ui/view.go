@@ -39,6 +39,23 @@ func (m *Model) bottomLines() int {
 // is cut off; a terminal too short for all of it shows what fits above
 // four lines of panes.
 func (m *Model) helpLines(w int) []string {
+	key := helpKey{w, m.height, m.help.Width(), m.help.ShowAll}
+	if m.helpMemo.lines == nil || m.helpMemo.key != key {
+		// layout() asks for the count several times a frame; the keys
+		// and their bindings never change, so one rendering per size does.
+		m.helpMemo.key, m.helpMemo.lines = key, m.renderHelp(w)
+	}
+	return m.helpMemo.lines
+}
+
+// helpKey is what the help's lines depend on.
+type helpKey struct {
+	w, h, helpW int
+	all         bool
+}
+
+// renderHelp draws the help lines (see helpLines).
+func (m *Model) renderHelp(w int) []string {
 	if !m.help.ShowAll {
 		return []string{fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)}
 	}
