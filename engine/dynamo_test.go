@@ -1,9 +1,8 @@
 package engine_test
 
 import (
-	"context"
+	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -46,14 +45,10 @@ func TestRecompileLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := traces.Read(strings.NewReader(limitTrace), "limit.cgt.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := tc.opts
-			opts.Devices, opts.Check = simDevices(1), true
+			steps, _ := runText(t, limitTrace, tc.opts)
 			var eager []int
-			_, err = engine.RunTrace(context.Background(), tr, opts, func(s *engine.Step) bool {
+			for _, line := range slices.Sorted(maps.Keys(steps)) {
+				s := steps[line]
 				if s.Err != "" {
 					t.Errorf("line %d: %s", s.Line, s.Err)
 				}
@@ -65,10 +60,6 @@ func TestRecompileLimit(t *testing.T) {
 				} else if s.Op == traces.OpCall && s.Action != engine.ActionWarmup {
 					t.Errorf("line %d: %s, want a warmup (every shape is new)", s.Line, s.Action)
 				}
-				return true
-			})
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(eager, tc.eager) {
 				t.Errorf("eager at lines %v, want %v", eager, tc.eager)

@@ -23,16 +23,17 @@ const handoffTrace = `{"cgtviz": 1}
 {"op": "call", "fn": "fee", "args": ["b"], "out": ["c"]}
 `
 
-// runHandoff runs a trace under a handoff rule with the invariant checker
-// on, and returns its steps by line and the engine.
-func runHandoff(t *testing.T, src string, h engine.Handoff) (map[int]*engine.Step, *engine.Engine) {
+// runText runs a trace given as text with opts (one simulated device and
+// the invariant checker added) and returns its steps by line and the engine.
+func runText(t *testing.T, src string, opts engine.Options) (map[int]*engine.Step, *engine.Engine) {
 	t.Helper()
-	tr, err := traces.Read(strings.NewReader(src), "handoff.cgt.jsonl")
+	tr, err := traces.Read(strings.NewReader(src), "test.cgt.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Devices, opts.Check = simDevices(1), true
 	steps := map[int]*engine.Step{}
-	e, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(1), Check: true, Handoff: h}, func(s *engine.Step) bool {
+	e, err := engine.RunTrace(context.Background(), tr, opts, func(s *engine.Step) bool {
 		steps[s.Line] = s
 		return true
 	})
@@ -40,6 +41,12 @@ func runHandoff(t *testing.T, src string, h engine.Handoff) (map[int]*engine.Ste
 		t.Fatal(err)
 	}
 	return steps, e
+}
+
+// runHandoff is runText under a handoff rule.
+func runHandoff(t *testing.T, src string, h engine.Handoff) (map[int]*engine.Step, *engine.Engine) {
+	t.Helper()
+	return runText(t, src, engine.Options{Handoff: h})
 }
 
 func hasEvent(s *engine.Step, k engine.EventKind, msg string) bool {

@@ -288,11 +288,10 @@ func engineTree(e *engine.Engine) string {
 // (the oracle ran 2.11), or CGTVIZ_HANDOFF=preserve to see where the
 // default rule departs from it.
 var oracleHandoff = func() engine.Handoff {
-	h, err := engine.ParseHandoff(os.Getenv("CGTVIZ_HANDOFF"))
-	if err != nil || os.Getenv("CGTVIZ_HANDOFF") == "" {
-		return engine.HandoffRaise
+	if os.Getenv("CGTVIZ_HANDOFF") == "preserve" {
+		return engine.HandoffPreserve
 	}
-	return h
+	return engine.HandoffRaise
 }()
 
 // oracleSharedCode mirrors tools/torch-oracle.py, which compiles every def

@@ -54,7 +54,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 
-	term := startTUI(t, dir)
+	term := startTUI(t, dir, nil)
 	term.expect("step 0/40")
 	term.expect("1 Tree")
 	term.expect("no graphs yet")
@@ -111,7 +111,7 @@ func TestTUIEndToEnd(t *testing.T) {
 	}
 
 	// Resume without color: the same step and screen, and no color on it.
-	term = startTUI(t, dir, "NO_COLOR=1", "open", "cgtviz-session.json")
+	term = startTUI(t, dir, []string{"NO_COLOR=1"}, "open", "cgtviz-session.json")
 	term.expect("step 31/40")
 	term.expect("#2 fee")
 	term.expect("a 512 B^")
@@ -138,18 +138,10 @@ type terminal struct {
 	raw bytes.Buffer // every byte the program wrote
 }
 
-// startTUI runs `cgtviz ARGS...` in dir on a fresh 120x40 terminal; env
-// entries are added to the environment.
-func startTUI(t *testing.T, dir string, envAndArgs ...string) *terminal {
+// startTUI runs `cgtviz ARGS...` in dir on a fresh 120x40 terminal, with
+// env added to the environment.
+func startTUI(t *testing.T, dir string, env []string, args ...string) *terminal {
 	t.Helper()
-	var env, args []string
-	for _, a := range envAndArgs {
-		if strings.Contains(a, "=") && len(args) == 0 {
-			env = append(env, a)
-		} else {
-			args = append(args, a)
-		}
-	}
 	master, tty, err := openPTY(e2eCols, e2eRows)
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)

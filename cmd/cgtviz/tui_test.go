@@ -58,17 +58,7 @@ func TestTUIArgs(t *testing.T) {
 // TestTUIExport renders the demo's tree at the checkpoint as SVG, as the e
 // key does.
 func TestTUIExport(t *testing.T) {
-	tr, err := sessions.OpenTrace(sessions.DemoSource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sessions.New(tr, sessions.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Goto(31); err != nil {
-		t.Fatal(err)
-	}
+	s := demoAtCheckpoint(t)
 	svg, err := tuiExport(context.Background(), s.State(), s.StepAt(30))
 	if err != nil {
 		t.Fatal(err)
@@ -83,17 +73,7 @@ func TestTUIExport(t *testing.T) {
 // TestTUIExportGraph renders node #2's CUDA graph at the demo's checkpoint
 // through Graphviz, as `:export graph` does; an unknown node is an error.
 func TestTUIExportGraph(t *testing.T) {
-	tr, err := sessions.OpenTrace(sessions.DemoSource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sessions.New(tr, sessions.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Goto(31); err != nil {
-		t.Fatal(err)
-	}
+	s := demoAtCheckpoint(t)
 	svg, err := tuiExportGraph(context.Background(), s.State(), 0, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -106,4 +86,22 @@ func TestTUIExportGraph(t *testing.T) {
 	if _, err := tuiExportGraph(context.Background(), s.State(), 0, 9); err == nil || !strings.Contains(err.Error(), "no node #9") {
 		t.Errorf("node 9: %v", err)
 	}
+}
+
+// demoAtCheckpoint is a session on the demo at its checkpoint (step 31).
+func demoAtCheckpoint(t *testing.T) *sessions.Session {
+	t.Helper()
+	tr, err := sessions.OpenTrace(sessions.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.New(tr, sessions.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Goto(31); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
