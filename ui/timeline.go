@@ -106,10 +106,7 @@ func (tl *timeline) draw(s Styles, n, w, cur int) string {
 	b.WriteString(" ")
 	for i := range k {
 		lo, hi := cellRange(i, k, n)
-		top := markUnrun
-		for j := lo; j < hi && j < len(tl.marks); j++ {
-			top = max(top, tl.marks[j])
-		}
+		top, _ := tl.top(lo, hi)
 		st := s.markStyle(top)
 		if cur >= lo && cur < hi {
 			st = st.Reverse(true)
@@ -135,15 +132,20 @@ func (tl *timeline) recordAt(x, n, w int) int {
 	if i < 0 || i >= k {
 		return -1
 	}
-	lo, hi := cellRange(i, k, n)
-	// The most telling record of the cell when it ran, else its last.
+	_, at := tl.top(cellRange(i, k, n))
+	return at
+}
+
+// top is the most telling mark of records [lo, hi) and the first record
+// that has it; markUnrun and the last record when none of them ran.
+func (tl *timeline) top(lo, hi int) (mark, int) {
 	best, at := markUnrun, hi-1
 	for j := lo; j < hi && j < len(tl.marks); j++ {
 		if tl.marks[j] > best {
 			best, at = tl.marks[j], j
 		}
 	}
-	return at
+	return best, at
 }
 
 // markStyle is the style of a mark's glyph.
