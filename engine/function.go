@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -52,10 +52,10 @@ type plan struct {
 
 type planStmt struct {
 	kind    string // "kernel", "view", "empty"
-	k       kernels.Kernel
+	k       ops.Kernel
 	out     int // slot written
 	a, b    int // slots, -1 when absent
-	bk      kernels.BKind
+	bk      ops.BKind
 	scalar  float32
 	inPlace bool // out is a parameter slot
 	shape   []int
@@ -90,7 +90,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 	}
 	p.nSlots = len(def.Params)
 	for si, st := range def.Body {
-		ops := kernels.Operands{Shape: st.Shape, HasVal: st.HasValue, BIsNum: st.B.IsNum}
+		operands := ops.Operands{Shape: st.Shape, HasVal: st.HasValue, BIsNum: st.B.IsNum}
 		ps := planStmt{a: -1, b: -1, kind: "kernel"}
 		if st.A != "" {
 			s, ok := slots[st.A]
@@ -98,7 +98,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 				return nil, fmt.Errorf("statement %d: name %q is not bound", si+1, st.A)
 			}
 			ps.a = s
-			ops.A, ops.HasA = p.shapes[s], true
+			operands.A, operands.HasA = p.shapes[s], true
 		}
 		if st.B.Name != "" {
 			s, ok := slots[st.B.Name]
@@ -106,23 +106,23 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 				return nil, fmt.Errorf("statement %d: name %q is not bound", si+1, st.B.Name)
 			}
 			ps.b = s
-			ops.B, ops.HasB = p.shapes[s], true
+			operands.B, operands.HasB = p.shapes[s], true
 		}
-		shape, bk, err := kernels.ResultShape(st.K, ops)
+		shape, bk, err := ops.ResultShape(st.K, operands)
 		if err != nil {
 			return nil, fmt.Errorf("statement %d (%s): %w", si+1, stmtText(st), err)
 		}
 		ps.shape, ps.bk = shape, bk
 		ps.scalar = float32(st.B.Num)
 		switch st.K {
-		case kernels.StmtView:
+		case ops.StmtView:
 			ps.kind = "view"
-		case kernels.StmtEmpty:
+		case ops.StmtEmpty:
 			ps.kind = "empty"
 		default:
-			k, _ := kernels.Parse(st.K)
+			k, _ := ops.Parse(st.K)
 			ps.k = k
-			if k == kernels.Fill {
+			if k == ops.Fill {
 				ps.scalar = float32(st.Value)
 			}
 		}
@@ -130,7 +130,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 			// Writing into a parameter: the function mutates its input.
 			if !slices.Equal(p.shapes[s], shape) {
 				return nil, fmt.Errorf("statement %d (%s): writes %s into parameter %q of shape %s",
-					si+1, stmtText(st), kernels.FormatShape(shape), st.Out, kernels.FormatShape(p.shapes[s]))
+					si+1, stmtText(st), ops.FormatShape(shape), st.Out, ops.FormatShape(p.shapes[s]))
 			}
 			ps.out, ps.inPlace = s, true
 		} else {
@@ -160,22 +160,22 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 
 // stmtText renders a statement as a line of code, for messages.
 func stmtText(st traces.Stmt) string {
-	ops := map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/"}
+	syms := map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/"}
 	b := st.B.Name
 	if st.B.IsNum {
 		b = fmt.Sprint(st.B.Num)
 	}
-	if op, ok := ops[st.K]; ok {
+	if op, ok := syms[st.K]; ok {
 		return fmt.Sprintf("%s = %s %s %s", st.Out, st.A, op, b)
 	}
 	switch st.K {
 	case "fill":
-		return fmt.Sprintf("%s = fill(%s, %v)", st.Out, kernels.FormatShape(st.Shape), st.Value)
+		return fmt.Sprintf("%s = fill(%s, %v)", st.Out, ops.FormatShape(st.Shape), st.Value)
 	case "empty":
-		return fmt.Sprintf("%s = empty(%s)", st.Out, kernels.FormatShape(st.Shape))
+		return fmt.Sprintf("%s = empty(%s)", st.Out, ops.FormatShape(st.Shape))
 	case "view":
 		if st.Shape != nil {
-			return fmt.Sprintf("%s = %s.view(%s)", st.Out, st.A, kernels.FormatShape(st.Shape))
+			return fmt.Sprintf("%s = %s.view(%s)", st.Out, st.A, ops.FormatShape(st.Shape))
 		}
 		return fmt.Sprintf("%s = %s.view()", st.Out, st.A)
 	}
@@ -194,7 +194,7 @@ func mutatedParams(def *traces.Record) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, st := range def.Body {
-		if i, ok := idx[st.Out]; ok && st.K != kernels.StmtView && !seen[i] {
+		if i, ok := idx[st.Out]; ok && st.K != ops.StmtView && !seen[i] {
 			seen[i] = true
 			out = append(out, i)
 		}
@@ -270,14 +270,14 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 			l.B = b.Ptr
 		}
 		switch ps.k {
-		case kernels.Matmul:
+		case ops.Matmul:
 			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
-		case kernels.Sum:
+		case ops.Sum:
 			l.N = numElems(p.shapes[ps.a])
 		default:
 			l.N = numElems(ps.shape)
 		}
-		if l.N == 0 && ps.k != kernels.Matmul {
+		if l.N == 0 && ps.k != ops.Matmul {
 			continue
 		}
 		if err := ds.dev.Launch(r.stream, l); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
 )
@@ -67,7 +67,7 @@ func TestProperties(t *testing.T) {
 		}
 		// Always the simulated device, even in a cuda test run: the
 		// clone needs it, and so does bit-for-bit equality with the CPU
-		// kernels.
+		// ops.
 		// One trace in three runs under PyTorch 2.11's handoff rule, whose
 		// failed calls keep what they changed.
 		handoff := engine.HandoffPreserve
@@ -353,7 +353,7 @@ func prepareCall(e *engine.Engine, def *traces.Record, rec *traces.Record) *host
 	mutatedStorage := map[int]bool{}
 	for i, p := range def.Params {
 		for _, s := range def.Body {
-			if s.Out == p && s.K != kernels.StmtView {
+			if s.Out == p && s.K != ops.StmtView {
 				mutatedStorage[storage[rec.Args[i]]] = true
 			}
 		}
@@ -413,16 +413,16 @@ func evalHost(def *traces.Record, in []hostSlot) ([][]float32, error) {
 	}
 	for _, s := range def.Body {
 		var a, b hostSlot
-		ops := kernels.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
+		operands := ops.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
 		if s.A != "" {
 			a = slots[s.A]
-			ops.A, ops.HasA = a.shape, true
+			operands.A, operands.HasA = a.shape, true
 		}
 		if s.B.Name != "" {
 			b = slots[s.B.Name]
-			ops.B, ops.HasB = b.shape, true
+			operands.B, operands.HasB = b.shape, true
 		}
-		shape, bk, err := kernels.ResultShape(s.K, ops)
+		shape, bk, err := ops.ResultShape(s.K, operands)
 		if err != nil {
 			return nil, err
 		}
@@ -430,7 +430,7 @@ func evalHost(def *traces.Record, in []hostSlot) ([][]float32, error) {
 		for _, d := range shape {
 			n *= d
 		}
-		if s.K == kernels.StmtView {
+		if s.K == ops.StmtView {
 			slots[s.Out] = hostSlot{buf: a.buf, shape: shape, defined: a.defined}
 			continue
 		}
@@ -438,23 +438,23 @@ func evalHost(def *traces.Record, in []hostSlot) ([][]float32, error) {
 		if isParam[s.Out] {
 			out = slots[s.Out] // in place: the input's own buffer
 		}
-		if s.K == kernels.StmtEmpty {
+		if s.K == ops.StmtEmpty {
 			out.defined = false
 			slots[s.Out] = out
 			continue
 		}
-		k, _ := kernels.Parse(s.K)
+		k, _ := ops.Parse(s.K)
 		switch {
 		case k.IsBinary() || k.IsUnary():
-			err = kernels.Elementwise(k, out.buf, a.buf, b.buf, bk, float32(s.B.Num))
-		case k == kernels.Matmul:
-			err = kernels.MatmulCPU(out.buf, a.buf, b.buf, a.shape[0], a.shape[1], b.shape[1])
-		case k == kernels.Sum:
-			err = kernels.SumCPU(out.buf, a.buf)
-		case k == kernels.Copy:
-			err = kernels.CopyCPU(out.buf, a.buf)
-		case k == kernels.Fill:
-			kernels.FillCPU(out.buf, float32(s.Value))
+			err = ops.Elementwise(k, out.buf, a.buf, b.buf, bk, float32(s.B.Num))
+		case k == ops.Matmul:
+			err = ops.MatmulCPU(out.buf, a.buf, b.buf, a.shape[0], a.shape[1], b.shape[1])
+		case k == ops.Sum:
+			err = ops.SumCPU(out.buf, a.buf)
+		case k == ops.Copy:
+			err = ops.CopyCPU(out.buf, a.buf)
+		case k == ops.Fill:
+			ops.FillCPU(out.buf, float32(s.Value))
 		default:
 			err = fmt.Errorf("no host rule for %s", s.K)
 		}

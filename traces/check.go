@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // MaxProblems is how many problems a check reports before it stops with a
@@ -252,7 +252,7 @@ func (c *checker) record(rec Record) {
 			case b == nil:
 				c.fail(rec, "values: %s", why)
 			case !b.unknown && int64(len(v.Values)) != NumElems(b.shape):
-				c.fail(rec, "values: %s has %d elements (shape %s), got %d values", v.Name, NumElems(b.shape), kernels.FormatShape(b.shape), len(v.Values))
+				c.fail(rec, "values: %s has %d elements (shape %s), got %d values", v.Name, NumElems(b.shape), ops.FormatShape(b.shape), len(v.Values))
 			}
 		}
 	}
@@ -283,7 +283,7 @@ func (c *checker) def(rec Record) {
 				return
 			}
 		}
-		if s.K == kernels.StmtView && params[s.Out] {
+		if s.K == ops.StmtView && params[s.Out] {
 			c.fail(rec, "%s: out %s is a param, and a view cannot write into it in place (name the view something else)", stmtLabel(i, s), s.Out)
 			f.broken = true
 			return
@@ -321,7 +321,7 @@ func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
 	var key strings.Builder
 	key.WriteString(f.rec.Fn)
 	for _, a := range args {
-		key.WriteString(kernels.FormatShape(a))
+		key.WriteString(ops.FormatShape(a))
 	}
 	if r := c.memo[key.String()]; r != nil {
 		return r
@@ -345,7 +345,7 @@ func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
 		if params[s.Out] {
 			if want := locals[s.Out].shape; !slices.Equal(shape, want) {
 				res.msg = fmt.Sprintf("%s: writes into param %s in place, so it must keep its shape %s, but the result has shape %s",
-					stmtLabel(i, s), s.Out, kernels.FormatShape(want), kernels.FormatShape(shape))
+					stmtLabel(i, s), s.Out, ops.FormatShape(want), ops.FormatShape(shape))
 				return res
 			}
 			continue
@@ -354,7 +354,7 @@ func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
 			continue
 		}
 		l := local{shape: shape}
-		if s.K == kernels.StmtView {
+		if s.K == ops.StmtView {
 			l.src = locals[s.A].src
 		} else {
 			b, _ := shapeBytes(shape, c.hdr.Config.MaxTensorBytes)
@@ -373,20 +373,20 @@ func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
 // operands, or a message. It applies the kernels' shape rules and the
 // tensor size limit.
 func (c *checker) stmtShape(s Stmt, shapeOf func(string) []int) ([]int, string) {
-	o := kernels.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
+	o := ops.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
 	if s.A != "" {
 		o.A, o.HasA = shapeOf(s.A), true
 	}
 	if s.B.Name != "" {
 		o.B, o.HasB = shapeOf(s.B.Name), true
 	}
-	shape, _, err := kernels.ResultShape(s.K, o)
+	shape, _, err := ops.ResultShape(s.K, o)
 	if err != nil {
 		msg, _ := strings.CutPrefix(err.Error(), s.K+": ")
 		return nil, msg
 	}
 	if _, ok := shapeBytes(shape, c.hdr.Config.MaxTensorBytes); !ok {
-		return nil, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", kernels.FormatShape(shape), formatBytes(c.hdr.Config.MaxTensorBytes))
+		return nil, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.hdr.Config.MaxTensorBytes))
 	}
 	return shape, ""
 }
@@ -533,7 +533,7 @@ func (c *checker) eager(rec Record) {
 	if len(devs) > 0 {
 		b.dev = devs[0].dev
 	}
-	if s.K == kernels.StmtView {
+	if s.K == ops.StmtView {
 		b.st = devs[0].st
 	} else {
 		bytes, _ := shapeBytes(shape, c.hdr.Config.MaxTensorBytes)

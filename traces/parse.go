@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // rawRecord is the union of every record's fields, as decoded. Fields whose
@@ -150,7 +150,7 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 	case OpEager:
 		var s Stmt
 		s, msg = r.parseStmt(rawStmt{Out: strPtrFromRaw(raw.Out), K: raw.K, A: raw.A, B: raw.B, Shape: raw.Shape, Value: raw.Value}, raw.Out)
-		if msg == "" || (kernels.IsStmt(s.K) && validName(s.Out) == "") {
+		if msg == "" || (ops.IsStmt(s.K) && validName(s.Out) == "") {
 			rec.Stmt = &s
 		}
 	case OpDel:
@@ -223,7 +223,7 @@ func recordLabel(rec Record) string {
 			return string(rec.Op) + " " + rec.Name
 		}
 	case OpEager:
-		if rec.Stmt != nil && kernels.IsStmt(rec.Stmt.K) {
+		if rec.Stmt != nil && ops.IsStmt(rec.Stmt.K) {
 			return "eager (" + stmtText(*rec.Stmt) + ")"
 		}
 		if rec.Stmt != nil && validName(rec.Stmt.Out) == "" {
@@ -287,15 +287,15 @@ func quoteShort(s string) string {
 // [1<<40, 1<<40] is refused without overflow.
 func shapeMsg(what string, shape []int, maxBytes int64) string {
 	if len(shape) > MaxDims {
-		return fmt.Sprintf("%s %s has %d dims, over %d", what, kernels.FormatShape(shape), len(shape), MaxDims)
+		return fmt.Sprintf("%s %s has %d dims, over %d", what, ops.FormatShape(shape), len(shape), MaxDims)
 	}
 	for _, d := range shape {
 		if d < 0 {
-			return fmt.Sprintf("%s %s has a negative size", what, kernels.FormatShape(shape))
+			return fmt.Sprintf("%s %s has a negative size", what, ops.FormatShape(shape))
 		}
 	}
 	if _, ok := shapeBytes(shape, maxBytes); !ok {
-		return fmt.Sprintf("%s %s is over max_tensor_bytes (%s)", what, kernels.FormatShape(shape), formatBytes(maxBytes))
+		return fmt.Sprintf("%s %s is over max_tensor_bytes (%s)", what, ops.FormatShape(shape), formatBytes(maxBytes))
 	}
 	return ""
 }
@@ -380,11 +380,11 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 		return s, m
 	}
 	if rs.K == nil {
-		return s, fmt.Sprintf(`missing "k" (the kernel: %s)`, strings.Join(kernels.StmtNames(), ", "))
+		return s, fmt.Sprintf(`missing "k" (the kernel: %s)`, strings.Join(ops.StmtNames(), ", "))
 	}
 	s.K = *rs.K
-	if !kernels.IsStmt(s.K) {
-		return s, fmt.Sprintf("unknown kernel %q (kernels: %s)", s.K, strings.Join(kernels.StmtNames(), ", "))
+	if !ops.IsStmt(s.K) {
+		return s, fmt.Sprintf("unknown kernel %q (kernels: %s)", s.K, strings.Join(ops.StmtNames(), ", "))
 	}
 	if rs.A != nil {
 		s.A = *rs.A
@@ -421,15 +421,15 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 	}
 	// Which fields the kind takes.
 	var need, allow string // letters: a, b, s(hape), v(alue)
-	k, _ := kernels.Parse(s.K)
+	k, _ := ops.Parse(s.K)
 	switch {
-	case s.K == kernels.StmtView:
+	case s.K == ops.StmtView:
 		need, allow = "a", "as"
-	case s.K == kernels.StmtEmpty:
+	case s.K == ops.StmtEmpty:
 		need, allow = "s", "s"
-	case k == kernels.Fill:
+	case k == ops.Fill:
 		need, allow = "sv", "sv"
-	case k.IsBinary(), k == kernels.Matmul:
+	case k.IsBinary(), k == ops.Matmul:
 		need, allow = "ab", "ab"
 	default:
 		need, allow = "a", "a"
@@ -444,7 +444,7 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 			return s, fmt.Sprintf("%s needs %q", s.K, field[c])
 		}
 	}
-	if k == kernels.Matmul && s.B.IsNum {
+	if k == ops.Matmul && s.B.IsNum {
 		return s, "matmul needs b to be a tensor name, not a number"
 	}
 	return s, ""
@@ -453,7 +453,7 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 // stmtLabel names statement i (0-based) of a body in messages:
 // "statement 2 (add c = x + y)", or "statement 2" before its kernel is known.
 func stmtLabel(i int, s Stmt) string {
-	if kernels.IsStmt(s.K) {
+	if ops.IsStmt(s.K) {
 		return fmt.Sprintf("statement %d (%s)", i+1, stmtText(s))
 	}
 	return fmt.Sprintf("statement %d", i+1)
@@ -480,16 +480,16 @@ func stmtText(s Stmt) string {
 		rhs = fmt.Sprintf("%s @ %s", a, b)
 	case "max", "min":
 		rhs = fmt.Sprintf("%s(%s, %s)", s.K, a, b)
-	case kernels.StmtView:
+	case ops.StmtView:
 		if s.Shape != nil {
-			rhs = fmt.Sprintf("view(%s, %s)", a, kernels.FormatShape(s.Shape))
+			rhs = fmt.Sprintf("view(%s, %s)", a, ops.FormatShape(s.Shape))
 		} else {
 			rhs = fmt.Sprintf("view(%s)", a)
 		}
 	case "fill":
-		rhs = fmt.Sprintf("fill(%s, %s)", kernels.FormatShape(s.Shape), formatNum(s.Value))
-	case kernels.StmtEmpty:
-		rhs = fmt.Sprintf("empty(%s)", kernels.FormatShape(s.Shape))
+		rhs = fmt.Sprintf("fill(%s, %s)", ops.FormatShape(s.Shape), formatNum(s.Value))
+	case ops.StmtEmpty:
+		rhs = fmt.Sprintf("empty(%s)", ops.FormatShape(s.Shape))
 	default:
 		rhs = fmt.Sprintf("%s(%s)", s.K, a)
 	}
@@ -538,7 +538,7 @@ func (r *Reader) parseTensor(rec *Record, raw *rawRecord) string {
 	if rec.Init == InitValues {
 		n := NumElems(rec.Shape) // bounded: the shape passed the byte limit
 		if int64(len(rec.Values)) != n {
-			return fmt.Sprintf("init values needs %d values (one per element of %s), got %d", n, kernels.FormatShape(rec.Shape), len(rec.Values))
+			return fmt.Sprintf("init values needs %d values (one per element of %s), got %d", n, ops.FormatShape(rec.Shape), len(rec.Values))
 		}
 	}
 	return ""

@@ -133,7 +133,7 @@ type Record struct {
 // {"out": NAME, "k": KERNEL, "a": NAME, "b": NAME-or-number, ...}.
 type Stmt struct {
 	Out string
-	K   string // kernel name, see engine/kernels
+	K   string // kernel name, see traces/ops
 	A   string // "" when absent
 	B   Operand
 	// Shape is the "shape" of view, fill and empty; nil when absent.

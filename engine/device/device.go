@@ -3,7 +3,7 @@ package device
 import (
 	"errors"
 
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // Ptr is a device address.
@@ -30,13 +30,13 @@ type ExecHandle uint64
 // addresses of float32 arrays. It is a value type so that the hot path
 // launches without heap allocation.
 type Launch struct {
-	K   kernels.Kernel
+	K   ops.Kernel
 	Out Ptr
 	A   Ptr
 	B   Ptr
 	// BKind says whether B, one element at B, or Scalar is the second
 	// operand of a binary kernel.
-	BKind kernels.BKind
+	BKind ops.BKind
 	// Scalar is the number of a binary kernel with BScalar, and fill's value.
 	Scalar float32
 	// N is the element count of Out for elementwise kernels, copy and fill,

@@ -16,7 +16,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // Launch geometry. Elementwise kernels loop over the grid, so the block
@@ -169,14 +169,14 @@ func (d *Device) open(ptx string) error {
 // lookupKernels finds every entry the op set needs, so that a launch never
 // looks a name up.
 func (d *Device) lookupKernels() error {
-	top := kernels.Invalid
-	for _, k := range kernels.All() {
+	top := ops.Invalid
+	for _, k := range ops.All() {
 		top = max(top, k)
 	}
 	d.kernels = make([][3]kernelEntry, int(top)+1)
 	d.byFunc = make(map[uintptr]kernelEntry)
-	for _, k := range kernels.All() {
-		forms := []kernels.BKind{kernels.BTensor}
+	for _, k := range ops.All() {
+		forms := []ops.BKind{ops.BTensor}
 		if k.IsBinary() {
 			forms = BKinds()
 		}
@@ -201,15 +201,15 @@ func (d *Device) lookupKernels() error {
 }
 
 // signature says how kernel k's parameters are laid out (kernels.cu).
-func signature(k kernels.Kernel, b kernels.BKind) C.int {
+func signature(k ops.Kernel, b ops.BKind) C.int {
 	switch {
-	case k.IsBinary() && b == kernels.BScalar:
+	case k.IsBinary() && b == ops.BScalar:
 		return sigScalar
 	case k.IsBinary():
 		return sigBinary
-	case k == kernels.Matmul:
+	case k == ops.Matmul:
 		return sigMatmul
-	case k == kernels.Fill:
+	case k == ops.Fill:
 		return sigFill
 	}
 	return sigUnary // unary kernels, sum and copy
@@ -349,12 +349,12 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 	if err != nil {
 		return err
 	}
-	if int(l.K) >= len(d.kernels) || l.K == kernels.Invalid {
+	if int(l.K) >= len(d.kernels) || l.K == ops.Invalid {
 		return fmt.Errorf("cuda: launch: unknown kernel %s", l.K)
 	}
 	bi := 0
 	if l.K.IsBinary() {
-		if l.BKind > kernels.BScalar {
+		if l.BKind > ops.BScalar {
 			return fmt.Errorf("cuda: launch %s: unknown form of operand b (%d)", l.K, l.BKind)
 		}
 		bi = int(l.BKind)
@@ -362,7 +362,7 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 	e := &d.kernels[l.K][bi]
 	gx, gy, bx, by := uint32(1), uint32(1), uint32(elementwiseThreads), uint32(1)
 	switch {
-	case l.K == kernels.Matmul:
+	case l.K == ops.Matmul:
 		if l.M < 0 || l.Kd < 0 || l.Cols < 0 {
 			return fmt.Errorf("cuda: launch matmul: sizes [%d,%d]x[%d,%d]", l.M, l.Kd, l.Kd, l.Cols)
 		}
@@ -375,7 +375,7 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		}
 		gx, gy = uint32(min((l.Cols+matmulTile-1)/matmulTile, 1<<31-1)), uint32(rows)
 		bx, by = matmulTile, matmulTile
-	case l.K == kernels.Sum:
+	case l.K == ops.Sum:
 		if l.N < 0 {
 			return fmt.Errorf("cuda: launch sum: %d elements", l.N)
 		}
@@ -389,8 +389,8 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		}
 		gx = uint32(min((l.N+elementwiseThreads-1)/elementwiseThreads, maxBlocks))
 	}
-	if l.Out == 0 || (l.K != kernels.Fill && l.A == 0) ||
-		((l.K == kernels.Matmul || (l.K.IsBinary() && l.BKind != kernels.BScalar)) && l.B == 0) {
+	if l.Out == 0 || (l.K != ops.Fill && l.A == 0) ||
+		((l.K == ops.Matmul || (l.K.IsBinary() && l.BKind != ops.BScalar)) && l.B == 0) {
 		return fmt.Errorf("cuda: launch %s: null operand (out %#x a %#x b %#x)", l.K, uint64(l.Out), uint64(l.A), uint64(l.B))
 	}
 	r := C.cgt_launch(d.cctx, e.fn, e.sig, C.uint(gx), C.uint(gy), C.uint(bx), C.uint(by), st,

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // These tests need an NVIDIA GPU and its driver (build tag cuda). They use
@@ -92,23 +92,23 @@ func values(seed uint64, n int, lo, hi float32) []float32 {
 	return out
 }
 
-// refBinary and refUnary are the CPU reference of the elementwise kernels.
-func refBinary(k kernels.Kernel, x, y float32) float32 {
+// refBinary and refUnary are the CPU reference of the elementwise ops.
+func refBinary(k ops.Kernel, x, y float32) float32 {
 	switch k {
-	case kernels.Add:
+	case ops.Add:
 		return x + y
-	case kernels.Sub:
+	case ops.Sub:
 		return x - y
-	case kernels.Mul:
+	case ops.Mul:
 		return x * y
-	case kernels.Div:
+	case ops.Div:
 		return x / y
-	case kernels.Max:
+	case ops.Max:
 		if x > y {
 			return x
 		}
 		return y
-	case kernels.Min:
+	case ops.Min:
 		if x < y {
 			return x
 		}
@@ -117,21 +117,21 @@ func refBinary(k kernels.Kernel, x, y float32) float32 {
 	panic("not a binary kernel: " + k.String())
 }
 
-func refUnary(k kernels.Kernel, x float32) float32 {
+func refUnary(k ops.Kernel, x float32) float32 {
 	switch k {
-	case kernels.Neg:
+	case ops.Neg:
 		return -x
-	case kernels.Relu:
+	case ops.Relu:
 		return max(x, 0)
-	case kernels.Exp:
+	case ops.Exp:
 		return float32(math.Exp(float64(x)))
-	case kernels.Sqrt:
+	case ops.Sqrt:
 		return float32(math.Sqrt(float64(x)))
-	case kernels.Tanh:
+	case ops.Tanh:
 		return float32(math.Tanh(float64(x)))
-	case kernels.Abs:
+	case ops.Abs:
 		return float32(math.Abs(float64(x)))
-	case kernels.Copy:
+	case ops.Copy:
 		return x
 	}
 	panic("not a unary kernel: " + k.String())
@@ -141,9 +141,9 @@ func refUnary(k kernels.Kernel, x float32) float32 {
 // rounded one: expf and tanhf are within a few ulp; every other elementwise
 // kernel is exact in IEEE arithmetic (division and sqrt round correctly in
 // nvcc's default mode).
-func approximate(k kernels.Kernel) bool { return k == kernels.Exp || k == kernels.Tanh }
+func approximate(k ops.Kernel) bool { return k == ops.Exp || k == ops.Tanh }
 
-func compare(t *testing.T, k kernels.Kernel, got, want []float32) {
+func compare(t *testing.T, k ops.Kernel, got, want []float32) {
 	t.Helper()
 	bad := 0
 	for i := range want {
@@ -165,8 +165,8 @@ func compare(t *testing.T, k kernels.Kernel, got, want []float32) {
 }
 
 // inputRange keeps each kernel's operands where its result is defined.
-func inputRange(k kernels.Kernel) (lo, hi float32) {
-	if k == kernels.Sqrt {
+func inputRange(k ops.Kernel) (lo, hi float32) {
+	if k == ops.Sqrt {
 		return 0, 16
 	}
 	return -4, 4
@@ -177,15 +177,15 @@ func TestElementwiseKernels(t *testing.T) {
 	const n = 1000 // several blocks, the last one partly used
 	type form struct {
 		name string
-		b    kernels.BKind
+		b    ops.BKind
 	}
-	for _, k := range kernels.All() {
-		if !k.IsBinary() && !k.IsUnary() && k != kernels.Copy {
+	for _, k := range ops.All() {
+		if !k.IsBinary() && !k.IsUnary() && k != ops.Copy {
 			continue
 		}
-		forms := []form{{"", kernels.BTensor}}
+		forms := []form{{"", ops.BTensor}}
 		if k.IsBinary() {
-			forms = []form{{"tensor", kernels.BTensor}, {"broadcast", kernels.BBroadcast}, {"scalar", kernels.BScalar}}
+			forms = []form{{"tensor", ops.BTensor}, {"broadcast", ops.BBroadcast}, {"scalar", ops.BScalar}}
 		}
 		for _, f := range forms {
 			for _, inPlace := range []bool{false, true} {
@@ -197,7 +197,7 @@ func TestElementwiseKernels(t *testing.T) {
 					lo, hi := inputRange(k)
 					a := values(uint64(k)*7+1, n, lo, hi)
 					bvals := values(uint64(k)*7+2, n, 0.5, 4)
-					if k == kernels.Max || k == kernels.Min || k == kernels.Sub {
+					if k == ops.Max || k == ops.Min || k == ops.Sub {
 						bvals = values(uint64(k)*7+3, n, -4, 4)
 					}
 					l := device.Launch{K: k, N: n, BKind: f.b, Scalar: -1.75}
@@ -206,9 +206,9 @@ func TestElementwiseKernels(t *testing.T) {
 						switch {
 						case !k.IsBinary():
 							want[i] = refUnary(k, a[i])
-						case f.b == kernels.BTensor:
+						case f.b == ops.BTensor:
 							want[i] = refBinary(k, a[i], bvals[i])
-						case f.b == kernels.BBroadcast:
+						case f.b == ops.BBroadcast:
 							want[i] = refBinary(k, a[i], bvals[0])
 						default:
 							want[i] = refBinary(k, a[i], l.Scalar)
@@ -216,9 +216,9 @@ func TestElementwiseKernels(t *testing.T) {
 					}
 					l.A = upload(t, d, a)
 					switch f.b {
-					case kernels.BTensor:
+					case ops.BTensor:
 						l.B = upload(t, d, bvals)
-					case kernels.BBroadcast:
+					case ops.BBroadcast:
 						l.B = upload(t, d, bvals[:1])
 					}
 					if !k.IsBinary() {
@@ -234,7 +234,7 @@ func TestElementwiseKernels(t *testing.T) {
 					compare(t, k, download(t, d, l.Out, n), want)
 					if !inPlace {
 						// The input must be untouched.
-						compare(t, kernels.Copy, download(t, d, l.A, n), a)
+						compare(t, ops.Copy, download(t, d, l.A, n), a)
 					}
 				})
 			}
@@ -248,7 +248,7 @@ func TestGridStride(t *testing.T) {
 	d := open(t)
 	n := maxBlocks*elementwiseThreads + 777
 	a := values(11, n, -4, 4)
-	l := device.Launch{K: kernels.Add, BKind: kernels.BScalar, Scalar: 0.5, N: int64(n)}
+	l := device.Launch{K: ops.Add, BKind: ops.BScalar, Scalar: 0.5, N: int64(n)}
 	l.A = upload(t, d, a)
 	l.Out = l.A
 	if err := d.Launch(device.SideStream, &l); err != nil {
@@ -258,7 +258,7 @@ func TestGridStride(t *testing.T) {
 	for i := range a {
 		want[i] = a[i] + 0.5
 	}
-	compare(t, kernels.Add, download(t, d, l.Out, n), want)
+	compare(t, ops.Add, download(t, d, l.Out, n), want)
 }
 
 func TestFill(t *testing.T) {
@@ -266,7 +266,7 @@ func TestFill(t *testing.T) {
 	for _, n := range []int{1, 255, 256, 257, 100000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			out := upload(t, d, values(uint64(n), n, -1, 1))
-			l := device.Launch{K: kernels.Fill, Out: out, Scalar: 3.25, N: int64(n)}
+			l := device.Launch{K: ops.Fill, Out: out, Scalar: 3.25, N: int64(n)}
 			if err := d.Launch(device.DefaultStream, &l); err != nil {
 				t.Fatalf("Launch: %v", err)
 			}
@@ -274,7 +274,7 @@ func TestFill(t *testing.T) {
 			for i := range want {
 				want[i] = 3.25
 			}
-			compare(t, kernels.Fill, download(t, d, out, n), want)
+			compare(t, ops.Fill, download(t, d, out, n), want)
 		})
 	}
 }
@@ -293,7 +293,7 @@ func TestMatmul(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%dx%d", tt.m, tt.k, tt.n), func(t *testing.T) {
 			a := values(uint64(tt.m*1000+tt.k), tt.m*tt.k, -1, 1)
 			b := values(uint64(tt.k*1000+tt.n), tt.k*tt.n, -1, 1)
-			l := device.Launch{K: kernels.Matmul, M: int64(tt.m), Kd: int64(tt.k), Cols: int64(tt.n)}
+			l := device.Launch{K: ops.Matmul, M: int64(tt.m), Kd: int64(tt.k), Cols: int64(tt.n)}
 			l.A, l.B = upload(t, d, a), upload(t, d, b)
 			l.Out = upload(t, d, values(5, tt.m*tt.n, 100, 200))
 			if err := d.Launch(device.DefaultStream, &l); err != nil {
@@ -339,7 +339,7 @@ func TestSum(t *testing.T) {
 				want += float64(x)
 				scale += math.Abs(float64(x))
 			}
-			l := device.Launch{K: kernels.Sum, N: int64(tt.n)}
+			l := device.Launch{K: ops.Sum, N: int64(tt.n)}
 			l.A = upload(t, d, a)
 			l.Out = upload(t, d, []float32{-99})
 			if err := d.Launch(device.DefaultStream, &l); err != nil {
@@ -369,18 +369,18 @@ func TestLaunchRejectsBadInput(t *testing.T) {
 		l    *device.Launch
 	}{
 		{"nil launch", device.DefaultStream, nil},
-		{"no such stream", device.Stream(5), &device.Launch{K: kernels.Neg, Out: p, A: p, N: 4}},
-		{"invalid kernel", device.DefaultStream, &device.Launch{K: kernels.Invalid, Out: p, A: p, N: 4}},
-		{"kernel out of range", device.DefaultStream, &device.Launch{K: kernels.Kernel(99), Out: p, A: p, N: 4}},
-		{"unknown b form", device.DefaultStream, &device.Launch{K: kernels.Add, Out: p, A: p, B: p, BKind: 9, N: 4}},
-		{"negative n", device.DefaultStream, &device.Launch{K: kernels.Neg, Out: p, A: p, N: -1}},
-		{"null out", device.DefaultStream, &device.Launch{K: kernels.Neg, A: p, N: 4}},
-		{"null a", device.DefaultStream, &device.Launch{K: kernels.Copy, Out: p, N: 4}},
-		{"null b tensor", device.DefaultStream, &device.Launch{K: kernels.Mul, Out: p, A: p, N: 4}},
-		{"null b broadcast", device.DefaultStream, &device.Launch{K: kernels.Mul, Out: p, A: p, BKind: kernels.BBroadcast, N: 4}},
-		{"negative matmul size", device.DefaultStream, &device.Launch{K: kernels.Matmul, Out: p, A: p, B: p, M: -2, Kd: 2, Cols: 2}},
-		{"matmul too tall", device.DefaultStream, &device.Launch{K: kernels.Matmul, Out: p, A: p, B: p, M: 1 << 40, Kd: 1, Cols: 1}},
-		{"negative sum", device.DefaultStream, &device.Launch{K: kernels.Sum, Out: p, A: p, N: -3}},
+		{"no such stream", device.Stream(5), &device.Launch{K: ops.Neg, Out: p, A: p, N: 4}},
+		{"invalid kernel", device.DefaultStream, &device.Launch{K: ops.Invalid, Out: p, A: p, N: 4}},
+		{"kernel out of range", device.DefaultStream, &device.Launch{K: ops.Kernel(99), Out: p, A: p, N: 4}},
+		{"unknown b form", device.DefaultStream, &device.Launch{K: ops.Add, Out: p, A: p, B: p, BKind: 9, N: 4}},
+		{"negative n", device.DefaultStream, &device.Launch{K: ops.Neg, Out: p, A: p, N: -1}},
+		{"null out", device.DefaultStream, &device.Launch{K: ops.Neg, A: p, N: 4}},
+		{"null a", device.DefaultStream, &device.Launch{K: ops.Copy, Out: p, N: 4}},
+		{"null b tensor", device.DefaultStream, &device.Launch{K: ops.Mul, Out: p, A: p, N: 4}},
+		{"null b broadcast", device.DefaultStream, &device.Launch{K: ops.Mul, Out: p, A: p, BKind: ops.BBroadcast, N: 4}},
+		{"negative matmul size", device.DefaultStream, &device.Launch{K: ops.Matmul, Out: p, A: p, B: p, M: -2, Kd: 2, Cols: 2}},
+		{"matmul too tall", device.DefaultStream, &device.Launch{K: ops.Matmul, Out: p, A: p, B: p, M: 1 << 40, Kd: 1, Cols: 1}},
+		{"negative sum", device.DefaultStream, &device.Launch{K: ops.Sum, Out: p, A: p, N: -3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,9 +391,9 @@ func TestLaunchRejectsBadInput(t *testing.T) {
 	}
 	// Nothing to compute is no error, and a scalar b needs no pointer.
 	for _, l := range []device.Launch{
-		{K: kernels.Neg, Out: p, A: p, N: 0},
-		{K: kernels.Matmul, Out: p, A: p, B: p, M: 0, Kd: 3, Cols: 3},
-		{K: kernels.Mul, Out: p, A: p, BKind: kernels.BScalar, Scalar: 2, N: 4},
+		{K: ops.Neg, Out: p, A: p, N: 0},
+		{K: ops.Matmul, Out: p, A: p, B: p, M: 0, Kd: 3, Cols: 3},
+		{K: ops.Mul, Out: p, A: p, BKind: ops.BScalar, Scalar: 2, N: 4},
 	} {
 		if err := d.Launch(device.DefaultStream, &l); err != nil {
 			t.Errorf("Launch(%+v): %v", l, err)
@@ -424,14 +424,14 @@ func TestCaptureReplay(t *testing.T) {
 	}
 
 	captured := []device.Launch{
-		{K: kernels.Mul, Out: y, A: x, BKind: kernels.BScalar, Scalar: 2, N: n}, // y = 2x
-		{K: kernels.Add, Out: z, A: y, B: x, BKind: kernels.BTensor, N: n},      // z = y + x
-		{K: kernels.Tanh, Out: w, A: z, N: n},                                   // w = tanh(z)
+		{K: ops.Mul, Out: y, A: x, BKind: ops.BScalar, Scalar: 2, N: n}, // y = 2x
+		{K: ops.Add, Out: z, A: y, B: x, BKind: ops.BTensor, N: n},      // z = y + x
+		{K: ops.Tanh, Out: w, A: z, N: n},                                   // w = tanh(z)
 	}
 	reference := func(xs []float32) []float32 {
 		out := make([]float32, n)
 		for i, xi := range xs {
-			out[i] = refUnary(kernels.Tanh, refBinary(kernels.Add, refBinary(kernels.Mul, xi, 2), xi))
+			out[i] = refUnary(ops.Tanh, refBinary(ops.Add, refBinary(ops.Mul, xi, 2), xi))
 		}
 		return out
 	}
@@ -461,7 +461,7 @@ func TestCaptureReplay(t *testing.T) {
 	}()
 
 	// Capture records; it runs nothing.
-	compare(t, kernels.Copy, download(t, d, v, n), sentinel)
+	compare(t, ops.Copy, download(t, d, v, n), sentinel)
 
 	nodes, err := d.GraphNodes(g)
 	if err != nil {
@@ -563,7 +563,7 @@ func TestWaitStream(t *testing.T) {
 	}
 	out := upload(t, d, sentinel)
 	copied := upload(t, d, sentinel)
-	l := device.Launch{K: kernels.Matmul, Out: out, A: a, B: a, M: m, Kd: m, Cols: m}
+	l := device.Launch{K: ops.Matmul, Out: out, A: a, B: a, M: m, Kd: m, Cols: m}
 	if err := d.Launch(device.DefaultStream, &l); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -587,8 +587,8 @@ func TestWaitStream(t *testing.T) {
 func TestCaptureAcrossStreams(t *testing.T) {
 	d := open(t)
 	p := upload(t, d, values(8, 512, -1, 1))
-	first := device.Launch{K: kernels.Fill, Out: p, Scalar: 2, N: 512}
-	second := device.Launch{K: kernels.Mul, Out: p, A: p, BKind: kernels.BScalar, Scalar: 3, N: 512}
+	first := device.Launch{K: ops.Fill, Out: p, Scalar: 2, N: 512}
+	second := device.Launch{K: ops.Mul, Out: p, A: p, BKind: ops.BScalar, Scalar: 3, N: 512}
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		t.Fatalf("BeginCapture: %v", err)
 	}
@@ -648,7 +648,7 @@ func TestCaptureOtherGoroutine(t *testing.T) {
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		t.Fatalf("BeginCapture: %v", err)
 	}
-	l := device.Launch{K: kernels.Fill, Out: p, Scalar: 1, N: 64}
+	l := device.Launch{K: ops.Fill, Out: p, Scalar: 1, N: 64}
 	if err := d.Launch(device.SideStream, &l); err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -701,7 +701,7 @@ func TestMallocDuringCapture(t *testing.T) {
 	p, mallocErr := d.MallocSegment(1 << 20)
 	var l device.Launch
 	if mallocErr == nil {
-		l = device.Launch{K: kernels.Fill, Out: p, Scalar: 4, N: 1 << 18}
+		l = device.Launch{K: ops.Fill, Out: p, Scalar: 4, N: 1 << 18}
 		if err := d.Launch(device.SideStream, &l); err != nil {
 			t.Errorf("Launch: %v", err)
 		}
@@ -741,7 +741,7 @@ func TestOutOfMemory(t *testing.T) {
 	}
 	// The device still works.
 	p := upload(t, d, values(4, 1000, -1, 1))
-	l := device.Launch{K: kernels.Fill, Out: p, Scalar: 9, N: 1000}
+	l := device.Launch{K: ops.Fill, Out: p, Scalar: 9, N: 1000}
 	if err := d.Launch(device.DefaultStream, &l); err != nil {
 		t.Fatalf("Launch after OOM: %v", err)
 	}
@@ -834,7 +834,7 @@ func TestClosed(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	l := device.Launch{K: kernels.Fill, Out: 0x1000, N: 1}
+	l := device.Launch{K: ops.Fill, Out: 0x1000, N: 1}
 	for name, err := range map[string]error{
 		"Launch":      d.Launch(device.DefaultStream, &l),
 		"Synchronize": d.Synchronize(),
@@ -855,7 +855,7 @@ func TestClosed(t *testing.T) {
 func oneKernelGraph(tb testing.TB, d *Device) device.ExecHandle {
 	tb.Helper()
 	p := alloc(tb, d, 256)
-	l := device.Launch{K: kernels.Add, Out: p, A: p, BKind: kernels.BScalar, Scalar: 1, N: 256}
+	l := device.Launch{K: ops.Add, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 256}
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		tb.Fatal(err)
 	}
@@ -890,12 +890,12 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 	q := alloc(t, d, 1024)
 	e := oneKernelGraph(t, d)
 	launches := []*device.Launch{
-		{K: kernels.Mul, Out: p, A: p, B: q, BKind: kernels.BTensor, N: 1024},
-		{K: kernels.Mul, Out: p, A: p, BKind: kernels.BScalar, Scalar: 1, N: 1024},
-		{K: kernels.Exp, Out: q, A: p, N: 1024},
-		{K: kernels.Matmul, Out: q, A: p, B: p, M: 32, Kd: 32, Cols: 32},
-		{K: kernels.Sum, Out: q, A: p, N: 1024},
-		{K: kernels.Fill, Out: p, Scalar: 0, N: 1024},
+		{K: ops.Mul, Out: p, A: p, B: q, BKind: ops.BTensor, N: 1024},
+		{K: ops.Mul, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 1024},
+		{K: ops.Exp, Out: q, A: p, N: 1024},
+		{K: ops.Matmul, Out: q, A: p, B: p, M: 32, Kd: 32, Cols: 32},
+		{K: ops.Sum, Out: q, A: p, N: 1024},
+		{K: ops.Fill, Out: p, Scalar: 0, N: 1024},
 	}
 	for _, l := range launches {
 		if n := testing.AllocsPerRun(200, func() {
@@ -974,7 +974,7 @@ func BenchmarkGraphLaunch(b *testing.B) {
 func BenchmarkKernelLaunch(b *testing.B) {
 	d := open(b)
 	p := alloc(b, d, 1024)
-	l := device.Launch{K: kernels.Add, Out: p, A: p, BKind: kernels.BScalar, Scalar: 1, N: 1024}
+	l := device.Launch{K: ops.Add, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 1024}
 	for _, sync := range []bool{false, true} {
 		name := "nosync"
 		if sync {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // This file has no build tag and does not import gorgonia.org/cu, so that
@@ -20,28 +20,28 @@ import (
 var PTX string
 
 // binaryOps spells the binary kernels as kernels.cu names them.
-var binaryOps = map[kernels.Kernel]string{
-	kernels.Add: "add", kernels.Sub: "sub", kernels.Mul: "mul",
-	kernels.Div: "div", kernels.Max: "max", kernels.Min: "min",
+var binaryOps = map[ops.Kernel]string{
+	ops.Add: "add", ops.Sub: "sub", ops.Mul: "mul",
+	ops.Div: "div", ops.Max: "max", ops.Min: "min",
 }
 
 // bformSuffix is the part of a binary kernel's symbol that names the form
 // of operand b.
-var bformSuffix = map[kernels.BKind]string{
-	kernels.BTensor:    "tensor",
-	kernels.BBroadcast: "broadcast",
-	kernels.BScalar:    "scalar",
+var bformSuffix = map[ops.BKind]string{
+	ops.BTensor:    "tensor",
+	ops.BBroadcast: "broadcast",
+	ops.BScalar:    "scalar",
 }
 
 // BKinds lists every form of operand b, in a fixed order.
-func BKinds() []kernels.BKind {
-	return []kernels.BKind{kernels.BTensor, kernels.BBroadcast, kernels.BScalar}
+func BKinds() []ops.BKind {
+	return []ops.BKind{ops.BTensor, ops.BBroadcast, ops.BScalar}
 }
 
 // Symbol returns the name of the PTX entry that runs kernel k; b matters
 // for binary kernels only. It fails for kernels outside the op set and for
 // unknown forms of b, so a caller never launches a guessed name.
-func Symbol(k kernels.Kernel, b kernels.BKind) (string, error) {
+func Symbol(k ops.Kernel, b ops.BKind) (string, error) {
 	if op, ok := binaryOps[k]; ok {
 		suffix, ok := bformSuffix[b]
 		if !ok {
@@ -50,19 +50,19 @@ func Symbol(k kernels.Kernel, b kernels.BKind) (string, error) {
 		return "cgtviz_" + op + "_" + suffix, nil
 	}
 	switch k {
-	case kernels.Neg, kernels.Relu, kernels.Exp, kernels.Sqrt, kernels.Tanh, kernels.Abs,
-		kernels.Matmul, kernels.Sum, kernels.Copy, kernels.Fill:
+	case ops.Neg, ops.Relu, ops.Exp, ops.Sqrt, ops.Tanh, ops.Abs,
+		ops.Matmul, ops.Sum, ops.Copy, ops.Fill:
 		return "cgtviz_" + k.String(), nil
 	}
 	return "", fmt.Errorf("cuda: no PTX entry for kernel %s", k)
 }
 
 // Symbols returns the name of every PTX entry the op set needs: one per
-// kernel of kernels.All, and one per form of b for binary kernels.
+// kernel of ops.All, and one per form of b for binary ops.
 func Symbols() ([]string, error) {
 	var out []string
-	for _, k := range kernels.All() {
-		forms := []kernels.BKind{kernels.BTensor}
+	for _, k := range ops.All() {
+		forms := []ops.BKind{ops.BTensor}
 		if k.IsBinary() {
 			forms = BKinds()
 		}

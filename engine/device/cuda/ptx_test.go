@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // TestEmbeddedPTXDefinesEveryKernel is the CI check of kernels.ptx: every
@@ -16,8 +16,8 @@ func TestEmbeddedPTXDefinesEveryKernel(t *testing.T) {
 	if len(entries) == 0 {
 		t.Fatal("the embedded PTX defines no .entry")
 	}
-	for _, k := range kernels.All() {
-		forms := []kernels.BKind{kernels.BTensor}
+	for _, k := range ops.All() {
+		forms := []ops.BKind{ops.BTensor}
 		if k.IsBinary() {
 			forms = BKinds()
 		}
@@ -43,7 +43,7 @@ func TestSymbols(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := 0
-	for _, k := range kernels.All() {
+	for _, k := range ops.All() {
 		if k.IsBinary() {
 			want += len(BKinds())
 		} else {
@@ -64,24 +64,24 @@ func TestSymbols(t *testing.T) {
 
 func TestSymbol(t *testing.T) {
 	tests := []struct {
-		k       kernels.Kernel
-		b       kernels.BKind
+		k       ops.Kernel
+		b       ops.BKind
 		want    string
 		wantErr bool
 	}{
-		{kernels.Add, kernels.BTensor, "cgtviz_add_tensor", false},
-		{kernels.Sub, kernels.BBroadcast, "cgtviz_sub_broadcast", false},
-		{kernels.Min, kernels.BScalar, "cgtviz_min_scalar", false},
-		{kernels.Div, kernels.BScalar, "cgtviz_div_scalar", false},
-		{kernels.Tanh, kernels.BTensor, "cgtviz_tanh", false},
-		{kernels.Tanh, kernels.BScalar, "cgtviz_tanh", false}, // b does not matter for unary kernels
-		{kernels.Matmul, kernels.BTensor, "cgtviz_matmul", false},
-		{kernels.Sum, kernels.BTensor, "cgtviz_sum", false},
-		{kernels.Copy, kernels.BTensor, "cgtviz_copy", false},
-		{kernels.Fill, kernels.BTensor, "cgtviz_fill", false},
-		{kernels.Add, kernels.BKind(7), "", true},
-		{kernels.Invalid, kernels.BTensor, "", true},
-		{kernels.Kernel(200), kernels.BTensor, "", true},
+		{ops.Add, ops.BTensor, "cgtviz_add_tensor", false},
+		{ops.Sub, ops.BBroadcast, "cgtviz_sub_broadcast", false},
+		{ops.Min, ops.BScalar, "cgtviz_min_scalar", false},
+		{ops.Div, ops.BScalar, "cgtviz_div_scalar", false},
+		{ops.Tanh, ops.BTensor, "cgtviz_tanh", false},
+		{ops.Tanh, ops.BScalar, "cgtviz_tanh", false}, // b does not matter for unary kernels
+		{ops.Matmul, ops.BTensor, "cgtviz_matmul", false},
+		{ops.Sum, ops.BTensor, "cgtviz_sum", false},
+		{ops.Copy, ops.BTensor, "cgtviz_copy", false},
+		{ops.Fill, ops.BTensor, "cgtviz_fill", false},
+		{ops.Add, ops.BKind(7), "", true},
+		{ops.Invalid, ops.BTensor, "", true},
+		{ops.Kernel(200), ops.BTensor, "", true},
 	}
 	for _, tt := range tests {
 		got, err := Symbol(tt.k, tt.b)

@@ -2,7 +2,7 @@
 // implementation of device.Device and device.Snapshotter. It gives segments
 // fake 64-bit addresses from a bump allocator that never reuses a range,
 // keeps their float32 contents in Go memory, bounds-checks every access,
-// runs kernels with the CPU reference code of engine/kernels, records
+// runs kernels with the CPU reference code of traces/ops, records
 // captured streams as chains of graph nodes that replay on the same
 // addresses, injects faults on request for reliability tests, and saves and
 // restores its whole state cheaply (copy-on-write per segment).

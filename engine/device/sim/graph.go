@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 type nodeKind uint8
@@ -188,17 +188,17 @@ func (n *node) fields() []string {
 	case k.IsBinary():
 		var b string
 		switch l.BKind {
-		case kernels.BTensor:
+		case ops.BTensor:
 			b = hex("b", l.B)
-		case kernels.BBroadcast:
+		case ops.BBroadcast:
 			b = hex("b", l.B) + "[0]"
 		default:
 			b = num("b", l.Scalar)
 		}
 		return []string{hex("out", l.Out), hex("a", l.A), b, cnt("n", l.N)}
-	case k == kernels.Fill:
+	case k == ops.Fill:
 		return []string{hex("out", l.Out), num("value", l.Scalar), cnt("n", l.N)}
-	case k == kernels.Matmul:
+	case k == ops.Matmul:
 		return []string{hex("out", l.Out), hex("a", l.A), hex("b", l.B), cnt("m", l.M), cnt("k", l.Kd), cnt("n", l.Cols)}
 	}
 	return []string{hex("out", l.Out), hex("a", l.A), cnt("n", l.N)}

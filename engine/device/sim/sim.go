@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // The fake address space.
@@ -326,7 +326,7 @@ func (d *Device) plan(l *device.Launch, p *plan) error {
 	var err error
 	k := l.K
 	switch {
-	case k.IsBinary(), k.IsUnary(), k == kernels.Copy:
+	case k.IsBinary(), k.IsUnary(), k == ops.Copy:
 		if p.out, err = d.span("out", l.Out, l.N); err != nil {
 			return err
 		}
@@ -338,27 +338,27 @@ func (d *Device) plan(l *device.Launch, p *plan) error {
 			return nil
 		}
 		switch l.BKind {
-		case kernels.BTensor:
+		case ops.BTensor:
 			p.b, err = d.span("b", l.B, l.N)
-		case kernels.BBroadcast:
+		case ops.BBroadcast:
 			p.b, err = d.span("b", l.B, 1)
-		case kernels.BScalar:
+		case ops.BScalar:
 		default:
 			err = fmt.Errorf("unknown form of b (%d)", l.BKind)
 		}
 		return err
-	case k == kernels.Fill:
+	case k == ops.Fill:
 		p.a, p.b = noSpan, noSpan
 		p.out, err = d.span("out", l.Out, l.N)
 		return err
-	case k == kernels.Sum:
+	case k == ops.Sum:
 		p.b = noSpan
 		if p.out, err = d.span("out", l.Out, 1); err != nil {
 			return err
 		}
 		p.a, err = d.span("a", l.A, l.N)
 		return err
-	case k == kernels.Matmul:
+	case k == ops.Matmul:
 		m, kd, n := l.M, l.Kd, l.Cols
 		if m < 0 || kd < 0 || n < 0 {
 			return fmt.Errorf("negative size m=%d k=%d n=%d", m, kd, n)
@@ -415,16 +415,16 @@ func (d *Device) run(l *device.Launch, p *plan) error {
 	b := d.readable(p.b)
 	switch k := l.K; {
 	case k.IsBinary(), k.IsUnary():
-		return kernels.Elementwise(k, out, a, b, l.BKind, l.Scalar)
-	case k == kernels.Copy:
-		return kernels.CopyCPU(out, a)
-	case k == kernels.Fill:
-		kernels.FillCPU(out, l.Scalar)
+		return ops.Elementwise(k, out, a, b, l.BKind, l.Scalar)
+	case k == ops.Copy:
+		return ops.CopyCPU(out, a)
+	case k == ops.Fill:
+		ops.FillCPU(out, l.Scalar)
 		return nil
-	case k == kernels.Sum:
-		return kernels.SumCPU(out, a)
-	case k == kernels.Matmul:
-		return kernels.MatmulCPU(out, a, b, int(l.M), int(l.Kd), int(l.Cols))
+	case k == ops.Sum:
+		return ops.SumCPU(out, a)
+	case k == ops.Matmul:
+		return ops.MatmulCPU(out, a, b, int(l.M), int(l.Kd), int(l.Cols))
 	}
 	return fmt.Errorf("unknown kernel %d", uint8(l.K))
 }
@@ -509,7 +509,7 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 	if err := checkStream(s); err != nil {
 		return fmt.Errorf("sim: copy DtoD: %w", err)
 	}
-	nd := node{kind: memcpyNode, l: device.Launch{K: kernels.Copy, Out: dst, A: src, N: n}}
+	nd := node{kind: memcpyNode, l: device.Launch{K: ops.Copy, Out: dst, A: src, N: n}}
 	var p plan
 	if err := d.planNode(&nd, &p); err != nil {
 		return fmt.Errorf("sim: copy DtoD: %w", err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/kernels"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -225,23 +225,23 @@ func TestLaunchKernels(t *testing.T) {
 		a, b []float32
 		want []float32
 	}{
-		{"add", device.Launch{K: kernels.Add, N: 3}, []float32{1, 2, 3}, []float32{10, 20, 30}, []float32{11, 22, 33}},
-		{"sub broadcast", device.Launch{K: kernels.Sub, N: 3, BKind: kernels.BBroadcast}, []float32{1, 2, 3}, []float32{1}, []float32{0, 1, 2}},
-		{"mul scalar", device.Launch{K: kernels.Mul, N: 3, BKind: kernels.BScalar, Scalar: -2}, []float32{1, 2, 3}, nil, []float32{-2, -4, -6}},
-		{"div", device.Launch{K: kernels.Div, N: 2}, []float32{1, -1}, []float32{0, 4}, []float32{float32(math.Inf(1)), -0.25}},
-		{"max", device.Launch{K: kernels.Max, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{3, 5}},
-		{"min", device.Launch{K: kernels.Min, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{1, 2}},
-		{"neg", device.Launch{K: kernels.Neg, N: 2}, []float32{1, -2}, nil, []float32{-1, 2}},
-		{"relu", device.Launch{K: kernels.Relu, N: 2}, []float32{1, -2}, nil, []float32{1, 0}},
-		{"exp", device.Launch{K: kernels.Exp, N: 1}, []float32{0}, nil, []float32{1}},
-		{"sqrt", device.Launch{K: kernels.Sqrt, N: 2}, []float32{9, 0.25}, nil, []float32{3, 0.5}},
-		{"tanh", device.Launch{K: kernels.Tanh, N: 1}, []float32{0}, nil, []float32{0}},
-		{"abs", device.Launch{K: kernels.Abs, N: 2}, []float32{-1, 2}, nil, []float32{1, 2}},
-		{"copy", device.Launch{K: kernels.Copy, N: 3}, []float32{7, 8, 9}, nil, []float32{7, 8, 9}},
-		{"fill", device.Launch{K: kernels.Fill, N: 3, Scalar: 1.5}, nil, nil, []float32{1.5, 1.5, 1.5}},
-		{"sum", device.Launch{K: kernels.Sum, N: 4}, []float32{1, 2, 3, 4}, nil, []float32{10}},
-		{"matmul", device.Launch{K: kernels.Matmul, M: 2, Kd: 2, Cols: 2}, []float32{1, 2, 3, 4}, []float32{5, 6, 7, 8}, []float32{19, 22, 43, 50}},
-		{"zero elements", device.Launch{K: kernels.Add, N: 0}, nil, nil, []float32{}},
+		{"add", device.Launch{K: ops.Add, N: 3}, []float32{1, 2, 3}, []float32{10, 20, 30}, []float32{11, 22, 33}},
+		{"sub broadcast", device.Launch{K: ops.Sub, N: 3, BKind: ops.BBroadcast}, []float32{1, 2, 3}, []float32{1}, []float32{0, 1, 2}},
+		{"mul scalar", device.Launch{K: ops.Mul, N: 3, BKind: ops.BScalar, Scalar: -2}, []float32{1, 2, 3}, nil, []float32{-2, -4, -6}},
+		{"div", device.Launch{K: ops.Div, N: 2}, []float32{1, -1}, []float32{0, 4}, []float32{float32(math.Inf(1)), -0.25}},
+		{"max", device.Launch{K: ops.Max, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{3, 5}},
+		{"min", device.Launch{K: ops.Min, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{1, 2}},
+		{"neg", device.Launch{K: ops.Neg, N: 2}, []float32{1, -2}, nil, []float32{-1, 2}},
+		{"relu", device.Launch{K: ops.Relu, N: 2}, []float32{1, -2}, nil, []float32{1, 0}},
+		{"exp", device.Launch{K: ops.Exp, N: 1}, []float32{0}, nil, []float32{1}},
+		{"sqrt", device.Launch{K: ops.Sqrt, N: 2}, []float32{9, 0.25}, nil, []float32{3, 0.5}},
+		{"tanh", device.Launch{K: ops.Tanh, N: 1}, []float32{0}, nil, []float32{0}},
+		{"abs", device.Launch{K: ops.Abs, N: 2}, []float32{-1, 2}, nil, []float32{1, 2}},
+		{"copy", device.Launch{K: ops.Copy, N: 3}, []float32{7, 8, 9}, nil, []float32{7, 8, 9}},
+		{"fill", device.Launch{K: ops.Fill, N: 3, Scalar: 1.5}, nil, nil, []float32{1.5, 1.5, 1.5}},
+		{"sum", device.Launch{K: ops.Sum, N: 4}, []float32{1, 2, 3, 4}, nil, []float32{10}},
+		{"matmul", device.Launch{K: ops.Matmul, M: 2, Kd: 2, Cols: 2}, []float32{1, 2, 3, 4}, []float32{5, 6, 7, 8}, []float32{19, 22, 43, 50}},
+		{"zero elements", device.Launch{K: ops.Add, N: 0}, nil, nil, []float32{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,7 +264,7 @@ func TestLaunchInPlace(t *testing.T) {
 	d := New(Options{})
 	p := malloc(t, d, 64)
 	write(t, d, p, 1, 2, 3)
-	launch(t, d, device.SideStream, device.Launch{K: kernels.Mul, Out: p, A: p, B: p, N: 3})
+	launch(t, d, device.SideStream, device.Launch{K: ops.Mul, Out: p, A: p, B: p, N: 3})
 	if got := read(t, d, p, 3); !reflect.DeepEqual(got, []float32{1, 4, 9}) {
 		t.Fatalf("in-place square: got %v", got)
 	}
@@ -281,7 +281,7 @@ func TestLaunchErrors(t *testing.T) {
 	write(t, d, p, 1, 2, 3, 4)
 	write(t, d, q, 5, 6, 7, 8)
 	add := func(out, a, b device.Ptr, n int64) *device.Launch {
-		return &device.Launch{K: kernels.Add, Out: out, A: a, B: b, N: n}
+		return &device.Launch{K: ops.Add, Out: out, A: a, B: b, N: n}
 	}
 	tests := []struct {
 		name string
@@ -297,17 +297,17 @@ func TestLaunchErrors(t *testing.T) {
 		{"past the end", 0, add(p, q+60, q, 2), "a 0x7f000020003c+8 B: runs past the end of segment 0x7f0000200000 (64 B)"},
 		{"b past the end", 0, add(p, p, q, 17), "b 0x7f0000200000+68 B: runs past the end"},
 		{"negative n", 0, add(p, p, p, -1), "negative element count -1"},
-		{"broadcast b not live", 0, &device.Launch{K: kernels.Add, Out: p, A: p, B: 8, BKind: kernels.BBroadcast, N: 4}, "b 0x8+4 B: not in any live segment"},
-		{"unknown b form", 0, &device.Launch{K: kernels.Add, Out: p, A: p, BKind: 9, N: 4}, "unknown form of b (9)"},
+		{"broadcast b not live", 0, &device.Launch{K: ops.Add, Out: p, A: p, B: 8, BKind: ops.BBroadcast, N: 4}, "b 0x8+4 B: not in any live segment"},
+		{"unknown b form", 0, &device.Launch{K: ops.Add, Out: p, A: p, BKind: 9, N: 4}, "unknown form of b (9)"},
 		{"unknown kernel", 0, &device.Launch{K: 200, Out: p, N: 1}, "unknown kernel 200"},
-		{"invalid kernel", 0, &device.Launch{K: kernels.Invalid, Out: p, N: 1}, "sim: launch invalid: unknown kernel 0"},
-		{"sum out not live", 0, &device.Launch{K: kernels.Sum, Out: 4, A: p, N: 4}, "out 0x4+4 B"},
-		{"matmul out is a", 0, &device.Launch{K: kernels.Matmul, Out: p, A: p, B: q, M: 2, Kd: 2, Cols: 2}, "out 0x7f0000000000+16 B overlaps a 0x7f0000000000+16 B"},
-		{"matmul out overlaps b", 0, &device.Launch{K: kernels.Matmul, Out: q, A: p, B: q + 8, M: 2, Kd: 2, Cols: 2}, "overlaps b"},
-		{"matmul negative", 0, &device.Launch{K: kernels.Matmul, Out: q, A: p, B: p, M: -1, Kd: 2, Cols: 2}, "negative size"},
-		{"matmul overflow", 0, &device.Launch{K: kernels.Matmul, Out: q, A: p, B: p, M: 1 << 40, Kd: 1 << 40, Cols: 1}, "overflow"},
-		{"matmul b short", 0, &device.Launch{K: kernels.Matmul, Out: q, A: p, B: p + 4096 - 8, M: 2, Kd: 2, Cols: 2}, "b 0x7f0000000ff8+16 B: runs past the end"},
-		{"fill past the end", 0, &device.Launch{K: kernels.Fill, Out: q, N: 17}, "out 0x7f0000200000+68 B: runs past the end"},
+		{"invalid kernel", 0, &device.Launch{K: ops.Invalid, Out: p, N: 1}, "sim: launch invalid: unknown kernel 0"},
+		{"sum out not live", 0, &device.Launch{K: ops.Sum, Out: 4, A: p, N: 4}, "out 0x4+4 B"},
+		{"matmul out is a", 0, &device.Launch{K: ops.Matmul, Out: p, A: p, B: q, M: 2, Kd: 2, Cols: 2}, "out 0x7f0000000000+16 B overlaps a 0x7f0000000000+16 B"},
+		{"matmul out overlaps b", 0, &device.Launch{K: ops.Matmul, Out: q, A: p, B: q + 8, M: 2, Kd: 2, Cols: 2}, "overlaps b"},
+		{"matmul negative", 0, &device.Launch{K: ops.Matmul, Out: q, A: p, B: p, M: -1, Kd: 2, Cols: 2}, "negative size"},
+		{"matmul overflow", 0, &device.Launch{K: ops.Matmul, Out: q, A: p, B: p, M: 1 << 40, Kd: 1 << 40, Cols: 1}, "overflow"},
+		{"matmul b short", 0, &device.Launch{K: ops.Matmul, Out: q, A: p, B: p + 4096 - 8, M: 2, Kd: 2, Cols: 2}, "b 0x7f0000000ff8+16 B: runs past the end"},
+		{"fill past the end", 0, &device.Launch{K: ops.Fill, Out: q, N: 17}, "out 0x7f0000200000+68 B: runs past the end"},
 		{"bad stream", 2, add(p, p, p, 4), "sim: launch add: stream 2 does not exist"},
 		{"negative stream", -1, add(p, p, p, 4), "stream -1 does not exist"},
 		{"nil launch", 0, nil, "sim: launch: nil launch"},
@@ -382,13 +382,13 @@ func TestCaptureReplay(t *testing.T) {
 	// capturing, and the copy is not recorded.
 	extra := malloc(t, d, 64)
 	write(t, d, extra, 9)
-	launch(t, d, device.SideStream, device.Launch{K: kernels.Mul, Out: tmp, A: in, BKind: kernels.BScalar, Scalar: 2, N: 4})
-	launch(t, d, device.SideStream, device.Launch{K: kernels.Add, Out: out, A: tmp, B: in, BKind: kernels.BBroadcast, N: 4})
+	launch(t, d, device.SideStream, device.Launch{K: ops.Mul, Out: tmp, A: in, BKind: ops.BScalar, Scalar: 2, N: 4})
+	launch(t, d, device.SideStream, device.Launch{K: ops.Add, Out: out, A: tmp, B: in, BKind: ops.BBroadcast, N: 4})
 	if err := d.CopyDtoD(device.SideStream, extra, out, 4); err != nil {
 		t.Fatal(err)
 	}
 	// A launch on the other stream is not captured: it runs now.
-	launch(t, d, device.DefaultStream, device.Launch{K: kernels.Fill, Out: extra + 32, Scalar: 5, N: 1})
+	launch(t, d, device.DefaultStream, device.Launch{K: ops.Fill, Out: extra + 32, Scalar: 5, N: 1})
 	g, err := d.EndCapture(device.SideStream)
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestCaptureErrors(t *testing.T) {
 	if err := d.BeginCapture(0); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 0, device.Launch{K: kernels.Add, Out: q, A: p, B: p, N: 2})
+	launch(t, d, 0, device.Launch{K: ops.Add, Out: q, A: p, B: p, N: 2})
 	g, err := d.EndCapture(0)
 	if err != nil {
 		t.Fatal(err)
@@ -468,7 +468,7 @@ func TestCaptureErrors(t *testing.T) {
 		{"launch on capturing stream", func() error { return d.LaunchGraph(e, 1) }, "sim: launch_graph exec 1: stream 1 is capturing"},
 		{"launch bad stream", func() error { return d.LaunchGraph(e, 5) }, "stream 5 does not exist"},
 		{"captured launch checked", func() error {
-			return d.Launch(1, &device.Launch{K: kernels.Neg, Out: 0x10, A: p, N: 1})
+			return d.Launch(1, &device.Launch{K: ops.Neg, Out: 0x10, A: p, N: 1})
 		}, "sim: launch neg: out 0x10+4 B: not in any live segment"},
 		{"nodes unknown", func() error { _, err := d.GraphNodes(7); return err }, "sim: graph_nodes: no graph 7"},
 		{"dot unknown", func() error { _, err := d.GraphDOT(7); return err }, "sim: graph_dot: no graph 7"},
@@ -502,8 +502,8 @@ func TestCaptureErrors(t *testing.T) {
 	if err := d.BeginCapture(0); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 0, device.Launch{K: kernels.Fill, Out: r, Scalar: 1, N: 4})
-	launch(t, d, 0, device.Launch{K: kernels.Fill, Out: gone, Scalar: 2, N: 4})
+	launch(t, d, 0, device.Launch{K: ops.Fill, Out: r, Scalar: 1, N: 4})
+	launch(t, d, 0, device.Launch{K: ops.Fill, Out: gone, Scalar: 2, N: 4})
 	g2, err := d.EndCapture(0)
 	if err != nil {
 		t.Fatal(err)
@@ -526,14 +526,14 @@ func TestGraphNodes(t *testing.T) {
 	if err := d.BeginCapture(1); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 1, device.Launch{K: kernels.Add, Out: p + 0x200, A: p, BKind: kernels.BScalar, Scalar: 2, N: 4})
-	launch(t, d, 1, device.Launch{K: kernels.Max, Out: p + 0x300, A: p, B: p + 0x100, BKind: kernels.BBroadcast, N: 4})
-	launch(t, d, 1, device.Launch{K: kernels.Matmul, Out: p + 0x400, A: p, B: p + 0x100, M: 2, Kd: 3, Cols: 4})
+	launch(t, d, 1, device.Launch{K: ops.Add, Out: p + 0x200, A: p, BKind: ops.BScalar, Scalar: 2, N: 4})
+	launch(t, d, 1, device.Launch{K: ops.Max, Out: p + 0x300, A: p, B: p + 0x100, BKind: ops.BBroadcast, N: 4})
+	launch(t, d, 1, device.Launch{K: ops.Matmul, Out: p + 0x400, A: p, B: p + 0x100, M: 2, Kd: 3, Cols: 4})
 	if err := d.CopyDtoD(1, p+0x500, p+0x400, 8); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 1, device.Launch{K: kernels.Fill, Out: p + 0x600, Scalar: 0.5, N: 2})
-	launch(t, d, 1, device.Launch{K: kernels.Sum, Out: p + 0x700, A: p, N: 4})
+	launch(t, d, 1, device.Launch{K: ops.Fill, Out: p + 0x600, Scalar: 0.5, N: 2})
+	launch(t, d, 1, device.Launch{K: ops.Sum, Out: p + 0x700, A: p, N: 4})
 	g, err := d.EndCapture(1)
 	if err != nil {
 		t.Fatal(err)
@@ -621,11 +621,11 @@ func (sc *script) steps() []func(d *Device) error {
 		func(d *Device) (err error) { sc.q, err = d.MallocSegment(2*mib + 4); return },
 		func(d *Device) error { return d.CopyHtoD(sc.p, []float32{1, 2, 3, 4}) },
 		func(d *Device) error {
-			return d.Launch(0, &device.Launch{K: kernels.Add, Out: sc.q, A: sc.p, B: sc.p, N: 4})
+			return d.Launch(0, &device.Launch{K: ops.Add, Out: sc.q, A: sc.p, B: sc.p, N: 4})
 		},
 		func(d *Device) error { return d.BeginCapture(1) },
 		func(d *Device) error {
-			return d.Launch(1, &device.Launch{K: kernels.Mul, Out: sc.q, A: sc.q, BKind: kernels.BScalar, Scalar: 3, N: 4})
+			return d.Launch(1, &device.Launch{K: ops.Mul, Out: sc.q, A: sc.q, BKind: ops.BScalar, Scalar: 3, N: 4})
 		},
 		func(d *Device) error { return d.CopyDtoD(1, sc.p+16, sc.q, 4) },
 		func(d *Device) (err error) { sc.g, err = d.EndCapture(1); return },
@@ -778,7 +778,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := d.BeginCapture(0); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 0, device.Launch{K: kernels.Neg, Out: sc.q, A: sc.q, N: 2})
+	launch(t, d, 0, device.Launch{K: ops.Neg, Out: sc.q, A: sc.q, N: 2})
 	if err := d.InjectFault(FaultGraphLaunch, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +789,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 
 	// Mutate everything.
-	launch(t, d, 0, device.Launch{K: kernels.Exp, Out: sc.q, A: sc.q, N: 2}) // captured
+	launch(t, d, 0, device.Launch{K: ops.Exp, Out: sc.q, A: sc.q, N: 2}) // captured
 	if _, err := d.EndCapture(0); err != nil {
 		t.Fatal(err)
 	}
@@ -832,7 +832,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// The restored device works on: the capture continues, the graph
 	// replays, and a second restore of the same snapshot gives the same.
-	launch(t, d, 0, device.Launch{K: kernels.Abs, Out: sc.q, A: sc.q, N: 2})
+	launch(t, d, 0, device.Launch{K: ops.Abs, Out: sc.q, A: sc.q, N: 2})
 	if _, err := d.EndCapture(0); err != nil {
 		t.Fatal(err)
 	}
@@ -885,7 +885,7 @@ func TestSnapshotCOW(t *testing.T) {
 	}()
 	for i := range 200 {
 		p := segs[i%len(segs)]
-		launch(t, d, 0, device.Launch{K: kernels.Add, Out: p, A: p, BKind: kernels.BScalar, Scalar: 1, N: 3})
+		launch(t, d, 0, device.Launch{K: ops.Add, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 3})
 		write(t, d, p+32, float32(i))
 		if i == 100 {
 			// A second snapshot in the middle: the first stays intact,
@@ -926,7 +926,7 @@ func TestRestoreErrors(t *testing.T) {
 	d.Restore(42)
 	for name, err := range map[string]error{
 		"malloc": func() error { _, err := d.MallocSegment(4); return err }(),
-		"launch": d.Launch(0, &device.Launch{K: kernels.Fill, Out: p, N: 1}),
+		"launch": d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}),
 		"sync":   d.Synchronize(),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "int is not a snapshot") {
@@ -934,7 +934,7 @@ func TestRestoreErrors(t *testing.T) {
 		}
 	}
 	d.Restore(good)
-	if err := d.Launch(0, &device.Launch{K: kernels.Fill, Out: p, N: 1}); err != nil {
+	if err := d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}); err != nil {
 		t.Fatalf("after a good Restore: %v", err)
 	}
 }
@@ -949,7 +949,7 @@ func TestClose(t *testing.T) {
 		"close":    d.Close(),
 		"malloc":   func() error { _, err := d.MallocSegment(4); return err }(),
 		"free":     d.FreeSegment(p),
-		"launch":   d.Launch(0, &device.Launch{K: kernels.Fill, Out: p, N: 1}),
+		"launch":   d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}),
 		"htod":     d.CopyHtoD(p, []float32{1}),
 		"dtoh":     d.CopyDtoH(make([]float32, 1), p),
 		"dtod":     d.CopyDtoD(0, p, p, 1),
@@ -978,7 +978,7 @@ func TestLaunchNoAllocs(t *testing.T) {
 	d := New(Options{})
 	p := malloc(t, d, 64)
 	write(t, d, p, 1, 2, 3, 4)
-	l := device.Launch{K: kernels.Add, Out: p + 32, A: p, B: p, N: 4}
+	l := device.Launch{K: ops.Add, Out: p + 32, A: p, B: p, N: 4}
 	if n := testing.AllocsPerRun(100, func() { _ = d.Launch(0, &l) }); n != 0 {
 		t.Errorf("Launch: %v allocations, want 0", n)
 	}
@@ -995,8 +995,8 @@ func threeNodeGraph(t testing.TB, d *Device) (device.GraphHandle, device.ExecHan
 	if err := d.BeginCapture(1); err != nil {
 		t.Fatal(err)
 	}
-	launch(t, d, 1, device.Launch{K: kernels.Mul, Out: p + 64, A: p, B: p, N: 4})
-	launch(t, d, 1, device.Launch{K: kernels.Relu, Out: p + 128, A: p + 64, N: 4})
+	launch(t, d, 1, device.Launch{K: ops.Mul, Out: p + 64, A: p, B: p, N: 4})
+	launch(t, d, 1, device.Launch{K: ops.Relu, Out: p + 128, A: p + 64, N: 4})
 	if err := d.CopyDtoD(1, p+192, p+128, 4); err != nil {
 		t.Fatal(err)
 	}
@@ -1015,7 +1015,7 @@ func BenchmarkLaunchAdd4(b *testing.B) {
 	d := New(Options{})
 	p := malloc(b, d, 64)
 	write(b, d, p, 1, 2, 3, 4)
-	l := device.Launch{K: kernels.Add, Out: p + 32, A: p, B: p + 16, N: 4}
+	l := device.Launch{K: ops.Add, Out: p + 32, A: p, B: p + 16, N: 4}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := d.Launch(device.DefaultStream, &l); err != nil {
@@ -1056,7 +1056,7 @@ func BenchmarkSnapshotWriteRestore(b *testing.B) {
 		p = malloc(b, d, 64*1024)
 		write(b, d, p, 1, 2, 3)
 	}
-	l := device.Launch{K: kernels.Add, Out: p, A: p, B: p, N: 4}
+	l := device.Launch{K: ops.Add, Out: p, A: p, B: p, N: 4}
 	b.ReportAllocs()
 	for b.Loop() {
 		s := d.Snapshot()
@@ -1076,7 +1076,7 @@ func TestSnapshotCaptureNodes(t *testing.T) {
 	if err := d.BeginCapture(0); err != nil {
 		t.Fatal(err)
 	}
-	fill := func(v float32) { launch(t, d, 0, device.Launch{K: kernels.Fill, Out: p, Scalar: v, N: 1}) }
+	fill := func(v float32) { launch(t, d, 0, device.Launch{K: ops.Fill, Out: p, Scalar: v, N: 1}) }
 	fill(1)
 	fill(2)
 	fill(3) // the node list now has spare capacity
