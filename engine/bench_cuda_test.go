@@ -27,7 +27,7 @@ func gpuEngine(b *testing.B, tr *traces.Trace) *Engine {
 		b.Fatal(err)
 	}
 	for i := range tr.Records {
-		if s := e.Apply(&tr.Records[i]); s.Err != "" {
+		if s := e.Apply(&tr.Records[i]); s.Err != nil {
 			b.Fatal(s.Err)
 		}
 	}

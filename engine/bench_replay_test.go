@@ -28,7 +28,7 @@ func replayEngine(b *testing.B) (*Engine, []traces.Record) {
 		b.Fatal(err)
 	}
 	for i := range tr.Records {
-		if s := e.Apply(&tr.Records[i]); s.Err != "" {
+		if s := e.Apply(&tr.Records[i]); s.Err != nil {
 			b.Fatal(s.Err)
 		}
 	}

@@ -41,13 +41,13 @@ func BenchmarkReplayHeavy(b *testing.B) {
 			b.Fatal(err)
 		}
 		for j := range head {
-			if s := e.Apply(&head[j]); s.Err != "" {
+			if s := e.Apply(&head[j]); s.Err != nil {
 				b.Fatal(s.Err)
 			}
 		}
 		for n := len(head); n < total; {
 			for j := range loop {
-				if s := e.Apply(&loop[j]); s.Err != "" {
+				if s := e.Apply(&loop[j]); s.Err != nil {
 					b.Fatal(s.Err)
 				}
 			}

@@ -44,7 +44,7 @@ func TestCUDARandomTraces(t *testing.T) {
 		}
 		skip := false
 		for _, st := range ss {
-			if strings.Contains(st.Err, "overlaps") {
+			if strings.Contains(st.ErrText(), "overlaps") {
 				// A matmul whose operand a clobbered input shares memory
 				// with its output: the simulated device refuses it, a GPU
 				// computes whatever the overlap gives.
@@ -66,7 +66,7 @@ func TestCUDARandomTraces(t *testing.T) {
 			if a.Op == "call" {
 				calls++
 			}
-			if a.Action != b.Action || a.Node != b.Node || a.Parent != b.Parent || a.Checkpoint != b.Checkpoint || sameDeviceError(a.Err) != sameDeviceError(b.Err) {
+			if a.Action != b.Action || a.Node != b.Node || a.Parent != b.Parent || a.Checkpoint != b.Checkpoint || sameDeviceError(a.ErrText()) != sameDeviceError(b.ErrText()) {
 				t.Fatalf("seed %d line %d: sim %s #%d<-#%d ckpt=%v err=%q; cuda %s #%d<-#%d ckpt=%v err=%q", seed, a.Line,
 					a.Action, a.Node, a.Parent, a.Checkpoint, a.Err, b.Action, b.Node, b.Parent, b.Checkpoint, b.Err)
 			}

@@ -91,7 +91,7 @@ func TestCUDAMatchesSim(t *testing.T) {
 			}
 			for i := range simSteps {
 				a, b := simSteps[i], gpuSteps[i]
-				if a.Action != b.Action || a.Node != b.Node || a.Parent != b.Parent || a.Checkpoint != b.Checkpoint || sameDeviceError(a.Err) != sameDeviceError(b.Err) {
+				if a.Action != b.Action || a.Node != b.Node || a.Parent != b.Parent || a.Checkpoint != b.Checkpoint || sameDeviceError(a.ErrText()) != sameDeviceError(b.ErrText()) {
 					t.Errorf("line %d: sim %s #%d<-#%d ckpt=%v err=%q; cuda %s #%d<-#%d ckpt=%v err=%q", a.Line,
 						a.Action, a.Node, a.Parent, a.Checkpoint, a.Err, b.Action, b.Node, b.Parent, b.Checkpoint, b.Err)
 				}

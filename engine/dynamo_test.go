@@ -49,7 +49,7 @@ func TestRecompileLimit(t *testing.T) {
 			var eager []int
 			for _, line := range slices.Sorted(maps.Keys(steps)) {
 				s := steps[line]
-				if s.Err != "" {
+				if s.Err != nil {
 					t.Errorf("line %d: %s", s.Line, s.Err)
 				}
 				if s.Action == engine.ActionEager {

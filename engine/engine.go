@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -210,11 +209,11 @@ type Step struct {
 	Parent int
 	// Checkpoint is true when the allocator was checkpointed during the call.
 	Checkpoint bool
-	// Err is the error message, "" when the record ran.
-	Err    string
+	// Err is the record's error, nil when it ran.
+	Err    *Error
 	Events []Event
 	// ExpectFailures are the failed checks of an expect record.
-	ExpectFailures []string
+	ExpectFailures []ExpectFailure
 	// nodeFn and parentFn are the function names of Node and its parent,
 	// for expect records.
 	nodeFn, parentFn string
@@ -235,13 +234,13 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 				panic(p)
 			}
 			e.rollback()
-			step.Err = e.errorf(rec, "internal error: %v", p)
+			step.Err = e.recordError(rec, &internalError{p})
 			step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
 			e.events = e.events[:0]
 		}
-		if step.Err != "" {
+		if step.Err != nil {
 			e.counters.Errors++
-			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err})
+			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err.Error()})
 		}
 		step.Events = e.keepEvents(e.events)
 		e.steps++
@@ -254,25 +253,26 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 	if kept, ok := err.(*keptError); ok {
 		// PyTorch 2.11 raised after changing its tree: keep the change
 		// (and its events), report the error.
-		step.Err = e.errorf(rec, "%v", kept.err)
+		step.Err = e.recordError(rec, kept.err)
 		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
 		err = nil
 	}
 	if err == nil && e.check {
 		if verr := e.CheckInvariants(); verr != nil {
-			err = fmt.Errorf("invariant violated: %w", verr)
+			err = &invariantError{verr}
 		}
 	}
 	if err != nil {
 		e.rollback()
-		step.Err = e.errorf(rec, "%v", err)
+		step.Err = e.recordError(rec, err)
 		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
 		e.events = e.events[:0]
 	}
 	return step
 }
 
-func (e *Engine) errorf(rec *traces.Record, format string, args ...any) string {
+// recordError gives err the record's place and kind.
+func (e *Engine) recordError(rec *traces.Record, err error) *Error {
 	what := string(rec.Op)
 	switch rec.Op {
 	case traces.OpCall, traces.OpDef:
@@ -284,7 +284,7 @@ func (e *Engine) errorf(rec *traces.Record, format string, args ...any) string {
 			what += " " + rec.Stmt.Out
 		}
 	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.file, rec.Line, what, fmt.Sprintf(format, args...))
+	return &Error{Kind: kindOf(err), File: e.file, Line: rec.Line, What: what, Err: err}
 }
 
 func (e *Engine) apply(rec *traces.Record, step *Step) error {
@@ -326,7 +326,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 	case traces.OpExpect:
 		step.ExpectFailures = e.checkExpect(rec.Expect)
 		for _, f := range step.ExpectFailures {
-			e.emit(Event{Kind: EvExpectFailed, Line: rec.Line, Node: -1, Parent: -1, Msg: f})
+			e.emit(Event{Kind: EvExpectFailed, Line: rec.Line, Node: -1, Parent: -1, Msg: f.Msg})
 		}
 		return nil
 	case traces.OpNote:
@@ -410,7 +410,7 @@ func initValues(rec *traces.Record) ([]float32, error) {
 
 // staleErr is PyTorch's error for any data access to a deallocated output.
 func staleErr(s *Storage) error {
-	return errors.New(s.StaleMsg)
+	return &OverwrittenError{s.StaleMsg}
 }
 
 // keptError is an error raised after the record changed the engine, where

@@ -7,14 +7,34 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
+// ExpectFailure is one failed check of an expect record.
+type ExpectFailure struct {
+	// Field is the expect field that failed: "action", "node.fn",
+	// "error", "values of x", ...
+	Field string
+	// WantError is, for a failed "error" check, the text the trace
+	// expected the error to contain ("" for none, as "error": null says).
+	WantError string
+	// Msg is the whole message: "action: want "replay", got "record"".
+	Msg string
+}
+
+// String returns the message.
+func (f ExpectFailure) String() string { return f.Msg }
+
 // checkExpect checks an expect record against the state after the record
-// before it, and returns one message per failed check.
-func (e *Engine) checkExpect(x *traces.Expect) []string {
+// before it, and returns one failure per failed check.
+func (e *Engine) checkExpect(x *traces.Expect) []ExpectFailure {
 	if x == nil {
 		return nil
 	}
-	var failed []string
-	fail := func(format string, args ...any) { failed = append(failed, fmt.Sprintf(format, args...)) }
+	var failed []ExpectFailure
+	want := ""
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		field, _, _ := strings.Cut(msg, ":")
+		failed = append(failed, ExpectFailure{Field: field, WantError: want, Msg: msg})
+	}
 	last := e.last
 	if last == nil {
 		last = &Step{Node: -1, Parent: -1}
@@ -82,14 +102,18 @@ func (e *Engine) checkExpect(x *traces.Expect) []string {
 		}
 	}
 	if x.HasError {
-		switch {
-		case x.Error == nil && last.Err != "":
-			fail("error: want none, got %q", last.Err)
-		case x.Error != nil && last.Err == "":
-			fail("error: want one containing %q, got none", *x.Error)
-		case x.Error != nil && !strings.Contains(strings.ToLower(last.Err), strings.ToLower(*x.Error)):
-			fail("error: want one containing %q, got %q", *x.Error, last.Err)
+		if x.Error != nil {
+			want = *x.Error
 		}
+		switch {
+		case x.Error == nil && last.Err != nil:
+			fail("error: want none, got %q", last.Err.Error())
+		case x.Error != nil && last.Err == nil:
+			fail("error: want one containing %q, got none", *x.Error)
+		case x.Error != nil && !strings.Contains(strings.ToLower(last.Err.Error()), strings.ToLower(*x.Error)):
+			fail("error: want one containing %q, got %q", *x.Error, last.Err.Error())
+		}
+		want = ""
 	}
 	if v := x.Values; v != nil {
 		tol := v.Tol
@@ -112,4 +136,13 @@ func actionOrNone(s *Step) string {
 		return "none"
 	}
 	return string(s.Action)
+}
+
+// ExpectMessages are the messages of the step's failed checks.
+func (s *Step) ExpectMessages() []string {
+	out := make([]string, len(s.ExpectFailures))
+	for i, f := range s.ExpectFailures {
+		out[i] = f.Msg
+	}
+	return out
 }

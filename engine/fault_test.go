@@ -97,7 +97,7 @@ func TestFaults(t *testing.T) {
 					}
 					s := r.e.Apply(&tr.Records[i])
 					total.records++
-					if strings.Contains(s.Err, "internal error") || strings.Contains(s.Err, "invariant violated") {
+					if s.Err != nil && (s.Err.Kind == engine.ErrInternal || s.Err.Kind == engine.ErrInvariant) {
 						t.Fatalf("%s: line %d: %s", name, s.Line, s.Err)
 					}
 					switch {
@@ -106,7 +106,7 @@ func TestFaults(t *testing.T) {
 						if tr.Records[i].Op == traces.OpExpect {
 							// An expect never fails its record: a value
 							// it could not read is a failed expectation.
-							if !strings.Contains(strings.Join(s.ExpectFailures, "\n"), "injected fault: "+op.String()) {
+							if !strings.Contains(strings.Join(s.ExpectMessages(), "\n"), "injected fault: "+op.String()) {
 								t.Fatalf("%s: line %d: expect failures %q do not name the fault", name, s.Line, s.ExpectFailures)
 							}
 							total.failed++
@@ -117,7 +117,7 @@ func TestFaults(t *testing.T) {
 							}
 							continue
 						}
-						if s.Err == "" {
+						if s.Err == nil {
 							total.absorbed++
 							if op != sim.FaultMalloc {
 								t.Fatalf("%s: line %d: the %s failure fired and the record succeeded", name, s.Line, op)
@@ -125,7 +125,7 @@ func TestFaults(t *testing.T) {
 							continue
 						}
 						total.failed++
-						checkFaultError(t, name, op, s.Err)
+						checkFaultError(t, name, op, s.ErrText())
 						after := r.e.State()
 						// A failed record counts: it is a step, and an error.
 						after.Step--
@@ -138,7 +138,7 @@ func TestFaults(t *testing.T) {
 						}
 					case i > at:
 						total.later++
-						if strings.Contains(s.Err, "injected fault") || (op == sim.FaultMalloc && strings.Contains(s.Err, "out of memory")) {
+						if strings.Contains(s.ErrText(), "injected fault") || (op == sim.FaultMalloc && strings.Contains(s.ErrText(), "out of memory")) {
 							t.Fatalf("%s: line %d: the fault fired again after line %d: %s", name, s.Line, tr.Records[at].Line, s.Err)
 						}
 					}

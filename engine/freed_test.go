@@ -66,7 +66,7 @@ func freedOutputUses(t *testing.T, h engine.Handoff) {
 		if s == nil {
 			t.Fatalf("line %d: no step", line)
 		}
-		if (w == "") != (s.Err == "") || !strings.Contains(s.Err, w) {
+		if (w == "") != (s.Err == nil) || !strings.Contains(s.ErrText(), w) {
 			t.Errorf("line %d: error %q, want %q", line, s.Err, w)
 		}
 	}

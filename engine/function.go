@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/traces/ops"
 	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // Function is one FunctionID: a compiled function specialised to its

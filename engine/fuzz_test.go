@@ -67,10 +67,7 @@ func FuzzRun(f *testing.F) {
 		}
 		start := time.Now()
 		_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: devs, Check: true, Handoff: handoff}, func(s *engine.Step) bool {
-			if s.Err != "" && bytes.Contains([]byte(s.Err), []byte("internal error")) {
-				t.Fatalf("line %d: %s", s.Line, s.Err)
-			}
-			if s.Err != "" && bytes.Contains([]byte(s.Err), []byte("invariant violated")) {
+			if s.Err != nil && (s.Err.Kind == engine.ErrInternal || s.Err.Kind == engine.ErrInvariant) {
 				t.Fatalf("line %d: %s", s.Line, s.Err)
 			}
 			return true

@@ -81,7 +81,7 @@ func TestHandoffRaise(t *testing.T) {
 		if s == nil {
 			t.Fatalf("line %d: no step", w.line)
 		}
-		if (w.err == "") != (s.Err == "") || !strings.Contains(s.Err, w.err) {
+		if (w.err == "") != (s.Err == nil) || !strings.Contains(s.ErrText(), w.err) {
 			t.Errorf("line %d: error %q, want %q", w.line, s.Err, w.err)
 		}
 	}
@@ -90,7 +90,7 @@ func TestHandoffRaise(t *testing.T) {
 	if !hasEvent(s6, engine.EvDealloc, "freed 2 output(s)") || !hasEvent(s6, engine.EvWarmup, "raised") || hasEvent(s6, engine.EvPreserve, "") {
 		t.Errorf("line 6 events: %+v", s6.Events)
 	}
-	if !strings.Contains(steps[9].Err, "holds warmup -2, whose run raised at line 6") {
+	if !strings.Contains(steps[9].ErrText(), "holds warmup -2, whose run raised at line 6") {
 		t.Errorf("line 9: %q", steps[9].Err)
 	}
 	d := e.State().Devices[0]
@@ -108,11 +108,11 @@ func TestHandoffRaise(t *testing.T) {
 	// The default rule preserves b: no error at all.
 	steps, _ = runHandoff(t, handoffTrace, engine.HandoffPreserve)
 	for _, l := range []int{6, 8, 9, 10} {
-		if steps[l].Err != "" {
+		if steps[l].Err != nil {
 			t.Errorf("preserve, line %d: %s", l, steps[l].Err)
 		}
 	}
-	if !hasEvent(steps[6], engine.EvPreserve, "moved out of the graph pool") || steps[7].Err == "" {
+	if !hasEvent(steps[6], engine.EvPreserve, "moved out of the graph pool") || steps[7].Err == nil {
 		t.Errorf("preserve: line 6 events %+v, line 7 error %q", steps[6].Events, steps[7].Err)
 	}
 }
@@ -136,14 +136,14 @@ func TestHandoffRaiseRecording(t *testing.T) {
 {"op": "call", "fn": "f", "args": ["x"], "out": ["w"]}
 `
 	steps, e := runHandoff(t, src, engine.HandoffRaise)
-	if s := steps[5]; s.Err != "" || s.Action != engine.ActionWarmup {
+	if s := steps[5]; s.Err != nil || s.Action != engine.ActionWarmup {
 		t.Fatalf("line 5: %s %q", s.Action, s.Err)
 	}
-	if s := steps[7]; !strings.Contains(s.Err, "overwritten") || !hasEvent(s, engine.EvDealloc, "") {
+	if s := steps[7]; !strings.Contains(s.ErrText(), "overwritten") || !hasEvent(s, engine.EvDealloc, "") {
 		t.Fatalf("line 7: error %q, events %+v", s.Err, s.Events)
 	}
 	for line, act := range map[int]engine.Action{8: engine.ActionRecord, 10: engine.ActionReplay, 12: engine.ActionReplay} {
-		if s := steps[line]; s.Err != "" || s.Action != act {
+		if s := steps[line]; s.Err != nil || s.Action != act {
 			t.Errorf("line %d: %s %q, want %s", line, s.Action, s.Err, act)
 		}
 	}

@@ -149,13 +149,13 @@ func TestTensorBiggerThanDevice(t *testing.T) {
 		s := e.Apply(rec)
 		huge := (rec.Op == traces.OpTensor && rec.Name == "big") || rec.Op == traces.OpEager
 		if !huge {
-			if s.Err != "" {
+			if s.Err != nil {
 				t.Fatalf("line %d: %s", s.Line, s.Err)
 			}
 			continue
 		}
 		for _, w := range []string{"CUDA out of memory", "Tried to allocate 16.00 MiB", "total capacity of 8.00 MiB", "reserved by PyTorch"} {
-			if !strings.Contains(s.Err, w) {
+			if !strings.Contains(s.ErrText(), w) {
 				t.Errorf("line %d: error %q does not say %q", s.Line, s.Err, w)
 			}
 		}
@@ -190,8 +190,8 @@ func TestEagerRebindIsNotInPlace(t *testing.T) {
 	}
 	var errs []string
 	e, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(1), Check: true}, func(s *engine.Step) bool {
-		if s.Err != "" {
-			errs = append(errs, s.Err)
+		if s.Err != nil {
+			errs = append(errs, s.ErrText())
 		}
 		return true
 	})

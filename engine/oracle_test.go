@@ -183,10 +183,10 @@ func checkOracleTrace(t *testing.T, o oracleTrace) {
 			if len(s.ExpectFailures) == 0 {
 				t.Errorf("%s: PyTorch's expectation could not look up %s, the engine's passed", where, *os.Error)
 			}
-		} else if (os.Error != nil) != (s.Err != "") {
+		} else if (os.Error != nil) != (s.Err != nil) {
 			t.Errorf("%s: PyTorch error %v, engine error %q", where, deref(os.Error), s.Err)
 		}
-		if os.Error != nil && strings.Contains(*os.Error, "overwritten") && !strings.Contains(s.Err, "overwritten") {
+		if os.Error != nil && strings.Contains(*os.Error, "overwritten") && !strings.Contains(s.ErrText(), "overwritten") {
 			t.Errorf("%s: PyTorch raised the overwritten error, the engine %q", where, s.Err)
 		}
 		if os.Op == "call" && os.Error == nil {

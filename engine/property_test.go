@@ -13,9 +13,9 @@ import (
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
-	"github.com/cgtviz/cgtviz/traces/ops"
 	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // propertyTraces is how many random traces TestProperties runs: enough to
@@ -98,20 +98,20 @@ func TestProperties(t *testing.T) {
 			s := e.Apply(rec)
 			straight = append(straight, s)
 			total.records++
-			if s.Err == "" {
+			if s.Err == nil {
 				total.checks++ // Apply ran CheckInvariants after the record
 			}
-			if s.Err != "" {
+			if s.Err != nil {
 				switch {
-				case strings.Contains(s.Err, "internal error") || strings.Contains(s.Err, "invariant violated"):
+				case s.Err != nil && (s.Err.Kind == engine.ErrInternal || s.Err.Kind == engine.ErrInvariant):
 					t.Fatalf("seed %d line %d (%s): %s", seed, rec.Line, rec.Op, s.Err)
-				case allowedError(s.Err):
+				case allowedError(s.ErrText()):
 					total.stale++
-				case handoff == engine.HandoffRaise && strings.Contains(s.Err, "AssertionError: the current path holds warmup"):
+				case handoff == engine.HandoffRaise && strings.Contains(s.ErrText(), "AssertionError: the current path holds warmup"):
 					total.asserts++
 				case poisoned.reads(rec):
 					total.cascade++
-				case strings.Contains(s.Err, "overlaps") && ref != nil && ref.readsReplayOutput():
+				case strings.Contains(s.ErrText(), "overlaps") && ref != nil && ref.readsReplayOutput():
 					// The silent overwrite below, caught by the simulated
 					// device: the recording put a result over an input
 					// that is a replay output of an ended path, and a
@@ -177,8 +177,8 @@ func TestProperties(t *testing.T) {
 		// (c): the rest of the trace on the clone.
 		for i := mid; i < len(tr.Records); i++ {
 			s := clone.Apply(&tr.Records[i])
-			if a, b := straight[i], s; a.Err != b.Err || a.Action != b.Action || a.Node != b.Node {
-				t.Fatalf("seed %d line %d: straight run %q/%s/%d, clone %q/%s/%d", seed, tr.Records[i].Line, a.Err, a.Action, a.Node, b.Err, b.Action, b.Node)
+			if a, b := straight[i], s; a.ErrText() != b.ErrText() || a.Action != b.Action || a.Node != b.Node {
+				t.Fatalf("seed %d line %d: straight run %q/%s/%d, clone %q/%s/%d", seed, tr.Records[i].Line, a.ErrText(), a.Action, a.Node, b.ErrText(), b.Action, b.Node)
 			}
 		}
 		if a, b := e.State(), clone.State(); !reflect.DeepEqual(a, b) {

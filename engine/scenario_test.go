@@ -15,17 +15,10 @@ import (
 // when the test binary is built with the cuda tag and CGTVIZ_DEVICE=cuda
 // (see cuda_test.go).
 func simDevices(n int) []device.Device {
-	if n < 1 {
-		n = 1
-	}
 	if testDevices != nil {
-		return testDevices(n)
+		return testDevices(max(n, 1))
 	}
-	out := make([]device.Device, n)
-	for i := range out {
-		out[i] = sim.New(sim.Options{})
-	}
-	return out
+	return sim.Devices(n)
 }
 
 // testDevices, when set (cuda_test.go), opens the devices of every test.
@@ -71,7 +64,7 @@ func TestScenarios(t *testing.T) {
 				for _, fl := range s.ExpectFailures {
 					t.Errorf("line %d: %s", s.Line, fl)
 				}
-				if s.Err != "" && !errorExpected(tr, i) {
+				if s.Err != nil && !errorExpected(tr, i) {
 					t.Errorf("line %d: unexpected error: %s", s.Line, s.Err)
 				}
 			}

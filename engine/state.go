@@ -99,6 +99,17 @@ type DeviceState struct {
 	// Pool is the private graph pool and Default the default pool.
 	Pool    PoolView
 	Default PoolView
+	// Totals sum up the whole caching allocator: every pool, private ones
+	// included (torch.cuda.memory_stats()).
+	Totals AllocatorTotals
+}
+
+// AllocatorTotals are the caching allocator's figures over all its pools.
+type AllocatorTotals struct {
+	Segments       int
+	ReservedBytes  int64
+	AllocatedBytes int64
+	PeakReserved   int64
 }
 
 // InputKind classifies a node's input as PyTorch does.

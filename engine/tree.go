@@ -863,8 +863,8 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 		// none, so the path can never end through a new generation.
 		// Kept, not rolled back: what the call did before (Dynamo's
 		// compile, its FunctionID, the generation hook) stays, as in 2.11.
-		return &keptError{fmt.Errorf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
-			w.ID, w.Line)}
+		return &keptError{&assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
+			w.ID, w.Line)}}
 	}
 	e.markHeavy()
 	live := e.pathLive(m)

@@ -139,6 +139,9 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 	}
 	dv.Pool = e.poolView(ds, m.pool, names)
 	dv.Default = e.poolView(ds, alloc.PoolID{}, names)
+	st := ds.alloc.Stats()
+	dv.Totals = AllocatorTotals{Segments: len(ds.alloc.Segments()), ReservedBytes: st.ReservedBytes[alloc.Aggregate].Current,
+		AllocatedBytes: st.AllocatedBytes[alloc.Aggregate].Current, PeakReserved: st.ReservedBytes[alloc.Aggregate].Peak}
 	return dv
 }
 

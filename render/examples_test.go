@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
-	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/examples"
 	"github.com/cgtviz/cgtviz/traces"
@@ -37,13 +36,10 @@ func runExample(t *testing.T, tr *traces.Trace, n int) (*engine.State, *engine.S
 	t.Helper()
 	prefix := *tr
 	prefix.Records = tr.Records[:n]
-	devs := make([]device.Device, tr.Header.Devices)
-	for i := range devs {
-		devs[i] = sim.New(sim.Options{})
-	}
+	devs := sim.Devices(tr.Header.Devices)
 	var last *engine.Step
 	e, err := engine.RunTrace(context.Background(), &prefix, engine.Options{Devices: devs, File: tr.File, Check: true}, func(s *engine.Step) bool {
-		if s.Err != "" {
+		if s.Err != nil {
 			t.Errorf("%s", s.Err)
 		}
 		for _, f := range s.ExpectFailures {
@@ -169,10 +165,7 @@ func TestAllExamples(t *testing.T) {
 	for _, name := range examples.Names() {
 		t.Run(name, func(t *testing.T) {
 			tr := readExample(t, name)
-			devs := make([]device.Device, tr.Header.Devices)
-			for i := range devs {
-				devs[i] = sim.New(sim.Options{})
-			}
+			devs := sim.Devices(tr.Header.Devices)
 			e, err := engine.New(tr.Header, engine.Options{Devices: devs, File: tr.File})
 			if err != nil {
 				t.Fatal(err)

@@ -21,7 +21,7 @@ func (o *TreeOptions) SetStep(s *engine.Step) {
 	if s.Fn != "" {
 		o.StepText += " " + s.Fn
 	}
-	if s.Err != "" {
+	if s.Err != nil {
 		o.StepText += " (error)"
 		return
 	}

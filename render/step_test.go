@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -23,7 +24,7 @@ func TestSetStep(t *testing.T) {
 			TreeOptions{StepAction: StepWarmed, StepNode: -1, StepCheckpointNode: -1, StepText: "step 6, line 7: call foo: warmup"}},
 		{"checkpoint without graph", &engine.Step{Index: 8, Line: 9, Op: traces.OpCall, Fn: "foo", Action: engine.ActionEager, Node: -1, Parent: -1, Checkpoint: true, Events: ckpt},
 			TreeOptions{StepAction: StepCheckpointed, StepNode: 0, StepCheckpoint: true, StepCheckpointNode: 0, StepText: "step 9, line 9: call foo: eager after a checkpoint"}},
-		{"error", &engine.Step{Index: 3, Line: 4, Op: traces.OpRead, Node: -1, Parent: -1, Err: "t:4: read: stale"},
+		{"error", &engine.Step{Index: 3, Line: 4, Op: traces.OpRead, Node: -1, Parent: -1, Err: &engine.Error{File: "t", Line: 4, What: "read", Err: errors.New("stale")}},
 			TreeOptions{StepNode: -1, StepCheckpointNode: -1, StepText: "step 4, line 4: read (error)"}},
 		{"non-call", &engine.Step{Index: 1, Line: 5, Op: traces.OpStep, Node: -1, Parent: -1},
 			TreeOptions{StepNode: -1, StepCheckpointNode: -1, StepText: "step 2, line 5: step"}},

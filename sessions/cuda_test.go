@@ -36,7 +36,7 @@ type decision struct {
 }
 
 func decide(s *engine.Step) decision {
-	return decision{s.Action, s.Node, s.Parent, s.Checkpoint, s.Err, len(s.ExpectFailures)}
+	return decision{s.Action, s.Node, s.Parent, s.Checkpoint, s.ErrText(), len(s.ExpectFailures)}
 }
 
 // TestCUDASession steps the demo trace live on the GPU, forward to the end

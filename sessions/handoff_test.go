@@ -32,7 +32,7 @@ func TestHandoffRaiseSession(t *testing.T) {
 		}
 		// Line 6 (record 4) raised and left fee's failed warmup current.
 		st := s.StepAt(4)
-		if st == nil || st.Line != 6 || !strings.Contains(st.Err, "overwritten") {
+		if st == nil || st.Line != 6 || !strings.Contains(st.ErrText(), "overwritten") {
 			t.Fatalf("record 4: %+v", st)
 		}
 		after := states[5].Devices[0]

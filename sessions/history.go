@@ -114,7 +114,7 @@ func newEntry(st *engine.Step) entry {
 		device: uint16(st.Device),
 		action: actionCode(st.Action),
 	}
-	if st.Err != "" {
+	if st.Err != nil {
 		e.flags |= flagErr
 		e.kinds |= 1 << engine.EvError
 	}

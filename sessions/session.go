@@ -51,11 +51,7 @@ type Options struct {
 
 // SimDevices returns n simulated devices; it is the default NewDevices.
 func SimDevices(n int) ([]device.Device, error) {
-	devs := make([]device.Device, n)
-	for i := range devs {
-		devs[i] = sim.New(sim.Options{})
-	}
-	return devs, nil
+	return sim.Devices(n), nil
 }
 
 // Session is a trace, a live engine at a position in it, and the history of
@@ -74,8 +70,8 @@ type Session struct {
 	// the furthest position ever reached.
 	hist    []entry
 	ckpts   []int // indexes of executed records that checkpointed, ascending
-	errs    map[int]string
-	expects map[int][]string
+	errs    map[int]*engine.Error
+	expects map[int][]engine.ExpectFailure
 
 	// cloneable is false when the engine's devices cannot be snapshotted
 	// (the GPU): going back then re-runs from the start on fresh devices.
@@ -111,8 +107,8 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 		tr:      tr,
 		opts:    opts,
 		file:    opts.Source,
-		errs:    map[int]string{},
-		expects: map[int][]string{},
+		errs:    map[int]*engine.Error{},
+		expects: map[int][]engine.ExpectFailure{},
 		steps:   map[int]*engine.Step{},
 		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes},
 	}
@@ -227,7 +223,7 @@ func (s *Session) apply() *engine.Step {
 		if e.flags&flagCheckpoint != 0 {
 			s.ckpts = append(s.ckpts, i)
 		}
-		if st.Err != "" {
+		if st.Err != nil {
 			s.errs[i] = st.Err
 		}
 		if len(st.ExpectFailures) > 0 {
@@ -353,7 +349,7 @@ func (s *Session) StepAt(i int) *engine.Step {
 	return &engine.Step{
 		Index: i, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Device: sum.Device,
 		Action: sum.Action, Node: sum.Node, Parent: sum.Parent,
-		Checkpoint: sum.Checkpoint, Err: sum.Err, ExpectFailures: sum.ExpectFailures,
+		Checkpoint: sum.Checkpoint, Err: s.errs[i], ExpectFailures: s.expects[i],
 	}
 }
 
@@ -372,8 +368,8 @@ func (s *Session) Summary(i int) (Summary, bool) {
 		Kinds:          e.kinds,
 		Checkpoint:     e.flags&flagCheckpoint != 0,
 		Rerecord:       e.flags&flagRerecord != 0,
-		Err:            s.errs[i],
-		ExpectFailures: s.expects[i],
+		Err:            errText(s.errs[i]),
+		ExpectFailures: expectMessages(s.expects[i]),
 	}, true
 }
 
@@ -388,4 +384,22 @@ func (s *Session) LastCheckpoint(pos int) int {
 		return -1
 	}
 	return s.ckpts[i]
+}
+
+func errText(err *engine.Error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func expectMessages(fs []engine.ExpectFailure) []string {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Msg
+	}
+	return out
 }

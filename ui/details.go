@@ -92,11 +92,11 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 		}
 		out = append(out, "→ "+s.action(st.Action).Render(a)+fmt.Sprintf(" on dev %d", st.Device))
 	}
-	if st.Err != "" {
-		add(true, "error: "+st.Err, rs(s.Err))
+	if st.Err != nil {
+		add(true, "error: "+st.Err.Error(), rs(s.Err))
 	}
 	for _, f := range st.ExpectFailures {
-		add(true, "expect failed: "+f, rs(s.Err))
+		add(true, "expect failed: "+f.Msg, rs(s.Err))
 	}
 	for _, ev := range byImportance(st.Events) {
 		if ev.Kind == engine.EvError || ev.Kind == engine.EvExpectFailed {

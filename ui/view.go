@@ -306,7 +306,7 @@ func (m *Model) infoLine(w int) string {
 		if why == "" && len(st.Events) > 0 {
 			why = eventText(&st.Events[0])
 		}
-		if st.Err != "" {
+		if st.Err != nil {
 			return fit(s.Err.Render(fmt.Sprintf("line %d: error: %s", st.Line, st.Err)), w)
 		}
 		if why != "" {

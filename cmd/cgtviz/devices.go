@@ -18,24 +18,16 @@ func openDevices(name string, n int) ([]device.Device, func(), error) {
 	}
 	switch name {
 	case "sim":
-		return simDevices(n), func() {}, nil
+		return sim.Devices(n), func() {}, nil
 	case "cuda":
 		return cudaDevices(n)
 	case "auto":
 		if hasCUDA {
 			return cudaDevices(n)
 		}
-		return simDevices(n), func() {}, nil
+		return sim.Devices(n), func() {}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown device %q (want %s)", name, deviceChoices)
-}
-
-func simDevices(n int) []device.Device {
-	out := make([]device.Device, n)
-	for i := range out {
-		out[i] = sim.New(sim.Options{})
-	}
-	return out
 }
 
 // demoTrace reads the embedded demo trace.

@@ -426,7 +426,7 @@ func TestCaptureReplay(t *testing.T) {
 	captured := []device.Launch{
 		{K: ops.Mul, Out: y, A: x, BKind: ops.BScalar, Scalar: 2, N: n}, // y = 2x
 		{K: ops.Add, Out: z, A: y, B: x, BKind: ops.BTensor, N: n},      // z = y + x
-		{K: ops.Tanh, Out: w, A: z, N: n},                                   // w = tanh(z)
+		{K: ops.Tanh, Out: w, A: z, N: n},                               // w = tanh(z)
 	}
 	reference := func(xs []float32) []float32 {
 		out := make([]float32, n)

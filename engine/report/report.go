@@ -1,12 +1,12 @@
-package engine
+package report
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -14,20 +14,20 @@ import (
 // Report is the `cgtviz run --json` report (spec: trace-v1.md, "Reports").
 // Field names are a contract: tools and tests compare reports field by field.
 type Report struct {
-	Version      int              `json:"cgtviz_report"`
-	Trace        string           `json:"trace"`
-	Device       string           `json:"device"`
-	Steps        []ReportStep     `json:"steps"`
-	Nodes        []ReportNode     `json:"nodes"`
-	Counters     Counters         `json:"counters"`
-	Pool         ReportPool       `json:"pool"`
-	GraphPool    ReportPool       `json:"graph_pool"`
-	Expectations ReportExpections `json:"expectations"`
+	Version      int             `json:"cgtviz_report"`
+	Trace        string          `json:"trace"`
+	Device       string          `json:"device"`
+	Steps        []Step          `json:"steps"`
+	Nodes        []Node          `json:"nodes"`
+	Counters     engine.Counters `json:"counters"`
+	Pool         Pool            `json:"pool"`
+	GraphPool    Pool            `json:"graph_pool"`
+	Expectations Expectations    `json:"expectations"`
 }
 
-// ReportStep is one record's entry. Call-only fields are pointers so that
+// Step is one record's entry. Call-only fields are pointers so that
 // other records omit them.
-type ReportStep struct {
+type Step struct {
 	Line       int     `json:"line"`
 	Op         string  `json:"op"`
 	Fn         *string `json:"fn,omitempty"`
@@ -36,11 +36,10 @@ type ReportStep struct {
 	Parent     *int    `json:"parent,omitempty"`
 	Checkpoint *bool   `json:"checkpoint,omitempty"`
 	Error      *string `json:"error"`
-	isCall     bool
 }
 
-// ReportNode is one recorded graph node.
-type ReportNode struct {
+// Node is one recorded graph node.
+type Node struct {
 	ID             int    `json:"id"`
 	Fn             string `json:"fn"`
 	Device         int    `json:"device"`
@@ -49,43 +48,43 @@ type ReportNode struct {
 	RecordedAtLine int    `json:"recorded_at_line"`
 }
 
-// ReportPool summarises a pool.
-type ReportPool struct {
+// Pool summarises a pool.
+type Pool struct {
 	Segments          int   `json:"segments"`
 	ReservedBytes     int64 `json:"reserved_bytes"`
 	AllocatedBytes    int64 `json:"allocated_bytes"`
 	PeakReservedBytes int64 `json:"peak_reserved_bytes"`
 }
 
-// ReportExpections counts expect checks.
-type ReportExpections struct {
-	Passed int                 `json:"passed"`
-	Failed []ReportExpectation `json:"failed"`
+// Expectations counts expect checks.
+type Expectations struct {
+	Passed int           `json:"passed"`
+	Failed []Expectation `json:"failed"`
 }
 
-// ReportExpectation is one failed expect record.
-type ReportExpectation struct {
+// Expectation is one failed expect record.
+type Expectation struct {
 	Line    int    `json:"line"`
 	Message string `json:"message"`
 }
 
-// NewReport starts a report.
-func NewReport(name, device string) *Report {
-	return &Report{Version: 1, Trace: name, Device: device, Steps: []ReportStep{}, Nodes: []ReportNode{}, Expectations: ReportExpections{Failed: []ReportExpectation{}}}
+// New starts a report.
+func New(name, device string) *Report {
+	return &Report{Version: 1, Trace: name, Device: device, Steps: []Step{}, Nodes: []Node{}, Expectations: Expectations{Failed: []Expectation{}}}
 }
 
 // Add appends a step's entry and counts its expectations.
-func (r *Report) Add(s *Step) {
+func (r *Report) Add(s *engine.Step) {
 	r.Steps = append(r.Steps, r.Count(s))
 }
 
 // Count counts a step's expectations and returns its entry without keeping
 // it: a caller that streams the steps (cgtviz run on a long trace) keeps
 // memory flat.
-func (r *Report) Count(s *Step) ReportStep {
-	rs := ReportStep{Line: s.Line, Op: string(s.Op)}
-	if s.Err != "" {
-		msg := s.Err
+func (r *Report) Count(s *engine.Step) Step {
+	rs := Step{Line: s.Line, Op: string(s.Op)}
+	if s.Err != nil {
+		msg := s.Err.Error()
 		rs.Error = &msg
 	}
 	if s.Op == traces.OpCall {
@@ -105,14 +104,13 @@ func (r *Report) Count(s *Step) ReportStep {
 		}
 		cp := s.Checkpoint
 		rs.Checkpoint = &cp
-		rs.isCall = true
 	}
 	if s.Op == traces.OpExpect {
 		if len(s.ExpectFailures) == 0 {
 			r.Expectations.Passed++
 		}
 		for _, f := range s.ExpectFailures {
-			r.Expectations.Failed = append(r.Expectations.Failed, ReportExpectation{Line: s.Line, Message: f})
+			r.Expectations.Failed = append(r.Expectations.Failed, Expectation{Line: s.Line, Message: f.Msg})
 		}
 	}
 	return rs
@@ -122,10 +120,10 @@ func (r *Report) Count(s *Step) ReportStep {
 // through the returned function (call it with nil to finish, after Finish):
 // the same document as encoding/json gives for Report, without holding the
 // steps.
-func (r *Report) WriteJSONStream(w io.Writer) func(*ReportStep) error {
+func (r *Report) WriteJSONStream(w io.Writer) func(*Step) error {
 	first := true
 	started := false
-	return func(st *ReportStep) error {
+	return func(st *Step) error {
 		if !started {
 			started = true
 			head, err := json.Marshal(struct {
@@ -154,11 +152,11 @@ func (r *Report) WriteJSONStream(w io.Writer) func(*ReportStep) error {
 			return err
 		}
 		tail, err := json.MarshalIndent(struct {
-			Nodes        []ReportNode     `json:"nodes"`
-			Counters     Counters         `json:"counters"`
-			Pool         ReportPool       `json:"pool"`
-			GraphPool    ReportPool       `json:"graph_pool"`
-			Expectations ReportExpections `json:"expectations"`
+			Nodes        []Node          `json:"nodes"`
+			Counters     engine.Counters `json:"counters"`
+			Pool         Pool            `json:"pool"`
+			GraphPool    Pool            `json:"graph_pool"`
+			Expectations Expectations    `json:"expectations"`
 		}{r.Nodes, r.Counters, r.Pool, r.GraphPool, r.Expectations}, "", "  ")
 		if err != nil {
 			return err
@@ -169,88 +167,33 @@ func (r *Report) WriteJSONStream(w io.Writer) func(*ReportStep) error {
 	}
 }
 
-// Finish fills the nodes, counters and pools from the engine at the end.
-func (r *Report) Finish(e *Engine) {
-	r.Counters = e.Counters()
-	for _, ds := range e.devs {
-		m := ds.m
-		for _, n := range m.nodes {
-			rn := ReportNode{ID: n.ID, Fn: m.funcs[n.Fn].Name, Device: ds.index, RecordedAtLine: n.Line, Children: []int{}}
+// Finish fills the nodes, counters and pools from the engine's state at
+// the end of the run.
+func (r *Report) Finish(st *engine.State) {
+	r.Counters = st.Counters
+	for _, d := range st.Devices {
+		for _, n := range d.Nodes {
+			rn := Node{ID: n.ID, Fn: n.Fn, Device: d.Index, RecordedAtLine: n.RecordedAtLine, Children: append([]int{}, n.Children...)}
 			if n.Parent >= 0 {
 				p := n.Parent
 				rn.Parent = &p
 			}
-			for _, fid := range n.childOrder {
-				rn.Children = append(rn.Children, n.Children[fid]...)
-			}
 			r.Nodes = append(r.Nodes, rn)
 		}
 	}
-	if len(e.devs) > 0 {
-		ds := e.devs[0]
-		r.Pool = poolSummary(ds.alloc, nil)
-		id := ds.m.pool
-		r.GraphPool = poolSummary(ds.alloc, &id)
+	if len(st.Devices) > 0 {
+		t, g := st.Devices[0].Totals, st.Devices[0].Pool
+		r.Pool = Pool{Segments: t.Segments, ReservedBytes: t.ReservedBytes, AllocatedBytes: t.AllocatedBytes, PeakReservedBytes: t.PeakReserved}
+		r.GraphPool = Pool{Segments: len(g.Segments), ReservedBytes: g.ReservedBytes, AllocatedBytes: g.AllocatedBytes, PeakReservedBytes: g.PeakReserved}
 	}
-}
-
-func poolSummary(a *alloc.Allocator, id *alloc.PoolID) ReportPool {
-	var st alloc.Stats
-	var segs int
-	if id == nil {
-		st = a.Stats()
-		segs = len(a.Segments())
-	} else {
-		st = a.PoolStats(*id)
-		segs = len(a.PoolSegments(*id))
-	}
-	return ReportPool{Segments: segs, ReservedBytes: st.ReservedBytes[alloc.Aggregate].Current,
-		AllocatedBytes: st.AllocatedBytes[alloc.Aggregate].Current, PeakReservedBytes: st.ReservedBytes[alloc.Aggregate].Peak}
-}
-
-// RunTrace applies every record of tr on a fresh engine, calling each after
-// every record (each may return false to stop). It stops early on ctx's
-// cancellation.
-func RunTrace(ctx context.Context, tr *traces.Trace, opts Options, each func(*Step) bool) (*Engine, error) {
-	if opts.File == "" {
-		opts.File = tr.File
-	}
-	e, err := New(tr.Header, opts)
-	if err != nil {
-		return nil, err
-	}
-	for i := range tr.Records {
-		if i&1023 == 0 && ctx.Err() != nil {
-			return e, ctx.Err()
-		}
-		s := e.Apply(&tr.Records[i])
-		if each != nil && !each(s) {
-			break
-		}
-	}
-	return e, nil
-}
-
-// WriteText prints a human-readable report: one line per call and error,
-// the tree, counters and expectations.
-func (r *Report) WriteText(w io.Writer, tree string) error {
-	if _, err := fmt.Fprintf(w, "trace: %s (device %s)\n", r.Trace, r.Device); err != nil {
-		return err
-	}
-	for i := range r.Steps {
-		if err := r.Steps[i].WriteText(w); err != nil {
-			return err
-		}
-	}
-	return r.WriteSummary(w, tree)
 }
 
 // WriteText prints a step's line of the human-readable report: calls with
 // their action and node, and any record's error; nothing for the others.
-func (s *ReportStep) WriteText(w io.Writer) error {
+func (s *Step) WriteText(w io.Writer) error {
 	var b strings.Builder
 	switch {
-	case s.isCall || s.Op == "call":
+	case s.Op == "call":
 		act := "-"
 		if s.Action != nil {
 			act = *s.Action
@@ -313,8 +256,8 @@ func deref(s *string) string {
 // MarshalJSON writes a step with the spec's fields: every entry has line,
 // op and error; a call also has fn, action, node, parent (null when none)
 // and checkpoint.
-func (s ReportStep) MarshalJSON() ([]byte, error) {
-	if !s.isCall && s.Op != "call" {
+func (s Step) MarshalJSON() ([]byte, error) {
+	if s.Op != "call" {
 		return json.Marshal(struct {
 			Line  int     `json:"line"`
 			Op    string  `json:"op"`
@@ -338,7 +281,7 @@ func (s ReportStep) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a step written by MarshalJSON.
-func (s *ReportStep) UnmarshalJSON(b []byte) error {
+func (s *Step) UnmarshalJSON(b []byte) error {
 	var v struct {
 		Line       int     `json:"line"`
 		Op         string  `json:"op"`
@@ -352,33 +295,6 @@ func (s *ReportStep) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*s = ReportStep{Line: v.Line, Op: v.Op, Fn: v.Fn, Action: v.Action, Node: v.Node, Parent: v.Parent, Checkpoint: v.Checkpoint, Error: v.Error, isCall: v.Op == "call"}
+	*s = Step{Line: v.Line, Op: v.Op, Fn: v.Fn, Action: v.Action, Node: v.Node, Parent: v.Parent, Checkpoint: v.Checkpoint, Error: v.Error}
 	return nil
-}
-
-// RunReader is RunTrace over a streaming reader: records are read and
-// applied one at a time, so a trace of any length runs in memory bounded by
-// the engine's state (check the file first: the reader stops at the first
-// malformed record, with its error).
-func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*Step) bool) (*Engine, error) {
-	e, err := New(r.Header(), opts)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; ; i++ {
-		if i&1023 == 0 && ctx.Err() != nil {
-			return e, ctx.Err()
-		}
-		rec, err := r.Next()
-		if err == io.EOF {
-			return e, nil
-		}
-		if err != nil {
-			return e, err
-		}
-		s := e.Apply(&rec)
-		if each != nil && !each(s) {
-			return e, nil
-		}
-	}
 }

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	"io"
+
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// Records yields a trace's records one at a time: io.EOF after the last.
+// A *traces.Reader is one; SliceRecords wraps a trace held in memory.
+type Records interface {
+	Next() (traces.Record, error)
+}
+
+// SliceRecords yields the records of a trace already read.
+type SliceRecords struct {
+	recs []traces.Record
+	i    int
+}
+
+// NewSliceRecords yields recs in order.
+func NewSliceRecords(recs []traces.Record) *SliceRecords { return &SliceRecords{recs: recs} }
+
+// Next returns the next record, io.EOF after the last.
+func (s *SliceRecords) Next() (traces.Record, error) {
+	if s.i >= len(s.recs) {
+		return traces.Record{}, io.EOF
+	}
+	s.i++
+	return s.recs[s.i-1], nil
+}
+
+// Run applies every record from src on a fresh engine for hdr, calling
+// each after every record (each may return false to stop). It stops early
+// on ctx's cancellation, and at the first record src cannot give, with
+// src's error: a reader stops at the first malformed record, so check a
+// file first when its problems must be reported before anything runs.
+func Run(ctx context.Context, hdr traces.Header, src Records, opts Options, each func(*Step) bool) (*Engine, error) {
+	e, err := New(hdr, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; ; i++ {
+		if i&1023 == 0 && ctx.Err() != nil {
+			return e, ctx.Err()
+		}
+		rec, err := src.Next()
+		if err == io.EOF {
+			return e, nil
+		}
+		if err != nil {
+			return e, err
+		}
+		s := e.Apply(&rec)
+		if each != nil && !each(s) {
+			return e, nil
+		}
+	}
+}
+
+// RunTrace is Run over a trace held in memory.
+func RunTrace(ctx context.Context, tr *traces.Trace, opts Options, each func(*Step) bool) (*Engine, error) {
+	if opts.File == "" {
+		opts.File = tr.File
+	}
+	return Run(ctx, tr.Header, NewSliceRecords(tr.Records), opts, each)
+}
+
+// RunReader is Run over a streaming reader: a trace of any length runs in
+// memory bounded by the engine's state.
+func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*Step) bool) (*Engine, error) {
+	return Run(ctx, r.Header(), r, opts, each)
+}
