@@ -152,7 +152,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 		}
 		a := alloc.New(d, i, opts.AllocOptions)
 		ds := &devState{index: i, dev: d, alloc: a}
-		ds.m = newManager(ds, a.NewPoolID())
+		ds.m = newManager(e, ds, a.NewPoolID())
 		if err := a.BeginAllocateToPool(ds.m.pool, device.SideStream); err != nil {
 			return nil, fmt.Errorf("engine: device %d: create graph pool: %w", i, err)
 		}

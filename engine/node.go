@@ -175,25 +175,25 @@ func differentIndices(prev, curr [][]bool) []OutputIndex {
 }
 
 // checkInvariants is CUDAGraphNode.check_invariants.
-func (e *Engine) checkInvariants(m *manager, n *Node, args []*Tensor, rec *traces.Record) InvariantFailure {
+func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
 	fail := InvariantFailure{Node: n.ID, Input: -1}
-	if e.inputMoved(&fail, n, args, n.Managed, rec) {
+	if m.eng.inputMoved(&fail, n, c.args, n.Managed, c.rec) {
 		fail.Status = StatusCudagraphManagedIdxMismatch
 		return fail
 	}
 	path := m.path(n)
 	for _, oi := range n.ExpectedDeadBefore {
 		sid := path[oi.Depth].OutWeak[oi.Index]
-		if sid != 0 && e.tt.storageLive(sid) {
+		if sid != 0 && m.eng.tt.storageLive(sid) {
 			fail.Outputs = append(fail.Outputs, oi)
-			fail.OutputNames = append(fail.OutputNames, e.tt.nameOfStorage(sid))
+			fail.OutputNames = append(fail.OutputNames, m.eng.tt.nameOfStorage(sid))
 		}
 	}
 	if len(fail.Outputs) > 0 {
 		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
 		return fail
 	}
-	if e.inputMoved(&fail, n, args, n.Static, rec) {
+	if m.eng.inputMoved(&fail, n, c.args, n.Static, c.rec) {
 		fail.Status = StatusStaticInputIdxMismatch
 		return fail
 	}
@@ -225,16 +225,16 @@ func argName(rec *traces.Record, i int) string {
 }
 
 // executeNode replays n (execute_node + CUDAGraphNode.run).
-func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
+func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
 	// The graph's first nodes copy the non-static inputs into their
 	// placeholders (PyTorch's _foreach_copy_ before replay, in the graph);
 	// point them at the inputs' current addresses where they moved.
-	for i, t := range args {
+	for i, t := range c.args {
 		if n.Static[i] {
 			continue
 		}
-		src := e.tt.storages[t.Storage].Ptr
+		src := m.eng.tt.storages[t.Storage].Ptr
 		if cnt := numElems(t.Shape); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
@@ -250,25 +250,29 @@ func (e *Engine) executeNode(m *manager, n *Node, args []*Tensor, rec *traces.Re
 	m.cur = n.ID
 	m.pathState = PathExecution
 	m.warmups = nil
-	e.updateGeneration(m)
-	outs := e.reconstructOutputs(m, n, args, rec)
+	m.updateGeneration()
+	outs := m.reconstructOutputs(n, c)
 	n.Replays++
-	e.counters.Replays++
-	step.Node, step.Parent = n.ID, n.Parent
-	step.nodeFn = m.funcs[n.Fn].Name
-	step.hasParentFn = true
+	m.eng.counters.Replays++
+	c.step.
+		Node, c.step.Parent = n.ID, n.Parent
+	c.step.
+		nodeFn = m.funcs[n.Fn].Name
+	c.step.
+		hasParentFn = true
 	if n.Parent >= 0 {
-		step.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+		c.step.
+			parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
 	}
-	e.emit(Event{Kind: EvReplay, Line: rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
+	m.emit(Event{Kind: EvReplay, Line: c.rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
 	return outs, ActionReplay, nil
 }
 
 // reconstructOutputs is reconstruct_outputs: cached outputs are the same
 // tensor objects every replay; the others are rebuilt on non-owning storages
 // at the recorded pointers.
-func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *traces.Record) []*Tensor {
-	tt := e.tt
+func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
+	tt := m.eng.tt
 	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
 		n.Cached = make([]int, len(n.Outputs))
@@ -277,8 +281,8 @@ func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *tr
 				continue
 			}
 			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
-				Line: rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
-			t := tt.newTensor(st, o.Shape, rec.Line, st.What)
+				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
 			t.holds = 0
 			t.Cached = true
 			st.Refs = 0
@@ -296,15 +300,15 @@ func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *tr
 			continue
 		}
 		if o.Alias == aliasInput {
-			outs[i] = tt.newTensor(tt.storages[args[o.Input].Storage], o.Shape, rec.Line, fmt.Sprintf("%s output %d", fname, i))
+			outs[i] = tt.newTensor(tt.storages[c.args[o.Input].Storage], o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
 			continue
 		}
 		if o.Alias == aliasStatic {
 			t := tt.tensors[o.StaticTensor]
 			if t == nil {
 				// The static tensor object died; rebuild a view of its storage.
-				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
-				outs[i] = tt.newTensor(st, o.Shape, rec.Line, st.What)
+				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
+				outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
 				continue
 			}
 			tt.hold(t)
@@ -322,9 +326,9 @@ func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *tr
 		}
 		if st == nil {
 			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
-				Line: rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
 		}
-		outs[i] = tt.newTensor(st, o.Shape, rec.Line, st.What)
+		outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
 		n.OutWeak[i] = st.ID
 	}
 	return outs
@@ -332,12 +336,13 @@ func (e *Engine) reconstructOutputs(m *manager, n *Node, args []*Tensor, rec *tr
 
 // runWarmup is run_eager: a warmup node runs the function eagerly with
 // every allocation in the graph pool.
-func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
-	e.markHeavy()
-	already := e.warmed(f)
-	f.Warmups++
+func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	already := m.eng.warmed(c.f)
+	c.f.
+		Warmups++
 	m.warmupCounter--
-	w := &WarmupNode{ID: m.warmupCounter, Fn: f.ID, ParentGraph: -1, Line: rec.Line, AlreadyWarm: already}
+	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
 	if cw := m.curWarmup(); cw != nil {
 		w.ParentWarm = cw.ID
 	} else if cn := m.curNode(); cn != nil {
@@ -346,7 +351,7 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 	// Outputs that are (views of) inputs are rebuilt by AOTAutograd outside
 	// the compiled model, so the warmup node never sees them.
 	nonPath := map[int]bool{}
-	for _, t := range args {
+	for _, t := range c.args {
 		nonPath[t.Storage] = true
 	}
 	if m.warmups == nil {
@@ -355,22 +360,22 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 	m.warmups[w.ID] = w
 	m.cur = w.ID
 	m.pathState = PathWarmup
-	e.updateGeneration(m)
-	if err := e.raiseStaleArg(args); err != nil {
+	m.updateGeneration()
+	if err := m.eng.raiseStaleArg(c.args); err != nil {
 		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
 		// and the warmup run raises on it, its node already current.
 		w.Failed = true
-		e.emit(Event{Kind: EvWarmup, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
-			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", f.ID)})
+		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
+			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
 		return nil, "", &keptError{err}
 	}
 	a := m.ds.alloc
-	what := fmt.Sprintf("call %s: warmup %d", f.Name, w.ID)
-	a.SetContext(rec.Line, what)
+	what := fmt.Sprintf("call %s: warmup %d", c.f.Name, w.ID)
+	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
 	}
-	outs, err := e.runBody(m.ds, f, args, bodyRun{stream: device.SideStream, pool: poolGraph, line: rec.Line, what: fmt.Sprintf("%s (warmup)", f.Name)})
+	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (warmup)", c.f.Name)})
 	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
 		err = endErr
 	}
@@ -378,7 +383,7 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 		return nil, "", err
 	}
 	for i, t := range outs {
-		s := e.tt.storages[t.Storage]
+		s := m.eng.tt.storages[t.Storage]
 		if nonPath[s.ID] || s.Ptr == 0 {
 			w.OutWeak = append(w.OutWeak, 0)
 		} else {
@@ -386,29 +391,29 @@ func (e *Engine) runWarmup(m *manager, f *Function, args []*Tensor, rec *traces.
 		}
 		w.OutShapes = append(w.OutShapes, outs[i].Shape)
 	}
-	e.counters.Warmups++
-	msg := fmt.Sprintf("Running warmup of function %d", f.ID)
+	m.eng.counters.Warmups++
+	msg := fmt.Sprintf("Running warmup of function %d", c.f.ID)
 	if already {
-		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", f.ID)
+		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
 	}
-	e.emit(Event{Kind: EvWarmup, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
+	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
 	return outs, ActionWarmup, nil
 }
 
 // runEagerOutside runs the model eagerly outside the pool: the tree is not
 // touched (a mutation skip or the re-record limit).
-func (e *Engine) runEagerOutside(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step, why string) ([]*Tensor, Action, error) {
-	e.markHeavy()
-	m.ds.alloc.SetContext(rec.Line, fmt.Sprintf("call %s: eager", f.Name))
-	outs, err := e.runBody(m.ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: rec.Line, what: fmt.Sprintf("%s (eager)", f.Name)})
+func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	m.ds.alloc.SetContext(c.rec.Line, fmt.Sprintf("call %s: eager", c.f.Name))
+	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: c.rec.Line, what: fmt.Sprintf("%s (eager)", c.f.Name)})
 	if err != nil {
 		return nil, "", err
 	}
-	e.counters.Eager++
+	m.eng.counters.Eager++
 	if why == "" {
 		why = "mutates an input that is neither static nor an output of the current path"
 	}
-	e.emit(Event{Kind: EvEager, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: fmt.Sprintf("Running eager of function %d: %s", f.ID, why)})
+	m.emit(Event{Kind: EvEager, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: fmt.Sprintf("Running eager of function %d: %s", c.f.ID, why)})
 	return outs, ActionEager, nil
 }
 
@@ -416,39 +421,39 @@ func (e *Engine) runEagerOutside(m *manager, f *Function, args []*Tensor, rec *t
 // are classified and copied into the pool, the body is captured, outputs
 // are classified, the pool's state is checkpointed, and the graph replays
 // once to produce the first outputs.
-func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
-	e.markHeavy()
-	tt := e.tt
+func (m *manager) recordFunction(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	tt := m.eng.tt
 	dev := m.ds.dev
 	a := m.ds.alloc
 	parent := m.curNode()
 	id := len(m.nodes)
-	n := &Node{ID: id, Fn: f.ID, Parent: -1, Line: rec.Line, Mode: f.Mode, Cause: cause, Failures: failures,
-		Children: map[int][]int{}, InputShapes: f.Shapes}
+	n := &Node{ID: id, Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
+		Children: map[int][]int{}, InputShapes: c.f.Shapes}
 	if parent != nil {
 		n.Parent, n.Depth = parent.ID, parent.Depth+1
 	}
 	parentPath := m.path(parent)
-	nIn := len(args)
+	nIn := len(c.args)
 	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
 	n.CopySrc = make([]device.Ptr, nIn)
-	for i, t := range args {
+	for i, t := range c.args {
 		s := tt.storages[t.Storage]
-		n.InputNames[i] = argName(rec, i)
+		n.InputNames[i] = argName(c.rec, i)
 		if parent != nil && parent.isPathOutputPtr(m, s.Ptr) {
 			n.Managed[i] = true
 		}
-		n.Static[i] = f.Static[i] || n.Managed[i]
+		n.Static[i] = c.f.Static[i] || n.Managed[i]
 		if n.Static[i] {
 			n.Ptrs[i] = s.Ptr
 		}
 	}
 	if parent != nil {
-		n.LivenessBefore = e.liveness(parentPath)
+		n.LivenessBefore = m.eng.liveness(parentPath)
 		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
 	}
-	what := fmt.Sprintf("call %s: record #%d", f.Name, id)
-	a.SetContext(rec.Line, what)
+	what := fmt.Sprintf("call %s: record #%d", c.f.Name, id)
+	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
 	}
@@ -466,22 +471,22 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	// placeholders.
 	bodyArgs := make([]*Tensor, nIn)
 	var copies []*Tensor
-	for i, t := range args {
+	for i, t := range c.args {
 		if n.Static[i] {
 			bodyArgs[i] = t
 			continue
 		}
 		s := tt.storages[t.Storage]
-		cs, err := e.allocStorage(m.ds, s.Bytes, device.SideStream, poolGraph, rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", f.Name, i, id))
+		cs, err := m.eng.allocStorage(m.ds, s.Bytes, device.SideStream, poolGraph, c.rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", c.f.Name, i, id))
 		if err != nil {
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
-		ct := tt.newTensor(cs, t.Shape, rec.Line, cs.What)
+		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
 		copies = append(copies, ct)
 		bodyArgs[i] = ct
 		n.Ptrs[i] = cs.Ptr
 	}
-	e.warnClobberedInputs(m, f, n, args, rec)
+	m.warnClobberedInputs(c, n)
 	// torch.cuda.graph's __enter__ empties the cache on every recording.
 	if err := a.EmptyCache(); err != nil {
 		return nil, "", err
@@ -499,7 +504,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	}()
 	// The input copies are the graph's first nodes: every replay copies
 	// the inputs' current values into the placeholders.
-	for i, t := range args {
+	for i, t := range c.args {
 		if n.Static[i] {
 			continue
 		}
@@ -511,7 +516,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 			n.CopySrc[i] = src
 		}
 	}
-	outs, err := e.runBody(m.ds, f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: rec.Line, what: fmt.Sprintf("%s (record #%d)", f.Name, id)})
+	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (record #%d)", c.f.Name, id)})
 	// The owning input copies die with the body (the model clears its inputs).
 	for _, ct := range copies {
 		if rerr := tt.release(ct); rerr != nil && err == nil {
@@ -537,7 +542,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	}
 	// _add_first_outputs
 	if parent != nil {
-		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, e.liveness(parentPath))
+		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, m.eng.liveness(parentPath))
 	}
 	// Outputs that are (views of) inputs: AOTAutograd rebuilds them from
 	// the caller's tensors outside the graph. Point them at the caller's
@@ -551,7 +556,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 		if !ok {
 			continue
 		}
-		nt := tt.newTensor(tt.storages[args[j].Storage], t.Shape, t.Line, t.What)
+		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
 		if err := tt.release(t); err != nil {
 			return nil, "", fmt.Errorf("record #%d: %w", id, err)
 		}
@@ -564,7 +569,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 		s := tt.storages[t.Storage]
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, Bytes: s.Bytes}
 		j, isInput := 0, false
-		for k, a := range args {
+		for k, a := range c.args {
 			if a.Storage == t.Storage {
 				j, isInput = k, true
 				break
@@ -578,8 +583,8 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 			o.StaticTensor = t.ID
 			t.Cached = true
 			s.Pins++
-		case e.priorOutput(parentPath, s) != nil:
-			oi := *e.priorOutput(parentPath, s)
+		case m.eng.priorOutput(parentPath, s) != nil:
+			oi := *m.eng.priorOutput(parentPath, s)
 			o.Alias, o.Prior = aliasPrior, oi
 			parentPath[oi.Depth].Outputs[oi.Index].Unaliased = false
 		default:
@@ -597,7 +602,7 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 		n.Outputs[i] = o
 	}
 	path := append(append([]*Node(nil), parentPath...), n)
-	n.LivenessAfter = e.liveness(path)
+	n.LivenessAfter = m.eng.liveness(path)
 	st, err := a.GetCheckpointState(m.pool)
 	if err != nil {
 		return nil, "", fmt.Errorf("record #%d: checkpoint state: %w", id, err)
@@ -619,36 +624,40 @@ func (e *Engine) recordFunction(m *manager, f *Function, args []*Tensor, rec *tr
 	}
 	m.nodes = append(m.nodes, n)
 	if parent == nil {
-		if len(m.roots[f.ID]) == 0 {
-			m.rootOrder = append(m.rootOrder, f.ID)
+		if len(m.roots[c.f.ID]) == 0 {
+			m.rootOrder = append(m.rootOrder, c.f.ID)
 		}
-		m.roots[f.ID] = append(m.roots[f.ID], id)
+		m.roots[c.f.ID] = append(m.roots[c.f.ID], id)
 	} else {
-		if len(parent.Children[f.ID]) == 0 {
-			parent.childOrder = append(parent.childOrder, f.ID)
+		if len(parent.Children[c.f.ID]) == 0 {
+			parent.childOrder = append(parent.childOrder, c.f.ID)
 		}
-		parent.Children[f.ID] = append(parent.Children[f.ID], id)
+		parent.Children[c.f.ID] = append(parent.Children[c.f.ID], id)
 	}
 	m.cur = id
 	m.pathState = PathRecording
 	m.warmups = nil
-	e.updateGeneration(m)
-	e.counters.Recordings++
+	m.updateGeneration()
+	m.eng.counters.Recordings++
 	if rerecord {
-		e.counters.Rerecords++
+		m.eng.counters.Rerecords++
 	}
-	step.Node, step.Parent = id, n.Parent
-	step.nodeFn = f.Name
-	step.hasParentFn = true
+	c.step.
+		Node, c.step.Parent = id, n.Parent
+	c.step.
+		nodeFn = c.f.Name
+	c.step.
+		hasParentFn = true
 	if parent != nil {
-		step.parentFn = m.funcs[parent.Fn].Name
+		c.step.
+			parentFn = m.funcs[parent.Fn].Name
 	}
-	msg := fmt.Sprintf("Recording function %d of graph recording id %d", f.ID, id)
+	msg := fmt.Sprintf("Recording function %d of graph recording id %d", c.f.ID, id)
 	if len(n.Kernels) == 0 {
-		e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: n.Parent,
+		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
 			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
 	}
-	e.emit(Event{Kind: EvRecord, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: n.Parent,
+	m.emit(Event{Kind: EvRecord, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
 		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
 	return outs, ActionRecord, nil
 }
@@ -671,24 +680,24 @@ func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
 // very recording lands on it and an input copy writes there before the
 // input is read (an earlier input's copy, or any copy for an input read in
 // place). PyTorch 2.11 does the same silently; a debugger says so.
-func (e *Engine) warnClobberedInputs(m *manager, f *Function, n *Node, args []*Tensor, rec *traces.Record) {
-	for i, t := range args {
-		s := e.tt.storages[t.Storage]
+func (m *manager) warnClobberedInputs(c *call, n *Node) {
+	for i, t := range c.args {
+		s := m.eng.tt.storages[t.Storage]
 		if s == nil || s.Pool != poolGraph || s.Owned || s.Ptr == 0 {
 			continue
 		}
-		for j := range args {
+		for j := range c.args {
 			if n.Static[j] || (!n.Static[i] && j >= i) {
 				continue
 			}
-			c := n.Ptrs[j]
-			cb := e.tt.storages[args[j].Storage].Bytes
-			if c >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= c+device.Ptr(cb) {
+			p := n.Ptrs[j]
+			pb := m.eng.tt.storages[c.args[j].Storage].Bytes
+			if p >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= p+device.Ptr(pb) {
 				continue
 			}
-			e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
-				Tensors: []string{argName(rec, i)}, Ptrs: []uint64{uint64(s.Ptr)},
-				Msg: fmt.Sprintf("input %d (%s) is a replay output the allocator believes free: the placeholder of input %d lands on it at %#x, so its value is overwritten before it is read (PyTorch does the same)", i, argName(rec, i), j, c)})
+			m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
+				Tensors: []string{argName(c.rec, i)}, Ptrs: []uint64{uint64(s.Ptr)},
+				Msg: fmt.Sprintf("input %d (%s) is a replay output the allocator believes free: the placeholder of input %d lands on it at %#x, so its value is overwritten before it is read (PyTorch does the same)", i, argName(c.rec, i), j, p)})
 			break
 		}
 	}

@@ -25,15 +25,7 @@ type lightState struct {
 	genTracker int
 	markStep   int
 	counters   Counters
-	mgrs       []mgrLight
-}
-
-type mgrLight struct {
-	warmups                    map[int]*WarmupNode
-	cur, pathState, currentGen int
-	pendingBackward            bool
-	warmupCounter, failCounter int
-	checkpoints                int
+	mgrs       []pathScalars
 }
 
 type snapshot struct {
@@ -49,9 +41,7 @@ func (e *Engine) saveLight() {
 	l.genTracker, l.markStep, l.counters = e.genTracker, e.markStep, e.counters
 	l.mgrs = l.mgrs[:0]
 	for _, ds := range e.devs {
-		m := ds.m
-		l.mgrs = append(l.mgrs, mgrLight{warmups: m.warmups, cur: m.cur, pathState: int(m.pathState), currentGen: m.currentGen, pendingBackward: m.pendingBackward,
-			warmupCounter: m.warmupCounter, failCounter: m.failCounter, checkpoints: m.checkpoints})
+		l.mgrs = append(l.mgrs, ds.m.pathScalars)
 	}
 	if e.check {
 		// The checker may fail a record after it succeeded: save it all.
@@ -63,10 +53,7 @@ func (e *Engine) restoreLight() {
 	l := &e.light
 	e.genTracker, e.markStep, e.counters = l.genTracker, l.markStep, l.counters
 	for i, ds := range e.devs {
-		m, s := ds.m, l.mgrs[i]
-		m.warmups = s.warmups
-		m.cur, m.pathState, m.currentGen, m.pendingBackward = s.cur, PathState(s.pathState), s.currentGen, s.pendingBackward
-		m.warmupCounter, m.failCounter, m.checkpoints = s.warmupCounter, s.failCounter, s.checkpoints
+		ds.m.pathScalars = l.mgrs[i]
 	}
 }
 
@@ -104,7 +91,7 @@ func (e *Engine) rollback() {
 		}
 		for i, ds := range e.devs {
 			ds.m = s.mgrs[i]
-			ds.m.ds = ds
+			ds.m.ds, ds.m.eng = ds, e
 			ds.alloc = s.allocs[i]
 			if s.devSnaps[i] != nil {
 				ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
@@ -209,7 +196,7 @@ func (e *Engine) Clone() (*Engine, error) {
 		nd := dc.CloneDevice()
 		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
 		nds.m = ds.m.clone()
-		nds.m.ds = nds
+		nds.m.ds, nds.m.eng = nds, &c
 		c.devs[i] = nds
 	}
 	c.events = nil

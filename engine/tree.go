@@ -15,25 +15,25 @@ import (
 // (PyTorch uses None).
 const noNode = math.MinInt32
 
-// manager is one device's CUDAGraphTreeManager.
+// manager is one device's CUDAGraphTreeManager. The methods named after
+// PyTorch's (run, recordFunction, executeNode, ...) live in the files of
+// their concern: manager.go, record.go, execute.go, checkpoint.go,
+// dealloc.go (see docs/architecture.md).
 type manager struct {
+	// eng is what every device's manager shares: the tensors, the events,
+	// the config, Dynamo's generation counter.
+	eng  *Engine
 	ds   *devState
 	pool alloc.PoolID
+	// pathScalars are the fields a replay changes before it can fail; the
+	// rollback of a record saves and restores them whole (snapshot.go).
+	pathScalars
 	// nodes are the recorded CUDAGraphNodes by graph id.
 	nodes []*Node
 	// roots maps a FunctionID to its root nodes; rootOrder keeps the order
 	// in which functions first got a root (Python dict order).
 	roots     map[int][]int
 	rootOrder []int
-	// warmups are the warmup nodes of the current path by (negative) id.
-	warmups map[int]*WarmupNode
-	// cur is the current node: a graph id (>= 0), a warmup id (< 0), or
-	// noNode.
-	cur             int
-	pathState       PathState
-	currentGen      int
-	pendingBackward bool
-	mode            traces.Mode
 
 	funcs  []*Function
 	fnKeys map[string]int
@@ -48,16 +48,26 @@ type manager struct {
 	mutationHint map[int]map[int]bool
 	// numRerecord is num_rerecord[node][fid].
 	numRerecord map[int]map[int]int
-
-	warmupCounter int
-	checkpoints   int
-	failCounter   int
 }
 
-func newManager(ds *devState, pool alloc.PoolID) *manager {
+// pathScalars are the manager's small fields: where the path stands.
+type pathScalars struct {
+	// warmups are the warmup nodes of the current path by (negative) id.
+	warmups map[int]*WarmupNode
+	// cur is the current node: a graph id (>= 0), a warmup id (< 0), or
+	// noNode.
+	cur             int
+	pathState       PathState
+	currentGen      int
+	pendingBackward bool
+	warmupCounter   int
+	checkpoints     int
+}
+
+func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
-		ds: ds, pool: pool, cur: noNode, currentGen: -1,
-		roots: map[int][]int{}, warmups: map[int]*WarmupNode{}, fnKeys: map[string]int{},
+		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
+		roots: map[int][]int{}, fnKeys: map[string]int{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
 		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
 	}
@@ -95,19 +105,19 @@ func (e *Engine) currGeneration() int {
 	return e.genTracker
 }
 
-func (e *Engine) inNewInvocation(m *manager) bool { return m.currentGen != e.currGeneration() }
+func (m *manager) inNewInvocation() bool { return m.currentGen != m.eng.currGeneration() }
 
-func (e *Engine) canStartNewGeneration(m *manager) bool {
-	if !e.inNewInvocation(m) {
+func (m *manager) canStartNewGeneration() bool {
+	if !m.inNewInvocation() {
 		return false
 	}
-	if e.markStep != 0 {
+	if m.eng.markStep != 0 {
 		return true
 	}
 	return !m.pendingBackward
 }
 
-func (e *Engine) updateGeneration(m *manager) { m.currentGen = e.currGeneration() }
+func (m *manager) updateGeneration() { m.currentGen = m.eng.currGeneration() }
 
 // ---- the call ----
 
@@ -156,7 +166,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, limited, err := e.function(m, def, shapes, static, aliasPattern(args))
+	f, limited, err := m.function(def, shapes, static, aliasPattern(args))
 	if err != nil {
 		return err
 	}
@@ -191,7 +201,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	for _, t := range args {
 		e.tt.hold(t)
 	}
-	outs, act, err := e.run(m, f, args, rec, step)
+	outs, act, err := m.run(&call{f: f, args: args, rec: rec, step: step})
 	for _, t := range args {
 		e.tt.release(t)
 	}
@@ -264,9 +274,9 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 // graph accepts the call and the code object is at Dynamo's recompile
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
-func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
+func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
 	code := def.Fn
-	if e.sharedCode {
+	if m.eng.sharedCode {
 		code = ""
 	}
 	cs := m.compiles[code]
@@ -279,14 +289,14 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	}
 	ent := cs.lookup(def.Fn, shapes, alias)
 	if ent == nil {
-		if len(cs.entries) >= e.recompileLimit {
+		if len(cs.entries) >= m.eng.recompileLimit {
 			p, err := compilePlan(def, shapes)
 			if err != nil {
 				return nil, false, err
 			}
 			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, plan: p, Mutated: mutatedParams(def)}, true, nil
 		}
-		e.markHeavy()
+		m.eng.markHeavy()
 		ent = cs.recompile(def.Fn, shapes, alias, static)
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
@@ -308,7 +318,7 @@ func (e *Engine) function(m *manager, def *traces.Record, shapes [][]int, static
 	if err != nil {
 		return nil, false, err
 	}
-	e.markHeavy()
+	m.eng.markHeavy()
 	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.gen, plan: p, Mutated: mutatedParams(def)}
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
@@ -509,14 +519,14 @@ func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns
 func (m *manager) nodeKey() int { return m.cur }
 
 // run is CUDAGraphTreeManager._run, in PyTorch 2.11's order.
-func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record, step *Step) ([]*Tensor, Action, error) {
+func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	if m.pathState == PathRecording {
-		if err := e.tryEndCurrRecording(m, f, args, rec); err != nil {
+		if err := m.tryEndCurrRecording(c); err != nil {
 			return nil, "", err
 		}
 	}
 	if m.pathState == PathWarmup {
-		if err := e.tryEndCurrWarmup(m, f, args, rec); err != nil {
+		if err := m.tryEndCurrWarmup(c); err != nil {
 			return nil, "", err
 		}
 	}
@@ -525,36 +535,36 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 	// where 2.11 first touches the input's data: the mutation check, an
 	// eager run, the warmup run (after its node became current), or the
 	// invariant checks and the recording (the tree unchanged).
-	stale := e.raiseStaleArg(args)
+	stale := m.eng.raiseStaleArg(c.args)
 	nid := m.nodeKey()
-	if _, ok := m.mutationHint[nid][f.ID]; !ok {
-		if stale != nil && len(f.Mutated) > 0 {
+	if _, ok := m.mutationHint[nid][c.f.ID]; !ok {
+		if stale != nil && len(c.f.Mutated) > 0 {
 			return nil, "", &keptError{stale}
 		}
-		e.updateMutationHint(m, f, args, rec)
+		m.updateMutationHint(c)
 	}
-	if m.mutationHint[nid][f.ID] || e.exceedRerecordLimit(m, nid, f) {
+	if m.mutationHint[nid][c.f.ID] || m.exceedRerecordLimit(nid, c.f) {
 		if stale != nil {
 			return nil, "", &keptError{stale}
 		}
-		return e.runEagerOutside(m, f, args, rec, step, "")
+		return m.runEagerOutside(c, "")
 	}
-	if !e.warmed(f) || m.pathState == PathWarmup {
+	if !m.eng.warmed(c.f) || m.pathState == PathWarmup {
 		if m.pathState == PathExecution {
-			if err := e.applyCheckpoint(m, rec, step); err != nil {
+			if err := m.applyCheckpoint(c); err != nil {
 				return nil, "", err
 			}
 		}
-		return e.runWarmup(m, f, args, rec, step)
+		return m.runWarmup(c)
 	}
 	if stale != nil {
 		return nil, "", &keptError{stale}
 	}
 	var candidates []int
 	if cn := m.curNode(); cn != nil {
-		candidates = cn.Children[f.ID]
+		candidates = cn.Children[c.f.ID]
 	} else {
-		candidates = m.roots[f.ID]
+		candidates = m.roots[c.f.ID]
 	}
 	cause := CauseRecordingPath
 	var failures []InvariantFailure
@@ -566,12 +576,12 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 		}
 		for _, id := range candidates {
 			child := m.nodes[id]
-			fail := e.checkInvariants(m, child, args, rec)
+			fail := m.checkInvariants(child, c)
 			if fail.Status == StatusSuccess {
-				return e.executeNode(m, child, args, rec, step)
+				return m.executeNode(child, c)
 			}
 			failures = append(failures, fail)
-			e.emit(Event{Kind: EvInvariantFailed, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: id, Parent: child.Parent,
+			m.emit(Event{Kind: EvInvariantFailed, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: child.Parent,
 				Failures: []InvariantFailure{fail}, Msg: fail.Describe()})
 			if fail.Status == StatusStaticInputIdxMismatch || fail.Status == StatusCudagraphManagedIdxMismatch {
 				rerecord = true
@@ -580,27 +590,27 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 		if len(candidates) > 0 {
 			cause = CauseInvariants
 		}
-		if m.cur != noNode && len(m.roots[f.ID]) > 0 {
+		if m.cur != noNode && len(m.roots[c.f.ID]) > 0 {
 			// A root function: maybe restart from the roots.
-			e.tryEndCurrExecution(m, rec)
+			m.tryEndCurrExecution(c)
 			if m.cur == noNode {
-				return e.run(m, f, args, rec, step)
+				return m.run(c)
 			}
 		}
-		if len(f.Mutated) > 0 {
-			e.updateMutationHint(m, f, args, rec)
-			if m.mutationHint[m.nodeKey()][f.ID] {
-				return e.runEagerOutside(m, f, args, rec, step, "")
+		if len(c.f.Mutated) > 0 {
+			m.updateMutationHint(c)
+			if m.mutationHint[m.nodeKey()][c.f.ID] {
+				return m.runEagerOutside(c, "")
 			}
 		}
 		if rerecord {
 			nid := m.nodeKey()
-			e.markHeavy()
+			m.eng.markHeavy()
 			if m.numRerecord[nid] == nil {
 				m.numRerecord[nid] = map[int]int{}
 			}
-			m.numRerecord[nid][f.ID]++
-			if e.exceedRerecordLimit(m, nid, f) {
+			m.numRerecord[nid][c.f.ID]++
+			if m.exceedRerecordLimit(nid, c.f) {
 				reason := ""
 				for _, fl := range failures {
 					if fl.Status != StatusExpectedDeadIndicesBeforeGraphMismatch {
@@ -611,16 +621,15 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 				if nid != noNode {
 					node = fmt.Sprint(nid)
 				}
-				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.",
-					f.ID, e.cfg.RerecordLimit, node, reason)
-				e.emit(Event{Kind: EvSkip, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: msg})
-				return e.runEagerOutside(m, f, args, rec, step, msg)
+				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.
+					ID, m.eng.cfg.RerecordLimit, node, reason)
+				m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
+				return m.runEagerOutside(c, msg)
 			}
 		}
-		m.failCounter++
-		e.tryEndCurrExecution(m, rec)
+		m.tryEndCurrExecution(c)
 		if m.cur != noNode {
-			if err := e.applyCheckpoint(m, rec, step); err != nil {
+			if err := m.applyCheckpoint(c); err != nil {
 				return nil, "", err
 			}
 		}
@@ -628,7 +637,7 @@ func (e *Engine) run(m *manager, f *Function, args []*Tensor, rec *traces.Record
 			cause = CauseNewRoot
 		}
 	}
-	return e.recordFunction(m, f, args, rec, step, cause, failures, rerecord)
+	return m.recordFunction(c, cause, failures, rerecord)
 }
 
 func rerecordReason(f InvariantFailure) string {
@@ -639,42 +648,42 @@ func rerecordReason(f InvariantFailure) string {
 	return fmt.Sprintf("%s.\ninput name: %s. data pointer changed from %#x to %#x", f.Status, name, f.Old, f.New)
 }
 
-func (e *Engine) exceedRerecordLimit(m *manager, nid int, f *Function) bool {
-	return m.numRerecord[nid][f.ID] > e.cfg.RerecordLimit
+func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
+	return m.numRerecord[nid][f.ID] > m.eng.cfg.RerecordLimit
 }
 
 // updateMutationHint is _update_non_cudagraph_managed_mutation: a function
 // that mutates an input that is neither static nor an output of the current
 // path runs eagerly at this position; the skip is logged once per function.
-func (e *Engine) updateMutationHint(m *manager, f *Function, args []*Tensor, rec *traces.Record) {
-	e.markHeavy()
+func (m *manager) updateMutationHint(c *call) {
+	m.eng.markHeavy()
 	nid := m.nodeKey()
 	if m.mutationHint[nid] == nil {
 		m.mutationHint[nid] = map[int]bool{}
 	}
 	var bad []int
-	for _, i := range f.Mutated {
-		if f.Static[i] {
+	for _, i := range c.f.Mutated {
+		if c.f.Static[i] {
 			continue
 		}
-		if e.isRecordedTensor(m, args[i]) {
+		if m.isRecordedTensor(c.args[i]) {
 			continue
 		}
 		bad = append(bad, i)
 	}
 	if len(bad) == 0 {
-		m.mutationHint[nid][f.ID] = false
+		m.mutationHint[nid][c.f.ID] = false
 		return
 	}
-	m.mutationHint[nid][f.ID] = true
-	if m.warnedMutation[f.ID] {
+	m.mutationHint[nid][c.f.ID] = true
+	if m.warnedMutation[c.f.ID] {
 		return
 	}
-	m.warnedMutation[f.ID] = true
-	def := e.defs[f.Name]
+	m.warnedMutation[c.f.ID] = true
+	def := m.eng.defs[c.f.Name]
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
-		len(bad), e.file, rec.Line, f.Name, mutationText(def, bad))
-	e.emit(Event{Kind: EvSkip, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1, Msg: msg})
+		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
+	m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
 }
 
 func mutationText(def *traces.Record, idx []int) string {
@@ -688,14 +697,14 @@ func mutationText(def *traces.Record, idx []int) string {
 
 // isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
 // does t's storage lie at a pointer recorded as an output of the path?
-func (e *Engine) isRecordedTensor(m *manager, t *Tensor) bool {
-	st := e.tt.storages[t.Storage]
+func (m *manager) isRecordedTensor(t *Tensor) bool {
+	st := m.eng.tt.storages[t.Storage]
 	if st == nil || st.Ptr == 0 {
 		return false
 	}
 	if w := m.curWarmup(); w != nil {
-		for _, sid := range e.warmupPathLive(m, w) {
-			if s := e.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
+		for _, sid := range m.warmupPathLive(w) {
+			if s := m.eng.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
 				return true
 			}
 		}
@@ -709,36 +718,36 @@ func (e *Engine) isRecordedTensor(m *manager, t *Tensor) bool {
 
 // ---- ending paths ----
 
-func (e *Engine) tryEndCurrRecording(m *manager, f *Function, args []*Tensor, rec *traces.Record) error {
-	if e.canStartNewGeneration(m) {
-		if err := e.deallocCurrentPath(m, args, rec); err != nil {
+func (m *manager) tryEndCurrRecording(c *call) error {
+	if m.canStartNewGeneration() {
+		if err := m.deallocCurrentPath(c); err != nil {
 			return err
 		}
-		e.endPath(m, rec, whyNewGeneration)
+		m.endPath(c, whyNewGeneration)
 		return nil
 	}
-	if e.allOutputsDead(m) {
-		e.endPath(m, rec, whyAllDead)
+	if m.allOutputsDead() {
+		m.endPath(c, whyAllDead)
 		return nil
 	}
-	e.checkWarnOnUnableToStart(m, f, rec)
+	m.checkWarnOnUnableToStart(c)
 	return nil
 }
 
-func (e *Engine) tryEndCurrWarmup(m *manager, f *Function, args []*Tensor, rec *traces.Record) error {
-	return e.tryEndCurrRecording(m, f, args, rec)
+func (m *manager) tryEndCurrWarmup(c *call) error {
+	return m.tryEndCurrRecording(c)
 }
 
-func (e *Engine) tryEndCurrExecution(m *manager, rec *traces.Record) {
+func (m *manager) tryEndCurrExecution(c *call) {
 	if m.cur == noNode {
 		return
 	}
-	if e.canStartNewGeneration(m) {
-		e.endPath(m, rec, whyNewGeneration)
+	if m.canStartNewGeneration() {
+		m.endPath(c, whyNewGeneration)
 		return
 	}
-	if e.allOutputsDead(m) {
-		e.endPath(m, rec, whyAllDead)
+	if m.allOutputsDead() {
+		m.endPath(c, whyAllDead)
 	}
 }
 
@@ -748,21 +757,21 @@ const (
 	whyAllDead       = "path ended: every output of the path is dead"
 )
 
-func (e *Engine) endPath(m *manager, rec *traces.Record, why string) {
-	ev := Event{Kind: EvPathEnd, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: why}
+func (m *manager) endPath(c *call, why string) {
+	ev := Event{Kind: EvPathEnd, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: why}
 	if n := m.curNode(); n != nil {
 		ev.Node = n.ID
 	} else if w := m.curWarmup(); w != nil {
 		ev.WarmupID = w.ID
 	}
-	e.emit(ev)
+	m.emit(ev)
 	m.setCurrentNone()
 }
 
 // allOutputsDead is all_outputs_are_dead of the current node.
-func (e *Engine) allOutputsDead(m *manager) bool {
+func (m *manager) allOutputsDead() bool {
 	if w := m.curWarmup(); w != nil {
-		return len(e.warmupPathLive(m, w)) == 0
+		return len(m.warmupPathLive(w)) == 0
 	}
 	n := m.curNode()
 	if n == nil {
@@ -770,15 +779,15 @@ func (e *Engine) allOutputsDead(m *manager) bool {
 	}
 	path := m.path(n)
 	for _, oi := range n.LiveAfter {
-		if e.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
+		if m.eng.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
 			return false
 		}
 	}
 	return true
 }
 
-func (e *Engine) checkWarnOnUnableToStart(m *manager, f *Function, rec *traces.Record) {
-	if m.warnedFns[f.ID] || !e.inNewInvocation(m) {
+func (m *manager) checkWarnOnUnableToStart(c *call) {
+	if m.warnedFns[c.f.ID] || !m.inNewInvocation() {
 		return
 	}
 	// The path from the root, warmup nodes included.
@@ -817,7 +826,7 @@ func (e *Engine) checkWarnOnUnableToStart(m *manager, f *Function, rec *traces.R
 	}
 	var existing []pn
 	for _, p := range path {
-		if p.fn == f.ID {
+		if p.fn == c.f.ID {
 			existing = append(existing, p)
 		}
 	}
@@ -839,9 +848,9 @@ func (e *Engine) checkWarnOnUnableToStart(m *manager, f *Function, rec *traces.R
 	if len(parents) == len(existing) {
 		return
 	}
-	e.markHeavy()
-	m.warnedFns[f.ID] = true
-	e.emit(Event{Kind: EvWarning, Line: rec.Line, Device: m.ds.index, Fn: f.Name, FnID: f.ID, Node: -1, Parent: -1,
+	m.eng.markHeavy()
+	m.warnedFns[c.f.ID] = true
+	m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
 		Msg: "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"})
 }
 
@@ -856,8 +865,8 @@ func (m *manager) nodesOrNil(id int) *Node {
 // the path is freed now and marked, so that any later access raises the
 // overwritten error. Live outputs that the incoming call takes as inputs
 // are first moved out of the pool (PyTorch's fix after 2.11; see README).
-func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Record) error {
-	if w := e.failedWarmupOnPath(m); w != nil {
+func (m *manager) deallocCurrentPath(c *call) error {
+	if w := m.failedWarmupOnPath(); w != nil {
 		// PyTorch 2.11 asserts, for every node of the path, that it holds
 		// a weak reference per output: a warmup whose run raised holds
 		// none, so the path can never end through a new generation.
@@ -866,8 +875,8 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 		return &keptError{&assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
 			w.ID, w.Line)}}
 	}
-	e.markHeavy()
-	live := e.pathLive(m)
+	m.eng.markHeavy()
+	live := m.pathLive()
 	if len(live) == 0 {
 		return nil
 	}
@@ -879,24 +888,24 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 	// they are freed with the rest and the call raises).
 	var kept []string
 	var keptPtrs []uint64
-	for _, t := range args {
-		if e.handoff == HandoffRaise || !liveSet[t.Storage] {
+	for _, t := range c.args {
+		if m.eng.handoff == HandoffRaise || !liveSet[t.Storage] {
 			continue
 		}
-		old := e.tt.storages[t.Storage]
+		old := m.eng.tt.storages[t.Storage]
 		if old == nil {
 			continue
 		}
-		moved, err := e.moveOutOfPool(m.ds, old, rec)
+		moved, err := m.moveOutOfPool(old, c)
 		if err != nil {
 			return err
 		}
 		delete(liveSet, old.ID)
-		kept = append(kept, e.tt.nameOfStorage(moved.ID))
+		kept = append(kept, m.eng.tt.nameOfStorage(moved.ID))
 		keptPtrs = append(keptPtrs, uint64(old.Ptr))
 	}
 	if len(kept) > 0 {
-		e.emit(Event{Kind: EvPreserve, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
+		m.emit(Event{Kind: EvPreserve, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
 			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
 	}
 	var names []string
@@ -906,22 +915,22 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 		if !liveSet[sid] {
 			continue
 		}
-		s := e.tt.storages[sid]
+		s := m.eng.tt.storages[sid]
 		if s == nil || s.Refs == 0 || seen[s.Ptr] {
 			continue
 		}
 		seen[s.Ptr] = true
-		stack := fmt.Sprintf("%s:%d, in %s", e.file, s.Line, s.What)
+		stack := fmt.Sprintf("%s:%d, in %s", m.eng.file, s.Line, s.What)
 		s.Stale = true
 		s.StaleMsg = overwrittenMsg(stack)
 		if s.Owned {
 			s.Owned = false
-			m.ds.alloc.SetContext(rec.Line, "dealloc previous generation")
+			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")
 			if err := m.ds.alloc.Free(s.Ptr); err != nil {
 				return fmt.Errorf("free output of the previous generation at %#x: %w", s.Ptr, err)
 			}
 		}
-		n := e.tt.nameOfStorage(sid)
+		n := m.eng.tt.nameOfStorage(sid)
 		if n == "" {
 			n = s.What
 		}
@@ -929,7 +938,7 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 		ptrs = append(ptrs, uint64(s.Ptr))
 	}
 	if len(names) > 0 {
-		e.emit(Event{Kind: EvDealloc, Line: rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
+		m.emit(Event{Kind: EvDealloc, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
 			Msg: fmt.Sprintf("freed %d output(s) of the previous generation; reading them now raises the overwritten error", len(names))})
 	}
 	return nil
@@ -937,7 +946,7 @@ func (e *Engine) deallocCurrentPath(m *manager, args []*Tensor, rec *traces.Reco
 
 // failedWarmupOnPath returns a warmup node of the current path whose run
 // raised (HandoffRaise), or nil.
-func (e *Engine) failedWarmupOnPath(m *manager) *WarmupNode {
+func (m *manager) failedWarmupOnPath() *WarmupNode {
 	w := m.curWarmup()
 	if w == nil {
 		return nil
@@ -953,9 +962,10 @@ func (e *Engine) failedWarmupOnPath(m *manager) *WarmupNode {
 
 // moveOutOfPool copies a live pool storage into a new default-pool storage
 // and points every tensor viewing it there.
-func (e *Engine) moveOutOfPool(ds *devState, old *Storage, rec *traces.Record) (*Storage, error) {
-	ds.alloc.SetContext(rec.Line, "preserve "+old.What)
-	ns, err := e.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
+func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
+	ds := m.ds
+	ds.alloc.SetContext(c.line(), "preserve "+old.What)
+	ns, err := m.eng.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
 	if err != nil {
 		return nil, err
 	}
@@ -964,7 +974,7 @@ func (e *Engine) moveOutOfPool(ds *devState, old *Storage, rec *traces.Record) (
 			return nil, err
 		}
 	}
-	for _, t := range e.tt.tensors {
+	for _, t := range m.eng.tt.tensors {
 		if t.Storage == old.ID {
 			t.Storage = ns.ID
 			if t.live() {
@@ -980,28 +990,28 @@ func (e *Engine) moveOutOfPool(ds *devState, old *Storage, rec *traces.Record) (
 		}
 	}
 	if old.Pins == 0 {
-		delete(e.tt.storages, old.ID)
+		delete(m.eng.tt.storages, old.ID)
 	}
 	return ns, nil
 }
 
 // pathLive returns the live output storages of the current path (warmup
 // chain and graph nodes), root first.
-func (e *Engine) pathLive(m *manager) []int {
+func (m *manager) pathLive() []int {
 	if w := m.curWarmup(); w != nil {
-		return e.warmupPathLive(m, w)
+		return m.warmupPathLive(w)
 	}
 	if n := m.curNode(); n != nil {
-		return e.nodePathLive(m, n)
+		return m.nodePathLive(n)
 	}
 	return nil
 }
 
-func (e *Engine) nodePathLive(m *manager, n *Node) []int {
+func (m *manager) nodePathLive(n *Node) []int {
 	var out []int
 	for _, x := range m.path(n) {
 		for _, sid := range x.OutWeak {
-			if sid != 0 && e.tt.storageLive(sid) {
+			if sid != 0 && m.eng.tt.storageLive(sid) {
 				out = append(out, sid)
 			}
 		}
@@ -1025,15 +1035,15 @@ func (m *manager) warmupChain(w *WarmupNode) ([]*WarmupNode, *Node) {
 }
 
 // warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
-func (e *Engine) warmupPathLive(m *manager, w *WarmupNode) []int {
+func (m *manager) warmupPathLive(w *WarmupNode) []int {
 	chain, top := m.warmupChain(w)
 	var out []int
 	if top != nil {
-		out = e.nodePathLive(m, top)
+		out = m.nodePathLive(top)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for _, sid := range chain[i].OutWeak {
-			if sid != 0 && e.tt.storageLive(sid) {
+			if sid != 0 && m.eng.tt.storageLive(sid) {
 				out = append(out, sid)
 			}
 		}
@@ -1047,24 +1057,25 @@ func (e *Engine) warmupPathLive(m *manager, w *WarmupNode) []int {
 // pool is put back as it was when the current node recorded, the live
 // outputs of the path become owners of their blocks again, and blocks of
 // outputs that died since are freed.
-func (e *Engine) applyCheckpoint(m *manager, rec *traces.Record, step *Step) error {
-	e.markHeavy()
+func (m *manager) applyCheckpoint(c *call) error {
+	m.eng.markHeavy()
 	n := m.curNode()
 	if n == nil {
 		return fmt.Errorf("checkpoint without a current graph node")
 	}
 	m.checkpoints++
-	e.counters.Checkpoints++
-	step.Checkpoint = true
+	m.eng.counters.Checkpoints++
+	c.step.
+		Checkpoint = true
 	path := m.path(n)
 	// remove_path_cached_tensors
 	for _, x := range path {
-		e.dropCachedTensors(x)
+		m.eng.dropCachedTensors(x)
 	}
 	var livePtrs []device.Ptr
 	liveOwner := map[device.Ptr]int{}
-	for _, sid := range e.nodePathLive(m, n) {
-		s := e.tt.storages[sid]
+	for _, sid := range m.nodePathLive(n) {
+		s := m.eng.tt.storages[sid]
 		if _, dup := liveOwner[s.Ptr]; !dup {
 			liveOwner[s.Ptr] = sid
 			livePtrs = append(livePtrs, s.Ptr)
@@ -1074,7 +1085,7 @@ func (e *Engine) applyCheckpoint(m *manager, rec *traces.Record, step *Step) err
 	seenDead := map[device.Ptr]bool{}
 	for _, oi := range n.LiveAfter {
 		sid := path[oi.Depth].OutWeak[oi.Index]
-		if sid == 0 || e.tt.storageLive(sid) {
+		if sid == 0 || m.eng.tt.storageLive(sid) {
 			continue
 		}
 		p := path[oi.Depth].Outputs[oi.Index].Ptr
@@ -1084,20 +1095,20 @@ func (e *Engine) applyCheckpoint(m *manager, rec *traces.Record, step *Step) err
 		}
 	}
 	a := m.ds.alloc
-	a.SetContext(rec.Line, fmt.Sprintf("checkpoint to #%d", n.ID))
+	a.SetContext(c.rec.Line, fmt.Sprintf("checkpoint to #%d", n.ID))
 	delta, err := a.SetCheckpointPoolState(n.CheckpointState, nil, livePtrs)
 	if err != nil {
 		return fmt.Errorf("checkpoint to node %d: %w", n.ID, err)
 	}
 	for p, sid := range liveOwner {
-		s := e.tt.storages[sid]
+		s := m.eng.tt.storages[sid]
 		s.Owned = true
 		_ = p
 	}
 	view := &CheckpointView{Node: n.ID}
 	for _, b := range delta.DataPtrsAllocd {
 		if sid, ok := liveOwner[b.Addr]; ok {
-			view.Reallocated = append(view.Reallocated, DeltaBlock{Ptr: uint64(b.Addr), Size: b.Size, Tensor: e.storageLabel(sid)})
+			view.Reallocated = append(view.Reallocated, DeltaBlock{Ptr: uint64(b.Addr), Size: b.Size, Tensor: m.eng.storageLabel(sid)})
 		}
 	}
 	for _, p := range deadPtrs {
@@ -1105,10 +1116,10 @@ func (e *Engine) applyCheckpoint(m *manager, rec *traces.Record, step *Step) err
 		if err := a.Free(p); err != nil {
 			return fmt.Errorf("checkpoint to node %d: free dead output at %#x: %w", n.ID, p, err)
 		}
-		view.Freed = append(view.Freed, DeltaBlock{Ptr: uint64(p), Size: blk.Size, Tensor: e.deadOutputLabel(m, n, p)})
+		view.Freed = append(view.Freed, DeltaBlock{Ptr: uint64(p), Size: blk.Size, Tensor: m.deadOutputLabel(n, p)})
 	}
 	sort.Slice(view.Reallocated, func(i, j int) bool { return view.Reallocated[i].Ptr < view.Reallocated[j].Ptr })
-	e.emit(Event{Kind: EvCheckpoint, Line: rec.Line, Device: m.ds.index, Node: n.ID, Parent: n.Parent, Delta: view,
+	m.emit(Event{Kind: EvCheckpoint, Line: c.rec.Line, Device: m.ds.index, Node: n.ID, Parent: n.Parent, Delta: view,
 		Msg: fmt.Sprintf("Checkpointing cuda caching allocator state. Number of checkpoints %d", m.checkpoints)})
 	if ok, mm := a.CheckPoolLiveAllocations(m.pool, livePtrs); !ok {
 		return fmt.Errorf("after the checkpoint the pool does not match the live tensors: allocated but not live %v, live but not allocated %v",
@@ -1127,7 +1138,7 @@ func (e *Engine) storageLabel(sid int) string {
 	return ""
 }
 
-func (e *Engine) deadOutputLabel(m *manager, n *Node, p device.Ptr) string {
+func (m *manager) deadOutputLabel(n *Node, p device.Ptr) string {
 	for _, x := range m.path(n) {
 		for i, o := range x.Outputs {
 			if o.Ptr == p {
