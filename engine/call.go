@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/cgtviz/cgtviz/traces"
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
+)
 
 // call is one call record on its way through a device's tree manager: what
 // PyTorch's CUDAGraphTreeManager._run receives (the function and its
@@ -18,3 +23,151 @@ func (c *call) line() int { return c.rec.Line }
 
 // emit adds an event of the current record.
 func (m *manager) emit(ev Event) { m.eng.emit(ev) }
+
+// applyCall runs a call record through the device's tree manager.
+func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
+	def := e.defs[rec.Fn]
+	if def == nil {
+		return fmt.Errorf("function %q is not defined", rec.Fn)
+	}
+	if len(rec.Args) != len(def.Params) {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), len(def.Params))
+	}
+	if rec.Out != nil && len(rec.Out) != len(def.Returns) {
+		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), len(def.Returns))
+	}
+	args := make([]*Tensor, len(rec.Args))
+	shapes := make([][]int, len(rec.Args))
+	static := make([]bool, len(rec.Args))
+	dev := 0
+	var stale error // an argument whose storage alone was marked
+	for i, n := range rec.Args {
+		t, s, err := e.tt.lookup(n)
+		if err != nil {
+			return fmt.Errorf("argument %d: %w", i, err)
+		}
+		if s.Stale {
+			if t.Tracked {
+				// The object itself was marked: Dynamo fails on it
+				// before anything compiles.
+				return staleErr(s)
+			}
+			if stale == nil {
+				stale = staleErr(s)
+			}
+		}
+		if i == 0 {
+			dev = s.Dev
+		} else if s.Dev != dev {
+			return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
+		}
+		args[i], shapes[i], static[i] = t, t.Shape, s.Param
+	}
+	step.Device = dev
+	ds, err := e.dev(dev)
+	if err != nil {
+		return err
+	}
+	m := ds.m
+	f, limited, err := m.function(def, shapes, static, aliasPattern(args))
+	if err != nil {
+		return err
+	}
+	if stale != nil {
+		// Dynamo compiled from the tensors' metadata; the first data
+		// access at run time raises. PyTorch 2.11 keeps the compile (and
+		// the generation hook's bump): so does HandoffRaise, which
+		// replays 2.11's failures as they are. By default the record
+		// rolls back whole, as every failing record does.
+		if e.handoff != HandoffRaise {
+			return stale
+		}
+		if !limited && !f.plan.viewsOnly && f.Mode != traces.ModeBackward {
+			e.genTracker++
+		}
+		return &keptError{stale}
+	}
+	step.Fn = def.Fn
+	switch {
+	case limited:
+		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
+			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimit, f.Name))
+	case f.plan.viewsOnly:
+		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
+	}
+	mode := f.Mode
+	if mode != traces.ModeBackward {
+		// Dynamo's on-enter hook of a top-level compiled call.
+		e.genTracker++
+	}
+	for _, t := range args {
+		e.tt.hold(t)
+	}
+	outs, act, err := m.run(&call{f: f, args: args, rec: rec, step: step})
+	for _, t := range args {
+		e.tt.release(t)
+	}
+	if err != nil {
+		return err
+	}
+	step.Action = act
+	if act == ActionWarmup || act == ActionRecord {
+		for _, t := range outs {
+			t.Tracked = true
+		}
+	}
+	switch mode {
+	case traces.ModeForward:
+		m.pendingBackward = true
+	case traces.ModeBackward:
+		m.pendingBackward = false
+	}
+	return e.bindResults(rec, outs)
+}
+
+// runPlain runs a call as plain Python, eagerly in the default pool,
+// untouched by the tree and by generations: a function of views only (Dynamo
+// compiles nothing) or a call past the recompile limit. fnID is the
+// FunctionID the event names (-1 when none was made); why is its message.
+func (e *Engine) runPlain(rec *traces.Record, step *Step, ds *devState, f *Function, args []*Tensor, what string, fnID int, why string) error {
+	outs, err := e.runEagerBody(ds, f, args, rec.Line, what)
+	if err != nil {
+		return err
+	}
+	step.Action = ActionEager
+	e.counters.Eager++
+	e.emit(Event{Kind: EvEager, Line: rec.Line, Device: ds.index, Fn: f.Name, FnID: fnID, Node: -1, Parent: -1, Msg: why})
+	return e.bindResults(rec, outs)
+}
+
+// runEagerBody runs f's body on the default stream and pool, holding the
+// arguments alive while it runs (an argument may be named by nothing else).
+func (e *Engine) runEagerBody(ds *devState, f *Function, args []*Tensor, line int, what string) ([]*Tensor, error) {
+	for _, t := range args {
+		e.tt.hold(t)
+	}
+	outs, err := e.runBody(ds, f, args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: line, what: what})
+	for _, t := range args {
+		e.tt.release(t)
+	}
+	return outs, err
+}
+
+// bindResults binds a call's results to its out names, then drops the
+// call's hold: results without a name die now.
+func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
+	for i, t := range outs {
+		if rec.Out != nil {
+			if err := e.tt.bind(rec.Out[i], t); err != nil {
+				return err
+			}
+		}
+	}
+	for _, t := range outs {
+		if err := e.tt.release(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

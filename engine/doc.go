@@ -6,6 +6,6 @@
 // tensors and storages a trace names, with Python's reference semantics,
 // and reports every decision as a typed Event with its reason. Dynamo's
 // part (which compiled graph and FunctionID a call runs through) is
-// modelled in tree.go's compileState. It knows
+// modelled in engine/dynamo. It knows
 // nothing of sessions, files or the UI: State gives read-only views.
 package engine

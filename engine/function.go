@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/dynamo"
 	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
@@ -28,7 +29,7 @@ type Function struct {
 	// Warmups counts eager runs inside the pool (run_eager) so far.
 	Warmups int
 	// Compile numbers the compiled graph of the def this function belongs
-	// to (Dynamo recompiles when shapes change; see compileState).
+	// to (Dynamo recompiles when shapes change; see engine/dynamo).
 	Compile int
 	plan    *plan
 }
@@ -316,3 +317,101 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 	st.Ptr, st.Owned = ptr, true
 	return e.tt.newStorage(st), nil
 }
+
+// function returns the FunctionID for def called with these shapes and
+// static flags, creating it (with a new id) on first use. When no compiled
+// graph accepts the call and the code object is at Dynamo's recompile
+// limit, it returns limited and a Function outside the tree (ID -1) that
+// runs the body eagerly.
+func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
+	code := def.Fn
+	if m.eng.sharedCode {
+		code = ""
+	}
+	cs := m.compiles[code]
+	if cs == nil {
+		cs = &dynamo.Cache{}
+		if m.compiles == nil {
+			m.compiles = map[string]*dynamo.Cache{}
+		}
+		m.compiles[code] = cs
+	}
+	ent := cs.Lookup(def.Fn, shapes, alias)
+	if ent == nil {
+		if cs.Len() >= m.eng.recompileLimit {
+			p, err := compilePlan(def, shapes)
+			if err != nil {
+				return nil, false, err
+			}
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, plan: p, Mutated: mutatedParams(def)}, true, nil
+		}
+		m.eng.markHeavy()
+		ent = cs.Compile(def.Fn, shapes, alias, static)
+	}
+	// The static inputs are those of the compiled graph: Dynamo does not
+	// guard on mark_static_address, so a later call with a plain tensor in
+	// that place reuses the graph and its FunctionID (checked on PyTorch).
+	static = ent.Static
+	// The usual case, a call seen before, compares shapes without
+	// building the key string.
+	for _, id := range m.fnByName[def.Fn] {
+		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, static) {
+			return f, false, nil
+		}
+	}
+	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), ent.Gen)
+	if id, ok := m.fnKeys[key]; ok {
+		return m.funcs[id], false, nil
+	}
+	p, err := compilePlan(def, shapes)
+	if err != nil {
+		return nil, false, err
+	}
+	m.eng.markHeavy()
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.Gen, plan: p, Mutated: mutatedParams(def)}
+	if f.Mode == "" {
+		f.Mode = traces.ModeInference
+	}
+	for i, s := range static {
+		if s {
+			f.StaticIdx = append(f.StaticIdx, i)
+		}
+	}
+	m.funcs = append(m.funcs, f)
+	m.fnKeys[key] = f.ID
+	if m.fnByName == nil {
+		m.fnByName = map[string][]int{}
+	}
+	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
+	return f, false, nil
+}
+
+// aliasPattern returns, per argument, the index of the first earlier
+// argument that views the same storage, or -1.
+func aliasPattern(args []*Tensor) []int {
+	out := make([]int, len(args))
+	for i, t := range args {
+		out[i] = -1
+		for j := 0; j < i; j++ {
+			if args[j].Storage == t.Storage {
+				out[i] = j
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sameSignature(f *Function, shapes [][]int, static []bool) bool {
+	if len(f.Shapes) != len(shapes) {
+		return false
+	}
+	for i := range shapes {
+		if f.Static[i] != static[i] || !slices.Equal(f.Shapes[i], shapes[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }

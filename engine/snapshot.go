@@ -5,6 +5,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/dynamo"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -143,9 +144,9 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnKeys {
 		c.fnKeys[k] = v
 	}
-	c.compiles = make(map[string]*compileState, len(m.compiles))
+	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
 	for k, v := range m.compiles {
-		c.compiles[k] = v.clone()
+		c.compiles[k] = v.Clone()
 	}
 	c.fnByName = make(map[string][]int, len(m.fnByName))
 	for k, v := range m.fnByName {

@@ -1,4 +1,4 @@
-package engine
+package dynamo
 
 import "testing"
 
@@ -39,10 +39,10 @@ func TestArgFrame(t *testing.T) {
 	}
 }
 
-// TestCompileState checks Dynamo's cache of one code object: which compiled
+// TestCache checks Dynamo's cache of one code object: which compiled
 // graph a call runs through, when it recompiles, and what the new graph
 // guards.
-func TestCompileState(t *testing.T) {
+func TestCache(t *testing.T) {
 	type call struct {
 		fn     string
 		shape  []int
@@ -66,21 +66,21 @@ func TestCompileState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := &compileState{}
+			cs := &Cache{}
 			for _, c := range tt.calls {
-				if cs.lookup(c.fn, [][]int{c.shape}, []int{-1}) == nil {
-					cs.recompile(c.fn, [][]int{c.shape}, []int{-1}, []bool{c.static})
+				if cs.Lookup(c.fn, [][]int{c.shape}, []int{-1}) == nil {
+					cs.Compile(c.fn, [][]int{c.shape}, []int{-1}, []bool{c.static})
 				}
 			}
 			p := tt.probe
-			ent := cs.lookup(p.fn, [][]int{p.shape}, []int{-1})
+			ent := cs.Lookup(p.fn, [][]int{p.shape}, []int{-1})
 			switch {
 			case tt.hit == 0 && ent != nil:
-				t.Fatalf("hit graph %d (%s %v), want a miss", ent.gen, ent.fn, ent.dims)
-			case tt.hit != 0 && (ent == nil || ent.gen != tt.hit):
+				t.Fatalf("hit graph %d (%s %v), want a miss", ent.Gen, ent.fn, ent.dims)
+			case tt.hit != 0 && (ent == nil || ent.Gen != tt.hit):
 				t.Fatalf("ran through %+v, want graph %d", ent, tt.hit)
 			case tt.hit == 0:
-				ent = cs.clone().recompile(p.fn, [][]int{p.shape}, []int{-1}, []bool{p.static})
+				ent = cs.Clone().Compile(p.fn, [][]int{p.shape}, []int{-1}, []bool{p.static})
 				if got := ent.dims[0]; len(got) != len(tt.dims) || got[0] != tt.dims[0] {
 					t.Errorf("recompile guards %v, want %v", got, tt.dims)
 				}

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// This file frees the outputs of an ended generation
+// (dealloc_current_path_weakrefs) and, by default, moves the ones handed to
+// the next call out of the pool first.
+
+// deallocCurrentPath is dealloc_current_path_weakrefs: every live output of
+// the path is freed now and marked, so that any later access raises the
+// overwritten error. Live outputs that the incoming call takes as inputs
+// are first moved out of the pool (PyTorch's fix after 2.11; see README).
+func (m *manager) deallocCurrentPath(c *call) error {
+	if w := m.failedWarmupOnPath(); w != nil {
+		// PyTorch 2.11 asserts, for every node of the path, that it holds
+		// a weak reference per output: a warmup whose run raised holds
+		// none, so the path can never end through a new generation.
+		// Kept, not rolled back: what the call did before (Dynamo's
+		// compile, its FunctionID, the generation hook) stays, as in 2.11.
+		return &keptError{&assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
+			w.ID, w.Line)}}
+	}
+	m.eng.markHeavy()
+	live := m.pathLive()
+	if len(live) == 0 {
+		return nil
+	}
+	liveSet := map[int]bool{}
+	for _, sid := range live {
+		liveSet[sid] = true
+	}
+	// Preserve inputs of the incoming call (not under HandoffRaise, where
+	// they are freed with the rest and the call raises).
+	var kept []string
+	var keptPtrs []uint64
+	for _, t := range c.args {
+		if m.eng.handoff == HandoffRaise || !liveSet[t.Storage] {
+			continue
+		}
+		old := m.eng.tt.storages[t.Storage]
+		if old == nil {
+			continue
+		}
+		moved, err := m.moveOutOfPool(old, c)
+		if err != nil {
+			return err
+		}
+		delete(liveSet, old.ID)
+		kept = append(kept, m.eng.tt.nameOfStorage(moved.ID))
+		keptPtrs = append(keptPtrs, uint64(old.Ptr))
+	}
+	if len(kept) > 0 {
+		m.emit(Event{Kind: EvPreserve, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
+			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
+	}
+	var names []string
+	var ptrs []uint64
+	seen := map[device.Ptr]bool{}
+	for _, sid := range live {
+		if !liveSet[sid] {
+			continue
+		}
+		s := m.eng.tt.storages[sid]
+		if s == nil || s.Refs == 0 || seen[s.Ptr] {
+			continue
+		}
+		seen[s.Ptr] = true
+		stack := fmt.Sprintf("%s:%d, in %s", m.eng.file, s.Line, s.What)
+		s.Stale = true
+		s.StaleMsg = overwrittenMsg(stack)
+		if s.Owned {
+			s.Owned = false
+			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")
+			if err := m.ds.alloc.Free(s.Ptr); err != nil {
+				return fmt.Errorf("free output of the previous generation at %#x: %w", s.Ptr, err)
+			}
+		}
+		n := m.eng.tt.nameOfStorage(sid)
+		if n == "" {
+			n = s.What
+		}
+		names = append(names, n)
+		ptrs = append(ptrs, uint64(s.Ptr))
+	}
+	if len(names) > 0 {
+		m.emit(Event{Kind: EvDealloc, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
+			Msg: fmt.Sprintf("freed %d output(s) of the previous generation; reading them now raises the overwritten error", len(names))})
+	}
+	return nil
+}
+
+// failedWarmupOnPath returns a warmup node of the current path whose run
+// raised (HandoffRaise), or nil.
+func (m *manager) failedWarmupOnPath() *WarmupNode {
+	w := m.curWarmup()
+	if w == nil {
+		return nil
+	}
+	chain, _ := m.warmupChain(w)
+	for _, x := range chain {
+		if x.Failed {
+			return x
+		}
+	}
+	return nil
+}
+
+// moveOutOfPool copies a live pool storage into a new default-pool storage
+// and points every tensor viewing it there.
+func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
+	ds := m.ds
+	ds.alloc.SetContext(c.line(), "preserve "+old.What)
+	ns, err := m.eng.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
+	if err != nil {
+		return nil, err
+	}
+	if old.Bytes > 0 {
+		if err := ds.dev.CopyDtoD(device.DefaultStream, ns.Ptr, old.Ptr, old.Bytes/4); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range m.eng.tt.tensors {
+		if t.Storage == old.ID {
+			t.Storage = ns.ID
+			if t.live() {
+				ns.Refs++
+			}
+		}
+	}
+	old.Refs = 0
+	if old.Owned {
+		old.Owned = false
+		if err := ds.alloc.Free(old.Ptr); err != nil {
+			return nil, err
+		}
+	}
+	if old.Pins == 0 {
+		delete(m.eng.tt.storages, old.ID)
+	}
+	return ns, nil
+}

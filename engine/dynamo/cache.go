@@ -1,0 +1,159 @@
+package dynamo
+
+import "slices"
+
+// Cache is Dynamo's view of one code object (one def, or every def
+// under Options.SharedCode): its compiled graphs (cache entries, each
+// guarding the def it was compiled for) and the automatic-dynamic history
+// of its arguments. A call runs through the newest graph whose guards accept it;
+// when none does, Dynamo recompiles, and dims whose size ever changed become
+// dynamic (automatic dynamic shapes), except sizes 0 and 1, which are
+// always specialized. cudagraphify keys its FunctionIDs per compiled graph
+// and int key, so after a switch to dynamic shapes even a shape seen
+// before gets a new FunctionID (all checked against PyTorch 2.11).
+type Cache struct {
+	entries []*Entry    // oldest first
+	frames  []*argFrame // per argument, from the first compile on
+}
+
+// argFrame is Dynamo's FrameStateSizeEntry for one argument of a def: the
+// sizes its compiles saw, -1 where they differed. Dynamo keys it by the
+// argument's source, not by rank: once a compile sees another rank the
+// whole size becomes auto_dynamic (pgo.py's _merge_atom_tup), and every
+// later compile makes all its dims dynamic.
+type argFrame struct {
+	dims    []int
+	anyRank bool
+}
+
+// merge records the sizes of a new compile.
+func (a *argFrame) merge(s []int) {
+	switch {
+	case a.anyRank:
+	case len(a.dims) != len(s):
+		a.anyRank, a.dims = true, nil
+	default:
+		for j, d := range s {
+			if a.dims[j] != d {
+				a.dims[j] = -1
+			}
+		}
+	}
+}
+
+// dynamic reports whether dim j is compiled dynamic.
+func (a *argFrame) dynamic(j int) bool { return a.anyRank || a.dims[j] < 0 }
+
+// Entry is one compiled graph: its guards on shapes (-1: dynamic)
+// and on the aliasing of its arguments, and the static inputs it was
+// compiled with.
+type Entry struct {
+	// Gen numbers the graph among its code object's graphs, from 1:
+	// cudagraphify keys FunctionIDs by it.
+	Gen  int
+	fn   string // the def: a closure's guards reject the other defs
+	dims [][]int
+	// alias is, per argument, the first earlier argument passed the same
+	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
+	// aliasing its arguments differently needs another graph.
+	alias []int
+	// Static marks the inputs the graph was compiled to take as static
+	// (parameters, static addresses).
+	Static []bool
+}
+
+// accepts reports whether the graph's guards let the call through.
+func (c *Entry) accepts(fn string, shapes [][]int, alias []int) bool {
+	if c.fn != fn || len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) {
+		return false
+	}
+	for i, s := range shapes {
+		if len(s) != len(c.dims[i]) {
+			return false
+		}
+		for j, d := range s {
+			if c.dims[i][j] >= 0 && c.dims[i][j] != d {
+				return false
+			}
+			// A dynamic dim is a symbol guarded >= 2: sizes 0 and 1 are
+			// specialized, so they need a graph of their own.
+			if c.dims[i][j] < 0 && d < 2 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Lookup returns the newest compiled graph that accepts the call, or nil.
+func (c *Cache) Lookup(fn string, shapes [][]int, alias []int) *Entry {
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if c.entries[i].accepts(fn, shapes, alias) {
+			return c.entries[i]
+		}
+	}
+	return nil
+}
+
+// Compile adds a compiled graph for shapes, with the static inputs of
+// this call, after merging shapes into the arguments' history.
+func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool) *Entry {
+	for i, s := range shapes {
+		for len(c.frames) <= i {
+			c.frames = append(c.frames, nil)
+		}
+		switch {
+		case static[i]:
+			// A static input (a parameter, a static address) always gets
+			// static shapes (force_parameter_static_shapes), and Dynamo
+			// records no history for it.
+		case c.frames[i] == nil:
+			// The first compile that sees this argument position.
+			c.frames[i] = &argFrame{dims: slices.Clone(s)}
+		default:
+			c.frames[i].merge(s)
+		}
+	}
+	// Numbered across all of the code object's graphs: FunctionIDs are
+	// keyed by it.
+	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, Static: slices.Clone(static)}
+	for i, s := range shapes {
+		if static[i] {
+			continue
+		}
+		for j, d := range s {
+			if c.frames[i].dynamic(j) && d > 1 {
+				ent.dims[i][j] = -1
+			}
+		}
+	}
+	c.entries = append(c.entries, ent)
+	return ent
+}
+
+func (c *Cache) Clone() *Cache {
+	n := &Cache{}
+	for _, e := range c.entries {
+		n.entries = append(n.entries, &Entry{Gen: e.Gen, fn: e.fn, dims: cloneDims(e.dims), alias: e.alias, Static: e.Static})
+	}
+	for _, a := range c.frames {
+		if a == nil {
+			n.frames = append(n.frames, nil)
+			continue
+		}
+		n.frames = append(n.frames, &argFrame{dims: slices.Clone(a.dims), anyRank: a.anyRank})
+	}
+	return n
+}
+
+func cloneDims(d [][]int) [][]int {
+	var out [][]int
+	for _, x := range d {
+		out = append(out, slices.Clone(x))
+	}
+	return out
+}
+
+// Len is the number of graphs compiled so far: what Dynamo's recompile
+// limit counts.
+func (c *Cache) Len() int { return len(c.entries) }

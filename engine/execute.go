@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// This file replays a recorded node: check_invariants over its inputs and
+// liveness, then execute_node (copy the inputs, launch the graph, hand out
+// its cached outputs).
+
+// liveness returns the liveness of every output on path.
+func (e *Engine) liveness(path []*Node) [][]bool {
+	out := make([][]bool, len(path))
+	for d, x := range path {
+		out[d] = make([]bool, len(x.OutWeak))
+		for i, sid := range x.OutWeak {
+			out[d][i] = sid != 0 && e.tt.storageLive(sid)
+		}
+	}
+	return out
+}
+
+// differentIndices is _get_different_indices: outputs live in prev and
+// dead in curr.
+func differentIndices(prev, curr [][]bool) []OutputIndex {
+	var out []OutputIndex
+	for d := range prev {
+		for i := range prev[d] {
+			if d < len(curr) && i < len(curr[d]) && prev[d][i] != curr[d][i] {
+				out = append(out, OutputIndex{d, i})
+			}
+		}
+	}
+	return out
+}
+
+// checkInvariants is CUDAGraphNode.check_invariants.
+func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
+	fail := InvariantFailure{Node: n.ID, Input: -1}
+	if m.eng.inputMoved(&fail, n, c.args, n.Managed, c.rec) {
+		fail.Status = StatusCudagraphManagedIdxMismatch
+		return fail
+	}
+	path := m.path(n)
+	for _, oi := range n.ExpectedDeadBefore {
+		sid := path[oi.Depth].OutWeak[oi.Index]
+		if sid != 0 && m.eng.tt.storageLive(sid) {
+			fail.Outputs = append(fail.Outputs, oi)
+			fail.OutputNames = append(fail.OutputNames, m.eng.tt.nameOfStorage(sid))
+		}
+	}
+	if len(fail.Outputs) > 0 {
+		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
+		return fail
+	}
+	if m.eng.inputMoved(&fail, n, c.args, n.Static, c.rec) {
+		fail.Status = StatusStaticInputIdxMismatch
+		return fail
+	}
+	fail.Status = StatusSuccess
+	return fail
+}
+
+// inputMoved reports whether an input marked in which has another address
+// than when n was recorded, and puts the first such input into fail.
+func (e *Engine) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, which []bool, rec *traces.Record) bool {
+	for i, t := range args {
+		if !which[i] {
+			continue
+		}
+		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
+			fail.Input, fail.Old, fail.New = i, uint64(n.Ptrs[i]), uint64(p)
+			fail.InputName = argName(rec, i)
+			return true
+		}
+	}
+	return false
+}
+
+func argName(rec *traces.Record, i int) string {
+	if i < len(rec.Args) {
+		return rec.Args[i]
+	}
+	return ""
+}
+
+// executeNode replays n (execute_node + CUDAGraphNode.run).
+func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
+	dev := m.ds.dev
+	// The graph's first nodes copy the non-static inputs into their
+	// placeholders (PyTorch's _foreach_copy_ before replay, in the graph);
+	// point them at the inputs' current addresses where they moved.
+	for i, t := range c.args {
+		if n.Static[i] {
+			continue
+		}
+		src := m.eng.tt.storages[t.Storage].Ptr
+		if cnt := numElems(t.Shape); cnt > 0 && src != n.CopySrc[i] {
+			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
+				n.CopySrc[i] = 0
+				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
+			}
+			n.CopySrc[i] = src
+		}
+	}
+	if err := dev.LaunchGraph(n.Exec, device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("replay #%d: %w", n.ID, err)
+	}
+	// From here on nothing can fail: the replay happened.
+	m.cur = n.ID
+	m.pathState = PathExecution
+	m.warmups = nil
+	m.updateGeneration()
+	outs := m.reconstructOutputs(n, c)
+	n.Replays++
+	m.eng.counters.Replays++
+	c.step.
+		Node, c.step.Parent = n.ID, n.Parent
+	c.step.
+		nodeFn = m.funcs[n.Fn].Name
+	c.step.
+		hasParentFn = true
+	if n.Parent >= 0 {
+		c.step.
+			parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+	}
+	m.emit(Event{Kind: EvReplay, Line: c.rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
+	return outs, ActionReplay, nil
+}
+
+// reconstructOutputs is reconstruct_outputs: cached outputs are the same
+// tensor objects every replay; the others are rebuilt on non-owning storages
+// at the recorded pointers.
+func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
+	tt := m.eng.tt
+	fname := m.funcs[n.Fn].Name
+	if n.Cached == nil {
+		n.Cached = make([]int, len(n.Outputs))
+		for i, o := range n.Outputs {
+			if !o.Unaliased {
+				continue
+			}
+			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
+				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+			t.holds = 0
+			t.Cached = true
+			st.Refs = 0
+			n.Cached[i] = t.ID
+			n.OutWeak[i] = st.ID
+		}
+	}
+	outs := make([]*Tensor, len(n.Outputs))
+	path := m.path(n)
+	for i, o := range n.Outputs {
+		if tid := n.Cached[i]; tid != 0 {
+			t := tt.tensors[tid]
+			tt.hold(t)
+			outs[i] = t
+			continue
+		}
+		if o.Alias == aliasInput {
+			outs[i] = tt.newTensor(tt.storages[c.args[o.Input].Storage], o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
+			continue
+		}
+		if o.Alias == aliasStatic {
+			t := tt.tensors[o.StaticTensor]
+			if t == nil {
+				// The static tensor object died; rebuild a view of its storage.
+				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
+				outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+				continue
+			}
+			tt.hold(t)
+			outs[i] = t
+			continue
+		}
+		var st *Storage
+		switch o.Alias {
+		case aliasPrior:
+			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
+				st = tt.storages[sid]
+			}
+		case aliasNew:
+			st = tt.storages[outs[o.New].Storage]
+		}
+		if st == nil {
+			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
+				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+		}
+		outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+		n.OutWeak[i] = st.ID
+	}
+	return outs
+}

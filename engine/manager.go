@@ -1,0 +1,524 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/dynamo"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// This file is CUDAGraphTreeManager itself: its state, generations, _run
+// (the decision for every call), the mutation and re-record limits, and the
+// ends of a path (try_end_curr_recording, try_end_curr_warmup,
+// try_end_curr_execution, check_warn_on_unable_to_start_executing).
+
+// noNode is the key of "no current node" in the per-position maps
+// (PyTorch uses None).
+const noNode = math.MinInt32
+
+// manager is one device's CUDAGraphTreeManager. The methods named after
+// PyTorch's (run, recordFunction, executeNode, ...) live in the files of
+// their concern: manager.go, record.go, execute.go, checkpoint.go,
+// dealloc.go (see docs/architecture.md).
+type manager struct {
+	// eng is what every device's manager shares: the tensors, the events,
+	// the config, Dynamo's generation counter.
+	eng  *Engine
+	ds   *devState
+	pool alloc.PoolID
+	// pathScalars are the fields a replay changes before it can fail; the
+	// rollback of a record saves and restores them whole (snapshot.go).
+	pathScalars
+	// nodes are the recorded CUDAGraphNodes by graph id.
+	nodes []*Node
+	// roots maps a FunctionID to its root nodes; rootOrder keeps the order
+	// in which functions first got a root (Python dict order).
+	roots     map[int][]int
+	rootOrder []int
+
+	funcs  []*Function
+	fnKeys map[string]int
+	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
+	fnByName map[string][]int
+	// compiles is Dynamo's compile state of each def.
+	compiles map[string]*dynamo.Cache
+
+	warnedFns      map[int]bool
+	warnedMutation map[int]bool
+	// mutationHint is non_cudagraph_managed_mutation_hint[node][fid].
+	mutationHint map[int]map[int]bool
+	// numRerecord is num_rerecord[node][fid].
+	numRerecord map[int]map[int]int
+}
+
+// pathScalars are the manager's small fields: where the path stands.
+type pathScalars struct {
+	// warmups are the warmup nodes of the current path by (negative) id.
+	warmups map[int]*WarmupNode
+	// cur is the current node: a graph id (>= 0), a warmup id (< 0), or
+	// noNode.
+	cur             int
+	pathState       PathState
+	currentGen      int
+	pendingBackward bool
+	warmupCounter   int
+	checkpoints     int
+}
+
+func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
+	return &manager{
+		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
+		roots: map[int][]int{}, fnKeys: map[string]int{},
+		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
+		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
+	}
+}
+
+// curNode returns the current graph node, nil when the current node is none
+// or a warmup node.
+func (m *manager) curNode() *Node {
+	if m.cur >= 0 && m.cur != noNode {
+		return m.nodes[m.cur]
+	}
+	return nil
+}
+
+func (m *manager) curWarmup() *WarmupNode {
+	if m.cur < 0 && m.cur != noNode {
+		return m.warmups[m.cur]
+	}
+	return nil
+}
+
+// setCurrentNone ends the current path (clear_current_path_state_and_set_to_none).
+func (m *manager) setCurrentNone() {
+	m.cur = noNode
+	m.pathState = PathNone
+	m.warmups = nil
+}
+
+func (e *Engine) currGeneration() int {
+	if e.markStep != 0 {
+		return e.markStep
+	}
+	return e.genTracker
+}
+
+func (m *manager) inNewInvocation() bool { return m.currentGen != m.eng.currGeneration() }
+
+func (m *manager) canStartNewGeneration() bool {
+	if !m.inNewInvocation() {
+		return false
+	}
+	if m.eng.markStep != 0 {
+		return true
+	}
+	return !m.pendingBackward
+}
+
+func (m *manager) updateGeneration() { m.currentGen = m.eng.currGeneration() }
+
+// nodeKey is _get_node_id(): the current node's id, or noNode.
+func (m *manager) nodeKey() int { return m.cur }
+
+// run is CUDAGraphTreeManager._run, in PyTorch 2.11's order.
+func (m *manager) run(c *call) ([]*Tensor, Action, error) {
+	if m.pathState == PathRecording {
+		if err := m.tryEndCurrRecording(c); err != nil {
+			return nil, "", err
+		}
+	}
+	if m.pathState == PathWarmup {
+		if err := m.tryEndCurrWarmup(c); err != nil {
+			return nil, "", err
+		}
+	}
+	// Under HandoffRaise the new generation may just have freed an input
+	// (PyTorch 2.11). What raises then, and what stays changed, follows
+	// where 2.11 first touches the input's data: the mutation check, an
+	// eager run, the warmup run (after its node became current), or the
+	// invariant checks and the recording (the tree unchanged).
+	stale := m.eng.raiseStaleArg(c.args)
+	nid := m.nodeKey()
+	if _, ok := m.mutationHint[nid][c.f.ID]; !ok {
+		if stale != nil && len(c.f.Mutated) > 0 {
+			return nil, "", &keptError{stale}
+		}
+		m.updateMutationHint(c)
+	}
+	if m.mutationHint[nid][c.f.ID] || m.exceedRerecordLimit(nid, c.f) {
+		if stale != nil {
+			return nil, "", &keptError{stale}
+		}
+		return m.runEagerOutside(c, "")
+	}
+	if !m.eng.warmed(c.f) || m.pathState == PathWarmup {
+		if m.pathState == PathExecution {
+			if err := m.applyCheckpoint(c); err != nil {
+				return nil, "", err
+			}
+		}
+		return m.runWarmup(c)
+	}
+	if stale != nil {
+		return nil, "", &keptError{stale}
+	}
+	var candidates []int
+	if cn := m.curNode(); cn != nil {
+		candidates = cn.Children[c.f.ID]
+	} else {
+		candidates = m.roots[c.f.ID]
+	}
+	cause := CauseRecordingPath
+	var failures []InvariantFailure
+	rerecord := false
+	if m.pathState != PathRecording {
+		cause = CauseFirstChild
+		if m.cur == noNode {
+			cause = CauseNewRoot
+		}
+		for _, id := range candidates {
+			child := m.nodes[id]
+			fail := m.checkInvariants(child, c)
+			if fail.Status == StatusSuccess {
+				return m.executeNode(child, c)
+			}
+			failures = append(failures, fail)
+			m.emit(Event{Kind: EvInvariantFailed, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: child.Parent,
+				Failures: []InvariantFailure{fail}, Msg: fail.Describe()})
+			if fail.Status == StatusStaticInputIdxMismatch || fail.Status == StatusCudagraphManagedIdxMismatch {
+				rerecord = true
+			}
+		}
+		if len(candidates) > 0 {
+			cause = CauseInvariants
+		}
+		if m.cur != noNode && len(m.roots[c.f.ID]) > 0 {
+			// A root function: maybe restart from the roots.
+			m.tryEndCurrExecution(c)
+			if m.cur == noNode {
+				return m.run(c)
+			}
+		}
+		if len(c.f.Mutated) > 0 {
+			m.updateMutationHint(c)
+			if m.mutationHint[m.nodeKey()][c.f.ID] {
+				return m.runEagerOutside(c, "")
+			}
+		}
+		if rerecord {
+			nid := m.nodeKey()
+			m.eng.markHeavy()
+			if m.numRerecord[nid] == nil {
+				m.numRerecord[nid] = map[int]int{}
+			}
+			m.numRerecord[nid][c.f.ID]++
+			if m.exceedRerecordLimit(nid, c.f) {
+				reason := ""
+				for _, fl := range failures {
+					if fl.Status != StatusExpectedDeadIndicesBeforeGraphMismatch {
+						reason = rerecordReason(fl)
+					}
+				}
+				node := "None"
+				if nid != noNode {
+					node = fmt.Sprint(nid)
+				}
+				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.
+					ID, m.eng.cfg.RerecordLimit, node, reason)
+				m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
+				return m.runEagerOutside(c, msg)
+			}
+		}
+		m.tryEndCurrExecution(c)
+		if m.cur != noNode {
+			if err := m.applyCheckpoint(c); err != nil {
+				return nil, "", err
+			}
+		}
+		if m.cur == noNode {
+			cause = CauseNewRoot
+		}
+	}
+	return m.recordFunction(c, cause, failures, rerecord)
+}
+
+func rerecordReason(f InvariantFailure) string {
+	name := f.InputName
+	if name == "" {
+		name = fmt.Sprintf("arg%d", f.Input)
+	}
+	return fmt.Sprintf("%s.\ninput name: %s. data pointer changed from %#x to %#x", f.Status, name, f.Old, f.New)
+}
+
+func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
+	return m.numRerecord[nid][f.ID] > m.eng.cfg.RerecordLimit
+}
+
+// updateMutationHint is _update_non_cudagraph_managed_mutation: a function
+// that mutates an input that is neither static nor an output of the current
+// path runs eagerly at this position; the skip is logged once per function.
+func (m *manager) updateMutationHint(c *call) {
+	m.eng.markHeavy()
+	nid := m.nodeKey()
+	if m.mutationHint[nid] == nil {
+		m.mutationHint[nid] = map[int]bool{}
+	}
+	var bad []int
+	for _, i := range c.f.Mutated {
+		if c.f.Static[i] {
+			continue
+		}
+		if m.isRecordedTensor(c.args[i]) {
+			continue
+		}
+		bad = append(bad, i)
+	}
+	if len(bad) == 0 {
+		m.mutationHint[nid][c.f.ID] = false
+		return
+	}
+	m.mutationHint[nid][c.f.ID] = true
+	if m.warnedMutation[c.f.ID] {
+		return
+	}
+	m.warnedMutation[c.f.ID] = true
+	def := m.eng.defs[c.f.Name]
+	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
+		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
+	m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
+}
+
+func mutationText(def *traces.Record, idx []int) string {
+	for _, st := range def.Body {
+		if len(idx) > 0 && st.Out == def.Params[idx[0]] {
+			return stmtText(st)
+		}
+	}
+	return ""
+}
+
+// isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
+// does t's storage lie at a pointer recorded as an output of the path?
+func (m *manager) isRecordedTensor(t *Tensor) bool {
+	st := m.eng.tt.storages[t.Storage]
+	if st == nil || st.Ptr == 0 {
+		return false
+	}
+	if w := m.curWarmup(); w != nil {
+		for _, sid := range m.warmupPathLive(w) {
+			if s := m.eng.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
+				return true
+			}
+		}
+		return false
+	}
+	if n := m.curNode(); n != nil {
+		return n.isPathOutputPtr(m, st.Ptr)
+	}
+	return false
+}
+
+func (m *manager) tryEndCurrRecording(c *call) error {
+	if m.canStartNewGeneration() {
+		if err := m.deallocCurrentPath(c); err != nil {
+			return err
+		}
+		m.endPath(c, whyNewGeneration)
+		return nil
+	}
+	if m.allOutputsDead() {
+		m.endPath(c, whyAllDead)
+		return nil
+	}
+	m.checkWarnOnUnableToStart(c)
+	return nil
+}
+
+func (m *manager) tryEndCurrWarmup(c *call) error {
+	return m.tryEndCurrRecording(c)
+}
+
+func (m *manager) tryEndCurrExecution(c *call) {
+	if m.cur == noNode {
+		return
+	}
+	if m.canStartNewGeneration() {
+		m.endPath(c, whyNewGeneration)
+		return
+	}
+	if m.allOutputsDead() {
+		m.endPath(c, whyAllDead)
+	}
+}
+
+// Why a path ends (the messages of EvPathEnd).
+const (
+	whyNewGeneration = "path ended: a new generation started"
+	whyAllDead       = "path ended: every output of the path is dead"
+)
+
+func (m *manager) endPath(c *call, why string) {
+	ev := Event{Kind: EvPathEnd, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Msg: why}
+	if n := m.curNode(); n != nil {
+		ev.Node = n.ID
+	} else if w := m.curWarmup(); w != nil {
+		ev.WarmupID = w.ID
+	}
+	m.emit(ev)
+	m.setCurrentNone()
+}
+
+// allOutputsDead is all_outputs_are_dead of the current node.
+func (m *manager) allOutputsDead() bool {
+	if w := m.curWarmup(); w != nil {
+		return len(m.warmupPathLive(w)) == 0
+	}
+	n := m.curNode()
+	if n == nil {
+		return true
+	}
+	path := m.path(n)
+	for _, oi := range n.LiveAfter {
+		if m.eng.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *manager) checkWarnOnUnableToStart(c *call) {
+	if m.warnedFns[c.f.ID] || !m.inNewInvocation() {
+		return
+	}
+	// The path from the root, warmup nodes included, and the current node
+	// (current_node: the path's last node).
+	type pn struct{ fn, parentFn int }
+	var path []pn
+	current := -1 // index of the current node in path
+	if w := m.curWarmup(); w != nil {
+		for x := w; x != nil; {
+			p := pn{fn: x.Fn, parentFn: -1}
+			if x.ParentWarm != 0 {
+				p.parentFn = m.warmups[x.ParentWarm].Fn
+			} else if x.ParentGraph >= 0 {
+				p.parentFn = m.nodes[x.ParentGraph].Fn
+			}
+			if x == w {
+				current = len(path)
+			}
+			path = append(path, p)
+			if x.ParentWarm != 0 {
+				x = m.warmups[x.ParentWarm]
+			} else {
+				for _, n := range m.path(m.nodesOrNil(x.ParentGraph)) {
+					pf := -1
+					if n.Parent >= 0 {
+						pf = m.nodes[n.Parent].Fn
+					}
+					path = append(path, pn{fn: n.Fn, parentFn: pf})
+				}
+				x = nil
+			}
+		}
+	} else if n := m.curNode(); n != nil {
+		for _, x := range m.path(n) {
+			pf := -1
+			if x.Parent >= 0 {
+				pf = m.nodes[x.Parent].Fn
+			}
+			path = append(path, pn{fn: x.Fn, parentFn: pf})
+		}
+		current = len(path) - 1
+	}
+	var existing []pn
+	for _, p := range path {
+		if p.fn == c.f.ID {
+			existing = append(existing, p)
+		}
+	}
+	if len(existing) <= 1 {
+		return
+	}
+	parents := map[int]bool{}
+	for _, p := range existing {
+		if p.parentFn >= 0 {
+			parents[p.parentFn] = true
+		}
+	}
+	if current >= 0 && path[current].parentFn >= 0 {
+		parents[path[current].parentFn] = true
+	}
+	if len(parents) == len(existing) {
+		return
+	}
+	m.eng.markHeavy()
+	m.warnedFns[c.f.ID] = true
+	m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
+		Msg: "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"})
+}
+
+func (m *manager) nodesOrNil(id int) *Node {
+	if id >= 0 && id < len(m.nodes) {
+		return m.nodes[id]
+	}
+	return nil
+}
+
+// pathLive returns the live output storages of the current path (warmup
+// chain and graph nodes), root first.
+func (m *manager) pathLive() []int {
+	if w := m.curWarmup(); w != nil {
+		return m.warmupPathLive(w)
+	}
+	if n := m.curNode(); n != nil {
+		return m.nodePathLive(n)
+	}
+	return nil
+}
+
+func (m *manager) nodePathLive(n *Node) []int {
+	var out []int
+	for _, x := range m.path(n) {
+		for _, sid := range x.OutWeak {
+			if sid != 0 && m.eng.tt.storageLive(sid) {
+				out = append(out, sid)
+			}
+		}
+	}
+	return out
+}
+
+// warmupChain returns the warmup nodes from w up to the first one whose
+// parent is not a warmup node (w first), and that parent graph node (nil
+// when the chain starts at the roots).
+func (m *manager) warmupChain(w *WarmupNode) ([]*WarmupNode, *Node) {
+	var chain []*WarmupNode
+	for x := w; x != nil; {
+		chain = append(chain, x)
+		if x.ParentWarm == 0 {
+			return chain, m.nodesOrNil(x.ParentGraph)
+		}
+		x = m.warmups[x.ParentWarm]
+	}
+	return chain, nil
+}
+
+// warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
+func (m *manager) warmupPathLive(w *WarmupNode) []int {
+	chain, top := m.warmupChain(w)
+	var out []int
+	if top != nil {
+		out = m.nodePathLive(top)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for _, sid := range chain[i].OutWeak {
+			if sid != 0 && m.eng.tt.storageLive(sid) {
+				out = append(out, sid)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,380 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// This file runs a function that has no graph to replay: warmup
+// (CUDAWarmupNode), eagerly outside the tree, or recorded into a new
+// CUDAGraphNode (record_function), in PyTorch's phases.
+
+// runWarmup is run_eager: a warmup node runs the function eagerly with
+// every allocation in the graph pool.
+func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	already := m.eng.warmed(c.f)
+	c.f.
+		Warmups++
+	m.warmupCounter--
+	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
+	if cw := m.curWarmup(); cw != nil {
+		w.ParentWarm = cw.ID
+	} else if cn := m.curNode(); cn != nil {
+		w.ParentGraph = cn.ID
+	}
+	// Outputs that are (views of) inputs are rebuilt by AOTAutograd outside
+	// the compiled model, so the warmup node never sees them.
+	nonPath := map[int]bool{}
+	for _, t := range c.args {
+		nonPath[t.Storage] = true
+	}
+	if m.warmups == nil {
+		m.warmups = map[int]*WarmupNode{}
+	}
+	m.warmups[w.ID] = w
+	m.cur = w.ID
+	m.pathState = PathWarmup
+	m.updateGeneration()
+	if err := m.eng.raiseStaleArg(c.args); err != nil {
+		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
+		// and the warmup run raises on it, its node already current.
+		w.Failed = true
+		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
+			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
+		return nil, "", &keptError{err}
+	}
+	a := m.ds.alloc
+	what := fmt.Sprintf("call %s: warmup %d", c.f.Name, w.ID)
+	a.SetContext(c.rec.Line, what)
+	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+		return nil, "", err
+	}
+	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (warmup)", c.f.Name)})
+	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
+		err = endErr
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	for i, t := range outs {
+		s := m.eng.tt.storages[t.Storage]
+		if nonPath[s.ID] || s.Ptr == 0 {
+			w.OutWeak = append(w.OutWeak, 0)
+		} else {
+			w.OutWeak = append(w.OutWeak, s.ID)
+		}
+		w.OutShapes = append(w.OutShapes, outs[i].Shape)
+	}
+	m.eng.counters.Warmups++
+	msg := fmt.Sprintf("Running warmup of function %d", c.f.ID)
+	if already {
+		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
+	}
+	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
+	return outs, ActionWarmup, nil
+}
+
+// runEagerOutside runs the model eagerly outside the pool: the tree is not
+// touched (a mutation skip or the re-record limit).
+func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	m.ds.alloc.SetContext(c.rec.Line, fmt.Sprintf("call %s: eager", c.f.Name))
+	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: c.rec.Line, what: fmt.Sprintf("%s (eager)", c.f.Name)})
+	if err != nil {
+		return nil, "", err
+	}
+	m.eng.counters.Eager++
+	if why == "" {
+		why = "mutates an input that is neither static nor an output of the current path"
+	}
+	m.emit(Event{Kind: EvEager, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: fmt.Sprintf("Running eager of function %d: %s", c.f.ID, why)})
+	return outs, ActionEager, nil
+}
+
+// recordFunction is record_function + CUDAGraphNode.__init__: the inputs
+// are classified and copied into the pool, the body is captured, outputs
+// are classified, the pool's state is checkpointed, and the graph replays
+// once to produce the first outputs.
+func (m *manager) recordFunction(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
+	m.eng.markHeavy()
+	tt := m.eng.tt
+	dev := m.ds.dev
+	a := m.ds.alloc
+	parent := m.curNode()
+	id := len(m.nodes)
+	n := &Node{ID: id, Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
+		Children: map[int][]int{}, InputShapes: c.f.Shapes}
+	if parent != nil {
+		n.Parent, n.Depth = parent.ID, parent.Depth+1
+	}
+	parentPath := m.path(parent)
+	nIn := len(c.args)
+	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
+	n.CopySrc = make([]device.Ptr, nIn)
+	for i, t := range c.args {
+		s := tt.storages[t.Storage]
+		n.InputNames[i] = argName(c.rec, i)
+		if parent != nil && parent.isPathOutputPtr(m, s.Ptr) {
+			n.Managed[i] = true
+		}
+		n.Static[i] = c.f.Static[i] || n.Managed[i]
+		if n.Static[i] {
+			n.Ptrs[i] = s.Ptr
+		}
+	}
+	if parent != nil {
+		n.LivenessBefore = m.eng.liveness(parentPath)
+		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
+	}
+	what := fmt.Sprintf("call %s: record #%d", c.f.Name, id)
+	a.SetContext(c.rec.Line, what)
+	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+		return nil, "", err
+	}
+	ended := false
+	endPool := func() error {
+		if ended {
+			return nil
+		}
+		ended = true
+		return a.EndAllocateToPool(m.pool)
+	}
+	defer endPool()
+	// Copy the non-static inputs into the pool. The copies own their
+	// blocks only until the body returns: replays copy into the same
+	// placeholders.
+	bodyArgs := make([]*Tensor, nIn)
+	var copies []*Tensor
+	for i, t := range c.args {
+		if n.Static[i] {
+			bodyArgs[i] = t
+			continue
+		}
+		s := tt.storages[t.Storage]
+		cs, err := m.eng.allocStorage(m.ds, s.Bytes, device.SideStream, poolGraph, c.rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", c.f.Name, i, id))
+		if err != nil {
+			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
+		}
+		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
+		copies = append(copies, ct)
+		bodyArgs[i] = ct
+		n.Ptrs[i] = cs.Ptr
+	}
+	m.warnClobberedInputs(c, n)
+	// torch.cuda.graph's __enter__ empties the cache on every recording.
+	if err := a.EmptyCache(); err != nil {
+		return nil, "", err
+	}
+	if err := dev.BeginCapture(device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("record #%d: begin capture: %w", id, err)
+	}
+	capturing := true
+	defer func() {
+		if capturing {
+			if g, err := dev.EndCapture(device.SideStream); err == nil {
+				dev.DestroyGraph(g)
+			}
+		}
+	}()
+	// The input copies are the graph's first nodes: every replay copies
+	// the inputs' current values into the placeholders.
+	for i, t := range c.args {
+		if n.Static[i] {
+			continue
+		}
+		src := tt.storages[t.Storage].Ptr
+		if cnt := numElems(t.Shape); cnt > 0 {
+			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], src, cnt); err != nil {
+				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
+			}
+			n.CopySrc[i] = src
+		}
+	}
+	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (record #%d)", c.f.Name, id)})
+	// The owning input copies die with the body (the model clears its inputs).
+	for _, ct := range copies {
+		if rerr := tt.release(ct); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: %w", id, err)
+	}
+	capturing = false
+	g, err := dev.EndCapture(device.SideStream)
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: end capture: %w", id, err)
+	}
+	exec, err := dev.Instantiate(g)
+	if err != nil {
+		dev.DestroyGraph(g)
+		return nil, "", fmt.Errorf("record #%d: instantiate: %w", id, err)
+	}
+	n.Graph, n.Exec = g, exec
+	if err := endPool(); err != nil {
+		return nil, "", err
+	}
+	// _add_first_outputs
+	if parent != nil {
+		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, m.eng.liveness(parentPath))
+	}
+	// Outputs that are (views of) inputs: AOTAutograd rebuilds them from
+	// the caller's tensors outside the graph. Point them at the caller's
+	// input (not at a placeholder), and keep them out of the tree.
+	inputOf := map[int]int{}
+	for i, t := range bodyArgs {
+		inputOf[t.Storage] = i
+	}
+	for i, t := range outs {
+		j, ok := inputOf[t.Storage]
+		if !ok {
+			continue
+		}
+		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
+		if err := tt.release(t); err != nil {
+			return nil, "", fmt.Errorf("record #%d: %w", id, err)
+		}
+		outs[i] = nt
+	}
+	newIndex := map[device.Ptr]int{}
+	n.Outputs = make([]outputInfo, len(outs))
+	n.OutWeak = make([]int, len(outs))
+	for i, t := range outs {
+		s := tt.storages[t.Storage]
+		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, Bytes: s.Bytes}
+		j, isInput := 0, false
+		for k, a := range c.args {
+			if a.Storage == t.Storage {
+				j, isInput = k, true
+				break
+			}
+		}
+		switch {
+		case isInput:
+			o.Alias, o.Input = aliasInput, j
+		case s.Ptr == 0:
+			o.Alias = aliasStatic
+			o.StaticTensor = t.ID
+			t.Cached = true
+			s.Pins++
+		case m.eng.priorOutput(parentPath, s) != nil:
+			oi := *m.eng.priorOutput(parentPath, s)
+			o.Alias, o.Prior = aliasPrior, oi
+			parentPath[oi.Depth].Outputs[oi.Index].Unaliased = false
+		default:
+			if j, ok := newIndex[s.Ptr]; ok {
+				o.Alias, o.New = aliasNew, j
+				n.Outputs[j].Unaliased = false
+			} else {
+				newIndex[s.Ptr] = i
+				o.Unaliased = true
+			}
+		}
+		if o.Alias != aliasStatic && o.Alias != aliasInput {
+			n.OutWeak[i] = s.ID
+		}
+		n.Outputs[i] = o
+	}
+	path := append(append([]*Node(nil), parentPath...), n)
+	n.LivenessAfter = m.eng.liveness(path)
+	st, err := a.GetCheckpointState(m.pool)
+	if err != nil {
+		return nil, "", fmt.Errorf("record #%d: checkpoint state: %w", id, err)
+	}
+	n.CheckpointState = st
+	for d, lv := range n.LivenessAfter {
+		for i, live := range lv {
+			if live {
+				n.LiveAfter = append(n.LiveAfter, OutputIndex{d, i})
+			}
+		}
+	}
+	if kn, err := dev.GraphNodes(g); err == nil {
+		n.Kernels = kn
+	}
+	// The capture ran nothing: one replay makes the first outputs.
+	if err := dev.LaunchGraph(exec, device.SideStream); err != nil {
+		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
+	}
+	m.nodes = append(m.nodes, n)
+	if parent == nil {
+		if len(m.roots[c.f.ID]) == 0 {
+			m.rootOrder = append(m.rootOrder, c.f.ID)
+		}
+		m.roots[c.f.ID] = append(m.roots[c.f.ID], id)
+	} else {
+		if len(parent.Children[c.f.ID]) == 0 {
+			parent.childOrder = append(parent.childOrder, c.f.ID)
+		}
+		parent.Children[c.f.ID] = append(parent.Children[c.f.ID], id)
+	}
+	m.cur = id
+	m.pathState = PathRecording
+	m.warmups = nil
+	m.updateGeneration()
+	m.eng.counters.Recordings++
+	if rerecord {
+		m.eng.counters.Rerecords++
+	}
+	c.step.
+		Node, c.step.Parent = id, n.Parent
+	c.step.
+		nodeFn = c.f.Name
+	c.step.
+		hasParentFn = true
+	if parent != nil {
+		c.step.
+			parentFn = m.funcs[parent.Fn].Name
+	}
+	msg := fmt.Sprintf("Recording function %d of graph recording id %d", c.f.ID, id)
+	if len(n.Kernels) == 0 {
+		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
+			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
+	}
+	m.emit(Event{Kind: EvRecord, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
+		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
+	return outs, ActionRecord, nil
+}
+
+// priorOutput is _is_alias_of_live_recorded_tensor: the live path output
+// whose storage s is, if any.
+func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
+	for d, x := range path {
+		for i, sid := range x.OutWeak {
+			if sid != 0 && e.tt.storageLive(sid) && e.tt.storages[sid].Ptr == s.Ptr && s.Ptr != 0 {
+				return &OutputIndex{d, i}
+			}
+		}
+	}
+	return nil
+}
+
+// warnClobberedInputs flags an input that is a live replay output in the
+// graph pool which the allocator believes free, when a placeholder of this
+// very recording lands on it and an input copy writes there before the
+// input is read (an earlier input's copy, or any copy for an input read in
+// place). PyTorch 2.11 does the same silently; a debugger says so.
+func (m *manager) warnClobberedInputs(c *call, n *Node) {
+	for i, t := range c.args {
+		s := m.eng.tt.storages[t.Storage]
+		if s == nil || s.Pool != poolGraph || s.Owned || s.Ptr == 0 {
+			continue
+		}
+		for j := range c.args {
+			if n.Static[j] || (!n.Static[i] && j >= i) {
+				continue
+			}
+			p := n.Ptrs[j]
+			pb := m.eng.tt.storages[c.args[j].Storage].Bytes
+			if p >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= p+device.Ptr(pb) {
+				continue
+			}
+			m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
+				Tensors: []string{argName(c.rec, i)}, Ptrs: []uint64{uint64(s.Ptr)},
+				Msg: fmt.Sprintf("input %d (%s) is a replay output the allocator believes free: the placeholder of input %d lands on it at %#x, so its value is overwritten before it is read (PyTorch does the same)", i, argName(c.rec, i), j, p)})
+			break
+		}
+	}
+}

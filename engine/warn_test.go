@@ -1,0 +1,68 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+)
+
+// TestWarnOnUnableToStart checks check_warn_on_unable_to_start_executing:
+// with a backward pending no generation can start, and PyTorch warns once
+// per function when the path repeats the function without repeating its
+// parents. The current node's parent counts (PyTorch adds current_node to
+// the nodes whose parents it collects), so two forwards alternating warn
+// only once the path holds a function three times, while one forward
+// called again and again warns at its third call. Each case runs with the
+// current node a warmup node (warmup_runs 1) and a recorded graph node
+// (warmup_runs 0): the two branches that build the path.
+func TestWarnOnUnableToStart(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls []string // the forward called at each step, outputs kept alive
+		warn  string   // the function warned about ("" none)
+	}{
+		{"two forwards alternating", []string{"fa", "fb", "fa", "fb", "fa"}, ""},
+		{"two forwards alternating, a third fa", []string{"fa", "fb", "fa", "fb", "fa", "fb", "fa"}, "fa"},
+		{"one forward repeated", []string{"fa", "fa", "fa"}, "fa"},
+		{"a forward whose parents repeat", []string{"fa", "fb", "fb", "fa", "fb", "fb"}, "fb"},
+	}
+	for _, tt := range tests {
+		for _, warmups := range []int{1, 0} {
+			t.Run(fmt.Sprintf("%s/warmup_runs=%d", tt.name, warmups), func(t *testing.T) {
+				var b strings.Builder
+				fmt.Fprintf(&b, `{"cgtviz": 1, "config": {"warmup_runs": %d}}`+"\n", warmups)
+				for _, fn := range []string{"fa", "fb"} {
+					fmt.Fprintf(&b, `{"op": "def", "fn": %q, "mode": "forward", "params": ["x"], "body": [{"out": "y", "k": "mul", "a": "x", "b": 2}], "returns": ["y"]}`+"\n", fn)
+				}
+				b.WriteString(`{"op": "tensor", "name": "x", "shape": [4], "init": "ones"}` + "\n")
+				for i, fn := range tt.calls {
+					fmt.Fprintf(&b, `{"op": "call", "fn": %q, "args": ["x"], "out": ["o%d"]}`+"\n", fn, i)
+				}
+				steps, _ := runText(t, b.String(), engine.Options{})
+				var warned []string
+				for line := 1; line <= len(steps)+1; line++ {
+					s := steps[line]
+					if s == nil {
+						continue
+					}
+					if s.Err != nil {
+						t.Fatalf("line %d: %v", line, s.Err)
+					}
+					for _, ev := range s.Events {
+						if ev.Kind == engine.EvWarning && strings.Contains(ev.Msg, "Unable to hit fast path") {
+							warned = append(warned, fmt.Sprintf("%s at line %d", ev.Fn, line))
+						}
+					}
+				}
+				switch {
+				case tt.warn == "" && len(warned) > 0:
+					t.Errorf("warned %v, PyTorch does not", warned)
+				case tt.warn != "" && (len(warned) != 1 || !strings.HasPrefix(warned[0], tt.warn+" ")):
+					t.Errorf("warned %v, want once for %s", warned, tt.warn)
+				}
+			})
+		}
+	}
+}
