@@ -5,6 +5,9 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 5s
+# staticcheck, pinned: `go run` fetches this version through the module
+# proxy once and caches it (CI needs nothing installed beforehand).
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN       := .bin
 
 # Every fuzz target, as package:Name.
@@ -30,6 +33,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 unit:
 	$(GO) test -race -count=1 ./...

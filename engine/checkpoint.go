@@ -57,10 +57,10 @@ func (m *manager) applyCheckpoint(c *call) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint to node %d: %w", n.ID, err)
 	}
-	for p, sid := range liveOwner {
-		s := m.eng.tt.storages[sid]
-		s.Owned = true
-		_ = p
+	// The live outputs own their blocks again: the restored state
+	// allocated them.
+	for _, sid := range liveOwner {
+		m.eng.tt.storages[sid].Owned = true
 	}
 	view := &CheckpointView{Node: n.ID}
 	for _, b := range delta.DataPtrsAllocd {

@@ -30,6 +30,9 @@ type oracleTrace struct {
 		Error       *string  `json:"error"`
 		Checkpoints int      `json:"checkpoints"`
 		Failed      []string `json:"failed"`
+		// Warnings are the messages of the warnings PyTorch issued during
+		// the record (nil: the oracle did not capture them).
+		Warnings []string `json:"warnings"`
 	} `json:"steps"`
 	Final struct {
 		Nodes       int   `json:"nodes"`
@@ -194,14 +197,23 @@ func checkOracleTrace(t *testing.T, o oracleTrace) {
 				t.Errorf("%s: action: PyTorch %s, engine %s", where, os.Action, s.Action)
 			}
 			if os.NodeFn != nil {
-				st := e.State()
-				_ = st
 				if got := nodeFn(e, s.Node); got != *os.NodeFn {
 					t.Errorf("%s: node fn: PyTorch %s, engine %s", where, *os.NodeFn, got)
 				}
 				if got := nodeFn(e, s.Parent); got != deref(os.ParentFn) {
 					t.Errorf("%s: parent fn: PyTorch %q, engine %q", where, deref(os.ParentFn), got)
 				}
+			}
+		}
+		if os.Warnings != nil {
+			// check_warn_on_unable_to_start_executing, the warning the
+			// tree itself issues.
+			torchWarned := slices.ContainsFunc(os.Warnings, func(w string) bool { return strings.Contains(w, unableToHitFastPath) })
+			engineWarned := slices.ContainsFunc(s.Events, func(ev engine.Event) bool {
+				return ev.Kind == engine.EvWarning && strings.Contains(ev.Msg, unableToHitFastPath)
+			})
+			if torchWarned != engineWarned {
+				t.Errorf("%s: %q warning: PyTorch %v, engine %v", where, unableToHitFastPath, torchWarned, engineWarned)
 			}
 		}
 		if os.Checkpoints != ckpt {
@@ -215,6 +227,8 @@ func checkOracleTrace(t *testing.T, o oracleTrace) {
 		t.Errorf("final tree:\nPyTorch %s\nengine  %s", want, got)
 	}
 }
+
+const unableToHitFastPath = "Unable to hit fast path of CUDAGraphs"
 
 func deref(s *string) string {
 	if s == nil {
