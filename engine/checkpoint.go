@@ -22,8 +22,7 @@ func (m *manager) applyCheckpoint(c *call) error {
 	}
 	m.checkpoints++
 	m.eng.counters.Checkpoints++
-	c.step.
-		Checkpoint = true
+	c.step.Checkpoint = true
 	path := m.path(n)
 	// remove_path_cached_tensors
 	for _, x := range path {

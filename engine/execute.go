@@ -117,15 +117,11 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	outs := m.reconstructOutputs(n, c)
 	n.Replays++
 	m.eng.counters.Replays++
-	c.step.
-		Node, c.step.Parent = n.ID, n.Parent
-	c.step.
-		nodeFn = m.funcs[n.Fn].Name
-	c.step.
-		hasParentFn = true
+	c.step.Node, c.step.Parent = n.ID, n.Parent
+	c.step.nodeFn = m.funcs[n.Fn].Name
+	c.step.hasParentFn = true
 	if n.Parent >= 0 {
-		c.step.
-			parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+		c.step.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
 	}
 	m.emit(Event{Kind: EvReplay, Line: c.rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
 	return outs, ActionReplay, nil

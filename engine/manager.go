@@ -226,8 +226,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 				if nid != noNode {
 					node = fmt.Sprint(nid)
 				}
-				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.
-					ID, m.eng.cfg.RerecordLimit, node, reason)
+				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.ID, m.eng.cfg.RerecordLimit, node, reason)
 				m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
 				return m.runEagerOutside(c, msg)
 			}

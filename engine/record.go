@@ -15,8 +15,7 @@ import (
 func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	already := m.eng.warmed(c.f)
-	c.f.
-		Warmups++
+	c.f.Warmups++
 	m.warmupCounter--
 	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
 	if cw := m.curWarmup(); cw != nil {
@@ -318,15 +317,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if rerecord {
 		m.eng.counters.Rerecords++
 	}
-	c.step.
-		Node, c.step.Parent = id, n.Parent
-	c.step.
-		nodeFn = c.f.Name
-	c.step.
-		hasParentFn = true
+	c.step.Node, c.step.Parent = id, n.Parent
+	c.step.nodeFn = c.f.Name
+	c.step.hasParentFn = true
 	if parent != nil {
-		c.step.
-			parentFn = m.funcs[parent.Fn].Name
+		c.step.parentFn = m.funcs[parent.Fn].Name
 	}
 	msg := fmt.Sprintf("Recording function %d of graph recording id %d", c.f.ID, id)
 	if len(n.Kernels) == 0 {
