@@ -26,6 +26,7 @@ func (m *manager) applyCheckpoint(c *call) error {
 	path := m.path(n)
 	// remove_path_cached_tensors
 	for _, x := range path {
+		m.keepNode(x)
 		m.eng.dropCachedTensors(x)
 	}
 	var livePtrs []device.Ptr

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -114,6 +115,10 @@ type Engine struct {
 	// their events (see newStep).
 	stepChunk  []Step
 	eventChunk []Event
+	// failAfter, set by tests only, fails a record that succeeded (under
+	// Options.Check, which snapshots every record), so that a test can
+	// prove the rollback of any record complete.
+	failAfter func(*traces.Record) bool
 }
 
 // devState is one device: the device, its caching allocator and its tree.
@@ -260,6 +265,9 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 	if err == nil && e.check {
 		if verr := e.CheckInvariants(); verr != nil {
 			err = &invariantError{verr}
+		}
+		if err == nil && e.failAfter != nil && e.failAfter(rec) {
+			err = &invariantError{errors.New("failure injected after the record (test)")}
 		}
 	}
 	if err != nil {

@@ -90,6 +90,8 @@ func argName(rec *traces.Record, i int) string {
 // executeNode replays n (execute_node + CUDAGraphNode.run).
 func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
+	// On the replay fast path no snapshot exists and this saves nothing.
+	m.keepNode(n)
 	// The graph's first nodes copy the non-static inputs into their
 	// placeholders (PyTorch's _foreach_copy_ before replay, in the graph);
 	// point them at the inputs' current addresses where they moved.

@@ -331,10 +331,8 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 	cs := m.compiles[code]
 	if cs == nil {
 		cs = &dynamo.Cache{}
-		if m.compiles == nil {
-			m.compiles = map[string]*dynamo.Cache{}
-		}
 		m.compiles[code] = cs
+		m.eng.onUndo(func() { delete(m.compiles, code) })
 	}
 	ent := cs.Lookup(def.Fn, shapes, alias)
 	if ent == nil {
@@ -346,6 +344,8 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, plan: p, Mutated: mutatedParams(def)}, true, nil
 		}
 		m.eng.markHeavy()
+		old := cs.Clone()
+		m.eng.onUndo(func() { *cs = *old })
 		ent = cs.Compile(def.Fn, shapes, alias, static)
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
@@ -377,12 +377,19 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 			f.StaticIdx = append(f.StaticIdx, i)
 		}
 	}
+	nfuncs, byName, hadName := len(m.funcs), m.fnByName[def.Fn], m.fnByName[def.Fn] != nil
 	m.funcs = append(m.funcs, f)
 	m.fnKeys[key] = f.ID
-	if m.fnByName == nil {
-		m.fnByName = map[string][]int{}
-	}
 	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
+	m.eng.onUndo(func() {
+		m.funcs = m.funcs[:nfuncs]
+		delete(m.fnKeys, key)
+		if hadName {
+			m.fnByName[def.Fn] = byName
+		} else {
+			delete(m.fnByName, def.Fn)
+		}
+	})
 	return f, false, nil
 }
 

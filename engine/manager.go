@@ -70,7 +70,7 @@ type pathScalars struct {
 func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
 		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
-		roots: map[int][]int{}, fnKeys: map[string]int{},
+		roots: map[int][]int{}, fnKeys: map[string]int{}, fnByName: map[string][]int{}, compiles: map[string]*dynamo.Cache{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
 		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
 	}
@@ -213,8 +213,18 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 			m.eng.markHeavy()
 			if m.numRerecord[nid] == nil {
 				m.numRerecord[nid] = map[int]int{}
+				m.eng.onUndo(func() { delete(m.numRerecord, nid) })
 			}
-			m.numRerecord[nid][c.f.ID]++
+			counts, fid := m.numRerecord[nid], c.f.ID
+			old, had := counts[fid]
+			m.eng.onUndo(func() {
+				if had {
+					counts[fid] = old
+				} else {
+					delete(counts, fid)
+				}
+			})
+			counts[fid]++
 			if m.exceedRerecordLimit(nid, c.f) {
 				reason := ""
 				for _, fl := range failures {
@@ -264,7 +274,17 @@ func (m *manager) updateMutationHint(c *call) {
 	nid := m.nodeKey()
 	if m.mutationHint[nid] == nil {
 		m.mutationHint[nid] = map[int]bool{}
+		m.eng.onUndo(func() { delete(m.mutationHint, nid) })
 	}
+	hints, fid := m.mutationHint[nid], c.f.ID
+	old, had := hints[fid]
+	m.eng.onUndo(func() {
+		if had {
+			hints[fid] = old
+		} else {
+			delete(hints, fid)
+		}
+	})
 	var bad []int
 	for _, i := range c.f.Mutated {
 		if c.f.Static[i] {
@@ -283,7 +303,8 @@ func (m *manager) updateMutationHint(c *call) {
 	if m.warnedMutation[c.f.ID] {
 		return
 	}
-	m.warnedMutation[c.f.ID] = true
+	m.warnedMutation[fid] = true
+	m.eng.onUndo(func() { delete(m.warnedMutation, fid) })
 	def := m.eng.defs[c.f.Name]
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
 		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
@@ -454,7 +475,9 @@ func (m *manager) checkWarnOnUnableToStart(c *call) {
 		return
 	}
 	m.eng.markHeavy()
-	m.warnedFns[c.f.ID] = true
+	fid := c.f.ID
+	m.warnedFns[fid] = true
+	m.eng.onUndo(func() { delete(m.warnedFns, fid) })
 	m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
 		Msg: "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"})
 }

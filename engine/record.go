@@ -15,7 +15,9 @@ import (
 func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	already := m.eng.warmed(c.f)
-	c.f.Warmups++
+	f := c.f
+	f.Warmups++
+	m.eng.onUndo(func() { f.Warmups-- })
 	m.warmupCounter--
 	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
 	if cw := m.curWarmup(); cw != nil {
@@ -33,6 +35,8 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		m.warmups = map[int]*WarmupNode{}
 	}
 	m.warmups[w.ID] = w
+	ws, wid := m.warmups, w.ID
+	m.eng.onUndo(func() { delete(ws, wid) })
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	m.updateGeneration()
@@ -261,6 +265,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		case m.eng.priorOutput(parentPath, s) != nil:
 			oi := *m.eng.priorOutput(parentPath, s)
 			o.Alias, o.Prior = aliasPrior, oi
+			m.keepNode(parentPath[oi.Depth])
 			parentPath[oi.Depth].Outputs[oi.Index].Unaliased = false
 		default:
 			if j, ok := newIndex[s.Ptr]; ok {
@@ -298,12 +303,23 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
 	}
 	m.nodes = append(m.nodes, n)
+	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
+		fid, roots, order := c.f.ID, m.roots[c.f.ID], m.rootOrder
+		m.eng.onUndo(func() {
+			m.rootOrder = order
+			if roots == nil {
+				delete(m.roots, fid)
+			} else {
+				m.roots[fid] = roots
+			}
+		})
 		if len(m.roots[c.f.ID]) == 0 {
 			m.rootOrder = append(m.rootOrder, c.f.ID)
 		}
 		m.roots[c.f.ID] = append(m.roots[c.f.ID], id)
 	} else {
+		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
 			parent.childOrder = append(parent.childOrder, c.f.ID)
 		}

@@ -21,6 +21,11 @@ import (
 //     anything else (tensors, nodes, the allocator). Only light fields can
 //     have changed before that point, so restoring the snapshot and then
 //     the light fields gives back the state at the start of the record.
+//     The tensors and allocators are copied whole (they scale with memory);
+//     the managers, whose trees grow with the program, are not: each
+//     mutation of a manager after markHeavy logs its undo (onUndo,
+//     keepNode), so a record costs the same in a tree of ten nodes or ten
+//     thousand.
 
 type lightState struct {
 	genTracker int
@@ -32,9 +37,13 @@ type lightState struct {
 type snapshot struct {
 	tt       *tensorTable
 	defs     map[string]bool
-	mgrs     []*manager
 	allocs   []*alloc.Allocator
 	devSnaps []any
+	// undo puts back, newest first, what the record changed in the
+	// managers since markHeavy: their trees, functions and Dynamo caches.
+	undo []func()
+	// kept are the nodes whose copy undo holds already.
+	kept map[*Node]bool
 }
 
 func (e *Engine) saveLight() {
@@ -69,7 +78,6 @@ func (e *Engine) markHeavy() {
 		s.defs[n] = true
 	}
 	for _, ds := range e.devs {
-		s.mgrs = append(s.mgrs, ds.m.clone())
 		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
 		var snap any
 		if sn, ok := ds.dev.(device.Snapshotter); ok {
@@ -83,6 +91,9 @@ func (e *Engine) markHeavy() {
 // rollback puts the engine back as it was at the start of the record.
 func (e *Engine) rollback() {
 	if s := e.saved; s != nil {
+		for i := len(s.undo) - 1; i >= 0; i-- {
+			s.undo[i]()
+		}
 		e.tt = s.tt
 		e.tt.onStorageDeath = e.storageDied
 		for n := range e.defs {
@@ -91,8 +102,6 @@ func (e *Engine) rollback() {
 			}
 		}
 		for i, ds := range e.devs {
-			ds.m = s.mgrs[i]
-			ds.m.ds, ds.m.eng = ds, e
 			ds.alloc = s.allocs[i]
 			if s.devSnaps[i] != nil {
 				ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
@@ -114,6 +123,30 @@ func (e *Engine) rollback() {
 			}
 		}
 	}
+}
+
+// onUndo logs how to put back a change the record makes to a manager after
+// markHeavy. Before markHeavy (no snapshot) nothing is logged: the light
+// path only changes what saveLight saved, or changes nothing that a later
+// failure of the record could meet.
+func (e *Engine) onUndo(f func()) {
+	if e.saved != nil {
+		e.saved.undo = append(e.saved.undo, f)
+	}
+}
+
+// keepNode saves n as it is, once per record, before the record changes it.
+func (m *manager) keepNode(n *Node) {
+	s := m.eng.saved
+	if s == nil || s.kept[n] {
+		return
+	}
+	if s.kept == nil {
+		s.kept = map[*Node]bool{}
+	}
+	s.kept[n] = true
+	old := n.clone()
+	s.undo = append(s.undo, func() { *n = *old })
 }
 
 // clone deep-copies a manager. Nodes are copied (their mutable parts);
