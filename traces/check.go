@@ -112,6 +112,8 @@ type checker struct {
 type storage struct {
 	bytes int64
 	refs  int // names holding it
+	// noValues: a call wrote values no kernel computes into it in place.
+	noValues bool
 }
 
 // binding is what a global name holds. unknown marks a tensor made by a
@@ -240,7 +242,8 @@ func (c *checker) record(rec Record) {
 			c.bind(rec.Name, &binding{unknown: true})
 			return
 		}
-		c.bind(rec.Name, &binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape)}, dev: rec.Device, st: &storage{bytes: bytes}})
+		c.bind(rec.Name, &binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
+			dev: rec.Device, st: &storage{bytes: bytes}})
 	case OpConfig:
 		c.cfg = c.cfg.With(*rec.Config)
 	case OpCall:
@@ -270,6 +273,8 @@ func (c *checker) record(rec Record) {
 				c.fail(rec, "values: %s", why)
 			case !b.unknown && !b.dtype.ComputesValues():
 				c.fail(rec, "values: %s is %s, and values of %s are not modelled (the kernels compute float32): expect values only of float32 tensors", v.Name, b.dtype, b.dtype)
+			case !b.unknown && layoutOf(b).noValues:
+				c.fail(rec, "values: %s is computed from tensors whose dtype the kernels do not compute, so its values are not modelled", v.Name)
 			case !b.unknown && int64(len(v.Values)) != NumElems(b.shape):
 				c.fail(rec, "values: %s has %d elements (shape %s), got %d values", v.Name, NumElems(b.shape), ops.FormatShape(b.shape), len(v.Values))
 			}
@@ -327,6 +332,8 @@ type bodyResult struct {
 	rets []local
 	// newBytes[k] is the size of the k-th storage the body allocates.
 	newBytes []int64
+	// noValues lists the params the body writes unmodelled values into.
+	noValues []int
 }
 
 // local is a name inside a body: its layout, and its storage: src >= 0 is
@@ -345,6 +352,18 @@ type layout struct {
 	dtype   ops.DType
 	strided bool
 	stElems int64
+	// noValues: the values are not modelled, as the tensor is of a dtype
+	// the kernels do not compute, or was computed from one.
+	noValues bool
+}
+
+// layoutOf returns b's layout, with what a call wrote into its storage.
+func layoutOf(b *binding) layout {
+	l := b.layout
+	if b.st != nil && b.st.noValues {
+		l.noValues = true
+	}
+	return l
 }
 
 func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
@@ -352,7 +371,8 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 	key.WriteString(f.rec.Fn)
 	fmt.Fprintf(&key, "/%d", c.cfg.MaxTensorBytes)
 	for _, a := range args {
-		fmt.Fprintf(&key, "%s%d/%t/%d", ops.FormatShape(a.shape), a.dtype, a.strided, a.stElems)
+		l := layoutOf(a)
+		fmt.Fprintf(&key, "%s%d/%t/%d/%t", ops.FormatShape(l.shape), l.dtype, l.strided, l.stElems, l.noValues)
 	}
 	if r := c.memo[key.String()]; r != nil {
 		return r
@@ -361,11 +381,11 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 	c.memo[key.String()] = res
 	locals := map[string]local{}
 	for i, p := range f.rec.Params {
-		locals[p] = local{layout: args[i].layout, src: i}
+		locals[p] = local{layout: layoutOf(args[i]), src: i}
 	}
-	params := map[string]bool{}
-	for _, p := range f.rec.Params {
-		params[p] = true
+	params := map[string]int{}
+	for i, p := range f.rec.Params {
+		params[p] = i
 	}
 	for i, s := range f.rec.Body {
 		l, msg := c.stmtLayout(s, func(n string) layout { return locals[n].layout })
@@ -373,7 +393,7 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 			res.msg = stmtLabel(i, s) + ": " + msg
 			return res
 		}
-		if params[s.Out] {
+		if pi, isParam := params[s.Out]; isParam {
 			want := locals[s.Out]
 			if !slices.Equal(l.shape, want.shape) {
 				res.msg = fmt.Sprintf("%s: writes into param %s in place, so it must keep its shape %s, but the result has shape %s",
@@ -384,6 +404,11 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 				res.msg = fmt.Sprintf("%s: writes into param %s in place, so it must keep its dtype %s, but the result is %s",
 					stmtLabel(i, s), s.Out, want.dtype, l.dtype)
 				return res
+			}
+			if l.noValues {
+				res.noValues = append(res.noValues, pi)
+				want.noValues = true
+				locals[s.Out] = want
 			}
 			continue
 		}
@@ -411,13 +436,14 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 // and the tensor size limit.
 func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 	o := ops.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum, Strided: s.Strided()}
-	var a layout
+	var a, bl layout
 	if s.A != "" {
 		a = of(s.A)
 		o.A, o.HasA = a.shape, true
 	}
 	if s.B.Name != "" {
-		o.B, o.HasB = of(s.B.Name).shape, true
+		bl = of(s.B.Name)
+		o.B, o.HasB = bl.shape, true
 	}
 	shape, _, err := ops.ResultShape(s.K, o)
 	if err != nil {
@@ -429,7 +455,7 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 	if s.DType != "" {
 		dt, _ = ops.ParseDType(s.DType) // the reader refused unknown names
 	}
-	out := layout{shape: shape, dtype: dt}
+	out := layout{shape: shape, dtype: dt, noValues: !dt.ComputesValues() || a.noValues || bl.noValues}
 	if s.K == ops.StmtView {
 		if dt != a.dtype {
 			return layout{}, fmt.Sprintf("a view keeps the dtype of %s (%s), but dtype is %s", s.A, a.dtype, dt)
@@ -487,9 +513,12 @@ func (c *checker) call(rec Record) {
 	}
 	if rec.Invocation != nil {
 		if c.invLine > 0 && *rec.Invocation < c.inv {
+			// The last good value stays the one to compare with, so one
+			// stray value is reported once.
 			c.fail(rec, "invocation %d is less than %d at line %d (Dynamo's generation counter only grows)", *rec.Invocation, c.inv, c.invLine)
+		} else {
+			c.inv, c.invLine = *rec.Invocation, rec.Line
 		}
-		c.inv, c.invLine = *rec.Invocation, rec.Line
 	}
 	args := make([]*binding, len(rec.Args))
 	unknown := f.broken
@@ -551,6 +580,11 @@ func (c *checker) call(rec Record) {
 		bindUnknown()
 		return
 	}
+	for _, p := range res.noValues {
+		if st := args[p].st; st != nil {
+			st.noValues = true
+		}
+	}
 	for i, o := range rec.Out {
 		c.bind(o, outs[i])
 	}
@@ -600,7 +634,7 @@ func (c *checker) eager(rec Record) {
 		c.bind(s.Out, &binding{unknown: true})
 		return
 	}
-	l, msg := c.stmtLayout(s, func(n string) layout { return c.names[n].layout })
+	l, msg := c.stmtLayout(s, func(n string) layout { return layoutOf(c.names[n]) })
 	if msg != "" {
 		c.fail(rec, "%s", msg)
 		c.bind(s.Out, &binding{unknown: true})

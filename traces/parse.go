@@ -507,6 +507,7 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 	// by float32 (fill's and empty's default; a view's real dtype is its
 	// base's, which the checker knows and checks the result with).
 	elem := ops.Float32
+	s.Shape = rs.Shape // for the statement's label, should the dtype be refused
 	if rs.DType != nil {
 		d, ok := ops.ParseDType(*rs.DType)
 		if !ok || *rs.DType == "" {
@@ -528,8 +529,8 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 			}
 		}
 		if rs.Shape != nil && len(s.Strides) != len(s.Shape) {
-			return s, fmt.Sprintf("strides %s has %d strides, but shape %s has %d dims (give one stride per dim)",
-				ops.FormatStrides(s.Strides), len(s.Strides), ops.FormatShape(s.Shape), len(s.Shape))
+			return s, fmt.Sprintf("strides %s has %s, but shape %s has %s (give one stride per dim)",
+				ops.FormatStrides(s.Strides), plural(len(s.Strides), "stride"), ops.FormatShape(s.Shape), plural(len(s.Shape), "dim"))
 		}
 	}
 	if rs.Offset != nil {
@@ -632,11 +633,17 @@ func stmtText(s Stmt) string {
 	case ops.StmtView:
 		switch {
 		case s.Strided():
-			st := s.Strides
-			if st == nil {
-				st = ops.ContiguousStrides(s.Shape)
+			shape, st := "?", "?"
+			switch {
+			case s.Strides != nil:
+				st = ops.FormatStrides(s.Strides)
+			case s.Shape != nil:
+				st = ops.FormatStrides(ops.ContiguousStrides(s.Shape))
 			}
-			rhs = fmt.Sprintf("as_strided(%s, %s, %s, %d)", a, ops.FormatShape(s.Shape), ops.FormatStrides(st), s.Offset)
+			if s.Shape != nil {
+				shape = ops.FormatShape(s.Shape)
+			}
+			rhs = fmt.Sprintf("as_strided(%s, %s, %s, %d)", a, shape, st, s.Offset)
 		case s.Shape != nil:
 			rhs = fmt.Sprintf("view(%s, %s)", a, ops.FormatShape(s.Shape))
 		default:

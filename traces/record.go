@@ -270,7 +270,7 @@ type Stmt struct {
 }
 
 // Strided reports whether a view statement has an offset or strides.
-func (s Stmt) Strided() bool { return s.HasOffset || s.Strides != nil }
+func (s Stmt) Strided() bool { return s.HasOffset || s.Offset != 0 || s.Strides != nil }
 
 // Operand is a statement's "b": a tensor name, a number, or absent.
 type Operand struct {
