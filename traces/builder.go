@@ -79,7 +79,9 @@ func (b *Builder) SetConfig(set []string, f func(*Config)) *Builder {
 	for _, k := range set {
 		c.Set[k] = true
 	}
-	return b.add(Record{Op: OpConfig, Config: &c})
+	// Only the named keys are the record's, as the reader leaves them.
+	rc := Config{}.With(c)
+	return b.add(Record{Op: OpConfig, Config: &rc})
 }
 
 // Meta sets the header's free-form meta object (raw JSON).

@@ -112,11 +112,13 @@ func IsContiguous(shape []int, strides []int64) bool {
 	if len(strides) != len(shape) {
 		return false
 	}
-	acc := int64(1)
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] == 0 {
+	for _, d := range shape {
+		if d == 0 {
 			return true
 		}
+	}
+	acc := int64(1)
+	for i := len(shape) - 1; i >= 0; i-- {
 		if shape[i] == 1 {
 			continue
 		}
