@@ -113,8 +113,8 @@ func Trace(seed int64, opts Options) *traces.Trace {
 		opts.MaxNames = 12
 	}
 	g := &gen{
-		r:     rand.New(rand.NewPCG(uint64(seed), 0x9E3779B97F4A7C15)),
-		b:     traces.NewBuilder(fmt.Sprintf("gen seed %d", seed)),
+		r:      rand.New(rand.NewPCG(uint64(seed), 0x9E3779B97F4A7C15)),
+		b:      traces.NewBuilder(fmt.Sprintf("gen seed %d", seed)),
 		names:  map[string]value{},
 		max:    opts.MaxNames,
 		add:    opts.Additions,
