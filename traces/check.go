@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/traces/ops"
@@ -102,6 +103,7 @@ type checker struct {
 	memo    map[string]*bodyResult
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
+	key []byte // runBody's memo key buffer
 	// inv and invLine are the last call's invocation and its line (invLine
 	// 0: no call had one yet).
 	inv     int64
@@ -357,6 +359,13 @@ type layout struct {
 	noValues bool
 }
 
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // layoutOf returns b's layout, with what a call wrote into its storage.
 func layoutOf(b *binding) layout {
 	l := b.layout
@@ -367,18 +376,25 @@ func layoutOf(b *binding) layout {
 }
 
 func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
-	var key strings.Builder
-	key.WriteString(f.rec.Fn)
-	fmt.Fprintf(&key, "/%d", c.cfg.MaxTensorBytes)
+	// The memo key: everything of the args (and the limit) that the
+	// result depends on. Built in a reused buffer, and looked up without
+	// a string copy, since most calls repeat a key seen before.
+	key := append(c.key[:0], f.rec.Fn...)
+	key = strconv.AppendInt(append(key, 0), c.cfg.MaxTensorBytes, 10)
 	for _, a := range args {
 		l := layoutOf(a)
-		fmt.Fprintf(&key, "%s%d/%t/%d/%t", ops.FormatShape(l.shape), l.dtype, l.strided, l.stElems, l.noValues)
+		key = append(key, 0, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
+		key = strconv.AppendInt(key, l.stElems, 10)
+		for _, d := range l.shape {
+			key = strconv.AppendInt(append(key, ','), int64(d), 10)
+		}
 	}
-	if r := c.memo[key.String()]; r != nil {
+	c.key = key
+	if r := c.memo[string(key)]; r != nil {
 		return r
 	}
 	res := &bodyResult{}
-	c.memo[key.String()] = res
+	c.memo[string(key)] = res
 	locals := map[string]local{}
 	for i, p := range f.rec.Params {
 		locals[p] = local{layout: layoutOf(args[i]), src: i}

@@ -174,8 +174,12 @@ const opNames = "def, tensor, param, call, eager, del, step, read, expect, note,
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.
 func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
-	var raw rawRecord
-	keys, te, p := r.prepare(line, &raw)
+	// The reader's one rawRecord is reused: decoding into a local would
+	// allocate it on the heap for every record. Decoded values it points
+	// to are allocated by encoding/json, so records keep them safely.
+	r.raw = rawRecord{}
+	raw := &r.raw
+	keys, te, p := r.prepare(line, raw)
 	if p != nil {
 		return Record{}, p
 	}
@@ -221,18 +225,18 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		if !slices.Contains(keys, k) {
 			return fail("missing %q", k)
 		}
-		if requiredNull(&raw, k) {
+		if requiredNull(raw, k) {
 			return fail("field %q: want a string, got null", k)
 		}
 	}
 	var msg string
 	switch rec.Op {
 	case OpDef:
-		msg = r.parseDef(&rec, &raw)
+		msg = r.parseDef(&rec, raw)
 	case OpTensor, OpParam:
-		msg = r.parseTensor(&rec, &raw)
+		msg = r.parseTensor(&rec, raw)
 	case OpCall:
-		msg = r.parseCall(&rec, &raw)
+		msg = r.parseCall(&rec, raw)
 	case OpEager:
 		var s Stmt
 		s, msg = r.parseStmt(rawStmt{Out: strPtrFromRaw(raw.Out), K: raw.K, A: raw.A, B: raw.B, Shape: raw.Shape,
@@ -252,7 +256,7 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 	case OpNote:
 		rec.Text = *raw.Text
 	case OpExpect:
-		msg = r.parseExpect(&rec, &raw)
+		msg = r.parseExpect(&rec, raw)
 	case OpConfig:
 		msg = r.parseConfigRecord(&rec, line, len(keys))
 	}

@@ -51,6 +51,7 @@ type Reader struct {
 	// record read so far (its byte limit bounds later shapes).
 	cfg  Config
 	scan scanner
+	raw  rawRecord // reused by parseRecord
 }
 
 // NewReader reads and validates the header line of a trace. file names the
