@@ -586,8 +586,9 @@ func dtypeMsg(name string) string {
 // since they are not rawRecord's fields) and makes them the config in
 // force for the lines after it.
 func (r *Reader) parseConfigRecord(rec *Record, line []byte, nkeys int) string {
+	noKey := "sets no key (config keys: " + strings.Join(ConfigKeys, ", ") + ")"
 	if nkeys <= 1 {
-		return "sets no key (config keys: " + strings.Join(ConfigKeys, ", ") + ")"
+		return noKey
 	}
 	var raw rawConfigRecord
 	if m := decodeStrict(line, &raw, "config"); m != "" {
@@ -597,6 +598,9 @@ func (r *Reader) parseConfigRecord(rec *Record, line []byte, nkeys int) string {
 	set, m := raw.apply(&c)
 	if m != "" {
 		return m
+	}
+	if len(set) == 0 { // every key null, which counts as absent
+		return noKey
 	}
 	c.Set = set
 	rec.Config = &c
