@@ -223,3 +223,14 @@ func TestCheckConfigInForce(t *testing.T) {
 		t.Fatalf("want one problem at line 6 for the new limit, got %v", ps)
 	}
 }
+
+func TestConfigSetText(t *testing.T) {
+	c := Config{}.With(Config{WarmupRuns: 0, SupportInputMutation: false, MaxTotalBytes: 16,
+		Set: map[string]bool{KeySupportInputMutation: true, KeyWarmupRuns: true, KeyMaxTotalBytes: true}})
+	if got, want := c.SetText(), "warmup_runs: 0, max_total_bytes: 16, support_input_mutation: false"; got != want {
+		t.Errorf("SetText() = %q, want %q", got, want)
+	}
+	if got := (Config{}).SetText(); got != "" {
+		t.Errorf("SetText of no keys = %q", got)
+	}
+}

@@ -486,3 +486,23 @@ func appendNum(b []byte, f float64) []byte {
 
 // formatNum returns f as appendNum writes it.
 func formatNum(f float64) string { return string(appendNum(nil, f)) }
+
+// SetText returns the keys in c.Set with their values, in canonical order,
+// as a config record writes them ("warmup_runs: 0, support_input_mutation:
+// false"): how tools show a config record in one line.
+func (c Config) SetText() string {
+	var b []byte
+	for _, k := range ConfigKeys {
+		if !c.Set[k] {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, k...)
+		b = append(b, ": "...)
+		v := appendConfigKey(nil, c, k)
+		b = append(b, v[len(k)+4:]...) // past `"k": `
+	}
+	return string(b)
+}
