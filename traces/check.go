@@ -472,6 +472,13 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 		dt, _ = ops.ParseDType(s.DType) // the reader refused unknown names
 	}
 	out := layout{shape: shape, dtype: dt, noValues: !dt.ComputesValues() || a.noValues || bl.noValues}
+	// A view is bounded like a tensor of its own, though it allocates
+	// nothing: reading it costs its elements (a stride-0 view can be far
+	// larger than its storage).
+	b, ok := shapeBytes(shape, dt.Size(), c.cfg.MaxTensorBytes)
+	if !ok {
+		return layout{}, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.cfg.MaxTensorBytes))
+	}
 	if s.K == ops.StmtView {
 		if dt != a.dtype {
 			return layout{}, fmt.Sprintf("a view keeps the dtype of %s (%s), but dtype is %s", s.A, a.dtype, dt)
@@ -496,10 +503,6 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 			out.strided = a.strided
 		}
 		return out, ""
-	}
-	b, ok := shapeBytes(shape, dt.Size(), c.cfg.MaxTensorBytes)
-	if !ok {
-		return layout{}, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.cfg.MaxTensorBytes))
 	}
 	out.stElems = b / int64(dt.Size())
 	return out, ""
