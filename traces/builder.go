@@ -14,6 +14,8 @@ import (
 type Builder struct {
 	t      Trace
 	device int
+	dtype  string
+	inv    *int64
 }
 
 // NewBuilder starts a trace called name, on one device, with the default config.
@@ -37,17 +39,49 @@ func (b *Builder) Config(f func(*Config)) *Builder {
 	if c.Set == nil {
 		c.Set = map[string]bool{}
 	}
-	for k, changed := range map[string]bool{
-		"warmup_runs":      c.WarmupRuns != before.WarmupRuns,
-		"rerecord_limit":   c.RerecordLimit != before.RerecordLimit,
-		"max_tensor_bytes": c.MaxTensorBytes != before.MaxTensorBytes,
-		"max_total_bytes":  c.MaxTotalBytes != before.MaxTotalBytes,
-	} {
-		if changed {
-			c.Set[k] = true
-		}
+	for _, k := range changedKeys(before, *c) {
+		c.Set[k] = true
 	}
 	return b
+}
+
+// changedKeys returns the config keys whose values differ between a and b.
+func changedKeys(a, b Config) []string {
+	var out []string
+	for k, changed := range map[string]bool{
+		KeyWarmupRuns:             a.WarmupRuns != b.WarmupRuns,
+		KeyRerecordLimit:          a.RerecordLimit != b.RerecordLimit,
+		KeyMaxTensorBytes:         a.MaxTensorBytes != b.MaxTensorBytes,
+		KeyMaxTotalBytes:          a.MaxTotalBytes != b.MaxTotalBytes,
+		KeyRecompileLimit:         a.RecompileLimit != b.RecompileLimit,
+		KeyAutomaticDynamicShapes: a.AutomaticDynamicShapes != b.AutomaticDynamicShapes,
+		KeyAssumeStaticByDefault:  a.AssumeStaticByDefault != b.AssumeStaticByDefault,
+		KeySupportInputMutation:   a.SupportInputMutation != b.SupportInputMutation,
+		KeySkipDynamicGraphs:      a.SkipDynamicGraphs != b.SkipDynamicGraphs,
+		KeyDynamicShapeWarnLimit:  a.DynamicShapeWarnLimit != b.DynamicShapeWarnLimit,
+	} {
+		if changed {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// SetConfig adds a config record: the keys named in set, with the values
+// f leaves in a Config that starts as the header's, change the settings
+// from this record on. Naming a key whose value stays the same is allowed
+// (PyTorch's config.patch can set a knob to what it was).
+func (b *Builder) SetConfig(set []string, f func(*Config)) *Builder {
+	c := b.t.Header.Config
+	c.Set = nil
+	f(&c)
+	c.Set = make(map[string]bool, len(set))
+	for _, k := range set {
+		c.Set[k] = true
+	}
+	// Only the named keys are the record's, as the reader leaves them.
+	rc := Config{}.With(c)
+	return b.add(Record{Op: OpConfig, Config: &rc})
 }
 
 // Meta sets the header's free-form meta object (raw JSON).
@@ -88,15 +122,30 @@ func (b *Builder) OnDevice(d int) *Builder {
 	return b
 }
 
+// OfDType gives the next tensor or param the dtype d ("float16", ...; ""
+// leaves it out, which is float32).
+func (b *Builder) OfDType(d string) *Builder {
+	b.dtype = d
+	return b
+}
+
+// InInvocation gives the next call the invocation n (Dynamo's generation
+// when it ran): calls with the same n belong to one compiled-frame
+// invocation, as a graph and its resume function after a graph break do.
+func (b *Builder) InInvocation(n int64) *Builder {
+	b.inv = &n
+	return b
+}
+
 func (b *Builder) tensor(op Op, name string, shape []int, init Init, seed *int64, values []float64) *Builder {
 	if shape == nil {
 		shape = []int{}
 	}
-	r := Record{Op: op, Name: name, Shape: shape, Init: init, Values: values, Device: b.device}
+	r := Record{Op: op, Name: name, Shape: shape, Init: init, Values: values, Device: b.device, DType: b.dtype}
 	if seed != nil {
 		r.Seed, r.HasSeed = *seed, true
 	}
-	b.device = 0
+	b.device, b.dtype = 0, ""
 	return b.add(r)
 }
 
@@ -145,7 +194,9 @@ func (b *Builder) Call(fn string, args []string, out ...string) *Builder {
 	if len(out) == 0 {
 		out = nil
 	}
-	return b.add(Record{Op: OpCall, Fn: fn, Args: args, Out: out})
+	inv := b.inv
+	b.inv = nil
+	return b.add(Record{Op: OpCall, Fn: fn, Args: args, Out: out, Invocation: inv})
 }
 
 // Eager runs one statement outside any graph; its Out is the name it binds.
@@ -214,6 +265,22 @@ func SFill(out string, shape []int, v float64) Stmt {
 		shape = []int{}
 	}
 	return Stmt{Out: out, K: "fill", Shape: shape, Value: v, HasValue: true}
+}
+
+// SStrided makes out = a viewed with shape, strides (nil: contiguous) and
+// storage offset: torch's a.as_strided(shape, strides, offset), which is
+// what x[:, -1], narrow and chunk make.
+func SStrided(out, a string, shape []int, strides []int64, offset int64) Stmt {
+	if shape == nil {
+		shape = []int{}
+	}
+	return Stmt{Out: out, K: "view", A: a, Shape: shape, Strides: strides, Offset: offset, HasOffset: true}
+}
+
+// As returns s with its result's dtype set to d.
+func (s Stmt) As(d string) Stmt {
+	s.DType = d
+	return s
 }
 
 // Len returns the number of records built so far.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/traces/ops"
@@ -62,6 +63,7 @@ func check(r io.Reader, file string) ([]Problem, int) {
 		names:   map[string]*binding{},
 		deleted: map[string]int{},
 		memo:    map[string]*bodyResult{},
+		cfg:     rd.Header().Config,
 	}
 	n := 0
 	for !c.full {
@@ -99,19 +101,28 @@ type checker struct {
 	deleted map[string]int // name -> line of the del that unbound it
 	live    int64          // bytes of the storages named tensors hold
 	memo    map[string]*bodyResult
+	// cfg is the config in force: the header's, changed by config records.
+	cfg Config
+	key []byte // runBody's memo key buffer
+	// inv and invLine are the last call's invocation and its line (invLine
+	// 0: no call had one yet).
+	inv     int64
+	invLine int
 }
 
 // storage is the memory a tensor and its views share.
 type storage struct {
 	bytes int64
 	refs  int // names holding it
+	// noValues: a call wrote values no kernel computes into it in place.
+	noValues bool
 }
 
 // binding is what a global name holds. unknown marks a tensor made by a
 // record that had a problem: checks that need its shape are skipped, so one
 // mistake is reported once.
 type binding struct {
-	shape   []int
+	layout
 	dev     int
 	st      *storage
 	unknown bool
@@ -207,7 +218,7 @@ func (c *checker) lookup(name string) (*binding, string) {
 // overTotal says whether adding bytes to the live named bytes goes over
 // max_total_bytes, and how.
 func (c *checker) overTotal(add int64) string {
-	max := c.hdr.Config.MaxTotalBytes
+	max := c.cfg.MaxTotalBytes
 	if add > max-c.live {
 		return fmt.Sprintf("named tensors would hold %s, over max_total_bytes (%s)", formatBytes(c.live+add), formatBytes(max))
 	}
@@ -219,13 +230,24 @@ func (c *checker) record(rec Record) {
 	case OpDef:
 		c.def(rec)
 	case OpTensor, OpParam:
-		bytes, _ := shapeBytes(rec.Shape, c.hdr.Config.MaxTensorBytes)
+		dt, _ := ops.ParseDType(rec.DType) // the reader refused unknown names
+		bytes, ok := shapeBytes(rec.Shape, dt.Size(), c.cfg.MaxTensorBytes)
+		if !ok {
+			// The reader bounded the shape by the limit in force there;
+			// this only differs if a record the reader refused set it.
+			c.fail(rec, "shape %s is over max_tensor_bytes (%s)", ops.FormatShape(rec.Shape), formatBytes(c.cfg.MaxTensorBytes))
+			c.bind(rec.Name, &binding{unknown: true})
+			return
+		}
 		if m := c.overTotal(bytes); m != "" {
 			c.fail(rec, "%s", m)
 			c.bind(rec.Name, &binding{unknown: true})
 			return
 		}
-		c.bind(rec.Name, &binding{shape: rec.Shape, dev: rec.Device, st: &storage{bytes: bytes}})
+		c.bind(rec.Name, &binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
+			dev: rec.Device, st: &storage{bytes: bytes}})
+	case OpConfig:
+		c.cfg = c.cfg.With(*rec.Config)
 	case OpCall:
 		c.call(rec)
 	case OpEager:
@@ -251,6 +273,10 @@ func (c *checker) record(rec Record) {
 			switch {
 			case b == nil:
 				c.fail(rec, "values: %s", why)
+			case !b.unknown && !b.dtype.ComputesValues():
+				c.fail(rec, "values: %s is %s, and values of %s are not modelled (the kernels compute float32): expect values only of float32 tensors", v.Name, b.dtype, b.dtype)
+			case !b.unknown && layoutOf(b).noValues:
+				c.fail(rec, "values: %s is computed from tensors whose dtype the kernels do not compute, so its values are not modelled", v.Name)
 			case !b.unknown && int64(len(v.Values)) != NumElems(b.shape):
 				c.fail(rec, "values: %s has %d elements (shape %s), got %d values", v.Name, NumElems(b.shape), ops.FormatShape(b.shape), len(v.Values))
 			}
@@ -301,67 +327,119 @@ func (c *checker) def(rec Record) {
 	}
 }
 
-// bodyResult is what running a body on given argument shapes gives: the
-// returns' shapes and where their memory comes from, or a message.
+// bodyResult is what running a body on given arguments gives: the
+// returns and where their memory comes from, or a message.
 type bodyResult struct {
 	msg  string
 	rets []local
 	// newBytes[k] is the size of the k-th storage the body allocates.
 	newBytes []int64
+	// noValues lists the params the body writes unmodelled values into.
+	noValues []int
 }
 
-// local is a name inside a body: its shape, and its storage: src >= 0 is
+// local is a name inside a body: its layout, and its storage: src >= 0 is
 // param src's (an alias of an input), src < 0 is new storage -src-1.
 type local struct {
-	shape []int
-	src   int
+	layout
+	src int
 }
 
-func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
-	var key strings.Builder
-	key.WriteString(f.rec.Fn)
-	for _, a := range args {
-		key.WriteString(ops.FormatShape(a))
+// layout is what the checker knows of a tensor's elements: its shape and
+// dtype, whether it is a non-contiguous view (strided), and how many
+// elements of its dtype its storage holds (what a strided view of it must
+// fit in).
+type layout struct {
+	shape   []int
+	dtype   ops.DType
+	strided bool
+	stElems int64
+	// noValues: the values are not modelled, as the tensor is of a dtype
+	// the kernels do not compute, or was computed from one.
+	noValues bool
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
 	}
-	if r := c.memo[key.String()]; r != nil {
+	return 0
+}
+
+// layoutOf returns b's layout, with what a call wrote into its storage.
+func layoutOf(b *binding) layout {
+	l := b.layout
+	if b.st != nil && b.st.noValues {
+		l.noValues = true
+	}
+	return l
+}
+
+func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
+	// The memo key: everything of the args (and the limit) that the
+	// result depends on. Built in a reused buffer, and looked up without
+	// a string copy, since most calls repeat a key seen before.
+	key := append(c.key[:0], f.rec.Fn...)
+	key = strconv.AppendInt(append(key, 0), c.cfg.MaxTensorBytes, 10)
+	for _, a := range args {
+		l := layoutOf(a)
+		key = append(key, 0, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
+		key = strconv.AppendInt(key, l.stElems, 10)
+		for _, d := range l.shape {
+			key = strconv.AppendInt(append(key, ','), int64(d), 10)
+		}
+	}
+	c.key = key
+	if r := c.memo[string(key)]; r != nil {
 		return r
 	}
 	res := &bodyResult{}
-	c.memo[key.String()] = res
+	c.memo[string(key)] = res
 	locals := map[string]local{}
 	for i, p := range f.rec.Params {
-		locals[p] = local{shape: args[i], src: i}
+		locals[p] = local{layout: layoutOf(args[i]), src: i}
 	}
-	params := map[string]bool{}
-	for _, p := range f.rec.Params {
-		params[p] = true
+	params := map[string]int{}
+	for i, p := range f.rec.Params {
+		params[p] = i
 	}
 	for i, s := range f.rec.Body {
-		shape, msg := c.stmtShape(s, func(n string) []int { return locals[n].shape })
+		l, msg := c.stmtLayout(s, func(n string) layout { return locals[n].layout })
 		if msg != "" {
 			res.msg = stmtLabel(i, s) + ": " + msg
 			return res
 		}
-		if params[s.Out] {
-			if want := locals[s.Out].shape; !slices.Equal(shape, want) {
+		if pi, isParam := params[s.Out]; isParam {
+			want := locals[s.Out]
+			if !slices.Equal(l.shape, want.shape) {
 				res.msg = fmt.Sprintf("%s: writes into param %s in place, so it must keep its shape %s, but the result has shape %s",
-					stmtLabel(i, s), s.Out, ops.FormatShape(want), ops.FormatShape(shape))
+					stmtLabel(i, s), s.Out, ops.FormatShape(want.shape), ops.FormatShape(l.shape))
 				return res
+			}
+			if l.dtype != want.dtype {
+				res.msg = fmt.Sprintf("%s: writes into param %s in place, so it must keep its dtype %s, but the result is %s",
+					stmtLabel(i, s), s.Out, want.dtype, l.dtype)
+				return res
+			}
+			if l.noValues {
+				res.noValues = append(res.noValues, pi)
+				want.noValues = true
+				locals[s.Out] = want
 			}
 			continue
 		}
 		if s.Out == "_" {
 			continue
 		}
-		l := local{shape: shape}
+		loc := local{layout: l}
 		if s.K == ops.StmtView {
-			l.src = locals[s.A].src
+			loc.src = locals[s.A].src
 		} else {
-			b, _ := shapeBytes(shape, c.hdr.Config.MaxTensorBytes)
+			b, _ := shapeBytes(l.shape, l.dtype.Size(), c.cfg.MaxTensorBytes)
 			res.newBytes = append(res.newBytes, b)
-			l.src = -len(res.newBytes)
+			loc.src = -len(res.newBytes)
 		}
-		locals[s.Out] = l
+		locals[s.Out] = loc
 	}
 	for _, r := range f.rec.Returns {
 		res.rets = append(res.rets, locals[r])
@@ -369,26 +447,65 @@ func (c *checker) runBody(f *fnInfo, args [][]int) *bodyResult {
 	return res
 }
 
-// stmtShape returns a statement's result shape, given the shapes of its
-// operands, or a message. It applies the kernels' shape rules and the
-// tensor size limit.
-func (c *checker) stmtShape(s Stmt, shapeOf func(string) []int) ([]int, string) {
-	o := ops.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum}
+// stmtLayout returns a statement's result, given its operands, or a
+// message. It applies the kernels' shape rules, the dtype and view rules,
+// and the tensor size limit.
+func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
+	o := ops.Operands{Shape: s.Shape, HasVal: s.HasValue, BIsNum: s.B.IsNum, Strided: s.Strided()}
+	var a, bl layout
 	if s.A != "" {
-		o.A, o.HasA = shapeOf(s.A), true
+		a = of(s.A)
+		o.A, o.HasA = a.shape, true
 	}
 	if s.B.Name != "" {
-		o.B, o.HasB = shapeOf(s.B.Name), true
+		bl = of(s.B.Name)
+		o.B, o.HasB = bl.shape, true
 	}
 	shape, _, err := ops.ResultShape(s.K, o)
 	if err != nil {
 		msg, _ := strings.CutPrefix(err.Error(), s.K+": ")
-		return nil, msg
+		return layout{}, msg
 	}
-	if _, ok := shapeBytes(shape, c.hdr.Config.MaxTensorBytes); !ok {
-		return nil, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.hdr.Config.MaxTensorBytes))
+	// The result's dtype: the statement's, else a's (float32 for fill and empty).
+	dt := a.dtype
+	if s.DType != "" {
+		dt, _ = ops.ParseDType(s.DType) // the reader refused unknown names
 	}
-	return shape, ""
+	out := layout{shape: shape, dtype: dt, noValues: !dt.ComputesValues() || a.noValues || bl.noValues}
+	// A view is bounded like a tensor of its own, though it allocates
+	// nothing: reading it costs its elements (a stride-0 view can be far
+	// larger than its storage).
+	b, ok := shapeBytes(shape, dt.Size(), c.cfg.MaxTensorBytes)
+	if !ok {
+		return layout{}, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.cfg.MaxTensorBytes))
+	}
+	if s.K == ops.StmtView {
+		if dt != a.dtype {
+			return layout{}, fmt.Sprintf("a view keeps the dtype of %s (%s), but dtype is %s", s.A, a.dtype, dt)
+		}
+		out.stElems = a.stElems
+		switch {
+		case s.Strided():
+			ext, err := ops.ViewExtent(shape, s.Strides, s.Offset)
+			if err != nil {
+				return layout{}, err.Error()
+			}
+			if ext > a.stElems {
+				return layout{}, fmt.Sprintf("the view reaches element %d of %s's storage, which has %d elements (offset + sum((size-1)*stride) + 1 must fit)",
+					ext, s.A, a.stElems)
+			}
+			out.strided = !ops.IsContiguous(shape, s.Strides)
+		case a.strided && s.Shape != nil && !slices.Equal(s.Shape, a.shape):
+			// PyTorch's view needs compatible strides; the format does not
+			// track them, so a reshape of a strided view must say its own.
+			return layout{}, fmt.Sprintf("%s is a strided view, so a view of it as %s needs strides and offset", s.A, ops.FormatShape(s.Shape))
+		default:
+			out.strided = a.strided
+		}
+		return out, ""
+	}
+	out.stElems = b / int64(dt.Size())
+	return out, ""
 }
 
 func (c *checker) call(rec Record) {
@@ -413,8 +530,16 @@ func (c *checker) call(rec Record) {
 		bindUnknown()
 		return
 	}
+	if rec.Invocation != nil {
+		if c.invLine > 0 && *rec.Invocation < c.inv {
+			// The last good value stays the one to compare with, so one
+			// stray value is reported once.
+			c.fail(rec, "invocation %d is less than %d at line %d (Dynamo's generation counter only grows)", *rec.Invocation, c.inv, c.invLine)
+		} else {
+			c.inv, c.invLine = *rec.Invocation, rec.Line
+		}
+	}
 	args := make([]*binding, len(rec.Args))
-	shapes := make([][]int, len(rec.Args))
 	unknown := f.broken
 	for i, a := range rec.Args {
 		b, why := c.lookup(a)
@@ -431,13 +556,13 @@ func (c *checker) call(rec Record) {
 			bindUnknown()
 			return
 		}
-		args[i], shapes[i] = b, b.shape
+		args[i] = b
 	}
 	if unknown {
 		bindUnknown()
 		return
 	}
-	res := c.runBody(f, shapes)
+	res := c.runBody(f, args)
 	if res.msg != "" {
 		c.fail(rec, "%s", res.msg)
 		bindUnknown()
@@ -454,7 +579,7 @@ func (c *checker) call(rec Record) {
 	var add int64
 	for i, o := range rec.Out {
 		r := res.rets[i]
-		b := &binding{shape: r.shape, dev: dev}
+		b := &binding{layout: r.layout, dev: dev}
 		if r.src >= 0 {
 			b.st = args[r.src].st
 		} else {
@@ -473,6 +598,11 @@ func (c *checker) call(rec Record) {
 		c.fail(rec, "%s", m)
 		bindUnknown()
 		return
+	}
+	for _, p := range res.noValues {
+		if st := args[p].st; st != nil {
+			st.noValues = true
+		}
 	}
 	for i, o := range rec.Out {
 		c.bind(o, outs[i])
@@ -523,20 +653,20 @@ func (c *checker) eager(rec Record) {
 		c.bind(s.Out, &binding{unknown: true})
 		return
 	}
-	shape, msg := c.stmtShape(s, func(n string) []int { return c.names[n].shape })
+	l, msg := c.stmtLayout(s, func(n string) layout { return layoutOf(c.names[n]) })
 	if msg != "" {
 		c.fail(rec, "%s", msg)
 		c.bind(s.Out, &binding{unknown: true})
 		return
 	}
-	b := &binding{shape: shape}
+	b := &binding{layout: l}
 	if len(devs) > 0 {
 		b.dev = devs[0].dev
 	}
 	if s.K == ops.StmtView {
 		b.st = devs[0].st
 	} else {
-		bytes, _ := shapeBytes(shape, c.hdr.Config.MaxTensorBytes)
+		bytes, _ := shapeBytes(l.shape, l.dtype.Size(), c.cfg.MaxTensorBytes)
 		b.st = &storage{bytes: bytes}
 		if s.Out != "_" {
 			if m := c.overTotal(bytes); m != "" {

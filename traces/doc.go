@@ -1,4 +1,6 @@
-// Package traces owns the trace format, version 1 (docs/trace-format.md):
+// Package traces owns the trace format, version 1 with its compatible
+// additions (docs/trace-format.md: invocations, dtypes, strided views, 8
+// dims, config records):
 // the record types, the streaming Reader that validates each line on its
 // own, the Checker that refuses a malformed trace before anything runs (it
 // follows names, functions and shapes through the whole file), the canonical

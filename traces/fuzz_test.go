@@ -19,6 +19,20 @@ func addSeeds(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// The additions' edges, each after a header, so a mutation starts
+	// close to them: extents near 2^63, strides without shape, every
+	// config key, invocations and dtypes in odd places.
+	for _, line := range []string{
+		`{"op": "tensor", "name": "m", "shape": [2, 3], "init": "zeros"}` + "\n" +
+			`{"op": "eager", "out": "v", "k": "view", "a": "m", "shape": [2, 2], "strides": [9223372036854775807, 1], "offset": 9223372036854775806}`,
+		`{"op": "eager", "out": "v", "k": "view", "a": "m", "strides": [], "offset": 0}`,
+		`{"op": "config", "warmup_runs": 0, "rerecord_limit": 1, "max_tensor_bytes": 1, "max_total_bytes": 1, "recompile_limit": 0, "automatic_dynamic_shapes": true, "assume_static_by_default": false, "support_input_mutation": true, "skip_dynamic_graphs": false, "dynamic_shape_warn_limit": 0}`,
+		`{"op": "call", "fn": "f", "args": [], "invocation": 9223372036854775807}`,
+		`{"op": "tensor", "name": "b", "shape": [1, 1, 1, 1, 1, 1, 1, 1], "dtype": "bool", "init": "arange"}`,
+		`{"op": "def", "fn": "g", "params": ["x"], "body": [{"out": "x", "k": "fill", "shape": [1], "value": 1, "dtype": "int8"}], "returns": ["x"]}`,
+	} {
+		f.Add([]byte(`{"cgtviz": 1, "config": {"support_input_mutation": false}}` + "\n" + line + "\n"))
+	}
 }
 
 // FuzzReader feeds any bytes to the reader: it must not panic, must end,

@@ -29,6 +29,11 @@ type rawRecord struct {
 	Out     json.RawMessage   `json:"out"`
 	Names   []string          `json:"names"`
 	Text    *string           `json:"text"`
+	DType   *string           `json:"dtype"`
+	// Invocation is call's; Offset and Strides are an eager view's.
+	Invocation *int64  `json:"invocation"`
+	Offset     *int64  `json:"offset"`
+	Strides    []int64 `json:"strides"`
 
 	K     *string         `json:"k"`
 	A     *string         `json:"a"`
@@ -48,12 +53,92 @@ type rawRecord struct {
 }
 
 type rawStmt struct {
-	Out   *string         `json:"out"`
-	K     *string         `json:"k"`
-	A     *string         `json:"a"`
-	B     json.RawMessage `json:"b"`
-	Shape []int           `json:"shape"`
-	Value *float64        `json:"value"`
+	Out     *string         `json:"out"`
+	K       *string         `json:"k"`
+	A       *string         `json:"a"`
+	B       json.RawMessage `json:"b"`
+	Shape   []int           `json:"shape"`
+	Strides []int64         `json:"strides"`
+	Offset  *int64          `json:"offset"`
+	Value   *float64        `json:"value"`
+	DType   *string         `json:"dtype"`
+}
+
+// rawConfig is the header's "config" object, and the keys of a config
+// record.
+type rawConfig struct {
+	WarmupRuns             *int   `json:"warmup_runs"`
+	RerecordLimit          *int   `json:"rerecord_limit"`
+	MaxTensorBytes         *int64 `json:"max_tensor_bytes"`
+	MaxTotalBytes          *int64 `json:"max_total_bytes"`
+	RecompileLimit         *int   `json:"recompile_limit"`
+	AutomaticDynamicShapes *bool  `json:"automatic_dynamic_shapes"`
+	AssumeStaticByDefault  *bool  `json:"assume_static_by_default"`
+	SupportInputMutation   *bool  `json:"support_input_mutation"`
+	SkipDynamicGraphs      *bool  `json:"skip_dynamic_graphs"`
+	DynamicShapeWarnLimit  *int   `json:"dynamic_shape_warn_limit"`
+}
+
+// rawConfigRecord is a config record decoded strictly: "op" and config keys.
+type rawConfigRecord struct {
+	Op *string `json:"op"`
+	rawConfig
+}
+
+// apply sets the keys present in c on dst and returns which were set, or a
+// message for the first value out of range.
+func (c *rawConfig) apply(dst *Config) (map[string]bool, string) {
+	set := map[string]bool{}
+	ints := []struct {
+		key string
+		v   *int
+		dst *int
+	}{
+		{KeyWarmupRuns, c.WarmupRuns, &dst.WarmupRuns},
+		{KeyRerecordLimit, c.RerecordLimit, &dst.RerecordLimit},
+		{KeyRecompileLimit, c.RecompileLimit, &dst.RecompileLimit},
+		{KeyDynamicShapeWarnLimit, c.DynamicShapeWarnLimit, &dst.DynamicShapeWarnLimit},
+	}
+	for _, x := range ints {
+		if x.v == nil {
+			continue
+		}
+		if *x.v < 0 {
+			return nil, fmt.Sprintf("%s is %d, want 0 or more", x.key, *x.v)
+		}
+		*x.dst = *x.v
+		set[x.key] = true
+	}
+	for _, x := range []struct {
+		key string
+		v   *int64
+		dst *int64
+	}{{KeyMaxTensorBytes, c.MaxTensorBytes, &dst.MaxTensorBytes}, {KeyMaxTotalBytes, c.MaxTotalBytes, &dst.MaxTotalBytes}} {
+		if x.v == nil {
+			continue
+		}
+		if *x.v < 1 {
+			return nil, fmt.Sprintf("%s is %d, want 1 or more", x.key, *x.v)
+		}
+		*x.dst = *x.v
+		set[x.key] = true
+	}
+	for _, x := range []struct {
+		key string
+		v   *bool
+		dst *bool
+	}{
+		{KeyAutomaticDynamicShapes, c.AutomaticDynamicShapes, &dst.AutomaticDynamicShapes},
+		{KeyAssumeStaticByDefault, c.AssumeStaticByDefault, &dst.AssumeStaticByDefault},
+		{KeySupportInputMutation, c.SupportInputMutation, &dst.SupportInputMutation},
+		{KeySkipDynamicGraphs, c.SkipDynamicGraphs, &dst.SkipDynamicGraphs},
+	} {
+		if x.v != nil {
+			*x.dst = *x.v
+			set[x.key] = true
+		}
+	}
+	return set, ""
 }
 
 type rawNode struct {
@@ -71,25 +156,30 @@ type rawValues struct {
 // of them are required, in the spec's order (the writer's order too).
 var opFields = map[Op]struct{ allowed, required []string }{
 	OpDef:    {[]string{"fn", "params", "body", "returns", "mode"}, []string{"fn", "params", "body", "returns"}},
-	OpTensor: {[]string{"name", "shape", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpParam:  {[]string{"name", "shape", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpCall:   {[]string{"fn", "args", "out"}, []string{"fn", "args"}},
-	OpEager:  {[]string{"out", "k", "a", "b", "shape", "value"}, []string{"out", "k"}},
+	OpTensor: {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpParam:  {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpCall:   {[]string{"fn", "args", "out", "invocation"}, []string{"fn", "args"}},
+	OpEager:  {[]string{"out", "k", "a", "b", "shape", "strides", "offset", "value", "dtype"}, []string{"out", "k"}},
 	OpDel:    {[]string{"names"}, []string{"names"}},
 	OpStep:   {nil, nil},
 	OpRead:   {[]string{"name"}, []string{"name"}},
 	OpExpect: {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
 	OpNote:   {[]string{"text"}, []string{"text"}},
+	OpConfig: {ConfigKeys, nil},
 }
 
 // opNames is the ops in the spec's order, for messages.
-const opNames = "def, tensor, param, call, eager, del, step, read, expect, note"
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config"
 
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.
 func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
-	var raw rawRecord
-	keys, te, p := r.prepare(line, &raw)
+	// The reader's one rawRecord is reused: decoding into a local would
+	// allocate it on the heap for every record. Decoded values it points
+	// to are allocated by encoding/json, so records keep them safely.
+	r.raw = rawRecord{}
+	raw := &r.raw
+	keys, te, p := r.prepare(line, raw)
 	if p != nil {
 		return Record{}, p
 	}
@@ -135,21 +225,22 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		if !slices.Contains(keys, k) {
 			return fail("missing %q", k)
 		}
-		if requiredNull(&raw, k) {
+		if requiredNull(raw, k) {
 			return fail("field %q: want a string, got null", k)
 		}
 	}
 	var msg string
 	switch rec.Op {
 	case OpDef:
-		msg = r.parseDef(&rec, &raw)
+		msg = r.parseDef(&rec, raw)
 	case OpTensor, OpParam:
-		msg = r.parseTensor(&rec, &raw)
+		msg = r.parseTensor(&rec, raw)
 	case OpCall:
-		msg = r.parseCall(&rec, &raw)
+		msg = r.parseCall(&rec, raw)
 	case OpEager:
 		var s Stmt
-		s, msg = r.parseStmt(rawStmt{Out: strPtrFromRaw(raw.Out), K: raw.K, A: raw.A, B: raw.B, Shape: raw.Shape, Value: raw.Value}, raw.Out)
+		s, msg = r.parseStmt(rawStmt{Out: strPtrFromRaw(raw.Out), K: raw.K, A: raw.A, B: raw.B, Shape: raw.Shape,
+			Strides: raw.Strides, Offset: raw.Offset, Value: raw.Value, DType: raw.DType}, raw.Out)
 		if msg == "" || (ops.IsStmt(s.K) && validName(s.Out) == "") {
 			rec.Stmt = &s
 		}
@@ -165,7 +256,9 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 	case OpNote:
 		rec.Text = *raw.Text
 	case OpExpect:
-		msg = r.parseExpect(&rec, &raw)
+		msg = r.parseExpect(&rec, raw)
+	case OpConfig:
+		msg = r.parseConfigRecord(&rec, line, len(keys))
 	}
 	if msg != "" {
 		return fail("%s", msg)
@@ -282,10 +375,10 @@ func quoteShort(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-// shapeMsg returns why shape is not a valid tensor shape under the byte
-// limit, or "". It never multiplies past the limit, so a shape like
-// [1<<40, 1<<40] is refused without overflow.
-func shapeMsg(what string, shape []int, maxBytes int64) string {
+// shapeMsg returns why shape, of elements of elem bytes, is not a valid
+// tensor shape under the byte limit, or "". It never multiplies past the
+// limit, so a shape like [1<<40, 1<<40] is refused without overflow.
+func shapeMsg(what string, shape []int, elem int, maxBytes int64) string {
 	if len(shape) > MaxDims {
 		return fmt.Sprintf("%s %s has %d dims, over %d", what, ops.FormatShape(shape), len(shape), MaxDims)
 	}
@@ -294,21 +387,22 @@ func shapeMsg(what string, shape []int, maxBytes int64) string {
 			return fmt.Sprintf("%s %s has a negative size", what, ops.FormatShape(shape))
 		}
 	}
-	if _, ok := shapeBytes(shape, maxBytes); !ok {
+	if _, ok := shapeBytes(shape, elem, maxBytes); !ok {
 		return fmt.Sprintf("%s %s is over max_tensor_bytes (%s)", what, ops.FormatShape(shape), formatBytes(maxBytes))
 	}
 	return ""
 }
 
-// shapeBytes returns the bytes of a tensor of this shape, and false when
-// that is over maxBytes. Sizes must be non-negative.
-func shapeBytes(shape []int, maxBytes int64) (int64, bool) {
+// shapeBytes returns the bytes of a tensor of this shape, of elements of
+// elem bytes, and false when that is over maxBytes. Sizes must be
+// non-negative.
+func shapeBytes(shape []int, elem int, maxBytes int64) (int64, bool) {
 	for _, d := range shape {
 		if d == 0 {
 			return 0, true
 		}
 	}
-	maxElems := maxBytes / ElemBytes
+	maxElems := maxBytes / int64(elem)
 	n := int64(1)
 	for _, d := range shape {
 		if int64(d) > maxElems/n {
@@ -316,7 +410,7 @@ func shapeBytes(shape []int, maxBytes int64) (int64, bool) {
 		}
 		n *= int64(d)
 	}
-	return n * ElemBytes, true
+	return n * int64(elem), true
 }
 
 func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
@@ -413,18 +507,52 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 	if rs.Value != nil {
 		s.Value, s.HasValue = *rs.Value, true
 	}
+	// The reader bounds a shape by the statement's own dtype; without one,
+	// by float32 (fill's and empty's default; a view's real dtype is its
+	// base's, which the checker knows and checks the result with).
+	elem := ops.Float32
+	s.Shape = rs.Shape // for the statement's label, should the dtype be refused
+	if rs.DType != nil {
+		d, ok := ops.ParseDType(*rs.DType)
+		if !ok || *rs.DType == "" {
+			return s, dtypeMsg(*rs.DType)
+		}
+		s.DType, elem = *rs.DType, d
+	}
 	if rs.Shape != nil {
 		s.Shape = rs.Shape
-		if m := shapeMsg("shape", s.Shape, r.hdr.Config.MaxTensorBytes); m != "" {
+		if m := shapeMsg("shape", s.Shape, elem.Size(), r.cfg.MaxTensorBytes); m != "" {
 			return s, m
 		}
 	}
+	if rs.Strides != nil {
+		s.Strides = rs.Strides
+		for _, st := range s.Strides {
+			if st < 0 {
+				return s, fmt.Sprintf("strides %s has a negative stride (PyTorch's as_strided refuses them too)", ops.FormatStrides(s.Strides))
+			}
+		}
+		if rs.Shape != nil && len(s.Strides) != len(s.Shape) {
+			return s, fmt.Sprintf("strides %s has %s, but shape %s has %s (give one stride per dim)",
+				ops.FormatStrides(s.Strides), plural(len(s.Strides), "stride"), ops.FormatShape(s.Shape), plural(len(s.Shape), "dim"))
+		}
+	}
+	if rs.Offset != nil {
+		s.Offset, s.HasOffset = *rs.Offset, true
+		if s.Offset < 0 {
+			return s, fmt.Sprintf("offset is %d, want 0 or more", s.Offset)
+		}
+	}
 	// Which fields the kind takes.
-	var need, allow string // letters: a, b, s(hape), v(alue)
+	var need, allow string // letters: a, b, s(hape), v(alue), t (strides), o(ffset)
 	k, _ := ops.Parse(s.K)
 	switch {
+	case s.K == ops.StmtView && (rs.Strides != nil || rs.Offset != nil):
+		// A strided view is as_strided(a, shape, strides, offset): its
+		// shape cannot be a's, as the element count may differ.
+		need, allow = "as", "asto"
 	case s.K == ops.StmtView:
-		need, allow = "a", "as"
+		need, allow = "a", "asto"
 	case s.K == ops.StmtEmpty:
 		need, allow = "s", "s"
 	case k == ops.Fill:
@@ -434,9 +562,9 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 	default:
 		need, allow = "a", "a"
 	}
-	has := map[byte]bool{'a': rs.A != nil, 'b': s.B.Present(), 's': rs.Shape != nil, 'v': rs.Value != nil}
-	field := map[byte]string{'a': "a", 'b': "b", 's': "shape", 'v': "value"}
-	for _, c := range []byte("absv") {
+	has := map[byte]bool{'a': rs.A != nil, 'b': s.B.Present(), 's': rs.Shape != nil, 'v': rs.Value != nil, 't': rs.Strides != nil, 'o': rs.Offset != nil}
+	field := map[byte]string{'a': "a", 'b': "b", 's': "shape", 'v': "value", 't': "strides", 'o': "offset"}
+	for _, c := range []byte("abstov") {
 		if has[c] && !strings.ContainsRune(allow, rune(c)) {
 			return s, fmt.Sprintf("%s takes no %q", s.K, field[c])
 		}
@@ -448,6 +576,36 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 		return s, "matmul needs b to be a tensor name, not a number"
 	}
 	return s, ""
+}
+
+func dtypeMsg(name string) string {
+	return fmt.Sprintf("dtype %s is not one of %s", quoteShort(name), ops.DTypeNames())
+}
+
+// parseConfigRecord decodes a config record's keys (line again, strictly,
+// since they are not rawRecord's fields) and makes them the config in
+// force for the lines after it.
+func (r *Reader) parseConfigRecord(rec *Record, line []byte, nkeys int) string {
+	noKey := "sets no key (config keys: " + strings.Join(ConfigKeys, ", ") + ")"
+	if nkeys <= 1 {
+		return noKey
+	}
+	var raw rawConfigRecord
+	if m := decodeStrict(line, &raw, "config"); m != "" {
+		return m
+	}
+	c := Config{}
+	set, m := raw.apply(&c)
+	if m != "" {
+		return m
+	}
+	if len(set) == 0 { // every key null, which counts as absent
+		return noKey
+	}
+	c.Set = set
+	rec.Config = &c
+	r.cfg = r.cfg.With(c)
+	return ""
 }
 
 // stmtLabel names statement i (0-based) of a body in messages:
@@ -481,9 +639,22 @@ func stmtText(s Stmt) string {
 	case "max", "min":
 		rhs = fmt.Sprintf("%s(%s, %s)", s.K, a, b)
 	case ops.StmtView:
-		if s.Shape != nil {
+		switch {
+		case s.Strided():
+			shape, st := "?", "?"
+			switch {
+			case s.Strides != nil:
+				st = ops.FormatStrides(s.Strides)
+			case s.Shape != nil:
+				st = ops.FormatStrides(ops.ContiguousStrides(s.Shape))
+			}
+			if s.Shape != nil {
+				shape = ops.FormatShape(s.Shape)
+			}
+			rhs = fmt.Sprintf("as_strided(%s, %s, %s, %d)", a, shape, st, s.Offset)
+		case s.Shape != nil:
 			rhs = fmt.Sprintf("view(%s, %s)", a, ops.FormatShape(s.Shape))
-		} else {
+		default:
 			rhs = fmt.Sprintf("view(%s)", a)
 		}
 	case "fill":
@@ -502,7 +673,15 @@ func (r *Reader) parseTensor(rec *Record, raw *rawRecord) string {
 		return m
 	}
 	rec.Shape = raw.Shape
-	if m := shapeMsg("shape", rec.Shape, r.hdr.Config.MaxTensorBytes); m != "" {
+	dt := ops.Float32
+	if raw.DType != nil {
+		d, ok := ops.ParseDType(*raw.DType)
+		if !ok || *raw.DType == "" {
+			return dtypeMsg(*raw.DType)
+		}
+		rec.DType, dt = *raw.DType, d
+	}
+	if m := shapeMsg("shape", rec.Shape, dt.Size(), r.cfg.MaxTensorBytes); m != "" {
 		return m
 	}
 	if raw.Device != nil {
@@ -534,6 +713,9 @@ func (r *Reader) parseTensor(rec *Record, raw *rawRecord) string {
 		if rec.Values == nil {
 			rec.Values = []float64{}
 		}
+	}
+	if rec.Init == InitValues && !dt.ComputesValues() {
+		return fmt.Sprintf("init values is for float32 tensors: values of %s are not modelled (the kernels compute float32; use rand, zeros, ones or arange)", dt)
 	}
 	if rec.Init == InitValues {
 		n := NumElems(rec.Shape) // bounded: the shape passed the byte limit
@@ -568,6 +750,12 @@ func (r *Reader) parseCall(rec *Record, raw *rawRecord) string {
 		if rec.Out == nil {
 			rec.Out = []string{}
 		}
+	}
+	if raw.Invocation != nil {
+		if *raw.Invocation < 0 {
+			return fmt.Sprintf("invocation is %d, want 0 or more", *raw.Invocation)
+		}
+		rec.Invocation = raw.Invocation
 	}
 	return firstMsg(nameMsg("fn", rec.Fn), checkNames("arg", raw.Args), checkNames("out", rec.Out))
 }

@@ -47,7 +47,11 @@ type Reader struct {
 	maxRecords int
 	done       bool
 	hdr        Header
-	scan       scanner
+	// cfg is the config in force: the header's, changed by each config
+	// record read so far (its byte limit bounds later shapes).
+	cfg  Config
+	scan scanner
+	raw  rawRecord // reused by parseRecord
 }
 
 // NewReader reads and validates the header line of a trace. file names the
@@ -65,7 +69,7 @@ func NewReader(r io.Reader, file string) (*Reader, error) {
 	if p != nil {
 		return nil, p
 	}
-	rd.hdr = h
+	rd.hdr, rd.cfg = h, h.Config
 	return rd, nil
 }
 
@@ -210,13 +214,6 @@ type rawHeader struct {
 	Meta    json.RawMessage `json:"meta"`
 }
 
-type rawConfig struct {
-	WarmupRuns     *int   `json:"warmup_runs"`
-	RerecordLimit  *int   `json:"rerecord_limit"`
-	MaxTensorBytes *int64 `json:"max_tensor_bytes"`
-	MaxTotalBytes  *int64 `json:"max_total_bytes"`
-}
-
 var headerFields = []string{"cgtviz", "name", "devices", "config", "meta"}
 
 func (r *Reader) parseHeader(line []byte) (Header, *Problem) {
@@ -262,41 +259,13 @@ func (r *Reader) parseHeader(line []byte) (Header, *Problem) {
 	if len(raw.Config) > 0 && !isNull(raw.Config) {
 		var c rawConfig
 		if msg := decodeStrict(raw.Config, &c, "config"); msg != "" {
-			return h, r.problem(1, "header: config: "+msg+" (config keys: warmup_runs, rerecord_limit, max_tensor_bytes, max_total_bytes)")
+			return h, r.problem(1, "header: config: "+msg+" (config keys: "+strings.Join(ConfigKeys, ", ")+")")
 		}
-		h.Config.Set = map[string]bool{}
-		setInt := func(key string, v *int, dst *int) *Problem {
-			if v == nil {
-				return nil
-			}
-			if *v < 0 {
-				return r.problem(1, fmt.Sprintf("header: config: %s is %d, want 0 or more", key, *v))
-			}
-			*dst = *v
-			h.Config.Set[key] = true
-			return nil
+		set, msg := c.apply(&h.Config)
+		if msg != "" {
+			return h, r.problem(1, "header: config: "+msg)
 		}
-		setBytes := func(key string, v *int64, dst *int64) *Problem {
-			if v == nil {
-				return nil
-			}
-			if *v < 1 {
-				return r.problem(1, fmt.Sprintf("header: config: %s is %d, want 1 or more", key, *v))
-			}
-			*dst = *v
-			h.Config.Set[key] = true
-			return nil
-		}
-		for _, p := range []*Problem{
-			setInt("warmup_runs", c.WarmupRuns, &h.Config.WarmupRuns),
-			setInt("rerecord_limit", c.RerecordLimit, &h.Config.RerecordLimit),
-			setBytes("max_tensor_bytes", c.MaxTensorBytes, &h.Config.MaxTensorBytes),
-			setBytes("max_total_bytes", c.MaxTotalBytes, &h.Config.MaxTotalBytes),
-		} {
-			if p != nil {
-				return h, p
-			}
-		}
+		h.Config.Set = set
 	}
 	if len(raw.Meta) > 0 {
 		if raw.Meta[0] != '{' {
@@ -344,6 +313,10 @@ var fieldWant = map[string]string{
 	"parent_fn": "a name or null", "error": "a string or null", "cgtviz": "an integer", "devices": "an integer",
 	"config": "an object", "meta": "an object", "warmup_runs": "an integer", "rerecord_limit": "an integer",
 	"max_tensor_bytes": "an integer", "max_total_bytes": "an integer",
+	// Added to version 1 (issue 13).
+	"invocation": "an integer", "dtype": "a string", "offset": "an integer", "strides": "a list of ints",
+	"recompile_limit": "an integer", "automatic_dynamic_shapes": "true or false", "assume_static_by_default": "true or false",
+	"support_input_mutation": "true or false", "skip_dynamic_graphs": "true or false", "dynamic_shape_warn_limit": "an integer",
 }
 
 // typeMsg turns a json type error into `field "shape": want a list of ints, got a string`.

@@ -9,9 +9,14 @@ const (
 	DefaultRerecordLimit  = 8
 	DefaultMaxTensorBytes = int64(4) << 30
 	DefaultMaxTotalBytes  = int64(64) << 30
-	// MaxDims is the most dimensions a shape may have.
-	MaxDims = 4
-	// ElemBytes is the size of one element: version 1 is float32 only.
+	// DefaultRecompileLimit is torch._dynamo.config.recompile_limit's default.
+	DefaultRecompileLimit = 8
+	// MaxDims is the most dimensions a shape may have (PyTorch allows more,
+	// but no CUDAGraph Trees behaviour depends on rank; 8 bounds the work a
+	// shape costs). Version 1 as first written allowed 4.
+	MaxDims = 8
+	// ElemBytes is the size of a float32 element, the default dtype; a
+	// tensor's element size is ops.DType.Size().
 	ElemBytes = 4
 )
 
@@ -25,26 +30,121 @@ type Header struct {
 	Meta []byte
 }
 
-// Config holds the engine settings of the header's "config" object. Read
-// fills in the defaults for absent keys; Set records which were present so a
-// canonical rewrite keeps the file's choices.
+// Config holds the engine settings: the header's "config" object, and the
+// settings a "config" record changes from that record on. For the header,
+// Read fills in the defaults for absent keys; for a config record, only the
+// keys in Set are meaningful (the others are zero and mean "unchanged").
+// Set records which keys were present so a canonical rewrite keeps the
+// file's choices. Each key mirrors one PyTorch knob (docs/trace-format.md).
 type Config struct {
-	WarmupRuns     int
+	// WarmupRuns: eager runs before recording ("warmup_runs"; PyTorch
+	// records after one warmup, and skip_cudagraph_warmup is 0).
+	WarmupRuns int
+	// RerecordLimit: torch._inductor.config.triton.cudagraph_unexpected_rerecord_limit ("rerecord_limit").
 	RerecordLimit  int
-	MaxTensorBytes int64
-	MaxTotalBytes  int64
+	MaxTensorBytes int64 // "max_tensor_bytes"
+	MaxTotalBytes  int64 // "max_total_bytes"
+	// RecompileLimit: torch._dynamo.config.recompile_limit ("recompile_limit").
+	RecompileLimit int
+	// AutomaticDynamicShapes: torch._dynamo.config.automatic_dynamic_shapes.
+	AutomaticDynamicShapes bool
+	// AssumeStaticByDefault: torch._dynamo.config.assume_static_by_default.
+	AssumeStaticByDefault bool
+	// SupportInputMutation: torch._inductor.config.triton.cudagraph_support_input_mutation.
+	SupportInputMutation bool
+	// SkipDynamicGraphs: torch._inductor.config.triton.cudagraph_skip_dynamic_graphs.
+	SkipDynamicGraphs bool
+	// DynamicShapeWarnLimit: torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit
+	// (0 is PyTorch's None: never warn).
+	DynamicShapeWarnLimit int
 	// Set names the keys present in the file ("warmup_runs", ...).
 	Set map[string]bool
 }
 
+// Config keys, as the file spells them, in canonical order.
+const (
+	KeyWarmupRuns             = "warmup_runs"
+	KeyRerecordLimit          = "rerecord_limit"
+	KeyMaxTensorBytes         = "max_tensor_bytes"
+	KeyMaxTotalBytes          = "max_total_bytes"
+	KeyRecompileLimit         = "recompile_limit"
+	KeyAutomaticDynamicShapes = "automatic_dynamic_shapes"
+	KeyAssumeStaticByDefault  = "assume_static_by_default"
+	KeySupportInputMutation   = "support_input_mutation"
+	KeySkipDynamicGraphs      = "skip_dynamic_graphs"
+	KeyDynamicShapeWarnLimit  = "dynamic_shape_warn_limit"
+)
+
+// ConfigKeys is every config key in canonical order.
+var ConfigKeys = []string{
+	KeyWarmupRuns, KeyRerecordLimit, KeyMaxTensorBytes, KeyMaxTotalBytes,
+	KeyRecompileLimit, KeyAutomaticDynamicShapes, KeyAssumeStaticByDefault,
+	KeySupportInputMutation, KeySkipDynamicGraphs, KeyDynamicShapeWarnLimit,
+}
+
+// Defaults of the config keys added after version 1 was first written.
+const (
+	DefaultAutomaticDynamicShapes = true
+	DefaultAssumeStaticByDefault  = true
+	DefaultSupportInputMutation   = true
+	DefaultSkipDynamicGraphs      = false
+	DefaultDynamicShapeWarnLimit  = 8
+)
+
 // DefaultConfig returns the config of a header without a "config" object.
 func DefaultConfig() Config {
 	return Config{
-		WarmupRuns:     DefaultWarmupRuns,
-		RerecordLimit:  DefaultRerecordLimit,
-		MaxTensorBytes: DefaultMaxTensorBytes,
-		MaxTotalBytes:  DefaultMaxTotalBytes,
+		WarmupRuns:             DefaultWarmupRuns,
+		RerecordLimit:          DefaultRerecordLimit,
+		MaxTensorBytes:         DefaultMaxTensorBytes,
+		MaxTotalBytes:          DefaultMaxTotalBytes,
+		RecompileLimit:         DefaultRecompileLimit,
+		AutomaticDynamicShapes: DefaultAutomaticDynamicShapes,
+		AssumeStaticByDefault:  DefaultAssumeStaticByDefault,
+		SupportInputMutation:   DefaultSupportInputMutation,
+		SkipDynamicGraphs:      DefaultSkipDynamicGraphs,
+		DynamicShapeWarnLimit:  DefaultDynamicShapeWarnLimit,
 	}
+}
+
+// With returns c changed by the keys a config record sets (delta.Set):
+// the settings in force after that record. Set of the result is c's keys
+// and delta's together.
+func (c Config) With(delta Config) Config {
+	out := c
+	out.Set = make(map[string]bool, len(c.Set)+len(delta.Set))
+	for k := range c.Set {
+		out.Set[k] = true
+	}
+	for k := range delta.Set {
+		if !delta.Set[k] {
+			continue
+		}
+		out.Set[k] = true
+		switch k {
+		case KeyWarmupRuns:
+			out.WarmupRuns = delta.WarmupRuns
+		case KeyRerecordLimit:
+			out.RerecordLimit = delta.RerecordLimit
+		case KeyMaxTensorBytes:
+			out.MaxTensorBytes = delta.MaxTensorBytes
+		case KeyMaxTotalBytes:
+			out.MaxTotalBytes = delta.MaxTotalBytes
+		case KeyRecompileLimit:
+			out.RecompileLimit = delta.RecompileLimit
+		case KeyAutomaticDynamicShapes:
+			out.AutomaticDynamicShapes = delta.AutomaticDynamicShapes
+		case KeyAssumeStaticByDefault:
+			out.AssumeStaticByDefault = delta.AssumeStaticByDefault
+		case KeySupportInputMutation:
+			out.SupportInputMutation = delta.SupportInputMutation
+		case KeySkipDynamicGraphs:
+			out.SkipDynamicGraphs = delta.SkipDynamicGraphs
+		case KeyDynamicShapeWarnLimit:
+			out.DynamicShapeWarnLimit = delta.DynamicShapeWarnLimit
+		}
+	}
+	return out
 }
 
 // Op is a record's "op".
@@ -62,6 +162,9 @@ const (
 	OpRead   Op = "read"
 	OpExpect Op = "expect"
 	OpNote   Op = "note"
+	// OpConfig changes engine settings from that record on (added to
+	// version 1: PyTorch tests patch config mid-program).
+	OpConfig Op = "config"
 )
 
 // Mode is a compiled function's compilation mode (PyTorch's CompilationMode).
@@ -110,11 +213,19 @@ type Record struct {
 	HasSeed bool
 	Values  []float64
 	Device  int
+	// DType is the element type ("dtype", ops.ParseDType spells them);
+	// "" when absent, which is float32.
+	DType string
 
 	// call
 	Args []string
 	// Out binds a call's results; nil when the record has no "out".
 	Out []string
+	// Invocation is the call's "invocation": Dynamo's
+	// GenerationTracker.generation when the graph ran. Calls with equal
+	// values belong to one invocation of a compiled frame. nil when absent
+	// (every call its own invocation, as before).
+	Invocation *int64
 
 	// eager: the statement it runs (its Out is the name it binds).
 	Stmt *Stmt
@@ -127,6 +238,9 @@ type Record struct {
 
 	// expect
 	Expect *Expect
+
+	// config: the keys the record sets (Config.Set) and their values.
+	Config *Config
 }
 
 // Stmt is one statement of a function body or an eager record:
@@ -141,7 +255,22 @@ type Stmt struct {
 	// Value is fill's "value".
 	Value    float64
 	HasValue bool
+	// DType is the result's "dtype"; "" when absent: a's dtype, or
+	// float32 for fill and empty.
+	DType string
+	// Offset and Strides are a view's "offset" (storage offset, in
+	// elements of a's storage) and "strides" (one per dim of the view's
+	// shape). Strides nil means contiguous; HasOffset says "offset" was
+	// given. A view with either is a strided view (x[:, -1], narrow,
+	// chunk): its element count may differ from a's, and its extent
+	// (ops.ViewExtent) must fit in a's storage.
+	Offset    int64
+	HasOffset bool
+	Strides   []int64
 }
+
+// Strided reports whether a view statement has an offset or strides.
+func (s Stmt) Strided() bool { return s.HasOffset || s.Offset != 0 || s.Strides != nil }
 
 // Operand is a statement's "b": a tensor name, a number, or absent.
 type Operand struct {

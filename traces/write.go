@@ -47,9 +47,6 @@ func (w *Writer) Flush() error {
 	return w.w.Flush()
 }
 
-// configKeys is the config's keys in canonical order.
-var configKeys = []string{"warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes"}
-
 // WriteHeader writes the header line. Config keys are written when they are
 // in Config.Set or differ from the default, so nothing a caller chose is
 // lost; "cgtviz" is always this package's Version.
@@ -65,19 +62,22 @@ func (w *Writer) WriteHeader(h Header) error {
 		b = append(b, `, "devices": `...)
 		b = strconv.AppendInt(b, int64(h.Devices), 10)
 	}
+	// A zero byte limit is a Config that was never filled in, not a
+	// choice: its other zero values (false included) are not written either
+	// unless Set names them... except the two counts version 1 always
+	// wrote when they differed from the default.
+	unfilled := h.Config.MaxTensorBytes == 0 && h.Config.MaxTotalBytes == 0
 	def := DefaultConfig()
-	vals := map[string][2]int64{
-		"warmup_runs":      {int64(h.Config.WarmupRuns), int64(def.WarmupRuns)},
-		"rerecord_limit":   {int64(h.Config.RerecordLimit), int64(def.RerecordLimit)},
-		"max_tensor_bytes": {h.Config.MaxTensorBytes, def.MaxTensorBytes},
-		"max_total_bytes":  {h.Config.MaxTotalBytes, def.MaxTotalBytes},
-	}
 	n := 0
-	for _, k := range configKeys {
-		v := vals[k]
-		// A zero byte limit is a Config that was never filled in, not a choice.
-		if !h.Config.Set[k] && (v[0] == v[1] || (v[0] == 0 && k[:3] == "max")) {
-			continue
+	for _, k := range ConfigKeys {
+		v, dv := configValue(h.Config, k), configValue(def, k)
+		if !h.Config.Set[k] {
+			if v == dv {
+				continue
+			}
+			if unfilled && k != KeyWarmupRuns && k != KeyRerecordLimit {
+				continue
+			}
 		}
 		if n == 0 {
 			b = append(b, `, "config": {`...)
@@ -85,9 +85,7 @@ func (w *Writer) WriteHeader(h Header) error {
 			b = append(b, ", "...)
 		}
 		n++
-		b = appendString(b, k)
-		b = append(b, ": "...)
-		b = strconv.AppendInt(b, v[0], 10)
+		b = appendConfigKey(b, h.Config, k)
 	}
 	if n > 0 {
 		b = append(b, '}')
@@ -102,6 +100,48 @@ func (w *Writer) WriteHeader(h Header) error {
 	}
 	b = append(b, "}\n"...)
 	return w.emit(b)
+}
+
+// configValue returns key k of c as a comparable value.
+func configValue(c Config, k string) any {
+	switch k {
+	case KeyWarmupRuns:
+		return c.WarmupRuns
+	case KeyRerecordLimit:
+		return c.RerecordLimit
+	case KeyMaxTensorBytes:
+		return c.MaxTensorBytes
+	case KeyMaxTotalBytes:
+		return c.MaxTotalBytes
+	case KeyRecompileLimit:
+		return c.RecompileLimit
+	case KeyAutomaticDynamicShapes:
+		return c.AutomaticDynamicShapes
+	case KeyAssumeStaticByDefault:
+		return c.AssumeStaticByDefault
+	case KeySupportInputMutation:
+		return c.SupportInputMutation
+	case KeySkipDynamicGraphs:
+		return c.SkipDynamicGraphs
+	case KeyDynamicShapeWarnLimit:
+		return c.DynamicShapeWarnLimit
+	}
+	return nil
+}
+
+// appendConfigKey appends "k": value.
+func appendConfigKey(b []byte, c Config, k string) []byte {
+	b = appendString(b, k)
+	b = append(b, ": "...)
+	switch v := configValue(c, k).(type) {
+	case int:
+		b = strconv.AppendInt(b, int64(v), 10)
+	case int64:
+		b = strconv.AppendInt(b, v, 10)
+	case bool:
+		b = strconv.AppendBool(b, v)
+	}
+	return b
 }
 
 func (w *Writer) emit(b []byte) error {
@@ -146,6 +186,10 @@ func (w *Writer) WriteRecord(r Record) error {
 		e.str(r.Name)
 		e.key("shape")
 		e.ints(r.Shape)
+		if r.DType != "" {
+			e.key("dtype")
+			e.str(r.DType)
+		}
 		e.key("init")
 		e.str(string(r.Init))
 		if r.HasSeed {
@@ -169,6 +213,10 @@ func (w *Writer) WriteRecord(r Record) error {
 			e.key("out")
 			e.names(r.Out)
 		}
+		if r.Invocation != nil {
+			e.key("invocation")
+			e.b = strconv.AppendInt(e.b, *r.Invocation, 10)
+		}
 	case OpEager:
 		if r.Stmt == nil {
 			return fmt.Errorf("write record line %d: eager without a statement", r.Line)
@@ -187,6 +235,16 @@ func (w *Writer) WriteRecord(r Record) error {
 	case OpExpect:
 		if r.Expect != nil {
 			e.expect(r.Expect)
+		}
+	case OpConfig:
+		if r.Config == nil || len(r.Config.Set) == 0 {
+			return fmt.Errorf("write record line %d: config record sets no key", r.Line)
+		}
+		for _, k := range ConfigKeys {
+			if r.Config.Set[k] {
+				e.b = append(e.b, ", "...)
+				e.b = appendConfigKey(e.b, *r.Config, k)
+			}
 		}
 	default:
 		return fmt.Errorf("write record line %d: unknown op %q", r.Line, r.Op)
@@ -280,9 +338,21 @@ func (e *enc) stmt(s Stmt, first bool) {
 		e.key("shape")
 		e.ints(s.Shape)
 	}
+	if s.Strides != nil {
+		e.key("strides")
+		encList(e, s.Strides, func(x int64) { e.b = strconv.AppendInt(e.b, x, 10) })
+	}
+	if s.HasOffset || s.Offset != 0 {
+		e.key("offset")
+		e.b = strconv.AppendInt(e.b, s.Offset, 10)
+	}
 	if s.HasValue {
 		e.key("value")
 		e.num(s.Value)
+	}
+	if s.DType != "" {
+		e.key("dtype")
+		e.str(s.DType)
 	}
 }
 
@@ -416,3 +486,23 @@ func appendNum(b []byte, f float64) []byte {
 
 // formatNum returns f as appendNum writes it.
 func formatNum(f float64) string { return string(appendNum(nil, f)) }
+
+// SetText returns the keys in c.Set with their values, in canonical order,
+// as a config record writes them ("warmup_runs: 0, support_input_mutation:
+// false"): how tools show a config record in one line.
+func (c Config) SetText() string {
+	var b []byte
+	for _, k := range ConfigKeys {
+		if !c.Set[k] {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, k...)
+		b = append(b, ": "...)
+		v := appendConfigKey(nil, c, k)
+		b = append(b, v[len(k)+4:]...) // past `"k": `
+	}
+	return string(b)
+}

@@ -119,6 +119,9 @@ func TestWriteRoundTripRandom(t *testing.T) {
 			h.Config.WarmupRuns = rng.IntN(5)
 		}
 		if rng.IntN(3) == 0 {
+			h.Config = h.Config.With(randConfig(rng))
+		}
+		if rng.IntN(3) == 0 {
 			h.Meta = []byte(`{"k": [1, 2, {"x": "y"}]}`)
 		}
 		recs := make([]Record, 1+rng.IntN(30))
@@ -211,17 +214,52 @@ func randStmt(rng *rand.Rand) Stmt {
 		s.K, s.A = "view", randName(rng)
 		if rng.IntN(2) == 0 {
 			s.Shape = randShape(rng)
+			if rng.IntN(2) == 0 {
+				s.Offset, s.HasOffset = rng.Int64N(100), true
+			}
+			if rng.IntN(2) == 0 {
+				s.Strides = make([]int64, len(s.Shape))
+				for i := range s.Strides {
+					s.Strides[i] = rng.Int64N(10)
+				}
+			}
 		}
 	case 4:
 		s.K, s.Shape, s.Value, s.HasValue = "fill", randShape(rng), randFloat(rng), true
 	default:
 		s.K, s.Shape = "empty", randShape(rng)
 	}
+	if rng.IntN(4) == 0 {
+		s.DType = randDType(rng)
+	}
 	return s
 }
 
+var dtypeNames = []string{"float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool"}
+
+func randDType(rng *rand.Rand) string { return dtypeNames[rng.IntN(len(dtypeNames))] }
+
+// randConfig returns a config record's keys: a random non-empty subset,
+// with random values in range.
+func randConfig(rng *rand.Rand) Config {
+	c := Config{Set: map[string]bool{}}
+	for len(c.Set) == 0 {
+		for _, k := range ConfigKeys {
+			if rng.IntN(3) == 0 {
+				c.Set[k] = true
+			}
+		}
+	}
+	c.WarmupRuns, c.RerecordLimit, c.RecompileLimit, c.DynamicShapeWarnLimit = rng.IntN(9), rng.IntN(9), rng.IntN(9), rng.IntN(9)
+	c.MaxTensorBytes, c.MaxTotalBytes = 1+rng.Int64N(1<<40), 1+rng.Int64N(1<<40)
+	c.AutomaticDynamicShapes, c.AssumeStaticByDefault = rng.IntN(2) == 0, rng.IntN(2) == 0
+	c.SupportInputMutation, c.SkipDynamicGraphs = rng.IntN(2) == 0, rng.IntN(2) == 0
+	// Keys not set are zero in a config record, as the reader leaves them.
+	return Config{}.With(c)
+}
+
 func randRecord(rng *rand.Rand, devices int) Record {
-	ops := []Op{OpDef, OpTensor, OpParam, OpCall, OpEager, OpDel, OpStep, OpRead, OpExpect, OpNote}
+	ops := []Op{OpDef, OpTensor, OpParam, OpCall, OpEager, OpDel, OpStep, OpRead, OpExpect, OpNote, OpConfig}
 	r := Record{Op: ops[rng.IntN(len(ops))]}
 	switch r.Op {
 	case OpDef:
@@ -245,11 +283,21 @@ func randRecord(rng *rand.Rand, devices int) Record {
 				r.Values[i] = randFloat(rng)
 			}
 		}
+		if r.Init != InitValues && rng.IntN(3) == 0 {
+			r.DType = randDType(rng)
+		}
 	case OpCall:
 		r.Fn, r.Args = randName(rng), randNames(rng)
 		if rng.IntN(2) == 0 {
 			r.Out = randNames(rng)
 		}
+		if rng.IntN(3) == 0 {
+			inv := rng.Int64N(1 << 40)
+			r.Invocation = &inv
+		}
+	case OpConfig:
+		c := randConfig(rng)
+		r.Config = &c
 	case OpEager:
 		s := randStmt(rng)
 		r.Stmt = &s

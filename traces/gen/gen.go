@@ -6,7 +6,10 @@
 // every call starts a generation), reads and eager statements on outputs
 // that later replays may have overwritten, and shape changes (a new shape
 // is a new function). Every trace passes (*traces.Trace).Check, and the
-// same seed and options always give the same trace.
+// same seed and options always give the same trace. Options.Additions also
+// makes the fields added to version 1 (invocations, dtypes, strided views,
+// shapes of up to 8 dims, config records); without it a seed gives the
+// trace it always gave.
 package gen
 
 import (
@@ -29,6 +32,13 @@ type Options struct {
 	// MaxNames bounds how many names are bound at once (default 12); above
 	// it the generator deletes more often.
 	MaxNames int
+	// Additions makes the trace use, some of the time, the fields added
+	// to version 1: call invocations (graph breaks: runs of calls sharing
+	// one), tensors of other dtypes, strided views (x[:, -1] and narrow),
+	// shapes of 5 to 8 dims and config records. Off, the generator draws
+	// the same random numbers as before they existed, so seeds keep their
+	// traces.
+	Additions bool
 }
 
 // StepMode says whether a trace has step records.
@@ -45,6 +55,9 @@ const (
 type value struct {
 	shape []int
 	param bool
+	// strided: a strided view (or an alias of one). Plain views of it
+	// that reshape are refused by the checker, so none are made.
+	strided bool
 }
 
 // gen is one trace being made.
@@ -56,6 +69,11 @@ type gen struct {
 	fns   []fn
 	next  int // counter for fresh names
 	max   int
+	// add is Options.Additions; shapes the shapes tensors take (more with
+	// add); inv the invocation counter when calls carry one (-1: they do not).
+	add    bool
+	shapes [][]int
+	inv    int64
 }
 
 // fn is a defined function: its name, its kind (which says what arguments
@@ -74,6 +92,13 @@ type fn struct {
 // shape changes meet.
 var shapes = [][]int{{4}, {6}, {1}, {2, 3}, {3, 2}, {2, 2}, {3, 3}}
 
+// moreShapes are the shapes of 5 to 8 dims Options.Additions adds, with
+// the element counts of the others so views still meet.
+var moreShapes = [][]int{{2, 1, 1, 1, 3}, {1, 2, 1, 2, 1, 1}, {1, 1, 1, 1, 1, 1, 2, 3}}
+
+// dtypes are the dtypes Options.Additions gives some tensors.
+var dtypes = []string{"float16", "bfloat16", "float64", "int32", "int64", "int8", "uint8", "bool"}
+
 var (
 	binaryKs = []string{"add", "sub", "mul", "div", "max", "min"}
 	unaryKs  = []string{"neg", "relu", "exp", "sqrt", "tanh", "abs"}
@@ -88,10 +113,19 @@ func Trace(seed int64, opts Options) *traces.Trace {
 		opts.MaxNames = 12
 	}
 	g := &gen{
-		r:     rand.New(rand.NewPCG(uint64(seed), 0x9E3779B97F4A7C15)),
-		b:     traces.NewBuilder(fmt.Sprintf("gen seed %d", seed)),
-		names: map[string]value{},
-		max:   opts.MaxNames,
+		r:      rand.New(rand.NewPCG(uint64(seed), 0x9E3779B97F4A7C15)),
+		b:      traces.NewBuilder(fmt.Sprintf("gen seed %d", seed)),
+		names:  map[string]value{},
+		max:    opts.MaxNames,
+		add:    opts.Additions,
+		shapes: shapes,
+		inv:    -1,
+	}
+	if g.add {
+		g.shapes = append(slices.Clone(shapes), moreShapes...)
+		if g.r.IntN(2) == 0 {
+			g.inv = 0
+		}
 	}
 	steps := opts.Steps
 	if steps == StepsRandom {
@@ -126,6 +160,8 @@ func Trace(seed int64, opts Options) *traces.Trace {
 			g.read()
 		case x < 95:
 			g.eager()
+		case g.add && x < 97:
+			g.config()
 		default:
 			g.b.Note(fmt.Sprintf("note %d", g.b.Len()))
 		}
@@ -140,7 +176,7 @@ func Trace(seed int64, opts Options) *traces.Trace {
 // iteration (when the trace has steps) starts its generation.
 func (g *gen) loop(steps bool) {
 	inName := g.fresh("in")
-	shape := shapes[g.r.IntN(len(shapes))]
+	shape := g.shapes[g.r.IntN(len(g.shapes))]
 	type call struct {
 		f   fn
 		arg int // which earlier value feeds it: 0 the input, i the result of call i
@@ -178,6 +214,7 @@ func (g *gen) loop(steps bool) {
 			}
 			args := []string{vals[c.arg]}
 			shp := g.retShapes(c.f, args)
+			g.invocation(i == 0)
 			g.b.Call(c.f.name, args, out...)
 			for j, o := range out {
 				g.unbind(o)
@@ -288,7 +325,7 @@ func (g *gen) target(prefix string) string {
 
 // tensor makes a tensor or a param of a random shape and binds it.
 func (g *gen) tensor(param bool) string {
-	return g.tensorOf(param, shapes[g.r.IntN(len(shapes))], true)
+	return g.tensorOf(param, g.shapes[g.r.IntN(len(g.shapes))], true)
 }
 
 // tensorOf makes a tensor or param of shape, bound to a fresh name, or when
@@ -328,6 +365,11 @@ func (g *gen) tensorOf(param bool, shape []int, rebind bool) string {
 		}
 	default:
 		seed := g.r.Int64N(1000)
+		// Values of other dtypes are not modelled, so only rand tensors
+		// (never init values) get one.
+		if g.add && g.r.IntN(6) == 0 {
+			b.OfDType(pick(g, dtypes))
+		}
 		if param {
 			b.ParamSeed(name, shape, seed)
 		} else {
@@ -336,6 +378,37 @@ func (g *gen) tensorOf(param bool, shape []int, rebind bool) string {
 	}
 	g.bind(name, value{shape: shape, param: param})
 	return name
+}
+
+// invocation gives the next call an invocation when the trace has them.
+// A call starts a new invocation unless it follows a call of the same
+// frame: cont says it may (the next call of a loop iteration), and then
+// one time in two it is a graph break's resume, sharing the invocation.
+func (g *gen) invocation(cont bool) {
+	if g.inv < 0 {
+		return
+	}
+	if !cont || g.r.IntN(2) == 0 {
+		g.inv++
+	}
+	g.b.InInvocation(g.inv)
+}
+
+// config adds a config record, as a test patching PyTorch's config does:
+// the engine settings only, never the byte limits the trace was made
+// under.
+func (g *gen) config() {
+	keys := []string{traces.KeyWarmupRuns, traces.KeyRerecordLimit, traces.KeyRecompileLimit,
+		traces.KeySupportInputMutation, traces.KeyAutomaticDynamicShapes}
+	set := []string{pick(g, keys)}
+	if g.r.IntN(3) == 0 {
+		set = append(set, pick(g, keys))
+	}
+	warm, rerec, recomp, mut, dyn := g.r.IntN(3), 1+g.r.IntN(8), 1+g.r.IntN(8), g.r.IntN(2) == 0, g.r.IntN(2) == 0
+	g.b.SetConfig(set, func(c *traces.Config) {
+		c.WarmupRuns, c.RerecordLimit, c.RecompileLimit = warm, rerec, recomp
+		c.SupportInputMutation, c.AutomaticDynamicShapes = mut, dyn
+	})
 }
 
 // find returns a bound name whose value fits ok, or "" when none does.
@@ -383,7 +456,7 @@ func (g *gen) call() {
 	var args []string
 	switch f.kind {
 	case "ew":
-		x := g.arg(anyShape, shapes[g.r.IntN(len(shapes))], false)
+		x := g.arg(anyShape, g.shapes[g.r.IntN(len(g.shapes))], false)
 		sx := g.names[x].shape
 		var y string
 		switch g.r.IntN(4) {
@@ -396,7 +469,7 @@ func (g *gen) call() {
 		}
 		args = []string{x, y}
 	case "un", "red", "dup", "fl":
-		args = []string{g.arg(anyShape, shapes[g.r.IntN(len(shapes))], g.r.IntN(4) == 0)}
+		args = []string{g.arg(anyShape, g.shapes[g.r.IntN(len(g.shapes))], g.r.IntN(4) == 0)}
 	case "mm":
 		mk := func(v value) bool { return len(v.shape) == 2 }
 		a := g.arg(mk, []int{2 + g.r.IntN(2), 2 + g.r.IntN(2)}, false)
@@ -404,7 +477,7 @@ func (g *gen) call() {
 		w := g.arg(func(v value) bool { return len(v.shape) == 2 && v.shape[0] == k }, []int{k, 2 + g.r.IntN(2)}, g.r.IntN(2) == 0)
 		args = []string{a, w}
 	case "vw", "vwout":
-		fits := func(v value) bool { return numel(v.shape) == f.numel }
+		fits := func(v value) bool { return numel(v.shape) == f.numel && !v.strided }
 		sh := []int{f.numel}
 		if g.r.IntN(2) == 0 {
 			sh = []int{2, f.numel / 2}
@@ -415,7 +488,7 @@ func (g *gen) call() {
 		// sometimes a plain tensor or an output (the engine runs it eagerly
 		// or re-records).
 		isParam := g.r.IntN(4) != 0
-		p := g.arg(func(v value) bool { return v.param == isParam }, shapes[g.r.IntN(len(shapes))], isParam)
+		p := g.arg(func(v value) bool { return v.param == isParam }, g.shapes[g.r.IntN(len(g.shapes))], isParam)
 		sp := g.names[p].shape
 		x := g.arg(shapeIs(sp), sp, false)
 		args = []string{p, x}
@@ -440,13 +513,14 @@ func (g *gen) call() {
 			out = append(out, o)
 		}
 	}
+	g.invocation(true)
 	g.b.Call(f.name, args, out...)
 	// The results' shapes, known from the kind, before any out name that
 	// is also an argument is rebound.
 	shp := g.retShapes(f, args)
 	vals := make([]value, len(out))
 	for i := range out {
-		vals[i] = value{shape: shp[i], param: g.retParam(f, args, i)}
+		vals[i] = value{shape: shp[i], param: g.retParam(f, args, i), strided: g.retStrided(f, args, i)}
 	}
 	for _, o := range out {
 		g.unbind(o)
@@ -486,6 +560,16 @@ func (g *gen) retParam(f fn, args []string, i int) bool {
 	switch {
 	case f.kind == "upd" && i == 1, f.kind == "dup" && i == 2, f.kind == "vw" && i == 1:
 		return g.names[args[0]].param
+	}
+	return false
+}
+
+// retStrided says whether result i is an argument that is a strided view
+// (returned as itself).
+func (g *gen) retStrided(f fn, args []string, i int) bool {
+	switch {
+	case f.kind == "upd" && i == 1, f.kind == "dup" && i == 2:
+		return g.names[args[0]].strided
 	}
 	return false
 }
@@ -551,12 +635,29 @@ func (g *gen) eager() {
 	case x < 6:
 		st = traces.S(out, "copy", a, nil)
 		shape = sa
+	case g.names[a].strided:
+		// A reshaping view of a strided view would need its strides.
+		st = traces.S(out, "copy", a, nil)
+		shape = sa
+	case g.add && g.r.IntN(2) == 0 && len(sa) == 2:
+		// x[:, -1]: the last column, one element per row.
+		shape = []int{sa[0]}
+		st = traces.SStrided(out, a, shape, []int64{int64(sa[1])}, int64(sa[1]-1))
+	case g.add && g.r.IntN(2) == 0 && numel(sa) > 1:
+		// narrow(x.view(-1), 0, 1, n-1): all but the first element.
+		n := numel(sa)
+		shape = []int{n - 1}
+		st = traces.SStrided(out, a, shape, nil, 1)
 	default:
 		shape = []int{numel(sa)}
 		st = traces.SShape(out, "view", a, shape)
 	}
 	g.b.Eager(st)
 	param := st.K == "view" && g.names[a].param
+	// Any offset or strides count as strided here, even a contiguous
+	// narrow: the generator then makes no reshaping view of it, which is
+	// simpler than following offsets.
+	strided := st.K == "view" && st.Strided()
 	g.unbind(out) // a rebinding; a fresh name is not bound
-	g.bind(out, value{shape: slices.Clone(shape), param: param})
+	g.bind(out, value{shape: slices.Clone(shape), param: param, strided: strided})
 }

@@ -2,6 +2,11 @@ package gen
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/traces"
@@ -77,5 +82,88 @@ func TestCoverage(t *testing.T) {
 	}
 	if noStep == 0 || noStep == 40 {
 		t.Errorf("%d of 40 traces have no step; want some, not all", noStep)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestSeedsUnchanged checks that seeds give the traces they gave before
+// Options.Additions existed: tests elsewhere pin behaviour to seeds, so
+// the default options must draw exactly the same random numbers. The
+// golden holds one SHA-256 per seed and step mode, written by the
+// generator before the option was added.
+func TestSeedsUnchanged(t *testing.T) {
+	var got strings.Builder
+	for _, mode := range []StepMode{StepsRandom, StepsAlways, StepsNever} {
+		for seed := int64(0); seed < 40; seed++ {
+			var buf bytes.Buffer
+			if err := Trace(seed, Options{Steps: mode}).Write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&got, "mode %d seed %d %x\n", mode, seed, sha256.Sum256(buf.Bytes()))
+		}
+	}
+	const golden = "testdata/seeds.golden"
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("generated traces differ from %s: a default-options seed changed", golden)
+	}
+}
+
+// TestAdditions checks that with Options.Additions the traces still check
+// clean and use every addition, across seeds: invocations shared by calls
+// (graph breaks), dtypes, strided views, shapes over 4 dims, config
+// records.
+func TestAdditions(t *testing.T) {
+	for _, mode := range []StepMode{StepsRandom, StepsAlways, StepsNever} {
+		for seed := int64(0); seed < 200; seed++ {
+			tr := Trace(seed, Options{Steps: mode, Additions: true})
+			if ps := tr.Check(); len(ps) > 0 {
+				var buf bytes.Buffer
+				tr.Write(&buf)
+				t.Fatalf("mode %d seed %d: %v\n%s", mode, seed, ps, buf.String())
+			}
+		}
+	}
+	seen := map[string]int{}
+	for seed := int64(0); seed < 40; seed++ {
+		tr := Trace(seed, Options{Additions: true})
+		last := int64(-1)
+		for _, r := range tr.Records {
+			switch {
+			case r.Op == traces.OpCall && r.Invocation != nil:
+				seen["invocation"]++
+				if *r.Invocation == last {
+					seen["shared invocation"]++
+				}
+				last = *r.Invocation
+			case r.DType != "":
+				seen["dtype"]++
+			case r.Op == traces.OpEager && r.Stmt.Strided():
+				seen["strided view"]++
+			case r.Op == traces.OpConfig:
+				seen["config"]++
+			}
+			if len(r.Shape) > 4 {
+				seen["over 4 dims"]++
+			}
+		}
+	}
+	for _, k := range []string{"invocation", "shared invocation", "dtype", "strided view", "config", "over 4 dims"} {
+		if seen[k] == 0 {
+			t.Errorf("no %s in 40 traces with Additions (seen: %v)", k, seen)
+		}
 	}
 }

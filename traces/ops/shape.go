@@ -42,6 +42,10 @@ type Operands struct {
 	BIsNum bool // b given as a number
 	Shape  []int
 	HasVal bool // fill's "value" present
+	// Strided marks a view with "offset" or "strides" (as_strided): its
+	// shape is its own, and the element count may differ from a's (the
+	// caller checks the extent with ViewExtent).
+	Strided bool
 }
 
 // ResultShape returns the shape a statement of kind k produces from its
@@ -52,6 +56,12 @@ func ResultShape(k string, o Operands) ([]int, BKind, error) {
 	case StmtView:
 		if !o.HasA {
 			return nil, 0, fmt.Errorf("view needs a")
+		}
+		if o.Strided {
+			if o.Shape == nil {
+				return nil, 0, fmt.Errorf("a view with strides or offset needs shape")
+			}
+			return clone(o.Shape), 0, nil
 		}
 		if o.Shape == nil {
 			return clone(o.A), 0, nil
