@@ -69,7 +69,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, limited, err := m.function(def, shapes, static, aliasPattern(args))
+	f, limited, err := m.function(def, rec.Line, shapes, static, aliasPattern(args))
 	if err != nil {
 		return err
 	}
@@ -82,8 +82,8 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if e.handoff != HandoffRaise {
 			return stale
 		}
-		if !limited && !f.plan.viewsOnly && f.Mode != traces.ModeBackward {
-			e.genTracker++
+		if !limited && !f.plan.viewsOnly {
+			e.enterCompiled(rec, f)
 		}
 		return &keptError{stale}
 	}
@@ -91,16 +91,19 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	switch {
 	case limited:
 		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
-			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimit, f.Name))
+			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimitNow(), f.Name))
 	case f.plan.viewsOnly:
 		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
 			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
+	case f.Dynamic && e.cfg.SkipDynamicGraphs:
+		// The compiled graph runs, but not through cudagraphs: Dynamo's
+		// generation hook still fires for the frame.
+		e.enterCompiled(rec, f)
+		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+			"skipping cudagraphs due to graph with symbolic shapes inputs (torch._inductor.config.triton.cudagraph_skip_dynamic_graphs)")
 	}
 	mode := f.Mode
-	if mode != traces.ModeBackward {
-		// Dynamo's on-enter hook of a top-level compiled call.
-		e.genTracker++
-	}
+	e.enterCompiled(rec, f)
 	for _, t := range args {
 		e.tt.hold(t)
 	}
@@ -170,4 +173,35 @@ func (e *Engine) bindResults(rec *traces.Record, outs []*Tensor) error {
 		}
 	}
 	return nil
+}
+
+// enterCompiled is Dynamo's hook on entering a top-level compiled frame:
+// GenerationTracker.generation moves on, once per invocation. A backward
+// runs inside autograd, not through a frame, and moves nothing. A call that
+// names its invocation (a graph after a graph break, in the frame that
+// compiled the graph before it) moves the counter only when the invocation
+// differs from the last call's; without one, every call is an invocation.
+func (e *Engine) enterCompiled(rec *traces.Record, f *Function) {
+	if f.Mode == traces.ModeBackward {
+		return
+	}
+	if inv := rec.Invocation; inv != nil {
+		if e.hasInvocation && *inv == e.lastInvocation {
+			return
+		}
+		e.lastInvocation, e.hasInvocation = *inv, true
+	}
+	e.genTracker++
+}
+
+// recompileLimitNow is Dynamo's recompile_limit in force: Options'
+// when given, else the trace's config.
+func (e *Engine) recompileLimitNow() int {
+	switch {
+	case e.recompileLimit > 0:
+		return e.recompileLimit
+	case e.cfg.Set[traces.KeyRecompileLimit] || e.cfg.RecompileLimit > 0:
+		return e.cfg.RecompileLimit
+	}
+	return DefaultRecompileLimit
 }

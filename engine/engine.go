@@ -98,6 +98,10 @@ type Engine struct {
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
+	// lastInvocation is the invocation of the last call that named one
+	// (hasInvocation: some call did).
+	lastInvocation int64
+	hasInvocation  bool
 	// markStep is MarkStepBox.mark_step_counter: 0, then -1, -2, ... at
 	// each step record.
 	markStep int
@@ -144,9 +148,6 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	}
 	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable(),
 		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
-	if e.recompileLimit <= 0 {
-		e.recompileLimit = DefaultRecompileLimit
-	}
 	if e.file == "" {
 		e.file = "trace"
 	}
@@ -338,6 +339,13 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		}
 		return nil
 	case traces.OpNote:
+		return nil
+	case traces.OpConfig:
+		if rec.Config == nil {
+			return fmt.Errorf("config record without settings")
+		}
+		e.cfg = e.cfg.With(*rec.Config)
+		e.emit(Event{Kind: EvConfig, Line: rec.Line, Node: -1, Parent: -1, Msg: "settings in force: " + rec.Config.SetText()})
 		return nil
 	}
 	return fmt.Errorf("unknown op %q", rec.Op)

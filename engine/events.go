@@ -51,6 +51,9 @@ const (
 	EvExpectFailed
 	// EvTensorDied: a named tensor's storage died (its last reference went).
 	EvTensorDied
+	// EvConfig: a config record changed the settings in force (the
+	// program patched torch._dynamo or torch._inductor config).
+	EvConfig
 )
 
 var eventKindNames = [...]string{
@@ -69,6 +72,7 @@ var eventKindNames = [...]string{
 	EvError:           "error",
 	EvExpectFailed:    "expect_failed",
 	EvTensorDied:      "tensor_died",
+	EvConfig:          "config",
 }
 
 // String returns the kind's name as breakpoints and the JSON report spell it.

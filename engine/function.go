@@ -31,6 +31,8 @@ type Function struct {
 	// Compile numbers the compiled graph of the def this function belongs
 	// to (Dynamo recompiles when shapes change; see engine/dynamo).
 	Compile int
+	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
+	Dynamic bool
 	plan    *plan
 }
 
@@ -323,7 +325,7 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // graph accepts the call and the code object is at Dynamo's recompile
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
-func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
+func (m *manager) function(def *traces.Record, line int, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
 	code := def.Fn
 	if m.eng.sharedCode {
 		code = ""
@@ -336,7 +338,7 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 	}
 	ent := cs.Lookup(def.Fn, shapes, alias)
 	if ent == nil {
-		if cs.Len() >= m.eng.recompileLimit {
+		if cs.Len() >= m.eng.recompileLimitNow() {
 			p, err := compilePlan(def, shapes)
 			if err != nil {
 				return nil, false, err
@@ -346,7 +348,7 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 		m.eng.markHeavy()
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
-		ent = cs.Compile(def.Fn, shapes, alias, static)
+		ent = cs.Compile(def.Fn, shapes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -368,7 +370,8 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 		return nil, false, err
 	}
 	m.eng.markHeavy()
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.Gen, plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
+	m.warnDynamicShapes(def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -391,6 +394,28 @@ func (m *manager) function(def *traces.Record, shapes [][]int, static []bool, al
 		}
 	})
 	return f, false, nil
+}
+
+// warnDynamicShapes is maybe_warning_due_to_dynamic_shape: cudagraphify
+// records a graph per distinct input size of a dynamic graph, and past
+// cudagraph_dynamic_shape_warn_limit of them PyTorch says so, at every new
+// size.
+func (m *manager) warnDynamicShapes(fn string, gen, line int) {
+	limit := m.eng.cfg.DynamicShapeWarnLimit
+	if limit <= 0 {
+		return
+	}
+	n := 1 // the size being added
+	for _, id := range m.fnByName[fn] {
+		if m.funcs[id].Compile == gen {
+			n++
+		}
+	}
+	if n <= limit {
+		return
+	}
+	m.emit(Event{Kind: EvWarning, Line: line, Device: m.ds.index, Fn: fn, FnID: -1, Node: -1, Parent: -1,
+		Msg: fmt.Sprintf("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many CUDAGraphs may lead to extra overhead. We have observed %d distinct sizes. Please consider the following options for better performance: a) padding inputs to a few fixed number of shapes; or b) set torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this warning.", n)})
 }
 
 // aliasPattern returns, per argument, the index of the first earlier

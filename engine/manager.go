@@ -290,7 +290,9 @@ func (m *manager) updateMutationHint(c *call) {
 		if c.f.Static[i] {
 			continue
 		}
-		if m.isRecordedTensor(c.args[i]) {
+		// With cudagraph_support_input_mutation off, a mutated output of
+		// the path is a skip like any other (check_for_mutation).
+		if m.eng.cfg.SupportInputMutation && m.isRecordedTensor(c.args[i]) {
 			continue
 		}
 		bad = append(bad, i)

@@ -28,10 +28,13 @@ import (
 //     thousand.
 
 type lightState struct {
-	genTracker int
-	markStep   int
-	counters   Counters
-	mgrs       []pathScalars
+	genTracker     int
+	lastInvocation int64
+	hasInvocation  bool
+	markStep       int
+	counters       Counters
+	cfg            traces.Config
+	mgrs           []pathScalars
 }
 
 type snapshot struct {
@@ -48,7 +51,8 @@ type snapshot struct {
 
 func (e *Engine) saveLight() {
 	l := &e.light
-	l.genTracker, l.markStep, l.counters = e.genTracker, e.markStep, e.counters
+	l.genTracker, l.lastInvocation, l.hasInvocation = e.genTracker, e.lastInvocation, e.hasInvocation
+	l.markStep, l.counters, l.cfg = e.markStep, e.counters, e.cfg
 	l.mgrs = l.mgrs[:0]
 	for _, ds := range e.devs {
 		l.mgrs = append(l.mgrs, ds.m.pathScalars)
@@ -61,7 +65,8 @@ func (e *Engine) saveLight() {
 
 func (e *Engine) restoreLight() {
 	l := &e.light
-	e.genTracker, e.markStep, e.counters = l.genTracker, l.markStep, l.counters
+	e.genTracker, e.lastInvocation, e.hasInvocation = l.genTracker, l.lastInvocation, l.hasInvocation
+	e.markStep, e.counters, e.cfg = l.markStep, l.counters, l.cfg
 	for i, ds := range e.devs {
 		ds.m.pathScalars = l.mgrs[i]
 	}

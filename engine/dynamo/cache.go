@@ -95,9 +95,22 @@ func (c *Cache) Lookup(fn string, shapes [][]int, alias []int) *Entry {
 	return nil
 }
 
+// Shapes are Dynamo's settings for the dims of a new graph.
+type Shapes struct {
+	// Automatic is torch._dynamo.config.automatic_dynamic_shapes: a dim
+	// whose size changed between compiles becomes dynamic.
+	Automatic bool
+	// AssumeStatic is torch._dynamo.config.assume_static_by_default: off,
+	// every dim is dynamic from the first compile.
+	AssumeStatic bool
+}
+
+// DefaultShapes are PyTorch's defaults.
+var DefaultShapes = Shapes{Automatic: true, AssumeStatic: true}
+
 // Compile adds a compiled graph for shapes, with the static inputs of
 // this call, after merging shapes into the arguments' history.
-func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool) *Entry {
+func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool, how Shapes) *Entry {
 	for i, s := range shapes {
 		for len(c.frames) <= i {
 			c.frames = append(c.frames, nil)
@@ -122,7 +135,9 @@ func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool) *
 			continue
 		}
 		for j, d := range s {
-			if c.frames[i].dynamic(j) && d > 1 {
+			// Sizes 0 and 1 are specialized even in a dynamic graph.
+			dyn := !how.AssumeStatic || (how.Automatic && c.frames[i].dynamic(j))
+			if dyn && d > 1 {
 				ent.dims[i][j] = -1
 			}
 		}
@@ -131,6 +146,17 @@ func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool) *
 	return ent
 }
 
+// Dynamic reports whether the graph has a dynamic dim (symbolic shapes).
+func (e *Entry) Dynamic() bool {
+	for _, d := range e.dims {
+		if slices.Contains(d, -1) {
+			return true
+		}
+	}
+	return false
+}
+
+// Clone returns an independent copy of the cache.
 func (c *Cache) Clone() *Cache {
 	n := &Cache{}
 	for _, e := range c.entries {
