@@ -52,7 +52,7 @@ _FIELDS = {
     "def": ("op", "fn", "params", "body", "returns", "mode"),
     "tensor": ("op", "name", "shape", "init", "seed", "values", "device"),
     "param": ("op", "name", "shape", "init", "seed", "values", "device"),
-    "call": ("op", "fn", "args", "out"),
+    "call": ("op", "fn", "args", "out", "invocation"),
     "eager": ("op", "out", "k", "a", "b", "shape", "value"),
     "del": ("op", "names"),
     "step": ("op",),
@@ -553,12 +553,14 @@ class Session:
         self._bind(name, fact, op)
         return name
 
-    def begin_call(self, info, inputs, param_names=None):
+    def begin_call(self, info, inputs, param_names=None, invocation=None):
         """Records everything before a call: deaths, the tensors it reads
         that the trace has not named yet. `inputs` holds a Fact per tensor
         input and None for the rest (SymInts, generators), by input index.
         `param_names` maps an input index to a preferred name (a module's
-        parameter path). Returns the call's context for end_call."""
+        parameter path). `invocation` is Dynamo's generation counter when
+        the call ran (calls with equal values are one top-level compiled
+        invocation). Returns the call's context for end_call."""
         self.flush_deaths()
         fs = self._fn(info)
         args, param_list, shapes = [], [], []
@@ -605,7 +607,8 @@ class Session:
         fs.calls += 1
         self.counts["calls"] += 1
         tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
-        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs)}
+        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
+                "invocation": invocation}
 
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
                  error=None, device=0):
@@ -621,6 +624,8 @@ class Session:
             for i, f in enumerate(outputs):
                 outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)))
             call["out"] = outs
+        if ctx.get("invocation") is not None:
+            call["invocation"] = int(ctx["invocation"])
         self.trace.add(call)
         action = actions[-1] if actions else "eager"
         self.counts[action] += 1
@@ -734,7 +739,7 @@ class Recorder:
         self._saved = {}
         self._mgr_serial = {}
         self._param_names = {}  # id(param) -> module path, filled lazily
-        self._last_generation = None
+        self._gen = None  # torch._dynamo.mutation_guard.GenerationTracker, at start
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
 
     # -- install / remove
@@ -746,7 +751,10 @@ class Recorder:
         from torch._inductor import cudagraph_trees as cgt
         from torch._inductor import config as inductor_config
 
+        from torch._dynamo.mutation_guard import GenerationTracker
+
         self.torch, self.cgt = torch, cgt
+        self._gen = GenerationTracker
         M = cgt.CUDAGraphTreeManager
         for attr in ("_run", "run_eager", "record_function", "execute_node"):
             if attr not in M.__dict__:
@@ -893,8 +901,13 @@ class Recorder:
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it).
         facts = [self._fact(v) if isinstance(v, torch.Tensor) else None for v in new_inputs]
-        self._maybe_note_generation(info)
-        ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info))
+        # Dynamo bumps GenerationTracker.generation once per top-level
+        # torch.compile'd frame invocation (OptimizeContext's on_enter ->
+        # install_generation_tagging_init); resume functions after a graph
+        # break run inside that invocation and see the same value, which is
+        # what CUDAGraph Trees' get_curr_generation() falls back to.
+        ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info),
+                                      invocation=self._gen.generation)
         del facts
         try:
             out = orig(mgr, new_inputs, function_id)
@@ -928,21 +941,6 @@ class Recorder:
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
         return (self._fn_key(mgr, node.wrapped_function.id), pkey)
-
-    def _maybe_note_generation(self, info):
-        """Before the first mark_step, PyTorch starts a generation per
-        top-level torch.compile invocation, the format per call. Two tree
-        calls inside one invocation (a graph break, a graph partition) differ
-        there: say so where it happens."""
-        if info.mode != "inference" or self.cgt.MarkStepBox.mark_step_counter != 0:
-            self._last_generation = None
-            return
-        from torch._dynamo.mutation_guard import GenerationTracker
-        gen = GenerationTracker.generation
-        if self._last_generation == gen:
-            self.session.note("PyTorch ran this call in the same torch.compile invocation as the "
-                              "previous one (generation %d): it started no new generation here" % gen)
-        self._last_generation = gen
 
     def _fn_info(self, mgr, function_id):
         key = self._fn_key(mgr, function_id)

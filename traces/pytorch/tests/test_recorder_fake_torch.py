@@ -219,12 +219,28 @@ def remove_fake_torch(saved):
 MGR = None
 
 
+def _invocation():
+    """What Dynamo does on entering a top-level compiled frame: one bump of
+    GenerationTracker.generation (OptimizeContext's on_enter)."""
+    sys.modules["torch._dynamo.mutation_guard"].GenerationTracker.generation += 1
+
+
 def foo(x):
+    _invocation()
     return MGR._run([x], FOO)
 
 
 def fee(y):
+    _invocation()
     return MGR._run([y], FEE)
+
+
+def foo_with_break(x):
+    """A compiled frame with a graph break: the graph before the break and
+    the resume function after it run in one invocation."""
+    _invocation()
+    a, = MGR._run([x], FOO)
+    return MGR._run([a], FEE)
 
 
 FOO = FEE = None
@@ -310,6 +326,21 @@ class RecorderTest(unittest.TestCase):
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
         self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
+
+    def test_invocation_from_dynamo_generation(self):
+        """A graph break's resume function runs in the same invocation as the
+        graph before it; each top-level call is a new one."""
+        gen = sys.modules["torch._dynamo.mutation_guard"].GenerationTracker
+        gen.generation = 41
+        with cgtrace.record(self.path):
+            b, = foo_with_break(Tensor([4]))
+            c, = foo(Tensor([4]))
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        # FOO is named after the frame of its first call (foo_with_break).
+        self.assertEqual([(r["fn"], r["invocation"]) for r in calls],
+                         [("foo_with_break_0", 42), ("foo_with_break_1", 42), ("foo_with_break_0", 43)])
+        self.assertFalse([r for r in recs if r["op"] == "note"])
 
     def test_error_is_recorded_and_raised(self):
         MGR.fail.add(0)
