@@ -33,7 +33,15 @@ import weakref
 
 FORMAT_VERSION = 1
 # The trace format allows at most this many dimensions per shape.
-MAX_DIMS = 4
+MAX_DIMS = 8
+# Element types the format knows, with their sizes in bytes (the engine sizes
+# allocations as numel * size, as PyTorch's caching allocator sees them).
+DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8,
+          "int32": 4, "int8": 1, "uint8": 1, "bool": 1}
+# A dtype the format lacks is written as the known one of its element size,
+# which keeps every allocation's byte count (the tree's decisions and the
+# allocator's block reuse depend on bytes, never on values).
+_DTYPE_BY_SIZE = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}
 # Tensors up to this many elements are written with their values ("init":
 # "values"); larger ones as "rand" with a seed, whose values are not the
 # program's: the tree's decisions do not depend on values.
@@ -50,10 +58,10 @@ __all__ = ["record", "Recorder", "Trace", "synth_def", "check_body", "main"]
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
     "def": ("op", "fn", "params", "body", "returns", "mode"),
-    "tensor": ("op", "name", "shape", "init", "seed", "values", "device"),
-    "param": ("op", "name", "shape", "init", "seed", "values", "device"),
+    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
+    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
     "call": ("op", "fn", "args", "out", "invocation"),
-    "eager": ("op", "out", "k", "a", "b", "shape", "value"),
+    "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
     "read": ("op", "name"),
@@ -72,7 +80,7 @@ _REQUIRED = {
     "read": ("name",),
     "note": ("text",),
 }
-_STMT_FIELDS = ("out", "k", "a", "b", "shape", "value")
+_STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
@@ -103,6 +111,10 @@ def encode_record(rec):
         raise ValueError("expect: unknown action %r" % out["action"])
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
+    dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
+    for dt in dts:
+        if dt is not None and dt not in DTYPES:
+            raise ValueError("%s record: unknown dtype %r" % (op, dt))
     return json.dumps(out, allow_nan=False)
 
 
@@ -190,6 +202,66 @@ def fit_shape(shape):
     return [numel(shape[:extra])] + shape[extra:]
 
 
+def contiguous_strides(shape):
+    out, acc = [], 1
+    for d in reversed(list(shape)):
+        out.append(acc)
+        acc *= max(int(d), 1)
+    return tuple(reversed(out))
+
+
+def is_contiguous(shape, stride):
+    """Row-major contiguity as PyTorch judges it: strides of size-1 dims do
+    not matter."""
+    acc = 1
+    for d, st in zip(reversed(list(shape)), reversed(list(stride))):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+def extent(shape, offset, stride):
+    """Elements of the storage a view reaches: offset + sum((size-1)*stride) + 1
+    (just offset for an empty view), the bound the checker holds it to."""
+    if any(int(d) == 0 for d in shape):
+        return int(offset)
+    return int(offset) + sum((int(d) - 1) * int(st) for d, st in zip(shape, stride)) + 1
+
+
+def view_fields(shape, offset, stride):
+    """The `view` statement's optional offset/strides for a view of this
+    shape, offset (in elements of the storage) and strides: none for a
+    contiguous view at offset 0 (a plain reshape). A shape folded past
+    MAX_DIMS cannot carry strides: it is written contiguous (the element
+    count stays right, the aliasing pattern is approximated)."""
+    shape = list(shape)
+    if len(shape) > MAX_DIMS or stride is None:
+        return {}
+    out = {}
+    if offset:
+        out["offset"] = int(offset)
+    if not is_contiguous(shape, stride):
+        out["strides"] = [int(x) for x in stride]
+    elif offset:
+        out["strides"] = [int(x) for x in contiguous_strides(shape)]
+    return out
+
+
+def dtype_name(dtype, itemsize=None):
+    """The format's name of a torch dtype (torch.bfloat16 -> "bfloat16"); a
+    dtype the format lacks maps to the known one of its element size, or
+    None when there is none (complex128, 16-byte types)."""
+    name = str(dtype)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    if name in DTYPES:
+        return name
+    if itemsize is None:
+        return None
+    return _DTYPE_BY_SIZE.get(int(itemsize))
+
+
 _ELEMENTWISE2 = ("add", "sub", "mul", "div", "max", "min")
 _ELEMENTWISE1 = ("neg", "relu", "exp", "sqrt", "tanh", "abs")
 
@@ -232,8 +304,14 @@ def check_body(params, shapes, body, returns):
             shape = [env[a][0], env[b][1]]
         elif k == "view":
             shape = list(st.get("shape", env[a]))
-            if numel(shape) != numel(env[a]):
+            strides = st.get("strides")
+            if strides is not None:
+                if len(strides) != len(shape) or any(int(x) < 0 for x in strides):
+                    raise ValueError("%s: strides %s do not fit shape %s" % (where, strides, shape))
+            elif "offset" not in st and numel(shape) != numel(env[a]):
                 raise ValueError("%s: view of %s to %s changes the element count" % (where, env[a], shape))
+            if int(st.get("offset", 0)) < 0:
+                raise ValueError("%s: negative offset" % where)
         elif k in ("fill", "empty"):
             shape = list(st["shape"])
             if k == "fill" and not isinstance(st.get("value"), (int, float)):
@@ -258,20 +336,25 @@ class OutSpec:
     tensor input j, or ("output", k) when it shares storage with output k of
     the same call; exact is True when it is the very same view (same shape,
     offset and strides), so the format's "returns names the param / repeats
-    the name" says it exactly."""
+    the name" says it exactly. offset and stride are the output's own
+    (elements of its storage), for an alias that is a slice."""
 
-    __slots__ = ("shape", "alias", "exact")
+    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride")
 
-    def __init__(self, shape, alias=None, exact=False):
+    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None):
         self.shape = list(shape)
         self.alias = alias
         self.exact = exact
+        self.dtype = dtype or "float32"
+        self.offset = offset
+        self.stride = tuple(stride) if stride is not None else contiguous_strides(shape)
 
     def __repr__(self):
         return "OutSpec(%r, alias=%r, exact=%r)" % (self.shape, self.alias, self.exact)
 
 
-def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
+def synth_def(fn, mode, params, param_shapes, outs, mutated=(), param_dtypes=None,
+              param_views=None):
     """A def record whose body makes outputs of the observed shapes from the
     inputs. Inductor's kernels cannot be reproduced, and the tree's decisions
     depend only on which tensors exist, alias and die, so each output gets
@@ -280,8 +363,15 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
     constant (a data dependency, as the real kernel has) or a `fill` of the
     shape.
     Mutated inputs get an in-place statement, which is what makes the engine
-    (like PyTorch) decline graphs when the mutated input is not static."""
+    (like PyTorch) decline graphs when the mutated input is not static.
+    param_dtypes gives each param's dtype (default float32); param_views each
+    param's (offset, strides) at the first call, to tell a reshape from a
+    slice."""
     shapes = {p: fit_shape(s) for p, s in zip(params, param_shapes)}
+    dtypes = {p: (param_dtypes[i] if param_dtypes else "float32") or "float32"
+              for i, p in enumerate(params)}
+    views = {p: (param_views[i] if param_views else (0, contiguous_strides(shapes[p])))
+             for i, p in enumerate(params)}
     taken = set(params)
     body = []
 
@@ -311,25 +401,46 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
             if o.exact and shapes[src] == shape:
                 returns.append(src)
                 continue
-            if numel(shapes[src]) == numel(shape):
-                name = fresh("r%d" % i)
-                body.append({"out": name, "k": "view", "a": src, "shape": shape})
-                shapes[name] = shape
+            name = fresh("r%d" % i)
+            st = {"out": name, "k": "view", "a": src, "shape": shape}
+            s_off, s_stride = views[src]
+            plain = (not o.offset and is_contiguous(o.shape, o.stride) and not s_off
+                     and is_contiguous(shapes[src], s_stride) and numel(shapes[src]) == numel(shape))
+            if not plain:
+                # A slice, a chunk, a transpose: the same storage at the
+                # output's own offset and strides (absolute, in elements).
+                fields = view_fields(o.shape, o.offset, o.stride)
+                st.update(fields)
+                if not fields and numel(shapes[src]) != numel(shape):
+                    st = None  # folded past MAX_DIMS: cannot be written as a view
+            if st is not None:
+                if o.dtype != dtypes[src]:
+                    st["dtype"] = o.dtype  # a reinterpreting view (x.view(torch.int32))
+                body.append(st)
+                shapes[name], dtypes[name] = shape, o.dtype
+                views[name] = (o.offset, tuple(o.stride)) if len(o.shape) <= MAX_DIMS else (0, contiguous_strides(shape))
                 returns.append(name)
                 continue
-            # A slice or other partial alias: the format's view keeps element
-            # counts, so the output becomes a new tensor (aliasing is lost).
+            taken.discard(name)
         name = fresh("r%d" % i)
-        same = next((p for p in params if shapes[p] == shape), None)
+        same = next((p for p in params if shapes[p] == shape and dtypes[p] == o.dtype), None)
+        if same is None:
+            same = next((p for p in params if shapes[p] == shape), None)
         # A different constant per output: PyTorch's compiler drops `x + 0`
         # (the output would alias x) and merges equal expressions (two
         # outputs would share one buffer), and either changes liveness when
         # the trace is run under PyTorch itself.
         if same is not None:
-            body.append({"out": name, "k": "add", "a": same, "b": i + 1})
+            st = {"out": name, "k": "add", "a": same, "b": i + 1}
+            if dtypes[same] != o.dtype:
+                st["dtype"] = o.dtype
         else:
-            body.append({"out": name, "k": "fill", "shape": shape, "value": i + 1})
-        shapes[name] = shape
+            st = {"out": name, "k": "fill", "shape": shape, "value": i + 1}
+            if o.dtype != "float32":
+                st["dtype"] = o.dtype
+        body.append(st)
+        shapes[name], dtypes[name] = shape, o.dtype
+        views[name] = (0, contiguous_strides(shape))
         returns.append(name)
     rec = {"op": "def", "fn": fn, "params": list(params), "body": body,
            "returns": returns, "mode": mode}
@@ -348,10 +459,10 @@ class Fact:
     and the keys that say when two Python objects are the same tensor."""
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
-                 "alive", "read_values", "probe")
+                 "alive", "read_values", "probe", "dtype", "storage_numel", "base")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
-                 read_values=None):
+                 read_values=None, dtype="float32", storage_numel=None, base=None):
         self.shape = list(shape)
         self.device = device
         self.obj_ref = obj_ref  # callable -> the object or None
@@ -361,6 +472,13 @@ class Fact:
         self.alive = alive  # callable -> bool
         self.read_values = read_values  # callable -> list[float] or None
         self.probe = None  # the torch side's liveness probe, if any
+        self.dtype = dtype or "float32"
+        # Elements of this dtype the storage holds (None: unknown, taken to
+        # be exactly what the view reaches).
+        self.storage_numel = storage_numel
+        # callable -> the Fact of the tensor this one is a view of (PyTorch's
+        # tensor._base), or None.
+        self.base = base
 
     @property
     def view_key(self):
@@ -390,11 +508,12 @@ class _Entry:
 
 
 class _FnState:
-    __slots__ = ("name", "info", "params", "shapes", "defined", "calls")
+    __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
         self.params, self.shapes = None, None
+        self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
 
@@ -471,15 +590,76 @@ class Session:
         return None
 
     def _view_source(self, fact):
-        """A live name over the same storage at offset 0 with the same element
-        count: the input is a reshaped view of it (an eager `view`)."""
-        if fact.offset != 0:
-            return None
+        """A live name that can stand for the storage a new input views: a
+        tensor over the same storage, at offset 0, contiguous, of the same
+        dtype, reaching at least as far as the view does (the largest such
+        one). Returns (name, plain), plain when the input is a mere reshape
+        of it (same element count, offset 0, contiguous)."""
+        need = extent(fact.shape, fact.offset, fact.stride)
+        best = None
         for e in self.entries.values():
             f = e.fact
-            if f.storage == fact.storage and f.offset == 0 and numel(f.shape) == numel(fact.shape):
-                return e.name
-        return None
+            if f.storage != fact.storage or f.offset != 0 or f.dtype != fact.dtype:
+                continue
+            if not is_contiguous(f.shape, f.stride) or not e.fact.alive():
+                continue
+            n = numel(f.shape)
+            if n < need:
+                continue
+            if best is None or n > best[1]:
+                best = (e.name, n)
+        if best is None:
+            return None
+        plain = (fact.offset == 0 and is_contiguous(fact.shape, fact.stride)
+                 and numel(fact.shape) == best[1])
+        return best[0], plain
+
+    def _eager_view(self, fact, src, plain):
+        name = self._fresh("view")
+        rec = {"op": "eager", "out": name, "k": "view", "a": src, "shape": fit_shape(fact.shape)}
+        if not plain:
+            rec.update(view_fields(fact.shape, fact.offset, fact.stride))
+        src_dtype = self.entries[src].fact.dtype
+        if fact.dtype != src_dtype:
+            rec["dtype"] = fact.dtype
+        self.trace.add(rec)
+        self._bind(name, fact, "view")
+        return name
+
+    def _name_view(self, fact):
+        """Names an input that is a view of storage the trace may not hold
+        yet: an eager `view` of a named tensor over it; else of its base
+        (tensor._base, named now); else of a tensor standing for the whole
+        storage, which lives as long as the storage does. Returns None for a
+        tensor that is its storage's sole, plain occupant."""
+        got = self._view_source(fact)
+        if got is not None:
+            return self._eager_view(fact, got[0], got[1])
+        whole = fact.storage_numel
+        covers = (fact.offset == 0 and is_contiguous(fact.shape, fact.stride)
+                  and (whole is None or whole <= numel(fact.shape)))
+        if covers:
+            return None
+        base = None
+        if fact.base is not None:
+            try:
+                base = fact.base()
+            except Exception:
+                base = None
+        if base is not None and base.storage == fact.storage and base.view_key != fact.view_key:
+            if self.lookup(base) is None and self._name_view(base) is None:
+                self._tensor_record(base, "tensor", "base")
+            got = self._view_source(fact)
+            if got is not None:
+                return self._eager_view(fact, got[0], got[1])
+        if whole is None or whole < extent(fact.shape, fact.offset, fact.stride):
+            return None
+        # The storage itself: alive while the storage is (a view keeps it).
+        stor = Fact([whole], fact.device, None, fact.storage, 0, (1,),
+                    fact.probe.storage_alive if fact.probe is not None else fact.alive,
+                    None, fact.dtype, whole, None)
+        whole_name = self._tensor_record(stor, "tensor", "storage")
+        return self._eager_view(fact, whole_name, False)
 
     # -- liveness
 
@@ -528,8 +708,11 @@ class Session:
         name = self._fresh(base)
         shape = fit_shape(fact.shape)
         rec = {"op": op, "name": name, "shape": shape}
+        if fact.dtype != "float32":
+            rec["dtype"] = fact.dtype
         values = None
-        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None:
+        # Values only for float32: the format computes no other dtype.
+        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None and fact.dtype == "float32":
             try:
                 values = fact.read_values()
             except Exception:  # e.g. an overwritten cudagraph output: values unreadable
@@ -563,19 +746,14 @@ class Session:
         invocation). Returns the call's context for end_call."""
         self.flush_deaths()
         fs = self._fn(info)
-        args, param_list, shapes = [], [], []
+        args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         ph = info.placeholders
         for idx, fact in enumerate(inputs):
             if fact is None:
                 continue
             name = self.lookup(fact)
             if name is None:
-                src = self._view_source(fact)
-                if src is not None:
-                    name = self._fresh("view")
-                    self.trace.add({"op": "eager", "out": name, "k": "view", "a": src,
-                                    "shape": fit_shape(fact.shape)})
-                    self._bind(name, fact, "view")
+                name = self._name_view(fact)
             if name is None:
                 hint = (param_names or {}).get(idx)
                 if idx in info.static:
@@ -592,6 +770,8 @@ class Session:
                 pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
                 param_list.append(pname)
                 shapes.append(fit_shape(fact.shape))
+                pdtypes.append(fact.dtype)
+                pviews.append((fact.offset, tuple(fact.stride)))
         if fs.params is None:
             # Local names of the def: unique, and apart from the r<i> outputs.
             seen, uniq = set(), []
@@ -603,6 +783,7 @@ class Session:
                 seen.add(q)
                 uniq.append(q)
             fs.params, fs.shapes = uniq, shapes
+            fs.dtypes, fs.views = pdtypes, pviews
             fs.info = info
         fs.calls += 1
         self.counts["calls"] += 1
@@ -697,9 +878,10 @@ class Session:
                         alias = ("output", k)
                         exact = g.view_key == f.view_key
                         break
-            specs.append(OutSpec(f.shape, alias, exact))
+            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride))
         mutated = [pos[j] for j in fs.info.mutated if j in pos]
-        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated)
+        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
+                        fs.dtypes, fs.views)
         self.trace.set_def(rec)
         fs.defined = True
 
@@ -1043,9 +1225,20 @@ class Recorder:
         stor = t.untyped_storage()
         cdata = stor._cdata
         probe = _Probe(weakref.ref(t), _storage_weakref(stor))
+        itemsize = t.element_size()
+        storage_numel = stor.nbytes() // itemsize if itemsize else None
         del stor
         numel_ = t.numel()
         wr = probe.wr
+        dtype = dtype_name(t.dtype, itemsize)
+        if dtype is None:
+            raise _Unsupported("dtype %s" % (t.dtype,))
+        rec = self
+
+        def base():
+            obj = wr()
+            b = getattr(obj, "_base", None) if obj is not None else None
+            return rec._fact(b) if b is not None else None
 
         def read_values():
             obj = wr()
@@ -1055,7 +1248,7 @@ class Recorder:
 
         dev = t.device.index if t.device.type == "cuda" and t.device.index is not None else 0
         fact = Fact(tuple(t.shape), dev, wr, cdata, t.storage_offset(), tuple(t.stride()),
-                    probe.alive, read_values)
+                    probe.alive, read_values, dtype, storage_numel, base)
         fact.probe = probe
         return fact
 
@@ -1077,6 +1270,11 @@ class Recorder:
             "a call (saved activations in a backward) are deleted right after it" % SMALL_TENSOR)
 
 
+class _Unsupported(Exception):
+    """A tensor the format cannot hold (sparse, meta, CPU, a subclass without
+    a storage, a dtype of no known size): left out of the trace, with a note."""
+
+
 class _Probe:
     """Whether a named tensor is alive, as the tree would judge it.
 
@@ -1094,6 +1292,9 @@ class _Probe:
 
     def __init__(self, wr, sref):
         self.wr, self.sref, self.tree_ref = wr, sref, None
+
+    def storage_alive(self):
+        return not self.sref.expired()
 
     def alive(self):
         w = self.tree_ref

@@ -24,7 +24,8 @@ class FakeTensor:
 
     _next_storage = [1000]
 
-    def __init__(self, shape, storage=None, offset=0, stride=None, values=None, device=0):
+    def __init__(self, shape, storage=None, offset=0, stride=None, values=None, device=0,
+                 dtype="float32", storage_numel=None, base=None):
         if storage is None:
             FakeTensor._next_storage[0] += 1
             storage = FakeTensor._next_storage[0]
@@ -34,6 +35,9 @@ class FakeTensor:
         self.stride = tuple(stride) if stride is not None else _contiguous(shape)
         self.values = values
         self.device = device
+        self.dtype = dtype
+        self.storage_numel = storage_numel
+        self.base = base
         self.live = True
 
     def fact(self):
@@ -47,10 +51,17 @@ class FakeTensor:
             t = ref()
             return None if t is None else t.values
 
-        return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read)
+        base = self.base
+        return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read,
+                    self.dtype, self.storage_numel, (lambda: base.fact()) if base is not None else None)
 
     def view(self, shape):
-        return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape))
+        return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape), dtype=self.dtype)
+
+    def col(self, j):
+        """self[:, j] of a 2-d tensor: a strided view at an offset."""
+        return FakeTensor([self.shape[0]], storage=self.storage, offset=self.offset + j * self.stride[1],
+                          stride=[self.stride[0]], dtype=self.dtype, base=self.base or self)
 
 
 def _contiguous(shape):
@@ -90,7 +101,14 @@ class EncodeTest(unittest.TestCase):
     def test_bad_statement_field_refused(self):
         with self.assertRaisesRegex(ValueError, "statement of def f"):
             encode_record({"op": "def", "fn": "f", "params": [], "returns": [],
-                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]})
+                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "stride": [1]}]})
+
+    def test_unknown_dtype_refused(self):
+        for rec in ({"op": "tensor", "name": "t", "shape": [1], "init": "zeros", "dtype": "complex64"},
+                    {"op": "def", "fn": "f", "params": [], "returns": [],
+                     "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]}):
+            with self.assertRaisesRegex(ValueError, "unknown dtype"):
+                encode_record(rec)
 
     def test_header_and_defs_first(self):
         t = Trace("demo", meta={"source": "cgtrace", "torch": "2.11.0"})
@@ -115,8 +133,9 @@ class EncodeTest(unittest.TestCase):
 class ShapeTest(unittest.TestCase):
     def test_fit_shape(self):
         self.assertEqual(fit_shape([2, 3, 4, 5]), [2, 3, 4, 5])
-        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [6, 4, 5, 6])
-        self.assertEqual(fit_shape([1, 2, 3, 4, 5, 6]), [6, 4, 5, 6])
+        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [2, 3, 4, 5, 6])
+        self.assertEqual(fit_shape([1] * 8), [1] * 8)
+        self.assertEqual(fit_shape([2, 3, 1, 1, 1, 1, 1, 1, 4, 5]), [6, 1, 1, 1, 1, 1, 4, 5])
         self.assertEqual(fit_shape([]), [])
 
     def test_sanitize(self):
@@ -380,6 +399,110 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(self.trace.records[0]["device"], 1)
         self.assertEqual(self.trace.records[-1]["device"], 1)
         self.assertEqual(self.trace.header()["devices"], 2)
+
+
+class DTypeViewTest(unittest.TestCase):
+    """dtypes, shapes past 4 dimensions and strided views (issue 13 item 2)."""
+
+    def setUp(self):
+        self.trace = Trace("t")
+        self.s = Session(self.trace)
+
+    def call(self, fi, inputs, outs, action="warmup"):
+        ctx = self.s.begin_call(fi, [t.fact() for t in inputs])
+        self.s.end_call(ctx, [action], None, 0, [o.fact() for o in outs])
+
+    def test_dtypes_written_and_values_only_for_float32(self):
+        tok = FakeTensor([4], dtype="int64", values=[1, 2, 3, 4])
+        h = FakeTensor([4], dtype="bfloat16", values=[0.5] * 4)
+        m = FakeTensor([4], dtype="bool")
+        self.call(info(0), [tok, h, m], [FakeTensor([4], dtype="bfloat16"), FakeTensor([2], dtype="int64"),
+                                         FakeTensor([4], dtype="bool")])
+        recs = {r["name"]: r for r in self.trace.records if r["op"] == "tensor"}
+        self.assertEqual([r.get("dtype") for r in recs.values()], ["int64", "bfloat16", "bool"])
+        self.assertTrue(all(r["init"] == "rand" for r in recs.values()))
+        body = self.trace.defs["foo_0"]["body"]
+        # bf16 output from the bf16 input (no dtype: a's), int64 [2] filled, bool from bool
+        self.assertEqual(body, [{"out": "r0", "k": "add", "a": "x1", "b": 1},
+                                {"out": "r1", "k": "fill", "shape": [2], "value": 2, "dtype": "int64"},
+                                {"out": "r2", "k": "add", "a": "x2", "b": 3}])
+        for line in self.trace.lines():
+            json.loads(line)
+
+    def test_output_dtype_differs_from_input(self):
+        x = FakeTensor([4], dtype="float16")
+        self.call(info(0), [x], [FakeTensor([4], dtype="float32")])
+        self.assertEqual(self.trace.defs["foo_0"]["body"],
+                         [{"out": "r0", "k": "add", "a": "x0", "b": 1, "dtype": "float32"}])
+
+    def test_five_dims_kept(self):
+        x = FakeTensor([2, 3, 4, 5, 6])
+        self.call(info(0), [x], [FakeTensor([2, 3, 4, 5, 6])])
+        self.assertEqual(self.trace.records[0]["shape"], [2, 3, 4, 5, 6])
+        self.assertEqual(self.trace.defs["foo_0"]["body"][0]["a"], "x0")
+
+    def test_slice_of_named_tensor_is_strided_view(self):
+        y = FakeTensor([3, 4])
+        self.call(info(0), [FakeTensor([3, 4])], [y])
+        last = y.col(3)  # y[:, -1]
+        self.call(info(1, "g"), [last], [FakeTensor([3])])
+        view = [r for r in self.trace.records if r["op"] == "eager"]
+        self.assertEqual(view, [{"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0",
+                                 "shape": [3], "offset": 3, "strides": [4]}])
+
+    def test_slice_of_unnamed_base_names_the_base(self):
+        """x[:, 1] of a tensor no call saw: the base is named first, so the
+        slice keeps it alive as PyTorch's view does."""
+        base = FakeTensor([2, 5], storage_numel=10)
+        sl = base.col(1)
+        self.call(info(0), [sl], [FakeTensor([2])])
+        recs = self.trace.records
+        self.assertEqual([r["op"] for r in recs[:2]], ["tensor", "eager"])
+        self.assertEqual((recs[0]["name"], recs[0]["shape"]), ("base", [2, 5]))
+        self.assertEqual(recs[1], {"op": "eager", "out": "view", "k": "view", "a": "base",
+                                   "shape": [2], "offset": 1, "strides": [5]})
+        self.assertEqual(recs[2]["args"], ["view"])
+
+    def test_slice_without_base_names_the_storage(self):
+        sl = FakeTensor([2], offset=4, stride=[3], storage_numel=8)
+        self.call(info(0), [sl], [FakeTensor([2])])
+        recs = self.trace.records
+        self.assertEqual((recs[0]["name"], recs[0]["shape"]), ("storage", [8]))
+        self.assertEqual(recs[1]["offset"], 4)
+        sl.live = False
+        self.s.flush_deaths()
+        # the storage's name lives while the storage does (the fake's: the view's)
+        self.assertEqual(self.trace.records[-1]["op"], "del")
+
+    def test_slice_output_of_input_is_view_in_def(self):
+        x = FakeTensor([3, 4])
+        self.call(info(0), [x], [x.col(1), x.view([12])])
+        body = self.trace.defs["foo_0"]["body"]
+        self.assertEqual(body, [{"out": "r0", "k": "view", "a": "x0", "shape": [3], "offset": 1, "strides": [4]},
+                                {"out": "r1", "k": "view", "a": "x0", "shape": [12]}])
+        check_body(["x0"], {"x0": [3, 4]}, body, ["r0", "r1"])
+
+    def test_chunk_outputs_alias_first_output(self):
+        """torch.chunk: the second half is a view at an offset of the storage
+        the first half starts."""
+        st = 777001
+        a = FakeTensor([2, 3], storage=st)
+        b = FakeTensor([2, 3], storage=st, offset=6)
+        self.call(info(0), [FakeTensor([5])], [a, b])
+        body = self.trace.defs["foo_0"]["body"]
+        self.assertEqual(body[1], {"out": "r1", "k": "view", "a": "r0", "shape": [2, 3], "offset": 6,
+                                   "strides": [3, 1]})
+
+    def test_view_helpers(self):
+        self.assertTrue(cgtrace.is_contiguous([3, 1, 4], [4, 99, 1]))
+        self.assertFalse(cgtrace.is_contiguous([3, 4], [1, 3]))
+        self.assertEqual(cgtrace.extent([3], 3, [4]), 12)
+        self.assertEqual(cgtrace.extent([0, 4], 5, [4, 1]), 5)
+        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1]), {})
+        self.assertEqual(cgtrace.view_fields([3, 2], 0, [1, 3]), {"strides": [1, 3]})
+        self.assertEqual(cgtrace.dtype_name("torch.bfloat16"), "bfloat16")
+        self.assertEqual(cgtrace.dtype_name("torch.float8_e4m3fn", 1), "uint8")
+        self.assertIsNone(cgtrace.dtype_name("torch.complex128", 16))
 
 
 class SummaryTest(unittest.TestCase):

@@ -25,10 +25,26 @@ class Storage:
     _live = weakref.WeakValueDictionary()
     _n = [0]
 
-    def __init__(self):
+    def __init__(self, nbytes=None):
         Storage._n[0] += 1
         self._cdata = Storage._n[0]
+        self._nbytes = nbytes
         Storage._live[self._cdata] = self
+
+    def nbytes(self):
+        return self._nbytes
+
+
+class DType:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+float32, int64, bfloat16, boolean = (DType("float32", 4), DType("int64", 8),
+                                     DType("bfloat16", 2), DType("bool", 1))
 
 
 class Device:
@@ -36,24 +52,34 @@ class Device:
 
 
 class Tensor:
-    def __init__(self, shape, storage=None, values=None):
+    def __init__(self, shape, storage=None, values=None, dtype=float32, offset=0, stride=None, base=None):
         self.shape = tuple(shape)
-        self._storage = storage or Storage()
+        self.dtype = dtype
+        self._storage = storage or Storage(cgtrace.numel(shape) * dtype.size)
         self._values = values
+        self._offset = offset
+        self._stride = tuple(stride) if stride is not None else cgtrace.contiguous_strides(self.shape)
+        self._base = base
         self.device = Device()
 
     def untyped_storage(self):
         return self._storage
 
+    def element_size(self):
+        return self.dtype.size
+
     def storage_offset(self):
-        return 0
+        return self._offset
 
     def stride(self):
-        out, acc = [], 1
-        for d in reversed(self.shape):
-            out.append(acc)
-            acc *= d
-        return tuple(reversed(out))
+        return self._stride
+
+    def __getitem__(self, idx):
+        """t[:, j] of a 2-d tensor (the only slice the tests take)."""
+        _, j = idx
+        return Tensor([self.shape[0]], storage=self._storage, dtype=self.dtype,
+                      offset=self._offset + j * self._stride[1], stride=[self._stride[0]],
+                      base=self._base or self)
 
     def numel(self):
         return cgtrace.numel(self.shape)
@@ -341,6 +367,19 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual([(r["fn"], r["invocation"]) for r in calls],
                          [("foo_with_break_0", 42), ("foo_with_break_1", 42), ("foo_with_break_0", 43)])
         self.assertFalse([r for r in recs if r["op"] == "note"])
+
+    def test_dtype_and_slice_of_base(self):
+        """The torch side reads dtype, element size, storage size, offset,
+        strides and _base: an int64 column slice becomes a base tensor and a
+        strided view of it."""
+        base = Tensor([3, 4], dtype=int64)
+        with cgtrace.record(self.path):
+            out, = foo(base[:, 2])
+        _, recs = self.records()
+        t, v = [r for r in recs if r["op"] in ("tensor", "eager")]
+        self.assertEqual((t["name"], t["shape"], t["dtype"]), ("base", [3, 4], "int64"))
+        self.assertEqual(v, {"op": "eager", "out": "view", "k": "view", "a": "base", "shape": [3],
+                             "offset": 2, "strides": [4]})
 
     def test_error_is_recorded_and_raised(self):
         MGR.fail.add(0)
