@@ -69,6 +69,7 @@ _FIELDS = {
                "recordings", "replays", "warmups", "live_blocks", "error",
                "values", "device"),
     "note": ("op", "text"),
+    "config": ("op", "config"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -79,9 +80,16 @@ _REQUIRED = {
     "del": ("names",),
     "read": ("name",),
     "note": ("text",),
+    "config": ("config",),
 }
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
+# The settings a trace's config (header or `config` record) may hold, with
+# their types; each mirrors one PyTorch knob (see KNOBS).
+_CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
+                "max_total_bytes": int, "recompile_limit": int,
+                "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
+                "support_input_mutation": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
 
@@ -109,6 +117,8 @@ def encode_record(rec):
                        for st in rec["body"]]
     if op == "expect" and "action" in out and out["action"] not in _ACTIONS:
         raise ValueError("expect: unknown action %r" % out["action"])
+    if op == "config":
+        _check_config(out["config"], "config record")
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
     dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
@@ -118,7 +128,21 @@ def encode_record(rec):
     return json.dumps(out, allow_nan=False)
 
 
+def _check_config(cfg, what):
+    if not isinstance(cfg, dict):
+        raise ValueError("%s: config must be an object, not %r" % (what, cfg))
+    for k, v in cfg.items():
+        want = _CONFIG_KEYS.get(k)
+        if want is None:
+            raise ValueError("%s: unknown config key %r" % (what, k))
+        if type(v) is not want or (want is int and v < 0):
+            raise ValueError("%s: config %s must be a%s %s, not %r" % (
+                what, k, " non-negative" if want is int else "", want.__name__, v))
+
+
 def encode_header(header):
+    if "config" in header:
+        _check_config(header["config"], "header")
     return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
 
 
@@ -686,6 +710,12 @@ class Session:
     def note(self, text):
         self.trace.add({"op": "note", "text": text})
 
+    def config(self, changes):
+        """Settings that changed since the last config the trace holds (a
+        test patching torch._inductor.config mid-program), in force from
+        here on."""
+        self.trace.add({"op": "config", "config": dict(changes)})
+
     def _fn(self, info):
         st = self.fns.get(info.key)
         if st is None:
@@ -902,6 +932,129 @@ class Session:
 
 
 _MODE_NAMES = {"FORWARD": "forward", "BACKWARD": "backward", "INFERENCE": "inference"}
+
+# PyTorch's knobs that CUDAGraph Trees and Dynamo's recompilation read, as
+# (which config module, dotted name). All of them are read at every call
+# (tests patch them mid-program); the ones the format has a key for become
+# settings (settings_from_knobs), the rest are kept in the header's meta and
+# their changes noted.
+KNOBS = (
+    ("inductor", "triton.skip_cudagraph_warmup"),
+    ("inductor", "triton.cudagraph_unexpected_rerecord_limit"),
+    ("inductor", "triton.cudagraph_support_input_mutation"),
+    ("dynamo", "inline_inbuilt_nn_modules"),
+    ("dynamo", "recompile_limit"),
+    ("dynamo", "cache_size_limit"),  # the name of recompile_limit before 2.7
+    ("dynamo", "automatic_dynamic_shapes"),
+    ("dynamo", "assume_static_by_default"),
+    ("inductor", "triton.cudagraph_skip_dynamic_graphs"),
+    ("inductor", "triton.cudagraph_dynamic_shape_warn_limit"),
+    ("inductor", "triton.cudagraph_capture_sizes"),
+    ("inductor", "triton.force_cudagraph_sync"),
+    ("inductor", "triton.cudagraph_trees"),
+    ("inductor", "graph_partition"),
+)
+# What the format's rerecord_limit is when PyTorch bounds nothing: 2.11's
+# exceed_rerecord_limit returns False while inline_inbuilt_nn_modules is on.
+UNBOUNDED = 2 ** 31 - 1
+
+
+def settings_from_knobs(raw):
+    """The format's settings from PyTorch's knob values (a dict keyed like
+    KNOBS' names, missing knobs absent): each key mirrors one knob.
+
+      warmup_runs               0 with triton.skip_cudagraph_warmup, else 1
+      rerecord_limit            triton.cudagraph_unexpected_rerecord_limit, or
+                                UNBOUNDED while dynamo inline_inbuilt_nn_modules
+                                is on (2.11 ignores the limit then)
+      support_input_mutation    triton.cudagraph_support_input_mutation
+      recompile_limit           dynamo recompile_limit (cache_size_limit)
+      automatic_dynamic_shapes  dynamo automatic_dynamic_shapes
+      assume_static_by_default  dynamo assume_static_by_default
+    """
+    out = {}
+    skip = raw.get("triton.skip_cudagraph_warmup")
+    if skip is not None:
+        out["warmup_runs"] = 0 if skip else 1
+    limit = raw.get("triton.cudagraph_unexpected_rerecord_limit")
+    if raw.get("inline_inbuilt_nn_modules") is True:
+        out["rerecord_limit"] = UNBOUNDED
+    elif isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+        out["rerecord_limit"] = min(limit, UNBOUNDED)
+    rl = raw.get("recompile_limit", raw.get("cache_size_limit"))
+    if isinstance(rl, int) and not isinstance(rl, bool) and rl >= 0:
+        out["recompile_limit"] = min(rl, UNBOUNDED)
+    for key, knob in (("support_input_mutation", "triton.cudagraph_support_input_mutation"),
+                      ("automatic_dynamic_shapes", "automatic_dynamic_shapes"),
+                      ("assume_static_by_default", "assume_static_by_default")):
+        v = raw.get(knob)
+        if isinstance(v, bool):
+            out[key] = v
+    return out
+
+
+def _jsonable(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
+
+
+_MISSING = object()
+_MAPPED_KNOBS = frozenset(("triton.skip_cudagraph_warmup", "triton.cudagraph_unexpected_rerecord_limit",
+                           "triton.cudagraph_support_input_mutation", "inline_inbuilt_nn_modules",
+                           "recompile_limit", "cache_size_limit", "automatic_dynamic_shapes",
+                           "assume_static_by_default"))
+
+
+class _Knobs:
+    """Reads KNOBS from torch's config modules, cheaply: one bound getter per
+    knob, found once (a ConfigModule answers the dotted name directly, which
+    skips the sub-config proxy)."""
+
+    def __init__(self, inductor_config, dynamo_config):
+        mods = {"inductor": inductor_config, "dynamo": dynamo_config}
+        self.getters = []
+        for which, name in KNOBS:
+            mod = mods.get(which)
+            if mod is None:
+                continue
+            g = self._getter(mod, name)
+            if g is not None:
+                self.getters.append((name, g))
+
+    @staticmethod
+    def _getter(mod, name):
+        try:
+            if getattr(mod, name, _MISSING) is not _MISSING:
+                return lambda m=mod, n=name: getattr(m, n, None)
+        except Exception:
+            pass
+        parts = name.split(".")
+
+        def walk(m=mod, parts=parts):
+            for p in parts:
+                m = getattr(m, p, None)
+                if m is None:
+                    return None
+            return m
+        try:
+            if walk() is None and len(parts) > 1:
+                # Absent from this torch: skip it rather than read None forever.
+                return None
+        except Exception:
+            return None
+        return walk
+
+    def read(self):
+        out = {}
+        for name, g in self.getters:
+            try:
+                out[name] = g()
+            except Exception:  # a knob that cannot be read is treated as absent
+                pass
+        return out
 _ACTIVE = {"recorder": None}
 
 
@@ -986,13 +1139,17 @@ class Recorder:
         _ACTIVE["recorder"] = self
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
 
-        tri = inductor_config.triton
-        cfg = {"warmup_runs": 0 if getattr(tri, "skip_cudagraph_warmup", False) else 1}
-        limit = getattr(tri, "cudagraph_unexpected_rerecord_limit", None)
-        if isinstance(limit, int):
-            cfg["rerecord_limit"] = limit
-        self.trace.config = cfg
+        try:
+            from torch._dynamo import config as dynamo_config
+        except ImportError:
+            dynamo_config = None
+        self._knobs = _Knobs(inductor_config, dynamo_config)
+        raw = self._knobs.read()
+        self._raw = raw
+        self._cfg = settings_from_knobs(raw)
+        self.trace.config = dict(self._cfg)
         meta = self.trace.meta
+        meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
         meta.setdefault("source", "cgtrace")
         meta["torch"] = torch.__version__
         if torch.cuda.is_available():
@@ -1055,6 +1212,19 @@ class Recorder:
             self._catch_up_steps()
             self.session.step()
 
+    def _on_knobs(self, raw):
+        """PyTorch's settings changed since the last call: a `config` record
+        with the format's settings that changed, a note for the other knobs."""
+        cfg = settings_from_knobs(raw)
+        changes = {k: v for k, v in cfg.items() if self._cfg.get(k) != v}
+        if changes:
+            self.session.config(changes)
+        mapped = _MAPPED_KNOBS
+        for k in sorted(set(raw) | set(self._raw)):
+            if k not in mapped and raw.get(k) != self._raw.get(k):
+                self.session.note("torch config %s changed to %r" % (k, raw.get(k)))
+        self._raw, self._cfg = raw, cfg
+
     def _fn_key(self, mgr, function_id):
         serial = self._mgr_serial.get(id(mgr))
         if serial is None or serial[1]() is not mgr:
@@ -1079,6 +1249,9 @@ class Recorder:
     def _record_call(self, orig, mgr, new_inputs, function_id):
         torch = self.torch
         self._catch_up_steps()
+        raw = self._knobs.read()
+        if raw != self._raw:
+            self._on_knobs(raw)
         info = self._fn_info(mgr, function_id)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it).

@@ -505,6 +505,36 @@ class DTypeViewTest(unittest.TestCase):
         self.assertIsNone(cgtrace.dtype_name("torch.complex128", 16))
 
 
+class SettingsTest(unittest.TestCase):
+    def test_settings_from_knobs(self):
+        cases = [
+            ({}, {}),
+            ({"triton.skip_cudagraph_warmup": True}, {"warmup_runs": 0}),
+            ({"triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 5,
+              "inline_inbuilt_nn_modules": False}, {"warmup_runs": 1, "rerecord_limit": 5}),
+            ({"triton.cudagraph_unexpected_rerecord_limit": 5, "inline_inbuilt_nn_modules": True},
+             {"rerecord_limit": cgtrace.UNBOUNDED}),
+            ({"cache_size_limit": 4}, {"recompile_limit": 4}),
+            ({"recompile_limit": 2, "cache_size_limit": 4}, {"recompile_limit": 2}),
+            ({"triton.cudagraph_support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True},
+             {"support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True}),
+            ({"recompile_limit": True, "automatic_dynamic_shapes": 1}, {}),  # wrong types: left out
+        ]
+        for raw, want in cases:
+            self.assertEqual(cgtrace.settings_from_knobs(raw), want, raw)
+
+    def test_config_record_checked(self):
+        self.assertIn('"config": {"warmup_runs": 0}',
+                      encode_record({"op": "config", "config": {"warmup_runs": 0}}))
+        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, []):
+            with self.assertRaises(ValueError):
+                encode_record({"op": "config", "config": bad})
+        with self.assertRaises(ValueError):
+            cgtrace.encode_header({"cgtviz": 1, "name": "x", "config": {"rerecord_limit": "8"}})
+
+
 class SummaryTest(unittest.TestCase):
     def test_summary_counts(self):
         t = Trace("s")

@@ -217,6 +217,11 @@ def install_fake_torch():
     config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
     inductor.cudagraph_trees, inductor.config = cgt, config
     dynamo = types.ModuleType("torch._dynamo")
+    dconfig = types.ModuleType("torch._dynamo.config")
+    dconfig.recompile_limit = 8
+    dconfig.automatic_dynamic_shapes = True
+    dconfig.assume_static_by_default = True
+    dynamo.config = dconfig
     guard = types.ModuleType("torch._dynamo.mutation_guard")
     guard.GenerationTracker = types.SimpleNamespace(generation=0)
     mp = types.ModuleType("torch.multiprocessing")
@@ -224,7 +229,7 @@ def install_fake_torch():
     red.StorageWeakRef = StorageWeakRef
     torch._inductor, torch._dynamo, torch.multiprocessing = inductor, dynamo, mp
     mods = {"torch": torch, "torch._inductor": inductor, "torch._inductor.cudagraph_trees": cgt,
-            "torch._inductor.config": config, "torch._dynamo": dynamo,
+            "torch._inductor.config": config, "torch._dynamo": dynamo, "torch._dynamo.config": dconfig,
             "torch._dynamo.mutation_guard": guard, "torch.multiprocessing": mp,
             "torch.multiprocessing.reductions": red}
     saved = {k: sys.modules.get(k) for k in mods}
@@ -341,7 +346,8 @@ class RecorderTest(unittest.TestCase):
         header, recs = self.records()
         self.assertEqual(header["name"], "fake seed")
         self.assertEqual(header["meta"]["torch"], "0.0-fake")
-        self.assertEqual(header["config"], {"warmup_runs": 1, "rerecord_limit": 128})
+        self.assertEqual(header["config"], {"warmup_runs": 1, "rerecord_limit": 128, "recompile_limit": 8,
+                                            "automatic_dynamic_shapes": True, "assume_static_by_default": True})
         self.assertEqual([r["fn"] for r in recs if r["op"] == "def"], ["foo_0", "fee_1"])
         acts = [r["action"] for r in recs if r["op"] == "expect"]
         self.assertEqual(acts, ["warmup", "warmup", "record", "record", "replay", "replay", "replay"])
@@ -380,6 +386,44 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual((t["name"], t["shape"], t["dtype"]), ("base", [3, 4], "int64"))
         self.assertEqual(v, {"op": "eager", "out": "view", "k": "view", "a": "base", "shape": [3],
                              "offset": 2, "strides": [4]})
+
+    def test_settings_from_config_and_their_changes(self):
+        """The header holds PyTorch's settings in force at the start; a knob a
+        test patches mid-program becomes a `config` record before the next
+        call; knobs the format has no key for are noted."""
+        ind = sys.modules["torch._inductor.config"]
+        dyn = sys.modules["torch._dynamo.config"]
+        ind.triton.skip_cudagraph_warmup = True
+        ind.triton.cudagraph_support_input_mutation = True
+        ind.triton.cudagraph_dynamic_shape_warn_limit = 8
+        dyn.inline_inbuilt_nn_modules = False
+        dyn.recompile_limit = 3
+        with cgtrace.record(self.path):
+            foo(Tensor([4]))
+            ind.triton.skip_cudagraph_warmup = False
+            ind.triton.cudagraph_unexpected_rerecord_limit = 0
+            dyn.automatic_dynamic_shapes = False
+            foo(Tensor([4]))
+            foo(Tensor([4]))  # nothing changed: no record
+            ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+            dyn.inline_inbuilt_nn_modules = True
+            foo(Tensor([4]))
+        header, recs = self.records()
+        self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
+                                            "support_input_mutation": True, "automatic_dynamic_shapes": True,
+                                            "assume_static_by_default": True})
+        self.assertEqual(header["meta"]["torch_config"]["triton.cudagraph_dynamic_shape_warn_limit"], 8)
+        ops = [r["op"] for r in recs if r["op"] != "def"]
+        self.assertEqual(ops.count("config"), 2)
+        cfgs = [r for r in recs if r["op"] == "config"]
+        self.assertEqual(cfgs[0]["config"], {"warmup_runs": 1, "rerecord_limit": 0,
+                                             "automatic_dynamic_shapes": False})
+        self.assertEqual(cfgs[1]["config"], {"rerecord_limit": cgtrace.UNBOUNDED})
+        i = recs.index(cfgs[0])
+        # in force from the second call on: no call between them
+        self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
+        notes = [r["text"] for r in recs if r["op"] == "note"]
+        self.assertEqual(notes, ["torch config triton.cudagraph_dynamic_shape_warn_limit changed to 2"])
 
     def test_error_is_recorded_and_raised(self):
         MGR.fail.add(0)
