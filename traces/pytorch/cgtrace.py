@@ -15,6 +15,18 @@ every `cudagraph_mark_step_begin()` as a `step`, and after each call an
 and its parent, the checkpoint count). Replaying the trace in cgtviz then shows
 whether the engine decides as PyTorch did.
 
+Each `call` carries its `invocation` (Dynamo's GenerationTracker.generation:
+a graph break's resume function shares its frame's), tensors their dtype,
+views of other tensors their storage offset and strides. The settings in
+force (skip_cudagraph_warmup, the re-record and recompile limits, dynamic
+shapes, input mutation) are read from PyTorch's config at every call: the
+header holds them, a `config` record each change. Host reads of tree outputs
+(.item(), .cpu(), .tolist(), print, numpy, `if t:`) are `read` records with
+an expect of PyTorch's error. The recorder never changes the program: a
+tensor it cannot hold is left out with a note, and its own failure stops the
+recording with a warning (Recorder.error), never an exception in the program.
+CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
+
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
 synthesis, naming and liveness bookkeeping) lives in plain classes that the
@@ -29,6 +41,7 @@ import re
 import runpy
 import sys
 import threading
+import warnings
 import weakref
 
 FORMAT_VERSION = 1
@@ -532,10 +545,13 @@ class _Entry:
 
 
 class _FnState:
-    __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls")
+    __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
+                 "out_pos", "warned_extra")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
+        self.out_pos = []  # output positions the def returns (tensors at the first call)
+        self.warned_extra = False
         self.params, self.shapes = None, None
         self.dtypes, self.views = None, None
         self.defined = False
@@ -559,12 +575,13 @@ class Session:
         self.by_obj = {}  # id(obj) -> name
         self.by_view = {}  # view key -> name
         self.fns = {}  # FnInfo.key -> _FnState
+        self.out_storage = {}  # storage identity -> a live name of a tree output over it
         self.fn_names = set()
         self.names_used = set()
         self.order = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
-                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0}
+                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
 
     # -- names
 
@@ -583,6 +600,8 @@ class Session:
         self.order += 1
         e = _Entry(name, fact, kind, self.order)
         self.entries[name] = e
+        if kind == "out":
+            self.out_storage.setdefault(fact.storage, name)
         if takeover:
             if fact.obj_ref is not None and fact.obj_ref() is not None:
                 self.by_obj[id(fact.obj_ref())] = name
@@ -594,6 +613,12 @@ class Session:
         k = e.fact.view_key
         if self.by_view.get(k) == name:
             del self.by_view[k]
+        if self.out_storage.get(e.fact.storage) == name:
+            del self.out_storage[e.fact.storage]
+            other = next((o.name for o in self.entries.values()
+                          if o.kind == "out" and o.fact.storage == e.fact.storage), None)
+            if other is not None:
+                self.out_storage[e.fact.storage] = other
         for key in [k2 for k2, v in self.by_obj.items() if v == name]:
             del self.by_obj[key]
 
@@ -687,6 +712,21 @@ class Session:
 
     # -- liveness
 
+    def _flush_dead(self, names):
+        dead = []
+        for n in names:
+            e = self.entries.get(n)
+            if e is not None and e not in dead and not e.fact.alive():
+                dead.append(e)
+        if not dead:
+            return
+        dead.sort(key=lambda e: e.order)
+        names = [e.name for e in dead]
+        for n in names:
+            self._forget(n)
+        self.counts["dels"] += len(names)
+        self.trace.add({"op": "del", "names": names})
+
     def flush_deaths(self):
         """Emits one `del` for every named tensor that died since the last
         event, in binding order, so a replay drops them where PyTorch did."""
@@ -701,6 +741,32 @@ class Session:
         self.trace.add({"op": "del", "names": names})
 
     # -- events
+
+    def read_target(self, obj, storage):
+        """The name a host read of `obj` reads, when it is a tree output or a
+        view of one (None otherwise: reading an eager tensor never fails).
+        `storage` is a callable giving obj's storage identity, asked only
+        when some tree output lives."""
+        if not self.out_storage:
+            return None
+        name = self.by_obj.get(id(obj))
+        if name is not None:
+            e = self.entries.get(name)
+            if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                return name if e.fact.storage in self.out_storage else None
+        return self.out_storage.get(storage())
+
+    def read(self, name, error=None):
+        """A host read (.item(), .cpu(), print) of a named tree output, and
+        whether PyTorch raised (an output a later replay overwrote)."""
+        self.flush_deaths()
+        if name not in self.entries:
+            return
+        self.counts["reads"] += 1
+        self.trace.add({"op": "read", "name": name})
+        if error is not None:
+            self.counts["errors"] += 1
+        self.trace.add({"op": "expect", "error": error})
 
     def step(self):
         self.flush_deaths()
@@ -823,17 +889,31 @@ class Session:
 
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
                  error=None, device=0):
-        """Records the call and PyTorch's decision about it. `outputs` is a
-        list of Facts for the tensor outputs (None when the call raised);
-        `node` is (fn key, parent fn key or None) for record and replay."""
+        """Records the call and PyTorch's decision about it. `outputs` holds,
+        by output position, a Fact per tensor output and None for anything
+        else (a SymInt, None, a tensor left out); it is None when the call
+        raised. `node` is (fn key, parent fn key or None) for record and
+        replay.
+
+        The def returns the positions that held tensors at the function's
+        first call; a later call binds each of them (`_` where it holds no
+        tensor this time), so `out` always has one name per returned value."""
         fs = ctx["fn"]
         if outputs is not None and not fs.defined:
-            self._define(fs, ctx, outputs)
+            fs.out_pos = [i for i, f in enumerate(outputs) if f is not None]
+            self._define(fs, ctx, [outputs[i] for i in fs.out_pos])
+        if outputs is not None:
+            extra = [i for i, f in enumerate(outputs) if f is not None and i not in fs.out_pos]
+            if extra and not fs.warned_extra:
+                fs.warned_extra = True
+                self.note("%s returned tensors at positions %s, which its first call did not: "
+                          "they are not in the trace" % (fs.name, extra))
+            outputs = [outputs[i] if i < len(outputs) else None for i in fs.out_pos]
         call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
         outs = []
         if outputs:
             for i, f in enumerate(outputs):
-                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)))
+                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)) if f is not None else "_")
             call["out"] = outs
         if ctx.get("invocation") is not None:
             call["invocation"] = int(ctx["invocation"])
@@ -856,6 +936,11 @@ class Session:
         if device:
             exp["device"] = device
         self.trace.add(exp)
+        # Inputs that died inside the call (the tree clears its input list,
+        # autograd frees saved tensors in a backward): deleted right after
+        # the call's expect, before anything else happens, so no later
+        # record sees them alive and no output is mistaken for them.
+        self._flush_dead(ctx["args"])
         if not outputs:
             return
         # Bind outputs. A name whose object comes back again (a replay hands
@@ -867,6 +952,8 @@ class Session:
         # would live as long as the parameter.
         drop = []
         for name, f in zip(outs, outputs):
+            if f is None:
+                continue
             old = self.lookup(f)
             takeover = True
             if old is not None and old not in drop:
@@ -883,7 +970,7 @@ class Session:
         if drop:
             drop.sort(key=lambda n: self.entries[n].order)
             for n in drop:
-                self.entries.pop(n)
+                self._forget(n)
             self.counts["dels"] += len(drop)
             self.trace.add({"op": "del", "names": drop})
 
@@ -1056,6 +1143,21 @@ class _Knobs:
                 pass
         return out
 _ACTIVE = {"recorder": None}
+_ABSENT = object()  # a patched attribute the class did not define itself
+# Tensor methods through which the host reads a tensor's values (print goes
+# through __repr__ or __format__, numpy's asarray through numpy, `if t:`
+# through __bool__); `to` only when it moves to the host.
+_READ_METHODS = ("item", "tolist", "cpu", "numpy", "__repr__", "__format__", "__bool__",
+                 "__float__", "__int__", "__index__", "to")
+
+
+def _to_host(args, kwargs):
+    dev = kwargs.get("device", args[0] if args else None)
+    if dev is None:
+        return False
+    if isinstance(dev, str):
+        return dev.split(":")[0] == "cpu"
+    return getattr(dev, "type", None) == "cpu"
 
 
 class Recorder:
@@ -1075,6 +1177,9 @@ class Recorder:
         self._mgr_serial = {}
         self._param_names = {}  # id(param) -> module path, filled lazily
         self._gen = None  # torch._dynamo.mutation_guard.GenerationTracker, at start
+        self._off = False  # set by the recorder's own failure: calls pass through
+        self.error = None  # that failure, as text
+        self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
 
     # -- install / remove
@@ -1131,6 +1236,8 @@ class Recorder:
             orig_mark()
             rec._on_step()
 
+        if os.environ.get("CGTRACE_READS", "1") != "0":
+            self._install_reads(torch.Tensor)
         M._run = _run
         M.run_eager = run_eager
         M.record_function = record_function
@@ -1163,17 +1270,35 @@ class Recorder:
         return self
 
     def stop(self):
-        import torch
-        from torch._inductor import cudagraph_trees as cgt
+        """Puts PyTorch's functions back and writes the trace. A failure to
+        finish or write is the recorder's: warned about and kept in
+        self.error, never raised into the program."""
         for (owner, attr), val in self._saved.items():
-            setattr(owner, attr, val)
+            if val is _ABSENT:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, attr, val)
         self._saved.clear()
         _ACTIVE["recorder"] = None
         with self.lock:
-            self._catch_up_steps()
-            self.session.finish()
-            self._summarise(torch, cgt)
-            self.trace.write(self.path)
+            try:
+                if not self._off:
+                    self._catch_up_steps()
+                self.session.finish()
+                self._summarise(self.torch, self.cgt)
+            except Exception as e:
+                self._fail("finishing the trace", e)
+            try:
+                if self.error:
+                    self.trace.meta["recorder_error"] = self.error
+                self.trace.write(self.path)
+            except Exception as e:
+                self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+                warnings.warn("cgtrace: could not write the trace: %s" % self.error, RuntimeWarning,
+                              stacklevel=2)
 
     def __enter__(self):
         return self.start()
@@ -1212,6 +1337,56 @@ class Recorder:
             self._catch_up_steps()
             self.session.step()
 
+    def _install_reads(self, T):
+        """Wraps the Tensor methods through which the host reads values, so a
+        read of a tree output becomes a `read` record (and its error, if
+        PyTorch raised one, an expect). A read made by PyTorch inside a tree
+        call, or by the recorder itself, or nested in another read (print
+        calls item()), is not one."""
+        rec = self
+        for name in _READ_METHODS:
+            orig = getattr(T, name, None)
+            if orig is None:
+                continue
+            self._saved[(T, name)] = T.__dict__.get(name, _ABSENT)
+
+            def wrapper(t, *args, _orig=orig, _name=name, **kwargs):
+                if _name == "to" and not _to_host(args, kwargs):
+                    return _orig(t, *args, **kwargs)
+                if rec._off or getattr(rec.tls, "busy", False) or getattr(rec.tls, "depth", 0):
+                    return _orig(t, *args, **kwargs)
+                try:
+                    target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                except Exception:
+                    target = None
+                if target is None:
+                    return _orig(t, *args, **kwargs)
+                rec.tls.busy = True
+                try:
+                    out = _orig(t, *args, **kwargs)
+                except BaseException as e:
+                    rec._on_read(target, _error_text(e))
+                    raise
+                finally:
+                    rec.tls.busy = False
+                rec._on_read(target, None)
+                return out
+
+            wrapper.__name__ = getattr(orig, "__name__", name)
+            wrapper.__qualname__ = "Tensor." + wrapper.__name__
+            wrapper.__doc__ = getattr(orig, "__doc__", None)
+            setattr(T, name, wrapper)
+
+    def _on_read(self, name, error):
+        if self._off:
+            return
+        try:
+            with self.lock:
+                self._catch_up_steps()
+                self.session.read(name, error)
+        except Exception as e:
+            self._fail("recording a read", e)
+
     def _on_knobs(self, raw):
         """PyTorch's settings changed since the last call: a `config` record
         with the format's settings that changed, a note for the other knobs."""
@@ -1233,7 +1408,9 @@ class Recorder:
         return (serial[0], mgr.device_index, function_id.id)
 
     def _on_run(self, orig, mgr, new_inputs, function_id):
-        if self._in_call():  # _run re-entering itself (the roots restart): one call
+        if self._off or self._in_call():
+            # _run re-entering itself (the roots restart) is one call; a
+            # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
         with self.lock:
             self.tls.depth = 1
@@ -1247,7 +1424,35 @@ class Recorder:
                 self.tls.node = None
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
-        torch = self.torch
+        """Runs the tree's call between the recorder's before and after
+        parts. Whatever the recorder raises is its own failure (_fail): the
+        program's call runs exactly once and its result or exception is
+        the program's, untouched."""
+        try:
+            ctx = self._before_call(mgr, new_inputs, function_id)
+        except Exception as e:
+            self._fail("before a call", e)
+            ctx = None
+        try:
+            out = orig(mgr, new_inputs, function_id)
+        except BaseException as e:
+            if ctx is not None and not self._off:
+                try:
+                    self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+                                          mgr.debug_checkpointing_counter, None,
+                                          _error_text(e), mgr.device_index)
+                except Exception as e2:
+                    self._fail("after a call that raised", e2)
+            raise
+        if ctx is not None and not self._off:
+            try:
+                self._after_call(ctx, mgr, out)
+            except Exception as e:
+                self._fail("after a call", e)
+        return out
+
+    def _before_call(self, mgr, new_inputs, function_id):
+        Tensor = self.torch.Tensor
         self._catch_up_steps()
         raw = self._knobs.read()
         if raw != self._raw:
@@ -1255,7 +1460,7 @@ class Recorder:
         info = self._fn_info(mgr, function_id)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it).
-        facts = [self._fact(v) if isinstance(v, torch.Tensor) else None for v in new_inputs]
+        facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
         # torch.compile'd frame invocation (OptimizeContext's on_enter ->
         # install_generation_tagging_init); resume functions after a graph
@@ -1264,30 +1469,61 @@ class Recorder:
         ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info),
                                       invocation=self._gen.generation)
         del facts
-        try:
-            out = orig(mgr, new_inputs, function_id)
-        except BaseException as e:
-            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
-                                  mgr.debug_checkpointing_counter, None,
-                                  _error_text(e), mgr.device_index)
-            raise
+        return ctx
+
+    def _after_call(self, ctx, mgr, out):
+        Tensor = self.torch.Tensor
+        # The tree hands back a list; a model called directly (cudagraphify)
+        # may return one tensor, which the tree takes as a single output.
+        if out is None:
+            seq = ()
+        elif isinstance(out, Tensor) or not isinstance(out, (list, tuple)):
+            seq = (out,)
+        else:
+            seq = out
         outs = []
         node = self.tls.node
         wrappers = getattr(node, "outputs_weakrefs", None) if node is not None else None
-        for i, o in enumerate(out if out is not None else ()):
-            if isinstance(o, torch.Tensor):
-                f = self._fact(o)
-                # The tree's own weakref for this output (aligned with the
-                # outputs of a recorded or replayed node), for liveness.
-                if wrappers is not None and len(wrappers) == len(out) and wrappers[i] is not None:
-                    f.probe.tree_ref = wrappers[i]
-                outs.append(f)
+        for i, o in enumerate(seq):
+            f = self._fact_or_none(o) if isinstance(o, Tensor) else None
+            # The tree's own weakref for this output (aligned with the
+            # outputs of a recorded or replayed node), for liveness.
+            if (f is not None and wrappers is not None and len(wrappers) == len(seq)
+                    and wrappers[i] is not None):
+                f.probe.tree_ref = wrappers[i]
+            outs.append(f)
         self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
                               mgr.debug_checkpointing_counter, outs, None, mgr.device_index)
         # Kept per call: the manager is gone by the time recording stops
         # when the program's compiled functions died first.
         self._trees[str(mgr.device_index)] = _tree_stats(mgr)
-        return out
+
+    def _fact_or_none(self, t):
+        """The Fact of a tensor, or None (with one note per kind) for one
+        the format cannot hold: it is left out of the trace, never an error
+        in the program."""
+        try:
+            return self._fact(t)
+        except Exception as e:
+            kind = str(e) if isinstance(e, _Unsupported) else "%s (%s)" % (type(t).__name__, type(e).__name__)
+            if kind not in self._skipped:
+                self._skipped.add(kind)
+                self.session.note("cgtrace left out a tensor it cannot record: %s" % kind)
+            return None
+
+    def _fail(self, stage, e):
+        """The recorder's own error: warn once, note it in the trace, and stop
+        recording (the program goes on, unrecorded from here)."""
+        if self._off:
+            return
+        self._off = True
+        self.error = "%s: %s: %s" % (stage, type(e).__name__, e)
+        try:
+            self.session.note("cgtrace stopped recording here: %s" % self.error)
+        except Exception:
+            pass
+        warnings.warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error,
+                      RuntimeWarning, stacklevel=2)
 
     def _node_keys(self, mgr):
         node = self.tls.node
@@ -1394,7 +1630,14 @@ class Recorder:
         return hints
 
     def _fact(self, t):
-        """A Fact for tensor t, holding no strong reference to it."""
+        """A Fact for tensor t, holding no strong reference to it. Raises
+        _Unsupported for a tensor the format cannot hold."""
+        strided = getattr(self.torch, "strided", None)
+        if strided is not None and getattr(t, "layout", strided) is not strided:
+            raise _Unsupported("layout %s" % (t.layout,))
+        dev = t.device
+        if dev.type != "cuda":
+            raise _Unsupported("%s tensor" % dev.type)
         stor = t.untyped_storage()
         cdata = stor._cdata
         probe = _Probe(weakref.ref(t), _storage_weakref(stor))
@@ -1413,13 +1656,20 @@ class Recorder:
             b = getattr(obj, "_base", None) if obj is not None else None
             return rec._fact(b) if b is not None else None
 
+        tls = self.tls
+
         def read_values():
             obj = wr()
             if obj is None or numel_ > SMALL_TENSOR:
                 return None
-            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+            busy = getattr(tls, "busy", False)
+            tls.busy = True  # the recorder's own read is not the program's
+            try:
+                return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+            finally:
+                tls.busy = busy
 
-        dev = t.device.index if t.device.type == "cuda" and t.device.index is not None else 0
+        dev = dev.index if dev.index is not None else 0
         fact = Fact(tuple(t.shape), dev, wr, cdata, t.storage_offset(), tuple(t.stride()),
                     probe.alive, read_values, dtype, storage_numel, base)
         fact.probe = probe

@@ -368,7 +368,8 @@ class SessionTest(unittest.TestCase):
 
     def test_non_tensor_inputs_left_out(self):
         fi = info(0, placeholders=["s0", "arg1_1"])
-        ctx = self.s.begin_call(fi, [None, FakeTensor([3, 4]).fact()])
+        x = FakeTensor([3, 4])
+        ctx = self.s.begin_call(fi, [None, x.fact()])
         self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([3, 4]).fact()])
         self.assertEqual(self.trace.defs["foo_0"]["params"], ["arg1_1"])
         self.assertEqual(self.trace.records[-2]["args"], ["in"])
@@ -394,11 +395,50 @@ class SessionTest(unittest.TestCase):
 
     def test_device_recorded(self):
         fi = FnInfo((0, 1, 0), "foo", "inference", (), (), (), 1)
-        ctx = self.s.begin_call(fi, [FakeTensor([4], device=1).fact()])
+        x = FakeTensor([4], device=1)
+        ctx = self.s.begin_call(fi, [x.fact()])
         self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([4], device=1).fact()], None, 1)
         self.assertEqual(self.trace.records[0]["device"], 1)
         self.assertEqual(self.trace.records[-1]["device"], 1)
         self.assertEqual(self.trace.header()["devices"], 2)
+
+
+class OutputsTest(unittest.TestCase):
+    """Outputs by position, inputs dying inside a call (issue 13 items 4, 8)."""
+
+    def setUp(self):
+        self.trace = Trace("t")
+        self.s = Session(self.trace)
+
+    def test_input_dying_inside_call_deleted_after_its_expect(self):
+        fi = info(0, mode="backward", placeholders=["mm", "tangents_1"])
+        saved, grad = FakeTensor([4]), FakeTensor([4])
+        ctx = self.s.begin_call(fi, [saved.fact(), grad.fact()])
+        saved.live = False  # autograd freed it inside the backward
+        out = FakeTensor([4])
+        self.s.end_call(ctx, ["warmup"], None, 0, [out.fact()])
+        self.assertEqual(ops(self.trace), ["tensor", "tensor", "call", "expect", "del"])
+        self.assertEqual(self.trace.records[-1]["names"], ["saved"])
+        self.assertIn("foo_0_c1_0", self.s.entries)
+
+    def test_non_tensor_outputs_keep_positions(self):
+        """A def's returns are the tensor positions of its first call; a
+        later call with a SymInt where a tensor was binds `_` there."""
+        fi = info(0)
+        x = FakeTensor([2])
+        a, b = FakeTensor([2]), FakeTensor([2])
+        ctx = self.s.begin_call(fi, [x.fact()])
+        self.s.end_call(ctx, ["warmup"], None, 0, [a.fact(), None, b.fact()])
+        c = FakeTensor([2])
+        ctx = self.s.begin_call(fi, [x.fact()])
+        self.s.end_call(ctx, ["record"], None, 0, [None, None, c.fact(), FakeTensor([1]).fact()])
+        calls = [r for r in self.trace.records if r["op"] == "call"]
+        self.assertEqual(calls[0]["out"], ["foo_0_c1_0", "foo_0_c1_1"])
+        self.assertEqual(calls[1]["out"], ["_", "foo_0_c2_1"])
+        self.assertEqual(len(self.trace.defs["foo_0"]["returns"]), 2)
+        notes = [r["text"] for r in self.trace.records if r["op"] == "note"]
+        self.assertEqual(len(notes), 1)
+        self.assertIn("positions [3]", notes[0])
 
 
 class DTypeViewTest(unittest.TestCase):

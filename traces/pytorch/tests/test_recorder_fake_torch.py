@@ -51,6 +51,10 @@ class Device:
     type, index = "cuda", 0
 
 
+class CPU:
+    type, index = "cpu", None
+
+
 class Tensor:
     def __init__(self, shape, storage=None, values=None, dtype=float32, offset=0, stride=None, base=None):
         self.shape = tuple(shape)
@@ -94,10 +98,26 @@ class Tensor:
         return self
 
     def cpu(self):
+        self._check()
         return self
 
     def tolist(self):
+        self._check()
         return list(self._values) if self._values is not None else [0.0] * self.numel()
+
+    overwritten = False
+
+    def _check(self):
+        if self.overwritten:
+            raise RuntimeError("Error: accessing tensor output of CUDAGraphs that has been overwritten "
+                               "by a subsequent run.\nStack trace: ...")
+
+    def item(self):
+        self._check()
+        return self.tolist()[0]
+
+    def __repr__(self):
+        return "tensor(%s)" % self.tolist()
 
 
 class StorageWeakRef:
@@ -424,6 +444,94 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
         notes = [r["text"] for r in recs if r["op"] == "note"]
         self.assertEqual(notes, ["torch config triton.cudagraph_dynamic_shape_warn_limit changed to 2"])
+
+    def test_host_reads_of_tree_outputs(self):
+        """.item(), print, .cpu() of a tree output (or a view of one) are
+        `read` records with what PyTorch said; reads of other tensors and
+        the recorder's own value reads are not."""
+        x = Tensor([2, 2], values=[1.0, 2.0, 3.0, 4.0])
+        originals = {m: Tensor.__dict__.get(m) for m in cgtrace._READ_METHODS}
+        with cgtrace.record(self.path):
+            self.assertIsNot(Tensor.__dict__["item"], originals["item"])
+            y, = foo(x)
+            y.item()
+            x.item()  # an eager tensor: not a read the trace needs
+            with contextlib.redirect_stdout(io.StringIO()):
+                print(y[:, 1])  # a view of the output, over its storage
+            y.overwritten = True
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                y.cpu()
+        # the patches are gone: the class is as it was (methods it lacked stay absent)
+        self.assertEqual({m: Tensor.__dict__.get(m) for m in cgtrace._READ_METHODS}, originals)
+        _, recs = self.records()
+        reads = [(r, recs[i + 1]) for i, r in enumerate(recs) if r["op"] == "read"]
+        self.assertEqual([(r["name"], e["error"]) for r, e in reads],
+                         [("foo_0_c1_0", None), ("foo_0_c1_0", None),
+                          ("foo_0_c1_0", "Error: accessing tensor output of CUDAGraphs that has been "
+                                         "overwritten by a subsequent run.")])
+        self.assertEqual(sum(r["op"] == "tensor" for r in recs), 1)
+
+    def test_unsupported_tensors_left_out_with_a_note(self):
+        cpu = Tensor([3])
+        cpu.device = CPU()
+        x = Tensor([3])
+        with cgtrace.record(self.path):
+            MGR._run([cpu, x], FOO)
+            MGR._run([cpu, x], FOO)
+        _, recs = self.records()
+        notes = [r["text"] for r in recs if r["op"] == "note"]
+        self.assertEqual(notes, ["cgtrace left out a tensor it cannot record: cpu tensor"])
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual([c["args"] for c in calls], [["in"], ["in"]])
+
+    def test_single_tensor_output_is_one_value(self):
+        """cudagraphify'd models may return a bare tensor (test_dynamic_warmup):
+        one output, not its rows."""
+        def bare(new_inputs, function_id):
+            outs = CUDAGraphTreeManager._outs(MGR, new_inputs)
+            return outs[0]
+        MGR.run_eager = bare
+        with cgtrace.record(self.path):
+            MGR._run([Tensor([2])], FOO)
+        _, recs = self.records()
+        self.assertEqual([len(r["out"]) for r in recs if r["op"] == "call"], [1])
+        self.assertEqual(len([r for r in recs if r["op"] == "def"][0]["returns"]), 1)
+
+    def test_recorder_failure_never_reaches_the_program(self):
+        """A record the writer refuses stops the recording with a warning;
+        the program's calls run once each and return their results."""
+        real_add = cgtrace.Trace.add
+        calls = []
+
+        def add(trace, rec):
+            if rec["op"] == "call" and len(calls) == 1:
+                raise ValueError("call record: refused")
+            if rec["op"] == "call":
+                calls.append(rec)
+            return real_add(trace, rec)
+
+        cgtrace.Trace.add = add
+        try:
+            with self.assertWarnsRegex(RuntimeWarning, "recording stopped"):
+                with cgtrace.record(self.path) as rec:
+                    a, = foo(Tensor([4]))
+                    b, = foo(Tensor([4]))
+                    c, = foo(Tensor([4]))
+        finally:
+            cgtrace.Trace.add = real_add
+        self.assertEqual(MGR.calls[FOO], 3)
+        self.assertIn("call record: refused", rec.error)
+        header, recs = self.records()
+        self.assertIn("refused", header["meta"]["recorder_error"])
+        self.assertEqual(sum(r["op"] == "call" for r in recs), 1)
+        self.assertIn("cgtrace stopped recording here", [r for r in recs if r["op"] == "note"][-1]["text"])
+
+    def test_unwritable_trace_warns(self):
+        path = os.path.join(self.dir.name, "no", "such", "dir", "t.cgt.jsonl")
+        with self.assertWarnsRegex(RuntimeWarning, "could not write"):
+            with cgtrace.record(path) as rec:
+                foo(Tensor([4]))
+        self.assertIn("writing", rec.error)
 
     def test_error_is_recorded_and_raised(self):
         MGR.fail.add(0)
