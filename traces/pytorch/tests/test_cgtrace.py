@@ -11,7 +11,10 @@ import tempfile
 import unittest
 import weakref
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the file beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cgtrace  # noqa: E402
 from cgtrace import (Fact, FnInfo, OutSpec, Session, Trace, check_body,  # noqa: E402

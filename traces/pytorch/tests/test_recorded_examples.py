@@ -12,7 +12,10 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the file beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(HERE))
 
 import cgtrace  # noqa: E402
 
