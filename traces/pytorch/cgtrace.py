@@ -97,6 +97,8 @@ _REQUIRED = {
 }
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
+# Ops made on every call, with plain fields: checked cheaply when made.
+_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
 # The settings a trace's config (header or `config` record) may hold, with
 # their types; each mirrors one PyTorch knob (see KNOBS).
 _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
@@ -105,6 +107,25 @@ _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": i
                 "support_input_mutation": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
+
+
+_FIELD_SETS = {op: frozenset(f) for op, f in _FIELDS.items()}
+
+
+def check_record(rec):
+    """The cheap part of encode_record, run as a record is made: a known op,
+    known and required fields. The full encoding (values, statements, NaN)
+    runs when the trace is written, once per record."""
+    op = rec.get("op")
+    fields = _FIELD_SETS.get(op)
+    if fields is None:
+        raise ValueError("record has unknown op %r" % (op,))
+    if not fields.issuperset(rec):
+        unknown = sorted(k for k in rec if k not in fields)
+        raise ValueError("%s record: unknown field(s) %s" % (op, ", ".join(unknown)))
+    for k in _REQUIRED.get(op, ()):
+        if k not in rec:
+            raise ValueError("%s record lacks %r: %r" % (op, k, rec))
 
 
 def _ordered(obj, fields, what):
@@ -173,7 +194,13 @@ class Trace:
         self.records = []
 
     def add(self, rec):
-        encode_record(rec)  # refuse a bad record now, with its cause
+        # Refuse a bad record now, with its cause; the records the recorder
+        # makes on every call are only checked for their fields here (a
+        # JSON encoding per record would cost more than the call).
+        if rec["op"] in _CHEAP_OPS:
+            check_record(rec)
+        else:
+            encode_record(rec)
         self.records.append(rec)
 
     def set_def(self, rec):
@@ -190,7 +217,14 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        out.extend(encode_record(r) for r in self.records)
+        for r in self.records:
+            try:
+                out.append(encode_record(r))
+            except (ValueError, TypeError) as e:
+                # One record the encoder refuses costs that record, not the
+                # file: a note in its place says what was lost.
+                out.append(encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
+                                          % (r.get("op"), str(e)[:200])}))
         return out
 
     def write(self, path):
@@ -496,7 +530,7 @@ class Fact:
     and the keys that say when two Python objects are the same tensor."""
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
-                 "alive", "read_values", "probe", "dtype", "storage_numel", "base")
+                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
                  read_values=None, dtype="float32", storage_numel=None, base=None):
@@ -516,6 +550,10 @@ class Fact:
         # callable -> the Fact of the tensor this one is a view of (PyTorch's
         # tensor._base), or None.
         self.base = base
+        # True when alive() is True for as long as obj_ref() is not None (the
+        # torch side's probes without a tree wrapper): such names are not
+        # polled until their object dies.
+        self.held = False
 
     @property
     def view_key(self):
@@ -538,10 +576,12 @@ class FnInfo:
 
 
 class _Entry:
-    __slots__ = ("name", "fact", "kind", "order")
+    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr")
 
     def __init__(self, name, fact, kind, order):
         self.name, self.fact, self.kind, self.order = name, fact, kind, order
+        self.obj_id = None  # id() of the object by_obj maps to this name
+        self.wr = None  # the weakref whose callback says the object died (held facts)
 
 
 class _FnState:
@@ -576,6 +616,9 @@ class Session:
         self.by_view = {}  # view key -> name
         self.fns = {}  # FnInfo.key -> _FnState
         self.out_storage = {}  # storage identity -> a live name of a tree output over it
+        self._watch = {}  # name -> entry, for names polled at every event
+        self._held_wr = {}  # weakref -> name, for names alive while their object is
+        self._dead_objs = []  # weakrefs whose objects died since the last poll
         self.fn_names = set()
         self.names_used = set()
         self.order = 0
@@ -602,14 +645,31 @@ class Session:
         self.entries[name] = e
         if kind == "out":
             self.out_storage.setdefault(fact.storage, name)
+        obj = fact.obj_ref() if fact.obj_ref is not None else None
         if takeover:
-            if fact.obj_ref is not None and fact.obj_ref() is not None:
-                self.by_obj[id(fact.obj_ref())] = name
+            if obj is not None:
+                self.by_obj[id(obj)] = name
+                e.obj_id = id(obj)
             self.by_view[fact.view_key] = name
+        if fact.held and obj is not None:
+            # Alive for sure while its object is: polled only once a
+            # weakref callback says the object died.
+            e.wr = weakref.ref(obj, self._died)
+            self._held_wr[e.wr] = name
+        else:
+            self._watch[name] = e
         return e
+
+    def _died(self, wr):
+        # Runs wherever the object dies (inside PyTorch, in the GC): only
+        # notes it; the next event polls the name.
+        self._dead_objs.append(wr)
 
     def _forget(self, name):
         e = self.entries.pop(name)
+        self._watch.pop(name, None)
+        if e.wr is not None:
+            self._held_wr.pop(e.wr, None)
         k = e.fact.view_key
         if self.by_view.get(k) == name:
             del self.by_view[k]
@@ -619,8 +679,8 @@ class Session:
                           if o.kind == "out" and o.fact.storage == e.fact.storage), None)
             if other is not None:
                 self.out_storage[e.fact.storage] = other
-        for key in [k2 for k2, v in self.by_obj.items() if v == name]:
-            del self.by_obj[key]
+        if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
+            del self.by_obj[e.obj_id]
 
     def lookup(self, fact):
         """The live name that holds this tensor, if any: the same Python
@@ -713,9 +773,11 @@ class Session:
     # -- liveness
 
     def _flush_dead(self, names):
+        self._poll_dead_objs()
+        watch = self._watch
         dead = []
         for n in names:
-            e = self.entries.get(n)
+            e = watch.get(n)
             if e is not None and e not in dead and not e.fact.alive():
                 dead.append(e)
         if not dead:
@@ -727,10 +789,21 @@ class Session:
         self.counts["dels"] += len(names)
         self.trace.add({"op": "del", "names": names})
 
+    def _poll_dead_objs(self):
+        """Names whose object died since the last event join the polled ones
+        (their storage may live on: autograd's unpacked copies, views)."""
+        while self._dead_objs:
+            name = self._held_wr.pop(self._dead_objs.pop(), None)
+            e = self.entries.get(name) if name is not None else None
+            if e is not None:
+                e.wr = None
+                self._watch[name] = e
+
     def flush_deaths(self):
         """Emits one `del` for every named tensor that died since the last
         event, in binding order, so a replay drops them where PyTorch did."""
-        dead = [e for e in self.entries.values() if not e.fact.alive()]
+        self._poll_dead_objs()
+        dead = [e for e in self._watch.values() if not e.fact.alive()]
         if not dead:
             return
         dead.sort(key=lambda e: e.order)
@@ -741,6 +814,16 @@ class Session:
         self.trace.add({"op": "del", "names": names})
 
     # -- events
+
+    def known(self, obj):
+        """The live name bound to this very object, or None."""
+        name = self.by_obj.get(id(obj))
+        if name is None:
+            return None
+        e = self.entries.get(name)
+        if e is None or e.fact.obj_ref is None or e.fact.obj_ref() is not obj:
+            return None
+        return name
 
     def read_target(self, obj, storage):
         """The name a host read of `obj` reads, when it is a tree output or a
@@ -846,6 +929,9 @@ class Session:
         ph = info.placeholders
         for idx, fact in enumerate(inputs):
             if fact is None:
+                continue
+            if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
+                args.append(fact)
                 continue
             name = self.lookup(fact)
             if name is None:
@@ -1110,6 +1196,8 @@ class _Knobs:
             g = self._getter(mod, name)
             if g is not None:
                 self.getters.append((name, g))
+        self.mapped = [(n, g) for n, g in self.getters if n in _MAPPED_KNOBS]
+        self.last = None
 
     @staticmethod
     def _getter(mod, name):
@@ -1134,13 +1222,20 @@ class _Knobs:
             return None
         return walk
 
-    def read(self):
+    def read(self, all_knobs=True):
+        """The knobs' values. Without all_knobs only those the format has a
+        key for are read, the others are taken from the last reading."""
         out = {}
-        for name, g in self.getters:
+        for name, g in self.getters if all_knobs else self.mapped:
             try:
                 out[name] = g()
             except Exception:  # a knob that cannot be read is treated as absent
                 pass
+        if not all_knobs and self.last is not None:
+            for name, _ in self.getters:
+                if name not in _MAPPED_KNOBS and name in self.last:
+                    out[name] = self.last[name]
+        self.last = out
         return out
 _ACTIVE = {"recorder": None}
 _ABSENT = object()  # a patched attribute the class did not define itself
@@ -1195,6 +1290,8 @@ class Recorder:
 
         self.torch, self.cgt = torch, cgt
         self._gen = GenerationTracker
+        self._strided = torch.strided
+        self._dtypes = {}  # torch dtype -> the format's name
         M = cgt.CUDAGraphTreeManager
         for attr in ("_run", "run_eager", "record_function", "execute_node"):
             if attr not in M.__dict__:
@@ -1332,10 +1429,21 @@ class Recorder:
         self._mark_counter = c
 
     def _on_step(self):
+        if self._off:
+            return
         with self.lock:
-            self._mark_counter -= 1  # the wrapped call's own decrement
-            self._catch_up_steps()
-            self.session.step()
+            try:
+                self._mark_counter -= 1  # the wrapped call's own decrement
+                self._catch_up_steps()
+                self.session.step()
+                # Every knob every 64th step (for the notes); the format's
+                # settings are read at each call anyway.
+                if self.session.counts["steps"] % 64 == 1:
+                    raw = self._knobs.read()
+                    if raw != self._raw:
+                        self._on_knobs(raw)
+            except Exception as e:
+                self._fail("recording a step", e)
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a
@@ -1454,19 +1562,33 @@ class Recorder:
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
         self._catch_up_steps()
-        raw = self._knobs.read()
+        info = self._fn_info(mgr, function_id)
+        # The knobs with a format key are read at every call; the others
+        # (noted only) at a function's first call and every 64th step.
+        first = info.key not in self.session.fns
+        raw = self._knobs.read(all_knobs=first)
         if raw != self._raw:
             self._on_knobs(raw)
-        info = self._fn_info(mgr, function_id)
         # A comprehension leaves no loop variable holding the last input
-        # alive through the call (that would change what dies in it).
-        facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
+        # alive through the call (that would change what dies in it). Once
+        # the function is defined, an input the trace names by its object (a
+        # parameter, a tensor passed again) needs no Fact: its name is enough.
+        fs = self.session.fns.get(info.key)
+        if fs is not None and fs.defined:
+            known = self.session.known
+            facts = [(known(v) or self._fact_or_none(v)) if isinstance(v, Tensor) else None
+                     for v in new_inputs]
+        else:
+            facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
         # torch.compile'd frame invocation (OptimizeContext's on_enter ->
         # install_generation_tagging_init); resume functions after a graph
         # break run inside that invocation and see the same value, which is
         # what CUDAGraph Trees' get_curr_generation() falls back to.
-        ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info),
+        hints = None
+        if any(f is not None and not isinstance(f, str) for f in facts):
+            hints = self._param_hints(new_inputs, info)  # only tensors new to the trace need one
+        ctx = self.session.begin_call(info, facts, hints,
                                       invocation=self._gen.generation)
         del facts
         return ctx
@@ -1491,12 +1613,19 @@ class Recorder:
             if (f is not None and wrappers is not None and len(wrappers) == len(seq)
                     and wrappers[i] is not None):
                 f.probe.tree_ref = wrappers[i]
+                f.held = False  # the tree's wrapper decides: polled at every event
             outs.append(f)
-        self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
-                              mgr.debug_checkpointing_counter, outs, None, mgr.device_index)
-        # Kept per call: the manager is gone by the time recording stops
-        # when the program's compiled functions died first.
-        self._trees[str(mgr.device_index)] = _tree_stats(mgr)
+        actions = self.tls.actions
+        ckpt = mgr.debug_checkpointing_counter
+        self.session.end_call(ctx, list(actions), self._node_keys(mgr), ckpt, outs, None,
+                              mgr.device_index)
+        # Kept per call (the manager is gone by the time recording stops when
+        # the program's compiled functions died first), but walked only when
+        # the tree can have changed: a replay or warmup adds no graph node.
+        dev = str(mgr.device_index)
+        last = self._trees.get(dev)
+        if "record" in actions or last is None or last["checkpoints"] != ckpt:
+            self._trees[dev] = _tree_stats(mgr)
 
     def _fact_or_none(self, t):
         """The Fact of a tensor, or None (with one note per kind) for one
@@ -1631,48 +1760,28 @@ class Recorder:
 
     def _fact(self, t):
         """A Fact for tensor t, holding no strong reference to it. Raises
-        _Unsupported for a tensor the format cannot hold."""
-        strided = getattr(self.torch, "strided", None)
-        if strided is not None and getattr(t, "layout", strided) is not strided:
+        _Unsupported for a tensor the format cannot hold. On every call's
+        outputs: it asks torch only what it needs (no device object, the
+        dtype's name cached)."""
+        if t.layout is not self._strided:
             raise _Unsupported("layout %s" % (t.layout,))
-        dev = t.device
-        if dev.type != "cuda":
-            raise _Unsupported("%s tensor" % dev.type)
-        stor = t.untyped_storage()
-        cdata = stor._cdata
-        probe = _Probe(weakref.ref(t), _storage_weakref(stor))
-        itemsize = t.element_size()
-        storage_numel = stor.nbytes() // itemsize if itemsize else None
-        del stor
-        numel_ = t.numel()
-        wr = probe.wr
-        dtype = dtype_name(t.dtype, itemsize)
+        if not t.is_cuda:
+            raise _Unsupported("%s tensor" % t.device.type)
+        dt = t.dtype
+        dtype = self._dtypes.get(dt)
         if dtype is None:
-            raise _Unsupported("dtype %s" % (t.dtype,))
-        rec = self
-
-        def base():
-            obj = wr()
-            b = getattr(obj, "_base", None) if obj is not None else None
-            return rec._fact(b) if b is not None else None
-
-        tls = self.tls
-
-        def read_values():
-            obj = wr()
-            if obj is None or numel_ > SMALL_TENSOR:
-                return None
-            busy = getattr(tls, "busy", False)
-            tls.busy = True  # the recorder's own read is not the program's
-            try:
-                return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
-            finally:
-                tls.busy = busy
-
-        dev = dev.index if dev.index is not None else 0
-        fact = Fact(tuple(t.shape), dev, wr, cdata, t.storage_offset(), tuple(t.stride()),
-                    probe.alive, read_values, dtype, storage_numel, base)
+            dtype = dtype_name(dt, t.element_size())
+            if dtype is None:
+                raise _Unsupported("dtype %s" % (dt,))
+            self._dtypes[dt] = dtype
+        stor = t.untyped_storage()
+        probe = _Probe(weakref.ref(t), _StorageWeakRef(stor), self.tls)
+        itemsize = DTYPES[dtype]
+        fact = Fact(t.shape, t.get_device(), probe.wr, stor._cdata, t.storage_offset(), t.stride(),
+                    probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
+        probe.fact = self._fact
         fact.probe = probe
+        fact.held = True
         return fact
 
     def _summarise(self, torch, cgt):
@@ -1711,10 +1820,32 @@ class _Probe:
     alive while its object is, or, once the object is gone (autograd unpacks
     saved tensors into other objects), while its storage is."""
 
-    __slots__ = ("wr", "sref", "tree_ref")
+    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact")
 
-    def __init__(self, wr, sref):
+    def __init__(self, wr, sref, tls=None):
         self.wr, self.sref, self.tree_ref = wr, sref, None
+        self.tls = tls
+        self.fact = None  # the recorder's _fact, for base()
+
+    def read_values(self):
+        """The values of a small tensor, read as the recorder's own read (not
+        the program's: no `read` record)."""
+        obj = self.wr()
+        if obj is None or obj.numel() > SMALL_TENSOR:
+            return None
+        tls = self.tls
+        busy = getattr(tls, "busy", False)
+        tls.busy = True
+        try:
+            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+        finally:
+            tls.busy = busy
+
+    def base(self):
+        """The Fact of the tensor this one is a view of (tensor._base)."""
+        obj = self.wr()
+        b = getattr(obj, "_base", None) if obj is not None else None
+        return self.fact(b) if b is not None and self.fact is not None else None
 
     def storage_alive(self):
         return not self.sref.expired()
@@ -1739,8 +1870,11 @@ def _tree_stats(mgr):
     return {"nodes": count, "roots": len(roots), "checkpoints": mgr.debug_checkpointing_counter}
 
 
-def _storage_weakref(stor):
+def _StorageWeakRef(stor):
+    """torch.multiprocessing.reductions.StorageWeakRef, imported once."""
+    global _StorageWeakRef
     from torch.multiprocessing.reductions import StorageWeakRef
+    _StorageWeakRef = StorageWeakRef
     return StorageWeakRef(stor)
 
 

@@ -54,6 +54,9 @@ class Device:
     type, index = "cuda", 0
 
 
+STRIDED = object()  # torch.strided
+
+
 class CPU:
     type, index = "cpu", None
 
@@ -68,6 +71,14 @@ class Tensor:
         self._stride = tuple(stride) if stride is not None else cgtrace.contiguous_strides(self.shape)
         self._base = base
         self.device = Device()
+        self.layout = STRIDED
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def get_device(self):
+        return self.device.index if self.device.index is not None else -1
 
     def untyped_storage(self):
         return self._storage
@@ -226,6 +237,7 @@ def install_fake_torch():
     torch.__version__ = "0.0-fake"
     torch.__file__ = "/nonexistent/fake-torch/torch/__init__.py"
     torch.Tensor = Tensor
+    torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
                                      _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
@@ -430,6 +442,8 @@ class RecorderTest(unittest.TestCase):
             foo(Tensor([4]))  # nothing changed: no record
             ind.triton.cudagraph_dynamic_shape_warn_limit = 2
             dyn.inline_inbuilt_nn_modules = True
+            # knobs without a format key are looked at on steps and first calls
+            sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
             foo(Tensor([4]))
         header, recs = self.records()
         self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
