@@ -2,6 +2,7 @@
 alternate off and on, every recorded round's trace holds exactly its calls,
 and the report prints what the GPU run prints. PyTorch's tree is the
 recorder tests' stand-in (traces/pytorch/tests/test_recorder_fake_torch.py)."""
+import contextlib
 import importlib.util
 import io
 import os
@@ -74,8 +75,9 @@ class MeasureTest(unittest.TestCase):
             ro.measure(self.step, lambda: None, iters=2, rounds=1, warm=0, record=Broken)
 
     def test_bad_arguments_refused(self):
-        with self.assertRaises(SystemExit):
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
             ro.main(["--iters", "0"])
+        self.assertIn("--iters and --rounds must be at least 1", err.getvalue())
 
 
 if __name__ == "__main__":
