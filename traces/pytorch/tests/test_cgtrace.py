@@ -122,6 +122,19 @@ class EncodeTest(unittest.TestCase):
                                     "meta": {"source": "cgtrace", "torch": "2.11.0"}})
         self.assertEqual([x.get("op") for x in lines[1:]], ["def", "step"])
 
+    def test_unchecked_record_refused_at_write_costs_only_itself(self):
+        """The recorder's trace checks per-call records when written: one the
+        encoder refuses becomes a note saying so; the rest of the file stands."""
+        t = Trace("w", strict=False)
+        t.add({"op": "step"})
+        t.add({"op": "call", "fn": "f", "args": [], "bogus": 1})
+        t.add({"op": "step"})
+        lines = [json.loads(x) for x in t.lines()]
+        self.assertEqual([x.get("op") for x in lines[1:]], ["step", "note", "step"])
+        self.assertIn("unknown field(s) bogus", lines[2]["text"])
+        with self.assertRaisesRegex(ValueError, "unknown field"):
+            Trace("strict").add({"op": "call", "fn": "f", "args": [], "bogus": 1})
+
     def test_write_is_whole(self):
         t = Trace("w")
         t.add({"op": "note", "text": "hi"})
