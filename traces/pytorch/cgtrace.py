@@ -1316,6 +1316,18 @@ class Recorder:
         self._gen = GenerationTracker
         self._strided = torch.strided
         self._dtypes = {}  # torch dtype -> the format's name
+        # The settings first: nothing is patched yet if reading them fails.
+        try:
+            from torch._dynamo import config as dynamo_config
+        except ImportError:
+            dynamo_config = None
+        self._knobs = _Knobs(inductor_config, dynamo_config)
+        raw = self._knobs.read()
+        self._raw = raw
+        self._cfg = settings_from_knobs(raw)
+        self.trace.config = dict(self._cfg)
+        meta = self.trace.meta
+        meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
         M = cgt.CUDAGraphTreeManager
         for attr in ("_run", "run_eager", "record_function", "execute_node"):
             if attr not in M.__dict__:
@@ -1367,17 +1379,7 @@ class Recorder:
         _ACTIVE["recorder"] = self
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
 
-        try:
-            from torch._dynamo import config as dynamo_config
-        except ImportError:
-            dynamo_config = None
-        self._knobs = _Knobs(inductor_config, dynamo_config)
-        raw = self._knobs.read()
-        self._raw = raw
-        self._cfg = settings_from_knobs(raw)
-        self.trace.config = dict(self._cfg)
         meta = self.trace.meta
-        meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
         meta.setdefault("source", "cgtrace")
         meta["torch"] = torch.__version__
         if torch.cuda.is_available():
