@@ -627,6 +627,7 @@ class Session:
         self.entries = {}  # name -> _Entry, live names only
         self.by_obj = {}  # id(obj) -> name
         self.by_obj_entry = {}  # id(obj) -> entry (what by_obj names), for the hot path
+        self.by_storage = {}  # storage identity -> {name: entry} of the live names over it
         self.by_view = {}  # view key -> name
         self.fns = {}  # FnInfo.key -> _FnState
         self.out_storage = {}  # storage identity -> a live name of a tree output over it
@@ -657,6 +658,7 @@ class Session:
         self.order += 1
         e = _Entry(name, fact, kind, self.order)
         self.entries[name] = e
+        self.by_storage.setdefault(fact.storage, {})[name] = e
         if kind == "out":
             self.out_storage.setdefault(fact.storage, name)
         obj = fact.obj_ref() if fact.obj_ref is not None else None
@@ -682,6 +684,11 @@ class Session:
 
     def _forget(self, name):
         e = self.entries.pop(name)
+        same = self.by_storage.get(e.fact.storage)
+        if same is not None:
+            same.pop(name, None)
+            if not same:
+                del self.by_storage[e.fact.storage]
         self._watch.pop(name, None)
         if e.wr is not None:
             self._held_wr.pop(e.wr, None)
@@ -690,8 +697,7 @@ class Session:
             del self.by_view[k]
         if self.out_storage.get(e.fact.storage) == name:
             del self.out_storage[e.fact.storage]
-            other = next((o.name for o in self.entries.values()
-                          if o.kind == "out" and o.fact.storage == e.fact.storage), None)
+            other = next((o.name for o in (same or {}).values() if o.kind == "out"), None)
             if other is not None:
                 self.out_storage[e.fact.storage] = other
         if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
@@ -720,11 +726,14 @@ class Session:
         dtype, reaching at least as far as the view does (the largest such
         one). Returns (name, plain), plain when the input is a mere reshape
         of it (same element count, offset 0, contiguous)."""
+        same = self.by_storage.get(fact.storage)
+        if not same:
+            return None
         need = extent(fact.shape, fact.offset, fact.stride)
         best = None
-        for e in self.entries.values():
+        for e in list(same.values()):
             f = e.fact
-            if f.storage != fact.storage or f.offset != 0 or f.dtype != fact.dtype:
+            if f.offset != 0 or f.dtype != fact.dtype:
                 continue
             if not is_contiguous(f.shape, f.stride) or not e.fact.alive():
                 continue
