@@ -305,12 +305,13 @@ def extent(shape, offset, stride):
     return int(offset) + sum((int(d) - 1) * int(st) for d, st in zip(shape, stride)) + 1
 
 
-def view_fields(shape, offset, stride):
+def view_fields(shape, offset, stride, whole=False):
     """The `view` statement's optional offset/strides for a view of this
     shape, offset (in elements of the storage) and strides: none for a
-    contiguous view at offset 0 (a plain reshape). A shape folded past
-    MAX_DIMS cannot carry strides: it is written contiguous (the element
-    count stays right, the aliasing pattern is approximated)."""
+    contiguous view at offset 0 of the whole base (whole: a plain
+    reshape, same element count); a part of the base always says its
+    strides, since only a plain view keeps the element count. A shape
+    folded past MAX_DIMS cannot carry strides: {} (the caller decides)."""
     shape = list(shape)
     if len(shape) > MAX_DIMS or stride is None:
         return {}
@@ -319,7 +320,7 @@ def view_fields(shape, offset, stride):
         out["offset"] = int(offset)
     if not is_contiguous(shape, stride):
         out["strides"] = [int(x) for x in stride]
-    elif offset:
+    elif offset or not whole:
         out["strides"] = [int(x) for x in contiguous_strides(shape)]
     return out
 
@@ -487,7 +488,7 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=(), param_dtypes=Non
                 # output's own offset and strides (absolute, in elements).
                 fields = view_fields(o.shape, o.offset, o.stride)
                 st.update(fields)
-                if not fields and numel(shapes[src]) != numel(shape):
+                if not fields:
                     st = None  # folded past MAX_DIMS: cannot be written as a view
             if st is not None:
                 if o.dtype != dtypes[src]:
@@ -752,7 +753,10 @@ class Session:
         name = self._fresh("view")
         rec = {"op": "eager", "out": name, "k": "view", "a": src, "shape": fit_shape(fact.shape)}
         if not plain:
-            rec.update(view_fields(fact.shape, fact.offset, fact.stride))
+            fields = view_fields(fact.shape, fact.offset, fact.stride)
+            if not fields:  # folded past MAX_DIMS: not a view the format can say
+                return None
+            rec.update(fields)
         src_dtype = self.entries[src].fact.dtype
         if fact.dtype != src_dtype:
             rec["dtype"] = fact.dtype

@@ -179,9 +179,10 @@ class SynthTest(unittest.TestCase):
         d = synth_def("f", "inference", ["x"], [[2, 3]], [OutSpec([6], ("param", 0))])
         self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [6]}])
 
-    def test_partial_alias_becomes_new_tensor(self):
+    def test_partial_alias_is_a_strided_view(self):
         d = synth_def("f", "inference", ["x"], [[8]], [OutSpec([4], ("param", 0))])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "fill", "shape": [4], "value": 1}])
+        # x[:4] of an [8]: the same storage, the first 4 elements
+        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [4], "strides": [1]}])
 
     def test_output_aliasing_output_repeats_name(self):
         d = synth_def("f", "inference", ["x"], [[4]],
@@ -506,6 +507,17 @@ class DTypeViewTest(unittest.TestCase):
         self.assertEqual(view, [{"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0",
                                  "shape": [3], "offset": 3, "strides": [4]}])
 
+    def test_prefix_of_named_tensor_says_its_strides(self):
+        """y[:2] of a [4, 3]: contiguous at offset 0 but a part, so the view
+        says its strides (a plain view would claim all 12 elements)."""
+        y = FakeTensor([4, 3])
+        self.call(info(0), [FakeTensor([4, 3])], [y])
+        head = FakeTensor([2, 3], storage=y.storage)
+        self.call(info(1, "g"), [head], [FakeTensor([2, 3])])
+        view = [r for r in self.trace.records if r["op"] == "eager"][0]
+        self.assertEqual(view, {"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0",
+                                "shape": [2, 3], "strides": [3, 1]})
+
     def test_slice_of_unnamed_base_names_the_base(self):
         """x[:, 1] of a tensor no call saw: the base is named first, so the
         slice keeps it alive as PyTorch's view does."""
@@ -554,7 +566,8 @@ class DTypeViewTest(unittest.TestCase):
         self.assertFalse(cgtrace.is_contiguous([3, 4], [1, 3]))
         self.assertEqual(cgtrace.extent([3], 3, [4]), 12)
         self.assertEqual(cgtrace.extent([0, 4], 5, [4, 1]), 5)
-        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1]), {})
+        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1], whole=True), {})
+        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1]), {"strides": [3, 1]})  # a part: x[:2]
         self.assertEqual(cgtrace.view_fields([3, 2], 0, [1, 3]), {"strides": [1, 3]})
         self.assertEqual(cgtrace.dtype_name("torch.bfloat16"), "bfloat16")
         self.assertEqual(cgtrace.dtype_name("torch.float8_e4m3fn", 1), "uint8")
