@@ -1838,8 +1838,11 @@ class Recorder:
         meta["approximations"] = (
             "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
             "not inductor's kernels; tensors appear at their first use by a compiled call; "
-            "values of tensors over %d elements are not reproduced (rand); tensors dying inside "
-            "a call (saved activations in a backward) are deleted right after it" % SMALL_TENSOR)
+            "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
+            "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
+            "let go of) are deleted right after its expect; view offsets are absolute, in elements "
+            "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
+            "without storage) is left out with a note" % SMALL_TENSOR)
 
 
 class _Unsupported(Exception):
