@@ -7,8 +7,8 @@ torch-oracle2's format, so the Go side compares them as it compares the rest.
     python3 tools/gpu/train-oracle.py [--oracle2 PATH] TRACE... > oracle.jsonl
     (--jobs N, --deadline S, --logdir DIR as torch-oracle2.py)
 
-torch-oracle2.py (found at --oracle2, $TORCH_ORACLE2, ../shared/tools/ or
-bin/ of this checkout) is imported, not copied: its source generation,
+torch-oracle2.py (found at --oracle2, $TORCH_ORACLE2, ../shared/tools/,
+shared/tools/ or .bin/ of this checkout) is imported, not copied: its source generation,
 tensors, expect checks, tree bookkeeping, time limits and workers are used
 as they are. Traces without a forward or backward def run exactly as
 torch-oracle2 runs them. In the others:
@@ -57,7 +57,8 @@ def find_oracle2(argv):
         i += 1
     cands = [path, os.environ.get("TORCH_ORACLE2"),
              os.path.join(ROOT, "..", "shared", "tools", "torch-oracle2.py"),
-             os.path.join(ROOT, "bin", "torch-oracle2.py")]
+             os.path.join(ROOT, "shared", "tools", "torch-oracle2.py"),
+             os.path.join(ROOT, ".bin", "torch-oracle2.py")]
     for c in cands:
         if c and os.path.isfile(c):
             return os.path.abspath(c), rest
