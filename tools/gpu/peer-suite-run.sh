@@ -23,7 +23,8 @@
 #
 # Environment: PEER_JOBS (pytest-xdist workers, default 8), PEER_TIMEOUT (a
 # test's limit in s, default 120), PEER_SUITE (the peer-suite folder, default
-# ../shared/tools/peer-suite, else shared/tools/peer-suite), PEER_BASELINE=1
+# the first of ../shared/tools/peer-suite, shared/tools/peer-suite and
+# .bin/peer-suite: copy it into .bin to carry it to the GPU machine), PEER_BASELINE=1
 # also runs the suite unrecorded into OUT/baseline (outcomes only), and
 # CGTRACE_READS=0 records without `read` records (Tensor's methods untouched).
 #
@@ -40,7 +41,7 @@ out=$2
 cgtviz=${3:-$root/.bin/cgtviz-cuda}
 suite=${PEER_SUITE:-}
 if [ -z "$suite" ]; then
-	for c in "$root/../shared/tools/peer-suite" "$root/shared/tools/peer-suite"; do
+	for c in "$root/../shared/tools/peer-suite" "$root/shared/tools/peer-suite" "$root/.bin/peer-suite"; do
 		[ -f "$c/conftest.py" ] && suite=$c && break
 	done
 fi
