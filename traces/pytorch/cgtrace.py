@@ -784,7 +784,11 @@ class Session:
                 base = fact.base()
             except Exception:
                 base = None
-        if base is not None and base.storage == fact.storage and base.view_key != fact.view_key:
+        # Only a base the format can hold as a plain tensor (contiguous, at
+        # offset 0, of the view's dtype) is named; otherwise the storage is.
+        if (base is not None and base.storage == fact.storage and base.view_key != fact.view_key
+                and base.offset == 0 and is_contiguous(base.shape, base.stride)
+                and base.dtype == fact.dtype):
             if self.lookup(base) is None and self._name_view(base) is None:
                 self._tensor_record(base, "tensor", "base")
             got = self._view_source(fact)

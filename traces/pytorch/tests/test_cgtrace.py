@@ -531,6 +531,16 @@ class DTypeViewTest(unittest.TestCase):
                                    "shape": [2], "offset": 1, "strides": [5]})
         self.assertEqual(recs[2]["args"], ["view"])
 
+    def test_strided_base_is_not_named_the_storage_is(self):
+        """A base the format cannot hold as a plain tensor (a transpose's
+        root, another dtype) would be a second allocation: the storage is
+        named instead, once."""
+        base = FakeTensor([4, 2], stride=[1, 4], storage_numel=8)
+        sl = FakeTensor([4], storage=base.storage, offset=4, stride=[1], storage_numel=8, base=base)
+        self.call(info(0), [sl], [FakeTensor([4])])
+        made = [r for r in self.trace.records if r["op"] == "tensor"]
+        self.assertEqual([(r["name"], r["shape"]) for r in made], [("storage", [8])])
+
     def test_slice_without_base_names_the_storage(self):
         sl = FakeTensor([2], offset=4, stride=[3], storage_numel=8)
         self.call(info(0), [sl], [FakeTensor([2])])
