@@ -1445,8 +1445,7 @@ class Recorder:
                 self.trace.write(self.path)
             except Exception as e:
                 self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
-                warnings.warn("cgtrace: could not write the trace: %s" % self.error, RuntimeWarning,
-                              stacklevel=2)
+                _warn("cgtrace: could not write the trace: %s" % self.error)
 
     def __enter__(self):
         return self.start()
@@ -1703,8 +1702,7 @@ class Recorder:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
         except Exception:
             pass
-        warnings.warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error,
-                      RuntimeWarning, stacklevel=2)
+        _warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error)
 
     def _node_keys(self, mgr):
         node = self.tls.node
@@ -1855,6 +1853,20 @@ class Recorder:
             "let go of) are deleted right after its expect; view offsets are absolute, in elements "
             "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
             "without storage) is left out with a note" % SMALL_TENSOR)
+
+
+def _warn(msg):
+    """A RuntimeWarning about the recorder. Under -W error (pytest's
+    filterwarnings = error) warnings.warn raises: then the message goes to
+    stderr instead, since the recorder's trouble is never the program's
+    exception."""
+    try:
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    except Exception:
+        try:
+            sys.stderr.write(msg + "\n")
+        except Exception:
+            pass
 
 
 class _Unsupported(Exception):

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import types
 import unittest
+import warnings
 import weakref
 
 # CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
@@ -542,6 +543,28 @@ class RecorderTest(unittest.TestCase):
         self.assertIn("refused", header["meta"]["recorder_error"])
         self.assertEqual(sum(r["op"] == "call" for r in recs), 1)
         self.assertIn("cgtrace stopped recording here", [r for r in recs if r["op"] == "note"][-1]["text"])
+
+    def test_failure_under_warnings_as_errors_still_not_raised(self):
+        """-W error turns warnings.warn into a raise: the recorder's warning
+        then goes to stderr, and the program's call still returns."""
+        real_add = cgtrace.Trace.add
+
+        def add(trace, rec):
+            if rec["op"] == "call":
+                raise ValueError("call record: refused")
+            return real_add(trace, rec)
+
+        cgtrace.Trace.add = add
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()) as err:
+                warnings.simplefilter("error")
+                with cgtrace.record(self.path) as rec:
+                    out, = foo(Tensor([4]))
+        finally:
+            cgtrace.Trace.add = real_add
+        self.assertEqual(out.shape, (4,))
+        self.assertIn("recording stopped", err.getvalue())
+        self.assertIn("refused", rec.error)
 
     def test_unwritable_trace_warns(self):
         path = os.path.join(self.dir.name, "no", "such", "dir", "t.cgt.jsonl")
