@@ -23,6 +23,16 @@ class ProgramsTest(unittest.TestCase):
         self.assertEqual(sorted(scripts), self.programs())
         self.assertEqual(len(names), len(set(names)), "two programs record into one file")
 
+    def test_unknown_program_name_refused(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run(["bash", os.path.join(PROGRAMS, "record_all.sh"), d, "dtypes", "bogus"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no program named bogus", p.stderr)
+        self.assertNotIn("== dtypes", p.stdout)  # refused before recording anything
+
     def test_programs_parse_and_download_nothing(self):
         for f in self.programs():
             with open(os.path.join(PROGRAMS, f)) as fh:
