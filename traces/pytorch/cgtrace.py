@@ -15,6 +15,18 @@ every `cudagraph_mark_step_begin()` as a `step`, and after each call an
 and its parent, the checkpoint count). Replaying the trace in cgtviz then shows
 whether the engine decides as PyTorch did.
 
+Each `call` carries its `invocation` (Dynamo's GenerationTracker.generation:
+a graph break's resume function shares its frame's), tensors their dtype,
+views of other tensors their storage offset and strides. The settings in
+force (skip_cudagraph_warmup, the re-record and recompile limits, dynamic
+shapes, input mutation) are read from PyTorch's config at every call: the
+header holds them, a `config` record each change. Host reads of tree outputs
+(.item(), .cpu(), .tolist(), print, numpy, `if t:`) are `read` records with
+an expect of PyTorch's error. The recorder never changes the program: a
+tensor it cannot hold is left out with a note, and its own failure stops the
+recording with a warning (Recorder.error), never an exception in the program.
+CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
+
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
 synthesis, naming and liveness bookkeeping) lives in plain classes that the
@@ -22,6 +34,7 @@ tests drive with fake tensors.
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -29,11 +42,20 @@ import re
 import runpy
 import sys
 import threading
+import warnings
 import weakref
 
 FORMAT_VERSION = 1
 # The trace format allows at most this many dimensions per shape.
-MAX_DIMS = 4
+MAX_DIMS = 8
+# Element types the format knows, with their sizes in bytes (the engine sizes
+# allocations as numel * size, as PyTorch's caching allocator sees them).
+DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8,
+          "int32": 4, "int8": 1, "uint8": 1, "bool": 1}
+# A dtype the format lacks is written as the known one of its element size,
+# which keeps every allocation's byte count (the tree's decisions and the
+# allocator's block reuse depend on bytes, never on values).
+_DTYPE_BY_SIZE = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}
 # Tensors up to this many elements are written with their values ("init":
 # "values"); larger ones as "rand" with a seed, whose values are not the
 # program's: the tree's decisions do not depend on values.
@@ -50,10 +72,10 @@ __all__ = ["record", "Recorder", "Trace", "synth_def", "check_body", "main"]
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
     "def": ("op", "fn", "params", "body", "returns", "mode"),
-    "tensor": ("op", "name", "shape", "init", "seed", "values", "device"),
-    "param": ("op", "name", "shape", "init", "seed", "values", "device"),
-    "call": ("op", "fn", "args", "out"),
-    "eager": ("op", "out", "k", "a", "b", "shape", "value"),
+    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
+    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
+    "call": ("op", "fn", "args", "out", "invocation"),
+    "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
     "read": ("op", "name"),
@@ -61,6 +83,7 @@ _FIELDS = {
                "recordings", "replays", "warmups", "live_blocks", "error",
                "values", "device"),
     "note": ("op", "text"),
+    "config": ("op", "config"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -71,11 +94,39 @@ _REQUIRED = {
     "del": ("names",),
     "read": ("name",),
     "note": ("text",),
+    "config": ("config",),
 }
-_STMT_FIELDS = ("out", "k", "a", "b", "shape", "value")
+_STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
+# Ops made on every call, with plain fields: checked cheaply when made.
+_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
+# The settings a trace's config (header or `config` record) may hold, with
+# their types; each mirrors one PyTorch knob (see KNOBS).
+_CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
+                "max_total_bytes": int, "recompile_limit": int,
+                "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
+                "support_input_mutation": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
+
+
+_FIELD_SETS = {op: frozenset(f) for op, f in _FIELDS.items()}
+
+
+def check_record(rec):
+    """The cheap part of encode_record, run as a record is made: a known op,
+    known and required fields. The full encoding (values, statements, NaN)
+    runs when the trace is written, once per record."""
+    op = rec.get("op")
+    fields = _FIELD_SETS.get(op)
+    if fields is None:
+        raise ValueError("record has unknown op %r" % (op,))
+    if not fields.issuperset(rec):
+        unknown = sorted(k for k in rec if k not in fields)
+        raise ValueError("%s record: unknown field(s) %s" % (op, ", ".join(unknown)))
+    for k in _REQUIRED.get(op, ()):
+        if k not in rec:
+            raise ValueError("%s record lacks %r: %r" % (op, k, rec))
 
 
 def _ordered(obj, fields, what):
@@ -101,12 +152,32 @@ def encode_record(rec):
                        for st in rec["body"]]
     if op == "expect" and "action" in out and out["action"] not in _ACTIONS:
         raise ValueError("expect: unknown action %r" % out["action"])
+    if op == "config":
+        _check_config(out["config"], "config record")
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
+    dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
+    for dt in dts:
+        if dt is not None and dt not in DTYPES:
+            raise ValueError("%s record: unknown dtype %r" % (op, dt))
     return json.dumps(out, allow_nan=False)
 
 
+def _check_config(cfg, what):
+    if not isinstance(cfg, dict):
+        raise ValueError("%s: config must be an object, not %r" % (what, cfg))
+    for k, v in cfg.items():
+        want = _CONFIG_KEYS.get(k)
+        if want is None:
+            raise ValueError("%s: unknown config key %r" % (what, k))
+        if type(v) is not want or (want is int and v < 0):
+            raise ValueError("%s: config %s must be a%s %s, not %r" % (
+                what, k, " non-negative" if want is int else "", want.__name__, v))
+
+
 def encode_header(header):
+    if "config" in header:
+        _check_config(header["config"], "header")
     return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
 
 
@@ -115,16 +186,26 @@ class Trace:
     they run nothing and a body is only known after the function's first
     call returned) and the records in program order."""
 
-    def __init__(self, name, meta=None, config=None):
+    def __init__(self, name, meta=None, config=None, strict=True):
         self.name = name
         self.meta = dict(meta or {})
         self.config = dict(config or {})
         self.devices = 1
         self.defs = {}  # fn name -> def record, in first-call order
         self.records = []
+        # Check every record's fields as it is made (the tests); the
+        # recorder leaves the per-call ones to the writer.
+        self.strict = strict
 
     def add(self, rec):
-        encode_record(rec)  # refuse a bad record now, with its cause
+        # Refuse a bad record now, with its cause. The records made on every
+        # call (call, expect, del, step, read), whose fields are fixed by the
+        # code that makes them, are checked when written: a JSON encoding
+        # per record would cost more than the call it records.
+        if rec["op"] not in _CHEAP_OPS:
+            encode_record(rec)
+        elif self.strict:
+            check_record(rec)
         self.records.append(rec)
 
     def set_def(self, rec):
@@ -141,7 +222,14 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        out.extend(encode_record(r) for r in self.records)
+        for r in self.records:
+            try:
+                out.append(encode_record(r))
+            except (ValueError, TypeError) as e:
+                # One record the encoder refuses costs that record, not the
+                # file: a note in its place says what was lost.
+                out.append(encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
+                                          % (r.get("op"), str(e)[:200])}))
         return out
 
     def write(self, path):
@@ -190,6 +278,67 @@ def fit_shape(shape):
     return [numel(shape[:extra])] + shape[extra:]
 
 
+def contiguous_strides(shape):
+    out, acc = [], 1
+    for d in reversed(list(shape)):
+        out.append(acc)
+        acc *= max(int(d), 1)
+    return tuple(reversed(out))
+
+
+def is_contiguous(shape, stride):
+    """Row-major contiguity as PyTorch judges it: strides of size-1 dims do
+    not matter."""
+    acc = 1
+    for d, st in zip(reversed(list(shape)), reversed(list(stride))):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
+
+
+def extent(shape, offset, stride):
+    """Elements of the storage a view reaches: offset + sum((size-1)*stride) + 1
+    (just offset for an empty view), the bound the checker holds it to."""
+    if any(int(d) == 0 for d in shape):
+        return int(offset)
+    return int(offset) + sum((int(d) - 1) * int(st) for d, st in zip(shape, stride)) + 1
+
+
+def view_fields(shape, offset, stride, whole=False):
+    """The `view` statement's optional offset/strides for a view of this
+    shape, offset (in elements of the storage) and strides: none for a
+    contiguous view at offset 0 of the whole base (whole: a plain
+    reshape, same element count); a part of the base always says its
+    strides, since only a plain view keeps the element count. A shape
+    folded past MAX_DIMS cannot carry strides: {} (the caller decides)."""
+    shape = list(shape)
+    if len(shape) > MAX_DIMS or stride is None:
+        return {}
+    out = {}
+    if offset:
+        out["offset"] = int(offset)
+    if not is_contiguous(shape, stride):
+        out["strides"] = [int(x) for x in stride]
+    elif offset or not whole:
+        out["strides"] = [int(x) for x in contiguous_strides(shape)]
+    return out
+
+
+def dtype_name(dtype, itemsize=None):
+    """The format's name of a torch dtype (torch.bfloat16 -> "bfloat16"); a
+    dtype the format lacks maps to the known one of its element size, or
+    None when there is none (complex128, 16-byte types)."""
+    name = str(dtype)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    if name in DTYPES:
+        return name
+    if itemsize is None:
+        return None
+    return _DTYPE_BY_SIZE.get(int(itemsize))
+
+
 _ELEMENTWISE2 = ("add", "sub", "mul", "div", "max", "min")
 _ELEMENTWISE1 = ("neg", "relu", "exp", "sqrt", "tanh", "abs")
 
@@ -232,8 +381,14 @@ def check_body(params, shapes, body, returns):
             shape = [env[a][0], env[b][1]]
         elif k == "view":
             shape = list(st.get("shape", env[a]))
-            if numel(shape) != numel(env[a]):
+            strides = st.get("strides")
+            if strides is not None:
+                if len(strides) != len(shape) or any(int(x) < 0 for x in strides):
+                    raise ValueError("%s: strides %s do not fit shape %s" % (where, strides, shape))
+            elif "offset" not in st and numel(shape) != numel(env[a]):
                 raise ValueError("%s: view of %s to %s changes the element count" % (where, env[a], shape))
+            if int(st.get("offset", 0)) < 0:
+                raise ValueError("%s: negative offset" % where)
         elif k in ("fill", "empty"):
             shape = list(st["shape"])
             if k == "fill" and not isinstance(st.get("value"), (int, float)):
@@ -258,20 +413,25 @@ class OutSpec:
     tensor input j, or ("output", k) when it shares storage with output k of
     the same call; exact is True when it is the very same view (same shape,
     offset and strides), so the format's "returns names the param / repeats
-    the name" says it exactly."""
+    the name" says it exactly. offset and stride are the output's own
+    (elements of its storage), for an alias that is a slice."""
 
-    __slots__ = ("shape", "alias", "exact")
+    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride")
 
-    def __init__(self, shape, alias=None, exact=False):
+    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None):
         self.shape = list(shape)
         self.alias = alias
         self.exact = exact
+        self.dtype = dtype or "float32"
+        self.offset = offset
+        self.stride = tuple(stride) if stride is not None else contiguous_strides(shape)
 
     def __repr__(self):
         return "OutSpec(%r, alias=%r, exact=%r)" % (self.shape, self.alias, self.exact)
 
 
-def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
+def synth_def(fn, mode, params, param_shapes, outs, mutated=(), param_dtypes=None,
+              param_views=None):
     """A def record whose body makes outputs of the observed shapes from the
     inputs. Inductor's kernels cannot be reproduced, and the tree's decisions
     depend only on which tensors exist, alias and die, so each output gets
@@ -280,8 +440,15 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
     constant (a data dependency, as the real kernel has) or a `fill` of the
     shape.
     Mutated inputs get an in-place statement, which is what makes the engine
-    (like PyTorch) decline graphs when the mutated input is not static."""
+    (like PyTorch) decline graphs when the mutated input is not static.
+    param_dtypes gives each param's dtype (default float32); param_views each
+    param's (offset, strides) at the first call, to tell a reshape from a
+    slice."""
     shapes = {p: fit_shape(s) for p, s in zip(params, param_shapes)}
+    dtypes = {p: (param_dtypes[i] if param_dtypes else "float32") or "float32"
+              for i, p in enumerate(params)}
+    views = {p: (param_views[i] if param_views else (0, contiguous_strides(shapes[p])))
+             for i, p in enumerate(params)}
     taken = set(params)
     body = []
 
@@ -311,26 +478,55 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=()):
             if o.exact and shapes[src] == shape:
                 returns.append(src)
                 continue
-            if numel(shapes[src]) == numel(shape):
-                name = fresh("r%d" % i)
-                body.append({"out": name, "k": "view", "a": src, "shape": shape})
-                shapes[name] = shape
+            name = fresh("r%d" % i)
+            st = {"out": name, "k": "view", "a": src, "shape": shape}
+            s_off, s_stride = views[src]
+            plain = (not o.offset and is_contiguous(o.shape, o.stride) and not s_off
+                     and is_contiguous(shapes[src], s_stride) and numel(shapes[src]) == numel(shape))
+            if not plain:
+                # A slice, a chunk, a transpose: the same storage at the
+                # output's own offset and strides (absolute, in elements).
+                fields = view_fields(o.shape, o.offset, o.stride)
+                st.update(fields)
+                if not fields:
+                    st = None  # folded past MAX_DIMS: cannot be written as a view
+            if st is not None:
+                if o.dtype != dtypes[src]:
+                    st["dtype"] = o.dtype  # a reinterpreting view (x.view(torch.int32))
+                body.append(st)
+                shapes[name], dtypes[name] = shape, o.dtype
+                views[name] = (o.offset, tuple(o.stride)) if len(o.shape) <= MAX_DIMS else (0, contiguous_strides(shape))
                 returns.append(name)
                 continue
-            # A slice or other partial alias: the format's view keeps element
-            # counts, so the output becomes a new tensor (aliasing is lost).
+            taken.discard(name)
         name = fresh("r%d" % i)
-        same = next((p for p in params if shapes[p] == shape), None)
+        same = next((p for p in params if shapes[p] == shape and dtypes[p] == o.dtype), None)
+        if same is None:
+            same = next((p for p in params if shapes[p] == shape), None)
         # A different constant per output: PyTorch's compiler drops `x + 0`
         # (the output would alias x) and merges equal expressions (two
         # outputs would share one buffer), and either changes liveness when
         # the trace is run under PyTorch itself.
         if same is not None:
-            body.append({"out": name, "k": "add", "a": same, "b": i + 1})
+            st = {"out": name, "k": "add", "a": same, "b": i + 1}
+            if dtypes[same] != o.dtype:
+                st["dtype"] = o.dtype
         else:
-            body.append({"out": name, "k": "fill", "shape": shape, "value": i + 1})
-        shapes[name] = shape
+            st = {"out": name, "k": "fill", "shape": shape, "value": i + 1}
+            if o.dtype != "float32":
+                st["dtype"] = o.dtype
+        body.append(st)
+        shapes[name], dtypes[name] = shape, o.dtype
+        views[name] = (0, contiguous_strides(shape))
         returns.append(name)
+    if all(st["k"] == "view" for st in body):
+        # Every output aliases an input, yet the function reached PyTorch's
+        # tree (cudagraphify'd directly, as PyTorch's own tests do): a body
+        # of views alone reads as "Dynamo compiled nothing" (it runs as
+        # plain Python, in cgtviz as in PyTorch). An empty [0] tensor says
+        # "a graph runs here" and allocates nothing (a 0-byte request takes
+        # no block, in PyTorch's allocator as in cgtviz's).
+        body.append({"out": fresh("launch"), "k": "empty", "shape": [0]})
     rec = {"op": "def", "fn": fn, "params": list(params), "body": body,
            "returns": returns, "mode": mode}
     check_body(rec["params"], {p: shapes[p] for p in params}, body, returns)
@@ -348,10 +544,10 @@ class Fact:
     and the keys that say when two Python objects are the same tensor."""
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
-                 "alive", "read_values", "probe")
+                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
-                 read_values=None):
+                 read_values=None, dtype="float32", storage_numel=None, base=None):
         self.shape = list(shape)
         self.device = device
         self.obj_ref = obj_ref  # callable -> the object or None
@@ -361,6 +557,17 @@ class Fact:
         self.alive = alive  # callable -> bool
         self.read_values = read_values  # callable -> list[float] or None
         self.probe = None  # the torch side's liveness probe, if any
+        self.dtype = dtype or "float32"
+        # Elements of this dtype the storage holds (None: unknown, taken to
+        # be exactly what the view reaches).
+        self.storage_numel = storage_numel
+        # callable -> the Fact of the tensor this one is a view of (PyTorch's
+        # tensor._base), or None.
+        self.base = base
+        # True when alive() is True for as long as obj_ref() is not None (the
+        # torch side's probes without a tree wrapper): such names are not
+        # polled until their object dies.
+        self.held = False
 
     @property
     def view_key(self):
@@ -383,20 +590,34 @@ class FnInfo:
 
 
 class _Entry:
-    __slots__ = ("name", "fact", "kind", "order")
+    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr")
 
     def __init__(self, name, fact, kind, order):
         self.name, self.fact, self.kind, self.order = name, fact, kind, order
+        self.obj_id = None  # id() of the object by_obj maps to this name
+        self.wr = None  # the weakref whose callback says the object died (held facts)
 
 
 class _FnState:
-    __slots__ = ("name", "info", "params", "shapes", "defined", "calls")
+    __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
+                 "out_pos", "warned_extra")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
+        self.out_pos = []  # output positions the def returns (tensors at the first call)
+        self.warned_extra = False
         self.params, self.shapes = None, None
+        self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
+
+
+def _known_name(e, obj):
+    """e's name when e (an entry found by id) is bound to this very object."""
+    if e is None:
+        return None
+    ref = e.fact.obj_ref
+    return e.name if ref is not None and ref() is obj else None
 
 
 class Session:
@@ -414,14 +635,20 @@ class Session:
         self.trace = trace
         self.entries = {}  # name -> _Entry, live names only
         self.by_obj = {}  # id(obj) -> name
+        self.by_obj_entry = {}  # id(obj) -> entry (what by_obj names), for the hot path
+        self.by_storage = {}  # storage identity -> {name: entry} of the live names over it
         self.by_view = {}  # view key -> name
         self.fns = {}  # FnInfo.key -> _FnState
+        self.out_storage = {}  # storage identity -> a live name of a tree output over it
+        self._watch = {}  # name -> entry, for names polled at every event
+        self._held_wr = {}  # weakref -> name, for names alive while their object is
+        self._dead_objs = []  # weakrefs whose objects died since the last poll
         self.fn_names = set()
         self.names_used = set()
         self.order = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
-                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0}
+                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
 
     # -- names
 
@@ -440,19 +667,51 @@ class Session:
         self.order += 1
         e = _Entry(name, fact, kind, self.order)
         self.entries[name] = e
+        self.by_storage.setdefault(fact.storage, {})[name] = e
+        if kind == "out":
+            self.out_storage.setdefault(fact.storage, name)
+        obj = fact.obj_ref() if fact.obj_ref is not None else None
         if takeover:
-            if fact.obj_ref is not None and fact.obj_ref() is not None:
-                self.by_obj[id(fact.obj_ref())] = name
+            if obj is not None:
+                self.by_obj[id(obj)] = name
+                self.by_obj_entry[id(obj)] = e
+                e.obj_id = id(obj)
             self.by_view[fact.view_key] = name
+        if fact.held and obj is not None:
+            # Alive for sure while its object is: polled only once a
+            # weakref callback says the object died.
+            e.wr = weakref.ref(obj, self._died)
+            self._held_wr[e.wr] = name
+        else:
+            self._watch[name] = e
         return e
+
+    def _died(self, wr):
+        # Runs wherever the object dies (inside PyTorch, in the GC): only
+        # notes it; the next event polls the name.
+        self._dead_objs.append(wr)
 
     def _forget(self, name):
         e = self.entries.pop(name)
+        same = self.by_storage.get(e.fact.storage)
+        if same is not None:
+            same.pop(name, None)
+            if not same:
+                del self.by_storage[e.fact.storage]
+        self._watch.pop(name, None)
+        if e.wr is not None:
+            self._held_wr.pop(e.wr, None)
         k = e.fact.view_key
         if self.by_view.get(k) == name:
             del self.by_view[k]
-        for key in [k2 for k2, v in self.by_obj.items() if v == name]:
-            del self.by_obj[key]
+        if self.out_storage.get(e.fact.storage) == name:
+            del self.out_storage[e.fact.storage]
+            other = next((o.name for o in (same or {}).values() if o.kind == "out"), None)
+            if other is not None:
+                self.out_storage[e.fact.storage] = other
+        if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
+            del self.by_obj[e.obj_id]
+            del self.by_obj_entry[e.obj_id]
 
     def lookup(self, fact):
         """The live name that holds this tensor, if any: the same Python
@@ -471,22 +730,121 @@ class Session:
         return None
 
     def _view_source(self, fact):
-        """A live name over the same storage at offset 0 with the same element
-        count: the input is a reshaped view of it (an eager `view`)."""
-        if fact.offset != 0:
+        """A live name that can stand for the storage a new input views: a
+        tensor over the same storage, at offset 0, contiguous, of the same
+        dtype, reaching at least as far as the view does (the largest such
+        one). Returns (name, plain), plain when the input is a mere reshape
+        of it (same element count, offset 0, contiguous)."""
+        same = self.by_storage.get(fact.storage)
+        if not same:
             return None
-        for e in self.entries.values():
+        need = extent(fact.shape, fact.offset, fact.stride)
+        best = None
+        for e in list(same.values()):
             f = e.fact
-            if f.storage == fact.storage and f.offset == 0 and numel(f.shape) == numel(fact.shape):
-                return e.name
-        return None
+            if f.offset != 0 or f.dtype != fact.dtype:
+                continue
+            if not is_contiguous(f.shape, f.stride) or not e.fact.alive():
+                continue
+            n = numel(f.shape)
+            if n < need:
+                continue
+            if best is None or n > best[1]:
+                best = (e.name, n)
+        if best is None:
+            return None
+        plain = (fact.offset == 0 and is_contiguous(fact.shape, fact.stride)
+                 and numel(fact.shape) == best[1])
+        return best[0], plain
+
+    def _eager_view(self, fact, src, plain):
+        name = self._fresh("view")
+        rec = {"op": "eager", "out": name, "k": "view", "a": src, "shape": fit_shape(fact.shape)}
+        if not plain:
+            fields = view_fields(fact.shape, fact.offset, fact.stride)
+            if not fields:  # folded past MAX_DIMS: not a view the format can say
+                return None
+            rec.update(fields)
+        src_dtype = self.entries[src].fact.dtype
+        if fact.dtype != src_dtype:
+            rec["dtype"] = fact.dtype
+        self.trace.add(rec)
+        self._bind(name, fact, "view")
+        return name
+
+    def _name_view(self, fact):
+        """Names an input that is a view of storage the trace may not hold
+        yet: an eager `view` of a named tensor over it; else of its base
+        (tensor._base, named now); else of a tensor standing for the whole
+        storage, which lives as long as the storage does. Returns None for a
+        tensor that is its storage's sole, plain occupant."""
+        got = self._view_source(fact)
+        if got is not None:
+            return self._eager_view(fact, got[0], got[1])
+        whole = fact.storage_numel
+        covers = (fact.offset == 0 and is_contiguous(fact.shape, fact.stride)
+                  and (whole is None or whole <= numel(fact.shape)))
+        if covers:
+            return None
+        base = None
+        if fact.base is not None:
+            try:
+                base = fact.base()
+            except Exception:
+                base = None
+        # Only a base the format can hold as a plain tensor (contiguous, at
+        # offset 0, of the view's dtype) is named; otherwise the storage is.
+        if (base is not None and base.storage == fact.storage and base.view_key != fact.view_key
+                and base.offset == 0 and is_contiguous(base.shape, base.stride)
+                and base.dtype == fact.dtype):
+            if self.lookup(base) is None and self._name_view(base) is None:
+                self._tensor_record(base, "tensor", "base")
+            got = self._view_source(fact)
+            if got is not None:
+                return self._eager_view(fact, got[0], got[1])
+        if whole is None or whole < extent(fact.shape, fact.offset, fact.stride):
+            return None
+        # The storage itself: alive while the storage is (a view keeps it).
+        stor = Fact([whole], fact.device, None, fact.storage, 0, (1,),
+                    fact.probe.storage_alive if fact.probe is not None else fact.alive,
+                    None, fact.dtype, whole, None)
+        whole_name = self._tensor_record(stor, "tensor", "storage")
+        return self._eager_view(fact, whole_name, False)
 
     # -- liveness
+
+    def _flush_dead(self, names):
+        self._poll_dead_objs()
+        watch = self._watch
+        dead = []
+        for n in names:
+            e = watch.get(n)
+            if e is not None and e not in dead and not e.fact.alive():
+                dead.append(e)
+        if not dead:
+            return
+        dead.sort(key=lambda e: e.order)
+        names = [e.name for e in dead]
+        for n in names:
+            self._forget(n)
+        self.counts["dels"] += len(names)
+        self.trace.add({"op": "del", "names": names})
+
+    def _poll_dead_objs(self):
+        """Names whose object died since the last event join the polled ones
+        (their storage may live on: autograd's unpacked copies, views)."""
+        while self._dead_objs:
+            name = self._held_wr.pop(self._dead_objs.pop(), None)
+            e = self.entries.get(name) if name is not None else None
+            if e is not None:
+                e.wr = None
+                self._watch[name] = e
 
     def flush_deaths(self):
         """Emits one `del` for every named tensor that died since the last
         event, in binding order, so a replay drops them where PyTorch did."""
-        dead = [e for e in self.entries.values() if not e.fact.alive()]
+        self._poll_dead_objs()
+        dead = [e for e in self._watch.values() if not e.fact.alive()]
         if not dead:
             return
         dead.sort(key=lambda e: e.order)
@@ -498,6 +856,36 @@ class Session:
 
     # -- events
 
+    def known(self, obj):
+        """The live name bound to this very object, or None."""
+        return _known_name(self.by_obj_entry.get(id(obj)), obj)
+
+    def read_target(self, obj, storage):
+        """The name a host read of `obj` reads, when it is a tree output or a
+        view of one (None otherwise: reading an eager tensor never fails).
+        `storage` is a callable giving obj's storage identity, asked only
+        when some tree output lives."""
+        if not self.out_storage:
+            return None
+        name = self.by_obj.get(id(obj))
+        if name is not None:
+            e = self.entries.get(name)
+            if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                return name if e.fact.storage in self.out_storage else None
+        return self.out_storage.get(storage())
+
+    def read(self, name, error=None):
+        """A host read (.item(), .cpu(), print) of a named tree output, and
+        whether PyTorch raised (an output a later replay overwrote)."""
+        self.flush_deaths()
+        if name not in self.entries:
+            return
+        self.counts["reads"] += 1
+        self.trace.add({"op": "read", "name": name})
+        if error is not None:
+            self.counts["errors"] += 1
+        self.trace.add({"op": "expect", "error": error})
+
     def step(self):
         self.flush_deaths()
         self.counts["steps"] += 1
@@ -505,6 +893,12 @@ class Session:
 
     def note(self, text):
         self.trace.add({"op": "note", "text": text})
+
+    def config(self, changes):
+        """Settings that changed since the last config the trace holds (a
+        test patching torch._inductor.config mid-program), in force from
+        here on."""
+        self.trace.add({"op": "config", "config": dict(changes)})
 
     def _fn(self, info):
         st = self.fns.get(info.key)
@@ -528,8 +922,11 @@ class Session:
         name = self._fresh(base)
         shape = fit_shape(fact.shape)
         rec = {"op": op, "name": name, "shape": shape}
+        if fact.dtype != "float32":
+            rec["dtype"] = fact.dtype
         values = None
-        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None:
+        # Values only for float32: the format computes no other dtype.
+        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None and fact.dtype == "float32":
             try:
                 values = fact.read_values()
             except Exception:  # e.g. an overwritten cudagraph output: values unreadable
@@ -553,27 +950,27 @@ class Session:
         self._bind(name, fact, op)
         return name
 
-    def begin_call(self, info, inputs, param_names=None):
+    def begin_call(self, info, inputs, param_names=None, invocation=None):
         """Records everything before a call: deaths, the tensors it reads
         that the trace has not named yet. `inputs` holds a Fact per tensor
         input and None for the rest (SymInts, generators), by input index.
         `param_names` maps an input index to a preferred name (a module's
-        parameter path). Returns the call's context for end_call."""
+        parameter path). `invocation` is Dynamo's generation counter when
+        the call ran (calls with equal values are one top-level compiled
+        invocation). Returns the call's context for end_call."""
         self.flush_deaths()
         fs = self._fn(info)
-        args, param_list, shapes = [], [], []
+        args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         ph = info.placeholders
         for idx, fact in enumerate(inputs):
             if fact is None:
                 continue
+            if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
+                args.append(fact)
+                continue
             name = self.lookup(fact)
             if name is None:
-                src = self._view_source(fact)
-                if src is not None:
-                    name = self._fresh("view")
-                    self.trace.add({"op": "eager", "out": name, "k": "view", "a": src,
-                                    "shape": fit_shape(fact.shape)})
-                    self._bind(name, fact, "view")
+                name = self._name_view(fact)
             if name is None:
                 hint = (param_names or {}).get(idx)
                 if idx in info.static:
@@ -590,6 +987,8 @@ class Session:
                 pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
                 param_list.append(pname)
                 shapes.append(fit_shape(fact.shape))
+                pdtypes.append(fact.dtype)
+                pviews.append((fact.offset, tuple(fact.stride)))
         if fs.params is None:
             # Local names of the def: unique, and apart from the r<i> outputs.
             seen, uniq = set(), []
@@ -601,26 +1000,44 @@ class Session:
                 seen.add(q)
                 uniq.append(q)
             fs.params, fs.shapes = uniq, shapes
+            fs.dtypes, fs.views = pdtypes, pviews
             fs.info = info
         fs.calls += 1
         self.counts["calls"] += 1
         tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
-        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs)}
+        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
+                "invocation": invocation}
 
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
                  error=None, device=0):
-        """Records the call and PyTorch's decision about it. `outputs` is a
-        list of Facts for the tensor outputs (None when the call raised);
-        `node` is (fn key, parent fn key or None) for record and replay."""
+        """Records the call and PyTorch's decision about it. `outputs` holds,
+        by output position, a Fact per tensor output and None for anything
+        else (a SymInt, None, a tensor left out); it is None when the call
+        raised. `node` is (fn key, parent fn key or None) for record and
+        replay.
+
+        The def returns the positions that held tensors at the function's
+        first call; a later call binds each of them (`_` where it holds no
+        tensor this time), so `out` always has one name per returned value."""
         fs = ctx["fn"]
         if outputs is not None and not fs.defined:
-            self._define(fs, ctx, outputs)
+            fs.out_pos = [i for i, f in enumerate(outputs) if f is not None]
+            self._define(fs, ctx, [outputs[i] for i in fs.out_pos])
+        if outputs is not None:
+            extra = [i for i, f in enumerate(outputs) if f is not None and i not in fs.out_pos]
+            if extra and not fs.warned_extra:
+                fs.warned_extra = True
+                self.note("%s returned tensors at positions %s, which its first call did not: "
+                          "they are not in the trace" % (fs.name, extra))
+            outputs = [outputs[i] if i < len(outputs) else None for i in fs.out_pos]
         call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
         outs = []
         if outputs:
             for i, f in enumerate(outputs):
-                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)))
+                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)) if f is not None else "_")
             call["out"] = outs
+        if ctx.get("invocation") is not None:
+            call["invocation"] = int(ctx["invocation"])
         self.trace.add(call)
         action = actions[-1] if actions else "eager"
         self.counts[action] += 1
@@ -640,6 +1057,11 @@ class Session:
         if device:
             exp["device"] = device
         self.trace.add(exp)
+        # Inputs that died inside the call (the tree clears its input list,
+        # autograd frees saved tensors in a backward): deleted right after
+        # the call's expect, before anything else happens, so no later
+        # record sees them alive and no output is mistaken for them.
+        self._flush_dead(ctx["args"])
         if not outputs:
             return
         # Bind outputs. A name whose object comes back again (a replay hands
@@ -651,6 +1073,8 @@ class Session:
         # would live as long as the parameter.
         drop = []
         for name, f in zip(outs, outputs):
+            if f is None:
+                continue
             old = self.lookup(f)
             takeover = True
             if old is not None and old not in drop:
@@ -667,7 +1091,7 @@ class Session:
         if drop:
             drop.sort(key=lambda n: self.entries[n].order)
             for n in drop:
-                self.entries.pop(n)
+                self._forget(n)
             self.counts["dels"] += len(drop)
             self.trace.add({"op": "del", "names": drop})
 
@@ -692,9 +1116,10 @@ class Session:
                         alias = ("output", k)
                         exact = g.view_key == f.view_key
                         break
-            specs.append(OutSpec(f.shape, alias, exact))
+            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride))
         mutated = [pos[j] for j in fs.info.mutated if j in pos]
-        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated)
+        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
+                        fs.dtypes, fs.views)
         self.trace.set_def(rec)
         fs.defined = True
 
@@ -715,7 +1140,168 @@ class Session:
 
 
 _MODE_NAMES = {"FORWARD": "forward", "BACKWARD": "backward", "INFERENCE": "inference"}
+
+# PyTorch's knobs that CUDAGraph Trees and Dynamo's recompilation read, as
+# (which config module, dotted name). All of them are read at every call
+# (tests patch them mid-program); the ones the format has a key for become
+# settings (settings_from_knobs), the rest are kept in the header's meta and
+# their changes noted.
+KNOBS = (
+    ("inductor", "triton.skip_cudagraph_warmup"),
+    ("inductor", "triton.cudagraph_unexpected_rerecord_limit"),
+    ("inductor", "triton.cudagraph_support_input_mutation"),
+    ("dynamo", "inline_inbuilt_nn_modules"),
+    ("dynamo", "recompile_limit"),
+    ("dynamo", "cache_size_limit"),  # the name of recompile_limit before 2.7
+    ("dynamo", "automatic_dynamic_shapes"),
+    ("dynamo", "assume_static_by_default"),
+    ("inductor", "triton.cudagraph_skip_dynamic_graphs"),
+    ("inductor", "triton.cudagraph_dynamic_shape_warn_limit"),
+    ("inductor", "triton.cudagraph_capture_sizes"),
+    ("inductor", "triton.force_cudagraph_sync"),
+    ("inductor", "triton.cudagraph_trees"),
+    ("inductor", "graph_partition"),
+)
+# What the format's rerecord_limit is when PyTorch bounds nothing: 2.11's
+# exceed_rerecord_limit returns False while inline_inbuilt_nn_modules is on.
+UNBOUNDED = 2 ** 31 - 1
+
+
+def settings_from_knobs(raw):
+    """The format's settings from PyTorch's knob values (a dict keyed like
+    KNOBS' names, missing knobs absent): each key mirrors one knob.
+
+      warmup_runs               0 with triton.skip_cudagraph_warmup, else 1
+      rerecord_limit            triton.cudagraph_unexpected_rerecord_limit, or
+                                UNBOUNDED while dynamo inline_inbuilt_nn_modules
+                                is on (2.11 ignores the limit then)
+      support_input_mutation    triton.cudagraph_support_input_mutation
+      recompile_limit           dynamo recompile_limit (cache_size_limit)
+      automatic_dynamic_shapes  dynamo automatic_dynamic_shapes
+      assume_static_by_default  dynamo assume_static_by_default
+    """
+    out = {}
+    skip = raw.get("triton.skip_cudagraph_warmup")
+    if skip is not None:
+        out["warmup_runs"] = 0 if skip else 1
+    limit = raw.get("triton.cudagraph_unexpected_rerecord_limit")
+    if raw.get("inline_inbuilt_nn_modules") is True:
+        out["rerecord_limit"] = UNBOUNDED
+    elif isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+        out["rerecord_limit"] = min(limit, UNBOUNDED)
+    rl = raw.get("recompile_limit", raw.get("cache_size_limit"))
+    if isinstance(rl, int) and not isinstance(rl, bool) and rl >= 0:
+        out["recompile_limit"] = min(rl, UNBOUNDED)
+    for key, knob in (("support_input_mutation", "triton.cudagraph_support_input_mutation"),
+                      ("automatic_dynamic_shapes", "automatic_dynamic_shapes"),
+                      ("assume_static_by_default", "assume_static_by_default")):
+        v = raw.get(knob)
+        if isinstance(v, bool):
+            out[key] = v
+    return out
+
+
+def _jsonable(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
+
+
+_MISSING = object()
+_MAPPED_KNOBS = frozenset(("triton.skip_cudagraph_warmup", "triton.cudagraph_unexpected_rerecord_limit",
+                           "triton.cudagraph_support_input_mutation", "inline_inbuilt_nn_modules",
+                           "recompile_limit", "cache_size_limit", "automatic_dynamic_shapes",
+                           "assume_static_by_default"))
+
+
+class _Knobs:
+    """Reads KNOBS from torch's config modules, cheaply: one bound getter per
+    knob, found once (a ConfigModule answers the dotted name directly, which
+    skips the sub-config proxy)."""
+
+    def __init__(self, inductor_config, dynamo_config):
+        mods = {"inductor": inductor_config, "dynamo": dynamo_config}
+        self.getters = []
+        for which, name in KNOBS:
+            mod = mods.get(which)
+            if mod is None:
+                continue
+            if name == "cache_size_limit" and any(n == "recompile_limit" for n, _ in self.getters):
+                continue  # the old name: reading it would warn (deprecated) for nothing
+            g = self._getter(mod, name)
+            if g is not None:
+                self.getters.append((name, g))
+        self.mapped = [(n, g) for n, g in self.getters if n in _MAPPED_KNOBS]
+        self.mapped_g = [g for _, g in self.mapped]
+        self.mapped_vals = None  # the mapped knobs' values at the last reading, in order
+        self.last = None
+
+    @staticmethod
+    def _getter(mod, name):
+        try:
+            if getattr(mod, name, _MISSING) is not _MISSING:
+                return functools.partial(getattr, mod, name, None)  # no Python frame per read
+        except Exception:
+            pass
+        parts = name.split(".")
+
+        def walk(m=mod, parts=parts):
+            for p in parts:
+                m = getattr(m, p, None)
+                if m is None:
+                    return None
+            return m
+        try:
+            if walk() is None and len(parts) > 1:
+                # Absent from this torch: skip it rather than read None forever.
+                return None
+        except Exception:
+            return None
+        return walk
+
+    def read(self, all_knobs=True):
+        """The knobs' values. Without all_knobs only those the format has a
+        key for are read, the others are taken from the last reading; when
+        none changed, the last reading itself is returned (the same object:
+        the caller's `is` test is the whole cost of an unchanged config)."""
+        if not all_knobs and self.last is not None:
+            try:
+                vals = [g() for g in self.mapped_g]
+            except Exception:
+                vals = None
+            if vals is not None and vals == self.mapped_vals:
+                return self.last
+        out = {}
+        for name, g in self.getters if all_knobs else self.mapped:
+            try:
+                out[name] = g()
+            except Exception:  # a knob that cannot be read is treated as absent
+                pass
+        if not all_knobs and self.last is not None:
+            for name, _ in self.getters:
+                if name not in _MAPPED_KNOBS and name in self.last:
+                    out[name] = self.last[name]
+        self.last = out
+        self.mapped_vals = [out.get(n, _MISSING) for n, _ in self.mapped]
+        return out
 _ACTIVE = {"recorder": None}
+_ABSENT = object()  # a patched attribute the class did not define itself
+# Tensor methods through which the host reads a tensor's values (print goes
+# through __repr__ or __format__, numpy's asarray through numpy, `if t:`
+# through __bool__); `to` only when it moves to the host.
+_READ_METHODS = ("item", "tolist", "cpu", "numpy", "__repr__", "__format__", "__bool__",
+                 "__float__", "__int__", "__index__", "to")
+
+
+def _to_host(args, kwargs):
+    dev = kwargs.get("device", args[0] if args else None)
+    if dev is None:
+        return False
+    if isinstance(dev, str):
+        return dev.split(":")[0] == "cpu"
+    return getattr(dev, "type", None) == "cpu"
 
 
 class Recorder:
@@ -727,14 +1313,17 @@ class Recorder:
 
     def __init__(self, path, name=None, meta=None):
         self.path = path
-        self.trace = Trace(name or os.path.basename(path), meta=meta)
+        self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
         self.tls = threading.local()
         self._saved = {}
         self._mgr_serial = {}
         self._param_names = {}  # id(param) -> module path, filled lazily
-        self._last_generation = None
+        self._gen = None  # torch._dynamo.mutation_guard.GenerationTracker, at start
+        self._off = False  # set by the recorder's own failure: calls pass through
+        self.error = None  # that failure, as text
+        self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
 
     # -- install / remove
@@ -746,7 +1335,24 @@ class Recorder:
         from torch._inductor import cudagraph_trees as cgt
         from torch._inductor import config as inductor_config
 
+        from torch._dynamo.mutation_guard import GenerationTracker
+
         self.torch, self.cgt = torch, cgt
+        self._gen = GenerationTracker
+        self._strided = torch.strided
+        self._dtypes = {}  # torch dtype -> the format's name
+        # The settings first: nothing is patched yet if reading them fails.
+        try:
+            from torch._dynamo import config as dynamo_config
+        except ImportError:
+            dynamo_config = None
+        self._knobs = _Knobs(inductor_config, dynamo_config)
+        raw = self._knobs.read()
+        self._raw = raw
+        self._cfg = settings_from_knobs(raw)
+        self.trace.config = dict(self._cfg)
+        meta = self.trace.meta
+        meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
         M = cgt.CUDAGraphTreeManager
         for attr in ("_run", "run_eager", "record_function", "execute_node"):
             if attr not in M.__dict__:
@@ -788,6 +1394,8 @@ class Recorder:
             orig_mark()
             rec._on_step()
 
+        if os.environ.get("CGTRACE_READS", "1") != "0":
+            self._install_reads(torch.Tensor)
         M._run = _run
         M.run_eager = run_eager
         M.record_function = record_function
@@ -796,12 +1404,6 @@ class Recorder:
         _ACTIVE["recorder"] = self
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
 
-        tri = inductor_config.triton
-        cfg = {"warmup_runs": 0 if getattr(tri, "skip_cudagraph_warmup", False) else 1}
-        limit = getattr(tri, "cudagraph_unexpected_rerecord_limit", None)
-        if isinstance(limit, int):
-            cfg["rerecord_limit"] = limit
-        self.trace.config = cfg
         meta = self.trace.meta
         meta.setdefault("source", "cgtrace")
         meta["torch"] = torch.__version__
@@ -816,17 +1418,34 @@ class Recorder:
         return self
 
     def stop(self):
-        import torch
-        from torch._inductor import cudagraph_trees as cgt
+        """Puts PyTorch's functions back and writes the trace. A failure to
+        finish or write is the recorder's: warned about and kept in
+        self.error, never raised into the program."""
         for (owner, attr), val in self._saved.items():
-            setattr(owner, attr, val)
+            if val is _ABSENT:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, attr, val)
         self._saved.clear()
         _ACTIVE["recorder"] = None
         with self.lock:
-            self._catch_up_steps()
-            self.session.finish()
-            self._summarise(torch, cgt)
-            self.trace.write(self.path)
+            try:
+                if not self._off:
+                    self._catch_up_steps()
+                self.session.finish()
+                self._summarise(self.torch, self.cgt)
+            except Exception as e:
+                self._fail("finishing the trace", e)
+            try:
+                if self.error:
+                    self.trace.meta["recorder_error"] = self.error
+                self.trace.write(self.path)
+            except Exception as e:
+                self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+                _warn("cgtrace: could not write the trace: %s" % self.error)
 
     def __enter__(self):
         return self.start()
@@ -860,10 +1479,84 @@ class Recorder:
         self._mark_counter = c
 
     def _on_step(self):
+        if self._off:
+            return
         with self.lock:
-            self._mark_counter -= 1  # the wrapped call's own decrement
-            self._catch_up_steps()
-            self.session.step()
+            try:
+                self._mark_counter -= 1  # the wrapped call's own decrement
+                self._catch_up_steps()
+                self.session.step()
+                # Every knob every 64th step (for the notes); the format's
+                # settings are read at each call anyway.
+                if self.session.counts["steps"] % 64 == 1:
+                    raw = self._knobs.read()
+                    if raw != self._raw:
+                        self._on_knobs(raw)
+            except Exception as e:
+                self._fail("recording a step", e)
+
+    def _install_reads(self, T):
+        """Wraps the Tensor methods through which the host reads values, so a
+        read of a tree output becomes a `read` record (and its error, if
+        PyTorch raised one, an expect). A read made by PyTorch inside a tree
+        call, or by the recorder itself, or nested in another read (print
+        calls item()), is not one."""
+        rec = self
+        for name in _READ_METHODS:
+            orig = getattr(T, name, None)
+            if orig is None:
+                continue
+            self._saved[(T, name)] = T.__dict__.get(name, _ABSENT)
+
+            def wrapper(t, *args, _orig=orig, _name=name, **kwargs):
+                if _name == "to" and not _to_host(args, kwargs):
+                    return _orig(t, *args, **kwargs)
+                if rec._off or getattr(rec.tls, "busy", False) or getattr(rec.tls, "depth", 0):
+                    return _orig(t, *args, **kwargs)
+                try:
+                    target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                except Exception:
+                    target = None
+                if target is None:
+                    return _orig(t, *args, **kwargs)
+                rec.tls.busy = True
+                try:
+                    out = _orig(t, *args, **kwargs)
+                except BaseException as e:
+                    rec._on_read(target, _error_text(e))
+                    raise
+                finally:
+                    rec.tls.busy = False
+                rec._on_read(target, None)
+                return out
+
+            wrapper.__name__ = getattr(orig, "__name__", name)
+            wrapper.__qualname__ = "Tensor." + wrapper.__name__
+            wrapper.__doc__ = getattr(orig, "__doc__", None)
+            setattr(T, name, wrapper)
+
+    def _on_read(self, name, error):
+        if self._off:
+            return
+        try:
+            with self.lock:
+                self._catch_up_steps()
+                self.session.read(name, error)
+        except Exception as e:
+            self._fail("recording a read", e)
+
+    def _on_knobs(self, raw):
+        """PyTorch's settings changed since the last call: a `config` record
+        with the format's settings that changed, a note for the other knobs."""
+        cfg = settings_from_knobs(raw)
+        changes = {k: v for k, v in cfg.items() if self._cfg.get(k) != v}
+        if changes:
+            self.session.config(changes)
+        mapped = _MAPPED_KNOBS
+        for k in sorted(set(raw) | set(self._raw)):
+            if k not in mapped and raw.get(k) != self._raw.get(k):
+                self.session.note("torch config %s changed to %r" % (k, raw.get(k)))
+        self._raw, self._cfg = raw, cfg
 
     def _fn_key(self, mgr, function_id):
         serial = self._mgr_serial.get(id(mgr))
@@ -873,7 +1566,9 @@ class Recorder:
         return (serial[0], mgr.device_index, function_id.id)
 
     def _on_run(self, orig, mgr, new_inputs, function_id):
-        if self._in_call():  # _run re-entering itself (the roots restart): one call
+        if self._off or self._in_call():
+            # _run re-entering itself (the roots restart) is one call; a
+            # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
         with self.lock:
             self.tls.depth = 1
@@ -887,39 +1582,127 @@ class Recorder:
                 self.tls.node = None
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
-        torch = self.torch
-        self._catch_up_steps()
-        info = self._fn_info(mgr, function_id)
-        # A comprehension leaves no loop variable holding the last input
-        # alive through the call (that would change what dies in it).
-        facts = [self._fact(v) if isinstance(v, torch.Tensor) else None for v in new_inputs]
-        self._maybe_note_generation(info)
-        ctx = self.session.begin_call(info, facts, self._param_hints(new_inputs, info))
-        del facts
+        """Runs the tree's call between the recorder's before and after
+        parts. Whatever the recorder raises is its own failure (_fail): the
+        program's call runs exactly once and its result or exception is
+        the program's, untouched."""
+        try:
+            ctx = self._before_call(mgr, new_inputs, function_id)
+        except Exception as e:
+            self._fail("before a call", e)
+            ctx = None
         try:
             out = orig(mgr, new_inputs, function_id)
         except BaseException as e:
-            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
-                                  mgr.debug_checkpointing_counter, None,
-                                  _error_text(e), mgr.device_index)
+            if ctx is not None and not self._off:
+                try:
+                    self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+                                          mgr.debug_checkpointing_counter, None,
+                                          _error_text(e), mgr.device_index)
+                except Exception as e2:
+                    self._fail("after a call that raised", e2)
             raise
+        if ctx is not None and not self._off:
+            try:
+                self._after_call(ctx, mgr, out)
+            except Exception as e:
+                self._fail("after a call", e)
+        return out
+
+    def _before_call(self, mgr, new_inputs, function_id):
+        Tensor = self.torch.Tensor
+        self._catch_up_steps()
+        info = self._fn_info(mgr, function_id)
+        # The knobs with a format key are read at every call; the others
+        # (noted only) at a function's first call and every 64th step.
+        first = info.key not in self.session.fns
+        raw = self._knobs.read(all_knobs=first)
+        if raw is not self._raw and raw != self._raw:
+            self._on_knobs(raw)
+        # A comprehension leaves no loop variable holding the last input
+        # alive through the call (that would change what dies in it). Once
+        # the function is defined, an input the trace names by its object (a
+        # parameter, a tensor passed again) needs no Fact: its name is enough.
+        fs = self.session.fns.get(info.key)
+        if fs is not None and fs.defined:
+            known = self.session.by_obj_entry.get
+            fact = self._fact_or_none
+            facts = [(_known_name(known(id(v)), v) or fact(v)) if isinstance(v, Tensor) else None
+                     for v in new_inputs]
+        else:
+            facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
+        # Dynamo bumps GenerationTracker.generation once per top-level
+        # torch.compile'd frame invocation (OptimizeContext's on_enter ->
+        # install_generation_tagging_init); resume functions after a graph
+        # break run inside that invocation and see the same value, which is
+        # what CUDAGraph Trees' get_curr_generation() falls back to.
+        hints = None
+        if any(f is not None and not isinstance(f, str) for f in facts):
+            hints = self._param_hints(new_inputs, info)  # only tensors new to the trace need one
+        ctx = self.session.begin_call(info, facts, hints,
+                                      invocation=self._gen.generation)
+        del facts
+        return ctx
+
+    def _after_call(self, ctx, mgr, out):
+        Tensor = self.torch.Tensor
+        # The tree hands back a list; a model called directly (cudagraphify)
+        # may return one tensor, which the tree takes as a single output.
+        if out is None:
+            seq = ()
+        elif isinstance(out, Tensor) or not isinstance(out, (list, tuple)):
+            seq = (out,)
+        else:
+            seq = out
         outs = []
         node = self.tls.node
         wrappers = getattr(node, "outputs_weakrefs", None) if node is not None else None
-        for i, o in enumerate(out if out is not None else ()):
-            if isinstance(o, torch.Tensor):
-                f = self._fact(o)
-                # The tree's own weakref for this output (aligned with the
-                # outputs of a recorded or replayed node), for liveness.
-                if wrappers is not None and len(wrappers) == len(out) and wrappers[i] is not None:
-                    f.probe.tree_ref = wrappers[i]
-                outs.append(f)
-        self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
-                              mgr.debug_checkpointing_counter, outs, None, mgr.device_index)
-        # Kept per call: the manager is gone by the time recording stops
-        # when the program's compiled functions died first.
-        self._trees[str(mgr.device_index)] = _tree_stats(mgr)
-        return out
+        for i, o in enumerate(seq):
+            f = self._fact_or_none(o) if isinstance(o, Tensor) else None
+            # The tree's own weakref for this output (aligned with the
+            # outputs of a recorded or replayed node), for liveness.
+            if (f is not None and wrappers is not None and len(wrappers) == len(seq)
+                    and wrappers[i] is not None):
+                f.probe.tree_ref = wrappers[i]
+                f.held = False  # the tree's wrapper decides: polled at every event
+            outs.append(f)
+        actions = self.tls.actions
+        ckpt = mgr.debug_checkpointing_counter
+        self.session.end_call(ctx, list(actions), self._node_keys(mgr), ckpt, outs, None,
+                              mgr.device_index)
+        # Kept per call (the manager is gone by the time recording stops when
+        # the program's compiled functions died first), but walked only when
+        # the tree can have changed: a replay or warmup adds no graph node.
+        dev = str(mgr.device_index)
+        last = self._trees.get(dev)
+        if "record" in actions or last is None or last["checkpoints"] != ckpt:
+            self._trees[dev] = _tree_stats(mgr)
+
+    def _fact_or_none(self, t):
+        """The Fact of a tensor, or None (with one note per kind) for one
+        the format cannot hold: it is left out of the trace, never an error
+        in the program."""
+        try:
+            return self._fact(t)
+        except Exception as e:
+            kind = str(e) if isinstance(e, _Unsupported) else "%s (%s)" % (type(t).__name__, type(e).__name__)
+            if kind not in self._skipped:
+                self._skipped.add(kind)
+                self.session.note("cgtrace left out a tensor it cannot record: %s" % kind)
+            return None
+
+    def _fail(self, stage, e):
+        """The recorder's own error: warn once, note it in the trace, and stop
+        recording (the program goes on, unrecorded from here)."""
+        if self._off:
+            return
+        self._off = True
+        self.error = "%s: %s: %s" % (stage, type(e).__name__, e)
+        try:
+            self.session.note("cgtrace stopped recording here: %s" % self.error)
+        except Exception:
+            pass
+        _warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error)
 
     def _node_keys(self, mgr):
         node = self.tls.node
@@ -928,21 +1711,6 @@ class Recorder:
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
         return (self._fn_key(mgr, node.wrapped_function.id), pkey)
-
-    def _maybe_note_generation(self, info):
-        """Before the first mark_step, PyTorch starts a generation per
-        top-level torch.compile invocation, the format per call. Two tree
-        calls inside one invocation (a graph break, a graph partition) differ
-        there: say so where it happens."""
-        if info.mode != "inference" or self.cgt.MarkStepBox.mark_step_counter != 0:
-            self._last_generation = None
-            return
-        from torch._dynamo.mutation_guard import GenerationTracker
-        gen = GenerationTracker.generation
-        if self._last_generation == gen:
-            self.session.note("PyTorch ran this call in the same torch.compile invocation as the "
-                              "previous one (generation %d): it started no new generation here" % gen)
-        self._last_generation = gen
 
     def _fn_info(self, mgr, function_id):
         key = self._fn_key(mgr, function_id)
@@ -1041,24 +1809,29 @@ class Recorder:
         return hints
 
     def _fact(self, t):
-        """A Fact for tensor t, holding no strong reference to it."""
+        """A Fact for tensor t, holding no strong reference to it. Raises
+        _Unsupported for a tensor the format cannot hold. On every call's
+        outputs: it asks torch only what it needs (no device object, the
+        dtype's name cached)."""
+        if t.layout is not self._strided:
+            raise _Unsupported("layout %s" % (t.layout,))
+        if not t.is_cuda:
+            raise _Unsupported("%s tensor" % t.device.type)
+        dt = t.dtype
+        dtype = self._dtypes.get(dt)
+        if dtype is None:
+            dtype = dtype_name(dt, t.element_size())
+            if dtype is None:
+                raise _Unsupported("dtype %s" % (dt,))
+            self._dtypes[dt] = dtype
         stor = t.untyped_storage()
-        cdata = stor._cdata
-        probe = _Probe(weakref.ref(t), _storage_weakref(stor))
-        del stor
-        numel_ = t.numel()
-        wr = probe.wr
-
-        def read_values():
-            obj = wr()
-            if obj is None or numel_ > SMALL_TENSOR:
-                return None
-            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
-
-        dev = t.device.index if t.device.type == "cuda" and t.device.index is not None else 0
-        fact = Fact(tuple(t.shape), dev, wr, cdata, t.storage_offset(), tuple(t.stride()),
-                    probe.alive, read_values)
+        probe = _Probe(weakref.ref(t), _StorageWeakRef(stor), self.tls)
+        itemsize = DTYPES[dtype]
+        fact = Fact(t.shape, t.get_device(), probe.wr, stor._cdata, t.storage_offset(), t.stride(),
+                    probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
+        probe.fact = self._fact
         fact.probe = probe
+        fact.held = True
         return fact
 
     def _summarise(self, torch, cgt):
@@ -1075,8 +1848,30 @@ class Recorder:
         meta["approximations"] = (
             "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
             "not inductor's kernels; tensors appear at their first use by a compiled call; "
-            "values of tensors over %d elements are not reproduced (rand); tensors dying inside "
-            "a call (saved activations in a backward) are deleted right after it" % SMALL_TENSOR)
+            "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
+            "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
+            "let go of) are deleted right after its expect; view offsets are absolute, in elements "
+            "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
+            "without storage) is left out with a note" % SMALL_TENSOR)
+
+
+def _warn(msg):
+    """A RuntimeWarning about the recorder. Under -W error (pytest's
+    filterwarnings = error) warnings.warn raises: then the message goes to
+    stderr instead, since the recorder's trouble is never the program's
+    exception."""
+    try:
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    except Exception:
+        try:
+            sys.stderr.write(msg + "\n")
+        except Exception:
+            pass
+
+
+class _Unsupported(Exception):
+    """A tensor the format cannot hold (sparse, meta, CPU, a subclass without
+    a storage, a dtype of no known size): left out of the trace, with a note."""
 
 
 class _Probe:
@@ -1092,10 +1887,35 @@ class _Probe:
     alive while its object is, or, once the object is gone (autograd unpacks
     saved tensors into other objects), while its storage is."""
 
-    __slots__ = ("wr", "sref", "tree_ref")
+    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact")
 
-    def __init__(self, wr, sref):
+    def __init__(self, wr, sref, tls=None):
         self.wr, self.sref, self.tree_ref = wr, sref, None
+        self.tls = tls
+        self.fact = None  # the recorder's _fact, for base()
+
+    def read_values(self):
+        """The values of a small tensor, read as the recorder's own read (not
+        the program's: no `read` record)."""
+        obj = self.wr()
+        if obj is None or obj.numel() > SMALL_TENSOR:
+            return None
+        tls = self.tls
+        busy = getattr(tls, "busy", False)
+        tls.busy = True
+        try:
+            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+        finally:
+            tls.busy = busy
+
+    def base(self):
+        """The Fact of the tensor this one is a view of (tensor._base)."""
+        obj = self.wr()
+        b = getattr(obj, "_base", None) if obj is not None else None
+        return self.fact(b) if b is not None and self.fact is not None else None
+
+    def storage_alive(self):
+        return not self.sref.expired()
 
     def alive(self):
         w = self.tree_ref
@@ -1117,8 +1937,11 @@ def _tree_stats(mgr):
     return {"nodes": count, "roots": len(roots), "checkpoints": mgr.debug_checkpointing_counter}
 
 
-def _storage_weakref(stor):
+def _StorageWeakRef(stor):
+    """torch.multiprocessing.reductions.StorageWeakRef, imported once."""
+    global _StorageWeakRef
     from torch.multiprocessing.reductions import StorageWeakRef
+    _StorageWeakRef = StorageWeakRef
     return StorageWeakRef(stor)
 
 

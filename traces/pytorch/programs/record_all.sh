@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
 # Records every program in this folder with cgtrace, one process each, into
 # DIR (default: examples/recorded of this repo), and prints each trace's
-# summary. Needs a CUDA GPU and PyTorch 2.11.
+# summary. Needs a CUDA GPU and PyTorch 2.11 (llama_tiny also transformers;
+# it records nothing without it).
+#
+#     bash traces/pytorch/programs/record_all.sh [DIR [NAME...]]
+#
+# With NAMEs only those programs are recorded (e.g. to stay within a time
+# limit per command). Exit status 1 when any program failed (the others are
+# still recorded), 2 for a NAME that is not in the list.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../../examples/recorded}
+[ $# -gt 0 ] && shift
+only=" $* "
 mkdir -p "$out"
 export PYTHONPATH="$here/..${PYTHONPATH:+:$PYTHONPATH}"
 status=0
-for p in seed_checkpoint seed_liveness inference_kv train_mlp; do
-  echo "== $p"
-  if ! python3 -m cgtrace run -o "$out/$p.cgt.jsonl" --name "recorded: $p.py" "$here/$p.py"; then
-    echo "!! $p failed" >&2
+# name, then the script and its arguments
+list=$(cat <<'LIST'
+seed_checkpoint seed_checkpoint.py
+seed_liveness seed_liveness.py
+inference_kv inference_kv.py
+train_mlp train_mlp.py
+graph_break graph_break.py
+graph_break_mark_step graph_break.py --mark-step
+dtypes dtypes.py
+dims5 dims5.py
+slices slices.py
+llama_tiny llama_tiny.py
+train_compiled_opt train_compiled_opt.py
+LIST
+)
+for n in $only; do
+  if ! printf '%s\n' "$list" | grep -q "^$n "; then
+    echo "record_all: no program named $n" >&2
+    exit 2
+  fi
+done
+while read -r name script args; do
+  [ -z "$name" ] && continue
+  [ "$only" != "  " ] && [[ "$only" != *" $name "* ]] && continue
+  echo "== $name"
+  # shellcheck disable=SC2086
+  if ! python3 -m cgtrace run -o "$out/$name.cgt.jsonl" --name "recorded: $script${args:+ $args}" "$here/$script" $args; then
+    echo "!! $name failed" >&2
     status=1
   fi
-  [ -f "$out/$p.cgt.jsonl" ] && python3 -m cgtrace summary "$out/$p.cgt.jsonl"
-done
+  [ -f "$out/$name.cgt.jsonl" ] && python3 -m cgtrace summary "$out/$name.cgt.jsonl"
+done <<< "$list"
 exit $status

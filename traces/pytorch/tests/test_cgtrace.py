@@ -11,7 +11,10 @@ import tempfile
 import unittest
 import weakref
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the file beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cgtrace  # noqa: E402
 from cgtrace import (Fact, FnInfo, OutSpec, Session, Trace, check_body,  # noqa: E402
@@ -24,7 +27,8 @@ class FakeTensor:
 
     _next_storage = [1000]
 
-    def __init__(self, shape, storage=None, offset=0, stride=None, values=None, device=0):
+    def __init__(self, shape, storage=None, offset=0, stride=None, values=None, device=0,
+                 dtype="float32", storage_numel=None, base=None):
         if storage is None:
             FakeTensor._next_storage[0] += 1
             storage = FakeTensor._next_storage[0]
@@ -34,6 +38,9 @@ class FakeTensor:
         self.stride = tuple(stride) if stride is not None else _contiguous(shape)
         self.values = values
         self.device = device
+        self.dtype = dtype
+        self.storage_numel = storage_numel
+        self.base = base
         self.live = True
 
     def fact(self):
@@ -47,10 +54,17 @@ class FakeTensor:
             t = ref()
             return None if t is None else t.values
 
-        return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read)
+        base = self.base
+        return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read,
+                    self.dtype, self.storage_numel, (lambda: base.fact()) if base is not None else None)
 
     def view(self, shape):
-        return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape))
+        return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape), dtype=self.dtype)
+
+    def col(self, j):
+        """self[:, j] of a 2-d tensor: a strided view at an offset."""
+        return FakeTensor([self.shape[0]], storage=self.storage, offset=self.offset + j * self.stride[1],
+                          stride=[self.stride[0]], dtype=self.dtype, base=self.base or self)
 
 
 def _contiguous(shape):
@@ -90,7 +104,14 @@ class EncodeTest(unittest.TestCase):
     def test_bad_statement_field_refused(self):
         with self.assertRaisesRegex(ValueError, "statement of def f"):
             encode_record({"op": "def", "fn": "f", "params": [], "returns": [],
-                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]})
+                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "stride": [1]}]})
+
+    def test_unknown_dtype_refused(self):
+        for rec in ({"op": "tensor", "name": "t", "shape": [1], "init": "zeros", "dtype": "complex64"},
+                    {"op": "def", "fn": "f", "params": [], "returns": [],
+                     "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]}):
+            with self.assertRaisesRegex(ValueError, "unknown dtype"):
+                encode_record(rec)
 
     def test_header_and_defs_first(self):
         t = Trace("demo", meta={"source": "cgtrace", "torch": "2.11.0"})
@@ -100,6 +121,19 @@ class EncodeTest(unittest.TestCase):
         self.assertEqual(lines[0], {"cgtviz": 1, "name": "demo", "devices": 1,
                                     "meta": {"source": "cgtrace", "torch": "2.11.0"}})
         self.assertEqual([x.get("op") for x in lines[1:]], ["def", "step"])
+
+    def test_unchecked_record_refused_at_write_costs_only_itself(self):
+        """The recorder's trace checks per-call records when written: one the
+        encoder refuses becomes a note saying so; the rest of the file stands."""
+        t = Trace("w", strict=False)
+        t.add({"op": "step"})
+        t.add({"op": "call", "fn": "f", "args": [], "bogus": 1})
+        t.add({"op": "step"})
+        lines = [json.loads(x) for x in t.lines()]
+        self.assertEqual([x.get("op") for x in lines[1:]], ["step", "note", "step"])
+        self.assertIn("unknown field(s) bogus", lines[2]["text"])
+        with self.assertRaisesRegex(ValueError, "unknown field"):
+            Trace("strict").add({"op": "call", "fn": "f", "args": [], "bogus": 1})
 
     def test_write_is_whole(self):
         t = Trace("w")
@@ -115,8 +149,9 @@ class EncodeTest(unittest.TestCase):
 class ShapeTest(unittest.TestCase):
     def test_fit_shape(self):
         self.assertEqual(fit_shape([2, 3, 4, 5]), [2, 3, 4, 5])
-        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [6, 4, 5, 6])
-        self.assertEqual(fit_shape([1, 2, 3, 4, 5, 6]), [6, 4, 5, 6])
+        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [2, 3, 4, 5, 6])
+        self.assertEqual(fit_shape([1] * 8), [1] * 8)
+        self.assertEqual(fit_shape([2, 3, 1, 1, 1, 1, 1, 1, 4, 5]), [6, 1, 1, 1, 1, 1, 4, 5])
         self.assertEqual(fit_shape([]), [])
 
     def test_sanitize(self):
@@ -137,16 +172,18 @@ class SynthTest(unittest.TestCase):
     def test_alias_of_input_returns_param(self):
         d = synth_def("f", "forward", ["w", "x"], [[4, 4], [4]],
                       [OutSpec([4], ("param", 1), exact=True)])
-        self.assertEqual(d["body"], [])
+        # views alone would read as "nothing compiled": the [0] marker says a graph ran
+        self.assertEqual(d["body"], [{"out": "launch", "k": "empty", "shape": [0]}])
         self.assertEqual(d["returns"], ["x"])
 
     def test_view_of_input_with_other_shape(self):
         d = synth_def("f", "inference", ["x"], [[2, 3]], [OutSpec([6], ("param", 0))])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [6]}])
+        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [6]}, {"out": "launch", "k": "empty", "shape": [0]}])
 
-    def test_partial_alias_becomes_new_tensor(self):
+    def test_partial_alias_is_a_strided_view(self):
         d = synth_def("f", "inference", ["x"], [[8]], [OutSpec([4], ("param", 0))])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "fill", "shape": [4], "value": 1}])
+        # x[:4] of an [8]: the same storage, the first 4 elements
+        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [4], "strides": [1]}, {"out": "launch", "k": "empty", "shape": [0]}])
 
     def test_output_aliasing_output_repeats_name(self):
         d = synth_def("f", "inference", ["x"], [[4]],
@@ -329,7 +366,7 @@ class SessionTest(unittest.TestCase):
         self.call(fi, [x], "warmup", [x, x.view([6])])
         d = self.trace.defs["foo_0"]
         self.assertEqual(d["returns"], ["x0", "r1"])
-        self.assertEqual(d["body"], [{"out": "r1", "k": "view", "a": "x0", "shape": [6]}])
+        self.assertEqual(d["body"], [{"out": "r1", "k": "view", "a": "x0", "shape": [6]}, {"out": "launch", "k": "empty", "shape": [0]}])
 
     def test_dead_input_is_not_aliased(self):
         """An input that died during the call may share its old storage id
@@ -349,7 +386,8 @@ class SessionTest(unittest.TestCase):
 
     def test_non_tensor_inputs_left_out(self):
         fi = info(0, placeholders=["s0", "arg1_1"])
-        ctx = self.s.begin_call(fi, [None, FakeTensor([3, 4]).fact()])
+        x = FakeTensor([3, 4])
+        ctx = self.s.begin_call(fi, [None, x.fact()])
         self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([3, 4]).fact()])
         self.assertEqual(self.trace.defs["foo_0"]["params"], ["arg1_1"])
         self.assertEqual(self.trace.records[-2]["args"], ["in"])
@@ -375,11 +413,207 @@ class SessionTest(unittest.TestCase):
 
     def test_device_recorded(self):
         fi = FnInfo((0, 1, 0), "foo", "inference", (), (), (), 1)
-        ctx = self.s.begin_call(fi, [FakeTensor([4], device=1).fact()])
+        x = FakeTensor([4], device=1)
+        ctx = self.s.begin_call(fi, [x.fact()])
         self.s.end_call(ctx, ["warmup"], None, 0, [FakeTensor([4], device=1).fact()], None, 1)
         self.assertEqual(self.trace.records[0]["device"], 1)
         self.assertEqual(self.trace.records[-1]["device"], 1)
         self.assertEqual(self.trace.header()["devices"], 2)
+
+
+class OutputsTest(unittest.TestCase):
+    """Outputs by position, inputs dying inside a call (issue 13 items 4, 8)."""
+
+    def setUp(self):
+        self.trace = Trace("t")
+        self.s = Session(self.trace)
+
+    def test_input_dying_inside_call_deleted_after_its_expect(self):
+        fi = info(0, mode="backward", placeholders=["mm", "tangents_1"])
+        saved, grad = FakeTensor([4]), FakeTensor([4])
+        ctx = self.s.begin_call(fi, [saved.fact(), grad.fact()])
+        saved.live = False  # autograd freed it inside the backward
+        out = FakeTensor([4])
+        self.s.end_call(ctx, ["warmup"], None, 0, [out.fact()])
+        self.assertEqual(ops(self.trace), ["tensor", "tensor", "call", "expect", "del"])
+        self.assertEqual(self.trace.records[-1]["names"], ["saved"])
+        self.assertIn("foo_0_c1_0", self.s.entries)
+
+    def test_non_tensor_outputs_keep_positions(self):
+        """A def's returns are the tensor positions of its first call; a
+        later call with a SymInt where a tensor was binds `_` there."""
+        fi = info(0)
+        x = FakeTensor([2])
+        a, b = FakeTensor([2]), FakeTensor([2])
+        ctx = self.s.begin_call(fi, [x.fact()])
+        self.s.end_call(ctx, ["warmup"], None, 0, [a.fact(), None, b.fact()])
+        c = FakeTensor([2])
+        ctx = self.s.begin_call(fi, [x.fact()])
+        self.s.end_call(ctx, ["record"], None, 0, [None, None, c.fact(), FakeTensor([1]).fact()])
+        calls = [r for r in self.trace.records if r["op"] == "call"]
+        self.assertEqual(calls[0]["out"], ["foo_0_c1_0", "foo_0_c1_1"])
+        self.assertEqual(calls[1]["out"], ["_", "foo_0_c2_1"])
+        self.assertEqual(len(self.trace.defs["foo_0"]["returns"]), 2)
+        notes = [r["text"] for r in self.trace.records if r["op"] == "note"]
+        self.assertEqual(len(notes), 1)
+        self.assertIn("positions [3]", notes[0])
+
+
+class DTypeViewTest(unittest.TestCase):
+    """dtypes, shapes past 4 dimensions and strided views (issue 13 item 2)."""
+
+    def setUp(self):
+        self.trace = Trace("t")
+        self.s = Session(self.trace)
+
+    def call(self, fi, inputs, outs, action="warmup"):
+        ctx = self.s.begin_call(fi, [t.fact() for t in inputs])
+        self.s.end_call(ctx, [action], None, 0, [o.fact() for o in outs])
+
+    def test_dtypes_written_and_values_only_for_float32(self):
+        tok = FakeTensor([4], dtype="int64", values=[1, 2, 3, 4])
+        h = FakeTensor([4], dtype="bfloat16", values=[0.5] * 4)
+        m = FakeTensor([4], dtype="bool")
+        self.call(info(0), [tok, h, m], [FakeTensor([4], dtype="bfloat16"), FakeTensor([2], dtype="int64"),
+                                         FakeTensor([4], dtype="bool")])
+        recs = {r["name"]: r for r in self.trace.records if r["op"] == "tensor"}
+        self.assertEqual([r.get("dtype") for r in recs.values()], ["int64", "bfloat16", "bool"])
+        self.assertTrue(all(r["init"] == "rand" for r in recs.values()))
+        body = self.trace.defs["foo_0"]["body"]
+        # bf16 output from the bf16 input (no dtype: a's), int64 [2] filled, bool from bool
+        self.assertEqual(body, [{"out": "r0", "k": "add", "a": "x1", "b": 1},
+                                {"out": "r1", "k": "fill", "shape": [2], "value": 2, "dtype": "int64"},
+                                {"out": "r2", "k": "add", "a": "x2", "b": 3}])
+        for line in self.trace.lines():
+            json.loads(line)
+
+    def test_output_dtype_differs_from_input(self):
+        x = FakeTensor([4], dtype="float16")
+        self.call(info(0), [x], [FakeTensor([4], dtype="float32")])
+        self.assertEqual(self.trace.defs["foo_0"]["body"],
+                         [{"out": "r0", "k": "add", "a": "x0", "b": 1, "dtype": "float32"}])
+
+    def test_five_dims_kept(self):
+        x = FakeTensor([2, 3, 4, 5, 6])
+        self.call(info(0), [x], [FakeTensor([2, 3, 4, 5, 6])])
+        self.assertEqual(self.trace.records[0]["shape"], [2, 3, 4, 5, 6])
+        self.assertEqual(self.trace.defs["foo_0"]["body"][0]["a"], "x0")
+
+    def test_slice_of_named_tensor_is_strided_view(self):
+        y = FakeTensor([3, 4])
+        self.call(info(0), [FakeTensor([3, 4])], [y])
+        last = y.col(3)  # y[:, -1]
+        self.call(info(1, "g"), [last], [FakeTensor([3])])
+        view = [r for r in self.trace.records if r["op"] == "eager"]
+        self.assertEqual(view, [{"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0",
+                                 "shape": [3], "offset": 3, "strides": [4]}])
+
+    def test_prefix_of_named_tensor_says_its_strides(self):
+        """y[:2] of a [4, 3]: contiguous at offset 0 but a part, so the view
+        says its strides (a plain view would claim all 12 elements)."""
+        y = FakeTensor([4, 3])
+        self.call(info(0), [FakeTensor([4, 3])], [y])
+        head = FakeTensor([2, 3], storage=y.storage)
+        self.call(info(1, "g"), [head], [FakeTensor([2, 3])])
+        view = [r for r in self.trace.records if r["op"] == "eager"][0]
+        self.assertEqual(view, {"op": "eager", "out": "view", "k": "view", "a": "foo_0_c1_0",
+                                "shape": [2, 3], "strides": [3, 1]})
+
+    def test_slice_of_unnamed_base_names_the_base(self):
+        """x[:, 1] of a tensor no call saw: the base is named first, so the
+        slice keeps it alive as PyTorch's view does."""
+        base = FakeTensor([2, 5], storage_numel=10)
+        sl = base.col(1)
+        self.call(info(0), [sl], [FakeTensor([2])])
+        recs = self.trace.records
+        self.assertEqual([r["op"] for r in recs[:2]], ["tensor", "eager"])
+        self.assertEqual((recs[0]["name"], recs[0]["shape"]), ("base", [2, 5]))
+        self.assertEqual(recs[1], {"op": "eager", "out": "view", "k": "view", "a": "base",
+                                   "shape": [2], "offset": 1, "strides": [5]})
+        self.assertEqual(recs[2]["args"], ["view"])
+
+    def test_strided_base_is_not_named_the_storage_is(self):
+        """A base the format cannot hold as a plain tensor (a transpose's
+        root, another dtype) would be a second allocation: the storage is
+        named instead, once."""
+        base = FakeTensor([4, 2], stride=[1, 4], storage_numel=8)
+        sl = FakeTensor([4], storage=base.storage, offset=4, stride=[1], storage_numel=8, base=base)
+        self.call(info(0), [sl], [FakeTensor([4])])
+        made = [r for r in self.trace.records if r["op"] == "tensor"]
+        self.assertEqual([(r["name"], r["shape"]) for r in made], [("storage", [8])])
+
+    def test_slice_without_base_names_the_storage(self):
+        sl = FakeTensor([2], offset=4, stride=[3], storage_numel=8)
+        self.call(info(0), [sl], [FakeTensor([2])])
+        recs = self.trace.records
+        self.assertEqual((recs[0]["name"], recs[0]["shape"]), ("storage", [8]))
+        self.assertEqual(recs[1]["offset"], 4)
+        sl.live = False
+        self.s.flush_deaths()
+        # the storage's name lives while the storage does (the fake's: the view's)
+        self.assertEqual(self.trace.records[-1]["op"], "del")
+
+    def test_slice_output_of_input_is_view_in_def(self):
+        x = FakeTensor([3, 4])
+        self.call(info(0), [x], [x.col(1), x.view([12])])
+        body = self.trace.defs["foo_0"]["body"]
+        self.assertEqual(body, [{"out": "r0", "k": "view", "a": "x0", "shape": [3], "offset": 1, "strides": [4]},
+                                {"out": "r1", "k": "view", "a": "x0", "shape": [12]},
+                                {"out": "launch", "k": "empty", "shape": [0]}])
+        check_body(["x0"], {"x0": [3, 4]}, body, ["r0", "r1"])
+
+    def test_chunk_outputs_alias_first_output(self):
+        """torch.chunk: the second half is a view at an offset of the storage
+        the first half starts."""
+        st = 777001
+        a = FakeTensor([2, 3], storage=st)
+        b = FakeTensor([2, 3], storage=st, offset=6)
+        self.call(info(0), [FakeTensor([5])], [a, b])
+        body = self.trace.defs["foo_0"]["body"]
+        self.assertEqual(body[1], {"out": "r1", "k": "view", "a": "r0", "shape": [2, 3], "offset": 6,
+                                   "strides": [3, 1]})
+
+    def test_view_helpers(self):
+        self.assertTrue(cgtrace.is_contiguous([3, 1, 4], [4, 99, 1]))
+        self.assertFalse(cgtrace.is_contiguous([3, 4], [1, 3]))
+        self.assertEqual(cgtrace.extent([3], 3, [4]), 12)
+        self.assertEqual(cgtrace.extent([0, 4], 5, [4, 1]), 5)
+        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1], whole=True), {})
+        self.assertEqual(cgtrace.view_fields([2, 3], 0, [3, 1]), {"strides": [3, 1]})  # a part: x[:2]
+        self.assertEqual(cgtrace.view_fields([3, 2], 0, [1, 3]), {"strides": [1, 3]})
+        self.assertEqual(cgtrace.dtype_name("torch.bfloat16"), "bfloat16")
+        self.assertEqual(cgtrace.dtype_name("torch.float8_e4m3fn", 1), "uint8")
+        self.assertIsNone(cgtrace.dtype_name("torch.complex128", 16))
+
+
+class SettingsTest(unittest.TestCase):
+    def test_settings_from_knobs(self):
+        cases = [
+            ({}, {}),
+            ({"triton.skip_cudagraph_warmup": True}, {"warmup_runs": 0}),
+            ({"triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 5,
+              "inline_inbuilt_nn_modules": False}, {"warmup_runs": 1, "rerecord_limit": 5}),
+            ({"triton.cudagraph_unexpected_rerecord_limit": 5, "inline_inbuilt_nn_modules": True},
+             {"rerecord_limit": cgtrace.UNBOUNDED}),
+            ({"cache_size_limit": 4}, {"recompile_limit": 4}),
+            ({"recompile_limit": 2, "cache_size_limit": 4}, {"recompile_limit": 2}),
+            ({"triton.cudagraph_support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True},
+             {"support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True}),
+            ({"recompile_limit": True, "automatic_dynamic_shapes": 1}, {}),  # wrong types: left out
+        ]
+        for raw, want in cases:
+            self.assertEqual(cgtrace.settings_from_knobs(raw), want, raw)
+
+    def test_config_record_checked(self):
+        self.assertIn('"config": {"warmup_runs": 0}',
+                      encode_record({"op": "config", "config": {"warmup_runs": 0}}))
+        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, []):
+            with self.assertRaises(ValueError):
+                encode_record({"op": "config", "config": bad})
+        with self.assertRaises(ValueError):
+            cgtrace.encode_header({"cgtviz": 1, "name": "x", "config": {"rerecord_limit": "8"}})
 
 
 class SummaryTest(unittest.TestCase):

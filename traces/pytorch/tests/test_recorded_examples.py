@@ -12,7 +12,10 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the file beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(HERE))
 
 import cgtrace  # noqa: E402
 
@@ -48,10 +51,20 @@ def check_trace(path):
             live.add(rec["name"])
             shapes[rec["name"]] = rec["shape"]
         elif op == "eager":
-            if rec["a"] not in live:
+            if "a" in rec and rec["a"] not in live:
                 problems.append("%s: eager reads dead %s" % (where, rec["a"]))
+                continue
+            if rec["k"] == "view" and ("offset" in rec or "strides" in rec) and "a" in rec:
+                strides = rec.get("strides") or list(cgtrace.contiguous_strides(rec["shape"]))
+                reach = cgtrace.extent(rec["shape"], rec.get("offset", 0), strides)
+                if reach > cgtrace.numel(shapes[rec["a"]]):
+                    problems.append("%s: view reaches element %d of %s's %d" % (
+                        where, reach, rec["a"], cgtrace.numel(shapes[rec["a"]])))
             live.add(rec["out"])
-            shapes[rec["out"]] = rec["shape"]
+            shapes[rec["out"]] = rec.get("shape", shapes.get(rec.get("a")))
+        elif op == "read":
+            if rec["name"] not in live:
+                problems.append("%s: read of unbound %s" % (where, rec["name"]))
         elif op == "del":
             for name in rec["names"]:
                 if name not in live:
@@ -79,6 +92,8 @@ def check_trace(path):
             if outs and len(outs) != len(d["returns"]):
                 problems.append("%s: %d outs for %d returns" % (where, len(outs), len(d["returns"])))
             for name, r in zip(outs, d["returns"]):
+                if name == "_":  # binds nothing
+                    continue
                 if name in live:
                     problems.append("%s: %s bound twice" % (where, name))
                 live.add(name)
@@ -105,6 +120,24 @@ class RecordedExamplesTest(unittest.TestCase):
             p = os.path.join(d, "bad.cgt.jsonl")
             t.write(p)
             self.assertEqual(check_trace(p), ["line 5: call reads unbound ['a']"])
+
+    def test_checker_follows_new_records(self):
+        """Views with offsets, `_` outputs, reads and config records as the
+        recorder now writes them pass; a view past its base does not."""
+        import tempfile
+        t = cgtrace.Trace("new", meta={"source": "cgtrace"}, config={"warmup_runs": 0})
+        t.set_def(cgtrace.synth_def("f_0", "inference", ["x"], [[4]], [cgtrace.OutSpec([4]), cgtrace.OutSpec([2])]))
+        t.add({"op": "config", "config": {"rerecord_limit": 3}})
+        t.add({"op": "tensor", "name": "a", "shape": [3, 4], "dtype": "int64", "init": "rand", "seed": 1})
+        t.add({"op": "eager", "out": "v", "k": "view", "a": "a", "shape": [4], "offset": 8, "strides": [1]})
+        t.add({"op": "call", "fn": "f_0", "args": ["v"], "out": ["_", "o"], "invocation": 3})
+        t.add({"op": "read", "name": "o"})
+        t.add({"op": "expect", "error": None})
+        t.add({"op": "eager", "out": "w", "k": "view", "a": "a", "shape": [4], "offset": 9, "strides": [1]})
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "new.cgt.jsonl")
+            t.write(p)
+            self.assertEqual(check_trace(p), ["line 9: view reaches element 13 of a's 12"])
 
     def test_decisions_recorded(self):
         """What PyTorch decided in the seed examples, as the forum thread

@@ -12,9 +12,13 @@ import sys
 import tempfile
 import types
 import unittest
+import warnings
 import weakref
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the file beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cgtrace  # noqa: E402
 
@@ -25,35 +29,76 @@ class Storage:
     _live = weakref.WeakValueDictionary()
     _n = [0]
 
-    def __init__(self):
+    def __init__(self, nbytes=None):
         Storage._n[0] += 1
         self._cdata = Storage._n[0]
+        self._nbytes = nbytes
         Storage._live[self._cdata] = self
+
+    def nbytes(self):
+        return self._nbytes
+
+
+class DType:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+float32, int64, bfloat16, boolean = (DType("float32", 4), DType("int64", 8),
+                                     DType("bfloat16", 2), DType("bool", 1))
 
 
 class Device:
     type, index = "cuda", 0
 
 
+STRIDED = object()  # torch.strided
+
+
+class CPU:
+    type, index = "cpu", None
+
+
 class Tensor:
-    def __init__(self, shape, storage=None, values=None):
+    def __init__(self, shape, storage=None, values=None, dtype=float32, offset=0, stride=None, base=None):
         self.shape = tuple(shape)
-        self._storage = storage or Storage()
+        self.dtype = dtype
+        self._storage = storage or Storage(cgtrace.numel(shape) * dtype.size)
         self._values = values
+        self._offset = offset
+        self._stride = tuple(stride) if stride is not None else cgtrace.contiguous_strides(self.shape)
+        self._base = base
         self.device = Device()
+        self.layout = STRIDED
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    def get_device(self):
+        return self.device.index if self.device.index is not None else -1
 
     def untyped_storage(self):
         return self._storage
 
+    def element_size(self):
+        return self.dtype.size
+
     def storage_offset(self):
-        return 0
+        return self._offset
 
     def stride(self):
-        out, acc = [], 1
-        for d in reversed(self.shape):
-            out.append(acc)
-            acc *= d
-        return tuple(reversed(out))
+        return self._stride
+
+    def __getitem__(self, idx):
+        """t[:, j] of a 2-d tensor (the only slice the tests take)."""
+        _, j = idx
+        return Tensor([self.shape[0]], storage=self._storage, dtype=self.dtype,
+                      offset=self._offset + j * self._stride[1], stride=[self._stride[0]],
+                      base=self._base or self)
 
     def numel(self):
         return cgtrace.numel(self.shape)
@@ -68,10 +113,26 @@ class Tensor:
         return self
 
     def cpu(self):
+        self._check()
         return self
 
     def tolist(self):
+        self._check()
         return list(self._values) if self._values is not None else [0.0] * self.numel()
+
+    overwritten = False
+
+    def _check(self):
+        if self.overwritten:
+            raise RuntimeError("Error: accessing tensor output of CUDAGraphs that has been overwritten "
+                               "by a subsequent run.\nStack trace: ...")
+
+    def item(self):
+        self._check()
+        return self.tolist()[0]
+
+    def __repr__(self):
+        return "tensor(%s)" % self.tolist()
 
 
 class StorageWeakRef:
@@ -177,6 +238,7 @@ def install_fake_torch():
     torch.__version__ = "0.0-fake"
     torch.__file__ = "/nonexistent/fake-torch/torch/__init__.py"
     torch.Tensor = Tensor
+    torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
                                      _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
@@ -191,6 +253,11 @@ def install_fake_torch():
     config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
     inductor.cudagraph_trees, inductor.config = cgt, config
     dynamo = types.ModuleType("torch._dynamo")
+    dconfig = types.ModuleType("torch._dynamo.config")
+    dconfig.recompile_limit = 8
+    dconfig.automatic_dynamic_shapes = True
+    dconfig.assume_static_by_default = True
+    dynamo.config = dconfig
     guard = types.ModuleType("torch._dynamo.mutation_guard")
     guard.GenerationTracker = types.SimpleNamespace(generation=0)
     mp = types.ModuleType("torch.multiprocessing")
@@ -198,7 +265,7 @@ def install_fake_torch():
     red.StorageWeakRef = StorageWeakRef
     torch._inductor, torch._dynamo, torch.multiprocessing = inductor, dynamo, mp
     mods = {"torch": torch, "torch._inductor": inductor, "torch._inductor.cudagraph_trees": cgt,
-            "torch._inductor.config": config, "torch._dynamo": dynamo,
+            "torch._inductor.config": config, "torch._dynamo": dynamo, "torch._dynamo.config": dconfig,
             "torch._dynamo.mutation_guard": guard, "torch.multiprocessing": mp,
             "torch.multiprocessing.reductions": red}
     saved = {k: sys.modules.get(k) for k in mods}
@@ -219,12 +286,28 @@ def remove_fake_torch(saved):
 MGR = None
 
 
+def _invocation():
+    """What Dynamo does on entering a top-level compiled frame: one bump of
+    GenerationTracker.generation (OptimizeContext's on_enter)."""
+    sys.modules["torch._dynamo.mutation_guard"].GenerationTracker.generation += 1
+
+
 def foo(x):
+    _invocation()
     return MGR._run([x], FOO)
 
 
 def fee(y):
+    _invocation()
     return MGR._run([y], FEE)
+
+
+def foo_with_break(x):
+    """A compiled frame with a graph break: the graph before the break and
+    the resume function after it run in one invocation."""
+    _invocation()
+    a, = MGR._run([x], FOO)
+    return MGR._run([a], FEE)
 
 
 FOO = FEE = None
@@ -299,7 +382,8 @@ class RecorderTest(unittest.TestCase):
         header, recs = self.records()
         self.assertEqual(header["name"], "fake seed")
         self.assertEqual(header["meta"]["torch"], "0.0-fake")
-        self.assertEqual(header["config"], {"warmup_runs": 1, "rerecord_limit": 128})
+        self.assertEqual(header["config"], {"warmup_runs": 1, "rerecord_limit": 128, "recompile_limit": 8,
+                                            "automatic_dynamic_shapes": True, "assume_static_by_default": True})
         self.assertEqual([r["fn"] for r in recs if r["op"] == "def"], ["foo_0", "fee_1"])
         acts = [r["action"] for r in recs if r["op"] == "expect"]
         self.assertEqual(acts, ["warmup", "warmup", "record", "record", "replay", "replay", "replay"])
@@ -310,6 +394,184 @@ class RecorderTest(unittest.TestCase):
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
         self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
+
+    def test_invocation_from_dynamo_generation(self):
+        """A graph break's resume function runs in the same invocation as the
+        graph before it; each top-level call is a new one."""
+        gen = sys.modules["torch._dynamo.mutation_guard"].GenerationTracker
+        gen.generation = 41
+        with cgtrace.record(self.path):
+            b, = foo_with_break(Tensor([4]))
+            c, = foo(Tensor([4]))
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        # FOO is named after the frame of its first call (foo_with_break).
+        self.assertEqual([(r["fn"], r["invocation"]) for r in calls],
+                         [("foo_with_break_0", 42), ("foo_with_break_1", 42), ("foo_with_break_0", 43)])
+        self.assertFalse([r for r in recs if r["op"] == "note"])
+
+    def test_dtype_and_slice_of_base(self):
+        """The torch side reads dtype, element size, storage size, offset,
+        strides and _base: an int64 column slice becomes a base tensor and a
+        strided view of it."""
+        base = Tensor([3, 4], dtype=int64)
+        with cgtrace.record(self.path):
+            out, = foo(base[:, 2])
+        _, recs = self.records()
+        t, v = [r for r in recs if r["op"] in ("tensor", "eager")]
+        self.assertEqual((t["name"], t["shape"], t["dtype"]), ("base", [3, 4], "int64"))
+        self.assertEqual(v, {"op": "eager", "out": "view", "k": "view", "a": "base", "shape": [3],
+                             "offset": 2, "strides": [4]})
+
+    def test_settings_from_config_and_their_changes(self):
+        """The header holds PyTorch's settings in force at the start; a knob a
+        test patches mid-program becomes a `config` record before the next
+        call; knobs the format has no key for are noted."""
+        ind = sys.modules["torch._inductor.config"]
+        dyn = sys.modules["torch._dynamo.config"]
+        ind.triton.skip_cudagraph_warmup = True
+        ind.triton.cudagraph_support_input_mutation = True
+        ind.triton.cudagraph_dynamic_shape_warn_limit = 8
+        dyn.inline_inbuilt_nn_modules = False
+        dyn.recompile_limit = 3
+        with cgtrace.record(self.path):
+            foo(Tensor([4]))
+            ind.triton.skip_cudagraph_warmup = False
+            ind.triton.cudagraph_unexpected_rerecord_limit = 0
+            dyn.automatic_dynamic_shapes = False
+            foo(Tensor([4]))
+            foo(Tensor([4]))  # nothing changed: no record
+            ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+            dyn.inline_inbuilt_nn_modules = True
+            # knobs without a format key are looked at on steps and first calls
+            sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
+            foo(Tensor([4]))
+        header, recs = self.records()
+        self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
+                                            "support_input_mutation": True, "automatic_dynamic_shapes": True,
+                                            "assume_static_by_default": True})
+        self.assertEqual(header["meta"]["torch_config"]["triton.cudagraph_dynamic_shape_warn_limit"], 8)
+        ops = [r["op"] for r in recs if r["op"] != "def"]
+        self.assertEqual(ops.count("config"), 2)
+        cfgs = [r for r in recs if r["op"] == "config"]
+        self.assertEqual(cfgs[0]["config"], {"warmup_runs": 1, "rerecord_limit": 0,
+                                             "automatic_dynamic_shapes": False})
+        self.assertEqual(cfgs[1]["config"], {"rerecord_limit": cgtrace.UNBOUNDED})
+        i = recs.index(cfgs[0])
+        # in force from the second call on: no call between them
+        self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
+        notes = [r["text"] for r in recs if r["op"] == "note"]
+        self.assertEqual(notes, ["torch config triton.cudagraph_dynamic_shape_warn_limit changed to 2"])
+
+    def test_host_reads_of_tree_outputs(self):
+        """.item(), print, .cpu() of a tree output (or a view of one) are
+        `read` records with what PyTorch said; reads of other tensors and
+        the recorder's own value reads are not."""
+        x = Tensor([2, 2], values=[1.0, 2.0, 3.0, 4.0])
+        originals = {m: Tensor.__dict__.get(m) for m in cgtrace._READ_METHODS}
+        with cgtrace.record(self.path):
+            self.assertIsNot(Tensor.__dict__["item"], originals["item"])
+            y, = foo(x)
+            y.item()
+            x.item()  # an eager tensor: not a read the trace needs
+            with contextlib.redirect_stdout(io.StringIO()):
+                print(y[:, 1])  # a view of the output, over its storage
+            y.overwritten = True
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                y.cpu()
+        # the patches are gone: the class is as it was (methods it lacked stay absent)
+        self.assertEqual({m: Tensor.__dict__.get(m) for m in cgtrace._READ_METHODS}, originals)
+        _, recs = self.records()
+        reads = [(r, recs[i + 1]) for i, r in enumerate(recs) if r["op"] == "read"]
+        self.assertEqual([(r["name"], e["error"]) for r, e in reads],
+                         [("foo_0_c1_0", None), ("foo_0_c1_0", None),
+                          ("foo_0_c1_0", "Error: accessing tensor output of CUDAGraphs that has been "
+                                         "overwritten by a subsequent run.")])
+        self.assertEqual(sum(r["op"] == "tensor" for r in recs), 1)
+
+    def test_unsupported_tensors_left_out_with_a_note(self):
+        cpu = Tensor([3])
+        cpu.device = CPU()
+        x = Tensor([3])
+        with cgtrace.record(self.path):
+            MGR._run([cpu, x], FOO)
+            MGR._run([cpu, x], FOO)
+        _, recs = self.records()
+        notes = [r["text"] for r in recs if r["op"] == "note"]
+        self.assertEqual(notes, ["cgtrace left out a tensor it cannot record: cpu tensor"])
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual([c["args"] for c in calls], [["in"], ["in"]])
+
+    def test_single_tensor_output_is_one_value(self):
+        """cudagraphify'd models may return a bare tensor (test_dynamic_warmup):
+        one output, not its rows."""
+        def bare(new_inputs, function_id):
+            outs = CUDAGraphTreeManager._outs(MGR, new_inputs)
+            return outs[0]
+        MGR.run_eager = bare
+        with cgtrace.record(self.path):
+            MGR._run([Tensor([2])], FOO)
+        _, recs = self.records()
+        self.assertEqual([len(r["out"]) for r in recs if r["op"] == "call"], [1])
+        self.assertEqual(len([r for r in recs if r["op"] == "def"][0]["returns"]), 1)
+
+    def test_recorder_failure_never_reaches_the_program(self):
+        """A record the writer refuses stops the recording with a warning;
+        the program's calls run once each and return their results."""
+        real_add = cgtrace.Trace.add
+        calls = []
+
+        def add(trace, rec):
+            if rec["op"] == "call" and len(calls) == 1:
+                raise ValueError("call record: refused")
+            if rec["op"] == "call":
+                calls.append(rec)
+            return real_add(trace, rec)
+
+        cgtrace.Trace.add = add
+        try:
+            with self.assertWarnsRegex(RuntimeWarning, "recording stopped"):
+                with cgtrace.record(self.path) as rec:
+                    a, = foo(Tensor([4]))
+                    b, = foo(Tensor([4]))
+                    c, = foo(Tensor([4]))
+        finally:
+            cgtrace.Trace.add = real_add
+        self.assertEqual(MGR.calls[FOO], 3)
+        self.assertIn("call record: refused", rec.error)
+        header, recs = self.records()
+        self.assertIn("refused", header["meta"]["recorder_error"])
+        self.assertEqual(sum(r["op"] == "call" for r in recs), 1)
+        self.assertIn("cgtrace stopped recording here", [r for r in recs if r["op"] == "note"][-1]["text"])
+
+    def test_failure_under_warnings_as_errors_still_not_raised(self):
+        """-W error turns warnings.warn into a raise: the recorder's warning
+        then goes to stderr, and the program's call still returns."""
+        real_add = cgtrace.Trace.add
+
+        def add(trace, rec):
+            if rec["op"] == "call":
+                raise ValueError("call record: refused")
+            return real_add(trace, rec)
+
+        cgtrace.Trace.add = add
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()) as err:
+                warnings.simplefilter("error")
+                with cgtrace.record(self.path) as rec:
+                    out, = foo(Tensor([4]))
+        finally:
+            cgtrace.Trace.add = real_add
+        self.assertEqual(out.shape, (4,))
+        self.assertIn("recording stopped", err.getvalue())
+        self.assertIn("refused", rec.error)
+
+    def test_unwritable_trace_warns(self):
+        path = os.path.join(self.dir.name, "no", "such", "dir", "t.cgt.jsonl")
+        with self.assertWarnsRegex(RuntimeWarning, "could not write"):
+            with cgtrace.record(path) as rec:
+                foo(Tensor([4]))
+        self.assertIn("writing", rec.error)
 
     def test_error_is_recorded_and_raised(self):
         MGR.fail.add(0)

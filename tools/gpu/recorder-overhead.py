@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""recorder-overhead: what recording with cgtrace adds to each compiled call
+(issue 13 item 5), measured in one run.
+
+The workload is a 3-layer MLP's inference loop under torch.compile(mode=
+"reduce-overhead") with torch.compiler.cudagraph_mark_step_begin() before
+each call: the steady state is one replay per call. After a warm-up
+(compile, warmup, record), rounds alternate between the loop unrecorded
+and the same loop inside `cgtrace.record(...)`, so drift of clocks and
+caches falls on both alike. Each figure is host time per call (the loop's
+wall time over its calls, the GPU drained after each timed loop); the
+trace's writing at the end of a recording is timed on its own, since it is
+paid once, not per call.
+
+    python3 tools/gpu/recorder-overhead.py [--iters 2000] [--rounds 7] [--json]
+
+Prints, per round and as medians:
+    off U us/call, recording R us/call, added R-U us/call
+plus the trace's bytes per call and the time to write it. Needs a CUDA GPU
+and PyTorch; the timing core (measure) is torch-free and tested on CPU with
+a stand-in (tools/gpu/tests/test_recorder_overhead.py).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+# The recorder from this checkout unless an installed one is asked for.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch"))
+
+import cgtrace  # noqa: E402
+
+
+def time_loop(step, iters, sync):
+    """Microseconds per call of `iters` calls of step(), the device drained
+    before the clock starts and before it stops."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    sync()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None):
+    """Times step() unrecorded and recorded, alternating, `rounds` times.
+    `record(path)` makes a recording context (cgtrace.record). Returns a
+    dict: per-round lists `off`, `on`, `added` (us/call), their medians,
+    `trace_bytes_per_call`, `calls_recorded` (per round, from the trace) and
+    `write_ms` (median time the recording's exit took to write its trace)."""
+    record = record or cgtrace.record
+    for _ in range(warm):
+        step()
+    sync()
+    off, on, write_ms, sizes, calls = [], [], [], [], []
+    with tempfile.TemporaryDirectory(dir=folder) as d:
+        for r in range(rounds):
+            off.append(time_loop(step, iters, sync))
+            path = os.path.join(d, "round%d.cgt.jsonl" % r)
+            rec = record(path)
+            rec.__enter__()
+            try:
+                on.append(time_loop(step, iters, sync))
+            finally:
+                t0 = time.perf_counter()
+                rec.__exit__(None, None, None)
+                write_ms.append((time.perf_counter() - t0) * 1e3)
+            if getattr(rec, "error", None):
+                raise RuntimeError("the recording failed: %s" % rec.error)
+            sizes.append(os.path.getsize(path))
+            calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
+    added = [b - a for a, b in zip(off, on)]
+    return {
+        "iters": iters, "rounds": rounds,
+        "off": off, "on": on, "added": added,
+        "off_median": statistics.median(off), "on_median": statistics.median(on),
+        "added_median": statistics.median(added),
+        "trace_bytes_per_call": statistics.median(sizes) / iters,
+        "calls_recorded": calls,
+        "write_ms": statistics.median(write_ms),
+    }
+
+
+def report(name, res, out=sys.stdout):
+    for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
+        print("%s round %d: off %.1f us/call, recording %.1f us/call, added %.1f us/call"
+              % (name, i, a, b, c), file=out)
+    print("%s: off %.1f us/call, recording %.1f us/call, added %.1f us/call (medians of %d rounds of %d calls); "
+          "trace %.0f B/call, written in %.1f ms"
+          % (name, res["off_median"], res["on_median"], res["added_median"], res["rounds"], res["iters"],
+             res["trace_bytes_per_call"], res["write_ms"]), file=out)
+
+
+def mlp_workload(dim=1024, batch=64):
+    """The 3-layer MLP inference loop, compiled for CUDA graphs; returns
+    (step, sync)."""
+    import torch
+
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
+        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
+        torch.nn.Linear(dim, dim)).cuda().eval()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    x = torch.randn(batch, dim, device="cuda")
+    mark = torch.compiler.cudagraph_mark_step_begin
+    box = [None]
+
+    def step():
+        mark()
+        with torch.no_grad():
+            box[0] = compiled(x)  # the previous output dies here, as in a real loop
+
+    return step, torch.cuda.synchronize
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--iters", type=int, default=2000, help="calls per timed loop")
+    p.add_argument("--rounds", type=int, default=7, help="off/on pairs")
+    p.add_argument("--warm", type=int, default=50, help="calls before timing (compile, warmup, record)")
+    p.add_argument("--dim", type=int, default=1024)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    a = p.parse_args(argv)
+    if a.iters < 1 or a.rounds < 1 or a.warm < 0:
+        p.error("--iters and --rounds must be at least 1, --warm at least 0")
+    step, sync = mlp_workload(a.dim, a.batch)
+    res = measure(step, sync, a.iters, a.rounds, a.warm)
+    report("mlp3 reduce-overhead mark_step", res)
+    if a.json:
+        print(json.dumps(dict(res, workload="mlp3", dim=a.dim, batch=a.batch)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

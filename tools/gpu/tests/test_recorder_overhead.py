@@ -1,0 +1,84 @@
+"""tools/gpu/recorder-overhead.py's timing core on CPU: the rounds
+alternate off and on, every recorded round's trace holds exactly its calls,
+and the report prints what the GPU run prints. PyTorch's tree is the
+recorder tests' stand-in (traces/pytorch/tests/test_recorder_fake_torch.py)."""
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
+spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(HERE, "..", "recorder-overhead.py"))
+ro = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ro)
+
+import test_recorder_fake_torch as fake  # noqa: E402
+
+
+class MeasureTest(unittest.TestCase):
+    def setUp(self):
+        self.saved = fake.install_fake_torch()
+        self.mgr = fake.CUDAGraphTreeManager()
+        self.fid = self.mgr.add(0, static=[0, 1, 2])
+        self.params = [fake.Tensor([8, 8]) for _ in range(3)]
+        self.cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        self.calls = 0
+
+    def tearDown(self):
+        fake.remove_fake_torch(self.saved)
+
+    def step(self):
+        self.cgt.mark_step_begin()
+        fake._invocation()
+        self.calls += 1
+        self.out = self.mgr._run(self.params + [fake.Tensor([4, 8])], self.fid)
+
+    def test_rounds_alternate_and_traces_hold_every_call(self):
+        syncs = []
+        res = ro.measure(self.step, lambda: syncs.append(self.calls), iters=30, rounds=3, warm=5)
+        self.assertEqual(self.calls, 5 + 2 * 3 * 30)
+        self.assertEqual(res["calls_recorded"], [30, 30, 30])
+        self.assertEqual(len(res["off"]), 3)
+        for a, b, c in zip(res["off"], res["on"], res["added"]):
+            self.assertGreater(a, 0)
+            self.assertGreater(b, 0)
+            self.assertAlmostEqual(b - a, c)
+        self.assertGreater(res["trace_bytes_per_call"], 50)
+        # drained after the warm-up, then before and after each timed loop
+        self.assertEqual(syncs[0], 5)
+        self.assertEqual(len(syncs), 1 + 2 * 2 * 3)
+        buf = io.StringIO()
+        ro.report("fake", res, buf)
+        lines = buf.getvalue().splitlines()
+        self.assertEqual(len(lines), 4)
+        self.assertRegex(lines[-1], r"^fake: off [\d.]+ us/call, recording [\d.]+ us/call, added -?[\d.]+ us/call "
+                                    r"\(medians of 3 rounds of 30 calls\); trace \d+ B/call, written in [\d.]+ ms$")
+
+    def test_failed_recording_is_an_error(self):
+        class Broken:
+            error = "before a call: ValueError: refused"
+
+            def __init__(self, path):
+                self.path = path
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                open(self.path, "w").close()
+
+        with self.assertRaisesRegex(RuntimeError, "recording failed: before a call"):
+            ro.measure(self.step, lambda: None, iters=2, rounds=1, warm=0, record=Broken)
+
+    def test_bad_arguments_refused(self):
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+            ro.main(["--iters", "0"])
+        self.assertIn("--iters and --rounds must be at least 1", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,66 @@
+"""The package's build backend (_build/cgtrace_build.py) makes wheels pip
+accepts: the module, a console script, torch as an extra only, a RECORD
+whose hashes hold. tests/venv_check.sh installs it for real."""
+
+import base64
+import hashlib
+import os
+import sys
+import tempfile
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "_build"))
+
+import cgtrace_build  # noqa: E402
+
+
+class WheelTest(unittest.TestCase):
+    def build(self, hook):
+        d = tempfile.mkdtemp()
+        self.addCleanup(lambda: [os.remove(os.path.join(d, f)) for f in os.listdir(d)] and os.rmdir(d))
+        name = hook(d)
+        self.assertEqual(os.listdir(d), [name])  # no .part left behind
+        return zipfile.ZipFile(os.path.join(d, name))
+
+    def check_record(self, zf):
+        info = cgtrace_build.DIST_INFO
+        rows = [line.split(",") for line in zf.read(info + "/RECORD").decode().splitlines()]
+        self.assertEqual(sorted(r[0] for r in rows), sorted(zf.namelist()))
+        for path, digest, size in rows:
+            if path.endswith("RECORD"):
+                self.assertEqual((digest, size), ("", ""))
+                continue
+            data = zf.read(path)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            self.assertEqual((digest, int(size)), ("sha256=" + want, len(data)), path)
+
+    def test_wheel(self):
+        zf = self.build(cgtrace_build.build_wheel)
+        info = cgtrace_build.DIST_INFO
+        self.assertIn("cgtrace.py", zf.namelist())
+        with open(os.path.join(os.path.dirname(HERE), "cgtrace.py"), "rb") as fh:
+            self.assertEqual(zf.read("cgtrace.py"), fh.read())
+        meta = zf.read(info + "/METADATA").decode()
+        self.assertIn("Name: cgtrace", meta)
+        self.assertIn('Requires-Dist: torch>=2.11; extra == "torch"', meta)
+        self.assertNotIn("Requires-Dist: torch>=2.11\n", meta)  # never unconditional
+        self.assertIn("cgtrace = cgtrace:main", zf.read(info + "/entry_points.txt").decode())
+        self.check_record(zf)
+
+    def test_editable_wheel_points_here(self):
+        zf = self.build(cgtrace_build.build_editable)
+        pth = [n for n in zf.namelist() if n.endswith(".pth")]
+        self.assertEqual(len(pth), 1)
+        self.assertEqual(zf.read(pth[0]).decode().strip(), os.path.dirname(HERE))
+        self.check_record(zf)
+
+    def test_no_build_requirements(self):
+        for hook in (cgtrace_build.get_requires_for_build_wheel, cgtrace_build.get_requires_for_build_editable,
+                     cgtrace_build.get_requires_for_build_sdist):
+            self.assertEqual(hook(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,56 @@
+"""The recorded programs (programs/) are a set: record_all.sh records every
+one of them, each compiles, and none reaches for the network (the GPU
+machine reaches nothing)."""
+import ast
+import os
+import re
+import unittest
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
+TOOLS = {"oracle_check.py"}  # replays traces; not a program to record
+
+
+class ProgramsTest(unittest.TestCase):
+    def programs(self):
+        return sorted(f for f in os.listdir(PROGRAMS) if f.endswith(".py") and f not in TOOLS)
+
+    def test_record_all_lists_every_program(self):
+        with open(os.path.join(PROGRAMS, "record_all.sh")) as fh:
+            text = fh.read()
+        listed = re.search(r"<<'LIST'\n(.*?)\nLIST\n", text, re.S).group(1).splitlines()
+        scripts = {line.split()[1] for line in listed if line.strip()}
+        names = [line.split()[0] for line in listed if line.strip()]
+        self.assertEqual(sorted(scripts), self.programs())
+        self.assertEqual(len(names), len(set(names)), "two programs record into one file")
+
+    def test_unknown_program_name_refused(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run(["bash", os.path.join(PROGRAMS, "record_all.sh"), d, "dtypes", "bogus"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no program named bogus", p.stderr)
+        self.assertNotIn("== dtypes", p.stdout)  # refused before recording anything
+
+    def test_programs_parse_and_download_nothing(self):
+        for f in self.programs():
+            with open(os.path.join(PROGRAMS, f)) as fh:
+                src = fh.read()
+            tree = ast.parse(src, f)
+            self.assertTrue(ast.get_docstring(tree), "%s says what it records" % f)
+            for node in ast.walk(tree):
+                mods = []
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    mods = [node.module or ""]
+                for m in mods:
+                    self.assertNotIn(m.split(".")[0], ("urllib", "requests", "huggingface_hub", "http"),
+                                     "%s reaches for the network (imports %s)" % (f, m))
+                if isinstance(node, ast.Attribute):
+                    self.assertNotEqual(node.attr, "from_pretrained", "%s downloads weights" % f)
+
+
+if __name__ == "__main__":
+    unittest.main()
