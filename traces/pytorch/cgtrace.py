@@ -83,7 +83,11 @@ _FIELDS = {
                "recordings", "replays", "warmups", "live_blocks", "error",
                "values", "device"),
     "note": ("op", "text"),
-    "config": ("op", "config"),
+    # A config record holds its keys flat, as the Go reader wants them,
+    # in the canonical order of the header's config.
+    "config": ("op", "warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes",
+               "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
+               "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -94,7 +98,6 @@ _REQUIRED = {
     "del": ("names",),
     "read": ("name",),
     "note": ("text",),
-    "config": ("config",),
 }
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
@@ -105,7 +108,8 @@ _CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
 _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
                 "max_total_bytes": int, "recompile_limit": int,
                 "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
-                "support_input_mutation": bool}
+                "support_input_mutation": bool, "skip_dynamic_graphs": bool,
+                "dynamic_shape_warn_limit": int}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
 
@@ -153,7 +157,10 @@ def encode_record(rec):
     if op == "expect" and "action" in out and out["action"] not in _ACTIONS:
         raise ValueError("expect: unknown action %r" % out["action"])
     if op == "config":
-        _check_config(out["config"], "config record")
+        keys = {k: v for k, v in out.items() if k != "op"}
+        if not keys:
+            raise ValueError("config record sets no key: %r" % (rec,))
+        _check_config(keys, "config record")
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
     dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
@@ -898,7 +905,9 @@ class Session:
         """Settings that changed since the last config the trace holds (a
         test patching torch._inductor.config mid-program), in force from
         here on."""
-        self.trace.add({"op": "config", "config": dict(changes)})
+        rec = {"op": "config"}
+        rec.update(changes)
+        self.trace.add(rec)
 
     def _fn(self, info):
         st = self.fns.get(info.key)

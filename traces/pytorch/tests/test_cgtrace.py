@@ -607,11 +607,11 @@ class SettingsTest(unittest.TestCase):
             self.assertEqual(cgtrace.settings_from_knobs(raw), want, raw)
 
     def test_config_record_checked(self):
-        self.assertIn('"config": {"warmup_runs": 0}',
-                      encode_record({"op": "config", "config": {"warmup_runs": 0}}))
-        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, []):
+        self.assertEqual('{"op": "config", "warmup_runs": 0}',
+                         encode_record({"op": "config", "warmup_runs": 0}))
+        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, {}):
             with self.assertRaises(ValueError):
-                encode_record({"op": "config", "config": bad})
+                encode_record(dict({"op": "config"}, **bad))
         with self.assertRaises(ValueError):
             cgtrace.encode_header({"cgtviz": 1, "name": "x", "config": {"rerecord_limit": "8"}})
 

@@ -127,7 +127,7 @@ class RecordedExamplesTest(unittest.TestCase):
         import tempfile
         t = cgtrace.Trace("new", meta={"source": "cgtrace"}, config={"warmup_runs": 0})
         t.set_def(cgtrace.synth_def("f_0", "inference", ["x"], [[4]], [cgtrace.OutSpec([4]), cgtrace.OutSpec([2])]))
-        t.add({"op": "config", "config": {"rerecord_limit": 3}})
+        t.add({"op": "config", "rerecord_limit": 3})
         t.add({"op": "tensor", "name": "a", "shape": [3, 4], "dtype": "int64", "init": "rand", "seed": 1})
         t.add({"op": "eager", "out": "v", "k": "view", "a": "a", "shape": [4], "offset": 8, "strides": [1]})
         t.add({"op": "call", "fn": "f_0", "args": ["v"], "out": ["_", "o"], "invocation": 3})

@@ -454,9 +454,9 @@ class RecorderTest(unittest.TestCase):
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops.count("config"), 2)
         cfgs = [r for r in recs if r["op"] == "config"]
-        self.assertEqual(cfgs[0]["config"], {"warmup_runs": 1, "rerecord_limit": 0,
-                                             "automatic_dynamic_shapes": False})
-        self.assertEqual(cfgs[1]["config"], {"rerecord_limit": cgtrace.UNBOUNDED})
+        self.assertEqual(cfgs[0], {"op": "config", "warmup_runs": 1, "rerecord_limit": 0,
+                                   "automatic_dynamic_shapes": False})
+        self.assertEqual(cfgs[1], {"op": "config", "rerecord_limit": cgtrace.UNBOUNDED})
         i = recs.index(cfgs[0])
         # in force from the second call on: no call between them
         self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
