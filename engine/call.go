@@ -5,6 +5,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // call is one call record on its way through a device's tree manager: what
@@ -39,6 +40,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	args := make([]*Tensor, len(rec.Args))
 	shapes := make([][]int, len(rec.Args))
 	static := make([]bool, len(rec.Args))
+	dtypes := make([]ops.DType, len(rec.Args))
 	dev := 0
 	var stale error // an argument whose storage alone was marked
 	for i, n := range rec.Args {
@@ -61,7 +63,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		} else if s.Dev != dev {
 			return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
 		}
-		args[i], shapes[i], static[i] = t, t.Shape, s.Param
+		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
 	step.Device = dev
 	ds, err := e.dev(dev)
@@ -69,7 +71,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, limited, err := m.function(def, rec.Line, shapes, static, aliasPattern(args))
+	f, limited, err := m.function(def, rec.Line, shapes, dtypes, static, aliasPattern(args))
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 		return nil, err
 	}
 	if old.Bytes > 0 {
-		if err := ds.dev.CopyDtoD(device.DefaultStream, ns.Ptr, old.Ptr, old.Bytes/4); err != nil {
+		if err := ds.dev.CopyDtoD(device.DefaultStream, ns.Ptr, old.Ptr, words(old.Bytes)); err != nil {
 			return nil, err
 		}
 	}

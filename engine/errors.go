@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // ErrorKind says what kind of failure a record met, so that a caller tests
@@ -114,4 +115,15 @@ func (s *Step) ErrText() string {
 		return ""
 	}
 	return s.Err.Error()
+}
+
+// unmodelledError: the values of a dtype other than float32 are not
+// computed (the memory they take is).
+type unmodelledError struct {
+	name string
+	dt   ops.DType
+}
+
+func (e *unmodelledError) Error() string {
+	return fmt.Sprintf("tensor %q is %s: cgtviz computes float32 values only (the bytes it takes are exact)", e.name, e.dt)
 }

@@ -99,8 +99,9 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 		if n.Static[i] {
 			continue
 		}
-		src := m.eng.tt.storages[t.Storage].Ptr
-		if cnt := numElems(t.Shape); cnt > 0 && src != n.CopySrc[i] {
+		s := m.eng.tt.storages[t.Storage]
+		src := s.Ptr
+		if cnt := words(bytesOf(t.Shape, t.DType)); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
 				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
@@ -144,6 +145,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
 				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
 			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+			t.DType = o.DType
 			t.holds = 0
 			t.Cached = true
 			st.Refs = 0
@@ -162,6 +164,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 		}
 		if o.Alias == aliasInput {
 			outs[i] = tt.newTensor(tt.storages[c.args[o.Input].Storage], o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
+			outs[i].DType = o.DType
 			continue
 		}
 		if o.Alias == aliasStatic {
@@ -170,6 +173,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 				// The static tensor object died; rebuild a view of its storage.
 				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
 				outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+				outs[i].DType = o.DType
 				continue
 			}
 			tt.hold(t)
@@ -190,6 +194,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
 		}
 		outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+		outs[i].DType = o.DType
 		n.OutWeak[i] = st.ID
 	}
 	return outs

@@ -20,6 +20,8 @@ type Function struct {
 	Name   string
 	Mode   traces.Mode
 	Shapes [][]int
+	// DTypes are the arguments' dtypes (Dynamo guards on them).
+	DTypes []ops.DType
 	// Static marks the arguments that are parameters (static inputs);
 	// StaticIdx lists their positions.
 	Static    []bool
@@ -44,6 +46,7 @@ type plan struct {
 	stmts   []planStmt
 	returns []int
 	shapes  [][]int // per slot
+	dtypes  []ops.DType
 	// text of each statement, for messages ("c = y * 4").
 	text []string
 	// viewsOnly is true when the body launches no kernel: its outputs are
@@ -62,9 +65,13 @@ type planStmt struct {
 	scalar  float32
 	inPlace bool // out is a parameter slot
 	shape   []int
+	// opaque: a dtype whose values are not modelled flows through the
+	// statement: the launch writes the output's bytes (zeros) instead of
+	// computing, so the graph and the pool are as PyTorch's.
+	opaque bool
 }
 
-func fnKey(name string, shapes [][]int, static []bool, dev int) string {
+func fnKey(name string, shapes [][]int, dtypes []ops.DType, static []bool, dev int) string {
 	var b strings.Builder
 	b.WriteString(name)
 	fmt.Fprintf(&b, "@%d", dev)
@@ -72,6 +79,10 @@ func fnKey(name string, shapes [][]int, static []bool, dev int) string {
 		b.WriteByte('|')
 		if static[i] {
 			b.WriteByte('p')
+		}
+		if dtypes[i] != ops.Float32 {
+			b.WriteString(dtypes[i].String())
+			b.WriteByte(':')
 		}
 		for j, d := range s {
 			if j > 0 {
@@ -83,13 +94,19 @@ func fnKey(name string, shapes [][]int, static []bool, dev int) string {
 	return b.String()
 }
 
-// compilePlan builds the plan of def for argument shapes.
-func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
+// compilePlan builds the plan of def for argument shapes and dtypes (nil:
+// every argument float32).
+func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
 	p := &plan{nParams: len(def.Params)}
 	slots := map[string]int{}
 	for i, name := range def.Params {
 		slots[name] = i
 		p.shapes = append(p.shapes, shapes[i])
+		dt := ops.Float32
+		if i < len(dtypes) {
+			dt = dtypes[i]
+		}
+		p.dtypes = append(p.dtypes, dt)
 	}
 	p.nSlots = len(def.Params)
 	for si, st := range def.Body {
@@ -117,6 +134,20 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 		}
 		ps.shape, ps.bk = shape, bk
 		ps.scalar = float32(st.B.Num)
+		// The result's dtype: the statement's own, else a's (a view, an
+		// elementwise op, a copy), else float32 (fill, empty).
+		dt := ops.Float32
+		if ps.a >= 0 {
+			dt = p.dtypes[ps.a]
+		}
+		if st.DType != "" {
+			d, ok := ops.ParseDType(st.DType)
+			if !ok {
+				return nil, fmt.Errorf("statement %d (%s): unknown dtype %q", si+1, stmtText(st), st.DType)
+			}
+			dt = d
+		}
+		ps.opaque = !dt.ComputesValues() || (ps.a >= 0 && !p.dtypes[ps.a].ComputesValues()) || (ps.b >= 0 && !p.dtypes[ps.b].ComputesValues())
 		switch st.K {
 		case ops.StmtView:
 			ps.kind = "view"
@@ -140,6 +171,7 @@ func compilePlan(def *traces.Record, shapes [][]int) (*plan, error) {
 			ps.out = p.nSlots
 			p.nSlots++
 			p.shapes = append(p.shapes, shape)
+			p.dtypes = append(p.dtypes, dt)
 			slots[st.Out] = ps.out
 		}
 		p.stmts = append(p.stmts, ps)
@@ -244,6 +276,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		switch ps.kind {
 		case "view":
 			t := tt.newTensor(a, ps.shape, r.line, r.what)
+			t.DType = p.dtypes[ps.out]
 			locals = append(locals, t)
 			slots[ps.out] = t
 			continue
@@ -252,13 +285,14 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		if ps.inPlace {
 			out = tt.storages[slots[ps.out].Storage]
 		} else {
-			st, err := e.allocStorage(ds, bytesOf(ps.shape), r.stream, r.pool, r.line, r.what)
+			st, err := e.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text[i], err)
 			}
 			out = st
 			t := tt.newTensor(st, ps.shape, r.line, r.what)
+			t.DType = p.dtypes[ps.out]
 			locals = append(locals, t)
 			slots[ps.out] = t
 		}
@@ -272,15 +306,19 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		if b != nil {
 			l.B = b.Ptr
 		}
-		switch ps.k {
-		case ops.Matmul:
+		switch {
+		case ps.opaque:
+			// Values of this dtype are not modelled: one kernel writes
+			// the output's bytes, so the graph still holds one kernel.
+			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes)}
+		case ps.k == ops.Matmul:
 			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
-		case ops.Sum:
+		case ps.k == ops.Sum:
 			l.N = numElems(p.shapes[ps.a])
 		default:
 			l.N = numElems(ps.shape)
 		}
-		if l.N == 0 && ps.k != ops.Matmul {
+		if l.N == 0 && l.K != ops.Matmul {
 			continue
 		}
 		if err := ds.dev.Launch(r.stream, l); err != nil {
@@ -293,6 +331,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		src := slots[s]
 		st := tt.storages[src.Storage]
 		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
+		outs[i].DType = p.dtypes[s]
 	}
 	if err := release(); err != nil {
 		for _, o := range outs {
@@ -325,7 +364,7 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // graph accepts the call and the code object is at Dynamo's recompile
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
-func (m *manager) function(def *traces.Record, line int, shapes [][]int, static []bool, alias []int) (f *Function, limited bool, err error) {
+func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
 	code := def.Fn
 	if m.eng.sharedCode {
 		code = ""
@@ -336,19 +375,19 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, static 
 		m.compiles[code] = cs
 		m.eng.onUndo(func() { delete(m.compiles, code) })
 	}
-	ent := cs.Lookup(def.Fn, shapes, alias)
+	ent := cs.Lookup(def.Fn, shapes, dtypes, alias)
 	if ent == nil {
 		if cs.Len() >= m.eng.recompileLimitNow() {
-			p, err := compilePlan(def, shapes)
+			p, err := compilePlan(def, shapes, dtypes)
 			if err != nil {
 				return nil, false, err
 			}
-			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, plan: p, Mutated: mutatedParams(def)}, true, nil
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, plan: p, Mutated: mutatedParams(def)}, true, nil
 		}
 		m.eng.markHeavy()
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
-		ent = cs.Compile(def.Fn, shapes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault})
+		ent = cs.Compile(def.Fn, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -357,20 +396,20 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, static 
 	// The usual case, a call seen before, compares shapes without
 	// building the key string.
 	for _, id := range m.fnByName[def.Fn] {
-		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, static) {
+		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, dtypes, static) {
 			return f, false, nil
 		}
 	}
-	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, static, m.ds.index), ent.Gen)
+	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, dtypes, static, m.ds.index), ent.Gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.funcs[id], false, nil
 	}
-	p, err := compilePlan(def, shapes)
+	p, err := compilePlan(def, shapes, dtypes)
 	if err != nil {
 		return nil, false, err
 	}
 	m.eng.markHeavy()
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
 	m.warnDynamicShapes(def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
@@ -434,12 +473,12 @@ func aliasPattern(args []*Tensor) []int {
 	return out
 }
 
-func sameSignature(f *Function, shapes [][]int, static []bool) bool {
+func sameSignature(f *Function, shapes [][]int, dtypes []ops.DType, static []bool) bool {
 	if len(f.Shapes) != len(shapes) {
 		return false
 	}
 	for i := range shapes {
-		if f.Static[i] != static[i] || !slices.Equal(f.Shapes[i], shapes[i]) {
+		if f.Static[i] != static[i] || f.DTypes[i] != dtypes[i] || !slices.Equal(f.Shapes[i], shapes[i]) {
 			return false
 		}
 	}

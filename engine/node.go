@@ -4,6 +4,7 @@ import (
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // aliasKind is PyTorch's output storage alias class.
@@ -26,6 +27,7 @@ const (
 type outputInfo struct {
 	Ptr   device.Ptr
 	Shape []int
+	DType ops.DType
 	Bytes int64
 	Alias aliasKind
 	// Prior is the aliased path output (aliasPrior); New the aliased

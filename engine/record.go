@@ -161,6 +161,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
 		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
+		ct.DType = t.DType
 		copies = append(copies, ct)
 		bodyArgs[i] = ct
 		n.Ptrs[i] = cs.Ptr
@@ -187,8 +188,9 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		if n.Static[i] {
 			continue
 		}
-		src := tt.storages[t.Storage].Ptr
-		if cnt := numElems(t.Shape); cnt > 0 {
+		s := tt.storages[t.Storage]
+		src := s.Ptr
+		if cnt := words(bytesOf(t.Shape, t.DType)); cnt > 0 {
 			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], src, cnt); err != nil {
 				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
 			}
@@ -236,6 +238,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			continue
 		}
 		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
+		nt.DType = t.DType
 		if err := tt.release(t); err != nil {
 			return nil, "", fmt.Errorf("record #%d: %w", id, err)
 		}
@@ -246,7 +249,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	n.OutWeak = make([]int, len(outs))
 	for i, t := range outs {
 		s := tt.storages[t.Storage]
-		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, Bytes: s.Bytes}
+		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
 		j, isInput := 0, false
 		for k, a := range c.args {
 			if a.Storage == t.Storage {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cgtviz/cgtviz/traces/ops"
+
 	"github.com/cgtviz/cgtviz/engine/device"
 )
 
@@ -78,8 +80,11 @@ type Tensor struct {
 	// views made later) are marked through the storage only (a use that
 	// touches no data, such as a view, still works).
 	Tracked bool
-	Line    int
-	What    string
+	// DType is the element type; only float32 values are computed (the
+	// others are sized right and hold undefined values: see modelsValues).
+	DType ops.DType
+	Line  int
+	What  string
 }
 
 func (t *Tensor) live() bool { return t.Names > 0 || t.holds > 0 }
@@ -93,8 +98,15 @@ func numElems(shape []int) int64 {
 	return n
 }
 
-// bytesOf returns the bytes of a float32 tensor of a shape.
-func bytesOf(shape []int) int64 { return numElems(shape) * 4 }
+// bytesOf returns the bytes of a tensor of a shape and dtype (numel times
+// element_size(), what PyTorch's allocator is asked for).
+func bytesOf(shape []int, dt ops.DType) int64 { return numElems(shape) * int64(dt.Size()) }
+
+// words is how many float32 words hold n bytes: the element count of a
+// device copy or fill over a storage of any dtype. The caching allocator
+// rounds every block up to 512 bytes, so the last partial word lies in the
+// block.
+func words(n int64) int64 { return (n + 3) / 4 }
 
 // tensorTable holds the engine's tensors, storages and names, with Python's
 // reference semantics: a tensor dies when nothing holds it, a storage when

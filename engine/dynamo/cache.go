@@ -1,6 +1,10 @@
 package dynamo
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/cgtviz/cgtviz/traces/ops"
+)
 
 // Cache is Dynamo's view of one code object (one def, or every def
 // under Options.SharedCode): its compiled graphs (cache entries, each
@@ -57,14 +61,16 @@ type Entry struct {
 	// tensor storage, or -1: Dynamo guards on duplicated inputs, so a call
 	// aliasing its arguments differently needs another graph.
 	alias []int
+	// dtypes are guarded too: another dtype is another graph.
+	dtypes []ops.DType
 	// Static marks the inputs the graph was compiled to take as static
 	// (parameters, static addresses).
 	Static []bool
 }
 
 // accepts reports whether the graph's guards let the call through.
-func (c *Entry) accepts(fn string, shapes [][]int, alias []int) bool {
-	if c.fn != fn || len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) {
+func (c *Entry) accepts(fn string, shapes [][]int, dtypes []ops.DType, alias []int) bool {
+	if c.fn != fn || len(c.dims) != len(shapes) || !slices.Equal(c.alias, alias) || !sameDTypes(c.dtypes, dtypes) {
 		return false
 	}
 	for i, s := range shapes {
@@ -86,9 +92,9 @@ func (c *Entry) accepts(fn string, shapes [][]int, alias []int) bool {
 }
 
 // Lookup returns the newest compiled graph that accepts the call, or nil.
-func (c *Cache) Lookup(fn string, shapes [][]int, alias []int) *Entry {
+func (c *Cache) Lookup(fn string, shapes [][]int, dtypes []ops.DType, alias []int) *Entry {
 	for i := len(c.entries) - 1; i >= 0; i-- {
-		if c.entries[i].accepts(fn, shapes, alias) {
+		if c.entries[i].accepts(fn, shapes, dtypes, alias) {
 			return c.entries[i]
 		}
 	}
@@ -110,7 +116,7 @@ var DefaultShapes = Shapes{Automatic: true, AssumeStatic: true}
 
 // Compile adds a compiled graph for shapes, with the static inputs of
 // this call, after merging shapes into the arguments' history.
-func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool, how Shapes) *Entry {
+func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []int, static []bool, how Shapes) *Entry {
 	for i, s := range shapes {
 		for len(c.frames) <= i {
 			c.frames = append(c.frames, nil)
@@ -129,7 +135,7 @@ func (c *Cache) Compile(fn string, shapes [][]int, alias []int, static []bool, h
 	}
 	// Numbered across all of the code object's graphs: FunctionIDs are
 	// keyed by it.
-	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, Static: slices.Clone(static)}
+	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, dtypes: slices.Clone(dtypes), Static: slices.Clone(static)}
 	for i, s := range shapes {
 		if static[i] {
 			continue
@@ -160,7 +166,7 @@ func (e *Entry) Dynamic() bool {
 func (c *Cache) Clone() *Cache {
 	n := &Cache{}
 	for _, e := range c.entries {
-		n.entries = append(n.entries, &Entry{Gen: e.Gen, fn: e.fn, dims: cloneDims(e.dims), alias: e.alias, Static: e.Static})
+		n.entries = append(n.entries, &Entry{Gen: e.Gen, fn: e.fn, dims: cloneDims(e.dims), alias: e.alias, dtypes: e.dtypes, Static: e.Static})
 	}
 	for _, a := range c.frames {
 		if a == nil {
@@ -183,3 +189,20 @@ func cloneDims(d [][]int) [][]int {
 // Len is the number of graphs compiled so far: what Dynamo's recompile
 // limit counts.
 func (c *Cache) Len() int { return len(c.entries) }
+
+// sameDTypes compares dtypes, nil meaning every argument float32.
+func sameDTypes(a, b []ops.DType) bool {
+	for i := range max(len(a), len(b)) {
+		var x, y ops.DType
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

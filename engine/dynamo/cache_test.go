@@ -68,19 +68,19 @@ func TestCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := &Cache{}
 			for _, c := range tt.calls {
-				if cs.Lookup(c.fn, [][]int{c.shape}, []int{-1}) == nil {
-					cs.Compile(c.fn, [][]int{c.shape}, []int{-1}, []bool{c.static}, DefaultShapes)
+				if cs.Lookup(c.fn, [][]int{c.shape}, nil, []int{-1}) == nil {
+					cs.Compile(c.fn, [][]int{c.shape}, nil, []int{-1}, []bool{c.static}, DefaultShapes)
 				}
 			}
 			p := tt.probe
-			ent := cs.Lookup(p.fn, [][]int{p.shape}, []int{-1})
+			ent := cs.Lookup(p.fn, [][]int{p.shape}, nil, []int{-1})
 			switch {
 			case tt.hit == 0 && ent != nil:
 				t.Fatalf("hit graph %d (%s %v), want a miss", ent.Gen, ent.fn, ent.dims)
 			case tt.hit != 0 && (ent == nil || ent.Gen != tt.hit):
 				t.Fatalf("ran through %+v, want graph %d", ent, tt.hit)
 			case tt.hit == 0:
-				ent = cs.Clone().Compile(p.fn, [][]int{p.shape}, []int{-1}, []bool{p.static}, DefaultShapes)
+				ent = cs.Clone().Compile(p.fn, [][]int{p.shape}, nil, []int{-1}, []bool{p.static}, DefaultShapes)
 				if got := ent.dims[0]; len(got) != len(tt.dims) || got[0] != tt.dims[0] {
 					t.Errorf("recompile guards %v, want %v", got, tt.dims)
 				}
