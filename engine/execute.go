@@ -71,7 +71,7 @@ func (e *Engine) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, whi
 		if !which[i] {
 			continue
 		}
-		if p := e.tt.storages[t.Storage].Ptr; p != n.Ptrs[i] {
+		if p := e.tt.dataPtr(t); p != n.Ptrs[i] {
 			fail.Input, fail.Old, fail.New = i, uint64(n.Ptrs[i]), uint64(p)
 			fail.InputName = argName(rec, i)
 			return true
@@ -99,9 +99,8 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 		if n.Static[i] {
 			continue
 		}
-		s := m.eng.tt.storages[t.Storage]
-		src := s.Ptr
-		if cnt := words(bytesOf(t.Shape, t.DType)); cnt > 0 && src != n.CopySrc[i] {
+		src := m.eng.tt.dataPtr(t)
+		if cnt := words(t.extentBytes()); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
 				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)

@@ -69,6 +69,11 @@ type planStmt struct {
 	// statement: the launch writes the output's bytes (zeros) instead of
 	// computing, so the graph and the pool are as PyTorch's.
 	opaque bool
+	// offset and strides of a view statement with as_strided geometry
+	// (offset in elements, absolute in the storage).
+	strided bool
+	offset  int64
+	strides []int64
 }
 
 func fnKey(name string, shapes [][]int, dtypes []ops.DType, static []bool, dev int) string {
@@ -110,7 +115,7 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 	}
 	p.nSlots = len(def.Params)
 	for si, st := range def.Body {
-		operands := ops.Operands{Shape: st.Shape, HasVal: st.HasValue, BIsNum: st.B.IsNum}
+		operands := ops.Operands{Shape: st.Shape, HasVal: st.HasValue, BIsNum: st.B.IsNum, Strided: st.Strided()}
 		ps := planStmt{a: -1, b: -1, kind: "kernel"}
 		if st.A != "" {
 			s, ok := slots[st.A]
@@ -151,6 +156,7 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 		switch st.K {
 		case ops.StmtView:
 			ps.kind = "view"
+			ps.strided, ps.offset, ps.strides = st.Strided(), st.Offset, st.Strides
 		case ops.StmtEmpty:
 			ps.kind = "empty"
 		default:
@@ -277,6 +283,15 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		case "view":
 			t := tt.newTensor(a, ps.shape, r.line, r.what)
 			t.DType = p.dtypes[ps.out]
+			if base := slots[ps.a]; ps.strided {
+				t.Offset = ps.offset * int64(t.DType.Size())
+				if !ops.IsContiguous(ps.shape, ps.strides) {
+					t.Strides = append([]int64(nil), ps.strides...)
+				}
+			} else {
+				// A plain view keeps its base's geometry start.
+				t.Offset, t.Strides = base.Offset, base.Strides
+			}
 			locals = append(locals, t)
 			slots[ps.out] = t
 			continue
@@ -300,14 +315,25 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 			continue
 		}
 		l := &device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
+		opaque := ps.opaque
 		if a != nil {
-			l.A = a.Ptr
+			at := slots[ps.a]
+			l.A = a.Ptr + device.Ptr(at.Offset)
+			opaque = opaque || at.Strides != nil
 		}
 		if b != nil {
-			l.B = b.Ptr
+			bt := slots[ps.b]
+			l.B = b.Ptr + device.Ptr(bt.Offset)
+			opaque = opaque || bt.Strides != nil
+		}
+		if ps.inPlace {
+			ot := slots[ps.out]
+			l.Out = out.Ptr + device.Ptr(ot.Offset)
+			opaque = opaque || ot.Strides != nil
 		}
 		switch {
-		case ps.opaque:
+		case opaque:
+			// A strided (non-contiguous) operand is not modelled either.
 			// Values of this dtype are not modelled: one kernel writes
 			// the output's bytes, so the graph still holds one kernel.
 			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes)}

@@ -124,7 +124,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		}
 		n.Static[i] = c.f.Static[i] || n.Managed[i]
 		if n.Static[i] {
-			n.Ptrs[i] = s.Ptr
+			n.Ptrs[i] = tt.dataPtr(t)
 		}
 	}
 	if parent != nil {
@@ -155,13 +155,14 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			bodyArgs[i] = t
 			continue
 		}
-		s := tt.storages[t.Storage]
-		cs, err := m.eng.allocStorage(m.ds, s.Bytes, device.SideStream, poolGraph, c.rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", c.f.Name, i, id))
+		// static_input: torch.empty_strided of the input's size and
+		// strides, so the placeholder spans the view, not its storage.
+		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", c.f.Name, i, id))
 		if err != nil {
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
 		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
-		ct.DType = t.DType
+		ct.DType, ct.Strides = t.DType, t.Strides
 		copies = append(copies, ct)
 		bodyArgs[i] = ct
 		n.Ptrs[i] = cs.Ptr
@@ -188,9 +189,8 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		if n.Static[i] {
 			continue
 		}
-		s := tt.storages[t.Storage]
-		src := s.Ptr
-		if cnt := words(bytesOf(t.Shape, t.DType)); cnt > 0 {
+		src := tt.dataPtr(t)
+		if cnt := words(t.extentBytes()); cnt > 0 {
 			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], src, cnt); err != nil {
 				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
 			}

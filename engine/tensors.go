@@ -83,8 +83,35 @@ type Tensor struct {
 	// DType is the element type; only float32 values are computed (the
 	// others are sized right and hold undefined values: see modelsValues).
 	DType ops.DType
-	Line  int
-	What  string
+	// Offset is the view's storage offset in bytes (storage_offset() x
+	// element_size()): its data pointer is the storage's plus Offset.
+	// Strides are its strides in elements, nil when contiguous.
+	Offset  int64
+	Strides []int64
+	Line    int
+	What    string
+}
+
+// dataPtr is t.data_ptr(): where its first element is.
+func (tt *tensorTable) dataPtr(t *Tensor) device.Ptr {
+	s := tt.storages[t.Storage]
+	if s == nil || s.Ptr == 0 {
+		return 0
+	}
+	return s.Ptr + device.Ptr(t.Offset)
+}
+
+// extentBytes is the bytes a tensor spans from its data pointer: what
+// torch.empty_strided of its size and strides takes (a placeholder).
+func (t *Tensor) extentBytes() int64 {
+	if t.Strides == nil {
+		return bytesOf(t.Shape, t.DType)
+	}
+	n, err := ops.ViewExtent(t.Shape, t.Strides, 0)
+	if err != nil {
+		return bytesOf(t.Shape, t.DType)
+	}
+	return n * int64(t.DType.Size())
 }
 
 func (t *Tensor) live() bool { return t.Names > 0 || t.holds > 0 }
