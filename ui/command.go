@@ -29,8 +29,7 @@ var lineCommands []lineCommand
 
 func init() {
 	lineCommands = []lineCommand{
-		{"step", "", "N", "go to step N (a bare number does too)", cmdStep},
-		{"line", "", "L", "go to the step that runs trace line L", cmdLine},
+		{"line", "step", "L", "go to just after trace line L runs (0: the start; a bare number does too)", cmdLine},
 		{"node", "graph", "ID", "select node #ID in the tree", cmdNode},
 		{"why", "", "", "go to the step that recorded (or warmed up) the selected node", cmdWhy},
 		{"tensor", "", "NAME", "go to the step that made the tensor bound to NAME", cmdTensor},
@@ -80,7 +79,7 @@ func (m *Model) runLine(line string) tea.Cmd {
 		return nil
 	}
 	if _, err := strconv.Atoi(fields[0]); err == nil && len(fields) == 1 {
-		fields = []string{"step", fields[0]}
+		fields = []string{"line", fields[0]}
 	}
 	c, several, ok := findCommand(fields[0])
 	switch {
@@ -114,7 +113,7 @@ func commandHint(line string) string {
 	switch len(matches) {
 	case 0:
 		if _, err := strconv.Atoi(first); err == nil {
-			return "step " + first
+			return "line " + first
 		}
 		return "no such command"
 	case 1:
@@ -150,14 +149,6 @@ func oneInt(args []string, what string) (int, error) {
 	return n, nil
 }
 
-func cmdStep(m *Model, args []string) (tea.Cmd, error) {
-	n, err := oneInt(args, "step number")
-	if err != nil {
-		return nil, err
-	}
-	return m.move(func(s *sessions.Session) (string, error) { return "", s.Goto(n) }), nil
-}
-
 // stepOfLine is the position just after the record at trace line l ran.
 func (m *Model) stepOfLine(l int) (int, bool) {
 	for i := range m.recs {
@@ -169,17 +160,17 @@ func (m *Model) stepOfLine(l int) (int, bool) {
 }
 
 func cmdLine(m *Model, args []string) (tea.Cmd, error) {
-	l, err := oneInt(args, "line number")
-	if err != nil {
-		return nil, err
+	if len(args) != 1 {
+		return nil, errors.New("want one line number")
 	}
-	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
+	return m.gotoLineText(args[0])
 }
 
 func (m *Model) gotoLine(l int, info string) (tea.Cmd, error) {
 	pos, ok := m.stepOfLine(l)
 	if !ok {
-		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", l, m.recs[0].Line, m.recs[len(m.recs)-1].Line)
+		lo, hi := m.lineRange()
+		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d, 0 is the start)", l, lo, hi)
 	}
 	return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(pos) }), nil
 }
@@ -214,7 +205,7 @@ func cmdNode(m *Model, args []string) (tea.Cmd, error) {
 			return nil, nil
 		}
 	}
-	return nil, fmt.Errorf("no node #%d at step %d", id, m.snap.pos)
+	return nil, fmt.Errorf("no node #%d at %s", id, m.where(m.snap.pos))
 }
 
 // errNoArgs is the error of a command that takes no arguments.
@@ -251,7 +242,7 @@ func (m *Model) why() (tea.Cmd, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("the selected node is not in the state of step %d", m.snap.pos)
+	return nil, fmt.Errorf("the selected node is not in the state at %s", m.where(m.snap.pos))
 }
 
 // causeText is a node's record cause in a few words, with the first
@@ -290,7 +281,7 @@ func cmdTensor(m *Model, args []string) (tea.Cmd, error) {
 				tv.Line, name, tv.Producer, m.snap.pos, tv.State, tv.Pool, tv.Owner))
 		}
 	}
-	return nil, fmt.Errorf("no tensor is bound to %q at step %d", name, m.snap.pos)
+	return nil, fmt.Errorf("no tensor is bound to %q at %s", name, m.where(m.snap.pos))
 }
 
 // cmdFreed answers "who freed this output?": it searches back from the
@@ -320,7 +311,7 @@ func cmdFreed(m *Model, args []string) (tea.Cmd, error) {
 				return "", fmt.Errorf(":freed: the events of line %d are not kept on this device (it cannot be snapshotted)", st.Line)
 			}
 		}
-		return "", fmt.Errorf(":freed: no step before %d freed %s", s.Pos(), name)
+		return "", fmt.Errorf(":freed: no line before %s freed %s", m.where(s.Pos()), name)
 	}), nil
 }
 

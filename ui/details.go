@@ -72,12 +72,12 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	}
 	plain := func(t string) string { return t }
 	if snap.step == nil {
-		out = append(out, s.Bold.Render(fmt.Sprintf("position 0/%d: nothing run yet", snap.n)))
+		out = append(out, s.Bold.Render("the start: nothing run yet"))
 		out = append(out, "press n to run the first record")
 		return out
 	}
 	st := snap.step
-	head := fmt.Sprintf("step %d/%d · line %d", snap.pos, snap.n, st.Line)
+	head := fmt.Sprintf("line %d", st.Line)
 	out = append(out, s.Bold.Render(head))
 	if st.Index >= 0 && st.Index < len(recs) {
 		add(true, recordText(&recs[st.Index]), plain)
@@ -98,36 +98,100 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	for _, f := range st.ExpectFailures {
 		add(true, "expect failed: "+f, rs(s.Err))
 	}
+	// Cause first: why no graph could replay, then the checkpoint that
+	// made room, then what the tree did, then the rest.
+	ckpt := false
 	for _, ev := range byImportance(st.Events) {
 		if ev.Kind == engine.EvError || ev.Kind == engine.EvExpectFailed {
 			continue // shown above from the step itself
 		}
-		style := plain
-		if ev.Kind == engine.EvCheckpoint {
-			style = rs(s.Checkpoint)
-		}
-		add(false, "• "+eventText(ev), style)
-		// A recording's failures are the invariant_failed events just
-		// listed; the node's details repeat them.
-		if ev.Kind == engine.EvInvariantFailed && len(ev.Failures) > 1 {
+		switch ev.Kind {
+		case engine.EvInvariantFailed:
 			for _, f := range ev.Failures {
-				add(false, "    "+f.Describe(), rs(s.Warn))
+				add(false, "• "+failureStory(f), rs(s.Warn))
+			}
+			if len(ev.Failures) == 0 {
+				add(false, "• "+eventText(ev), plain)
+			}
+			continue
+		case engine.EvCheckpoint:
+			ckpt = true
+			add(false, "• "+checkpointStory(ev), rs(s.Checkpoint))
+			continue
+		case engine.EvRecord, engine.EvWarmup:
+			if ckpt {
+				add(false, "• then "+eventText(ev), plain)
+				continue
 			}
 		}
+		add(false, "• "+eventText(ev), plain)
 	}
 	return out
 }
 
-// importance orders a step's events for a small pane: the decision first,
-// then the checkpoint and why existing graphs could not replay, then the
-// rest, tensor deaths last.
+// failureStory tells why a recorded graph could not replay, in the terms
+// of the trace: "#1 expected a dead before its replay, but a is alive".
+func failureStory(f engine.InvariantFailure) string {
+	if f.Status == engine.StatusExpectedDeadIndicesBeforeGraphMismatch && len(f.Outputs) > 0 {
+		names := make([]string, len(f.Outputs))
+		for i, o := range f.Outputs {
+			names[i] = "output " + o.String()
+			if i < len(f.OutputNames) && f.OutputNames[i] != "" {
+				names[i] = f.OutputNames[i]
+			}
+		}
+		verb := "is"
+		if len(names) > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("#%d cannot replay: it expected %s dead before its replay, but %s %s alive", f.Node, joinAnd(names), joinAnd(names), verb)
+	}
+	return "cannot replay " + f.Describe()
+}
+
+// checkpointStory tells a checkpoint as a cause and its effect, with the
+// reason a checkpoint is needed at all.
+func checkpointStory(ev *engine.Event) string {
+	s := fmt.Sprintf("checkpoint: the graph pool holds live replay outputs that the allocator believes free, so it is restored to #%d's state", ev.Node)
+	if d := ev.Delta; d != nil {
+		var re, fr []string
+		for _, b := range d.Reallocated {
+			re = append(re, orDefault(b.Tensor, hex(b.Ptr)))
+		}
+		for _, b := range d.Freed {
+			fr = append(fr, orDefault(b.Tensor, hex(b.Ptr)))
+		}
+		if len(re) > 0 {
+			s += " with " + joinAnd(re) + " re-allocated"
+		}
+		if len(fr) > 0 {
+			s += ", " + joinAnd(fr) + " freed"
+		}
+	}
+	return s + ". Why a checkpoint is needed: replays do not tell the allocator what they allocate, and a recording or warmup made now would overwrite the live outputs."
+}
+
+// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// importance orders a step's events as a story, cause first: why the
+// existing graphs could not replay, the checkpoint that made room, the
+// decision, then the rest, tensor deaths last.
 func importance(k engine.EventKind) int {
 	switch k {
-	case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
+	case engine.EvInvariantFailed:
 		return 0
 	case engine.EvCheckpoint:
 		return 1
-	case engine.EvInvariantFailed:
+	case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
 		return 2
 	case engine.EvTensorDied:
 		return 4
@@ -300,9 +364,18 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 	for _, b := range d.Reallocated {
 		out = append(out, block(b))
 	}
-	out = append(out, s.Block[engine.BlockStale].Render(fmt.Sprintf("freed for dead tensors (%d):", len(d.Freed))))
+	// Red says "something died here": a checkpoint that freed nothing is
+	// not alarming.
+	fs := s.Dim
+	if len(d.Freed) > 0 {
+		fs = s.Block[engine.BlockStale]
+	}
+	out = append(out, fs.Render(fmt.Sprintf("freed for dead tensors (%d):", len(d.Freed))))
 	for _, b := range d.Freed {
 		out = append(out, block(b))
+	}
+	if len(d.Reallocated) == 0 && len(d.Freed) == 0 {
+		out = append(out, s.Dim.Render("  (the pool already matched)"))
 	}
 	return out
 }

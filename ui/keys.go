@@ -34,7 +34,7 @@ func DefaultKeyMap() KeyMap {
 		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "back")),
 		Continue:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "continue")),
 		Reverse:    key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "reverse-continue")),
-		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
+		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to line")),
 		Breakpoint: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "break on line")),
 		KindBreak:  key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "break on event")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),

@@ -383,12 +383,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Continue):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.Continue()
-			return hitText(h, "end of trace: no breakpoint hit"), err
+			return m.hitText(h, "end of trace: no breakpoint hit"), err
 		})
 	case key.Matches(k, km.Reverse):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.ReverseContinue()
-			return hitText(h, "start of trace: no breakpoint hit"), err
+			return m.hitText(h, "start of trace: no breakpoint hit"), err
 		})
 	case key.Matches(k, km.Goto):
 		m.mode, m.input = modeGoto, ""
@@ -438,11 +438,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func hitText(h sessions.Hit, none string) string {
+func (m *Model) hitText(h sessions.Hit, none string) string {
 	if !h.Found {
 		return none
 	}
-	return fmt.Sprintf("breakpoint %s hit at record %d", h.Breakpoint, h.Index+1)
+	return fmt.Sprintf("breakpoint %s hit at line %d", h.Breakpoint, m.lineOf(h.Index+1))
 }
 
 func (m *Model) focusPane(p pane) {
@@ -520,7 +520,7 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 			if err := m.sess.Bookmark(in); err != nil {
 				m.setMsg("", err)
 			} else {
-				m.setMsg(fmt.Sprintf("bookmark %q at step %d", in, m.snap.pos), nil)
+				m.setMsg(fmt.Sprintf("bookmark %q at %s", in, m.where(m.snap.pos)), nil)
 			}
 			return nil
 		case modeJump:
@@ -528,14 +528,11 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 				return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
 			})
 		}
-		n, err := strconv.Atoi(in)
+		cmd, err := m.gotoLineText(in)
 		if err != nil {
-			m.setMsg("", fmt.Errorf("go to step: %q is not a number", in))
-			return nil
+			m.setMsg("", fmt.Errorf("go to line: %w", err))
 		}
-		return m.move(func(s *sessions.Session) (string, error) {
-			return "", s.Goto(n)
-		})
+		return cmd
 	case "backspace":
 		if r := []rune(m.input); len(r) > 0 {
 			m.input = string(r[:len(r)-1])
@@ -643,7 +640,7 @@ func (m *Model) export() tea.Cmd {
 		return nil
 	}
 	st, step, f := m.snap.state, m.snap.step, m.opts.Export
-	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-step%d.svg", m.snap.pos))
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-line%d.svg", m.lineOf(m.snap.pos)))
 	return writeSVG("tree", path, func() ([]byte, error) { return f(context.Background(), st, step) })
 }
 
@@ -651,7 +648,7 @@ func (m *Model) export() tea.Cmd {
 // file in a command.
 func (m *Model) exportGraph(dev, id int) tea.Cmd {
 	st, f := m.snap.state, m.opts.ExportGraph
-	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-graph-dev%d-node%d-step%d.svg", dev, id, m.snap.pos))
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-graph-dev%d-node%d-line%d.svg", dev, id, m.lineOf(m.snap.pos)))
 	return writeSVG(fmt.Sprintf("the CUDA graph of #%d", id), path, func() ([]byte, error) { return f(context.Background(), st, dev, id) })
 }
 
@@ -667,4 +664,46 @@ func writeSVG(what, path string, render func() ([]byte, error)) tea.Cmd {
 		}
 		return exportedMsg{what: what, path: path}
 	}
+}
+
+// The UI has one numbering, the trace file's line: the trace pane, every
+// error and the parser show it, so the status line, g, :line, breakpoints
+// and bookmarks speak it too. A position (records run) stays internal.
+
+// lineOf is the trace line of the record that position pos has just run;
+// 0 at the start.
+func (m *Model) lineOf(pos int) int {
+	if pos <= 0 || pos > len(m.recs) {
+		return 0
+	}
+	return m.recs[pos-1].Line
+}
+
+// where names a position for a message: "line 32", or "the start".
+func (m *Model) where(pos int) string {
+	if l := m.lineOf(pos); l > 0 {
+		return fmt.Sprintf("line %d", l)
+	}
+	return "the start"
+}
+
+// lineRange is the first and last trace lines of the records.
+func (m *Model) lineRange() (int, int) {
+	if len(m.recs) == 0 {
+		return 0, 0
+	}
+	return m.recs[0].Line, m.recs[len(m.recs)-1].Line
+}
+
+// gotoLineText goes to just after the record at the typed line runs; 0
+// goes to the start.
+func (m *Model) gotoLineText(in string) (tea.Cmd, error) {
+	l, err := strconv.Atoi(strings.TrimPrefix(in, "L"))
+	if err != nil || l < 0 {
+		return nil, fmt.Errorf("%q is not a line number", in)
+	}
+	if l == 0 {
+		return m.move(func(s *sessions.Session) (string, error) { return "at the start", s.Goto(0) }), nil
+	}
+	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
 }

@@ -198,7 +198,7 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 	}
 	p.add(run{runPlain, ""})
 	p.add(run{runBold, fmt.Sprintf("%s (%d,%d)", name, pv.ID[0], pv.ID[1])},
-		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s, peak %s", human(pv.ReservedBytes), human(pv.AllocatedBytes), human(pv.PeakReserved))})
+		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s, peak reserved %s", human(pv.ReservedBytes), human(pv.AllocatedBytes), human(pv.PeakReserved))})
 	if len(pv.Segments) == 0 {
 		p.add(run{runDim, "  no segments"})
 		return
@@ -224,7 +224,22 @@ type piece struct {
 	state   engine.BlockState
 	size    int64
 	changed bool
-	label   string // tensor names, "" for free space
+	// live are the names of the live tensors that hold the piece; stale
+	// the names of freed tensors still pointing into it. Both are empty
+	// for free space. A block lists its holders, never a dead name as one.
+	live, stale []string
+}
+
+// label is the piece's names as the block list shows them: the live
+// holders, then the stale names apart ("c (stale: a)").
+func (pc piece) label() string {
+	switch {
+	case len(pc.stale) == 0:
+		return joinNames(pc.live)
+	case len(pc.live) == 0:
+		return "stale: " + joinNames(pc.stale)
+	}
+	return joinNames(pc.live) + " (stale: " + joinNames(pc.stale) + ")"
 }
 
 // pieces splits a segment's blocks into pieces.
@@ -239,7 +254,8 @@ func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 			spans = occupied(b, where())
 		}
 		if len(spans) == 0 {
-			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: joinNames(b.Tensors)})
+			live, stale := holders(b.Tensors, b.Addr, b.Addr+uint64(b.Size), where)
+			out = append(out, piece{state: b.State, size: b.Size, changed: changed, live: live, stale: stale})
 			continue
 		}
 		at := b.Addr
@@ -247,7 +263,7 @@ func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 			if sp.lo > at {
 				out = append(out, piece{state: engine.BlockFree, size: int64(sp.lo - at), changed: changed})
 			}
-			out = append(out, piece{state: sp.state, size: int64(sp.hi - sp.lo), changed: changed, label: sp.names})
+			out = append(out, piece{state: sp.state, size: int64(sp.hi - sp.lo), changed: changed, live: sp.live, stale: sp.stale})
 			at = sp.hi
 		}
 		if end := b.Addr + uint64(b.Size); end > at {
@@ -267,11 +283,41 @@ func joinNames(ns []string) string {
 	return strings.Join(slices.Sorted(slices.Values(ns)), ",")
 }
 
+// holders splits the names the engine lists for a block into the live
+// tensors that hold [lo, hi) and the stale ones: a name whose tensor was
+// freed (del, a new generation) may still be listed where its storage lay.
+// The block list is in every frame, so the common case (one name, or all
+// live) allocates nothing new.
+func holders(names []string, lo, hi uint64, where func() tensorIndex) (live, stale []string) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	x := where()
+	allLive := true
+	for _, n := range names {
+		if !x.liveIn(n, lo, hi) {
+			allLive = false
+			break
+		}
+	}
+	if allLive {
+		return names, nil
+	}
+	for _, n := range names {
+		if x.liveIn(n, lo, hi) {
+			live = append(live, n)
+		} else {
+			stale = append(stale, n)
+		}
+	}
+	return live, stale
+}
+
 // span is the part of a block one storage occupies.
 type span struct {
-	lo, hi uint64
-	state  engine.BlockState
-	names  string
+	lo, hi      uint64
+	state       engine.BlockState
+	live, stale []string
 }
 
 // occupied returns the spans of a block's tensors, by address, merged where
@@ -284,15 +330,19 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 		if !ok || t.Bytes <= 0 {
 			return nil // unknown extent: draw the block whole
 		}
-		s, e := max(t.Ptr, lo), min(t.Ptr+uint64(t.Bytes), hi)
-		if s >= e {
-			continue
+		// A rebound name may have a live tensor elsewhere and a stale
+		// one here: each tensor of the name counts where it lies.
+		for _, t := range where.all(n) {
+			s, e := max(t.Ptr, lo), min(t.Ptr+uint64(max(t.Bytes, 0)), hi)
+			if s >= e {
+				continue
+			}
+			sp := span{lo: s, hi: e, state: engine.BlockLiveInvisible, live: []string{n}}
+			if t.State != engine.TensorLive {
+				sp.state, sp.live, sp.stale = engine.BlockStale, nil, []string{n}
+			}
+			out = append(out, sp)
 		}
-		st := engine.BlockLiveInvisible
-		if t.State == engine.TensorStale {
-			st = engine.BlockStale
-		}
-		out = append(out, span{lo: s, hi: e, state: st, names: n})
 	}
 	if len(out) < 2 {
 		return out
@@ -301,15 +351,17 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 		if c := cmp.Compare(a.lo, b.lo); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.names, b.names)
+		return cmp.Compare(spanName(a), spanName(b))
 	})
 	merged := out[:1]
 	for _, sp := range out[1:] {
 		if k := len(merged) - 1; sp.lo < merged[k].hi {
-			merged[k].hi = max(merged[k].hi, sp.hi)
-			merged[k].names += "," + sp.names
+			m := &merged[k]
+			m.hi = max(m.hi, sp.hi)
+			m.live = append(slices.Clip(m.live), sp.live...)
+			m.stale = append(slices.Clip(m.stale), sp.stale...)
 			if sp.state == engine.BlockLiveInvisible {
-				merged[k].state = sp.state
+				m.state = sp.state
 			}
 			continue
 		}
@@ -318,12 +370,62 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 	return merged
 }
 
+func spanName(s span) string {
+	if len(s.live) > 0 {
+		return s.live[0]
+	}
+	if len(s.stale) > 0 {
+		return s.stale[0]
+	}
+	return ""
+}
+
 // tensorIndex finds a state's tensors by name. It maps to positions in
 // State.Tensors rather than copies, so that building it for tens of
 // thousands of tensors stays cheap.
 type tensorIndex struct {
 	st  *engine.State
 	pos map[string]int32
+	// more lists, for the few names that several tensors carry (a name
+	// rebound while the old tensor is kept stale), every one of them.
+	more map[string][]int32
+}
+
+// all returns every tensor named n (usually one).
+func (x tensorIndex) all(n string) []*engine.TensorView {
+	i, ok := x.pos[n]
+	if !ok {
+		return nil
+	}
+	if js := x.more[n]; len(js) > 0 {
+		out := make([]*engine.TensorView, len(js))
+		for k, j := range js {
+			out[k] = &x.st.Tensors[j]
+		}
+		return out
+	}
+	return []*engine.TensorView{&x.st.Tensors[i]}
+}
+
+// liveIn reports whether a live tensor named n overlaps [lo, hi); a name
+// the state does not know counts as live (the engine lists live names).
+func (x tensorIndex) liveIn(n string, lo, hi uint64) bool {
+	i, ok := x.pos[n]
+	if !ok {
+		return true
+	}
+	overlaps := func(t *engine.TensorView) bool {
+		return t.State == engine.TensorLive && t.Ptr < hi && t.Ptr+uint64(max(t.Bytes, 1)) > lo
+	}
+	if overlaps(&x.st.Tensors[i]) {
+		return true
+	}
+	for _, j := range x.more[n] {
+		if overlaps(&x.st.Tensors[j]) {
+			return true
+		}
+	}
+	return false
 }
 
 // get returns the tensor named n.
@@ -339,16 +441,26 @@ func (x tensorIndex) get(n string) (*engine.TensorView, bool) {
 // tensor wins over a stale one of the same name.
 func tensorsByName(st *engine.State) tensorIndex {
 	m := make(map[string]int32, len(st.Tensors))
+	var more map[string][]int32
 	for i := range st.Tensors {
 		t := &st.Tensors[i]
 		for _, n := range t.Names {
-			if old, ok := m[n]; ok && st.Tensors[old].State == engine.TensorLive {
-				continue
+			if old, ok := m[n]; ok {
+				if more == nil {
+					more = map[string][]int32{}
+				}
+				if len(more[n]) == 0 {
+					more[n] = append(more[n], old)
+				}
+				more[n] = append(more[n], int32(i))
+				if st.Tensors[old].State == engine.TensorLive {
+					continue
+				}
 			}
 			m[n] = int32(i)
 		}
 	}
-	return tensorIndex{st: st, pos: m}
+	return tensorIndex{st: st, pos: m, more: more}
 }
 
 // segment lays out one segment: a header, its pieces drawn to scale (each
@@ -411,14 +523,15 @@ func (p *poolPane) names(ps []piece, w int) {
 		if pc.state == engine.BlockFree && !pc.changed {
 			continue
 		}
-		if pc.state == engine.BlockFree && pc.label == "" {
+		label := pc.label()
+		if pc.state == engine.BlockFree && label == "" {
 			continue // free space inside a split block
 		}
 		total++
 		if lines >= maxLines {
 			continue
 		}
-		item := fmt.Sprintf("%s %s %s", glyph(pc.state), orDefault(pc.label, "?"), human(pc.size))
+		item := fmt.Sprintf("%s %s %s", glyph(pc.state), orDefault(label, "?"), human(pc.size))
 		if pc.changed {
 			item += changedGlyph
 		}

@@ -234,32 +234,63 @@ func textWindow(s *scroll, lines []string, h int) []string {
 	return window(lines, s.offset, h)
 }
 
-// statusLine: position, device, path state, generation, counters.
+// statusLine: position, device, path state, error count, generation,
+// counters. When the width cannot hold it all, the least telling parts go
+// first (the device's name, the generation, the counters) and the
+// position and the error count stay.
 func (m *Model) statusLine(w int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, " step %d/%d", m.snap.pos, m.snap.n)
-	if st := m.snap.step; st != nil {
-		fmt.Fprintf(&b, " · line %d", st.Line)
+	type part struct {
+		text string
+		keep int // higher stays longer
+	}
+	var parts []part
+	add := func(keep int, format string, a ...any) { parts = append(parts, part{fmt.Sprintf(format, a...), keep}) }
+	_, last := m.lineRange()
+	if l := m.lineOf(m.snap.pos); l > 0 {
+		add(9, "line %d/%d", l, last)
+	} else {
+		add(9, "start/%d", last)
 	}
 	if st := m.snap.state; st != nil {
 		if m.dev < len(st.Devices) {
 			ds := &st.Devices[m.dev]
-			fmt.Fprintf(&b, " · dev %d %s · %s", m.dev, ds.Name, ds.PathState)
+			add(3, "dev %d %s", m.dev, ds.Name)
+			add(7, "%s", ds.PathState)
 		}
 		if m.handoff == engine.HandoffRaise {
-			b.WriteString(" · 2.11 handoff")
+			add(6, "2.11 handoff")
 		}
 		c := st.Counters
-		fmt.Fprintf(&b, " · gen %d · warmups %d · rec %d · replays %d · ckpt %d · rerec %d · eager %d · err %d",
-			st.Generation, c.Warmups, c.Recordings, c.Replays, c.Checkpoints, c.Rerecords, c.Eager, c.Errors)
+		add(8, "err %d", c.Errors)
+		add(4, "rec %d", c.Recordings)
+		add(4, "replays %d", c.Replays)
+		add(5, "ckpt %d", c.Checkpoints)
+		add(2, "warmups %d", c.Warmups)
+		add(2, "rerec %d", c.Rerecords)
+		add(2, "eager %d", c.Eager)
+		add(1, "gen %d", st.Generation)
 	}
 	if n := len(m.snap.bps); n > 0 {
-		fmt.Fprintf(&b, " · %d bp", n)
+		add(6, "%d bp", n)
 	}
 	if m.busy {
-		b.WriteString(" · running…")
+		add(9, "running…")
 	}
-	return m.styles.Status.Render(fit(b.String(), w))
+	width := func() int {
+		n := 0
+		for _, p := range parts {
+			n += 3 + ansi.StringWidth(p.text)
+		}
+		return n - 1
+	}
+	for keep := 1; keep < 9 && width() > w; keep++ {
+		parts = slices.DeleteFunc(parts, func(p part) bool { return p.keep == keep })
+	}
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.text
+	}
+	return m.styles.Status.Render(fit(" "+strings.Join(texts, " · "), w))
 }
 
 // infoLine is the prompt, the last message, or why the last step did what
@@ -268,15 +299,16 @@ func (m *Model) infoLine(w int) string {
 	s := m.styles
 	switch m.mode {
 	case modeGoto:
-		return fit(s.Prompt.Render(fmt.Sprintf("go to step (0-%d): ", m.snap.n))+m.input+"█", w)
+		lo, hi := m.lineRange()
+		return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
 	case modeSearch:
 		return fit(s.Prompt.Render("search trace: /")+m.input+"█", w)
 	case modeMark:
-		return fit(s.Prompt.Render(fmt.Sprintf("bookmark step %d as: ", m.snap.pos))+m.input+"█", w)
+		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
 	case modeJump:
 		names := make([]string, len(m.marks))
 		for i, b := range m.marks {
-			names[i] = fmt.Sprintf("%s@%d", b.Name, b.Pos)
+			names[i] = fmt.Sprintf("%s@%d", b.Name, m.lineOf(b.Pos))
 		}
 		hint := "no bookmarks yet (m sets one)"
 		if len(names) > 0 {
