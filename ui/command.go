@@ -11,6 +11,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // lineCommand is one command of the ':' command line (k9s and vim style):
@@ -31,11 +32,13 @@ func init() {
 	lineCommands = []lineCommand{
 		{"line", "step", "L", "go to just after trace line L runs (0: the start; a bare number does too)", cmdLine},
 		{"node", "graph", "ID", "select node #ID in the tree", cmdNode},
-		{"why", "", "", "go to the step that recorded (or warmed up) the selected node", cmdWhy},
-		{"tensor", "", "NAME", "go to the step that made the tensor bound to NAME", cmdTensor},
-		{"freed", "", "NAME", "go back to the step whose new generation freed NAME", cmdFreed},
-		{"break", "b", "SPEC", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID", cmdBreak},
+		{"why", "", "", "go to the line that recorded (or warmed up) the node selected in the tree", cmdWhy},
+		{"tensor", "", "NAME", "go to the line that made the tensor bound to NAME", cmdTensor},
+		{"freed", "", "NAME", "go back to the line whose new generation freed NAME", cmdFreed},
+		{"break", "b", "[SPEC]", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID; alone, list them (d deletes)", cmdBreak},
+		{"delete", "del", "N", "delete breakpoint N (as :b lists them)", cmdDelete},
 		{"clear", "", "", "remove every breakpoint", cmdClear},
+		{"until", "u", "[L]", "run to line L (or the trace cursor's), stopping at breakpoints on the way; enter on a trace row does too", cmdUntil},
 		{"save", "", "[FILE]", "save the session (to FILE, or the -save file)", cmdSave},
 		{"export", "", "[graph]", "export the tree as SVG (as e does), or the CUDA graph of the node selected in the tree", cmdExport},
 		{"help", "", "", "list the commands", cmdHelp},
@@ -368,12 +371,76 @@ func kindNames() string {
 }
 
 func cmdBreak(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) == 0 {
+		m.openOverlay(m.breakpointList())
+		return nil, nil
+	}
 	b, err := parseBreakpoint(args)
 	if err != nil {
 		return nil, err
 	}
+	// A breakpoint that can never stop is a typo: refuse it and say why.
+	if b.Fn != "" && !m.knownFn(b.Fn) {
+		return nil, fmt.Errorf("no function %q in this trace (%s)", b.Fn, strings.Join(m.fnNames(), ", "))
+	}
+	if b.Line > 0 {
+		if _, ok := m.stepOfLine(b.Line); !ok {
+			lo, hi := m.lineRange()
+			return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", b.Line, lo, hi)
+		}
+	}
 	m.toggleBreakpoint(b)
 	return nil, nil
+}
+
+// fnNames are the functions the trace defines, in order.
+func (m *Model) fnNames() []string {
+	var out []string
+	for i := range m.recs {
+		if m.recs[i].Op == traces.OpDef && !slices.Contains(out, m.recs[i].Fn) {
+			out = append(out, m.recs[i].Fn)
+		}
+	}
+	return out
+}
+
+func (m *Model) knownFn(fn string) bool { return slices.Contains(m.fnNames(), fn) }
+
+func cmdDelete(m *Model, args []string) (tea.Cmd, error) {
+	n, err := oneInt(args, "breakpoint number")
+	if err != nil {
+		return nil, err
+	}
+	bps := m.sess.Breakpoints()
+	if n < 1 || n > len(bps) {
+		return nil, fmt.Errorf("no breakpoint %d (there are %d; :b lists them)", n, len(bps))
+	}
+	m.sess.RemoveBreakpoint(bps[n-1])
+	m.snap.bps = m.sess.Breakpoints()
+	m.setMsg("breakpoint deleted: "+bps[n-1].String(), nil)
+	return nil, nil
+}
+
+func cmdUntil(m *Model, args []string) (tea.Cmd, error) {
+	switch len(args) {
+	case 0:
+		if m.trace.cursor < 0 || m.trace.cursor >= len(m.recs) {
+			return nil, errors.New("no trace row under the cursor")
+		}
+		return m.runTo(m.trace.cursor + 1), nil
+	case 1:
+		l, err := oneInt(args, "line number")
+		if err != nil {
+			return nil, err
+		}
+		pos, ok := m.stepOfLine(l)
+		if !ok {
+			lo, hi := m.lineRange()
+			return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", l, lo, hi)
+		}
+		return m.runTo(pos), nil
+	}
+	return nil, errors.New("want a line number, or nothing for the trace cursor's line")
 }
 
 func cmdClear(m *Model, args []string) (tea.Cmd, error) {
@@ -421,14 +488,6 @@ func cmdExport(m *Model, args []string) (tea.Cmd, error) {
 }
 
 func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
-	var parts []string
-	for _, c := range lineCommands {
-		s := c.name
-		if c.args != "" {
-			s += " " + c.args
-		}
-		parts = append(parts, s)
-	}
-	m.setMsg("commands: "+strings.Join(parts, " · ")+" (tab completes; docs/tui.md)", nil)
+	m.openOverlay(m.helpOverlay())
 	return nil, nil
 }

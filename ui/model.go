@@ -76,6 +76,7 @@ const (
 	modeMark         // the bookmark name prompt
 	modeJump         // the "go to bookmark" prompt
 	modeCommand      // the ':' command line
+	modeOverlay      // a popup over the panes (:help, the breakpoint list)
 )
 
 // snapshot is everything View needs from the session, taken after each
@@ -164,6 +165,7 @@ type Model struct {
 	marks  []sessions.Bookmark // listed by the "go to bookmark" prompt
 	query  string
 	picker int
+	over   popup
 	msg    string
 	msgErr bool
 }
@@ -343,6 +345,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.prompt(k)
 	case modePicker:
 		return m.pick(k)
+	case modeOverlay:
+		return m.overlayKey(k)
 	}
 	km := m.keys
 	switch {
@@ -414,9 +418,16 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.KindBreak):
 		m.mode, m.picker = modePicker, 0
 	case key.Matches(k, km.Toggle):
-		if m.focus == paneTree {
+		switch m.focus {
+		case paneTree:
 			m.tree.toggle()
 			m.tree.rebuild(m.snap.state, m.snap.step)
+		case paneTrace:
+			// Run to cursor: up to the record under the cursor, stopping
+			// at a breakpoint on the way as gdb's until does.
+			if m.trace.cursor >= 0 && m.trace.cursor < len(m.recs) {
+				return m.runTo(m.trace.cursor + 1)
+			}
 		}
 	case key.Matches(k, km.Save):
 		return m.save()
@@ -706,4 +717,41 @@ func (m *Model) gotoLineText(in string) (tea.Cmd, error) {
 		return m.move(func(s *sessions.Session) (string, error) { return "at the start", s.Goto(0) }), nil
 	}
 	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
+}
+
+// runTo runs forward to position target (just after its record ran),
+// stopping earlier at a breakpoint; a target behind the position is gone
+// to directly (nothing runs on the way back).
+func (m *Model) runTo(target int) tea.Cmd {
+	line := m.lineOf(target)
+	return m.move(func(s *sessions.Session) (string, error) {
+		if target <= s.Pos() {
+			if err := s.Goto(target); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("back at %s", m.where(target)), nil
+		}
+		// The session stops Continue at breakpoints; one on the target's
+		// line, added for this run only, ends it there.
+		tmp := sessions.Breakpoint{Line: line, Node: sessions.AnyNode}
+		had := s.HasBreakpoint(tmp)
+		if !had {
+			if err := s.AddBreakpoint(tmp); err != nil {
+				return "", err
+			}
+			defer s.RemoveBreakpoint(tmp)
+		}
+		h, err := s.Continue()
+		switch {
+		case err != nil:
+			return "", err
+		case !h.Found:
+			return fmt.Sprintf("end of trace before line %d", line), nil
+		case h.Index+1 == target && !had:
+			return fmt.Sprintf("ran to line %d", line), nil
+		case h.Index+1 == target:
+			return m.hitText(h, ""), nil
+		}
+		return m.hitText(h, "") + fmt.Sprintf(" (before line %d)", line), nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -57,7 +58,19 @@ type helpKey struct {
 // renderHelp draws the help lines (see helpLines).
 func (m *Model) renderHelp(w int) []string {
 	if !m.help.ShowAll {
-		return []string{fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)}
+		// Drop keys from the middle, never "? help" and "q quit": the
+		// way to the rest must stay on screen at any width.
+		keys := m.keys.ShortHelp()
+		h := m.help
+		h.SetWidth(0)
+		km := m.keys
+		for _, drop := range []key.Binding{km.Reverse, km.Breakpoint, km.Goto, km.Prev, km.Continue, km.Command, km.Next} {
+			if ansi.StringWidth(h.ShortHelpView(keys)) <= w {
+				break
+			}
+			keys = slices.DeleteFunc(keys, func(b key.Binding) bool { return b.Help() == drop.Help() })
+		}
+		return []string{fit(h.ShortHelpView(keys), w)}
 	}
 	h := m.help
 	h.SetWidth(0) // measure: no truncation
@@ -181,6 +194,11 @@ func (m *Model) Render() string {
 		if len(rows[y]) > 0 {
 			body[y] = strings.Join(rows[y], "")
 		}
+	}
+	if m.mode == modeOverlay {
+		ov := m.overlayBox(w, sc.bodyH)
+		x := max((w-ansi.StringWidth(ov[0]))/2, 0)
+		body = overlay(body, ov, x, max((sc.bodyH-len(ov))/2, 0))
 	}
 	if m.mode == modePicker {
 		pk := m.pickerBox()
@@ -317,6 +335,11 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
 	case modePicker:
 		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
+	case modeOverlay:
+		if m.over.bps != nil {
+			return fit(s.Prompt.Render("breakpoints: j/k choose, d deletes, esc closes"), w)
+		}
+		return fit(s.Prompt.Render("j/k scroll, esc closes"), w)
 	case modeCommand:
 		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
