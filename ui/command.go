@@ -280,8 +280,15 @@ func cmdTensor(m *Model, args []string) (tea.Cmd, error) {
 			if tv.Line <= 0 {
 				return nil, fmt.Errorf("%s has no trace line (%s)", name, tv.Producer)
 			}
-			return m.gotoLine(tv.Line, fmt.Sprintf("line %d made %s: %s; at step %d it is %s, %s pool, owner %s",
-				tv.Line, name, tv.Producer, m.snap.pos, tv.State, tv.Pool, tv.Owner))
+			info := fmt.Sprintf("line %d made %s: %s; at %s it is %s, %s pool, owner %s",
+				tv.Line, name, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
+			if l := m.lastBinding(name, m.snap.pos); l > 0 && l != tv.Line {
+				// The name was bound again since, to the same object: a
+				// replay hands back its cached output tensor.
+				info = fmt.Sprintf("line %d bound %s again, to the same cached replay object line %d made (%s); at %s it is %s, %s pool, owner %s",
+					l, name, tv.Line, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
+			}
+			return m.gotoLine(tv.Line, info)
 		}
 	}
 	return nil, fmt.Errorf("no tensor is bound to %q at %s", name, m.where(m.snap.pos))
@@ -490,4 +497,27 @@ func cmdExport(m *Model, args []string) (tea.Cmd, error) {
 func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
 	m.openOverlay(m.helpOverlay())
 	return nil, nil
+}
+
+// lastBinding is the trace line of the last record before position pos
+// that bound name, 0 when none did.
+func (m *Model) lastBinding(name string, pos int) int {
+	for i := min(pos, len(m.recs)) - 1; i >= 0; i-- {
+		r := &m.recs[i]
+		switch r.Op {
+		case traces.OpCall:
+			if slices.Contains(r.Out, name) {
+				return r.Line
+			}
+		case traces.OpTensor, traces.OpParam:
+			if r.Name == name {
+				return r.Line
+			}
+		case traces.OpEager:
+			if r.Stmt != nil && r.Stmt.Out == name {
+				return r.Line
+			}
+		}
+	}
+	return 0
 }

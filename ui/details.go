@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -38,6 +40,9 @@ func eventText(ev *engine.Event) string {
 	case engine.EvPreserve:
 		return "preserve: moved out of the pool: " + strings.Join(ev.Tensors, ", ")
 	case engine.EvGeneration:
+		if ev.Generation < 0 {
+			return fmt.Sprintf("generation %d (mark_step_begin: PyTorch counts steps down from -1)", ev.Generation)
+		}
 		return fmt.Sprintf("generation %d", ev.Generation)
 	case engine.EvPathEnd:
 		return withMsg("path end", ev.Text())
@@ -47,7 +52,11 @@ func eventText(ev *engine.Event) string {
 		}
 		return "invariant failed"
 	case engine.EvTensorDied:
-		return "died: " + strings.Join(ev.Tensors, ", ")
+		s := "a storage died, its last tensor gone: the one made by " + strings.Join(ev.Tensors, ", ")
+		if len(ev.Ptrs) > 0 {
+			s += " at " + hex(ev.Ptrs[0])
+		}
+		return s
 	}
 	return withMsg(ev.Kind.String(), ev.Text())
 }
@@ -94,6 +103,11 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	}
 	if st.Err != "" {
 		add(true, "error: "+st.Err, rs(s.Err))
+	}
+	if st.Index >= 0 && st.Index < len(recs) {
+		for _, w := range sharedOutputs(snap.state, &recs[st.Index]) {
+			add(true, "⚠ "+w, rs(s.Warn))
+		}
 	}
 	for _, f := range st.ExpectFailures {
 		add(true, "expect failed: "+f, rs(s.Err))
@@ -211,7 +225,11 @@ func byImportance(evs []engine.Event) []*engine.Event {
 }
 
 // nodeLines describes the tree line under the cursor.
-func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
+//
+// call is the record just run when it is a call that recorded or replayed
+// the node: its argument names are this call's names for the node's
+// inputs, which may differ from those bound when it was recorded.
+func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w int) []string {
 	if st == nil || l.dev < 0 || l.dev >= len(st.Devices) {
 		return nil
 	}
@@ -232,6 +250,9 @@ func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
 	case treeDevice:
 		add(s.Bold.Render(fmt.Sprintf("dev %d %s", ds.Index, ds.Name)))
 		add(fmt.Sprintf("path %s · current gen %d · checkpoints %d", ds.PathState, ds.CurrentGen, ds.Checkpoints))
+		if ds.CurrentGen < 0 {
+			wrapped("", fmt.Sprintf("gen %d is negative as PyTorch counts it: once the trace calls mark_step_begin (step records), the generation is that counter, -1, -2, … one down per step; this is the %s step.", ds.CurrentGen, ordinal(-ds.CurrentGen)), rs(s.Dim))
+		}
 		add(fmt.Sprintf("nodes %d · roots %d", len(ds.Nodes), len(ds.Roots)))
 		if ds.PendingBackward {
 			add("forwards pending their backwards")
@@ -281,9 +302,22 @@ func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
 		for _, f := range n.Failures {
 			wrapped("  ", f.Describe(), rs(s.Warn))
 		}
-		add(fmt.Sprintf("inputs (%d):", len(n.Inputs)))
-		for _, in := range n.Inputs {
-			add(fmt.Sprintf("  %d %-8s %-7s %s %s", in.Index, orDefault(in.Name, "?"), in.Kind, hex(in.Ptr), shape(in.Shape)))
+		now := call != nil && call.Op == traces.OpCall && call.Fn == n.Fn && len(call.Args) == len(n.Inputs)
+		if now {
+			add(fmt.Sprintf("inputs (%d), as line %d passes them:", len(n.Inputs), call.Line))
+		} else {
+			add(fmt.Sprintf("inputs (%d), names as bound when recorded at line %d:", len(n.Inputs), n.RecordedAtLine))
+		}
+		for i, in := range n.Inputs {
+			name := orDefault(in.Name, "?")
+			was := ""
+			if now {
+				if call.Args[i] != name {
+					was = fmt.Sprintf(" (recorded with %s)", name)
+				}
+				name = call.Args[i]
+			}
+			wrapped("  ", fmt.Sprintf("%d %-8s %-7s %s %s%s", in.Index, name, in.Kind, hex(in.Ptr), shape(in.Shape), was), plain)
 		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
@@ -382,27 +416,131 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 
 // tensorLines is the tensors table: its header and the rows from offset
 // on, at most h lines in all (the table may be long: only what shows is
-// formatted). It clamps offset to the table.
-func tensorLines(st *engine.State, s Styles, offset *int, h int) []string {
+// formatted). It clamps offset to the table. The state and the owner come
+// right after the name, so that a narrow pane shows them first; columns
+// are as wide as what they hold, and a row wider than the pane scrolls
+// sideways by left cells (h/l in the pane). A stale row says "× stale":
+// without color it must not read as a live one.
+func tensorLines(st *engine.State, s Styles, offset *int, left *int, w, h int) []string {
 	if st == nil {
 		return nil
 	}
-	out := []string{s.Bold.Render(fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", "name", "shape", "address", "pool", "state", "owner"))}
 	if len(st.Tensors) == 0 {
-		return append(out, s.Dim.Render("no tensors"))
+		return []string{s.Dim.Render("no tensors")}
 	}
 	rows := max(h-1, 1)
 	*offset = min(max(*offset, 0), max(len(st.Tensors)-rows, 0))
-	for _, t := range st.Tensors[*offset:min(*offset+rows, len(st.Tensors))] {
+	vis := st.Tensors[*offset:min(*offset+rows, len(st.Tensors))]
+	cells := make([][6]string, 0, len(vis)+1)
+	cells = append(cells, [6]string{"name", "state", "owner", "pool", "shape", "address"})
+	for _, t := range vis {
 		name := strings.Join(t.Names, ",")
 		if name == "" {
 			name = fmt.Sprintf("<t%d>", t.ID)
 		}
-		line := fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", name, shape(t.Shape), hex(t.Ptr), t.Pool, t.State, t.Owner)
+		state := "● live"
 		if t.State == engine.TensorStale {
+			state = "× stale"
+		}
+		cells = append(cells, [6]string{name, state, t.Owner, t.Pool, shape(t.Shape), hex(t.Ptr)})
+	}
+	var widths [6]int
+	for _, c := range cells {
+		for i, x := range c {
+			widths[i] = max(widths[i], ansi.StringWidth(x))
+		}
+	}
+	widths[0] = min(widths[0], 24)
+	total := 0
+	for _, x := range widths {
+		total += x + 1
+	}
+	*left = min(max(*left, 0), max(total-w, 0))
+	out := make([]string, 0, len(cells))
+	for r, c := range cells {
+		var b strings.Builder
+		for i, x := range c {
+			if i == 0 && ansi.StringWidth(x) > widths[0] {
+				x = ansi.Truncate(x, widths[0], "…")
+			}
+			b.WriteString(x)
+			b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(x)+1))
+		}
+		line := b.String()
+		if *left > 0 {
+			line = "«" + ansi.Cut(line, *left+1, total)
+		}
+		if total-*left > w {
+			line = ansi.Truncate(line, w-1, "") + "»"
+		}
+		switch {
+		case r == 0:
+			line = s.Bold.Render(line)
+		case vis[r-1].State == engine.TensorStale:
 			line = s.Block[engine.BlockStale].Render(line)
 		}
 		out = append(out, line)
+	}
+	return out
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th, ….
+func ordinal(n int) string {
+	suf := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suf = "st"
+		case 2:
+			suf = "nd"
+		case 3:
+			suf = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suf)
+}
+
+// boundTensor is the tensor a name is bound to now: the live one when a
+// stale tensor kept the name too.
+func boundTensor(st *engine.State, name string) *engine.TensorView {
+	if st == nil {
+		return nil
+	}
+	var found *engine.TensorView
+	for i := range st.Tensors {
+		t := &st.Tensors[i]
+		if slices.Contains(t.Names, name) && (found == nil || t.State == engine.TensorLive) {
+			found = t
+		}
+	}
+	return found
+}
+
+// sharedOutputs flags the silent overwrite of the steady state: a call
+// whose replay handed back the cached output object that an older name
+// still holds. Both names are one tensor; the replay rewrote it, so the
+// older name's values changed without the overwritten error.
+func sharedOutputs(st *engine.State, rec *traces.Record) []string {
+	if rec.Op != traces.OpCall {
+		return nil
+	}
+	var out []string
+	for _, name := range rec.Out {
+		t := boundTensor(st, name)
+		if t == nil || t.State != engine.TensorLive {
+			continue
+		}
+		var others []string
+		for _, n := range t.Names {
+			if !slices.Contains(rec.Out, n) {
+				others = append(others, n)
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
+			name, joinAnd(others), t.Line, joinAnd(others)))
 	}
 	return out
 }

@@ -13,6 +13,7 @@ type KeyMap struct {
 	NextPane, PrevPane key.Binding
 	Pane               key.Binding
 	Up, Down           key.Binding
+	Left, Right        key.Binding
 	PageUp, PageDown   key.Binding
 	Top, Bottom        key.Binding
 	Toggle             key.Binding
@@ -42,6 +43,8 @@ func DefaultKeyMap() KeyMap {
 		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
 		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		Left:       key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")),
+		Right:      key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)")),
 		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
 		Top:        key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
@@ -72,7 +75,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}
 }

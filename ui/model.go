@@ -159,6 +159,8 @@ type Model struct {
 	delta   scroll
 	details scroll
 	tensors scroll
+	// tensorsLeft is how far the tensors table is scrolled sideways.
+	tensorsLeft int
 
 	mode   mode
 	input  string
@@ -433,6 +435,14 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.save()
 	case key.Matches(k, km.Export):
 		return m.export()
+	case key.Matches(k, km.Left):
+		if m.focus == paneTensors {
+			m.tensorsLeft = max(m.tensorsLeft-8, 0)
+		}
+	case key.Matches(k, km.Right):
+		if m.focus == paneTensors {
+			m.tensorsLeft += 8
+		}
 	case key.Matches(k, km.Up):
 		m.scrollFocused(-1)
 	case key.Matches(k, km.Down):

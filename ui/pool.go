@@ -198,7 +198,8 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 	}
 	p.add(run{runPlain, ""})
 	p.add(run{runBold, fmt.Sprintf("%s (%d,%d)", name, pv.ID[0], pv.ID[1])},
-		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s, peak reserved %s", human(pv.ReservedBytes), human(pv.AllocatedBytes), human(pv.PeakReserved))})
+		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s", human(pv.ReservedBytes), human(pv.AllocatedBytes))})
+	p.add(run{runPlain, fmt.Sprintf("  peak reserved %s (the most this pool's segments ever held)", human(pv.PeakReserved))})
 	if len(pv.Segments) == 0 {
 		p.add(run{runDim, "  no segments"})
 		return

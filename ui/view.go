@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // rect is a pane's place on the screen.
@@ -27,6 +28,9 @@ type screen struct {
 const (
 	fullMinWidth  = 120
 	fullMinHeight = 32
+	// From this size on the trace gets the whole left column.
+	wideMinWidth  = 180
+	wideMinHeight = 48
 )
 
 // bottomLines is how many lines the timeline, status, message and help
@@ -108,6 +112,28 @@ func (m *Model) layout() screen {
 	var sc screen
 	sc.bodyH = max(h-m.bottomLines(), 4)
 	bh := sc.bodyH
+	if w >= wideMinWidth && h >= wideMinHeight {
+		// Wide and tall: the trace, which has the most to show, takes
+		// the left column from top to bottom; the tree and the pool,
+		// which rarely fill a wide pane, share the top right.
+		traceW := w * 40 / 100
+		rightW := w - traceW
+		topH := bh * 45 / 100
+		botH := bh - topH
+		treeW := rightW * 40 / 100
+		midW := rightW / 2
+		deltaH := botH / 2
+		sc.rects[paneTrace] = rect{0, 0, traceW, bh}
+		sc.rects[paneTree] = rect{traceW, 0, treeW, topH}
+		sc.rects[panePool] = rect{traceW + treeW, 0, rightW - treeW, topH}
+		sc.rects[paneDetails] = rect{traceW, topH, midW, botH}
+		sc.rects[paneDelta] = rect{traceW + midW, topH, rightW - midW, deltaH}
+		sc.rects[paneTensors] = rect{traceW + midW, topH + deltaH, rightW - midW, botH - deltaH}
+		for i := range sc.shown {
+			sc.shown[i] = true
+		}
+		return sc
+	}
 	if w >= fullMinWidth && h >= fullMinHeight {
 		topH := bh * 45 / 100
 		botH := bh - topH
@@ -232,14 +258,29 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
 		title += fmt.Sprintf(" · %d records", len(m.recs))
 	case paneDetails:
-		lines := stepLines(&m.snap, m.recs, m.styles, iw)
+		var lines []string
+		if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 {
+			// The trace row under the cursor, whole: the trace pane cuts
+			// long rows (expects, notes) at its width.
+			r := &m.recs[c]
+			lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
+			for _, l := range wrap(recordText(r), iw-2) {
+				lines = append(lines, "  "+l)
+			}
+			lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
+		}
+		lines = append(lines, stepLines(&m.snap, m.recs, m.styles, iw)...)
 		if l, ok := m.tree.selected(); ok {
 			lines = append(lines, "")
-			lines = append(lines, nodeLines(st, l, m.styles, iw)...)
+			var call *traces.Record
+			if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
+				call = &m.recs[stp.Index]
+			}
+			lines = append(lines, nodeLines(st, l, call, m.styles, iw)...)
 		}
 		body = textWindow(&m.details, lines, ih)
 	case paneTensors:
-		body = tensorLines(st, m.styles, &m.tensors.offset, ih)
+		body = tensorLines(st, m.styles, &m.tensors.offset, &m.tensorsLeft, iw, ih)
 		m.tensors.cursor = m.tensors.offset
 	}
 	return box(m.styles, title, body, r.w, r.h, focused)
