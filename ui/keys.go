@@ -18,10 +18,13 @@ type KeyMap struct {
 	Top, Bottom        key.Binding
 	Toggle             key.Binding
 	Search, NextMatch  key.Binding
+	PrevMatch          key.Binding
 	Mark, Jump         key.Binding
 	Device             key.Binding
 	Export             key.Binding
 	Save               key.Binding
+	Copy, CopyMsg      key.Binding
+	Mark2, Diff        key.Binding
 	Command            key.Binding
 	Why                key.Binding
 	Help               key.Binding
@@ -50,13 +53,18 @@ func DefaultKeyMap() KeyMap {
 		Top:        key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
 		Bottom:     key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		Toggle:     key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node")),
-		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search trace")),
+		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the pane")),
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "previous match")),
 		Mark:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "bookmark here")),
 		Jump:       key.NewBinding(key.WithKeys("'"), key.WithHelp("'", "go to bookmark")),
 		Device:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
+		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the pane's selection (OSC 52)")),
+		CopyMsg:    key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy the message line")),
+		Mark2:      key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "mark for diff")),
+		Diff:       key.NewBinding(key.WithKeys("V"), key.WithHelp("V", "diff mark → here")),
 		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "commands")),
 		Why:        key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "why: go to the node's recording")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -73,9 +81,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
-		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
+		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
@@ -162,14 +163,19 @@ type Model struct {
 	// tensorsLeft is how far the tensors table is scrolled sideways.
 	tensorsLeft int
 
-	mode   mode
-	input  string
-	marks  []sessions.Bookmark // listed by the "go to bookmark" prompt
-	query  string
-	picker int
-	over   popup
-	msg    string
-	msgErr bool
+	mode  mode
+	input string
+	marks []sessions.Bookmark // listed by the "go to bookmark" prompt
+	query string
+	// searchPane is the pane the query searches: the one focused when
+	// it was typed.
+	searchPane pane
+	picker     int
+	over       popup
+	// diffBase is the position v marked, nil before.
+	diffBase *diffMark
+	msg      string
+	msgErr   bool
 }
 
 // New returns the UI over a session, at the session's position.
@@ -414,7 +420,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return cmd
 	case key.Matches(k, km.NextMatch):
-		m.findNext()
+		m.find(1)
+	case key.Matches(k, km.PrevMatch):
+		m.find(-1)
 	case key.Matches(k, km.Breakpoint):
 		m.toggleLineBreakpoint()
 	case key.Matches(k, km.KindBreak):
@@ -431,6 +439,18 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 				return m.runTo(m.trace.cursor + 1)
 			}
 		}
+	case key.Matches(k, km.Copy):
+		return m.copyOut(m.selectionText())
+	case key.Matches(k, km.CopyMsg):
+		if m.msg == "" {
+			m.setMsg("", errors.New("copy: no message to copy"))
+			return nil
+		}
+		return m.copyOut(m.msg)
+	case key.Matches(k, km.Mark2):
+		m.markDiff()
+	case key.Matches(k, km.Diff):
+		m.showDiff()
 	case key.Matches(k, km.Save):
 		return m.save()
 	case key.Matches(k, km.Export):
@@ -534,8 +554,12 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 		case modeCommand:
 			return m.runLine(in)
 		case modeSearch:
-			m.query = in
-			m.findNext()
+			m.query, m.searchPane = in, m.focus
+			if in == "" {
+				m.setMsg("search cleared", nil)
+				return nil
+			}
+			m.find(1)
 			return nil
 		case modeMark:
 			if err := m.sess.Bookmark(in); err != nil {
@@ -564,23 +588,6 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
-}
-
-// findNext moves the trace cursor to the next record matching the query.
-func (m *Model) findNext() {
-	if m.query == "" {
-		m.setMsg("", errors.New("search: no query (press /)"))
-		return
-	}
-	i, ok := search(m.recs, m.trace.cursor, m.query)
-	if !ok {
-		m.setMsg("", fmt.Errorf("search: %q not found", m.query))
-		return
-	}
-	m.focusPane(paneTrace)
-	m.trace.cursor = i
-	m.setMsg(fmt.Sprintf("/%s: line %d (ctrl+n for the next)", m.query, m.recs[i].Line), nil)
-	m.refresh()
 }
 
 // toggleLineBreakpoint toggles a breakpoint on the trace line under the
@@ -764,4 +771,41 @@ func (m *Model) runTo(target int) tea.Cmd {
 		}
 		return m.hitText(h, "") + fmt.Sprintf(" (before line %d)", line), nil
 	})
+}
+
+// copyOut puts text on the clipboard through the terminal (OSC 52, as
+// lazygit does: it works over ssh and in tmux with set-clipboard on).
+func (m *Model) copyOut(text string) tea.Cmd {
+	if text == "" {
+		m.setMsg("", errors.New("copy: nothing to copy here"))
+		return nil
+	}
+	n := strings.Count(text, "\n") + 1
+	m.setMsg(fmt.Sprintf("copied %d line(s), %d bytes, to the clipboard (OSC 52)", n, len(text)), nil)
+	return tea.SetClipboard(text)
+}
+
+// selectionText is what y copies from the focused pane: the trace row
+// under the cursor, the selected node's details, or the pane's whole text.
+func (m *Model) selectionText() string {
+	var lines []string
+	switch m.focus {
+	case paneTrace:
+		if c := m.trace.cursor; c >= 0 && c < len(m.recs) {
+			return strings.TrimSpace(m.traceRowText(c))
+		}
+		return ""
+	case paneTree:
+		l, ok := m.tree.selected()
+		if !ok {
+			return ""
+		}
+		lines = nodeLines(m.snap.state, l, nil, m.styles, 1<<16)
+	default:
+		lines = m.paneText(m.focus)
+	}
+	for i := range lines {
+		lines[i] = strings.TrimRight(ansi.Strip(lines[i]), " ")
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -258,32 +258,54 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
 		title += fmt.Sprintf(" · %d records", len(m.recs))
 	case paneDetails:
-		var lines []string
-		if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 {
-			// The trace row under the cursor, whole: the trace pane cuts
-			// long rows (expects, notes) at its width.
-			r := &m.recs[c]
-			lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
-			for _, l := range wrap(recordText(r), iw-2) {
-				lines = append(lines, "  "+l)
-			}
-			lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
-		}
-		lines = append(lines, stepLines(&m.snap, m.recs, m.styles, iw)...)
-		if l, ok := m.tree.selected(); ok {
-			lines = append(lines, "")
-			var call *traces.Record
-			if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
-				call = &m.recs[stp.Index]
-			}
-			lines = append(lines, nodeLines(st, l, call, m.styles, iw)...)
-		}
-		body = textWindow(&m.details, lines, ih)
+		body = textWindow(&m.details, m.detailsLines(iw), ih)
 	case paneTensors:
 		body = tensorLines(st, m.styles, &m.tensors.offset, &m.tensorsLeft, iw, ih)
 		m.tensors.cursor = m.tensors.offset
 	}
+	if m.query != "" {
+		// The cursor row of a list is drawn reversed already.
+		cur := -1
+		switch p {
+		case paneTrace:
+			cur = m.trace.cursor - m.trace.offset
+		case paneTree:
+			cur = m.tree.cursor - m.tree.offset
+		}
+		for i := range body {
+			if i != cur || !focused {
+				body[i] = highlight(body[i], m.query, m.styles.Match)
+			}
+		}
+	}
 	return box(m.styles, title, body, r.w, r.h, focused)
+}
+
+// detailsLines is the details pane's text: the trace row under the cursor
+// when it is not the step's, the step, and the node selected in the tree.
+func (m *Model) detailsLines(iw int) []string {
+	st := m.snap.state
+	var lines []string
+	if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 {
+		// The trace row under the cursor, whole: the trace pane cuts
+		// long rows (expects, notes) at its width.
+		r := &m.recs[c]
+		lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
+		for _, l := range wrap(recordText(r), iw-2) {
+			lines = append(lines, "  "+l)
+		}
+		lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
+	}
+	lines = append(lines, stepLines(&m.snap, m.recs, m.styles, iw)...)
+	if l, ok := m.tree.selected(); ok {
+		lines = append(lines, "")
+		var call *traces.Record
+		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
+			call = &m.recs[stp.Index]
+		}
+		lines = append(lines, nodeLines(st, l, call, m.styles, iw)...)
+	}
+	return lines
 }
 
 // textWindow clamps a text pane's scroll and returns the visible lines.
@@ -361,7 +383,7 @@ func (m *Model) infoLine(w int) string {
 		lo, hi := m.lineRange()
 		return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
 	case modeSearch:
-		return fit(s.Prompt.Render("search trace: /")+m.input+"█", w)
+		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
 	case modeMark:
 		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
 	case modeJump:
