@@ -25,6 +25,7 @@ type KeyMap struct {
 	Save               key.Binding
 	Copy, CopyMsg      key.Binding
 	Mark2, Diff        key.Binding
+	Memory, MemPool    key.Binding
 	Command            key.Binding
 	Why                key.Binding
 	Help               key.Binding
@@ -63,6 +64,8 @@ func DefaultKeyMap() KeyMap {
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
 		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the pane's selection (OSC 52)")),
 		CopyMsg:    key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy the message line")),
+		Memory:     key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "memory timeline")),
+		MemPool:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "timeline: other pool")),
 		Mark2:      key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "mark for diff")),
 		Diff:       key.NewBinding(key.WithKeys("V"), key.WithHelp("V", "diff mark → here")),
 		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "commands")),
@@ -84,7 +87,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Mark2, k.Diff, k.Copy, k.CopyMsg},
+		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}
 }

@@ -117,6 +117,8 @@ type (
 		snap snapshot
 		info string
 		err  error
+		// mem are the memory timeline's new samples, when it is on.
+		mem map[memKey]memSample
 	}
 	savedMsg struct {
 		path string
@@ -174,8 +176,10 @@ type Model struct {
 	over       popup
 	// diffBase is the position v marked, nil before.
 	diffBase *diffMark
-	msg      string
-	msgErr   bool
+	// mem is the memory timeline of the pool pane (M).
+	mem    memChart
+	msg    string
+	msgErr bool
 }
 
 // New returns the UI over a session, at the session's position.
@@ -270,9 +274,23 @@ func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
 	m.busy = true
 	m.msg, m.msgErr = "", false
 	s := m.sess
+	var positions []int
+	if m.mem.on {
+		positions = memPositions(len(m.recs), memChartCols(m.poolWidth()))
+	}
+	have := m.mem.samples
 	return func() tea.Msg {
 		info, err := op(s)
-		return movedMsg{snap: takeSnapshot(s), info: info, err: err}
+		msg := movedMsg{info: info, err: err}
+		if positions != nil {
+			got, merr := sampleMemory(s, positions, have)
+			msg.mem = got
+			if err == nil {
+				msg.err = merr
+			}
+		}
+		msg.snap = takeSnapshot(s)
+		return msg
 	}
 }
 
@@ -286,6 +304,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case movedMsg:
 		m.busy = false
+		if m.mem.samples == nil {
+			m.mem.samples = map[memKey]memSample{}
+		}
+		for k, v := range msg.mem {
+			m.mem.samples[k] = v
+		}
+		if m.mem.on {
+			poolSamples(msg.snap.state, msg.snap.pos, m.mem.samples)
+		}
 		m.install(msg.snap)
 		m.setMsg(msg.info, msg.err)
 		return m, m.drain()
@@ -447,6 +474,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		return m.copyOut(m.msg)
+	case key.Matches(k, km.Memory):
+		return m.toggleMemory()
+	case key.Matches(k, km.MemPool):
+		if m.mem.on {
+			m.mem.pool = 1 - m.mem.pool
+		}
 	case key.Matches(k, km.Mark2):
 		m.markDiff()
 	case key.Matches(k, km.Diff):
@@ -808,4 +841,32 @@ func (m *Model) selectionText() string {
 		lines[i] = strings.TrimRight(ansi.Strip(lines[i]), " ")
 	}
 	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// poolWidth is the inner width of the pool pane as it is drawn when
+// focused (the compact layout shows it then).
+func (m *Model) poolWidth() int {
+	f, o := m.focus, m.other
+	if m.layout().compact {
+		m.focus, m.other = panePool, panePool
+	}
+	w := m.layout().rects[panePool].w - 2
+	m.focus, m.other = f, o
+	return max(w, 8)
+}
+
+// toggleMemory shows or hides the memory timeline; shown, it reads the
+// samples it lacks in a move that ends where it began.
+func (m *Model) toggleMemory() tea.Cmd {
+	m.mem.on = !m.mem.on
+	if !m.mem.on {
+		m.setMsg("memory timeline hidden", nil)
+		return nil
+	}
+	if m.focus != panePool {
+		m.focusPane(panePool)
+	}
+	return m.move(func(*sessions.Session) (string, error) {
+		return "memory timeline of the pool pane (M hides it, p switches pool)", nil
+	})
 }

@@ -248,7 +248,13 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = m.tree.view(st, m.styles, iw, ih, focused)
 	case panePool:
 		m.pool.layout(st, m.dev, iw)
-		body = m.pool.view(m.styles, ih)
+		if m.mem.on {
+			chart := m.mem.lines(m.styles, len(m.recs), m.snap.pos, m.snap.executed, m.dev, iw)
+			chart = chart[:min(len(chart), max(ih-2, 0))]
+			body = append(chart, m.pool.view(m.styles, max(ih-len(chart), 0))...)
+		} else {
+			body = m.pool.view(m.styles, ih)
+		}
 		if st != nil && m.dev < len(st.Devices) {
 			title += fmt.Sprintf(" · dev %d", m.dev)
 		}
