@@ -137,6 +137,11 @@ func (c *memChart) lines(s Styles, n, pos, executed, dev, w int) []string {
 			cur = i
 		}
 	}
+	// The marked column shows the position itself, not the sample before.
+	if _, ok := c.samples[memKey{pos, dev, c.pool}]; ok && cur >= 0 {
+		positions = append([]int(nil), positions...)
+		positions[cur] = pos
+	}
 	series := []struct {
 		label string
 		style int
