@@ -54,7 +54,9 @@ func candidates(name string) []lineCommand {
 		if c.name == name || (c.alias != "" && c.alias == name) {
 			return []lineCommand{c}
 		}
-		if strings.HasPrefix(c.name, name) {
+		// A prefix of an alias counts too: "s" may mean save or step
+		// (the alias of line), and must not silently pick one.
+		if strings.HasPrefix(c.name, name) || (c.alias != "" && strings.HasPrefix(c.alias, name)) {
 			found = append(found, c)
 		}
 	}

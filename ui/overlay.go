@@ -27,6 +27,7 @@ type popup struct {
 func (m *Model) openOverlay(o popup) {
 	m.over = o
 	m.mode = modeOverlay
+	m.msg, m.msgErr = "", false
 }
 
 // overlayKey handles a key while an overlay is open.
@@ -43,13 +44,17 @@ func (m *Model) overlayKey(k tea.KeyPressMsg) tea.Cmd {
 		o.cursor = clampAdd(o.cursor, -10, len(o.lines))
 	case key.Matches(k, m.keys.PageDown):
 		o.cursor = clampAdd(o.cursor, 10, len(o.lines))
+	case key.Matches(k, m.keys.Top):
+		o.cursor = 0
+	case key.Matches(k, m.keys.Bottom):
+		o.cursor = max(len(o.lines)-1, 0)
 	case o.bps != nil && (k.String() == "d" || k.String() == "x" || k.String() == "delete"):
 		if o.cursor >= 0 && o.cursor < len(o.bps) {
 			b := o.bps[o.cursor]
 			m.sess.RemoveBreakpoint(b)
 			m.snap.bps = m.sess.Breakpoints()
-			m.setMsg("breakpoint deleted: "+b.String(), nil)
 			m.openOverlay(m.breakpointList())
+			m.setMsg("breakpoint deleted: "+b.String(), nil)
 			m.over.cursor = min(o.cursor, max(len(m.over.bps)-1, 0))
 		}
 	}
@@ -62,7 +67,7 @@ func (m *Model) breakpointList() popup {
 	bps := m.sess.Breakpoints()
 	o := popup{title: "breakpoints: j/k choose, d deletes, esc closes", bps: bps}
 	for i, b := range bps {
-		o.lines = append(o.lines, fmt.Sprintf("%d  %s", i+1, b))
+		o.lines = append(o.lines, fmt.Sprintf("%d: %s", i+1, b))
 	}
 	if len(bps) == 0 {
 		o.lines = []string{"no breakpoints (b on a trace line, B, or :b SPEC sets one)"}

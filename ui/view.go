@@ -292,7 +292,7 @@ func (m *Model) paneBox(p pane, r rect) []string {
 func (m *Model) detailsLines(iw int) []string {
 	st := m.snap.state
 	var lines []string
-	if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 {
+	if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
 		// The trace row under the cursor, whole: the trace pane cuts
 		// long rows (expects, notes) at its width.
 		r := &m.recs[c]
@@ -302,16 +302,24 @@ func (m *Model) detailsLines(iw int) []string {
 		}
 		lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
 	}
-	lines = append(lines, stepLines(&m.snap, m.recs, m.styles, iw)...)
+	step := stepLines(&m.snap, m.recs, m.styles, iw)
+	var node []string
 	if l, ok := m.tree.selected(); ok {
-		lines = append(lines, "")
 		var call *traces.Record
 		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
 			call = &m.recs[stp.Index]
 		}
-		lines = append(lines, nodeLines(st, l, call, m.styles, iw)...)
+		node = nodeLines(st, l, call, m.styles, iw)
 	}
-	return lines
+	// What the user looks at comes first: the node chosen in the focused
+	// tree, else the step just run.
+	if m.focus == paneTree && len(node) > 0 {
+		return append(append(append(lines, node...), ""), step...)
+	}
+	if len(node) > 0 {
+		step = append(append(step, ""), node...)
+	}
+	return append(lines, step...)
 }
 
 // textWindow clamps a text pane's scroll and returns the visible lines.
@@ -405,6 +413,9 @@ func (m *Model) infoLine(w int) string {
 	case modePicker:
 		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
 	case modeOverlay:
+		if m.msg != "" {
+			break // what d just did
+		}
 		if m.over.bps != nil {
 			return fit(s.Prompt.Render("breakpoints: j/k choose, d deletes, esc closes"), w)
 		}
