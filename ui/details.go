@@ -104,7 +104,8 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	if st.Err != "" {
 		add(true, "error: "+st.Err, rs(s.Err))
 	}
-	if st.Index >= 0 && st.Index < len(recs) {
+	// Only a replay hands back a cached output object.
+	if st.Action == engine.ActionReplay && st.Index >= 0 && st.Index < len(recs) {
 		for _, w := range sharedOutputs(snap.state, &recs[st.Index]) {
 			add(true, "⚠ "+w, rs(s.Warn))
 		}

@@ -53,7 +53,7 @@ type poolPane struct {
 	scroll
 	key   poolKey
 	items []poolItem
-	where *tensorIndex // the state's tensors by name, built on first need
+	where *lazyIndex // the state's tensors by name, built on first need
 	// lines is the buffer the layout functions append to.
 	lines []poolLine
 }
@@ -113,16 +113,16 @@ func (p *poolPane) item(i int) []poolLine {
 	return it.lines
 }
 
-// tensors indexes the state's tensors by name, once per layout.
-func (p *poolPane) tensors() tensorIndex {
+// tensors indexes the state's tensors by name, once per layout: the stale
+// names at once, the full index when a block first needs it.
+func (p *poolPane) tensors() *lazyIndex {
 	if p.where == nil {
 		if p.key.st == nil {
-			return tensorIndex{}
+			return &lazyIndex{st: &engine.State{}, stale: map[string]bool{}}
 		}
-		x := tensorsByName(p.key.st)
-		p.where = &x
+		p.where = newLazyIndex(p.key.st)
 	}
-	return *p.where
+	return p.where
 }
 
 // window returns the lines from the offset on, at most h, laying out what
@@ -197,24 +197,59 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 		}
 	}
 	p.add(run{runPlain, ""})
-	p.add(run{runBold, fmt.Sprintf("%s (%d,%d)", name, pv.ID[0], pv.ID[1])},
-		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s", human(pv.ReservedBytes), human(pv.AllocatedBytes))})
-	p.add(run{runPlain, fmt.Sprintf("  peak reserved %s (the most this pool's segments ever held)", human(pv.PeakReserved))})
+	// The summary flows onto as many lines as the width needs: nothing in
+	// it may be cut at 80 columns.
+	p.flow(w, "", run{runBold, fmt.Sprintf("%s (%d,%d):", name, pv.ID[0], pv.ID[1])},
+		run{runPlain, "reserved " + human(pv.ReservedBytes)}, run{runPlain, "allocated " + human(pv.AllocatedBytes)},
+		run{runPlain, "peak reserved " + human(pv.PeakReserved)})
 	if len(pv.Segments) == 0 {
 		p.add(run{runDim, "  no segments"})
 		return
 	}
-	p.add(run{runPlain, fmt.Sprintf("  %d segments · ", len(pv.Segments))},
-		run{int(engine.BlockAllocated), fmt.Sprintf("%d allocated", counts[engine.BlockAllocated])}, run{runPlain, " · "},
-		run{int(engine.BlockLiveInvisible), fmt.Sprintf("%d live-invisible", counts[engine.BlockLiveInvisible])}, run{runPlain, " · "},
-		run{int(engine.BlockStale), fmt.Sprintf("%d stale", counts[engine.BlockStale])}, run{runPlain, " · "},
-		run{int(engine.BlockUnowned), fmt.Sprintf("%d unowned", counts[engine.BlockUnowned])})
+	// The block counts, those that are not zero (room matters at 80
+	// columns, and a zero tells nothing the bar does not).
+	items := []run{{runPlain, fmt.Sprintf("%d segments", len(pv.Segments))}}
+	for _, c := range []struct {
+		st   engine.BlockState
+		name string
+	}{{engine.BlockAllocated, "allocated"}, {engine.BlockLiveInvisible, "live-invisible"}, {engine.BlockStale, "stale"}, {engine.BlockUnowned, "unowned"}} {
+		if n := counts[c.st]; n > 0 {
+			items = append(items, run{int(c.st), fmt.Sprintf("%d %s", n, c.name)})
+		}
+	}
+	p.flow(w, "  ", items...)
 	if counts[engine.BlockLiveInvisible] > 0 {
-		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: a recording now would overwrite them, so the tree manager checkpoints the pool first (the allocator learns what is live).",
+		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: a recording now would overwrite them, so the tree manager checkpoints the pool first.",
 			blockGlyphs[engine.BlockLiveInvisible], counts[engine.BlockLiveInvisible]), w) {
 			p.add(run{runWarn, l})
 		}
 	}
+}
+
+// flow lays out items separated by " · " on lines of at most w cells,
+// each line starting with indent; an item is never split.
+func (p *poolPane) flow(w int, indent string, items ...run) {
+	line := poolLine{{runPlain, indent}}
+	used := len(indent)
+	for i, it := range items {
+		n := len([]rune(it.text))
+		if i > 0 {
+			sep := " · "
+			if i == 1 && strings.HasSuffix(items[0].text, ":") {
+				sep = " "
+			}
+			if used+len(sep)+n > w {
+				p.add(line...)
+				line, used = poolLine{{runPlain, indent + "  "}}, len(indent)+2
+			} else {
+				line = append(line, run{runPlain, sep})
+				used += len([]rune(sep))
+			}
+		}
+		line = append(line, it)
+		used += n
+	}
+	p.add(line...)
 }
 
 // piece is a span of a segment drawn in one state: a block, or, inside a
@@ -244,7 +279,7 @@ func (pc piece) label() string {
 }
 
 // pieces splits a segment's blocks into pieces.
-func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
+func pieces(sg *engine.SegmentView, where func() *lazyIndex) []piece {
 	out := make([]piece, 0, len(sg.Blocks))
 	for i := range sg.Blocks {
 		b := &sg.Blocks[i]
@@ -252,7 +287,7 @@ func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 		split := !b.Allocated && (b.State == engine.BlockLiveInvisible || b.State == engine.BlockStale)
 		var spans []span
 		if split {
-			spans = occupied(b, where())
+			spans = occupied(b, where().index())
 		}
 		if len(spans) == 0 {
 			live, stale := holders(b.Tensors, b.Addr, b.Addr+uint64(b.Size), where)
@@ -289,11 +324,24 @@ func joinNames(ns []string) string {
 // freed (del, a new generation) may still be listed where its storage lay.
 // The block list is in every frame, so the common case (one name, or all
 // live) allocates nothing new.
-func holders(names []string, lo, hi uint64, where func() tensorIndex) (live, stale []string) {
+func holders(names []string, lo, hi uint64, where func() *lazyIndex) (live, stale []string) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	x := where()
+	l := where()
+	// Most names are no stale tensor's: those are live holders without a
+	// look at where the tensors lie.
+	suspect := false
+	for _, n := range names {
+		if l.stale[n] {
+			suspect = true
+			break
+		}
+	}
+	if !suspect {
+		return names, nil
+	}
+	x := l.index()
 	allLive := true
 	for _, n := range names {
 		if !x.liveIn(n, lo, hi) {
@@ -385,7 +433,7 @@ func spanName(s span) string {
 // State.Tensors rather than copies, so that building it for tens of
 // thousands of tensors stays cheap.
 type tensorIndex struct {
-	st  *engine.State
+	st *engine.State
 	pos map[string]int32
 	// more lists, for the few names that several tensors carry (a name
 	// rebound while the old tensor is kept stale), every one of them.
@@ -438,6 +486,36 @@ func (x tensorIndex) get(n string) (*engine.TensorView, bool) {
 	return &x.st.Tensors[i], true
 }
 
+// lazyIndex is what the block lists need of a state's tensors: the names
+// of its stale tensors at once (few, and enough for most blocks), the full
+// index by name on first need.
+type lazyIndex struct {
+	st    *engine.State
+	stale map[string]bool
+	full  *tensorIndex
+}
+
+func newLazyIndex(st *engine.State) *lazyIndex {
+	l := &lazyIndex{st: st, stale: map[string]bool{}}
+	for i := range st.Tensors {
+		if t := &st.Tensors[i]; t.State != engine.TensorLive {
+			for _, n := range t.Names {
+				l.stale[n] = true
+			}
+		}
+	}
+	return l
+}
+
+// index is the full index, built once.
+func (l *lazyIndex) index() tensorIndex {
+	if l.full == nil {
+		x := tensorsByName(l.st)
+		l.full = &x
+	}
+	return *l.full
+}
+
 // tensorsByName indexes a state's tensors by each of their names; a live
 // tensor wins over a stale one of the same name.
 func tensorsByName(st *engine.State) tensorIndex {
@@ -467,12 +545,12 @@ func tensorsByName(st *engine.State) tensorIndex {
 // segment lays out one segment: a header, its pieces drawn to scale (each
 // at least one cell) wrapped at the width, the checkpoint markers, and the
 // names of the pieces that hold something.
-func (p *poolPane) segment(sg *engine.SegmentView, where func() tensorIndex, w int) {
+func (p *poolPane) segment(sg *engine.SegmentView, where func() *lazyIndex, w int) {
 	kind := "large"
 	if sg.Small {
 		kind = "small"
 	}
-	p.add(run{runDim, fmt.Sprintf("seg %s %s %s · %d blocks", hex(sg.Addr), human(sg.Size), kind, len(sg.Blocks))})
+	p.flow(w, "", run{runDim, "seg " + hex(sg.Addr)}, run{runDim, human(sg.Size) + " " + kind}, run{runDim, fmt.Sprintf("%d blocks", len(sg.Blocks))})
 	ps := pieces(sg, where)
 	width := max(w-1, 8)
 	var bar, marks cells
