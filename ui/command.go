@@ -168,7 +168,7 @@ func cmdLine(m *Model, args []string) (tea.Cmd, error) {
 	if len(args) != 1 {
 		return nil, errors.New("want one line number")
 	}
-	return m.gotoLineText(args[0])
+	return m.gotoLineText(args[0], true)
 }
 
 func (m *Model) gotoLine(l int, info string) (tea.Cmd, error) {

@@ -606,7 +606,9 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 				return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
 			})
 		}
-		cmd, err := m.gotoLineText(in)
+		// g says nothing on arrival: the message line shows why the
+		// step did what it did, and the status line where it is.
+		cmd, err := m.gotoLineText(in, false)
 		if err != nil {
 			m.setMsg("", fmt.Errorf("go to line: %w", err))
 		}
@@ -758,15 +760,22 @@ func (m *Model) lineRange() (int, int) {
 
 // gotoLineText goes to just after the record at the typed line runs; 0
 // goes to the start.
-func (m *Model) gotoLineText(in string) (tea.Cmd, error) {
+func (m *Model) gotoLineText(in string, say bool) (tea.Cmd, error) {
 	l, err := strconv.Atoi(strings.TrimPrefix(in, "L"))
 	if err != nil || l < 0 {
 		return nil, fmt.Errorf("%q is not a line number", in)
 	}
-	if l == 0 {
-		return m.move(func(s *sessions.Session) (string, error) { return "at the start", s.Goto(0) }), nil
+	info := ""
+	if say {
+		info = fmt.Sprintf("at line %d", l)
+		if l == 0 {
+			info = "at the start"
+		}
 	}
-	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
+	if l == 0 {
+		return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(0) }), nil
+	}
+	return m.gotoLine(l, info)
 }
 
 // runTo runs forward to position target (just after its record ran),

@@ -448,7 +448,7 @@ func (m *Model) infoLine(w int) string {
 			return fit(fmt.Sprintf("line %d: %s", st.Line, why), w)
 		}
 	}
-	return fit(s.Dim.Render("n step · N back · c continue · ? help"), w)
+	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
 }
 
 // pickerBox is the event-kind breakpoint picker.
