@@ -225,12 +225,14 @@ func TestPanesAndFold(t *testing.T) {
 	if m.trace.cursor == 0 {
 		t.Error("pgdown did not move the trace cursor")
 	}
+	// The full help: under the panes where it fits, in a popup where it
+	// does not (here, at 80x24).
 	press(t, m, "?")
-	if !m.help.ShowAll || !strings.Contains(screenText(m), "reverse-continue") {
+	if (!m.help.ShowAll && m.mode != modeOverlay) || !strings.Contains(screenText(m), "reverse-continue") {
 		t.Error("? did not show the full help")
 	}
 	press(t, m, "?")
-	if m.help.ShowAll {
+	if m.help.ShowAll || m.mode != modeNormal {
 		t.Error("? did not hide the full help")
 	}
 }

@@ -389,6 +389,15 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	case key.Matches(k, km.Help):
 		m.help.ShowAll = !m.help.ShowAll
+		if m.help.ShowAll {
+			// Too short a screen for every key under the panes: all of
+			// them in a popup instead, none cut.
+			all := m.fullHelpLines(max(m.width, 20) - 6)
+			if room := max(m.height, 8) - 4 - 3; len(all) > room {
+				m.help.ShowAll = false
+				m.openOverlay(popup{title: "keys (j/k scroll, esc closes; :help lists the commands)", lines: all})
+			}
+		}
 		m.refresh()
 	case key.Matches(k, km.Device):
 		if st := m.snap.state; st != nil && len(st.Devices) > 0 {

@@ -104,7 +104,11 @@ func (m *Model) overlayBox(w, h int) []string {
 		if i == o.cursor {
 			at = len(lines)
 		}
-		for j, part := range wrapIndented(l, inner-2) {
+		parts := []string{l}
+		if ansi.StringWidth(l) > inner-2 {
+			parts = wrapIndented(l, inner-2)
+		}
+		for j, part := range parts {
 			if i == o.cursor && j == 0 && o.bps != nil {
 				part = m.styles.Selected.Render(fit("›"+part, inner))
 			} else {

@@ -95,6 +95,27 @@ func (m *Model) renderHelp(w int) []string {
 	return out
 }
 
+// fullHelpLines is the whole key help at width w, in bands of columns,
+// without styles: what ? shows, in a popup when the screen is too short
+// for it under the panes.
+func (m *Model) fullHelpLines(w int) []string {
+	h := m.help
+	h.SetWidth(0)
+	var out []string
+	for groups := m.keys.FullHelp(); len(groups) > 0; {
+		n := len(groups)
+		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
+			n--
+		}
+		for _, l := range strings.Split(h.FullHelpView(groups[:n]), "\n") {
+			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
+		}
+		out = append(out, "")
+		groups = groups[n:]
+	}
+	return out
+}
+
 // widest is the width of the widest line of s.
 func widest(s string) int {
 	n := 0

@@ -250,3 +250,28 @@ func TestWideLayoutGivesTheTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestFullHelpWhole: where the screen is too short for every key under
+// the panes (80x24), ? shows them all in a popup; none is cut.
+func TestFullHelpWhole(t *testing.T) {
+	m := newModel(t, seedA, 80, 24, Options{})
+	press(t, m, "?")
+	if m.mode != modeOverlay {
+		t.Fatalf("? at 80x24: mode %d, want the popup", m.mode)
+	}
+	all := strings.Join(m.over.lines, "\n")
+	for _, col := range m.keys.FullHelp() {
+		for _, b := range col {
+			if !b.Enabled() {
+				continue // e without an exporter
+			}
+			if !strings.Contains(all, b.Help().Key) || !strings.Contains(all, b.Help().Desc) {
+				t.Errorf("the keys popup lacks %q %q", b.Help().Key, b.Help().Desc)
+			}
+		}
+	}
+	press(t, m, "?")
+	if m.mode != modeNormal {
+		t.Errorf("? again leaves mode %d", m.mode)
+	}
+}
