@@ -433,7 +433,7 @@ func spanName(s span) string {
 // State.Tensors rather than copies, so that building it for tens of
 // thousands of tensors stays cheap.
 type tensorIndex struct {
-	st *engine.State
+	st  *engine.State
 	pos map[string]int32
 	// more lists, for the few names that several tensors carry (a name
 	// rebound while the old tensor is kept stale), every one of them.
