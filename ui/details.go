@@ -501,47 +501,36 @@ func ordinal(n int) string {
 	return fmt.Sprintf("%d%s", n, suf)
 }
 
-// boundTensor is the tensor a name is bound to now: the live one when a
-// stale tensor kept the name too.
-func boundTensor(st *engine.State, name string) *engine.TensorView {
-	if st == nil {
-		return nil
-	}
-	var found *engine.TensorView
-	for i := range st.Tensors {
-		t := &st.Tensors[i]
-		if slices.Contains(t.Names, name) && (found == nil || t.State == engine.TensorLive) {
-			found = t
-		}
-	}
-	return found
-}
 
 // sharedOutputs flags the silent overwrite of the steady state: a call
 // whose replay handed back the cached output object that an older name
 // still holds. Both names are one tensor; the replay rewrote it, so the
 // older name's values changed without the overwritten error.
 func sharedOutputs(st *engine.State, rec *traces.Record) []string {
-	if rec.Op != traces.OpCall {
+	if rec.Op != traces.OpCall || len(rec.Out) == 0 || st == nil {
 		return nil
 	}
+	// One pass over the tensors, looking only at those with several
+	// names (rare): this runs on every frame after a replay.
 	var out []string
-	for _, name := range rec.Out {
-		t := boundTensor(st, name)
-		if t == nil || t.State != engine.TensorLive {
+	for i := range st.Tensors {
+		t := &st.Tensors[i]
+		if len(t.Names) < 2 || t.State != engine.TensorLive {
 			continue
 		}
-		var others []string
+		var mine, others []string
 		for _, n := range t.Names {
-			if !slices.Contains(rec.Out, n) {
+			if slices.Contains(rec.Out, n) {
+				mine = append(mine, n)
+			} else {
 				others = append(others, n)
 			}
 		}
-		if len(others) == 0 {
+		if len(mine) == 0 || len(others) == 0 {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
-			name, joinAnd(others), t.Line, joinAnd(others)))
+			joinAnd(mine), joinAnd(others), t.Line, joinAnd(others)))
 	}
 	return out
 }
