@@ -22,7 +22,8 @@ import (
 // Its samples are states at fixed positions (the width's share of the
 // trace), read by moving the session there and back in the move's command,
 // so the UI never runs a record the user has not run: positions not run
-// yet stay blank. Executed records never change what they did, so a
+// yet stay blank. On a device that cannot be snapshotted (the GPU), where
+// going back re-runs the trace, only the positions visited are sampled. Executed records never change what they did, so a
 // sample, once read, is kept.
 
 // memSample is one pool's bytes at one position.
@@ -103,6 +104,11 @@ func sampleMemory(s *sessions.Session, positions []int, have map[memKey]memSampl
 			continue
 		}
 		if p != s.Pos() {
+			if !s.Cloneable() {
+				// On a GPU going back re-runs the trace from the start:
+				// only the positions the user visits are drawn.
+				continue
+			}
 			if err := s.Goto(p); err != nil {
 				return got, fmt.Errorf("memory timeline: %w", err)
 			}
