@@ -145,8 +145,11 @@ func (m *Model) find(dir int) {
 		m.focusPane(p)
 		m.show(p, i)
 		where := fmt.Sprintf("row %d of %d", i+1, n)
-		if p == paneTrace {
+		switch p {
+		case paneTrace:
 			where = fmt.Sprintf("line %d", m.recs[i].Line)
+		case paneTensors:
+			where = fmt.Sprintf("tensor %d of %d", i, n-1) // row 0 is the header
 		}
 		m.setMsg(fmt.Sprintf("/%s in %s: %s (ctrl+n next, ctrl+p previous)", m.query, paneTitles[p], where), nil)
 		return
