@@ -10,7 +10,7 @@ trap 'tmux kill-session -t cgtviz-shot 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/cgtviz" ./cmd/cgtviz
 tmux new-session -d -s cgtviz-shot -x 132 -y 42 "$tmp/cgtviz"
 sleep 1.5
-tmux send-keys -t cgtviz-shot g && sleep 0.3 && tmux send-keys -t cgtviz-shot 31 Enter
+tmux send-keys -t cgtviz-shot g && sleep 0.3 && tmux send-keys -t cgtviz-shot 32 Enter
 sleep 1.5
 tmux capture-pane -e -t cgtviz-shot -p > "$tmp/screen.ansi"
 aha --black --title cgtviz < "$tmp/screen.ansi" |

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // lineCommand is one command of the ':' command line (k9s and vim style):
@@ -29,14 +30,15 @@ var lineCommands []lineCommand
 
 func init() {
 	lineCommands = []lineCommand{
-		{"step", "", "N", "go to step N (a bare number does too)", cmdStep},
-		{"line", "", "L", "go to the step that runs trace line L", cmdLine},
+		{"line", "step", "L", "go to just after trace line L runs (0: the start; a bare number does too)", cmdLine},
 		{"node", "graph", "ID", "select node #ID in the tree", cmdNode},
-		{"why", "", "", "go to the step that recorded (or warmed up) the selected node", cmdWhy},
-		{"tensor", "", "NAME", "go to the step that made the tensor bound to NAME", cmdTensor},
-		{"freed", "", "NAME", "go back to the step whose new generation freed NAME", cmdFreed},
-		{"break", "b", "SPEC", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID", cmdBreak},
+		{"why", "", "", "go to the line that recorded (or warmed up) the node selected in the tree", cmdWhy},
+		{"tensor", "", "NAME", "go to the line that made the tensor bound to NAME", cmdTensor},
+		{"freed", "", "NAME", "go back to the line whose new generation freed NAME", cmdFreed},
+		{"break", "b", "[SPEC]", "toggle a breakpoint: line L, fn NAME, an event kind, replay #ID; alone, list them (d deletes)", cmdBreak},
+		{"delete", "del", "N", "delete breakpoint N (as :b lists them)", cmdDelete},
 		{"clear", "", "", "remove every breakpoint", cmdClear},
+		{"until", "u", "[L]", "run to line L (or the trace cursor's), stopping at breakpoints on the way; enter on a trace row does too", cmdUntil},
 		{"save", "", "[FILE]", "save the session (to FILE, or the -save file)", cmdSave},
 		{"export", "", "[graph]", "export the tree as SVG (as e does), or the CUDA graph of the node selected in the tree", cmdExport},
 		{"help", "", "", "list the commands", cmdHelp},
@@ -52,7 +54,9 @@ func candidates(name string) []lineCommand {
 		if c.name == name || (c.alias != "" && c.alias == name) {
 			return []lineCommand{c}
 		}
-		if strings.HasPrefix(c.name, name) {
+		// A prefix of an alias counts too: "s" may mean save or step
+		// (the alias of line), and must not silently pick one.
+		if strings.HasPrefix(c.name, name) || (c.alias != "" && strings.HasPrefix(c.alias, name)) {
 			found = append(found, c)
 		}
 	}
@@ -80,7 +84,7 @@ func (m *Model) runLine(line string) tea.Cmd {
 		return nil
 	}
 	if _, err := strconv.Atoi(fields[0]); err == nil && len(fields) == 1 {
-		fields = []string{"step", fields[0]}
+		fields = []string{"line", fields[0]}
 	}
 	c, several, ok := findCommand(fields[0])
 	switch {
@@ -114,7 +118,7 @@ func commandHint(line string) string {
 	switch len(matches) {
 	case 0:
 		if _, err := strconv.Atoi(first); err == nil {
-			return "step " + first
+			return "line " + first
 		}
 		return "no such command"
 	case 1:
@@ -150,14 +154,6 @@ func oneInt(args []string, what string) (int, error) {
 	return n, nil
 }
 
-func cmdStep(m *Model, args []string) (tea.Cmd, error) {
-	n, err := oneInt(args, "step number")
-	if err != nil {
-		return nil, err
-	}
-	return m.move(func(s *sessions.Session) (string, error) { return "", s.Goto(n) }), nil
-}
-
 // stepOfLine is the position just after the record at trace line l ran.
 func (m *Model) stepOfLine(l int) (int, bool) {
 	for i := range m.recs {
@@ -169,17 +165,17 @@ func (m *Model) stepOfLine(l int) (int, bool) {
 }
 
 func cmdLine(m *Model, args []string) (tea.Cmd, error) {
-	l, err := oneInt(args, "line number")
-	if err != nil {
-		return nil, err
+	if len(args) != 1 {
+		return nil, errors.New("want one line number")
 	}
-	return m.gotoLine(l, fmt.Sprintf("at line %d", l))
+	return m.gotoLineText(args[0], true)
 }
 
 func (m *Model) gotoLine(l int, info string) (tea.Cmd, error) {
 	pos, ok := m.stepOfLine(l)
 	if !ok {
-		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", l, m.recs[0].Line, m.recs[len(m.recs)-1].Line)
+		lo, hi := m.lineRange()
+		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d, 0 is the start)", l, lo, hi)
 	}
 	return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(pos) }), nil
 }
@@ -214,7 +210,7 @@ func cmdNode(m *Model, args []string) (tea.Cmd, error) {
 			return nil, nil
 		}
 	}
-	return nil, fmt.Errorf("no node #%d at step %d", id, m.snap.pos)
+	return nil, fmt.Errorf("no node #%d at %s", id, m.where(m.snap.pos))
 }
 
 // errNoArgs is the error of a command that takes no arguments.
@@ -251,7 +247,7 @@ func (m *Model) why() (tea.Cmd, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("the selected node is not in the state of step %d", m.snap.pos)
+	return nil, fmt.Errorf("the selected node is not in the state at %s", m.where(m.snap.pos))
 }
 
 // causeText is a node's record cause in a few words, with the first
@@ -286,11 +282,18 @@ func cmdTensor(m *Model, args []string) (tea.Cmd, error) {
 			if tv.Line <= 0 {
 				return nil, fmt.Errorf("%s has no trace line (%s)", name, tv.Producer)
 			}
-			return m.gotoLine(tv.Line, fmt.Sprintf("line %d made %s: %s; at step %d it is %s, %s pool, owner %s",
-				tv.Line, name, tv.Producer, m.snap.pos, tv.State, tv.Pool, tv.Owner))
+			info := fmt.Sprintf("line %d made %s: %s; at %s it is %s, %s pool, owner %s",
+				tv.Line, name, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
+			if l := m.lastBinding(name, m.snap.pos); l > 0 && l != tv.Line {
+				// The name was bound again since, to the same object: a
+				// replay hands back its cached output tensor.
+				info = fmt.Sprintf("line %d bound %s again, to the same cached replay object line %d made (%s); at %s it is %s, %s pool, owner %s",
+					l, name, tv.Line, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
+			}
+			return m.gotoLine(tv.Line, info)
 		}
 	}
-	return nil, fmt.Errorf("no tensor is bound to %q at step %d", name, m.snap.pos)
+	return nil, fmt.Errorf("no tensor is bound to %q at %s", name, m.where(m.snap.pos))
 }
 
 // cmdFreed answers "who freed this output?": it searches back from the
@@ -320,7 +323,7 @@ func cmdFreed(m *Model, args []string) (tea.Cmd, error) {
 				return "", fmt.Errorf(":freed: the events of line %d are not kept on this device (it cannot be snapshotted)", st.Line)
 			}
 		}
-		return "", fmt.Errorf(":freed: no step before %d freed %s", s.Pos(), name)
+		return "", fmt.Errorf(":freed: no line before %s freed %s", m.where(s.Pos()), name)
 	}), nil
 }
 
@@ -377,12 +380,76 @@ func kindNames() string {
 }
 
 func cmdBreak(m *Model, args []string) (tea.Cmd, error) {
+	if len(args) == 0 {
+		m.openOverlay(m.breakpointList())
+		return nil, nil
+	}
 	b, err := parseBreakpoint(args)
 	if err != nil {
 		return nil, err
 	}
+	// A breakpoint that can never stop is a typo: refuse it and say why.
+	if b.Fn != "" && !m.knownFn(b.Fn) {
+		return nil, fmt.Errorf("no function %q in this trace (%s)", b.Fn, strings.Join(m.fnNames(), ", "))
+	}
+	if b.Line > 0 {
+		if _, ok := m.stepOfLine(b.Line); !ok {
+			lo, hi := m.lineRange()
+			return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", b.Line, lo, hi)
+		}
+	}
 	m.toggleBreakpoint(b)
 	return nil, nil
+}
+
+// fnNames are the functions the trace defines, in order.
+func (m *Model) fnNames() []string {
+	var out []string
+	for i := range m.recs {
+		if m.recs[i].Op == traces.OpDef && !slices.Contains(out, m.recs[i].Fn) {
+			out = append(out, m.recs[i].Fn)
+		}
+	}
+	return out
+}
+
+func (m *Model) knownFn(fn string) bool { return slices.Contains(m.fnNames(), fn) }
+
+func cmdDelete(m *Model, args []string) (tea.Cmd, error) {
+	n, err := oneInt(args, "breakpoint number")
+	if err != nil {
+		return nil, err
+	}
+	bps := m.sess.Breakpoints()
+	if n < 1 || n > len(bps) {
+		return nil, fmt.Errorf("no breakpoint %d (there are %d; :b lists them)", n, len(bps))
+	}
+	m.sess.RemoveBreakpoint(bps[n-1])
+	m.snap.bps = m.sess.Breakpoints()
+	m.setMsg("breakpoint deleted: "+bps[n-1].String(), nil)
+	return nil, nil
+}
+
+func cmdUntil(m *Model, args []string) (tea.Cmd, error) {
+	switch len(args) {
+	case 0:
+		if m.trace.cursor < 0 || m.trace.cursor >= len(m.recs) {
+			return nil, errors.New("no trace row under the cursor")
+		}
+		return m.runTo(m.trace.cursor + 1), nil
+	case 1:
+		l, err := oneInt(args, "line number")
+		if err != nil {
+			return nil, err
+		}
+		pos, ok := m.stepOfLine(l)
+		if !ok {
+			lo, hi := m.lineRange()
+			return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d)", l, lo, hi)
+		}
+		return m.runTo(pos), nil
+	}
+	return nil, errors.New("want a line number, or nothing for the trace cursor's line")
 }
 
 func cmdClear(m *Model, args []string) (tea.Cmd, error) {
@@ -430,14 +497,29 @@ func cmdExport(m *Model, args []string) (tea.Cmd, error) {
 }
 
 func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
-	var parts []string
-	for _, c := range lineCommands {
-		s := c.name
-		if c.args != "" {
-			s += " " + c.args
-		}
-		parts = append(parts, s)
-	}
-	m.setMsg("commands: "+strings.Join(parts, " · ")+" (tab completes; docs/tui.md)", nil)
+	m.openOverlay(m.helpOverlay())
 	return nil, nil
+}
+
+// lastBinding is the trace line of the last record before position pos
+// that bound name, 0 when none did.
+func (m *Model) lastBinding(name string, pos int) int {
+	for i := min(pos, len(m.recs)) - 1; i >= 0; i-- {
+		r := &m.recs[i]
+		switch r.Op {
+		case traces.OpCall:
+			if slices.Contains(r.Out, name) {
+				return r.Line
+			}
+		case traces.OpTensor, traces.OpParam:
+			if r.Name == name {
+				return r.Line
+			}
+		case traces.OpEager:
+			if r.Stmt != nil && r.Stmt.Out == name {
+				return r.Line
+			}
+		}
+	}
+	return 0
 }

@@ -13,7 +13,8 @@ import (
 func FuzzCommandLine(f *testing.F) {
 	for _, line := range []string{
 		"31", "step 5", "st 6", "line 32", "node 2", "graph #0", "why", "tensor a", "freed a",
-		"b fn fee record", "break replay #2", "b line 32", "b rerecord", "clear", "help",
+		"b fn fee record", "break replay #2", "b line 32", "b rerecord", "clear", "help", "b", "b fn fe", "b line 999",
+		"until", "until 35", "until 2", "delete 1", "del x",
 		"export", "export graph", "s 4", "", " ", "b #", "b replay #-1", "line -1", "step 99999999999999999999",
 		"node 1 2", "b fn", "tensor ", ":", "save", "quit",
 	} {
@@ -34,6 +35,10 @@ func FuzzCommandLine(f *testing.F) {
 			if _, quit := msg.(tea.QuitMsg); !quit {
 				m.Update(msg)
 			}
+		}
+		if m.mode == modeOverlay {
+			// :help and :b alone open a popup; a key closes it.
+			m.Update(keyMsg("esc"))
 		}
 		if m.mode != modeNormal || m.Busy() {
 			t.Fatalf("%q left mode %d, busy %v", line, m.mode, m.Busy())

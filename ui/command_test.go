@@ -22,25 +22,27 @@ func command(t *testing.T, m *Model, line string) tea.Msg {
 }
 
 // TestCommandMoves covers the jumps of the command line on the demo, whose
-// records start at line 2 (so step N has run line N+1).
+// records start at line 2 (so line L leaves the session at position L-1):
+// every number a user types is a trace line.
 func TestCommandMoves(t *testing.T) {
 	tests := []struct {
-		from    int // step to start at
+		from    int // position to start at
 		line    string
 		pos     int
 		msg     string // in the message line
 		isError bool
 	}{
-		{0, "31", 31, "", false},
-		{0, "step 5", 5, "", false},
-		{0, "st 6", 6, "", false}, // a unique prefix
+		{0, "32", 31, "at line 32", false},
+		{0, "step 5", 4, "at line 5", false}, // step is line's alias
+		{0, "li 6", 5, "", false},            // a unique prefix
 		{0, "line 32", 31, "at line 32", false},
 		{0, "l 15", 14, "at line 15", false},
-		{3, "line 1", 3, "no record at line 1 (the trace has lines 2-41)", true},
+		{5, "line 0", 0, "at the start", false},
+		{3, "line 1", 3, "no record at line 1 (the trace has lines 2-41, 0 is the start)", true},
 		{3, "line x", 3, `"x" is not a line number`, true},
-		{3, "step", 3, "want one step number", true},
-		{3, "step 99", 3, "out of range", true},
-		{3, "s 4", 3, ":s: which one? step, save", true},
+		{3, "line", 3, "want one line number", true},
+		{3, "line 99", 3, "no record at line 99", true},
+		{3, "s 4", 3, ":s: which one? line, save", true},
 		{3, "frobnicate", 3, ":frobnicate: unknown command (:help lists them)", true},
 		{3, "", 3, "", false},
 	}
@@ -99,7 +101,7 @@ func TestCommandNodeAndWhy(t *testing.T) {
 
 	// Errors: no such node, a folded node, nothing selected.
 	command(t, m, "node 7")
-	if !m.msgErr || !strings.Contains(m.Message(), "no node #7 at step 14") {
+	if !m.msgErr || !strings.Contains(m.Message(), "no node #7 at line 15") {
 		t.Errorf(":node 7: %q", m.Message())
 	}
 	gotoStep(t, m, "40")
@@ -149,8 +151,10 @@ func TestCommandBreakpoints(t *testing.T) {
 		{"b line 32", []sessions.Breakpoint{{Kind: engine.EvReplay, Node: 2}, {Line: 32, Node: sessions.AnyNode}}, ""},
 		{"b rerecord", nil, ""},
 		{"clear", nil, ""},
-		{"b", nil, "give line L, fn NAME"},
 		{"b line", nil, "line needs a value"},
+		{"b fn fe", nil, `no function "fe" in this trace (foo, fee)`},
+		{"b line 999", nil, "no record at line 999 (the trace has lines 2-41)"},
+		{"b line 1", nil, "no record at line 1"},
 		{"b line -3", nil, `"-3" is not a line number`},
 		{"b #2", nil, "a node id follows replay"},
 		{"b replay #x", nil, `"#x" is not a node id`},
@@ -206,11 +210,15 @@ func TestCommandSaveHelpQuit(t *testing.T) {
 	}
 
 	command(t, m, "help")
+	if m.mode != modeOverlay {
+		t.Fatalf(":help opened mode %d, want the popup", m.mode)
+	}
 	for _, c := range lineCommands {
-		if !strings.Contains(m.Message(), c.name) {
-			t.Errorf(":help does not list %s: %q", c.name, m.Message())
+		if !slices.Contains(m.over.lines, "    "+c.help) {
+			t.Errorf(":help does not list %s whole: %q", c.name, m.over.lines)
 		}
 	}
+	press(t, m, "esc")
 	for _, line := range []string{"clear all", "why 3"} {
 		command(t, m, line)
 		if !m.msgErr || !strings.Contains(m.Message(), "takes no arguments") {
@@ -238,7 +246,7 @@ func TestCommandPrompt(t *testing.T) {
 	if m.mode != modeCommand || !strings.Contains(screenText(m), ":█") {
 		t.Fatalf("':' opened mode %d; screen:\n%s", m.mode, screenText(m))
 	}
-	if !strings.Contains(screenText(m), "step N · line L · node ID · why") {
+	if !strings.Contains(screenText(m), "line L · node ID · why") {
 		t.Errorf("the empty prompt does not list the commands:\n%s", screenText(m))
 	}
 	tests := []struct {
@@ -246,11 +254,11 @@ func TestCommandPrompt(t *testing.T) {
 		input string
 		hint  string
 	}{
-		{typed("li"), "li", "line L — go to the step that runs trace line L"},
-		{[]string{"tab"}, "line ", "line L — go to the step"},
-		{[]string{"backspace", "backspace", "backspace", "backspace", "backspace", "s"}, "s", "step N · save [FILE]"},
-		{[]string{"backspace", "b", "space", "f", "n"}, "b fn", "break SPEC — toggle a breakpoint"},
-		{[]string{"backspace", "backspace", "backspace", "backspace", "4", "2"}, "42", "step 42"},
+		{typed("li"), "li", "line L — go to just after trace line L runs"},
+		{[]string{"tab"}, "line ", "line L — go to just after"},
+		{[]string{"backspace", "backspace", "backspace", "backspace", "backspace", "s"}, "s", "line L · save [FILE]"},
+		{[]string{"backspace", "b", "space", "f", "n"}, "b fn", "break [SPEC] — toggle a breakpoint"},
+		{[]string{"backspace", "backspace", "backspace", "backspace", "4", "2"}, "42", "line 42"},
 		{[]string{"backspace", "backspace", "z", "tab"}, "z", "no such command"},
 	}
 	for _, tc := range tests {
@@ -286,7 +294,7 @@ func TestCommandTensorFreed(t *testing.T) {
 		t.Errorf(":freed a: step %d, message %q; want step 5 (line 6)", m.Pos(), m.Message())
 	}
 	command(t, m, "freed b")
-	if m.Pos() != 5 || !m.msgErr || !strings.Contains(m.Message(), ":freed: no step before 5 freed b") {
+	if m.Pos() != 5 || !m.msgErr || !strings.Contains(m.Message(), ":freed: no line before line 6 freed b") {
 		t.Errorf(":freed b: step %d, message %q", m.Pos(), m.Message())
 	}
 
@@ -296,7 +304,7 @@ func TestCommandTensorFreed(t *testing.T) {
 		t.Errorf(":tensor c: step %d, message %q; want step 5", m.Pos(), m.Message())
 	}
 	for line, want := range map[string]string{
-		"tensor nope": `no tensor is bound to "nope" at step 5`,
+		"tensor nope": `no tensor is bound to "nope" at line 6`,
 		"tensor":      "want one tensor name",
 		"freed a b":   "want one tensor name",
 	} {
@@ -319,7 +327,7 @@ func TestCommandExportGraph(t *testing.T) {
 		}})
 	gotoStep(t, m, "31")
 	command(t, m, "export graph")
-	path := filepath.Join(dir, "cgtviz-graph-dev0-node2-step31.svg")
+	path := filepath.Join(dir, "cgtviz-graph-dev0-node2-line32.svg")
 	if _, err := os.Stat(path); err != nil || got != [2]int{0, 2} {
 		t.Fatalf(":export graph: %v, rendered %v, message %q", err, got, m.Message())
 	}

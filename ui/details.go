@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -38,6 +40,9 @@ func eventText(ev *engine.Event) string {
 	case engine.EvPreserve:
 		return "preserve: moved out of the pool: " + strings.Join(ev.Tensors, ", ")
 	case engine.EvGeneration:
+		if ev.Generation < 0 {
+			return fmt.Sprintf("generation %d (mark_step_begin: PyTorch counts steps down from -1)", ev.Generation)
+		}
 		return fmt.Sprintf("generation %d", ev.Generation)
 	case engine.EvPathEnd:
 		return withMsg("path end", ev.Text())
@@ -47,7 +52,11 @@ func eventText(ev *engine.Event) string {
 		}
 		return "invariant failed"
 	case engine.EvTensorDied:
-		return "died: " + strings.Join(ev.Tensors, ", ")
+		s := "a storage died, its last tensor gone: the one made by " + strings.Join(ev.Tensors, ", ")
+		if len(ev.Ptrs) > 0 {
+			s += " at " + hex(ev.Ptrs[0])
+		}
+		return s
 	}
 	return withMsg(ev.Kind.String(), ev.Text())
 }
@@ -72,12 +81,12 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	}
 	plain := func(t string) string { return t }
 	if snap.step == nil {
-		out = append(out, s.Bold.Render(fmt.Sprintf("position 0/%d: nothing run yet", snap.n)))
+		out = append(out, s.Bold.Render("the start: nothing run yet"))
 		out = append(out, "press n to run the first record")
 		return out
 	}
 	st := snap.step
-	head := fmt.Sprintf("step %d/%d · line %d", snap.pos, snap.n, st.Line)
+	head := fmt.Sprintf("line %d", st.Line)
 	out = append(out, s.Bold.Render(head))
 	if st.Index >= 0 && st.Index < len(recs) {
 		add(true, recordText(&recs[st.Index]), plain)
@@ -95,39 +104,109 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	if st.Err != nil {
 		add(true, "error: "+st.Err.Error(), rs(s.Err))
 	}
+	// Only a replay hands back a cached output object.
+	if st.Action == engine.ActionReplay && st.Index >= 0 && st.Index < len(recs) {
+		for _, w := range sharedOutputs(snap.state, &recs[st.Index]) {
+			add(true, "⚠ "+w, rs(s.Warn))
+		}
+	}
 	for _, f := range st.ExpectFailures {
 		add(true, "expect failed: "+f.Msg, rs(s.Err))
 	}
+	// Cause first: why no graph could replay, then the checkpoint that
+	// made room, then what the tree did, then the rest.
+	ckpt := false
 	for _, ev := range byImportance(st.Events) {
 		if ev.Kind == engine.EvError || ev.Kind == engine.EvExpectFailed {
 			continue // shown above from the step itself
 		}
-		style := plain
-		if ev.Kind == engine.EvCheckpoint {
-			style = rs(s.Checkpoint)
-		}
-		add(false, "• "+eventText(ev), style)
-		// A recording's failures are the invariant_failed events just
-		// listed; the node's details repeat them.
-		if ev.Kind == engine.EvInvariantFailed && len(ev.Failures) > 1 {
+		switch ev.Kind {
+		case engine.EvInvariantFailed:
 			for _, f := range ev.Failures {
-				add(false, "    "+f.Describe(), rs(s.Warn))
+				add(false, "• "+failureStory(f), rs(s.Warn))
+			}
+			if len(ev.Failures) == 0 {
+				add(false, "• "+eventText(ev), plain)
+			}
+			continue
+		case engine.EvCheckpoint:
+			ckpt = true
+			add(false, "• "+checkpointStory(ev), rs(s.Checkpoint))
+			continue
+		case engine.EvRecord, engine.EvWarmup:
+			if ckpt {
+				add(false, "• then "+eventText(ev), plain)
+				continue
 			}
 		}
+		add(false, "• "+eventText(ev), plain)
 	}
 	return out
 }
 
-// importance orders a step's events for a small pane: the decision first,
-// then the checkpoint and why existing graphs could not replay, then the
-// rest, tensor deaths last.
+// failureStory tells why a recorded graph could not replay, in the terms
+// of the trace: "#1 expected a dead before its replay, but a is alive".
+func failureStory(f engine.InvariantFailure) string {
+	if f.Status == engine.StatusExpectedDeadIndicesBeforeGraphMismatch && len(f.Outputs) > 0 {
+		names := make([]string, len(f.Outputs))
+		for i, o := range f.Outputs {
+			names[i] = "output " + o.String()
+			if i < len(f.OutputNames) && f.OutputNames[i] != "" {
+				names[i] = f.OutputNames[i]
+			}
+		}
+		verb := "is"
+		if len(names) > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("#%d cannot replay: it expected %s dead before its replay, but %s %s alive", f.Node, joinAnd(names), joinAnd(names), verb)
+	}
+	return "cannot replay " + f.Describe()
+}
+
+// checkpointStory tells a checkpoint as a cause and its effect, with the
+// reason a checkpoint is needed at all.
+func checkpointStory(ev *engine.Event) string {
+	s := fmt.Sprintf("checkpoint: the graph pool holds live replay outputs that the allocator believes free, so it is restored to #%d's state", ev.Node)
+	if d := ev.Delta; d != nil {
+		var re, fr []string
+		for _, b := range d.Reallocated {
+			re = append(re, orDefault(b.Tensor, hex(b.Ptr)))
+		}
+		for _, b := range d.Freed {
+			fr = append(fr, orDefault(b.Tensor, hex(b.Ptr)))
+		}
+		if len(re) > 0 {
+			s += " with " + joinAnd(re) + " re-allocated"
+		}
+		if len(fr) > 0 {
+			s += ", " + joinAnd(fr) + " freed"
+		}
+	}
+	return s + ". Why a checkpoint is needed: replays do not tell the allocator what they allocate, and a recording or warmup made now would overwrite the live outputs."
+}
+
+// joinAnd joins names as a sentence does: "a", "a and b", "a, b and c".
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// importance orders a step's events as a story, cause first: why the
+// existing graphs could not replay, the checkpoint that made room, the
+// decision, then the rest, tensor deaths last.
 func importance(k engine.EventKind) int {
 	switch k {
-	case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
+	case engine.EvInvariantFailed:
 		return 0
 	case engine.EvCheckpoint:
 		return 1
-	case engine.EvInvariantFailed:
+	case engine.EvRecord, engine.EvReplay, engine.EvWarmup, engine.EvEager:
 		return 2
 	case engine.EvTensorDied:
 		return 4
@@ -147,7 +226,11 @@ func byImportance(evs []engine.Event) []*engine.Event {
 }
 
 // nodeLines describes the tree line under the cursor.
-func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
+//
+// call is the record just run when it is a call that recorded or replayed
+// the node: its argument names are this call's names for the node's
+// inputs, which may differ from those bound when it was recorded.
+func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w int) []string {
 	if st == nil || l.dev < 0 || l.dev >= len(st.Devices) {
 		return nil
 	}
@@ -168,6 +251,9 @@ func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
 	case treeDevice:
 		add(s.Bold.Render(fmt.Sprintf("dev %d %s", ds.Index, ds.Name)))
 		add(fmt.Sprintf("path %s · current gen %d · checkpoints %d", ds.PathState, ds.CurrentGen, ds.Checkpoints))
+		if ds.CurrentGen < 0 {
+			wrapped("", fmt.Sprintf("gen %d is negative as PyTorch counts it: once the trace calls mark_step_begin (step records), the generation is that counter, -1, -2, … one down per step; this is the %s step.", ds.CurrentGen, ordinal(-ds.CurrentGen)), rs(s.Dim))
+		}
 		add(fmt.Sprintf("nodes %d · roots %d", len(ds.Nodes), len(ds.Roots)))
 		if ds.PendingBackward {
 			add("forwards pending their backwards")
@@ -217,9 +303,22 @@ func nodeLines(st *engine.State, l treeLine, s Styles, w int) []string {
 		for _, f := range n.Failures {
 			wrapped("  ", f.Describe(), rs(s.Warn))
 		}
-		add(fmt.Sprintf("inputs (%d):", len(n.Inputs)))
-		for _, in := range n.Inputs {
-			add(fmt.Sprintf("  %d %-8s %-7s %s %s", in.Index, orDefault(in.Name, "?"), in.Kind, hex(in.Ptr), shape(in.Shape)))
+		now := call != nil && call.Op == traces.OpCall && call.Fn == n.Fn && len(call.Args) == len(n.Inputs)
+		if now {
+			add(fmt.Sprintf("inputs (%d), as line %d passes them:", len(n.Inputs), call.Line))
+		} else {
+			add(fmt.Sprintf("inputs (%d), names as bound when recorded at line %d:", len(n.Inputs), n.RecordedAtLine))
+		}
+		for i, in := range n.Inputs {
+			name := orDefault(in.Name, "?")
+			was := ""
+			if now {
+				if call.Args[i] != name {
+					was = fmt.Sprintf(" (recorded with %s)", name)
+				}
+				name = call.Args[i]
+			}
+			wrapped("  ", fmt.Sprintf("%d %-8s %-7s %s %s%s", in.Index, name, in.Kind, hex(in.Ptr), shape(in.Shape), was), plain)
 		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
@@ -300,36 +399,138 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 	for _, b := range d.Reallocated {
 		out = append(out, block(b))
 	}
-	out = append(out, s.Block[engine.BlockStale].Render(fmt.Sprintf("freed for dead tensors (%d):", len(d.Freed))))
+	// Red says "something died here": a checkpoint that freed nothing is
+	// not alarming.
+	fs := s.Dim
+	if len(d.Freed) > 0 {
+		fs = s.Block[engine.BlockStale]
+	}
+	out = append(out, fs.Render(fmt.Sprintf("freed for dead tensors (%d):", len(d.Freed))))
 	for _, b := range d.Freed {
 		out = append(out, block(b))
+	}
+	if len(d.Reallocated) == 0 && len(d.Freed) == 0 {
+		out = append(out, s.Dim.Render("  (the pool already matched)"))
 	}
 	return out
 }
 
 // tensorLines is the tensors table: its header and the rows from offset
 // on, at most h lines in all (the table may be long: only what shows is
-// formatted). It clamps offset to the table.
-func tensorLines(st *engine.State, s Styles, offset *int, h int) []string {
+// formatted). It clamps offset to the table. The state and the owner come
+// right after the name, so that a narrow pane shows them first; columns
+// are as wide as what they hold, and a row wider than the pane scrolls
+// sideways by left cells (h/l in the pane). A stale row says "× stale":
+// without color it must not read as a live one.
+func tensorLines(st *engine.State, s Styles, offset *int, left *int, w, h int) []string {
 	if st == nil {
 		return nil
 	}
-	out := []string{s.Bold.Render(fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", "name", "shape", "address", "pool", "state", "owner"))}
 	if len(st.Tensors) == 0 {
-		return append(out, s.Dim.Render("no tensors"))
+		return []string{s.Dim.Render("no tensors")}
 	}
 	rows := max(h-1, 1)
 	*offset = min(max(*offset, 0), max(len(st.Tensors)-rows, 0))
-	for _, t := range st.Tensors[*offset:min(*offset+rows, len(st.Tensors))] {
+	vis := st.Tensors[*offset:min(*offset+rows, len(st.Tensors))]
+	cells := make([][6]string, 0, len(vis)+1)
+	cells = append(cells, [6]string{"name", "state", "owner", "pool", "shape", "address"})
+	for _, t := range vis {
 		name := strings.Join(t.Names, ",")
 		if name == "" {
 			name = fmt.Sprintf("<t%d>", t.ID)
 		}
-		line := fmt.Sprintf("%-12s %-9s %-16s %-7s %-6s %s", name, shape(t.Shape), hex(t.Ptr), t.Pool, t.State, t.Owner)
+		state := "● live"
 		if t.State == engine.TensorStale {
+			state = "× stale"
+		}
+		cells = append(cells, [6]string{name, state, t.Owner, t.Pool, shape(t.Shape), hex(t.Ptr)})
+	}
+	var widths [6]int
+	for _, c := range cells {
+		for i, x := range c {
+			widths[i] = max(widths[i], ansi.StringWidth(x))
+		}
+	}
+	widths[0] = min(widths[0], 24)
+	total := 0
+	for _, x := range widths {
+		total += x + 1
+	}
+	*left = min(max(*left, 0), max(total-w, 0))
+	out := make([]string, 0, len(cells))
+	for r, c := range cells {
+		var b strings.Builder
+		for i, x := range c {
+			if i == 0 && ansi.StringWidth(x) > widths[0] {
+				x = ansi.Truncate(x, widths[0], "…")
+			}
+			b.WriteString(x)
+			b.WriteString(strings.Repeat(" ", widths[i]-ansi.StringWidth(x)+1))
+		}
+		line := b.String()
+		if *left > 0 {
+			line = "«" + ansi.Cut(line, *left+1, total)
+		}
+		if total-*left > w {
+			line = ansi.Truncate(line, w-1, "") + "»"
+		}
+		switch {
+		case r == 0:
+			line = s.Bold.Render(line)
+		case vis[r-1].State == engine.TensorStale:
 			line = s.Block[engine.BlockStale].Render(line)
 		}
 		out = append(out, line)
+	}
+	return out
+}
+
+// ordinal is 1st, 2nd, 3rd, 4th, ….
+func ordinal(n int) string {
+	suf := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suf = "st"
+		case 2:
+			suf = "nd"
+		case 3:
+			suf = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suf)
+}
+
+
+// sharedOutputs flags the silent overwrite of the steady state: a call
+// whose replay handed back the cached output object that an older name
+// still holds. Both names are one tensor; the replay rewrote it, so the
+// older name's values changed without the overwritten error.
+func sharedOutputs(st *engine.State, rec *traces.Record) []string {
+	if rec.Op != traces.OpCall || len(rec.Out) == 0 || st == nil {
+		return nil
+	}
+	// One pass over the tensors, looking only at those with several
+	// names (rare): this runs on every frame after a replay.
+	var out []string
+	for i := range st.Tensors {
+		t := &st.Tensors[i]
+		if len(t.Names) < 2 || t.State != engine.TensorLive {
+			continue
+		}
+		var mine, others []string
+		for _, n := range t.Names {
+			if slices.Contains(rec.Out, n) {
+				mine = append(mine, n)
+			} else {
+				others = append(others, n)
+			}
+		}
+		if len(mine) == 0 || len(others) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
+			joinAnd(mine), joinAnd(others), t.Line, joinAnd(others)))
 	}
 	return out
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
+// TestStepAndBack steps and goes to lines with g: the demo's records
+// start at line 2, so g L leaves the session at position L-1.
 func TestStepAndBack(t *testing.T) {
 	m := newModel(t, seedA, 120, 40, Options{})
 	tests := []struct {
@@ -27,12 +29,13 @@ func TestStepAndBack(t *testing.T) {
 		{[]string{"N"}, 3},
 		{[]string{"N", "N", "N"}, 0},
 		{[]string{"N"}, 0}, // at the start: stays, says so
-		{[]string{"g", "3", "5", "enter"}, 35},
-		{[]string{"g", "4", "0", "enter", "n"}, 40}, // at the end: stays
-		{[]string{"g", "9", "9", "9", "enter"}, 40}, // out of range: error, stays
+		{[]string{"g", "3", "5", "enter"}, 34},
+		{[]string{"g", "4", "1", "enter", "n"}, 40}, // at the end: stays
+		{[]string{"g", "9", "9", "9", "enter"}, 40}, // no such line: error, stays
 		{[]string{"g", "x", "enter"}, 40},           // not a number
-		{[]string{"g", "1", "backspace", "2", "esc"}, 40},
-		{[]string{"g", "1", "backspace", "2", "enter"}, 2},
+		{[]string{"g", "1", "backspace", "3", "esc"}, 40},
+		{[]string{"g", "1", "backspace", "3", "enter"}, 2},
+		{[]string{"g", "0", "enter"}, 0}, // the start
 	}
 	for _, tc := range tests {
 		press(t, m, tc.keys...)
@@ -48,7 +51,7 @@ func TestStepAndBack(t *testing.T) {
 		t.Errorf("N at 0: message %q", m.Message())
 	}
 	press(t, m, "g", "9", "9", "9", "enter")
-	if !m.msgErr || !strings.Contains(m.Message(), "out of range") {
+	if !m.msgErr || !strings.Contains(m.Message(), "go to line: no record at line 999 (the trace has lines 2-41, 0 is the start)") {
 		t.Errorf("goto 999: message %q, error %v", m.Message(), m.msgErr)
 	}
 }
@@ -61,9 +64,9 @@ func TestBusy(t *testing.T) {
 	if cmd == nil || !m.Busy() {
 		t.Fatal("n returned no command or the UI is not busy")
 	}
-	// Typed ahead: another n, then "go to 31" — whose digits must reach the
-	// prompt, not focus panes.
-	for _, k := range append([]string{"n", "g"}, append(typed("31"), "enter")...) {
+	// Typed ahead: another n, then "go to line 32" — whose digits must
+	// reach the prompt, not focus panes.
+	for _, k := range append([]string{"n", "g"}, append(typed("32"), "enter")...) {
 		if _, c := m.Update(keyMsg(k)); c != nil {
 			t.Fatalf("%s while busy returned a command", k)
 		}
@@ -222,12 +225,14 @@ func TestPanesAndFold(t *testing.T) {
 	if m.trace.cursor == 0 {
 		t.Error("pgdown did not move the trace cursor")
 	}
+	// The full help: under the panes where it fits, in a popup where it
+	// does not (here, at 80x24).
 	press(t, m, "?")
-	if !m.help.ShowAll || !strings.Contains(screenText(m), "reverse-continue") {
+	if (!m.help.ShowAll && m.mode != modeOverlay) || !strings.Contains(screenText(m), "reverse-continue") {
 		t.Error("? did not show the full help")
 	}
 	press(t, m, "?")
-	if m.help.ShowAll {
+	if m.help.ShowAll || m.mode != modeNormal {
 		t.Error("? did not hide the full help")
 	}
 }
@@ -253,7 +258,7 @@ func TestSaveAndExport(t *testing.T) {
 		t.Errorf("loaded at %d with %v", l.Pos(), l.Breakpoints())
 	}
 	press(t, m, "e")
-	svg, err := os.ReadFile(filepath.Join(dir, "cgtviz-tree-step14.svg"))
+	svg, err := os.ReadFile(filepath.Join(dir, "cgtviz-tree-line15.svg"))
 	if err != nil || string(svg) != "<svg/>" || exported != m.snap.state {
 		t.Errorf("export: %q, %v; state exported %p, shown %p", svg, err, exported, m.snap.state)
 	}
@@ -298,12 +303,12 @@ func TestBookmarks(t *testing.T) {
 	m := newModel(t, seedA, 120, 40, Options{})
 	gotoStep(t, m, "31")
 	press(t, m, append(append([]string{"m"}, typed("ckpt")...), "enter")...)
-	if !strings.Contains(m.Message(), `"ckpt" at step 31`) {
+	if !strings.Contains(m.Message(), `"ckpt" at line 32`) {
 		t.Fatalf("m: message %q", m.Message())
 	}
 	gotoStep(t, m, "3")
 	press(t, m, "'")
-	if !strings.Contains(screenText(m), "ckpt@31") {
+	if !strings.Contains(screenText(m), "ckpt@32") {
 		t.Error("the jump prompt does not list the bookmark")
 	}
 	press(t, m, append(typed("ckpt"), "enter")...)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,10 +123,18 @@ func typed(s string) []string {
 	return out
 }
 
-// gotoStep presses g, the number and enter.
+// gotoStep goes to position n (records run) the way a user does: g, the
+// trace line of the record n has run (0 for the start), enter.
 func gotoStep(t testing.TB, m *Model, n string) {
 	t.Helper()
-	press(t, m, append(append([]string{"g"}, typed(n)...), "enter")...)
+	pos, err := strconv.Atoi(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	press(t, m, append(append([]string{"g"}, typed(strconv.Itoa(m.lineOf(pos)))...), "enter")...)
+	if m.Pos() != pos {
+		t.Fatalf("g %d: at position %d, want %d", m.lineOf(pos), m.Pos(), pos)
+	}
 }
 
 // screen is the model's frame without styles.

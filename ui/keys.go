@@ -13,14 +13,19 @@ type KeyMap struct {
 	NextPane, PrevPane key.Binding
 	Pane               key.Binding
 	Up, Down           key.Binding
+	Left, Right        key.Binding
 	PageUp, PageDown   key.Binding
 	Top, Bottom        key.Binding
 	Toggle             key.Binding
 	Search, NextMatch  key.Binding
+	PrevMatch          key.Binding
 	Mark, Jump         key.Binding
 	Device             key.Binding
 	Export             key.Binding
 	Save               key.Binding
+	Copy, CopyMsg      key.Binding
+	Mark2, Diff        key.Binding
+	Memory, MemPool    key.Binding
 	Command            key.Binding
 	Why                key.Binding
 	Help               key.Binding
@@ -34,7 +39,7 @@ func DefaultKeyMap() KeyMap {
 		Prev:       key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "back")),
 		Continue:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "continue")),
 		Reverse:    key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "reverse-continue")),
-		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
+		Goto:       key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to line")),
 		Breakpoint: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "break on line")),
 		KindBreak:  key.NewBinding(key.WithKeys("B"), key.WithHelp("B", "break on event")),
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
@@ -42,18 +47,27 @@ func DefaultKeyMap() KeyMap {
 		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
 		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
 		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+		Left:       key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")),
+		Right:      key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)")),
 		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
 		Top:        key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
 		Bottom:     key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		Toggle:     key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node")),
-		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search trace")),
+		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the pane")),
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "previous match")),
 		Mark:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "bookmark here")),
 		Jump:       key.NewBinding(key.WithKeys("'"), key.WithHelp("'", "go to bookmark")),
 		Device:     key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "next device")),
 		Export:     key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "export SVG")),
 		Save:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "save session")),
+		Copy:       key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "copy the pane's selection (OSC 52)")),
+		CopyMsg:    key.NewBinding(key.WithKeys("Y"), key.WithHelp("Y", "copy the message line")),
+		Memory:     key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "memory timeline")),
+		MemPool:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "timeline: other pool")),
+		Mark2:      key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "mark for diff")),
+		Diff:       key.NewBinding(key.WithKeys("V"), key.WithHelp("V", "diff mark → here")),
 		Command:    key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "commands")),
 		Why:        key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "why: go to the node's recording")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -70,9 +84,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
-		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.Mark, k.Jump},
+		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
 		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}
 }

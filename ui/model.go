@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
@@ -76,6 +77,7 @@ const (
 	modeMark         // the bookmark name prompt
 	modeJump         // the "go to bookmark" prompt
 	modeCommand      // the ':' command line
+	modeOverlay      // a popup over the panes (:help, the breakpoint list)
 )
 
 // snapshot is everything View needs from the session, taken after each
@@ -115,6 +117,8 @@ type (
 		snap snapshot
 		info string
 		err  error
+		// mem are the memory timeline's new samples, when it is on.
+		mem map[memKey]memSample
 	}
 	savedMsg struct {
 		path string
@@ -158,12 +162,22 @@ type Model struct {
 	delta   scroll
 	details scroll
 	tensors scroll
+	// tensorsLeft is how far the tensors table is scrolled sideways.
+	tensorsLeft int
 
-	mode   mode
-	input  string
-	marks  []sessions.Bookmark // listed by the "go to bookmark" prompt
-	query  string
-	picker int
+	mode  mode
+	input string
+	marks []sessions.Bookmark // listed by the "go to bookmark" prompt
+	query string
+	// searchPane is the pane the query searches: the one focused when
+	// it was typed.
+	searchPane pane
+	picker     int
+	over       popup
+	// diffBase is the position v marked, nil before.
+	diffBase *diffMark
+	// mem is the memory timeline of the pool pane (M).
+	mem    memChart
 	msg    string
 	msgErr bool
 }
@@ -260,9 +274,23 @@ func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
 	m.busy = true
 	m.msg, m.msgErr = "", false
 	s := m.sess
+	var positions []int
+	if m.mem.on {
+		positions = memPositions(len(m.recs), memChartCols(m.poolWidth()))
+	}
+	have := m.mem.samples
 	return func() tea.Msg {
 		info, err := op(s)
-		return movedMsg{snap: takeSnapshot(s), info: info, err: err}
+		msg := movedMsg{info: info, err: err}
+		if positions != nil {
+			got, merr := sampleMemory(s, positions, have)
+			msg.mem = got
+			if err == nil {
+				msg.err = merr
+			}
+		}
+		msg.snap = takeSnapshot(s)
+		return msg
 	}
 }
 
@@ -276,6 +304,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case movedMsg:
 		m.busy = false
+		if m.mem.samples == nil {
+			m.mem.samples = map[memKey]memSample{}
+		}
+		for k, v := range msg.mem {
+			m.mem.samples[k] = v
+		}
+		if m.mem.on {
+			poolSamples(msg.snap.state, msg.snap.pos, m.mem.samples)
+		}
 		m.install(msg.snap)
 		m.setMsg(msg.info, msg.err)
 		return m, m.drain()
@@ -343,6 +380,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.prompt(k)
 	case modePicker:
 		return m.pick(k)
+	case modeOverlay:
+		return m.overlayKey(k)
 	}
 	km := m.keys
 	switch {
@@ -350,6 +389,15 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return tea.Quit
 	case key.Matches(k, km.Help):
 		m.help.ShowAll = !m.help.ShowAll
+		if m.help.ShowAll {
+			// Too short a screen for every key under the panes: all of
+			// them in a popup instead, none cut.
+			all := m.fullHelpLines(max(m.width, 20) - 6)
+			if room := max(m.height, 8) - 4 - 3; len(all) > room {
+				m.help.ShowAll = false
+				m.openOverlay(popup{title: "keys (j/k scroll, esc closes; :help lists the commands)", lines: all})
+			}
+		}
 		m.refresh()
 	case key.Matches(k, km.Device):
 		if st := m.snap.state; st != nil && len(st.Devices) > 0 {
@@ -383,12 +431,12 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Continue):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.Continue()
-			return hitText(h, "end of trace: no breakpoint hit"), err
+			return m.hitText(h, "end of trace: no breakpoint hit"), err
 		})
 	case key.Matches(k, km.Reverse):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.ReverseContinue()
-			return hitText(h, "start of trace: no breakpoint hit"), err
+			return m.hitText(h, "start of trace: no breakpoint hit"), err
 		})
 	case key.Matches(k, km.Goto):
 		m.mode, m.input = modeGoto, ""
@@ -408,20 +456,55 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return cmd
 	case key.Matches(k, km.NextMatch):
-		m.findNext()
+		m.find(1)
+	case key.Matches(k, km.PrevMatch):
+		m.find(-1)
 	case key.Matches(k, km.Breakpoint):
 		m.toggleLineBreakpoint()
 	case key.Matches(k, km.KindBreak):
 		m.mode, m.picker = modePicker, 0
 	case key.Matches(k, km.Toggle):
-		if m.focus == paneTree {
+		switch m.focus {
+		case paneTree:
 			m.tree.toggle()
 			m.tree.rebuild(m.snap.state, m.snap.step)
+		case paneTrace:
+			// Run to cursor: up to the record under the cursor, stopping
+			// at a breakpoint on the way as gdb's until does.
+			if m.trace.cursor >= 0 && m.trace.cursor < len(m.recs) {
+				return m.runTo(m.trace.cursor + 1)
+			}
 		}
+	case key.Matches(k, km.Copy):
+		return m.copyOut(m.selectionText())
+	case key.Matches(k, km.CopyMsg):
+		if m.msg == "" {
+			m.setMsg("", errors.New("copy: no message to copy"))
+			return nil
+		}
+		return m.copyOut(m.msg)
+	case key.Matches(k, km.Memory):
+		return m.toggleMemory()
+	case key.Matches(k, km.MemPool):
+		if m.mem.on {
+			m.mem.pool = 1 - m.mem.pool
+		}
+	case key.Matches(k, km.Mark2):
+		m.markDiff()
+	case key.Matches(k, km.Diff):
+		m.showDiff()
 	case key.Matches(k, km.Save):
 		return m.save()
 	case key.Matches(k, km.Export):
 		return m.export()
+	case key.Matches(k, km.Left):
+		if m.focus == paneTensors {
+			m.tensorsLeft = max(m.tensorsLeft-8, 0)
+		}
+	case key.Matches(k, km.Right):
+		if m.focus == paneTensors {
+			m.tensorsLeft += 8
+		}
 	case key.Matches(k, km.Up):
 		m.scrollFocused(-1)
 	case key.Matches(k, km.Down):
@@ -438,11 +521,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-func hitText(h sessions.Hit, none string) string {
+func (m *Model) hitText(h sessions.Hit, none string) string {
 	if !h.Found {
 		return none
 	}
-	return fmt.Sprintf("breakpoint %s hit at record %d", h.Breakpoint, h.Index+1)
+	return fmt.Sprintf("breakpoint %s hit at line %d", h.Breakpoint, m.lineOf(h.Index+1))
 }
 
 func (m *Model) focusPane(p pane) {
@@ -513,14 +596,18 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 		case modeCommand:
 			return m.runLine(in)
 		case modeSearch:
-			m.query = in
-			m.findNext()
+			m.query, m.searchPane = in, m.focus
+			if in == "" {
+				m.setMsg("search cleared", nil)
+				return nil
+			}
+			m.find(1)
 			return nil
 		case modeMark:
 			if err := m.sess.Bookmark(in); err != nil {
 				m.setMsg("", err)
 			} else {
-				m.setMsg(fmt.Sprintf("bookmark %q at step %d", in, m.snap.pos), nil)
+				m.setMsg(fmt.Sprintf("bookmark %q at %s", in, m.where(m.snap.pos)), nil)
 			}
 			return nil
 		case modeJump:
@@ -528,14 +615,13 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 				return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
 			})
 		}
-		n, err := strconv.Atoi(in)
+		// g says nothing on arrival: the message line shows why the
+		// step did what it did, and the status line where it is.
+		cmd, err := m.gotoLineText(in, false)
 		if err != nil {
-			m.setMsg("", fmt.Errorf("go to step: %q is not a number", in))
-			return nil
+			m.setMsg("", fmt.Errorf("go to line: %w", err))
 		}
-		return m.move(func(s *sessions.Session) (string, error) {
-			return "", s.Goto(n)
-		})
+		return cmd
 	case "backspace":
 		if r := []rune(m.input); len(r) > 0 {
 			m.input = string(r[:len(r)-1])
@@ -546,23 +632,6 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
-}
-
-// findNext moves the trace cursor to the next record matching the query.
-func (m *Model) findNext() {
-	if m.query == "" {
-		m.setMsg("", errors.New("search: no query (press /)"))
-		return
-	}
-	i, ok := search(m.recs, m.trace.cursor, m.query)
-	if !ok {
-		m.setMsg("", fmt.Errorf("search: %q not found", m.query))
-		return
-	}
-	m.focusPane(paneTrace)
-	m.trace.cursor = i
-	m.setMsg(fmt.Sprintf("/%s: line %d (ctrl+n for the next)", m.query, m.recs[i].Line), nil)
-	m.refresh()
 }
 
 // toggleLineBreakpoint toggles a breakpoint on the trace line under the
@@ -643,7 +712,7 @@ func (m *Model) export() tea.Cmd {
 		return nil
 	}
 	st, step, f := m.snap.state, m.snap.step, m.opts.Export
-	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-step%d.svg", m.snap.pos))
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-tree-line%d.svg", m.lineOf(m.snap.pos)))
 	return writeSVG("tree", path, func() ([]byte, error) { return f(context.Background(), st, step) })
 }
 
@@ -651,7 +720,7 @@ func (m *Model) export() tea.Cmd {
 // file in a command.
 func (m *Model) exportGraph(dev, id int) tea.Cmd {
 	st, f := m.snap.state, m.opts.ExportGraph
-	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-graph-dev%d-node%d-step%d.svg", dev, id, m.snap.pos))
+	path := filepath.Join(m.opts.ExportDir, fmt.Sprintf("cgtviz-graph-dev%d-node%d-line%d.svg", dev, id, m.lineOf(m.snap.pos)))
 	return writeSVG(fmt.Sprintf("the CUDA graph of #%d", id), path, func() ([]byte, error) { return f(context.Background(), st, dev, id) })
 }
 
@@ -667,4 +736,155 @@ func writeSVG(what, path string, render func() ([]byte, error)) tea.Cmd {
 		}
 		return exportedMsg{what: what, path: path}
 	}
+}
+
+// The UI has one numbering, the trace file's line: the trace pane, every
+// error and the parser show it, so the status line, g, :line, breakpoints
+// and bookmarks speak it too. A position (records run) stays internal.
+
+// lineOf is the trace line of the record that position pos has just run;
+// 0 at the start.
+func (m *Model) lineOf(pos int) int {
+	if pos <= 0 || pos > len(m.recs) {
+		return 0
+	}
+	return m.recs[pos-1].Line
+}
+
+// where names a position for a message: "line 32", or "the start".
+func (m *Model) where(pos int) string {
+	if l := m.lineOf(pos); l > 0 {
+		return fmt.Sprintf("line %d", l)
+	}
+	return "the start"
+}
+
+// lineRange is the first and last trace lines of the records.
+func (m *Model) lineRange() (int, int) {
+	if len(m.recs) == 0 {
+		return 0, 0
+	}
+	return m.recs[0].Line, m.recs[len(m.recs)-1].Line
+}
+
+// gotoLineText goes to just after the record at the typed line runs; 0
+// goes to the start.
+func (m *Model) gotoLineText(in string, say bool) (tea.Cmd, error) {
+	l, err := strconv.Atoi(strings.TrimPrefix(in, "L"))
+	if err != nil || l < 0 {
+		return nil, fmt.Errorf("%q is not a line number", in)
+	}
+	info := ""
+	if say {
+		info = fmt.Sprintf("at line %d", l)
+		if l == 0 {
+			info = "at the start"
+		}
+	}
+	if l == 0 {
+		return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(0) }), nil
+	}
+	return m.gotoLine(l, info)
+}
+
+// runTo runs forward to position target (just after its record ran),
+// stopping earlier at a breakpoint; a target behind the position is gone
+// to directly (nothing runs on the way back).
+func (m *Model) runTo(target int) tea.Cmd {
+	line := m.lineOf(target)
+	return m.move(func(s *sessions.Session) (string, error) {
+		if target <= s.Pos() {
+			if err := s.Goto(target); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("back at %s", m.where(target)), nil
+		}
+		// The session stops Continue at breakpoints; one on the target's
+		// line, added for this run only, ends it there.
+		tmp := sessions.Breakpoint{Line: line, Node: sessions.AnyNode}
+		had := s.HasBreakpoint(tmp)
+		if !had {
+			if err := s.AddBreakpoint(tmp); err != nil {
+				return "", err
+			}
+			defer s.RemoveBreakpoint(tmp)
+		}
+		h, err := s.Continue()
+		switch {
+		case err != nil:
+			return "", err
+		case !h.Found:
+			return fmt.Sprintf("end of trace before line %d", line), nil
+		case h.Index+1 == target && !had:
+			return fmt.Sprintf("ran to line %d", line), nil
+		case h.Index+1 == target:
+			return m.hitText(h, ""), nil
+		}
+		return m.hitText(h, "") + fmt.Sprintf(" (before line %d)", line), nil
+	})
+}
+
+// copyOut puts text on the clipboard through the terminal (OSC 52, as
+// lazygit does: it works over ssh and in tmux with set-clipboard on).
+func (m *Model) copyOut(text string) tea.Cmd {
+	if text == "" {
+		m.setMsg("", errors.New("copy: nothing to copy here"))
+		return nil
+	}
+	n := strings.Count(text, "\n") + 1
+	m.setMsg(fmt.Sprintf("copied %d line(s), %d bytes, to the clipboard (OSC 52)", n, len(text)), nil)
+	return tea.SetClipboard(text)
+}
+
+// selectionText is what y copies from the focused pane: the trace row
+// under the cursor, the selected node's details, or the pane's whole text.
+func (m *Model) selectionText() string {
+	var lines []string
+	switch m.focus {
+	case paneTrace:
+		if c := m.trace.cursor; c >= 0 && c < len(m.recs) {
+			return strings.TrimSpace(m.traceRowText(c))
+		}
+		return ""
+	case paneTree:
+		l, ok := m.tree.selected()
+		if !ok {
+			return ""
+		}
+		lines = nodeLines(m.snap.state, l, nil, m.styles, 1<<16)
+	default:
+		lines = m.paneText(m.focus)
+	}
+	for i := range lines {
+		lines[i] = strings.TrimRight(ansi.Strip(lines[i]), " ")
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// poolWidth is the inner width of the pool pane as it is drawn when
+// focused (the compact layout shows it then).
+func (m *Model) poolWidth() int {
+	f, o := m.focus, m.other
+	if m.layout().compact {
+		m.focus, m.other = panePool, panePool
+	}
+	w := m.layout().rects[panePool].w - 2
+	m.focus, m.other = f, o
+	return max(w, 8)
+}
+
+// toggleMemory shows or hides the memory timeline; shown, it reads the
+// samples it lacks in a move that ends where it began.
+func (m *Model) toggleMemory() tea.Cmd {
+	m.mem.on = !m.mem.on
+	if !m.mem.on {
+		m.setMsg("memory timeline hidden", nil)
+		return nil
+	}
+	if m.focus != panePool {
+		m.focusPane(panePool)
+	}
+	return m.move(func(*sessions.Session) (string, error) {
+		return "memory timeline of the pool pane (M hides it, p switches pool)", nil
+	})
 }

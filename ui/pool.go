@@ -53,7 +53,7 @@ type poolPane struct {
 	scroll
 	key   poolKey
 	items []poolItem
-	where *tensorIndex // the state's tensors by name, built on first need
+	where *lazyIndex // the state's tensors by name, built on first need
 	// lines is the buffer the layout functions append to.
 	lines []poolLine
 }
@@ -113,16 +113,16 @@ func (p *poolPane) item(i int) []poolLine {
 	return it.lines
 }
 
-// tensors indexes the state's tensors by name, once per layout.
-func (p *poolPane) tensors() tensorIndex {
+// tensors indexes the state's tensors by name, once per layout: the stale
+// names at once, the full index when a block first needs it.
+func (p *poolPane) tensors() *lazyIndex {
 	if p.where == nil {
 		if p.key.st == nil {
-			return tensorIndex{}
+			return &lazyIndex{st: &engine.State{}, stale: map[string]bool{}}
 		}
-		x := tensorsByName(p.key.st)
-		p.where = &x
+		p.where = newLazyIndex(p.key.st)
 	}
-	return *p.where
+	return p.where
 }
 
 // window returns the lines from the offset on, at most h, laying out what
@@ -197,23 +197,59 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 		}
 	}
 	p.add(run{runPlain, ""})
-	p.add(run{runBold, fmt.Sprintf("%s (%d,%d)", name, pv.ID[0], pv.ID[1])},
-		run{runPlain, fmt.Sprintf(": reserved %s, allocated %s, peak %s", human(pv.ReservedBytes), human(pv.AllocatedBytes), human(pv.PeakReserved))})
+	// The summary flows onto as many lines as the width needs: nothing in
+	// it may be cut at 80 columns.
+	p.flow(w, "", run{runBold, fmt.Sprintf("%s (%d,%d):", name, pv.ID[0], pv.ID[1])},
+		run{runPlain, "reserved " + human(pv.ReservedBytes)}, run{runPlain, "allocated " + human(pv.AllocatedBytes)},
+		run{runPlain, "peak reserved " + human(pv.PeakReserved)})
 	if len(pv.Segments) == 0 {
 		p.add(run{runDim, "  no segments"})
 		return
 	}
-	p.add(run{runPlain, fmt.Sprintf("  %d segments · ", len(pv.Segments))},
-		run{int(engine.BlockAllocated), fmt.Sprintf("%d allocated", counts[engine.BlockAllocated])}, run{runPlain, " · "},
-		run{int(engine.BlockLiveInvisible), fmt.Sprintf("%d live-invisible", counts[engine.BlockLiveInvisible])}, run{runPlain, " · "},
-		run{int(engine.BlockStale), fmt.Sprintf("%d stale", counts[engine.BlockStale])}, run{runPlain, " · "},
-		run{int(engine.BlockUnowned), fmt.Sprintf("%d unowned", counts[engine.BlockUnowned])})
+	// The block counts, those that are not zero (room matters at 80
+	// columns, and a zero tells nothing the bar does not).
+	items := []run{{runPlain, fmt.Sprintf("%d segments", len(pv.Segments))}}
+	for _, c := range []struct {
+		st   engine.BlockState
+		name string
+	}{{engine.BlockAllocated, "allocated"}, {engine.BlockLiveInvisible, "live-invisible"}, {engine.BlockStale, "stale"}, {engine.BlockUnowned, "unowned"}} {
+		if n := counts[c.st]; n > 0 {
+			items = append(items, run{int(c.st), fmt.Sprintf("%d %s", n, c.name)})
+		}
+	}
+	p.flow(w, "  ", items...)
 	if counts[engine.BlockLiveInvisible] > 0 {
-		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: a recording now would overwrite them, so the tree manager checkpoints the pool first (the allocator learns what is live).",
+		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: a recording now would overwrite them, so the tree manager checkpoints the pool first.",
 			blockGlyphs[engine.BlockLiveInvisible], counts[engine.BlockLiveInvisible]), w) {
 			p.add(run{runWarn, l})
 		}
 	}
+}
+
+// flow lays out items separated by " · " on lines of at most w cells,
+// each line starting with indent; an item is never split.
+func (p *poolPane) flow(w int, indent string, items ...run) {
+	line := poolLine{{runPlain, indent}}
+	used := len(indent)
+	for i, it := range items {
+		n := len([]rune(it.text))
+		if i > 0 {
+			sep := " · "
+			if i == 1 && strings.HasSuffix(items[0].text, ":") {
+				sep = " "
+			}
+			if used+len(sep)+n > w {
+				p.add(line...)
+				line, used = poolLine{{runPlain, indent + "  "}}, len(indent)+2
+			} else {
+				line = append(line, run{runPlain, sep})
+				used += len([]rune(sep))
+			}
+		}
+		line = append(line, it)
+		used += n
+	}
+	p.add(line...)
 }
 
 // piece is a span of a segment drawn in one state: a block, or, inside a
@@ -224,11 +260,26 @@ type piece struct {
 	state   engine.BlockState
 	size    int64
 	changed bool
-	label   string // tensor names, "" for free space
+	// live are the names of the live tensors that hold the piece; stale
+	// the names of freed tensors still pointing into it. Both are empty
+	// for free space. A block lists its holders, never a dead name as one.
+	live, stale []string
+}
+
+// label is the piece's names as the block list shows them: the live
+// holders, then the stale names apart ("c (stale: a)").
+func (pc piece) label() string {
+	switch {
+	case len(pc.stale) == 0:
+		return joinNames(pc.live)
+	case len(pc.live) == 0:
+		return "stale: " + joinNames(pc.stale)
+	}
+	return joinNames(pc.live) + " (stale: " + joinNames(pc.stale) + ")"
 }
 
 // pieces splits a segment's blocks into pieces.
-func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
+func pieces(sg *engine.SegmentView, where func() *lazyIndex) []piece {
 	out := make([]piece, 0, len(sg.Blocks))
 	for i := range sg.Blocks {
 		b := &sg.Blocks[i]
@@ -236,10 +287,11 @@ func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 		split := !b.Allocated && (b.State == engine.BlockLiveInvisible || b.State == engine.BlockStale)
 		var spans []span
 		if split {
-			spans = occupied(b, where())
+			spans = occupied(b, where().index())
 		}
 		if len(spans) == 0 {
-			out = append(out, piece{state: b.State, size: b.Size, changed: changed, label: joinNames(b.Tensors)})
+			live, stale := holders(b.Tensors, b.Addr, b.Addr+uint64(b.Size), where)
+			out = append(out, piece{state: b.State, size: b.Size, changed: changed, live: live, stale: stale})
 			continue
 		}
 		at := b.Addr
@@ -247,7 +299,7 @@ func pieces(sg *engine.SegmentView, where func() tensorIndex) []piece {
 			if sp.lo > at {
 				out = append(out, piece{state: engine.BlockFree, size: int64(sp.lo - at), changed: changed})
 			}
-			out = append(out, piece{state: sp.state, size: int64(sp.hi - sp.lo), changed: changed, label: sp.names})
+			out = append(out, piece{state: sp.state, size: int64(sp.hi - sp.lo), changed: changed, live: sp.live, stale: sp.stale})
 			at = sp.hi
 		}
 		if end := b.Addr + uint64(b.Size); end > at {
@@ -267,11 +319,54 @@ func joinNames(ns []string) string {
 	return strings.Join(slices.Sorted(slices.Values(ns)), ",")
 }
 
+// holders splits the names the engine lists for a block into the live
+// tensors that hold [lo, hi) and the stale ones: a name whose tensor was
+// freed (del, a new generation) may still be listed where its storage lay.
+// The block list is in every frame, so the common case (one name, or all
+// live) allocates nothing new.
+func holders(names []string, lo, hi uint64, where func() *lazyIndex) (live, stale []string) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	l := where()
+	// Most names are no stale tensor's: those are live holders without a
+	// look at where the tensors lie.
+	suspect := false
+	for _, n := range names {
+		if l.stale[n] {
+			suspect = true
+			break
+		}
+	}
+	if !suspect {
+		return names, nil
+	}
+	x := l.index()
+	allLive := true
+	for _, n := range names {
+		if !x.liveIn(n, lo, hi) {
+			allLive = false
+			break
+		}
+	}
+	if allLive {
+		return names, nil
+	}
+	for _, n := range names {
+		if x.liveIn(n, lo, hi) {
+			live = append(live, n)
+		} else {
+			stale = append(stale, n)
+		}
+	}
+	return live, stale
+}
+
 // span is the part of a block one storage occupies.
 type span struct {
-	lo, hi uint64
-	state  engine.BlockState
-	names  string
+	lo, hi      uint64
+	state       engine.BlockState
+	live, stale []string
 }
 
 // occupied returns the spans of a block's tensors, by address, merged where
@@ -284,15 +379,19 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 		if !ok || t.Bytes <= 0 {
 			return nil // unknown extent: draw the block whole
 		}
-		s, e := max(t.Ptr, lo), min(t.Ptr+uint64(t.Bytes), hi)
-		if s >= e {
-			continue
+		// A rebound name may have a live tensor elsewhere and a stale
+		// one here: each tensor of the name counts where it lies.
+		for _, t := range where.all(n) {
+			s, e := max(t.Ptr, lo), min(t.Ptr+uint64(max(t.Bytes, 0)), hi)
+			if s >= e {
+				continue
+			}
+			sp := span{lo: s, hi: e, state: engine.BlockLiveInvisible, live: []string{n}}
+			if t.State != engine.TensorLive {
+				sp.state, sp.live, sp.stale = engine.BlockStale, nil, []string{n}
+			}
+			out = append(out, sp)
 		}
-		st := engine.BlockLiveInvisible
-		if t.State == engine.TensorStale {
-			st = engine.BlockStale
-		}
-		out = append(out, span{lo: s, hi: e, state: st, names: n})
 	}
 	if len(out) < 2 {
 		return out
@@ -301,15 +400,17 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 		if c := cmp.Compare(a.lo, b.lo); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.names, b.names)
+		return cmp.Compare(spanName(a), spanName(b))
 	})
 	merged := out[:1]
 	for _, sp := range out[1:] {
 		if k := len(merged) - 1; sp.lo < merged[k].hi {
-			merged[k].hi = max(merged[k].hi, sp.hi)
-			merged[k].names += "," + sp.names
+			m := &merged[k]
+			m.hi = max(m.hi, sp.hi)
+			m.live = append(slices.Clip(m.live), sp.live...)
+			m.stale = append(slices.Clip(m.stale), sp.stale...)
 			if sp.state == engine.BlockLiveInvisible {
-				merged[k].state = sp.state
+				m.state = sp.state
 			}
 			continue
 		}
@@ -318,12 +419,62 @@ func occupied(b *engine.BlockView, where tensorIndex) []span {
 	return merged
 }
 
+func spanName(s span) string {
+	if len(s.live) > 0 {
+		return s.live[0]
+	}
+	if len(s.stale) > 0 {
+		return s.stale[0]
+	}
+	return ""
+}
+
 // tensorIndex finds a state's tensors by name. It maps to positions in
 // State.Tensors rather than copies, so that building it for tens of
 // thousands of tensors stays cheap.
 type tensorIndex struct {
 	st  *engine.State
 	pos map[string]int32
+	// more lists, for the few names that several tensors carry (a name
+	// rebound while the old tensor is kept stale), every one of them.
+	more map[string][]int32
+}
+
+// all returns every tensor named n (usually one).
+func (x tensorIndex) all(n string) []*engine.TensorView {
+	i, ok := x.pos[n]
+	if !ok {
+		return nil
+	}
+	if js := x.more[n]; len(js) > 0 {
+		out := make([]*engine.TensorView, len(js))
+		for k, j := range js {
+			out[k] = &x.st.Tensors[j]
+		}
+		return out
+	}
+	return []*engine.TensorView{&x.st.Tensors[i]}
+}
+
+// liveIn reports whether a live tensor named n overlaps [lo, hi); a name
+// the state does not know counts as live (the engine lists live names).
+func (x tensorIndex) liveIn(n string, lo, hi uint64) bool {
+	i, ok := x.pos[n]
+	if !ok {
+		return true
+	}
+	overlaps := func(t *engine.TensorView) bool {
+		return t.State == engine.TensorLive && t.Ptr < hi && t.Ptr+uint64(max(t.Bytes, 1)) > lo
+	}
+	if overlaps(&x.st.Tensors[i]) {
+		return true
+	}
+	for _, j := range x.more[n] {
+		if overlaps(&x.st.Tensors[j]) {
+			return true
+		}
+	}
+	return false
 }
 
 // get returns the tensor named n.
@@ -335,31 +486,71 @@ func (x tensorIndex) get(n string) (*engine.TensorView, bool) {
 	return &x.st.Tensors[i], true
 }
 
+// lazyIndex is what the block lists need of a state's tensors: the names
+// of its stale tensors at once (few, and enough for most blocks), the full
+// index by name on first need.
+type lazyIndex struct {
+	st    *engine.State
+	stale map[string]bool
+	full  *tensorIndex
+}
+
+func newLazyIndex(st *engine.State) *lazyIndex {
+	l := &lazyIndex{st: st, stale: map[string]bool{}}
+	for i := range st.Tensors {
+		if t := &st.Tensors[i]; t.State != engine.TensorLive {
+			for _, n := range t.Names {
+				l.stale[n] = true
+			}
+		}
+	}
+	return l
+}
+
+// index is the full index, built once.
+func (l *lazyIndex) index() tensorIndex {
+	if l.full == nil {
+		x := tensorsByName(l.st)
+		l.full = &x
+	}
+	return *l.full
+}
+
 // tensorsByName indexes a state's tensors by each of their names; a live
 // tensor wins over a stale one of the same name.
 func tensorsByName(st *engine.State) tensorIndex {
 	m := make(map[string]int32, len(st.Tensors))
+	var more map[string][]int32
 	for i := range st.Tensors {
 		t := &st.Tensors[i]
 		for _, n := range t.Names {
-			if old, ok := m[n]; ok && st.Tensors[old].State == engine.TensorLive {
-				continue
+			if old, ok := m[n]; ok {
+				if more == nil {
+					more = map[string][]int32{}
+				}
+				if len(more[n]) == 0 {
+					more[n] = append(more[n], old)
+				}
+				more[n] = append(more[n], int32(i))
+				if st.Tensors[old].State == engine.TensorLive {
+					continue
+				}
 			}
 			m[n] = int32(i)
 		}
 	}
-	return tensorIndex{st: st, pos: m}
+	return tensorIndex{st: st, pos: m, more: more}
 }
 
 // segment lays out one segment: a header, its pieces drawn to scale (each
 // at least one cell) wrapped at the width, the checkpoint markers, and the
 // names of the pieces that hold something.
-func (p *poolPane) segment(sg *engine.SegmentView, where func() tensorIndex, w int) {
+func (p *poolPane) segment(sg *engine.SegmentView, where func() *lazyIndex, w int) {
 	kind := "large"
 	if sg.Small {
 		kind = "small"
 	}
-	p.add(run{runDim, fmt.Sprintf("seg %s %s %s · %d blocks", hex(sg.Addr), human(sg.Size), kind, len(sg.Blocks))})
+	p.flow(w, "", run{runDim, "seg " + hex(sg.Addr)}, run{runDim, human(sg.Size) + " " + kind}, run{runDim, fmt.Sprintf("%d blocks", len(sg.Blocks))})
 	ps := pieces(sg, where)
 	width := max(w-1, 8)
 	var bar, marks cells
@@ -411,14 +602,15 @@ func (p *poolPane) names(ps []piece, w int) {
 		if pc.state == engine.BlockFree && !pc.changed {
 			continue
 		}
-		if pc.state == engine.BlockFree && pc.label == "" {
+		label := pc.label()
+		if pc.state == engine.BlockFree && label == "" {
 			continue // free space inside a split block
 		}
 		total++
 		if lines >= maxLines {
 			continue
 		}
-		item := fmt.Sprintf("%s %s %s", glyph(pc.state), orDefault(pc.label, "?"), human(pc.size))
+		item := fmt.Sprintf("%s %s %s", glyph(pc.state), orDefault(label, "?"), human(pc.size))
 		if pc.changed {
 			item += changedGlyph
 		}

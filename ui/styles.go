@@ -23,6 +23,7 @@ type Styles struct {
 	Warn                lipgloss.Style
 	Status              lipgloss.Style
 	Prompt              lipgloss.Style
+	Match               lipgloss.Style // a search match
 
 	// Tree.
 	Current, OnPath lipgloss.Style
@@ -57,6 +58,7 @@ func NewStyles(color bool) Styles {
 		Warn:        p,
 		Status:      p,
 		Prompt:      p.Bold(true),
+		Match:       p.Underline(true).Bold(true),
 		Current:     p.Bold(true),
 		OnPath:      p,
 		Did:         p.Bold(true),
@@ -86,6 +88,7 @@ func NewStyles(color bool) Styles {
 	s.Warn = p.Foreground(c("11"))
 	s.Status = p.Foreground(c("15")).Background(c("236"))
 	s.Prompt = p.Foreground(c("11")).Bold(true)
+	s.Match = p.Foreground(c("0")).Background(c("11")).Bold(true)
 	s.Current = p.Foreground(c("10")).Bold(true)
 	s.OnPath = p.Foreground(c("10"))
 	s.Did = p.Foreground(c("11")).Bold(true)

@@ -101,7 +101,8 @@ func (tl *timeline) view(s Styles, n, w, cur int) string {
 
 // draw aggregates the marks into the strip.
 func (tl *timeline) draw(s Styles, n, w, cur int) string {
-	k := stripCells(n, w)
+	// The legend keeps its room: the cells share what is left.
+	k, legend := cellsFor(n, w), legendFor(w)
 	var b strings.Builder
 	b.WriteString(" ")
 	for i := range k {
@@ -113,21 +114,40 @@ func (tl *timeline) draw(s Styles, n, w, cur int) string {
 		}
 		b.WriteString(st.Render(markGlyphs[top]))
 	}
-	// The legend, when the trace leaves room for it.
-	if w-k-1 >= len(timelineLegend)+2 {
-		b.WriteString(strings.Repeat(" ", w-k-1-len(timelineLegend)) + s.Dim.Render(timelineLegend))
+	if legend != "" {
+		b.WriteString(strings.Repeat(" ", max(w-k-1-len(legend), 0)) + s.Dim.Render(legend))
 	}
 	return fit(b.String(), w)
 }
 
-// timelineLegend names the glyphs (ASCII only, so len is its width).
-const timelineLegend = "r replay  e eager  w warmup  R record  C checkpoint  ! error "
+// The legends name the glyphs (ASCII only, so len is their width): the
+// long one on wide terminals, the short one down to 60 columns.
+const (
+	timelineLegend      = "r replay  e eager  w warmup  R record  C checkpoint  ! error "
+	timelineLegendShort = "r rep e eager w warm R rec C ckpt ! err "
+)
+
+// legendFor is the legend a strip of width w shows.
+func legendFor(w int) string {
+	switch {
+	case w >= 140:
+		return timelineLegend
+	case w >= 60:
+		return timelineLegendShort
+	}
+	return ""
+}
+
+// cellsFor is how many cells the strip of width w has for n records.
+func cellsFor(n, w int) int {
+	return min(stripCells(n, w), max(w-2-len(legendFor(w)), 0))
+}
 
 // recordAt is the record of the cell under column x (0-based on the
 // screen), or -1 off the cells: the last record of the cell, so that going
 // there shows what the cell's mark stands for as the step just run.
 func (tl *timeline) recordAt(x, n, w int) int {
-	k := stripCells(n, w)
+	k := cellsFor(n, w)
 	i := x - 1
 	if i < 0 || i >= k {
 		return -1

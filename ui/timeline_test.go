@@ -77,7 +77,7 @@ func TestTimelineOnScreen(t *testing.T) {
 	strip := lines[m.layout().bodyH]
 	// Records 0-30 ran: line 7 warmed up foo (record 5), line 32 recorded
 	// after a checkpoint (record 30); 31-39 are not run.
-	if !strings.HasPrefix(strip, " ─────w──w────R──R────r──r───r─C·········") || !strings.Contains(strip, "C checkpoint") {
+	if !strings.HasPrefix(strip, " ─────w──w────R──R────r──r───r─C·········") || !strings.Contains(strip, "C ckpt") {
 		t.Fatalf("strip %q", strip)
 	}
 	// A click on the cell of record 13 (the first recording) goes there.
@@ -85,5 +85,32 @@ func TestTimelineOnScreen(t *testing.T) {
 	runCmd(m, cmd)
 	if m.Pos() != 14 {
 		t.Errorf("click on record 13: step %d, want 14", m.Pos())
+	}
+}
+
+// TestTimelineLegendStays: a trace of more records than columns keeps the
+// legend, the short one on narrow terminals, the long one on wide ones;
+// the cells share the rest, and a click still finds its record.
+func TestTimelineLegendStays(t *testing.T) {
+	tl := timeline{marks: make([]mark, 500)}
+	s := NewStyles(false)
+	for _, tc := range []struct {
+		w      int
+		legend string
+	}{{80, timelineLegendShort}, {120, timelineLegendShort}, {200, timelineLegend}, {40, ""}} {
+		got := tl.view(s, 500, tc.w, 10)
+		if ansi.StringWidth(got) != tc.w {
+			t.Errorf("width %d: strip is %d wide", tc.w, ansi.StringWidth(got))
+		}
+		if tc.legend != "" && !strings.HasSuffix(got, tc.legend) {
+			t.Errorf("width %d: strip %q lacks the legend %q", tc.w, got, tc.legend)
+		}
+		k := cellsFor(500, tc.w)
+		if at := tl.recordAt(k, 500, tc.w); at != 499 {
+			t.Errorf("width %d: the last cell goes to record %d, want 499", tc.w, at)
+		}
+		if at := tl.recordAt(k+1, 500, tc.w); at != -1 {
+			t.Errorf("width %d: a click on the legend goes to record %d", tc.w, at)
+		}
 	}
 }

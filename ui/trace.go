@@ -142,18 +142,3 @@ func maxLine(recs []traces.Record) int {
 	}
 	return m
 }
-
-// search returns the first record after from (wrapping) whose text holds q.
-func search(recs []traces.Record, from int, q string) (int, bool) {
-	q = strings.ToLower(q)
-	if q == "" || len(recs) == 0 {
-		return 0, false
-	}
-	for k := 1; k <= len(recs); k++ {
-		i := (from + k) % len(recs)
-		if strings.Contains(strings.ToLower(recordText(&recs[i])), q) {
-			return i, true
-		}
-	}
-	return 0, false
-}

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // rect is a pane's place on the screen.
@@ -26,6 +28,9 @@ type screen struct {
 const (
 	fullMinWidth  = 120
 	fullMinHeight = 32
+	// From this size on the trace gets the whole left column.
+	wideMinWidth  = 180
+	wideMinHeight = 48
 )
 
 // bottomLines is how many lines the timeline, status, message and help
@@ -57,7 +62,19 @@ type helpKey struct {
 // renderHelp draws the help lines (see helpLines).
 func (m *Model) renderHelp(w int) []string {
 	if !m.help.ShowAll {
-		return []string{fit(m.help.ShortHelpView(m.keys.ShortHelp()), w)}
+		// Drop keys from the middle, never "? help" and "q quit": the
+		// way to the rest must stay on screen at any width.
+		keys := m.keys.ShortHelp()
+		h := m.help
+		h.SetWidth(0)
+		km := m.keys
+		for _, drop := range []key.Binding{km.Reverse, km.Breakpoint, km.Goto, km.Prev, km.Continue, km.Command, km.Next} {
+			if ansi.StringWidth(h.ShortHelpView(keys)) <= w {
+				break
+			}
+			keys = slices.DeleteFunc(keys, func(b key.Binding) bool { return b.Help() == drop.Help() })
+		}
+		return []string{fit(h.ShortHelpView(keys), w)}
 	}
 	h := m.help
 	h.SetWidth(0) // measure: no truncation
@@ -74,6 +91,27 @@ func (m *Model) renderHelp(w int) []string {
 	}
 	if room := max(m.height, 8) - 4 - 3; len(out) > room {
 		out = out[:max(room, 1)]
+	}
+	return out
+}
+
+// fullHelpLines is the whole key help at width w, in bands of columns,
+// without styles: what ? shows, in a popup when the screen is too short
+// for it under the panes.
+func (m *Model) fullHelpLines(w int) []string {
+	h := m.help
+	h.SetWidth(0)
+	var out []string
+	for groups := m.keys.FullHelp(); len(groups) > 0; {
+		n := len(groups)
+		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
+			n--
+		}
+		for _, l := range strings.Split(h.FullHelpView(groups[:n]), "\n") {
+			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
+		}
+		out = append(out, "")
+		groups = groups[n:]
 	}
 	return out
 }
@@ -95,6 +133,28 @@ func (m *Model) layout() screen {
 	var sc screen
 	sc.bodyH = max(h-m.bottomLines(), 4)
 	bh := sc.bodyH
+	if w >= wideMinWidth && h >= wideMinHeight {
+		// Wide and tall: the trace, which has the most to show, takes
+		// the left column from top to bottom; the tree and the pool,
+		// which rarely fill a wide pane, share the top right.
+		traceW := w * 40 / 100
+		rightW := w - traceW
+		topH := bh * 45 / 100
+		botH := bh - topH
+		treeW := rightW * 40 / 100
+		midW := rightW / 2
+		deltaH := botH / 2
+		sc.rects[paneTrace] = rect{0, 0, traceW, bh}
+		sc.rects[paneTree] = rect{traceW, 0, treeW, topH}
+		sc.rects[panePool] = rect{traceW + treeW, 0, rightW - treeW, topH}
+		sc.rects[paneDetails] = rect{traceW, topH, midW, botH}
+		sc.rects[paneDelta] = rect{traceW + midW, topH, rightW - midW, deltaH}
+		sc.rects[paneTensors] = rect{traceW + midW, topH + deltaH, rightW - midW, botH - deltaH}
+		for i := range sc.shown {
+			sc.shown[i] = true
+		}
+		return sc
+	}
 	if w >= fullMinWidth && h >= fullMinHeight {
 		topH := bh * 45 / 100
 		botH := bh - topH
@@ -182,6 +242,11 @@ func (m *Model) Render() string {
 			body[y] = strings.Join(rows[y], "")
 		}
 	}
+	if m.mode == modeOverlay {
+		ov := m.overlayBox(w, sc.bodyH)
+		x := max((w-ansi.StringWidth(ov[0]))/2, 0)
+		body = overlay(body, ov, x, max((sc.bodyH-len(ov))/2, 0))
+	}
 	if m.mode == modePicker {
 		pk := m.pickerBox()
 		x := max((w-ansi.StringWidth(pk[0]))/2, 0)
@@ -204,7 +269,13 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = m.tree.view(st, m.styles, iw, ih, focused)
 	case panePool:
 		m.pool.layout(st, m.dev, iw)
-		body = m.pool.view(m.styles, ih)
+		if m.mem.on {
+			chart := m.mem.lines(m.styles, len(m.recs), m.snap.pos, m.snap.executed, m.dev, iw)
+			chart = chart[:min(len(chart), max(ih-2, 0))]
+			body = append(chart, m.pool.view(m.styles, max(ih-len(chart), 0))...)
+		} else {
+			body = m.pool.view(m.styles, ih)
+		}
 		if st != nil && m.dev < len(st.Devices) {
 			title += fmt.Sprintf(" · dev %d", m.dev)
 		}
@@ -214,17 +285,62 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
 		title += fmt.Sprintf(" · %d records", len(m.recs))
 	case paneDetails:
-		lines := stepLines(&m.snap, m.recs, m.styles, iw)
-		if l, ok := m.tree.selected(); ok {
-			lines = append(lines, "")
-			lines = append(lines, nodeLines(st, l, m.styles, iw)...)
-		}
-		body = textWindow(&m.details, lines, ih)
+		body = textWindow(&m.details, m.detailsLines(iw), ih)
 	case paneTensors:
-		body = tensorLines(st, m.styles, &m.tensors.offset, ih)
+		body = tensorLines(st, m.styles, &m.tensors.offset, &m.tensorsLeft, iw, ih)
 		m.tensors.cursor = m.tensors.offset
 	}
+	if m.query != "" {
+		// The cursor row of a list is drawn reversed already.
+		cur := -1
+		switch p {
+		case paneTrace:
+			cur = m.trace.cursor - m.trace.offset
+		case paneTree:
+			cur = m.tree.cursor - m.tree.offset
+		}
+		for i := range body {
+			if i != cur || !focused {
+				body[i] = highlight(body[i], m.query, m.styles.Match)
+			}
+		}
+	}
 	return box(m.styles, title, body, r.w, r.h, focused)
+}
+
+// detailsLines is the details pane's text: the trace row under the cursor
+// when it is not the step's, the step, and the node selected in the tree.
+func (m *Model) detailsLines(iw int) []string {
+	st := m.snap.state
+	var lines []string
+	if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
+		// The trace row under the cursor, whole: the trace pane cuts
+		// long rows (expects, notes) at its width.
+		r := &m.recs[c]
+		lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
+		for _, l := range wrap(recordText(r), iw-2) {
+			lines = append(lines, "  "+l)
+		}
+		lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
+	}
+	step := stepLines(&m.snap, m.recs, m.styles, iw)
+	var node []string
+	if l, ok := m.tree.selected(); ok {
+		var call *traces.Record
+		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
+			call = &m.recs[stp.Index]
+		}
+		node = nodeLines(st, l, call, m.styles, iw)
+	}
+	// What the user looks at comes first: the node chosen in the focused
+	// tree, else the step just run.
+	if m.focus == paneTree && len(node) > 0 {
+		return append(append(append(lines, node...), ""), step...)
+	}
+	if len(node) > 0 {
+		step = append(append(step, ""), node...)
+	}
+	return append(lines, step...)
 }
 
 // textWindow clamps a text pane's scroll and returns the visible lines.
@@ -234,32 +350,63 @@ func textWindow(s *scroll, lines []string, h int) []string {
 	return window(lines, s.offset, h)
 }
 
-// statusLine: position, device, path state, generation, counters.
+// statusLine: position, device, path state, error count, generation,
+// counters. When the width cannot hold it all, the least telling parts go
+// first (the device's name, the generation, the counters) and the
+// position and the error count stay.
 func (m *Model) statusLine(w int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, " step %d/%d", m.snap.pos, m.snap.n)
-	if st := m.snap.step; st != nil {
-		fmt.Fprintf(&b, " · line %d", st.Line)
+	type part struct {
+		text string
+		keep int // higher stays longer
+	}
+	var parts []part
+	add := func(keep int, format string, a ...any) { parts = append(parts, part{fmt.Sprintf(format, a...), keep}) }
+	_, last := m.lineRange()
+	if l := m.lineOf(m.snap.pos); l > 0 {
+		add(9, "line %d/%d", l, last)
+	} else {
+		add(9, "start/%d", last)
 	}
 	if st := m.snap.state; st != nil {
 		if m.dev < len(st.Devices) {
 			ds := &st.Devices[m.dev]
-			fmt.Fprintf(&b, " · dev %d %s · %s", m.dev, ds.Name, ds.PathState)
+			add(3, "dev %d %s", m.dev, ds.Name)
+			add(7, "%s", ds.PathState)
 		}
 		if m.handoff == engine.HandoffRaise {
-			b.WriteString(" · 2.11 handoff")
+			add(6, "2.11 handoff")
 		}
 		c := st.Counters
-		fmt.Fprintf(&b, " · gen %d · warmups %d · rec %d · replays %d · ckpt %d · rerec %d · eager %d · err %d",
-			st.Generation, c.Warmups, c.Recordings, c.Replays, c.Checkpoints, c.Rerecords, c.Eager, c.Errors)
+		add(8, "err %d", c.Errors)
+		add(4, "rec %d", c.Recordings)
+		add(4, "replays %d", c.Replays)
+		add(5, "ckpt %d", c.Checkpoints)
+		add(2, "warmups %d", c.Warmups)
+		add(2, "rerec %d", c.Rerecords)
+		add(2, "eager %d", c.Eager)
+		add(1, "gen %d", st.Generation)
 	}
 	if n := len(m.snap.bps); n > 0 {
-		fmt.Fprintf(&b, " · %d bp", n)
+		add(6, "%d bp", n)
 	}
 	if m.busy {
-		b.WriteString(" · running…")
+		add(9, "running…")
 	}
-	return m.styles.Status.Render(fit(b.String(), w))
+	width := func() int {
+		n := 0
+		for _, p := range parts {
+			n += 3 + ansi.StringWidth(p.text)
+		}
+		return n - 1
+	}
+	for keep := 1; keep < 9 && width() > w; keep++ {
+		parts = slices.DeleteFunc(parts, func(p part) bool { return p.keep == keep })
+	}
+	texts := make([]string, len(parts))
+	for i, p := range parts {
+		texts[i] = p.text
+	}
+	return m.styles.Status.Render(fit(" "+strings.Join(texts, " · "), w))
 }
 
 // infoLine is the prompt, the last message, or why the last step did what
@@ -268,15 +415,16 @@ func (m *Model) infoLine(w int) string {
 	s := m.styles
 	switch m.mode {
 	case modeGoto:
-		return fit(s.Prompt.Render(fmt.Sprintf("go to step (0-%d): ", m.snap.n))+m.input+"█", w)
+		lo, hi := m.lineRange()
+		return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
 	case modeSearch:
-		return fit(s.Prompt.Render("search trace: /")+m.input+"█", w)
+		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
 	case modeMark:
-		return fit(s.Prompt.Render(fmt.Sprintf("bookmark step %d as: ", m.snap.pos))+m.input+"█", w)
+		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
 	case modeJump:
 		names := make([]string, len(m.marks))
 		for i, b := range m.marks {
-			names[i] = fmt.Sprintf("%s@%d", b.Name, b.Pos)
+			names[i] = fmt.Sprintf("%s@%d", b.Name, m.lineOf(b.Pos))
 		}
 		hint := "no bookmarks yet (m sets one)"
 		if len(names) > 0 {
@@ -285,6 +433,14 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
 	case modePicker:
 		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
+	case modeOverlay:
+		if m.msg != "" {
+			break // what d just did
+		}
+		if m.over.bps != nil {
+			return fit(s.Prompt.Render("breakpoints: j/k choose, d deletes, esc closes"), w)
+		}
+		return fit(s.Prompt.Render("j/k scroll, esc closes"), w)
 	case modeCommand:
 		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
@@ -313,7 +469,7 @@ func (m *Model) infoLine(w int) string {
 			return fit(fmt.Sprintf("line %d: %s", st.Line, why), w)
 		}
 	}
-	return fit(s.Dim.Render("n step · N back · c continue · ? help"), w)
+	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
 }
 
 // pickerBox is the event-kind breakpoint picker.

@@ -25,14 +25,18 @@ func TestViewGolden(t *testing.T) {
 		// want are texts the screen must show, whatever the golden says.
 		want []string
 	}{
-		{"start", "0", nil, []string{"step 0/40", "no graphs yet", "press n to run the first record"}},
-		{"first-record", "14", nil, []string{"step 14/40", "#0 foo", "← recorded", "record #0", "new root"}},
-		{"checkpoint", "31", nil, []string{"step 31/40", "#2 fee", "← recorded", "checkpoint: pool restored to #0"}},
+		{"start", "0", nil, []string{"start/41", "no graphs yet", "press n to run the first record", "? help", "q quit"}},
+		{"first-record", "14", nil, []string{"line 15/41", "#0 foo", "← recorded", "record #0", "new root", "err 0"}},
+		{"checkpoint", "31", nil, []string{"line 32/41", "#2 fee", "← recorded", "• #1 cannot replay", "err 0"}},
 		{"checkpoint-pool", "31", []string{"2"}, []string{"a 512 B^", "b 512 B^", "^ changed by last checkpoint", "graph pool"}},
 		{"checkpoint-delta", "31", []string{"3"}, []string{"re-allocated for live tensors (2):", "(this step)"}},
 		{"replay-invisible", "22", []string{"2"}, []string{"hold live replay outputs", "▒ a 16 B", "▒ b 16 B"}},
+		// The trace cursor on an expect row: details show it whole.
+		{"cursor-expect", "31", []string{"4", "k"}, []string{"cursor: line 31", "expect action=replay live_blocks=0"}},
+		// :help lists every command, over the panes.
+		{"help-popup", "0", append(append([]string{":"}, typed("help")...), "enter", "G"), []string{":until (:u) [L]", ":quit (:q)", "tab completes"}},
 	}
-	sizes := []struct{ w, h int }{{80, 24}, {160, 48}}
+	sizes := []struct{ w, h int }{{80, 24}, {160, 48}, {200, 60}}
 	for _, sz := range sizes {
 		for _, mo := range moments {
 			name := fmt.Sprintf("%s-%dx%d", mo.name, sz.w, sz.h)
@@ -171,12 +175,103 @@ func TestHandoffRaiseOnScreen(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	gotoStep(t, m, "5") // line 6: fee(b) raises
 	scr := screenText(m)
-	for _, want := range []string{"2.11 handoff", "warmup -2 fee ✗ raised", "overwritten by a subsequent run"} {
+	for _, want := range []string{"2.11 handoff", "warmup -2 fee ✗ raised", "has been overwritten by a"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the screen lacks %q:\n%s", want, scr)
 		}
 	}
 	if strings.Contains(screenText(newModel(t, s07, 160, 48, Options{})), "2.11 handoff") {
 		t.Error("the default rule's status line says 2.11 handoff")
+	}
+}
+
+// TestCheckpointStory reads the details of the demo's checkpoint step
+// (line 32) in order: why #1 could not replay, the checkpoint with the
+// reason one is needed, then the recording.
+func TestCheckpointStory(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	gotoStep(t, m, "31")
+	text := strings.Join(stepLines(&m.snap, m.recs, m.styles, 1000), "\n")
+	order := []string{
+		"#1 cannot replay: it expected a dead before its replay, but a is alive",
+		"checkpoint: the graph pool holds live replay outputs that the allocator believes free, so it is restored to #0's state with a and b re-allocated",
+		"Why a checkpoint is needed: replays do not tell the allocator what they allocate",
+		"then record #2 fee: no existing recording passed its invariants",
+	}
+	at := -1
+	for _, w := range order {
+		i := strings.Index(text, w)
+		if i < 0 {
+			t.Fatalf("the checkpoint step lacks %q:\n%s", w, text)
+		}
+		if i < at {
+			t.Errorf("%q comes before what causes it:\n%s", w, text)
+		}
+		at = i
+	}
+}
+
+// TestTextKept: at 80x24 the help line keeps "? help" and "q quit", the
+// status line keeps the error count, at any position of a long trace.
+func TestTextKept(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {140, 45}, {200, 60}} {
+		m := newModel(t, "../examples/recorded/train_mlp.cgt.jsonl", sz[0], sz[1], Options{})
+		command(t, m, "line 80")
+		lines := strings.Split(screenText(m), "\n")
+		help, status := lines[len(lines)-1], lines[len(lines)-3]
+		for _, w := range []string{"? help", "q quit", ": commands"} {
+			if !strings.Contains(help, w) {
+				t.Errorf("%dx%d: the help line %q lacks %q", sz[0], sz[1], help, w)
+			}
+		}
+		for _, w := range []string{"line 80/90", "err 0", "EXECUTION"} {
+			if !strings.Contains(status, w) {
+				t.Errorf("%dx%d: the status line %q lacks %q", sz[0], sz[1], status, w)
+			}
+		}
+		if !strings.Contains(lines[len(lines)-4], "R rec") {
+			t.Errorf("%dx%d: the timeline %q lost its legend", sz[0], sz[1], lines[len(lines)-4])
+		}
+	}
+}
+
+// TestWideLayoutGivesTheTrace: from 180x48 on, the trace runs the height
+// of the body and is the widest column.
+func TestWideLayoutGivesTheTrace(t *testing.T) {
+	m := newModel(t, seedA, 200, 60, Options{})
+	sc := m.layout()
+	tr := sc.rects[paneTrace]
+	if tr.h != sc.bodyH || tr.y != 0 {
+		t.Errorf("the trace is %+v, want the whole body height %d", tr, sc.bodyH)
+	}
+	for p := range numPanes {
+		if p != paneTrace && sc.rects[p].w >= tr.w {
+			t.Errorf("pane %s (%+v) is as wide as the trace (%+v)", paneTitles[p], sc.rects[p], tr)
+		}
+	}
+}
+
+// TestFullHelpWhole: where the screen is too short for every key under
+// the panes (80x24), ? shows them all in a popup; none is cut.
+func TestFullHelpWhole(t *testing.T) {
+	m := newModel(t, seedA, 80, 24, Options{})
+	press(t, m, "?")
+	if m.mode != modeOverlay {
+		t.Fatalf("? at 80x24: mode %d, want the popup", m.mode)
+	}
+	all := strings.Join(m.over.lines, "\n")
+	for _, col := range m.keys.FullHelp() {
+		for _, b := range col {
+			if !b.Enabled() {
+				continue // e without an exporter
+			}
+			if !strings.Contains(all, b.Help().Key) || !strings.Contains(all, b.Help().Desc) {
+				t.Errorf("the keys popup lacks %q %q", b.Help().Key, b.Help().Desc)
+			}
+		}
+	}
+	press(t, m, "?")
+	if m.mode != modeNormal {
+		t.Errorf("? again leaves mode %d", m.mode)
 	}
 }

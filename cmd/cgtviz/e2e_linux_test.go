@@ -43,11 +43,14 @@ const e2eWait = 30 * time.Second
 // TestTUIEndToEnd drives the terminal debugger as a person would, on a real
 // pseudo-terminal with a terminal emulator reading the screen: it opens the
 // embedded demo, steps with n, opens the help with ?, steps back with N,
-// goes to the checkpoint with g, asks the command line why the root is
-// there, saves with s, quits with q, and resumes the
+// goes to the checkpoint's line with g, asks the command line why the root
+// is there, searches what the trace shows, sets, lists and deletes a
+// breakpoint, runs to a line, diffs two positions (v, V), opens the memory
+// timeline (M), copies (y), saves with s, quits with q, and resumes the
 // saved session with `cgtviz open` under NO_COLOR, checking after each key
-// what the screen shows. tools/e2e/tui.sh (ui's TestE2E) walks the same path
-// in tmux; this one needs nothing but the kernel's pseudo-terminals.
+// what the screen shows. Every number typed is a trace line, as the status
+// line shows it. tools/e2e/tui.sh (ui's TestE2E) walks the same path in
+// tmux; this one needs nothing but the kernel's pseudo-terminals.
 func TestTUIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no end-to-end run")
@@ -55,41 +58,82 @@ func TestTUIEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 
 	term := startTUI(t, dir, nil)
-	term.expect("step 0/40")
+	term.expect("start/41")
 	term.expect("1 Tree")
 	term.expect("no graphs yet")
 	term.refuse("#0 foo")
 
 	term.keys(strings.Repeat("n", 14))
-	term.expect("step 14/40")
+	term.expect("line 15/41")
 	term.expect("#0 foo")     // the first recording made a root
 	term.expect("← recorded") // the tree marks what this step did
 	term.expect("record #0")  // the trace pane's action column
 	term.keys("n")
-	term.expect("step 15/40")
+	term.expect("line 16/41")
 
 	term.keys("?")
 	term.expect("reverse-continue") // the full help
+	term.expect("memory timeline")
 	term.keys("?")
 	term.keys("N")
-	term.expect("step 14/40")
+	term.expect("line 15/41")
 
-	// The checkpoint: a and b were re-allocated for the live tensors.
+	// The checkpoint at line 32, told cause first: a and b re-allocated.
 	term.keys("g")
-	term.keys("31\r")
-	term.expect("step 31/40")
+	term.keys("32\r")
+	term.expect("line 32/41")
 	term.expect("re-allocated for live tensors (2)")
 	term.expect("#2 fee")
+	term.expect("#1 cannot replay")
 
 	// The command line: select the root, ask why it is there (w goes to the
-	// call that recorded it), and come back by step number.
+	// call that recorded it), and come back by line number.
 	term.keys(":node 0\r")
 	term.expect("#0 foo on dev 0")
 	term.keys("w")
-	term.expect("step 14/40")
+	term.expect("line 15/41")
 	term.expect("line 15 recorded #0 foo: new root")
+	term.keys(":32\r")
+	term.expect("line 32/41")
+
+	// Search what the trace pane shows: its action column.
+	term.keys("4/record #2\r")
+	term.expect("/record #2 in Trace: line 32")
+
+	// Breakpoints: a typo is refused, one is set, listed, deleted.
+	term.keys(":b fn fe\r")
+	term.expect(`no function "fe" in this trace`)
+	term.keys(":b line 20\r")
+	term.expect("breakpoint set: line 20")
+	term.keys(":b\r")
+	term.expect("1: line 20")
+	term.keys("d")
+	term.expect("breakpoint deleted: line 20")
+	term.keys("\r")
+	term.keys(":until 35\r")
+	term.expect("ran to line 35")
+
+	// A diff between two positions: line 32 recorded #2.
 	term.keys(":31\r")
-	term.expect("step 31/40")
+	term.expect("line 31/41")
+	term.keys("v")
+	term.expect("diff: marked line 31")
+	term.keys("n")
+	term.expect("line 32/41")
+	term.keys("V")
+	term.expect("diff line 31 → line 32")
+	term.expect("nodes added (1)")
+	term.keys("\r")
+
+	// The memory timeline of the graph pool, and copying out.
+	term.keys("M")
+	term.expect("memory of the graph pool")
+	term.keys("M")
+	term.expect("memory timeline hidden")
+	term.keys("6")
+	term.expect("● live")
+	term.keys("y")
+	term.expect("to the clipboard (OSC 52)")
 
 	// The mouse: a click on #1 in the tree selects it for the details.
 	term.click("#1 fee")
@@ -110,11 +154,13 @@ func TestTUIEndToEnd(t *testing.T) {
 		t.Errorf("the colored run wrote no color sequence")
 	}
 
-	// Resume without color: the same step and screen, and no color on it.
+	// Resume without color: the same line and screen, and no color on it;
+	// states read by glyph and word.
 	term = startTUI(t, dir, []string{"NO_COLOR=1"}, "open", "cgtviz-session.json")
-	term.expect("step 31/40")
+	term.expect("line 32/41")
 	term.expect("#2 fee")
 	term.expect("a 512 B^")
+	term.expect("● live")
 	if c := term.firstColor(); c != "" {
 		t.Errorf("NO_COLOR is set, yet the program wrote a color: %q", c)
 	}

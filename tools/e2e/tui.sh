@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # tui.sh drives the cgtviz terminal debugger in tmux the way a person would:
 # it opens the embedded demo in a 120x40 terminal, steps with n, opens the
-# help with ?, steps back with N, goes to the checkpoint, saves with s, quits
-# with q and resumes with `cgtviz open`, checking after each key what the
-# screen shows (the tree's "#0 foo", the step in the status line).
+# help with ?, steps back with N, searches (/), sets, lists and deletes a
+# breakpoint (:b), runs to a line (:until), diffs two positions (v, V),
+# opens the memory timeline (M), copies (y), goes to the checkpoint's line
+# (g 32), saves with s, quits with q and resumes with `cgtviz open` under
+# NO_COLOR, checking after each key what the screen shows (the tree's
+# "#0 foo", the line in the status line).
 #
 #   tools/e2e/tui.sh                  build ./cmd/cgtviz and run the checks
 #   CGTVIZ_BIN=path tools/e2e/tui.sh  use a binary built elsewhere
@@ -114,32 +117,73 @@ refuse() {
 
 key() { tm send-keys -t main -l -- "$1"; }
 
-expect "step 0/40"
+enter() { tm send-keys -t main Enter; }
+
+expect "start/41"
 expect "1 Tree"
 expect "no graphs yet"
 refuse "#0 foo"
 
 for _ in $(seq 1 14); do key n; done
-expect "step 14/40"
+expect "line 15/41"
 expect "#0 foo"          # the first recording made a root
 expect "← recorded"
 expect "record #0"       # the trace pane's action column
 
 key n
-expect "step 15/40"
+expect "line 16/41"
 
 key '?'
 expect "reverse-continue" # the full help
+expect "memory timeline"
 key '?'
 
 key N
-expect "step 14/40"
+expect "line 15/41"
 
-# Go to the checkpoint and look at the pool: a and b were re-allocated.
-key g; key 31; tm send-keys -t main Enter
-expect "step 31/40"
+# Breakpoints: a typo is refused; one is set, listed by :b alone, deleted.
+key ':b fn fe'; enter
+expect 'no function "fe" in this trace'
+key ':b line 20'; enter
+expect "breakpoint set: line 20"
+key ':b'; enter
+expect "1: line 20"
+key d
+expect "breakpoint deleted: line 20"
+enter
+
+# Run to a line, then a diff of two positions: line 32 recorded #2.
+key ':until 31'; enter
+expect "ran to line 31"
+key v
+expect "diff: marked line 31"
+key n
+expect "line 32/41"
+key V
+expect "diff line 31 → line 32"
+expect "nodes added (1)"
+enter
+
+# Search what the trace pane shows (its action column), not the raw trace.
+key 4; key '/record #2'; enter
+expect "/record #2 in Trace: line 32"
+
+
+# The memory timeline of the graph pool; the tensors' states in words.
+key M
+expect "memory of the graph pool"
+key M
+key 6
+expect "● live"
+key y
+expect "to the clipboard (OSC 52)"
+
+# The checkpoint's line: a and b were re-allocated, the story cause first.
+key g; key 32; enter
+expect "line 32/41"
 expect "re-allocated for live tensors (2)"
 expect "#2 fee"
+expect "#1 cannot replay"
 if [[ -n ${SCREENSHOT:-} ]]; then
 	tm capture-pane -e -p -t main >"$SCREENSHOT"
 fi
@@ -154,9 +198,10 @@ expect "cgtviz exited with status 0"
 # in what the terminal shows.
 tm kill-session -t main
 start "cd '$work' && NO_COLOR=1 TERM=xterm-256color '$bin' open cgtviz-session.json; echo \"cgtviz exited with status \$?\"; sleep 60"
-expect "step 31/40"
+expect "line 32/41"
 expect "#2 fee"
 expect "a 512 B^"
+expect "● live"
 # A color is an SGR parameter 30-37, 40-47, 90-97, 100-107, 38 or 48.
 color=$'\e''\[([0-9;]*;)?(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]'
 if tm capture-pane -e -p -t main | grep -qE "$color"; then
