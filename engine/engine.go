@@ -120,6 +120,9 @@ type Engine struct {
 	// their events (see newStep).
 	stepChunk  []Step
 	eventChunk []Event
+	// undo puts back, newest first, what the current record changed in
+	// the managers: their trees, functions, Dynamo caches and hints.
+	undo []func()
 	// failAfter, set by tests only, fails a record that succeeded (under
 	// Options.Check, which snapshots every record), so that a test can
 	// prove the rollback of any record complete.
@@ -234,6 +237,8 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 	*step = Step{Index: e.steps, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Node: -1, Parent: -1}
 	e.events = e.events[:0]
 	e.saved = nil
+	clear(e.undo)
+	e.undo = e.undo[:0]
 	e.saveLight()
 	defer func() {
 		if p := recover(); p != nil {

@@ -410,7 +410,6 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			}
 			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, plan: p, Mutated: mutatedParams(def)}, true, nil
 		}
-		m.eng.markHeavy()
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
 		ent = cs.Compile(def.Fn, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault})
@@ -434,7 +433,6 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	if err != nil {
 		return nil, false, err
 	}
-	m.eng.markHeavy()
 	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
 	m.warnDynamicShapes(def.Fn, ent.Gen, line)
 	if f.Mode == "" {

@@ -210,7 +210,6 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 		}
 		if rerecord {
 			nid := m.nodeKey()
-			m.eng.markHeavy()
 			if m.numRerecord[nid] == nil {
 				m.numRerecord[nid] = map[int]int{}
 				m.eng.onUndo(func() { delete(m.numRerecord, nid) })
@@ -270,7 +269,6 @@ func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
 // that mutates an input that is neither static nor an output of the current
 // path runs eagerly at this position; the skip is logged once per function.
 func (m *manager) updateMutationHint(c *call) {
-	m.eng.markHeavy()
 	nid := m.nodeKey()
 	if m.mutationHint[nid] == nil {
 		m.mutationHint[nid] = map[int]bool{}
@@ -476,7 +474,6 @@ func (m *manager) checkWarnOnUnableToStart(c *call) {
 	if len(parents) == len(existing) {
 		return
 	}
-	m.eng.markHeavy()
 	fid := c.f.ID
 	m.warnedFns[fid] = true
 	m.eng.onUndo(func() { delete(m.warnedFns, fid) })

@@ -23,9 +23,9 @@ import (
 //     the light fields gives back the state at the start of the record.
 //     The tensors and allocators are copied whole (they scale with memory);
 //     the managers, whose trees grow with the program, are not: each
-//     mutation of a manager after markHeavy logs its undo (onUndo,
-//     keepNode), so a record costs the same in a tree of ten nodes or ten
-//     thousand.
+//     mutation of a manager logs its undo (onUndo, keepNode), and one that
+//     changes nothing else needs no snapshot, so a record costs the same
+//     in a tree of ten nodes or ten thousand.
 
 type lightState struct {
 	genTracker     int
@@ -42,10 +42,7 @@ type snapshot struct {
 	defs     map[string]bool
 	allocs   []*alloc.Allocator
 	devSnaps []any
-	// undo puts back, newest first, what the record changed in the
-	// managers since markHeavy: their trees, functions and Dynamo caches.
-	undo []func()
-	// kept are the nodes whose copy undo holds already.
+	// kept are the nodes whose copy Engine.undo holds already.
 	kept map[*Node]bool
 }
 
@@ -95,10 +92,12 @@ func (e *Engine) markHeavy() {
 
 // rollback puts the engine back as it was at the start of the record.
 func (e *Engine) rollback() {
+	for i := len(e.undo) - 1; i >= 0; i-- {
+		e.undo[i]()
+	}
+	clear(e.undo)
+	e.undo = e.undo[:0]
 	if s := e.saved; s != nil {
-		for i := len(s.undo) - 1; i >= 0; i-- {
-			s.undo[i]()
-		}
 		e.tt = s.tt
 		e.tt.onStorageDeath = e.storageDied
 		for n := range e.defs {
@@ -130,17 +129,13 @@ func (e *Engine) rollback() {
 	}
 }
 
-// onUndo logs how to put back a change the record makes to a manager after
-// markHeavy. Before markHeavy (no snapshot) nothing is logged: the light
-// path only changes what saveLight saved, or changes nothing that a later
-// failure of the record could meet.
-func (e *Engine) onUndo(f func()) {
-	if e.saved != nil {
-		e.saved.undo = append(e.saved.undo, f)
-	}
-}
+// onUndo logs how to put back a change the record makes to a manager.
+func (e *Engine) onUndo(f func()) { e.undo = append(e.undo, f) }
 
-// keepNode saves n as it is, once per record, before the record changes it.
+// keepNode saves n as it is, once per record, before the record changes
+// it. Without a snapshot (the replay fast path) it saves nothing: what
+// execute_node changes there comes after the last point where the record
+// can fail.
 func (m *manager) keepNode(n *Node) {
 	s := m.eng.saved
 	if s == nil || s.kept[n] {
@@ -151,7 +146,7 @@ func (m *manager) keepNode(n *Node) {
 	}
 	s.kept[n] = true
 	old := n.clone()
-	s.undo = append(s.undo, func() { *n = *old })
+	m.eng.onUndo(func() { *n = *old })
 }
 
 // clone deep-copies a manager. Nodes are copied (their mutable parts);
@@ -240,6 +235,7 @@ func (e *Engine) Clone() (*Engine, error) {
 	}
 	c.events = nil
 	c.saved = nil
+	c.undo = nil
 	c.light = lightState{}
 	// The chunks belong to the original's steps; a clone (a keyframe of a
 	// session's history) must not pin them.
