@@ -64,7 +64,7 @@ gpu-build:
 	$(GO) test -c -tags cuda -o $(BIN)/engine-cuda.test ./engine
 	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
 	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
-	cp ../shared/tools/torch-oracle.py $(BIN)/
+	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 
 # On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
 bench-gpu:
