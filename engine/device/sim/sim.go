@@ -93,13 +93,16 @@ type Device struct {
 
 	closed bool
 	// broken is set by a Restore given something that is not a snapshot of
-	// this device: Restore cannot return an error, so every later call does.
+	// this device: the caller no longer knows the state, so every later
+	// call fails.
 	broken error
 }
 
 var (
-	_ device.Device      = (*Device)(nil)
-	_ device.Snapshotter = (*Device)(nil)
+	_ device.Device        = (*Device)(nil)
+	_ device.Snapshotter   = (*Device)(nil)
+	_ device.Cloner        = (*Device)(nil)
+	_ device.SnapshotSizer = (*Device)(nil)
 )
 
 var errClosed = errors.New("sim: device is closed")

@@ -824,7 +824,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatal("the mutations changed nothing: the test would pass without Restore")
 	}
 
-	if err := d.RestoreSnapshot(snap); err != nil {
+	if err := d.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
 	if after := dump(d); !reflect.DeepEqual(before, after) {
@@ -839,7 +839,9 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := d.LaunchGraph(sc.e, 1); err != nil {
 		t.Fatal(err)
 	}
-	d.Restore(snap)
+	if err := d.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
 	if after := dump(d); !reflect.DeepEqual(before, after) {
 		t.Fatalf("second restore differs:\nbefore %+v\nafter  %+v", before, after)
 	}
@@ -920,10 +922,10 @@ func TestRestoreErrors(t *testing.T) {
 	other := New(Options{Name: "other"})
 	p := malloc(t, d, 64)
 	good := d.Snapshot()
-	wantErr(t, d.RestoreSnapshot("nope"), "sim: restore: string is not a snapshot of a sim device")
-	wantErr(t, d.RestoreSnapshot((*snapshot)(nil)), "is not a snapshot")
-	wantErr(t, d.RestoreSnapshot(other.Snapshot()), "sim: restore: the snapshot is of another device (other)")
-	d.Restore(42)
+	wantErr(t, d.Restore("nope"), "sim: restore: string is not a snapshot of a sim device")
+	wantErr(t, d.Restore((*snapshot)(nil)), "is not a snapshot")
+	wantErr(t, d.Restore(other.Snapshot()), "sim: restore: the snapshot is of another device (other)")
+	wantErr(t, d.Restore(42), "sim: restore: int is not a snapshot")
 	for name, err := range map[string]error{
 		"malloc": func() error { _, err := d.MallocSegment(4); return err }(),
 		"launch": d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}),
@@ -933,7 +935,9 @@ func TestRestoreErrors(t *testing.T) {
 			t.Errorf("%s after a bad Restore: %v", name, err)
 		}
 	}
-	d.Restore(good)
+	if err := d.Restore(good); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}); err != nil {
 		t.Fatalf("after a good Restore: %v", err)
 	}
@@ -1063,7 +1067,9 @@ func BenchmarkSnapshotWriteRestore(b *testing.B) {
 		if err := d.Launch(0, &l); err != nil {
 			b.Fatal(err)
 		}
-		d.Restore(s)
+		if err := d.Restore(s); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -1084,9 +1090,13 @@ func TestSnapshotCaptureNodes(t *testing.T) {
 	fill(4)
 	s2 := d.Snapshot()
 	want := dump(d)
-	d.Restore(s1)
+	if err := d.Restore(s1); err != nil {
+		t.Fatal(err)
+	}
 	fill(5) // would land where s2 keeps its fourth node, were the array shared
-	d.Restore(s2)
+	if err := d.Restore(s2); err != nil {
+		t.Fatal(err)
+	}
 	if got := dump(d); !reflect.DeepEqual(got, want) {
 		t.Fatalf("a later snapshot's capture changed:\ngot  %+v\nwant %+v", got.Capture, want.Capture)
 	}
