@@ -227,18 +227,21 @@ func memsetNode(node C.CUgraphNode) (name, detail string, err error) {
 
 // bindThread makes the device's context current on the calling OS thread.
 // With the goroutine locked to its thread, the raw calls below may follow.
-func (d *Device) bindThread() error {
-	return check("cuCtxSetCurrent", C.cgt_bind(d.cctx))
+func (g *gpu) bindThread() error {
+	return check("cuCtxSetCurrent", C.cgt_bind(g.cctx))
 }
+
+// bindThread is gpu.bindThread for the benchmarks.
+func (d *Device) bindThread() error { return d.g.bindThread() }
 
 // rawGraphLaunch is cuGraphLaunch alone, with no check: the floor that the
 // benchmarks measure LaunchGraph (and the engine's replay) against. The
 // caller has bound the context to its locked thread (bindThread).
 func (d *Device) rawGraphLaunch(e device.ExecHandle, s device.Stream) error {
-	return check("cuGraphLaunch", C.cgt_raw_graph_launch(C.uint64_t(e), d.cstream[s]))
+	return check("cuGraphLaunch", C.cgt_raw_graph_launch(C.uint64_t(e), d.g.cstream[s]))
 }
 
 // rawStreamSync is cuStreamSynchronize alone, for the same benchmarks.
 func (d *Device) rawStreamSync(s device.Stream) error {
-	return check("cuStreamSynchronize", C.cgt_raw_stream_sync(d.cstream[s]))
+	return check("cuStreamSynchronize", C.cgt_raw_stream_sync(d.g.cstream[s]))
 }
