@@ -119,7 +119,8 @@ type Device interface {
 
 	// Synchronize waits for all queued work.
 	Synchronize() error
-	// Close releases the device.
+	// Close releases the device. Every later call fails; closing again is
+	// a no-op.
 	Close() error
 }
 

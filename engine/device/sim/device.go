@@ -163,8 +163,11 @@ func (d *Device) Synchronize() error {
 // Close releases every segment, graph and executable graph. Later calls
 // fail, except Restore of a snapshot taken before Close.
 func (d *Device) Close() error {
-	if err := d.alive(); err != nil {
-		return err
+	if d.closed {
+		return nil // closing twice is a no-op (device.Device)
+	}
+	if d.broken != nil {
+		return d.broken
 	}
 	d.closed = true
 	d.segs = nil
