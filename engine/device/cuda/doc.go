@@ -4,6 +4,14 @@
 // op set as CUDA C (kernels.cu), their PTX (kernels.ptx, embedded), and the
 // mapping from a kernel and its form of operand b to a PTX entry.
 //
+// Its files read side by side with the simulated device's: device.go (the
+// device, its context and streams), memory.go (segments and copies),
+// launch.go (kernels), graph.go (capture and graphs), snapshot.go
+// (snapshots and clones: time travel on the GPU, the contents of the
+// segments copied device to device while every address stays fixed).
+// driver.go holds the cgo flags, CUresult errors and graph introspection;
+// engine/device/devicetest is the suite both devices pass.
+//
 // Everything that touches the driver carries the build tag cuda, because
 // gorgonia.org/cu initializes the driver when it is loaded and exits the
 // process where there is none. Without the tag only the embedded PTX and
