@@ -14,7 +14,8 @@
 #      launches, every element checked) and TestDevice/Fill, the test that
 #      failed 4 times in 30 before the fix;
 #   3. the engine's tests on the GPU (CGTVIZ_DEVICE=cuda), TestHandoffRaise
-#      (engine.Clone on cuda) among them;
+#      (engine.Clone on cuda) among them, and the sessions' GPU test
+#      (TestCUDASession: going back restores a keyframe on the GPU);
 #   4. the GPU benchmarks of the device (BenchmarkGPU...: the launch paths,
 #      host copies, snapshot costs) and of the engine, 3 times each.
 # Logs and summary.txt go to $OUT when it is set, else to
@@ -71,6 +72,10 @@ if [[ -x $bin/cudadev-race.test ]]; then
 fi
 if [[ -x $bin/engine-cuda.test ]]; then
 	step engine-cuda engine env CGTVIZ_DEVICE=cuda "$bin/engine-cuda.test" -test.v -test.count=1 -test.timeout=540s
+fi
+if [[ -x $bin/sessions-cuda.test ]]; then
+	# The sessions on the GPU go back through keyframes now (engine.Clone).
+	step sessions-cuda sessions "$bin/sessions-cuda.test" -test.v -test.run CUDA -test.count=1 -test.timeout=540s
 fi
 if [[ -x $bin/cudadev.test ]]; then
 	step device-bench "$dev" "$bin/cudadev.test" -test.run '^$' -test.bench GPU -test.benchmem -test.count=3 -test.timeout=540s
