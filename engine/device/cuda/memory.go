@@ -32,7 +32,7 @@ func (d *Device) MallocSegment(size int64) (device.Ptr, error) {
 	g.drain()
 	var p C.CUdeviceptr
 	r := C.cgt_mem_alloc(g.cctx, C.size_t(size), &p)
-	if r == C.CUDA_ERROR_OUT_OF_MEMORY && g.reclaim() {
+	if r == C.CUDA_ERROR_OUT_OF_MEMORY && g.reclaim(true) {
 		// Backups of dead snapshots held the memory.
 		r = C.cgt_mem_alloc(g.cctx, C.size_t(size), &p)
 	}

@@ -210,11 +210,13 @@ func (g *gpu) buryBackup(b spareBuf) {
 
 // drain gives back what the dead snapshots, clones and backups held.
 // Errors of the driver's frees have no caller to go to: a segment the
-// driver failed to free stays allocated, which costs memory only.
+// driver failed to free stays allocated, which costs memory only. It must
+// not run while the owner's contents are being saved (a dead owner's
+// segments would be freed under the copy): activate drains first.
 func (g *gpu) drain() {
 	g.mu.Lock()
-	dead, backups := g.dead, g.deadBackups
-	g.dead, g.deadBackups = nil, nil
+	dead := g.dead
+	g.dead = nil
 	g.mu.Unlock()
 	for _, s := range dead {
 		if g.owner == s {
@@ -222,6 +224,16 @@ func (g *gpu) drain() {
 		}
 		_ = g.releaseState(s)
 	}
+	g.drainBackups()
+}
+
+// drainBackups keeps the buffers of dead backups as spares, or frees them;
+// it touches no segment, so it may run at any point.
+func (g *gpu) drainBackups() {
+	g.mu.Lock()
+	backups := g.deadBackups
+	g.deadBackups = nil
+	g.mu.Unlock()
 	for _, b := range backups {
 		g.backupBytes -= b.bytes
 		if g.spareBytes+b.bytes <= maxSpareBytes && !g.closed {
@@ -239,10 +251,13 @@ func (g *gpu) freeBuf(b spareBuf) {
 	}
 }
 
-// reclaim runs the garbage collector and gives back what it found dead,
-// spares included. It reports whether any memory came back.
-func (g *gpu) reclaim() bool {
+// reclaim runs the garbage collector and gives back what it found dead:
+// the buffers of backups, spares included, and with states also the
+// segments of dead snapshots and clones (not while a save is under way:
+// see drain). It reports whether any memory came back.
+func (g *gpu) reclaim(states bool) bool {
 	before := g.backupBytes + g.spareBytes
+	n0 := len(g.refs)
 	runtime.GC()
 	// Cleanups run on their own goroutine after the collection: give
 	// them a moment.
@@ -255,18 +270,22 @@ func (g *gpu) reclaim() bool {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	g.drain()
+	if states {
+		g.drain()
+	} else {
+		g.drainBackups()
+	}
 	for _, b := range g.spare {
 		g.freeBuf(b)
 	}
 	g.spare, g.spareBytes = nil, 0
-	return g.backupBytes < before
+	return g.backupBytes < before || len(g.refs) < n0
 }
 
 // allocBackup returns a buffer of at least bytes: a spare that is not more
 // than twice too big, or a new one.
 func (g *gpu) allocBackup(bytes int64) (spareBuf, error) {
-	g.drain()
+	g.drainBackups()
 	for i, b := range g.spare {
 		if b.bytes >= bytes && b.bytes <= 2*bytes {
 			g.spare = slices.Delete(g.spare, i, i+1)
@@ -276,11 +295,11 @@ func (g *gpu) allocBackup(bytes int64) (spareBuf, error) {
 		}
 	}
 	if g.backupBytes > reclaimAt {
-		g.reclaim()
+		g.reclaim(false)
 	}
 	var p C.CUdeviceptr
 	r := C.cgt_mem_alloc(g.cctx, C.size_t(bytes), &p)
-	if r == C.CUDA_ERROR_OUT_OF_MEMORY && g.reclaim() {
+	if r == C.CUDA_ERROR_OUT_OF_MEMORY && g.reclaim(false) {
 		r = C.cgt_mem_alloc(g.cctx, C.size_t(bytes), &p)
 	}
 	if err := check(fmt.Sprintf("cuMemAlloc(%d) for a snapshot", bytes), r); err != nil {
@@ -380,6 +399,9 @@ func (d *Device) activate() error {
 	if g.capturing[device.DefaultStream] || g.capturing[device.SideStream] {
 		return errCapturing
 	}
+	// A dead owner's contents need no saving, and must not be freed
+	// under the copy: drain before looking at the owner.
+	g.drain()
 	if o := g.owner; o != nil {
 		b, err := g.save(o.segs)
 		if err != nil {
