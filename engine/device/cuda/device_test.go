@@ -515,6 +515,7 @@ func TestClonesShareTheGPU(t *testing.T) {
 func TestSnapshotDuringCaptureFails(t *testing.T) {
 	d := open(t)
 	p := alloc(t, d, 64)
+	good := d.Snapshot()
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +534,12 @@ func TestSnapshotDuringCaptureFails(t *testing.T) {
 	if err := d.Restore(snap); err == nil || !strings.Contains(err.Error(), "capturing") {
 		t.Errorf("Restore of a snapshot taken during a capture: %v, want the capture's error", err)
 	}
-	if err := d.Restore(d.Snapshot()); err != nil {
+	// The failed Restore fails every later call, Snapshot included, until
+	// a good Restore.
+	if err := d.Restore(d.Snapshot()); err == nil {
+		t.Error("Restore of a snapshot taken after a failed Restore succeeded")
+	}
+	if err := d.Restore(good); err != nil {
 		t.Errorf("Restore of a good snapshot: %v", err)
 	}
 }
