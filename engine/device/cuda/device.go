@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -41,30 +40,9 @@ type gpu struct {
 	// capturing is per stream, and streams are shared by the clones.
 	capturing [2]bool
 
-	// owner is the state whose contents the segments hold now; the other
-	// clones' contents wait in their backups (snapshot.go).
-	owner *state
-	// refs counts the holders (clones and snapshots) of each segment,
-	// graph and executable graph; at zero the driver frees it.
-	refs map[resource]int
-	// execGraph is the graph each executable graph was made from (which
-	// the executable graph holds), execSrc the source that each of its
-	// memcpy nodes copies from now, by destination.
-	execGraph map[device.ExecHandle]device.GraphHandle
-	execSrc   map[device.ExecHandle]map[device.Ptr]copySrc
-	// spare are backup buffers whose snapshots died, kept for the next.
-	spare      []spareBuf
-	spareBytes int64
-	// backupBytes is the device memory of backups not yet freed.
-	backupBytes int64
-
-	// mu guards what GC cleanups touch (snapshot.go): the queues of dead
-	// states and backups, the count of open clones, closed.
-	mu          sync.Mutex
-	dead        []*state
-	deadBackups []spareBuf
-	views       int
-	closed      bool
+	// registry is the bookkeeping of the clones and snapshots
+	// (registry.go); gpu is its driver (snapshot.go).
+	registry
 }
 
 // Device is a CUDA GPU driven through the driver API, or a clone of one
@@ -142,12 +120,8 @@ func NewWithPTX(ordinal int, ptx string) (*Device, error) {
 	if err != nil {
 		return nil, wrapCU("cuDevicePrimaryCtxRetain", err)
 	}
-	g := &gpu{
-		ordinal: ordinal, name: fmt.Sprintf("cuda:%d %s", ordinal, name), dev: dev, ctx: ctx,
-		refs:      map[resource]int{},
-		execGraph: map[device.ExecHandle]device.GraphHandle{},
-		execSrc:   map[device.ExecHandle]map[device.Ptr]copySrc{},
-	}
+	g := &gpu{ordinal: ordinal, name: fmt.Sprintf("cuda:%d %s", ordinal, name), dev: dev, ctx: ctx}
+	g.registry.init(g)
 	if err := g.open(ptx); err != nil {
 		return nil, errors.Join(fmt.Errorf("cuda: opening device %d: %w", ordinal, err), g.release())
 	}
@@ -235,9 +209,7 @@ func (g *gpu) release() error {
 // its resources back when the garbage collector finds it (snapshot.go).
 func (g *gpu) newView(st *state) *Device {
 	d := &Device{g: g, st: st}
-	g.mu.Lock()
-	g.views++
-	g.mu.Unlock()
+	g.addView()
 	d.cleanup = runtime.AddCleanup(d, g.buryView, st)
 	return d
 }
@@ -345,14 +317,7 @@ func (d *Device) Close() error {
 		g.owner = nil
 	}
 	d.closed, d.bad = true, errClosed
-	g.mu.Lock()
-	g.views--
-	last := g.views == 0 && !g.closed
-	if last {
-		g.closed = true
-	}
-	g.mu.Unlock()
-	if last {
+	if g.closeView() {
 		errs = append(errs, g.release())
 	}
 	return errors.Join(errs...)

@@ -97,10 +97,7 @@ func (d *Device) Instantiate(gh device.GraphHandle) (device.ExecHandle, error) {
 		return 0, err
 	}
 	h := device.ExecHandle(e)
-	g.refs[resource{resGraph, uint64(gh)}]++
-	g.refs[resource{resExec, uint64(h)}] = 1
-	g.execGraph[h] = gh
-	g.execSrc[h] = srcs
+	g.addExec(h, gh, srcs)
 	own := make(map[device.Ptr]copySrc, len(srcs))
 	for k, v := range srcs {
 		own[k] = v
@@ -174,22 +171,6 @@ func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) e
 	}
 	ni.src[dst] = c
 	d.st.execs[e] = ni
-	return nil
-}
-
-// setCopy sets the source of e's memcpy node that writes dst.
-func (g *gpu) setCopy(e device.ExecHandle, dst device.Ptr, c copySrc) error {
-	gh := g.execGraph[e]
-	r := C.cgt_exec_update_copy(g.cctx, C.uint64_t(gh), C.uint64_t(e), C.CUdeviceptr(dst), C.CUdeviceptr(c.src), C.size_t(c.bytes))
-	if err := check("cuGraphExecMemcpyNodeSetParams", r); err != nil {
-		return err
-	}
-	m := g.execSrc[e]
-	if m == nil {
-		m = map[device.Ptr]copySrc{}
-		g.execSrc[e] = m
-	}
-	m[dst] = c
 	return nil
 }
 
