@@ -108,7 +108,11 @@ func (e *Engine) rollback() {
 		for i, ds := range e.devs {
 			ds.alloc = s.allocs[i]
 			if s.devSnaps[i] != nil {
-				ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
+				// A device that fails to restore fails every later call
+				// with the reason (device.Snapshotter), so the next record
+				// that touches it reports it; rollback itself has no one
+				// to return it to.
+				_ = ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
 			}
 		}
 		e.saved = nil
@@ -211,8 +215,9 @@ func copySet(s map[int]bool) map[int]bool {
 }
 
 // Clone returns an independent engine in the same state, on independent
-// copies of its devices. It needs devices that can be cloned (the
-// simulated device); the GPU device cannot be, and Clone returns an error.
+// copies of its devices. It needs devices that implement device.Cloner
+// (the simulated device, the GPU device); for any other it returns an
+// error, as it does when a device fails to clone.
 func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.tt = e.tt.clone()
@@ -223,11 +228,16 @@ func (e *Engine) Clone() (*Engine, error) {
 	}
 	c.devs = make([]*devState, len(e.devs))
 	for i, ds := range e.devs {
-		dc, ok := ds.dev.(interface{ CloneDevice() device.Device })
+		dc, ok := ds.dev.(device.Cloner)
 		if !ok {
+			closeClones(c.devs[:i])
 			return nil, fmt.Errorf("engine: device %d (%s) cannot be cloned", i, ds.dev.Name())
 		}
-		nd := dc.CloneDevice()
+		nd, err := dc.CloneDevice()
+		if err != nil {
+			closeClones(c.devs[:i])
+			return nil, fmt.Errorf("engine: clone device %d (%s): %w", i, ds.dev.Name(), err)
+		}
 		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
 		nds.m = ds.m.clone()
 		nds.m.ds, nds.m.eng = nds, &c
@@ -246,6 +256,28 @@ func (e *Engine) Clone() (*Engine, error) {
 		c.last = &l
 	}
 	return &c, nil
+}
+
+// closeClones closes the devices a failed Clone made before it failed: on
+// the GPU a clone holds device memory until it is closed.
+func closeClones(devs []*devState) {
+	for _, ds := range devs {
+		_ = ds.dev.Close() // nothing else holds them; a failure frees what it can
+	}
+}
+
+// SnapshotBytes is the device memory one more Clone costs: the sum of what
+// each device says a snapshot of it costs (device.SnapshotSizer), 0 for
+// devices that do not say. A session bounds the bytes of its keyframes
+// with it.
+func (e *Engine) SnapshotBytes() int64 {
+	var n int64
+	for _, ds := range e.devs {
+		if sz, ok := ds.dev.(device.SnapshotSizer); ok {
+			n += sz.SnapshotBytes()
+		}
+	}
+	return n
 }
 
 // saveAlloc saves one device's allocator before a record that changes

@@ -61,7 +61,14 @@ type GraphNode struct {
 
 // Device is what the engine needs of a GPU, and nothing more. The simulated
 // device (engine/device/sim) and the CUDA device (engine/device/cuda, build
-// tag cuda) implement it. Methods are called from one goroutine at a time.
+// tag cuda) implement it; engine/device/devicetest is the suite both pass.
+//
+// Methods are called from one goroutine at a time, but not necessarily
+// always the same one, with one exception: EndCapture must run on the
+// goroutine that called BeginCapture. The CUDA driver binds a thread-local
+// capture to the OS thread that began it (the cuda device pins that
+// goroutine to its thread until EndCapture), and ending it from another
+// thread fails (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) without ending it.
 type Device interface {
 	// Name describes the device: "sim" or "cuda:0 NVIDIA H200".
 	Name() string
@@ -88,7 +95,8 @@ type Device interface {
 
 	// BeginCapture starts capturing s (thread-local mode).
 	BeginCapture(s Stream) error
-	// EndCapture ends the capture of s and returns the graph.
+	// EndCapture ends the capture of s and returns the graph. It must run
+	// on the goroutine that called BeginCapture (see Device).
 	EndCapture(s Stream) (GraphHandle, error)
 	// Instantiate makes an executable graph.
 	Instantiate(g GraphHandle) (ExecHandle, error)
@@ -111,17 +119,43 @@ type Device interface {
 
 	// Synchronize waits for all queued work.
 	Synchronize() error
-	// Close releases the device.
+	// Close releases the device. Every later call fails; closing again is
+	// a no-op.
 	Close() error
 }
 
 // Snapshotter is implemented by devices whose whole state (memory contents,
 // graphs, fault counters) can be saved and put back. The engine uses it to
-// leave the device exactly as it was when a record fails, and sessions use
-// it for keyframes. Snapshots are immutable once taken.
+// leave the device exactly as it was when a record fails. Snapshots are
+// immutable once taken.
 type Snapshotter interface {
+	// Snapshot saves the device's state. A device that cannot save it now
+	// returns a value whose Restore fails with the reason, so that the
+	// failure surfaces where the state is needed.
 	Snapshot() any
-	Restore(snapshot any)
+	// Restore puts back the state of a value Snapshot returned on this
+	// device. Given anything else, or when the device cannot restore, it
+	// returns an error, and the device fails every later call with it
+	// until a Restore succeeds: its state is no longer one the caller
+	// knows.
+	Restore(snapshot any) error
+}
+
+// Cloner is implemented by devices that can make an independent device in
+// the same state (segments at the same addresses with the same contents,
+// graphs, executable graphs). engine.Clone uses it, and sessions keep
+// clones of the engine as the keyframes of their history. On the simulated
+// device a clone is a separate device sharing contents copy-on-write; on
+// the GPU the clones of one device share its memory and take turns on it.
+type Cloner interface {
+	CloneDevice() (Device, error)
+}
+
+// SnapshotSizer is implemented by devices that can say how many bytes of
+// memory one more snapshot or clone costs (its copy of the contents of the
+// live segments), so that a history can bound its keyframes by bytes.
+type SnapshotSizer interface {
+	SnapshotBytes() int64
 }
 
 // ErrOutOfMemory is returned (wrapped) by MallocSegment when the device is

@@ -286,3 +286,213 @@ CUresult cgt_raw_graph_launch(uint64_t e, CUstream st) {
 }
 
 CUresult cgt_raw_stream_sync(CUstream st) { return cuStreamSynchronize(st); }
+
+// Streams and events of the device, made here rather than through
+// gorgonia.org/cu so that the fences below get the raw handles.
+CUresult cgt_stream_create(CUcontext ctx, unsigned int flags, CUstream *st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuStreamCreate(st, flags);
+}
+
+CUresult cgt_stream_destroy(CUcontext ctx, CUstream st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuStreamDestroy(st);
+}
+
+CUresult cgt_event_create(CUcontext ctx, CUevent *ev) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuEventCreate(ev, CU_EVENT_DISABLE_TIMING);
+}
+
+CUresult cgt_event_destroy(CUcontext ctx, CUevent ev) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuEventDestroy(ev);
+}
+
+// cgt_wait makes st wait for the work queued on other so far: an event
+// recorded on other, waited on by st (a wait takes the event's state when
+// it is enqueued, so one event per stream is enough).
+static CUresult cgt_wait(CUstream st, CUstream other, CUevent ev) {
+	CUresult r = cuEventRecord(ev, other);
+	if (r != CUDA_SUCCESS) return r;
+	return cuStreamWaitEvent(st, ev, 0);
+}
+
+CUresult cgt_wait_stream(CUcontext ctx, CUstream st, CUstream other, CUevent ev) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cgt_wait(st, other, ev);
+}
+
+CUresult cgt_mem_free(CUcontext ctx, CUdeviceptr p) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+	r = cuThreadExchangeStreamCaptureMode(&mode);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuMemFree(p);
+	cuThreadExchangeStreamCaptureMode(&mode);
+	return r;
+}
+
+CUresult cgt_staging_free(CUcontext ctx, cgt_staging *sg) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	if (sg->done != NULL) {
+		r = cuEventSynchronize(sg->done);
+		CUresult r2 = cuEventDestroy(sg->done);
+		if (r == CUDA_SUCCESS) r = r2;
+		sg->done = NULL;
+	}
+	if (sg->buf != NULL) {
+		CUresult r2 = cuMemFreeHost(sg->buf);
+		if (r == CUDA_SUCCESS) r = r2;
+		sg->buf = NULL;
+		sg->size = 0;
+	}
+	return r;
+}
+
+// cgt_upload copies bytes of host memory at src to dst, ordered after all
+// the work queued on s0 and s1 and before any work queued on either later.
+//
+// cuMemcpyHtoD from pageable memory runs on the legacy stream and may
+// return before its DMA lands; the device's streams are non-blocking, so
+// a kernel queued next on them could run before it (issue 16: TestFill
+// read the old values). Here the bytes go through a pinned staging buffer
+// that the device owns, so the asynchronous copy has defined semantics and
+// the caller's memory is free once this returns, and the copy is queued on
+// s0 between two event fences. Nothing waits on the host except for the
+// previous upload's DMA when the staging buffer is needed again.
+//
+// fence = 0 when a stream is capturing (an event on it would be captured):
+// the copy then runs on s0, which is not capturing, and the host waits for
+// it, which orders it before everything queued after.
+CUresult cgt_upload(CUcontext ctx, cgt_staging *sg, CUdeviceptr dst, const void *src, size_t bytes,
+		CUstream s0, CUstream s1, CUevent e1, int fence) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	if (sg->done == NULL) {
+		r = cuEventCreate(&sg->done, CU_EVENT_DISABLE_TIMING);
+		if (r != CUDA_SUCCESS) return r;
+	} else {
+		// The last upload's DMA may still read the staging buffer.
+		r = cuEventSynchronize(sg->done);
+		if (r != CUDA_SUCCESS) return r;
+	}
+	if (sg->size < bytes) {
+		if (sg->buf != NULL) {
+			r = cuMemFreeHost(sg->buf);
+			sg->buf = NULL;
+			sg->size = 0;
+			if (r != CUDA_SUCCESS) return r;
+		}
+		CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+		r = cuThreadExchangeStreamCaptureMode(&mode);
+		if (r != CUDA_SUCCESS) return r;
+		r = cuMemHostAlloc(&sg->buf, bytes, 0);
+		cuThreadExchangeStreamCaptureMode(&mode);
+		if (r != CUDA_SUCCESS) {
+			sg->buf = NULL;
+			return r;
+		}
+		sg->size = bytes;
+	}
+	memcpy(sg->buf, src, bytes);
+	if (fence) {
+		r = cgt_wait(s0, s1, e1);
+		if (r != CUDA_SUCCESS) return r;
+	}
+	r = cuMemcpyHtoDAsync(dst, sg->buf, bytes, s0);
+	if (r != CUDA_SUCCESS) return r;
+	r = cuEventRecord(sg->done, s0);
+	if (r != CUDA_SUCCESS) return r;
+	if (!fence) return cuEventSynchronize(sg->done);
+	return cuStreamWaitEvent(s1, sg->done, 0);
+}
+
+// cgt_download copies bytes at src to host memory at dst once the work
+// queued on s0 and s1 is done: s0 waits for s1 (unless fence = 0, when a
+// stream is capturing), the copy is queued on s0, and the host waits for
+// s0, so the copy has landed when this returns.
+CUresult cgt_download(CUcontext ctx, void *dst, CUdeviceptr src, size_t bytes,
+		CUstream s0, CUstream s1, CUevent e1, int fence) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	if (fence) {
+		r = cgt_wait(s0, s1, e1);
+		if (r != CUDA_SUCCESS) return r;
+	}
+	r = cuMemcpyDtoHAsync(dst, src, bytes, s0);
+	if (r != CUDA_SUCCESS) return r;
+	return cuStreamSynchronize(s0);
+}
+
+// cgt_copy_spans copies n device ranges (dst[i] <- src[i], bytes[i]) on
+// s0, after the work queued on s0 and s1 and before the work queued on
+// either later: the snapshots of the pool's segments and their restores.
+CUresult cgt_copy_spans(CUcontext ctx, size_t n, const CUdeviceptr *dst, const CUdeviceptr *src,
+		const size_t *bytes, CUstream s0, CUstream s1, CUevent e0, CUevent e1) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	r = cgt_wait(s0, s1, e1);
+	if (r != CUDA_SUCCESS) return r;
+	for (size_t i = 0; i < n; i++) {
+		r = cuMemcpyDtoDAsync(dst[i], src[i], bytes[i], s0);
+		if (r != CUDA_SUCCESS) return r;
+	}
+	return cgt_wait(s1, s0, e0);
+}
+
+// cgt_graph_copies lists the memcpy nodes of g (dst, src, bytes), the
+// two-call way: with dst NULL it only counts them into *n.
+CUresult cgt_graph_copies(CUcontext ctx, uint64_t g, CUdeviceptr *dst, CUdeviceptr *src, size_t *bytes, size_t *n) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	size_t count = 0;
+	r = cuGraphGetNodes((CUgraph)(uintptr_t)g, NULL, &count);
+	if (r != CUDA_SUCCESS) return r;
+	if (count == 0) {
+		*n = 0;
+		return CUDA_SUCCESS;
+	}
+	CUgraphNode *nodes = (CUgraphNode *)malloc(count * sizeof(CUgraphNode));
+	if (nodes == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	r = cuGraphGetNodes((CUgraph)(uintptr_t)g, nodes, &count);
+	size_t found = 0;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < count; i++) {
+		CUgraphNodeType t;
+		r = cuGraphNodeGetType(nodes[i], &t);
+		if (r != CUDA_SUCCESS || t != CU_GRAPH_NODE_TYPE_MEMCPY) continue;
+		CUDA_MEMCPY3D p;
+		memset(&p, 0, sizeof p);
+		r = cuGraphMemcpyNodeGetParams(nodes[i], &p);
+		if (r != CUDA_SUCCESS) break;
+		if (dst != NULL) {
+			if (found >= *n) break;
+			dst[found] = p.dstDevice;
+			src[found] = p.srcDevice;
+			bytes[found] = p.WidthInBytes * (p.Height ? p.Height : 1) * (p.Depth ? p.Depth : 1);
+		}
+		found++;
+	}
+	free(nodes);
+	*n = found;
+	return r;
+}
+
+// The variants of the graph launch that BenchmarkGPULaunchPaths compares
+// with the device's: cuGraphUpload (which moves the executable graph's
+// work to the device ahead of its first launch) and the default streams.
+CUresult cgt_graph_upload(CUcontext ctx, uint64_t e, CUstream st) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	return cuGraphUpload((CUgraphExec)(uintptr_t)e, st);
+}
+
+CUstream cgt_legacy_stream(void) { return CU_STREAM_LEGACY; }
+CUstream cgt_per_thread_stream(void) { return CU_STREAM_PER_THREAD; }

@@ -32,6 +32,15 @@ typedef struct {
 	CUcontext ctx;
 } cgt_kernel_params;
 
+// cgt_staging is the device's pinned buffer for host-to-device copies
+// (cgt_upload): buf holds size bytes; done is recorded after the last copy
+// out of it.
+typedef struct {
+	void *buf;
+	size_t size;
+	CUevent done;
+} cgt_staging;
+
 CUresult cgt_bind(CUcontext ctx);
 CUresult cgt_current(CUcontext *ctx);
 CUresult cgt_launch(CUcontext ctx, CUfunction fn, int sig,
@@ -62,5 +71,22 @@ CUresult cgt_memset_node(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p);
 const char *cgt_error_name(CUresult r);
 CUresult cgt_raw_graph_launch(uint64_t e, CUstream st);
 CUresult cgt_raw_stream_sync(CUstream st);
+CUresult cgt_stream_create(CUcontext ctx, unsigned int flags, CUstream *st);
+CUresult cgt_stream_destroy(CUcontext ctx, CUstream st);
+CUresult cgt_event_create(CUcontext ctx, CUevent *ev);
+CUresult cgt_event_destroy(CUcontext ctx, CUevent ev);
+CUresult cgt_wait_stream(CUcontext ctx, CUstream st, CUstream other, CUevent ev);
+CUresult cgt_mem_free(CUcontext ctx, CUdeviceptr p);
+CUresult cgt_staging_free(CUcontext ctx, cgt_staging *sg);
+CUresult cgt_upload(CUcontext ctx, cgt_staging *sg, CUdeviceptr dst, const void *src, size_t bytes,
+	CUstream s0, CUstream s1, CUevent e1, int fence);
+CUresult cgt_download(CUcontext ctx, void *dst, CUdeviceptr src, size_t bytes,
+	CUstream s0, CUstream s1, CUevent e1, int fence);
+CUresult cgt_copy_spans(CUcontext ctx, size_t n, const CUdeviceptr *dst, const CUdeviceptr *src,
+	const size_t *bytes, CUstream s0, CUstream s1, CUevent e0, CUevent e1);
+CUresult cgt_graph_copies(CUcontext ctx, uint64_t g, CUdeviceptr *dst, CUdeviceptr *src, size_t *bytes, size_t *n);
+CUresult cgt_graph_upload(CUcontext ctx, uint64_t e, CUstream st);
+CUstream cgt_legacy_stream(void);
+CUstream cgt_per_thread_stream(void);
 
 #endif

@@ -227,18 +227,79 @@ func memsetNode(node C.CUgraphNode) (name, detail string, err error) {
 
 // bindThread makes the device's context current on the calling OS thread.
 // With the goroutine locked to its thread, the raw calls below may follow.
-func (d *Device) bindThread() error {
-	return check("cuCtxSetCurrent", C.cgt_bind(d.cctx))
+func (g *gpu) bindThread() error {
+	return check("cuCtxSetCurrent", C.cgt_bind(g.cctx))
 }
+
+// bindThread is gpu.bindThread for the benchmarks.
+func (d *Device) bindThread() error { return d.g.bindThread() }
 
 // rawGraphLaunch is cuGraphLaunch alone, with no check: the floor that the
 // benchmarks measure LaunchGraph (and the engine's replay) against. The
 // caller has bound the context to its locked thread (bindThread).
 func (d *Device) rawGraphLaunch(e device.ExecHandle, s device.Stream) error {
-	return check("cuGraphLaunch", C.cgt_raw_graph_launch(C.uint64_t(e), d.cstream[s]))
+	return check("cuGraphLaunch", C.cgt_raw_graph_launch(C.uint64_t(e), d.g.cstream[s]))
 }
 
 // rawStreamSync is cuStreamSynchronize alone, for the same benchmarks.
 func (d *Device) rawStreamSync(s device.Stream) error {
-	return check("cuStreamSynchronize", C.cgt_raw_stream_sync(d.cstream[s]))
+	return check("cuStreamSynchronize", C.cgt_raw_stream_sync(d.g.cstream[s]))
+}
+
+// benchStream is a stream for the launch-path benchmarks
+// (BenchmarkGPULaunchPaths): one of the device's, a created blocking one,
+// or one of the default streams.
+type benchStream struct {
+	s       C.CUstream
+	created bool
+}
+
+// Kinds of benchStream.
+const (
+	benchDeviceStream = "nonblocking" // the device's SideStream
+	benchBlocking     = "blocking"    // cuStreamCreate(CU_STREAM_DEFAULT)
+	benchLegacy       = "legacy"      // CU_STREAM_LEGACY, the runtime's stream 0
+	benchPerThread    = "per-thread"  // CU_STREAM_PER_THREAD
+)
+
+// newBenchStream returns a stream of kind; free gives a created one back.
+func (d *Device) newBenchStream(kind string) (benchStream, error) {
+	switch kind {
+	case benchDeviceStream:
+		return benchStream{s: d.g.cstream[device.SideStream]}, nil
+	case benchLegacy:
+		return benchStream{s: C.cgt_legacy_stream()}, nil
+	case benchPerThread:
+		return benchStream{s: C.cgt_per_thread_stream()}, nil
+	case benchBlocking:
+		var s C.CUstream
+		if err := check("cuStreamCreate", C.cgt_stream_create(d.g.cctx, C.CU_STREAM_DEFAULT, &s)); err != nil {
+			return benchStream{}, err
+		}
+		return benchStream{s: s, created: true}, nil
+	}
+	return benchStream{}, fmt.Errorf("cuda: no bench stream %q", kind)
+}
+
+func (d *Device) freeBenchStream(s benchStream) error {
+	if !s.created {
+		return nil
+	}
+	return check("cuStreamDestroy", C.cgt_stream_destroy(d.g.cctx, s.s))
+}
+
+// rawLaunchOn is cuGraphLaunch alone on s; rawSyncOn cuStreamSynchronize.
+// The caller has bound the context to its locked thread (bindThread).
+func (d *Device) rawLaunchOn(e device.ExecHandle, s benchStream) error {
+	return check("cuGraphLaunch", C.cgt_raw_graph_launch(C.uint64_t(e), s.s))
+}
+
+func (d *Device) rawSyncOn(s benchStream) error {
+	return check("cuStreamSynchronize", C.cgt_raw_stream_sync(s.s))
+}
+
+// uploadGraph runs cuGraphUpload of e on s: the executable graph's work is
+// put on the device ahead of its first launch.
+func (d *Device) uploadGraph(e device.ExecHandle, s benchStream) error {
+	return check("cuGraphUpload", C.cgt_graph_upload(d.g.cctx, C.uint64_t(e), s.s))
 }

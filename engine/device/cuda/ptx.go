@@ -57,24 +57,43 @@ func Symbol(k ops.Kernel, b ops.BKind) (string, error) {
 	return "", fmt.Errorf("cuda: no PTX entry for kernel %s", k)
 }
 
+// Forms returns the forms of operand b that kernel k has a PTX entry for:
+// every form for binary kernels, BTensor (standing for "no b") otherwise.
+func Forms(k ops.Kernel) []ops.BKind {
+	if k.IsBinary() {
+		return BKinds()
+	}
+	return []ops.BKind{ops.BTensor}
+}
+
+// ForEachEntry calls f with every PTX entry the op set needs, kernel by
+// kernel in the order of ops.All and form by form (Forms), and stops at
+// the first error. The device's kernel table, Symbols and the tests walk
+// the entries with it.
+func ForEachEntry(f func(k ops.Kernel, b ops.BKind, symbol string) error) error {
+	for _, k := range ops.All() {
+		for _, b := range Forms(k) {
+			symbol, err := Symbol(k, b)
+			if err != nil {
+				return err
+			}
+			if err := f(k, b, symbol); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Symbols returns the name of every PTX entry the op set needs: one per
 // kernel of ops.All, and one per form of b for binary ops.
 func Symbols() ([]string, error) {
 	var out []string
-	for _, k := range ops.All() {
-		forms := []ops.BKind{ops.BTensor}
-		if k.IsBinary() {
-			forms = BKinds()
-		}
-		for _, b := range forms {
-			name, err := Symbol(k, b)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, name)
-		}
-	}
-	return out, nil
+	err := ForEachEntry(func(_ ops.Kernel, _ ops.BKind, symbol string) error {
+		out = append(out, symbol)
+		return nil
+	})
+	return out, err
 }
 
 var entryRE = regexp.MustCompile(`(?m)^\s*(?:\.visible\s+)?\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)

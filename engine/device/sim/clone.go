@@ -28,5 +28,6 @@ func (d *Device) Clone() *Device {
 	return c
 }
 
-// CloneDevice is Clone behind the device interface, for engine.Clone.
-func (d *Device) CloneDevice() device.Device { return d.Clone() }
+// CloneDevice is Clone behind device.Cloner, for engine.Clone. It cannot
+// fail.
+func (d *Device) CloneDevice() (device.Device, error) { return d.Clone(), nil }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/devicetest"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
@@ -141,6 +142,19 @@ func wantErr(t *testing.T, err error, want string) {
 	}
 }
 
+// TestDevice runs the suite every device passes (engine/device/devicetest).
+func TestDevice(t *testing.T) {
+	devicetest.Run(t, func(t testing.TB) device.Device {
+		d := New(Options{})
+		t.Cleanup(func() {
+			if err := d.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		return d
+	})
+}
+
 func TestNewDefaults(t *testing.T) {
 	d := New(Options{})
 	if d.Name() != "sim" {
@@ -216,58 +230,6 @@ func TestMallocFreeErrors(t *testing.T) {
 	wantErr(t, d.FreeSegment(p), "not a live segment") // double free
 	// The whole budget is back.
 	malloc(t, d, 4*mib)
-}
-
-func TestLaunchKernels(t *testing.T) {
-	tests := []struct {
-		name string
-		l    device.Launch // Out, A, B filled in below
-		a, b []float32
-		want []float32
-	}{
-		{"add", device.Launch{K: ops.Add, N: 3}, []float32{1, 2, 3}, []float32{10, 20, 30}, []float32{11, 22, 33}},
-		{"sub broadcast", device.Launch{K: ops.Sub, N: 3, BKind: ops.BBroadcast}, []float32{1, 2, 3}, []float32{1}, []float32{0, 1, 2}},
-		{"mul scalar", device.Launch{K: ops.Mul, N: 3, BKind: ops.BScalar, Scalar: -2}, []float32{1, 2, 3}, nil, []float32{-2, -4, -6}},
-		{"div", device.Launch{K: ops.Div, N: 2}, []float32{1, -1}, []float32{0, 4}, []float32{float32(math.Inf(1)), -0.25}},
-		{"max", device.Launch{K: ops.Max, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{3, 5}},
-		{"min", device.Launch{K: ops.Min, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{1, 2}},
-		{"neg", device.Launch{K: ops.Neg, N: 2}, []float32{1, -2}, nil, []float32{-1, 2}},
-		{"relu", device.Launch{K: ops.Relu, N: 2}, []float32{1, -2}, nil, []float32{1, 0}},
-		{"exp", device.Launch{K: ops.Exp, N: 1}, []float32{0}, nil, []float32{1}},
-		{"sqrt", device.Launch{K: ops.Sqrt, N: 2}, []float32{9, 0.25}, nil, []float32{3, 0.5}},
-		{"tanh", device.Launch{K: ops.Tanh, N: 1}, []float32{0}, nil, []float32{0}},
-		{"abs", device.Launch{K: ops.Abs, N: 2}, []float32{-1, 2}, nil, []float32{1, 2}},
-		{"copy", device.Launch{K: ops.Copy, N: 3}, []float32{7, 8, 9}, nil, []float32{7, 8, 9}},
-		{"fill", device.Launch{K: ops.Fill, N: 3, Scalar: 1.5}, nil, nil, []float32{1.5, 1.5, 1.5}},
-		{"sum", device.Launch{K: ops.Sum, N: 4}, []float32{1, 2, 3, 4}, nil, []float32{10}},
-		{"matmul", device.Launch{K: ops.Matmul, M: 2, Kd: 2, Cols: 2}, []float32{1, 2, 3, 4}, []float32{5, 6, 7, 8}, []float32{19, 22, 43, 50}},
-		{"zero elements", device.Launch{K: ops.Add, N: 0}, nil, nil, []float32{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := New(Options{})
-			seg := malloc(t, d, 4096)
-			l := tt.l
-			l.A, l.B, l.Out = seg, seg+1024, seg+2048
-			write(t, d, l.A, tt.a...)
-			write(t, d, l.B, tt.b...)
-			launch(t, d, device.DefaultStream, l)
-			got := read(t, d, l.Out, len(tt.want))
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestLaunchInPlace(t *testing.T) {
-	d := New(Options{})
-	p := malloc(t, d, 64)
-	write(t, d, p, 1, 2, 3)
-	launch(t, d, device.SideStream, device.Launch{K: ops.Mul, Out: p, A: p, B: p, N: 3})
-	if got := read(t, d, p, 3); !reflect.DeepEqual(got, []float32{1, 4, 9}) {
-		t.Fatalf("in-place square: got %v", got)
-	}
 }
 
 func TestLaunchErrors(t *testing.T) {
@@ -824,7 +786,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatal("the mutations changed nothing: the test would pass without Restore")
 	}
 
-	if err := d.RestoreSnapshot(snap); err != nil {
+	if err := d.Restore(snap); err != nil {
 		t.Fatal(err)
 	}
 	if after := dump(d); !reflect.DeepEqual(before, after) {
@@ -839,7 +801,9 @@ func TestSnapshotRestore(t *testing.T) {
 	if err := d.LaunchGraph(sc.e, 1); err != nil {
 		t.Fatal(err)
 	}
-	d.Restore(snap)
+	if err := d.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
 	if after := dump(d); !reflect.DeepEqual(before, after) {
 		t.Fatalf("second restore differs:\nbefore %+v\nafter  %+v", before, after)
 	}
@@ -920,10 +884,10 @@ func TestRestoreErrors(t *testing.T) {
 	other := New(Options{Name: "other"})
 	p := malloc(t, d, 64)
 	good := d.Snapshot()
-	wantErr(t, d.RestoreSnapshot("nope"), "sim: restore: string is not a snapshot of a sim device")
-	wantErr(t, d.RestoreSnapshot((*snapshot)(nil)), "is not a snapshot")
-	wantErr(t, d.RestoreSnapshot(other.Snapshot()), "sim: restore: the snapshot is of another device (other)")
-	d.Restore(42)
+	wantErr(t, d.Restore("nope"), "sim: restore: string is not a snapshot of a sim device")
+	wantErr(t, d.Restore((*snapshot)(nil)), "is not a snapshot")
+	wantErr(t, d.Restore(other.Snapshot()), "sim: restore: the snapshot is of another device (other)")
+	wantErr(t, d.Restore(42), "sim: restore: int is not a snapshot")
 	for name, err := range map[string]error{
 		"malloc": func() error { _, err := d.MallocSegment(4); return err }(),
 		"launch": d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}),
@@ -933,7 +897,9 @@ func TestRestoreErrors(t *testing.T) {
 			t.Errorf("%s after a bad Restore: %v", name, err)
 		}
 	}
-	d.Restore(good)
+	if err := d.Restore(good); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}); err != nil {
 		t.Fatalf("after a good Restore: %v", err)
 	}
@@ -946,7 +912,6 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := map[string]error{
-		"close":    d.Close(),
 		"malloc":   func() error { _, err := d.MallocSegment(4); return err }(),
 		"free":     d.FreeSegment(p),
 		"launch":   d.Launch(0, &device.Launch{K: ops.Fill, Out: p, N: 1}),
@@ -964,6 +929,9 @@ func TestClose(t *testing.T) {
 		"destroye": d.DestroyExec(1),
 		"sync":     d.Synchronize(),
 	}
+	if err := d.Close(); err != nil {
+		t.Errorf("second Close: %v, want none (closing twice is a no-op)", err)
+	}
 	for name, err := range calls {
 		if !errors.Is(err, errClosed) {
 			t.Errorf("%s on a closed device: %v, want %v", name, err, errClosed)
@@ -971,20 +939,6 @@ func TestClose(t *testing.T) {
 	}
 	if free, total := d.MemInfo(); free != total {
 		t.Errorf("closed device: %d of %d B free", free, total)
-	}
-}
-
-func TestLaunchNoAllocs(t *testing.T) {
-	d := New(Options{})
-	p := malloc(t, d, 64)
-	write(t, d, p, 1, 2, 3, 4)
-	l := device.Launch{K: ops.Add, Out: p + 32, A: p, B: p, N: 4}
-	if n := testing.AllocsPerRun(100, func() { _ = d.Launch(0, &l) }); n != 0 {
-		t.Errorf("Launch: %v allocations, want 0", n)
-	}
-	_, e := threeNodeGraph(t, d)
-	if n := testing.AllocsPerRun(100, func() { _ = d.LaunchGraph(e, 0) }); n != 0 {
-		t.Errorf("LaunchGraph: %v allocations, want 0", n)
 	}
 }
 
@@ -1063,7 +1017,9 @@ func BenchmarkSnapshotWriteRestore(b *testing.B) {
 		if err := d.Launch(0, &l); err != nil {
 			b.Fatal(err)
 		}
-		d.Restore(s)
+		if err := d.Restore(s); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -1084,9 +1040,13 @@ func TestSnapshotCaptureNodes(t *testing.T) {
 	fill(4)
 	s2 := d.Snapshot()
 	want := dump(d)
-	d.Restore(s1)
+	if err := d.Restore(s1); err != nil {
+		t.Fatal(err)
+	}
 	fill(5) // would land where s2 keeps its fourth node, were the array shared
-	d.Restore(s2)
+	if err := d.Restore(s2); err != nil {
+		t.Fatal(err)
+	}
 	if got := dump(d); !reflect.DeepEqual(got, want) {
 		t.Fatalf("a later snapshot's capture changed:\ngot  %+v\nwant %+v", got.Capture, want.Capture)
 	}

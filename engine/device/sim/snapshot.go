@@ -57,25 +57,19 @@ func (d *Device) Snapshot() any {
 
 // Restore puts the device back in the state of a snapshot it took, pending
 // faults and call counters included; a fault that fired since stays fired
-// and does not fire again (see fault). Restore
-// cannot return an error, so given anything else it leaves the state alone
-// and makes every later call fail with the reason, until a Restore of a
-// valid snapshot; RestoreSnapshot returns the error instead.
-func (d *Device) Restore(snap any) {
-	if err := d.RestoreSnapshot(snap); err != nil {
-		d.broken = err
-	}
-}
-
-// RestoreSnapshot is Restore with the error returned: snap must be a value
-// that this device's Snapshot returned.
-func (d *Device) RestoreSnapshot(snap any) error {
+// and does not fire again (see fault). snap must be a value that this
+// device's Snapshot returned; given anything else Restore leaves the state
+// alone, returns the reason, and makes every later call fail with it until
+// the Restore of a valid snapshot.
+func (d *Device) Restore(snap any) error {
 	s, ok := snap.(*snapshot)
 	if !ok || s == nil {
-		return fmt.Errorf("sim: restore: %T is not a snapshot of a sim device", snap)
+		d.broken = fmt.Errorf("sim: restore: %T is not a snapshot of a sim device", snap)
+		return d.broken
 	}
 	if s.dev != d {
-		return fmt.Errorf("sim: restore: the snapshot is of another device (%s)", s.dev.name)
+		d.broken = fmt.Errorf("sim: restore: the snapshot is of another device (%s)", s.dev.name)
+		return d.broken
 	}
 	// The restored segments keep their generations, all below the new
 	// d.gen: their data is shared with the snapshot until written.
@@ -92,4 +86,16 @@ func (d *Device) RestoreSnapshot(snap any) error {
 	d.closed = s.closed
 	d.broken = nil
 	return nil
+}
+
+// SnapshotBytes is the most memory one more snapshot or clone can cost:
+// the contents of the segments that hold data, each of which the device
+// copies at most once, before its first write after the snapshot.
+// Untouched segments hold no data and cost nothing.
+func (d *Device) SnapshotBytes() int64 {
+	var n int64
+	for i := range d.segs {
+		n += int64(len(d.segs[i].data)) * 4
+	}
+	return n
 }

@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// The fake address space.
+const (
+	// BaseAddress is the first segment's address: a typical address of a
+	// CUDA allocation on Linux, so that addresses in traces and the UI look
+	// like the ones a GPU gives.
+	BaseAddress device.Ptr = 0x7f0000000000
+	// SegmentAlign is the alignment of every segment address, cudaMalloc's
+	// 2 MiB granularity.
+	SegmentAlign = 2 << 20
+)
+
+// Defaults of Options.
+const (
+	DefaultTotalBytes int64 = 80 << 30 // an 80 GiB GPU
+	DefaultName             = "sim"
+)
+
+// numStreams is how many streams the device has: device.DefaultStream and
+// device.SideStream.
+const numStreams = 2
+
+// Options configure New. Zero fields take the defaults.
+type Options struct {
+	// TotalBytes is the device's memory; MallocSegment fails with
+	// device.ErrOutOfMemory beyond it. Default DefaultTotalBytes.
+	TotalBytes int64
+	// Name is what Name returns. Default DefaultName.
+	Name string
+}
+
+// segment is one live allocation. Segments are values in Device.segs so
+// that a snapshot copies them in one allocation.
+type segment struct {
+	addr device.Ptr
+	size int64 // bytes asked for; the address space spends a multiple of SegmentAlign
+	// data holds size/4 elements. It is nil until the segment is first
+	// touched, so that reserving a large segment costs no Go memory.
+	data []float32
+	// gen is the device generation that owns data. When it differs from
+	// Device.gen, data is shared with a snapshot and must be copied before
+	// it is written (copy-on-write).
+	gen uint64
+}
+
+// capture is the capture state of one stream.
+type capture struct {
+	active bool
+	// nodes are the launches recorded so far. A snapshot holds them with
+	// capacity equal to length, so that an append after a Restore never
+	// writes into an array another snapshot can see.
+	nodes []node
+}
+
+// Device is the simulated device. Create it with New. Like every
+// device.Device, it is used from one goroutine at a time; its snapshots may
+// be read from any goroutine.
+type Device struct {
+	name  string
+	total int64
+	used  int64
+	next  device.Ptr // the bump pointer: the next segment's address
+
+	segs []segment // live segments, sorted by address
+	last int       // index in segs of the last lookup's hit, a cache for the hot path
+
+	gen uint64 // bumped by Snapshot and Restore; see segment.gen
+
+	graphs    map[device.GraphHandle]*graph
+	execs     map[device.ExecHandle]*exec
+	mapShared bool // graphs and execs are shared with a snapshot: clone before a change
+	nextGraph device.GraphHandle
+	nextExec  device.ExecHandle
+
+	capture [numStreams]capture
+
+	faults []pending
+	calls  [numFaultOps]int
+	// fired are the faults that fired. Restore keeps them (see fault), so
+	// they are not part of a snapshot; Clone copies them.
+	fired []pending
+
+	closed bool
+	// broken is set by a Restore given something that is not a snapshot of
+	// this device: the caller no longer knows the state, so every later
+	// call fails.
+	broken error
+}
+
+var (
+	_ device.Device        = (*Device)(nil)
+	_ device.Snapshotter   = (*Device)(nil)
+	_ device.Cloner        = (*Device)(nil)
+	_ device.SnapshotSizer = (*Device)(nil)
+)
+
+var errClosed = errors.New("sim: device is closed")
+
+// New returns a device with no segments and no graphs.
+func New(opts Options) *Device {
+	d := &Device{
+		name:   opts.Name,
+		total:  opts.TotalBytes,
+		next:   BaseAddress,
+		last:   -1,
+		graphs: map[device.GraphHandle]*graph{},
+		execs:  map[device.ExecHandle]*exec{},
+	}
+	if d.name == "" {
+		d.name = DefaultName
+	}
+	if d.total <= 0 {
+		d.total = DefaultTotalBytes
+	}
+	return d
+}
+
+// Name returns the name from Options.
+func (d *Device) Name() string { return d.name }
+
+func (d *Device) alive() error {
+	if d.broken != nil {
+		return d.broken
+	}
+	if d.closed {
+		return errClosed
+	}
+	return nil
+}
+
+func checkStream(s device.Stream) error {
+	if s < 0 || s >= numStreams {
+		return fmt.Errorf("stream %d does not exist (streams: 0, 1)", s)
+	}
+	return nil
+}
+
+// Synchronize has no work to wait for, but it is an error while a stream
+// is capturing, as cudaDeviceSynchronize is (it would end the capture with
+// cudaErrorStreamCaptureUnsupported): an engine that syncs mid-capture
+// fails on the simulator as it would on a GPU.
+func (d *Device) Synchronize() error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	for s := range d.capture {
+		if d.capture[s].active {
+			return fmt.Errorf("sim: synchronize: stream %d is capturing", s)
+		}
+	}
+	return nil
+}
+
+// Close releases every segment, graph and executable graph. Later calls
+// fail, except Restore of a snapshot taken before Close.
+func (d *Device) Close() error {
+	if d.closed {
+		return nil // closing twice is a no-op (device.Device)
+	}
+	if d.broken != nil {
+		return d.broken
+	}
+	d.closed = true
+	d.segs = nil
+	d.last = -1
+	d.used = 0
+	d.graphs = map[device.GraphHandle]*graph{}
+	d.execs = map[device.ExecHandle]*exec{}
+	d.mapShared = false
+	d.capture = [numStreams]capture{}
+	return nil
+}
+
+// mutateHandles is called before graphs or execs change, to stop sharing
+// the maps with snapshots.
+func (d *Device) mutateHandles() {
+	if d.mapShared {
+		d.graphs = maps.Clone(d.graphs)
+		d.execs = maps.Clone(d.execs)
+		d.mapShared = false
+	}
+}

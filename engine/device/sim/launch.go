@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces/ops"
+)
+
+// This file runs kernel launches: the checks of every operand, the CPU
+// reference kernels, and the (empty) ordering of streams.
+
+// no input) without touching memory.
+func (d *Device) plan(l *device.Launch, p *plan) error {
+	var err error
+	k := l.K
+	switch {
+	case k.IsBinary(), k.IsUnary(), k == ops.Copy:
+		if p.out, err = d.span("out", l.Out, l.N); err != nil {
+			return err
+		}
+		if p.a, err = d.span("a", l.A, l.N); err != nil {
+			return err
+		}
+		p.b = noSpan
+		if !k.IsBinary() {
+			return nil
+		}
+		switch l.BKind {
+		case ops.BTensor:
+			p.b, err = d.span("b", l.B, l.N)
+		case ops.BBroadcast:
+			p.b, err = d.span("b", l.B, 1)
+		case ops.BScalar:
+		default:
+			err = fmt.Errorf("unknown form of b (%d)", l.BKind)
+		}
+		return err
+	case k == ops.Fill:
+		p.a, p.b = noSpan, noSpan
+		p.out, err = d.span("out", l.Out, l.N)
+		return err
+	case k == ops.Sum:
+		p.b = noSpan
+		if p.out, err = d.span("out", l.Out, 1); err != nil {
+			return err
+		}
+		p.a, err = d.span("a", l.A, l.N)
+		return err
+	case k == ops.Matmul:
+		m, kd, n := l.M, l.Kd, l.Cols
+		if m < 0 || kd < 0 || n < 0 {
+			return fmt.Errorf("negative size m=%d k=%d n=%d", m, kd, n)
+		}
+		mn, ok1 := mul(m, n)
+		mk, ok2 := mul(m, kd)
+		kn, ok3 := mul(kd, n)
+		if !ok1 || !ok2 || !ok3 {
+			return fmt.Errorf("sizes m=%d k=%d n=%d overflow", m, kd, n)
+		}
+		if p.out, err = d.span("out", l.Out, mn); err != nil {
+			return err
+		}
+		if p.a, err = d.span("a", l.A, mk); err != nil {
+			return err
+		}
+		if p.b, err = d.span("b", l.B, kn); err != nil {
+			return err
+		}
+		if overlap(l.Out, mn, l.A, mk) {
+			return fmt.Errorf("out 0x%x+%s overlaps a 0x%x+%s", l.Out, bytes(mn), l.A, bytes(mk))
+		}
+		if overlap(l.Out, mn, l.B, kn) {
+			return fmt.Errorf("out 0x%x+%s overlaps b 0x%x+%s", l.Out, bytes(mn), l.B, bytes(kn))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown kernel %d", uint8(k))
+}
+
+// overlap reports whether two checked element ranges share a byte.
+func overlap(p device.Ptr, n int64, q device.Ptr, m int64) bool {
+	if n == 0 || m == 0 {
+		return false
+	}
+	return p < q+device.Ptr(m*4) && q < p+device.Ptr(n*4)
+}
+
+func mul(x, y int64) (int64, bool) {
+	if x == 0 || y == 0 {
+		return 0, true
+	}
+	p := x * y
+	return p, p/y == x && p > 0
+}
+
+// run executes a planned launch. The output segment is made writable before
+// the inputs are sliced, so that an input in the same segment reads the
+// array that is written (in-place kernels see their own writes as the CPU
+// reference expects).
+func (d *Device) run(l *device.Launch, p *plan) error {
+	out := d.writable(p.out)
+	a := d.readable(p.a)
+	b := d.readable(p.b)
+	switch k := l.K; {
+	case k.IsBinary(), k.IsUnary():
+		return ops.Elementwise(k, out, a, b, l.BKind, l.Scalar)
+	case k == ops.Copy:
+		return ops.CopyCPU(out, a)
+	case k == ops.Fill:
+		ops.FillCPU(out, l.Scalar)
+		return nil
+	case k == ops.Sum:
+		return ops.SumCPU(out, a)
+	case k == ops.Matmul:
+		return ops.MatmulCPU(out, a, b, int(l.M), int(l.Kd), int(l.Cols))
+	}
+	return fmt.Errorf("unknown kernel %d", uint8(l.K))
+}
+
+// Launch runs l now on the CPU, or records it when s is capturing. Every
+// operand range is checked first, so a failing launch changes no memory.
+// The launch is recorded by value: the caller may reuse l.
+func (d *Device) Launch(s device.Stream, l *device.Launch) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if err := d.fault(FaultLaunch); err != nil {
+		return err
+	}
+	if l == nil {
+		return errors.New("sim: launch: nil launch")
+	}
+	if err := checkStream(s); err != nil {
+		return fmt.Errorf("sim: launch %s: %w", l.K, err)
+	}
+	var p plan
+	if err := d.plan(l, &p); err != nil {
+		return fmt.Errorf("sim: launch %s: %w", l.K, err)
+	}
+	if c := &d.capture[s]; c.active {
+		c.nodes = append(c.nodes, node{kind: kernelNode, l: *l})
+		return nil
+	}
+	if err := d.run(l, &p); err != nil {
+		return fmt.Errorf("sim: launch %s: %w", l.K, err)
+	}
+	return nil
+}
+
+// WaitStream checks both streams. The simulated device runs every launch
+// when it is made, so there is nothing to wait for.
+func (d *Device) WaitStream(s, other device.Stream) error {
+	if err := d.alive(); err != nil {
+		return err
+	}
+	if err := checkStream(s); err != nil {
+		return fmt.Errorf("sim: wait_stream: %w", err)
+	}
+	if err := checkStream(other); err != nil {
+		return fmt.Errorf("sim: wait_stream: %w", err)
+	}
+	return nil
+}
