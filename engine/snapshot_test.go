@@ -30,7 +30,7 @@ func TestCloneAndSnapshotBytes(t *testing.T) {
 		t.Errorf("SnapshotBytes before any record = %d, want 0", got)
 	}
 	for i := range 5 { // defs, the tensor, the first calls
-		if st := e.Apply(&tr.Records[i]); st.Err != "" {
+		if st := e.Apply(&tr.Records[i]); st.Err != nil {
 			t.Fatalf("record %d: %s", i, st.Err)
 		}
 	}
