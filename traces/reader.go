@@ -50,7 +50,20 @@ type Reader struct {
 	done       bool
 	hdr        Header
 	scan       scanner
+	memo       map[string]Record // recent lines that parsed, by their text
 }
+
+// A long trace is mostly repetition (a training loop calls the same
+// functions on the same names step after step), so Next keeps the records
+// of up to memoLines recent distinct lines of at most memoLineBytes and
+// hands out a copy when the same text comes again, instead of decoding and
+// validating it anew: a record's meaning depends only on its text and the
+// header. Records so made share their slices, which is why records are
+// read-only.
+const (
+	memoLines     = 1024
+	memoLineBytes = 1024
+)
 
 // NewReader reads and validates the header line of a trace. file names the
 // trace in problems.
@@ -78,6 +91,8 @@ func NewReader(r io.Reader, file string) (*Reader, error) {
 func (r *Reader) Header() Header { return r.hdr }
 
 // Next returns the next record, with Line set, or io.EOF after the last.
+// Records are read-only: one may share its slices with an earlier record
+// of the same text.
 // Blank lines are skipped. A *Problem comes with the part of the record
 // that could be decoded (at least Line and, when known, Op), so a checker
 // can go on without cascading errors.
@@ -98,10 +113,20 @@ func (r *Reader) Next() (Record, error) {
 			r.done = true
 			return Record{Line: r.line}, r.problem(r.line, fmt.Sprintf("more than %d records (MaxRecords)", r.maxRecords))
 		}
+		if rec, ok := r.memo[string(line)]; ok {
+			rec.Line = r.line
+			return rec, nil
+		}
 		rec, p := r.parseRecord(line)
 		rec.Line = r.line
 		if p != nil {
 			return rec, p
+		}
+		if len(line) <= memoLineBytes {
+			if r.memo == nil || len(r.memo) >= memoLines {
+				r.memo = make(map[string]Record, memoLines)
+			}
+			r.memo[string(line)] = rec
 		}
 		return rec, nil
 	}
