@@ -254,6 +254,18 @@ func readTrace(path string) (*traces.Trace, error) {
 	return traces.ReadChecked(in, in.Name())
 }
 
+// readTraceProgress is readTrace with a progress bar (on a terminal).
+func readTraceProgress(stdout, stderr io.Writer, label, path string) (*traces.Trace, error) {
+	in, err := openInput(path)
+	if err != nil {
+		return nil, traces.Problems{problemOf(err, path)}
+	}
+	defer in.Close()
+	stop := startProgress(stdout, stderr, label, in)
+	defer stop()
+	return traces.ReadChecked(in, in.Name())
+}
+
 // problemOf is err as a problem about file.
 func problemOf(err error, file string) traces.Problem {
 	var p *traces.Problem
