@@ -262,6 +262,21 @@ func Load(path string, opts Options) (*Session, error) {
 	return s, nil
 }
 
+// looksLikeTrace reports whether data starts as a trace does: a first line
+// that is an object with the "cgtviz" format key (or starts compressed).
+func looksLikeTrace(data []byte) bool {
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) || bytes.HasPrefix(data, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		return true
+	}
+	first, _, _ := bytes.Cut(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), []byte("\n"))
+	var hdr map[string]json.RawMessage
+	if json.Unmarshal(first, &hdr) != nil {
+		return false
+	}
+	_, ok := hdr["cgtviz"]
+	return ok
+}
+
 // sameTrace refuses a trace that is not the one the session was saved
 // against: its position, breakpoints and bookmarks name records of that
 // trace, which another would give another meaning.
@@ -326,6 +341,9 @@ func readFile(path string) (file, error) {
 	}
 	if len(data) > maxSaveBytes {
 		return f, fmt.Errorf("load session %s: larger than %d bytes: not a session file", path, maxSaveBytes)
+	}
+	if looksLikeTrace(data) {
+		return f, fmt.Errorf("load session %s: this is a trace, not a saved session: open it with `cgtviz %s`", path, path)
 	}
 	if err := strictKeys(data, fileKeys, "the session"); err != nil {
 		return f, fmt.Errorf("load session %s: %w", path, err)

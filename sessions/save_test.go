@@ -44,6 +44,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"breakpoint unknown key", `{"cgtviz_session": 1, "trace": "demo", "breakpoints": [{"line": 3, "when": 1}]}`, nil, `breakpoint 1: unknown key "when"`},
 		{"duplicate bookmark", `{"cgtviz_session": 1, "trace": "demo", "bookmarks": [{"name": "x", "position": 1}, {"name": "x", "position": 2}]}`, nil, `bookmark 2: the name "x" is taken`},
 		{"not an object", `[1]`, nil, "want a JSON object"},
+		{"a trace", string(data), nil, "this is a trace, not a saved session: open it with `cgtviz "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
