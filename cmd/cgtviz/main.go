@@ -37,7 +37,8 @@ var commands = []command{
 	{"export", exportUsage, exportSummary, runExport},
 	{"snapshot", "[--line L] [--device D] [--handoff preserve|raise] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},
-	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise] [--follow [--follow-timeout D]] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"completion", "bash|zsh|fish", "print the shell completion script (commands, flags, trace files)", runCompletion},
 }
 
 // byName indexes commands. It is filled in init, not in its declaration:
@@ -80,6 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if c, ok := byName[args[0]]; ok {
 		return c.run(ctx, args[1:], stdout, stderr)
+	}
+	if args[0] == "__complete" {
+		// Hidden: what the completion scripts ask.
+		return runComplete(ctx, args[1:], stdout, stderr)
 	}
 	if isTraceArg(args[0]) || strings.HasPrefix(args[0], "-") {
 		// cgtviz [TUI flags] [TRACE]: the TUI, flags before or after the
