@@ -39,3 +39,35 @@ func FuzzDecoders(f *testing.F) {
 		}
 	})
 }
+
+// benchLines are the records of a replay-heavy training loop, as written.
+var benchLines = [][]byte{
+	[]byte(`{"op": "step"}`),
+	[]byte(`{"op": "call", "fn": "foo", "args": ["inp"], "out": ["a", "b"]}`),
+	[]byte(`{"op": "del", "names": ["a"]}`),
+	[]byte(`{"op": "call", "fn": "fee", "args": ["b"], "out": ["out"]}`),
+	[]byte(`{"op": "tensor", "name": "inp", "shape": [256], "init": "rand", "seed": 7}`),
+}
+
+// BenchmarkDecodeStd and BenchmarkDecodeGoJSON decode the same record
+// lines with encoding/json and with goccy/go-json, in one run for the
+// ratio behind the reader's choice.
+func BenchmarkDecodeStd(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		var r rawRecord
+		if err := json.Unmarshal(benchLines[i%len(benchLines)], &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeGoJSON(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		var r rawRecord
+		if err := gojson.Unmarshal(benchLines[i%len(benchLines)], &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

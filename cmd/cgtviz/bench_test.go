@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/engine/report"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -88,9 +91,10 @@ func benchRun(b *testing.B, args ...string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var peak uint64
+	var out writeCounter
 	for i := 0; i < b.N; i++ {
 		argv := append(append([]string{"run"}, args...), path)
-		if code := run(context.Background(), argv, io.Discard, io.Discard); code != 0 {
+		if code := run(context.Background(), argv, &out, io.Discard); code != 0 {
 			b.Fatalf("cgtviz %v: exit %d", argv, code)
 		}
 		var ms runtime.MemStats
@@ -99,6 +103,49 @@ func benchRun(b *testing.B, args ...string) {
 	}
 	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(peak)/(1<<20), "MB-heapsys")
+	b.ReportMetric(float64(out.calls)/float64(b.N), "writes/op")
+}
+
+// writeCounter counts the write calls made to it (each one a write(2) on a
+// real stdout).
+type writeCounter struct{ calls int }
+
+func (w *writeCounter) Write(p []byte) (int, error) { w.calls++; return len(p), nil }
+
+// BenchmarkRunTwoPass is the run as it was before issue 14, in the same
+// benchmark run for the ratio: a whole check pass over the file, then the
+// file opened and parsed again for the engine, and every step written
+// straight to stdout.
+func BenchmarkRunTwoPass(b *testing.B) {
+	path := replayHeavyFile(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var out writeCounter
+	for i := 0; i < b.N; i++ {
+		if ps := traces.CheckFile(path); len(ps) > 0 {
+			b.Fatal(traces.Problems(ps))
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := traces.NewReader(f, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep := report.New("bench", "sim")
+		_, err = engine.RunReader(context.Background(), r, engine.Options{Devices: sim.Devices(1), File: path}, func(s *engine.Step) bool {
+			rs := rep.Count(s)
+			rs.WriteText(&out)
+			return true
+		})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(benchRecords)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(out.calls)/float64(b.N), "writes/op")
 }
 
 // BenchmarkRunEndToEnd is `cgtviz run` on the 1M-record trace, text report

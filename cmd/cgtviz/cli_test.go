@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -198,3 +200,67 @@ func TestExportUnderFileLimit(t *testing.T) {
 		t.Fatalf("%d files left, want only the old one", len(ents))
 	}
 }
+
+// TestRunFollow: run --follow prints records written after it started, and
+// ends after --follow-timeout with the summary.
+func TestRunFollow(t *testing.T) {
+	data, err := os.ReadFile("../../examples/s07-chain-handoff.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	p := filepath.Join(t.TempDir(), "live.cgt.jsonl")
+	if err := os.WriteFile(p, []byte(strings.Join(lines[:3], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		for _, l := range lines[3:] {
+			time.Sleep(20 * time.Millisecond)
+			f.WriteString(l)
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--follow", "--follow-timeout", "700ms", p}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "expectations: 4 passed, 0 failed") {
+		t.Fatalf("the followed run missed records:\n%s", stdout.String())
+	}
+}
+
+// TestProgress: the bar's frames, and no bar where stderr is not a
+// terminal.
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		off, size int64
+		want      string
+	}{
+		{0, 100e6, "run [>                             ]   0% 0.0/100.0 MB"},
+		{50e6, 100e6, "run [===============>              ]  50% 50.0/100.0 MB"},
+		{100e6, 100e6, "run [==============================] 100% 100.0/100.0 MB"},
+		{3e6, -1, "run 3.0 MB read"},
+	}
+	for _, tc := range tests {
+		if got := progressLine("run", tc.off, tc.size, time.Second); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("progressLine(%d, %d) = %q, want %q...", tc.off, tc.size, got, tc.want)
+		}
+	}
+	var stderr bytes.Buffer
+	stop := startProgress(io.Discard, &stderr, "run", fixedOffset{})
+	time.Sleep(3 * progressEvery)
+	stop()
+	if stderr.Len() != 0 {
+		t.Errorf("a bar on a stderr that is not a terminal: %q", stderr.String())
+	}
+}
+
+type fixedOffset struct{}
+
+func (fixedOffset) Offset() int64 { return 1 }
+func (fixedOffset) Size() int64   { return 2 }

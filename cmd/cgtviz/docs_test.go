@@ -84,7 +84,7 @@ func docPlaceholders(trace, session string) map[string]string {
 		"TRACE": trace, "TRACE...": trace, "[TRACE]": trace, "FILE": trace,
 		"step.cgt.jsonl": trace, "train.cgt.jsonl": trace,
 		"SESSION.json": session, "cgtviz-session.json": session,
-		"L": "32", "N": "1", "ID": "0", "D": "0",
+		"L": "32", "N": "1", "ID": "0", "D": "0", "[flags]": "",
 	}
 }
 
@@ -138,7 +138,9 @@ func docArgs(t *testing.T, line, root string, ph map[string]string) []string {
 	var args []string
 	for _, f := range strings.Fields(line)[1:] {
 		if v, ok := ph[f]; ok {
-			args = append(args, v)
+			if v != "" {
+				args = append(args, v)
+			}
 			continue
 		}
 		f = strings.TrimSuffix(strings.TrimPrefix(f, "["), "]")
@@ -168,14 +170,16 @@ func docArgs(t *testing.T, line, root string, ph map[string]string) []string {
 }
 
 // isFullCommand reports whether args are a command that can run here as
-// written: not the UI (which needs a terminal), nothing on a GPU, and with
+// written: not the UI (which needs a terminal), nothing on a GPU, no
+// --follow (which waits for the trace to grow), and with
 // the trace (and output file) the command needs.
 func isFullCommand(args []string) bool {
 	if len(args) == 0 {
 		return false
 	}
 	for _, a := range args {
-		if a == "cuda" || a == "--run-on=cuda" || a == "-device=cuda" {
+		// A GPU's, and a follow that waits for more on purpose.
+		if a == "cuda" || a == "--run-on=cuda" || a == "-device=cuda" || a == "--follow" {
 			return false
 		}
 	}
