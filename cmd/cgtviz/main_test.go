@@ -50,8 +50,8 @@ func TestRun(t *testing.T) {
 		stderrPart string
 	}{
 		{name: "no args", args: nil, code: 2, stderrPart: "Usage:"},
-		{name: "help", args: []string{"-h"}, code: 0, contains: "check     check traces"},
-		{name: "long help", args: []string{"--help"}, code: 0, contains: "fmt       rewrite a trace"},
+		{name: "help", args: []string{"-h"}, code: 0, contains: "check       check traces"},
+		{name: "long help", args: []string{"--help"}, code: 0, contains: "fmt         rewrite a trace"},
 		{name: "version", args: []string{"--version"}, code: 0, stdout: "cgtviz dev\n"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrPart: `cgtviz: unknown command "frobnicate"`},
 		{name: "unknown flag", args: []string{"--verbose"}, code: 2, stderrPart: "cgtviz tui: flag provided but not defined: -verbose"},
