@@ -40,6 +40,7 @@ _cgtviz() {
 	done
 	(( ${#dirs} )) && compadd -Q -S '' -- $dirs
 	(( ${#others} )) && compadd -Q -- $others
+	(( ${#dirs} + ${#others} ))
 }
 if (( $+functions[compdef] )); then compdef _cgtviz cgtviz; fi
 `

@@ -7,13 +7,11 @@ import (
 	"testing"
 )
 
-// TestCompletionBash: bash, given the script, completes through the binary
-// (this test binary acting as cgtviz, as TestMain lets it).
-func TestCompletionBash(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+// TestCompletionShells: each shell, given its script, completes through
+// the binary (this test binary acting as cgtviz, as TestMain lets it): a
+// flag's value, a command, a directory. zsh's compadd is stood in for (it
+// only works inside the completion system), printing what it is given.
+func TestCompletionShells(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -23,16 +21,37 @@ func TestCompletionBash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cgtviz"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := `source <(cgtviz completion bash)
+	scripts := map[string]string{
+		"bash": `source <(cgtviz completion bash)
 COMP_WORDS=(cgtviz run --handoff r); COMP_CWORD=3; _cgtviz; echo "${COMPREPLY[*]}"
-COMP_WORDS=(cgtviz sn); COMP_CWORD=1; _cgtviz; echo "${COMPREPLY[*]}"`
-	cmd := exec.Command(bash, "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	got, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("bash: %v\n%s", err, got)
+COMP_WORDS=(cgtviz sn); COMP_CWORD=1; _cgtviz; echo "${COMPREPLY[*]}"
+COMP_WORDS=(cgtviz check rec); COMP_CWORD=2; _cgtviz; echo "${COMPREPLY[*]}"`,
+		"zsh": `compadd() { shift $(( ${@[(i)--]} )); print -l -- "$@"; }
+source <(cgtviz completion zsh)
+words=(cgtviz run --handoff r); CURRENT=4; _cgtviz
+words=(cgtviz sn); CURRENT=2; _cgtviz
+words=(cgtviz check rec); CURRENT=3; _cgtviz`,
+		"fish": `cgtviz completion fish | source
+complete -C "cgtviz run --handoff r"
+complete -C "cgtviz sn"
+complete -C "cgtviz check rec"`,
 	}
-	if string(got) != "raise\nsnapshot\n" {
-		t.Errorf("bash completes %q, want raise, snapshot", got)
+	t.Chdir("../../examples")
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			path, err := exec.LookPath(sh)
+			if err != nil {
+				t.Skipf("no %s", sh)
+			}
+			cmd := exec.Command(path, "-c", scripts[sh])
+			cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			got, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", sh, err, got)
+			}
+			if string(got) != "raise\nsnapshot\nrecorded/\n" {
+				t.Errorf("%s completes %q, want raise, snapshot, recorded/", sh, got)
+			}
+		})
 	}
 }
