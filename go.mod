@@ -10,6 +10,8 @@ require (
 	github.com/charmbracelet/x/term v0.2.2
 	github.com/charmbracelet/x/vt v0.1.0
 	github.com/goccy/go-graphviz v0.2.10
+	github.com/goccy/go-json v0.12.0
+	github.com/klauspost/compress v1.20.4
 	golang.org/x/sys v0.47.0
 	gorgonia.org/cu v0.9.6
 )

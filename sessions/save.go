@@ -2,12 +2,17 @@ package sessions
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/examples"
@@ -25,10 +30,13 @@ const saveVersion = 1
 // breakpoints and bookmarks, so anything larger is not a session file.
 const maxSaveBytes = 1 << 20
 
-// file is the JSON form of a saved session.
+// file is the JSON form of a saved session. Keys are exact: readFile
+// refuses keys in another case, unknown keys and repeated keys.
 type file struct {
 	Version     int            `json:"cgtviz_session"`
 	Trace       string         `json:"trace"`
+	TraceSize   *int64         `json:"trace_size,omitempty"`
+	TraceSHA256 string         `json:"trace_sha256,omitempty"`
 	Position    int            `json:"position"`
 	Handoff     string         `json:"handoff,omitempty"` // "raise"; absent: "preserve"
 	Breakpoints []fileBreak    `json:"breakpoints,omitempty"`
@@ -47,21 +55,99 @@ type fileBookmark struct {
 	Pos  int    `json:"position"`
 }
 
+// The keys each object of a session file may have, exactly.
+var (
+	fileKeys     = []string{"cgtviz_session", "trace", "trace_size", "trace_sha256", "position", "handoff", "breakpoints", "bookmarks"}
+	breakKeys    = []string{"line", "fn", "kind", "node"}
+	bookmarkKeys = []string{"name", "position"}
+)
+
+// Fingerprint identifies a trace's bytes as stored: its size and SHA-256.
+// A session saved against one trace is refused on another, or on the same
+// file edited since, even when the length is the same.
+type Fingerprint struct {
+	Size   int64
+	SHA256 string // hex
+}
+
 // OpenTrace reads the trace named by a source: DemoSource for the embedded
-// demo, otherwise a file path.
+// demo, "-" for standard input, otherwise a file path (gzip and zstd
+// decompressed).
 func OpenTrace(src string) (*traces.Trace, error) {
+	tr, _, err := OpenTraceFingerprint(src)
+	return tr, err
+}
+
+// OpenTraceFingerprint is OpenTrace, and the fingerprint of the bytes it
+// read (read once: the hash is taken as the trace streams).
+func OpenTraceFingerprint(src string) (*traces.Trace, Fingerprint, error) {
+	var r io.Reader
+	name := src
 	if src == DemoSource {
-		tr, err := traces.Read(bytes.NewReader(examples.Demo()), examples.DemoName)
+		r, name = bytes.NewReader(examples.Demo()), examples.DemoName
+	} else if src == traces.Stdin {
+		r, name = os.Stdin, traces.StdinName
+	} else {
+		f, err := os.Open(src)
 		if err != nil {
-			return nil, fmt.Errorf("demo trace: %w", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, Fingerprint{}, fmt.Errorf("open trace: %w", traces.Problems{{File: src, Msg: err.Error()}})
 		}
-		return tr, nil
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, Fingerprint{}, fmt.Errorf("open trace: %w", traces.Problems{{File: src, Msg: "is a directory, not a trace"}})
+		}
+		r = f
 	}
-	tr, err := traces.ReadFile(src)
+	h := sha256.New()
+	cnt := &countWriter{}
+	in, err := traces.NewInput(io.TeeReader(r, io.MultiWriter(h, cnt)), name)
 	if err != nil {
-		return nil, fmt.Errorf("open trace: %w", err)
+		return nil, Fingerprint{}, fmt.Errorf("open trace: %w", err)
 	}
-	return tr, nil
+	defer in.Close()
+	tr, err := traces.ReadChecked(in, name)
+	if err != nil {
+		if src == DemoSource {
+			return nil, Fingerprint{}, fmt.Errorf("demo trace: %w", err)
+		}
+		return nil, Fingerprint{}, fmt.Errorf("open trace: %w", err)
+	}
+	// The trace may end before its input does (a gzip trailer): the whole
+	// input is the fingerprint.
+	if _, err := io.Copy(io.Discard, io.TeeReader(r, io.MultiWriter(h, cnt))); err != nil {
+		return nil, Fingerprint{}, fmt.Errorf("open trace: %w", err)
+	}
+	return tr, Fingerprint{Size: cnt.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// fingerprintOf hashes the trace at src as Save finds it, for sessions made
+// without Options.Fingerprint.
+func fingerprintOf(src string) (Fingerprint, error) {
+	var r io.Reader
+	if src == DemoSource {
+		r = bytes.NewReader(examples.Demo())
+	} else {
+		f, err := os.Open(src)
+		if err != nil {
+			return Fingerprint{}, err
+		}
+		defer f.Close()
+		r = f
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	return Fingerprint{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // Save writes the session (trace source, position, breakpoints, bookmarks)
@@ -79,7 +165,17 @@ func (s *Session) Save(path string) error {
 		}
 		src = abs
 	}
-	f := file{Version: saveVersion, Trace: src, Position: s.pos}
+	if src == traces.Stdin {
+		return fmt.Errorf("save session %s: the trace came from standard input, which cannot be opened again: save the trace to a file and open that", path)
+	}
+	fp := s.opts.Fingerprint
+	if fp.SHA256 == "" {
+		var err error
+		if fp, err = fingerprintOf(s.opts.Source); err != nil {
+			return fmt.Errorf("save session %s: fingerprint of the trace: %w", path, err)
+		}
+	}
+	f := file{Version: saveVersion, Trace: src, Position: s.pos, TraceSize: &fp.Size, TraceSHA256: fp.SHA256}
 	if s.opts.Handoff != engine.HandoffPreserve {
 		f.Handoff = s.opts.Handoff.String()
 	}
@@ -102,14 +198,9 @@ func (s *Session) Save(path string) error {
 		return fmt.Errorf("save session %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	// Write then rename, so that a failed save never leaves half a file
-	// where a good one was.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("save session: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp) // best effort: the rename error is the one to report
+	// Whole or not at all: a failed save never leaves half a file where a
+	// good one was, nor a temporary file beside it.
+	if err := WriteFileAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("save session: %w", err)
 	}
 	return nil
@@ -128,11 +219,15 @@ func Load(path string, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
 	opts.Handoff = h
-	tr, err := OpenTrace(f.Trace)
+	tr, fp, err := OpenTraceFingerprint(f.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
+	if err := f.sameTrace(fp); err != nil {
+		return nil, fmt.Errorf("load session %s: %w", path, err)
+	}
 	opts.Source = f.Trace
+	opts.Fingerprint = fp
 	s, err := New(tr, opts)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
@@ -167,6 +262,72 @@ func Load(path string, opts Options) (*Session, error) {
 	return s, nil
 }
 
+// looksLikeTrace reports whether data starts as a trace does: a first line
+// that is an object with the "cgtviz" format key (or starts compressed).
+func looksLikeTrace(data []byte) bool {
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) || bytes.HasPrefix(data, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+		return true
+	}
+	first, _, _ := bytes.Cut(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), []byte("\n"))
+	var hdr map[string]json.RawMessage
+	if json.Unmarshal(first, &hdr) != nil {
+		return false
+	}
+	_, ok := hdr["cgtviz"]
+	return ok
+}
+
+// sameTrace refuses a trace that is not the one the session was saved
+// against: its position, breakpoints and bookmarks name records of that
+// trace, which another would give another meaning.
+func (f *file) sameTrace(fp Fingerprint) error {
+	if f.TraceSize == nil {
+		return nil // saved before fingerprints: nothing to compare
+	}
+	const advice = "its position, breakpoints and bookmarks may not fit it; open the trace itself to start afresh"
+	if *f.TraceSize != fp.Size {
+		return fmt.Errorf("trace %s changed since the session was saved (%d bytes then, %d now): %s", f.Trace, *f.TraceSize, fp.Size, advice)
+	}
+	if !strings.EqualFold(f.TraceSHA256, fp.SHA256) {
+		return fmt.Errorf("trace %s changed since the session was saved (same size, %d bytes, other contents: SHA-256 %.12s… then, %.12s… now): %s", f.Trace, fp.Size, f.TraceSHA256, fp.SHA256, advice)
+	}
+	return nil
+}
+
+// strictKeys checks the keys of the JSON object data: each one of allowed,
+// spelled exactly (encoding/json would match "Position" to "position"),
+// none twice (encoding/json would keep the last).
+func strictKeys(data []byte, allowed []string, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("%s: want a JSON object", what)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		k, _ := tok.(string)
+		if !slices.Contains(allowed, k) {
+			return fmt.Errorf("%s: unknown key %q (keys: %s)", what, k, strings.Join(allowed, ", "))
+		}
+		if seen[k] {
+			return fmt.Errorf("%s: key %q given twice", what, k)
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("%s: %q: %w", what, k, err)
+		}
+	}
+	return nil
+}
+
 func readFile(path string) (file, error) {
 	var f file
 	fh, err := os.Open(path)
@@ -181,8 +342,40 @@ func readFile(path string) (file, error) {
 	if len(data) > maxSaveBytes {
 		return f, fmt.Errorf("load session %s: larger than %d bytes: not a session file", path, maxSaveBytes)
 	}
+	if looksLikeTrace(data) {
+		return f, fmt.Errorf("load session %s: this is a trace, not a saved session: open it with `cgtviz %s`", path, path)
+	}
+	if err := strictKeys(data, fileKeys, "the session"); err != nil {
+		return f, fmt.Errorf("load session %s: %w", path, err)
+	}
 	if err := json.Unmarshal(data, &f); err != nil {
 		return f, fmt.Errorf("load session %s: %w", path, err)
+	}
+	var lists struct {
+		Breakpoints []json.RawMessage `json:"breakpoints"`
+		Bookmarks   []json.RawMessage `json:"bookmarks"`
+	}
+	if err := json.Unmarshal(data, &lists); err != nil {
+		return f, fmt.Errorf("load session %s: %w", path, err)
+	}
+	for i, b := range lists.Breakpoints {
+		if err := strictKeys(b, breakKeys, fmt.Sprintf("breakpoint %d", i+1)); err != nil {
+			return f, fmt.Errorf("load session %s: %w", path, err)
+		}
+	}
+	seen := map[string]bool{}
+	for i, m := range lists.Bookmarks {
+		if err := strictKeys(m, bookmarkKeys, fmt.Sprintf("bookmark %d", i+1)); err != nil {
+			return f, fmt.Errorf("load session %s: %w", path, err)
+		}
+		name := f.Bookmarks[i].Name
+		if seen[name] {
+			return f, fmt.Errorf("load session %s: bookmark %d: the name %q is taken by an earlier bookmark", path, i+1, name)
+		}
+		seen[name] = true
+	}
+	if (f.TraceSize == nil) != (f.TraceSHA256 == "") {
+		return f, fmt.Errorf("load session %s: trace_size and trace_sha256 go together: one is missing", path)
 	}
 	if f.Version != saveVersion {
 		return f, fmt.Errorf("load session %s: version %d, want %d (is it a session file?)", path, f.Version, saveVersion)

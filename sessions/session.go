@@ -47,6 +47,10 @@ type Options struct {
 	// Handoff is the engine's rule for an output handed to the next call
 	// across a generation (engine.Options.Handoff); Save keeps it.
 	Handoff engine.Handoff
+	// Fingerprint is the size and hash of the trace as it was read
+	// (OpenTraceFingerprint gives it); Save keeps it so that Load can tell
+	// a trace that changed since. Zero: Save takes it from Source then.
+	Fingerprint Fingerprint
 }
 
 // SimDevices returns n simulated devices; it is the default NewDevices.

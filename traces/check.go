@@ -56,15 +56,7 @@ func check(r io.Reader, file string) ([]Problem, int) {
 	if err != nil {
 		return []Problem{*asProblem(err, file)}, 0
 	}
-	c := &checker{
-		file:    file,
-		hdr:     rd.Header(),
-		funcs:   map[string]*fnInfo{},
-		names:   map[string]*binding{},
-		deleted: map[string]int{},
-		memo:    map[string]*bodyResult{},
-		cfg:     rd.Header().Config,
-	}
+	c := newChecker(file, rd.Header())
 	n := 0
 	for !c.full {
 		rec, err := rd.Next()

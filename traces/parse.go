@@ -203,7 +203,7 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 	}
 	if rec.Op == OpEager && len(raw.Out) > 0 {
 		var out string
-		if json.Unmarshal(raw.Out, &out) == nil && validName(out) == "" {
+		if unmarshal(raw.Out, &out) == nil && validName(out) == "" {
 			rec.Stmt = &Stmt{Out: out}
 		}
 	}
@@ -289,7 +289,7 @@ func strPtrFromRaw(raw json.RawMessage) *string {
 		return nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if unmarshal(raw, &s) != nil {
 		return nil
 	}
 	return &s
@@ -489,14 +489,14 @@ func (r *Reader) parseStmt(rs rawStmt, outRaw json.RawMessage) (Stmt, string) {
 	if len(rs.B) > 0 && !isNull(rs.B) {
 		switch kindOf(rs.B) {
 		case "string":
-			if json.Unmarshal(rs.B, &s.B.Name) != nil {
+			if unmarshal(rs.B, &s.B.Name) != nil {
 				return s, "b is not a valid string"
 			}
 			if m := nameMsg("b", s.B.Name); m != "" {
 				return s, m
 			}
 		case "number":
-			if json.Unmarshal(rs.B, &s.B.Num) != nil {
+			if unmarshal(rs.B, &s.B.Num) != nil {
 				return s, fmt.Sprintf("b %s is not a usable number", rs.B)
 			}
 			s.B.IsNum = true
@@ -743,7 +743,7 @@ func (r *Reader) parseCall(rec *Record, raw *rawRecord) string {
 		rec.Args = []string{}
 	}
 	if len(raw.Out) > 0 && !isNull(raw.Out) {
-		if kindOf(raw.Out) != "array" || json.Unmarshal(raw.Out, &rec.Out) != nil {
+		if kindOf(raw.Out) != "array" || unmarshal(raw.Out, &rec.Out) != nil {
 			rec.Out = nil
 			return fmt.Sprintf(`field "out": want a list of names, got %s`, jsonKind(kindOf(raw.Out)))
 		}
@@ -786,7 +786,7 @@ func (r *Reader) parseExpect(rec *Record, raw *rawRecord) string {
 			e.Node.HasParentFn = true
 			if !isNull(n.ParentFn) {
 				var p string
-				if kindOf(n.ParentFn) != "string" || json.Unmarshal(n.ParentFn, &p) != nil {
+				if kindOf(n.ParentFn) != "string" || unmarshal(n.ParentFn, &p) != nil {
 					return fmt.Sprintf(`node: field "parent_fn": want a name or null, got %s`, jsonKind(kindOf(n.ParentFn)))
 				}
 				if m := nameMsg("node parent_fn", p); m != "" {
@@ -817,7 +817,7 @@ func (r *Reader) parseExpect(rec *Record, raw *rawRecord) string {
 		e.HasError = true
 		if !isNull(raw.Error) {
 			var s string
-			if kindOf(raw.Error) != "string" || json.Unmarshal(raw.Error, &s) != nil {
+			if kindOf(raw.Error) != "string" || unmarshal(raw.Error, &s) != nil {
 				return fmt.Sprintf(`field "error": want a string or null, got %s`, jsonKind(kindOf(raw.Error)))
 			}
 			e.Error = &s

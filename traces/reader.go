@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // Limits on what a reader accepts. Each one bounds the time or memory a
@@ -51,14 +53,30 @@ type Reader struct {
 	// record read so far (its byte limit bounds later shapes).
 	cfg  Config
 	scan scanner
-	raw  rawRecord // reused by parseRecord
+	raw  rawRecord         // reused by parseRecord
+	memo map[string]Record // recent lines that parsed, by their text
 }
+
+// A long trace is mostly repetition (a training loop calls the same
+// functions on the same names step after step), so Next keeps the records
+// of up to memoLines recent distinct lines of at most memoLineBytes and
+// hands out a copy when the same text comes again, instead of decoding and
+// validating it anew: a record's meaning depends only on its text and the
+// header. Records so made share their slices, which is why records are
+// read-only.
+const (
+	memoLines     = 1024
+	memoLineBytes = 1024
+)
 
 // NewReader reads and validates the header line of a trace. file names the
 // trace in problems.
 func NewReader(r io.Reader, file string) (*Reader, error) {
 	rd := &Reader{file: file, br: bufio.NewReaderSize(r, 64<<10), maxRecords: MaxRecords}
 	line, err := rd.readLine()
+	// A byte order mark is not JSON, but editors on Windows put one in front
+	// of UTF-8 files: it is skipped, as it carries no meaning in UTF-8.
+	line = bytes.TrimPrefix(line, utf8BOM)
 	if err == io.EOF {
 		return nil, rd.problem(1, `empty file: line 1 must be the header, e.g. {"cgtviz": 1}`)
 	}
@@ -77,6 +95,8 @@ func NewReader(r io.Reader, file string) (*Reader, error) {
 func (r *Reader) Header() Header { return r.hdr }
 
 // Next returns the next record, with Line set, or io.EOF after the last.
+// Records are read-only: one may share its slices with an earlier record
+// of the same text.
 // Blank lines are skipped. A *Problem comes with the part of the record
 // that could be decoded (at least Line and, when known, Op), so a checker
 // can go on without cascading errors.
@@ -97,13 +117,49 @@ func (r *Reader) Next() (Record, error) {
 			r.done = true
 			return Record{Line: r.line}, r.problem(r.line, fmt.Sprintf("more than %d records (MaxRecords)", r.maxRecords))
 		}
+		if rec, ok := r.memo[string(line)]; ok {
+			rec.Line = r.line
+			return rec, nil
+		}
 		rec, p := r.parseRecord(line)
 		rec.Line = r.line
 		if p != nil {
 			return rec, p
 		}
+		switch {
+		case rec.Op == OpConfig:
+			// A config record changes the limits later records are read
+			// under: what was remembered was read under the old ones.
+			r.memo = nil
+		case len(line) <= memoLineBytes:
+			if r.memo == nil || len(r.memo) >= memoLines {
+				r.memo = make(map[string]Record, memoLines)
+			}
+			r.memo[string(line)] = rec
+		}
 		return rec, nil
 	}
+}
+
+// utf8BOM is the UTF-8 byte order mark (U+FEFF).
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// unmarshal decodes one JSON value into v (a pointer). It decodes with
+// goccy/go-json, about three times as fast as encoding/json on trace lines
+// (BENCHMARKS.md), and falls back to encoding/json when that fails, so that
+// a bad line gets encoding/json's error: its types (*json.SyntaxError,
+// *json.UnmarshalTypeError), its partial decoding and its messages are what
+// the problems are built from. Both decoders accept the same lines and
+// give the same values (FuzzDecoders). encoding/json/v2 would be the
+// standard's answer, but Go 1.26 still hides it behind GOEXPERIMENT=jsonv2.
+func unmarshal(data []byte, v any) error {
+	if gojson.Unmarshal(data, v) == nil {
+		return nil
+	}
+	// What the fast decoder left half-filled must not leak into the
+	// partial result encoding/json gives on a type error.
+	reflect.ValueOf(v).Elem().SetZero()
+	return json.Unmarshal(data, v)
 }
 
 func (r *Reader) problem(line int, msg string) *Problem {
@@ -182,7 +238,7 @@ func (r *Reader) prepare(line []byte, v any) (keys []string, typeErr *json.Unmar
 	if deep {
 		return nil, nil, r.problem(r.line, fmt.Sprintf("JSON nested deeper than %d levels (MaxNesting)", MaxNesting))
 	}
-	err := json.Unmarshal(line, v)
+	err := unmarshal(line, v)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		col := int(se.Offset)

@@ -27,17 +27,40 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if ctx.Err() != nil {
 			return 1
 		}
-		n, ps := traces.CheckFileCount(f)
-		for _, p := range ps {
-			fmt.Fprintln(stderr, p.String())
-		}
-		if len(ps) > 0 {
+		name, n, err := checkOne(stdout, stderr, f)
+		if err != nil {
+			printProblems(stderr, "cgtviz check: ", err)
 			status = 2
 			continue
 		}
 		if !*quiet {
-			fmt.Fprintf(stdout, "%s: ok (%d records)\n", f, n)
+			fmt.Fprintf(stdout, "%s: ok (%d records)\n", name, n)
 		}
 	}
 	return status
+}
+
+// checkOne checks one trace (a file, "-" or "demo") in one pass and
+// returns its name and how many records it has, or its problems.
+func checkOne(stdout, stderr io.Writer, path string) (string, int, error) {
+	in, err := openInput(path)
+	if err != nil {
+		return path, 0, err
+	}
+	defer in.Close()
+	stop := startProgress(stdout, stderr, "check "+in.Name(), in)
+	defer stop()
+	cr, err := traces.NewCheckedReader(in, in.Name())
+	if err != nil {
+		return in.Name(), 0, err
+	}
+	for {
+		_, err := cr.Next()
+		if err == io.EOF {
+			return in.Name(), cr.Records(), nil
+		}
+		if err != nil {
+			return in.Name(), cr.Records(), err
+		}
+	}
 }

@@ -1,18 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/render"
+	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -46,7 +46,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	f := exportFlags{node: -1}
 	fs.IntVar(&f.line, "line", 0, "export the state after the record on trace line `L`")
 	fs.IntVar(&f.step, "step", 0, "export the state after record `N` (counted from 1)")
-	fs.StringVar(&f.format, "format", "", "output `format`: dot or svg (default: svg when -o ends in .svg, else dot)")
+	fs.StringVar(&f.format, "format", "", "output `format`: dot or svg (default: from -o's extension, .svg, .dot or .gv; else dot)")
 	fs.Var((*nodeFlag)(&f.node), "node", "export only the subtree of graph `ID` (with --graph: that node's CUDA graph)")
 	fs.BoolVar(&f.graph, "graph", false, "export the CUDA graph of the node given by --node")
 	fs.IntVar(&f.device, "device", 0, "the device `D` of --node")
@@ -67,16 +67,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	tr, err := traces.ReadFile(pos[0])
+	tr, err := readTraceProgress(stdout, stderr, "export", pos[0])
 	if err != nil {
-		var ps traces.Problems
-		if errors.As(err, &ps) {
-			for _, p := range ps {
-				fmt.Fprintf(stderr, "cgtviz export: %s\n", p.String())
-			}
-		} else {
-			fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
-		}
+		printProblems(stderr, "cgtviz export: ", err)
 		return 2
 	}
 	n, msg := f.records(tr)
@@ -92,7 +85,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		st = e.State()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz export: %s: %v\n", tr.File, err)
+		fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
 		return 1
 	}
 	if msg := f.checkTarget(st); msg != "" {
@@ -130,12 +123,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	if f.out == "-" {
-		_, err = stdout.Write(out)
-	} else {
-		err = os.WriteFile(f.out, out, 0o644)
+		if _, err = stdout.Write(out); err != nil {
+			fmt.Fprintf(stderr, "cgtviz export: write stdout: %v\n", err)
+			return 1
+		}
+		return 0
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz export: write %s: %v\n", f.out, err)
+	if err := sessions.WriteFileAtomic(f.out, out, 0o644); err != nil {
+		fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
 		return 1
 	}
 	return 0
@@ -185,19 +180,35 @@ func (f *exportFlags) validate(pos []string) string {
 		return fmt.Sprintf("--node %d: graph ids count from 0", f.node)
 	case f.graph && !f.set["node"]:
 		return "--graph needs --node ID: the node whose CUDA graph to export"
+	case !tuiDeviceOK(f.runOn):
+		return fmt.Sprintf("--run-on %s: want %s", f.runOn, deviceChoices)
 	}
 	f.rankdir = strings.ToUpper(f.rankdir)
 	if f.rankdir != "TB" && f.rankdir != "LR" {
 		return fmt.Sprintf("--rankdir %s: want TB or LR", f.rankdir)
 	}
-	switch strings.ToLower(f.format) {
-	case "":
-		f.format = "dot"
-		if strings.EqualFold(filepath.Ext(f.out), ".svg") {
-			f.format = "svg"
+	// The format is the output file's: .svg is SVG, .dot and .gv are DOT.
+	// Any other extension is refused, so that x.png never holds DOT text.
+	byExt := ""
+	if f.out != "-" {
+		switch ext := strings.ToLower(filepath.Ext(f.out)); ext {
+		case ".svg":
+			byExt = "svg"
+		case ".dot", ".gv":
+			byExt = "dot"
+		case "":
+		default:
+			return fmt.Sprintf("-o %s: cgtviz writes SVG (.svg) or Graphviz DOT (.dot, .gv), not %s (for PNG: dot -Tpng)", f.out, ext)
 		}
+	}
+	switch format := strings.ToLower(f.format); format {
+	case "":
+		f.format = cmp.Or(byExt, "dot")
 	case "dot", "svg":
-		f.format = strings.ToLower(f.format)
+		if byExt != "" && byExt != format {
+			return fmt.Sprintf("--format %s but -o %s is %s: choose one", format, f.out, strings.ToUpper(byExt))
+		}
+		f.format = format
 	default:
 		return fmt.Sprintf("--format %s: want dot or svg", f.format)
 	}
@@ -214,20 +225,27 @@ func (f *exportFlags) records(tr *traces.Trace) (int, string) {
 		}
 		return f.step, ""
 	case f.set["line"]:
-		last := 1 // the header
-		if len(tr.Records) > 0 {
-			last = max(last, tr.Records[len(tr.Records)-1].Line)
-		}
-		if f.line > last {
-			return 0, fmt.Sprintf("--line %d: %s ends at line %d", f.line, tr.File, last)
-		}
-		n := 0
-		for n < len(tr.Records) && tr.Records[n].Line <= f.line {
-			n++
-		}
-		return n, ""
+		return recordsToLine(tr, f.line)
 	}
 	return len(tr.Records), ""
+}
+
+// recordsToLine returns how many records of tr a --line L asks for: those
+// up to and including line L. A line past the end is refused with the
+// range there is, by every command that takes --line.
+func recordsToLine(tr *traces.Trace, line int) (int, string) {
+	last := 1 // the header
+	if len(tr.Records) > 0 {
+		last = max(last, tr.Records[len(tr.Records)-1].Line)
+	}
+	if line < 1 || line > last {
+		return 0, fmt.Sprintf("--line %d: out of range: %s has lines 1 to %d", line, tr.File, last)
+	}
+	n := 0
+	for n < len(tr.Records) && tr.Records[n].Line <= line {
+		n++
+	}
+	return n, ""
 }
 
 // runPrefix runs the first n records of tr on devices of the named backend

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -28,7 +28,15 @@ func runFmt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	path := files[0]
-	t, err := traces.ReadFile(path)
+	if *write && (path == traces.Stdin || path == "demo") {
+		fmt.Fprintf(stderr, "cgtviz fmt: -w rewrites a file; %s is not one (leave out -w to write to stdout)\n", path)
+		return 2
+	}
+	if *write && isCompressed(path) {
+		fmt.Fprintf(stderr, "cgtviz fmt: -w would write text into the compressed %s: leave out -w and compress stdout\n", path)
+		return 2
+	}
+	t, err := readTrace(path)
 	if err != nil {
 		var ps traces.Problems
 		if errors.As(err, &ps) {
@@ -52,35 +60,22 @@ func runFmt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := replaceFile(path, buf.Bytes()); err != nil {
+	if err := sessions.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
 		fmt.Fprintf(stderr, "cgtviz fmt: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// replaceFile writes data to a temporary file next to path and renames it
-// over path, so a crash leaves the old file or the new one, never half.
-func replaceFile(path string, data []byte) error {
-	info, err := os.Stat(path)
+// isCompressed reports whether the file at path starts as gzip or zstd.
+func isCompressed(path string) bool {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return false
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	return bytes.HasPrefix(head, []byte{0x1f, 0x8b}) || bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd})
 }

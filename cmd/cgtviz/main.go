@@ -37,7 +37,8 @@ var commands = []command{
 	{"export", exportUsage, exportSummary, runExport},
 	{"snapshot", "[--line L] [--device D] [--handoff preserve|raise] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},
-	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise] [--follow [--follow-timeout D]] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"completion", "bash|zsh|fish", "print the shell completion script (commands, flags, trace files)", runCompletion},
 }
 
 // byName indexes commands. It is filled in init, not in its declaration:
@@ -81,15 +82,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c, ok := byName[args[0]]; ok {
 		return c.run(ctx, args[1:], stdout, stderr)
 	}
-	if isTraceArg(args[0]) {
-		// cgtviz TRACE: the TUI on that trace.
+	if args[0] == "__complete" {
+		// Hidden: what the completion scripts ask.
+		return runComplete(ctx, args[1:], stdout, stderr)
+	}
+	if isTraceArg(args[0]) || strings.HasPrefix(args[0], "-") {
+		// cgtviz [TUI flags] [TRACE]: the TUI, flags before or after the
+		// trace (README and docs/tui.md write `cgtviz -check TRACE`).
 		return runTUI(ctx, args, stdout, stderr)
 	}
-	if strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(stderr, "cgtviz: unknown flag %s\nRun 'cgtviz -h' for usage.\n", args[0])
-	} else {
-		fmt.Fprintf(stderr, "cgtviz: unknown command %q\nRun 'cgtviz -h' for usage.\n", args[0])
-	}
+	fmt.Fprintf(stderr, "cgtviz: unknown command %q\nRun 'cgtviz -h' for usage.\n", args[0])
 	return 2
 }
 
@@ -100,8 +102,13 @@ func usage(w io.Writer) {
 		fmt.Fprintf(tw, "\t%s\t%s\n", c.name, c.summary)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\n\tcgtviz [TRACE]\t(no command) the terminal UI on TRACE, or on the embedded demo\n")
-	fmt.Fprintf(w, "\nFlags:\n\n\t-h, --help\tthis help\n\t--version\tprint the version\n\nRun 'cgtviz <command> -h' for a command's flags.\n")
+	fmt.Fprintf(w, "\n\tcgtviz [flags] [TRACE]\t(no command) the terminal UI on TRACE, or on the embedded demo\n")
+	fmt.Fprintf(w, "\nFlags:\n\n\t-h, --help\tthis help\n\t--version\tprint the version\n")
+	fmt.Fprintf(w, "\nFlags of the terminal UI (cgtviz [flags] [TRACE], before or after TRACE):\n\n")
+	fs, _ := newTUIFlags()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\nTRACE may be a file (.gz and .zst are read as they are) or - for standard input.\nRun 'cgtviz <command> -h' for a command's flags.\n")
 }
 
 // newFlags returns the flag set of a command. Its errors and help are

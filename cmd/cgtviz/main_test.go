@@ -50,11 +50,11 @@ func TestRun(t *testing.T) {
 		stderrPart string
 	}{
 		{name: "no args", args: nil, code: 2, stderrPart: "Usage:"},
-		{name: "help", args: []string{"-h"}, code: 0, contains: "check     check traces"},
-		{name: "long help", args: []string{"--help"}, code: 0, contains: "fmt       rewrite a trace"},
+		{name: "help", args: []string{"-h"}, code: 0, contains: "check       check traces"},
+		{name: "long help", args: []string{"--help"}, code: 0, contains: "fmt         rewrite a trace"},
 		{name: "version", args: []string{"--version"}, code: 0, stdout: "cgtviz dev\n"},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderrPart: `cgtviz: unknown command "frobnicate"`},
-		{name: "unknown flag", args: []string{"--verbose"}, code: 2, stderrPart: "cgtviz: unknown flag --verbose"},
+		{name: "unknown flag", args: []string{"--verbose"}, code: 2, stderrPart: "cgtviz tui: flag provided but not defined: -verbose"},
 		{name: "check clean", args: []string{"check", clean}, code: 0, stdout: clean + ": ok (3 records)\n"},
 		{name: "check quiet", args: []string{"check", "-q", clean}, code: 0, stdout: ""},
 		{name: "check flag after file", args: []string{"check", clean, "-q"}, code: 0, stdout: ""},

@@ -1,16 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/report"
+	"github.com/cgtviz/cgtviz/examples"
 	"github.com/cgtviz/cgtviz/render"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -18,6 +19,11 @@ import (
 // runRun is `cgtviz run`: it runs a trace and prints what the tree did and
 // why. Exit status: 0 when every expectation held, 1 when one failed (or,
 // with --stop-on-error, a record raised), 2 when the trace could not be read.
+//
+// The input is read once, as a stream (a pipe works as a file does): each
+// record is checked as it comes and run only once it has checked, so a bad
+// record is reported as file:line before the engine acts on it, and the
+// rest of the trace is still checked so that every problem is reported.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run")
 	asJSON := fs.Bool("json", false, "print the report as JSON (the format of spec trace-v1, \"Reports\")")
@@ -25,6 +31,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
 	stopOnErr := fs.Bool("stop-on-error", false, "stop at the first record that raises an error")
 	check := fs.Bool("check", false, "check the engine's invariants after every record")
+	follow := fs.Bool("follow", false, "follow a trace still being written (as less +F): wait at its end for more records; a pipe ends when its writer closes it, a file on Ctrl-C or after --follow-timeout")
+	idle := fs.Duration("follow-timeout", 0, "with --follow, end after this `duration` with nothing new (0: wait until Ctrl-C)")
 	handoff := addHandoffFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
@@ -35,16 +43,29 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		commandUsage(fs, stderr)
 		return 2
 	}
-	// Check the whole file first (streaming), then stream its records
-	// through the engine: a trace of any length is never held in memory.
-	r, closeTrace, err := openTraceStream(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
+	if *idle < 0 {
+		fmt.Fprintf(stderr, "cgtviz run: --follow-timeout %v: want 0 or more\n", *idle)
 		return 2
 	}
-	defer closeTrace()
-	hdr := r.Header()
-	file := pos[0]
+	var in *traces.Input
+	var err error
+	if *follow {
+		in, err = traces.OpenFollow(ctx, pos[0], *idle)
+	} else {
+		in, err = openInput(pos[0])
+	}
+	if err != nil {
+		printProblems(stderr, "", err)
+		return 2
+	}
+	defer in.Close()
+	file := in.Name()
+	cr, err := traces.NewCheckedReader(in, file)
+	if err != nil {
+		printProblems(stderr, "", err)
+		return 2
+	}
+	hdr := cr.Header()
 	devs, closeDevs, err := openDevices(*devName, hdr.Devices)
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: %v\n", err)
@@ -55,56 +76,82 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if name == "" {
 		name = file
 	}
+	// Output is buffered (one write(2) per 64 KiB, not per record) and
+	// flushed at the end, on every error path and, when following, after
+	// each record so that a followed run shows records as they land.
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	errOut := bufio.NewWriterSize(stderr, 16<<10)
+	flush := func() error { return errors.Join(out.Flush(), errOut.Flush()) }
+	defer flush()
 	rep := report.New(name, devs[0].Name())
-	logw := stdout
+	logw := out
 	if *asJSON {
-		logw = stderr
+		logw = errOut
 	}
 	// Steps are written as they run, so that memory stays flat however long
 	// the trace is.
 	var writeJSON func(*report.Step) error
 	if *asJSON {
-		writeJSON = rep.WriteJSONStream(stdout)
+		writeJSON = rep.WriteJSONStream(out)
 	} else {
-		fmt.Fprintf(stdout, "trace: %s (device %s)\n", rep.Trace, rep.Device)
+		fmt.Fprintf(out, "trace: %s (device %s)\n", rep.Trace, rep.Device)
 		if *handoff == engine.HandoffRaise {
-			fmt.Fprintln(stdout, "handoff: raise (PyTorch 2.11: an output handed to the next call across a generation is freed)")
+			fmt.Fprintln(out, "handoff: raise (PyTorch 2.11: an output handed to the next call across a generation is freed)")
 		}
+	}
+	stopProgress := startProgress(stdout, stderr, "run", in)
+	defer stopProgress()
+	// A followed run ends when its input does (the follower watches ctx):
+	// the engine must not stop first, or Ctrl-C would lose the summary.
+	runCtx := ctx
+	if *follow {
+		runCtx = context.WithoutCancel(ctx)
 	}
 	var werr error
 	failedErr := false
 	var hint handoffHint
-	e, err := engine.RunReader(ctx, r, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
+	e, err := engine.Run(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
 		hint.see(s)
 		rs := rep.Count(s)
 		if writeJSON != nil {
 			if err := writeJSON(&rs); err != nil && werr == nil {
 				werr = err
 			}
-		} else {
-			rs.WriteText(stdout)
+		} else if err := rs.WriteText(out); err != nil && werr == nil {
+			werr = err
 		}
 		if *logLines {
 			for _, ev := range s.Events {
-				if l := engine.LogLine(file, ev); l != "" {
+				if l := logLine(file, ev); l != "" {
 					fmt.Fprintln(logw, l)
 				}
+			}
+		}
+		if *follow {
+			if err := flush(); err != nil && werr == nil {
+				werr = err
 			}
 		}
 		if s.Err != nil && *stopOnErr {
 			failedErr = true
 			return false
 		}
-		return true
+		return werr == nil
 	})
+	stopProgress()
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz run: %v\n", err)
+		flush()
+		printProblems(stderr, "cgtviz run: ", err)
+		return 2
+	}
+	if werr != nil {
+		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", werr)
 		return 2
 	}
 	rep.Finish(e.State())
 	if *asJSON {
-		if err := writeJSON(nil); err != nil || werr != nil {
-			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", errors.Join(err, werr))
+		if err := writeJSON(nil); err != nil {
+			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 			return 2
 		}
 	} else {
@@ -116,17 +163,48 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			tree += render.TreeText(st, d)
 		}
-		if err := rep.WriteSummary(stdout, tree); err != nil {
+		if err := rep.WriteSummary(out, tree); err != nil {
+			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 			return 2
 		}
 	}
 	if hint.applies(*handoff) {
 		fmt.Fprintln(logw, handoffHintText)
 	}
+	if err := flush(); err != nil {
+		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
+		return 2
+	}
 	if len(rep.Expectations.Failed) > 0 || failedErr {
 		return 1
 	}
 	return 0
+}
+
+// logLine is engine.LogLine without a second copy of the location: an
+// error event's text already starts with "file:line: ", which the log
+// line puts in front of every decision.
+func logLine(file string, ev engine.Event) string {
+	l := engine.LogLine(file, ev)
+	loc := fmt.Sprintf("%s:%d: ", file, ev.Line)
+	return strings.Replace(l, "[__cudagraphs] "+loc, "[__cudagraphs] ", 1)
+}
+
+// printProblems prints an error reading a trace: each problem on its own
+// line (file:line: message), anything else after prefix.
+func printProblems(w io.Writer, prefix string, err error) {
+	var ps traces.Problems
+	var p *traces.Problem
+	switch {
+	case errors.As(err, &ps):
+		for _, p := range ps {
+			fmt.Fprintln(w, p.String())
+		}
+	case errors.As(err, &p):
+		fmt.Fprintln(w, p.String())
+	default:
+		fmt.Fprintf(w, "%s%v\n", prefix, err)
+	}
 }
 
 // handoffHint notices a trace that expects PyTorch 2.11's overwritten error
@@ -156,40 +234,43 @@ func (h *handoffHint) applies(rule engine.Handoff) bool {
 
 const handoffHintText = "hint: the trace expects PyTorch 2.11's overwritten error where cgtviz kept an output handed to the next compiled call (its default, PyTorch's later fix); run it with --handoff raise to replay 2.11 exactly"
 
-// openTraceStream checks a trace file (or the embedded demo for "demo")
-// and opens it for streaming; every problem is in the returned error.
-func openTraceStream(path string) (*traces.Reader, func(), error) {
+// openInput opens a trace for reading: the embedded demo for "demo",
+// standard input for "-", else a file (gzip and zstd decompressed).
+func openInput(path string) (*traces.Input, error) {
 	if path == "demo" {
-		tr, err := demoTrace()
-		if err != nil {
-			return nil, nil, err
-		}
-		var buf bytes.Buffer
-		if err := tr.Write(&buf); err != nil {
-			return nil, nil, err
-		}
-		r, err := traces.NewReader(&buf, tr.File)
-		return r, func() {}, err
+		return traces.NewInput(bytes.NewReader(examples.Demo()), examples.DemoName)
 	}
-	if ps := traces.CheckFile(path); len(ps) > 0 {
-		return nil, nil, traces.Problems(ps)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := traces.NewReader(f, path)
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return r, func() { f.Close() }, nil
+	return traces.Open(path)
 }
 
-// readTrace checks and reads a trace file, or the embedded demo for "demo".
+// readTrace checks and reads a whole trace in one pass: a file, "-" or
+// "demo". The error is traces.Problems.
 func readTrace(path string) (*traces.Trace, error) {
-	if path == "demo" {
-		return demoTrace()
+	in, err := openInput(path)
+	if err != nil {
+		return nil, traces.Problems{problemOf(err, path)}
 	}
-	return traces.ReadFile(path)
+	defer in.Close()
+	return traces.ReadChecked(in, in.Name())
+}
+
+// readTraceProgress is readTrace with a progress bar (on a terminal).
+func readTraceProgress(stdout, stderr io.Writer, label, path string) (*traces.Trace, error) {
+	in, err := openInput(path)
+	if err != nil {
+		return nil, traces.Problems{problemOf(err, path)}
+	}
+	defer in.Close()
+	stop := startProgress(stdout, stderr, label, in)
+	defer stop()
+	return traces.ReadChecked(in, in.Name())
+}
+
+// problemOf is err as a problem about file.
+func problemOf(err error, file string) traces.Problem {
+	var p *traces.Problem
+	if errors.As(err, &p) {
+		return *p
+	}
+	return traces.Problem{File: file, Msg: err.Error()}
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"os"
 
-	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/sessions"
 )
 
 // runSnapshot is `cgtviz snapshot`: the caching allocator's state and event
@@ -17,7 +17,7 @@ import (
 // `python -m torch.cuda._memory_viz` open.
 func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("snapshot")
-	line := fs.Int("line", 0, "stop after the record on this line (default: the end of the trace)")
+	line := fs.Int("line", 0, "stop after the record on trace line `L` (default: the end of the trace)")
 	out := fs.String("o", "", "the pickle file to write (- for stdout)")
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
 	handoff := addHandoffFlag(fs)
@@ -30,24 +30,31 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		commandUsage(fs, stderr)
 		return 2
 	}
-	tr, err := readTrace(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
-		return 2
-	}
-	if *line < 0 {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["line"] && *line < 1 {
 		fmt.Fprintf(stderr, "cgtviz snapshot: --line %d: lines count from 1\n", *line)
 		return 2
 	}
-	devs, closeDevs, err := openDevices(*devName, tr.Header.Devices)
-	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz snapshot: %v\n", err)
+	if !tuiDeviceOK(*devName) {
+		fmt.Fprintf(stderr, "cgtviz snapshot: --device %s: want %s\n", *devName, deviceChoices)
 		return 2
 	}
+	tr, err := readTraceProgress(stdout, stderr, "snapshot", pos[0])
+	if err != nil {
+		printProblems(stderr, "cgtviz snapshot: ", err)
+		return 2
+	}
+	n := len(tr.Records)
+	if set["line"] {
+		var msg string
+		if n, msg = recordsToLine(tr, *line); msg != "" {
+			fmt.Fprintf(stderr, "cgtviz snapshot: %s\n", msg)
+			return 2
+		}
+	}
+	e, _, closeDevs, err := runPrefix(ctx, tr, n, *devName, *handoff)
 	defer closeDevs()
-	e, err := engine.RunTrace(ctx, tr, engine.Options{Devices: devs, Handoff: *handoff}, func(s *engine.Step) bool {
-		return *line == 0 || s.Line < *line
-	})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz snapshot: %v\n", err)
 		return 1
@@ -64,7 +71,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if *out == "-" {
 		_, err = stdout.Write(buf.Bytes())
 	} else {
-		err = os.WriteFile(*out, buf.Bytes(), 0o644)
+		err = sessions.WriteFileAtomic(*out, buf.Bytes(), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz snapshot: %v\n", err)

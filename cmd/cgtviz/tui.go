@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/render"
 	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/ui"
 )
 
@@ -25,12 +28,8 @@ const (
 // when none is given. It exits 0 when the user quits, 2 on bad arguments or
 // a bad trace, 1 when the terminal fails.
 func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("tui")
-	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
-	dev := fs.String("device", "sim", tuiDeviceHelp)
-	save := fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
-	mouse := fs.Bool("mouse", true, mouseHelp)
-	handoff := addHandoffFlag(fs)
+	fs, f := newTUIFlags()
+	check, dev, save, mouse, handoff := f.check, f.dev, f.save, f.mouse, f.handoff
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -47,17 +46,36 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		src = pos[0]
 	}
-	tr, err := sessions.OpenTrace(src)
+	tr, fp, err := sessions.OpenTraceFingerprint(src)
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2
 	}
-	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff})
+	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, Fingerprint: fp})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1
 	}
 	return tuiRun(ctx, s, *save, *mouse, stdout, stderr)
+}
+
+// tuiFlags are the TUI's flags (cgtviz [flags] [TRACE] and cgtviz tui).
+type tuiFlags struct {
+	check, mouse *bool
+	dev, save    *string
+	handoff      *engine.Handoff
+}
+
+// newTUIFlags defines the TUI's flags; `cgtviz -h` prints them too.
+func newTUIFlags() (*flag.FlagSet, tuiFlags) {
+	fs := newFlags("tui")
+	var f tuiFlags
+	f.check = fs.Bool("check", false, "run the engine's invariant checker after every record")
+	f.dev = fs.String("device", "sim", tuiDeviceHelp)
+	f.save = fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
+	f.mouse = fs.Bool("mouse", true, mouseHelp)
+	f.handoff = addHandoffFlag(fs)
+	return fs, f
 }
 
 // mouseHelp documents -mouse, which tui and open share.
@@ -94,7 +112,18 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 		ExportGraph: tuiExportGraph,
 		NoMouse:     !mouse,
 	})
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(stdout))
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(stdout)}
+	if s.Source() == traces.Stdin && !term.IsTerminal(os.Stdin.Fd()) {
+		// The trace came down a pipe: the keys come from the terminal.
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			fmt.Fprintf(stderr, "cgtviz: the trace came from standard input and there is no terminal for the keys: %v\n", err)
+			return 1
+		}
+		defer tty.Close()
+		opts = append(opts, tea.WithInput(tty))
+	}
+	p := tea.NewProgram(m, opts...)
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "cgtviz: terminal: %v\n", err)
 		return 1
