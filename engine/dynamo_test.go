@@ -9,14 +9,14 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
-// limitTrace calls two defs with parameters of new shapes: each call needs
-// a graph of its own (a static input keeps static shapes).
+// limitTrace calls two defs with parameters of new shapes of size-1 dims:
+// each call needs a graph of its own (a dynamic dim never takes size 1).
 const limitTrace = `{"cgtviz": 1}
 {"op": "def", "fn": "f", "params": ["w"], "body": [{"out": "y", "k": "mul", "a": "w", "b": 2}], "returns": ["y"]}
 {"op": "def", "fn": "g", "params": ["w"], "body": [{"out": "y", "k": "add", "a": "w", "b": 2}], "returns": ["y"]}
-{"op": "param", "name": "p2", "shape": [2], "init": "ones"}
-{"op": "param", "name": "p3", "shape": [3], "init": "ones"}
-{"op": "param", "name": "p4", "shape": [4], "init": "ones"}
+{"op": "param", "name": "p2", "shape": [1], "init": "ones"}
+{"op": "param", "name": "p3", "shape": [1, 1], "init": "ones"}
+{"op": "param", "name": "p4", "shape": [1, 1, 1], "init": "ones"}
 {"op": "step"}
 {"op": "call", "fn": "f", "args": ["p2"], "out": ["y"]}
 {"op": "step"}

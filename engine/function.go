@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -391,9 +392,14 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
 func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
-	code := def.Fn
+	// guard is what a compiled graph's guards tell apart: the def. Under
+	// SharedCode every def is a closure of one code object, and the
+	// guards see only what the closure reads, the def's body: two defs
+	// with the same body run through one graph and one FunctionID
+	// (checked on PyTorch 2.11 with tools/gpu/probes, torch-oracle.py).
+	code, guard := def.Fn, def.Fn
 	if m.eng.sharedCode {
-		code = ""
+		code, guard = "", bodyKey(def)
 	}
 	cs := m.compiles[code]
 	if cs == nil {
@@ -401,7 +407,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 		m.compiles[code] = cs
 		m.eng.onUndo(func() { delete(m.compiles, code) })
 	}
-	ent := cs.Lookup(def.Fn, shapes, dtypes, alias)
+	ent := cs.Lookup(guard, shapes, dtypes, alias)
 	if ent == nil {
 		if cs.Len() >= m.eng.recompileLimitNow() {
 			p, err := compilePlan(def, shapes, dtypes)
@@ -412,7 +418,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 		}
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
-		ent = cs.Compile(def.Fn, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault})
+		ent = cs.Compile(guard, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault, StaticInputsStatic: m.eng.sharedCode})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -420,12 +426,12 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	static = ent.Static
 	// The usual case, a call seen before, compares shapes without
 	// building the key string.
-	for _, id := range m.fnByName[def.Fn] {
+	for _, id := range m.fnByName[guard] {
 		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, dtypes, static) {
 			return f, false, nil
 		}
 	}
-	key := fmt.Sprintf("%s#%d", fnKey(def.Fn, shapes, dtypes, static, m.ds.index), ent.Gen)
+	key := fmt.Sprintf("%s#%d", fnKey(guard, shapes, dtypes, static, m.ds.index), ent.Gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.funcs[id], false, nil
 	}
@@ -434,7 +440,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 		return nil, false, err
 	}
 	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
-	m.warnDynamicShapes(def.Fn, ent.Gen, line)
+	m.warnDynamicShapes(guard, def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -443,17 +449,17 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			f.StaticIdx = append(f.StaticIdx, i)
 		}
 	}
-	nfuncs, byName, hadName := len(m.funcs), m.fnByName[def.Fn], m.fnByName[def.Fn] != nil
+	nfuncs, byName, hadName := len(m.funcs), m.fnByName[guard], m.fnByName[guard] != nil
 	m.funcs = append(m.funcs, f)
 	m.fnKeys[key] = f.ID
-	m.fnByName[def.Fn] = append(m.fnByName[def.Fn], f.ID)
+	m.fnByName[guard] = append(m.fnByName[guard], f.ID)
 	m.eng.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
 		delete(m.fnKeys, key)
 		if hadName {
-			m.fnByName[def.Fn] = byName
+			m.fnByName[guard] = byName
 		} else {
-			delete(m.fnByName, def.Fn)
+			delete(m.fnByName, guard)
 		}
 	})
 	return f, false, nil
@@ -463,13 +469,13 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 // records a graph per distinct input size of a dynamic graph, and past
 // cudagraph_dynamic_shape_warn_limit of them PyTorch says so, at every new
 // size.
-func (m *manager) warnDynamicShapes(fn string, gen, line int) {
+func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	limit := m.eng.cfg.DynamicShapeWarnLimit
 	if limit <= 0 {
 		return
 	}
 	n := 1 // the size being added
-	for _, id := range m.fnByName[fn] {
+	for _, id := range m.fnByName[guard] {
 		if m.funcs[id].Compile == gen {
 			n++
 		}
@@ -510,3 +516,17 @@ func sameSignature(f *Function, shapes [][]int, dtypes []ops.DType, static []boo
 }
 
 func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }
+
+// bodyKey is a def's body as a closure's guards see it: its params, its
+// statements and its returns (not its name).
+func bodyKey(def *traces.Record) string {
+	b, err := json.Marshal(struct {
+		Params, Returns []string
+		Body            []traces.Stmt
+		Mode            traces.Mode
+	}{def.Params, def.Returns, def.Body, def.Mode})
+	if err != nil {
+		return "def " + def.Fn // cannot happen: the fields are plain data
+	}
+	return string(b)
+}

@@ -109,6 +109,15 @@ type Shapes struct {
 	// AssumeStatic is torch._dynamo.config.assume_static_by_default: off,
 	// every dim is dynamic from the first compile.
 	AssumeStatic bool
+	// StaticInputsStatic keeps a static input (a static address) out of
+	// automatic dynamic shapes: no history, static dims. Dynamo forces
+	// static shapes only on nn.Parameters (force_parameter_static_shapes);
+	// a tensor given to mark_static_address and passed as an argument gets
+	// dynamic dims like any other (s37 on PyTorch 2.11, both oracles). Only
+	// torch-oracle.py's one closure for every def behaves otherwise on
+	// the random traces it ran (docs/oracle-differences.md), so the engine
+	// sets this under Options.SharedCode alone.
+	StaticInputsStatic bool
 }
 
 // DefaultShapes are PyTorch's defaults.
@@ -122,10 +131,7 @@ func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []i
 			c.frames = append(c.frames, nil)
 		}
 		switch {
-		case static[i]:
-			// A static input (a parameter, a static address) always gets
-			// static shapes (force_parameter_static_shapes), and Dynamo
-			// records no history for it.
+		case static[i] && how.StaticInputsStatic:
 		case c.frames[i] == nil:
 			// The first compile that sees this argument position.
 			c.frames[i] = &argFrame{dims: slices.Clone(s)}
@@ -137,7 +143,7 @@ func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []i
 	// keyed by it.
 	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, dtypes: slices.Clone(dtypes), Static: slices.Clone(static)}
 	for i, s := range shapes {
-		if static[i] {
+		if static[i] && how.StaticInputsStatic {
 			continue
 		}
 		for j, d := range s {
