@@ -21,6 +21,11 @@ type oracleTrace struct {
 	Trace string `json:"trace"`
 	Torch string `json:"torch"`
 	Crash string `json:"crash"`
+	// Training is set by tools/gpu/train-oracle.py, which runs forward and
+	// backward defs as real autograd pairs: such traces are compared too.
+	Training *struct {
+		Pairs [][2]int `json:"pairs"`
+	} `json:"training"`
 	Steps []struct {
 		Line        int      `json:"line"`
 		Op          string   `json:"op"`
@@ -112,6 +117,19 @@ func TestOracleProbes(t *testing.T) {
 	}
 }
 
+// TestOracleTraining holds forward/backward traces to PyTorch 2.11 as
+// tools/gpu/train-oracle.py ran them on the H200: each forward compiled
+// with parameters that require grad, its backward run by autograd, so the
+// tree sees PyTorch's own backward graphs (every def its own code object).
+func TestOracleTraining(t *testing.T) {
+	for _, o := range readOracle(t, "testdata/oracle/training.jsonl") {
+		if o.Training == nil {
+			t.Fatalf("%s: not a training oracle's output", o.Trace)
+		}
+		t.Run(filepath.Base(o.Trace), func(t *testing.T) { checkOracleTraceAs(t, o, false) })
+	}
+}
+
 // probeDifferences are the probes on which the engine and PyTorch still
 // differ, each with its reason (docs/oracle-differences.md).
 var probeDifferences = map[string]string{
@@ -184,7 +202,7 @@ func checkOracleTraceAs(t *testing.T, o oracleTrace, shared bool) {
 		t.Skipf("the trace sets config %v, which the oracle does not apply", c.Set)
 	}
 	for _, r := range tr.Records {
-		if r.Op == traces.OpDef && r.Mode != "" && r.Mode != traces.ModeInference {
+		if o.Training == nil && r.Op == traces.OpDef && r.Mode != "" && r.Mode != traces.ModeInference {
 			// torch-oracle.py compiles every def for inference: it
 			// cannot run forward/backward pairs.
 			t.Skipf("function %s has mode %s, which the oracle does not run", r.Fn, r.Mode)
