@@ -108,7 +108,7 @@ func TestExampleGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.golden, dot)
+			checkGolden(t, tc.golden, dot)
 			for _, w := range tc.wantStep {
 				if !bytes.Contains(dot, []byte(w)) {
 					t.Errorf("DOT lacks %q", w)
@@ -149,7 +149,7 @@ func TestExampleSeedA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "seed-a-node"+string(rune('0'+id))+".dot", g)
+		checkGolden(t, "seed-a-node"+string(rune('0'+id))+".dot", g)
 		if _, err := SVG(t.Context(), g); err != nil {
 			t.Errorf("node %d: %v", id, err)
 		}

@@ -32,7 +32,7 @@ func TestNodeGraphDOT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.golden, got)
+			checkGolden(t, tc.golden, got)
 			svg, err := SVG(t.Context(), got)
 			if err != nil {
 				t.Fatalf("svg: %v", err)

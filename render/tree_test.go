@@ -27,7 +27,7 @@ func TestTreeDOTGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.files, got)
+			checkGolden(t, tc.files, got)
 		})
 	}
 }

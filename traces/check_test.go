@@ -2,14 +2,13 @@ package traces
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/cgtviz/cgtviz/tools/golden"
+)
 
 // TestCheckGolden checks that each testdata/bad trace gives exactly the
 // problems in its .golden file.
@@ -30,20 +29,7 @@ func TestCheckGolden(t *testing.T) {
 				t.Fatalf("%s checks clean; a bad trace must have problems", name)
 			}
 			got := Problems(ps).Error() + "\n"
-			golden := strings.TrimSuffix(path, ".cgt.jsonl") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("problems differ from %s\n--- got\n%s--- want\n%s", golden, got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(path, ".cgt.jsonl")+".golden", []byte(got))
 		})
 	}
 }

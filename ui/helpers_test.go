@@ -1,20 +1,17 @@
 package ui
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/cgtviz/cgtviz/tools/golden"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/sessions"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // seedA is the demo trace: the seed thread's first example.
 const seedA = "../examples/seed-a-checkpoint.cgt.jsonl"
@@ -140,36 +137,9 @@ func gotoStep(t testing.TB, m *Model, n string) {
 // screen is the model's frame without styles.
 func screenText(m *Model) string { return ansi.Strip(m.View().Content) }
 
-// golden compares got with testdata/name.golden, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name.golden, or rewrites it with
+// -update.
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./ui -update to create it)", err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(gl), len(wl)); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s: line %d differs (run go test ./ui -update after checking):\n got: %q\nwant: %q\nscreen:\n%s", path, i+1, g, w, got)
-			}
-		}
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }

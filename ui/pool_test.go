@@ -35,7 +35,7 @@ func TestPoolListsLiveHolders(t *testing.T) {
 					t.Errorf("the pool shows %q (a dead name as a holder):\n%s", w, got)
 				}
 			}
-			golden(t, "pool-"+c.name+"-120x40", got)
+			checkGolden(t, "pool-"+c.name+"-120x40", got)
 		})
 	}
 }

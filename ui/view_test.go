@@ -59,7 +59,7 @@ func TestViewGolden(t *testing.T) {
 						t.Errorf("screen lacks %q:\n%s", w, got)
 					}
 				}
-				golden(t, name, got)
+				checkGolden(t, name, got)
 			})
 		}
 	}

@@ -2,19 +2,17 @@ package alloc
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/cgtviz/cgtviz/tools/golden"
+
 	"github.com/cgtviz/cgtviz/engine/alloc/internal/unpickle"
 	"github.com/cgtviz/cgtviz/engine/device"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // scenario drives two allocators (devices 0 and 2) through eager work, a
 // capture into a private pool, a checkpoint and its restore, an OOM and
@@ -90,22 +88,7 @@ func TestSnapshotGolden(t *testing.T) {
 	if err := WriteSnapshot(&buf, scenario(t, 0)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "snapshot.pickle")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("snapshot differs from %s (%d bytes, want %d); run with -update if intended", path, buf.Len(), len(want))
-	}
+	golden.Check(t, filepath.Join("testdata", "snapshot.pickle"), buf.Bytes())
 }
 
 func TestSnapshotConsistent(t *testing.T) {

@@ -3,11 +3,11 @@ package gen
 import (
 	"bytes"
 	"crypto/sha256"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/cgtviz/cgtviz/tools/golden"
 
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -85,8 +85,6 @@ func TestCoverage(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 // TestSeedsUnchanged checks that seeds give the traces they gave before
 // Options.Additions existed: tests elsewhere pin behaviour to seeds, so
 // the default options must draw exactly the same random numbers. The
@@ -103,23 +101,8 @@ func TestSeedsUnchanged(t *testing.T) {
 			fmt.Fprintf(&got, "mode %d seed %d %x\n", mode, seed, sha256.Sum256(buf.Bytes()))
 		}
 	}
-	const golden = "testdata/seeds.golden"
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got.String() != string(want) {
-		t.Errorf("generated traces differ from %s: a default-options seed changed", golden)
-	}
+	// A difference means a default-options seed changed.
+	golden.Check(t, "testdata/seeds.golden", []byte(got.String()))
 }
 
 // TestAdditions checks that with Options.Additions the traces still check

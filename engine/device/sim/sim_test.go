@@ -2,9 +2,7 @@ package sim
 
 import (
 	"errors"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,12 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cgtviz/cgtviz/tools/golden"
+
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/devicetest"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const mib = 1 << 20
 
@@ -520,7 +518,7 @@ func TestGraphNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "graph.dot", dot)
+	checkGolden(t, "graph.dot", dot)
 
 	// An empty capture is an empty graph.
 	if err := d.BeginCapture(0); err != nil {
@@ -542,24 +540,9 @@ func TestGraphNodes(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs from the golden file (run with -update if the change is right):\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func TestRecordEscape(t *testing.T) {
