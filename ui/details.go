@@ -501,7 +501,6 @@ func ordinal(n int) string {
 	return fmt.Sprintf("%d%s", n, suf)
 }
 
-
 // sharedOutputs flags the silent overwrite of the steady state: a call
 // whose replay handed back the cached output object that an older name
 // still holds. Both names are one tensor; the replay rewrote it, so the
