@@ -395,15 +395,6 @@ func typeMsg(te *json.UnmarshalTypeError) string {
 	return fmt.Sprintf("field %q: want %s, got %s", field, want, got)
 }
 
-func lastIndexByte(s string, c byte) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
 // jsonKind names a JSON value kind as encoding/json reports it, for people.
 func jsonKind(v string) string {
 	switch v {

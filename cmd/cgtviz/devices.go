@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
-	"github.com/cgtviz/cgtviz/examples"
-	"github.com/cgtviz/cgtviz/traces"
 )
 
 // openDevices opens n devices of the named backend ("sim", "cuda", "auto")
@@ -28,9 +25,4 @@ func openDevices(name string, n int) ([]device.Device, func(), error) {
 		return sim.Devices(n), func() {}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown device %q (want %s)", name, deviceChoices)
-}
-
-// demoTrace reads the embedded demo trace.
-func demoTrace() (*traces.Trace, error) {
-	return traces.Read(bytes.NewReader(examples.Demo()), examples.DemoName)
 }

@@ -51,8 +51,7 @@ func scenario(t testing.TB, traceMax int) []*Allocator {
 		t.Fatal(err)
 	}
 	a.SetContext(9, "call f: checkpoint")
-	d, err := a.SetCheckpointPoolState(st, []Ptr{}, []Ptr{o2})
-	if err == nil {
+	if _, err := a.SetCheckpointPoolState(st, []Ptr{}, []Ptr{o2}); err == nil {
 		t.Fatal("restore without the stale storage succeeded")
 	}
 	live := a.Allocated(id)
@@ -62,7 +61,8 @@ func scenario(t testing.TB, traceMax int) []*Allocator {
 			stale = append(stale, b.Addr)
 		}
 	}
-	if d, err = a.SetCheckpointPoolState(st, stale, []Ptr{o2}); err != nil {
+	d, err := a.SetCheckpointPoolState(st, stale, []Ptr{o2})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range d.Unowned() {

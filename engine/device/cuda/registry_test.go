@@ -402,3 +402,20 @@ func TestRegistrySpareBackups(t *testing.T) {
 		t.Errorf("snapshotBytes = %d, want %d (1000 rounded to %d)", got, want, backupAlign)
 	}
 }
+
+// TestRegistryViews checks the count of open clones: the device is given
+// back by the last one closed, once, and never while one is open.
+func TestRegistryViews(t *testing.T) {
+	g := &registry{}
+	g.addView() // the device itself
+	g.addView() // a clone
+	if g.closeView() {
+		t.Fatal("closing the clone reported the last view while the device was open")
+	}
+	if !g.closeView() {
+		t.Fatal("closing the last view did not report it")
+	}
+	if g.closeView() {
+		t.Fatal("a view closed after the last reported it again")
+	}
+}
