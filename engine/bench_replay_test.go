@@ -15,7 +15,7 @@ type nullDevice struct{ *sim.Device }
 func (nullDevice) LaunchGraph(device.ExecHandle, device.Stream) error          { return nil }
 func (nullDevice) CopyDtoD(device.Stream, device.Ptr, device.Ptr, int64) error { return nil }
 
-func replayEngine(b *testing.B) (*Engine, []traces.Record) {
+func replayEngine(b testing.TB) (*Engine, []traces.Record) {
 	tr := traces.NewBuilder("bench").
 		Def("f", []string{"x"}, []string{"y"}, traces.S("y", "add", "x", 1.0)).
 		TensorValues("x", []int{4}, []float64{1, 2, 3, 4}).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -37,10 +38,16 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	if rec.Out != nil && len(rec.Out) != len(def.Returns) {
 		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), len(def.Returns))
 	}
-	args := make([]*Tensor, len(rec.Args))
-	shapes := make([][]int, len(rec.Args))
-	static := make([]bool, len(rec.Args))
-	dtypes := make([]ops.DType, len(rec.Args))
+	// The call's signature is read, or copied where it is kept (a new
+	// Function, a compiled graph): one set of buffers serves every call,
+	// so a replay allocates none.
+	n := len(rec.Args)
+	sc := &e.scratch
+	sc.args = slices.Grow(sc.args[:0], n)[:n]
+	sc.shapes = slices.Grow(sc.shapes[:0], n)[:n]
+	sc.static = slices.Grow(sc.static[:0], n)[:n]
+	sc.dtypes = slices.Grow(sc.dtypes[:0], n)[:n]
+	args, shapes, static, dtypes := sc.args, sc.shapes, sc.static, sc.dtypes
 	dev := 0
 	var stale error // an argument whose storage alone was marked
 	for i, n := range rec.Args {
@@ -71,7 +78,8 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return err
 	}
 	m := ds.m
-	f, limited, err := m.function(def, rec.Line, shapes, dtypes, static, aliasPattern(args))
+	sc.alias = aliasPattern(sc.alias, args)
+	f, limited, err := m.function(def, rec.Line, shapes, dtypes, static, sc.alias)
 	if err != nil {
 		return err
 	}
@@ -109,7 +117,11 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	for _, t := range args {
 		e.tt.hold(t)
 	}
-	outs, act, err := m.run(&call{f: f, args: args, rec: rec, step: step})
+	// One call value per engine: nothing keeps it past the record, and
+	// the replay path then allocates no call.
+	e.cur = call{f: f, args: args, rec: rec, step: step}
+	outs, act, err := m.run(&e.cur)
+	e.cur = call{}
 	for _, t := range args {
 		e.tt.release(t)
 	}
@@ -206,4 +218,13 @@ func (e *Engine) recompileLimitNow() int {
 		return e.cfg.RecompileLimit
 	}
 	return DefaultRecompileLimit
+}
+
+// callScratch holds a call's signature while it is looked up.
+type callScratch struct {
+	args   []*Tensor
+	shapes [][]int
+	static []bool
+	dtypes []ops.DType
+	alias  []int
 }

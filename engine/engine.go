@@ -120,6 +120,9 @@ type Engine struct {
 	// their events (see newStep).
 	stepChunk  []Step
 	eventChunk []Event
+	// scratch and cur are applyCall's buffers (see there).
+	scratch callScratch
+	cur     call
 	// undo puts back, newest first, what the current record changed in
 	// the managers: their trees, functions, Dynamo caches and hints.
 	undo []func()

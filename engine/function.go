@@ -414,7 +414,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			if err != nil {
 				return nil, false, err
 			}
-			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, plan: p, Mutated: mutatedParams(def)}, true, nil
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, Mutated: mutatedParams(def)}, true, nil
 		}
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
@@ -439,7 +439,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	if err != nil {
 		return nil, false, err
 	}
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: shapes, DTypes: dtypes, Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
 	m.warnDynamicShapes(guard, def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
@@ -489,8 +489,8 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 
 // aliasPattern returns, per argument, the index of the first earlier
 // argument that views the same storage, or -1.
-func aliasPattern(args []*Tensor) []int {
-	out := make([]int, len(args))
+func aliasPattern(buf []int, args []*Tensor) []int {
+	out := slices.Grow(buf[:0], len(args))[:len(args)]
 	for i, t := range args {
 		out[i] = -1
 		for j := 0; j < i; j++ {

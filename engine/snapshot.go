@@ -246,6 +246,7 @@ func (e *Engine) Clone() (*Engine, error) {
 	c.events = nil
 	c.saved = nil
 	c.undo = nil
+	c.scratch, c.cur = callScratch{}, call{}
 	c.light = lightState{}
 	// The chunks belong to the original's steps; a clone (a keyframe of a
 	// session's history) must not pin them.

@@ -141,7 +141,7 @@ func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []i
 	}
 	// Numbered across all of the code object's graphs: FunctionIDs are
 	// keyed by it.
-	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: alias, dtypes: slices.Clone(dtypes), Static: slices.Clone(static)}
+	ent := &Entry{Gen: len(c.entries) + 1, fn: fn, dims: cloneDims(shapes), alias: slices.Clone(alias), dtypes: slices.Clone(dtypes), Static: slices.Clone(static)}
 	for i, s := range shapes {
 		if static[i] && how.StaticInputsStatic {
 			continue
