@@ -426,7 +426,8 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	static = ent.Static
 	// The usual case, a call seen before, compares shapes without
 	// building the key string.
-	for _, id := range m.fnByName[guard] {
+	sig := sigHash(guard, ent.Gen, shapes, dtypes, static)
+	for _, id := range m.fnBySig[sig] {
 		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, dtypes, static) {
 			return f, false, nil
 		}
@@ -450,12 +451,19 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 		}
 	}
 	nfuncs, byName, hadName := len(m.funcs), m.fnByName[guard], m.fnByName[guard] != nil
+	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)
 	m.fnKeys[key] = f.ID
 	m.fnByName[guard] = append(m.fnByName[guard], f.ID)
+	m.fnBySig[sig] = append(m.fnBySig[sig], f.ID)
 	m.eng.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
 		delete(m.fnKeys, key)
+		if hadSig {
+			m.fnBySig[sig] = bySig
+		} else {
+			delete(m.fnBySig, sig)
+		}
 		if hadName {
 			m.fnByName[guard] = byName
 		} else {
@@ -516,6 +524,30 @@ func sameSignature(f *Function, shapes [][]int, dtypes []ops.DType, static []boo
 }
 
 func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }
+
+// sigHash hashes a call's signature (FNV-1a over the guard, the graph and
+// every argument's shape, dtype and static flag) without allocating: the
+// lookup of a call seen before costs the same among ten FunctionIDs or ten
+// thousand. Equal hashes are confirmed with sameSignature.
+func sigHash(guard string, gen int, shapes [][]int, dtypes []ops.DType, static []bool) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	mix := func(x uint64) { h = (h ^ x) * prime }
+	for i := 0; i < len(guard); i++ {
+		mix(uint64(guard[i]))
+	}
+	mix(uint64(gen))
+	for i, s := range shapes {
+		mix(uint64(len(s)) | uint64(dtypes[i])<<32)
+		if static[i] {
+			mix(1 << 40)
+		}
+		for _, d := range s {
+			mix(uint64(d))
+		}
+	}
+	return h
+}
 
 // bodyKey is a def's body as a closure's guards see it: its params, its
 // statements and its returns (not its name).

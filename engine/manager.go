@@ -42,6 +42,8 @@ type manager struct {
 	fnKeys map[string]int
 	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
 	fnByName map[string][]int
+	// fnBySig indexes the FunctionIDs by their signature's hash (sigHash).
+	fnBySig map[uint64][]int
 	// compiles is Dynamo's compile state of each def.
 	compiles map[string]*dynamo.Cache
 
@@ -70,7 +72,7 @@ type pathScalars struct {
 func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
 		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
-		roots: map[int][]int{}, fnKeys: map[string]int{}, fnByName: map[string][]int{}, compiles: map[string]*dynamo.Cache{},
+		roots: map[int][]int{}, fnKeys: map[string]int{}, fnByName: map[string][]int{}, fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
 		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
 	}

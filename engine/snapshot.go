@@ -189,6 +189,10 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnByName {
 		c.fnByName[k] = append([]int(nil), v...)
 	}
+	c.fnBySig = make(map[uint64][]int, len(m.fnBySig))
+	for k, v := range m.fnBySig {
+		c.fnBySig[k] = append([]int(nil), v...)
+	}
 	c.warnedFns = copySet(m.warnedFns)
 	c.warnedMutation = copySet(m.warnedMutation)
 	c.mutationHint = make(map[int]map[int]bool, len(m.mutationHint))
