@@ -255,7 +255,9 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		}
 		if step.Err != nil {
 			e.counters.Errors++
-			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err.Error()})
+			// The event has the line; its text names the record and the
+			// cause, not the location again.
+			e.events = append(e.events, Event{Kind: EvError, Line: rec.Line, Device: step.Device, Fn: rec.Fn, Node: -1, Parent: -1, Msg: step.Err.What + ": " + step.Err.Err.Error()})
 		}
 		step.Events = e.keepEvents(e.events)
 		e.steps++

@@ -122,7 +122,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if *logLines {
 			for _, ev := range s.Events {
-				if l := logLine(file, ev); l != "" {
+				if l := engine.LogLine(file, ev); l != "" {
 					fmt.Fprintln(logw, l)
 				}
 			}
@@ -179,15 +179,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// logLine is engine.LogLine without a second copy of the location: an
-// error event's text already starts with "file:line: ", which the log
-// line puts in front of every decision.
-func logLine(file string, ev engine.Event) string {
-	l := engine.LogLine(file, ev)
-	loc := fmt.Sprintf("%s:%d: ", file, ev.Line)
-	return strings.Replace(l, "[__cudagraphs] "+loc, "[__cudagraphs] ", 1)
 }
 
 // printProblems prints an error reading a trace: each problem on its own
