@@ -45,6 +45,7 @@ unit:
 	$(GO) test -race -count=1 ./...
 	python3 -m unittest discover traces/pytorch/tests
 	python3 -m unittest discover tools/gpu/tests
+	bash traces/pytorch/tests/venv_check.sh
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
