@@ -85,6 +85,10 @@ class Probe:
 def load_oracle(path):
     spec = importlib.util.spec_from_file_location("torch_oracle", path)
     mod = importlib.util.module_from_spec(spec)
+    # Dynamo looks a traced function's module up by name (its globals'
+    # __name__): a module loaded from a file path must be in sys.modules,
+    # or every compiled call fails with "No module named 'torch_oracle'".
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 

@@ -121,3 +121,20 @@ class InstallTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoadOracleTest(unittest.TestCase):
+    def test_loaded_oracle_is_importable_by_name(self):
+        # Dynamo imports a traced function's module by its __name__: the
+        # oracle loaded from a path must be in sys.modules under it.
+        import sys
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "torch-oracle.py")
+            with open(path, "w") as f:
+                f.write("def fn():\n    return __name__\n")
+            mod = probe_mod.load_oracle(path)
+            try:
+                self.assertIs(sys.modules[mod.fn()], mod)
+            finally:
+                sys.modules.pop("torch_oracle", None)
