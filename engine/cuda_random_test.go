@@ -20,15 +20,18 @@ import (
 // on the simulated device with the invariant checker on: every record must
 // decide the same (action, node, parent, checkpoint, error), and every
 // named tensor must hold the same values within 1e-5 at the end.
-// CGTVIZ_GPU_TRACES sets how many (default 100).
+// CGTVIZ_GPU_TRACES sets how many (default 100); CGTVIZ_GPU_ADDITIONS=1
+// makes every other trace use the format's additions (dtypes, strided
+// views, invocations, config records).
 func TestCUDARandomTraces(t *testing.T) {
 	n := 100
 	if s := os.Getenv("CGTVIZ_GPU_TRACES"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
+	additions := os.Getenv("CGTVIZ_GPU_ADDITIONS") == "1"
 	records, calls, values, skipped := 0, 0, 0, 0
 	for seed := int64(1); seed <= int64(n); seed++ {
-		tr := gen.Trace(seed, gen.Options{})
+		tr := gen.Trace(seed, gen.Options{Additions: additions && seed%2 == 0})
 		devs := tr.Header.Devices
 		if devs < 1 {
 			devs = 1

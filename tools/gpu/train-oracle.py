@@ -40,6 +40,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -180,6 +181,11 @@ def run_training(o2, path, builder, header, recs):
         op = rec["op"]
         step = {"line": lineno, "op": op}
         raised = False
+        # The warnings PyTorch issues during the record (the tree's "Unable
+        # to hit fast path" among them), for the engine to be compared on.
+        catcher = warnings.catch_warnings(record=True)
+        caught = catcher.__enter__()
+        warnings.simplefilter("always")
         try:
             if op == "def":
                 d = differentiable_def(rec) if modes.get(rec["fn"]) == "forward" else rec
@@ -244,6 +250,9 @@ def run_training(o2, path, builder, header, recs):
             e.__traceback__ = None
             del e
             raised = True
+        finally:
+            catcher.__exit__(None, None, None)
+        step["warnings"] = [str(w.message) for w in caught]
         if raised:
             o2.gc.collect()
         st = o2.tree_state()
