@@ -45,6 +45,8 @@ for n in train_mlp train_compiled_opt graph_break; do
 		say "  replay $n on $d: $r"
 	done
 done
+timeout 120 python3 tools/gpu/train-oracle.py examples/s24-pending-backward.cgt.jsonl examples/recorded/train_mlp.cgt.jsonl >"$work/train-oracle.jsonl" 2>"$work/train-oracle.err"
+say "train-oracle: exit $? $(wc -l <"$work/train-oracle.jsonl") traces"
 timeout 150 python3 tools/gpu/recorder-overhead.py --rounds 5 >"$work/overhead.log" 2>&1
 grep 'medians\|added' "$work/overhead.log" | tail -n 1 | tee -a "$sum"
 timeout 120 python3 tools/gpu/oracle-probe.py .bin/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl >"$work/probe-random3.jsonl" 2>"$work/probe.err"
