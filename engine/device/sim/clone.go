@@ -18,7 +18,7 @@ func (d *Device) Clone() *Device {
 	c.gen = d.gen + 1
 	c.segs = slices.Clone(s.segs)
 	c.used, c.next = s.used, s.next
-	c.graphs, c.execs, c.mapShared = s.graphs, s.execs, true
+	c.graphs, c.execs = s.graphs.share(), s.execs.share()
 	c.nextGraph, c.nextExec = s.nextGraph, s.nextExec
 	c.capture = s.capture
 	c.faults = slices.Clone(s.faults)

@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 )
@@ -75,9 +74,8 @@ type Device struct {
 
 	gen uint64 // bumped by Snapshot and Restore; see segment.gen
 
-	graphs    map[device.GraphHandle]*graph
-	execs     map[device.ExecHandle]*exec
-	mapShared bool // graphs and execs are shared with a snapshot: clone before a change
+	graphs    table[graph] // by GraphHandle, copy-on-write (table.go)
+	execs     table[exec]  // by ExecHandle
 	nextGraph device.GraphHandle
 	nextExec  device.ExecHandle
 
@@ -112,8 +110,8 @@ func New(opts Options) *Device {
 		total:  opts.TotalBytes,
 		next:   BaseAddress,
 		last:   -1,
-		graphs: map[device.GraphHandle]*graph{},
-		execs:  map[device.ExecHandle]*exec{},
+		graphs: newTable[graph](),
+		execs:  newTable[exec](),
 	}
 	if d.name == "" {
 		d.name = DefaultName
@@ -173,19 +171,7 @@ func (d *Device) Close() error {
 	d.segs = nil
 	d.last = -1
 	d.used = 0
-	d.graphs = map[device.GraphHandle]*graph{}
-	d.execs = map[device.ExecHandle]*exec{}
-	d.mapShared = false
+	d.graphs, d.execs = newTable[graph](), newTable[exec]()
 	d.capture = [numStreams]capture{}
 	return nil
-}
-
-// mutateHandles is called before graphs or execs change, to stop sharing
-// the maps with snapshots.
-func (d *Device) mutateHandles() {
-	if d.mapShared {
-		d.graphs = maps.Clone(d.graphs)
-		d.execs = maps.Clone(d.execs)
-		d.mapShared = false
-	}
 }

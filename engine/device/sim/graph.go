@@ -87,10 +87,9 @@ func (d *Device) EndCapture(s device.Stream) (device.GraphHandle, error) {
 	if !c.active {
 		return 0, fmt.Errorf("sim: end_capture: stream %d is not capturing", s)
 	}
-	d.mutateHandles()
 	d.nextGraph++
 	g := &graph{id: d.nextGraph, nodes: slices.Clip(slices.Clone(c.nodes))}
-	d.graphs[g.id] = g
+	d.graphs.set(uint64(g.id), g)
 	*c = capture{}
 	return g.id, nil
 }
@@ -103,13 +102,13 @@ func (d *Device) Instantiate(g device.GraphHandle) (device.ExecHandle, error) {
 	if err := d.fault(FaultCapture); err != nil {
 		return 0, err
 	}
-	gr, ok := d.graphs[g]
+	gr := d.graphs.get(uint64(g))
+	ok := gr != nil
 	if !ok {
 		return 0, fmt.Errorf("sim: instantiate: no graph %d", g)
 	}
-	d.mutateHandles()
 	d.nextExec++
-	d.execs[d.nextExec] = &exec{nodes: gr.nodes}
+	d.execs.set(uint64(d.nextExec), &exec{nodes: gr.nodes})
 	return d.nextExec, nil
 }
 
@@ -126,7 +125,8 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 	if err := checkStream(s); err != nil {
 		return fmt.Errorf("sim: launch_graph exec %d: %w", e, err)
 	}
-	ex, ok := d.execs[e]
+	ex := d.execs.get(uint64(e))
+	ok := ex != nil
 	if !ok {
 		return fmt.Errorf("sim: launch_graph: no exec %d", e)
 	}
@@ -211,7 +211,8 @@ func (d *Device) GraphNodes(g device.GraphHandle) ([]device.GraphNode, error) {
 	if err := d.alive(); err != nil {
 		return nil, err
 	}
-	gr, ok := d.graphs[g]
+	gr := d.graphs.get(uint64(g))
+	ok := gr != nil
 	if !ok {
 		return nil, fmt.Errorf("sim: graph_nodes: no graph %d", g)
 	}
@@ -234,7 +235,8 @@ func (d *Device) GraphDOT(g device.GraphHandle) (string, error) {
 	if err := d.alive(); err != nil {
 		return "", err
 	}
-	gr, ok := d.graphs[g]
+	gr := d.graphs.get(uint64(g))
+	ok := gr != nil
 	if !ok {
 		return "", fmt.Errorf("sim: graph_dot: no graph %d", g)
 	}
@@ -277,11 +279,10 @@ func (d *Device) DestroyGraph(g device.GraphHandle) error {
 	if err := d.alive(); err != nil {
 		return err
 	}
-	if _, ok := d.graphs[g]; !ok {
+	if d.graphs.get(uint64(g)) == nil {
 		return fmt.Errorf("sim: destroy_graph: no graph %d", g)
 	}
-	d.mutateHandles()
-	delete(d.graphs, g)
+	d.graphs.set(uint64(g), nil)
 	return nil
 }
 
@@ -290,11 +291,10 @@ func (d *Device) DestroyExec(e device.ExecHandle) error {
 	if err := d.alive(); err != nil {
 		return err
 	}
-	if _, ok := d.execs[e]; !ok {
+	if d.execs.get(uint64(e)) == nil {
 		return fmt.Errorf("sim: destroy_exec: no exec %d", e)
 	}
-	d.mutateHandles()
-	delete(d.execs, e)
+	d.execs.set(uint64(e), nil)
 	return nil
 }
 
@@ -305,7 +305,8 @@ func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) e
 	if err := d.alive(); err != nil {
 		return err
 	}
-	ex, ok := d.execs[e]
+	ex := d.execs.get(uint64(e))
+	ok := ex != nil
 	if !ok {
 		return fmt.Errorf("sim: update_copy: no exec %d", e)
 	}
@@ -320,10 +321,9 @@ func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) e
 		if _, err := d.span("src", src, n); err != nil {
 			return fmt.Errorf("sim: update_copy exec %d: %w", e, err)
 		}
-		d.mutateHandles()
 		nodes := append([]node(nil), ex.nodes...)
 		nodes[i].l.A = src
-		d.execs[e] = &exec{nodes: nodes}
+		d.execs.set(uint64(e), &exec{nodes: nodes})
 		return nil
 	}
 	return fmt.Errorf("sim: update_copy exec %d: no memcpy node writes %#x", e, dst)

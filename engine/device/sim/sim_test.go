@@ -79,12 +79,8 @@ func dump(d *Device) state {
 		}
 		st.Segs = append(st.Segs, segState{Addr: s.addr, Size: s.size, Bits: bits})
 	}
-	for h, g := range d.graphs {
-		st.Graphs[h] = describe(g.nodes)
-	}
-	for h, e := range d.execs {
-		st.Execs[h] = describe(e.nodes)
-	}
+	d.graphs.each(func(h uint64, g *graph) { st.Graphs[device.GraphHandle(h)] = describe(g.nodes) })
+	d.execs.each(func(h uint64, e *exec) { st.Execs[device.ExecHandle(h)] = describe(e.nodes) })
 	for i, c := range d.capture {
 		st.Capture[i] = capState{Active: c.active, Nodes: describe(c.nodes)}
 	}

@@ -16,8 +16,8 @@ type snapshot struct {
 	segs      []segment
 	used      int64
 	next      device.Ptr
-	graphs    map[device.GraphHandle]*graph
-	execs     map[device.ExecHandle]*exec
+	graphs    table[graph]
+	execs     table[exec]
 	nextGraph device.GraphHandle
 	nextExec  device.ExecHandle
 	capture   [numStreams]capture
@@ -35,14 +35,13 @@ type snapshot struct {
 func (d *Device) Snapshot() any {
 	// Every segment now has gen < d.gen: shared, copied before a write.
 	d.gen++
-	d.mapShared = true
 	s := &snapshot{
 		dev:       d,
 		segs:      slices.Clone(d.segs),
 		used:      d.used,
 		next:      d.next,
-		graphs:    d.graphs,
-		execs:     d.execs,
+		graphs:    d.graphs.share(),
+		execs:     d.execs.share(),
 		nextGraph: d.nextGraph,
 		nextExec:  d.nextExec,
 		faults:    slices.Clone(d.faults),
@@ -78,7 +77,7 @@ func (d *Device) Restore(snap any) error {
 	d.last = -1
 	d.used = s.used
 	d.next = s.next
-	d.graphs, d.execs, d.mapShared = s.graphs, s.execs, true
+	d.graphs, d.execs = s.graphs.share(), s.execs.share()
 	d.nextGraph, d.nextExec = s.nextGraph, s.nextExec
 	d.capture = s.capture
 	d.faults = slices.Clone(s.faults)
