@@ -42,6 +42,7 @@ import re
 import runpy
 import sys
 import threading
+import traceback
 import warnings
 import weakref
 
@@ -648,7 +649,11 @@ class Session:
         self.fns = {}  # FnInfo.key -> _FnState
         self.out_storage = {}  # storage identity -> a live name of a tree output over it
         self._watch = {}  # name -> entry, for names polled at every event
-        self._held_wr = {}  # weakref -> name, for names alive while their object is
+        # id(weakref) -> name, for names alive while their object is. Keyed
+        # by id: a weakref hashes and compares as its live object does, and
+        # two names of one tensor (a parameter a forward returns) would
+        # make the dict compare tensors with ==, which raises in torch.
+        self._held_wr = {}
         self._dead_objs = []  # weakrefs whose objects died since the last poll
         self.fn_names = set()
         self.names_used = set()
@@ -688,7 +693,7 @@ class Session:
             # Alive for sure while its object is: polled only once a
             # weakref callback says the object died.
             e.wr = weakref.ref(obj, self._died)
-            self._held_wr[e.wr] = name
+            self._held_wr[id(e.wr)] = name
         else:
             self._watch[name] = e
         return e
@@ -707,7 +712,7 @@ class Session:
                 del self.by_storage[e.fact.storage]
         self._watch.pop(name, None)
         if e.wr is not None:
-            self._held_wr.pop(e.wr, None)
+            self._held_wr.pop(id(e.wr), None)
         k = e.fact.view_key
         if self.by_view.get(k) == name:
             del self.by_view[k]
@@ -841,9 +846,10 @@ class Session:
         """Names whose object died since the last event join the polled ones
         (their storage may live on: autograd's unpacked copies, views)."""
         while self._dead_objs:
-            name = self._held_wr.pop(self._dead_objs.pop(), None)
+            wr = self._dead_objs.pop()
+            name = self._held_wr.pop(id(wr), None)
             e = self.entries.get(name) if name is not None else None
-            if e is not None:
+            if e is not None and e.wr is wr:
                 e.wr = None
                 self._watch[name] = e
 
@@ -1706,7 +1712,7 @@ class Recorder:
         if self._off:
             return
         self._off = True
-        self.error = "%s: %s: %s" % (stage, type(e).__name__, e)
+        self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
         except Exception:
@@ -1952,6 +1958,24 @@ def _StorageWeakRef(stor):
     from torch.multiprocessing.reductions import StorageWeakRef
     _StorageWeakRef = StorageWeakRef
     return StorageWeakRef(stor)
+
+
+# Frames of the recorder's own failure kept in its warning and in
+# meta.recorder_error: enough to find the line on a GPU run's log alone.
+_WHERE_FRAMES = 4
+
+
+def _where(e):
+    """' (at FILE:LINE in FUNC <- ...)' for the innermost frames of e's
+    traceback, innermost first; '' when it has none."""
+    try:
+        frames = traceback.extract_tb(e.__traceback__)[-_WHERE_FRAMES:]
+    except Exception:
+        return ""
+    if not frames:
+        return ""
+    return " (at %s)" % " <- ".join("%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name)
+                                     for f in reversed(frames))
 
 
 def _error_text(e):

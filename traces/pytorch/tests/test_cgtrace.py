@@ -58,13 +58,30 @@ class FakeTensor:
         return Fact(self.shape, self.device, ref, self.storage, self.offset, self.stride, alive, read,
                     self.dtype, self.storage_numel, (lambda: base.fact()) if base is not None else None)
 
+    # As torch: identity hash, elementwise == returning a tensor, and a
+    # truth value only for one element, so the Session code never compares
+    # or tests tensors without a test failing.
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):
+        return FakeTensor(self.shape, dtype="bool")
+
+    def __ne__(self, other):
+        return FakeTensor(self.shape, dtype="bool")
+
+    def __bool__(self):
+        if cgtrace.numel(self.shape) != 1:
+            raise RuntimeError("Boolean value of Tensor with %s is ambiguous"
+                               % ("no values" if cgtrace.numel(self.shape) == 0 else "more than one value"))
+        return bool(self.values[0]) if self.values else False
+
     def view(self, shape):
         return FakeTensor(shape, storage=self.storage, stride=_contiguous(shape), dtype=self.dtype)
 
     def col(self, j):
         """self[:, j] of a 2-d tensor: a strided view at an offset."""
         return FakeTensor([self.shape[0]], storage=self.storage, offset=self.offset + j * self.stride[1],
-                          stride=[self.stride[0]], dtype=self.dtype, base=self.base or self)
+                          stride=[self.stride[0]], dtype=self.dtype, base=self.base if self.base is not None else self)
 
 
 def _contiguous(shape):
