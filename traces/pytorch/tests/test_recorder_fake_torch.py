@@ -578,7 +578,7 @@ class RecorderTest(unittest.TestCase):
 
         cgtrace.Trace.add = add
         try:
-            with self.assertWarnsRegex(RuntimeWarning, "recording stopped"):
+            with self.assertWarnsRegex(RuntimeWarning, r"recording stopped \(.*refused \(at .*cgtrace\.py:\d+"):
                 with cgtrace.record(self.path) as rec:
                     a, = foo(Tensor([4]))
                     b, = foo(Tensor([4]))
@@ -589,6 +589,10 @@ class RecorderTest(unittest.TestCase):
         self.assertIn("call record: refused", rec.error)
         header, recs = self.records()
         self.assertIn("refused", header["meta"]["recorder_error"])
+        # where it failed, innermost frame first, so a GPU run's log says it
+        where = r"\(at test_recorder_fake_torch\.py:\d+ in add <- cgtrace\.py:\d+ in \w+( <- cgtrace\.py:\d+ in \w+)+\)$"
+        self.assertRegex(rec.error, where)
+        self.assertRegex(header["meta"]["recorder_error"], where)
         self.assertEqual(sum(r["op"] == "call" for r in recs), 1)
         self.assertIn("cgtrace stopped recording here", [r for r in recs if r["op"] == "note"][-1]["text"])
 
