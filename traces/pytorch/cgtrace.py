@@ -608,11 +608,12 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "warned_extra")
+                 "out_pos", "out_dense", "warned_extra")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
         self.out_pos = []  # output positions the def returns (tensors at the first call)
+        self.out_dense = False  # out_pos is every position of the first call's outputs
         self.warned_extra = False
         self.params, self.shapes = None, None
         self.dtypes, self.views = None, None
@@ -657,6 +658,7 @@ class Session:
         self._dead_objs = []  # weakrefs whose objects died since the last poll
         self.fn_names = set()
         self.names_used = set()
+        self._fresh_next = {}  # base -> the suffix _fresh tries first
         self.order = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
@@ -665,11 +667,17 @@ class Session:
     # -- names
 
     def _fresh(self, base):
-        name, n = base, 0
+        # The first of base, base_1, base_2, ... not taken. Names are never
+        # given back, so the search resumes where the last one for this base
+        # ended: a loop's fresh input per call ("in", "in_1", ...) costs one
+        # probe, not one per earlier call.
+        n = self._fresh_next.get(base, 0)
+        name = "%s_%d" % (base, n) if n else base
         while name in self.names_used:
             n += 1
             name = "%s_%d" % (base, n)
         self.names_used.add(name)
+        self._fresh_next[base] = n + 1
         return name
 
     def _bind(self, name, fact, kind, takeover=True):
@@ -826,8 +834,11 @@ class Session:
     # -- liveness
 
     def _flush_dead(self, names):
-        self._poll_dead_objs()
+        if self._dead_objs:
+            self._poll_dead_objs()
         watch = self._watch
+        if not watch:
+            return
         dead = []
         for n in names:
             e = watch.get(n)
@@ -856,7 +867,10 @@ class Session:
     def flush_deaths(self):
         """Emits one `del` for every named tensor that died since the last
         event, in binding order, so a replay drops them where PyTorch did."""
-        self._poll_dead_objs()
+        if self._dead_objs:
+            self._poll_dead_objs()
+        if not self._watch:
+            return  # nothing is polled: every named object is alive
         dead = [e for e in self._watch.values() if not e.fact.alive()]
         if not dead:
             return
@@ -1019,6 +1033,8 @@ class Session:
             fs.info = info
         fs.calls += 1
         self.counts["calls"] += 1
+        if fs.defined:  # _define, which reads the inputs' Facts, has run
+            return {"fn": fs, "args": args, "invocation": invocation}
         tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
         return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
                 "invocation": invocation}
@@ -1037,8 +1053,11 @@ class Session:
         fs = ctx["fn"]
         if outputs is not None and not fs.defined:
             fs.out_pos = [i for i, f in enumerate(outputs) if f is not None]
+            fs.out_dense = len(fs.out_pos) == len(outputs)
             self._define(fs, ctx, [outputs[i] for i in fs.out_pos])
-        if outputs is not None:
+        if outputs is not None and not (fs.out_dense and len(outputs) == len(fs.out_pos)):
+            # (Every position held a tensor at the first call and the count is
+            # the same: outputs is already what the def returns.)
             extra = [i for i, f in enumerate(outputs) if f is not None and i not in fs.out_pos]
             if extra and not fs.warned_extra:
                 fs.warned_extra = True
@@ -1340,6 +1359,7 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+        self._node_key_cache = {}  # id(node) -> (weakref to node, its manager, _node_keys)
 
     # -- install / remove
 
@@ -1499,7 +1519,8 @@ class Recorder:
         with self.lock:
             try:
                 self._mark_counter -= 1  # the wrapped call's own decrement
-                self._catch_up_steps()
+                if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+                    self._catch_up_steps()
                 self.session.step()
                 # Every knob every 64th step (for the notes); the format's
                 # settings are read at each call anyway.
@@ -1626,7 +1647,8 @@ class Recorder:
 
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
-        self._catch_up_steps()
+        if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+            self._catch_up_steps()
         info = self._fn_info(mgr, function_id)
         # The knobs with a format key are read at every call; the others
         # (noted only) at a function's first call and every 64th step.
@@ -1639,11 +1661,23 @@ class Recorder:
         # the function is defined, an input the trace names by its object (a
         # parameter, a tensor passed again) needs no Fact: its name is enough.
         fs = self.session.fns.get(info.key)
+        fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
-            fact = self._fact_or_none
-            facts = [(_known_name(known(id(v)), v) or fact(v)) if isinstance(v, Tensor) else None
-                     for v in new_inputs]
+            facts = [None] * len(new_inputs)
+            fresh = False
+            for i, v in enumerate(new_inputs):
+                if isinstance(v, Tensor):
+                    e = known(id(v))
+                    ref = e.fact.obj_ref if e is not None else None
+                    if ref is not None and ref() is v:
+                        facts[i] = e.name
+                    else:
+                        facts[i] = self._fact_or_none(v)
+                        fresh = fresh or facts[i] is not None
+            # No loop variable keeps the last input alive through the call
+            # (that would change what dies in it).
+            v = e = ref = None
         else:
             facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
@@ -1652,7 +1686,7 @@ class Recorder:
         # break run inside that invocation and see the same value, which is
         # what CUDAGraph Trees' get_curr_generation() falls back to.
         hints = None
-        if any(f is not None and not isinstance(f, str) for f in facts):
+        if fresh and any(f is not None and not isinstance(f, str) for f in facts):
             hints = self._param_hints(new_inputs, info)  # only tensors new to the trace need one
         ctx = self.session.begin_call(info, facts, hints,
                                       invocation=self._gen.generation)
@@ -1723,9 +1757,19 @@ class Recorder:
         node = self.tls.node
         if node is None:
             return None
+        # A node's function and parent never change: looked up once per node
+        # (by id, with a weak reference saying the id is still that node's).
+        got = self._node_key_cache.get(id(node))
+        if got is not None and got[0]() is node and got[1] is mgr:
+            return got[2]
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
-        return (self._fn_key(mgr, node.wrapped_function.id), pkey)
+        keys = (self._fn_key(mgr, node.wrapped_function.id), pkey)
+        try:
+            self._node_key_cache[id(node)] = (weakref.ref(node), mgr, keys)
+        except TypeError:  # a node without weak references: not cached
+            pass
+        return keys
 
     def _fn_info(self, mgr, function_id):
         key = self._fn_key(mgr, function_id)
