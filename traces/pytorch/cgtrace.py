@@ -727,9 +727,10 @@ class Session:
             del self.by_view[k]
         if self.out_storage.get(e.fact.storage) == name:
             del self.out_storage[e.fact.storage]
-            other = next((o.name for o in (same or {}).values() if o.kind == "out"), None)
-            if other is not None:
-                self.out_storage[e.fact.storage] = other
+            if same:
+                other = next((o.name for o in same.values() if o.kind == "out"), None)
+                if other is not None:
+                    self.out_storage[e.fact.storage] = other
         if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
             del self.by_obj[e.obj_id]
             del self.by_obj_entry[e.obj_id]
@@ -1734,7 +1735,8 @@ class Recorder:
             outs.append(f)
         actions = self.tls.actions
         ckpt = mgr.debug_checkpointing_counter
-        self.session.end_call(ctx, list(actions), self._node_keys(mgr), ckpt, outs, None,
+        # (end_call only reads actions; _on_run gives each call a new list.)
+        self.session.end_call(ctx, actions, self._node_keys(mgr), ckpt, outs, None,
                               mgr.device_index)
         # Kept per call (the manager is gone by the time recording stops when
         # the program's compiled functions died first), but walked only when
