@@ -552,7 +552,8 @@ class Fact:
     and the keys that say when two Python objects are the same tensor."""
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
-                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held")
+                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held",
+                 "view_key")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
                  read_values=None, dtype="float32", storage_numel=None, base=None):
@@ -576,10 +577,10 @@ class Fact:
         # torch side's probes without a tree wrapper): such names are not
         # polled until their object dies.
         self.held = False
-
-    @property
-    def view_key(self):
-        return (self.storage, self.offset, tuple(self.shape), self.stride)
+        # What says two objects are one view of one storage; a Fact is never
+        # changed once made, so it is built once (the hot path asks it for
+        # every output at least three times).
+        self.view_key = (storage, offset, tuple(self.shape), self.stride)
 
 
 class FnInfo:
