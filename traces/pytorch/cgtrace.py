@@ -1668,18 +1668,16 @@ class Recorder:
         Tensor = self.torch.Tensor
         if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
             self._catch_up_steps()
-        info = self._fn_info(mgr, function_id)
+        info, fs = self._fn_info(mgr, function_id)
         # The knobs with a format key are read at every call; the others
         # (noted only) at a function's first call and every 64th step.
-        first = info.key not in self.session.fns
-        raw = self._knobs.read(all_knobs=first)
+        raw = self._knobs.read(all_knobs=fs is None)
         if raw is not self._raw and raw != self._raw:
             self._on_knobs(raw)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it). Once
         # the function is defined, an input the trace names by its object (a
         # parameter, a tensor passed again) needs no Fact: its name is enough.
-        fs = self.session.fns.get(info.key)
         fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
@@ -1792,10 +1790,11 @@ class Recorder:
         return keys
 
     def _fn_info(self, mgr, function_id):
+        """(FnInfo, the session's state of it or None before its first call)."""
         key = self._fn_key(mgr, function_id)
         st = self.session.fns.get(key)
         if st is not None:
-            return st.info
+            return st.info, st
         wrapped = mgr.ids_to_funcs[function_id]
         mode = mgr.id_to_mode.get(function_id)
         mode = _MODE_NAMES.get(getattr(mode, "name", ""), "inference")
@@ -1803,7 +1802,7 @@ class Recorder:
         base = self._base_name(mgr, function_id, mode)
         return FnInfo(key, base, mode, wrapped.static_input_idxs,
                       getattr(wrapped, "mutated_input_idxs", ()) or (), placeholders,
-                      mgr.device_index)
+                      mgr.device_index), None
 
     def _base_name(self, mgr, function_id, mode):
         """The compiled function's name. A forward or inference graph runs
