@@ -13,6 +13,7 @@ trace's writing at the end of a recording is timed on its own, since it is
 paid once, not per call.
 
     python3 tools/gpu/recorder-overhead.py [--iters 2000] [--rounds 7] [--json]
+    python3 tools/gpu/recorder-overhead.py --fake   # no GPU: the recorder's own CPU cost
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -87,7 +88,8 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None)
     }
 
 
-def report(name, res, out=sys.stdout):
+def report(name, res, out=None):
+    out = out or sys.stdout  # looked up now: a redirected stdout is honoured
     for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
         print("%s round %d: off %.1f us/call, recording %.1f us/call, added %.1f us/call"
               % (name, i, a, b, c), file=out)
@@ -120,6 +122,33 @@ def mlp_workload(dim=1024, batch=64):
     return step, torch.cuda.synchronize
 
 
+def fake_workload():
+    """The same loop's shape against the recorder tests' stand-in for torch
+    (traces/pytorch/tests/test_recorder_fake_torch.py), on CPU: three
+    static parameters and one input passed again, one fresh output per
+    call (the previous one dies), a step before each call. What it
+    measures is the recorder's own Python per call, without torch's.
+    Returns (step, sync, restore)."""
+    sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
+    import test_recorder_fake_torch as fake
+
+    saved = fake.install_fake_torch()
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    fid = mgr.add(0, static=[0, 1, 2])
+    params = [fake.Tensor([1024, 1024]) for _ in range(3)]
+    x = fake.Tensor([64, 1024])
+    mgr.models[0] = lambda ins: [fake.Tensor([64, 1024])]
+    box = [None]
+
+    def step():
+        cgt.mark_step_begin()
+        fake._invocation()
+        box[0] = mgr._run(params + [x], fid)
+
+    return step, lambda: None, lambda: fake.remove_fake_torch(saved)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--iters", type=int, default=2000, help="calls per timed loop")
@@ -128,14 +157,25 @@ def main(argv=None):
     p.add_argument("--dim", type=int, default=1024)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    p.add_argument("--fake", action="store_true",
+                   help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
     a = p.parse_args(argv)
     if a.iters < 1 or a.rounds < 1 or a.warm < 0:
         p.error("--iters and --rounds must be at least 1, --warm at least 0")
-    step, sync = mlp_workload(a.dim, a.batch)
-    res = measure(step, sync, a.iters, a.rounds, a.warm)
-    report("mlp3 reduce-overhead mark_step", res)
+    if a.fake:
+        step, sync, restore = fake_workload()
+        try:
+            res = measure(step, sync, a.iters, a.rounds, a.warm)
+        finally:
+            restore()
+        name, workload = "fake torch, replay + mark_step", "fake"
+    else:
+        step, sync = mlp_workload(a.dim, a.batch)
+        res = measure(step, sync, a.iters, a.rounds, a.warm)
+        name, workload = "mlp3 reduce-overhead mark_step", "mlp3"
+    report(name, res)
     if a.json:
-        print(json.dumps(dict(res, workload="mlp3", dim=a.dim, batch=a.batch)))
+        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch)))
     return 0
 
 

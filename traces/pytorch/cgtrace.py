@@ -42,6 +42,7 @@ import re
 import runpy
 import sys
 import threading
+import traceback
 import warnings
 import weakref
 
@@ -551,7 +552,8 @@ class Fact:
     and the keys that say when two Python objects are the same tensor."""
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
-                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held")
+                 "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held",
+                 "view_key")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
                  read_values=None, dtype="float32", storage_numel=None, base=None):
@@ -575,10 +577,10 @@ class Fact:
         # torch side's probes without a tree wrapper): such names are not
         # polled until their object dies.
         self.held = False
-
-    @property
-    def view_key(self):
-        return (self.storage, self.offset, tuple(self.shape), self.stride)
+        # What says two objects are one view of one storage; a Fact is never
+        # changed once made, so it is built once (the hot path asks it for
+        # every output at least three times).
+        self.view_key = (storage, offset, tuple(self.shape), self.stride)
 
 
 class FnInfo:
@@ -607,11 +609,12 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "warned_extra")
+                 "out_pos", "out_dense", "warned_extra")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
         self.out_pos = []  # output positions the def returns (tensors at the first call)
+        self.out_dense = False  # out_pos is every position of the first call's outputs
         self.warned_extra = False
         self.params, self.shapes = None, None
         self.dtypes, self.views = None, None
@@ -648,10 +651,16 @@ class Session:
         self.fns = {}  # FnInfo.key -> _FnState
         self.out_storage = {}  # storage identity -> a live name of a tree output over it
         self._watch = {}  # name -> entry, for names polled at every event
-        self._held_wr = {}  # weakref -> name, for names alive while their object is
+        # id(weakref) -> name, for names alive while their object is. Keyed
+        # by id: a weakref hashes and compares as its live object does, and
+        # two names of one tensor (a parameter a forward returns) would
+        # make the dict compare tensors with ==, which raises in torch.
+        self._held_wr = {}
         self._dead_objs = []  # weakrefs whose objects died since the last poll
         self.fn_names = set()
         self.names_used = set()
+        self._fresh_next = {}  # base -> the suffix _fresh tries first
+        self._expects = {}  # (action, node, checkpoints, device) -> its expect record
         self.order = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
@@ -660,11 +669,17 @@ class Session:
     # -- names
 
     def _fresh(self, base):
-        name, n = base, 0
+        # The first of base, base_1, base_2, ... not taken. Names are never
+        # given back, so the search resumes where the last one for this base
+        # ended: a loop's fresh input per call ("in", "in_1", ...) costs one
+        # probe, not one per earlier call.
+        n = self._fresh_next.get(base, 0)
+        name = "%s_%d" % (base, n) if n else base
         while name in self.names_used:
             n += 1
             name = "%s_%d" % (base, n)
         self.names_used.add(name)
+        self._fresh_next[base] = n + 1
         return name
 
     def _bind(self, name, fact, kind, takeover=True):
@@ -688,7 +703,7 @@ class Session:
             # Alive for sure while its object is: polled only once a
             # weakref callback says the object died.
             e.wr = weakref.ref(obj, self._died)
-            self._held_wr[e.wr] = name
+            self._held_wr[id(e.wr)] = name
         else:
             self._watch[name] = e
         return e
@@ -707,15 +722,16 @@ class Session:
                 del self.by_storage[e.fact.storage]
         self._watch.pop(name, None)
         if e.wr is not None:
-            self._held_wr.pop(e.wr, None)
+            self._held_wr.pop(id(e.wr), None)
         k = e.fact.view_key
         if self.by_view.get(k) == name:
             del self.by_view[k]
         if self.out_storage.get(e.fact.storage) == name:
             del self.out_storage[e.fact.storage]
-            other = next((o.name for o in (same or {}).values() if o.kind == "out"), None)
-            if other is not None:
-                self.out_storage[e.fact.storage] = other
+            if same:
+                other = next((o.name for o in same.values() if o.kind == "out"), None)
+                if other is not None:
+                    self.out_storage[e.fact.storage] = other
         if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
             del self.by_obj[e.obj_id]
             del self.by_obj_entry[e.obj_id]
@@ -821,8 +837,11 @@ class Session:
     # -- liveness
 
     def _flush_dead(self, names):
-        self._poll_dead_objs()
+        if self._dead_objs:
+            self._poll_dead_objs()
         watch = self._watch
+        if not watch:
+            return
         dead = []
         for n in names:
             e = watch.get(n)
@@ -841,16 +860,20 @@ class Session:
         """Names whose object died since the last event join the polled ones
         (their storage may live on: autograd's unpacked copies, views)."""
         while self._dead_objs:
-            name = self._held_wr.pop(self._dead_objs.pop(), None)
+            wr = self._dead_objs.pop()
+            name = self._held_wr.pop(id(wr), None)
             e = self.entries.get(name) if name is not None else None
-            if e is not None:
+            if e is not None and e.wr is wr:
                 e.wr = None
                 self._watch[name] = e
 
     def flush_deaths(self):
         """Emits one `del` for every named tensor that died since the last
         event, in binding order, so a replay drops them where PyTorch did."""
-        self._poll_dead_objs()
+        if self._dead_objs:
+            self._poll_dead_objs()
+        if not self._watch:
+            return  # nothing is polled: every named object is alive
         dead = [e for e in self._watch.values() if not e.fact.alive()]
         if not dead:
             return
@@ -1013,6 +1036,8 @@ class Session:
             fs.info = info
         fs.calls += 1
         self.counts["calls"] += 1
+        if fs.defined:  # _define, which reads the inputs' Facts, has run
+            return {"fn": fs, "args": args, "invocation": invocation}
         tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
         return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
                 "invocation": invocation}
@@ -1031,8 +1056,11 @@ class Session:
         fs = ctx["fn"]
         if outputs is not None and not fs.defined:
             fs.out_pos = [i for i, f in enumerate(outputs) if f is not None]
+            fs.out_dense = len(fs.out_pos) == len(outputs)
             self._define(fs, ctx, [outputs[i] for i in fs.out_pos])
-        if outputs is not None:
+        if outputs is not None and not (fs.out_dense and len(outputs) == len(fs.out_pos)):
+            # (Every position held a tensor at the first call and the count is
+            # the same: outputs is already what the def returns.)
             extra = [i for i, f in enumerate(outputs) if f is not None and i not in fs.out_pos]
             if extra and not fs.warned_extra:
                 fs.warned_extra = True
@@ -1050,6 +1078,16 @@ class Session:
         self.trace.add(call)
         action = actions[-1] if actions else "eager"
         self.counts[action] += 1
+        # A steady replay expects the same as the one before it: one record
+        # object per distinct expect, shared (records are never changed
+        # once added), built once.
+        ekey = (action, node, checkpoints, device) if error is None else None
+        exp = self._expects.get(ekey) if ekey is not None else None
+        if exp is not None:
+            self.trace.add(exp)
+            self._flush_dead(ctx["args"])
+            self._bind_outputs(outs, outputs)
+            return
         exp = {"op": "expect", "action": action}
         if node is not None and action in ("record", "replay"):
             fn = self.fn_name(node[0])
@@ -1065,12 +1103,18 @@ class Session:
             exp["error"] = error
         if device:
             exp["device"] = device
+        if ekey is not None and (node is None or "node" in exp):
+            # (A node left unnamed may be named later, once its function is.)
+            self._expects[ekey] = exp
         self.trace.add(exp)
         # Inputs that died inside the call (the tree clears its input list,
         # autograd frees saved tensors in a backward): deleted right after
         # the call's expect, before anything else happens, so no later
         # record sees them alive and no output is mistaken for them.
         self._flush_dead(ctx["args"])
+        self._bind_outputs(outs, outputs)
+
+    def _bind_outputs(self, outs, outputs):
         if not outputs:
             return
         # Bind outputs. A name whose object comes back again (a replay hands
@@ -1334,6 +1378,7 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+        self._node_key_cache = {}  # id(node) -> (weakref to node, its manager, _node_keys)
 
     # -- install / remove
 
@@ -1493,7 +1538,8 @@ class Recorder:
         with self.lock:
             try:
                 self._mark_counter -= 1  # the wrapped call's own decrement
-                self._catch_up_steps()
+                if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+                    self._catch_up_steps()
                 self.session.step()
                 # Every knob every 64th step (for the notes); the format's
                 # settings are read at each call anyway.
@@ -1620,24 +1666,35 @@ class Recorder:
 
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
-        self._catch_up_steps()
-        info = self._fn_info(mgr, function_id)
+        if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+            self._catch_up_steps()
+        info, fs = self._fn_info(mgr, function_id)
         # The knobs with a format key are read at every call; the others
         # (noted only) at a function's first call and every 64th step.
-        first = info.key not in self.session.fns
-        raw = self._knobs.read(all_knobs=first)
+        raw = self._knobs.read(all_knobs=fs is None)
         if raw is not self._raw and raw != self._raw:
             self._on_knobs(raw)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it). Once
         # the function is defined, an input the trace names by its object (a
         # parameter, a tensor passed again) needs no Fact: its name is enough.
-        fs = self.session.fns.get(info.key)
+        fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
-            fact = self._fact_or_none
-            facts = [(_known_name(known(id(v)), v) or fact(v)) if isinstance(v, Tensor) else None
-                     for v in new_inputs]
+            facts = [None] * len(new_inputs)
+            fresh = False
+            for i, v in enumerate(new_inputs):
+                if isinstance(v, Tensor):
+                    e = known(id(v))
+                    ref = e.fact.obj_ref if e is not None else None
+                    if ref is not None and ref() is v:
+                        facts[i] = e.name
+                    else:
+                        facts[i] = self._fact_or_none(v)
+                        fresh = fresh or facts[i] is not None
+            # No loop variable keeps the last input alive through the call
+            # (that would change what dies in it).
+            v = e = ref = None
         else:
             facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
@@ -1646,7 +1703,7 @@ class Recorder:
         # break run inside that invocation and see the same value, which is
         # what CUDAGraph Trees' get_curr_generation() falls back to.
         hints = None
-        if any(f is not None and not isinstance(f, str) for f in facts):
+        if fresh and any(f is not None and not isinstance(f, str) for f in facts):
             hints = self._param_hints(new_inputs, info)  # only tensors new to the trace need one
         ctx = self.session.begin_call(info, facts, hints,
                                       invocation=self._gen.generation)
@@ -1677,7 +1734,8 @@ class Recorder:
             outs.append(f)
         actions = self.tls.actions
         ckpt = mgr.debug_checkpointing_counter
-        self.session.end_call(ctx, list(actions), self._node_keys(mgr), ckpt, outs, None,
+        # (end_call only reads actions; _on_run gives each call a new list.)
+        self.session.end_call(ctx, actions, self._node_keys(mgr), ckpt, outs, None,
                               mgr.device_index)
         # Kept per call (the manager is gone by the time recording stops when
         # the program's compiled functions died first), but walked only when
@@ -1706,7 +1764,7 @@ class Recorder:
         if self._off:
             return
         self._off = True
-        self.error = "%s: %s: %s" % (stage, type(e).__name__, e)
+        self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
         except Exception:
@@ -1717,15 +1775,26 @@ class Recorder:
         node = self.tls.node
         if node is None:
             return None
+        # A node's function and parent never change: looked up once per node
+        # (by id, with a weak reference saying the id is still that node's).
+        got = self._node_key_cache.get(id(node))
+        if got is not None and got[0]() is node and got[1] is mgr:
+            return got[2]
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
-        return (self._fn_key(mgr, node.wrapped_function.id), pkey)
+        keys = (self._fn_key(mgr, node.wrapped_function.id), pkey)
+        try:
+            self._node_key_cache[id(node)] = (weakref.ref(node), mgr, keys)
+        except TypeError:  # a node without weak references: not cached
+            pass
+        return keys
 
     def _fn_info(self, mgr, function_id):
+        """(FnInfo, the session's state of it or None before its first call)."""
         key = self._fn_key(mgr, function_id)
         st = self.session.fns.get(key)
         if st is not None:
-            return st.info
+            return st.info, st
         wrapped = mgr.ids_to_funcs[function_id]
         mode = mgr.id_to_mode.get(function_id)
         mode = _MODE_NAMES.get(getattr(mode, "name", ""), "inference")
@@ -1733,7 +1802,7 @@ class Recorder:
         base = self._base_name(mgr, function_id, mode)
         return FnInfo(key, base, mode, wrapped.static_input_idxs,
                       getattr(wrapped, "mutated_input_idxs", ()) or (), placeholders,
-                      mgr.device_index)
+                      mgr.device_index), None
 
     def _base_name(self, mgr, function_id, mode):
         """The compiled function's name. A forward or inference graph runs
@@ -1952,6 +2021,24 @@ def _StorageWeakRef(stor):
     from torch.multiprocessing.reductions import StorageWeakRef
     _StorageWeakRef = StorageWeakRef
     return StorageWeakRef(stor)
+
+
+# Frames of the recorder's own failure kept in its warning and in
+# meta.recorder_error: enough to find the line on a GPU run's log alone.
+_WHERE_FRAMES = 4
+
+
+def _where(e):
+    """' (at FILE:LINE in FUNC <- ...)' for the innermost frames of e's
+    traceback, innermost first; '' when it has none."""
+    try:
+        frames = traceback.extract_tb(e.__traceback__)[-_WHERE_FRAMES:]
+    except Exception:
+        return ""
+    if not frames:
+        return ""
+    return " (at %s)" % " <- ".join("%s:%d in %s" % (os.path.basename(f.filename), f.lineno, f.name)
+                                     for f in reversed(frames))
 
 
 def _error_text(e):

@@ -5,6 +5,7 @@ recorder tests' stand-in (traces/pytorch/tests/test_recorder_fake_torch.py)."""
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import sys
 import unittest
@@ -73,6 +74,25 @@ class MeasureTest(unittest.TestCase):
 
         with self.assertRaisesRegex(RuntimeError, "recording failed: before a call"):
             ro.measure(self.step, lambda: None, iters=2, rounds=1, warm=0, record=Broken)
+
+    def test_fake_workload_runs_without_gpu(self):
+        """--fake times the recorder against the stand-in: every recorded
+        call is in its trace, and the stand-in is gone afterwards."""
+        fake.remove_fake_torch(self.saved)  # main installs its own
+        bare = sys.modules.get("torch")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(["--fake", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
+            after = sys.modules.get("torch")
+        finally:
+            self.saved = fake.install_fake_torch()
+        self.assertEqual(status, 0)
+        self.assertIs(after, bare)
+        lines = out.getvalue().splitlines()
+        self.assertEqual(len(lines), 4)
+        self.assertRegex(lines[-2], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
+        res = json.loads(lines[-1])
+        self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
 
     def test_bad_arguments_refused(self):
         with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:

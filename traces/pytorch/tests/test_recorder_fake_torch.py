@@ -98,10 +98,49 @@ class Tensor:
         _, j = idx
         return Tensor([self.shape[0]], storage=self._storage, dtype=self.dtype,
                       offset=self._offset + j * self._stride[1], stride=[self._stride[0]],
-                      base=self._base or self)
+                      base=self._base if self._base is not None else self)
 
     def numel(self):
         return cgtrace.numel(self.shape)
+
+    # Comparison and truth value as torch has them: == is elementwise and
+    # returns a bool tensor, and the truth value of a tensor of more (or
+    # fewer) than one element raises. So `t in list`, `list.index(t)`, a
+    # dict or weakref comparison that reaches ==, and `t or u` raise for
+    # the tensors a training step makes, as on the GPU.
+    __hash__ = object.__hash__  # torch hashes a tensor by identity
+
+    def _compare(self, other, op):
+        mine = list(self._values) if self._values is not None else [0.0] * self.numel()
+        if isinstance(other, Tensor):
+            theirs = list(other._values) if other._values is not None else [0.0] * other.numel()
+            if len(theirs) == 1:
+                theirs = theirs * len(mine)
+            elif other.shape != self.shape and len(mine) != 1:
+                raise RuntimeError("The size of tensor a (%d) must match the size of tensor b (%d)"
+                                   % (len(mine), len(theirs)))
+            elif len(mine) == 1:
+                mine = mine * len(theirs)
+        elif isinstance(other, (int, float, bool)):
+            theirs = [other] * len(mine)
+        else:
+            return NotImplemented
+        shape = self.shape if len(mine) == self.numel() else other.shape
+        return Tensor(shape, values=[float(op(a, b)) for a, b in zip(mine, theirs)], dtype=boolean)
+
+    def __eq__(self, other):
+        return self._compare(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compare(other, lambda a, b: a != b)
+
+    def __bool__(self):
+        n = self.numel()
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._values[0]) if self._values is not None else False
 
     def detach(self):
         return self
@@ -188,6 +227,11 @@ class CUDAGraphTreeManager:
         self.current_node = None
         self.calls = {}
         self.fail = set()
+        # function id -> model(new_inputs) -> outputs, for functions whose
+        # outputs are not x+1 of each input (a training step's forward
+        # returns its parameters for autograd to save, a backward returns
+        # None for an input needing no gradient).
+        self.models = {}
 
     def add(self, fid, mode="INFERENCE", **kw):
         f = FunctionID(fid)
@@ -206,23 +250,27 @@ class CUDAGraphTreeManager:
             return self.record_function(new_inputs, function_id)
         return self.execute_node(self.roots[function_id][0], new_inputs)
 
-    def _outs(self, new_inputs):
-        outs = [Tensor(t.shape) for t in new_inputs if isinstance(t, Tensor)]
+    def _outs(self, new_inputs, function_id=None):
+        model = self.models.get(getattr(function_id, "id", None))
+        if model is not None:
+            outs = model(list(new_inputs))
+        else:
+            outs = [Tensor(t.shape) for t in new_inputs if isinstance(t, Tensor)]
         new_inputs.clear()
         return outs
 
     def run_eager(self, new_inputs, function_id):
-        return self._outs(new_inputs)
+        return self._outs(new_inputs, function_id)
 
     def record_function(self, new_inputs, function_id):
         node = Node(self.ids_to_funcs[function_id], None)
         self.roots.setdefault(function_id, []).append(node)
         self.current_node = node
-        return self._outs(new_inputs)
+        return self._outs(new_inputs, function_id)
 
     def execute_node(self, node, new_inputs):
         self.current_node = node
-        return self._outs(new_inputs)
+        return self._outs(new_inputs, node.wrapped_function.id)
 
 
 class MarkStepBox:
@@ -530,7 +578,7 @@ class RecorderTest(unittest.TestCase):
 
         cgtrace.Trace.add = add
         try:
-            with self.assertWarnsRegex(RuntimeWarning, "recording stopped"):
+            with self.assertWarnsRegex(RuntimeWarning, r"recording stopped \(.*refused \(at .*cgtrace\.py:\d+"):
                 with cgtrace.record(self.path) as rec:
                     a, = foo(Tensor([4]))
                     b, = foo(Tensor([4]))
@@ -541,6 +589,10 @@ class RecorderTest(unittest.TestCase):
         self.assertIn("call record: refused", rec.error)
         header, recs = self.records()
         self.assertIn("refused", header["meta"]["recorder_error"])
+        # where it failed, innermost frame first, so a GPU run's log says it
+        where = r"\(at test_recorder_fake_torch\.py:\d+ in add <- cgtrace\.py:\d+ in \w+( <- cgtrace\.py:\d+ in \w+)+\)$"
+        self.assertRegex(rec.error, where)
+        self.assertRegex(header["meta"]["recorder_error"], where)
         self.assertEqual(sum(r["op"] == "call" for r in recs), 1)
         self.assertIn("cgtrace stopped recording here", [r for r in recs if r["op"] == "note"][-1]["text"])
 
@@ -617,6 +669,89 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(header["name"], "prog.py")
         self.assertEqual(header["meta"]["script"], "prog.py")
         self.assertEqual(recs, [{"op": "step"}])
+
+    def test_training_loop_forward_backward(self):
+        """A training loop as AOT autograd runs it under the tree: the
+        forward returns its parameters and input for autograd to save (the
+        same objects it was given) beside its activation, the backward
+        takes them back with the loss gradient and returns the parameters'
+        gradients and None for the input. Every iteration is recorded,
+        none stops the recorder (on the GPU this stopped after the first
+        call: two bindings of one parameter compared tensors with ==)."""
+        w1, w2 = Tensor([8, 8]), Tensor([8, 8])
+        fwd = MGR.add(2, mode="FORWARD", static=[0, 1], placeholders=["primals_1", "primals_2", "primals_3"])
+        bwd = MGR.add(3, mode="BACKWARD", static=[0, 1],
+                      placeholders=["primals_1", "primals_2", "primals_3", "relu", "tangents_1"])
+        MGR.id_to_compile_id = {fwd: "0/0", bwd: "0/0"}
+
+        def forward_graph(inputs):
+            p1, p2, x = inputs
+            act = Tensor([4, 8])
+            return [Tensor([4, 8]), p1, p2, x, act]
+
+        def backward_graph(inputs):
+            p1, p2, x, act, grad = inputs
+            return [Tensor([8, 8]), Tensor([8, 8]), None]
+
+        MGR.models = {2: forward_graph, 3: backward_graph}
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        iters = 5
+
+        def train_step():
+            _invocation()
+            logits, *saved = MGR._run([w1, w2, Tensor([4, 8])], fwd)
+            loss_grad = Tensor([4, 8])  # the loss runs eagerly
+            grads = MGR._run(saved + [loss_grad], bwd)
+            del saved
+            # the optimizer updates w1, w2 in place from the gradients
+            # (eager), then zero_grad(set_to_none=True) drops them
+            self.assertIsNone(grads[2])
+            del grads
+            return logits
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a recorder stop would raise here
+            with cgtrace.record(self.path) as rec:
+                for _ in range(iters):
+                    cgt.mark_step_begin()
+                    logits = train_step()
+                    del logits
+        self.assertIsNone(rec.error)
+        header, recs = self.records()
+        self.assertNotIn("recorder_error", header["meta"])
+        self.assertEqual(rec.session.counts["calls"], 2 * iters)
+        defs = {r["fn"]: r for r in recs if r["op"] == "def"}
+        self.assertEqual(sorted(defs), ["train_step_2", "train_step_bwd_3"])
+        self.assertEqual(defs["train_step_bwd_3"]["mode"], "backward")
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual([c["fn"] for c in calls], ["train_step_2", "train_step_bwd_3"] * iters)
+        # the parameters keep their names through every iteration, in the
+        # forward and in the backward (autograd hands them back)
+        for c in calls:
+            self.assertEqual(c["args"][:2], ["param", "param_1"])
+        acts = [r["action"] for r in recs if r["op"] == "expect"]
+        self.assertEqual(acts, ["warmup"] * 2 + ["record"] * 2 + ["replay"] * (2 * iters - 4))
+        self.assertEqual(sum(r["op"] == "param" for r in recs), 2)
+        self.assertEqual(sum(r["op"] == "step" for r in recs), iters)
+        self.assertFalse([r for r in recs if r["op"] == "note"])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+
+    def test_fake_tensor_truth_value_is_torchs(self):
+        """The stand-in refuses what torch refuses, so the tests above catch
+        recorder code that compares or tests tensors."""
+        a, b = Tensor([4]), Tensor([4])
+        with self.assertRaisesRegex(RuntimeError, "more than one value is ambiguous"):
+            bool(a == b)
+        with self.assertRaisesRegex(RuntimeError, "more than one value is ambiguous"):
+            _ = b in [a]
+        with self.assertRaisesRegex(RuntimeError, "more than one value is ambiguous"):
+            weakref.ref(a, lambda _: None) == weakref.ref(a, lambda _: None) or None
+        with self.assertRaisesRegex(RuntimeError, "no values is ambiguous"):
+            bool(Tensor([0]))
+        self.assertTrue(bool(Tensor([1], values=[2.0]) == 2.0))
+        self.assertIn(a, [a])  # identity first, as list.__contains__ does
+        self.assertEqual(len({a, b}), 2)
 
     def test_nested_recording_refused(self):
         with cgtrace.record(self.path):
