@@ -150,18 +150,24 @@ func (e entry) replays(node int) bool {
 }
 
 // keyframe is an engine clone at a position. It is never applied to: a
-// restore clones it again, so the keyframe stays as it was taken.
+// restore clones it again, so the keyframe stays as it was taken. bytes is
+// what the clone cost in device memory (engine.Engine.SnapshotBytes when it
+// was taken: on the GPU, device memory; on sim, its upper bound).
 type keyframe struct {
-	pos int
-	eng *engine.Engine
+	pos   int
+	eng   *engine.Engine
+	bytes int64
 }
 
 // keyframes is the bounded set of keyframes: one every every steps, with
-// every doubled (and the odd ones dropped) whenever there are more than max.
+// every doubled (and the odd ones dropped) whenever there are more than max
+// or they hold more than budget bytes.
 type keyframes struct {
-	every int
-	max   int
-	list  []keyframe // sorted by pos
+	every  int
+	max    int
+	budget int64      // bytes; <= 0: no byte cap
+	total  int64      // bytes held by list
+	list   []keyframe // sorted by pos
 }
 
 // due reports whether a keyframe should be taken at pos.
@@ -173,22 +179,40 @@ func (k *keyframes) due(pos int) bool {
 	return n == 0 || k.list[n-1].pos < pos
 }
 
-// add appends a keyframe at pos (after the last one) and thins the set when
-// it has grown past max, so that memory stays bounded however long the
-// trace: old keyframes are spaced twice as far apart, never dropped all.
-func (k *keyframes) add(pos int, eng *engine.Engine) {
-	k.list = append(k.list, keyframe{pos: pos, eng: eng})
-	for len(k.list) > k.max {
+// over reports whether the set breaks one of its caps.
+func (k *keyframes) over() bool {
+	return len(k.list) > k.max || (k.budget > 0 && k.total > k.budget && len(k.list) > 1)
+}
+
+// add appends a keyframe at pos (after the last one) costing bytes, and
+// thins the set when it has grown past max keyframes or budget bytes, so
+// that memory stays bounded however long the trace and however big the
+// tree: old keyframes are spaced twice as far apart, never dropped all
+// (the one at position 0 always stays, and it costs next to nothing).
+func (k *keyframes) add(pos int, eng *engine.Engine, bytes int64) {
+	k.list = append(k.list, keyframe{pos: pos, eng: eng, bytes: bytes})
+	k.total += bytes
+	for k.over() {
 		k.every *= 2
 		kept := k.list[:0]
+		k.total = 0
 		for _, f := range k.list {
 			if f.pos%k.every == 0 {
 				kept = append(kept, f)
+				k.total += f.bytes
 			}
 		}
+		// The dropped clones go to the collector; on the GPU their device
+		// memory is given back when it buries them.
 		clear(k.list[len(kept):])
 		k.list = kept
 	}
+}
+
+// fits reports whether a keyframe of bytes more fits under the budget with
+// extra bytes held elsewhere (the local keyframes).
+func (k *keyframes) fits(bytes, extra int64) bool {
+	return k.budget <= 0 || k.total+extra+bytes <= k.budget
 }
 
 // at returns the last keyframe at or before pos.
@@ -211,8 +235,9 @@ const localPerInterval = 32
 // bounded set, made while records are re-applied after a restore. Only one
 // interval has them at a time, so they add a constant to memory.
 type localFrames struct {
-	base int // position of the keyframe whose interval they divide
-	list []keyframe
+	base  int // position of the keyframe whose interval they divide
+	list  []keyframe
+	total int64 // bytes held by list
 }
 
 // at returns the last local keyframe at or before pos.
@@ -236,4 +261,5 @@ func (l *localFrames) add(f keyframe) {
 	l.list = append(l.list, keyframe{})
 	copy(l.list[i+1:], l.list[i:])
 	l.list[i] = f
+	l.total += f.bytes
 }

@@ -21,6 +21,12 @@ const (
 	// DefaultKeyframeEvery is the initial spacing of keyframes: small traces
 	// go back by restoring a clone at most this many records behind.
 	DefaultKeyframeEvery = 16
+	// DefaultKeyframeBytes bounds the memory of the keyframes (and the
+	// local keyframes) as engine.Engine.SnapshotBytes counts it: device
+	// memory on the GPU, its upper bound on sim. 256 MiB is a small share
+	// of a GPU's memory and of a workstation's, and at the trees and pools
+	// of real runs still holds hundreds of keyframes.
+	DefaultKeyframeBytes = 256 << 20
 	// stepCache is how many full Steps StepAt keeps; older ones are
 	// recomputed from a keyframe on demand.
 	stepCache = 512
@@ -44,6 +50,10 @@ type Options struct {
 	MaxKeyframes int
 	// KeyframeEvery is the initial keyframe spacing (default DefaultKeyframeEvery).
 	KeyframeEvery int
+	// KeyframeBytes bounds the bytes of the keyframes (default
+	// DefaultKeyframeBytes; negative: no byte cap). Past it the spacing
+	// doubles, as past MaxKeyframes.
+	KeyframeBytes int64
 	// Handoff is the engine's rule for an output handed to the next call
 	// across a generation (engine.Options.Handoff); Save keeps it.
 	Handoff engine.Handoff
@@ -78,7 +88,7 @@ type Session struct {
 	expects map[int][]engine.ExpectFailure
 
 	// cloneable is false when the engine's devices cannot be snapshotted
-	// (the GPU): going back then re-runs from the start on fresh devices.
+	// (a device without Cloner): going back then re-runs from the start on fresh devices.
 	cloneable bool
 	kf        keyframes
 	local     localFrames
@@ -107,6 +117,9 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 	if opts.KeyframeEvery < 1 {
 		opts.KeyframeEvery = DefaultKeyframeEvery
 	}
+	if opts.KeyframeBytes == 0 {
+		opts.KeyframeBytes = DefaultKeyframeBytes
+	}
 	s := &Session{
 		tr:      tr,
 		opts:    opts,
@@ -114,7 +127,7 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 		errs:    map[int]*engine.Error{},
 		expects: map[int][]engine.ExpectFailure{},
 		steps:   map[int]*engine.Step{},
-		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes},
+		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes, budget: opts.KeyframeBytes},
 	}
 	if s.file == "" {
 		s.file = tr.File
@@ -122,9 +135,10 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 	if err := s.fresh(); err != nil {
 		return nil, err
 	}
+	cost := s.eng.SnapshotBytes()
 	if c, err := s.eng.Clone(); err == nil {
 		s.cloneable = true
-		s.kf.add(0, c)
+		s.kf.add(0, c, cost)
 	}
 	return s, nil
 }
@@ -190,7 +204,8 @@ func (s *Session) Len() int { return len(s.tr.Records) }
 func (s *Session) Executed() int { return len(s.hist) }
 
 // Cloneable reports whether going back restores keyframes (true) or
-// re-runs the trace from the start on fresh devices (false: the GPU).
+// re-runs the trace from the start on fresh devices (false: devices that
+// cannot be cloned).
 func (s *Session) Cloneable() bool { return s.cloneable }
 
 // Engine returns the live engine at the current position. Callers must not
@@ -235,8 +250,9 @@ func (s *Session) apply() *engine.Step {
 		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.
+			cost := s.eng.SnapshotBytes()
 			if c, err := s.eng.Clone(); err == nil {
-				s.kf.add(s.pos, c)
+				s.kf.add(s.pos, c, cost)
 			}
 		}
 	}
@@ -320,14 +336,21 @@ func (s *Session) takeLocal() {
 	if s.pos == kf.pos || s.pos%every != 0 || s.local.has(s.pos) {
 		return
 	}
+	// Local keyframes share the byte budget with the others: on a big
+	// pool they are the first to go, a slower step back rather than more
+	// memory.
+	cost := s.eng.SnapshotBytes()
+	if !s.kf.fits(cost, s.local.total) {
+		return
+	}
 	if c, err := s.eng.Clone(); err == nil {
-		s.local.add(keyframe{pos: s.pos, eng: c})
+		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost})
 	}
 }
 
 // StepAt returns the full result of record i once it has been executed, nil
 // otherwise. Recent results are cached; others are recomputed from a
-// keyframe on a scratch engine. Without keyframes (the GPU) an old result is
+// keyframe on a scratch engine. Without keyframes (devices that cannot clone) an old result is
 // rebuilt from its summary, without events.
 func (s *Session) StepAt(i int) *engine.Step {
 	if i < 0 || i >= len(s.hist) {
@@ -379,6 +402,13 @@ func (s *Session) Summary(i int) (Summary, bool) {
 
 // Keyframes returns how many keyframes the history holds and their spacing.
 func (s *Session) Keyframes() (n, every int) { return len(s.kf.list), s.kf.every }
+
+// KeyframeBytes returns the bytes the keyframes and local keyframes hold
+// (as engine.Engine.SnapshotBytes counted them when they were taken) and
+// the byte budget (<= 0: none).
+func (s *Session) KeyframeBytes() (held, budget int64) {
+	return s.kf.total + s.local.total, s.kf.budget
+}
 
 // LastCheckpoint returns the index of the last record before pos that
 // checkpointed a pool, or -1.
