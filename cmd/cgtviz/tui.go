@@ -20,7 +20,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-device sim|cuda|auto] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-keyframe-mb N] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
@@ -29,7 +29,7 @@ const (
 // a bad trace, 1 when the terminal fails.
 func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, f := newTUIFlags()
-	check, dev, save, mouse, handoff := f.check, f.dev, f.save, f.mouse, f.handoff
+	check, dev, save, mouse, handoff, kfmb := f.check, f.dev, f.save, f.mouse, f.handoff, f.keyframeMB
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -42,6 +42,10 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
+	if *kfmb < 0 {
+		fmt.Fprintf(stderr, "cgtviz: -keyframe-mb %d: want 0 (no cap) or more\n", *kfmb)
+		return 2
+	}
 	src := sessions.DemoSource
 	if len(pos) == 1 {
 		src = pos[0]
@@ -51,7 +55,7 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2
 	}
-	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, Fingerprint: fp})
+	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, Fingerprint: fp, KeyframeBytes: keyframeBytes(*kfmb)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1
@@ -64,6 +68,7 @@ type tuiFlags struct {
 	check, mouse *bool
 	dev, save    *string
 	handoff      *engine.Handoff
+	keyframeMB   *int64
 }
 
 // newTUIFlags defines the TUI's flags; `cgtviz -h` prints them too.
@@ -71,7 +76,8 @@ func newTUIFlags() (*flag.FlagSet, tuiFlags) {
 	fs := newFlags("tui")
 	var f tuiFlags
 	f.check = fs.Bool("check", false, "run the engine's invariant checker after every record")
-	f.dev = fs.String("device", "sim", tuiDeviceHelp)
+	f.dev = fs.String("device", "auto", tuiDeviceHelp)
+	f.keyframeMB = fs.Int64("keyframe-mb", sessions.DefaultKeyframeBytes>>20, "the `MiB` of memory the keyframes of going back may hold (device memory on a GPU); past it they thin; 0: no cap")
 	f.save = fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
 	f.mouse = fs.Bool("mouse", true, mouseHelp)
 	f.handoff = addHandoffFlag(fs)
@@ -81,10 +87,19 @@ func newTUIFlags() (*flag.FlagSet, tuiFlags) {
 // mouseHelp documents -mouse, which tui and open share.
 const mouseHelp = "clicks focus panes and pick lines, the wheel scrolls; false leaves the mouse to the terminal (to select text)"
 
-// tuiDeviceHelp documents -device. The TUI defaults to the simulated
-// device even in a cuda build: it snapshots, so going back is instant; on a
-// GPU going back re-runs the trace from the start.
-const tuiDeviceHelp = "`device`: " + deviceChoices + "; on a GPU, going back re-runs the trace from the start"
+// keyframeBytes turns -keyframe-mb into Options.KeyframeBytes (0: no cap,
+// which the session spells negative).
+func keyframeBytes(mb int64) int64 {
+	if mb == 0 {
+		return -1
+	}
+	return mb << 20
+}
+
+// tuiDeviceHelp documents -device. The TUI defaults to auto: a cuda build
+// runs the engine live on the GPU when there is one (the GPU clones, so
+// going back restores keyframes there as on sim), else the simulated device.
+const tuiDeviceHelp = "`device`: " + deviceChoices + "; auto is the GPU when this binary has the cuda backend and a GPU is there, else sim"
 
 // tuiDeviceOK reports whether -device names a backend openDevices knows.
 func tuiDeviceOK(name string) bool {
@@ -92,9 +107,22 @@ func tuiDeviceOK(name string) bool {
 }
 
 // tuiDevices opens the session's devices (again at each re-run from the
-// start); the session closes them.
+// start); the session closes them. auto is settled at the first call: the
+// GPU when it opens, else sim, and the same backend at every later call,
+// so that a re-run never moves the session from one backend to another.
 func tuiDevices(name string) func(n int) ([]device.Device, error) {
 	return func(n int) ([]device.Device, error) {
+		if name == "auto" {
+			if !hasCUDA {
+				name = "sim"
+			} else if devs, _, err := cudaDevices(n); err == nil {
+				name = "cuda"
+				return devs, nil
+			} else {
+				// No GPU (or no driver): the simulated device, as auto says.
+				name = "sim"
+			}
+		}
 		devs, _, err := openDevices(name, n)
 		return devs, err
 	}
