@@ -75,9 +75,9 @@ func actionCode(a engine.Action) uint8 {
 	return 0
 }
 
-// entry is what the history keeps of one executed record: 16 bytes, so that
-// a million steps cost 16 MB. Everything else about the record is in the
-// trace itself; error and expectation messages, rare, live in maps.
+// entry is what the history keeps of one executed record, 16 bytes, stored
+// once per distinct value (history). Everything else about the record is
+// in the trace itself; error and expectation messages, rare, live in maps.
 type entry struct {
 	node, parent int32
 	kinds        KindSet
@@ -86,9 +86,39 @@ type entry struct {
 	flags        uint8
 }
 
-// entryBytes is the in-memory size of an entry, for the memory accounting
-// of HistoryBytes.
-const entryBytes = 16
+// history is one entry per executed record, dictionary-coded: a long run
+// is mostly repetition (the same call replaying the same node step after
+// step), so the distinct entries are few and each record costs a 4-byte
+// code: 200 MB for the 50M records a trace may have, where 16-byte entries
+// would cost 800 MB.
+type history struct {
+	codes []uint32
+	dict  []entry
+	ids   map[entry]uint32
+}
+
+func (h *history) len() int { return len(h.codes) }
+
+func (h *history) at(i int) entry { return h.dict[h.codes[i]] }
+
+func (h *history) push(e entry) {
+	id, ok := h.ids[e]
+	if !ok {
+		if h.ids == nil {
+			h.ids = map[entry]uint32{}
+		}
+		id = uint32(len(h.dict))
+		h.dict = append(h.dict, e)
+		h.ids[e] = id
+	}
+	h.codes = append(h.codes, id)
+}
+
+// bytes is the history's memory, roughly: the codes and the dictionary
+// (its map at about three times the entries).
+func (h *history) bytes() int64 {
+	return int64(cap(h.codes))*4 + int64(len(h.dict))*16*4
+}
 
 // Summary is the compact result of one executed record.
 type Summary struct {

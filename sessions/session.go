@@ -72,7 +72,7 @@ func SimDevices(n int) ([]device.Device, error) {
 // what every executed record did. Methods must be called from one goroutine
 // at a time.
 type Session struct {
-	tr   *traces.Trace
+	src  Records
 	opts Options
 	file string
 
@@ -80,9 +80,9 @@ type Session struct {
 	devs []device.Device // the devices New made for eng, closed on a re-run
 	pos  int             // records applied to eng
 
-	// hist has one entry per executed record: len(hist) is the frontier,
+	// hist has one entry per executed record: hist.len() is the frontier,
 	// the furthest position ever reached.
-	hist    []entry
+	hist    history
 	ckpts   []int // indexes of executed records that checkpointed, ascending
 	errs    map[int]*engine.Error
 	expects map[int][]engine.ExpectFailure
@@ -101,12 +101,23 @@ type Session struct {
 
 	bps   []Breakpoint
 	marks []Bookmark
+
+	readErr error // the last failure to read a record
 }
 
 // New starts a session at position 0 of tr.
 func New(tr *traces.Trace, opts Options) (*Session, error) {
 	if tr == nil {
 		return nil, errors.New("new session: nil trace")
+	}
+	return NewRecords(InMemory(tr), opts)
+}
+
+// NewRecords starts a session at position 0 of a trace's records, in
+// memory or read on demand (Indexed).
+func NewRecords(src Records, opts Options) (*Session, error) {
+	if src == nil {
+		return nil, errors.New("new session: nil records")
 	}
 	if opts.NewDevices == nil {
 		opts.NewDevices = SimDevices
@@ -121,7 +132,7 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 		opts.KeyframeBytes = DefaultKeyframeBytes
 	}
 	s := &Session{
-		tr:      tr,
+		src:     src,
 		opts:    opts,
 		file:    opts.Source,
 		errs:    map[int]*engine.Error{},
@@ -130,7 +141,7 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes, budget: opts.KeyframeBytes},
 	}
 	if s.file == "" {
-		s.file = tr.File
+		s.file = src.File()
 	}
 	if err := s.fresh(); err != nil {
 		return nil, err
@@ -145,7 +156,7 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 
 // fresh replaces the engine by a new one at position 0 on new devices.
 func (s *Session) fresh() error {
-	n := s.tr.Header.Devices
+	n := s.src.Header().Devices
 	if n < 1 {
 		n = 1
 	}
@@ -153,7 +164,7 @@ func (s *Session) fresh() error {
 	if err != nil {
 		return fmt.Errorf("session %s: devices: %w", s.file, err)
 	}
-	eng, err := engine.New(s.tr.Header, engine.Options{Devices: devs, File: s.file, Check: s.opts.Check, Handoff: s.opts.Handoff})
+	eng, err := engine.New(s.src.Header(), engine.Options{Devices: devs, File: s.file, Check: s.opts.Check, Handoff: s.opts.Handoff})
 	if err != nil {
 		closeAll(devs)
 		return fmt.Errorf("session %s: %w", s.file, err)
@@ -184,8 +195,11 @@ func (s *Session) Close() error {
 	return errors.Join(errs...)
 }
 
-// Trace returns the session's trace.
-func (s *Session) Trace() *traces.Trace { return s.tr }
+// Records returns the session's records: what the trace pane shows.
+func (s *Session) Records() Records { return s.src }
+
+// Header returns the trace's header.
+func (s *Session) Header() traces.Header { return s.src.Header() }
 
 // Handoff returns the engine's handoff rule.
 func (s *Session) Handoff() engine.Handoff { return s.opts.Handoff }
@@ -196,12 +210,14 @@ func (s *Session) Source() string { return s.opts.Source }
 // Pos returns the number of records applied: the position in the trace.
 func (s *Session) Pos() int { return s.pos }
 
-// Len returns the number of records in the trace.
-func (s *Session) Len() int { return len(s.tr.Records) }
+// Len returns the number of records that may run: all of a trace in
+// memory; of one read on demand, those checked so far (it grows while the
+// trace is checked in the background or followed).
+func (s *Session) Len() int { return s.src.Len() }
 
 // Executed returns the furthest position ever reached: records before it
 // have a Summary.
-func (s *Session) Executed() int { return len(s.hist) }
+func (s *Session) Executed() int { return s.hist.len() }
 
 // Cloneable reports whether going back restores keyframes (true) or
 // re-runs the trace from the start on fresh devices (false: devices that
@@ -223,22 +239,44 @@ func (s *Session) State() *engine.State {
 }
 
 // Step applies the next record to the live engine. It returns false at the
-// end of the trace.
+// end of the trace, and when the record cannot be read (Err says why).
 func (s *Session) Step() (*engine.Step, bool) {
-	if s.pos >= len(s.tr.Records) {
+	if s.pos >= s.src.Len() {
 		return nil, false
 	}
-	return s.apply(), true
+	st, err := s.apply()
+	if err != nil {
+		return nil, false
+	}
+	return st, true
+}
+
+// Err returns why the last record read failed (a trace read on demand
+// whose file changed or vanished), nil when none did.
+func (s *Session) Err() error { return s.readErr }
+
+// record reads record i; a failure is kept for Err.
+func (s *Session) record(i int) (*traces.Record, error) {
+	rec, err := s.src.Record(i)
+	if err != nil {
+		s.readErr = fmt.Errorf("session %s: %w", s.file, err)
+		return nil, s.readErr
+	}
+	return rec, nil
 }
 
 // apply runs record s.pos and extends the history when it is new.
-func (s *Session) apply() *engine.Step {
+func (s *Session) apply() (*engine.Step, error) {
 	i := s.pos
-	st := s.eng.Apply(&s.tr.Records[i])
+	rec, err := s.record(i)
+	if err != nil {
+		return nil, err
+	}
+	st := s.eng.Apply(rec)
 	s.pos++
-	if i == len(s.hist) {
+	if i == s.hist.len() {
 		e := newEntry(st)
-		s.hist = append(s.hist, e)
+		s.hist.push(e)
 		if e.flags&flagCheckpoint != 0 {
 			s.ckpts = append(s.ckpts, i)
 		}
@@ -257,7 +295,7 @@ func (s *Session) apply() *engine.Step {
 		}
 	}
 	s.cacheStep(i, st)
-	return st
+	return st, nil
 }
 
 func (s *Session) cacheStep(i int, st *engine.Step) {
@@ -286,8 +324,8 @@ func (s *Session) Back() error {
 // keyframe at or before target and re-applies the records after it, or,
 // when the engine cannot be cloned, re-runs from the start on fresh devices.
 func (s *Session) Goto(target int) error {
-	if target < 0 || target > len(s.tr.Records) {
-		return fmt.Errorf("go to step %d: out of range 0..%d", target, len(s.tr.Records))
+	if n := s.src.Len(); target < 0 || target > n {
+		return fmt.Errorf("go to step %d: out of range 0..%d", target, n)
 	}
 	if target == s.pos {
 		return nil
@@ -311,7 +349,9 @@ func (s *Session) Goto(target int) error {
 		}
 	}
 	for s.pos < target {
-		s.apply()
+		if _, err := s.apply(); err != nil {
+			return fmt.Errorf("go to step %d: %w", target, err)
+		}
 		s.takeLocal()
 	}
 	return nil
@@ -321,7 +361,7 @@ func (s *Session) Goto(target int) error {
 // divides the current keyframe interval and none is there yet. Moving to
 // another interval drops the local keyframes of the last one.
 func (s *Session) takeLocal() {
-	if !s.cloneable || s.pos >= len(s.hist) {
+	if !s.cloneable || s.pos >= s.hist.len() {
 		return
 	}
 	kf, ok := s.kf.at(s.pos)
@@ -353,7 +393,7 @@ func (s *Session) takeLocal() {
 // keyframe on a scratch engine. Without keyframes (devices that cannot clone) an old result is
 // rebuilt from its summary, without events.
 func (s *Session) StepAt(i int) *engine.Step {
-	if i < 0 || i >= len(s.hist) {
+	if i < 0 || i >= s.hist.len() {
 		return nil
 	}
 	if st, ok := s.steps[i]; ok {
@@ -361,18 +401,17 @@ func (s *Session) StepAt(i int) *engine.Step {
 	}
 	if s.cloneable {
 		if kf, ok := s.kf.at(i); ok {
-			if eng, err := kf.eng.Clone(); err == nil {
-				for p := kf.pos; p < i; p++ {
-					eng.Apply(&s.tr.Records[p])
-				}
-				st := eng.Apply(&s.tr.Records[i])
+			if st := s.replayAt(kf, i); st != nil {
 				s.cacheStep(i, st)
 				return st
 			}
 		}
 	}
 	sum, _ := s.Summary(i)
-	rec := &s.tr.Records[i]
+	rec, err := s.src.Record(i)
+	if err != nil {
+		rec = &traces.Record{Line: s.src.Line(i)}
+	}
 	return &engine.Step{
 		Index: i, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Device: sum.Device,
 		Action: sum.Action, Node: sum.Node, Parent: sum.Parent,
@@ -380,12 +419,30 @@ func (s *Session) StepAt(i int) *engine.Step {
 	}
 }
 
+// replayAt recomputes record i's full result on a scratch clone of kf; nil
+// when the clone or a record read fails.
+func (s *Session) replayAt(kf keyframe, i int) *engine.Step {
+	eng, err := kf.eng.Clone()
+	if err != nil {
+		return nil
+	}
+	var st *engine.Step
+	for p := kf.pos; p <= i; p++ {
+		rec, err := s.src.Record(p)
+		if err != nil {
+			return nil
+		}
+		st = eng.Apply(rec)
+	}
+	return st
+}
+
 // Summary returns the compact result of record i once it has been executed.
 func (s *Session) Summary(i int) (Summary, bool) {
-	if i < 0 || i >= len(s.hist) {
+	if i < 0 || i >= s.hist.len() {
 		return Summary{}, false
 	}
-	e := s.hist[i]
+	e := s.hist.at(i)
 	return Summary{
 		Index:          i,
 		Action:         actionCodes[e.action],
