@@ -348,6 +348,9 @@ func (ix *Index) Progress() IndexProgress {
 	}
 }
 
+// Done is closed when the background pass ends.
+func (ix *Index) Done() <-chan struct{} { return ix.done }
+
 // Wait blocks until the background pass ends (at the end of the file; in
 // follow mode when ctx is done or Close is called).
 func (ix *Index) Wait() { <-ix.done }

@@ -19,7 +19,7 @@ import (
 // traceRowText is what the trace pane shows of record i, as search reads
 // it. It runs in Update, where the session may be read.
 func (m *Model) traceRowText(i int) string {
-	rec := &m.recs[i]
+	rec := m.recs.at(i)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d ", rec.Line)
 	if sum, ok := m.sess.Summary(i); ok {
@@ -128,7 +128,7 @@ func (m *Model) find(dir int) {
 	var n int
 	var text func(i int) string
 	if p == paneTrace {
-		n, text = len(m.recs), m.traceRowText
+		n, text = m.recs.len(), m.traceRowText
 	} else {
 		lines := m.paneText(p)
 		n, text = len(lines), func(i int) string { return lines[i] }
@@ -147,7 +147,7 @@ func (m *Model) find(dir int) {
 		where := fmt.Sprintf("row %d of %d", i+1, n)
 		switch p {
 		case paneTrace:
-			where = fmt.Sprintf("line %d", m.recs[i].Line)
+			where = fmt.Sprintf("line %d", m.recs.line(i))
 		case paneTensors:
 			where = fmt.Sprintf("tensor %d of %d", i, n-1) // row 0 is the header
 		}

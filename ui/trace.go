@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -71,9 +72,10 @@ const (
 )
 
 // view renders the visible records.
-func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h int, focused bool) []string {
-	p.clamp(len(recs), h)
-	lw := len(strconv.Itoa(maxLine(recs)))
+func (p *tracePane) view(recs records, snap *snapshot, s Styles, w, h int, focused bool) []string {
+	n := recs.len()
+	p.clamp(n, h)
+	lw := len(strconv.Itoa(maxLine(recs, n)))
 	out := make([]string, 0, h)
 	bps := map[int]bool{}
 	for _, b := range snap.bps {
@@ -81,8 +83,11 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 			bps[b.Line] = true
 		}
 	}
-	for i := p.offset; i < len(recs) && len(out) < h; i++ {
-		rec := &recs[i]
+	for i := p.offset; i < n && len(out) < h; i++ {
+		rec, perr := recs.get(i)
+		if perr != nil {
+			rec = recs.at(i)
+		}
 		var b strings.Builder
 		sel := i == p.cursor
 		mark := func(on bool, g string) {
@@ -119,7 +124,13 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 		b.WriteString(" ")
 		text := recordText(rec)
 		ts := s.Normal
+		if perr != nil {
+			// A problem found by the background check, where it is.
+			text = "✗ " + problemMsg(perr)
+		}
 		switch {
+		case perr != nil:
+			ts = s.Err
 		case i >= snap.pos:
 			ts = s.Dim
 		case kind == resErr:
@@ -135,10 +146,20 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 	return out
 }
 
-func maxLine(recs []traces.Record) int {
+func maxLine(recs records, n int) int {
 	m := 1
-	for i := len(recs) - 1; i >= 0 && i >= len(recs)-4; i-- {
-		m = max(m, recs[i].Line)
+	for i := n - 1; i >= 0 && i >= n-4; i-- {
+		m = max(m, recs.line(i))
 	}
 	return m
+}
+
+// problemMsg is a problem's message without its file:line, which the row
+// already shows.
+func problemMsg(err error) string {
+	var p *traces.Problem
+	if errors.As(err, &p) {
+		return p.Msg
+	}
+	return err.Error()
 }
