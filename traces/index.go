@@ -243,7 +243,10 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 		batch = append(batch, pending{off: prevEnd, line: rec.Line})
 		prevEnd = end
 		n++
-		if len(batch) >= indexBatch || (badLine > 0 && firstBad < 0) || time.Since(last) > 50*time.Millisecond {
+		// Published in batches, and whenever the next line is not in the
+		// buffer: the read may wait (a followed file), and what was read
+		// must show meanwhile.
+		if len(batch) >= indexBatch || (badLine > 0 && firstBad < 0) || rd.br.Buffered() == 0 || time.Since(last) > 50*time.Millisecond {
 			flush(end)
 			last = time.Now()
 		}

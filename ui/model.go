@@ -207,7 +207,9 @@ func New(s *sessions.Session, opts Options) *Model {
 	if opts.Export == nil {
 		m.keys.Export.SetEnabled(false)
 	}
-	m.progress, _ = s.Records().Progress()
+	if p, ok := s.Records().Progress(); ok {
+		m.setProgress(p)
+	}
 	m.install(takeSnapshot(s))
 	return m
 }

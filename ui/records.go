@@ -65,9 +65,23 @@ func (m *Model) watchProgress() tea.Cmd {
 // the runnable length, and the progress the status line shows.
 func (m *Model) onProgress() tea.Cmd {
 	p, _ := m.sess.Records().Progress()
-	m.progress = p
+	m.setProgress(p)
 	m.snap.n = m.sess.Len()
 	return m.watchProgress()
+}
+
+// setProgress keeps the background pass's progress for the status line and
+// its problems for the rows they are on.
+func (m *Model) setProgress(p traces.IndexProgress) {
+	m.progress = p
+	if len(p.Problems) > 0 {
+		m.trace.problems = make(map[int]string, len(p.Problems))
+		for _, pr := range p.Problems {
+			if _, ok := m.trace.problems[pr.Line]; !ok {
+				m.trace.problems[pr.Line] = pr.Msg
+			}
+		}
+	}
 }
 
 // progressParts are the status line's words for the background pass: how

@@ -20,6 +20,9 @@ type tracePane struct {
 	lo   int
 	sums []sessions.Summary
 	have []bool
+	// problems are the background check's problems by line (a trace read
+	// on demand), shown on their rows.
+	problems map[int]string
 }
 
 // refresh clamps the window and caches the summaries it shows.
@@ -124,12 +127,17 @@ func (p *tracePane) view(recs records, snap *snapshot, s Styles, w, h int, focus
 		b.WriteString(" ")
 		text := recordText(rec)
 		ts := s.Normal
-		if perr != nil {
-			// A problem found by the background check, where it is.
-			text = "✗ " + problemMsg(perr)
-		}
+		msg, bad := p.problems[rec.Line]
 		switch {
 		case perr != nil:
+			// A line that does not parse, found by the background check.
+			text = "✗ " + problemMsg(perr)
+		case bad:
+			// A record the check refused, where it is.
+			text += "  ✗ " + msg
+		}
+		switch {
+		case perr != nil || bad:
 			ts = s.Err
 		case i >= snap.pos:
 			ts = s.Dim
