@@ -89,6 +89,9 @@ func (m *Model) setProgress(p traces.IndexProgress) {
 // line of the first (the trace pane marks each where it is).
 func (m *Model) progressParts() []string {
 	p := m.progress
+	if _, ok := m.sess.Records().Progress(); !ok {
+		return nil // a trace in memory: checked whole before it opened
+	}
 	var out []string
 	switch {
 	case p.Size < 0 && !p.Done:
