@@ -293,3 +293,22 @@ func (l *localFrames) add(f keyframe) {
 	l.list[i] = f
 	l.total += f.bytes
 }
+
+// Host memory of a keyframe beyond the device's snapshot: engine.Clone
+// copies the tree manager, about hostBytesPerNode a graph node and
+// hostBytesBase for the rest (BenchmarkKeyframeBytes: 1,077-1,122 bytes a
+// node at 1,000 and 10,000 nodes, 21.8 KB at 10). The engine does not say
+// its own size, so the session counts recordings (a node each) at this
+// rate; at 10,000 nodes a keyframe is ~11 MB of host memory where the
+// device's snapshot is 256 KB, and the byte cap must see it.
+const (
+	hostBytesPerNode = 1200
+	hostBytesBase    = 24 << 10
+)
+
+// keyframeCost is what one more keyframe of eng costs: the device's
+// snapshot (device memory on the GPU, its upper bound on sim) and the
+// tree's host copy.
+func keyframeCost(eng *engine.Engine) int64 {
+	return eng.SnapshotBytes() + hostBytesBase + hostBytesPerNode*int64(eng.Counters().Recordings)
+}

@@ -77,7 +77,7 @@ func TestKeyframeBytes(t *testing.T) {
 				}
 				// Keyframe 0 is always kept: it is the only one allowed
 				// past the budget.
-				if tt.budget > 0 && held > max(tt.budget, tt.per) {
+				if tt.budget > 0 && held > max(tt.budget, tt.per+hostBytesBase) {
 					t.Errorf("%s: keyframes hold %d bytes, budget %d", when, held, tt.budget)
 				}
 			}
@@ -109,5 +109,30 @@ func TestKeyframeBytes(t *testing.T) {
 				check(fmt.Sprintf("at %d", p))
 			}
 		})
+	}
+}
+
+// TestKeyframeBytesBigTree: a keyframe copies the tree on the host, so
+// under one byte budget a big tree keeps fewer keyframes than a small one,
+// and what they hold stays under the budget.
+func TestKeyframeBytesBigTree(t *testing.T) {
+	const budget = 8 << 20
+	kept := map[int]int{}
+	for _, nodes := range []int{10, 1000} {
+		tr := treeTrace(t, nodes, 200)
+		s, err := New(tr, Options{KeyframeBytes: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Goto(s.Len()); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := s.KeyframeBytes(); held > budget {
+			t.Errorf("%d nodes: keyframes hold %d bytes, budget %d", nodes, held, budget)
+		}
+		kept[nodes], _ = s.Keyframes()
+	}
+	if kept[1000] >= kept[10] || kept[1000] < 2 {
+		t.Errorf("keyframes kept under %d bytes: %d at 10 nodes, %d at 1000; want fewer (but some) for the big tree", budget, kept[10], kept[1000])
 	}
 }

@@ -146,7 +146,7 @@ func NewRecords(src Records, opts Options) (*Session, error) {
 	if err := s.fresh(); err != nil {
 		return nil, err
 	}
-	cost := s.eng.SnapshotBytes()
+	cost := keyframeCost(s.eng)
 	if c, err := s.eng.Clone(); err == nil {
 		s.cloneable = true
 		s.kf.add(0, c, cost)
@@ -288,7 +288,7 @@ func (s *Session) apply() (*engine.Step, error) {
 		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.
-			cost := s.eng.SnapshotBytes()
+			cost := keyframeCost(s.eng)
 			if c, err := s.eng.Clone(); err == nil {
 				s.kf.add(s.pos, c, cost)
 			}
@@ -379,7 +379,7 @@ func (s *Session) takeLocal() {
 	// Local keyframes share the byte budget with the others: on a big
 	// pool they are the first to go, a slower step back rather than more
 	// memory.
-	cost := s.eng.SnapshotBytes()
+	cost := keyframeCost(s.eng)
 	if !s.kf.fits(cost, s.local.total) {
 		return
 	}

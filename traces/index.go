@@ -32,6 +32,7 @@ type Index struct {
 	f    *os.File // read with ReadAt: the pass has its own handle
 	size int64    // at open; -1 when following (the file grows)
 
+	ctx    context.Context // ends the pass (Close)
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -117,7 +118,7 @@ func OpenIndex(ctx context.Context, path string, follow bool) (*Index, error) {
 		src = &follower{ctx: ctx, r: scan}
 		size = -1
 	}
-	ix := &Index{file: path, f: f, size: size, cancel: cancel, done: make(chan struct{}), cache: map[int]*Record{}, defSeen: map[string]bool{}}
+	ix := &Index{file: path, f: f, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{}), cache: map[int]*Record{}, defSeen: map[string]bool{}}
 	cnt := &indexCounter{r: src}
 	rd, err := NewReader(cnt, path)
 	if err != nil {
@@ -204,6 +205,9 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 	}
 	last := time.Now()
 	for {
+		if n%indexBatch == 0 && ix.ctx.Err() != nil {
+			break // closed: the rest is not wanted
+		}
 		rec, err := rd.Next()
 		end := cnt.n - int64(rd.br.Buffered())
 		if err == io.EOF {

@@ -254,7 +254,9 @@ func BenchmarkFirstScreen1M(b *testing.B) {
 	var ix *traces.Index
 	for b.Loop() {
 		if ix != nil {
+			b.StopTimer()
 			ix.Close()
+			b.StartTimer()
 		}
 		_, ix = firstScreen(b, path)
 	}
