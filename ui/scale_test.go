@@ -292,16 +292,39 @@ func benchMoves(b *testing.B, path string) {
 	kf, every := m.sess.Keyframes()
 	b.Logf("%s: %d records, %d keyframes every %d holding %d device bytes, heap %.0f MB", filepath.Base(path), m.sess.Len(), kf, every, held, float64(liveHeap()-base)/(1<<20))
 	n := m.sess.Len()
+	if err := m.sess.Goto(n / 2); err != nil {
+		b.Fatal(err)
+	}
+	m.install(takeSnapshot(m.sess))
 	b.Run("step", func(b *testing.B) {
-		if err := m.sess.Goto(n / 2); err != nil {
-			b.Fatal(err)
-		}
 		for b.Loop() {
+			if m.Pos() >= n {
+				b.StopTimer()
+				if err := m.sess.Goto(n / 2); err != nil {
+					b.Fatal(err)
+				}
+				m.install(takeSnapshot(m.sess))
+				b.StartTimer()
+			}
 			press(b, m, "n")
+			_ = m.View()
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/step")
+	})
+	b.Run("back", func(b *testing.B) {
+		for b.Loop() {
+			if m.Pos() == 0 {
+				b.StopTimer()
+				if err := m.sess.Goto(n / 2); err != nil {
+					b.Fatal(err)
+				}
+				m.install(takeSnapshot(m.sess))
+				b.StartTimer()
+			}
 			press(b, m, "N")
 			_ = m.View()
 		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(2*b.N)/1000, "ms/step")
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/back")
 	})
 	b.Run("jump", func(b *testing.B) {
 		r := rand.New(rand.NewPCG(7, 8))
