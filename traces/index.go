@@ -41,7 +41,7 @@ type Index struct {
 	// holding i: 4 bytes a record rather than 8. A new block starts
 	// whenever an offset does not fit in 32 bits of its block's base.
 	blocks []indexBlock
-	rel    []uint32
+	rel    offsets
 	end    int64 // end of the last record line indexed
 	// Line of record i is i+2 plus the extra of the last fix at or before
 	// i: blank lines are rare, so only the changes are kept.
@@ -58,6 +58,27 @@ type Index struct {
 	cache    map[int]*Record
 	cacheAge []int // insertion order, for eviction
 }
+
+// offsets is a growing list of 32-bit offsets kept in fixed chunks: one
+// slice doubled as it grows would hold up to twice its length, and copy
+// itself each time, at 50M records hundreds of MB.
+type offsets struct {
+	chunks [][]uint32
+	n      int
+}
+
+const offsetChunk = 1 << 16
+
+func (o *offsets) push(v uint32) {
+	if o.n%offsetChunk == 0 {
+		o.chunks = append(o.chunks, make([]uint32, 0, offsetChunk))
+	}
+	c := &o.chunks[len(o.chunks)-1]
+	*c = append(*c, v)
+	o.n++
+}
+
+func (o *offsets) at(i int) uint32 { return o.chunks[i/offsetChunk][i%offsetChunk] }
 
 type indexBlock struct {
 	first int
@@ -194,10 +215,10 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 			ix.probs = append(ix.probs, c.probs[len(ix.probs):]...)
 		}
 		if badLine > 0 && firstBad < 0 {
-			firstBad = sort.Search(len(ix.rel), func(i int) bool { return ix.lineLocked(i) >= badLine })
+			firstBad = sort.Search(ix.rel.n, func(i int) bool { return ix.lineLocked(i) >= badLine })
 		}
 		if firstBad < 0 {
-			ix.checked = len(ix.rel)
+			ix.checked = ix.rel.n
 		} else {
 			ix.checked = firstBad
 		}
@@ -263,13 +284,13 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 
 // add publishes one record's offset and line; ix.mu is held.
 func (ix *Index) add(off int64, line int) {
-	i := len(ix.rel)
+	i := ix.rel.n
 	nb := len(ix.blocks)
 	if nb == 0 || off-ix.blocks[nb-1].base > math.MaxUint32 {
 		ix.blocks = append(ix.blocks, indexBlock{first: i, base: off})
 		nb++
 	}
-	ix.rel = append(ix.rel, uint32(off-ix.blocks[nb-1].base))
+	ix.rel.push(uint32(off - ix.blocks[nb-1].base))
 	if extra := line - (i + 2); extra != ix.extraLocked(i) {
 		ix.fixes = append(ix.fixes, lineFix{rec: i, extra: extra})
 	}
@@ -287,7 +308,7 @@ func (ix *Index) lineLocked(i int) int { return i + 2 + ix.extraLocked(i) }
 
 func (ix *Index) offLocked(i int) int64 {
 	b := sort.Search(len(ix.blocks), func(b int) bool { return ix.blocks[b].first > i }) - 1
-	return ix.blocks[b].base + int64(ix.rel[i])
+	return ix.blocks[b].base + int64(ix.rel.at(i))
 }
 
 // File names the trace in problems: its path.
@@ -300,7 +321,7 @@ func (ix *Index) Header() Header { return ix.hdr }
 func (ix *Index) Len() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return len(ix.rel)
+	return ix.rel.n
 }
 
 // Checked returns how many records may be run: those indexed before the
@@ -322,7 +343,7 @@ func (ix *Index) Line(i int) int {
 func (ix *Index) RecordAtLine(line int) int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return sort.Search(len(ix.rel), func(i int) bool { return ix.lineLocked(i) >= line })
+	return sort.Search(ix.rel.n, func(i int) bool { return ix.lineLocked(i) >= line })
 }
 
 // Defs returns the names of the functions defined so far, in order.
@@ -350,7 +371,7 @@ func (ix *Index) Progress() IndexProgress {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return IndexProgress{
-		Records: len(ix.rel), Checked: ix.checked, Bytes: ix.read, Size: ix.size,
+		Records: ix.rel.n, Checked: ix.checked, Bytes: ix.read, Size: ix.size,
 		Done: ix.fin, Problems: append([]Problem(nil), ix.probs...), Err: ix.err,
 	}
 }
@@ -374,8 +395,8 @@ func (ix *Index) Close() error {
 // *Problem with what could be decoded, as Reader.Next does.
 func (ix *Index) Record(i int) (*Record, error) {
 	ix.mu.Lock()
-	if i < 0 || i >= len(ix.rel) {
-		n := len(ix.rel)
+	if i < 0 || i >= ix.rel.n {
+		n := ix.rel.n
 		ix.mu.Unlock()
 		return nil, fmt.Errorf("%s: record %d out of range 0..%d", ix.file, i, n-1)
 	}
@@ -385,7 +406,7 @@ func (ix *Index) Record(i int) (*Record, error) {
 	}
 	start := ix.offLocked(i)
 	end := ix.end
-	if i+1 < len(ix.rel) {
+	if i+1 < ix.rel.n {
 		end = ix.offLocked(i + 1)
 	}
 	line := ix.lineLocked(i)
