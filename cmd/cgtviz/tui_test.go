@@ -38,6 +38,7 @@ func TestTUIArgs(t *testing.T) {
 		{"bad trace", runTUI, []string{filepath.Join(dir, "bad.cgt.jsonl")}, 2, "bad.cgt.jsonl:2"},
 		{"bad device", runTUI, []string{"-device", "tpu"}, 2, `unknown device "tpu"`},
 		{"bad flag", runTUI, []string{"-nope"}, 2, "nope"},
+		{"follow a pipe", runTUI, []string{"-follow", "-"}, 2, "-follow: -: not a plain file"},
 		{"negative keyframe cap", runTUI, []string{"-keyframe-mb", "-1"}, 2, "-keyframe-mb -1"},
 		{"open: no file", runOpen, nil, 2, "usage: cgtviz open"},
 		{"open: two files", runOpen, []string{"a", "b"}, 2, "usage: cgtviz open"},
