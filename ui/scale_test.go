@@ -350,3 +350,37 @@ func BenchmarkMoves1M(b *testing.B) {
 func BenchmarkMovesTree10k(b *testing.B) {
 	benchMoves(b, traceFile(b, "tree-10k", func(dir string) string { return bigTree(b, dir, 10_000, 20_000) }))
 }
+
+// TestSearchBigTrace: in a trace read on demand of more than searchSpan
+// records, one search press reads at most searchSpan of them and says
+// where it stopped; the next press goes on from there and finds a match
+// further on.
+func TestSearchBigTrace(t *testing.T) {
+	const n = 2*searchSpan + 1000
+	target := searchSpan + searchSpan/2
+	path := writeTrace(t, t.TempDir(), "search.cgt.jsonl", nil, func(i int) []string {
+		if i == target {
+			return []string{`{"op": "note", "text": "needle here"}`}
+		}
+		return []string{`{"op": "step"}`}
+	}, n)
+	m, ix := openIndexed(t, path, false, 120, 30, sessions.Options{})
+	ix.Wait()
+	runCmd(m, m.onProgress())
+	tests := []struct {
+		wantMsg string
+		wantRow int // the trace cursor after the press
+	}{
+		{fmt.Sprintf("not found in the %d records up to line %d", searchSpan, searchSpan+2), searchSpan},
+		{fmt.Sprintf("/needle in Trace: line %d", target+2), target},
+	}
+	press(t, m, append(append([]string{"4", "/"}, typed("needle")...), "enter")...)
+	for k, tc := range tests {
+		if k > 0 {
+			press(t, m, "ctrl+n")
+		}
+		if !strings.Contains(m.Message(), tc.wantMsg) || m.trace.cursor != tc.wantRow {
+			t.Fatalf("press %d: message %q, cursor %d; want %q at %d", k, m.Message(), m.trace.cursor, tc.wantMsg, tc.wantRow)
+		}
+	}
+}

@@ -137,7 +137,14 @@ func (m *Model) find(dir int) {
 	if p == paneTensors {
 		from++ // the header
 	}
-	for k := 1; k <= n; k++ {
+	// A trace read on demand may have millions of records, each parsed
+	// from the file to be searched: one press searches at most searchSpan
+	// of them (about half a second), and the next goes on from there.
+	span := n
+	if p == paneTrace && n > searchSpan {
+		span = searchSpan
+	}
+	for k := 1; k <= span; k++ {
 		i := ((from+dir*k)%n + n) % n
 		if !strings.Contains(strings.ToLower(text(i)), q) {
 			continue
@@ -154,8 +161,17 @@ func (m *Model) find(dir int) {
 		m.setMsg(fmt.Sprintf("/%s in %s: %s (ctrl+n next, ctrl+p previous)", m.query, paneTitles[p], where), nil)
 		return
 	}
+	if span < n {
+		last := ((from+dir*span)%n + n) % n
+		m.show(p, last)
+		m.setMsg("", fmt.Errorf("search: %q not found in the %d records up to line %d (ctrl+n/ctrl+p search on)", m.query, span, m.recs.line(last)))
+		return
+	}
 	m.setMsg("", fmt.Errorf("search: %q not found in %s", m.query, paneTitles[p]))
 }
+
+// searchSpan is the most trace records one search press reads.
+const searchSpan = 200_000
 
 // highlight marks the matches of the query in a drawn line. A line with a
 // match loses its other styles: the match must show without color too.
