@@ -95,3 +95,28 @@ func (x indexRecords) Defs() []string                       { return x.ix.Defs()
 func (x indexRecords) Progress() (traces.IndexProgress, bool) {
 	return x.ix.Progress(), true
 }
+
+// Horizon says what holds the session at Len when that is not the end of
+// the trace: a record that could not be read, the first problem of a
+// trace read on demand, the check still going on, or a followed trace
+// waiting for more. "" at the end of a trace wholly checked.
+func (s *Session) Horizon() string {
+	if s.readErr != nil {
+		return s.readErr.Error()
+	}
+	p, ok := s.src.Progress()
+	switch {
+	case !ok:
+		return ""
+	case len(p.Problems) > 0 && s.Len() < p.Records:
+		pr := p.Problems[0]
+		return fmt.Sprintf("stopped before line %d, which does not check: %s", pr.Line, pr.Msg)
+	case p.Err != nil:
+		return fmt.Sprintf("stopped where the trace could not be read: %v", p.Err)
+	case !p.Done && p.Size < 0:
+		return "waiting for more records (following the trace)"
+	case !p.Done:
+		return "no more records checked yet (the trace is still being indexed)"
+	}
+	return ""
+}

@@ -2,9 +2,12 @@ package sessions
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -61,6 +64,61 @@ func TestIndexedSameAsInMemory(t *testing.T) {
 						t.Fatalf("step %d differs: %+v / %+v", p-1, x, y)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestHorizon: what a session says holds it at Len.
+func TestHorizon(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"clean.cgt.jsonl": "{\"cgtviz\": 1}\n{\"op\": \"step\"}\n",
+		"bad.cgt.jsonl":   "{\"cgtviz\": 1}\n{\"op\": \"step\"}\n{\"op\": \"read\", \"name\": \"nope\"}\n{\"op\": \"step\"}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		path   string // "" for a trace in memory
+		follow bool
+		want   string
+	}{
+		{"in memory", "", false, ""},
+		{"clean, indexed", "clean.cgt.jsonl", false, ""},
+		{"a problem", "bad.cgt.jsonl", false, "stopped before line 3, which does not check: "},
+		{"followed", "clean.cgt.jsonl", true, "waiting for more records (following the trace)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var s *Session
+			if tc.path == "" {
+				s = open(t, seeds[0], Options{})
+			} else {
+				ix, err := traces.OpenIndex(context.Background(), filepath.Join(dir, tc.path), tc.follow)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ix.Close()
+				if !tc.follow {
+					ix.Wait()
+				} else {
+					for ix.Checked() < 1 {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				if s, err = NewRecords(Indexed(ix), Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Goto(s.Len()); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Horizon(); (tc.want == "" && got != "") || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("Horizon() = %q, want %q", got, tc.want)
 			}
 		})
 	}

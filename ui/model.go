@@ -424,6 +424,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Next):
 		return m.move(func(s *sessions.Session) (string, error) {
 			if _, ok := s.Step(); !ok {
+				if h := s.Horizon(); h != "" {
+					return h, nil
+				}
 				return "end of trace", nil
 			}
 			return "", nil
@@ -440,7 +443,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Continue):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.Continue()
-			return m.hitText(h, "end of trace: no breakpoint hit"), err
+			end := "end of trace: no breakpoint hit"
+			if hz := s.Horizon(); hz != "" {
+				end = hz + ": no breakpoint hit"
+			}
+			return m.hitText(h, end), err
 		})
 	case key.Matches(k, km.Reverse):
 		return m.move(func(s *sessions.Session) (string, error) {

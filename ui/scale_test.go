@@ -143,6 +143,13 @@ func TestIndexedFlow(t *testing.T) {
 	if m.Pos() != len(good) {
 		t.Fatalf("stepped to %d, want to stop at %d, before the bad record", m.Pos(), len(good))
 	}
+	if want := "stopped before line 10, which does not check"; !strings.Contains(m.Message(), want) {
+		t.Errorf("message %q at the problem, want %q", m.Message(), want)
+	}
+	press(t, m, "c")
+	if want := "stopped before line 10, which does not check: "; !strings.Contains(m.Message(), want) || !strings.Contains(m.Message(), "no breakpoint hit") {
+		t.Errorf("continue says %q, want %q...", m.Message(), want)
+	}
 	press(t, m, "N", "N")
 	if m.Pos() != len(good)-2 {
 		t.Fatalf("back twice: at %d, want %d", m.Pos(), len(good)-2)
@@ -187,6 +194,10 @@ func TestFollowFlow(t *testing.T) {
 			if m.Pos() == before {
 				t.Fatalf("cannot step to record %d of %d", before+1, want)
 			}
+		}
+		press(t, m, "n")
+		if want := "waiting for more records (following the trace)"; m.Message() != want {
+			t.Errorf("at the end of a followed trace: %q, want %q", m.Message(), want)
 		}
 	}
 }
