@@ -1,6 +1,12 @@
 // Package sessions owns a debugging session: a trace, a live engine over its
 // devices, and the history that lets a person move back and forth in time.
 //
+// The trace is Records: held in memory (New, InMemory) or read on demand
+// from its file (NewRecords with Indexed over a traces.Index), whose
+// runnable length grows while a background pass checks it or follows a
+// file still being written; Horizon says what holds a session at its end.
+// The history costs 4 bytes a record (dictionary-coded summaries).
+//
 // Going forward applies the next record to the live engine. The history keeps
 // a compact summary of every executed record (what it did, to which node,
 // which kinds of event it raised) and a bounded set of keyframes (engine
