@@ -138,8 +138,11 @@ type Hit struct {
 
 // match returns the first breakpoint that stops on record i.
 func (s *Session) match(i int) (Breakpoint, bool) {
-	rec := &s.tr.Records[i]
-	e := s.hist[i]
+	rec, err := s.src.Record(i)
+	if err != nil {
+		return Breakpoint{}, false
+	}
+	e := s.hist.at(i)
 	for _, b := range s.bps {
 		if b.matches(rec, e) {
 			return b, true
@@ -152,16 +155,18 @@ func (s *Session) match(i int) (Breakpoint, bool) {
 // or to the end of the trace. Records already executed are searched in the
 // history without running them; then the engine runs live.
 func (s *Session) Continue() (Hit, error) {
-	for i := s.pos; i < len(s.hist); i++ {
+	for i := s.pos; i < s.hist.len(); i++ {
 		if b, ok := s.match(i); ok {
 			return Hit{Found: true, Index: i, Breakpoint: b}, s.Goto(i + 1)
 		}
 	}
-	if err := s.Goto(max(s.pos, len(s.hist))); err != nil {
+	if err := s.Goto(max(s.pos, s.hist.len())); err != nil {
 		return Hit{}, err
 	}
-	for s.pos < len(s.tr.Records) {
-		s.apply()
+	for s.pos < s.src.Len() {
+		if _, err := s.apply(); err != nil {
+			return Hit{}, err
+		}
 		if b, ok := s.match(s.pos - 1); ok {
 			return Hit{Found: true, Index: s.pos - 1, Breakpoint: b}, nil
 		}
@@ -173,7 +178,7 @@ func (s *Session) Continue() (Hit, error) {
 // matches a breakpoint (the record just run, at Pos-1, is not considered,
 // so repeated calls keep going back), or to the start.
 func (s *Session) ReverseContinue() (Hit, error) {
-	for i := min(s.pos, len(s.hist)) - 2; i >= 0; i-- {
+	for i := min(s.pos, s.hist.len()) - 2; i >= 0; i-- {
 		if b, ok := s.match(i); ok {
 			return Hit{Found: true, Index: i, Breakpoint: b}, s.Goto(i + 1)
 		}
@@ -197,8 +202,8 @@ func (s *Session) Bookmark(name string) error {
 }
 
 func (s *Session) setBookmark(name string, pos int) error {
-	if pos < 0 || pos > len(s.tr.Records) {
-		return fmt.Errorf("bookmark %q: position %d out of range 0..%d", name, pos, len(s.tr.Records))
+	if n := s.src.Len(); pos < 0 || pos > n {
+		return fmt.Errorf("bookmark %q: position %d out of range 0..%d", name, pos, n)
 	}
 	for i := range s.marks {
 		if s.marks[i].Name == name {

@@ -102,3 +102,63 @@ func TestCUDASession(t *testing.T) {
 	}
 	t.Logf("stepped %d records live on %s, went back to step %d (checkpoint): %d nodes, %+v", gs.Len(), gst.Devices[0].Name, target, len(gst.Devices[0].Nodes), gst.Counters)
 }
+
+// TestCUDAKeyframeBytes runs the demo on the GPU under a byte cap of a few
+// snapshots and checks that the keyframes' device memory stays under it,
+// that going back restores keyframes (no re-run: the GPU clones) and that
+// every position reached by going back decides as on sim.
+func TestCUDAKeyframeBytes(t *testing.T) {
+	tr, err := sessions.OpenTrace(sessions.DemoSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := sessions.New(tr, sessions.Options{NewDevices: gpus, Source: sessions.DemoSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe.Goto(probe.Len()); err != nil {
+		t.Fatal(err)
+	}
+	per := probe.Engine().SnapshotBytes()
+	probe.Close()
+	if per <= 0 {
+		t.Fatalf("SnapshotBytes = %d at the end of the demo on the GPU, want > 0", per)
+	}
+	budget := 3 * per
+	gs, err := sessions.New(tr, sessions.Options{NewDevices: gpus, Source: sessions.DemoSource, KeyframeEvery: 1, KeyframeBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gs.Close()
+	ss, err := sessions.New(tr, sessions.Options{Source: sessions.DemoSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gs.Goto(gs.Len()); err != nil {
+		t.Fatal(err)
+	}
+	for p := gs.Len(); p >= 0; p-- {
+		if err := gs.Goto(p); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := gs.KeyframeBytes(); held > budget {
+			t.Fatalf("at %d the keyframes hold %d bytes of device memory, budget %d", p, held, budget)
+		}
+		if p == 0 {
+			break
+		}
+		g, s := gs.StepAt(p-1), ss.StepAt(p-1)
+		if s == nil {
+			if err := ss.Goto(gs.Len()); err != nil {
+				t.Fatal(err)
+			}
+			s = ss.StepAt(p - 1)
+		}
+		if decide(g) != decide(s) {
+			t.Fatalf("record %d: cuda %+v, sim %+v", p-1, decide(g), decide(s))
+		}
+	}
+	n, every := gs.Keyframes()
+	held, _ := gs.KeyframeBytes()
+	t.Logf("demo on the GPU: a snapshot costs %d bytes at the end; %d keyframes every %d hold %d bytes (budget %d)", per, n, every, held, budget)
+}

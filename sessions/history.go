@@ -75,9 +75,9 @@ func actionCode(a engine.Action) uint8 {
 	return 0
 }
 
-// entry is what the history keeps of one executed record: 16 bytes, so that
-// a million steps cost 16 MB. Everything else about the record is in the
-// trace itself; error and expectation messages, rare, live in maps.
+// entry is what the history keeps of one executed record, 16 bytes, stored
+// once per distinct value (history). Everything else about the record is
+// in the trace itself; error and expectation messages, rare, live in maps.
 type entry struct {
 	node, parent int32
 	kinds        KindSet
@@ -86,9 +86,39 @@ type entry struct {
 	flags        uint8
 }
 
-// entryBytes is the in-memory size of an entry, for the memory accounting
-// of HistoryBytes.
-const entryBytes = 16
+// history is one entry per executed record, dictionary-coded: a long run
+// is mostly repetition (the same call replaying the same node step after
+// step), so the distinct entries are few and each record costs a 4-byte
+// code: 200 MB for the 50M records a trace may have, where 16-byte entries
+// would cost 800 MB.
+type history struct {
+	codes []uint32
+	dict  []entry
+	ids   map[entry]uint32
+}
+
+func (h *history) len() int { return len(h.codes) }
+
+func (h *history) at(i int) entry { return h.dict[h.codes[i]] }
+
+func (h *history) push(e entry) {
+	id, ok := h.ids[e]
+	if !ok {
+		if h.ids == nil {
+			h.ids = map[entry]uint32{}
+		}
+		id = uint32(len(h.dict))
+		h.dict = append(h.dict, e)
+		h.ids[e] = id
+	}
+	h.codes = append(h.codes, id)
+}
+
+// bytes is the history's memory, roughly: the codes and the dictionary
+// (its map at about three times the entries).
+func (h *history) bytes() int64 {
+	return int64(cap(h.codes))*4 + int64(len(h.dict))*16*4
+}
 
 // Summary is the compact result of one executed record.
 type Summary struct {
@@ -150,18 +180,24 @@ func (e entry) replays(node int) bool {
 }
 
 // keyframe is an engine clone at a position. It is never applied to: a
-// restore clones it again, so the keyframe stays as it was taken.
+// restore clones it again, so the keyframe stays as it was taken. bytes is
+// what the clone cost in device memory (engine.Engine.SnapshotBytes when it
+// was taken: on the GPU, device memory; on sim, its upper bound).
 type keyframe struct {
-	pos int
-	eng *engine.Engine
+	pos   int
+	eng   *engine.Engine
+	bytes int64
 }
 
 // keyframes is the bounded set of keyframes: one every every steps, with
-// every doubled (and the odd ones dropped) whenever there are more than max.
+// every doubled (and the odd ones dropped) whenever there are more than max
+// or they hold more than budget bytes.
 type keyframes struct {
-	every int
-	max   int
-	list  []keyframe // sorted by pos
+	every  int
+	max    int
+	budget int64      // bytes; <= 0: no byte cap
+	total  int64      // bytes held by list
+	list   []keyframe // sorted by pos
 }
 
 // due reports whether a keyframe should be taken at pos.
@@ -173,22 +209,40 @@ func (k *keyframes) due(pos int) bool {
 	return n == 0 || k.list[n-1].pos < pos
 }
 
-// add appends a keyframe at pos (after the last one) and thins the set when
-// it has grown past max, so that memory stays bounded however long the
-// trace: old keyframes are spaced twice as far apart, never dropped all.
-func (k *keyframes) add(pos int, eng *engine.Engine) {
-	k.list = append(k.list, keyframe{pos: pos, eng: eng})
-	for len(k.list) > k.max {
+// over reports whether the set breaks one of its caps.
+func (k *keyframes) over() bool {
+	return len(k.list) > k.max || (k.budget > 0 && k.total > k.budget && len(k.list) > 1)
+}
+
+// add appends a keyframe at pos (after the last one) costing bytes, and
+// thins the set when it has grown past max keyframes or budget bytes, so
+// that memory stays bounded however long the trace and however big the
+// tree: old keyframes are spaced twice as far apart, never dropped all
+// (the one at position 0 always stays, and it costs next to nothing).
+func (k *keyframes) add(pos int, eng *engine.Engine, bytes int64) {
+	k.list = append(k.list, keyframe{pos: pos, eng: eng, bytes: bytes})
+	k.total += bytes
+	for k.over() {
 		k.every *= 2
 		kept := k.list[:0]
+		k.total = 0
 		for _, f := range k.list {
 			if f.pos%k.every == 0 {
 				kept = append(kept, f)
+				k.total += f.bytes
 			}
 		}
+		// The dropped clones go to the collector; on the GPU their device
+		// memory is given back when it buries them.
 		clear(k.list[len(kept):])
 		k.list = kept
 	}
+}
+
+// fits reports whether a keyframe of bytes more fits under the budget with
+// extra bytes held elsewhere (the local keyframes).
+func (k *keyframes) fits(bytes, extra int64) bool {
+	return k.budget <= 0 || k.total+extra+bytes <= k.budget
 }
 
 // at returns the last keyframe at or before pos.
@@ -211,8 +265,9 @@ const localPerInterval = 32
 // bounded set, made while records are re-applied after a restore. Only one
 // interval has them at a time, so they add a constant to memory.
 type localFrames struct {
-	base int // position of the keyframe whose interval they divide
-	list []keyframe
+	base  int // position of the keyframe whose interval they divide
+	list  []keyframe
+	total int64 // bytes held by list
 }
 
 // at returns the last local keyframe at or before pos.
@@ -236,4 +291,24 @@ func (l *localFrames) add(f keyframe) {
 	l.list = append(l.list, keyframe{})
 	copy(l.list[i+1:], l.list[i:])
 	l.list[i] = f
+	l.total += f.bytes
+}
+
+// Host memory of a keyframe beyond the device's snapshot: engine.Clone
+// copies the tree manager, about hostBytesPerNode a graph node and
+// hostBytesBase for the rest (BenchmarkKeyframeBytes: 1,077-1,122 bytes a
+// node at 1,000 and 10,000 nodes, 21.8 KB at 10). The engine does not say
+// its own size, so the session counts recordings (a node each) at this
+// rate; at 10,000 nodes a keyframe is ~11 MB of host memory where the
+// device's snapshot is 256 KB, and the byte cap must see it.
+const (
+	hostBytesPerNode = 1200
+	hostBytesBase    = 24 << 10
+)
+
+// keyframeCost is what one more keyframe of eng costs: the device's
+// snapshot (device memory on the GPU, its upper bound on sim) and the
+// tree's host copy.
+func keyframeCost(eng *engine.Engine) int64 {
+	return eng.SnapshotBytes() + hostBytesBase + hostBytesPerNode*int64(eng.Counters().Recordings)
 }

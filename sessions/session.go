@@ -21,6 +21,12 @@ const (
 	// DefaultKeyframeEvery is the initial spacing of keyframes: small traces
 	// go back by restoring a clone at most this many records behind.
 	DefaultKeyframeEvery = 16
+	// DefaultKeyframeBytes bounds the memory of the keyframes (and the
+	// local keyframes) as engine.Engine.SnapshotBytes counts it: device
+	// memory on the GPU, its upper bound on sim. 256 MiB is a small share
+	// of a GPU's memory and of a workstation's, and at the trees and pools
+	// of real runs still holds hundreds of keyframes.
+	DefaultKeyframeBytes = 256 << 20
 	// stepCache is how many full Steps StepAt keeps; older ones are
 	// recomputed from a keyframe on demand.
 	stepCache = 512
@@ -44,6 +50,10 @@ type Options struct {
 	MaxKeyframes int
 	// KeyframeEvery is the initial keyframe spacing (default DefaultKeyframeEvery).
 	KeyframeEvery int
+	// KeyframeBytes bounds the bytes of the keyframes (default
+	// DefaultKeyframeBytes; negative: no byte cap). Past it the spacing
+	// doubles, as past MaxKeyframes.
+	KeyframeBytes int64
 	// Handoff is the engine's rule for an output handed to the next call
 	// across a generation (engine.Options.Handoff); Save keeps it.
 	Handoff engine.Handoff
@@ -62,7 +72,7 @@ func SimDevices(n int) ([]device.Device, error) {
 // what every executed record did. Methods must be called from one goroutine
 // at a time.
 type Session struct {
-	tr   *traces.Trace
+	src  Records
 	opts Options
 	file string
 
@@ -70,15 +80,15 @@ type Session struct {
 	devs []device.Device // the devices New made for eng, closed on a re-run
 	pos  int             // records applied to eng
 
-	// hist has one entry per executed record: len(hist) is the frontier,
+	// hist has one entry per executed record: hist.len() is the frontier,
 	// the furthest position ever reached.
-	hist    []entry
+	hist    history
 	ckpts   []int // indexes of executed records that checkpointed, ascending
 	errs    map[int]*engine.Error
 	expects map[int][]engine.ExpectFailure
 
 	// cloneable is false when the engine's devices cannot be snapshotted
-	// (the GPU): going back then re-runs from the start on fresh devices.
+	// (a device without Cloner): going back then re-runs from the start on fresh devices.
 	cloneable bool
 	kf        keyframes
 	local     localFrames
@@ -91,12 +101,23 @@ type Session struct {
 
 	bps   []Breakpoint
 	marks []Bookmark
+
+	readErr error // the last failure to read a record
 }
 
 // New starts a session at position 0 of tr.
 func New(tr *traces.Trace, opts Options) (*Session, error) {
 	if tr == nil {
 		return nil, errors.New("new session: nil trace")
+	}
+	return NewRecords(InMemory(tr), opts)
+}
+
+// NewRecords starts a session at position 0 of a trace's records, in
+// memory or read on demand (Indexed).
+func NewRecords(src Records, opts Options) (*Session, error) {
+	if src == nil {
+		return nil, errors.New("new session: nil records")
 	}
 	if opts.NewDevices == nil {
 		opts.NewDevices = SimDevices
@@ -107,31 +128,35 @@ func New(tr *traces.Trace, opts Options) (*Session, error) {
 	if opts.KeyframeEvery < 1 {
 		opts.KeyframeEvery = DefaultKeyframeEvery
 	}
+	if opts.KeyframeBytes == 0 {
+		opts.KeyframeBytes = DefaultKeyframeBytes
+	}
 	s := &Session{
-		tr:      tr,
+		src:     src,
 		opts:    opts,
 		file:    opts.Source,
 		errs:    map[int]*engine.Error{},
 		expects: map[int][]engine.ExpectFailure{},
 		steps:   map[int]*engine.Step{},
-		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes},
+		kf:      keyframes{every: opts.KeyframeEvery, max: opts.MaxKeyframes, budget: opts.KeyframeBytes},
 	}
 	if s.file == "" {
-		s.file = tr.File
+		s.file = src.File()
 	}
 	if err := s.fresh(); err != nil {
 		return nil, err
 	}
+	cost := keyframeCost(s.eng)
 	if c, err := s.eng.Clone(); err == nil {
 		s.cloneable = true
-		s.kf.add(0, c)
+		s.kf.add(0, c, cost)
 	}
 	return s, nil
 }
 
 // fresh replaces the engine by a new one at position 0 on new devices.
 func (s *Session) fresh() error {
-	n := s.tr.Header.Devices
+	n := s.src.Header().Devices
 	if n < 1 {
 		n = 1
 	}
@@ -139,7 +164,7 @@ func (s *Session) fresh() error {
 	if err != nil {
 		return fmt.Errorf("session %s: devices: %w", s.file, err)
 	}
-	eng, err := engine.New(s.tr.Header, engine.Options{Devices: devs, File: s.file, Check: s.opts.Check, Handoff: s.opts.Handoff})
+	eng, err := engine.New(s.src.Header(), engine.Options{Devices: devs, File: s.file, Check: s.opts.Check, Handoff: s.opts.Handoff})
 	if err != nil {
 		closeAll(devs)
 		return fmt.Errorf("session %s: %w", s.file, err)
@@ -170,8 +195,11 @@ func (s *Session) Close() error {
 	return errors.Join(errs...)
 }
 
-// Trace returns the session's trace.
-func (s *Session) Trace() *traces.Trace { return s.tr }
+// Records returns the session's records: what the trace pane shows.
+func (s *Session) Records() Records { return s.src }
+
+// Header returns the trace's header.
+func (s *Session) Header() traces.Header { return s.src.Header() }
 
 // Handoff returns the engine's handoff rule.
 func (s *Session) Handoff() engine.Handoff { return s.opts.Handoff }
@@ -182,15 +210,18 @@ func (s *Session) Source() string { return s.opts.Source }
 // Pos returns the number of records applied: the position in the trace.
 func (s *Session) Pos() int { return s.pos }
 
-// Len returns the number of records in the trace.
-func (s *Session) Len() int { return len(s.tr.Records) }
+// Len returns the number of records that may run: all of a trace in
+// memory; of one read on demand, those checked so far (it grows while the
+// trace is checked in the background or followed).
+func (s *Session) Len() int { return s.src.Len() }
 
 // Executed returns the furthest position ever reached: records before it
 // have a Summary.
-func (s *Session) Executed() int { return len(s.hist) }
+func (s *Session) Executed() int { return s.hist.len() }
 
 // Cloneable reports whether going back restores keyframes (true) or
-// re-runs the trace from the start on fresh devices (false: the GPU).
+// re-runs the trace from the start on fresh devices (false: devices that
+// cannot be cloned).
 func (s *Session) Cloneable() bool { return s.cloneable }
 
 // Engine returns the live engine at the current position. Callers must not
@@ -208,22 +239,44 @@ func (s *Session) State() *engine.State {
 }
 
 // Step applies the next record to the live engine. It returns false at the
-// end of the trace.
+// end of the trace, and when the record cannot be read (Err says why).
 func (s *Session) Step() (*engine.Step, bool) {
-	if s.pos >= len(s.tr.Records) {
+	if s.pos >= s.src.Len() {
 		return nil, false
 	}
-	return s.apply(), true
+	st, err := s.apply()
+	if err != nil {
+		return nil, false
+	}
+	return st, true
+}
+
+// Err returns why the last record read failed (a trace read on demand
+// whose file changed or vanished), nil when none did.
+func (s *Session) Err() error { return s.readErr }
+
+// record reads record i; a failure is kept for Err.
+func (s *Session) record(i int) (*traces.Record, error) {
+	rec, err := s.src.Record(i)
+	if err != nil {
+		s.readErr = fmt.Errorf("session %s: %w", s.file, err)
+		return nil, s.readErr
+	}
+	return rec, nil
 }
 
 // apply runs record s.pos and extends the history when it is new.
-func (s *Session) apply() *engine.Step {
+func (s *Session) apply() (*engine.Step, error) {
 	i := s.pos
-	st := s.eng.Apply(&s.tr.Records[i])
+	rec, err := s.record(i)
+	if err != nil {
+		return nil, err
+	}
+	st := s.eng.Apply(rec)
 	s.pos++
-	if i == len(s.hist) {
+	if i == s.hist.len() {
 		e := newEntry(st)
-		s.hist = append(s.hist, e)
+		s.hist.push(e)
 		if e.flags&flagCheckpoint != 0 {
 			s.ckpts = append(s.ckpts, i)
 		}
@@ -235,13 +288,14 @@ func (s *Session) apply() *engine.Step {
 		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.
+			cost := keyframeCost(s.eng)
 			if c, err := s.eng.Clone(); err == nil {
-				s.kf.add(s.pos, c)
+				s.kf.add(s.pos, c, cost)
 			}
 		}
 	}
 	s.cacheStep(i, st)
-	return st
+	return st, nil
 }
 
 func (s *Session) cacheStep(i int, st *engine.Step) {
@@ -270,12 +324,16 @@ func (s *Session) Back() error {
 // keyframe at or before target and re-applies the records after it, or,
 // when the engine cannot be cloned, re-runs from the start on fresh devices.
 func (s *Session) Goto(target int) error {
-	if target < 0 || target > len(s.tr.Records) {
-		return fmt.Errorf("go to step %d: out of range 0..%d", target, len(s.tr.Records))
+	if n := s.src.Len(); target < 0 || target > n {
+		return fmt.Errorf("go to step %d: out of range 0..%d", target, n)
 	}
 	if target == s.pos {
 		return nil
 	}
+	// Local keyframes serve holding N down: they are made on the way back
+	// one record, not on a jump, where each would be a whole clone of the
+	// tree (~30 ms at 10,000 nodes) made on speculation.
+	back := target == s.pos-1
 	if s.cloneable {
 		kf, ok := s.kf.at(target)
 		if lf, lok := s.local.at(target); lok && lf.pos >= kf.pos && lf.pos <= target {
@@ -295,8 +353,12 @@ func (s *Session) Goto(target int) error {
 		}
 	}
 	for s.pos < target {
-		s.apply()
-		s.takeLocal()
+		if _, err := s.apply(); err != nil {
+			return fmt.Errorf("go to step %d: %w", target, err)
+		}
+		if back {
+			s.takeLocal()
+		}
 	}
 	return nil
 }
@@ -305,7 +367,7 @@ func (s *Session) Goto(target int) error {
 // divides the current keyframe interval and none is there yet. Moving to
 // another interval drops the local keyframes of the last one.
 func (s *Session) takeLocal() {
-	if !s.cloneable || s.pos >= len(s.hist) {
+	if !s.cloneable || s.pos >= s.hist.len() {
 		return
 	}
 	kf, ok := s.kf.at(s.pos)
@@ -320,17 +382,24 @@ func (s *Session) takeLocal() {
 	if s.pos == kf.pos || s.pos%every != 0 || s.local.has(s.pos) {
 		return
 	}
+	// Local keyframes share the byte budget with the others: on a big
+	// pool they are the first to go, a slower step back rather than more
+	// memory.
+	cost := keyframeCost(s.eng)
+	if !s.kf.fits(cost, s.local.total) {
+		return
+	}
 	if c, err := s.eng.Clone(); err == nil {
-		s.local.add(keyframe{pos: s.pos, eng: c})
+		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost})
 	}
 }
 
 // StepAt returns the full result of record i once it has been executed, nil
 // otherwise. Recent results are cached; others are recomputed from a
-// keyframe on a scratch engine. Without keyframes (the GPU) an old result is
+// keyframe on a scratch engine. Without keyframes (devices that cannot clone) an old result is
 // rebuilt from its summary, without events.
 func (s *Session) StepAt(i int) *engine.Step {
-	if i < 0 || i >= len(s.hist) {
+	if i < 0 || i >= s.hist.len() {
 		return nil
 	}
 	if st, ok := s.steps[i]; ok {
@@ -338,18 +407,17 @@ func (s *Session) StepAt(i int) *engine.Step {
 	}
 	if s.cloneable {
 		if kf, ok := s.kf.at(i); ok {
-			if eng, err := kf.eng.Clone(); err == nil {
-				for p := kf.pos; p < i; p++ {
-					eng.Apply(&s.tr.Records[p])
-				}
-				st := eng.Apply(&s.tr.Records[i])
+			if st := s.replayAt(kf, i); st != nil {
 				s.cacheStep(i, st)
 				return st
 			}
 		}
 	}
 	sum, _ := s.Summary(i)
-	rec := &s.tr.Records[i]
+	rec, err := s.src.Record(i)
+	if err != nil {
+		rec = &traces.Record{Line: s.src.Line(i)}
+	}
 	return &engine.Step{
 		Index: i, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Device: sum.Device,
 		Action: sum.Action, Node: sum.Node, Parent: sum.Parent,
@@ -357,12 +425,30 @@ func (s *Session) StepAt(i int) *engine.Step {
 	}
 }
 
+// replayAt recomputes record i's full result on a scratch clone of kf; nil
+// when the clone or a record read fails.
+func (s *Session) replayAt(kf keyframe, i int) *engine.Step {
+	eng, err := kf.eng.Clone()
+	if err != nil {
+		return nil
+	}
+	var st *engine.Step
+	for p := kf.pos; p <= i; p++ {
+		rec, err := s.src.Record(p)
+		if err != nil {
+			return nil
+		}
+		st = eng.Apply(rec)
+	}
+	return st
+}
+
 // Summary returns the compact result of record i once it has been executed.
 func (s *Session) Summary(i int) (Summary, bool) {
-	if i < 0 || i >= len(s.hist) {
+	if i < 0 || i >= s.hist.len() {
 		return Summary{}, false
 	}
-	e := s.hist[i]
+	e := s.hist.at(i)
 	return Summary{
 		Index:          i,
 		Action:         actionCodes[e.action],
@@ -379,6 +465,13 @@ func (s *Session) Summary(i int) (Summary, bool) {
 
 // Keyframes returns how many keyframes the history holds and their spacing.
 func (s *Session) Keyframes() (n, every int) { return len(s.kf.list), s.kf.every }
+
+// KeyframeBytes returns the bytes the keyframes and local keyframes hold
+// (as engine.Engine.SnapshotBytes counted them when they were taken) and
+// the byte budget (<= 0: none).
+func (s *Session) KeyframeBytes() (held, budget int64) {
+	return s.kf.total + s.local.total, s.kf.budget
+}
 
 // LastCheckpoint returns the index of the last record before pos that
 // checkpointed a pool, or -1.

@@ -214,12 +214,12 @@ func TestBreakpointKinds(t *testing.T) {
 		check func(t *testing.T, s *Session, i int)
 	}{
 		{"line", nil, Breakpoint{Line: 32}, func(t *testing.T, s *Session, i int) {
-			if s.Trace().Records[i].Line != 32 {
-				t.Errorf("stopped at line %d", s.Trace().Records[i].Line)
+			if recAt(t, s, i).Line != 32 {
+				t.Errorf("stopped at line %d", recAt(t, s, i).Line)
 			}
 		}},
 		{"fn", nil, Breakpoint{Fn: "fee"}, func(t *testing.T, s *Session, i int) {
-			if r := s.Trace().Records[i]; r.Op != traces.OpCall || r.Fn != "fee" {
+			if r := recAt(t, s, i); r.Op != traces.OpCall || r.Fn != "fee" {
 				t.Errorf("stopped at %s %s", r.Op, r.Fn)
 			}
 		}},
@@ -227,13 +227,13 @@ func TestBreakpointKinds(t *testing.T) {
 		{"replay any", nil, Breakpoint{Kind: engine.EvReplay, Node: AnyNode}, actionIs(engine.ActionReplay, -1)},
 		{"replay of #2", nil, Breakpoint{Kind: engine.EvReplay, Node: 2}, actionIs(engine.ActionReplay, 2)},
 		{"checkpoint", nil, Breakpoint{Kind: engine.EvCheckpoint}, func(t *testing.T, s *Session, i int) {
-			if sum, _ := s.Summary(i); !sum.Checkpoint || s.Trace().Records[i].Line != 32 {
-				t.Errorf("stopped at line %d, checkpoint %v", s.Trace().Records[i].Line, sum.Checkpoint)
+			if sum, _ := s.Summary(i); !sum.Checkpoint || recAt(t, s, i).Line != 32 {
+				t.Errorf("stopped at line %d, checkpoint %v", recAt(t, s, i).Line, sum.Checkpoint)
 			}
 		}},
 		{"dealloc", nil, Breakpoint{Kind: engine.EvDealloc}, hasKind(engine.EvDealloc)},
 		{"fn and kind", nil, Breakpoint{Fn: "fee", Kind: engine.EvRecord}, func(t *testing.T, s *Session, i int) {
-			if r := s.Trace().Records[i]; r.Fn != "fee" || (r.Line != 18 && r.Line != 32) {
+			if r := recAt(t, s, i); r.Fn != "fee" || (r.Line != 18 && r.Line != 32) {
 				t.Errorf("stopped at line %d %s", r.Line, r.Fn)
 			}
 		}},
@@ -461,4 +461,14 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// recAt is record i of the session's trace.
+func recAt(t *testing.T, s *Session, i int) traces.Record {
+	t.Helper()
+	r, err := s.Records().Record(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *r
 }

@@ -156,10 +156,9 @@ func oneInt(args []string, what string) (int, error) {
 
 // stepOfLine is the position just after the record at trace line l ran.
 func (m *Model) stepOfLine(l int) (int, bool) {
-	for i := range m.recs {
-		if m.recs[i].Line == l {
-			return i + 1, true
-		}
+	// Lines ascend: a binary search, not a read of every record.
+	if i := m.sess.Records().RecordAtLine(l); i < m.recs.len() && m.recs.line(i) == l {
+		return i + 1, true
 	}
 	return 0, false
 }
@@ -404,13 +403,8 @@ func cmdBreak(m *Model, args []string) (tea.Cmd, error) {
 
 // fnNames are the functions the trace defines, in order.
 func (m *Model) fnNames() []string {
-	var out []string
-	for i := range m.recs {
-		if m.recs[i].Op == traces.OpDef && !slices.Contains(out, m.recs[i].Fn) {
-			out = append(out, m.recs[i].Fn)
-		}
-	}
-	return out
+	// The index collects them as it goes; a trace in memory lists them.
+	return m.sess.Records().Defs()
 }
 
 func (m *Model) knownFn(fn string) bool { return slices.Contains(m.fnNames(), fn) }
@@ -433,7 +427,7 @@ func cmdDelete(m *Model, args []string) (tea.Cmd, error) {
 func cmdUntil(m *Model, args []string) (tea.Cmd, error) {
 	switch len(args) {
 	case 0:
-		if m.trace.cursor < 0 || m.trace.cursor >= len(m.recs) {
+		if m.trace.cursor < 0 || m.trace.cursor >= m.recs.len() {
 			return nil, errors.New("no trace row under the cursor")
 		}
 		return m.runTo(m.trace.cursor + 1), nil
@@ -504,8 +498,8 @@ func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
 // lastBinding is the trace line of the last record before position pos
 // that bound name, 0 when none did.
 func (m *Model) lastBinding(name string, pos int) int {
-	for i := min(pos, len(m.recs)) - 1; i >= 0; i-- {
-		r := &m.recs[i]
+	for i := min(pos, m.recs.len()) - 1; i >= 0; i-- {
+		r := m.recs.at(i)
 		switch r.Op {
 		case traces.OpCall:
 			if slices.Contains(r.Out, name) {

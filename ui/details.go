@@ -69,7 +69,7 @@ func withMsg(s, msg string) string {
 }
 
 // stepLines describes the record just run and everything it decided.
-func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
+func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
 	var out []string
 	add := func(st bool, text string, style func(string) string) {
 		for i, l := range wrap(text, w-2) {
@@ -88,8 +88,8 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 	st := snap.step
 	head := fmt.Sprintf("line %d", st.Line)
 	out = append(out, s.Bold.Render(head))
-	if st.Index >= 0 && st.Index < len(recs) {
-		add(true, recordText(&recs[st.Index]), plain)
+	if st.Index >= 0 && st.Index < recs.len() {
+		add(true, recordText(recs.at(st.Index)), plain)
 	}
 	if st.Action != engine.ActionNone {
 		a := string(st.Action)
@@ -105,8 +105,8 @@ func stepLines(snap *snapshot, recs []traces.Record, s Styles, w int) []string {
 		add(true, "error: "+st.Err.Error(), rs(s.Err))
 	}
 	// Only a replay hands back a cached output object.
-	if st.Action == engine.ActionReplay && st.Index >= 0 && st.Index < len(recs) {
-		for _, w := range sharedOutputs(snap.state, &recs[st.Index]) {
+	if st.Action == engine.ActionReplay && st.Index >= 0 && st.Index < recs.len() {
+		for _, w := range sharedOutputs(snap.state, recs.at(st.Index)) {
 			add(true, "⚠ "+w, rs(s.Warn))
 		}
 	}

@@ -99,7 +99,7 @@ func TestBusy(t *testing.T) {
 func TestLineBreakpointContinue(t *testing.T) {
 	m := newModel(t, seedA, 120, 40, Options{})
 	press(t, m, append(append([]string{"/"}, typed("fee(b) -> out")...), "enter")...)
-	if got := m.recs[m.trace.cursor].Line; got != 32 {
+	if got := m.recs.line(m.trace.cursor); got != 32 {
 		t.Fatalf("search found line %d, want 32", got)
 	}
 	press(t, m, "b")
@@ -133,7 +133,7 @@ func TestLineBreakpointContinue(t *testing.T) {
 		t.Errorf("b twice left %v", m.sess.Breakpoints())
 	}
 	press(t, m, "ctrl+n")
-	if got := m.recs[m.trace.cursor].Line; got != 39 {
+	if got := m.recs.line(m.trace.cursor); got != 39 {
 		t.Errorf("ctrl+n found line %d, want the next match at 39", got)
 	}
 }
@@ -218,7 +218,7 @@ func TestPanesAndFold(t *testing.T) {
 		t.Error("unfolding did not restore the lines")
 	}
 	press(t, m, "4", "end")
-	if m.trace.cursor != len(m.recs)-1 {
+	if m.trace.cursor != m.recs.len()-1 {
 		t.Errorf("end: trace cursor %d", m.trace.cursor)
 	}
 	press(t, m, "home", "pgdown")

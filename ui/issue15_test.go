@@ -69,13 +69,13 @@ func TestSearchShown(t *testing.T) {
 	command(t, m, "line 41")
 	search := func(q string) { press(t, m, append(append([]string{"/"}, typed(q)...), "enter")...) }
 	search("record #2")
-	if got := m.recs[m.trace.cursor].Line; got != 32 || m.msgErr {
+	if got := m.recs.line(m.trace.cursor); got != 32 || m.msgErr {
 		t.Fatalf("/record #2: cursor on line %d (%q), want 32", got, m.Message())
 	}
 	search("replay #0")
 	var lines []int
 	for range 4 {
-		lines = append(lines, m.recs[m.trace.cursor].Line)
+		lines = append(lines, m.recs.line(m.trace.cursor))
 		press(t, m, "ctrl+n")
 	}
 	// Lines 23, 30 and 38 replayed #0 (38 replays as the walk goes on).
@@ -83,12 +83,12 @@ func TestSearchShown(t *testing.T) {
 		t.Errorf("replay #0 matches %v, want [38 23 30 38]", lines)
 	}
 	press(t, m, "ctrl+p", "ctrl+p")
-	if got := m.recs[m.trace.cursor].Line; got != 30 {
+	if got := m.recs.line(m.trace.cursor); got != 30 {
 		t.Errorf("ctrl+p twice: line %d, want 30", got)
 	}
 	// The checkpoint is found by its ◆ row.
 	search("◆ checkpoint")
-	if got := m.recs[m.trace.cursor].Line; got != 32 {
+	if got := m.recs.line(m.trace.cursor); got != 32 {
 		t.Errorf("/◆ checkpoint: line %d, want 32", got)
 	}
 	// In the tree: its node ids.

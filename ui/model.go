@@ -135,8 +135,8 @@ type (
 // the panes.
 type Model struct {
 	sess    *sessions.Session
-	recs    []traces.Record // the trace; immutable, so View may read it
-	handoff engine.Handoff  // the session's rule, for the status line
+	recs    records        // the trace, read through the session
+	handoff engine.Handoff // the session's rule, for the status line
 	opts    Options
 	keys    KeyMap
 	styles  Styles
@@ -180,6 +180,9 @@ type Model struct {
 	mem    memChart
 	msg    string
 	msgErr bool
+	// progress is the background pass of a trace read on demand, as of
+	// the last tick (zero for a trace in memory).
+	progress traces.IndexProgress
 }
 
 // New returns the UI over a session, at the session's position.
@@ -189,7 +192,7 @@ func New(s *sessions.Session, opts Options) *Model {
 	}
 	m := &Model{
 		sess:    s,
-		recs:    s.Trace().Records,
+		recs:    records{s.Records()},
 		handoff: s.Handoff(),
 		opts:    opts,
 		keys:    DefaultKeyMap(),
@@ -204,12 +207,16 @@ func New(s *sessions.Session, opts Options) *Model {
 	if opts.Export == nil {
 		m.keys.Export.SetEnabled(false)
 	}
+	if p, ok := s.Records().Progress(); ok {
+		m.setProgress(p)
+	}
 	m.install(takeSnapshot(s))
 	return m
 }
 
-// Init implements tea.Model.
-func (m *Model) Init() tea.Cmd { return nil }
+// Init implements tea.Model: a trace read on demand is still being
+// indexed and checked (or followed), and the UI watches it.
+func (m *Model) Init() tea.Cmd { return m.watchProgress() }
 
 // Pos returns the session position the UI shows.
 func (m *Model) Pos() int { return m.snap.pos }
@@ -276,7 +283,7 @@ func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
 	s := m.sess
 	var positions []int
 	if m.mem.on {
-		positions = memPositions(len(m.recs), memChartCols(m.poolWidth()))
+		positions = memPositions(m.recs.len(), memChartCols(m.poolWidth()))
 	}
 	have := m.mem.samples
 	return func() tea.Msg {
@@ -316,6 +323,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.install(msg.snap)
 		m.setMsg(msg.info, msg.err)
 		return m, m.drain()
+	case progressMsg:
+		return m, m.onProgress()
 	case savedMsg:
 		m.busy = false
 		m.setMsg("saved session to "+msg.path, msg.err)
@@ -415,6 +424,9 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Next):
 		return m.move(func(s *sessions.Session) (string, error) {
 			if _, ok := s.Step(); !ok {
+				if h := s.Horizon(); h != "" {
+					return h, nil
+				}
 				return "end of trace", nil
 			}
 			return "", nil
@@ -431,7 +443,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Continue):
 		return m.move(func(s *sessions.Session) (string, error) {
 			h, err := s.Continue()
-			return m.hitText(h, "end of trace: no breakpoint hit"), err
+			end := "end of trace: no breakpoint hit"
+			if hz := s.Horizon(); hz != "" {
+				end = hz + ": no breakpoint hit"
+			}
+			return m.hitText(h, end), err
 		})
 	case key.Matches(k, km.Reverse):
 		return m.move(func(s *sessions.Session) (string, error) {
@@ -471,7 +487,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case paneTrace:
 			// Run to cursor: up to the record under the cursor, stopping
 			// at a breakpoint on the way as gdb's until does.
-			if m.trace.cursor >= 0 && m.trace.cursor < len(m.recs) {
+			if m.trace.cursor >= 0 && m.trace.cursor < m.recs.len() {
 				return m.runTo(m.trace.cursor + 1)
 			}
 		}
@@ -549,7 +565,7 @@ func (m *Model) scrollPane(p pane, d int) {
 	case paneTree:
 		m.tree.cursor = clampAdd(m.tree.cursor, d, len(m.tree.lines))
 	case paneTrace:
-		m.trace.cursor = clampAdd(m.trace.cursor, d, len(m.recs))
+		m.trace.cursor = clampAdd(m.trace.cursor, d, m.recs.len())
 		m.refresh()
 	case panePool:
 		textScroll(&m.pool.scroll, d)
@@ -637,10 +653,10 @@ func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
 // toggleLineBreakpoint toggles a breakpoint on the trace line under the
 // trace cursor.
 func (m *Model) toggleLineBreakpoint() {
-	if m.trace.cursor < 0 || m.trace.cursor >= len(m.recs) {
+	if m.trace.cursor < 0 || m.trace.cursor >= m.recs.len() {
 		return
 	}
-	line := m.recs[m.trace.cursor].Line
+	line := m.recs.line(m.trace.cursor)
 	if line <= 0 {
 		m.setMsg("", errors.New("breakpoint: this record has no line number"))
 		return
@@ -745,10 +761,10 @@ func writeSVG(what, path string, render func() ([]byte, error)) tea.Cmd {
 // lineOf is the trace line of the record that position pos has just run;
 // 0 at the start.
 func (m *Model) lineOf(pos int) int {
-	if pos <= 0 || pos > len(m.recs) {
+	if pos <= 0 || pos > m.recs.len() {
 		return 0
 	}
-	return m.recs[pos-1].Line
+	return m.recs.line(pos - 1)
 }
 
 // where names a position for a message: "line 32", or "the start".
@@ -761,10 +777,10 @@ func (m *Model) where(pos int) string {
 
 // lineRange is the first and last trace lines of the records.
 func (m *Model) lineRange() (int, int) {
-	if len(m.recs) == 0 {
+	if m.recs.len() == 0 {
 		return 0, 0
 	}
-	return m.recs[0].Line, m.recs[len(m.recs)-1].Line
+	return m.recs.line(0), m.recs.line(m.recs.len() - 1)
 }
 
 // gotoLineText goes to just after the record at the typed line runs; 0
@@ -842,7 +858,7 @@ func (m *Model) selectionText() string {
 	var lines []string
 	switch m.focus {
 	case paneTrace:
-		if c := m.trace.cursor; c >= 0 && c < len(m.recs) {
+		if c := m.trace.cursor; c >= 0 && c < m.recs.len() {
 			return strings.TrimSpace(m.traceRowText(c))
 		}
 		return ""

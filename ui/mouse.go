@@ -80,7 +80,7 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		}
 	case paneTrace:
 		i := m.trace.offset + row
-		if i >= len(m.recs) {
+		if i >= m.recs.len() {
 			return nil
 		}
 		if i == m.trace.cursor && i+1 != m.snap.pos {

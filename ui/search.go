@@ -19,7 +19,7 @@ import (
 // traceRowText is what the trace pane shows of record i, as search reads
 // it. It runs in Update, where the session may be read.
 func (m *Model) traceRowText(i int) string {
-	rec := &m.recs[i]
+	rec := m.recs.at(i)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d ", rec.Line)
 	if sum, ok := m.sess.Summary(i); ok {
@@ -128,7 +128,7 @@ func (m *Model) find(dir int) {
 	var n int
 	var text func(i int) string
 	if p == paneTrace {
-		n, text = len(m.recs), m.traceRowText
+		n, text = m.recs.len(), m.traceRowText
 	} else {
 		lines := m.paneText(p)
 		n, text = len(lines), func(i int) string { return lines[i] }
@@ -137,7 +137,14 @@ func (m *Model) find(dir int) {
 	if p == paneTensors {
 		from++ // the header
 	}
-	for k := 1; k <= n; k++ {
+	// A trace read on demand may have millions of records, each parsed
+	// from the file to be searched: one press searches at most searchSpan
+	// of them (about half a second), and the next goes on from there.
+	span := n
+	if p == paneTrace && n > searchSpan {
+		span = searchSpan
+	}
+	for k := 1; k <= span; k++ {
 		i := ((from+dir*k)%n + n) % n
 		if !strings.Contains(strings.ToLower(text(i)), q) {
 			continue
@@ -147,15 +154,24 @@ func (m *Model) find(dir int) {
 		where := fmt.Sprintf("row %d of %d", i+1, n)
 		switch p {
 		case paneTrace:
-			where = fmt.Sprintf("line %d", m.recs[i].Line)
+			where = fmt.Sprintf("line %d", m.recs.line(i))
 		case paneTensors:
 			where = fmt.Sprintf("tensor %d of %d", i, n-1) // row 0 is the header
 		}
 		m.setMsg(fmt.Sprintf("/%s in %s: %s (ctrl+n next, ctrl+p previous)", m.query, paneTitles[p], where), nil)
 		return
 	}
+	if span < n {
+		last := ((from+dir*span)%n + n) % n
+		m.show(p, last)
+		m.setMsg("", fmt.Errorf("search: %q not found in the %d records up to line %d (ctrl+n/ctrl+p search on)", m.query, span, m.recs.line(last)))
+		return
+	}
 	m.setMsg("", fmt.Errorf("search: %q not found in %s", m.query, paneTitles[p]))
 }
+
+// searchSpan is the most trace records one search press reads.
+const searchSpan = 200_000
 
 // highlight marks the matches of the query in a drawn line. A line with a
 // match loses its other styles: the match must show without color too.

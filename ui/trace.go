@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,6 +20,9 @@ type tracePane struct {
 	lo   int
 	sums []sessions.Summary
 	have []bool
+	// problems are the background check's problems by line (a trace read
+	// on demand), shown on their rows.
+	problems map[int]string
 }
 
 // refresh clamps the window and caches the summaries it shows.
@@ -71,9 +75,10 @@ const (
 )
 
 // view renders the visible records.
-func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h int, focused bool) []string {
-	p.clamp(len(recs), h)
-	lw := len(strconv.Itoa(maxLine(recs)))
+func (p *tracePane) view(recs records, snap *snapshot, s Styles, w, h int, focused bool) []string {
+	n := recs.len()
+	p.clamp(n, h)
+	lw := len(strconv.Itoa(maxLine(recs, n)))
 	out := make([]string, 0, h)
 	bps := map[int]bool{}
 	for _, b := range snap.bps {
@@ -81,8 +86,11 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 			bps[b.Line] = true
 		}
 	}
-	for i := p.offset; i < len(recs) && len(out) < h; i++ {
-		rec := &recs[i]
+	for i := p.offset; i < n && len(out) < h; i++ {
+		rec, perr := recs.get(i)
+		if perr != nil {
+			rec = recs.at(i)
+		}
 		var b strings.Builder
 		sel := i == p.cursor
 		mark := func(on bool, g string) {
@@ -119,7 +127,18 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 		b.WriteString(" ")
 		text := recordText(rec)
 		ts := s.Normal
+		msg, bad := p.problems[rec.Line]
 		switch {
+		case perr != nil:
+			// A line that does not parse, found by the background check.
+			text = "✗ " + problemMsg(perr)
+		case bad:
+			// A record the check refused, where it is.
+			text += "  ✗ " + msg
+		}
+		switch {
+		case perr != nil || bad:
+			ts = s.Err
 		case i >= snap.pos:
 			ts = s.Dim
 		case kind == resErr:
@@ -135,10 +154,20 @@ func (p *tracePane) view(recs []traces.Record, snap *snapshot, s Styles, w, h in
 	return out
 }
 
-func maxLine(recs []traces.Record) int {
+func maxLine(recs records, n int) int {
 	m := 1
-	for i := len(recs) - 1; i >= 0 && i >= len(recs)-4; i-- {
-		m = max(m, recs[i].Line)
+	for i := n - 1; i >= 0 && i >= n-4; i-- {
+		m = max(m, recs.line(i))
 	}
 	return m
+}
+
+// problemMsg is a problem's message without its file:line, which the row
+// already shows.
+func problemMsg(err error) string {
+	var p *traces.Problem
+	if errors.As(err, &p) {
+		return p.Msg
+	}
+	return err.Error()
 }

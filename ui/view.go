@@ -203,7 +203,7 @@ func (m *Model) View() tea.View {
 	if !m.opts.NoMouse {
 		v.MouseMode = tea.MouseModeCellMotion
 	}
-	v.WindowTitle = "cgtviz " + m.sess.Trace().Header.Name
+	v.WindowTitle = "cgtviz " + m.sess.Header().Name
 	return v
 }
 
@@ -270,7 +270,7 @@ func (m *Model) paneBox(p pane, r rect) []string {
 	case panePool:
 		m.pool.layout(st, m.dev, iw)
 		if m.mem.on {
-			chart := m.mem.lines(m.styles, len(m.recs), m.snap.pos, m.snap.executed, m.dev, iw)
+			chart := m.mem.lines(m.styles, m.recs.len(), m.snap.pos, m.snap.executed, m.dev, iw)
 			chart = chart[:min(len(chart), max(ih-2, 0))]
 			body = append(chart, m.pool.view(m.styles, max(ih-len(chart), 0))...)
 		} else {
@@ -283,7 +283,7 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		body = textWindow(&m.delta, deltaLines(&m.snap, m.styles, iw), ih)
 	case paneTrace:
 		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
-		title += fmt.Sprintf(" · %d records", len(m.recs))
+		title += fmt.Sprintf(" · %d records", m.recs.len())
 	case paneDetails:
 		body = textWindow(&m.details, m.detailsLines(iw), ih)
 	case paneTensors:
@@ -313,10 +313,10 @@ func (m *Model) paneBox(p pane, r rect) []string {
 func (m *Model) detailsLines(iw int) []string {
 	st := m.snap.state
 	var lines []string
-	if c := m.trace.cursor; c >= 0 && c < len(m.recs) && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
+	if c := m.trace.cursor; c >= 0 && c < m.recs.len() && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
 		// The trace row under the cursor, whole: the trace pane cuts
 		// long rows (expects, notes) at its width.
-		r := &m.recs[c]
+		r := m.recs.at(c)
 		lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
 		for _, l := range wrap(recordText(r), iw-2) {
 			lines = append(lines, "  "+l)
@@ -327,8 +327,8 @@ func (m *Model) detailsLines(iw int) []string {
 	var node []string
 	if l, ok := m.tree.selected(); ok {
 		var call *traces.Record
-		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < len(m.recs) {
-			call = &m.recs[stp.Index]
+		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < m.recs.len() {
+			call = m.recs.at(stp.Index)
 		}
 		node = nodeLines(st, l, call, m.styles, iw)
 	}
@@ -388,6 +388,9 @@ func (m *Model) statusLine(w int) string {
 	}
 	if n := len(m.snap.bps); n > 0 {
 		add(6, "%d bp", n)
+	}
+	for _, p := range m.progressParts() {
+		add(8, "%s", p)
 	}
 	if m.busy {
 		add(9, "running…")

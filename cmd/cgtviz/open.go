@@ -17,7 +17,7 @@ const openUsage = "[-check] [-device sim|cuda|auto] [-mouse=false] SESSION.json"
 func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("open")
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
-	dev := fs.String("device", "sim", tuiDeviceHelp)
+	dev := fs.String("device", "auto", tuiDeviceHelp)
 	mouse := fs.Bool("mouse", true, mouseHelp)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {

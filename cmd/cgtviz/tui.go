@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -20,7 +22,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-device sim|cuda|auto] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-follow] [-keyframe-mb N] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
@@ -29,7 +31,7 @@ const (
 // a bad trace, 1 when the terminal fails.
 func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, f := newTUIFlags()
-	check, dev, save, mouse, handoff := f.check, f.dev, f.save, f.mouse, f.handoff
+	check, dev, save, mouse, handoff, kfmb, follow := f.check, f.dev, f.save, f.mouse, f.handoff, f.keyframeMB, f.follow
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -42,16 +44,21 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
+	if *kfmb < 0 {
+		fmt.Fprintf(stderr, "cgtviz: -keyframe-mb %d: want 0 (no cap) or more\n", *kfmb)
+		return 2
+	}
 	src := sessions.DemoSource
 	if len(pos) == 1 {
 		src = pos[0]
 	}
-	tr, fp, err := sessions.OpenTraceFingerprint(src)
-	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
-		return 2
+	opts := sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, KeyframeBytes: keyframeBytes(*kfmb)}
+	recs, closeRecs, code := tuiRecords(ctx, src, *follow, &opts, stderr)
+	if recs == nil {
+		return code
 	}
-	s, err := sessions.New(tr, sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, Fingerprint: fp})
+	defer closeRecs()
+	s, err := sessions.NewRecords(recs, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 1
@@ -59,11 +66,67 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return tuiRun(ctx, s, *save, *mouse, stdout, stderr)
 }
 
+// tuiQuickCheck is how long the TUI waits for the background check of a
+// trace read on demand before it shows the first screen: a small trace is
+// checked whole by then, and one with problems is refused with all of them
+// as before; a big one opens at once and shows its problems where they are
+// when the check reaches them.
+const tuiQuickCheck = 100 * time.Millisecond
+
+// tuiRecords opens the trace the TUI steps through: a plain file read on
+// demand (traces.Index: indexed and checked in the background, followed
+// with -follow), anything else (the demo, standard input, a compressed
+// file) read whole. It returns nil and the exit code when it cannot; the
+// returned function closes what it opened.
+func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Options, stderr io.Writer) (sessions.Records, func(), int) {
+	if src != sessions.DemoSource {
+		ix, err := traces.OpenIndex(ctx, src, follow)
+		switch {
+		case err == nil:
+			if ps := quickProblems(ix, tuiQuickCheck); len(ps) > 0 {
+				ix.Close()
+				fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", traces.Problems(ps))
+				return nil, nil, 2
+			}
+			return sessions.Indexed(ix), func() { ix.Close() }, 0
+		case follow && errors.Is(err, traces.ErrNotIndexable):
+			fmt.Fprintf(stderr, "cgtviz: -follow: %s: %v (follow a plain file)\n", src, err)
+			return nil, nil, 2
+		case !errors.Is(err, traces.ErrNotIndexable):
+			fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", err)
+			return nil, nil, 2
+		}
+	}
+	tr, fp, err := sessions.OpenTraceFingerprint(src)
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+		return nil, nil, 2
+	}
+	opts.Fingerprint = fp
+	return sessions.InMemory(tr), func() {}, 0
+}
+
+// quickProblems waits up to d for an index's check to end and returns its
+// problems when it ended with some; nil when it is clean or still running
+// (followed, or too big to check in d).
+func quickProblems(ix *traces.Index, d time.Duration) []traces.Problem {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ix.Done():
+		return ix.Progress().Problems
+	case <-t.C:
+		return nil
+	}
+}
+
 // tuiFlags are the TUI's flags (cgtviz [flags] [TRACE] and cgtviz tui).
 type tuiFlags struct {
 	check, mouse *bool
 	dev, save    *string
 	handoff      *engine.Handoff
+	keyframeMB   *int64
+	follow       *bool
 }
 
 // newTUIFlags defines the TUI's flags; `cgtviz -h` prints them too.
@@ -71,9 +134,11 @@ func newTUIFlags() (*flag.FlagSet, tuiFlags) {
 	fs := newFlags("tui")
 	var f tuiFlags
 	f.check = fs.Bool("check", false, "run the engine's invariant checker after every record")
-	f.dev = fs.String("device", "sim", tuiDeviceHelp)
+	f.dev = fs.String("device", "auto", tuiDeviceHelp)
+	f.keyframeMB = fs.Int64("keyframe-mb", sessions.DefaultKeyframeBytes>>20, "the `MiB` of memory the keyframes of going back may hold (device memory on a GPU); past it they thin; 0: no cap")
 	f.save = fs.String("save", ui.DefaultSavePath, "the session `file` that s writes")
 	f.mouse = fs.Bool("mouse", true, mouseHelp)
+	f.follow = fs.Bool("follow", false, "follow a trace still being written: new records appear as they land (as less +F does)")
 	f.handoff = addHandoffFlag(fs)
 	return fs, f
 }
@@ -81,10 +146,19 @@ func newTUIFlags() (*flag.FlagSet, tuiFlags) {
 // mouseHelp documents -mouse, which tui and open share.
 const mouseHelp = "clicks focus panes and pick lines, the wheel scrolls; false leaves the mouse to the terminal (to select text)"
 
-// tuiDeviceHelp documents -device. The TUI defaults to the simulated
-// device even in a cuda build: it snapshots, so going back is instant; on a
-// GPU going back re-runs the trace from the start.
-const tuiDeviceHelp = "`device`: " + deviceChoices + "; on a GPU, going back re-runs the trace from the start"
+// keyframeBytes turns -keyframe-mb into Options.KeyframeBytes (0: no cap,
+// which the session spells negative).
+func keyframeBytes(mb int64) int64 {
+	if mb == 0 {
+		return -1
+	}
+	return mb << 20
+}
+
+// tuiDeviceHelp documents -device. The TUI defaults to auto: a cuda build
+// runs the engine live on the GPU when there is one (the GPU clones, so
+// going back restores keyframes there as on sim), else the simulated device.
+const tuiDeviceHelp = "`device`: " + deviceChoices + "; auto is the GPU when this binary has the cuda backend and a GPU is there, else sim"
 
 // tuiDeviceOK reports whether -device names a backend openDevices knows.
 func tuiDeviceOK(name string) bool {
@@ -92,9 +166,22 @@ func tuiDeviceOK(name string) bool {
 }
 
 // tuiDevices opens the session's devices (again at each re-run from the
-// start); the session closes them.
+// start); the session closes them. auto is settled at the first call: the
+// GPU when it opens, else sim, and the same backend at every later call,
+// so that a re-run never moves the session from one backend to another.
 func tuiDevices(name string) func(n int) ([]device.Device, error) {
 	return func(n int) ([]device.Device, error) {
+		if name == "auto" {
+			if !hasCUDA {
+				name = "sim"
+			} else if devs, _, err := cudaDevices(n); err == nil {
+				name = "cuda"
+				return devs, nil
+			} else {
+				// No GPU (or no driver): the simulated device, as auto says.
+				name = "sim"
+			}
+		}
 		devs, _, err := openDevices(name, n)
 		return devs, err
 	}

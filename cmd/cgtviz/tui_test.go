@@ -38,6 +38,8 @@ func TestTUIArgs(t *testing.T) {
 		{"bad trace", runTUI, []string{filepath.Join(dir, "bad.cgt.jsonl")}, 2, "bad.cgt.jsonl:2"},
 		{"bad device", runTUI, []string{"-device", "tpu"}, 2, `unknown device "tpu"`},
 		{"bad flag", runTUI, []string{"-nope"}, 2, "nope"},
+		{"follow a pipe", runTUI, []string{"-follow", "-"}, 2, "-follow: -: not a plain file"},
+		{"negative keyframe cap", runTUI, []string{"-keyframe-mb", "-1"}, 2, "-keyframe-mb -1"},
 		{"open: no file", runOpen, nil, 2, "usage: cgtviz open"},
 		{"open: two files", runOpen, []string{"a", "b"}, 2, "usage: cgtviz open"},
 		{"open: missing", runOpen, []string{filepath.Join(dir, "absent.json")}, 2, "absent.json"},
@@ -104,4 +106,56 @@ func demoAtCheckpoint(t *testing.T) *sessions.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestTUIDevices covers -device: auto is the default of tui and open, and
+// in a build without the cuda backend it opens simulated devices (with it
+// and a GPU, TestTUIDevicesCUDA); cuda there is an error.
+func TestTUIDevices(t *testing.T) {
+	fs, _ := newTUIFlags()
+	if got := fs.Lookup("device").DefValue; got != "auto" {
+		t.Errorf("tui -device defaults to %q, want auto", got)
+	}
+	tests := []struct {
+		name    string
+		n       int
+		prefix  string // of each device's Name; "" when an error is wanted
+		wantErr string
+	}{
+		{"sim", 2, "sim", ""},
+		{"auto", 1, autoPrefix, ""},
+		{"cuda", 1, cudaPrefix, cudaErr},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			open := tuiDevices(tc.name)
+			for call := range 2 { // auto settles at the first call and keeps to it
+				devs, err := open(tc.n)
+				if tc.wantErr != "" || err != nil {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) || tc.wantErr == "" {
+						t.Fatalf("call %d: err %v, want one saying %q", call, err, tc.wantErr)
+					}
+					return
+				}
+				if len(devs) != tc.n {
+					t.Fatalf("call %d: %d devices, want %d", call, len(devs), tc.n)
+				}
+				for _, d := range devs {
+					if !strings.HasPrefix(d.Name(), tc.prefix) {
+						t.Errorf("call %d: device %q, want %s...", call, d.Name(), tc.prefix)
+					}
+					d.Close()
+				}
+			}
+		})
+	}
+}
+
+// TestKeyframeMB maps -keyframe-mb to the session's byte cap.
+func TestKeyframeMB(t *testing.T) {
+	for _, tc := range []struct{ mb, want int64 }{{0, -1}, {1, 1 << 20}, {256, sessions.DefaultKeyframeBytes}} {
+		if got := keyframeBytes(tc.mb); got != tc.want {
+			t.Errorf("keyframeBytes(%d) = %d, want %d", tc.mb, got, tc.want)
+		}
+	}
 }
