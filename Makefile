@@ -19,6 +19,7 @@ BIN       := .bin
 FUZZ_TARGETS := \
 	./traces:FuzzReader \
 	./traces:FuzzCheck \
+	./traces:FuzzIndex \
 	./traces:FuzzDecoders \
 	./engine:FuzzRun \
 	./engine/alloc/pickle:FuzzRoundTrip \
@@ -72,6 +73,7 @@ gpu-build:
 	$(GO) test -c -race -tags cuda -o $(BIN)/cudadev-race.test ./engine/device/cuda
 	$(GO) test -c -tags cuda -o $(BIN)/engine-cuda.test ./engine
 	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
+	$(GO) test -c -tags cuda -o $(BIN)/cmd-cuda.test ./cmd/cgtviz
 	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
 	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 

@@ -5,7 +5,9 @@
 package examples
 
 import (
+	"bytes"
 	"embed"
+	"io"
 	"io/fs"
 	"sort"
 )
@@ -29,6 +31,13 @@ func Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// DemoSource is how a command line names the demo: `cgtviz run demo`.
+const DemoSource = "demo"
+
+// OpenDemo returns a reader of the demo trace and the name it is read as:
+// the one way every command and the session open it.
+func OpenDemo() (io.Reader, string) { return bytes.NewReader(Demo()), DemoName }
 
 // Demo returns the demo trace's bytes.
 func Demo() []byte {

@@ -119,7 +119,7 @@ func TestCUDAKeyframeBytes(t *testing.T) {
 	if err := probe.Goto(probe.Len()); err != nil {
 		t.Fatal(err)
 	}
-	per := probe.Engine().SnapshotBytes()
+	per := probe.SnapshotBytes()
 	probe.Close()
 	if per <= 0 {
 		t.Fatalf("SnapshotBytes = %d at the end of the demo on the GPU, want > 0", per)

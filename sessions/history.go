@@ -55,11 +55,9 @@ func BreakpointKinds() []engine.EventKind {
 	return append(engine.EventKinds(), KindRerecord)
 }
 
-// Flags of an entry.
+// Flags of an entry (an error or a failed expectation is in its kinds).
 const (
-	flagErr uint8 = 1 << iota
-	flagCheckpoint
-	flagExpectFailed
+	flagCheckpoint uint8 = 1 << iota
 	flagRerecord
 )
 
@@ -114,11 +112,6 @@ func (h *history) push(e entry) {
 	h.codes = append(h.codes, id)
 }
 
-// bytes is the history's memory, roughly: the codes and the dictionary
-// (its map at about three times the entries).
-func (h *history) bytes() int64 {
-	return int64(cap(h.codes))*4 + int64(len(h.dict))*16*4
-}
 
 // Summary is the compact result of one executed record.
 type Summary struct {
@@ -145,14 +138,12 @@ func newEntry(st *engine.Step) entry {
 		action: actionCode(st.Action),
 	}
 	if st.Err != nil {
-		e.flags |= flagErr
 		e.kinds |= 1 << engine.EvError
 	}
 	if st.Checkpoint {
 		e.flags |= flagCheckpoint
 	}
 	if len(st.ExpectFailures) > 0 {
-		e.flags |= flagExpectFailed
 		e.kinds |= 1 << engine.EvExpectFailed
 	}
 	for i := range st.Events {
@@ -246,12 +237,15 @@ func (k *keyframes) fits(bytes, extra int64) bool {
 }
 
 // at returns the last keyframe at or before pos.
-func (k *keyframes) at(pos int) (keyframe, bool) {
-	i := sort.Search(len(k.list), func(i int) bool { return k.list[i].pos > pos })
+func (k *keyframes) at(pos int) (keyframe, bool) { return frameAt(k.list, pos) }
+
+// frameAt returns the last of the sorted frames at or before pos.
+func frameAt(list []keyframe, pos int) (keyframe, bool) {
+	i := sort.Search(len(list), func(i int) bool { return list[i].pos > pos })
 	if i == 0 {
 		return keyframe{}, false
 	}
-	return k.list[i-1], true
+	return list[i-1], true
 }
 
 // localPerInterval is how many local keyframes divide one keyframe
@@ -271,13 +265,7 @@ type localFrames struct {
 }
 
 // at returns the last local keyframe at or before pos.
-func (l *localFrames) at(pos int) (keyframe, bool) {
-	i := sort.Search(len(l.list), func(i int) bool { return l.list[i].pos > pos })
-	if i == 0 {
-		return keyframe{}, false
-	}
-	return l.list[i-1], true
-}
+func (l *localFrames) at(pos int) (keyframe, bool) { return frameAt(l.list, pos) }
 
 // has reports whether a local keyframe exists at pos.
 func (l *localFrames) has(pos int) bool {

@@ -21,7 +21,7 @@ import (
 
 // DemoSource is the trace source that names the embedded demo
 // (examples.Demo) in Options.Source and in saved sessions.
-const DemoSource = "demo"
+const DemoSource = examples.DemoSource
 
 // saveVersion is the version of the session file format.
 const saveVersion = 1
@@ -84,7 +84,7 @@ func OpenTraceFingerprint(src string) (*traces.Trace, Fingerprint, error) {
 	var r io.Reader
 	name := src
 	if src == DemoSource {
-		r, name = bytes.NewReader(examples.Demo()), examples.DemoName
+		r, name = examples.OpenDemo()
 	} else if src == traces.Stdin {
 		r, name = os.Stdin, traces.StdinName
 	} else {
@@ -133,7 +133,7 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); retur
 func fingerprintOf(src string) (Fingerprint, error) {
 	var r io.Reader
 	if src == DemoSource {
-		r = bytes.NewReader(examples.Demo())
+		r, _ = examples.OpenDemo()
 	} else {
 		f, err := os.Open(src)
 		if err != nil {
@@ -191,7 +191,7 @@ func (s *Session) Save(path string) error {
 		f.Breakpoints = append(f.Breakpoints, fb)
 	}
 	for _, m := range s.Bookmarks() {
-		f.Bookmarks = append(f.Bookmarks, fileBookmark{Name: m.Name, Pos: m.Pos})
+		f.Bookmarks = append(f.Bookmarks, fileBookmark(m))
 	}
 	data, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

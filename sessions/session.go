@@ -224,9 +224,9 @@ func (s *Session) Executed() int { return s.hist.len() }
 // cannot be cloned).
 func (s *Session) Cloneable() bool { return s.cloneable }
 
-// Engine returns the live engine at the current position. Callers must not
-// apply records to it; move through the session instead.
-func (s *Session) Engine() *engine.Engine { return s.eng }
+// SnapshotBytes is the device memory one more keyframe would cost now
+// (engine.Engine.SnapshotBytes).
+func (s *Session) SnapshotBytes() int64 { return s.eng.SnapshotBytes() }
 
 // State returns the engine's state at the current position (computed once
 // per position).

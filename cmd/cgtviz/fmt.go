@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cgtviz/cgtviz/examples"
 	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -28,7 +29,7 @@ func runFmt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	path := files[0]
-	if *write && (path == traces.Stdin || path == "demo") {
+	if *write && (path == traces.Stdin || path == examples.DemoSource) {
 		fmt.Fprintf(stderr, "cgtviz fmt: -w rewrites a file; %s is not one (leave out -w to write to stdout)\n", path)
 		return 2
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/cgtviz/cgtviz/examples"
 	"github.com/charmbracelet/x/term"
 )
 
@@ -170,7 +171,7 @@ func isTraceArg(a string) bool {
 	if strings.HasPrefix(a, "-") {
 		return false
 	}
-	if strings.HasSuffix(a, ".jsonl") || a == "demo" {
+	if strings.HasSuffix(a, ".jsonl") || a == examples.DemoSource {
 		return true
 	}
 	st, err := os.Stat(a)

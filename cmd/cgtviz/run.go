@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -228,8 +227,8 @@ const handoffHintText = "hint: the trace expects PyTorch 2.11's overwritten erro
 // openInput opens a trace for reading: the embedded demo for "demo",
 // standard input for "-", else a file (gzip and zstd decompressed).
 func openInput(path string) (*traces.Input, error) {
-	if path == "demo" {
-		return traces.NewInput(bytes.NewReader(examples.Demo()), examples.DemoName)
+	if path == examples.DemoSource {
+		return traces.NewInput(examples.OpenDemo())
 	}
 	return traces.Open(path)
 }

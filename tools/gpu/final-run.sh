@@ -34,9 +34,11 @@ say "engine-cuda: $(grep -c '^--- PASS' "$work/engine-cuda.log") PASS, $(grep -c
 grep '^--- FAIL' "$work/engine-cuda.log" | head | tee -a "$sum"
 (cd sessions && timeout 120 ../.bin/sessions-cuda.test -test.run CUDA -test.count=1 -test.v) >"$work/sessions-cuda.log" 2>&1
 say "sessions-cuda: $(grep -c '^--- PASS' "$work/sessions-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/sessions-cuda.log") FAIL"
+(cd cmd/cgtviz && timeout 60 ../../.bin/cmd-cuda.test -test.run 'TestTUIDevices' -test.count=1 -test.v) >"$work/cmd-cuda.log" 2>&1
+say "cmd-cuda (TestTUIDevices): $(grep -c '^--- PASS' "$work/cmd-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/cmd-cuda.log") FAIL"
 (cd engine && timeout 150 ../.bin/engine-cuda.test -test.run '^$' -test.bench GPU -test.benchmem -test.count=3) >"$work/engine-bench.log" 2>&1
 grep '^Benchmark' "$work/engine-bench.log" | tee -a "$sum"
-for n in train_mlp train_compiled_opt graph_break; do
+for n in graph_break; do
 	timeout 120 bash traces/pytorch/programs/record_all.sh "$work/recorded" $n >"$work/record-$n.log" 2>&1
 	say "record $n: exit $? $(grep -o '"calls": [0-9]*' "$work/record-$n.log" | head -n 1) $(grep -o 'recording stopped[^;]*' "$work/record-$n.log" | head -n 1)"
 	for d in sim cuda; do
@@ -45,12 +47,8 @@ for n in train_mlp train_compiled_opt graph_break; do
 		say "  replay $n on $d: $r"
 	done
 done
-timeout 120 python3 tools/gpu/train-oracle.py examples/s24-pending-backward.cgt.jsonl examples/recorded/train_mlp.cgt.jsonl >"$work/train-oracle.jsonl" 2>"$work/train-oracle.err"
-say "train-oracle: exit $? $(wc -l <"$work/train-oracle.jsonl") traces"
 timeout 150 python3 tools/gpu/recorder-overhead.py --rounds 5 >"$work/overhead.log" 2>&1
 grep 'medians\|added' "$work/overhead.log" | tail -n 1 | tee -a "$sum"
-timeout 120 python3 tools/gpu/oracle-probe.py .bin/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl >"$work/probe-random3.jsonl" 2>"$work/probe.err"
-say "oracle-probe: exit $? $(wc -l <"$work/probe-random3.jsonl") traces"
 # The TUI, on the GPU by default: its status line names the device.
 if command -v tmux >/dev/null; then
 	tmux -L cgt new-session -d -x 140 -y 40 ".bin/cgtviz-cuda examples/seed-a-checkpoint.cgt.jsonl; sleep 30"
