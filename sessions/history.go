@@ -112,7 +112,6 @@ func (h *history) push(e entry) {
 	h.codes = append(h.codes, id)
 }
 
-
 // Summary is the compact result of one executed record.
 type Summary struct {
 	// Index is the record's position in the trace (0-based).
