@@ -7,6 +7,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
 // sized is a simulated device that says each snapshot costs a fixed number
@@ -119,7 +120,7 @@ func TestKeyframeBytesBigTree(t *testing.T) {
 	const budget = 8 << 20
 	kept := map[int]int{}
 	for _, nodes := range []int{10, 1000} {
-		tr := treeTrace(t, nodes, 200)
+		tr := gen.TreeTrace(nodes, 200)
 		s, err := New(tr, Options{KeyframeBytes: budget})
 		if err != nil {
 			t.Fatal(err)

@@ -3,39 +3,12 @@ package sessions
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
-	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/gen"
 )
-
-// treeTrace is a trace whose tree grows to n root nodes (one def called
-// with n input shapes, each its own graph), then replays them round robin
-// for replays calls, as engine's bigTreeTrace.
-func treeTrace(tb testing.TB, n, replays int) *traces.Trace {
-	var b strings.Builder
-	b.WriteString(`{"cgtviz": 1}` + "\n")
-	b.WriteString(`{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}` + "\n")
-	call := func(i int) {
-		fmt.Fprintf(&b, `{"op": "tensor", "name": "x", "shape": [%d, %d], "init": "zeros"}`+"\n", 2+i%100, 2+i/100)
-		b.WriteString(`{"op": "step"}` + "\n")
-		b.WriteString(`{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}` + "\n")
-	}
-	for i := 0; i < n; i++ {
-		call(i)
-		call(i)
-	}
-	for r := 0; r < replays; r++ {
-		call(r % n)
-	}
-	tr, err := traces.Read(strings.NewReader(b.String()), "tree")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return tr
-}
 
 // BenchmarkKeyframeBytes measures what one keyframe (an engine clone)
 // costs in host memory at a tree of 10 ... 10,000 nodes, against what
@@ -44,7 +17,7 @@ func treeTrace(tb testing.TB, n, replays int) *traces.Trace {
 func BenchmarkKeyframeBytes(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			tr := treeTrace(b, n, 0)
+			tr := gen.TreeTrace(n, 0)
 			e, err := engine.New(tr.Header, engine.Options{Devices: sim.Devices(1)})
 			if err != nil {
 				b.Fatal(err)

@@ -102,14 +102,9 @@ func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {
 		return err
 	}
 	g := d.g
-	capturing, s, ok := g.capturingStream()
-	if !ok {
-		return fmt.Errorf("cuda: cuMemcpyHtoD(%#x, %d floats): both streams are capturing", uint64(dst), len(src))
-	}
-	o := 1 - s
-	fence := C.int(1)
-	if capturing {
-		fence = 0
+	s, o, fence, err := g.hostCopyStreams(fmt.Sprintf("cuMemcpyHtoD(%#x, %d floats)", uint64(dst), len(src)))
+	if err != nil {
+		return err
 	}
 	r := C.cgt_upload(g.cctx, g.staging, C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)*4),
 		g.cstream[s], g.cstream[o], g.events[o], fence)
@@ -126,14 +121,9 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 		return err
 	}
 	g := d.g
-	capturing, s, ok := g.capturingStream()
-	if !ok {
-		return fmt.Errorf("cuda: cuMemcpyDtoH(%#x, %d floats): both streams are capturing", uint64(src), len(dst))
-	}
-	o := 1 - s
-	fence := C.int(1)
-	if capturing {
-		fence = 0
+	s, o, fence, err := g.hostCopyStreams(fmt.Sprintf("cuMemcpyDtoH(%#x, %d floats)", uint64(src), len(dst)))
+	if err != nil {
+		return err
 	}
 	r := C.cgt_download(g.cctx, unsafe.Pointer(&dst[0]), C.CUdeviceptr(src), C.size_t(len(dst)*4),
 		g.cstream[s], g.cstream[o], g.events[o], fence)
@@ -161,4 +151,20 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 		return check(fmt.Sprintf("cuMemcpyDtoDAsync(%#x <- %#x, %d floats)", uint64(dst), uint64(src), n), r)
 	}
 	return nil
+}
+
+// hostCopyStreams picks the streams of a copy between host and device: s,
+// the one it runs on, and o, the other, whose queued work it waits for;
+// fence is 0 while s captures (the copy is then not part of the graph and
+// the host waits for it instead). what names the copy in the error.
+func (g *gpu) hostCopyStreams(what string) (s, o device.Stream, fence C.int, err error) {
+	capturing, s, ok := g.capturingStream()
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("cuda: %s: both streams are capturing", what)
+	}
+	fence = 1
+	if capturing {
+		fence = 0
+	}
+	return s, 1 - s, fence, nil
 }
