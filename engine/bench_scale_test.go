@@ -35,3 +35,23 @@ func BenchmarkRunTreeSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkState10k is one State of an engine whose tree holds 10,000
+// nodes: what the UI reads after every step.
+func BenchmarkState10k(b *testing.B) {
+	tr := gen.TreeTrace(10000, 100)
+	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range tr.Records {
+		if s := e.Apply(&tr.Records[i]); s.Err != nil {
+			b.Fatal(s.Err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.State()
+	}
+}

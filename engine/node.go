@@ -86,6 +86,9 @@ type Node struct {
 	Graph           device.GraphHandle
 	Exec            device.ExecHandle
 	Kernels         []device.GraphNode
+	// kernels is Kernels as the State shows them, made once: they never
+	// change after the recording.
+	kernels []KernelView
 }
 
 func (n *Node) clone() *Node {
@@ -146,4 +149,16 @@ func (n *Node) isPathOutputPtr(m *manager, ptr device.Ptr) bool {
 		}
 	}
 	return false
+}
+
+// kernelViews returns the node's kernels as a State shows them (shared
+// between States: read-only).
+func (n *Node) kernelViews() []KernelView {
+	if n.kernels == nil && len(n.Kernels) > 0 {
+		n.kernels = make([]KernelView, len(n.Kernels))
+		for i, k := range n.Kernels {
+			n.kernels[i] = KernelView{Kind: k.Kind, Name: k.Name, Detail: k.Detail}
+		}
+	}
+	return n.kernels
 }

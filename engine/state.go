@@ -1,9 +1,12 @@
 package engine
 
 // This file holds the read-only views the engine gives to sessions, the UI,
-// render and the report. A State is a deep copy: holding one never pins or
+// render and the report. A State is a copy: holding one never pins or
 // changes the engine, and it can be compared (tests compare complete
-// states before and after a failing record).
+// states before and after a failing record). What a node never changes
+// after its recording (its failures, expected-dead and live indices, its
+// kernels) is shared between States rather than copied, so a State of a
+// tree of ten thousand nodes stays cheap; readers must not write to it.
 
 // PathState is the state of the last node run on a device (PyTorch's
 // ExecutionState).

@@ -36,7 +36,9 @@ func dumpManager(m *manager) managerDump {
 		Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
 	d.Scalars.warmups = nil // compared by value below
 	for _, n := range m.nodes {
-		d.Nodes = append(d.Nodes, *n.clone())
+		c := n.clone()
+		c.kernels = nil // a cache of what the State shows, made on demand
+		d.Nodes = append(d.Nodes, *c)
 	}
 	for k, w := range m.warmups {
 		d.Warmups[k] = *w

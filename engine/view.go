@@ -92,15 +92,23 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 	for _, fid := range m.rootOrder {
 		dv.Roots = append(dv.Roots, m.roots[fid]...)
 	}
+	if len(m.nodes) > 0 {
+		// Sized once: a State of a big tree is mostly its nodes.
+		dv.Nodes = make([]NodeView, 0, len(m.nodes))
+	}
 	for _, n := range m.nodes {
 		nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
-			RecordedAtLine: n.Line, Cause: n.Cause, Failures: append([]InvariantFailure(nil), n.Failures...), Replays: n.Replays,
-			ExpectedDeadBefore: append([]OutputIndex(nil), n.ExpectedDeadBefore...),
-			ExpectedDeadAfter:  append([]OutputIndex(nil), n.ExpectedDeadAfter...),
-			LiveAfter:          append([]OutputIndex(nil), n.LiveAfter...),
+			RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Replays: n.Replays,
+			ExpectedDeadBefore: n.ExpectedDeadBefore, ExpectedDeadAfter: n.ExpectedDeadAfter, LiveAfter: n.LiveAfter,
 			OnPath:             onPath[n.ID], Current: n.ID == dv.Current}
 		for _, fid := range n.childOrder {
 			nv.Children = append(nv.Children, n.Children[fid]...)
+		}
+		if len(n.Static) > 0 {
+			nv.Inputs = make([]InputView, 0, len(n.Static))
+		}
+		if len(n.Outputs) > 0 {
+			nv.Outputs = make([]OutputView, 0, len(n.Outputs))
 		}
 		for i := range n.Static {
 			kind := InputCopied
@@ -132,9 +140,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 			}
 			nv.Outputs = append(nv.Outputs, ov)
 		}
-		for _, k := range n.Kernels {
-			nv.Kernels = append(nv.Kernels, KernelView{Kind: k.Kind, Name: k.Name, Detail: k.Detail})
-		}
+		nv.Kernels = n.kernelViews()
 		dv.Nodes = append(dv.Nodes, nv)
 	}
 	dv.Pool = e.poolView(ds, m.pool, names)
