@@ -19,8 +19,20 @@ func (e *Engine) State() *State {
 	for _, ns := range names {
 		sort.Strings(ns)
 	}
+	// The oldest live named tensor of each storage, found once (an output
+	// names it): looking it up per output made a State of a big tree
+	// quadratic.
+	oldest := map[int]int{}
+	for _, t := range e.tt.tensors {
+		if !t.live() || len(names[t.ID]) == 0 {
+			continue
+		}
+		if b, ok := oldest[t.Storage]; !ok || t.ID < b {
+			oldest[t.Storage] = t.ID
+		}
+	}
 	for _, ds := range e.devs {
-		st.Devices = append(st.Devices, e.deviceState(ds, names))
+		st.Devices = append(st.Devices, e.deviceState(ds, names, oldest))
 	}
 	for _, t := range e.tt.tensors {
 		if !t.live() {
@@ -59,7 +71,7 @@ func (e *Engine) State() *State {
 	return st
 }
 
-func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
+func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[int]int) DeviceState {
 	m := ds.m
 	dv := DeviceState{Index: ds.index, Name: ds.dev.Name(), Current: -1, PathState: m.pathState, CurrentGen: m.currentGen,
 		PendingBackward: m.pendingBackward, Checkpoints: m.checkpoints}
@@ -78,7 +90,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 				wv.Parent = x.ParentGraph
 			}
 			for i, sid := range x.OutWeak {
-				wv.Outputs = append(wv.Outputs, e.outputView(i, sid, x.OutShapes[i], names))
+				wv.Outputs = append(wv.Outputs, e.outputView(i, sid, x.OutShapes[i], names, oldest))
 			}
 			dv.Warmups = append(dv.Warmups, wv)
 		}
@@ -121,7 +133,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string) DeviceState {
 			nv.Inputs = append(nv.Inputs, InputView{Index: i, Name: n.InputNames[i], Kind: kind, Ptr: uint64(n.Ptrs[i]), Shape: n.InputShapes[i]})
 		}
 		for i, o := range n.Outputs {
-			ov := e.outputView(i, n.OutWeak[i], o.Shape, names)
+			ov := e.outputView(i, n.OutWeak[i], o.Shape, names, oldest)
 			ov.Ptr, ov.Bytes = uint64(o.Ptr), o.Bytes
 			ov.Cached = o.Unaliased
 			switch o.Alias {
@@ -158,7 +170,7 @@ func firstName(ns []string) string {
 	return ns[0]
 }
 
-func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string) OutputView {
+func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string, oldest map[int]int) OutputView {
 	ov := OutputView{Index: i, Shape: append([]int(nil), shape...)}
 	if sid == 0 {
 		ov.Alias = "input"
@@ -172,13 +184,7 @@ func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string) Out
 	ov.Live = s.Refs > 0
 	// The name of the oldest named tensor of the storage: tensors is a map,
 	// so taking the first one met would make State differ between calls.
-	best := -1
-	for _, t := range e.tt.tensors {
-		if t.Storage == sid && t.live() && len(names[t.ID]) > 0 && (best < 0 || t.ID < best) {
-			best = t.ID
-		}
-	}
-	if best >= 0 {
+	if best, ok := oldest[sid]; ok {
 		ov.Tensor = names[best][0]
 	}
 	return ov
