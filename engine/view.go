@@ -112,7 +112,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 		nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
 			RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Replays: n.Replays,
 			ExpectedDeadBefore: n.ExpectedDeadBefore, ExpectedDeadAfter: n.ExpectedDeadAfter, LiveAfter: n.LiveAfter,
-			OnPath:             onPath[n.ID], Current: n.ID == dv.Current}
+			OnPath: onPath[n.ID], Current: n.ID == dv.Current}
 		for _, fid := range n.childOrder {
 			nv.Children = append(nv.Children, n.Children[fid]...)
 		}
