@@ -169,15 +169,4 @@ func ViewExtent(shape []int, strides []int64, offset int64) (int64, error) {
 }
 
 // FormatStrides prints strides as the trace format writes them: [3, 1].
-func FormatStrides(s []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, d := range s {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprint(&b, d)
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+func FormatStrides(s []int64) string { return formatList(s) }

@@ -132,7 +132,10 @@ func ResultShape(k string, o Operands) ([]int, BKind, error) {
 }
 
 // FormatShape prints a shape as the trace format writes it: [2, 3].
-func FormatShape(s []int) string {
+func FormatShape(s []int) string { return formatList(s) }
+
+// formatList prints integers as a JSON list with a space after each comma.
+func formatList[T int | int64](s []T) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, d := range s {
