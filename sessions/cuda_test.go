@@ -10,6 +10,7 @@ import (
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/cuda"
 	"github.com/cgtviz/cgtviz/sessions"
+	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
 func gpus(n int) ([]device.Device, error) {
@@ -161,4 +162,46 @@ func TestCUDAKeyframeBytes(t *testing.T) {
 	n, every := gs.Keyframes()
 	held, _ := gs.KeyframeBytes()
 	t.Logf("demo on the GPU: a snapshot costs %d bytes at the end; %d keyframes every %d hold %d bytes (budget %d)", per, n, every, held, budget)
+}
+
+// BenchmarkCUDAMoves times the TUI's moves on the GPU against the same
+// moves on the simulated device, in one binary: N (Back one record) and g
+// (Goto the middle, then the end) over the 2,000-record seed loop, the
+// engine live on each. Going back restores a keyframe (a clone of the
+// device's pool on the GPU) and re-applies the records after it.
+func BenchmarkCUDAMoves(b *testing.B) {
+	tr := gen.TreeTrace(50, 600) // 100 recordings, 600 replays: 2,250 records
+	for _, dev := range []struct {
+		name string
+		open func(int) ([]device.Device, error)
+	}{{"sim", sessions.SimDevices}, {"cuda", gpus}} {
+		s, err := sessions.New(tr, sessions.Options{NewDevices: dev.open})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Goto(s.Len()); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(dev.name+"/back", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := s.Back(); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Goto(s.Len()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(dev.name+"/jump", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := s.Goto(s.Len() / 2); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Goto(s.Len()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		s.Close()
+	}
 }
