@@ -49,11 +49,7 @@ unit:
 	bash traces/pytorch/tests/venv_check.sh
 
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
-	done
+	@bash tools/fuzz.sh $(GO) $(FUZZTIME) $(FUZZMINIMIZE) $(FUZZ_TARGETS)
 
 # Every CPU benchmark; cmd/cgtviz's run end to end on a 1,000,000-record
 # trace it writes to a temporary file (BENCHMARKS.md).
