@@ -110,7 +110,12 @@ class WiringTest(unittest.TestCase):
 
     def test_missing_oracle2_is_named(self):
         saved_root, saved_env = to.ROOT, os.environ.pop("TORCH_ORACLE2", None)
-        to.ROOT = tempfile.mkdtemp()
+        # A checkout folder inside an empty one: neither it nor its parent
+        # holds a shared/ (a shared/ beside the system's temp folder must
+        # not count).
+        outer = tempfile.mkdtemp()
+        to.ROOT = os.path.join(outer, "checkout")
+        os.mkdir(to.ROOT)
         try:
             with self.assertRaisesRegex(SystemExit, "torch-oracle2.py not found"):
                 to.find_oracle2(["--oracle2", "/nonexistent/o2.py", "t.cgt.jsonl"])
@@ -118,6 +123,7 @@ class WiringTest(unittest.TestCase):
             self.assertEqual((path, rest), (os.path.abspath(SCRIPT), ["t.cgt.jsonl"]))
         finally:
             os.rmdir(to.ROOT)
+            os.rmdir(outer)
             to.ROOT = saved_root
             if saved_env is not None:
                 os.environ["TORCH_ORACLE2"] = saved_env
