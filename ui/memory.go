@@ -22,9 +22,9 @@ import (
 // Its samples are states at fixed positions (the width's share of the
 // trace), read by moving the session there and back in the move's command,
 // so the UI never runs a record the user has not run: positions not run
-// yet stay blank. On a device that cannot be snapshotted (the GPU), where
-// going back re-runs the trace, only the positions visited are sampled. Executed records never change what they did, so a
-// sample, once read, is kept.
+// yet stay blank. On devices that cannot be cloned, where going back
+// re-runs the trace, only the positions visited are sampled. Executed
+// records never change what they did, so a sample, once read, is kept.
 
 // memSample is one pool's bytes at one position.
 type memSample struct {
@@ -105,8 +105,8 @@ func sampleMemory(s *sessions.Session, positions []int, have map[memKey]memSampl
 		}
 		if p != s.Pos() {
 			if !s.Cloneable() {
-				// On a GPU going back re-runs the trace from the start:
-				// only the positions the user visits are drawn.
+				// Without clones going back re-runs the trace from the
+				// start: only the positions the user visits are drawn.
 				continue
 			}
 			if err := s.Goto(p); err != nil {
