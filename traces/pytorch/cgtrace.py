@@ -847,6 +847,10 @@ class Session:
             e = watch.get(n)
             if e is not None and e not in dead and not e.fact.alive():
                 dead.append(e)
+        self._emit_dels(dead)
+
+    def _emit_dels(self, dead):
+        """One `del` for the dead entries, in binding order, names forgotten."""
         if not dead:
             return
         dead.sort(key=lambda e: e.order)
@@ -875,14 +879,7 @@ class Session:
         if not self._watch:
             return  # nothing is polled: every named object is alive
         dead = [e for e in self._watch.values() if not e.fact.alive()]
-        if not dead:
-            return
-        dead.sort(key=lambda e: e.order)
-        names = [e.name for e in dead]
-        for n in names:
-            self._forget(n)
-        self.counts["dels"] += len(names)
-        self.trace.add({"op": "del", "names": names})
+        self._emit_dels(dead)
 
     # -- events
 

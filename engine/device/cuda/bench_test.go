@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/devicetest"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
@@ -19,7 +20,7 @@ import (
 // instantiates it.
 func oneKernelGraph(tb testing.TB, d *Device) device.ExecHandle {
 	tb.Helper()
-	p := alloc(tb, d, 256)
+	p := devicetest.Alloc(tb, d, 256)
 	l := device.Launch{K: ops.Add, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 256}
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		tb.Fatal(err)
@@ -162,7 +163,7 @@ func BenchmarkGPUCgo(b *testing.B) {
 // with and without a wait for it.
 func BenchmarkGPUKernelLaunch(b *testing.B) {
 	d := open(b)
-	p := alloc(b, d, 1024)
+	p := devicetest.Alloc(b, d, 1024)
 	l := device.Launch{K: ops.Add, Out: p, A: p, BKind: ops.BScalar, Scalar: 1, N: 1024}
 	b.Run("nosync", func(b *testing.B) {
 		lockedLoop(b, d, func() error { return d.Launch(device.DefaultStream, &l) })
@@ -180,7 +181,7 @@ func BenchmarkGPUKernelLaunch(b *testing.B) {
 // BenchmarkGPUCopyDtoD is the copy of a replay's input into its static buffer.
 func BenchmarkGPUCopyDtoD(b *testing.B) {
 	d := open(b)
-	p, q := alloc(b, d, 1024), alloc(b, d, 1024)
+	p, q := devicetest.Alloc(b, d, 1024), devicetest.Alloc(b, d, 1024)
 	lockedLoop(b, d, func() error { return d.CopyDtoD(device.SideStream, p, q, 1024) })
 }
 
@@ -190,7 +191,7 @@ func BenchmarkGPUCopyDtoD(b *testing.B) {
 func BenchmarkGPUHostCopies(b *testing.B) {
 	d := open(b)
 	for _, n := range []int{1024, 1 << 20} {
-		p := alloc(b, d, n)
+		p := devicetest.Alloc(b, d, n)
 		vals := make([]float32, n)
 		b.Run(fmt.Sprintf("upload/%d", n), func(b *testing.B) {
 			lockedLoop(b, d, func() error { return d.CopyHtoD(p, vals) })
@@ -208,7 +209,7 @@ func BenchmarkGPUSnapshot(b *testing.B) {
 	for _, mib := range []int{2, 64} {
 		d := open(b)
 		for range 4 {
-			p := alloc(b, d, mib<<20/4/4)
+			p := devicetest.Alloc(b, d, mib<<20/4/4)
 			if err := d.CopyHtoD(p, make([]float32, mib<<20/4/4)); err != nil {
 				b.Fatal(err)
 			}

@@ -55,25 +55,9 @@ func TestDevice(t *testing.T) {
 	devicetest.Run(t, func(t testing.TB) device.Device { return open(t) })
 }
 
-// alloc reserves n floats (at least one) and frees them when the test ends
-// (before the device closes: cleanups run last in, first out).
-func alloc(t testing.TB, d *Device, n int) device.Ptr {
-	t.Helper()
-	p, err := d.MallocSegment(int64(max(n, 1)) * 4)
-	if err != nil {
-		t.Fatalf("MallocSegment(%d floats): %v", n, err)
-	}
-	t.Cleanup(func() {
-		if err := d.FreeSegment(p); err != nil {
-			t.Errorf("FreeSegment: %v", err)
-		}
-	})
-	return p
-}
-
 func upload(t testing.TB, d *Device, vals []float32) device.Ptr {
 	t.Helper()
-	p := alloc(t, d, len(vals))
+	p := devicetest.Alloc(t, d, len(vals))
 	if err := d.CopyHtoD(p, vals); err != nil {
 		t.Fatalf("CopyHtoD: %v", err)
 	}
@@ -319,7 +303,7 @@ func TestCaptureAcrossStreams(t *testing.T) {
 // to its owner.
 func TestCaptureOtherGoroutine(t *testing.T) {
 	d := open(t)
-	p := alloc(t, d, 64)
+	p := devicetest.Alloc(t, d, 64)
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		t.Fatalf("BeginCapture: %v", err)
 	}
@@ -401,7 +385,7 @@ func TestMemInfo(t *testing.T) {
 		t.Fatalf("MemInfo = %d free of %d", free, total)
 	}
 	const size = 1 << 30
-	alloc(t, d, size/4)
+	devicetest.Alloc(t, d, size/4)
 	after, total2 := d.MemInfo()
 	if total2 != total {
 		t.Errorf("total changed from %d to %d", total, total2)
@@ -514,7 +498,7 @@ func TestClonesShareTheGPU(t *testing.T) {
 // capture its copies; the snapshot carries the failure to its Restore.
 func TestSnapshotDuringCaptureFails(t *testing.T) {
 	d := open(t)
-	p := alloc(t, d, 64)
+	p := devicetest.Alloc(t, d, 64)
 	good := d.Snapshot()
 	if err := d.BeginCapture(device.SideStream); err != nil {
 		t.Fatal(err)

@@ -57,9 +57,10 @@ func Run(t *testing.T, open Open) {
 	}
 }
 
-// alloc reserves n floats (at least one) and gives them back when the test
-// ends (before the device closes: cleanups run last in, first out).
-func alloc(t testing.TB, d device.Device, n int) device.Ptr {
+// Alloc reserves n floats (at least one) and gives them back when the test
+// ends (before the device closes: cleanups run last in, first out). A
+// backend's own tests use it too.
+func Alloc(t testing.TB, d device.Device, n int) device.Ptr {
 	t.Helper()
 	p, err := d.MallocSegment(int64(max(n, 1)) * 4)
 	if err != nil {
@@ -83,7 +84,7 @@ func upload(t testing.TB, d device.Device, p device.Ptr, vals []float32) {
 // put allocates a segment for vals and uploads them.
 func put(t testing.TB, d device.Device, vals []float32) device.Ptr {
 	t.Helper()
-	p := alloc(t, d, len(vals))
+	p := Alloc(t, d, len(vals))
 	upload(t, d, p, vals)
 	return p
 }
@@ -196,7 +197,7 @@ func testKernelTable(t *testing.T, open Open) {
 	d := open(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seg := alloc(t, d, 1024)
+			seg := Alloc(t, d, 1024)
 			l := tt.l
 			l.A, l.B, l.Out = seg, seg+1024, seg+2048
 			if tt.name == "in place" {
@@ -345,7 +346,7 @@ func testSum(t *testing.T, open Open) {
 				scale += math.Abs(float64(x))
 			}
 			l := device.Launch{K: ops.Sum, N: int64(tt.n)}
-			l.A = alloc(t, d, tt.n)
+			l.A = Alloc(t, d, tt.n)
 			if tt.n > 0 {
 				upload(t, d, l.A, a)
 			}
@@ -368,7 +369,7 @@ func testSum(t *testing.T, open Open) {
 // works on after them.
 func testBadLaunches(t *testing.T, open Open) {
 	d := open(t)
-	p := alloc(t, d, 16)
+	p := Alloc(t, d, 16)
 	tests := []struct {
 		name string
 		s    device.Stream
@@ -558,7 +559,7 @@ func testOrdering(t *testing.T, open Open) {
 	d := open(t)
 	for _, n := range []int{100000, 400000, 1600000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			a, b := alloc(t, d, n), alloc(t, d, n)
+			a, b := Alloc(t, d, n), Alloc(t, d, n)
 			vals := make([]float32, n)
 			want := make([]float32, n)
 			for it := range 6 {
