@@ -471,6 +471,13 @@ func (m *Model) infoLine(w int) string {
 		if why != "" {
 			return fit(fmt.Sprintf("line %d: %s", st.Line, why), w)
 		}
+		// A record that decided nothing (a def, a tensor, a note) still
+		// ran: the start's hint would be untrue here.
+		what := string(st.Op)
+		if st.Fn != "" {
+			what += " " + st.Fn
+		}
+		return fit(s.Dim.Render(fmt.Sprintf("line %d: %s ran", st.Line, what)), w)
 	}
 	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
 }

@@ -275,3 +275,17 @@ func TestFullHelpWhole(t *testing.T) {
 		t.Errorf("? again leaves mode %d", m.mode)
 	}
 }
+
+// TestMessageAfterQuietRecord checks the message line after a record that
+// decided nothing (a def): it names that record, not the start's hint.
+func TestMessageAfterQuietRecord(t *testing.T) {
+	m := newModel(t, "../examples/seed-a-checkpoint.cgt.jsonl", 120, 40, Options{})
+	if got := screenText(m); !strings.Contains(got, "the start: n runs the first record") {
+		t.Fatalf("at the start the hint is missing:\n%s", got)
+	}
+	press(t, m, "n")
+	got := screenText(m)
+	if strings.Contains(got, "the start:") || !strings.Contains(got, "line 2: def foo ran") {
+		t.Errorf("after the first def the message line is not about it:\n%s", got)
+	}
+}
