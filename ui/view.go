@@ -473,11 +473,14 @@ func (m *Model) infoLine(w int) string {
 		}
 		// A record that decided nothing (a def, a tensor, a note) still
 		// ran: the start's hint would be untrue here.
-		what := string(st.Op)
-		if st.Fn != "" {
-			what += " " + st.Fn
+		what := string(st.Op) + " ran"
+		switch {
+		case st.Op == traces.OpExpect:
+			what = "every expectation held" // a failed one is an event
+		case st.Fn != "":
+			what = string(st.Op) + " " + st.Fn + " ran"
 		}
-		return fit(s.Dim.Render(fmt.Sprintf("line %d: %s ran", st.Line, what)), w)
+		return fit(s.Dim.Render(fmt.Sprintf("line %d: %s", st.Line, what)), w)
 	}
 	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
 }

@@ -288,4 +288,8 @@ func TestMessageAfterQuietRecord(t *testing.T) {
 	if strings.Contains(got, "the start:") || !strings.Contains(got, "line 2: def foo ran") {
 		t.Errorf("after the first def the message line is not about it:\n%s", got)
 	}
+	gotoStep(t, m, "7") // line 8, an expect that holds
+	if got := screenText(m); !strings.Contains(got, "line 8: every expectation held") {
+		t.Errorf("after a passing expect:\n%s", got)
+	}
 }
