@@ -1375,7 +1375,7 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
-        self._node_key_cache = {}  # id(node) -> (weakref to node, its manager, _node_keys)
+        self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
 
     # -- install / remove
 
@@ -1774,14 +1774,18 @@ class Recorder:
             return None
         # A node's function and parent never change: looked up once per node
         # (by id, with a weak reference saying the id is still that node's).
+        # Both by weak reference: a strong one to the manager would keep its
+        # graphs and private pool alive after the program (or
+        # torch._dynamo.reset()) let go of them, and the program would see
+        # cudagraph segments that PyTorch alone would have freed.
         got = self._node_key_cache.get(id(node))
-        if got is not None and got[0]() is node and got[1] is mgr:
+        if got is not None and got[0]() is node and got[1]() is mgr:
             return got[2]
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
         keys = (self._fn_key(mgr, node.wrapped_function.id), pkey)
         try:
-            self._node_key_cache[id(node)] = (weakref.ref(node), mgr, keys)
+            self._node_key_cache[id(node)] = (weakref.ref(node), weakref.ref(mgr), keys)
         except TypeError:  # a node without weak references: not cached
             pass
         return keys

@@ -443,6 +443,26 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
         self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
 
+    def test_recorder_keeps_no_manager_node_or_tensor_alive(self):
+        """While a recording runs, what the program lets go of dies: the tree
+        manager (with its graphs and pool), its nodes and the tensors. PyTorch's
+        own tests assert no cudagraph segment is left after
+        torch._dynamo.reset() inside the recorded tearDown."""
+        global MGR, FOO
+        import gc
+        with cgtrace.record(self.path):
+            mgr = MGR = CUDAGraphTreeManager()
+            FOO = mgr.add(0)
+            for _ in range(3):
+                sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
+                inp = Tensor([4])
+                a, = foo(inp)
+            refs = [weakref.ref(mgr), weakref.ref(mgr.roots[FOO][0]), weakref.ref(inp), weakref.ref(a)]
+            del mgr, inp, a
+            MGR = FOO = None
+            gc.collect()
+            self.assertEqual([r() is None for r in refs], [True] * len(refs))
+
     def test_invocation_from_dynamo_generation(self):
         """A graph break's resume function runs in the same invocation as the
         graph before it; each top-level call is a new one."""
