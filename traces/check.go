@@ -96,10 +96,6 @@ type checker struct {
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
 	key []byte // runBody's memo key buffer
-	// inv and invLine are the last call's invocation and its line (invLine
-	// 0: no call had one yet).
-	inv     int64
-	invLine int
 }
 
 // storage is the memory a tensor and its views share.
@@ -521,15 +517,6 @@ func (c *checker) call(rec Record) {
 		c.fail(rec, "out has %s, but %s returns %s", plural(len(rec.Out), "name"), rec.Fn, plural(len(f.rec.Returns), "value"))
 		bindUnknown()
 		return
-	}
-	if rec.Invocation != nil {
-		if c.invLine > 0 && *rec.Invocation < c.inv {
-			// The last good value stays the one to compare with, so one
-			// stray value is reported once.
-			c.fail(rec, "invocation %d is less than %d at line %d (Dynamo's generation counter only grows)", *rec.Invocation, c.inv, c.invLine)
-		} else {
-			c.inv, c.invLine = *rec.Invocation, rec.Line
-		}
 	}
 	args := make([]*binding, len(rec.Args))
 	unknown := f.broken

@@ -79,6 +79,7 @@ _FIELDS = {
     "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
+    "reset": ("op", "device"),
     "read": ("op", "name"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
@@ -913,6 +914,16 @@ class Session:
             self.counts["errors"] += 1
         self.trace.add({"op": "expect", "error": error})
 
+    def reset(self, device=None):
+        """The trees were dropped: every device's (device None:
+        reset_cudagraph_trees, from torch._dynamo.reset()) or one device's
+        (its manager ended with its last compiled function)."""
+        self.flush_deaths()
+        rec = {"op": "reset"}
+        if device is not None:
+            rec["device"] = device
+        self.trace.add(rec)
+
     def step(self):
         self.flush_deaths()
         self.counts["steps"] += 1
@@ -1376,6 +1387,7 @@ class Recorder:
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
+        self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
 
     # -- install / remove
 
@@ -1411,6 +1423,8 @@ class Recorder:
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
         self._saved[(cgt, "mark_step_begin")] = cgt.mark_step_begin
+        if "reset_cudagraph_trees" in cgt.__dict__:
+            self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
         rec = self
 
         orig_run = self._saved[(M, "_run")]
@@ -1445,6 +1459,16 @@ class Recorder:
             orig_mark()
             rec._on_step()
 
+        orig_reset = self._saved.get((cgt, "reset_cudagraph_trees"))
+
+        def reset_cudagraph_trees(*args, **kwargs):
+            try:
+                return orig_reset(*args, **kwargs)
+            finally:
+                rec._on_reset()
+
+        if orig_reset is not None:
+            cgt.reset_cudagraph_trees = reset_cudagraph_trees
         if os.environ.get("CGTRACE_READS", "1") != "0":
             self._install_reads(torch.Tensor)
         M._run = _run
@@ -1528,6 +1552,36 @@ class Recorder:
             for _ in range(self._mark_counter - c):
                 self.session.step()
         self._mark_counter = c
+
+    def _on_reset(self):
+        """reset_cudagraph_trees() ran (torch._dynamo.reset() calls it): every
+        tree is gone and the mark-step counter is back to 0."""
+        if self._off:
+            return
+        with self.lock:
+            try:
+                self.session.reset()
+                self._known_mgr.clear()
+                self._mark_counter = self.cgt.MarkStepBox.mark_step_counter
+            except Exception as e:
+                self._fail("at a reset", e)
+
+    def _check_manager(self, mgr):
+        """A reset the wrapper did not see: the mark-step counter back at 0
+        (only reset_cudagraph_trees does that), or a new tree manager on the
+        device (its container let the old one go when the last of its
+        compiled functions died)."""
+        counter = self.cgt.MarkStepBox.mark_step_counter
+        if counter == 0 and self._mark_counter != 0:
+            self.session.reset()
+            self._known_mgr.clear()
+            self._mark_counter = 0
+        dev = mgr.device_index
+        last = self._known_mgr.get(dev)
+        if last is None or last() is not mgr:
+            if last is not None:
+                self.session.reset(dev)
+            self._known_mgr[dev] = weakref.ref(mgr)
 
     def _on_step(self):
         if self._off:
@@ -1663,6 +1717,7 @@ class Recorder:
 
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
+        self._check_manager(mgr)
         if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
             self._catch_up_steps()
         info, fs = self._fn_info(mgr, function_id)

@@ -281,6 +281,12 @@ def _mark_step_begin():
     MarkStepBox.mark_step_counter -= 1
 
 
+def _reset_cudagraph_trees():
+    """torch._inductor.cudagraph_trees.reset_cudagraph_trees: the managers
+    go and the mark-step counter is back to 0."""
+    MarkStepBox.mark_step_counter = 0
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -296,6 +302,7 @@ def install_fake_torch():
     cgt.CUDAGraphTreeManager = CUDAGraphTreeManager
     cgt.MarkStepBox = MarkStepBox
     cgt.mark_step_begin = _mark_step_begin
+    cgt.reset_cudagraph_trees = _reset_cudagraph_trees
     cgt.local = types.SimpleNamespace(tree_manager_containers={})
     config = types.ModuleType("torch._inductor.config")
     config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
@@ -462,6 +469,44 @@ class RecorderTest(unittest.TestCase):
             MGR = FOO = None
             gc.collect()
             self.assertEqual([r() is None for r in refs], [True] * len(refs))
+
+    def test_resets_of_the_trees(self):
+        """torch._dynamo.reset() (reset_cudagraph_trees) is a reset record for
+        every device; a new manager on a device without it (its container
+        let the old one go) is a reset of that device. The counters after a
+        reset start again."""
+        global MGR, FOO, FEE
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path):
+            cgt.mark_step_begin()
+            a, = foo(Tensor([4]))
+            cgt.reset_cudagraph_trees()
+            MGR = CUDAGraphTreeManager()
+            FOO, FEE = MGR.add(0), MGR.add(1)
+            b, = foo(Tensor([4]))
+            MGR = CUDAGraphTreeManager()  # no reset seen: the manager changed
+            FOO = MGR.add(0)
+            c, = foo(Tensor([4]))
+            cgt.mark_step_begin()
+        self.assertIs(cgt.reset_cudagraph_trees, _reset_cudagraph_trees)
+        _, recs = self.records()
+        ops = [(r["op"], r.get("device")) for r in recs if r["op"] in ("reset", "step", "call")]
+        self.assertEqual(ops, [("step", None), ("call", None), ("reset", None), ("call", None),
+                               ("reset", 0), ("call", None), ("step", None)])
+        self.assertEqual(len({r["fn"] for r in recs if r["op"] == "call"}), 3)
+
+    def test_counter_back_at_zero_is_a_reset(self):
+        """A reset_cudagraph_trees the recorder did not wrap (imported by name
+        before the recording) still shows: the mark-step counter is at 0."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path):
+            cgt.mark_step_begin()
+            a, = foo(Tensor([4]))
+            _reset_cudagraph_trees()
+            b, = foo(Tensor([4]))
+        _, recs = self.records()
+        ops = [r["op"] for r in recs if r["op"] in ("reset", "step", "call")]
+        self.assertEqual(ops, ["step", "call", "reset", "call"])
 
     def test_invocation_from_dynamo_generation(self):
         """A graph break's resume function runs in the same invocation as the
