@@ -425,10 +425,15 @@ class OutSpec:
     the name" says it exactly. offset and stride are the output's own
     (elements of its storage), for an alias that is a slice."""
 
-    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride")
+    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride", "storage_numel")
 
-    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None):
+    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None,
+                 storage_numel=None):
         self.shape = list(shape)
+        # Elements of the storage under the output (None: unknown, taken as
+        # the output's own); more than the output covers when it is a part
+        # of a larger buffer (x[0] of a graph-made x) that later outputs share.
+        self.storage_numel = storage_numel
         self.alias = alias
         self.exact = exact
         self.dtype = dtype or "float32"
@@ -509,6 +514,25 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=(), param_dtypes=Non
                 continue
             taken.discard(name)
         name = fresh("r%d" % i)
+        sn = o.storage_numel
+        if sn and len(o.shape) <= MAX_DIMS and (
+                sn != numel(o.shape) or o.offset or not is_contiguous(o.shape, o.stride)):
+            # The output is a part of a buffer the graph made: the buffer
+            # first, whole, then the output as its view, so that outputs
+            # sharing the buffer (x[0], x[1]) fit in it as they do in PyTorch.
+            base = fresh("buf%d" % i)
+            bst = {"out": base, "k": "fill", "shape": [int(sn)], "value": i + 1}
+            if o.dtype != "float32":
+                bst["dtype"] = o.dtype
+            st = {"out": name, "k": "view", "a": base, "shape": shape}
+            st.update(view_fields(o.shape, o.offset, o.stride))
+            body.extend((bst, st))
+            shapes[base], dtypes[base] = [int(sn)], o.dtype
+            views[base] = (0, contiguous_strides([int(sn)]))
+            shapes[name], dtypes[name] = shape, o.dtype
+            views[name] = (o.offset, tuple(o.stride))
+            returns.append(name)
+            continue
         same = next((p for p in params if shapes[p] == shape and dtypes[p] == o.dtype), None)
         if same is None:
             same = next((p for p in params if shapes[p] == shape), None)
@@ -1177,7 +1201,8 @@ class Session:
                         alias = ("output", k)
                         exact = g.view_key == f.view_key
                         break
-            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride))
+            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride,
+                                 f.storage_numel))
         mutated = [pos[j] for j in fs.info.mutated if j in pos]
         rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
                         fs.dtypes, fs.views)
