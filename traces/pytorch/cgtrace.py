@@ -578,7 +578,7 @@ class Fact:
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
                  "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held",
-                 "view_key")
+                 "view_key", "ptr")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
                  read_values=None, dtype="float32", storage_numel=None, base=None):
@@ -602,6 +602,10 @@ class Fact:
         # torch side's probes without a tree wrapper): such names are not
         # polled until their object dies.
         self.held = False
+        # The tensor's data_ptr() when the Fact was made (None: unknown): an
+        # object whose data pointer moved (`param.data = new`) is a new
+        # tensor under the same Python object.
+        self.ptr = None
         # What says two objects are one view of one storage; a Fact is never
         # changed once made, so it is built once (the hot path asks it for
         # every output at least three times).
@@ -771,7 +775,14 @@ class Session:
             if name is not None:
                 e = self.entries.get(name)
                 if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
-                    return name
+                    if e.fact.storage == fact.storage and e.fact.offset == fact.offset:
+                        return name
+                    # `param.data = new`: the object holds other data now.
+                    # The name's tensor is gone (the object no longer holds
+                    # its storage); the object gets a new record.
+                    self._forget(name)
+                    self.counts["dels"] += 1
+                    self.trace.add({"op": "del", "names": [name]})
         name = self.by_view.get(fact.view_key)
         if name is not None and name in self.entries:
             return name
@@ -1764,7 +1775,7 @@ class Recorder:
                 if isinstance(v, Tensor):
                     e = known(id(v))
                     ref = e.fact.obj_ref if e is not None else None
-                    if ref is not None and ref() is v:
+                    if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
                         facts[i] = e.name
                     else:
                         facts[i] = self._fact_or_none(v)
@@ -1990,6 +2001,7 @@ class Recorder:
                     probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
         probe.fact = self._fact
         fact.probe = probe
+        fact.ptr = t.data_ptr()
         fact.held = True
         return fact
 

@@ -84,6 +84,9 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def data_ptr(self):
+        return id(self._storage) + self._offset * self.dtype.size
+
     def element_size(self):
         return self.dtype.size
 
@@ -469,6 +472,28 @@ class RecorderTest(unittest.TestCase):
             MGR = FOO = None
             gc.collect()
             self.assertEqual([r() is None for r in refs], [True] * len(refs))
+
+    def test_param_data_swapped_is_a_new_tensor(self):
+        """`m.weight.data = torch.rand(...)` between calls (PyTorch's
+        test_unstable_ptr): the same Python object over a new storage is a
+        new param in the trace, the old name deleted, so the replay sees the
+        static input's address change as PyTorch does."""
+        global FOO
+        FOO = MGR.add(0, static=(0,))
+        w = Tensor([4])
+        with cgtrace.record(self.path):
+            for _ in range(3):
+                a, = foo(w)
+                del a
+                w._storage = Storage(16)  # w.data = new data
+        _, recs = self.records()
+        calls = [r["args"][0] for r in recs if r["op"] == "call"]
+        self.assertEqual(len(set(calls)), 3, calls)
+        params = [r["name"] for r in recs if r["op"] == "param"]
+        self.assertEqual(params, calls)
+        dels = [n for r in recs if r["op"] == "del" for n in r["names"]]
+        self.assertIn(calls[0], dels)
+        self.assertIn(calls[1], dels)
 
     def test_resets_of_the_trees(self):
         """torch._dynamo.reset() (reset_cudagraph_trees) is a reset record for
