@@ -358,6 +358,19 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		return nil
 	case traces.OpReset:
 		return e.applyReset(rec)
+	case traces.OpSkippedBackward:
+		// compile_fx's backward with cudagraphs skipped calls the manager's
+		// set_to_running_backward() before running eagerly: the forwards
+		// no longer wait for a backward, and nothing else changes.
+		ds, err := e.dev(rec.Device)
+		if err != nil {
+			return err
+		}
+		step.Device = rec.Device
+		ds.m.pendingBackward = false
+		e.emit(Event{Kind: EvSkip, Line: rec.Line, Node: -1, Parent: -1, Device: rec.Device,
+			Msg: "a backward ran without CUDA graphs (set_to_running_backward): no backward is pending"})
+		return nil
 	case traces.OpConfig:
 		if rec.Config == nil {
 			return fmt.Errorf("config record without settings")

@@ -26,6 +26,7 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "config", "warmup_runs": 0, "automatic_dynamic_shapes": false}
 {"op": "reset"}
 {"op": "reset", "device": 0}
+{"op": "skipped_backward"}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -49,6 +50,7 @@ func TestReaderAdditions(t *testing.T) {
 			Set: map[string]bool{KeyWarmupRuns: true, KeyAutomaticDynamicShapes: true}}},
 		{Line: 9, Op: OpReset},
 		{Line: 10, Op: OpReset, Device: 0, OneDevice: true},
+		{Line: 11, Op: OpSkippedBackward},
 	}
 	for i, w := range want {
 		got, err := rd.Next()

@@ -208,6 +208,12 @@ func (b *Builder) Del(names ...string) *Builder { return b.add(Record{Op: OpDel,
 // Step starts a new generation (cudagraph_mark_step_begin).
 func (b *Builder) Step() *Builder { return b.add(Record{Op: OpStep}) }
 
+// SkippedBackward adds a compiled backward that ran without CUDA graphs on
+// device dev.
+func (b *Builder) SkippedBackward(dev int) *Builder {
+	return b.add(Record{Op: OpSkippedBackward, Device: dev})
+}
+
 // Reset adds torch._dynamo.reset(): every device's tree is dropped.
 func (b *Builder) Reset() *Builder { return b.add(Record{Op: OpReset}) }
 

@@ -155,22 +155,23 @@ type rawValues struct {
 // opFields lists, per op, the fields it may have (besides "op") and which
 // of them are required, in the spec's order (the writer's order too).
 var opFields = map[Op]struct{ allowed, required []string }{
-	OpDef:    {[]string{"fn", "params", "body", "returns", "mode"}, []string{"fn", "params", "body", "returns"}},
-	OpTensor: {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpParam:  {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpCall:   {[]string{"fn", "args", "out", "invocation"}, []string{"fn", "args"}},
-	OpEager:  {[]string{"out", "k", "a", "b", "shape", "strides", "offset", "value", "dtype"}, []string{"out", "k"}},
-	OpDel:    {[]string{"names"}, []string{"names"}},
-	OpStep:   {nil, nil},
-	OpRead:   {[]string{"name"}, []string{"name"}},
-	OpExpect: {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
-	OpNote:   {[]string{"text"}, []string{"text"}},
-	OpConfig: {ConfigKeys, nil},
-	OpReset:  {[]string{"device"}, nil},
+	OpDef:             {[]string{"fn", "params", "body", "returns", "mode"}, []string{"fn", "params", "body", "returns"}},
+	OpTensor:          {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpParam:           {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
+	OpCall:            {[]string{"fn", "args", "out", "invocation"}, []string{"fn", "args"}},
+	OpEager:           {[]string{"out", "k", "a", "b", "shape", "strides", "offset", "value", "dtype"}, []string{"out", "k"}},
+	OpDel:             {[]string{"names"}, []string{"names"}},
+	OpStep:            {nil, nil},
+	OpRead:            {[]string{"name"}, []string{"name"}},
+	OpExpect:          {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
+	OpNote:            {[]string{"text"}, []string{"text"}},
+	OpConfig:          {ConfigKeys, nil},
+	OpReset:           {[]string{"device"}, nil},
+	OpSkippedBackward: {[]string{"device"}, nil},
 }
 
 // opNames is the ops in the spec's order, for messages.
-const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset"
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward"
 
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.
@@ -260,6 +261,11 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		msg = r.parseExpect(&rec, raw)
 	case OpConfig:
 		msg = r.parseConfigRecord(&rec, line, len(keys))
+	case OpSkippedBackward:
+		if raw.Device != nil {
+			rec.Device = *raw.Device
+			msg = r.deviceMsg(rec.Device)
+		}
 	case OpReset:
 		if raw.Device != nil {
 			rec.Device, rec.OneDevice = *raw.Device, true

@@ -169,6 +169,10 @@ const (
 	// torch._dynamo.reset(), or a device's tree manager dying with the last
 	// of its compiled functions).
 	OpReset Op = "reset"
+	// OpSkippedBackward is a compiled backward that ran without CUDA graphs
+	// (cudagraphs skipped for it): it reaches the tree only to say the
+	// forwards' backward ran (set_to_running_backward).
+	OpSkippedBackward Op = "skipped_backward"
 )
 
 // Mode is a compiled function's compilation mode (PyTorch's CompilationMode).

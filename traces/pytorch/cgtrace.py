@@ -80,6 +80,7 @@ _FIELDS = {
     "del": ("op", "names"),
     "step": ("op",),
     "reset": ("op", "device"),
+    "skipped_backward": ("op", "device"),
     "read": ("op", "name"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
@@ -959,6 +960,15 @@ class Session:
             rec["device"] = device
         self.trace.add(rec)
 
+    def skipped_backward(self, device):
+        """A compiled backward ran without CUDA graphs (its manager's
+        set_to_running_backward): no backward is pending any more."""
+        self.flush_deaths()
+        rec = {"op": "skipped_backward"}
+        if device:
+            rec["device"] = device
+        self.trace.add(rec)
+
     def step(self):
         self.flush_deaths()
         self.counts["steps"] += 1
@@ -1459,6 +1469,8 @@ class Recorder:
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
         self._saved[(cgt, "mark_step_begin")] = cgt.mark_step_begin
+        if "set_to_running_backward" in M.__dict__:
+            self._saved[(M, "set_to_running_backward")] = M.__dict__["set_to_running_backward"]
         if "reset_cudagraph_trees" in cgt.__dict__:
             self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
         rec = self
@@ -1505,6 +1517,16 @@ class Recorder:
 
         if orig_reset is not None:
             cgt.reset_cudagraph_trees = reset_cudagraph_trees
+        orig_back = self._saved.get((M, "set_to_running_backward"))
+
+        def set_to_running_backward(mgr, *args, **kwargs):
+            # Called by a compiled backward whose cudagraphs were skipped
+            # (compile_fx), before it runs eagerly outside the tree.
+            rec._on_skipped_backward(mgr)
+            return orig_back(mgr, *args, **kwargs)
+
+        if orig_back is not None:
+            M.set_to_running_backward = set_to_running_backward
         if os.environ.get("CGTRACE_READS", "1") != "0":
             self._install_reads(torch.Tensor)
         M._run = _run
@@ -1601,6 +1623,16 @@ class Recorder:
                 self._mark_counter = self.cgt.MarkStepBox.mark_step_counter
             except Exception as e:
                 self._fail("at a reset", e)
+
+    def _on_skipped_backward(self, mgr):
+        if self._off or self._in_call():
+            return
+        with self.lock:
+            try:
+                self._check_manager(mgr)
+                self.session.skipped_backward(mgr.device_index)
+            except Exception as e:
+                self._fail("at a backward without cudagraphs", e)
 
     def _check_manager(self, mgr):
         """A reset the wrapper did not see: the mark-step counter back at 0

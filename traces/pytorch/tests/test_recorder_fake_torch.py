@@ -271,6 +271,9 @@ class CUDAGraphTreeManager:
         self.current_node = node
         return self._outs(new_inputs, function_id)
 
+    def set_to_running_backward(self):
+        self.pending_backward = False
+
     def execute_node(self, node, new_inputs):
         self.current_node = node
         return self._outs(new_inputs, node.wrapped_function.id)
@@ -494,6 +497,18 @@ class RecorderTest(unittest.TestCase):
         dels = [n for r in recs if r["op"] == "del" for n in r["names"]]
         self.assertIn(calls[0], dels)
         self.assertIn(calls[1], dels)
+
+    def test_backward_without_cudagraphs(self):
+        """A compiled backward that skipped cudagraphs calls the manager's
+        set_to_running_backward() and runs eagerly: a skipped_backward record."""
+        with cgtrace.record(self.path):
+            a, = foo(Tensor([4]))
+            MGR.set_to_running_backward()
+        _, recs = self.records()
+        self.assertEqual([r["op"] for r in recs if r["op"] in ("call", "skipped_backward")],
+                         ["call", "skipped_backward"])
+        self.assertIs(CUDAGraphTreeManager.__dict__["set_to_running_backward"].__qualname__,
+                      "CUDAGraphTreeManager.set_to_running_backward")
 
     def test_resets_of_the_trees(self):
         """torch._dynamo.reset() (reset_cudagraph_trees) is a reset record for
