@@ -507,7 +507,7 @@ class RecorderTest(unittest.TestCase):
         _, recs = self.records()
         self.assertEqual([r["op"] for r in recs if r["op"] in ("call", "skipped_backward")],
                          ["call", "skipped_backward"])
-        self.assertIs(CUDAGraphTreeManager.__dict__["set_to_running_backward"].__qualname__,
+        self.assertEqual(CUDAGraphTreeManager.__dict__["set_to_running_backward"].__qualname__,
                       "CUDAGraphTreeManager.set_to_running_backward")
 
     def test_resets_of_the_trees(self):
