@@ -1676,6 +1676,13 @@ class Recorder:
         call, or by the recorder itself, or nested in another read (print
         calls item()), is not one."""
         rec = self
+        # Dynamo traces Python methods of Tensor: inside a compiled function
+        # the wrapper must read as the original method and nothing else
+        # (tracing the recorder's state would add guards and graph breaks,
+        # and so change the program's graphs). is_compiling() is True while
+        # Dynamo traces and constant-folds the branch away.
+        compiler = getattr(self.torch, "compiler", None)
+        is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
         for name in _READ_METHODS:
             orig = getattr(T, name, None)
             if orig is None:
@@ -1683,6 +1690,8 @@ class Recorder:
             self._saved[(T, name)] = T.__dict__.get(name, _ABSENT)
 
             def wrapper(t, *args, _orig=orig, _name=name, **kwargs):
+                if is_compiling():
+                    return _orig(t, *args, **kwargs)
                 if _name == "to" and not _to_host(args, kwargs):
                     return _orig(t, *args, **kwargs)
                 if rec._off or getattr(rec.tls, "busy", False) or getattr(rec.tls, "depth", 0):

@@ -303,6 +303,7 @@ def install_fake_torch():
                                      _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
+    torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])
     inductor = types.ModuleType("torch._inductor")
     cgt = types.ModuleType("torch._inductor.cudagraph_trees")
     cgt.CUDAGraphTreeManager = CUDAGraphTreeManager
@@ -372,6 +373,9 @@ def foo_with_break(x):
 
 
 FOO = FEE = None
+# COMPILING[0] is what the fake torch.compiler.is_compiling() says: True
+# while "Dynamo traces" a function.
+COMPILING = [False]
 
 
 class ProbeTest(unittest.TestCase):
@@ -641,6 +645,23 @@ class RecorderTest(unittest.TestCase):
                           ("foo_0_c1_0", "Error: accessing tensor output of CUDAGraphs that has been "
                                          "overwritten by a subsequent run.")])
         self.assertEqual(sum(r["op"] == "tensor" for r in recs), 1)
+
+    def test_reads_inside_dynamo_tracing_are_the_original_method(self):
+        """While Dynamo traces (is_compiling), a patched read method is the
+        original method and nothing else: no read record, no recorder state
+        touched (Dynamo would guard on it and break the graph)."""
+        x = Tensor([2, 2], values=[1.0, 2.0, 3.0, 4.0])
+        with cgtrace.record(self.path):
+            y, = foo(x)
+            COMPILING[0] = True
+            try:
+                y.item()
+                y.cpu()
+            finally:
+                COMPILING[0] = False
+            y.item()
+        _, recs = self.records()
+        self.assertEqual([r["name"] for r in recs if r["op"] == "read"], ["foo_0_c1_0"])
 
     def test_unsupported_tensors_left_out_with_a_note(self):
         cpu = Tensor([3])
