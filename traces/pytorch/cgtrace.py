@@ -690,7 +690,8 @@ class Session:
         self.fn_names = set()
         self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
-        self._expects = {}  # (action, node, checkpoints, device) -> its expect record
+        self._expects = {}
+        self._swapped = []  # names whose object took other data (lookup), to del after its new record  # (action, node, checkpoints, device) -> its expect record
         self.order = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
@@ -780,10 +781,12 @@ class Session:
                         return name
                     # `param.data = new`: the object holds other data now.
                     # The name's tensor is gone (the object no longer holds
-                    # its storage); the object gets a new record.
+                    # its storage); the object gets a new record, and the
+                    # old name's del comes after it (begin_call): the new
+                    # data was made while the old still lived, so it has
+                    # another address, as in PyTorch.
                     self._forget(name)
-                    self.counts["dels"] += 1
-                    self.trace.add({"op": "del", "names": [name]})
+                    self._swapped.append(name)
         name = self.by_view.get(fact.view_key)
         if name is not None and name in self.entries:
             return name
@@ -1046,6 +1049,7 @@ class Session:
         self.flush_deaths()
         fs = self._fn(info)
         args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
+        self._swapped = []
         ph = info.placeholders
         for idx, fact in enumerate(inputs):
             if fact is None:
@@ -1068,6 +1072,10 @@ class Session:
                         base = "in"
                     name = self._tensor_record(fact, "tensor", base)
             args.append(name)
+            if self._swapped:
+                self.counts["dels"] += len(self._swapped)
+                self.trace.add({"op": "del", "names": self._swapped})
+                self._swapped = []
             if fs.params is None:
                 pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
                 param_list.append(pname)
