@@ -120,6 +120,9 @@ type Engine struct {
 	// their events (see newStep).
 	stepChunk  []Step
 	eventChunk []Event
+	// transient, set by RunStream, hands out reused Steps instead (see
+	// transientSteps).
+	transient *transientSteps
 	// scratch and cur are applyCall's buffers (see there).
 	scratch callScratch
 	cur     call
@@ -637,6 +640,9 @@ func formatValues(v []float32) string {
 // newStep hands out Steps from chunks: a run makes one per record, and a
 // chunk allocation amortises them (callers may keep any Step).
 func (e *Engine) newStep() *Step {
+	if e.transient != nil {
+		return e.transient.next(e.last)
+	}
 	if len(e.stepChunk) == 0 {
 		e.stepChunk = make([]Step, 256)
 	}
@@ -651,6 +657,9 @@ func (e *Engine) newStep() *Step {
 func (e *Engine) keepEvents(evs []Event) []Event {
 	if len(evs) == 0 {
 		return nil
+	}
+	if e.transient != nil {
+		return e.transient.keep(evs)
 	}
 	if len(evs) > cap(e.eventChunk)-len(e.eventChunk) {
 		n := 1024

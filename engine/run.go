@@ -41,11 +41,21 @@ func Run(ctx context.Context, hdr traces.Header, src Records, opts Options, each
 	if err != nil {
 		return nil, err
 	}
+	return e.run(ctx, src, each)
+}
+
+// run applies src's records to e (Run, RunStream).
+func (e *Engine) run(ctx context.Context, src Records, each func(*Step) bool) (*Engine, error) {
+	// One record variable for the whole run: Apply takes its address, and
+	// a variable per record would escape to the heap once per record.
+	// Nothing keeps the pointer past Apply (defs are copied).
+	var rec traces.Record
 	for i := 0; ; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return e, ctx.Err()
 		}
-		rec, err := src.Next()
+		var err error
+		rec, err = src.Next()
 		if err == io.EOF {
 			return e, nil
 		}
@@ -71,4 +81,46 @@ func RunTrace(ctx context.Context, tr *traces.Trace, opts Options, each func(*St
 // memory bounded by the engine's state.
 func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*Step) bool) (*Engine, error) {
 	return Run(ctx, r.Header(), r, opts, each)
+}
+
+// RunStream is Run for a caller that is done with each Step when each
+// returns (cgtviz run prints it and moves on): the Steps and their events
+// are reused buffers, valid only during the call, so a long run allocates
+// nothing per record for them. Everything else is as Run.
+func RunStream(ctx context.Context, hdr traces.Header, src Records, opts Options, each func(*Step) bool) (*Engine, error) {
+	e, err := New(hdr, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.transient = &transientSteps{}
+	return e.run(ctx, src, each)
+}
+
+// transientSteps are the two Step buffers of RunStream. An expect record
+// reads the last non-expect Step (Engine.last) and State reads its events,
+// so a new Step never takes the buffer e.last points to: with two buffers
+// there is always one free.
+type transientSteps struct {
+	bufs [2]struct {
+		step   Step
+		events []Event
+	}
+	cur int
+}
+
+// next returns the buffer e.last is not, for the record about to run.
+func (t *transientSteps) next(last *Step) *Step {
+	t.cur = 0
+	if last == &t.bufs[0].step {
+		t.cur = 1
+	}
+	return &t.bufs[t.cur].step
+}
+
+// keep copies the current record's events into its buffer's own slice.
+func (t *transientSteps) keep(evs []Event) []Event {
+	b := &t.bufs[t.cur]
+	clear(b.events) // drop what the last use pointed at
+	b.events = append(b.events[:0], evs...)
+	return b.events
 }
