@@ -123,6 +123,8 @@ type Engine struct {
 	// transient, set by RunStream, hands out reused Steps instead (see
 	// transientSteps).
 	transient *transientSteps
+	// arena holds the small slices of frequent events (events.go).
+	arena eventArena
 	// scratch and cur are applyCall's buffers (see there).
 	scratch callScratch
 	cur     call
@@ -591,7 +593,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 // storageDied is called when a storage's last live tensor dies: an owned
 // block goes back to the allocator, as a tensor's deleter does.
 func (e *Engine) storageDied(s *Storage) error {
-	e.emit(Event{Kind: EvTensorDied, Device: s.Dev, Node: -1, Parent: -1, Ptrs: []uint64{uint64(s.Ptr)}, Tensors: []string{s.What}})
+	e.emit(Event{Kind: EvTensorDied, Device: s.Dev, Node: -1, Parent: -1, Ptrs: e.arena.ptr(uint64(s.Ptr)), Tensors: e.arena.str(s.What)})
 	if !s.Owned || s.Stale || s.Ptr == 0 {
 		return nil
 	}

@@ -100,6 +100,62 @@ type checker struct {
 	// 0: no call had one yet).
 	inv     int64
 	invLine int
+	// A long trace binds and drops names millions of times: the bindings
+	// and storages it drops are reused (freeBindings, freeStorages), and a
+	// call's lists live in reused buffers (argBuf, madeBuf, outBuf), so a
+	// record seen before allocates nothing. A storage whose last name went
+	// waits in deadStorages until the next record: within a record, a
+	// call's results may still take it (x = f(x) returning a view of x).
+	freeBindings []*binding
+	freeStorages []*storage
+	deadStorages []*storage
+	argBuf       []*binding
+	madeBuf      []*storage
+	outBuf       []*binding
+}
+
+// newBinding returns a binding to fill in: a dropped one, or a new one.
+func (c *checker) newBinding(b binding) *binding {
+	var p *binding
+	if n := len(c.freeBindings); n > 0 {
+		p = c.freeBindings[n-1]
+		c.freeBindings = c.freeBindings[:n-1]
+	} else {
+		p = new(binding) // b itself must not escape: it would cost every call
+	}
+	*p = b
+	return p
+}
+
+// newStorage returns a storage of the given size: a dropped one, or new.
+func (c *checker) newStorage(bytes int64) *storage {
+	if n := len(c.freeStorages); n > 0 {
+		p := c.freeStorages[n-1]
+		c.freeStorages = c.freeStorages[:n-1]
+		*p = storage{bytes: bytes}
+		return p
+	}
+	return &storage{bytes: bytes}
+}
+
+// drop is the end of a binding no name holds any more: it is reused.
+func (c *checker) drop(b *binding) {
+	*b = binding{}
+	c.freeBindings = append(c.freeBindings, b)
+}
+
+// reclaim moves the storages that lost their last name during the last
+// record, and found none since, to the free list: no binding refers to a
+// storage with no refs, as every named binding holds one.
+func (c *checker) reclaim() {
+	for _, st := range c.deadStorages {
+		if st.refs == 0 {
+			*st = storage{}
+			c.freeStorages = append(c.freeStorages, st)
+		}
+	}
+	clear(c.deadStorages)
+	c.deadStorages = c.deadStorages[:0]
 }
 
 // storage is the memory a tensor and its views share.
@@ -178,9 +234,12 @@ func (c *checker) bind(name string, b *binding) {
 	}
 	if old := c.names[name]; old != nil {
 		c.unref(old)
+		c.drop(old)
 	}
 	c.names[name] = b
-	delete(c.deleted, name)
+	if len(c.deleted) > 0 {
+		delete(c.deleted, name)
+	}
 }
 
 func (c *checker) unref(b *binding) {
@@ -188,6 +247,7 @@ func (c *checker) unref(b *binding) {
 		b.st.refs--
 		if b.st.refs == 0 {
 			c.live -= b.st.bytes
+			c.deadStorages = append(c.deadStorages, b.st)
 		}
 	}
 }
@@ -218,6 +278,7 @@ func (c *checker) overTotal(add int64) string {
 }
 
 func (c *checker) record(rec Record) {
+	c.reclaim()
 	switch rec.Op {
 	case OpDef:
 		c.def(rec)
@@ -236,8 +297,8 @@ func (c *checker) record(rec Record) {
 			c.bind(rec.Name, &binding{unknown: true})
 			return
 		}
-		c.bind(rec.Name, &binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
-			dev: rec.Device, st: &storage{bytes: bytes}})
+		c.bind(rec.Name, c.newBinding(binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
+			dev: rec.Device, st: c.newStorage(bytes)}))
 	case OpConfig:
 		c.cfg = c.cfg.With(*rec.Config)
 	case OpCall:
@@ -253,6 +314,7 @@ func (c *checker) record(rec Record) {
 			}
 			c.unref(b)
 			delete(c.names, n)
+			c.drop(b)
 			c.deleted[n] = rec.Line
 		}
 	case OpRead:
@@ -531,7 +593,7 @@ func (c *checker) call(rec Record) {
 			c.inv, c.invLine = *rec.Invocation, rec.Line
 		}
 	}
-	args := make([]*binding, len(rec.Args))
+	args := growBuf(&c.argBuf, len(rec.Args))
 	unknown := f.broken
 	for i, a := range rec.Args {
 		b, why := c.lookup(a)
@@ -566,18 +628,18 @@ func (c *checker) call(rec Record) {
 	}
 	// Storages the call allocates, made once each, as several returns may
 	// share one (a value and its view, or a name returned twice).
-	made := make([]*storage, len(res.newBytes))
-	outs := make([]*binding, len(rec.Out))
+	made := growBuf(&c.madeBuf, len(res.newBytes))
+	outs := growBuf(&c.outBuf, len(rec.Out))
 	var add int64
 	for i, o := range rec.Out {
 		r := res.rets[i]
-		b := &binding{layout: r.layout, dev: dev}
+		b := c.newBinding(binding{layout: r.layout, dev: dev})
 		if r.src >= 0 {
 			b.st = args[r.src].st
 		} else {
 			k := -r.src - 1
 			if made[k] == nil {
-				made[k] = &storage{bytes: res.newBytes[k]}
+				made[k] = c.newStorage(res.newBytes[k])
 				if o != "_" {
 					add += made[k].bytes
 				}
@@ -599,6 +661,15 @@ func (c *checker) call(rec Record) {
 	for i, o := range rec.Out {
 		c.bind(o, outs[i])
 	}
+}
+
+// growBuf returns *buf resized to n, its entries nil (a call's lists:
+// nothing keeps them past the call).
+func growBuf[T any](buf *[]*T, n int) []*T {
+	b := slices.Grow((*buf)[:0], n)[:n]
+	clear(b)
+	*buf = b
+	return b
 }
 
 func args0Unknown(args []*binding) bool { return len(args) > 0 && args[0].unknown }
