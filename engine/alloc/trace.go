@@ -64,18 +64,25 @@ const chunkLen = 256
 
 // traceLog is the bounded event log: a list of chunks. A clone shares
 // every chunk and the list itself, so it costs O(1): each chunk remembers
-// the generation of the log that made it, and a log appends to (or reuses)
-// only chunks of its own generation; a shared last chunk is copied before
-// its next append. The engine clones allocators before every record that
-// may fail, so this matters. A dropped chunk that no clone shares is
-// reused, so a long run allocates nothing for its log once it is full.
+// the generation of the log that made it, and a log appends freely only to
+// chunks of its own generation. A shared last chunk is extended in place by
+// the first log that appends to it (the chunk's claimed count says how far
+// some log has written; a log at that end takes the next entry) and copied
+// by any other: the engine clones the allocator before every record that
+// may fail and throws the clone away when it does not, so the log that
+// goes on must not pay a chunk's copy each time. A dropped chunk that no
+// clone shares is reused, so a long run allocates nothing for its log once
+// it is full.
 type traceLog struct {
 	chunks []*traceChunk
-	n      int // entries held in chunks
-	max    int
-	seq    int64
-	spare  *traceChunk
-	gen    uint64
+	// lastLen is how many entries of the last chunk are this log's (the
+	// others are full); entries past it may be another log's.
+	lastLen int
+	n       int // entries held in chunks
+	max     int
+	seq     int64
+	spare   *traceChunk
+	gen     uint64
 	// listOwned is false while chunks may be shared with a clone.
 	listOwned bool
 }
@@ -85,10 +92,15 @@ type traceLog struct {
 var traceGen atomic.Uint64
 
 type traceChunk struct {
-	entries []TraceEntry
+	entries []TraceEntry // chunkLen long
 	// gen is the generation of the log that owns the chunk: only that log
-	// may write it. Set before the chunk is shared, never changed after.
+	// may write it without claiming. Set before the chunk is shared, never
+	// changed after.
 	gen uint64
+	// claimed is how many entries have been written into the chunk, by
+	// whichever log extends it; atomic, as logs sharing it may live in
+	// other goroutines.
+	claimed atomic.Int32
 }
 
 func (t *traceLog) add(e TraceEntry) {
@@ -103,30 +115,36 @@ func (t *traceLog) next() *TraceEntry {
 	if t.gen == 0 {
 		t.gen = traceGen.Add(1)
 	}
-	if len(t.chunks) == 0 || len(t.chunks[len(t.chunks)-1].entries) == chunkLen {
+	if len(t.chunks) == 0 || t.lastLen == chunkLen {
 		c := t.spare
 		if c != nil {
 			t.spare = nil
-			c.entries = c.entries[:0]
+			c.claimed.Store(0)
 		} else {
-			c = &traceChunk{entries: make([]TraceEntry, 0, chunkLen), gen: t.gen}
+			c = &traceChunk{entries: make([]TraceEntry, chunkLen), gen: t.gen}
 		}
 		t.chunks = append(t.chunks, c)
-	} else if last := t.chunks[len(t.chunks)-1]; last.gen != t.gen {
-		// Shared with a clone: copy it before writing.
-		cp := &traceChunk{entries: make([]TraceEntry, len(last.entries), chunkLen), gen: t.gen}
-		copy(cp.entries, last.entries)
-		t.chunks = append(t.chunks[:len(t.chunks)-1:len(t.chunks)-1], cp)
+		t.lastLen = 0
 	}
 	last := t.chunks[len(t.chunks)-1]
-	last.entries = last.entries[:len(last.entries)+1]
-	e := &last.entries[len(last.entries)-1]
+	if last.gen == t.gen {
+		last.claimed.Store(int32(t.lastLen + 1))
+	} else if !last.claimed.CompareAndSwap(int32(t.lastLen), int32(t.lastLen+1)) {
+		// Shared, and another log wrote past our end: copy our part.
+		cp := &traceChunk{entries: make([]TraceEntry, chunkLen), gen: t.gen}
+		copy(cp.entries, last.entries[:t.lastLen])
+		cp.claimed.Store(int32(t.lastLen + 1))
+		t.chunks = append(t.chunks[:len(t.chunks)-1:len(t.chunks)-1], cp)
+		last = cp
+	}
+	e := &last.entries[t.lastLen]
+	t.lastLen++
 	*e = TraceEntry{Seq: t.seq}
 	t.seq++
 	t.n++
-	for len(t.chunks) > 1 && t.n-len(t.chunks[0].entries) >= t.max {
-		old := t.chunks[0]
-		t.n -= len(old.entries)
+	for len(t.chunks) > 1 && t.n-chunkLen >= t.max {
+		old := t.chunks[0] // full: only the last chunk is not
+		t.n -= chunkLen
 		if old.gen == t.gen {
 			t.spare = old
 		}
@@ -146,10 +164,10 @@ func (t *traceLog) next() *TraceEntry {
 }
 
 // clone shares the log: both logs take new generations, so neither writes
-// a chunk the other can see.
+// a chunk the other can see without claiming it.
 func (t *traceLog) clone() traceLog {
 	t.gen = traceGen.Add(1)
-	c := traceLog{n: t.n, max: t.max, seq: t.seq, gen: traceGen.Add(1)}
+	c := traceLog{n: t.n, max: t.max, seq: t.seq, lastLen: t.lastLen, gen: traceGen.Add(1)}
 	c.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
 	t.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
 	t.listOwned = false
@@ -161,12 +179,16 @@ func (t *traceLog) clone() traceLog {
 func (t *traceLog) entries() []TraceEntry {
 	skip := max(0, t.n-t.max)
 	out := make([]TraceEntry, 0, t.n-skip)
-	for _, c := range t.chunks {
-		if skip >= len(c.entries) {
-			skip -= len(c.entries)
+	for i, c := range t.chunks {
+		es := c.entries
+		if i == len(t.chunks)-1 {
+			es = es[:t.lastLen]
+		}
+		if skip >= len(es) {
+			skip -= len(es)
 			continue
 		}
-		out = append(out, c.entries[skip:]...)
+		out = append(out, es[skip:]...)
 		skip = 0
 	}
 	return out
