@@ -393,7 +393,7 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	if !ok {
 		return fmt.Errorf("unknown dtype %q", rec.DType)
 	}
-	what := fmt.Sprintf("%s %s", rec.Op, rec.Name)
+	what := string(rec.Op) + " " + rec.Name // no fmt: one per tensor record
 	undo := e.saveAlloc(ds)
 	ds.alloc.SetContext(rec.Line, what)
 	st, err := e.allocStorage(ds, bytesOf(rec.Shape, dt), device.DefaultStream, poolDefault, rec.Line, what)

@@ -1,13 +1,13 @@
 package traces
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/traces/ops"
@@ -66,10 +66,10 @@ func check(r io.Reader, file string) ([]Problem, int) {
 		n++
 		if err != nil {
 			c.add(*asProblem(err, file))
-			c.recover(rec)
+			c.recover(&rec)
 			continue
 		}
-		c.record(rec)
+		c.record(&rec)
 	}
 	return c.probs, n
 }
@@ -193,17 +193,17 @@ func (c *checker) add(p Problem) {
 	c.probs = append(c.probs, p)
 }
 
-func (c *checker) fail(rec Record, format string, args ...any) {
-	c.add(Problem{File: c.file, Line: rec.Line, Msg: recordLabel(rec) + ": " + fmt.Sprintf(format, args...)})
+func (c *checker) fail(rec *Record, format string, args ...any) {
+	c.add(Problem{File: c.file, Line: rec.Line, Msg: recordLabel(*rec) + ": " + fmt.Sprintf(format, args...)})
 }
 
 // recover binds what a refused record would have bound, with unknown
 // shapes, so later records that use it are not refused again for it.
-func (c *checker) recover(rec Record) {
+func (c *checker) recover(rec *Record) {
 	switch rec.Op {
 	case OpDef:
 		if rec.Fn != "" && c.funcs[rec.Fn] == nil {
-			c.funcs[rec.Fn] = &fnInfo{rec: rec, broken: true}
+			c.funcs[rec.Fn] = &fnInfo{rec: *rec, broken: true}
 		}
 	case OpTensor, OpParam:
 		if rec.Name != "" {
@@ -277,7 +277,7 @@ func (c *checker) overTotal(add int64) string {
 	return ""
 }
 
-func (c *checker) record(rec Record) {
+func (c *checker) record(rec *Record) {
 	c.reclaim()
 	switch rec.Op {
 	case OpDef:
@@ -340,12 +340,12 @@ func (c *checker) record(rec Record) {
 
 // def checks a function's names: every operand is a param or an earlier
 // out, every return is bound at the end. Shapes wait for the calls.
-func (c *checker) def(rec Record) {
+func (c *checker) def(rec *Record) {
 	if f := c.funcs[rec.Fn]; f != nil {
 		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, f.rec.Line)
 		return
 	}
-	f := &fnInfo{rec: rec}
+	f := &fnInfo{rec: *rec}
 	c.funcs[rec.Fn] = f
 	local := map[string]bool{}
 	params := map[string]bool{}
@@ -433,14 +433,18 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 	// The memo key: everything of the args (and the limit) that the
 	// result depends on. Built in a reused buffer, and looked up without
 	// a string copy, since most calls repeat a key seen before.
-	key := append(c.key[:0], f.rec.Fn...)
-	key = strconv.AppendInt(append(key, 0), c.cfg.MaxTensorBytes, 10)
+	// Numbers go in as fixed-width binary (faster than decimal), the name
+	// and each list after its length, so no two keys run together.
+	key := binary.LittleEndian.AppendUint32(c.key[:0], uint32(len(f.rec.Fn)))
+	key = append(key, f.rec.Fn...)
+	key = binary.LittleEndian.AppendUint64(key, uint64(c.cfg.MaxTensorBytes))
 	for _, a := range args {
 		l := layoutOf(a)
-		key = append(key, 0, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
-		key = strconv.AppendInt(key, l.stElems, 10)
+		key = append(key, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
+		key = binary.LittleEndian.AppendUint64(key, uint64(l.stElems))
+		key = binary.LittleEndian.AppendUint32(key, uint32(len(l.shape)))
 		for _, d := range l.shape {
-			key = strconv.AppendInt(append(key, ','), int64(d), 10)
+			key = binary.LittleEndian.AppendUint64(key, uint64(d))
 		}
 	}
 	c.key = key
@@ -562,7 +566,7 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 	return out, ""
 }
 
-func (c *checker) call(rec Record) {
+func (c *checker) call(rec *Record) {
 	bindUnknown := func() {
 		for _, o := range rec.Out {
 			c.bind(o, &binding{unknown: true})
@@ -688,7 +692,7 @@ func paramList(ps []string) string {
 	return fmt.Sprintf("%s (%s)", plural(len(ps), "arg"), strings.Join(ps, ", "))
 }
 
-func (c *checker) eager(rec Record) {
+func (c *checker) eager(rec *Record) {
 	s := *rec.Stmt
 	var devs []*binding
 	var names []string
