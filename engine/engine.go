@@ -661,7 +661,9 @@ func (e *Engine) keepEvents(evs []Event) []Event {
 		return nil
 	}
 	if e.transient != nil {
-		return e.transient.keep(evs)
+		kept, spare := e.transient.keep(evs)
+		e.events = spare
+		return kept
 	}
 	if len(evs) > cap(e.eventChunk)-len(e.eventChunk) {
 		n := 1024

@@ -117,10 +117,13 @@ func (t *transientSteps) next(last *Step) *Step {
 	return &t.bufs[t.cur].step
 }
 
-// keep copies the current record's events into its buffer's own slice.
-func (t *transientSteps) keep(evs []Event) []Event {
+// keep makes evs, the engine's working slice, the current buffer's
+// events, and returns the buffer's old slice for the engine to work in
+// next: a swap, not a copy (events are big). The old slice belonged to the
+// Step before e.last, which nothing reads any more.
+func (t *transientSteps) keep(evs []Event) (kept, spare []Event) {
 	b := &t.bufs[t.cur]
-	clear(b.events) // drop what the last use pointed at
-	b.events = append(b.events[:0], evs...)
-	return b.events
+	kept, spare = evs, b.events[:0]
+	b.events = evs
+	return kept, spare
 }
