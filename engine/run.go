@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"io"
+	"runtime"
 
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -44,25 +45,34 @@ func Run(ctx context.Context, hdr traces.Header, src Records, opts Options, each
 	return e.run(ctx, src, each)
 }
 
-// run applies src's records to e (Run, RunStream).
+// run applies src's records to e (Run).
 func (e *Engine) run(ctx context.Context, src Records, each func(*Step) bool) (*Engine, error) {
 	// One record variable for the whole run: Apply takes its address, and
 	// a variable per record would escape to the heap once per record.
 	// Nothing keeps the pointer past Apply (defs are copied).
 	var rec traces.Record
+	return e.loop(ctx, func() (*traces.Record, error) {
+		var err error
+		rec, err = src.Next()
+		return &rec, err
+	}, each)
+}
+
+// loop applies the records next gives until io.EOF, an error, ctx's
+// cancellation or each's false.
+func (e *Engine) loop(ctx context.Context, next func() (*traces.Record, error), each func(*Step) bool) (*Engine, error) {
 	for i := 0; ; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return e, ctx.Err()
 		}
-		var err error
-		rec, err = src.Next()
+		rec, err := next()
 		if err == io.EOF {
 			return e, nil
 		}
 		if err != nil {
 			return e, err
 		}
-		s := e.Apply(&rec)
+		s := e.Apply(rec)
 		if each != nil && !each(s) {
 			return e, nil
 		}
@@ -86,14 +96,23 @@ func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*S
 // RunStream is Run for a caller that is done with each Step when each
 // returns (cgtviz run prints it and moves on): the Steps and their events
 // are reused buffers, valid only during the call, so a long run allocates
-// nothing per record for them. Everything else is as Run.
+// nothing per record for them. src is read on a goroutine of its own,
+// ahead of the engine (prefetch.go): it must not be used by anything else
+// until RunStream returns, and when the run stops early RunStream waits for
+// the src.Next in progress, so a src that can block for long (a followed
+// trace) is better run with Run. Everything else is as Run.
 func RunStream(ctx context.Context, hdr traces.Header, src Records, opts Options, each func(*Step) bool) (*Engine, error) {
 	e, err := New(hdr, opts)
 	if err != nil {
 		return nil, err
 	}
 	e.transient = &transientSteps{}
-	return e.run(ctx, src, each)
+	if runtime.GOMAXPROCS(0) < 2 {
+		return e.run(ctx, src, each)
+	}
+	p := newPrefetcher(src)
+	defer p.stop()
+	return e.loop(ctx, p.next, each)
 }
 
 // transientSteps are the two Step buffers of RunStream. An expect record

@@ -112,8 +112,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var hint handoffHint
 	var line []byte // the text report's line, reused
 	// The Steps are the engine's reused buffers (RunStream): nothing here
-	// keeps one past its call.
-	e, err := engine.RunStream(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
+	// keeps one past its call. A followed trace runs with Run: RunStream
+	// reads ahead on a goroutine, which, stopped early, it would wait for,
+	// and a followed input can wait long for its next record.
+	runEngine := engine.RunStream
+	if *follow {
+		runEngine = engine.Run
+	}
+	e, err := runEngine(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
 		hint.see(s)
 		if jsonSteps != nil {
 			if err := jsonSteps.Step(s); err != nil && werr == nil {
