@@ -62,21 +62,20 @@ const DefaultTraceMax = 100_000
 // chunkLen is the number of entries per chunk of the log.
 const chunkLen = 256
 
-// traceLog is the bounded event log: a list of chunks. A clone shares
-// every chunk and the list itself, so it costs O(1): each chunk remembers
-// the generation of the log that made it, and a log appends freely only to
-// chunks of its own generation. A shared last chunk is extended in place by
-// the first log that appends to it (the chunk's claimed count says how far
-// some log has written; a log at that end takes the next entry) and copied
-// by any other: the engine clones the allocator before every record that
-// may fail and throws the clone away when it does not, so the log that
-// goes on must not pay a chunk's copy each time. A dropped chunk that no
-// clone shares is reused, so a long run allocates nothing for its log once
-// it is full.
+// traceLog is the bounded event log: a list of fixed chunks. A clone
+// shares every chunk and the list itself, so it costs O(1), and so does
+// the next append of either log: a chunk's entries are written once each,
+// in order, by whichever log claims the next index first (traceChunk.hi);
+// a log that finds its next index claimed by another copies the entries it
+// sees into a chunk of its own. The engine clones allocators before every
+// record that may fail and drops the clone when the record succeeds, so
+// the live log goes on writing in place. A dropped chunk that no clone
+// shares is reused, so a long run allocates nothing for its log once it is
+// full.
 type traceLog struct {
 	chunks []*traceChunk
-	// lastLen is how many entries of the last chunk are this log's (the
-	// others are full); entries past it may be another log's.
+	// lastLen is how many entries of the last chunk this log holds: the
+	// chunk may hold more, written by a clone.
 	lastLen int
 	n       int // entries held in chunks
 	max     int
@@ -92,15 +91,22 @@ type traceLog struct {
 var traceGen atomic.Uint64
 
 type traceChunk struct {
-	entries []TraceEntry // chunkLen long
-	// gen is the generation of the log that owns the chunk: only that log
-	// may write it without claiming. Set before the chunk is shared, never
-	// changed after.
+	entries [chunkLen]TraceEntry
+	// hi is how many entries have been written: entries[hi] is free for
+	// the first log that claims it, every one below is immutable.
+	hi atomic.Int32
+	// gen is the generation of the log that made the chunk: a dropped
+	// chunk of the log's own generation is shared with no clone and can
+	// be reused. Set before the chunk is shared, never changed after.
 	gen uint64
-	// claimed is how many entries have been written into the chunk, by
-	// whichever log extends it; atomic, as logs sharing it may live in
-	// other goroutines.
-	claimed atomic.Int32
+}
+
+// chunkLenOf returns how many entries of chunk i the log holds.
+func (t *traceLog) chunkLenOf(i int) int {
+	if i == len(t.chunks)-1 {
+		return t.lastLen
+	}
+	return chunkLen
 }
 
 func (t *traceLog) add(e TraceEntry) {
@@ -119,22 +125,21 @@ func (t *traceLog) next() *TraceEntry {
 		c := t.spare
 		if c != nil {
 			t.spare = nil
-			c.claimed.Store(0)
+			c.hi.Store(0)
 		} else {
-			c = &traceChunk{entries: make([]TraceEntry, chunkLen), gen: t.gen}
+			c = &traceChunk{gen: t.gen}
 		}
-		t.chunks = append(t.chunks, c)
+		t.appendChunk(c)
 		t.lastLen = 0
 	}
 	last := t.chunks[len(t.chunks)-1]
-	if last.gen == t.gen {
-		last.claimed.Store(int32(t.lastLen + 1))
-	} else if !last.claimed.CompareAndSwap(int32(t.lastLen), int32(t.lastLen+1)) {
-		// Shared, and another log wrote past our end: copy our part.
-		cp := &traceChunk{entries: make([]TraceEntry, chunkLen), gen: t.gen}
-		copy(cp.entries, last.entries[:t.lastLen])
-		cp.claimed.Store(int32(t.lastLen + 1))
-		t.chunks = append(t.chunks[:len(t.chunks)-1:len(t.chunks)-1], cp)
+	if !last.hi.CompareAndSwap(int32(t.lastLen), int32(t.lastLen+1)) {
+		// A clone wrote past what this log holds: go on in a copy.
+		cp := &traceChunk{gen: t.gen}
+		copy(cp.entries[:t.lastLen], last.entries[:t.lastLen])
+		cp.hi.Store(int32(t.lastLen + 1))
+		t.chunks = t.chunks[:len(t.chunks)-1]
+		t.appendChunk(cp)
 		last = cp
 	}
 	e := &last.entries[t.lastLen]
@@ -143,7 +148,7 @@ func (t *traceLog) next() *TraceEntry {
 	t.seq++
 	t.n++
 	for len(t.chunks) > 1 && t.n-chunkLen >= t.max {
-		old := t.chunks[0] // full: only the last chunk is not
+		old := t.chunks[0]
 		t.n -= chunkLen
 		if old.gen == t.gen {
 			t.spare = old
@@ -163,13 +168,25 @@ func (t *traceLog) next() *TraceEntry {
 	return e
 }
 
-// clone shares the log: both logs take new generations, so neither writes
-// a chunk the other can see without claiming it.
+// appendChunk appends c to the list, copying a list shared with a clone
+// first.
+func (t *traceLog) appendChunk(c *traceChunk) {
+	if !t.listOwned {
+		t.chunks = append(make([]*traceChunk, 0, len(t.chunks)+16), t.chunks...)
+		t.listOwned = true
+	}
+	t.chunks = append(t.chunks, c)
+}
+
+// clone shares the log: both logs take new generations, so that neither
+// reuses a chunk the other can see, and both copy the list before they
+// change it.
 func (t *traceLog) clone() traceLog {
 	t.gen = traceGen.Add(1)
-	c := traceLog{n: t.n, max: t.max, seq: t.seq, lastLen: t.lastLen, gen: traceGen.Add(1)}
-	c.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
-	t.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
+	c := *t
+	c.gen = traceGen.Add(1)
+	c.spare = nil
+	c.listOwned = false
 	t.listOwned = false
 	t.spare = nil
 	return c
@@ -180,15 +197,12 @@ func (t *traceLog) entries() []TraceEntry {
 	skip := max(0, t.n-t.max)
 	out := make([]TraceEntry, 0, t.n-skip)
 	for i, c := range t.chunks {
-		es := c.entries
-		if i == len(t.chunks)-1 {
-			es = es[:t.lastLen]
-		}
-		if skip >= len(es) {
-			skip -= len(es)
+		l := t.chunkLenOf(i)
+		if skip >= l {
+			skip -= l
 			continue
 		}
-		out = append(out, es[skip:]...)
+		out = append(out, c.entries[skip:l]...)
 		skip = 0
 	}
 	return out
