@@ -232,6 +232,8 @@ type callScratch struct {
 	outs []*Tensor
 	// path is the path of the node being checked or replayed (pathOf).
 	path []*Node
+	// vals are a tensor record's values on their way to the device.
+	vals []float32
 }
 
 // pathOf is m.path(n) in the engine's buffer: valid until the next call,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -404,7 +405,10 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	// Only float32 values are modelled: other dtypes keep the device's
 	// memory as it is (check refuses "values" and expected values there).
 	if n > 0 && dt.ComputesValues() {
-		vals, err := initValues(rec)
+		// The values go through one reused buffer: the device copies
+		// them (CopyHtoD keeps nothing of src).
+		vals, err := initValues(rec, e.scratch.vals)
+		e.scratch.vals = vals
 		if err == nil {
 			err = ds.dev.CopyHtoD(st.Ptr, vals)
 		}
@@ -423,10 +427,12 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	return e.tt.release(t)
 }
 
-// initValues computes a tensor record's values on the host.
-func initValues(rec *traces.Record) ([]float32, error) {
+// initValues computes a tensor record's values on the host, into buf's
+// memory when it is large enough.
+func initValues(rec *traces.Record, buf []float32) ([]float32, error) {
 	n := traces.NumElems(rec.Shape)
-	v := make([]float32, n)
+	v := slices.Grow(buf[:0], int(n))[:n]
+	clear(v)
 	switch rec.Init {
 	case traces.InitRand:
 		traces.FillRand(v, rec.Seed)
