@@ -79,6 +79,9 @@ func (s *Step) entry() entry {
 // AppendText appends s's line of the human-readable report to b (nothing
 // for a record without one): the bytes Count(s).WriteText writes.
 func AppendText(b []byte, s *engine.Step) []byte {
+	if s.Op != traces.OpCall && s.Err == nil {
+		return b // most records: no line
+	}
 	e := entryOf(s)
 	return e.appendText(b)
 }
