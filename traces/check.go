@@ -149,8 +149,11 @@ func (c *checker) drop(b *binding) {
 // storage with no refs, as every named binding holds one.
 func (c *checker) reclaim() {
 	for _, st := range c.deadStorages {
+		// A storage can die twice in one record (named again by a
+		// result, then dropped again): it is listed twice, and freed
+		// once (refs -1 marks it free).
 		if st.refs == 0 {
-			*st = storage{}
+			*st = storage{refs: -1}
 			c.freeStorages = append(c.freeStorages, st)
 		}
 	}
