@@ -362,6 +362,8 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		return nil
 	case traces.OpNote:
 		return nil
+	case traces.OpReset:
+		return e.applyReset(rec)
 	case traces.OpConfig:
 		if rec.Config == nil {
 			return fmt.Errorf("config record without settings")

@@ -54,6 +54,9 @@ const (
 	// EvConfig: a config record changed the settings in force (the
 	// program patched torch._dynamo or torch._inductor config).
 	EvConfig
+	// EvReset: a reset record dropped a device's tree (Msg says what
+	// went with it).
+	EvReset
 )
 
 var eventKindNames = [...]string{
@@ -73,6 +76,7 @@ var eventKindNames = [...]string{
 	EvExpectFailed:    "expect_failed",
 	EvTensorDied:      "tensor_died",
 	EvConfig:          "config",
+	EvReset:           "reset",
 }
 
 // String returns the kind's name as breakpoints and the JSON report spell it.

@@ -24,6 +24,8 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "eager", "out": "w", "k": "view", "a": "x", "shape": [6], "offset": 0}
 {"op": "eager", "out": "i", "k": "empty", "shape": [1, 1, 1, 1, 1, 1, 1, 2], "dtype": "int64"}
 {"op": "config", "warmup_runs": 0, "automatic_dynamic_shapes": false}
+{"op": "reset"}
+{"op": "reset", "device": 0}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -45,6 +47,8 @@ func TestReaderAdditions(t *testing.T) {
 		{Line: 7, Op: OpEager, Stmt: &Stmt{Out: "i", K: "empty", Shape: []int{1, 1, 1, 1, 1, 1, 1, 2}, DType: "int64"}},
 		{Line: 8, Op: OpConfig, Config: &Config{WarmupRuns: 0, AutomaticDynamicShapes: false,
 			Set: map[string]bool{KeyWarmupRuns: true, KeyAutomaticDynamicShapes: true}}},
+		{Line: 9, Op: OpReset},
+		{Line: 10, Op: OpReset, Device: 0, OneDevice: true},
 	}
 	for i, w := range want {
 		got, err := rd.Next()

@@ -208,6 +208,15 @@ func (b *Builder) Del(names ...string) *Builder { return b.add(Record{Op: OpDel,
 // Step starts a new generation (cudagraph_mark_step_begin).
 func (b *Builder) Step() *Builder { return b.add(Record{Op: OpStep}) }
 
+// Reset adds torch._dynamo.reset(): every device's tree is dropped.
+func (b *Builder) Reset() *Builder { return b.add(Record{Op: OpReset}) }
+
+// ResetDevice adds the end of one device's tree manager (its last compiled
+// function died).
+func (b *Builder) ResetDevice(dev int) *Builder {
+	return b.add(Record{Op: OpReset, Device: dev, OneDevice: true})
+}
+
 // Read makes the host read a tensor.
 func (b *Builder) Read(name string) *Builder { return b.add(Record{Op: OpRead, Name: name}) }
 

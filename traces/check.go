@@ -96,10 +96,6 @@ type checker struct {
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
 	key []byte // runBody's memo key buffer
-	// inv and invLine are the last call's invocation and its line (invLine
-	// 0: no call had one yet).
-	inv     int64
-	invLine int
 	// A long trace binds and drops names millions of times: the bindings
 	// and storages it drops are reused (freeBindings, freeStorages), and a
 	// call's lists live in reused buffers (argBuf, madeBuf, outBuf), so a
@@ -541,19 +537,31 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 		return layout{}, fmt.Sprintf("result %s is over max_tensor_bytes (%s)", ops.FormatShape(shape), formatBytes(c.cfg.MaxTensorBytes))
 	}
 	if s.K == ops.StmtView {
-		if dt != a.dtype {
-			return layout{}, fmt.Sprintf("a view keeps the dtype of %s (%s), but dtype is %s", s.A, a.dtype, dt)
-		}
 		out.stElems = a.stElems
+		if dt != a.dtype {
+			// A reinterpreting view (x.view(torch.uint8)): the same bytes in
+			// elements of its own dtype, which its shape, strides and offset
+			// count in. A plain view keeps a's element count, so a change of
+			// element size must say its geometry.
+			bytes := a.stElems * int64(a.dtype.Size())
+			if !s.Strided() {
+				return layout{}, fmt.Sprintf("a view of %s (%s) as %s needs strides and offset (a plain view keeps the dtype)", s.A, a.dtype, dt)
+			}
+			if bytes%int64(dt.Size()) != 0 {
+				return layout{}, fmt.Sprintf("a view of %s as %s: its storage's %d bytes are not a whole number of %s elements", s.A, dt, bytes, dt)
+			}
+			out.stElems = bytes / int64(dt.Size())
+			out.noValues = true
+		}
 		switch {
 		case s.Strided():
 			ext, err := ops.ViewExtent(shape, s.Strides, s.Offset)
 			if err != nil {
 				return layout{}, err.Error()
 			}
-			if ext > a.stElems {
+			if ext > out.stElems {
 				return layout{}, fmt.Sprintf("the view reaches element %d of %s's storage, which has %d elements (offset + sum((size-1)*stride) + 1 must fit)",
-					ext, s.A, a.stElems)
+					ext, s.A, out.stElems)
 			}
 			out.strided = !ops.IsContiguous(shape, s.Strides)
 		case a.strided && s.Shape != nil && !slices.Equal(s.Shape, a.shape):
@@ -590,15 +598,6 @@ func (c *checker) call(rec *Record) {
 		c.fail(rec, "out has %s, but %s returns %s", plural(len(rec.Out), "name"), rec.Fn, plural(len(f.rec.Returns), "value"))
 		bindUnknown()
 		return
-	}
-	if rec.Invocation != nil {
-		if c.invLine > 0 && *rec.Invocation < c.inv {
-			// The last good value stays the one to compare with, so one
-			// stray value is reported once.
-			c.fail(rec, "invocation %d is less than %d at line %d (Dynamo's generation counter only grows)", *rec.Invocation, c.inv, c.invLine)
-		} else {
-			c.inv, c.invLine = *rec.Invocation, rec.Line
-		}
 	}
 	args := growBuf(&c.argBuf, len(rec.Args))
 	unknown := f.broken

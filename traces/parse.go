@@ -166,10 +166,11 @@ var opFields = map[Op]struct{ allowed, required []string }{
 	OpExpect: {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
 	OpNote:   {[]string{"text"}, []string{"text"}},
 	OpConfig: {ConfigKeys, nil},
+	OpReset:  {[]string{"device"}, nil},
 }
 
 // opNames is the ops in the spec's order, for messages.
-const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config"
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset"
 
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.
@@ -259,6 +260,11 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 		msg = r.parseExpect(&rec, raw)
 	case OpConfig:
 		msg = r.parseConfigRecord(&rec, line, len(keys))
+	case OpReset:
+		if raw.Device != nil {
+			rec.Device, rec.OneDevice = *raw.Device, true
+			msg = r.deviceMsg(rec.Device)
+		}
 	}
 	if msg != "" {
 		return fail("%s", msg)

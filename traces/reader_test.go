@@ -72,7 +72,7 @@ func TestReaderRefusals(t *testing.T) {
 		{"meta is free-form", `{"cgtviz": 1, "meta": {"OP": 1, "OP": 2, "x": {"Name": []}}}` + "\n" + `{"op": "step"}`, ""},
 		{"meta must be an object", `{"cgtviz": 1, "meta": [1]}`, "t.cgt.jsonl:1: header: meta: want an object, got a list"},
 		{"crlf and blank lines", h + "\r\n\r\n" + `{"op": "step"}` + "\r\n" + `{"op": "stp"}` + "\r\n",
-			`t.cgt.jsonl:5: unknown op "stp" (ops: def, tensor, param, call, eager, del, step, read, expect, note, config)`},
+			`t.cgt.jsonl:5: unknown op "stp" (ops: def, tensor, param, call, eager, del, step, read, expect, note, config, reset)`},
 		{"no newline at end", h + `{"op": "read"}`, `t.cgt.jsonl:2: read: missing "name"`},
 		{"null is absent", h + `{"op": "call", "fn": "f", "args": [], "out": null}`, ""},
 		{"huge number", h + `{"op": "expect", "nodes": 1e999}`, `t.cgt.jsonl:2: expect: field "nodes": want an integer, got 1e999`},

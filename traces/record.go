@@ -165,6 +165,10 @@ const (
 	// OpConfig changes engine settings from that record on (added to
 	// version 1: PyTorch tests patch config mid-program).
 	OpConfig Op = "config"
+	// OpReset drops the CUDAGraph trees (added to version 1: PyTorch's
+	// torch._dynamo.reset(), or a device's tree manager dying with the last
+	// of its compiled functions).
+	OpReset Op = "reset"
 )
 
 // Mode is a compiled function's compilation mode (PyTorch's CompilationMode).
@@ -213,6 +217,10 @@ type Record struct {
 	HasSeed bool
 	Values  []float64
 	Device  int
+	// OneDevice marks a reset record that names its device: only that
+	// device's tree is dropped (Device says which); without it every
+	// device's tree is, and the mark-step counter goes back to 0.
+	OneDevice bool
 	// DType is the element type ("dtype", ops.ParseDType spells them);
 	// "" when absent, which is float32.
 	DType string

@@ -226,6 +226,11 @@ func (w *Writer) WriteRecord(r Record) error {
 		e.key("names")
 		e.names(r.Names)
 	case OpStep:
+	case OpReset:
+		if r.OneDevice {
+			e.key("device")
+			e.b = strconv.AppendInt(e.b, int64(r.Device), 10)
+		}
 	case OpRead:
 		e.key("name")
 		e.str(r.Name)

@@ -63,6 +63,11 @@ func recordText(r *traces.Record) string {
 		return "del " + strings.Join(r.Names, ", ")
 	case traces.OpStep:
 		return "step (mark_step_begin)"
+	case traces.OpReset:
+		if r.OneDevice {
+			return fmt.Sprintf("reset device %d (its tree manager ended)", r.Device)
+		}
+		return "reset (torch._dynamo.reset())"
 	case traces.OpRead:
 		return "read " + r.Name
 	case traces.OpExpect:

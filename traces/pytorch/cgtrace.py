@@ -79,6 +79,7 @@ _FIELDS = {
     "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
+    "reset": ("op", "device"),
     "read": ("op", "name"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
@@ -424,10 +425,15 @@ class OutSpec:
     the name" says it exactly. offset and stride are the output's own
     (elements of its storage), for an alias that is a slice."""
 
-    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride")
+    __slots__ = ("shape", "alias", "exact", "dtype", "offset", "stride", "storage_numel")
 
-    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None):
+    def __init__(self, shape, alias=None, exact=False, dtype="float32", offset=0, stride=None,
+                 storage_numel=None):
         self.shape = list(shape)
+        # Elements of the storage under the output (None: unknown, taken as
+        # the output's own); more than the output covers when it is a part
+        # of a larger buffer (x[0] of a graph-made x) that later outputs share.
+        self.storage_numel = storage_numel
         self.alias = alias
         self.exact = exact
         self.dtype = dtype or "float32"
@@ -508,6 +514,25 @@ def synth_def(fn, mode, params, param_shapes, outs, mutated=(), param_dtypes=Non
                 continue
             taken.discard(name)
         name = fresh("r%d" % i)
+        sn = o.storage_numel
+        if sn and len(o.shape) <= MAX_DIMS and (
+                sn != numel(o.shape) or o.offset or not is_contiguous(o.shape, o.stride)):
+            # The output is a part of a buffer the graph made: the buffer
+            # first, whole, then the output as its view, so that outputs
+            # sharing the buffer (x[0], x[1]) fit in it as they do in PyTorch.
+            base = fresh("buf%d" % i)
+            bst = {"out": base, "k": "fill", "shape": [int(sn)], "value": i + 1}
+            if o.dtype != "float32":
+                bst["dtype"] = o.dtype
+            st = {"out": name, "k": "view", "a": base, "shape": shape}
+            st.update(view_fields(o.shape, o.offset, o.stride))
+            body.extend((bst, st))
+            shapes[base], dtypes[base] = [int(sn)], o.dtype
+            views[base] = (0, contiguous_strides([int(sn)]))
+            shapes[name], dtypes[name] = shape, o.dtype
+            views[name] = (o.offset, tuple(o.stride))
+            returns.append(name)
+            continue
         same = next((p for p in params if shapes[p] == shape and dtypes[p] == o.dtype), None)
         if same is None:
             same = next((p for p in params if shapes[p] == shape), None)
@@ -553,7 +578,7 @@ class Fact:
 
     __slots__ = ("shape", "device", "obj_ref", "storage", "offset", "stride",
                  "alive", "read_values", "probe", "dtype", "storage_numel", "base", "held",
-                 "view_key")
+                 "view_key", "ptr")
 
     def __init__(self, shape, device, obj_ref, storage, offset, stride, alive,
                  read_values=None, dtype="float32", storage_numel=None, base=None):
@@ -577,6 +602,10 @@ class Fact:
         # torch side's probes without a tree wrapper): such names are not
         # polled until their object dies.
         self.held = False
+        # The tensor's data_ptr() when the Fact was made (None: unknown): an
+        # object whose data pointer moved (`param.data = new`) is a new
+        # tensor under the same Python object.
+        self.ptr = None
         # What says two objects are one view of one storage; a Fact is never
         # changed once made, so it is built once (the hot path asks it for
         # every output at least three times).
@@ -746,7 +775,14 @@ class Session:
             if name is not None:
                 e = self.entries.get(name)
                 if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
-                    return name
+                    if e.fact.storage == fact.storage and e.fact.offset == fact.offset:
+                        return name
+                    # `param.data = new`: the object holds other data now.
+                    # The name's tensor is gone (the object no longer holds
+                    # its storage); the object gets a new record.
+                    self._forget(name)
+                    self.counts["dels"] += 1
+                    self.trace.add({"op": "del", "names": [name]})
         name = self.by_view.get(fact.view_key)
         if name is not None and name in self.entries:
             return name
@@ -912,6 +948,16 @@ class Session:
         if error is not None:
             self.counts["errors"] += 1
         self.trace.add({"op": "expect", "error": error})
+
+    def reset(self, device=None):
+        """The trees were dropped: every device's (device None:
+        reset_cudagraph_trees, from torch._dynamo.reset()) or one device's
+        (its manager ended with its last compiled function)."""
+        self.flush_deaths()
+        rec = {"op": "reset"}
+        if device is not None:
+            rec["device"] = device
+        self.trace.add(rec)
 
     def step(self):
         self.flush_deaths()
@@ -1166,7 +1212,8 @@ class Session:
                         alias = ("output", k)
                         exact = g.view_key == f.view_key
                         break
-            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride))
+            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride,
+                                 f.storage_numel))
         mutated = [pos[j] for j in fs.info.mutated if j in pos]
         rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
                         fs.dtypes, fs.views)
@@ -1375,7 +1422,8 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
-        self._node_key_cache = {}  # id(node) -> (weakref to node, its manager, _node_keys)
+        self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
+        self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
 
     # -- install / remove
 
@@ -1411,6 +1459,8 @@ class Recorder:
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
         self._saved[(cgt, "mark_step_begin")] = cgt.mark_step_begin
+        if "reset_cudagraph_trees" in cgt.__dict__:
+            self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
         rec = self
 
         orig_run = self._saved[(M, "_run")]
@@ -1445,6 +1495,16 @@ class Recorder:
             orig_mark()
             rec._on_step()
 
+        orig_reset = self._saved.get((cgt, "reset_cudagraph_trees"))
+
+        def reset_cudagraph_trees(*args, **kwargs):
+            try:
+                return orig_reset(*args, **kwargs)
+            finally:
+                rec._on_reset()
+
+        if orig_reset is not None:
+            cgt.reset_cudagraph_trees = reset_cudagraph_trees
         if os.environ.get("CGTRACE_READS", "1") != "0":
             self._install_reads(torch.Tensor)
         M._run = _run
@@ -1528,6 +1588,36 @@ class Recorder:
             for _ in range(self._mark_counter - c):
                 self.session.step()
         self._mark_counter = c
+
+    def _on_reset(self):
+        """reset_cudagraph_trees() ran (torch._dynamo.reset() calls it): every
+        tree is gone and the mark-step counter is back to 0."""
+        if self._off:
+            return
+        with self.lock:
+            try:
+                self.session.reset()
+                self._known_mgr.clear()
+                self._mark_counter = self.cgt.MarkStepBox.mark_step_counter
+            except Exception as e:
+                self._fail("at a reset", e)
+
+    def _check_manager(self, mgr):
+        """A reset the wrapper did not see: the mark-step counter back at 0
+        (only reset_cudagraph_trees does that), or a new tree manager on the
+        device (its container let the old one go when the last of its
+        compiled functions died)."""
+        counter = self.cgt.MarkStepBox.mark_step_counter
+        if counter == 0 and self._mark_counter != 0:
+            self.session.reset()
+            self._known_mgr.clear()
+            self._mark_counter = 0
+        dev = mgr.device_index
+        last = self._known_mgr.get(dev)
+        if last is None or last() is not mgr:
+            if last is not None:
+                self.session.reset(dev)
+            self._known_mgr[dev] = weakref.ref(mgr)
 
     def _on_step(self):
         if self._off:
@@ -1663,6 +1753,7 @@ class Recorder:
 
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
+        self._check_manager(mgr)
         if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
             self._catch_up_steps()
         info, fs = self._fn_info(mgr, function_id)
@@ -1684,7 +1775,7 @@ class Recorder:
                 if isinstance(v, Tensor):
                     e = known(id(v))
                     ref = e.fact.obj_ref if e is not None else None
-                    if ref is not None and ref() is v:
+                    if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
                         facts[i] = e.name
                     else:
                         facts[i] = self._fact_or_none(v)
@@ -1774,14 +1865,18 @@ class Recorder:
             return None
         # A node's function and parent never change: looked up once per node
         # (by id, with a weak reference saying the id is still that node's).
+        # Both by weak reference: a strong one to the manager would keep its
+        # graphs and private pool alive after the program (or
+        # torch._dynamo.reset()) let go of them, and the program would see
+        # cudagraph segments that PyTorch alone would have freed.
         got = self._node_key_cache.get(id(node))
-        if got is not None and got[0]() is node and got[1] is mgr:
+        if got is not None and got[0]() is node and got[1]() is mgr:
             return got[2]
         parent = node.parent
         pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
         keys = (self._fn_key(mgr, node.wrapped_function.id), pkey)
         try:
-            self._node_key_cache[id(node)] = (weakref.ref(node), mgr, keys)
+            self._node_key_cache[id(node)] = (weakref.ref(node), weakref.ref(mgr), keys)
         except TypeError:  # a node without weak references: not cached
             pass
         return keys
@@ -1906,6 +2001,7 @@ class Recorder:
                     probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
         probe.fact = self._fact
         fact.probe = probe
+        fact.ptr = t.data_ptr()
         fact.held = True
         return fact
 

@@ -618,6 +618,20 @@ class DTypeViewTest(unittest.TestCase):
         self.assertEqual(body[1], {"out": "r1", "k": "view", "a": "r0", "shape": [2, 3], "offset": 6,
                                    "strides": [3, 1]})
 
+    def test_parts_of_a_graph_made_buffer(self):
+        """x[0], x[1] of a buffer the graph made (the recording's own copy of
+        its input, PyTorch's test_checkpoint_shared_output_storage_deallocation):
+        the whole buffer first, both outputs its views, so the second fits."""
+        st = 777002
+        a = FakeTensor([2], storage=st, storage_numel=4)
+        b = FakeTensor([2], storage=st, offset=2, storage_numel=4)
+        self.call(info(0), [FakeTensor([2, 2])], [a, b])
+        body = self.trace.defs["foo_0"]["body"]
+        self.assertEqual(body, [{"out": "buf0", "k": "fill", "shape": [4], "value": 1},
+                                {"out": "r0", "k": "view", "a": "buf0", "shape": [2], "strides": [1]},
+                                {"out": "r1", "k": "view", "a": "r0", "shape": [2], "offset": 2, "strides": [1]}])
+        check_body(["x0"], {"x0": [2, 2]}, body, ["r0", "r1"])
+
     def test_view_helpers(self):
         self.assertTrue(cgtrace.is_contiguous([3, 1, 4], [4, 99, 1]))
         self.assertFalse(cgtrace.is_contiguous([3, 4], [1, 3]))

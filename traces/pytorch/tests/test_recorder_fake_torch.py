@@ -84,6 +84,9 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def data_ptr(self):
+        return id(self._storage) + self._offset * self.dtype.size
+
     def element_size(self):
         return self.dtype.size
 
@@ -281,6 +284,12 @@ def _mark_step_begin():
     MarkStepBox.mark_step_counter -= 1
 
 
+def _reset_cudagraph_trees():
+    """torch._inductor.cudagraph_trees.reset_cudagraph_trees: the managers
+    go and the mark-step counter is back to 0."""
+    MarkStepBox.mark_step_counter = 0
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -296,6 +305,7 @@ def install_fake_torch():
     cgt.CUDAGraphTreeManager = CUDAGraphTreeManager
     cgt.MarkStepBox = MarkStepBox
     cgt.mark_step_begin = _mark_step_begin
+    cgt.reset_cudagraph_trees = _reset_cudagraph_trees
     cgt.local = types.SimpleNamespace(tree_manager_containers={})
     config = types.ModuleType("torch._inductor.config")
     config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
@@ -442,6 +452,86 @@ class RecorderTest(unittest.TestCase):
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
         self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
+
+    def test_recorder_keeps_no_manager_node_or_tensor_alive(self):
+        """While a recording runs, what the program lets go of dies: the tree
+        manager (with its graphs and pool), its nodes and the tensors. PyTorch's
+        own tests assert no cudagraph segment is left after
+        torch._dynamo.reset() inside the recorded tearDown."""
+        global MGR, FOO
+        import gc
+        with cgtrace.record(self.path):
+            mgr = MGR = CUDAGraphTreeManager()
+            FOO = mgr.add(0)
+            for _ in range(3):
+                sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
+                inp = Tensor([4])
+                a, = foo(inp)
+            refs = [weakref.ref(mgr), weakref.ref(mgr.roots[FOO][0]), weakref.ref(inp), weakref.ref(a)]
+            del mgr, inp, a
+            MGR = FOO = None
+            gc.collect()
+            self.assertEqual([r() is None for r in refs], [True] * len(refs))
+
+    def test_param_data_swapped_is_a_new_tensor(self):
+        """`m.weight.data = torch.rand(...)` between calls (PyTorch's
+        test_unstable_ptr): the same Python object over a new storage is a
+        new param in the trace, the old name deleted, so the replay sees the
+        static input's address change as PyTorch does."""
+        global FOO
+        FOO = MGR.add(0, static=(0,))
+        w = Tensor([4])
+        with cgtrace.record(self.path):
+            for _ in range(3):
+                a, = foo(w)
+                del a
+                w._storage = Storage(16)  # w.data = new data
+        _, recs = self.records()
+        calls = [r["args"][0] for r in recs if r["op"] == "call"]
+        self.assertEqual(len(set(calls)), 3, calls)
+        params = [r["name"] for r in recs if r["op"] == "param"]
+        self.assertEqual(params, calls)
+        dels = [n for r in recs if r["op"] == "del" for n in r["names"]]
+        self.assertIn(calls[0], dels)
+        self.assertIn(calls[1], dels)
+
+    def test_resets_of_the_trees(self):
+        """torch._dynamo.reset() (reset_cudagraph_trees) is a reset record for
+        every device; a new manager on a device without it (its container
+        let the old one go) is a reset of that device. The counters after a
+        reset start again."""
+        global MGR, FOO, FEE
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path):
+            cgt.mark_step_begin()
+            a, = foo(Tensor([4]))
+            cgt.reset_cudagraph_trees()
+            MGR = CUDAGraphTreeManager()
+            FOO, FEE = MGR.add(0), MGR.add(1)
+            b, = foo(Tensor([4]))
+            MGR = CUDAGraphTreeManager()  # no reset seen: the manager changed
+            FOO = MGR.add(0)
+            c, = foo(Tensor([4]))
+            cgt.mark_step_begin()
+        self.assertIs(cgt.reset_cudagraph_trees, _reset_cudagraph_trees)
+        _, recs = self.records()
+        ops = [(r["op"], r.get("device")) for r in recs if r["op"] in ("reset", "step", "call")]
+        self.assertEqual(ops, [("step", None), ("call", None), ("reset", None), ("call", None),
+                               ("reset", 0), ("call", None), ("step", None)])
+        self.assertEqual(len({r["fn"] for r in recs if r["op"] == "call"}), 3)
+
+    def test_counter_back_at_zero_is_a_reset(self):
+        """A reset_cudagraph_trees the recorder did not wrap (imported by name
+        before the recording) still shows: the mark-step counter is at 0."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path):
+            cgt.mark_step_begin()
+            a, = foo(Tensor([4]))
+            _reset_cudagraph_trees()
+            b, = foo(Tensor([4]))
+        _, recs = self.records()
+        ops = [r["op"] for r in recs if r["op"] in ("reset", "step", "call")]
+        self.assertEqual(ops, ["step", "call", "reset", "call"])
 
     def test_invocation_from_dynamo_generation(self):
         """A graph break's resume function runs in the same invocation as the
