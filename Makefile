@@ -26,7 +26,7 @@ FUZZ_TARGETS := \
 	./engine/alloc/internal/unpickle:FuzzDecode \
 	./ui:FuzzCommandLine
 
-.PHONY: run test build gpu lint unit fuzz bench bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: run test build gpu lint unit fuzz bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -55,6 +55,12 @@ fuzz:
 # trace it writes to a temporary file (BENCHMARKS.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The scaling table of BENCHMARKS.md (cgtviz run on 10k-10M records, trees
+# of 10-10,000 nodes) in one run; SCALE_RECORDS, SCALE_NODES, SCALE_TIMEOUT
+# and SCALE_ARGS narrow it (tools/scale-table.sh).
+scale-table: build
+	CGTVIZ_BIN=./cgtviz bash tools/scale-table.sh
 
 # The cuda-tagged binary (needs cuda.h and the libcuda stub: run
 # ../shared/tools/cuda-sdk.sh once). It runs only where a driver is.

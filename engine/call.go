@@ -227,4 +227,22 @@ type callScratch struct {
 	static []bool
 	dtypes []ops.DType
 	alias  []int
+	// outs are a replay's outputs (reconstructOutputs): bound and
+	// released by applyCall, kept by nothing after the record.
+	outs []*Tensor
+	// path is the path of the node being checked or replayed (pathOf).
+	path []*Node
+	// vals are a tensor record's values on their way to the device.
+	vals []float32
+}
+
+// pathOf is m.path(n) in the engine's buffer: valid until the next call,
+// for the replay path, which looks at the path of each candidate once.
+func (e *Engine) pathOf(m *manager, n *Node) []*Node {
+	p := slices.Grow(e.scratch.path[:0], n.Depth+1)[:n.Depth+1]
+	for x := n; x != nil; x = m.nodesOrNil(x.Parent) {
+		p[x.Depth] = x
+	}
+	e.scratch.path = p
+	return p
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -120,6 +121,11 @@ type Engine struct {
 	// their events (see newStep).
 	stepChunk  []Step
 	eventChunk []Event
+	// transient, set by RunStream, hands out reused Steps instead (see
+	// transientSteps).
+	transient *transientSteps
+	// arena holds the small slices of frequent events (events.go).
+	arena eventArena
 	// scratch and cur are applyCall's buffers (see there).
 	scratch callScratch
 	cur     call
@@ -403,7 +409,7 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	if !ok {
 		return fmt.Errorf("unknown dtype %q", rec.DType)
 	}
-	what := fmt.Sprintf("%s %s", rec.Op, rec.Name)
+	what := string(rec.Op) + " " + rec.Name // no fmt: one per tensor record
 	undo := e.saveAlloc(ds)
 	ds.alloc.SetContext(rec.Line, what)
 	st, err := e.allocStorage(ds, bytesOf(rec.Shape, dt), device.DefaultStream, poolDefault, rec.Line, what)
@@ -414,7 +420,10 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	// Only float32 values are modelled: other dtypes keep the device's
 	// memory as it is (check refuses "values" and expected values there).
 	if n > 0 && dt.ComputesValues() {
-		vals, err := initValues(rec)
+		// The values go through one reused buffer: the device copies
+		// them (CopyHtoD keeps nothing of src).
+		vals, err := initValues(rec, e.scratch.vals)
+		e.scratch.vals = vals
 		if err == nil {
 			err = ds.dev.CopyHtoD(st.Ptr, vals)
 		}
@@ -433,10 +442,12 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 	return e.tt.release(t)
 }
 
-// initValues computes a tensor record's values on the host.
-func initValues(rec *traces.Record) ([]float32, error) {
+// initValues computes a tensor record's values on the host, into buf's
+// memory when it is large enough.
+func initValues(rec *traces.Record, buf []float32) ([]float32, error) {
 	n := traces.NumElems(rec.Shape)
-	v := make([]float32, n)
+	v := slices.Grow(buf[:0], int(n))[:n]
+	clear(v)
 	switch rec.Init {
 	case traces.InitRand:
 		traces.FillRand(v, rec.Seed)
@@ -603,7 +614,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 // storageDied is called when a storage's last live tensor dies: an owned
 // block goes back to the allocator, as a tensor's deleter does.
 func (e *Engine) storageDied(s *Storage) error {
-	e.emit(Event{Kind: EvTensorDied, Device: s.Dev, Node: -1, Parent: -1, Ptrs: []uint64{uint64(s.Ptr)}, Tensors: []string{s.What}})
+	e.emit(Event{Kind: EvTensorDied, Device: s.Dev, Node: -1, Parent: -1, Ptrs: e.arena.ptr(uint64(s.Ptr)), Tensors: e.arena.str(s.What)})
 	if !s.Owned || s.Stale || s.Ptr == 0 {
 		return nil
 	}
@@ -652,6 +663,9 @@ func formatValues(v []float32) string {
 // newStep hands out Steps from chunks: a run makes one per record, and a
 // chunk allocation amortises them (callers may keep any Step).
 func (e *Engine) newStep() *Step {
+	if e.transient != nil {
+		return e.transient.next(e.last)
+	}
 	if len(e.stepChunk) == 0 {
 		e.stepChunk = make([]Step, 256)
 	}
@@ -666,6 +680,11 @@ func (e *Engine) newStep() *Step {
 func (e *Engine) keepEvents(evs []Event) []Event {
 	if len(evs) == 0 {
 		return nil
+	}
+	if e.transient != nil {
+		kept, spare := e.transient.keep(evs)
+		e.events = spare
+		return kept
 	}
 	if len(evs) > cap(e.eventChunk)-len(e.eventChunk) {
 		n := 1024

@@ -301,3 +301,33 @@ type DeltaBlock struct {
 	// (Freed), "" when none is known.
 	Tensor string
 }
+
+// eventArena hands out the one-element Ptrs and Tensors slices of frequent
+// events (a tensor's death) from append-only chunks: one allocation per
+// chunk instead of two per event. A handed-out slice is never written
+// again (its capacity ends at its length), so a Step kept for good (a
+// session's history) keeps what it saw.
+type eventArena struct {
+	ptrs []uint64
+	strs []string
+}
+
+const arenaChunk = 512
+
+func (a *eventArena) ptr(p uint64) []uint64 {
+	if len(a.ptrs) == cap(a.ptrs) {
+		a.ptrs = make([]uint64, 0, arenaChunk)
+	}
+	a.ptrs = append(a.ptrs, p)
+	n := len(a.ptrs)
+	return a.ptrs[n-1 : n : n]
+}
+
+func (a *eventArena) str(s string) []string {
+	if len(a.strs) == cap(a.strs) {
+		a.strs = make([]string, 0, arenaChunk)
+	}
+	a.strs = append(a.strs, s)
+	n := len(a.strs)
+	return a.strs[n-1 : n : n]
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -44,7 +45,10 @@ func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
 		fail.Status = StatusCudagraphManagedIdxMismatch
 		return fail
 	}
-	path := m.path(n)
+	var path []*Node
+	if len(n.ExpectedDeadBefore) > 0 {
+		path = m.eng.pathOf(m, n)
+	}
 	for _, oi := range n.ExpectedDeadBefore {
 		sid := path[oi.Depth].OutWeak[oi.Index]
 		if sid != 0 && m.eng.tt.storageLive(sid) {
@@ -152,8 +156,13 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			n.OutWeak[i] = st.ID
 		}
 	}
-	outs := make([]*Tensor, len(n.Outputs))
-	path := m.path(n)
+	// The outputs' slice is the engine's (applyCall binds them and keeps
+	// nothing), so a replay allocates none; the path only where an output
+	// aliases an earlier node's.
+	outs := slices.Grow(m.eng.scratch.outs[:0], len(n.Outputs))[:len(n.Outputs)]
+	clear(outs)
+	m.eng.scratch.outs = outs
+	var path []*Node
 	for i, o := range n.Outputs {
 		if tid := n.Cached[i]; tid != 0 {
 			t := tt.tensors[tid]
@@ -182,6 +191,9 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 		var st *Storage
 		switch o.Alias {
 		case aliasPrior:
+			if path == nil {
+				path = m.eng.pathOf(m, n)
+			}
 			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
 				st = tt.storages[sid]
 			}

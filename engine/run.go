@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"io"
+	"runtime"
 
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -41,18 +42,37 @@ func Run(ctx context.Context, hdr traces.Header, src Records, opts Options, each
 	if err != nil {
 		return nil, err
 	}
+	return e.run(ctx, src, each)
+}
+
+// run applies src's records to e (Run).
+func (e *Engine) run(ctx context.Context, src Records, each func(*Step) bool) (*Engine, error) {
+	// One record variable for the whole run: Apply takes its address, and
+	// a variable per record would escape to the heap once per record.
+	// Nothing keeps the pointer past Apply (defs are copied).
+	var rec traces.Record
+	return e.loop(ctx, func() (*traces.Record, error) {
+		var err error
+		rec, err = src.Next()
+		return &rec, err
+	}, each)
+}
+
+// loop applies the records next gives until io.EOF, an error, ctx's
+// cancellation or each's false.
+func (e *Engine) loop(ctx context.Context, next func() (*traces.Record, error), each func(*Step) bool) (*Engine, error) {
 	for i := 0; ; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return e, ctx.Err()
 		}
-		rec, err := src.Next()
+		rec, err := next()
 		if err == io.EOF {
 			return e, nil
 		}
 		if err != nil {
 			return e, err
 		}
-		s := e.Apply(&rec)
+		s := e.Apply(rec)
 		if each != nil && !each(s) {
 			return e, nil
 		}
@@ -71,4 +91,58 @@ func RunTrace(ctx context.Context, tr *traces.Trace, opts Options, each func(*St
 // memory bounded by the engine's state.
 func RunReader(ctx context.Context, r *traces.Reader, opts Options, each func(*Step) bool) (*Engine, error) {
 	return Run(ctx, r.Header(), r, opts, each)
+}
+
+// RunStream is Run for a caller that is done with each Step when each
+// returns (cgtviz run prints it and moves on): the Steps and their events
+// are reused buffers, valid only during the call, so a long run allocates
+// nothing per record for them. src is read on a goroutine of its own,
+// ahead of the engine (prefetch.go): it must not be used by anything else
+// until RunStream returns, and when the run stops early RunStream waits for
+// the src.Next in progress, so a src that can block for long (a followed
+// trace) is better run with Run. Everything else is as Run.
+func RunStream(ctx context.Context, hdr traces.Header, src Records, opts Options, each func(*Step) bool) (*Engine, error) {
+	e, err := New(hdr, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.transient = &transientSteps{}
+	if runtime.GOMAXPROCS(0) < 2 {
+		return e.run(ctx, src, each)
+	}
+	p := newPrefetcher(src)
+	defer p.stop()
+	return e.loop(ctx, p.next, each)
+}
+
+// transientSteps are the two Step buffers of RunStream. An expect record
+// reads the last non-expect Step (Engine.last) and State reads its events,
+// so a new Step never takes the buffer e.last points to: with two buffers
+// there is always one free.
+type transientSteps struct {
+	bufs [2]struct {
+		step   Step
+		events []Event
+	}
+	cur int
+}
+
+// next returns the buffer e.last is not, for the record about to run.
+func (t *transientSteps) next(last *Step) *Step {
+	t.cur = 0
+	if last == &t.bufs[0].step {
+		t.cur = 1
+	}
+	return &t.bufs[t.cur].step
+}
+
+// keep makes evs, the engine's working slice, the current buffer's
+// events, and returns the buffer's old slice for the engine to work in
+// next: a swap, not a copy (events are big). The old slice belonged to the
+// Step before e.last, which nothing reads any more.
+func (t *transientSteps) keep(evs []Event) (kept, spare []Event) {
+	b := &t.bufs[t.cur]
+	kept, spare = evs, b.events[:0]
+	b.events = evs
+	return kept, spare
 }

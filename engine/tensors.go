@@ -209,9 +209,12 @@ func (tt *tensorTable) hold(t *Tensor) {
 		if s := tt.storages[t.Storage]; s != nil {
 			s.Refs++
 		}
+		// A dead tensor being returned again (a cached output) goes
+		// back into the table; a live one is in it already, and the
+		// replay path holds every argument: no map write for those.
+		tt.tensors[t.ID] = t
 	}
 	t.holds++
-	tt.tensors[t.ID] = t
 }
 
 // release drops a transient owner.

@@ -1,13 +1,13 @@
 package traces
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/traces/ops"
@@ -66,10 +66,10 @@ func check(r io.Reader, file string) ([]Problem, int) {
 		n++
 		if err != nil {
 			c.add(*asProblem(err, file))
-			c.recover(rec)
+			c.recover(&rec)
 			continue
 		}
-		c.record(rec)
+		c.record(&rec)
 	}
 	return c.probs, n
 }
@@ -96,6 +96,65 @@ type checker struct {
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
 	key []byte // runBody's memo key buffer
+	// A long trace binds and drops names millions of times: the bindings
+	// and storages it drops are reused (freeBindings, freeStorages), and a
+	// call's lists live in reused buffers (argBuf, madeBuf, outBuf), so a
+	// record seen before allocates nothing. A storage whose last name went
+	// waits in deadStorages until the next record: within a record, a
+	// call's results may still take it (x = f(x) returning a view of x).
+	freeBindings []*binding
+	freeStorages []*storage
+	deadStorages []*storage
+	argBuf       []*binding
+	madeBuf      []*storage
+	outBuf       []*binding
+}
+
+// newBinding returns a binding to fill in: a dropped one, or a new one.
+func (c *checker) newBinding(b binding) *binding {
+	var p *binding
+	if n := len(c.freeBindings); n > 0 {
+		p = c.freeBindings[n-1]
+		c.freeBindings = c.freeBindings[:n-1]
+	} else {
+		p = new(binding) // b itself must not escape: it would cost every call
+	}
+	*p = b
+	return p
+}
+
+// newStorage returns a storage of the given size: a dropped one, or new.
+func (c *checker) newStorage(bytes int64) *storage {
+	if n := len(c.freeStorages); n > 0 {
+		p := c.freeStorages[n-1]
+		c.freeStorages = c.freeStorages[:n-1]
+		*p = storage{bytes: bytes}
+		return p
+	}
+	return &storage{bytes: bytes}
+}
+
+// drop is the end of a binding no name holds any more: it is reused.
+func (c *checker) drop(b *binding) {
+	*b = binding{}
+	c.freeBindings = append(c.freeBindings, b)
+}
+
+// reclaim moves the storages that lost their last name during the last
+// record, and found none since, to the free list: no binding refers to a
+// storage with no refs, as every named binding holds one.
+func (c *checker) reclaim() {
+	for _, st := range c.deadStorages {
+		// A storage can die twice in one record (named again by a
+		// result, then dropped again): it is listed twice, and freed
+		// once (refs -1 marks it free).
+		if st.refs == 0 {
+			*st = storage{refs: -1}
+			c.freeStorages = append(c.freeStorages, st)
+		}
+	}
+	clear(c.deadStorages)
+	c.deadStorages = c.deadStorages[:0]
 }
 
 // storage is the memory a tensor and its views share.
@@ -133,17 +192,17 @@ func (c *checker) add(p Problem) {
 	c.probs = append(c.probs, p)
 }
 
-func (c *checker) fail(rec Record, format string, args ...any) {
-	c.add(Problem{File: c.file, Line: rec.Line, Msg: recordLabel(rec) + ": " + fmt.Sprintf(format, args...)})
+func (c *checker) fail(rec *Record, format string, args ...any) {
+	c.add(Problem{File: c.file, Line: rec.Line, Msg: recordLabel(*rec) + ": " + fmt.Sprintf(format, args...)})
 }
 
 // recover binds what a refused record would have bound, with unknown
 // shapes, so later records that use it are not refused again for it.
-func (c *checker) recover(rec Record) {
+func (c *checker) recover(rec *Record) {
 	switch rec.Op {
 	case OpDef:
 		if rec.Fn != "" && c.funcs[rec.Fn] == nil {
-			c.funcs[rec.Fn] = &fnInfo{rec: rec, broken: true}
+			c.funcs[rec.Fn] = &fnInfo{rec: *rec, broken: true}
 		}
 	case OpTensor, OpParam:
 		if rec.Name != "" {
@@ -174,9 +233,12 @@ func (c *checker) bind(name string, b *binding) {
 	}
 	if old := c.names[name]; old != nil {
 		c.unref(old)
+		c.drop(old)
 	}
 	c.names[name] = b
-	delete(c.deleted, name)
+	if len(c.deleted) > 0 {
+		delete(c.deleted, name)
+	}
 }
 
 func (c *checker) unref(b *binding) {
@@ -184,6 +246,7 @@ func (c *checker) unref(b *binding) {
 		b.st.refs--
 		if b.st.refs == 0 {
 			c.live -= b.st.bytes
+			c.deadStorages = append(c.deadStorages, b.st)
 		}
 	}
 }
@@ -213,7 +276,8 @@ func (c *checker) overTotal(add int64) string {
 	return ""
 }
 
-func (c *checker) record(rec Record) {
+func (c *checker) record(rec *Record) {
+	c.reclaim()
 	switch rec.Op {
 	case OpDef:
 		c.def(rec)
@@ -232,8 +296,8 @@ func (c *checker) record(rec Record) {
 			c.bind(rec.Name, &binding{unknown: true})
 			return
 		}
-		c.bind(rec.Name, &binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
-			dev: rec.Device, st: &storage{bytes: bytes}})
+		c.bind(rec.Name, c.newBinding(binding{layout: layout{shape: rec.Shape, dtype: dt, stElems: NumElems(rec.Shape), noValues: !dt.ComputesValues()},
+			dev: rec.Device, st: c.newStorage(bytes)}))
 	case OpConfig:
 		c.cfg = c.cfg.With(*rec.Config)
 	case OpCall:
@@ -249,6 +313,7 @@ func (c *checker) record(rec Record) {
 			}
 			c.unref(b)
 			delete(c.names, n)
+			c.drop(b)
 			c.deleted[n] = rec.Line
 		}
 	case OpRead:
@@ -274,12 +339,12 @@ func (c *checker) record(rec Record) {
 
 // def checks a function's names: every operand is a param or an earlier
 // out, every return is bound at the end. Shapes wait for the calls.
-func (c *checker) def(rec Record) {
+func (c *checker) def(rec *Record) {
 	if f := c.funcs[rec.Fn]; f != nil {
 		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, f.rec.Line)
 		return
 	}
-	f := &fnInfo{rec: rec}
+	f := &fnInfo{rec: *rec}
 	c.funcs[rec.Fn] = f
 	local := map[string]bool{}
 	params := map[string]bool{}
@@ -367,14 +432,18 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 	// The memo key: everything of the args (and the limit) that the
 	// result depends on. Built in a reused buffer, and looked up without
 	// a string copy, since most calls repeat a key seen before.
-	key := append(c.key[:0], f.rec.Fn...)
-	key = strconv.AppendInt(append(key, 0), c.cfg.MaxTensorBytes, 10)
+	// Numbers go in as fixed-width binary (faster than decimal), the name
+	// and each list after its length, so no two keys run together.
+	key := binary.LittleEndian.AppendUint32(c.key[:0], uint32(len(f.rec.Fn)))
+	key = append(key, f.rec.Fn...)
+	key = binary.LittleEndian.AppendUint64(key, uint64(c.cfg.MaxTensorBytes))
 	for _, a := range args {
 		l := layoutOf(a)
-		key = append(key, 0, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
-		key = strconv.AppendInt(key, l.stElems, 10)
+		key = append(key, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
+		key = binary.LittleEndian.AppendUint64(key, uint64(l.stElems))
+		key = binary.LittleEndian.AppendUint32(key, uint32(len(l.shape)))
 		for _, d := range l.shape {
-			key = strconv.AppendInt(append(key, ','), int64(d), 10)
+			key = binary.LittleEndian.AppendUint64(key, uint64(d))
 		}
 	}
 	c.key = key
@@ -508,7 +577,7 @@ func (c *checker) stmtLayout(s Stmt, of func(string) layout) (layout, string) {
 	return out, ""
 }
 
-func (c *checker) call(rec Record) {
+func (c *checker) call(rec *Record) {
 	bindUnknown := func() {
 		for _, o := range rec.Out {
 			c.bind(o, &binding{unknown: true})
@@ -530,7 +599,7 @@ func (c *checker) call(rec Record) {
 		bindUnknown()
 		return
 	}
-	args := make([]*binding, len(rec.Args))
+	args := growBuf(&c.argBuf, len(rec.Args))
 	unknown := f.broken
 	for i, a := range rec.Args {
 		b, why := c.lookup(a)
@@ -565,18 +634,18 @@ func (c *checker) call(rec Record) {
 	}
 	// Storages the call allocates, made once each, as several returns may
 	// share one (a value and its view, or a name returned twice).
-	made := make([]*storage, len(res.newBytes))
-	outs := make([]*binding, len(rec.Out))
+	made := growBuf(&c.madeBuf, len(res.newBytes))
+	outs := growBuf(&c.outBuf, len(rec.Out))
 	var add int64
 	for i, o := range rec.Out {
 		r := res.rets[i]
-		b := &binding{layout: r.layout, dev: dev}
+		b := c.newBinding(binding{layout: r.layout, dev: dev})
 		if r.src >= 0 {
 			b.st = args[r.src].st
 		} else {
 			k := -r.src - 1
 			if made[k] == nil {
-				made[k] = &storage{bytes: res.newBytes[k]}
+				made[k] = c.newStorage(res.newBytes[k])
 				if o != "_" {
 					add += made[k].bytes
 				}
@@ -600,6 +669,15 @@ func (c *checker) call(rec Record) {
 	}
 }
 
+// growBuf returns *buf resized to n, its entries nil (a call's lists:
+// nothing keeps them past the call).
+func growBuf[T any](buf *[]*T, n int) []*T {
+	b := slices.Grow((*buf)[:0], n)[:n]
+	clear(b)
+	*buf = b
+	return b
+}
+
 func args0Unknown(args []*binding) bool { return len(args) > 0 && args[0].unknown }
 
 func plural(n int, word string) string {
@@ -616,7 +694,7 @@ func paramList(ps []string) string {
 	return fmt.Sprintf("%s (%s)", plural(len(ps), "arg"), strings.Join(ps, ", "))
 }
 
-func (c *checker) eager(rec Record) {
+func (c *checker) eager(rec *Record) {
 	s := *rec.Stmt
 	var devs []*binding
 	var names []string

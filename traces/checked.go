@@ -67,9 +67,9 @@ func (cr *CheckedReader) Next() (Record, error) {
 	cr.n++
 	if err != nil {
 		cr.c.add(*asProblem(err, cr.c.file))
-		cr.c.recover(rec)
+		cr.c.recover(&rec)
 	} else {
-		cr.c.record(rec)
+		cr.c.record(&rec)
 	}
 	if len(cr.c.probs) == 0 {
 		return rec, nil
@@ -85,10 +85,10 @@ func (cr *CheckedReader) Next() (Record, error) {
 		cr.n++
 		if err != nil {
 			cr.c.add(*asProblem(err, cr.c.file))
-			cr.c.recover(rec)
+			cr.c.recover(&rec)
 			continue
 		}
-		cr.c.record(rec)
+		cr.c.record(&rec)
 	}
 	return Record{}, Problems(cr.c.probs)
 }

@@ -246,9 +246,9 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 			if !c.full {
 				c.add(*p)
 			}
-			c.recover(rec)
+			c.recover(&rec)
 		} else if !c.full {
-			c.record(rec)
+			c.record(&rec)
 		}
 		if len(c.probs) > probs && badLine == 0 {
 			// The first problem: records before its line checked.

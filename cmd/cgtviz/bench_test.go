@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -22,60 +21,51 @@ import (
 // run, as a recorded training loop is.
 const benchRecords = 1_000_000
 
-var (
-	benchOnce sync.Once
-	benchPath string
-	benchErr  error
-)
-
-// replayHeavyFile writes, once per test binary, a 1,000,000-record
-// replay-heavy trace (the seed loop: step, foo, del a, fee, a new input
-// every 8 iterations) to a temporary file, so that no huge file is
-// committed. It writes 8 iterations' lines over and over rather than
-// building the trace in memory: a heap of a million records would make the
-// benchmark measure the garbage collector scanning it.
+// replayHeavyFile writes a 1,000,000-record replay-heavy trace (the seed
+// loop: step, foo, del a, fee, a new input every 8 iterations) into the
+// benchmark's temporary folder, which the testing package removes after
+// it: no huge file is committed, and none is left behind. It writes 8
+// iterations' lines over and over rather than building the trace in
+// memory: a heap of a million records would make the benchmark measure the
+// garbage collector scanning it.
 func replayHeavyFile(b *testing.B) string {
 	b.Helper()
-	benchOnce.Do(func() {
-		bld := traces.NewBuilder("replay-heavy").
-			Def("foo", []string{"x"}, []string{"a", "b"}, traces.S("a", "add", "x", 1.0), traces.S("b", "add", "x", 2.0)).
-			Def("fee", []string{"y"}, []string{"c"}, traces.S("c", "mul", "y", 4.0)).
-			TensorSeed("inp", []int{256}, 1)
-		for i := 0; i < 8; i++ {
-			if i%8 == 7 {
-				bld.TensorSeed("inp", []int{256}, int64(i))
-			}
-			bld.Step().Call("foo", []string{"inp"}, "a", "b").Del("a").Call("fee", []string{"b"}, "out")
-		}
-		var text bytes.Buffer
-		if benchErr = bld.Trace().Write(&text); benchErr != nil {
-			return
-		}
-		lines := bytes.SplitAfter(text.Bytes(), []byte("\n"))
-		head, loop := bytes.Join(lines[:4], nil), bytes.Join(lines[4:], nil) // header, 2 defs, a tensor
-		perLoop := bytes.Count(loop, []byte("\n"))
-		dir, err := os.MkdirTemp("", "cgtviz-bench-")
-		if err != nil {
-			benchErr = err
-			return
-		}
-		benchPath = filepath.Join(dir, "replay-heavy.cgt.jsonl")
-		f, err := os.Create(benchPath)
-		if err != nil {
-			benchErr = err
-			return
-		}
-		w := bufio.NewWriter(f)
-		w.Write(head)
-		for n := 3; n < benchRecords; n += perLoop {
-			w.Write(loop)
-		}
-		benchErr = errors.Join(w.Flush(), f.Close())
-	})
-	if benchErr != nil {
-		b.Fatal(benchErr)
+	path := filepath.Join(b.TempDir(), "replay-heavy.cgt.jsonl")
+	if err := writeReplayHeavy(path, benchRecords); err != nil {
+		b.Fatal(err)
 	}
-	return benchPath
+	return path
+}
+
+// writeReplayHeavy writes a replay-heavy trace of about n records to path.
+func writeReplayHeavy(path string, n int) error {
+	bld := traces.NewBuilder("replay-heavy").
+		Def("foo", []string{"x"}, []string{"a", "b"}, traces.S("a", "add", "x", 1.0), traces.S("b", "add", "x", 2.0)).
+		Def("fee", []string{"y"}, []string{"c"}, traces.S("c", "mul", "y", 4.0)).
+		TensorSeed("inp", []int{256}, 1)
+	for i := 0; i < 8; i++ {
+		if i%8 == 7 {
+			bld.TensorSeed("inp", []int{256}, int64(i))
+		}
+		bld.Step().Call("foo", []string{"inp"}, "a", "b").Del("a").Call("fee", []string{"b"}, "out")
+	}
+	var text bytes.Buffer
+	if err := bld.Trace().Write(&text); err != nil {
+		return err
+	}
+	lines := bytes.SplitAfter(text.Bytes(), []byte("\n"))
+	head, loop := bytes.Join(lines[:4], nil), bytes.Join(lines[4:], nil) // header, 2 defs, a tensor
+	perLoop := bytes.Count(loop, []byte("\n"))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.Write(head)
+	for i := 3; i < n; i += perLoop {
+		w.Write(loop)
+	}
+	return errors.Join(w.Flush(), f.Close())
 }
 
 // benchRun runs `cgtviz run ARGS... TRACE` on the 1M trace and reports

@@ -88,10 +88,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		logw = errOut
 	}
 	// Steps are written as they run, so that memory stays flat however long
-	// the trace is.
-	var writeJSON func(*report.Step) error
+	// the trace is, each straight from the engine's Step (report.AppendText,
+	// report.StepWriter): no entry is made per record.
+	var jsonSteps *report.StepWriter
 	if *asJSON {
-		writeJSON = rep.WriteJSONStream(out)
+		jsonSteps = rep.JSONSteps(out)
 	} else {
 		fmt.Fprintf(out, "trace: %s (device %s)\n", rep.Trace, rep.Device)
 		if *handoff == engine.HandoffRaise {
@@ -109,15 +110,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var werr error
 	failedErr := false
 	var hint handoffHint
-	e, err := engine.Run(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
+	var line []byte // the text report's line, reused
+	// The Steps are the engine's reused buffers (RunStream): nothing here
+	// keeps one past its call. A followed trace runs with Run: RunStream
+	// reads ahead on a goroutine, which, stopped early, it would wait for,
+	// and a followed input can wait long for its next record.
+	runEngine := engine.RunStream
+	if *follow {
+		runEngine = engine.Run
+	}
+	e, err := runEngine(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
 		hint.see(s)
-		rs := rep.Count(s)
-		if writeJSON != nil {
-			if err := writeJSON(&rs); err != nil && werr == nil {
+		if jsonSteps != nil {
+			if err := jsonSteps.Step(s); err != nil && werr == nil {
 				werr = err
 			}
-		} else if err := rs.WriteText(out); err != nil && werr == nil {
-			werr = err
+		} else {
+			rep.Tally(s)
+			if line = report.AppendText(line[:0], s); len(line) > 0 {
+				if _, err := out.Write(line); err != nil && werr == nil {
+					werr = err
+				}
+			}
 		}
 		if *logLines {
 			for _, ev := range s.Events {
@@ -149,7 +163,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rep.Finish(e.State())
 	if *asJSON {
-		if err := writeJSON(nil); err != nil {
+		if err := jsonSteps.End(); err != nil {
 			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 			return 2
 		}

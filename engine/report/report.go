@@ -82,6 +82,7 @@ func (r *Report) Add(s *engine.Step) {
 // it: a caller that streams the steps (cgtviz run on a long trace) keeps
 // memory flat.
 func (r *Report) Count(s *engine.Step) Step {
+	r.Tally(s)
 	rs := Step{Line: s.Line, Op: string(s.Op)}
 	if s.Err != nil {
 		msg := s.Err.Error()
@@ -105,6 +106,13 @@ func (r *Report) Count(s *engine.Step) Step {
 		cp := s.Checkpoint
 		rs.Checkpoint = &cp
 	}
+	return rs
+}
+
+// Tally counts a step's expectations only: what Count does besides making
+// the entry, for a caller that writes the step with AppendText or
+// StepWriter and needs no entry.
+func (r *Report) Tally(s *engine.Step) {
 	if s.Op == traces.OpExpect {
 		if len(s.ExpectFailures) == 0 {
 			r.Expectations.Passed++
@@ -113,57 +121,20 @@ func (r *Report) Count(s *engine.Step) Step {
 			r.Expectations.Failed = append(r.Expectations.Failed, Expectation{Line: s.Line, Message: f.Msg})
 		}
 	}
-	return rs
 }
 
 // WriteJSONStream writes the report as JSON with the steps given one by one
 // through the returned function (call it with nil to finish, after Finish):
 // the same document as encoding/json gives for Report, without holding the
-// steps.
+// steps. JSONSteps does the same from engine.Steps.
 func (r *Report) WriteJSONStream(w io.Writer) func(*Step) error {
-	first := true
-	started := false
+	j := r.JSONSteps(w)
 	return func(st *Step) error {
-		if !started {
-			started = true
-			head, err := json.Marshal(struct {
-				Version int    `json:"cgtviz_report"`
-				Trace   string `json:"trace"`
-				Device  string `json:"device"`
-			}{r.Version, r.Trace, r.Device})
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "%s,\n  \"steps\": [", head[:len(head)-1]); err != nil {
-				return err
-			}
+		if st == nil {
+			return j.End()
 		}
-		if st != nil {
-			b, err := json.Marshal(st)
-			if err != nil {
-				return err
-			}
-			sep := ",\n    "
-			if first {
-				sep = "\n    "
-				first = false
-			}
-			_, err = fmt.Fprintf(w, "%s%s", sep, b)
-			return err
-		}
-		tail, err := json.MarshalIndent(struct {
-			Nodes        []Node          `json:"nodes"`
-			Counters     engine.Counters `json:"counters"`
-			Pool         Pool            `json:"pool"`
-			GraphPool    Pool            `json:"graph_pool"`
-			Expectations Expectations    `json:"expectations"`
-		}{r.Nodes, r.Counters, r.Pool, r.GraphPool, r.Expectations}, "", "  ")
-		if err != nil {
-			return err
-		}
-		// tail is {\n  "nodes": ...\n}: its fields follow the steps.
-		_, err = fmt.Fprintf(w, "\n  ],\n%s\n", tail[2:])
-		return err
+		e := st.entry()
+		return j.write(&e)
 	}
 }
 
@@ -191,35 +162,12 @@ func (r *Report) Finish(st *engine.State) {
 // WriteText prints a step's line of the human-readable report: calls with
 // their action and node, and any record's error; nothing for the others.
 func (s *Step) WriteText(w io.Writer) error {
-	var b strings.Builder
-	switch {
-	case s.Op == "call":
-		act := "-"
-		if s.Action != nil {
-			act = *s.Action
-		}
-		fmt.Fprintf(&b, "  line %4d  call %-12s %-7s", s.Line, deref(s.Fn), act)
-		if s.Node != nil {
-			fmt.Fprintf(&b, " #%d", *s.Node)
-			if s.Parent != nil {
-				fmt.Fprintf(&b, " (child of #%d)", *s.Parent)
-			} else {
-				b.WriteString(" (root)")
-			}
-		}
-		if s.Checkpoint != nil && *s.Checkpoint {
-			b.WriteString(" checkpoint")
-		}
-		b.WriteByte('\n')
-	case s.Error != nil:
-		fmt.Fprintf(&b, "  line %4d  %s\n", s.Line, s.Op)
-	default:
+	e := s.entry()
+	b := e.appendText(nil)
+	if len(b) == 0 {
 		return nil
 	}
-	if s.Error != nil {
-		fmt.Fprintf(&b, "             error: %s\n", *s.Error)
-	}
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Write(b)
 	return err
 }
 
@@ -246,38 +194,12 @@ func (r *Report) WriteSummary(w io.Writer, tree string) error {
 	return err
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // MarshalJSON writes a step with the spec's fields: every entry has line,
 // op and error; a call also has fn, action, node, parent (null when none)
 // and checkpoint.
 func (s Step) MarshalJSON() ([]byte, error) {
-	if s.Op != "call" {
-		return json.Marshal(struct {
-			Line  int     `json:"line"`
-			Op    string  `json:"op"`
-			Error *string `json:"error"`
-		}{s.Line, s.Op, s.Error})
-	}
-	cp := false
-	if s.Checkpoint != nil {
-		cp = *s.Checkpoint
-	}
-	return json.Marshal(struct {
-		Line       int     `json:"line"`
-		Op         string  `json:"op"`
-		Fn         string  `json:"fn"`
-		Action     *string `json:"action"`
-		Node       *int    `json:"node"`
-		Parent     *int    `json:"parent"`
-		Checkpoint bool    `json:"checkpoint"`
-		Error      *string `json:"error"`
-	}{s.Line, s.Op, deref(s.Fn), s.Action, s.Node, s.Parent, cp, s.Error})
+	e := s.entry()
+	return e.appendJSON(nil), nil
 }
 
 // UnmarshalJSON reads a step written by MarshalJSON.

@@ -1,0 +1,138 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/gen"
+)
+
+// stepDigest is what a test compares of a Step: everything a caller sees,
+// copied out (RunStream's Steps are reused buffers).
+func stepDigest(s *engine.Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d %s %s dev%d %s node%d parent%d cp%v", s.Index, s.Line, s.Op, s.Fn, s.Device, s.Action, s.Node, s.Parent, s.Checkpoint)
+	if s.Err != nil {
+		fmt.Fprintf(&b, " err=%q", s.Err.Error())
+	}
+	for _, ev := range s.Events {
+		fmt.Fprintf(&b, "\n  %s %s %v %v", ev.Kind, ev.Text(), ev.Tensors, ev.Ptrs)
+	}
+	for _, f := range s.ExpectFailures {
+		fmt.Fprintf(&b, "\n  expect %s", f.Msg)
+	}
+	return b.String()
+}
+
+// failingRecords yields recs, then fails with err instead of record k (a
+// reader meeting a bad line).
+type failingRecords struct {
+	recs []traces.Record
+	k    int
+	err  error
+	i    int
+}
+
+func (f *failingRecords) Next() (traces.Record, error) {
+	if f.i == f.k {
+		return traces.Record{}, f.err
+	}
+	if f.i >= len(f.recs) {
+		return traces.Record{}, io.EOF
+	}
+	f.i++
+	return f.recs[f.i-1], nil
+}
+
+// TestRunStreamMatchesRun runs every scenario trace and random traces with
+// Run and with RunStream (reused Steps, records read ahead on a goroutine):
+// the steps, their events and the final state must be the same, and so
+// must an error of the source at any record (it comes after the records
+// before it) and an early stop.
+func TestRunStreamMatchesRun(t *testing.T) {
+	type trace struct {
+		name string
+		tr   *traces.Trace
+	}
+	var trs []trace
+	for _, f := range scenarioFiles(t) {
+		tr, err := traces.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, trace{filepath.Base(f), tr})
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		trs = append(trs, trace{fmt.Sprintf("random %d", seed), gen.Trace(seed, gen.Options{Records: 400, Additions: seed%2 == 0})})
+	}
+	errBad := errors.New("line 9: a bad record")
+	for _, x := range trs {
+		n := len(x.tr.Records)
+		for _, tc := range []struct {
+			name   string
+			failAt int // the source fails instead of this record (-1: never)
+			stopAt int // each returns false at this step (-1: never)
+		}{
+			{"whole", -1, -1},
+			{"source fails at the start", 0, -1},
+			{"source fails midway", n / 2, -1},
+			{"stopped midway", -1, n / 3},
+		} {
+			run := func(stream bool) ([]string, string, error) {
+				var digests []string
+				src := &failingRecords{recs: x.tr.Records, k: tc.failAt, err: errBad}
+				opts := engine.Options{Devices: simDevices(x.tr.Header.Devices), File: x.name}
+				each := func(s *engine.Step) bool {
+					digests = append(digests, stepDigest(s))
+					return len(digests)-1 != tc.stopAt
+				}
+				var e *engine.Engine
+				var err error
+				if stream {
+					e, err = engine.RunStream(context.Background(), x.tr.Header, src, opts, each)
+				} else {
+					e, err = engine.Run(context.Background(), x.tr.Header, src, opts, each)
+				}
+				if e == nil {
+					return digests, "", err
+				}
+				// The whole view of the end state, the last step's
+				// checkpoint included (it reads the last Step's events).
+				state, jerr := json.Marshal(e.State())
+				if jerr != nil {
+					t.Fatal(jerr)
+				}
+				return digests, string(state), err
+			}
+			wantSteps, wantState, wantErr := run(false)
+			gotSteps, gotState, gotErr := run(true)
+			if !errors.Is(gotErr, wantErr) && !(gotErr == nil && wantErr == nil) {
+				t.Errorf("%s, %s: RunStream's error %v, Run's %v", x.name, tc.name, gotErr, wantErr)
+			}
+			if !reflect.DeepEqual(gotSteps, wantSteps) {
+				t.Errorf("%s, %s: RunStream gave %d steps, Run %d; first difference:\n%s", x.name, tc.name, len(gotSteps), len(wantSteps), firstDiff(gotSteps, wantSteps))
+			}
+			if gotState != wantState {
+				t.Errorf("%s, %s: RunStream ends in %s, Run in %s", x.name, tc.name, gotState, wantState)
+			}
+		}
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("step %d: got\n%s\nwant\n%s", i, got[i], want[i])
+		}
+	}
+	return "one is a prefix of the other"
+}
