@@ -292,6 +292,11 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		e.rollback()
 		step.Err = e.recordError(rec, err)
 		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+		var raised *raisedError
+		if errors.As(err, &raised) {
+			step.Action, step.Node, step.Parent = raised.action, raised.node, raised.parent
+			step.nodeFn, step.parentFn, step.hasParentFn = raised.nodeFn, raised.parentFn, true
+		}
 		e.events = e.events[:0]
 	}
 	return step

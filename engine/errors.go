@@ -69,6 +69,20 @@ type OverwrittenError struct{ Msg string }
 
 func (e *OverwrittenError) Error() string { return e.Msg }
 
+// raisedError is an error PyTorch raised while running a graph node (a
+// replay's check_static_inputs_are_stable): the record still fails and is
+// rolled back, but its step says which action and node raised, as the
+// recorder's expect does.
+type raisedError struct {
+	err              error
+	action           Action
+	node, parent     int
+	nodeFn, parentFn string
+}
+
+func (e *raisedError) Error() string { return e.err.Error() }
+func (e *raisedError) Unwrap() error { return e.err }
+
 // assertionError is PyTorch 2.11's AssertionError (dealloc_current_path_weakrefs).
 type assertionError struct{ msg string }
 

@@ -60,7 +60,7 @@ func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
 		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
 		return fail
 	}
-	if m.eng.inputMoved(&fail, n, c.args, n.Static, c.rec) {
+	if n.RerecordIfStatic && m.eng.inputMoved(&fail, n, c.args, n.Static, c.rec) {
 		fail.Status = StatusStaticInputIdxMismatch
 		return fail
 	}
@@ -94,6 +94,24 @@ func argName(rec *traces.Record, i int) string {
 // executeNode replays n (execute_node + CUDAGraphNode.run).
 func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
+	if !n.RerecordIfStatic {
+		// check_static_inputs_are_stable, over the static inputs the tree
+		// does not manage (check_invariants saw to the managed ones).
+		for i, t := range c.args {
+			if !n.Static[i] || n.Managed[i] {
+				continue
+			}
+			if p := m.eng.tt.dataPtr(t); p != n.Ptrs[i] {
+				re := &raisedError{action: ActionReplay, node: n.ID, parent: n.Parent, nodeFn: m.funcs[n.Fn].Name}
+				if n.Parent >= 0 {
+					re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+				}
+				re.err = fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
+					argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
+				return nil, ActionReplay, re
+			}
+		}
+	}
 	// On the replay fast path no snapshot exists and this saves nothing.
 	m.keepNode(n)
 	// The graph's first nodes copy the non-static inputs into their

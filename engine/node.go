@@ -61,7 +61,13 @@ type Node struct {
 	// pointers of static inputs and the placeholders of copied ones.
 	Static  []bool
 	Managed []bool
-	Ptrs    []device.Ptr
+	// RerecordIfStatic is rerecord_if_static_inputs_change, fixed when the
+	// node is recorded: inline_inbuilt_nn_modules or
+	// cudagraph_support_input_mutation. With it a moved static input fails
+	// check_invariants (a re-record); without it the replay raises
+	// (check_static_inputs_are_stable).
+	RerecordIfStatic bool
+	Ptrs             []device.Ptr
 	// CopySrc is, per copied input, the source its copy node in the graph
 	// reads from now (0 when unknown): a replay updates the node only when
 	// the input moved.

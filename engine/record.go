@@ -116,6 +116,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	nIn := len(c.args)
 	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
 	n.CopySrc = make([]device.Ptr, nIn)
+	n.RerecordIfStatic = m.eng.cfg.InlineInbuiltNNModules || m.eng.cfg.SupportInputMutation
 	for i, t := range c.args {
 		s := tt.storages[t.Storage]
 		n.InputNames[i] = argName(c.rec, i)

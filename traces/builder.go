@@ -59,6 +59,7 @@ func changedKeys(a, b Config) []string {
 		KeySupportInputMutation:   a.SupportInputMutation != b.SupportInputMutation,
 		KeySkipDynamicGraphs:      a.SkipDynamicGraphs != b.SkipDynamicGraphs,
 		KeyDynamicShapeWarnLimit:  a.DynamicShapeWarnLimit != b.DynamicShapeWarnLimit,
+		KeyInlineInbuiltNNModules: a.InlineInbuiltNNModules != b.InlineInbuiltNNModules,
 	} {
 		if changed {
 			out = append(out, k)

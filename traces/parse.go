@@ -77,6 +77,7 @@ type rawConfig struct {
 	SupportInputMutation   *bool  `json:"support_input_mutation"`
 	SkipDynamicGraphs      *bool  `json:"skip_dynamic_graphs"`
 	DynamicShapeWarnLimit  *int   `json:"dynamic_shape_warn_limit"`
+	InlineInbuiltNNModules *bool  `json:"inline_inbuilt_nn_modules"`
 }
 
 // rawConfigRecord is a config record decoded strictly: "op" and config keys.
@@ -132,6 +133,7 @@ func (c *rawConfig) apply(dst *Config) (map[string]bool, string) {
 		{KeyAssumeStaticByDefault, c.AssumeStaticByDefault, &dst.AssumeStaticByDefault},
 		{KeySupportInputMutation, c.SupportInputMutation, &dst.SupportInputMutation},
 		{KeySkipDynamicGraphs, c.SkipDynamicGraphs, &dst.SkipDynamicGraphs},
+		{KeyInlineInbuiltNNModules, c.InlineInbuiltNNModules, &dst.InlineInbuiltNNModules},
 	} {
 		if x.v != nil {
 			*x.dst = *x.v

@@ -57,6 +57,11 @@ type Config struct {
 	// DynamicShapeWarnLimit: torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit
 	// (0 is PyTorch's None: never warn).
 	DynamicShapeWarnLimit int
+	// InlineInbuiltNNModules: torch._dynamo.config.inline_inbuilt_nn_modules.
+	// With it or SupportInputMutation a graph whose static input moved is
+	// re-recorded (CUDAGraphNode.rerecord_if_static_inputs_change); with
+	// neither, replaying it raises "static input data pointer changed".
+	InlineInbuiltNNModules bool
 	// Set names the keys present in the file ("warmup_runs", ...).
 	Set map[string]bool
 }
@@ -73,6 +78,7 @@ const (
 	KeySupportInputMutation   = "support_input_mutation"
 	KeySkipDynamicGraphs      = "skip_dynamic_graphs"
 	KeyDynamicShapeWarnLimit  = "dynamic_shape_warn_limit"
+	KeyInlineInbuiltNNModules = "inline_inbuilt_nn_modules"
 )
 
 // ConfigKeys is every config key in canonical order.
@@ -80,6 +86,7 @@ var ConfigKeys = []string{
 	KeyWarmupRuns, KeyRerecordLimit, KeyMaxTensorBytes, KeyMaxTotalBytes,
 	KeyRecompileLimit, KeyAutomaticDynamicShapes, KeyAssumeStaticByDefault,
 	KeySupportInputMutation, KeySkipDynamicGraphs, KeyDynamicShapeWarnLimit,
+	KeyInlineInbuiltNNModules,
 }
 
 // Defaults of the config keys added after version 1 was first written.
@@ -89,6 +96,7 @@ const (
 	DefaultSupportInputMutation   = true
 	DefaultSkipDynamicGraphs      = false
 	DefaultDynamicShapeWarnLimit  = 8
+	DefaultInlineInbuiltNNModules = true
 )
 
 // DefaultConfig returns the config of a header without a "config" object.
@@ -104,6 +112,7 @@ func DefaultConfig() Config {
 		SupportInputMutation:   DefaultSupportInputMutation,
 		SkipDynamicGraphs:      DefaultSkipDynamicGraphs,
 		DynamicShapeWarnLimit:  DefaultDynamicShapeWarnLimit,
+		InlineInbuiltNNModules: DefaultInlineInbuiltNNModules,
 	}
 }
 
@@ -142,6 +151,8 @@ func (c Config) With(delta Config) Config {
 			out.SkipDynamicGraphs = delta.SkipDynamicGraphs
 		case KeyDynamicShapeWarnLimit:
 			out.DynamicShapeWarnLimit = delta.DynamicShapeWarnLimit
+		case KeyInlineInbuiltNNModules:
+			out.InlineInbuiltNNModules = delta.InlineInbuiltNNModules
 		}
 	}
 	return out

@@ -125,6 +125,8 @@ func configValue(c Config, k string) any {
 		return c.SkipDynamicGraphs
 	case KeyDynamicShapeWarnLimit:
 		return c.DynamicShapeWarnLimit
+	case KeyInlineInbuiltNNModules:
+		return c.InlineInbuiltNNModules
 	}
 	return nil
 }

@@ -90,7 +90,8 @@ _FIELDS = {
     # in the canonical order of the header's config.
     "config": ("op", "warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes",
                "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
-               "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit"),
+               "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit",
+               "inline_inbuilt_nn_modules"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -112,7 +113,7 @@ _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": i
                 "max_total_bytes": int, "recompile_limit": int,
                 "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
                 "support_input_mutation": bool, "skip_dynamic_graphs": bool,
-                "dynamic_shape_warn_limit": int}
+                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
 
@@ -1300,7 +1301,12 @@ def settings_from_knobs(raw):
     if skip is not None:
         out["warmup_runs"] = 0 if skip else 1
     limit = raw.get("triton.cudagraph_unexpected_rerecord_limit")
-    if raw.get("inline_inbuilt_nn_modules") is True:
+    inline = raw.get("inline_inbuilt_nn_modules")
+    if isinstance(inline, bool):
+        # Also half of rerecord_if_static_inputs_change (with
+        # support_input_mutation): whether a moved parameter re-records.
+        out["inline_inbuilt_nn_modules"] = inline
+    if inline is True:
         out["rerecord_limit"] = UNBOUNDED
     elif isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
         out["rerecord_limit"] = min(limit, UNBOUNDED)

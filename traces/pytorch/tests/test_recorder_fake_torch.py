@@ -607,14 +607,16 @@ class RecorderTest(unittest.TestCase):
         header, recs = self.records()
         self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
                                             "support_input_mutation": True, "automatic_dynamic_shapes": True,
-                                            "assume_static_by_default": True})
+                                            "assume_static_by_default": True,
+                                            "inline_inbuilt_nn_modules": False})
         self.assertEqual(header["meta"]["torch_config"]["triton.cudagraph_dynamic_shape_warn_limit"], 8)
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops.count("config"), 2)
         cfgs = [r for r in recs if r["op"] == "config"]
         self.assertEqual(cfgs[0], {"op": "config", "warmup_runs": 1, "rerecord_limit": 0,
                                    "automatic_dynamic_shapes": False})
-        self.assertEqual(cfgs[1], {"op": "config", "rerecord_limit": cgtrace.UNBOUNDED})
+        self.assertEqual(cfgs[1], {"op": "config", "rerecord_limit": cgtrace.UNBOUNDED,
+                                   "inline_inbuilt_nn_modules": True})
         i = recs.index(cfgs[0])
         # in force from the second call on: no call between them
         self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
