@@ -2,7 +2,8 @@
 # Records every program in this folder with cgtrace, one process each, into
 # DIR (default: examples/recorded of this repo), and prints each trace's
 # summary. Needs a CUDA GPU and PyTorch 2.11 (llama_tiny also transformers;
-# it records nothing without it).
+# it records nothing without it; two_gpus needs two CUDA devices and is
+# skipped on a machine with fewer).
 #
 #     bash traces/pytorch/programs/record_all.sh [DIR [NAME...]]
 #
@@ -30,6 +31,7 @@ dims5 dims5.py
 slices slices.py
 llama_tiny llama_tiny.py
 train_compiled_opt train_compiled_opt.py
+two_gpus two_gpus.py
 LIST
 )
 for n in $only; do
@@ -41,6 +43,10 @@ done
 while read -r name script args; do
   [ -z "$name" ] && continue
   [ "$only" != "  " ] && [[ "$only" != *" $name "* ]] && continue
+  if [ "$name" = two_gpus ] && [ "$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)" -lt 2 ]; then
+    echo "-- $name skipped: it needs two CUDA devices"
+    continue
+  fi
   echo "== $name"
   # shellcheck disable=SC2086
   if ! python3 -m cgtrace run -o "$out/$name.cgt.jsonl" --name "recorded: $script${args:+ $args}" "$here/$script" $args; then

@@ -515,6 +515,41 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(CUDAGraphTreeManager.__dict__["set_to_running_backward"].__qualname__,
                       "CUDAGraphTreeManager.set_to_running_backward")
 
+    def test_two_devices_two_trees(self):
+        """One tree manager per device (issue 18): calls on cuda:1 go to its
+        own manager; the trace has two devices, the tensors and the expects
+        name their device, and a reset of one device's manager names it."""
+        global MGR, FOO
+        mgr1 = CUDAGraphTreeManager()
+        mgr1.device_index = 1
+        bar = mgr1.add(0)
+
+        class Dev1:
+            type, index = "cuda", 1
+
+        def on1(x):
+            _invocation()
+            return mgr1._run([x], bar)
+
+        with cgtrace.record(self.path):
+            for _ in range(3):
+                sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
+                a, = foo(Tensor([4]))
+                t = Tensor([4])
+                t.device = Dev1()
+                b, = on1(t)
+            MGR = CUDAGraphTreeManager()  # device 0's manager ended
+            FOO = MGR.add(0)
+            c, = foo(Tensor([4]))
+        header, recs = self.records()
+        self.assertEqual(header["devices"], 2)
+        self.assertEqual(sorted({r.get("device", 0) for r in recs if r["op"] == "tensor"}), [0, 1])
+        exp = [(r["action"], r.get("device", 0)) for r in recs if r["op"] == "expect"]
+        self.assertEqual(exp, [("warmup", 0), ("warmup", 1), ("record", 0), ("record", 1),
+                               ("replay", 0), ("replay", 1), ("warmup", 0)])
+        self.assertIn({"op": "reset", "device": 0}, recs)
+        self.assertEqual(header["meta"]["recorded"]["trees"]["1"]["nodes"], 1)
+
     def test_resets_of_the_trees(self):
         """torch._dynamo.reset() (reset_cudagraph_trees) is a reset record for
         every device; a new manager on a device without it (its container
