@@ -450,6 +450,11 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			f.StaticIdx = append(f.StaticIdx, i)
 		}
 	}
+	gk := graphKey{guard, ent.Gen}
+	if m.sizes == nil {
+		m.sizes = map[graphKey]int{}
+	}
+	m.sizes[gk]++
 	nfuncs, byName, hadName := len(m.funcs), m.fnByName[guard], m.fnByName[guard] != nil
 	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)
@@ -458,6 +463,12 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	m.fnBySig[sig] = append(m.fnBySig[sig], f.ID)
 	m.eng.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
+		if m.sizes[gk]--; m.sizes[gk] == 0 {
+			delete(m.sizes, gk)
+			if len(m.sizes) == 0 {
+				m.sizes = nil // as it was before the first
+			}
+		}
 		delete(m.fnKeys, key)
 		if hadSig {
 			m.fnBySig[sig] = bySig
@@ -482,17 +493,21 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	if limit <= 0 {
 		return
 	}
-	n := 1 // the size being added
-	for _, id := range m.fnByName[guard] {
-		if m.funcs[id].Compile == gen {
-			n++
-		}
-	}
+	// The size being added, and those recorded before: counted as the
+	// functions are made, since a scan of the def's functions made the
+	// growth of a big tree quadratic.
+	n := 1 + m.sizes[graphKey{guard, gen}]
 	if n <= limit {
 		return
 	}
 	m.emit(Event{Kind: EvWarning, Line: line, Device: m.ds.index, Fn: fn, FnID: -1, Node: -1, Parent: -1,
 		Msg: fmt.Sprintf("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many CUDAGraphs may lead to extra overhead. We have observed %d distinct sizes. Please consider the following options for better performance: a) padding inputs to a few fixed number of shapes; or b) set torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this warning.", n)})
+}
+
+// graphKey is one compiled graph of a def: its guard and Compile number.
+type graphKey struct {
+	guard string
+	gen   int
 }
 
 // aliasPattern returns, per argument, the index of the first earlier

@@ -46,6 +46,8 @@ type manager struct {
 	fnBySig map[uint64][]int
 	// compiles is Dynamo's compile state of each def.
 	compiles map[string]*dynamo.Cache
+	// sizes counts the FunctionIDs of each compiled graph (function.go).
+	sizes map[graphKey]int
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -35,10 +36,26 @@ type lightState struct {
 	counters       Counters
 	cfg            traces.Config
 	mgrs           []pathScalars
+	// marks are the open journal marks of the last heavy record, per
+	// device (nil where none): the next record commits them.
+	marks []any
 }
 
+// journaler is a device that can journal its writes for the rollback of
+// one record (sim.Device): cheaper than a Snapshot, whose copy-on-write
+// copies each segment's contents at its first write, where a mark saves
+// only what the record overwrites. One mark is open at a time.
+type journaler interface {
+	Mark() any
+	Undo(mark any) error
+	Commit(mark any)
+}
+
+// journalMark is a mark in snapshot.devSnaps, told apart from a snapshot.
+type journalMark struct{ m any }
+
 type snapshot struct {
-	tt       *tensorTable
+	tt       tableSnap
 	defs     map[string]bool
 	allocs   []*alloc.Allocator
 	devSnaps []any
@@ -48,6 +65,15 @@ type snapshot struct {
 
 func (e *Engine) saveLight() {
 	l := &e.light
+	for i, m := range l.marks {
+		if m != nil && i < len(e.devs) {
+			if j, ok := e.devs[i].dev.(journaler); ok {
+				j.Commit(m)
+			}
+		}
+	}
+	clear(l.marks)
+	l.marks = l.marks[:0]
 	l.genTracker, l.lastInvocation, l.hasInvocation = e.genTracker, e.lastInvocation, e.hasInvocation
 	l.markStep, l.counters, l.cfg = e.markStep, e.counters, e.cfg
 	l.mgrs = l.mgrs[:0]
@@ -75,19 +101,70 @@ func (e *Engine) markHeavy() {
 	if e.saved != nil {
 		return
 	}
-	s := &snapshot{tt: e.tt.clone(), defs: map[string]bool{}}
+	s := &snapshot{defs: map[string]bool{}}
+	s.tt.save(e.tt)
 	for n := range e.defs {
 		s.defs[n] = true
 	}
 	for _, ds := range e.devs {
 		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
-		var snap any
-		if sn, ok := ds.dev.(device.Snapshotter); ok {
+		var snap, mark any
+		if j, ok := ds.dev.(journaler); ok {
+			mark = j.Mark()
+			snap = journalMark{mark}
+		} else if sn, ok := ds.dev.(device.Snapshotter); ok {
 			snap = sn.Snapshot()
 		}
 		s.devSnaps = append(s.devSnaps, snap)
+		e.light.marks = append(e.light.marks, mark)
 	}
 	e.saved = s
+}
+
+// tableSnap is the tensor table as it was: its maps, copied as maps of
+// the same objects, and each object's value, copied into two slabs. A
+// record's rollback puts the values back into the same objects and the
+// maps back: objects made since drop out with the maps. Tensor.Shape and
+// Tensor.Strides are shared, as nothing writes into them. Saving costs two
+// allocations and a copy, not an allocation per object: a tree of ten
+// thousand nodes keeps as many cached output tensors in the table, and the
+// engine saves it before every record that ends a path.
+type tableSnap struct {
+	tensors      map[int]*Tensor
+	storages     map[int]*Storage
+	names        map[string]int
+	nextT, nextS int
+	tptrs        []*Tensor
+	tvals        []Tensor
+	sptrs        []*Storage
+	svals        []Storage
+}
+
+func (s *tableSnap) save(tt *tensorTable) {
+	s.tensors, s.storages, s.names = maps.Clone(tt.tensors), maps.Clone(tt.storages), maps.Clone(tt.names)
+	s.nextT, s.nextS = tt.nextT, tt.nextS
+	s.tptrs, s.tvals = make([]*Tensor, 0, len(tt.tensors)), make([]Tensor, 0, len(tt.tensors))
+	for _, t := range tt.tensors {
+		s.tptrs = append(s.tptrs, t)
+		s.tvals = append(s.tvals, *t)
+	}
+	s.sptrs, s.svals = make([]*Storage, 0, len(tt.storages)), make([]Storage, 0, len(tt.storages))
+	for _, st := range tt.storages {
+		s.sptrs = append(s.sptrs, st)
+		s.svals = append(s.svals, *st)
+	}
+}
+
+// restore puts tt back as it was at save; s is spent.
+func (s *tableSnap) restore(tt *tensorTable) {
+	for i, t := range s.tptrs {
+		*t = s.tvals[i]
+	}
+	for i, st := range s.sptrs {
+		*st = s.svals[i]
+	}
+	tt.tensors, tt.storages, tt.names = s.tensors, s.storages, s.names
+	tt.nextT, tt.nextS = s.nextT, s.nextS
 }
 
 // rollback puts the engine back as it was at the start of the record.
@@ -98,8 +175,7 @@ func (e *Engine) rollback() {
 	clear(e.undo)
 	e.undo = e.undo[:0]
 	if s := e.saved; s != nil {
-		e.tt = s.tt
-		e.tt.onStorageDeath = e.storageDied
+		s.tt.restore(e.tt)
 		for n := range e.defs {
 			if !s.defs[n] {
 				delete(e.defs, n)
@@ -107,12 +183,16 @@ func (e *Engine) rollback() {
 		}
 		for i, ds := range e.devs {
 			ds.alloc = s.allocs[i]
-			if s.devSnaps[i] != nil {
-				// A device that fails to restore fails every later call
-				// with the reason (device.Snapshotter), so the next record
-				// that touches it reports it; rollback itself has no one
-				// to return it to.
-				_ = ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
+			// A device that fails to restore fails every later call with
+			// the reason (device.Snapshotter), so the next record that
+			// touches it reports it; rollback itself has no one to return
+			// it to.
+			switch snap := s.devSnaps[i].(type) {
+			case nil:
+			case journalMark:
+				_ = ds.dev.(journaler).Undo(snap.m)
+			default:
+				_ = ds.dev.(device.Snapshotter).Restore(snap)
 			}
 		}
 		e.saved = nil
@@ -189,6 +269,7 @@ func (m *manager) clone() *manager {
 	for k, v := range m.fnByName {
 		c.fnByName[k] = append([]int(nil), v...)
 	}
+	c.sizes = maps.Clone(m.sizes)
 	c.fnBySig = make(map[uint64][]int, len(m.fnBySig))
 	for k, v := range m.fnBySig {
 		c.fnBySig[k] = append([]int(nil), v...)

@@ -62,20 +62,26 @@ const DefaultTraceMax = 100_000
 // chunkLen is the number of entries per chunk of the log.
 const chunkLen = 256
 
-// traceLog is the bounded event log: a list of chunks. A clone shares
-// every chunk and the list itself, so it costs O(1): each chunk remembers
-// the generation of the log that made it, and a log appends to (or reuses)
-// only chunks of its own generation; a shared last chunk is copied before
-// its next append. The engine clones allocators before every record that
-// may fail, so this matters. A dropped chunk that no clone shares is
-// reused, so a long run allocates nothing for its log once it is full.
+// traceLog is the bounded event log: a list of fixed chunks. A clone
+// shares every chunk and the list itself, so it costs O(1), and so does
+// the next append of either log: a chunk's entries are written once each,
+// in order, by whichever log claims the next index first (traceChunk.hi);
+// a log that finds its next index claimed by another copies the entries it
+// sees into a chunk of its own. The engine clones allocators before every
+// record that may fail and drops the clone when the record succeeds, so
+// the live log goes on writing in place. A dropped chunk that no clone
+// shares is reused, so a long run allocates nothing for its log once it is
+// full.
 type traceLog struct {
 	chunks []*traceChunk
-	n      int // entries held in chunks
-	max    int
-	seq    int64
-	spare  *traceChunk
-	gen    uint64
+	// lastLen is how many entries of the last chunk this log holds: the
+	// chunk may hold more, written by a clone.
+	lastLen int
+	n       int // entries held in chunks
+	max     int
+	seq     int64
+	spare   *traceChunk
+	gen     uint64
 	// listOwned is false while chunks may be shared with a clone.
 	listOwned bool
 }
@@ -85,10 +91,22 @@ type traceLog struct {
 var traceGen atomic.Uint64
 
 type traceChunk struct {
-	entries []TraceEntry
-	// gen is the generation of the log that owns the chunk: only that log
-	// may write it. Set before the chunk is shared, never changed after.
+	entries [chunkLen]TraceEntry
+	// hi is how many entries have been written: entries[hi] is free for
+	// the first log that claims it, every one below is immutable.
+	hi atomic.Int32
+	// gen is the generation of the log that made the chunk: a dropped
+	// chunk of the log's own generation is shared with no clone and can
+	// be reused. Set before the chunk is shared, never changed after.
 	gen uint64
+}
+
+// chunkLenOf returns how many entries of chunk i the log holds.
+func (t *traceLog) chunkLenOf(i int) int {
+	if i == len(t.chunks)-1 {
+		return t.lastLen
+	}
+	return chunkLen
 }
 
 func (t *traceLog) add(e TraceEntry) {
@@ -103,30 +121,35 @@ func (t *traceLog) next() *TraceEntry {
 	if t.gen == 0 {
 		t.gen = traceGen.Add(1)
 	}
-	if len(t.chunks) == 0 || len(t.chunks[len(t.chunks)-1].entries) == chunkLen {
+	if len(t.chunks) == 0 || t.lastLen == chunkLen {
 		c := t.spare
 		if c != nil {
 			t.spare = nil
-			c.entries = c.entries[:0]
+			c.hi.Store(0)
 		} else {
-			c = &traceChunk{entries: make([]TraceEntry, 0, chunkLen), gen: t.gen}
+			c = &traceChunk{gen: t.gen}
 		}
-		t.chunks = append(t.chunks, c)
-	} else if last := t.chunks[len(t.chunks)-1]; last.gen != t.gen {
-		// Shared with a clone: copy it before writing.
-		cp := &traceChunk{entries: make([]TraceEntry, len(last.entries), chunkLen), gen: t.gen}
-		copy(cp.entries, last.entries)
-		t.chunks = append(t.chunks[:len(t.chunks)-1:len(t.chunks)-1], cp)
+		t.appendChunk(c)
+		t.lastLen = 0
 	}
 	last := t.chunks[len(t.chunks)-1]
-	last.entries = last.entries[:len(last.entries)+1]
-	e := &last.entries[len(last.entries)-1]
+	if !last.hi.CompareAndSwap(int32(t.lastLen), int32(t.lastLen+1)) {
+		// A clone wrote past what this log holds: go on in a copy.
+		cp := &traceChunk{gen: t.gen}
+		copy(cp.entries[:t.lastLen], last.entries[:t.lastLen])
+		cp.hi.Store(int32(t.lastLen + 1))
+		t.chunks = t.chunks[:len(t.chunks)-1]
+		t.appendChunk(cp)
+		last = cp
+	}
+	e := &last.entries[t.lastLen]
+	t.lastLen++
 	*e = TraceEntry{Seq: t.seq}
 	t.seq++
 	t.n++
-	for len(t.chunks) > 1 && t.n-len(t.chunks[0].entries) >= t.max {
+	for len(t.chunks) > 1 && t.n-chunkLen >= t.max {
 		old := t.chunks[0]
-		t.n -= len(old.entries)
+		t.n -= chunkLen
 		if old.gen == t.gen {
 			t.spare = old
 		}
@@ -145,13 +168,25 @@ func (t *traceLog) next() *TraceEntry {
 	return e
 }
 
-// clone shares the log: both logs take new generations, so neither writes
-// a chunk the other can see.
+// appendChunk appends c to the list, copying a list shared with a clone
+// first.
+func (t *traceLog) appendChunk(c *traceChunk) {
+	if !t.listOwned {
+		t.chunks = append(make([]*traceChunk, 0, len(t.chunks)+16), t.chunks...)
+		t.listOwned = true
+	}
+	t.chunks = append(t.chunks, c)
+}
+
+// clone shares the log: both logs take new generations, so that neither
+// reuses a chunk the other can see, and both copy the list before they
+// change it.
 func (t *traceLog) clone() traceLog {
 	t.gen = traceGen.Add(1)
-	c := traceLog{n: t.n, max: t.max, seq: t.seq, gen: traceGen.Add(1)}
-	c.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
-	t.chunks = t.chunks[:len(t.chunks):len(t.chunks)]
+	c := *t
+	c.gen = traceGen.Add(1)
+	c.spare = nil
+	c.listOwned = false
 	t.listOwned = false
 	t.spare = nil
 	return c
@@ -161,12 +196,13 @@ func (t *traceLog) clone() traceLog {
 func (t *traceLog) entries() []TraceEntry {
 	skip := max(0, t.n-t.max)
 	out := make([]TraceEntry, 0, t.n-skip)
-	for _, c := range t.chunks {
-		if skip >= len(c.entries) {
-			skip -= len(c.entries)
+	for i, c := range t.chunks {
+		l := t.chunkLenOf(i)
+		if skip >= l {
+			skip -= l
 			continue
 		}
-		out = append(out, c.entries[skip:]...)
+		out = append(out, c.entries[skip:l]...)
 		skip = 0
 	}
 	return out
