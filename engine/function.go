@@ -37,6 +37,8 @@ type Function struct {
 	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
 	Dynamic bool
 	plan    *plan
+	// view is the function as the last State showed it (view.go).
+	view *FunctionView
 }
 
 // plan is a function body compiled for fixed argument shapes: statements

@@ -89,6 +89,8 @@ type Node struct {
 	// kernels is Kernels as the State shows them, made once: they never
 	// change after the recording.
 	kernels []KernelView
+	// view is the node's view as the last State built it (view.go).
+	view *nodeView
 }
 
 func (n *Node) clone() *Node {

@@ -39,13 +39,16 @@ func dumpManager(m *manager) managerDump {
 	for _, n := range m.nodes {
 		c := n.clone()
 		c.kernels = nil // a cache of what the State shows, made on demand
+		c.view = nil    // so is this
 		d.Nodes = append(d.Nodes, *c)
 	}
 	for k, w := range m.warmups {
 		d.Warmups[k] = *w
 	}
 	for _, f := range m.funcs {
-		d.Funcs = append(d.Funcs, *f)
+		c := *f
+		c.view = nil // a cache of what the State shows
+		d.Funcs = append(d.Funcs, c)
 	}
 	for k, c := range m.compiles {
 		d.Compiles[k] = *c.Clone()
