@@ -55,3 +55,25 @@ func BenchmarkState10k(b *testing.B) {
 		e.State()
 	}
 }
+
+// BenchmarkClone10k is one Clone of an engine whose tree holds 10,000
+// nodes, each replayed once (so that each holds a cached output): what a
+// session's keyframe costs to take, and to restore.
+func BenchmarkClone10k(b *testing.B) {
+	tr := gen.TreeTrace(10000, 10000)
+	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range tr.Records {
+		if s := e.Apply(&tr.Records[i]); s.Err != nil {
+			b.Fatal(s.Err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Clone(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"weak"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -206,6 +208,7 @@ func (e *Engine) rollback() {
 			continue
 		}
 		for _, n := range ds.m.nodes {
+			ds.m.unshare(n)
 			for i := range n.CopySrc {
 				n.CopySrc[i] = 0
 			}
@@ -221,6 +224,7 @@ func (e *Engine) onUndo(f func()) { e.undo = append(e.undo, f) }
 // execute_node changes there comes after the last point where the record
 // can fail.
 func (m *manager) keepNode(n *Node) {
+	m.unshare(n)
 	s := m.eng.saved
 	if s == nil || s.kept[n] {
 		return
@@ -230,17 +234,70 @@ func (m *manager) keepNode(n *Node) {
 	}
 	s.kept[n] = true
 	old := n.clone()
-	m.eng.onUndo(func() { *n = *old })
+	m.eng.onUndo(func() {
+		owners := n.owners // who shares n now, not then
+		*n = *old
+		n.owners = owners
+	})
+}
+
+// unshare gives every other manager that shares n (clones: a session's
+// keyframes) a copy of n as it is now, before m changes it: a Clone shares
+// the nodes rather than copying them (nodes are most of a big tree), and
+// every change to a node is preceded by keepNode. A node that only m holds
+// costs one length check.
+func (m *manager) unshare(n *Node) {
+	if len(n.owners) < 2 {
+		return
+	}
+	me := weak.Make(m)
+	var cp *Node
+	for _, w := range n.owners {
+		if w == me {
+			continue
+		}
+		o := w.Value()
+		if o == nil || n.ID >= len(o.nodes) || o.nodes[n.ID] != n {
+			continue
+		}
+		if cp == nil {
+			cp = n.clone()
+			cp.owners = nil
+		}
+		o.nodes[n.ID] = cp
+		cp.owners = append(cp.owners, w)
+	}
+	n.owners = append(n.owners[:0], me)
+}
+
+// share registers c, a clone of m, as an owner of m's nodes, which it
+// shares, and drops owners that the collector has buried.
+func (m *manager) share(c *manager) {
+	me, cw := weak.Make(m), weak.Make(c)
+	for _, n := range m.nodes {
+		if len(n.owners) == 0 {
+			n.owners = append(n.owners, me)
+		} else if len(n.owners) >= 8 {
+			live := n.owners[:0]
+			for _, w := range n.owners {
+				if w.Value() != nil {
+					live = append(live, w)
+				}
+			}
+			clear(n.owners[len(live):])
+			n.owners = live
+		}
+		n.owners = append(n.owners, cw)
+	}
 }
 
 // clone deep-copies a manager. Nodes are copied (their mutable parts);
 // functions are shared except for their warmup counts.
 func (m *manager) clone() *manager {
 	c := *m
-	c.nodes = make([]*Node, len(m.nodes))
-	for i, n := range m.nodes {
-		c.nodes[i] = n.clone()
-	}
+	// The nodes are shared, copied by the first of the two managers to
+	// change one (unshare); Clone registers the copy (share).
+	c.nodes = slices.Clone(m.nodes)
 	c.roots = make(map[int][]int, len(m.roots))
 	for k, v := range m.roots {
 		c.roots[k] = append([]int(nil), v...)
@@ -326,6 +383,7 @@ func (e *Engine) Clone() (*Engine, error) {
 		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
 		nds.m = ds.m.clone()
 		nds.m.ds, nds.m.eng = nds, &c
+		ds.m.share(nds.m)
 		c.devs[i] = nds
 	}
 	c.events = nil
