@@ -18,13 +18,15 @@ import (
 // fast path slow, so a record saves in two tiers:
 //
 //   - lightState, at the start of every record: the handful of scalars the
-//     replay path changes before it can fail, and a copy-on-write snapshot
-//     of each device (cheap on the simulated device).
+//     replay path changes before it can fail.
 //   - snapshot, taken by markHeavy just before the first mutation of
 //     anything else (tensors, nodes, the allocator). Only light fields can
 //     have changed before that point, so restoring the snapshot and then
 //     the light fields gives back the state at the start of the record.
-//     The tensors and allocators are copied whole (they scale with memory);
+//     The tensor table is saved by value (tableSnap) and the allocators
+//     are copied whole (they scale with memory); a device that journals
+//     (sim) saves only what the record overwrites (journaler), any other
+//     Snapshotter is snapshotted;
 //     the managers, whose trees grow with the program, are not: each
 //     mutation of a manager logs its undo (onUndo, keepNode), and one that
 //     changes nothing else needs no snapshot, so a record costs the same
@@ -357,7 +359,9 @@ func copySet(s map[int]bool) map[int]bool {
 }
 
 // Clone returns an independent engine in the same state, on independent
-// copies of its devices. It needs devices that implement device.Cloner
+// copies of its devices. The two share the tree's nodes until either
+// changes one (unshare), so an engine and its clones must be used from one
+// goroutine at a time, as a session does with its keyframes. It needs devices that implement device.Cloner
 // (the simulated device, the GPU device); for any other it returns an
 // error, as it does when a device fails to clone.
 func (e *Engine) Clone() (*Engine, error) {

@@ -282,12 +282,16 @@ func (l *localFrames) add(f keyframe) {
 }
 
 // Host memory of a keyframe beyond the device's snapshot: engine.Clone
-// copies the tree manager, about hostBytesPerNode a graph node and
-// hostBytesBase for the rest (BenchmarkKeyframeBytes: 1,077-1,122 bytes a
-// node at 1,000 and 10,000 nodes, 21.8 KB at 10). The engine does not say
+// shares the tree's nodes with the live engine until it changes them, and
+// copies the rest (functions, tensors, the manager's maps), about
+// hostBytesPerNode a graph node and hostBytesBase for the rest
+// (BenchmarkKeyframeBytes: 475 bytes a node at 10,000 nodes right after the
+// clone; a keyframe's share grows towards 1,700 bytes a node as the live
+// engine replays, and so copies, the nodes it held, and as the cached
+// outputs of replayed nodes fill the tensor table). The engine does not say
 // its own size, so the session counts recordings (a node each) at this
-// rate; at 10,000 nodes a keyframe is ~11 MB of host memory where the
-// device's snapshot is 256 KB, and the byte cap must see it.
+// rate; at 10,000 nodes a keyframe is counted 12 MB where the device's
+// snapshot is 256 KB, and the byte cap must see it.
 const (
 	hostBytesPerNode = 1200
 	hostBytesBase    = 24 << 10
