@@ -48,6 +48,11 @@ type manager struct {
 	compiles map[string]*dynamo.Cache
 	// sizes counts the FunctionIDs of each compiled graph (function.go).
 	sizes map[graphKey]int
+	// fnGen is the generation of the function tables: a Function of
+	// another generation, and the tables while fnShared, are shared with a
+	// clone and copied before a change (function.go, ownFunc).
+	fnGen    uint64
+	fnShared bool
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool

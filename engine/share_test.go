@@ -11,7 +11,7 @@ import (
 	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
-// TestCloneSharesNodes: a clone shares its original's nodes, and the two
+// TestCloneSharesNodes: a clone shares its original's nodes and functions, and the two
 // stay independent whichever changes a node first. For every example and
 // 12 random traces, cloned at every eighth record (a keyframe), then a
 // clone of the clone (a restore): the original runs on to the end, each

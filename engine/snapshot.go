@@ -311,27 +311,11 @@ func (m *manager) clone() *manager {
 		nw.OutWeak = append([]int(nil), w.OutWeak...)
 		c.warmups[k] = &nw
 	}
-	c.funcs = make([]*Function, len(m.funcs))
-	for i, f := range m.funcs {
-		nf := *f
-		c.funcs[i] = &nf
-	}
-	c.fnKeys = make(map[string]int, len(m.fnKeys))
-	for k, v := range m.fnKeys {
-		c.fnKeys[k] = v
-	}
+	// The function tables and the Functions are shared (shareFuncs).
+	m.shareFuncs(&c)
 	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
 	for k, v := range m.compiles {
 		c.compiles[k] = v.Clone()
-	}
-	c.fnByName = make(map[string][]int, len(m.fnByName))
-	for k, v := range m.fnByName {
-		c.fnByName[k] = append([]int(nil), v...)
-	}
-	c.sizes = maps.Clone(m.sizes)
-	c.fnBySig = make(map[uint64][]int, len(m.fnBySig))
-	for k, v := range m.fnBySig {
-		c.fnBySig[k] = append([]int(nil), v...)
 	}
 	c.warnedFns = copySet(m.warnedFns)
 	c.warnedMutation = copySet(m.warnedMutation)
