@@ -282,15 +282,15 @@ func (l *localFrames) add(f keyframe) {
 }
 
 // Host memory of a keyframe beyond the device's snapshot: engine.Clone
-// shares the tree's nodes with the live engine until it changes them, and
-// copies the rest (functions, tensors, the manager's maps), about
-// hostBytesPerNode a graph node and hostBytesBase for the rest
-// (BenchmarkKeyframeBytes: 475 bytes a node at 10,000 nodes right after the
-// clone; a keyframe's share grows towards 1,700 bytes a node as the live
-// engine replays, and so copies, the nodes it held, and as the cached
-// outputs of replayed nodes fill the tensor table). The engine does not say
-// its own size, so the session counts recordings (a node each) at this
-// rate; at 10,000 nodes a keyframe is counted 12 MB where the device's
+// shares the tree's nodes and functions with the live engine until it
+// changes them, and copies the rest (the tensor table, the manager's
+// maps). BenchmarkKeyframeBytes: 134 bytes a node at 10,000 nodes right
+// after the clone, 650 in a tree whose nodes all replayed once (their
+// cached outputs fill the tensor table; BenchmarkClone10k); a keyframe's
+// share grows as the live engine replays, and so copies, the nodes and
+// functions it held. The engine does not say its own size, so the session
+// counts recordings (a node each) at hostBytesPerNode, an upper bound of
+// all that: at 10,000 nodes a keyframe is counted 12 MB where the device's
 // snapshot is 256 KB, and the byte cap must see it.
 const (
 	hostBytesPerNode = 1200
