@@ -43,6 +43,9 @@ type lightState struct {
 	// marks are the open journal marks of the last heavy record, per
 	// device (nil where none): the next record commits them.
 	marks []any
+	// slabs are the value slabs of the last tableSnap, for the next: a
+	// tree of ten thousand cached outputs makes them megabytes.
+	slabs tableSnap
 }
 
 // journaler is a device that can journal its writes for the rollback of
@@ -106,7 +109,11 @@ func (e *Engine) markHeavy() {
 		return
 	}
 	s := &snapshot{defs: map[string]bool{}}
+	// The slabs of the last record's snapshot, which is spent or dropped
+	// by now (Apply drops it at the end of every record), are reused.
+	s.tt = tableSnap{tptrs: e.light.slabs.tptrs[:0], tvals: e.light.slabs.tvals[:0], sptrs: e.light.slabs.sptrs[:0], svals: e.light.slabs.svals[:0]}
 	s.tt.save(e.tt)
+	e.light.slabs = tableSnap{tptrs: s.tt.tptrs, tvals: s.tt.tvals, sptrs: s.tt.sptrs, svals: s.tt.svals}
 	for n := range e.defs {
 		s.defs[n] = true
 	}
@@ -147,12 +154,12 @@ type tableSnap struct {
 func (s *tableSnap) save(tt *tensorTable) {
 	s.tensors, s.storages, s.names = maps.Clone(tt.tensors), maps.Clone(tt.storages), maps.Clone(tt.names)
 	s.nextT, s.nextS = tt.nextT, tt.nextS
-	s.tptrs, s.tvals = make([]*Tensor, 0, len(tt.tensors)), make([]Tensor, 0, len(tt.tensors))
+	s.tptrs, s.tvals = slices.Grow(s.tptrs[:0], len(tt.tensors)), slices.Grow(s.tvals[:0], len(tt.tensors))
 	for _, t := range tt.tensors {
 		s.tptrs = append(s.tptrs, t)
 		s.tvals = append(s.tvals, *t)
 	}
-	s.sptrs, s.svals = make([]*Storage, 0, len(tt.storages)), make([]Storage, 0, len(tt.storages))
+	s.sptrs, s.svals = slices.Grow(s.sptrs[:0], len(tt.storages)), slices.Grow(s.svals[:0], len(tt.storages))
 	for _, st := range tt.storages {
 		s.sptrs = append(s.sptrs, st)
 		s.svals = append(s.svals, *st)
