@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/traces/gen"
@@ -15,6 +16,12 @@ func BenchmarkRunTreeSize(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			tr := gen.TreeTrace(n, 20000)
+			// The first grown records grow the tree (a warmup and a
+			// recording per node); the rest replay: their rate, against
+			// the same replays at 10 nodes, is the cost of a record of
+			// one kind against the tree's size.
+			grown := 6 * n
+			var replay time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -22,16 +29,22 @@ func BenchmarkRunTreeSize(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				var start time.Time
 				for j := range tr.Records {
+					if j == grown {
+						start = time.Now()
+					}
 					if s := e.Apply(&tr.Records[j]); s.Err != nil {
 						b.Fatal(s.Err)
 					}
 				}
+				replay += time.Since(start)
 				if got := len(e.devs[0].m.nodes); got < n {
 					b.Fatalf("%d nodes, want at least %d", got, n)
 				}
 			}
 			b.ReportMetric(float64(len(tr.Records)*b.N)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64((len(tr.Records)-grown)*b.N)/replay.Seconds(), "replay-records/s")
 		})
 	}
 }
@@ -53,5 +66,27 @@ func BenchmarkState10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e.State()
+	}
+}
+
+// BenchmarkClone10k is one Clone of an engine whose tree holds 10,000
+// nodes, each replayed once (so that each holds a cached output): what a
+// session's keyframe costs to take, and to restore.
+func BenchmarkClone10k(b *testing.B) {
+	tr := gen.TreeTrace(10000, 10000)
+	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range tr.Records {
+		if s := e.Apply(&tr.Records[i]); s.Err != nil {
+			b.Fatal(s.Err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Clone(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -83,7 +83,8 @@ func ParseHandoff(s string) (Handoff, error) {
 
 // Engine runs trace records against CUDAGraph Trees: one tree manager, one
 // caching allocator and one graph pool per device. It is not safe for
-// concurrent use; Clone gives an independent copy.
+// concurrent use; Clone gives an independent copy (which shares the tree's
+// nodes copy-on-write: use an engine and its clones from one goroutine).
 type Engine struct {
 	hdr     traces.Header
 	cfg     traces.Config

@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/dynamo"
@@ -37,6 +39,11 @@ type Function struct {
 	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
 	Dynamic bool
 	plan    *plan
+	// view is the function as the last State showed it (view.go).
+	view *FunctionView
+	// gen is the generation of the function tables that owns the object
+	// (manager.fnGen): another one shares it.
+	gen uint64
 }
 
 // plan is a function body compiled for fixed argument shapes: statements
@@ -429,12 +436,12 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	sig := sigHash(guard, ent.Gen, shapes, dtypes, static)
 	for _, id := range m.fnBySig[sig] {
 		if f := m.funcs[id]; f.Compile == ent.Gen && sameSignature(f, shapes, dtypes, static) {
-			return f, false, nil
+			return m.ownFunc(id), false, nil
 		}
 	}
 	key := fmt.Sprintf("%s#%d", fnKey(guard, shapes, dtypes, static, m.ds.index), ent.Gen)
 	if id, ok := m.fnKeys[key]; ok {
-		return m.funcs[id], false, nil
+		return m.ownFunc(id), false, nil
 	}
 	p, err := compilePlan(def, shapes, dtypes)
 	if err != nil {
@@ -450,6 +457,13 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			f.StaticIdx = append(f.StaticIdx, i)
 		}
 	}
+	m.ownFuncTables()
+	f.gen = m.fnGen
+	gk := graphKey{guard, ent.Gen}
+	if m.sizes == nil {
+		m.sizes = map[graphKey]int{}
+	}
+	m.sizes[gk]++
 	nfuncs, byName, hadName := len(m.funcs), m.fnByName[guard], m.fnByName[guard] != nil
 	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)
@@ -458,6 +472,12 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	m.fnBySig[sig] = append(m.fnBySig[sig], f.ID)
 	m.eng.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
+		if m.sizes[gk]--; m.sizes[gk] == 0 {
+			delete(m.sizes, gk)
+			if len(m.sizes) == 0 {
+				m.sizes = nil // as it was before the first
+			}
+		}
 		delete(m.fnKeys, key)
 		if hadSig {
 			m.fnBySig[sig] = bySig
@@ -482,17 +502,72 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	if limit <= 0 {
 		return
 	}
-	n := 1 // the size being added
-	for _, id := range m.fnByName[guard] {
-		if m.funcs[id].Compile == gen {
-			n++
-		}
-	}
+	// The size being added, and those recorded before: counted as the
+	// functions are made, since a scan of the def's functions made the
+	// growth of a big tree quadratic.
+	n := 1 + m.sizes[graphKey{guard, gen}]
 	if n <= limit {
 		return
 	}
 	m.emit(Event{Kind: EvWarning, Line: line, Device: m.ds.index, Fn: fn, FnID: -1, Node: -1, Parent: -1,
 		Msg: fmt.Sprintf("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many CUDAGraphs may lead to extra overhead. We have observed %d distinct sizes. Please consider the following options for better performance: a) padding inputs to a few fixed number of shapes; or b) set torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this warning.", n)})
+}
+
+// fnGens hands out generations of function tables (manager.fnGen);
+// atomic because clones may live in other goroutines.
+var fnGens atomic.Uint64
+
+// shareFuncs makes m and its clone c share the function tables and every
+// Function: a tree of ten thousand FunctionIDs made each keyframe copy them
+// all, while a call changes at most its own Function's warmup count, and
+// only a new FunctionID changes the tables.
+func (m *manager) shareFuncs(c *manager) {
+	m.fnShared, c.fnShared = true, true
+	m.fnGen, c.fnGen = fnGens.Add(1), fnGens.Add(1)
+}
+
+// ownFuncTables gives m its own copy of the function tables before it
+// changes them, when a clone shares them. The slices in the maps are
+// clipped, so that an append by either copies rather than writes into an
+// array the other sees.
+func (m *manager) ownFuncTables() {
+	if !m.fnShared {
+		return
+	}
+	m.fnShared = false
+	m.funcs = slices.Clone(m.funcs)
+	m.fnKeys = maps.Clone(m.fnKeys)
+	m.sizes = maps.Clone(m.sizes)
+	byName := make(map[string][]int, len(m.fnByName))
+	for k, v := range m.fnByName {
+		byName[k] = slices.Clip(v)
+	}
+	m.fnByName = byName
+	bySig := make(map[uint64][]int, len(m.fnBySig))
+	for k, v := range m.fnBySig {
+		bySig[k] = slices.Clip(v)
+	}
+	m.fnBySig = bySig
+}
+
+// ownFunc returns FunctionID id as m's own object, copying one shared with
+// a clone: the caller may change it (a warmup counts itself).
+func (m *manager) ownFunc(id int) *Function {
+	f := m.funcs[id]
+	if f.gen == m.fnGen {
+		return f
+	}
+	m.ownFuncTables()
+	nf := *f
+	nf.gen = m.fnGen
+	m.funcs[id] = &nf
+	return &nf
+}
+
+// graphKey is one compiled graph of a def: its guard and Compile number.
+type graphKey struct {
+	guard string
+	gen   int
 }
 
 // aliasPattern returns, per argument, the index of the first earlier

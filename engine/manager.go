@@ -46,6 +46,13 @@ type manager struct {
 	fnBySig map[uint64][]int
 	// compiles is Dynamo's compile state of each def.
 	compiles map[string]*dynamo.Cache
+	// sizes counts the FunctionIDs of each compiled graph (function.go).
+	sizes map[graphKey]int
+	// fnGen is the generation of the function tables: a Function of
+	// another generation, and the tables while fnShared, are shared with a
+	// clone and copied before a change (function.go, ownFunc).
+	fnGen    uint64
+	fnShared bool
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool

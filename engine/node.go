@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"weak"
+
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -95,6 +97,12 @@ type Node struct {
 	// kernels is Kernels as the State shows them, made once: they never
 	// change after the recording.
 	kernels []KernelView
+	// view is the node's view as the last State built it (view.go).
+	view *nodeView
+	// owners are the managers whose nodes hold this object, when more
+	// than the one that made it (an engine and its clones share nodes
+	// until one changes them: snapshot.go, unshare).
+	owners []weak.Pointer[manager]
 }
 
 func (n *Node) clone() *Node {
@@ -111,6 +119,7 @@ func (n *Node) clone() *Node {
 	}
 	// A child's recording clears its parents' Outputs[i].Unaliased.
 	c.Outputs = append([]outputInfo(nil), n.Outputs...)
+	c.owners = nil // the copy's own: no manager holds it yet
 	// The rest is immutable after recording.
 	return &c
 }

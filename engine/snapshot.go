@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"weak"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -15,13 +18,15 @@ import (
 // fast path slow, so a record saves in two tiers:
 //
 //   - lightState, at the start of every record: the handful of scalars the
-//     replay path changes before it can fail, and a copy-on-write snapshot
-//     of each device (cheap on the simulated device).
+//     replay path changes before it can fail.
 //   - snapshot, taken by markHeavy just before the first mutation of
 //     anything else (tensors, nodes, the allocator). Only light fields can
 //     have changed before that point, so restoring the snapshot and then
 //     the light fields gives back the state at the start of the record.
-//     The tensors and allocators are copied whole (they scale with memory);
+//     The tensor table is saved by value (tableSnap) and the allocators
+//     are copied whole (they scale with memory); a device that journals
+//     (sim) saves only what the record overwrites (journaler), any other
+//     Snapshotter is snapshotted;
 //     the managers, whose trees grow with the program, are not: each
 //     mutation of a manager logs its undo (onUndo, keepNode), and one that
 //     changes nothing else needs no snapshot, so a record costs the same
@@ -35,10 +40,29 @@ type lightState struct {
 	counters       Counters
 	cfg            traces.Config
 	mgrs           []pathScalars
+	// marks are the open journal marks of the last heavy record, per
+	// device (nil where none): the next record commits them.
+	marks []any
+	// slabs are the value slabs of the last tableSnap, for the next: a
+	// tree of ten thousand cached outputs makes them megabytes.
+	slabs tableSnap
 }
 
+// journaler is a device that can journal its writes for the rollback of
+// one record (sim.Device): cheaper than a Snapshot, whose copy-on-write
+// copies each segment's contents at its first write, where a mark saves
+// only what the record overwrites. One mark is open at a time.
+type journaler interface {
+	Mark() any
+	Undo(mark any) error
+	Commit(mark any)
+}
+
+// journalMark is a mark in snapshot.devSnaps, told apart from a snapshot.
+type journalMark struct{ m any }
+
 type snapshot struct {
-	tt       *tensorTable
+	tt       tableSnap
 	defs     map[string]bool
 	allocs   []*alloc.Allocator
 	devSnaps []any
@@ -48,6 +72,15 @@ type snapshot struct {
 
 func (e *Engine) saveLight() {
 	l := &e.light
+	for i, m := range l.marks {
+		if m != nil && i < len(e.devs) {
+			if j, ok := e.devs[i].dev.(journaler); ok {
+				j.Commit(m)
+			}
+		}
+	}
+	clear(l.marks)
+	l.marks = l.marks[:0]
 	l.genTracker, l.lastInvocation, l.hasInvocation = e.genTracker, e.lastInvocation, e.hasInvocation
 	l.markStep, l.counters, l.cfg = e.markStep, e.counters, e.cfg
 	l.mgrs = l.mgrs[:0]
@@ -75,19 +108,74 @@ func (e *Engine) markHeavy() {
 	if e.saved != nil {
 		return
 	}
-	s := &snapshot{tt: e.tt.clone(), defs: map[string]bool{}}
+	s := &snapshot{defs: map[string]bool{}}
+	// The slabs of the last record's snapshot, which is spent or dropped
+	// by now (Apply drops it at the end of every record), are reused.
+	s.tt = tableSnap{tptrs: e.light.slabs.tptrs[:0], tvals: e.light.slabs.tvals[:0], sptrs: e.light.slabs.sptrs[:0], svals: e.light.slabs.svals[:0]}
+	s.tt.save(e.tt)
+	e.light.slabs = tableSnap{tptrs: s.tt.tptrs, tvals: s.tt.tvals, sptrs: s.tt.sptrs, svals: s.tt.svals}
 	for n := range e.defs {
 		s.defs[n] = true
 	}
 	for _, ds := range e.devs {
 		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
-		var snap any
-		if sn, ok := ds.dev.(device.Snapshotter); ok {
+		var snap, mark any
+		if j, ok := ds.dev.(journaler); ok {
+			mark = j.Mark()
+			snap = journalMark{mark}
+		} else if sn, ok := ds.dev.(device.Snapshotter); ok {
 			snap = sn.Snapshot()
 		}
 		s.devSnaps = append(s.devSnaps, snap)
+		e.light.marks = append(e.light.marks, mark)
 	}
 	e.saved = s
+}
+
+// tableSnap is the tensor table as it was: its maps, copied as maps of
+// the same objects, and each object's value, copied into two slabs. A
+// record's rollback puts the values back into the same objects and the
+// maps back: objects made since drop out with the maps. Tensor.Shape and
+// Tensor.Strides are shared, as nothing writes into them. Saving costs two
+// allocations and a copy, not an allocation per object: a tree of ten
+// thousand nodes keeps as many cached output tensors in the table, and the
+// engine saves it before every record that ends a path.
+type tableSnap struct {
+	tensors      map[int]*Tensor
+	storages     map[int]*Storage
+	names        map[string]int
+	nextT, nextS int
+	tptrs        []*Tensor
+	tvals        []Tensor
+	sptrs        []*Storage
+	svals        []Storage
+}
+
+func (s *tableSnap) save(tt *tensorTable) {
+	s.tensors, s.storages, s.names = maps.Clone(tt.tensors), maps.Clone(tt.storages), maps.Clone(tt.names)
+	s.nextT, s.nextS = tt.nextT, tt.nextS
+	s.tptrs, s.tvals = slices.Grow(s.tptrs[:0], len(tt.tensors)), slices.Grow(s.tvals[:0], len(tt.tensors))
+	for _, t := range tt.tensors {
+		s.tptrs = append(s.tptrs, t)
+		s.tvals = append(s.tvals, *t)
+	}
+	s.sptrs, s.svals = slices.Grow(s.sptrs[:0], len(tt.storages)), slices.Grow(s.svals[:0], len(tt.storages))
+	for _, st := range tt.storages {
+		s.sptrs = append(s.sptrs, st)
+		s.svals = append(s.svals, *st)
+	}
+}
+
+// restore puts tt back as it was at save; s is spent.
+func (s *tableSnap) restore(tt *tensorTable) {
+	for i, t := range s.tptrs {
+		*t = s.tvals[i]
+	}
+	for i, st := range s.sptrs {
+		*st = s.svals[i]
+	}
+	tt.tensors, tt.storages, tt.names = s.tensors, s.storages, s.names
+	tt.nextT, tt.nextS = s.nextT, s.nextS
 }
 
 // rollback puts the engine back as it was at the start of the record.
@@ -98,8 +186,7 @@ func (e *Engine) rollback() {
 	clear(e.undo)
 	e.undo = e.undo[:0]
 	if s := e.saved; s != nil {
-		e.tt = s.tt
-		e.tt.onStorageDeath = e.storageDied
+		s.tt.restore(e.tt)
 		for n := range e.defs {
 			if !s.defs[n] {
 				delete(e.defs, n)
@@ -107,12 +194,16 @@ func (e *Engine) rollback() {
 		}
 		for i, ds := range e.devs {
 			ds.alloc = s.allocs[i]
-			if s.devSnaps[i] != nil {
-				// A device that fails to restore fails every later call
-				// with the reason (device.Snapshotter), so the next record
-				// that touches it reports it; rollback itself has no one
-				// to return it to.
-				_ = ds.dev.(device.Snapshotter).Restore(s.devSnaps[i])
+			// A device that fails to restore fails every later call with
+			// the reason (device.Snapshotter), so the next record that
+			// touches it reports it; rollback itself has no one to return
+			// it to.
+			switch snap := s.devSnaps[i].(type) {
+			case nil:
+			case journalMark:
+				_ = ds.dev.(journaler).Undo(snap.m)
+			default:
+				_ = ds.dev.(device.Snapshotter).Restore(snap)
 			}
 		}
 		e.saved = nil
@@ -126,6 +217,7 @@ func (e *Engine) rollback() {
 			continue
 		}
 		for _, n := range ds.m.nodes {
+			ds.m.unshare(n)
 			for i := range n.CopySrc {
 				n.CopySrc[i] = 0
 			}
@@ -141,6 +233,7 @@ func (e *Engine) onUndo(f func()) { e.undo = append(e.undo, f) }
 // execute_node changes there comes after the last point where the record
 // can fail.
 func (m *manager) keepNode(n *Node) {
+	m.unshare(n)
 	s := m.eng.saved
 	if s == nil || s.kept[n] {
 		return
@@ -150,17 +243,70 @@ func (m *manager) keepNode(n *Node) {
 	}
 	s.kept[n] = true
 	old := n.clone()
-	m.eng.onUndo(func() { *n = *old })
+	m.eng.onUndo(func() {
+		owners := n.owners // who shares n now, not then
+		*n = *old
+		n.owners = owners
+	})
+}
+
+// unshare gives every other manager that shares n (clones: a session's
+// keyframes) a copy of n as it is now, before m changes it: a Clone shares
+// the nodes rather than copying them (nodes are most of a big tree), and
+// every change to a node is preceded by keepNode. A node that only m holds
+// costs one length check.
+func (m *manager) unshare(n *Node) {
+	if len(n.owners) < 2 {
+		return
+	}
+	me := weak.Make(m)
+	var cp *Node
+	for _, w := range n.owners {
+		if w == me {
+			continue
+		}
+		o := w.Value()
+		if o == nil || n.ID >= len(o.nodes) || o.nodes[n.ID] != n {
+			continue
+		}
+		if cp == nil {
+			cp = n.clone()
+			cp.owners = nil
+		}
+		o.nodes[n.ID] = cp
+		cp.owners = append(cp.owners, w)
+	}
+	n.owners = append(n.owners[:0], me)
+}
+
+// share registers c, a clone of m, as an owner of m's nodes, which it
+// shares, and drops owners that the collector has buried.
+func (m *manager) share(c *manager) {
+	me, cw := weak.Make(m), weak.Make(c)
+	for _, n := range m.nodes {
+		if len(n.owners) == 0 {
+			n.owners = append(n.owners, me)
+		} else if len(n.owners) >= 8 {
+			live := n.owners[:0]
+			for _, w := range n.owners {
+				if w.Value() != nil {
+					live = append(live, w)
+				}
+			}
+			clear(n.owners[len(live):])
+			n.owners = live
+		}
+		n.owners = append(n.owners, cw)
+	}
 }
 
 // clone deep-copies a manager. Nodes are copied (their mutable parts);
 // functions are shared except for their warmup counts.
 func (m *manager) clone() *manager {
 	c := *m
-	c.nodes = make([]*Node, len(m.nodes))
-	for i, n := range m.nodes {
-		c.nodes[i] = n.clone()
-	}
+	// The nodes are shared, copied by the first of the two managers to
+	// change one (unshare); Clone registers the copy (share).
+	c.nodes = slices.Clone(m.nodes)
 	c.roots = make(map[int][]int, len(m.roots))
 	for k, v := range m.roots {
 		c.roots[k] = append([]int(nil), v...)
@@ -172,26 +318,11 @@ func (m *manager) clone() *manager {
 		nw.OutWeak = append([]int(nil), w.OutWeak...)
 		c.warmups[k] = &nw
 	}
-	c.funcs = make([]*Function, len(m.funcs))
-	for i, f := range m.funcs {
-		nf := *f
-		c.funcs[i] = &nf
-	}
-	c.fnKeys = make(map[string]int, len(m.fnKeys))
-	for k, v := range m.fnKeys {
-		c.fnKeys[k] = v
-	}
+	// The function tables and the Functions are shared (shareFuncs).
+	m.shareFuncs(&c)
 	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
 	for k, v := range m.compiles {
 		c.compiles[k] = v.Clone()
-	}
-	c.fnByName = make(map[string][]int, len(m.fnByName))
-	for k, v := range m.fnByName {
-		c.fnByName[k] = append([]int(nil), v...)
-	}
-	c.fnBySig = make(map[uint64][]int, len(m.fnBySig))
-	for k, v := range m.fnBySig {
-		c.fnBySig[k] = append([]int(nil), v...)
 	}
 	c.warnedFns = copySet(m.warnedFns)
 	c.warnedMutation = copySet(m.warnedMutation)
@@ -219,7 +350,9 @@ func copySet(s map[int]bool) map[int]bool {
 }
 
 // Clone returns an independent engine in the same state, on independent
-// copies of its devices. It needs devices that implement device.Cloner
+// copies of its devices. The two share the tree's nodes until either
+// changes one (unshare), so an engine and its clones must be used from one
+// goroutine at a time, as a session does with its keyframes. It needs devices that implement device.Cloner
 // (the simulated device, the GPU device); for any other it returns an
 // error, as it does when a device fails to clone.
 func (e *Engine) Clone() (*Engine, error) {
@@ -245,6 +378,7 @@ func (e *Engine) Clone() (*Engine, error) {
 		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
 		nds.m = ds.m.clone()
 		nds.m.ds, nds.m.eng = nds, &c
+		ds.m.share(nds.m)
 		c.devs[i] = nds
 	}
 	c.events = nil

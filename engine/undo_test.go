@@ -22,6 +22,7 @@ type managerDump struct {
 	FnKeys                  map[string]int
 	FnByName                map[string][]int
 	FnBySig                 map[uint64][]int
+	Sizes                   map[graphKey]int
 	Compiles                map[string]any
 	WarnedFns, WarnedMut    map[int]bool
 	MutationHint            map[int]map[int]bool
@@ -31,20 +32,23 @@ type managerDump struct {
 }
 
 func dumpManager(m *manager) managerDump {
-	d := managerDump{Scalars: m.pathScalars, Roots: m.roots, RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig,
+	d := managerDump{Scalars: m.pathScalars, Roots: m.roots, RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig, Sizes: m.sizes,
 		WarnedFns: m.warnedFns, WarnedMut: m.warnedMutation, MutationHint: m.mutationHint, NumRerecord: m.numRerecord,
 		Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
 	d.Scalars.warmups = nil // compared by value below
 	for _, n := range m.nodes {
 		c := n.clone()
 		c.kernels = nil // a cache of what the State shows, made on demand
+		c.view = nil    // so is this
 		d.Nodes = append(d.Nodes, *c)
 	}
 	for k, w := range m.warmups {
 		d.Warmups[k] = *w
 	}
 	for _, f := range m.funcs {
-		d.Funcs = append(d.Funcs, *f)
+		c := *f
+		c.view = nil // a cache of what the State shows
+		d.Funcs = append(d.Funcs, c)
 	}
 	for k, c := range m.compiles {
 		d.Compiles[k] = *c.Clone()

@@ -59,16 +59,40 @@ func (e *Engine) State() *State {
 		st.Tensors = append(st.Tensors, tv)
 	}
 	sort.Slice(st.Tensors, func(i, j int) bool { return st.Tensors[i].ID < st.Tensors[j].ID })
+	n := 0
+	for _, ds := range e.devs {
+		n += len(ds.m.funcs)
+	}
+	if n > 0 {
+		st.Functions = make([]FunctionView, 0, n)
+	}
 	for _, ds := range e.devs {
 		for _, f := range ds.m.funcs {
-			fv := FunctionView{ID: f.ID, Device: f.Dev, Fn: f.Name, Mode: string(f.Mode), Warmed: e.warmed(f)}
-			for _, s := range f.Shapes {
-				fv.Shapes = append(fv.Shapes, append([]int(nil), s...))
-			}
-			st.Functions = append(st.Functions, fv)
+			st.Functions = append(st.Functions, e.functionView(f))
 		}
 	}
 	return st
+}
+
+// functionView returns f's view, made once per function and again only
+// when whether it is warmed changes (a warmup, or a config record): a
+// State of ten thousand FunctionIDs copies their views, sharing their
+// shapes, rather than copying every shape.
+func (e *Engine) functionView(f *Function) FunctionView {
+	w := e.warmed(f)
+	if v := f.view; v != nil && v.Warmed == w && v.Mode == string(f.Mode) {
+		return *v
+	}
+	fv := FunctionView{ID: f.ID, Device: f.Dev, Fn: f.Name, Mode: string(f.Mode), Warmed: w}
+	if v := f.view; v != nil {
+		fv.Shapes = v.Shapes // the shapes never change
+	} else {
+		for _, s := range f.Shapes {
+			fv.Shapes = append(fv.Shapes, append([]int(nil), s...))
+		}
+	}
+	f.view = &fv
+	return fv
 }
 
 func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[int]int) DeviceState {
@@ -109,18 +133,59 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 		dv.Nodes = make([]NodeView, 0, len(m.nodes))
 	}
 	for _, n := range m.nodes {
-		nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
-			RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Replays: n.Replays,
-			ExpectedDeadBefore: n.ExpectedDeadBefore, ExpectedDeadAfter: n.ExpectedDeadAfter, LiveAfter: n.LiveAfter,
-			OnPath: onPath[n.ID], Current: n.ID == dv.Current}
-		for _, fid := range n.childOrder {
-			nv.Children = append(nv.Children, n.Children[fid]...)
+		nv := e.nodeView(m, n, names, oldest)
+		nv.OnPath, nv.Current = onPath[n.ID], n.ID == dv.Current
+		dv.Nodes = append(dv.Nodes, nv)
+	}
+	dv.Pool = e.poolView(ds, m.pool, names)
+	dv.Default = e.poolView(ds, alloc.PoolID{}, names)
+	st := ds.alloc.Stats()
+	dv.Totals = AllocatorTotals{Segments: len(ds.alloc.Segments()), ReservedBytes: st.ReservedBytes[alloc.Aggregate].Current,
+		AllocatedBytes: st.AllocatedBytes[alloc.Aggregate].Current, PeakReserved: st.ReservedBytes[alloc.Aggregate].Peak}
+	return dv
+}
+
+// nodeView is a node's view as a State last built it (OnPath and Current
+// left unset), and what that depended on that can change after the
+// recording: the replay count, the children, and per output its storage,
+// its Cached flag, and whether and by what name it is alive. A State
+// reuses it while all of these are the same, so the cost of a State
+// follows what changed since the last one, not the size of the tree. It is
+// never written once made: States share its slices.
+type nodeView struct {
+	v         NodeView
+	children  int
+	lastChild int
+	weak      []int
+}
+
+// nodeView returns n's view now, from n.view when that still holds.
+func (e *Engine) nodeView(m *manager, n *Node, names map[int][]string, oldest map[int]int) NodeView {
+	children, last := 0, -1
+	for _, fid := range n.childOrder {
+		if ids := n.Children[fid]; len(ids) > 0 {
+			children += len(ids)
+			last = ids[len(ids)-1]
 		}
+	}
+	if c := n.view; c != nil && c.v.Replays == n.Replays && c.children == children && c.lastChild == last && e.outputsHold(c, n, names, oldest) {
+		return c.v
+	}
+	nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
+		RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Replays: n.Replays,
+		ExpectedDeadBefore: n.ExpectedDeadBefore, ExpectedDeadAfter: n.ExpectedDeadAfter, LiveAfter: n.LiveAfter}
+	if children > 0 {
+		nv.Children = make([]int, 0, children)
+	}
+	for _, fid := range n.childOrder {
+		nv.Children = append(nv.Children, n.Children[fid]...)
+	}
+	if c := n.view; c != nil {
+		// The inputs never change after the recording.
+		nv.Inputs = c.v.Inputs
+	} else {
 		if len(n.Static) > 0 {
 			nv.Inputs = make([]InputView, 0, len(n.Static))
-		}
-		if len(n.Outputs) > 0 {
-			nv.Outputs = make([]OutputView, 0, len(n.Outputs))
 		}
 		for i := range n.Static {
 			kind := InputCopied
@@ -132,35 +197,66 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 			}
 			nv.Inputs = append(nv.Inputs, InputView{Index: i, Name: n.InputNames[i], Kind: kind, Ptr: uint64(n.Ptrs[i]), Shape: n.InputShapes[i]})
 		}
-		for i, o := range n.Outputs {
-			ov := e.outputView(i, n.OutWeak[i], o.Shape, names, oldest)
-			ov.Ptr, ov.Bytes = uint64(o.Ptr), o.Bytes
-			ov.Cached = o.Unaliased
-			switch o.Alias {
-			case aliasStatic:
-				ov.Alias = "static"
-				if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
-					ov.Live = true
-					ov.Tensor = firstName(names[t.ID])
-				}
-			case aliasPrior:
-				ov.Alias = "prior " + o.Prior.String()
-			case aliasNew:
-				ov.Alias = fmt.Sprintf("output %d", o.New)
-			case aliasInput:
-				ov.Alias = fmt.Sprintf("input %d", o.Input)
-			}
-			nv.Outputs = append(nv.Outputs, ov)
-		}
-		nv.Kernels = n.kernelViews()
-		dv.Nodes = append(dv.Nodes, nv)
 	}
-	dv.Pool = e.poolView(ds, m.pool, names)
-	dv.Default = e.poolView(ds, alloc.PoolID{}, names)
-	st := ds.alloc.Stats()
-	dv.Totals = AllocatorTotals{Segments: len(ds.alloc.Segments()), ReservedBytes: st.ReservedBytes[alloc.Aggregate].Current,
-		AllocatedBytes: st.AllocatedBytes[alloc.Aggregate].Current, PeakReserved: st.ReservedBytes[alloc.Aggregate].Peak}
-	return dv
+	if len(n.Outputs) > 0 {
+		nv.Outputs = make([]OutputView, 0, len(n.Outputs))
+	}
+	for i, o := range n.Outputs {
+		ov := e.outputView(i, n.OutWeak[i], o.Shape, names, oldest)
+		ov.Ptr, ov.Bytes = uint64(o.Ptr), o.Bytes
+		ov.Cached = o.Unaliased
+		switch o.Alias {
+		case aliasStatic:
+			ov.Alias = "static"
+			if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
+				ov.Live = true
+				ov.Tensor = firstName(names[t.ID])
+			}
+		case aliasPrior:
+			ov.Alias = "prior " + o.Prior.String()
+		case aliasNew:
+			ov.Alias = fmt.Sprintf("output %d", o.New)
+		case aliasInput:
+			ov.Alias = fmt.Sprintf("input %d", o.Input)
+		}
+		nv.Outputs = append(nv.Outputs, ov)
+	}
+	nv.Kernels = n.kernelViews()
+	n.view = &nodeView{v: nv, children: children, lastChild: last, weak: append([]int(nil), n.OutWeak...)}
+	return nv
+}
+
+// outputsHold reports whether the outputs of c's view are n's now: the
+// same storages, Cached flags, liveness and names (what outputView and
+// the static alias read).
+func (e *Engine) outputsHold(c *nodeView, n *Node, names map[int][]string, oldest map[int]int) bool {
+	if len(c.v.Outputs) != len(n.Outputs) || len(c.weak) != len(n.OutWeak) {
+		return false
+	}
+	for i := range n.Outputs {
+		o, ov, sid := &n.Outputs[i], &c.v.Outputs[i], n.OutWeak[i]
+		if sid != c.weak[i] || ov.Cached != o.Unaliased {
+			return false
+		}
+		live, tensor := false, ""
+		if sid != 0 {
+			if s := e.tt.storages[sid]; s != nil {
+				live = s.Refs > 0
+				if best, ok := oldest[sid]; ok {
+					tensor = names[best][0]
+				}
+			}
+		}
+		if o.Alias == aliasStatic {
+			if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
+				live, tensor = true, firstName(names[t.ID])
+			}
+		}
+		if ov.Live != live || ov.Tensor != tensor {
+			return false
+		}
+	}
+	return true
 }
 
 func firstName(ns []string) string {

@@ -282,12 +282,16 @@ func (l *localFrames) add(f keyframe) {
 }
 
 // Host memory of a keyframe beyond the device's snapshot: engine.Clone
-// copies the tree manager, about hostBytesPerNode a graph node and
-// hostBytesBase for the rest (BenchmarkKeyframeBytes: 1,077-1,122 bytes a
-// node at 1,000 and 10,000 nodes, 21.8 KB at 10). The engine does not say
-// its own size, so the session counts recordings (a node each) at this
-// rate; at 10,000 nodes a keyframe is ~11 MB of host memory where the
-// device's snapshot is 256 KB, and the byte cap must see it.
+// shares the tree's nodes and functions with the live engine until it
+// changes them, and copies the rest (the tensor table, the manager's
+// maps). BenchmarkKeyframeBytes: 134 bytes a node at 10,000 nodes right
+// after the clone, 650 in a tree whose nodes all replayed once (their
+// cached outputs fill the tensor table; BenchmarkClone10k); a keyframe's
+// share grows as the live engine replays, and so copies, the nodes and
+// functions it held. The engine does not say its own size, so the session
+// counts recordings (a node each) at hostBytesPerNode, an upper bound of
+// all that: at 10,000 nodes a keyframe is counted 12 MB where the device's
+// snapshot is 256 KB, and the byte cap must see it.
 const (
 	hostBytesPerNode = 1200
 	hostBytesBase    = 24 << 10

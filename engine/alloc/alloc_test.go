@@ -522,3 +522,40 @@ func TestNoRetryDuringCapture(t *testing.T) {
 	}
 	check(t, a)
 }
+
+// TestTraceCloneAppends: after a clone, whichever log appends first writes
+// in place and the other goes on in a copy; each sees its own entries only,
+// in either order, and a clone's append costs no chunk copy when the
+// original never appends again (the engine's rollback snapshot).
+func TestTraceCloneAppends(t *testing.T) {
+	for _, cloneFirst := range []bool{false, true} {
+		a := New(newFakeDevice(1<<40), 0, Options{TraceMax: 1000})
+		for i := 0; i < 300; i++ {
+			mustFree(t, a, mustMalloc(t, a, 1000, 0))
+		}
+		c := a.Clone(a.src)
+		first, second := a, c
+		if cloneFirst {
+			first, second = c, a
+		}
+		lastBefore := len(first.trace.chunks) - 1
+		shared := first.trace.chunks[lastBefore]
+		mustMalloc(t, first, 100, 0)
+		if first.trace.chunks[lastBefore] != shared {
+			t.Fatalf("cloneFirst=%v: the first append after a clone copied its chunk", cloneFirst)
+		}
+		mustMalloc(t, second, 200, 0)
+		if second.trace.chunks[lastBefore] == shared {
+			t.Fatalf("cloneFirst=%v: the second log wrote into the chunk the first one claimed", cloneFirst)
+		}
+		f, s := first.Trace(), second.Trace()
+		if len(f) != len(s) || f[len(f)-1].Size != 100 || s[len(s)-1].Size != 200 || f[len(f)-1].Seq != s[len(s)-1].Seq {
+			t.Fatalf("cloneFirst=%v: logs %+v / %+v", cloneFirst, f[len(f)-1], s[len(s)-1])
+		}
+		for i := 0; i < len(f)-1; i++ {
+			if f[i] != s[i] {
+				t.Fatalf("cloneFirst=%v: entry %d differs after the clone: %+v / %+v", cloneFirst, i, f[i], s[i])
+			}
+		}
+	}
+}

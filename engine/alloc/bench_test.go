@@ -95,3 +95,25 @@ func BenchmarkClone10k(b *testing.B) {
 		a.Clone(a.src)
 	}
 }
+
+// BenchmarkCloneSmall copies an allocator of one private pool, two
+// segments and a few blocks: what the engine's rollback pays before every
+// tensor record and every warmup or recording.
+func BenchmarkCloneSmall(b *testing.B) {
+	a := New(newFakeDevice(1<<40), 0, Options{})
+	id := a.NewPoolID()
+	if err := a.BeginAllocateToPool(id, 1); err != nil {
+		b.Fatal(err)
+	}
+	mustMalloc(b, a, 4096, 1)
+	if err := a.EndAllocateToPool(id); err != nil {
+		b.Fatal(err)
+	}
+	p := mustMalloc(b, a, 40000, 0)
+	mustMalloc(b, a, 400, 0)
+	mustFree(b, a, p)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Clone(a.src)
+	}
+}

@@ -74,6 +74,12 @@ type Device struct {
 
 	gen uint64 // bumped by Snapshot and Restore; see segment.gen
 
+	// txn is the open mark (journal.go), nil when none: while it is open,
+	// every write saves the old contents of its span in journal and jbuf.
+	txn     *mark
+	journal []undoEntry
+	jbuf    []float32
+
 	graphs    table[graph] // by GraphHandle, copy-on-write (table.go)
 	execs     table[exec]  // by ExecHandle
 	nextGraph device.GraphHandle
@@ -168,6 +174,7 @@ func (d *Device) Close() error {
 		return d.broken
 	}
 	d.closed = true
+	d.commit()
 	d.segs = nil
 	d.last = -1
 	d.used = 0

@@ -5,7 +5,10 @@
 // runs kernels with the CPU reference code of traces/ops, records
 // captured streams as chains of graph nodes that replay on the same
 // addresses, injects faults on request for reliability tests, and saves and
-// restores its whole state cheaply (copy-on-write per segment). Its files
-// read side by side with the CUDA device's: device.go, memory.go,
-// launch.go, graph.go, snapshot.go and clone.go, plus fault.go.
+// restores its whole state cheaply (copy-on-write per segment), and for
+// the engine's rollback of one record journals the writes made under a
+// mark instead (journal.go: a record pays for what it overwrites, not for
+// what the segments hold). Its files read side by side with the CUDA
+// device's: device.go, memory.go, launch.go, graph.go, snapshot.go and
+// clone.go, plus fault.go and journal.go.
 package sim

@@ -143,6 +143,9 @@ func (d *Device) writable(sp span) []float32 {
 	}
 	s := &d.segs[sp.seg]
 	d.ensure(s, sp.off+sp.n, true)
+	if d.txn != nil {
+		d.journalWrite(s, sp)
+	}
 	return s.data[sp.off : sp.off+sp.n : sp.off+sp.n]
 }
 

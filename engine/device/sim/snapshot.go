@@ -35,6 +35,13 @@ type snapshot struct {
 func (d *Device) Snapshot() any {
 	// Every segment now has gen < d.gen: shared, copied before a write.
 	d.gen++
+	return d.metaSnapshot()
+}
+
+// metaSnapshot saves the state as Snapshot does, without making the
+// segments' contents shared: Snapshot bumps the generation first, Mark
+// journals the writes instead.
+func (d *Device) metaSnapshot() *snapshot {
 	s := &snapshot{
 		dev:       d,
 		segs:      slices.Clone(d.segs),
@@ -71,9 +78,18 @@ func (d *Device) Restore(snap any) error {
 		return d.broken
 	}
 	// The restored segments keep their generations, all below the new
-	// d.gen: their data is shared with the snapshot until written.
+	// d.gen: their data is shared with the snapshot until written. An open
+	// mark is overtaken: its journal no longer describes the state.
+	d.commit()
 	d.gen++
 	d.segs = slices.Clone(s.segs)
+	d.restoreMeta(s)
+	d.broken = nil
+	return nil
+}
+
+// restoreMeta puts back what a snapshot holds but the segments.
+func (d *Device) restoreMeta(s *snapshot) {
 	d.last = -1
 	d.used = s.used
 	d.next = s.next
@@ -83,8 +99,6 @@ func (d *Device) Restore(snap any) error {
 	d.faults = slices.Clone(s.faults)
 	d.calls = s.calls
 	d.closed = s.closed
-	d.broken = nil
-	return nil
 }
 
 // SnapshotBytes is the most memory one more snapshot or clone can cost:
