@@ -18,8 +18,10 @@ import (
 // rebuilds the view of the node it replayed, not of the whole tree.
 func TestStateReusesNodeViews(t *testing.T) {
 	var trs []*traces.Trace
+	// testdata too: its resets swap a device's manager under the caches.
 	files, _ := filepath.Glob("../examples/*.cgt.jsonl")
-	for _, f := range files {
+	more, _ := filepath.Glob("testdata/*.cgt.jsonl")
+	for _, f := range append(files, more...) {
 		tr, err := traces.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
