@@ -5,6 +5,8 @@ liveness through storages and the error path run without a GPU. The real
 thing runs on the GPU machine (programs/record_all.sh)."""
 
 import contextlib
+import contextvars
+import functools
 import io
 import json
 import os
@@ -206,11 +208,47 @@ class Wrapped:
         self.placeholders = [types.SimpleNamespace(name=p) for p in placeholders]
 
 
+class StorageWeakRefWrapper:
+    """cudagraph_trees.StorageWeakRefWrapper as 2.11 has it: with an
+    extra_ref_check (a cached replay output) the tensor is dead once only
+    the tree's own cache holds it, whatever its storage says."""
+
+    def __init__(self, t, extra_ref_check=None):
+        self.ref = StorageWeakRef(t.untyped_storage())
+        self.extra_ref_check = extra_ref_check
+
+    def expired(self):
+        if self.extra_ref_check is not None and not self.extra_ref_check():
+            return False
+        count = sys.modules["torch"]._C._storage_Use_Count(self.ref.cdata)
+        return (count - (self.extra_ref_check is not None)) == 0
+
+
 class Node:
     def __init__(self, wrapped, parent):
         self.wrapped_function = wrapped
         self.parent = parent
         self.children = {}
+        self.cached_tensor_outputs = []
+        self.outputs_weakrefs = []
+
+    def cache_outputs(self, outs):
+        """What CUDAGraphNode._initialize_cached_tensors does after a
+        recording: one tensor object per output over the recorded output's
+        storage, handed out by every replay, judged by its refcount."""
+        self_ref = weakref.ref(self)
+
+        def check_refcount(i):
+            node = self_ref()
+            return node is not None and node.get_output_refcount(i) == 2
+
+        for i, o in enumerate(outs):
+            c = Tensor(o.shape, storage=o._storage, dtype=o.dtype)
+            self.cached_tensor_outputs.append(c)
+            self.outputs_weakrefs.append(StorageWeakRefWrapper(c, functools.partial(check_refcount, i)))
+
+    def get_output_refcount(self, index):
+        return sys.getrefcount(self.cached_tensor_outputs[index])
 
 
 class CUDAGraphTreeManager:
@@ -232,6 +270,10 @@ class CUDAGraphTreeManager:
         # returns its parameters for autograd to save, a backward returns
         # None for an input needing no gradient).
         self.models = {}
+        # As PyTorch does: a replay hands out the node's cached output
+        # objects (one per output, the same every replay) instead of new
+        # tensors. Off by default: most tests here predate it.
+        self.cache_replays = False
 
     def add(self, fid, mode="INFERENCE", **kw):
         f = FunctionID(fid)
@@ -266,11 +308,103 @@ class CUDAGraphTreeManager:
         node = Node(self.ids_to_funcs[function_id], None)
         self.roots.setdefault(function_id, []).append(node)
         self.current_node = node
-        return self._outs(new_inputs, function_id)
+        outs = self._outs(new_inputs, function_id)
+        if self.cache_replays:
+            node.cache_outputs(outs)
+        return outs
 
     def execute_node(self, node, new_inputs):
         self.current_node = node
+        if self.cache_replays:
+            new_inputs.clear()
+            return list(node.cached_tensor_outputs)
         return self._outs(new_inputs, node.wrapped_function.id)
+
+
+_UNSET = object()  # torch.utils._config_module._UNSET_SENTINEL
+
+
+class ConfigEntry:
+    """torch.utils._config_module._ConfigEntry, the fields a read looks at.
+    With contextvar, user_override is a ContextVar (newer PyTorch), else a
+    plain attribute (2.11)."""
+
+    def __init__(self, name, default, contextvar=False):
+        self.default = default
+        self.hide = False
+        self.alias = None
+        self.env_value_force = self.env_value_default = _UNSET
+        self.justknob = None
+        self.user_override = contextvars.ContextVar(name, default=_UNSET) if contextvar else _UNSET
+
+    def get(self):
+        u = self.user_override
+        return u.get() if isinstance(u, contextvars.ContextVar) else u
+
+    def set(self, value):
+        if isinstance(self.user_override, contextvars.ContextVar):
+            self.user_override.set(value)
+        else:
+            self.user_override = value
+
+
+class SubConfigProxy:
+    """torch.utils._config_module.SubConfigProxy: `config.triton.x` is the
+    module's "triton.x"."""
+
+    def __init__(self, config, prefix):
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "_prefix", prefix)
+
+    def __getattr__(self, name):
+        return self._config.__getattr__(self._prefix + name)
+
+    def __setattr__(self, name, value):
+        self._config.__setattr__(self._prefix + name, value)
+
+
+class ConfigModule(types.ModuleType):
+    """torch.utils._config_module.ConfigModule as far as the recorder reads
+    it: values live in _config entries, not in the module's dict, so an
+    attribute read fails the module lookup first and then runs
+    __getattr__ (what makes a read cost microseconds in PyTorch). A knob a
+    test sets that this stand-in lacks is made then (torch would refuse:
+    the tests set knobs of newer PyTorch this way)."""
+
+    _bypass = frozenset(("_config", "_contextvar"))
+
+    def __init__(self, name, defaults, contextvar=False):
+        super().__init__(name)
+        object.__setattr__(self, "_contextvar", contextvar)
+        object.__setattr__(self, "_config", {k: ConfigEntry(k, v, contextvar) for k, v in defaults.items()})
+        for prefix in {k.split(".")[0] for k in defaults if "." in k}:
+            types.ModuleType.__setattr__(self, prefix, SubConfigProxy(self, prefix + "."))
+
+    def __getattr__(self, name):
+        try:
+            entry = self._config[name]
+        except KeyError as e:
+            raise AttributeError("%s.%s does not exist" % (self.__name__, name)) from e
+        if entry.hide:
+            raise AttributeError("%s.%s does not exist" % (self.__name__, name))
+        if entry.env_value_force is not _UNSET:
+            return entry.env_value_force
+        u = entry.get()
+        if u is not _UNSET:
+            return u
+        if entry.env_value_default is not _UNSET:
+            return entry.env_value_default
+        return entry.default
+
+    def __setattr__(self, name, value):
+        if name in self._bypass or name.startswith("__"):
+            types.ModuleType.__setattr__(self, name, value)
+            return
+        entry = self._config.get(name)
+        if entry is None:
+            entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        entry.set(value)
+        entry.hide = False
 
 
 class MarkStepBox:
@@ -297,14 +431,12 @@ def install_fake_torch():
     cgt.MarkStepBox = MarkStepBox
     cgt.mark_step_begin = _mark_step_begin
     cgt.local = types.SimpleNamespace(tree_manager_containers={})
-    config = types.ModuleType("torch._inductor.config")
-    config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
+    config = ConfigModule("torch._inductor.config", {
+        "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128})
     inductor.cudagraph_trees, inductor.config = cgt, config
     dynamo = types.ModuleType("torch._dynamo")
-    dconfig = types.ModuleType("torch._dynamo.config")
-    dconfig.recompile_limit = 8
-    dconfig.automatic_dynamic_shapes = True
-    dconfig.assume_static_by_default = True
+    dconfig = ConfigModule("torch._dynamo.config", {
+        "recompile_limit": 8, "automatic_dynamic_shapes": True, "assume_static_by_default": True})
     dynamo.config = dconfig
     guard = types.ModuleType("torch._dynamo.mutation_guard")
     guard.GenerationTracker = types.SimpleNamespace(generation=0)
