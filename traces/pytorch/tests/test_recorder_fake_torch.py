@@ -35,7 +35,14 @@ class Storage:
         Storage._n[0] += 1
         self._cdata = Storage._n[0]
         self._nbytes = nbytes
+        self._users = weakref.WeakSet()  # the tensors over it: its use count
         Storage._live[self._cdata] = self
+
+    @staticmethod
+    def use_count(cdata):
+        """torch._C._storage_Use_Count: the tensors holding the storage."""
+        s = Storage._live.get(cdata)
+        return len(s._users) if s is not None else 0
 
     def nbytes(self):
         return self._nbytes
@@ -69,6 +76,7 @@ class Tensor:
         self.shape = tuple(shape)
         self.dtype = dtype
         self._storage = storage or Storage(cgtrace.numel(shape) * dtype.size)
+        self._storage._users.add(self)
         self._values = values
         self._offset = offset
         self._stride = tuple(stride) if stride is not None else cgtrace.contiguous_strides(self.shape)
@@ -243,6 +251,10 @@ class Node:
             return node is not None and node.get_output_refcount(i) == 2
 
         for i, o in enumerate(outs):
+            if o is None:  # (a backward's gradient of an input needing none)
+                self.cached_tensor_outputs.append(None)
+                self.outputs_weakrefs.append(None)
+                continue
             c = Tensor(o.shape, storage=o._storage, dtype=o.dtype)
             self.cached_tensor_outputs.append(c)
             self.outputs_weakrefs.append(StorageWeakRefWrapper(c, functools.partial(check_refcount, i)))
@@ -422,7 +434,7 @@ def install_fake_torch():
     torch.Tensor = Tensor
     torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
-                                     _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
+                                     _storage_Use_Count=Storage.use_count)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
     inductor = types.ModuleType("torch._inductor")
