@@ -34,6 +34,7 @@ tests drive with fake tensors.
 """
 
 import argparse
+import contextvars
 import functools
 import json
 import math
@@ -116,6 +117,8 @@ _MODES = ("inference", "forward", "backward")
 
 
 _FIELD_SETS = {op: frozenset(f) for op, f in _FIELDS.items()}
+# Every step record is this one object (its line is encoded once).
+_STEP = {"op": "step"}
 
 
 def check_record(rec):
@@ -916,7 +919,7 @@ class Session:
     def step(self):
         self.flush_deaths()
         self.counts["steps"] += 1
-        self.trace.add({"op": "step"})
+        self.trace.add(_STEP)  # records are never changed once added: one is enough
 
     def note(self, text):
         self.trace.add({"op": "note", "text": text})
@@ -1039,6 +1042,16 @@ class Session:
         return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
                 "invocation": invocation}
 
+    def begin_known_call(self, fs, args, invocation=None):
+        """begin_call for a defined function (fs) whose every tensor input
+        the torch side found by its name (args, in input order): what is
+        left of begin_call then is deaths and counts. The steady loop's
+        path."""
+        self.flush_deaths()
+        fs.calls += 1
+        self.counts["calls"] += 1
+        return {"fn": fs, "args": args, "invocation": invocation}
+
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
                  error=None, device=0):
         """Records the call and PyTorch's decision about it. `outputs` holds,
@@ -1067,8 +1080,21 @@ class Session:
         call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
         outs = []
         if outputs:
+            # An output's name is unique by its making (function, call,
+            # position): _fresh, which would give the same name, is asked
+            # only when the name is taken (by a tensor named so).
+            used = self.names_used
+            calls = fs.calls
             for i, f in enumerate(outputs):
-                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)) if f is not None else "_")
+                if f is None:
+                    outs.append("_")
+                    continue
+                n = "%s_c%d_%d" % (fs.name, calls, i)
+                if n in used:
+                    n = self._fresh(n)
+                else:
+                    used.add(n)
+                outs.append(n)
             call["out"] = outs
         if ctx.get("invocation") is not None:
             call["invocation"] = int(ctx["invocation"])
@@ -1122,6 +1148,8 @@ class Session:
         # represented by that name: its output name is dropped at once, or it
         # would live as long as the parameter.
         drop = []
+        renamed = []  # (order, name) of names retired by _rename
+        start = self.order  # entries up to this one were bound before this call's outputs
         for name, f in zip(outs, outputs):
             if f is None:
                 continue
@@ -1133,17 +1161,70 @@ class Session:
                 same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
                 if e.kind == "out":
                     if same_obj:
+                        order = e.order
+                        if e.fact is f and order <= start and self._rename(e, name, obj):
+                            renamed.append((order, old))
+                            continue
                         drop.append(old)
                 elif (same_obj or e.fact.view_key == f.view_key) and e.fact.alive():
                     takeover = False
                     drop.append(name)
             self._bind(name, f, "out", takeover)
-        if drop:
+        if renamed:
+            gone = sorted(renamed + [(self.entries[n].order, n) for n in drop])
+            names = [n for _, n in gone]
             drop.sort(key=lambda n: self.entries[n].order)
-            for n in drop:
-                self._forget(n)
-            self.counts["dels"] += len(drop)
-            self.trace.add({"op": "del", "names": drop})
+        elif drop:
+            drop.sort(key=lambda n: self.entries[n].order)
+            names = drop
+        else:
+            return
+        for n in drop:
+            self._forget(n)
+        self.counts["dels"] += len(names)
+        self.trace.add({"op": "del", "names": names})
+
+    def _rename(self, e, name, obj):
+        """Binds `name` to the tensor of output entry e, whose name retires:
+        what _bind(name, e.fact, "out") then _forget(e.name) leave behind,
+        done in place (no new entry, Fact or weak reference). It is a
+        replay's cached output handed out again, found with its Fact; only
+        when e's name is the sole live one over its storage (then the
+        storage's output name is the new one either way). Returns False,
+        changing nothing, otherwise."""
+        st = e.fact.storage
+        same = self.by_storage.get(st)
+        old = e.name
+        if same is None or len(same) != 1 or old not in same:
+            return False
+        self.order += 1
+        e.order = self.order
+        del self.entries[old]
+        self.entries[name] = e
+        del same[old]
+        same[name] = e
+        self.out_storage[st] = name
+        oid = id(obj)
+        if e.obj_id is not None and e.obj_id != oid and self.by_obj.get(e.obj_id) == old:
+            del self.by_obj[e.obj_id]
+            del self.by_obj_entry[e.obj_id]
+        self.by_obj[oid] = name
+        self.by_obj_entry[oid] = e
+        e.obj_id = oid
+        self.by_view[e.fact.view_key] = name
+        e.name = name
+        if e.fact.held:
+            if e.wr is None:
+                self._watch.pop(old, None)
+                e.wr = weakref.ref(obj, self._died)
+            self._held_wr[id(e.wr)] = name
+        else:
+            if e.wr is not None:
+                self._held_wr.pop(id(e.wr), None)
+                e.wr = None
+            self._watch.pop(old, None)
+            self._watch[name] = e
+        return True
 
     def _define(self, fs, ctx, outputs):
         ins = ctx["inputs"]
@@ -1287,6 +1368,45 @@ class _Knobs:
         self.mapped_g = [g for _, g in self.mapped]
         self.mapped_vals = None  # the mapped knobs' values at the last reading, in order
         self.last = None
+        owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
+        self.probes = [self._probe(owner[n], n, g) for n, g in self.mapped]
+        self.probe_vals = None  # the probes' answers at the last changed()
+
+    @staticmethod
+    def _probe(mod, name, getter):
+        """A callable whose answer changes whenever the knob's value can: on
+        a ConfigModule the user_override of the knob's _ConfigEntry (an
+        attribute in 2.11, a ContextVar later), which every way of setting
+        a knob writes (setattr, config.patch, mock.patch's delattr); a read
+        of it skips the module's failed lookup and __getattr__, which cost
+        microseconds a knob. The value itself is read by getter, as before,
+        only when a probe moved. An alias, a knob another one implies, or a
+        module of another shape is probed by reading the knob."""
+        try:
+            cfg = vars(mod).get("_config")
+            entry = cfg.get(name) if isinstance(cfg, dict) else None
+            implied = vars(mod).get("_implications") or ()
+            if entry is None or getattr(entry, "alias", None) is not None or name in implied:
+                return getter
+            u = vars(entry)["user_override"]
+        except Exception:  # not torch's ConfigModule as this recorder knows it
+            return getter
+        if isinstance(u, contextvars.ContextVar):
+            return u.get
+        return functools.partial(getattr, entry, "user_override")
+
+    def changed(self):
+        """Whether one of the format's knobs may have changed since the last
+        changed() (always True the first time). The probes are read, never
+        the knobs: the cost of an unchanged config at every call."""
+        try:
+            vals = [p() for p in self.probes]
+        except Exception:  # a probe that cannot be read: the knobs say
+            return True
+        if vals == self.probe_vals:
+            return False
+        self.probe_vals = vals
+        return True
 
     @staticmethod
     def _getter(mod, name):
@@ -1375,6 +1495,7 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+        self._fid_cache = {}  # id(FunctionID) -> (its weakref, the manager's, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakref to node, its manager, _node_keys)
 
     # -- install / remove
@@ -1453,6 +1574,7 @@ class Recorder:
         M.execute_node = execute_node
         cgt.mark_step_begin = mark_step_begin
         _ACTIVE["recorder"] = self
+        self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
 
         meta = self.trace.meta
@@ -1535,12 +1657,14 @@ class Recorder:
         with self.lock:
             try:
                 self._mark_counter -= 1  # the wrapped call's own decrement
-                if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+                if self._box.mark_step_counter != self._mark_counter:
                     self._catch_up_steps()
-                self.session.step()
-                # Every knob every 64th step (for the notes); the format's
-                # settings are read at each call anyway.
-                if self.session.counts["steps"] % 64 == 1:
+                session = self.session
+                session.step()
+                # Every knob every 64th step (for the notes, and a change the
+                # probes missed); the format's settings are looked at at each
+                # call anyway.
+                if session.counts["steps"] % 64 == 1:
                     raw = self._knobs.read()
                     if raw != self._raw:
                         self._on_knobs(raw)
@@ -1618,20 +1742,21 @@ class Recorder:
         return (serial[0], mgr.device_index, function_id.id)
 
     def _on_run(self, orig, mgr, new_inputs, function_id):
-        if self._off or self._in_call():
+        tls = self.tls
+        if self._off or getattr(tls, "depth", 0) > 0:
             # _run re-entering itself (the roots restart) is one call; a
             # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
         with self.lock:
-            self.tls.depth = 1
-            self.tls.actions = []
-            self.tls.node = None
+            tls.depth = 1
+            tls.actions = []
+            tls.node = None
             try:
                 return self._record_call(orig, mgr, new_inputs, function_id)
             finally:
-                self.tls.depth = 0
-                self.tls.actions = []
-                self.tls.node = None
+                tls.depth = 0
+                tls.actions = []
+                tls.node = None
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
         """Runs the tree's call between the recorder's before and after
@@ -1663,12 +1788,31 @@ class Recorder:
 
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
-        if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+        if self._box.mark_step_counter != self._mark_counter:
             self._catch_up_steps()
-        info, fs = self._fn_info(mgr, function_id)
-        # The knobs with a format key are read at every call; the others
-        # (noted only) at a function's first call and every 64th step.
-        raw = self._knobs.read(all_knobs=fs is None)
+        # The function's state by the FunctionID object's identity (the
+        # tree passes the same one at every call), weakly held, so no key is
+        # built and hashed per call.
+        got = self._fid_cache.get(id(function_id))
+        if got is not None and got[0]() is function_id and got[1]() is mgr:
+            info, fs = got[2], got[3]
+        else:
+            info, fs = self._fn_info(mgr, function_id)
+            if fs is not None:
+                try:
+                    self._fid_cache[id(function_id)] = (weakref.ref(function_id), weakref.ref(mgr), info, fs)
+                except TypeError:  # no weak references to them: looked up every time
+                    pass
+        # The knobs with a format key are looked at at every call (through
+        # their probes: read only when one moved); all of them (the others
+        # are noted only) at a function's first call and every 64th step.
+        knobs = self._knobs
+        if fs is None:
+            raw = knobs.read()
+        elif knobs.changed():
+            raw = knobs.read(all_knobs=False)
+        else:
+            raw = self._raw
         if raw is not self._raw and raw != self._raw:
             self._on_knobs(raw)
         # A comprehension leaves no loop variable holding the last input
@@ -1692,6 +1836,10 @@ class Recorder:
             # No loop variable keeps the last input alive through the call
             # (that would change what dies in it).
             v = e = ref = None
+            if not fresh:
+                # Every tensor input has its name: nothing to name, no hints.
+                return self.session.begin_known_call(fs, [f for f in facts if f is not None],
+                                                     self._gen.generation)
         else:
             facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
@@ -1720,15 +1868,33 @@ class Recorder:
         outs = []
         node = self.tls.node
         wrappers = getattr(node, "outputs_weakrefs", None) if node is not None else None
+        if wrappers is not None and len(wrappers) != len(seq):
+            wrappers = None
+        known = self.session.by_obj_entry.get
         for i, o in enumerate(seq):
-            f = self._fact_or_none(o) if isinstance(o, Tensor) else None
+            if not isinstance(o, Tensor):
+                outs.append(None)
+                continue
             # The tree's own weakref for this output (aligned with the
             # outputs of a recorded or replayed node), for liveness.
-            if (f is not None and wrappers is not None and len(wrappers) == len(seq)
-                    and wrappers[i] is not None):
-                f.probe.tree_ref = wrappers[i]
+            want = wrappers[i] if wrappers is not None else None
+            # A tensor the trace names by this very object (a replay's cached
+            # output, handed out again; an input returned as is) keeps its
+            # Fact, which a new one would equal: the same object over the
+            # same storage, judged by the same probe. PyTorch itself hands
+            # the cached object out unchecked.
+            e = known(id(o))
+            f = e.fact if e is not None else None
+            if (f is not None and f.probe is not None and f.obj_ref() is o
+                    and f.probe.tree_ref is want and f.held is (want is None)):
+                outs.append(f)
+                continue
+            f = self._fact_or_none(o)
+            if f is not None and want is not None:
+                f.probe.tree_ref = want
                 f.held = False  # the tree's wrapper decides: polled at every event
             outs.append(f)
+        e = f = o = None  # no loop variable keeps an output alive past the call
         actions = self.tls.actions
         ckpt = mgr.debug_checkpointing_counter
         # (end_call only reads actions; _on_run gives each call a new list.)
