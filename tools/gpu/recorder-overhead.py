@@ -39,23 +39,23 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
 import cgtrace  # noqa: E402
 
 
-def time_loop(step, iters, sync):
+def time_loop(step, iters, sync, clock=time.perf_counter):
     """Microseconds per call of `iters` calls of step(), the device drained
     before the clock starts and before it stops."""
     sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(iters):
         step()
     sync()
-    return (time.perf_counter() - t0) / iters * 1e6
+    return (clock() - t0) / iters * 1e6
 
 
-def _timed_recording(step, iters, sync, record, path):
+def _timed_recording(step, iters, sync, record, path, clock):
     """(us/call of the loop inside record(path), ms its exit took)."""
     rec = record(path)
     rec.__enter__()
     try:
-        us = time_loop(step, iters, sync)
+        us = time_loop(step, iters, sync, clock)
     finally:
         t0 = time.perf_counter()
         rec.__exit__(None, None, None)
@@ -65,7 +65,8 @@ def _timed_recording(step, iters, sync, record, path):
     return us, ms
 
 
-def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None, baseline=None):
+def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None, baseline=None,
+            clock=time.perf_counter):
     """Times step() unrecorded and recorded, alternating, `rounds` times.
     `record(path)` makes a recording context (cgtrace.record). Returns a
     dict: per-round lists `off`, `on`, `added` (us/call), their medians,
@@ -76,7 +77,9 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     from its file), is timed in the same rounds, right after the current
     one, so both meet the same clocks and caches: then the dict also holds
     `base`, `base_added` (per round), their medians, `base_write_ms` and
-    `base_trace_bytes_per_call`."""
+    `base_trace_bytes_per_call`. `clock` is wall time unless asked
+    otherwise (--cpu-clock: this thread's CPU time, for a machine other
+    programs share)."""
     record = record or cgtrace.record
     for _ in range(warm):
         step()
@@ -85,16 +88,16 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     base, base_ms, base_sizes = [], [], []
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
-            off.append(time_loop(step, iters, sync))
+            off.append(time_loop(step, iters, sync, clock))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            us, ms = _timed_recording(step, iters, sync, record, path)
+            us, ms = _timed_recording(step, iters, sync, record, path, clock)
             on.append(us)
             write_ms.append(ms)
             sizes.append(os.path.getsize(path))
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
             if baseline is not None:
                 path = os.path.join(d, "base%d.cgt.jsonl" % r)
-                us, ms = _timed_recording(step, iters, sync, baseline, path)
+                us, ms = _timed_recording(step, iters, sync, baseline, path, clock)
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
@@ -214,24 +217,29 @@ def main(argv=None):
     p.add_argument("--baseline", metavar="CGTRACE_PY",
                    help="also time this other cgtrace.py (say, the one before a change: "
                         "git show REV:traces/pytorch/cgtrace.py > /tmp/cgtrace_before.py) in the same rounds")
+    p.add_argument("--cpu-clock", action="store_true",
+                   help="time this thread's CPU time instead of wall time (on a machine shared with other "
+                        "programs; never on the GPU, where waiting is part of the cost)")
     a = p.parse_args(argv)
     if a.iters < 1 or a.rounds < 1 or a.warm < 0:
         p.error("--iters and --rounds must be at least 1, --warm at least 0")
     baseline = load_baseline(a.baseline).record if a.baseline else None
+    clock = time.thread_time if a.cpu_clock else time.perf_counter
     if a.fake:
         step, sync, restore = fake_workload()
         try:
-            res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline)
+            res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
         finally:
             restore()
         name, workload = "fake torch, replay + mark_step", "fake"
     else:
         step, sync = mlp_workload(a.dim, a.batch)
-        res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline)
+        res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
         name, workload = "mlp3 reduce-overhead mark_step", "mlp3"
     report(name, res)
     if a.json:
-        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch)))
+        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
+                              clock="cpu" if a.cpu_clock else "wall")))
     return 0
 
 

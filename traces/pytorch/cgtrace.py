@@ -38,6 +38,7 @@ import contextvars
 import functools
 import json
 import math
+import operator
 import os
 import re
 import runpy
@@ -845,12 +846,16 @@ class Session:
         watch = self._watch
         if not watch:
             return
-        dead = []
+        dead = None
         for n in names:
             e = watch.get(n)
-            if e is not None and e not in dead and not e.fact.alive():
-                dead.append(e)
-        self._emit_dels(dead)
+            if e is not None and not e.fact.alive():
+                if dead is None:
+                    dead = [e]
+                elif e not in dead:
+                    dead.append(e)
+        if dead is not None:
+            self._emit_dels(dead)
 
     def _emit_dels(self, dead):
         """One `del` for the dead entries, in binding order, names forgotten."""
@@ -1096,9 +1101,11 @@ class Session:
                     used.add(n)
                 outs.append(n)
             call["out"] = outs
-        if ctx.get("invocation") is not None:
-            call["invocation"] = int(ctx["invocation"])
-        self.trace.add(call)
+        inv = ctx["invocation"]
+        if inv is not None:
+            call["invocation"] = int(inv)
+        trace = self.trace
+        trace.add(call)
         action = actions[-1] if actions else "eager"
         self.counts[action] += 1
         # A steady replay expects the same as the one before it: one record
@@ -1107,9 +1114,11 @@ class Session:
         ekey = (action, node, checkpoints, device) if error is None else None
         exp = self._expects.get(ekey) if ekey is not None else None
         if exp is not None:
-            self.trace.add(exp)
-            self._flush_dead(ctx["args"])
-            self._bind_outputs(outs, outputs)
+            trace.add(exp)
+            if self._watch or self._dead_objs:
+                self._flush_dead(ctx["args"])
+            if outputs:
+                self._bind_outputs(outs, outputs)
             return
         exp = {"op": "expect", "action": action}
         if node is not None and action in ("record", "replay"):
@@ -1150,15 +1159,27 @@ class Session:
         drop = []
         renamed = []  # (order, name) of names retired by _rename
         start = self.order  # entries up to this one were bound before this call's outputs
+        entries = self.entries
+        by_obj_entry = self.by_obj_entry
         for name, f in zip(outs, outputs):
             if f is None:
                 continue
-            old = self.lookup(f)
+            ref = f.obj_ref
+            obj = ref() if ref is not None else None
+            # lookup(f), with the entry it finds: the object's own name, else
+            # the name over its view.
+            e = by_obj_entry.get(id(obj)) if obj is not None else None
+            if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                old, same_obj = e.name, True
+            else:
+                old = self.by_view.get(f.view_key)
+                e = entries.get(old) if old is not None else None
+                if e is None:
+                    old = None
+                else:
+                    same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
             takeover = True
             if old is not None and old not in drop:
-                e = self.entries[old]
-                obj = f.obj_ref() if f.obj_ref is not None else None
-                same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
                 if e.kind == "out":
                     if same_obj:
                         order = e.order
@@ -1369,8 +1390,12 @@ class _Knobs:
         self.mapped_vals = None  # the mapped knobs' values at the last reading, in order
         self.last = None
         owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
-        self.probes = [self._probe(owner[n], n, g) for n, g in self.mapped]
-        self.probe_vals = None  # the probes' answers at the last changed()
+        probe = {n: self._probe(owner[n], n, g) for n, g in self.getters}
+        self.probes = [probe[n] for n, _ in self.mapped]
+        self.all_probes = [probe[n] for n, _ in self.getters]
+        # The probes' answers at the last changed(), for the mapped knobs and
+        # for all of them.
+        self.probe_vals = self.all_probe_vals = None
 
     @staticmethod
     def _probe(mod, name, getter):
@@ -1386,6 +1411,10 @@ class _Knobs:
             cfg = vars(mod).get("_config")
             entry = cfg.get(name) if isinstance(cfg, dict) else None
             implied = vars(mod).get("_implications") or ()
+            if entry is None and isinstance(cfg, dict):
+                # A knob this torch lacks: it reads None until made (which
+                # only a stand-in does), and reading it raises inside.
+                return functools.partial(operator.contains, cfg, name)
             if entry is None or getattr(entry, "alias", None) is not None or name in implied:
                 return getter
             u = vars(entry)["user_override"]
@@ -1395,13 +1424,19 @@ class _Knobs:
             return u.get
         return functools.partial(getattr, entry, "user_override")
 
-    def changed(self):
-        """Whether one of the format's knobs may have changed since the last
-        changed() (always True the first time). The probes are read, never
-        the knobs: the cost of an unchanged config at every call."""
+    def changed(self, all_knobs=False):
+        """Whether one of the format's knobs (all_knobs: any knob) may have
+        changed since the last changed() asked the same (always True the
+        first time). The probes are read, never the knobs: the cost of an
+        unchanged config at every call."""
         try:
-            vals = [p() for p in self.probes]
+            vals = [p() for p in (self.all_probes if all_knobs else self.probes)]
         except Exception:  # a probe that cannot be read: the knobs say
+            return True
+        if all_knobs:
+            if vals == self.all_probe_vals:
+                return False
+            self.all_probe_vals = vals
             return True
         if vals == self.probe_vals:
             return False
@@ -1633,12 +1668,13 @@ class Recorder:
         return getattr(self.tls, "depth", 0) > 0
 
     def _note_action(self, mgr, action, node):
-        if not self._in_call():
+        tls = self.tls
+        if getattr(tls, "depth", 0) <= 0:
             return
         if action is not None:
-            self.tls.actions.append(action)
+            tls.actions.append(action)
         if node is not None:
-            self.tls.node = node
+            tls.node = node
 
     def _catch_up_steps(self):
         """Steps taken through a path the wrapper did not see (a direct
@@ -1661,10 +1697,11 @@ class Recorder:
                     self._catch_up_steps()
                 session = self.session
                 session.step()
-                # Every knob every 64th step (for the notes, and a change the
-                # probes missed); the format's settings are looked at at each
-                # call anyway.
-                if session.counts["steps"] % 64 == 1:
+                # Every knob's probe every 64th step (for the notes), and every
+                # knob itself every 4096th (a change a probe could miss); the
+                # format's settings are looked at at each call anyway.
+                n = session.counts["steps"]
+                if n % 64 == 1 and (self._knobs.changed(all_knobs=True) or n % 4096 == 1):
                     raw = self._knobs.read()
                     if raw != self._raw:
                         self._on_knobs(raw)

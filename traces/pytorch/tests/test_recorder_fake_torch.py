@@ -537,6 +537,130 @@ class ProbeTest(unittest.TestCase):
         self.assertFalse(p.alive())
 
 
+class KnobsTest(unittest.TestCase):
+    """PyTorch's settings are looked at at every call through probes of
+    their _ConfigEntry (an attribute in 2.11, a ContextVar later), never
+    through the config module's __getattr__, yet every change is seen."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+
+    def knobs(self, contextvar):
+        ind = ConfigModule("torch._inductor.config", {
+            "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128,
+            "triton.cudagraph_dynamic_shape_warn_limit": 8})
+        dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
+        return ind, dyn, cgtrace._Knobs(ind, dyn)
+
+    def test_probes_see_every_change(self):
+        for contextvar in (False, True):
+            with self.subTest(contextvar=contextvar):
+                ind, dyn, k = self.knobs(contextvar)
+                self.assertTrue(k.changed())  # the first time
+                self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 8)
+                self.assertFalse(k.changed())
+                dyn.recompile_limit = 3
+                self.assertTrue(k.changed())
+                self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 3)
+                self.assertFalse(k.changed())
+                ind.triton.skip_cudagraph_warmup = True
+                self.assertTrue(k.changed())
+                self.assertIs(k.read(all_knobs=False)["triton.skip_cudagraph_warmup"], True)
+                # a knob the format has no key for moves only the probes of all knobs
+                self.assertTrue(k.changed(all_knobs=True))
+                ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+                self.assertFalse(k.changed())
+                self.assertTrue(k.changed(all_knobs=True))
+                self.assertFalse(k.changed(all_knobs=True))
+                dyn.made_later = 1  # a knob this torch lacked (only a stand-in makes one)
+                self.assertFalse(k.changed())
+
+    def test_probes_read_no_knob(self):
+        ind, dyn, k = self.knobs(False)
+        k.changed()
+        reads = []
+        real = ConfigModule.__getattr__
+        ConfigModule.__getattr__ = lambda mod, name: reads.append(name) or real(mod, name)
+        try:
+            for _ in range(10):
+                k.changed()
+                k.changed(all_knobs=True)
+        finally:
+            ConfigModule.__getattr__ = real
+        self.assertEqual(reads, [])
+
+    def test_config_of_another_shape_is_read(self):
+        """A config that is not a ConfigModule (a plain module) is probed by
+        reading its knobs: a change is still seen."""
+        ind = types.ModuleType("torch._inductor.config")
+        ind.triton = types.SimpleNamespace(skip_cudagraph_warmup=False)
+        dyn = types.ModuleType("torch._dynamo.config")
+        dyn.recompile_limit = 8
+        k = cgtrace._Knobs(ind, dyn)
+        k.changed()
+        self.assertFalse(k.changed())
+        ind.triton.skip_cudagraph_warmup = True
+        dyn.recompile_limit = 2
+        self.assertTrue(k.changed())
+        self.assertEqual(cgtrace.settings_from_knobs(k.read(all_knobs=False)),
+                         {"warmup_runs": 0, "recompile_limit": 2})
+
+
+class SteadyLoopTest(unittest.TestCase):
+    """What a steady replay loop costs the recorder: no question to torch
+    about a tensor it already holds, no read of a config knob."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.mgr = CUDAGraphTreeManager()
+        self.mgr.cache_replays = True
+        self.fid = self.mgr.add(0, static=[0, 1])
+        self.mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "s.cgt.jsonl")
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def test_steady_replays_ask_torch_nothing(self):
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        asked = []
+        real_storage, real_getattr = Tensor.untyped_storage, ConfigModule.__getattr__
+        out = None
+        with cgtrace.record(self.path) as rec:
+            for i in range(200):
+                if i == 10:  # warmup, record and the first replays are behind
+                    Tensor.untyped_storage = lambda t: asked.append("storage") or real_storage(t)
+                    ConfigModule.__getattr__ = lambda mod, name: asked.append(name) or real_getattr(mod, name)
+                cgt.mark_step_begin()
+                _invocation()
+                out = self.mgr._run(params + [x], self.fid)
+            Tensor.untyped_storage, ConfigModule.__getattr__ = real_storage, real_getattr
+        self.assertIsNone(rec.error)
+        self.assertEqual(asked, [])
+        self.assertEqual(rec.session.counts["replay"], 198)
+        _, recs = self.records()
+        # each replay retires the previous binding of the one cached output
+        dels = [r["names"] for r in recs if r["op"] == "del"]
+        fn = "test_steady_replays_ask_torch_nothing_0"
+        self.assertEqual(dels[5:8], [[fn + "_c7_0"], [fn + "_c8_0"], [fn + "_c9_0"]])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+        del out
+
+    def records(self):
+        with open(self.path) as fh:
+            lines = [json.loads(x) for x in fh if x.strip()]
+        return lines[0], lines[1:]
+
+
 class RecorderTest(unittest.TestCase):
     def setUp(self):
         global MGR, FOO, FEE
