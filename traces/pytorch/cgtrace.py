@@ -193,6 +193,99 @@ def encode_header(header):
     return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
 
 
+def _names_json(names):
+    """A list of names as json.dumps writes it, built by joining, when every
+    name is a str json.dumps writes as is (printable ASCII, no quote or
+    backslash: the names the recorder makes); None otherwise."""
+    if type(names) is not list:
+        return None
+    try:
+        j = "".join(names)
+    except TypeError:
+        return None
+    if not (j.isascii() and j.isprintable()) or '"' in j or "\\" in j:
+        return None
+    return '["' + '", "'.join(names) + '"]' if names else "[]"
+
+
+_CALL_KEYS = frozenset(_FIELDS["call"])
+_STEP_LINE = json.dumps(_STEP)
+
+
+class _LineEncoder:
+    """encode_record for the records a trace holds, with what repeats
+    encoded once: a record object the trace holds many times (a steady
+    loop's expect, every step) by its identity, a call's args list (shared
+    by a loop's calls) and function name likewise. A call, del or read
+    whose fields are exactly the ones the session makes, of the types it
+    makes, is joined from those pieces, which is the line json.dumps would
+    write; anything else goes through encode_record, whose checks and
+    errors stay the writer's. Lives for one writing (ids of the records it
+    holds stay unique while the trace holds them)."""
+
+    def __init__(self):
+        self.by_id = {}  # id(record or list) -> its JSON
+        self.fn = {}  # function name -> its JSON
+
+    def line(self, r):
+        if r is _STEP:
+            return _STEP_LINE
+        op = r.get("op")
+        if op == "call":
+            got = self._call(r)
+            if got is not None:
+                return got
+        elif op == "del" and len(r) == 2:
+            names = r.get("names")
+            j = _names_json(names)
+            if j is not None:
+                return '{"op": "del", "names": ' + j + "}"
+        elif op == "read" and len(r) == 2:
+            name = r.get("name")
+            if type(name) is str:
+                j = _names_json([name])
+                if j is not None:
+                    return '{"op": "read", "name": ' + j[1:-1] + "}"
+        elif op == "expect":
+            got = self.by_id.get(id(r))
+            if got is None:
+                got = self.by_id[id(r)] = encode_record(r)
+            return got
+        return encode_record(r)
+
+    def _call(self, r):
+        if not _CALL_KEYS.issuperset(r):
+            return None
+        fn, args = r.get("fn"), r.get("args")
+        if type(fn) is not str or args is None:
+            return None
+        fj = self.fn.get(fn)
+        if fj is None:
+            fj = _names_json([fn])
+            if fj is None:
+                return None
+            fj = self.fn[fn] = fj[1:-1]
+        aj = self.by_id.get(id(args))
+        if aj is None:
+            aj = _names_json(args)
+            if aj is None:
+                return None
+            self.by_id[id(args)] = aj
+        parts = ['{"op": "call", "fn": ', fj, ', "args": ', aj]
+        if "out" in r:
+            oj = _names_json(r["out"])
+            if oj is None:
+                return None
+            parts += [', "out": ', oj]
+        if "invocation" in r:
+            inv = r["invocation"]
+            if type(inv) is not int:
+                return None
+            parts += [', "invocation": ', str(inv)]
+        parts.append("}")
+        return "".join(parts)
+
+
 class Trace:
     """A trace being built: the header's parts, the defs (written first, as
     they run nothing and a body is only known after the function's first
@@ -234,9 +327,10 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
+        enc = _LineEncoder()
         for r in self.records:
             try:
-                out.append(encode_record(r))
+                out.append(enc.line(r))
             except (ValueError, TypeError) as e:
                 # One record the encoder refuses costs that record, not the
                 # file: a note in its place says what was lost.
@@ -613,7 +707,7 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra")
+                 "out_pos", "out_dense", "warned_extra", "last_args")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -624,6 +718,7 @@ class _FnState:
         self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
+        self.last_args = None  # the args list of the last call begin_known_call made
 
 
 def _known_name(e, obj):
@@ -886,8 +981,15 @@ class Session:
             self._poll_dead_objs()
         if not self._watch:
             return  # nothing is polled: every named object is alive
-        dead = [e for e in self._watch.values() if not e.fact.alive()]
-        self._emit_dels(dead)
+        dead = None
+        for e in self._watch.values():
+            if not e.fact.alive():
+                if dead is None:
+                    dead = [e]
+                else:
+                    dead.append(e)
+        if dead is not None:
+            self._emit_dels(dead)
 
     # -- events
 
@@ -1055,6 +1157,14 @@ class Session:
         self.flush_deaths()
         fs.calls += 1
         self.counts["calls"] += 1
+        # The same names as the function's last call (a loop's): that call's
+        # list, shared (records are never changed), so the trace holds, and
+        # the writer encodes, one list for all of them.
+        last = fs.last_args
+        if last is not None and last == args:
+            args = last
+        else:
+            fs.last_args = args
         return {"fn": fs, "args": args, "invocation": invocation}
 
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
