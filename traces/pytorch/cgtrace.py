@@ -1540,7 +1540,8 @@ class _Knobs:
         first time). The probes are read, never the knobs: the cost of an
         unchanged config at every call."""
         try:
-            vals = [p() for p in (self.all_probes if all_knobs else self.probes)]
+            # (map runs the probes without a Python frame of its own.)
+            vals = list(map(operator.call, self.all_probes if all_knobs else self.probes))
         except Exception:  # a probe that cannot be read: the knobs say
             return True
         if all_knobs:
@@ -1969,6 +1970,20 @@ class Recorder:
         fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
+            # The steady case first: every tensor input is one the trace
+            # names by its object (a parameter, a tensor passed again).
+            args = []
+            for v in new_inputs:
+                if isinstance(v, Tensor):
+                    e = known(id(v))
+                    ref = e.fact.obj_ref if e is not None else None
+                    if ref is None or ref() is not v:
+                        break
+                    args.append(e.name)
+            else:
+                v = e = ref = None  # (no loop variable keeps an input alive through the call)
+                return self.session.begin_known_call(fs, args, self._gen.generation)
+            v = e = ref = None
             facts = [None] * len(new_inputs)
             fresh = False
             for i, v in enumerate(new_inputs):
@@ -1984,7 +1999,8 @@ class Recorder:
             # (that would change what dies in it).
             v = e = ref = None
             if not fresh:
-                # Every tensor input has its name: nothing to name, no hints.
+                # Every tensor input has its name (one the format cannot hold
+                # was left out): nothing to name, no hints.
                 return self.session.begin_known_call(fs, [f for f in facts if f is not None],
                                                      self._gen.generation)
         else:
