@@ -15,6 +15,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py [--iters 2000] [--rounds 7] [--json]
     python3 tools/gpu/recorder-overhead.py --fake   # no GPU: the recorder's own CPU cost
     python3 tools/gpu/recorder-overhead.py --baseline /tmp/cgtrace_before.py  # before/after, one run
+    python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -122,6 +123,31 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     return res
 
 
+def profile_recorded(step, sync, iters, top, record=None, out=None):
+    """Runs `iters` recorded calls under cProfile and prints the `top`
+    functions by their own time: where a recorded call's time goes, torch's
+    and the recorder's alike (cProfile slows every call; the shares are
+    what to read)."""
+    import cProfile
+    import pstats
+    out = out or sys.stdout
+    record = record or cgtrace.record
+    with tempfile.TemporaryDirectory() as d:
+        rec = record(os.path.join(d, "profile.cgt.jsonl"))
+        rec.__enter__()
+        prof = cProfile.Profile()
+        try:
+            prof.enable()
+            for _ in range(iters):
+                step()
+            sync()
+            prof.disable()
+        finally:
+            rec.__exit__(None, None, None)
+    print("profile of %d recorded calls, top %d by own time:" % (iters, top), file=out)
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+
+
 def report(name, res, out=None):
     out = out or sys.stdout  # looked up now: a redirected stdout is honoured
     for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
@@ -220,23 +246,30 @@ def main(argv=None):
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after the timing, profile one recorded loop and print its N costliest functions")
     a = p.parse_args(argv)
-    if a.iters < 1 or a.rounds < 1 or a.warm < 0:
-        p.error("--iters and --rounds must be at least 1, --warm at least 0")
+    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0:
+        p.error("--iters and --rounds must be at least 1, --warm and --profile at least 0")
     baseline = load_baseline(a.baseline).record if a.baseline else None
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     if a.fake:
         step, sync, restore = fake_workload()
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
+            report("fake torch, replay + mark_step", res)
+            if a.profile:
+                profile_recorded(step, sync, a.iters, a.profile)
         finally:
             restore()
-        name, workload = "fake torch, replay + mark_step", "fake"
+        workload = "fake"
     else:
         step, sync = mlp_workload(a.dim, a.batch)
         res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
-        name, workload = "mlp3 reduce-overhead mark_step", "mlp3"
-    report(name, res)
+        report("mlp3 reduce-overhead mark_step", res)
+        if a.profile:
+            profile_recorded(step, sync, a.iters, a.profile)
+        workload = "mlp3"
     if a.json:
         print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
                               clock="cpu" if a.cpu_clock else "wall")))
