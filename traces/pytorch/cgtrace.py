@@ -42,6 +42,7 @@ import operator
 import os
 import re
 import runpy
+import stat
 import sys
 import threading
 import traceback
@@ -223,9 +224,22 @@ class _LineEncoder:
     errors stay the writer's. Lives for one writing (ids of the records it
     holds stay unique while the trace holds them)."""
 
-    def __init__(self):
-        self.by_id = {}  # id(record or list) -> its JSON
+    def __init__(self, keep=False):
+        self.by_id = {}  # id(record or list) -> its JSON (keep: (it, its JSON))
         self.fn = {}  # function name -> its JSON
+        # keep: the encoder outlives the records it saw (a streamed trace
+        # keeps none), so it holds each object it keyed by id, whose id no
+        # other object can then take.
+        self.keep = keep
+
+    def _cached(self, obj):
+        got = self.by_id.get(id(obj))
+        if got is None or not self.keep:
+            return got
+        return got[1] if got[0] is obj else None
+
+    def _cache(self, obj, text):
+        self.by_id[id(obj)] = (obj, text) if self.keep else text
 
     def line(self, r):
         if r is _STEP:
@@ -247,9 +261,10 @@ class _LineEncoder:
                 if j is not None:
                     return '{"op": "read", "name": ' + j[1:-1] + "}"
         elif op == "expect":
-            got = self.by_id.get(id(r))
+            got = self._cached(r)
             if got is None:
-                got = self.by_id[id(r)] = encode_record(r)
+                got = encode_record(r)
+                self._cache(r, got)
             return got
         return encode_record(r)
 
@@ -265,12 +280,12 @@ class _LineEncoder:
             if fj is None:
                 return None
             fj = self.fn[fn] = fj[1:-1]
-        aj = self.by_id.get(id(args))
+        aj = self._cached(args)
         if aj is None:
             aj = _names_json(args)
             if aj is None:
                 return None
-            self.by_id[id(args)] = aj
+            self._cache(args, aj)
         parts = ['{"op": "call", "fn": ', fj, ', "args": ', aj]
         if "out" in r:
             oj = _names_json(r["out"])
@@ -289,7 +304,13 @@ class _LineEncoder:
 class Trace:
     """A trace being built: the header's parts, the defs (written first, as
     they run nothing and a body is only known after the function's first
-    call returned) and the records in program order."""
+    call returned) and the records in program order.
+
+    Streamed (stream(): a trace followed as it is written, by `cgtviz run
+    --follow` or through a named pipe) it holds no records: the header is
+    written at once, each def just before the call that needs it, and the
+    records as they come, flushed by flush() (the recorder flushes after
+    each event: a step, a call, a host read)."""
 
     def __init__(self, name, meta=None, config=None, strict=True):
         self.name = name
@@ -301,6 +322,25 @@ class Trace:
         # Check every record's fields as it is made (the tests); the
         # recorder leaves the per-call ones to the writer.
         self.strict = strict
+        self.out = None  # the streamed trace's file
+        self._enc = None
+
+    def stream(self, fh):
+        """Writes the header to fh now, then the records made so far, and
+        every record from here on at each flush()."""
+        self._enc = _LineEncoder(keep=True)
+        fh.write(encode_header(self.header()) + "\n")
+        self.out = fh
+        self.flush()
+        fh.flush()
+
+    def flush(self):
+        """Writes the records made since the last flush to the streamed file."""
+        if self.out is None or not self.records:
+            return
+        recs, self.records = self.records, []
+        self.out.write("\n".join(self._line(self._enc, r) for r in recs) + "\n")
+        self.out.flush()
 
     def add(self, rec):
         # Refuse a bad record now, with its cause. The records made on every
@@ -316,6 +356,8 @@ class Trace:
     def set_def(self, rec):
         encode_record(rec)
         self.defs[rec["fn"]] = rec
+        if self.out is not None:
+            self.records.append(rec)  # streamed: before the call that needs it
 
     def header(self):
         h = {"cgtviz": FORMAT_VERSION, "name": self.name, "devices": self.devices}
@@ -328,15 +370,18 @@ class Trace:
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
         enc = _LineEncoder()
-        for r in self.records:
-            try:
-                out.append(enc.line(r))
-            except (ValueError, TypeError) as e:
-                # One record the encoder refuses costs that record, not the
-                # file: a note in its place says what was lost.
-                out.append(encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
-                                          % (r.get("op"), str(e)[:200])}))
+        out.extend(self._line(enc, r) for r in self.records)
         return out
+
+    @staticmethod
+    def _line(enc, r):
+        try:
+            return enc.line(r)
+        except (ValueError, TypeError) as e:
+            # One record the encoder refuses costs that record, not the
+            # file: a note in its place says what was lost.
+            return encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
+                                  % (r.get("op"), str(e)[:200])})
 
     def write(self, path):
         """Writes the file whole, through a temporary one, so an interrupted
@@ -1627,8 +1672,13 @@ class Recorder:
     `execute_node`, and the module's `mark_step_begin`) and restores them on
     exit, then writes the trace."""
 
-    def __init__(self, path, name=None, meta=None):
+    def __init__(self, path, name=None, meta=None, follow=None):
         self.path = path
+        # Streamed as it is made (Trace.stream) for a follower: asked for,
+        # or CGTRACE_FOLLOW=1, or the path is a named pipe.
+        if follow is None:
+            follow = os.environ.get("CGTRACE_FOLLOW") == "1" or _is_fifo(path)
+        self.follow = bool(follow)
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
@@ -1734,7 +1784,50 @@ class Recorder:
         if existing:
             self.session.note("recording started after the tree on device(s) %s already held "
                               "functions: their warmups are not in this trace" % existing)
+        if self.follow:
+            self._open_stream(torch)
         return self
+
+    def _open_stream(self, torch):
+        """Starts the streamed trace: the header now (with every device the
+        program can use, and the approximations, since it is written before
+        anything is recorded). A file that cannot be opened is warned
+        about and the trace written whole at the end instead."""
+        try:
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 1
+        except Exception:
+            n = 1
+        self.trace.devices = max(1, min(int(n), 64))
+        self.trace.meta["approximations"] = _APPROXIMATIONS
+        self.trace.meta["streamed"] = True
+        try:
+            fh = open(self.path, "w", encoding="utf-8")
+        except OSError as e:
+            self.trace.meta.pop("streamed", None)
+            _warn("cgtrace: cannot stream the trace to %s (%s); it is written at the end" % (self.path, e))
+            return
+        try:
+            self.trace.stream(fh)
+        except Exception as e:
+            self._stream_failed(e)
+
+    def _flush(self):
+        """Writes what the last event recorded to a streamed trace (once per
+        event, not per record: a follower sees whole events)."""
+        if self.trace.out is not None:
+            try:
+                self.trace.flush()
+            except Exception as e:
+                self._stream_failed(e)
+
+    def _stream_failed(self, e):
+        fh, self.trace.out = self.trace.out, None
+        try:
+            if fh is not None:
+                fh.close()
+        except Exception:
+            pass
+        self._fail("writing the trace to %s" % self.path, e)
 
     def stop(self):
         """Puts PyTorch's functions back and writes the trace. A failure to
@@ -1758,6 +1851,11 @@ class Recorder:
                 self._summarise(self.torch, self.cgt)
             except Exception as e:
                 self._fail("finishing the trace", e)
+            if self.trace.out is not None:
+                self._end_stream()
+                return
+            if self.follow and self.error and "streamed" in self.trace.meta:
+                return  # the stream broke: what it wrote is the trace, the warning said why
             try:
                 if self.error:
                     self.trace.meta["recorder_error"] = self.error
@@ -1765,6 +1863,24 @@ class Recorder:
             except Exception as e:
                 self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
                 _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def _end_stream(self):
+        """The streamed trace's end: what the header would have held at the
+        end (the counts, the recorder's error) as notes, then the file is
+        closed."""
+        trace = self.trace
+        try:
+            if self.error:
+                self.session.note("cgtrace recorder_error: %s" % self.error)
+            self.session.note("cgtrace recorded: %s" % json.dumps(trace.meta.get("recorded", {}),
+                                                                  sort_keys=True))
+            trace.flush()
+            fh, trace.out = trace.out, None
+            fh.close()
+        except Exception as e:
+            trace.out = None
+            self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+            _warn("cgtrace: could not write the trace: %s" % self.error)
 
     def __enter__(self):
         return self.start()
@@ -1818,6 +1934,8 @@ class Recorder:
                         self._on_knobs(raw)
             except Exception as e:
                 self._fail("recording a step", e)
+            if self.follow:
+                self._flush()
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a
@@ -1866,6 +1984,8 @@ class Recorder:
             with self.lock:
                 self._catch_up_steps()
                 self.session.read(name, error)
+                if self.follow:
+                    self._flush()
         except Exception as e:
             self._fail("recording a read", e)
 
@@ -1905,6 +2025,8 @@ class Recorder:
                 tls.depth = 0
                 tls.actions = []
                 tls.node = None
+                if self.follow:
+                    self._flush()
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
         """Runs the tree's call between the recorder's before and after
@@ -2249,14 +2371,24 @@ class Recorder:
                 trees[str(dev)] = _tree_stats(m)
         summary["trees"] = trees
         meta["recorded"] = summary
-        meta["approximations"] = (
-            "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
-            "not inductor's kernels; tensors appear at their first use by a compiled call; "
-            "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
-            "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
-            "let go of) are deleted right after its expect; view offsets are absolute, in elements "
-            "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
-            "without storage) is left out with a note" % SMALL_TENSOR)
+        meta["approximations"] = _APPROXIMATIONS
+
+
+_APPROXIMATIONS = (
+    "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
+    "not inductor's kernels; tensors appear at their first use by a compiled call; "
+    "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
+    "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
+    "let go of) are deleted right after its expect; view offsets are absolute, in elements "
+    "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
+    "without storage) is left out with a note" % SMALL_TENSOR)
+
+
+def _is_fifo(path):
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _warn(msg):
@@ -2375,11 +2507,14 @@ def _error_text(e):
     return first[:200]
 
 
-def record(path, name=None, meta=None):
+def record(path, name=None, meta=None, follow=None):
     """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
     activity of the code inside into that file (written on exit, also when
-    the code raised)."""
-    return Recorder(path, name=name, meta=meta)
+    the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
+    that is a named pipe) the file is written as the program runs, one
+    flush per event, for `cgtviz run --follow` or `cgtviz -follow`; the
+    counts then end the file as a note instead of heading it."""
+    return Recorder(path, name=name, meta=meta, follow=follow)
 
 
 # ---------------------------------------------------------------------------
@@ -2425,6 +2560,9 @@ def main(argv=None):
     r = sub.add_parser("run", help="run a script and record it")
     r.add_argument("-o", "--output", help="trace file (default: SCRIPT.cgt.jsonl in the current directory)")
     r.add_argument("--name", help="the trace's title (default: the script's file name)")
+    r.add_argument("--follow", action="store_true",
+                   help="write the trace as the program runs, for cgtviz run --follow (also CGTRACE_FOLLOW=1; "
+                        "a named pipe always is)")
     r.add_argument("script")
     r.add_argument("args", nargs=argparse.REMAINDER)
     s = sub.add_parser("summary", help="print what a recorded trace holds")
@@ -2443,7 +2581,7 @@ def main(argv=None):
     sys.argv = [script] + list(a.args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     rec = record(out, name=name, meta={"source": "cgtrace", "script": os.path.basename(script),
-                                       "argv": list(a.args)})
+                                       "argv": list(a.args)}, follow=a.follow or None)
     status = 0
     with rec:
         try:
