@@ -19,13 +19,25 @@ Each `call` carries its `invocation` (Dynamo's GenerationTracker.generation:
 a graph break's resume function shares its frame's), tensors their dtype,
 views of other tensors their storage offset and strides. The settings in
 force (skip_cudagraph_warmup, the re-record and recompile limits, dynamic
-shapes, input mutation) are read from PyTorch's config at every call: the
-header holds them, a `config` record each change. Host reads of tree outputs
+shapes, input mutation) are looked at at every call (through a probe of
+each knob's _ConfigEntry, read only when one moved): the header holds
+them, a `config` record each change. Host reads of tree outputs
 (.item(), .cpu(), .tolist(), print, numpy, `if t:`) are `read` records with
 an expect of PyTorch's error. The recorder never changes the program: a
 tensor it cannot hold is left out with a note, and its own failure stops the
 recording with a warning (Recorder.error), never an exception in the program.
 CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
+
+The trace is written whole when the recording ends (a temporary file
+renamed over the name), unless it is followed: record(..., follow=True),
+`run --follow`, CGTRACE_FOLLOW=1 or a named pipe as the path stream it as
+the program runs, for `cgtviz run --follow` (one write per compiled call).
+
+What a recorded call costs the program is measured by
+tools/gpu/recorder-overhead.py: a steady replay loop's call goes through
+names found by object identity, kept Facts, shared records (expects,
+steps, args lists) and probes of the config, and asks torch nothing about
+a tensor it already holds.
 
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
@@ -310,7 +322,7 @@ class Trace:
     --follow` or through a named pipe) it holds no records: the header is
     written at once, each def just before the call that needs it, and the
     records as they come, flushed by flush() (the recorder flushes after
-    each event: a step, a call, a host read)."""
+    each call and host read)."""
 
     def __init__(self, name, meta=None, config=None, strict=True):
         self.name = name
@@ -1813,7 +1825,7 @@ class Recorder:
 
     def _flush(self):
         """Writes what the last event recorded to a streamed trace (once per
-        event, not per record: a follower sees whole events)."""
+        call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
             try:
                 self.trace.flush()
@@ -1934,8 +1946,9 @@ class Recorder:
                         self._on_knobs(raw)
             except Exception as e:
                 self._fail("recording a step", e)
-            if self.follow:
-                self._flush()
+            # (A followed trace's step is written with the call after it: a
+            # step alone changes nothing a follower would watch, and one
+            # write per call is half the cost of two.)
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a
@@ -2512,8 +2525,9 @@ def record(path, name=None, meta=None, follow=None):
     activity of the code inside into that file (written on exit, also when
     the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
     that is a named pipe) the file is written as the program runs, one
-    flush per event, for `cgtviz run --follow` or `cgtviz -follow`; the
-    counts then end the file as a note instead of heading it."""
+    flush per compiled call or host read, for `cgtviz run --follow` or
+    `cgtviz -follow`; the counts then end the file as a note instead of
+    heading it."""
     return Recorder(path, name=name, meta=meta, follow=follow)
 
 
