@@ -1359,9 +1359,12 @@ class Session:
                     drop.append(name)
             self._bind(name, f, "out", takeover)
         if renamed:
-            gone = sorted(renamed + [(self.entries[n].order, n) for n in drop])
-            names = [n for _, n in gone]
-            drop.sort(key=lambda n: self.entries[n].order)
+            if len(renamed) == 1 and not drop:  # a steady replay's one output
+                names = [renamed[0][1]]
+            else:
+                gone = sorted(renamed + [(self.entries[n].order, n) for n in drop])
+                names = [n for _, n in gone]
+                drop.sort(key=lambda n: self.entries[n].order)
         elif drop:
             drop.sort(key=lambda n: self.entries[n].order)
             names = drop
@@ -1376,14 +1379,15 @@ class Session:
         """Binds `name` to the tensor of output entry e, whose name retires:
         what _bind(name, e.fact, "out") then _forget(e.name) leave behind,
         done in place (no new entry, Fact or weak reference). It is a
-        replay's cached output handed out again, found with its Fact; only
-        when e's name is the sole live one over its storage (then the
-        storage's output name is the new one either way). Returns False,
-        changing nothing, otherwise."""
+        replay's cached output handed out again, found with its Fact. The
+        storage's other names keep their places; the new name goes last,
+        as _bind puts it, and the storage's output name, if it was e's,
+        becomes the first output name left over it, as _forget picks it.
+        Returns False, changing nothing, when e is not where it should be."""
         st = e.fact.storage
         same = self.by_storage.get(st)
         old = e.name
-        if same is None or len(same) != 1 or old not in same:
+        if same is None or same.get(old) is not e:
             return False
         self.order += 1
         e.order = self.order
@@ -1391,7 +1395,11 @@ class Session:
         self.entries[name] = e
         del same[old]
         same[name] = e
-        self.out_storage[st] = name
+        if self.out_storage.get(st, old) == old:
+            if len(same) == 1:
+                self.out_storage[st] = name
+            else:
+                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
         oid = id(obj)
         if e.obj_id is not None and e.obj_id != oid and self.by_obj.get(e.obj_id) == old:
             del self.by_obj[e.obj_id]
