@@ -118,6 +118,7 @@ _REQUIRED = {
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
 # Ops made on every call, with plain fields: checked cheaply when made.
+_ENTRY_NAME = operator.attrgetter("name")
 _CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
 # The settings a trace's config (header or `config` record) may hold, with
 # their types; each mirrors one PyTorch knob (see KNOBS).
@@ -754,17 +755,18 @@ class FnInfo:
 
 
 class _Entry:
-    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr")
+    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr", "in_memo")
 
     def __init__(self, name, fact, kind, order):
         self.name, self.fact, self.kind, self.order = name, fact, kind, order
+        self.in_memo = False  # an input of some function's memo (Recorder._before_call)
         self.obj_id = None  # id() of the object by_obj maps to this name
         self.wr = None  # the weakref whose callback says the object died (held facts)
 
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -776,6 +778,9 @@ class _FnState:
         self.defined = False
         self.calls = 0
         self.last_args = None  # the args list of the last call begin_known_call made
+        # The torch side's memo of the last call's inputs, when all were
+        # named tensors: (their weak references, their entries).
+        self.memo = None
 
 
 def _known_name(e, obj):
@@ -813,11 +818,15 @@ class Session:
         # make the dict compare tensors with ==, which raises in torch.
         self._held_wr = {}
         self._dead_objs = []  # weakrefs whose objects died since the last poll
+        self._argset = None  # (an args list, the set of its names), for _flush_dead
         self.fn_names = set()
         self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
         self._expects = {}  # (action, node, checkpoints, device) -> its expect record
         self.order = 0
+        # Moves whenever a name is bound or unbound, or an entry a memo of
+        # inputs holds is renamed: a memo made at the same epoch is true.
+        self.epoch = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
                        "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
@@ -843,6 +852,7 @@ class Session:
         view find this name; without, the name is a passing alias and the
         older name keeps representing the tensor."""
         self.order += 1
+        self.epoch += 1
         e = _Entry(name, fact, kind, self.order)
         self.entries[name] = e
         self.by_storage.setdefault(fact.storage, {})[name] = e
@@ -871,6 +881,7 @@ class Session:
 
     def _forget(self, name):
         e = self.entries.pop(name)
+        self.epoch += 1
         same = self.by_storage.get(e.fact.storage)
         if same is not None:
             same.pop(name, None)
@@ -998,6 +1009,18 @@ class Session:
         watch = self._watch
         if not watch:
             return
+        if len(watch) < len(names):
+            # Fewer polled names than arguments (a model's parameters are
+            # held, not polled): the polled ones among the arguments, found
+            # from the smaller side. (The dels come out in binding order
+            # either way.)
+            got = self._argset
+            if got is not None and got[0] is names:  # a loop's calls share one args list
+                args = got[1]
+            else:
+                args = set(names)
+                self._argset = (names, args)
+            names = [n for n in watch if n in args]
         dead = None
         for n in names:
             e = watch.get(n)
@@ -1218,7 +1241,9 @@ class Session:
         # list, shared (records are never changed), so the trace holds, and
         # the writer encodes, one list for all of them.
         last = fs.last_args
-        if last is not None and last == args:
+        if last is args:
+            pass
+        elif last is not None and last == args:
             args = last
         else:
             fs.last_args = args
@@ -1389,6 +1414,8 @@ class Session:
         old = e.name
         if same is None or same.get(old) is not e:
             return False
+        if e.in_memo:
+            self.epoch += 1
         self.order += 1
         e.order = self.order
         del self.entries[old]
@@ -2113,9 +2140,20 @@ class Recorder:
         fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
-            # The steady case first: every tensor input is one the trace
-            # names by its object (a parameter, a tensor passed again).
-            args = []
+            # The steadiest case: the inputs are the last call's tensors, in
+            # order (fs.memo: their weak references, the entries that named
+            # them, the session's epoch then, their names), and no name was
+            # bound, unbound or (one of these) renamed since (the epoch is
+            # the same): then they have the same names. Checked by map,
+            # without a Python step per input (a model's parameters are
+            # hundreds of inputs): each reference still gives its input.
+            memo = fs.memo
+            if (memo is not None and memo[2] == self.session.epoch and len(new_inputs) == len(memo[0])
+                    and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))):
+                return self.session.begin_known_call(fs, memo[3], self._gen.generation)
+            # The steady case: every tensor input is one the trace names by
+            # its object (a parameter, a tensor passed again).
+            args, entries = [], []
             for v in new_inputs:
                 if isinstance(v, Tensor):
                     e = known(id(v))
@@ -2123,9 +2161,20 @@ class Recorder:
                     if ref is None or ref() is not v:
                         break
                     args.append(e.name)
+                    entries.append(e)
+                else:
+                    entries = None  # (a memo holds tensors only: ints have no weak references)
             else:
                 v = e = ref = None  # (no loop variable keeps an input alive through the call)
-                return self.session.begin_known_call(fs, args, self._gen.generation)
+                ctx = self.session.begin_known_call(fs, args, self._gen.generation)
+                fs.memo = None
+                if entries:
+                    for e in entries:
+                        e.in_memo = True
+                    fs.memo = (tuple(e.fact.obj_ref for e in entries), tuple(entries),
+                               self.session.epoch, ctx["args"])
+                e = None
+                return ctx
             v = e = ref = None
             facts = [None] * len(new_inputs)
             fresh = False

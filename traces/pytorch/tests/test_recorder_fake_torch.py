@@ -655,6 +655,59 @@ class SteadyLoopTest(unittest.TestCase):
         self.assertEqual(test_recorded_examples.check_trace(self.path), [])
         del out
 
+    def test_chained_replay_names_the_latest_output(self):
+        """g takes f's cached output, renamed at every f call: g's memo of
+        its inputs must not give the name of the call before."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        g = self.mgr.add(1)
+        self.mgr.models[1] = lambda ins: [Tensor([2, 4])]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        with cgtrace.record(self.path) as rec:
+            for i in range(30):
+                cgt.mark_step_begin()
+                y, = self.mgr._run(params + [x], self.fid)
+                z, = self.mgr._run([y], g)
+                if i == 20:
+                    params[1] = Tensor([4, 4])  # a new parameter: its first use names it
+        self.assertIsNone(rec.error)
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        for a, b in zip(calls[0::2], calls[1::2]):
+            self.assertEqual(b["args"], a["out"])
+        self.assertEqual([c["args"][:2] for c in calls[0::2]][20:23],
+                         [["param", "param_1"], ["param", "param_2"], ["param", "param_2"]])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+
+    def test_many_inputs(self):
+        """A model's hundreds of parameters: every call names them all, the
+        same names, and a parameter swapped mid-loop is named anew."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        fid = self.mgr.add(2, static=list(range(300)))
+        self.mgr.models[2] = lambda ins: [Tensor([2])]
+        params = [Tensor([2]) for _ in range(300)]
+        with cgtrace.record(self.path) as rec:
+            for i in range(12):
+                cgt.mark_step_begin()
+                if i == 8:
+                    params[150] = Tensor([2])
+                out = self.mgr._run(params + [Tensor([2])], fid)
+            del out
+        self.assertIsNone(rec.error)
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 12)
+        first = calls[0]["args"][:300]
+        self.assertEqual(len(set(first)), 300)
+        for c in calls[1:8]:
+            self.assertEqual(c["args"][:300], first)
+        for c in calls[8:]:
+            self.assertEqual(c["args"][:150] + c["args"][151:300], first[:150] + first[151:])
+            self.assertEqual(c["args"][150], "param_300")
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+
     def records(self):
         with open(self.path) as fh:
             lines = [json.loads(x) for x in fh if x.strip()]
