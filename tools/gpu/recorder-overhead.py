@@ -14,6 +14,8 @@ paid once, not per call.
 
     python3 tools/gpu/recorder-overhead.py [--iters 2000] [--rounds 7] [--json]
     python3 tools/gpu/recorder-overhead.py --fake   # no GPU: the recorder's own CPU cost
+    python3 tools/gpu/recorder-overhead.py --baseline /tmp/cgtrace_before.py  # before/after, one run
+    python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -38,46 +40,70 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
 import cgtrace  # noqa: E402
 
 
-def time_loop(step, iters, sync):
+def time_loop(step, iters, sync, clock=time.perf_counter):
     """Microseconds per call of `iters` calls of step(), the device drained
     before the clock starts and before it stops."""
     sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(iters):
         step()
     sync()
-    return (time.perf_counter() - t0) / iters * 1e6
+    return (clock() - t0) / iters * 1e6
 
 
-def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None):
+def _timed_recording(step, iters, sync, record, path, clock):
+    """(us/call of the loop inside record(path), ms its exit took)."""
+    rec = record(path)
+    rec.__enter__()
+    try:
+        us = time_loop(step, iters, sync, clock)
+    finally:
+        t0 = time.perf_counter()
+        rec.__exit__(None, None, None)
+        ms = (time.perf_counter() - t0) * 1e3
+    if getattr(rec, "error", None):
+        raise RuntimeError("the recording failed: %s" % rec.error)
+    return us, ms
+
+
+def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None, baseline=None,
+            clock=time.perf_counter):
     """Times step() unrecorded and recorded, alternating, `rounds` times.
     `record(path)` makes a recording context (cgtrace.record). Returns a
     dict: per-round lists `off`, `on`, `added` (us/call), their medians,
     `trace_bytes_per_call`, `calls_recorded` (per round, from the trace) and
-    `write_ms` (median time the recording's exit took to write its trace)."""
+    `write_ms` (median time the recording's exit took to write its trace).
+
+    `baseline(path)`, another recorder (the one before a change, loaded
+    from its file), is timed in the same rounds, right after the current
+    one, so both meet the same clocks and caches: then the dict also holds
+    `base`, `base_added` (per round), their medians, `base_write_ms` and
+    `base_trace_bytes_per_call`. `clock` is wall time unless asked
+    otherwise (--cpu-clock: this thread's CPU time, for a machine other
+    programs share)."""
     record = record or cgtrace.record
     for _ in range(warm):
         step()
     sync()
     off, on, write_ms, sizes, calls = [], [], [], [], []
+    base, base_ms, base_sizes = [], [], []
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
-            off.append(time_loop(step, iters, sync))
+            off.append(time_loop(step, iters, sync, clock))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            rec = record(path)
-            rec.__enter__()
-            try:
-                on.append(time_loop(step, iters, sync))
-            finally:
-                t0 = time.perf_counter()
-                rec.__exit__(None, None, None)
-                write_ms.append((time.perf_counter() - t0) * 1e3)
-            if getattr(rec, "error", None):
-                raise RuntimeError("the recording failed: %s" % rec.error)
+            us, ms = _timed_recording(step, iters, sync, record, path, clock)
+            on.append(us)
+            write_ms.append(ms)
             sizes.append(os.path.getsize(path))
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
+            if baseline is not None:
+                path = os.path.join(d, "base%d.cgt.jsonl" % r)
+                us, ms = _timed_recording(step, iters, sync, baseline, path, clock)
+                base.append(us)
+                base_ms.append(ms)
+                base_sizes.append(os.path.getsize(path))
     added = [b - a for a, b in zip(off, on)]
-    return {
+    res = {
         "iters": iters, "rounds": rounds,
         "off": off, "on": on, "added": added,
         "off_median": statistics.median(off), "on_median": statistics.median(on),
@@ -86,6 +112,40 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None)
         "calls_recorded": calls,
         "write_ms": statistics.median(write_ms),
     }
+    if baseline is not None:
+        base_added = [b - a for a, b in zip(off, base)]
+        res.update({
+            "base": base, "base_added": base_added,
+            "base_median": statistics.median(base), "base_added_median": statistics.median(base_added),
+            "base_write_ms": statistics.median(base_ms),
+            "base_trace_bytes_per_call": statistics.median(base_sizes) / iters,
+        })
+    return res
+
+
+def profile_recorded(step, sync, iters, top, record=None, out=None):
+    """Runs `iters` recorded calls under cProfile and prints the `top`
+    functions by their own time: where a recorded call's time goes, torch's
+    and the recorder's alike (cProfile slows every call; the shares are
+    what to read)."""
+    import cProfile
+    import pstats
+    out = out or sys.stdout
+    record = record or cgtrace.record
+    with tempfile.TemporaryDirectory() as d:
+        rec = record(os.path.join(d, "profile.cgt.jsonl"))
+        rec.__enter__()
+        prof = cProfile.Profile()
+        try:
+            prof.enable()
+            for _ in range(iters):
+                step()
+            sync()
+            prof.disable()
+        finally:
+            rec.__exit__(None, None, None)
+    print("profile of %d recorded calls, top %d by own time:" % (iters, top), file=out)
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
 
 
 def report(name, res, out=None):
@@ -97,6 +157,11 @@ def report(name, res, out=None):
           "trace %.0f B/call, written in %.1f ms"
           % (name, res["off_median"], res["on_median"], res["added_median"], res["rounds"], res["iters"],
              res["trace_bytes_per_call"], res["write_ms"]), file=out)
+    if "base" in res:
+        print("%s, baseline recorder: recording %.1f us/call, added %.1f us/call (medians, same rounds); "
+              "trace %.0f B/call, written in %.1f ms"
+              % (name, res["base_median"], res["base_added_median"],
+                 res["base_trace_bytes_per_call"], res["base_write_ms"]), file=out)
 
 
 def mlp_workload(dim=1024, batch=64):
@@ -125,9 +190,12 @@ def mlp_workload(dim=1024, batch=64):
 def fake_workload():
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/test_recorder_fake_torch.py), on CPU: three
-    static parameters and one input passed again, one fresh output per
-    call (the previous one dies), a step before each call. What it
-    measures is the recorder's own Python per call, without torch's.
+    static parameters and one input passed again, a step before each
+    call, and as in PyTorch a replay hands out its node's cached output
+    object (the previous binding of it is retired), judged alive by the
+    tree's refcount check; the config modules answer through __getattr__
+    as torch's do. What it measures is the recorder's own Python per call,
+    without torch's.
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import test_recorder_fake_torch as fake
@@ -135,6 +203,7 @@ def fake_workload():
     saved = fake.install_fake_torch()
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True  # a replay hands out the same output object, as PyTorch's does
     fid = mgr.add(0, static=[0, 1, 2])
     params = [fake.Tensor([1024, 1024]) for _ in range(3)]
     x = fake.Tensor([64, 1024])
@@ -149,6 +218,18 @@ def fake_workload():
     return step, lambda: None, lambda: fake.remove_fake_torch(saved)
 
 
+def load_baseline(path):
+    """Another cgtrace.py as a module of its own (not `cgtrace`, which stays
+    this checkout's)."""
+    import importlib.util
+    if not os.path.isfile(path):
+        raise SystemExit("recorder-overhead: no such baseline recorder: %s" % path)
+    spec = importlib.util.spec_from_file_location("cgtrace_baseline", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--iters", type=int, default=2000, help="calls per timed loop")
@@ -159,23 +240,39 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     p.add_argument("--fake", action="store_true",
                    help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
+    p.add_argument("--baseline", metavar="CGTRACE_PY",
+                   help="also time this other cgtrace.py (say, the one before a change: "
+                        "git show REV:traces/pytorch/cgtrace.py > /tmp/cgtrace_before.py) in the same rounds")
+    p.add_argument("--cpu-clock", action="store_true",
+                   help="time this thread's CPU time instead of wall time (on a machine shared with other "
+                        "programs; never on the GPU, where waiting is part of the cost)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="after the timing, profile one recorded loop and print its N costliest functions")
     a = p.parse_args(argv)
-    if a.iters < 1 or a.rounds < 1 or a.warm < 0:
-        p.error("--iters and --rounds must be at least 1, --warm at least 0")
+    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0:
+        p.error("--iters and --rounds must be at least 1, --warm and --profile at least 0")
+    baseline = load_baseline(a.baseline).record if a.baseline else None
+    clock = time.thread_time if a.cpu_clock else time.perf_counter
     if a.fake:
         step, sync, restore = fake_workload()
         try:
-            res = measure(step, sync, a.iters, a.rounds, a.warm)
+            res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
+            report("fake torch, replay + mark_step", res)
+            if a.profile:
+                profile_recorded(step, sync, a.iters, a.profile)
         finally:
             restore()
-        name, workload = "fake torch, replay + mark_step", "fake"
+        workload = "fake"
     else:
         step, sync = mlp_workload(a.dim, a.batch)
-        res = measure(step, sync, a.iters, a.rounds, a.warm)
-        name, workload = "mlp3 reduce-overhead mark_step", "mlp3"
-    report(name, res)
+        res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
+        report("mlp3 reduce-overhead mark_step", res)
+        if a.profile:
+            profile_recorded(step, sync, a.iters, a.profile)
+        workload = "mlp3"
     if a.json:
-        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch)))
+        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
+                              clock="cpu" if a.cpu_clock else "wall")))
     return 0
 
 

@@ -19,13 +19,25 @@ Each `call` carries its `invocation` (Dynamo's GenerationTracker.generation:
 a graph break's resume function shares its frame's), tensors their dtype,
 views of other tensors their storage offset and strides. The settings in
 force (skip_cudagraph_warmup, the re-record and recompile limits, dynamic
-shapes, input mutation) are read from PyTorch's config at every call: the
-header holds them, a `config` record each change. Host reads of tree outputs
+shapes, input mutation) are looked at at every call (through a probe of
+each knob's _ConfigEntry, read only when one moved): the header holds
+them, a `config` record each change. Host reads of tree outputs
 (.item(), .cpu(), .tolist(), print, numpy, `if t:`) are `read` records with
 an expect of PyTorch's error. The recorder never changes the program: a
 tensor it cannot hold is left out with a note, and its own failure stops the
 recording with a warning (Recorder.error), never an exception in the program.
 CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
+
+The trace is written whole when the recording ends (a temporary file
+renamed over the name), unless it is followed: record(..., follow=True),
+`run --follow`, CGTRACE_FOLLOW=1 or a named pipe as the path stream it as
+the program runs, for `cgtviz run --follow` (one write per compiled call).
+
+What a recorded call costs the program is measured by
+tools/gpu/recorder-overhead.py: a steady replay loop's call goes through
+names found by object identity, kept Facts, shared records (expects,
+steps, args lists) and probes of the config, and asks torch nothing about
+a tensor it already holds.
 
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
@@ -34,12 +46,15 @@ tests drive with fake tensors.
 """
 
 import argparse
+import contextvars
 import functools
 import json
 import math
+import operator
 import os
 import re
 import runpy
+import stat
 import sys
 import threading
 import traceback
@@ -106,6 +121,7 @@ _REQUIRED = {
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
 # Ops made on every call, with plain fields: checked cheaply when made.
+_ENTRY_NAME = operator.attrgetter("name")
 _CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
 # The settings a trace's config (header or `config` record) may hold, with
 # their types; each mirrors one PyTorch knob (see KNOBS).
@@ -119,6 +135,8 @@ _MODES = ("inference", "forward", "backward")
 
 
 _FIELD_SETS = {op: frozenset(f) for op, f in _FIELDS.items()}
+# Every step record is this one object (its line is encoded once).
+_STEP = {"op": "step"}
 
 
 def check_record(rec):
@@ -192,10 +210,123 @@ def encode_header(header):
     return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
 
 
+def _names_json(names):
+    """A list of names as json.dumps writes it, built by joining, when every
+    name is a str json.dumps writes as is (printable ASCII, no quote or
+    backslash: the names the recorder makes); None otherwise."""
+    if type(names) is not list:
+        return None
+    try:
+        j = "".join(names)
+    except TypeError:
+        return None
+    if not (j.isascii() and j.isprintable()) or '"' in j or "\\" in j:
+        return None
+    return '["' + '", "'.join(names) + '"]' if names else "[]"
+
+
+_CALL_KEYS = frozenset(_FIELDS["call"])
+_STEP_LINE = json.dumps(_STEP)
+
+
+class _LineEncoder:
+    """encode_record for the records a trace holds, with what repeats
+    encoded once: a record object the trace holds many times (a steady
+    loop's expect, every step) by its identity, a call's args list (shared
+    by a loop's calls) and function name likewise. A call, del or read
+    whose fields are exactly the ones the session makes, of the types it
+    makes, is joined from those pieces, which is the line json.dumps would
+    write; anything else goes through encode_record, whose checks and
+    errors stay the writer's. Lives for one writing (ids of the records it
+    holds stay unique while the trace holds them)."""
+
+    def __init__(self, keep=False):
+        self.by_id = {}  # id(record or list) -> its JSON (keep: (it, its JSON))
+        self.fn = {}  # function name -> its JSON
+        # keep: the encoder outlives the records it saw (a streamed trace
+        # keeps none), so it holds each object it keyed by id, whose id no
+        # other object can then take.
+        self.keep = keep
+
+    def _cached(self, obj):
+        got = self.by_id.get(id(obj))
+        if got is None or not self.keep:
+            return got
+        return got[1] if got[0] is obj else None
+
+    def _cache(self, obj, text):
+        self.by_id[id(obj)] = (obj, text) if self.keep else text
+
+    def line(self, r):
+        if r is _STEP:
+            return _STEP_LINE
+        op = r.get("op")
+        if op == "call":
+            got = self._call(r)
+            if got is not None:
+                return got
+        elif op == "del" and len(r) == 2:
+            names = r.get("names")
+            j = _names_json(names)
+            if j is not None:
+                return '{"op": "del", "names": ' + j + "}"
+        elif op == "read" and len(r) == 2:
+            name = r.get("name")
+            if type(name) is str:
+                j = _names_json([name])
+                if j is not None:
+                    return '{"op": "read", "name": ' + j[1:-1] + "}"
+        elif op == "expect":
+            got = self._cached(r)
+            if got is None:
+                got = encode_record(r)
+                self._cache(r, got)
+            return got
+        return encode_record(r)
+
+    def _call(self, r):
+        if not _CALL_KEYS.issuperset(r):
+            return None
+        fn, args = r.get("fn"), r.get("args")
+        if type(fn) is not str or args is None:
+            return None
+        fj = self.fn.get(fn)
+        if fj is None:
+            fj = _names_json([fn])
+            if fj is None:
+                return None
+            fj = self.fn[fn] = fj[1:-1]
+        aj = self._cached(args)
+        if aj is None:
+            aj = _names_json(args)
+            if aj is None:
+                return None
+            self._cache(args, aj)
+        parts = ['{"op": "call", "fn": ', fj, ', "args": ', aj]
+        if "out" in r:
+            oj = _names_json(r["out"])
+            if oj is None:
+                return None
+            parts += [', "out": ', oj]
+        if "invocation" in r:
+            inv = r["invocation"]
+            if type(inv) is not int:
+                return None
+            parts += [', "invocation": ', str(inv)]
+        parts.append("}")
+        return "".join(parts)
+
+
 class Trace:
     """A trace being built: the header's parts, the defs (written first, as
     they run nothing and a body is only known after the function's first
-    call returned) and the records in program order."""
+    call returned) and the records in program order.
+
+    Streamed (stream(): a trace followed as it is written, by `cgtviz run
+    --follow` or through a named pipe) it holds no records: the header is
+    written at once, each def just before the call that needs it, and the
+    records as they come, flushed by flush() (the recorder flushes after
+    each call and host read)."""
 
     def __init__(self, name, meta=None, config=None, strict=True):
         self.name = name
@@ -207,6 +338,25 @@ class Trace:
         # Check every record's fields as it is made (the tests); the
         # recorder leaves the per-call ones to the writer.
         self.strict = strict
+        self.out = None  # the streamed trace's file
+        self._enc = None
+
+    def stream(self, fh):
+        """Writes the header to fh now, then the records made so far, and
+        every record from here on at each flush()."""
+        self._enc = _LineEncoder(keep=True)
+        fh.write(encode_header(self.header()) + "\n")
+        self.out = fh
+        self.flush()
+        fh.flush()
+
+    def flush(self):
+        """Writes the records made since the last flush to the streamed file."""
+        if self.out is None or not self.records:
+            return
+        recs, self.records = self.records, []
+        self.out.write("\n".join(self._line(self._enc, r) for r in recs) + "\n")
+        self.out.flush()
 
     def add(self, rec):
         # Refuse a bad record now, with its cause. The records made on every
@@ -222,6 +372,8 @@ class Trace:
     def set_def(self, rec):
         encode_record(rec)
         self.defs[rec["fn"]] = rec
+        if self.out is not None:
+            self.records.append(rec)  # streamed: before the call that needs it
 
     def header(self):
         h = {"cgtviz": FORMAT_VERSION, "name": self.name, "devices": self.devices}
@@ -233,15 +385,19 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        for r in self.records:
-            try:
-                out.append(encode_record(r))
-            except (ValueError, TypeError) as e:
-                # One record the encoder refuses costs that record, not the
-                # file: a note in its place says what was lost.
-                out.append(encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
-                                          % (r.get("op"), str(e)[:200])}))
+        enc = _LineEncoder()
+        out.extend(self._line(enc, r) for r in self.records)
         return out
+
+    @staticmethod
+    def _line(enc, r):
+        try:
+            return enc.line(r)
+        except (ValueError, TypeError) as e:
+            # One record the encoder refuses costs that record, not the
+            # file: a note in its place says what was lost.
+            return encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
+                                  % (r.get("op"), str(e)[:200])})
 
     def write(self, path):
         """Writes the file whole, through a temporary one, so an interrupted
@@ -630,17 +786,18 @@ class FnInfo:
 
 
 class _Entry:
-    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr")
+    __slots__ = ("name", "fact", "kind", "order", "obj_id", "wr", "in_memo")
 
     def __init__(self, name, fact, kind, order):
         self.name, self.fact, self.kind, self.order = name, fact, kind, order
+        self.in_memo = False  # an input of some function's memo (Recorder._before_call)
         self.obj_id = None  # id() of the object by_obj maps to this name
         self.wr = None  # the weakref whose callback says the object died (held facts)
 
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -651,6 +808,10 @@ class _FnState:
         self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
+        self.last_args = None  # the args list of the last call begin_known_call made
+        # The torch side's memo of the last call's inputs, when all were
+        # named tensors: (their weak references, their entries).
+        self.memo = None
 
 
 def _known_name(e, obj):
@@ -688,12 +849,16 @@ class Session:
         # make the dict compare tensors with ==, which raises in torch.
         self._held_wr = {}
         self._dead_objs = []  # weakrefs whose objects died since the last poll
+        self._argset = None  # (an args list, the set of its names), for _flush_dead
         self.fn_names = set()
         self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
         self._expects = {}
         self._swapped = []  # names whose object took other data (lookup), to del after its new record  # (action, node, checkpoints, device) -> its expect record
         self.order = 0
+        # Moves whenever a name is bound or unbound, or an entry a memo of
+        # inputs holds is renamed: a memo made at the same epoch is true.
+        self.epoch = 0
         self.seed = 0
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
                        "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
@@ -719,6 +884,7 @@ class Session:
         view find this name; without, the name is a passing alias and the
         older name keeps representing the tensor."""
         self.order += 1
+        self.epoch += 1
         e = _Entry(name, fact, kind, self.order)
         self.entries[name] = e
         self.by_storage.setdefault(fact.storage, {})[name] = e
@@ -747,6 +913,7 @@ class Session:
 
     def _forget(self, name):
         e = self.entries.pop(name)
+        self.epoch += 1
         same = self.by_storage.get(e.fact.storage)
         if same is not None:
             same.pop(name, None)
@@ -883,12 +1050,28 @@ class Session:
         watch = self._watch
         if not watch:
             return
-        dead = []
+        if len(watch) < len(names):
+            # Fewer polled names than arguments (a model's parameters are
+            # held, not polled): the polled ones among the arguments, found
+            # from the smaller side. (The dels come out in binding order
+            # either way.)
+            got = self._argset
+            if got is not None and got[0] is names:  # a loop's calls share one args list
+                args = got[1]
+            else:
+                args = set(names)
+                self._argset = (names, args)
+            names = [n for n in watch if n in args]
+        dead = None
         for n in names:
             e = watch.get(n)
-            if e is not None and e not in dead and not e.fact.alive():
-                dead.append(e)
-        self._emit_dels(dead)
+            if e is not None and not e.fact.alive():
+                if dead is None:
+                    dead = [e]
+                elif e not in dead:
+                    dead.append(e)
+        if dead is not None:
+            self._emit_dels(dead)
 
     def _emit_dels(self, dead):
         """One `del` for the dead entries, in binding order, names forgotten."""
@@ -919,8 +1102,15 @@ class Session:
             self._poll_dead_objs()
         if not self._watch:
             return  # nothing is polled: every named object is alive
-        dead = [e for e in self._watch.values() if not e.fact.alive()]
-        self._emit_dels(dead)
+        dead = None
+        for e in self._watch.values():
+            if not e.fact.alive():
+                if dead is None:
+                    dead = [e]
+                else:
+                    dead.append(e)
+        if dead is not None:
+            self._emit_dels(dead)
 
     # -- events
 
@@ -976,7 +1166,7 @@ class Session:
     def step(self):
         self.flush_deaths()
         self.counts["steps"] += 1
-        self.trace.add({"op": "step"})
+        self.trace.add(_STEP)  # records are never changed once added: one is enough
 
     def note(self, text):
         self.trace.add({"op": "note", "text": text})
@@ -1104,6 +1294,26 @@ class Session:
         return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
                 "invocation": invocation}
 
+    def begin_known_call(self, fs, args, invocation=None):
+        """begin_call for a defined function (fs) whose every tensor input
+        the torch side found by its name (args, in input order): what is
+        left of begin_call then is deaths and counts. The steady loop's
+        path."""
+        self.flush_deaths()
+        fs.calls += 1
+        self.counts["calls"] += 1
+        # The same names as the function's last call (a loop's): that call's
+        # list, shared (records are never changed), so the trace holds, and
+        # the writer encodes, one list for all of them.
+        last = fs.last_args
+        if last is args:
+            pass
+        elif last is not None and last == args:
+            args = last
+        else:
+            fs.last_args = args
+        return {"fn": fs, "args": args, "invocation": invocation}
+
     def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
                  error=None, device=0):
         """Records the call and PyTorch's decision about it. `outputs` holds,
@@ -1132,12 +1342,27 @@ class Session:
         call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
         outs = []
         if outputs:
+            # An output's name is unique by its making (function, call,
+            # position): _fresh, which would give the same name, is asked
+            # only when the name is taken (by a tensor named so).
+            used = self.names_used
+            calls = fs.calls
             for i, f in enumerate(outputs):
-                outs.append(self._fresh("%s_c%d_%d" % (fs.name, fs.calls, i)) if f is not None else "_")
+                if f is None:
+                    outs.append("_")
+                    continue
+                n = "%s_c%d_%d" % (fs.name, calls, i)
+                if n in used:
+                    n = self._fresh(n)
+                else:
+                    used.add(n)
+                outs.append(n)
             call["out"] = outs
-        if ctx.get("invocation") is not None:
-            call["invocation"] = int(ctx["invocation"])
-        self.trace.add(call)
+        inv = ctx["invocation"]
+        if inv is not None:
+            call["invocation"] = int(inv)
+        trace = self.trace
+        trace.add(call)
         action = actions[-1] if actions else "eager"
         self.counts[action] += 1
         # A steady replay expects the same as the one before it: one record
@@ -1146,9 +1371,11 @@ class Session:
         ekey = (action, node, checkpoints, device) if error is None else None
         exp = self._expects.get(ekey) if ekey is not None else None
         if exp is not None:
-            self.trace.add(exp)
-            self._flush_dead(ctx["args"])
-            self._bind_outputs(outs, outputs)
+            trace.add(exp)
+            if self._watch or self._dead_objs:
+                self._flush_dead(ctx["args"])
+            if outputs:
+                self._bind_outputs(outs, outputs)
             return
         exp = {"op": "expect", "action": action}
         if node is not None and action in ("record", "replay"):
@@ -1187,28 +1414,105 @@ class Session:
         # represented by that name: its output name is dropped at once, or it
         # would live as long as the parameter.
         drop = []
+        renamed = []  # (order, name) of names retired by _rename
+        start = self.order  # entries up to this one were bound before this call's outputs
+        entries = self.entries
+        by_obj_entry = self.by_obj_entry
         for name, f in zip(outs, outputs):
             if f is None:
                 continue
-            old = self.lookup(f)
+            ref = f.obj_ref
+            obj = ref() if ref is not None else None
+            # lookup(f), with the entry it finds: the object's own name, else
+            # the name over its view.
+            e = by_obj_entry.get(id(obj)) if obj is not None else None
+            if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                old, same_obj = e.name, True
+            else:
+                old = self.by_view.get(f.view_key)
+                e = entries.get(old) if old is not None else None
+                if e is None:
+                    old = None
+                else:
+                    same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
             takeover = True
             if old is not None and old not in drop:
-                e = self.entries[old]
-                obj = f.obj_ref() if f.obj_ref is not None else None
-                same_obj = obj is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj
                 if e.kind == "out":
                     if same_obj:
+                        order = e.order
+                        if e.fact is f and order <= start and self._rename(e, name, obj):
+                            renamed.append((order, old))
+                            continue
                         drop.append(old)
                 elif (same_obj or e.fact.view_key == f.view_key) and e.fact.alive():
                     takeover = False
                     drop.append(name)
             self._bind(name, f, "out", takeover)
-        if drop:
+        if renamed:
+            if len(renamed) == 1 and not drop:  # a steady replay's one output
+                names = [renamed[0][1]]
+            else:
+                gone = sorted(renamed + [(self.entries[n].order, n) for n in drop])
+                names = [n for _, n in gone]
+                drop.sort(key=lambda n: self.entries[n].order)
+        elif drop:
             drop.sort(key=lambda n: self.entries[n].order)
-            for n in drop:
-                self._forget(n)
-            self.counts["dels"] += len(drop)
-            self.trace.add({"op": "del", "names": drop})
+            names = drop
+        else:
+            return
+        for n in drop:
+            self._forget(n)
+        self.counts["dels"] += len(names)
+        self.trace.add({"op": "del", "names": names})
+
+    def _rename(self, e, name, obj):
+        """Binds `name` to the tensor of output entry e, whose name retires:
+        what _bind(name, e.fact, "out") then _forget(e.name) leave behind,
+        done in place (no new entry, Fact or weak reference). It is a
+        replay's cached output handed out again, found with its Fact. The
+        storage's other names keep their places; the new name goes last,
+        as _bind puts it, and the storage's output name, if it was e's,
+        becomes the first output name left over it, as _forget picks it.
+        Returns False, changing nothing, when e is not where it should be."""
+        st = e.fact.storage
+        same = self.by_storage.get(st)
+        old = e.name
+        if same is None or same.get(old) is not e:
+            return False
+        if e.in_memo:
+            self.epoch += 1
+        self.order += 1
+        e.order = self.order
+        del self.entries[old]
+        self.entries[name] = e
+        del same[old]
+        same[name] = e
+        if self.out_storage.get(st, old) == old:
+            if len(same) == 1:
+                self.out_storage[st] = name
+            else:
+                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+        oid = id(obj)
+        if e.obj_id is not None and e.obj_id != oid and self.by_obj.get(e.obj_id) == old:
+            del self.by_obj[e.obj_id]
+            del self.by_obj_entry[e.obj_id]
+        self.by_obj[oid] = name
+        self.by_obj_entry[oid] = e
+        e.obj_id = oid
+        self.by_view[e.fact.view_key] = name
+        e.name = name
+        if e.fact.held:
+            if e.wr is None:
+                self._watch.pop(old, None)
+                e.wr = weakref.ref(obj, self._died)
+            self._held_wr[id(e.wr)] = name
+        else:
+            if e.wr is not None:
+                self._held_wr.pop(id(e.wr), None)
+                e.wr = None
+            self._watch.pop(old, None)
+            self._watch[name] = e
+        return True
 
     def _define(self, fs, ctx, outputs):
         ins = ctx["inputs"]
@@ -1358,6 +1662,60 @@ class _Knobs:
         self.mapped_g = [g for _, g in self.mapped]
         self.mapped_vals = None  # the mapped knobs' values at the last reading, in order
         self.last = None
+        owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
+        probe = {n: self._probe(owner[n], n, g) for n, g in self.getters}
+        self.probes = [probe[n] for n, _ in self.mapped]
+        self.all_probes = [probe[n] for n, _ in self.getters]
+        # The probes' answers at the last changed(), for the mapped knobs and
+        # for all of them.
+        self.probe_vals = self.all_probe_vals = None
+
+    @staticmethod
+    def _probe(mod, name, getter):
+        """A callable whose answer changes whenever the knob's value can: on
+        a ConfigModule the user_override of the knob's _ConfigEntry (an
+        attribute in 2.11, a ContextVar later), which every way of setting
+        a knob writes (setattr, config.patch, mock.patch's delattr); a read
+        of it skips the module's failed lookup and __getattr__, which cost
+        microseconds a knob. The value itself is read by getter, as before,
+        only when a probe moved. An alias, a knob another one implies, or a
+        module of another shape is probed by reading the knob."""
+        try:
+            cfg = vars(mod).get("_config")
+            entry = cfg.get(name) if isinstance(cfg, dict) else None
+            implied = vars(mod).get("_implications") or ()
+            if entry is None and isinstance(cfg, dict):
+                # A knob this torch lacks: it reads None until made (which
+                # only a stand-in does), and reading it raises inside.
+                return functools.partial(operator.contains, cfg, name)
+            if entry is None or getattr(entry, "alias", None) is not None or name in implied:
+                return getter
+            u = vars(entry)["user_override"]
+        except Exception:  # not torch's ConfigModule as this recorder knows it
+            return getter
+        if isinstance(u, contextvars.ContextVar):
+            return u.get
+        return functools.partial(getattr, entry, "user_override")
+
+    def changed(self, all_knobs=False):
+        """Whether one of the format's knobs (all_knobs: any knob) may have
+        changed since the last changed() asked the same (always True the
+        first time). The probes are read, never the knobs: the cost of an
+        unchanged config at every call."""
+        try:
+            # (map runs the probes without a Python frame of its own.)
+            vals = list(map(operator.call, self.all_probes if all_knobs else self.probes))
+        except Exception:  # a probe that cannot be read: the knobs say
+            return True
+        if all_knobs:
+            if vals == self.all_probe_vals:
+                return False
+            self.all_probe_vals = vals
+            return True
+        if vals == self.probe_vals:
+            return False
+        self.probe_vals = vals
+        return True
 
     @staticmethod
     def _getter(mod, name):
@@ -1432,8 +1790,13 @@ class Recorder:
     `execute_node`, and the module's `mark_step_begin`) and restores them on
     exit, then writes the trace."""
 
-    def __init__(self, path, name=None, meta=None):
+    def __init__(self, path, name=None, meta=None, follow=None):
         self.path = path
+        # Streamed as it is made (Trace.stream) for a follower: asked for,
+        # or CGTRACE_FOLLOW=1, or the path is a named pipe.
+        if follow is None:
+            follow = os.environ.get("CGTRACE_FOLLOW") == "1" or _is_fifo(path)
+        self.follow = bool(follow)
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
@@ -1446,6 +1809,7 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+        self._fid_cache = {}  # id(FunctionID) -> (its weakref, the manager's, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
         self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
 
@@ -1549,6 +1913,7 @@ class Recorder:
         M.execute_node = execute_node
         cgt.mark_step_begin = mark_step_begin
         _ACTIVE["recorder"] = self
+        self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
 
         meta = self.trace.meta
@@ -1562,7 +1927,50 @@ class Recorder:
         if existing:
             self.session.note("recording started after the tree on device(s) %s already held "
                               "functions: their warmups are not in this trace" % existing)
+        if self.follow:
+            self._open_stream(torch)
         return self
+
+    def _open_stream(self, torch):
+        """Starts the streamed trace: the header now (with every device the
+        program can use, and the approximations, since it is written before
+        anything is recorded). A file that cannot be opened is warned
+        about and the trace written whole at the end instead."""
+        try:
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 1
+        except Exception:
+            n = 1
+        self.trace.devices = max(1, min(int(n), 64))
+        self.trace.meta["approximations"] = _APPROXIMATIONS
+        self.trace.meta["streamed"] = True
+        try:
+            fh = open(self.path, "w", encoding="utf-8")
+        except OSError as e:
+            self.trace.meta.pop("streamed", None)
+            _warn("cgtrace: cannot stream the trace to %s (%s); it is written at the end" % (self.path, e))
+            return
+        try:
+            self.trace.stream(fh)
+        except Exception as e:
+            self._stream_failed(e)
+
+    def _flush(self):
+        """Writes what the last event recorded to a streamed trace (once per
+        call or host read, not per record: a follower sees whole events)."""
+        if self.trace.out is not None:
+            try:
+                self.trace.flush()
+            except Exception as e:
+                self._stream_failed(e)
+
+    def _stream_failed(self, e):
+        fh, self.trace.out = self.trace.out, None
+        try:
+            if fh is not None:
+                fh.close()
+        except Exception:
+            pass
+        self._fail("writing the trace to %s" % self.path, e)
 
     def stop(self):
         """Puts PyTorch's functions back and writes the trace. A failure to
@@ -1586,6 +1994,11 @@ class Recorder:
                 self._summarise(self.torch, self.cgt)
             except Exception as e:
                 self._fail("finishing the trace", e)
+            if self.trace.out is not None:
+                self._end_stream()
+                return
+            if self.follow and self.error and "streamed" in self.trace.meta:
+                return  # the stream broke: what it wrote is the trace, the warning said why
             try:
                 if self.error:
                     self.trace.meta["recorder_error"] = self.error
@@ -1593,6 +2006,24 @@ class Recorder:
             except Exception as e:
                 self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
                 _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def _end_stream(self):
+        """The streamed trace's end: what the header would have held at the
+        end (the counts, the recorder's error) as notes, then the file is
+        closed."""
+        trace = self.trace
+        try:
+            if self.error:
+                self.session.note("cgtrace recorder_error: %s" % self.error)
+            self.session.note("cgtrace recorded: %s" % json.dumps(trace.meta.get("recorded", {}),
+                                                                  sort_keys=True))
+            trace.flush()
+            fh, trace.out = trace.out, None
+            fh.close()
+        except Exception as e:
+            trace.out = None
+            self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+            _warn("cgtrace: could not write the trace: %s" % self.error)
 
     def __enter__(self):
         return self.start()
@@ -1607,12 +2038,13 @@ class Recorder:
         return getattr(self.tls, "depth", 0) > 0
 
     def _note_action(self, mgr, action, node):
-        if not self._in_call():
+        tls = self.tls
+        if getattr(tls, "depth", 0) <= 0:
             return
         if action is not None:
-            self.tls.actions.append(action)
+            tls.actions.append(action)
         if node is not None:
-            self.tls.node = node
+            tls.node = node
 
     def _catch_up_steps(self):
         """Steps taken through a path the wrapper did not see (a direct
@@ -1653,7 +2085,7 @@ class Recorder:
         (only reset_cudagraph_trees does that), or a new tree manager on the
         device (its container let the old one go when the last of its
         compiled functions died)."""
-        counter = self.cgt.MarkStepBox.mark_step_counter
+        counter = self._box.mark_step_counter
         if counter == 0 and self._mark_counter != 0:
             self.session.reset()
             self._known_mgr.clear()
@@ -1671,17 +2103,23 @@ class Recorder:
         with self.lock:
             try:
                 self._mark_counter -= 1  # the wrapped call's own decrement
-                if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+                if self._box.mark_step_counter != self._mark_counter:
                     self._catch_up_steps()
-                self.session.step()
-                # Every knob every 64th step (for the notes); the format's
-                # settings are read at each call anyway.
-                if self.session.counts["steps"] % 64 == 1:
+                session = self.session
+                session.step()
+                # Every knob's probe every 64th step (for the notes), and every
+                # knob itself every 4096th (a change a probe could miss); the
+                # format's settings are looked at at each call anyway.
+                n = session.counts["steps"]
+                if n % 64 == 1 and (self._knobs.changed(all_knobs=True) or n % 4096 == 1):
                     raw = self._knobs.read()
                     if raw != self._raw:
                         self._on_knobs(raw)
             except Exception as e:
                 self._fail("recording a step", e)
+            # (A followed trace's step is written with the call after it: a
+            # step alone changes nothing a follower would watch, and one
+            # write per call is half the cost of two.)
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a
@@ -1739,6 +2177,8 @@ class Recorder:
             with self.lock:
                 self._catch_up_steps()
                 self.session.read(name, error)
+                if self.follow:
+                    self._flush()
         except Exception as e:
             self._fail("recording a read", e)
 
@@ -1763,20 +2203,23 @@ class Recorder:
         return (serial[0], mgr.device_index, function_id.id)
 
     def _on_run(self, orig, mgr, new_inputs, function_id):
-        if self._off or self._in_call():
+        tls = self.tls
+        if self._off or getattr(tls, "depth", 0) > 0:
             # _run re-entering itself (the roots restart) is one call; a
             # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
         with self.lock:
-            self.tls.depth = 1
-            self.tls.actions = []
-            self.tls.node = None
+            tls.depth = 1
+            tls.actions = []
+            tls.node = None
             try:
                 return self._record_call(orig, mgr, new_inputs, function_id)
             finally:
-                self.tls.depth = 0
-                self.tls.actions = []
-                self.tls.node = None
+                tls.depth = 0
+                tls.actions = []
+                tls.node = None
+                if self.follow:
+                    self._flush()
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
         """Runs the tree's call between the recorder's before and after
@@ -1809,12 +2252,31 @@ class Recorder:
     def _before_call(self, mgr, new_inputs, function_id):
         Tensor = self.torch.Tensor
         self._check_manager(mgr)
-        if self.cgt.MarkStepBox.mark_step_counter != self._mark_counter:
+        if self._box.mark_step_counter != self._mark_counter:
             self._catch_up_steps()
-        info, fs = self._fn_info(mgr, function_id)
-        # The knobs with a format key are read at every call; the others
-        # (noted only) at a function's first call and every 64th step.
-        raw = self._knobs.read(all_knobs=fs is None)
+        # The function's state by the FunctionID object's identity (the
+        # tree passes the same one at every call), weakly held, so no key is
+        # built and hashed per call.
+        got = self._fid_cache.get(id(function_id))
+        if got is not None and got[0]() is function_id and got[1]() is mgr:
+            info, fs = got[2], got[3]
+        else:
+            info, fs = self._fn_info(mgr, function_id)
+            if fs is not None:
+                try:
+                    self._fid_cache[id(function_id)] = (weakref.ref(function_id), weakref.ref(mgr), info, fs)
+                except TypeError:  # no weak references to them: looked up every time
+                    pass
+        # The knobs with a format key are looked at at every call (through
+        # their probes: read only when one moved); all of them (the others
+        # are noted only) at a function's first call and every 64th step.
+        knobs = self._knobs
+        if fs is None:
+            raw = knobs.read()
+        elif knobs.changed():
+            raw = knobs.read(all_knobs=False)
+        else:
+            raw = self._raw
         if raw is not self._raw and raw != self._raw:
             self._on_knobs(raw)
         # A comprehension leaves no loop variable holding the last input
@@ -1824,6 +2286,46 @@ class Recorder:
         fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
             known = self.session.by_obj_entry.get
+            # The steadiest case: the inputs are the last call's tensors, in
+            # order (fs.memo: their weak references, the entries that named
+            # them, the session's epoch then, their names), and no name was
+            # bound, unbound or (one of these) renamed since (the epoch is
+            # the same): then they have the same names. Checked by map,
+            # without a Python step per input (a model's parameters are
+            # hundreds of inputs): each reference still gives its input.
+            memo = fs.memo
+            # The data pointers too (one C-level pass): `param.data = new`
+            # keeps the object and moves its data, which is a new tensor.
+            if (memo is not None and memo[2] == self.session.epoch and len(new_inputs) == len(memo[0])
+                    and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                    and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
+                return self.session.begin_known_call(fs, memo[3], self._gen.generation)
+            # The steady case: every tensor input is one the trace names by
+            # its object (a parameter, a tensor passed again).
+            args, entries = [], []
+            for v in new_inputs:
+                if isinstance(v, Tensor):
+                    e = known(id(v))
+                    ref = e.fact.obj_ref if e is not None else None
+                    if ref is None or ref() is not v or (e.fact.ptr is not None and v.data_ptr() != e.fact.ptr):
+                        break
+                    args.append(e.name)
+                    entries.append(e)
+                else:
+                    entries = None  # (a memo holds tensors only: ints have no weak references)
+            else:
+                v = e = ref = None  # (no loop variable keeps an input alive through the call)
+                ctx = self.session.begin_known_call(fs, args, self._gen.generation)
+                fs.memo = None
+                if entries:
+                    for e in entries:
+                        e.in_memo = True
+                    fs.memo = (tuple(e.fact.obj_ref for e in entries), tuple(entries),
+                               self.session.epoch, ctx["args"],
+                               tuple(map(Tensor.data_ptr, new_inputs)))
+                e = None
+                return ctx
+            v = e = ref = None
             facts = [None] * len(new_inputs)
             fresh = False
             for i, v in enumerate(new_inputs):
@@ -1838,6 +2340,11 @@ class Recorder:
             # No loop variable keeps the last input alive through the call
             # (that would change what dies in it).
             v = e = ref = None
+            if not fresh:
+                # Every tensor input has its name (one the format cannot hold
+                # was left out): nothing to name, no hints.
+                return self.session.begin_known_call(fs, [f for f in facts if f is not None],
+                                                     self._gen.generation)
         else:
             facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
         # Dynamo bumps GenerationTracker.generation once per top-level
@@ -1866,15 +2373,33 @@ class Recorder:
         outs = []
         node = self.tls.node
         wrappers = getattr(node, "outputs_weakrefs", None) if node is not None else None
+        if wrappers is not None and len(wrappers) != len(seq):
+            wrappers = None
+        known = self.session.by_obj_entry.get
         for i, o in enumerate(seq):
-            f = self._fact_or_none(o) if isinstance(o, Tensor) else None
+            if not isinstance(o, Tensor):
+                outs.append(None)
+                continue
             # The tree's own weakref for this output (aligned with the
             # outputs of a recorded or replayed node), for liveness.
-            if (f is not None and wrappers is not None and len(wrappers) == len(seq)
-                    and wrappers[i] is not None):
-                f.probe.tree_ref = wrappers[i]
+            want = wrappers[i] if wrappers is not None else None
+            # A tensor the trace names by this very object (a replay's cached
+            # output, handed out again; an input returned as is) keeps its
+            # Fact, which a new one would equal: the same object over the
+            # same storage, judged by the same probe. PyTorch itself hands
+            # the cached object out unchecked.
+            e = known(id(o))
+            f = e.fact if e is not None else None
+            if (f is not None and f.probe is not None and f.obj_ref() is o
+                    and f.probe.tree_ref is want and f.held is (want is None)):
+                outs.append(f)
+                continue
+            f = self._fact_or_none(o)
+            if f is not None and want is not None:
+                f.probe.tree_ref = want
                 f.held = False  # the tree's wrapper decides: polled at every event
             outs.append(f)
+        e = f = o = None  # no loop variable keeps an output alive past the call
         actions = self.tls.actions
         ckpt = mgr.debug_checkpointing_counter
         # (end_call only reads actions; _on_run gives each call a new list.)
@@ -2071,14 +2596,24 @@ class Recorder:
                 trees[str(dev)] = _tree_stats(m)
         summary["trees"] = trees
         meta["recorded"] = summary
-        meta["approximations"] = (
-            "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
-            "not inductor's kernels; tensors appear at their first use by a compiled call; "
-            "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
-            "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
-            "let go of) are deleted right after its expect; view offsets are absolute, in elements "
-            "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
-            "without storage) is left out with a note" % SMALL_TENSOR)
+        meta["approximations"] = _APPROXIMATIONS
+
+
+_APPROXIMATIONS = (
+    "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
+    "not inductor's kernels; tensors appear at their first use by a compiled call; "
+    "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
+    "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
+    "let go of) are deleted right after its expect; view offsets are absolute, in elements "
+    "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
+    "without storage) is left out with a note" % SMALL_TENSOR)
+
+
+def _is_fifo(path):
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _warn(msg):
@@ -2197,11 +2732,15 @@ def _error_text(e):
     return first[:200]
 
 
-def record(path, name=None, meta=None):
+def record(path, name=None, meta=None, follow=None):
     """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
     activity of the code inside into that file (written on exit, also when
-    the code raised)."""
-    return Recorder(path, name=name, meta=meta)
+    the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
+    that is a named pipe) the file is written as the program runs, one
+    flush per compiled call or host read, for `cgtviz run --follow` or
+    `cgtviz -follow`; the counts then end the file as a note instead of
+    heading it."""
+    return Recorder(path, name=name, meta=meta, follow=follow)
 
 
 # ---------------------------------------------------------------------------
@@ -2247,6 +2786,9 @@ def main(argv=None):
     r = sub.add_parser("run", help="run a script and record it")
     r.add_argument("-o", "--output", help="trace file (default: SCRIPT.cgt.jsonl in the current directory)")
     r.add_argument("--name", help="the trace's title (default: the script's file name)")
+    r.add_argument("--follow", action="store_true",
+                   help="write the trace as the program runs, for cgtviz run --follow (also CGTRACE_FOLLOW=1; "
+                        "a named pipe always is)")
     r.add_argument("script")
     r.add_argument("args", nargs=argparse.REMAINDER)
     s = sub.add_parser("summary", help="print what a recorded trace holds")
@@ -2265,7 +2807,7 @@ def main(argv=None):
     sys.argv = [script] + list(a.args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     rec = record(out, name=name, meta={"source": "cgtrace", "script": os.path.basename(script),
-                                       "argv": list(a.args)})
+                                       "argv": list(a.args)}, follow=a.follow or None)
     status = 0
     with rec:
         try:

@@ -94,6 +94,32 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
 
+    def test_baseline_and_profile(self):
+        """--baseline times another cgtrace.py in the same rounds (its trace
+        holds every call too); --profile prints where a recorded loop's
+        time went, the recorder's hooks among it."""
+        fake.remove_fake_torch(self.saved)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(["--fake", "--iters", "20", "--rounds", "2", "--warm", "3", "--json",
+                                  "--baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace.py"),
+                                  "--profile", "5", "--cpu-clock"])
+        finally:
+            self.saved = fake.install_fake_torch()
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertRegex(text, r"baseline recorder: recording [\d.]+ us/call, added -?[\d.]+ us/call")
+        self.assertIn("profile of 20 recorded calls, top 5 by own time:", text)
+        self.assertIn("cgtrace.py", text)
+        res = json.loads(text.splitlines()[-1])
+        self.assertEqual((res["clock"], len(res["base"]), len(res["base_added"])), ("cpu", 2, 2))
+        self.assertGreater(res["base_trace_bytes_per_call"], 50)
+
+    def test_missing_baseline_refused(self):
+        with self.assertRaises(SystemExit) as cm:
+            ro.main(["--fake", "--baseline", "/nonexistent/cgtrace.py"])
+        self.assertIn("no such baseline recorder", str(cm.exception))
+
     def test_bad_arguments_refused(self):
         with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
             ro.main(["--iters", "0"])

@@ -163,6 +163,75 @@ class EncodeTest(unittest.TestCase):
                 self.assertEqual(len(fh.read().splitlines()), 2)
 
 
+class LineEncoderTest(unittest.TestCase):
+    """The writer's joined lines are encode_record's, byte for byte, and
+    what encode_record refuses the writer refuses."""
+
+    def same(self, rec, enc=None):
+        enc = enc or cgtrace._LineEncoder()
+        try:
+            want = cgtrace.encode_record(rec)
+        except (ValueError, TypeError) as e:
+            with self.assertRaises(type(e)):
+                enc.line(rec)
+            return
+        self.assertEqual(enc.line(rec), want)
+        self.assertEqual(enc.line(rec), want)  # again, from what it keeps
+
+    def test_records_as_encode_record_writes_them(self):
+        names = ["in", "x_1", "", "a\"b", "back\\slash", "caf\u00e9", "tab\there", "del\x7f", "\u2028"]
+        args = ["param", "in"]
+        recs = [
+            cgtrace._STEP, {"op": "step"},
+            {"op": "call", "fn": "f_0", "args": args, "out": ["f_0_c1_0", "_"], "invocation": 3},
+            {"op": "call", "fn": "f_0", "args": args},
+            {"op": "call", "fn": "f_0", "args": [], "out": []},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": True},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": 2 ** 70},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": 1.5},
+            {"op": "call", "fn": "f_0", "args": ("a", "b")},
+            {"op": "call", "fn": "f_0", "args": [1, None]},
+            {"op": "call", "fn": 7, "args": args},
+            {"op": "call", "fn": "f_0"},
+            {"op": "call", "fn": "f_0", "args": args, "bogus": 1},
+            {"op": "call", "args": args, "fn": "f_0", "out": ["y"]},  # another key order
+            {"op": "del", "names": ["a", "b"]}, {"op": "del", "names": []}, {"op": "del"},
+            {"op": "del", "names": ["a"], "extra": 1}, {"op": "del", "names": "ab"},
+            {"op": "read", "name": "y"}, {"op": "read", "name": 3}, {"op": "read"},
+            {"op": "expect", "action": "replay", "node": {"fn": "f_0", "parent_fn": None}, "checkpoints": 0},
+            {"op": "expect", "action": "bogus"}, {"op": "expect", "error": None},
+            {"op": "note", "text": "n"}, {"op": "nope"},
+        ]
+        for n in names:
+            recs += [{"op": "call", "fn": n, "args": [n], "out": [n]}, {"op": "del", "names": [n, "a"]},
+                     {"op": "read", "name": n}]
+        for r in recs:
+            with self.subTest(rec=r):
+                self.same(r)
+        # one encoder across all of them, as a trace's writing has it
+        enc = cgtrace._LineEncoder()
+        for r in recs + recs:
+            with self.subTest(rec=r, shared=True):
+                self.same(r, enc)
+
+    def test_trace_lines_unchanged(self):
+        t = Trace("t", strict=False)
+        exp = {"op": "expect", "action": "replay", "checkpoints": 0}
+        args = ["in"]
+        for i in range(3):
+            t.add(cgtrace._STEP)
+            t.add({"op": "call", "fn": "f", "args": args, "out": ["y%d" % i], "invocation": i})
+            t.add(exp)
+            t.add({"op": "del", "names": ["y%d" % i]})
+        t.add({"op": "call", "fn": "f", "args": args, "oops": 1})
+        lines = t.lines()
+        want = [cgtrace.encode_header(t.header())]
+        for r in t.records[:-1]:
+            want.append(cgtrace.encode_record(r))
+        self.assertEqual(lines[:-1], want)
+        self.assertIn("cgtrace dropped a call record", lines[-1])
+
+
 class ShapeTest(unittest.TestCase):
     def test_fit_shape(self):
         self.assertEqual(fit_shape([2, 3, 4, 5]), [2, 3, 4, 5])

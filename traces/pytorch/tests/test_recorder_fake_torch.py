@@ -5,6 +5,8 @@ liveness through storages and the error path run without a GPU. The real
 thing runs on the GPU machine (programs/record_all.sh)."""
 
 import contextlib
+import contextvars
+import functools
 import io
 import json
 import os
@@ -33,7 +35,14 @@ class Storage:
         Storage._n[0] += 1
         self._cdata = Storage._n[0]
         self._nbytes = nbytes
+        self._users = weakref.WeakSet()  # the tensors over it: its use count
         Storage._live[self._cdata] = self
+
+    @staticmethod
+    def use_count(cdata):
+        """torch._C._storage_Use_Count: the tensors holding the storage."""
+        s = Storage._live.get(cdata)
+        return len(s._users) if s is not None else 0
 
     def nbytes(self):
         return self._nbytes
@@ -67,6 +76,7 @@ class Tensor:
         self.shape = tuple(shape)
         self.dtype = dtype
         self._storage = storage or Storage(cgtrace.numel(shape) * dtype.size)
+        self._storage._users.add(self)
         self._values = values
         self._offset = offset
         self._stride = tuple(stride) if stride is not None else cgtrace.contiguous_strides(self.shape)
@@ -209,11 +219,51 @@ class Wrapped:
         self.placeholders = [types.SimpleNamespace(name=p) for p in placeholders]
 
 
+class StorageWeakRefWrapper:
+    """cudagraph_trees.StorageWeakRefWrapper as 2.11 has it: with an
+    extra_ref_check (a cached replay output) the tensor is dead once only
+    the tree's own cache holds it, whatever its storage says."""
+
+    def __init__(self, t, extra_ref_check=None):
+        self.ref = StorageWeakRef(t.untyped_storage())
+        self.extra_ref_check = extra_ref_check
+
+    def expired(self):
+        if self.extra_ref_check is not None and not self.extra_ref_check():
+            return False
+        count = sys.modules["torch"]._C._storage_Use_Count(self.ref.cdata)
+        return (count - (self.extra_ref_check is not None)) == 0
+
+
 class Node:
     def __init__(self, wrapped, parent):
         self.wrapped_function = wrapped
         self.parent = parent
         self.children = {}
+        self.cached_tensor_outputs = []
+        self.outputs_weakrefs = []
+
+    def cache_outputs(self, outs):
+        """What CUDAGraphNode._initialize_cached_tensors does after a
+        recording: one tensor object per output over the recorded output's
+        storage, handed out by every replay, judged by its refcount."""
+        self_ref = weakref.ref(self)
+
+        def check_refcount(i):
+            node = self_ref()
+            return node is not None and node.get_output_refcount(i) == 2
+
+        for i, o in enumerate(outs):
+            if o is None:  # (a backward's gradient of an input needing none)
+                self.cached_tensor_outputs.append(None)
+                self.outputs_weakrefs.append(None)
+                continue
+            c = Tensor(o.shape, storage=o._storage, dtype=o.dtype)
+            self.cached_tensor_outputs.append(c)
+            self.outputs_weakrefs.append(StorageWeakRefWrapper(c, functools.partial(check_refcount, i)))
+
+    def get_output_refcount(self, index):
+        return sys.getrefcount(self.cached_tensor_outputs[index])
 
 
 class CUDAGraphTreeManager:
@@ -235,6 +285,10 @@ class CUDAGraphTreeManager:
         # returns its parameters for autograd to save, a backward returns
         # None for an input needing no gradient).
         self.models = {}
+        # As PyTorch does: a replay hands out the node's cached output
+        # objects (one per output, the same every replay) instead of new
+        # tensors. Off by default: most tests here predate it.
+        self.cache_replays = False
 
     def add(self, fid, mode="INFERENCE", **kw):
         f = FunctionID(fid)
@@ -269,14 +323,106 @@ class CUDAGraphTreeManager:
         node = Node(self.ids_to_funcs[function_id], None)
         self.roots.setdefault(function_id, []).append(node)
         self.current_node = node
-        return self._outs(new_inputs, function_id)
+        outs = self._outs(new_inputs, function_id)
+        if self.cache_replays:
+            node.cache_outputs(outs)
+        return outs
 
     def set_to_running_backward(self):
         self.pending_backward = False
 
     def execute_node(self, node, new_inputs):
         self.current_node = node
+        if self.cache_replays:
+            new_inputs.clear()
+            return list(node.cached_tensor_outputs)
         return self._outs(new_inputs, node.wrapped_function.id)
+
+
+_UNSET = object()  # torch.utils._config_module._UNSET_SENTINEL
+
+
+class ConfigEntry:
+    """torch.utils._config_module._ConfigEntry, the fields a read looks at.
+    With contextvar, user_override is a ContextVar (newer PyTorch), else a
+    plain attribute (2.11)."""
+
+    def __init__(self, name, default, contextvar=False):
+        self.default = default
+        self.hide = False
+        self.alias = None
+        self.env_value_force = self.env_value_default = _UNSET
+        self.justknob = None
+        self.user_override = contextvars.ContextVar(name, default=_UNSET) if contextvar else _UNSET
+
+    def get(self):
+        u = self.user_override
+        return u.get() if isinstance(u, contextvars.ContextVar) else u
+
+    def set(self, value):
+        if isinstance(self.user_override, contextvars.ContextVar):
+            self.user_override.set(value)
+        else:
+            self.user_override = value
+
+
+class SubConfigProxy:
+    """torch.utils._config_module.SubConfigProxy: `config.triton.x` is the
+    module's "triton.x"."""
+
+    def __init__(self, config, prefix):
+        object.__setattr__(self, "_config", config)
+        object.__setattr__(self, "_prefix", prefix)
+
+    def __getattr__(self, name):
+        return self._config.__getattr__(self._prefix + name)
+
+    def __setattr__(self, name, value):
+        self._config.__setattr__(self._prefix + name, value)
+
+
+class ConfigModule(types.ModuleType):
+    """torch.utils._config_module.ConfigModule as far as the recorder reads
+    it: values live in _config entries, not in the module's dict, so an
+    attribute read fails the module lookup first and then runs
+    __getattr__ (what makes a read cost microseconds in PyTorch). A knob a
+    test sets that this stand-in lacks is made then (torch would refuse:
+    the tests set knobs of newer PyTorch this way)."""
+
+    _bypass = frozenset(("_config", "_contextvar"))
+
+    def __init__(self, name, defaults, contextvar=False):
+        super().__init__(name)
+        object.__setattr__(self, "_contextvar", contextvar)
+        object.__setattr__(self, "_config", {k: ConfigEntry(k, v, contextvar) for k, v in defaults.items()})
+        for prefix in {k.split(".")[0] for k in defaults if "." in k}:
+            types.ModuleType.__setattr__(self, prefix, SubConfigProxy(self, prefix + "."))
+
+    def __getattr__(self, name):
+        try:
+            entry = self._config[name]
+        except KeyError as e:
+            raise AttributeError("%s.%s does not exist" % (self.__name__, name)) from e
+        if entry.hide:
+            raise AttributeError("%s.%s does not exist" % (self.__name__, name))
+        if entry.env_value_force is not _UNSET:
+            return entry.env_value_force
+        u = entry.get()
+        if u is not _UNSET:
+            return u
+        if entry.env_value_default is not _UNSET:
+            return entry.env_value_default
+        return entry.default
+
+    def __setattr__(self, name, value):
+        if name in self._bypass or name.startswith("__"):
+            types.ModuleType.__setattr__(self, name, value)
+            return
+        entry = self._config.get(name)
+        if entry is None:
+            entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        entry.set(value)
+        entry.hide = False
 
 
 class MarkStepBox:
@@ -300,7 +446,7 @@ def install_fake_torch():
     torch.Tensor = Tensor
     torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
-                                     _storage_Use_Count=lambda c: 1 if c in Storage._live else 0)
+                                     _storage_Use_Count=Storage.use_count)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])
@@ -311,14 +457,12 @@ def install_fake_torch():
     cgt.mark_step_begin = _mark_step_begin
     cgt.reset_cudagraph_trees = _reset_cudagraph_trees
     cgt.local = types.SimpleNamespace(tree_manager_containers={})
-    config = types.ModuleType("torch._inductor.config")
-    config.triton = types.SimpleNamespace(skip_cudagraph_warmup=False, cudagraph_unexpected_rerecord_limit=128)
+    config = ConfigModule("torch._inductor.config", {
+        "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128})
     inductor.cudagraph_trees, inductor.config = cgt, config
     dynamo = types.ModuleType("torch._dynamo")
-    dconfig = types.ModuleType("torch._dynamo.config")
-    dconfig.recompile_limit = 8
-    dconfig.automatic_dynamic_shapes = True
-    dconfig.assume_static_by_default = True
+    dconfig = ConfigModule("torch._dynamo.config", {
+        "recompile_limit": 8, "automatic_dynamic_shapes": True, "assume_static_by_default": True})
     dynamo.config = dconfig
     guard = types.ModuleType("torch._dynamo.mutation_guard")
     guard.GenerationTracker = types.SimpleNamespace(generation=0)
@@ -408,6 +552,304 @@ class ProbeTest(unittest.TestCase):
         self.assertTrue(p.alive())
         del keep
         self.assertFalse(p.alive())
+
+
+class KnobsTest(unittest.TestCase):
+    """PyTorch's settings are looked at at every call through probes of
+    their _ConfigEntry (an attribute in 2.11, a ContextVar later), never
+    through the config module's __getattr__, yet every change is seen."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+
+    def knobs(self, contextvar):
+        ind = ConfigModule("torch._inductor.config", {
+            "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128,
+            "triton.cudagraph_dynamic_shape_warn_limit": 8})
+        dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
+        return ind, dyn, cgtrace._Knobs(ind, dyn)
+
+    def test_probes_see_every_change(self):
+        for contextvar in (False, True):
+            with self.subTest(contextvar=contextvar):
+                ind, dyn, k = self.knobs(contextvar)
+                self.assertTrue(k.changed())  # the first time
+                self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 8)
+                self.assertFalse(k.changed())
+                dyn.recompile_limit = 3
+                self.assertTrue(k.changed())
+                self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 3)
+                self.assertFalse(k.changed())
+                ind.triton.skip_cudagraph_warmup = True
+                self.assertTrue(k.changed())
+                self.assertIs(k.read(all_knobs=False)["triton.skip_cudagraph_warmup"], True)
+                # a knob the format has no key for moves only the probes of all knobs
+                self.assertTrue(k.changed(all_knobs=True))
+                ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+                self.assertFalse(k.changed())
+                self.assertTrue(k.changed(all_knobs=True))
+                self.assertFalse(k.changed(all_knobs=True))
+                dyn.made_later = 1  # a knob this torch lacked (only a stand-in makes one)
+                self.assertFalse(k.changed())
+
+    def test_probes_read_no_knob(self):
+        ind, dyn, k = self.knobs(False)
+        k.changed()
+        reads = []
+        real = ConfigModule.__getattr__
+        ConfigModule.__getattr__ = lambda mod, name: reads.append(name) or real(mod, name)
+        try:
+            for _ in range(10):
+                k.changed()
+                k.changed(all_knobs=True)
+        finally:
+            ConfigModule.__getattr__ = real
+        self.assertEqual(reads, [])
+
+    def test_config_of_another_shape_is_read(self):
+        """A config that is not a ConfigModule (a plain module) is probed by
+        reading its knobs: a change is still seen."""
+        ind = types.ModuleType("torch._inductor.config")
+        ind.triton = types.SimpleNamespace(skip_cudagraph_warmup=False)
+        dyn = types.ModuleType("torch._dynamo.config")
+        dyn.recompile_limit = 8
+        k = cgtrace._Knobs(ind, dyn)
+        k.changed()
+        self.assertFalse(k.changed())
+        ind.triton.skip_cudagraph_warmup = True
+        dyn.recompile_limit = 2
+        self.assertTrue(k.changed())
+        self.assertEqual(cgtrace.settings_from_knobs(k.read(all_knobs=False)),
+                         {"warmup_runs": 0, "recompile_limit": 2})
+
+
+class SteadyLoopTest(unittest.TestCase):
+    """What a steady replay loop costs the recorder: no question to torch
+    about a tensor it already holds, no read of a config knob."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.mgr = CUDAGraphTreeManager()
+        self.mgr.cache_replays = True
+        self.fid = self.mgr.add(0, static=[0, 1])
+        self.mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "s.cgt.jsonl")
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def test_steady_replays_ask_torch_nothing(self):
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        asked = []
+        real_storage, real_getattr = Tensor.untyped_storage, ConfigModule.__getattr__
+        out = None
+        with cgtrace.record(self.path) as rec:
+            for i in range(200):
+                if i == 10:  # warmup, record and the first replays are behind
+                    Tensor.untyped_storage = lambda t: asked.append("storage") or real_storage(t)
+                    ConfigModule.__getattr__ = lambda mod, name: asked.append(name) or real_getattr(mod, name)
+                cgt.mark_step_begin()
+                _invocation()
+                out = self.mgr._run(params + [x], self.fid)
+            Tensor.untyped_storage, ConfigModule.__getattr__ = real_storage, real_getattr
+        self.assertIsNone(rec.error)
+        self.assertEqual(asked, [])
+        self.assertEqual(rec.session.counts["replay"], 198)
+        _, recs = self.records()
+        # each replay retires the previous binding of the one cached output
+        dels = [r["names"] for r in recs if r["op"] == "del"]
+        fn = "test_steady_replays_ask_torch_nothing_0"
+        self.assertEqual(dels[5:8], [[fn + "_c7_0"], [fn + "_c8_0"], [fn + "_c9_0"]])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+        del out
+
+    def test_chained_replay_names_the_latest_output(self):
+        """g takes f's cached output, renamed at every f call: g's memo of
+        its inputs must not give the name of the call before."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        g = self.mgr.add(1)
+        self.mgr.models[1] = lambda ins: [Tensor([2, 4])]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        with cgtrace.record(self.path) as rec:
+            for i in range(30):
+                cgt.mark_step_begin()
+                y, = self.mgr._run(params + [x], self.fid)
+                z, = self.mgr._run([y], g)
+                if i == 20:
+                    params[1] = Tensor([4, 4])  # a new parameter: its first use names it
+        self.assertIsNone(rec.error)
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        for a, b in zip(calls[0::2], calls[1::2]):
+            self.assertEqual(b["args"], a["out"])
+        self.assertEqual([c["args"][:2] for c in calls[0::2]][20:23],
+                         [["param", "param_1"], ["param", "param_2"], ["param", "param_2"]])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+
+    def test_many_inputs(self):
+        """A model's hundreds of parameters: every call names them all, the
+        same names, and a parameter swapped mid-loop is named anew."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        fid = self.mgr.add(2, static=list(range(300)))
+        self.mgr.models[2] = lambda ins: [Tensor([2])]
+        params = [Tensor([2]) for _ in range(300)]
+        with cgtrace.record(self.path) as rec:
+            for i in range(12):
+                cgt.mark_step_begin()
+                if i == 8:
+                    params[150] = Tensor([2])
+                out = self.mgr._run(params + [Tensor([2])], fid)
+            del out
+        self.assertIsNone(rec.error)
+        _, recs = self.records()
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 12)
+        first = calls[0]["args"][:300]
+        self.assertEqual(len(set(first)), 300)
+        for c in calls[1:8]:
+            self.assertEqual(c["args"][:300], first)
+        for c in calls[8:]:
+            self.assertEqual(c["args"][:150] + c["args"][151:300], first[:150] + first[151:])
+            self.assertEqual(c["args"][150], "param_300")
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(self.path), [])
+
+    def records(self):
+        with open(self.path) as fh:
+            lines = [json.loads(x) for x in fh if x.strip()]
+        return lines[0], lines[1:]
+
+
+class FollowTest(unittest.TestCase):
+    """A followed trace is written as the program runs, one flush per
+    event, and holds what the whole-file trace holds: the defs just before
+    the calls that need them, the counts as a closing note."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.dir = tempfile.TemporaryDirectory()
+        self.cgt = sys.modules["torch._inductor.cudagraph_trees"]
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def program(self, path, follow, seen=None):
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        fa, fb = mgr.add(0, static=[0]), mgr.add(1)
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        w = Tensor([4, 4])
+        with cgtrace.record(path, name="followed", follow=follow) as rec:
+            for i in range(6):
+                self.cgt.mark_step_begin()
+                y, = mgr._run([w, Tensor([2, 4])], fa)
+                if seen is not None and i == 0:
+                    seen.append(self.lines(path))
+                z = mgr._run([y], fb)
+                if i == 3:
+                    y.item()
+                del y, z
+        self.assertIsNone(rec.error)
+
+    @staticmethod
+    def lines(path):
+        with open(path, encoding="utf-8") as fh:
+            return [json.loads(x) for x in fh if x.strip()]
+
+    def test_streamed_trace_holds_the_same_records(self):
+        whole = os.path.join(self.dir.name, "whole.cgt.jsonl")
+        streamed = os.path.join(self.dir.name, "streamed.cgt.jsonl")
+        self.program(whole, False)
+        MarkStepBox.mark_step_counter = 0
+        seen = []
+        self.program(streamed, True, seen)
+        # written while the program ran: the first call, its expect, and
+        # the del of its input, which died inside it
+        first = seen[0]
+        self.assertEqual([r["op"] for r in first[1:]], ["step", "param", "tensor", "def", "call", "expect", "del"])
+        self.assertEqual(first[-1]["names"], ["in"])
+        w, st = self.lines(whole), self.lines(streamed)
+        self.assertEqual(st[0]["meta"]["streamed"], True)
+        self.assertNotIn("recorded", st[0]["meta"])
+        body = [r for r in st[1:] if r["op"] not in ("def", "note")]
+        self.assertEqual(body, [r for r in w[1:] if r["op"] not in ("def", "note")])
+        self.assertEqual([r for r in st[1:] if r["op"] == "def"], [r for r in w[1:] if r["op"] == "def"])
+        # each def lands right before the first call of its function
+        for i, r in enumerate(st[1:], start=1):
+            if r["op"] == "call":
+                self.assertIn(r["fn"], [d["fn"] for d in st[1:i] if d["op"] == "def"])
+        note = st[-1]["text"]
+        self.assertTrue(note.startswith("cgtrace recorded: "), note)
+        self.assertEqual(json.loads(note[len("cgtrace recorded: "):])["calls"], w[0]["meta"]["recorded"]["calls"])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(streamed), [])
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no named pipes here")
+    def test_named_pipe_is_followed(self):
+        """A named pipe is streamed to without being asked: a reader gets
+        the records of a call before the recording ends."""
+        import threading
+        fifo = os.path.join(self.dir.name, "trace.pipe")
+        os.mkfifo(fifo)
+        got, first_call = [], threading.Event()
+
+        def reader():
+            with open(fifo, encoding="utf-8") as fh:
+                for line in fh:
+                    got.append(json.loads(line))
+                    if got[-1].get("op") == "call":
+                        first_call.set()
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        mgr = CUDAGraphTreeManager()
+        fid = mgr.add(0)
+        with cgtrace.record(fifo) as rec:
+            self.assertTrue(rec.follow)
+            mgr._run([Tensor([2])], fid)
+            self.assertTrue(first_call.wait(10), "no call record reached the reader during the recording")
+            mgr._run([Tensor([2])], fid)
+        t.join(10)
+        self.assertIsNone(rec.error)
+        self.assertEqual([r["op"] for r in got if r.get("op") == "call"], ["call", "call"])
+        self.assertEqual(got[0]["cgtviz"], 1)
+
+    def test_unopenable_stream_falls_back_to_the_whole_file(self):
+        path = os.path.join(self.dir.name, "no", "such", "dir", "t.cgt.jsonl")
+        mgr = CUDAGraphTreeManager()
+        fid = mgr.add(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with cgtrace.record(path, follow=True) as rec:
+                out = mgr._run([Tensor([2])], fid)
+        said = [str(w.message) for w in caught]
+        self.assertEqual(len(said), 2, said)
+        self.assertIn("cannot stream the trace", said[0])
+        self.assertIn("could not write the trace", said[1])  # the directory is missing for that too
+        self.assertIn("writing", rec.error)
+        self.assertEqual(out[0].shape, (2,))
+
+    def test_environment_asks_for_follow(self):
+        os.environ["CGTRACE_FOLLOW"] = "1"
+        try:
+            rec = cgtrace.record(os.path.join(self.dir.name, "e.cgt.jsonl"))
+        finally:
+            del os.environ["CGTRACE_FOLLOW"]
+        self.assertTrue(rec.follow)
+        self.assertFalse(cgtrace.record(os.path.join(self.dir.name, "e.cgt.jsonl")).follow)
 
 
 class RecorderTest(unittest.TestCase):
