@@ -186,5 +186,7 @@ func sameDeviceError(msg string) string {
 	if i := strings.Index(msg, " GPU 0 has a total capacity"); i >= 0 && strings.Contains(msg, "out of memory") {
 		return msg[:i]
 	}
-	return msg
+	// A moved static input's message names the addresses, which are the
+	// device's own.
+	return maskAddr(msg)
 }
