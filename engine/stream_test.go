@@ -149,8 +149,15 @@ func firstDiff(got, want []string) string {
 // far shorter).
 var addrRE = regexp.MustCompile(`0x[0-9a-f]{6,}|\b[0-9]{12,}\b`)
 
-// maskAddr replaces every device address in s by "ADDR".
-func maskAddr(s string) string { return addrRE.ReplaceAllString(s, "ADDR") }
+// oomRE matches the part of an out-of-memory message that reads the
+// device's free memory at that moment, which differs from run to run.
+var oomRE = regexp.MustCompile(` GPU [0-9]+ has a total capacity of .*?(  \(https://[^)]*\))`)
+
+// maskAddr replaces every device address in s by "ADDR", and the memory
+// figures of a real device's out-of-memory message by "...".
+func maskAddr(s string) string {
+	return addrRE.ReplaceAllString(oomRE.ReplaceAllString(s, " GPU ...$1"), "ADDR")
+}
 
 func maskAddrs(ss []string) []string {
 	out := make([]string, len(ss))
