@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/engine/report"
 	"github.com/cgtviz/cgtviz/examples"
 	"github.com/cgtviz/cgtviz/render"
@@ -115,8 +117,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// keeps one past its call. A followed trace runs with Run: RunStream
 	// reads ahead on a goroutine, which, stopped early, it would wait for,
 	// and a followed input can wait long for its next record.
+	// On a GPU too: there RunStream once read a kernel's output as zeros
+	// (docs/gpu-runs/2026-12-01-h200.md, run 12), and until that is
+	// understood a real device runs on the one goroutine of Run.
 	runEngine := engine.RunStream
-	if *follow {
+	if *follow || !allSim(devs) {
 		runEngine = engine.Run
 	}
 	e, err := runEngine(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
@@ -277,4 +282,14 @@ func problemOf(err error, file string) traces.Problem {
 		return *p
 	}
 	return traces.Problem{File: file, Msg: err.Error()}
+}
+
+// allSim reports whether every device is the simulated one.
+func allSim(devs []device.Device) bool {
+	for _, d := range devs {
+		if _, ok := d.(*sim.Device); !ok {
+			return false
+		}
+	}
+	return true
 }
