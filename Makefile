@@ -31,8 +31,12 @@ FUZZ_TARGETS := \
 run: build
 	./cgtviz
 
+# cgtviz and, beside it, cgtviz-graphviz: the child process that renders
+# SVG through Graphviz (export -o x.svg, the TUI's e), kept out of cgtviz
+# so that only renders pay go-graphviz's start-up (README, Commands).
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o cgtviz ./cmd/cgtviz
+	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
 test: lint unit fuzz
 
@@ -60,6 +64,7 @@ bench:
 # ../shared/tools/cuda-sdk.sh once). It runs only where a driver is.
 gpu:
 	$(GO) build -trimpath -tags cuda -ldflags "$(LDFLAGS)" -o cgtviz-cuda ./cmd/cgtviz
+	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
 # Test binaries for the GPU machine, carried there in $(BIN) (see README).
 gpu-build:
@@ -71,6 +76,7 @@ gpu-build:
 	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
 	$(GO) test -c -tags cuda -o $(BIN)/cmd-cuda.test ./cmd/cgtviz
 	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
+	$(GO) build -o $(BIN)/cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 
 # On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
@@ -106,5 +112,5 @@ e2e: build
 	CGTVIZ_BIN=./cgtviz bash tools/e2e/tui.sh
 
 clean:
-	rm -f cgtviz cgtviz-cuda
+	rm -f cgtviz cgtviz-cuda cgtviz-graphviz
 	rm -rf $(BIN)
