@@ -79,8 +79,10 @@ func FindGraphviz() (string, error) {
 		return p, nil
 	}
 	looked = append(looked, "$PATH")
-	return "", fmt.Errorf("%w (looked in %s): it renders SVG; build it with `make build` (it lands beside ./cgtviz) or `go build -o DIR/%s ./cmd/cgtviz/cgtviz-graphviz` for a DIR beside cgtviz or on $PATH; -o FILE.dot needs no Graphviz",
-		ErrNoGraphviz, strings.Join(looked, ", "), GraphvizName)
+	// What to do comes first, the places looked in last: the TUI's
+	// message line may cut the end off.
+	return "", fmt.Errorf("%w: it renders SVG; build it with `make build` (it lands beside ./cgtviz) or `go build -o DIR/%s ./cmd/cgtviz/cgtviz-graphviz` for a DIR beside cgtviz or on $PATH; -o FILE.dot needs no Graphviz (looked in %s)",
+		ErrNoGraphviz, GraphvizName, strings.Join(looked, ", "))
 }
 
 // SVG lays out dot with Graphviz's dot engine and returns the picture as

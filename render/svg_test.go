@@ -208,7 +208,7 @@ func TestFindGraphviz(t *testing.T) {
 		{name: "env", env: exe, path: empty, want: exe},
 		{name: "env names nothing", env: filepath.Join(empty, "gone"), path: onPath, wantErr: []string{"$CGTVIZ_GRAPHVIZ is", "gone"}},
 		{name: "on PATH", path: onPath, want: exe},
-		{name: "nowhere", path: empty, wantErr: []string{GraphvizName + " not found (looked in ", "$PATH", "make build", "./cmd/cgtviz/cgtviz-graphviz", "-o FILE.dot"}},
+		{name: "nowhere", path: empty, wantErr: []string{GraphvizName + " not found: it renders SVG; build it with `make build`", "$PATH", "make build", "./cmd/cgtviz/cgtviz-graphviz", "-o FILE.dot"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,7 +167,7 @@ func TestExportNoGraphviz(t *testing.T) {
 		code    int
 		wantErr []string
 	}{
-		{out: "tree.svg", code: 1, wantErr: []string{"cgtviz export: render: svg: cgtviz-graphviz not found (looked in ", "make build", "-o FILE.dot needs no Graphviz"}},
+		{out: "tree.svg", code: 1, wantErr: []string{"cgtviz export: render: svg: cgtviz-graphviz not found: it renders SVG; build it with `make build`", "make build", "-o FILE.dot needs no Graphviz"}},
 		{out: "tree.dot"},
 	}
 	for _, tc := range tests {
