@@ -38,6 +38,17 @@ FUZZ_TARGETS := \
 # engine's tests took 75 s, 13 s without. lint-race checks that every other
 # package still starts none (a `go` statement), so none is left out unseen.
 RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgtviz/...
+# Tests of RACE_PKGS that run one goroutine over a big input (memory and
+# scale checks), as package:Name: -race made them 8x slower and can find
+# nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
+# took 21 s of the race run, 2.5 s without).
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace
+serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
+serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
+space := $(subst ,, )
+# Flags of every go test below; make test sets -vet=off, as its lint has
+# run go vet ./..., whose analyzers include the subset go test runs.
+TESTFLAGS ?=
 
 # What tests that render SVG run (render's, cmd/cgtviz's): built once here.
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
@@ -67,10 +78,10 @@ test: graphviz-helper
 	@$(MAKE) --no-print-directory fuzz
 
 test-lint-plain:
-	@$(MAKE) --no-print-directory -j1 lint unit-plain fuzz-build
+	@$(MAKE) --no-print-directory -j1 lint unit-plain fuzz-build TESTFLAGS=-vet=off
 
 test-race:
-	@$(MAKE) --no-print-directory -j1 unit-race pyunit
+	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
 
 lint: gofmt vet lint-race staticcheck
 
@@ -104,13 +115,14 @@ lint-race:
 unit: unit-race unit-plain pyunit
 
 unit-race: graphviz-helper
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
 
 unit-plain:
 	@race=$$($(GO) list $(RACE_PKGS)) && \
 	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
-	echo "$(GO) test -count=1 (every package not in RACE_PKGS)" && \
-	$(GO) test -count=1 $$plain
+	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
+	$(GO) test -count=1 $(TESTFLAGS) $$plain
+	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
 
 pyunit:
 	python3 -m unittest discover traces/pytorch/tests
