@@ -50,9 +50,10 @@ space := $(subst ,, )
 # run go vet ./..., whose analyzers include the subset go test runs.
 TESTFLAGS ?=
 
-# What tests that render SVG run (render's, cmd/cgtviz's): built once here.
+# What the tests that render SVG (render's, cmd/cgtviz's) run: built once
+# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
+# its own beside it).
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
-export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
 
 .PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build test-lint-plain test-race bench bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
@@ -114,6 +115,7 @@ lint-race:
 
 unit: unit-race unit-plain pyunit
 
+unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
 unit-race: graphviz-helper
 	$(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
 
@@ -156,7 +158,9 @@ gpu:
 	$(GO) build -trimpath -tags cuda -ldflags "$(LDFLAGS)" -o cgtviz-cuda ./cmd/cgtviz
 	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
-# Test binaries for the GPU machine, carried there in $(BIN) (see README).
+# Test binaries for the GPU machine, carried there in $(BIN) (see README);
+# cgtviz-graphviz (8 MB stripped) lies beside cmd-cuda.test, whose SVG tests
+# find it there.
 gpu-build:
 	$(GO) vet -tags cuda ./...
 	mkdir -p $(BIN)
