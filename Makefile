@@ -2,18 +2,24 @@
 # device); `make test` is what CI runs. See README.md.
 
 GO        ?= go
+BIN       := .bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 5s
-# staticcheck, pinned: `go run` fetches this version through the module
-# proxy once and caches it (CI needs nothing installed beforehand).
-STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# staticcheck, pinned. It is built once (from the module proxy; CI needs
+# nothing installed beforehand) into .tools (not $(BIN), which is carried
+# to the GPU machine), named by its version and Go's, so that `go clean
+# -cache` does not throw it away: `go run pkg@version` kept it only in the
+# build cache, and building it cold took ~70 s of CPU, most of lint's.
+STATICCHECK_VERSION := v0.8.2
+GOVERSION := $(shell $(GO) env GOVERSION 2>/dev/null)
+STATICCHECK_BIN := .tools/staticcheck-$(STATICCHECK_VERSION)-$(GOVERSION)
+STATICCHECK ?= $(STATICCHECK_BIN)
 # Each new input a fuzzer finds is minimised for at most this many runs:
 # with the default (a minute) or even 5 s, the short runs of make test spent
 # their whole time minimising (FuzzCheck and FuzzRun ran ~35 inputs in 5 s;
 # with 100x, thousands). Crashers are still minimised.
 FUZZMINIMIZE ?= 100x
-BIN       := .bin
 
 # Every fuzz target, as package:Name.
 FUZZ_TARGETS := \
@@ -26,30 +32,128 @@ FUZZ_TARGETS := \
 	./engine/alloc/internal/unpickle:FuzzDecode \
 	./ui:FuzzCommandLine
 
-.PHONY: run test build gpu lint unit fuzz bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+# The packages whose code or tests start goroutines, tested under -race.
+# The detector finds a race only where two goroutines run, so the others
+# (single-goroutine code and tests) are tested without it: under -race the
+# engine's tests took 75 s, 13 s without. lint-race checks that every other
+# package still starts none (a `go` statement), so none is left out unseen.
+RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgtviz/...
+# Tests of RACE_PKGS that run one goroutine over a big input (memory and
+# scale checks), as package:Name: -race made them 8x slower and can find
+# nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
+# took 21 s of the race run, 2.5 s without).
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace
+serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
+serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
+# Packages that start goroutines in one small part, as package:Test: that
+# part's tests run under -race, the rest of the package without (the
+# engine's RunStream reads ahead on a goroutine, engine/prefetch.go; its
+# whole suite took 75 s under -race). lint-race counts them as covered.
+RACE_TESTS := ./engine:TestRunStreamMatchesRun
+racetest_re = ^($(subst $(space),|,$(strip $(foreach t,$(RACE_TESTS),$(lastword $(subst :, ,$(t)))))))$$
+racetest_pkgs = $(sort $(foreach t,$(RACE_TESTS),$(firstword $(subst :, ,$(t)))))
+space := $(subst ,, )
+# Flags of every go test below; make test sets -vet=off, as its lint has
+# run go vet ./..., whose analyzers include the subset go test runs.
+TESTFLAGS ?=
+
+# What the tests that render SVG (render's, cmd/cgtviz's) run: built once
+# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
+# its own beside it).
+GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
+
+.PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build test-lint-plain test-race bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
 
+# cgtviz and, beside it, cgtviz-graphviz: the child process that renders
+# SVG through Graphviz (export -o x.svg, the TUI's e), kept out of cgtviz
+# so that only renders pay go-graphviz's start-up (README, Commands).
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o cgtviz ./cmd/cgtviz
+	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
-test: lint unit fuzz
+# make test runs what `make lint unit fuzz` runs, on both cores: after
+# the helper (its build compiles the standard library for everything
+# after), lint then the tests without -race (which reuse what vet
+# compiled) run beside the tests under -race and Python's; the fuzz
+# targets' instrumented builds come at the end of the first chain, and the
+# fuzzing itself runs alone, so that each target has both cores for its
+# FUZZTIME. Each chain's output is printed when it ends (-O).
+test: graphviz-helper
+	@$(MAKE) --no-print-directory -j2 -O test-lint-plain test-race
+	@$(MAKE) --no-print-directory fuzz
 
-lint:
+test-lint-plain:
+	@$(MAKE) --no-print-directory -j1 lint unit-plain fuzz-build TESTFLAGS=-vet=off
+
+test-race:
+	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
+
+lint: gofmt vet lint-race staticcheck
+
+gofmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
 	$(GO) vet ./...
+
+# Builds the pinned staticcheck first unless STATICCHECK names another.
+staticcheck: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 	$(STATICCHECK) ./...
 
-unit:
-	$(GO) test -race -count=1 ./...
+$(STATICCHECK_BIN):
+	@mkdir -p .tools/staticcheck.tmp
+	GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv .tools/staticcheck.tmp/staticcheck $@
+	@rmdir .tools/staticcheck.tmp
+
+# Every package outside RACE_PKGS must start no goroutine in its code or
+# tests, or its races would go unseen.
+lint-race:
+	@race=$$($(GO) list $(RACE_PKGS) $(racetest_pkgs)) && \
+	bad=$$($(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
+		printf '%s\n' "$$race" | grep -qxF "$$pkg" && continue; \
+		grep -lE '^[[:space:]]*go ([A-Za-z_][A-Za-z0-9_.]*\(|func)' "$$dir"/*.go 2>/dev/null | sed "s|^|$$pkg: |"; \
+	done; true) && \
+	if [ -n "$$bad" ]; then echo "these start goroutines but are not in RACE_PKGS or RACE_TESTS (Makefile):"; echo "$$bad"; exit 1; fi
+
+unit: unit-race unit-plain pyunit
+
+unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
+unit-race: graphviz-helper
+	$(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+	$(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+
+unit-plain:
+	@race=$$($(GO) list $(RACE_PKGS)) && \
+	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
+	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
+	$(GO) test -count=1 $(TESTFLAGS) $$plain
+	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
+
+pyunit:
 	python3 -m unittest discover traces/pytorch/tests
 	python3 -m unittest discover tools/gpu/tests
 	bash traces/pytorch/tests/venv_check.sh
 
+# Always run: go build is a cache hit when nothing changed, and a stale
+# helper would test old code.
+graphviz-helper:
+	$(GO) build -trimpath -ldflags "-s -w" -o $(GRAPHVIZ_BIN) ./cmd/cgtviz/cgtviz-graphviz
+
 fuzz:
 	@bash tools/fuzz.sh $(GO) $(FUZZTIME) $(FUZZMINIMIZE) $(FUZZ_TARGETS)
+
+# The fuzz targets' instrumented test binaries, built into the cache and
+# thrown away: the fuzz runs after only link them.
+fuzz-build:
+	@for pkg in $$(printf '%s\n' $(FUZZ_TARGETS) | sed 's/:.*//' | sort -u); do \
+		echo "$(GO) test -c -fuzz . $$pkg"; \
+		$(GO) test -c -fuzz . -o /dev/null $$pkg || exit 1; \
+	done
 
 # Every CPU benchmark; cmd/cgtviz's run end to end on a 1,000,000-record
 # trace it writes to a temporary file (BENCHMARKS.md).
@@ -66,8 +170,11 @@ scale-table: build
 # ../shared/tools/cuda-sdk.sh once). It runs only where a driver is.
 gpu:
 	$(GO) build -trimpath -tags cuda -ldflags "$(LDFLAGS)" -o cgtviz-cuda ./cmd/cgtviz
+	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
-# Test binaries for the GPU machine, carried there in $(BIN) (see README).
+# Test binaries for the GPU machine, carried there in $(BIN) (see README);
+# cgtviz-graphviz (8 MB stripped) lies beside cmd-cuda.test, whose SVG tests
+# find it there.
 gpu-build:
 	$(GO) vet -tags cuda ./...
 	mkdir -p $(BIN)
@@ -77,6 +184,7 @@ gpu-build:
 	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
 	$(GO) test -c -tags cuda -o $(BIN)/cmd-cuda.test ./cmd/cgtviz
 	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
+	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 
 # On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
@@ -112,5 +220,5 @@ e2e: build
 	CGTVIZ_BIN=./cgtviz bash tools/e2e/tui.sh
 
 clean:
-	rm -f cgtviz cgtviz-cuda
+	rm -f cgtviz cgtviz-cuda cgtviz-graphviz
 	rm -rf $(BIN)

@@ -2,9 +2,12 @@
 // tree of a State as Graphviz DOT (TreeDOT) or indented text (TreeText), one
 // node's CUDA graph as DOT (NodeGraphDOT), and DOT into SVG (SVG).
 //
-// It is the only package that links github.com/goccy/go-graphviz. That
-// library runs Graphviz as a process-global WebAssembly module that is not
-// safe for concurrent use and cannot recover once it fails, so every call
-// into it goes through one package-level lock and the first wasm-level
-// failure is remembered. Render never mutates the engine: it reads States.
+// SVG does not link Graphviz: it runs cgtviz-graphviz (cmd/cgtviz/cgtviz-graphviz),
+// the one program that links github.com/goccy/go-graphviz, as a child
+// process per picture. Those bindings compile Graphviz's WebAssembly module
+// in a package init, which every process linking them pays at start; kept
+// out of this package, the cost falls on renders alone, and a process per
+// render also isolates the module, which is not safe for concurrent use and
+// cannot recover once it fails. Render never mutates the engine: it reads
+// States.
 package render

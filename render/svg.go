@@ -5,112 +5,115 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
-
-	"github.com/goccy/go-graphviz"
 )
 
-// gv is the process's one Graphviz instance. go-graphviz runs Graphviz as a
-// single WebAssembly module shared by the whole process: concurrent calls
-// corrupt it (goccy/go-graphviz#117), so mu serialises every call, and once
-// the module fails at the wasm level it never works again, so the first
-// such failure is kept in failed and reported from then on.
-var gv struct {
-	mu     sync.Mutex
-	once   sync.Once
-	g      *graphviz.Graphviz
-	failed error
+// GraphvizName is the executable that lays out DOT with Graphviz
+// (cmd/cgtviz/cgtviz-graphviz). It is a process of its own because the Graphviz
+// bindings (github.com/goccy/go-graphviz) compile a WebAssembly module in
+// a package init, a cost every process linking them pays at start; run as
+// a child, only the renders pay it.
+const GraphvizName = "cgtviz-graphviz"
+
+// GraphvizEnv names an environment variable that, when set, is the path of
+// the cgtviz-graphviz to run, before any other place is looked at (tests
+// and packagers set it).
+const GraphvizEnv = "CGTVIZ_GRAPHVIZ"
+
+// ErrNoGraphviz is wrapped by SVG's error when cgtviz-graphviz is nowhere
+// to be found; the message says where it was looked for and how to build
+// it.
+var ErrNoGraphviz = errors.New(GraphvizName + " not found")
+
+// GraphvizError is a render that cgtviz-graphviz refused or failed: a DOT
+// syntax error, a Graphviz failure, or the process dying.
+type GraphvizError struct {
+	Path   string // the executable that ran
+	Code   int    // its exit status; -1 when a signal ended it
+	Stderr string // what it said, trimmed
 }
 
-// ErrUnavailable is wrapped by SVG's errors once Graphviz has failed in a way
-// that leaves its module unusable for the rest of the process.
-var ErrUnavailable = errors.New("graphviz is unavailable in this process after an earlier failure")
-
-// wasmFailures are the messages of failures that leave the wasm module
-// broken: after them even graphviz.New fails.
-var wasmFailures = []string{
-	"module closed",
-	"out of bounds",
-	"failed to create graphviz context",
-	"wasm error",
-	"failed to read wasm memory",
+// Error is what the child said (it names itself, "cgtviz-graphviz: ..."),
+// or how it ended when it said nothing.
+func (e *GraphvizError) Error() string {
+	switch {
+	case e.Stderr != "":
+		return e.Stderr
+	case e.Code < 0:
+		return fmt.Sprintf("%s: killed by a signal, nothing on stderr", e.Path)
+	}
+	return fmt.Sprintf("%s: exit status %d, nothing on stderr", e.Path, e.Code)
 }
 
-// isWasmFailure reports whether err means the wasm module is broken (as
-// opposed to a bad input such as a DOT syntax error, after which Graphviz
-// keeps working).
-func isWasmFailure(err error) bool {
-	msg := err.Error()
-	for _, m := range wasmFailures {
-		if strings.Contains(msg, m) {
-			return true
+// FindGraphviz returns the path of the cgtviz-graphviz to run: $CGTVIZ_GRAPHVIZ
+// when set, else the one beside this executable (where `make build` puts
+// it, beside ./cgtviz), else the first on PATH. Beside comes before PATH
+// so that a build runs its own helper, not an older installed one.
+func FindGraphviz() (string, error) {
+	if p := os.Getenv(GraphvizEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: $%s is %s: %v", ErrNoGraphviz, GraphvizEnv, p, err)
+		}
+		return p, nil
+	}
+	var looked []string
+	if self, err := os.Executable(); err == nil {
+		// The link as started and the file it resolves to: a symlinked
+		// cgtviz in ~/bin may have its helper beside either.
+		dirs := []string{filepath.Dir(self)}
+		if real, err := filepath.EvalSymlinks(self); err == nil && filepath.Dir(real) != dirs[0] {
+			dirs = append(dirs, filepath.Dir(real))
+		}
+		for _, d := range dirs {
+			p := filepath.Join(d, GraphvizName)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+			looked = append(looked, d)
 		}
 	}
-	return false
+	if p, err := exec.LookPath(GraphvizName); err == nil {
+		return p, nil
+	}
+	looked = append(looked, "$PATH")
+	// What to do comes first, the places looked in last: the TUI's
+	// message line may cut the end off.
+	return "", fmt.Errorf("%w: it renders SVG; build it with `make build` (it lands beside ./cgtviz) or `go build -o DIR/%s ./cmd/cgtviz/cgtviz-graphviz` for a DIR beside cgtviz or on $PATH; -o FILE.dot needs no Graphviz (looked in %s)",
+		ErrNoGraphviz, GraphvizName, strings.Join(looked, ", "))
 }
 
 // SVG lays out dot with Graphviz's dot engine and returns the picture as
-// SVG. Calls are serialised process-wide. A DOT syntax error is returned
-// as such and later calls work; a wasm-level failure makes this and every
-// later call fail with ErrUnavailable. Layout time is not bounded by ctx
-// (go-graphviz does not honour it mid-layout): ctx is checked before
-// starting, and callers bound the work by bounding the graph
-// (TreeOptions.MaxNodes).
+// SVG. It runs cgtviz-graphviz (see FindGraphviz) as a child process, one
+// per call: calls may run concurrently, a failure of one never affects the
+// next, and ctx bounds the layout (a cancelled ctx ends the child). Errors
+// wrap ErrNoGraphviz when there is no cgtviz-graphviz, a *GraphvizError
+// when it failed (a DOT syntax error included), or ctx's error.
 func SVG(ctx context.Context, dot []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("render: svg: %w", err)
 	}
-	gv.mu.Lock()
-	defer gv.mu.Unlock()
-	if gv.failed != nil {
-		return nil, fmt.Errorf("render: svg: %w: %v", ErrUnavailable, gv.failed)
-	}
-	gv.once.Do(func() {
-		g, err := graphviz.New(context.Background())
-		if err != nil {
-			gv.failed = fmt.Errorf("start graphviz: %w", err)
-			return
-		}
-		gv.g = g
-	})
-	if gv.failed != nil {
-		return nil, fmt.Errorf("render: svg: %w: %v", ErrUnavailable, gv.failed)
-	}
-	out, err := renderLocked(ctx, dot)
+	path, err := FindGraphviz()
 	if err != nil {
-		if isWasmFailure(err) {
-			gv.failed = err
-		}
 		return nil, fmt.Errorf("render: svg: %w", err)
 	}
-	return out, nil
-}
-
-// renderLocked parses and renders dot; gv.mu must be held. A panic inside
-// the bindings is turned into an error (and counts as a wasm failure: the
-// module's state is unknown afterwards) so bad input never crashes the
-// caller.
-func renderLocked(ctx context.Context, dot []byte) (out []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("wasm error: graphviz panicked: %v", r)
-		}
-	}()
-	graph, err := graphviz.ParseBytes(dot)
-	if err != nil {
-		return nil, fmt.Errorf("parse dot: %w", err)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, "-T", "svg")
+	cmd.Stdin = bytes.NewReader(dot)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("render: svg: %w", ctx.Err())
 	}
-	defer func() {
-		if cerr := graph.Close(); cerr != nil && err == nil {
-			out, err = nil, fmt.Errorf("close graph: %w", cerr)
-		}
-	}()
-	// Render into memory: RenderFilename with a relative path closes the
-	// module for good (goccy/go-graphviz#115).
-	var buf bytes.Buffer
-	if err := gv.g.Render(ctx, graph, graphviz.SVG, &buf); err != nil {
-		return nil, fmt.Errorf("layout and render: %w", err)
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return nil, fmt.Errorf("render: svg: %w", &GraphvizError{Path: path, Code: exit.ExitCode(), Stderr: strings.TrimSpace(stderr.String())})
+	case err != nil:
+		return nil, fmt.Errorf("render: svg: run %s: %w", path, err)
 	}
-	return buf.Bytes(), nil
+	return stdout.Bytes(), nil
 }

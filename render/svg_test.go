@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/render/graphviztest"
 )
 
 func TestSVGCounts(t *testing.T) {
@@ -89,11 +93,24 @@ func TestSVGConcurrent(t *testing.T) {
 	}
 }
 
-func TestSVGBadDOT(t *testing.T) {
-	if _, err := SVG(t.Context(), []byte("digraph { a -> }")); err == nil || !strings.Contains(err.Error(), "render: svg: parse dot:") {
-		t.Fatalf("err = %v, want a parse error", err)
+func TestMain(m *testing.M) {
+	cleanup, err := graphviztest.Setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	// A syntax error does not break Graphviz: the next render works.
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func TestSVGBadDOT(t *testing.T) {
+	_, err := SVG(t.Context(), []byte("digraph { a -> }"))
+	var gerr *GraphvizError
+	if !errors.As(err, &gerr) || gerr.Code != 1 || !strings.HasPrefix(err.Error(), "render: svg: cgtviz-graphviz: parse dot:") {
+		t.Fatalf("err = %v, want a parse error from cgtviz-graphviz, exit 1", err)
+	}
+	// Each render is a process of its own: the next one works.
 	if _, err := SVG(t.Context(), []byte("digraph { a -> b }")); err != nil {
 		t.Fatalf("render after a syntax error: %v", err)
 	}
@@ -104,44 +121,124 @@ func TestSVGBadDOT(t *testing.T) {
 	}
 }
 
-// TestSVGLatched checks that once the wasm module has failed, SVG refuses
-// at once with the first failure instead of calling into it again. The
-// failure is injected: really breaking the module would break the other
-// tests of this process, which is the point of the latch.
-func TestSVGLatched(t *testing.T) {
-	gv.mu.Lock()
-	gv.failed = errors.New("layout and render: module closed with exit_code(1)")
-	gv.mu.Unlock()
-	defer func() {
-		gv.mu.Lock()
-		gv.failed = nil
-		gv.mu.Unlock()
-	}()
-	for i := 0; i < 2; i++ {
-		_, err := SVG(t.Context(), []byte("digraph { a -> b }"))
-		want := "render: svg: graphviz is unavailable in this process after an earlier failure: layout and render: module closed with exit_code(1)"
-		if err == nil || err.Error() != want || !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("call %d: err = %v, want %q", i, err, want)
-		}
+// fakeGraphviz writes a shell script standing in for cgtviz-graphviz and
+// points $CGTVIZ_GRAPHVIZ at it.
+func fakeGraphviz(t *testing.T, script string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), GraphvizName)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(GraphvizEnv, p)
+	return p
+}
+
+// TestSVGChild checks how SVG reports each way the child can end: what it
+// wrote on success, its stderr and status on failure, a signal, and ctx
+// ending a render that takes too long (the child is killed).
+func TestSVGChild(t *testing.T) {
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		want    string // stdout on success
+		code    int    // GraphvizError.Code; 0 for success or another error
+		wantErr string
+		is      error
+	}{
+		{name: "success", script: `cat >/dev/null; printf '<svg/>'`, want: "<svg/>"},
+		{name: "reads its stdin", script: `tr a-z A-Z`, want: "DIGRAPH { A -> B }"},
+		{name: "failure", script: `echo 'cgtviz-graphviz: parse dot: syntax error in line 1' >&2; exit 1`, code: 1,
+			wantErr: "render: svg: cgtviz-graphviz: parse dot: syntax error in line 1"},
+		{name: "silent failure", script: `exit 3`, code: 3, wantErr: "exit status 3, nothing on stderr"},
+		{name: "killed", script: `kill -9 $$`, code: -1, wantErr: "killed by a signal"},
+		{name: "too slow", script: `exec sleep 30`, timeout: 200 * time.Millisecond, is: context.DeadlineExceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := fakeGraphviz(t, tc.script)
+			ctx := t.Context()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			out, err := SVG(ctx, []byte("digraph { a -> b }"))
+			if tc.want != "" {
+				if err != nil || string(out) != tc.want {
+					t.Fatalf("SVG = %q, %v; want %q", out, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("SVG = %q, want an error", out)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("err = %v, want %v", err, tc.is)
+			}
+			if tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %q, want it to contain %q", err, tc.wantErr)
+			}
+			var gerr *GraphvizError
+			if tc.code != 0 {
+				if !errors.As(err, &gerr) || gerr.Code != tc.code || gerr.Path != path {
+					t.Errorf("err = %#v, want a *GraphvizError with code %d and path %s", err, tc.code, path)
+				}
+			}
+		})
 	}
 }
 
-func TestIsWasmFailure(t *testing.T) {
+// TestFindGraphviz checks where cgtviz-graphviz is looked for, and that
+// its absence is an error that says how to build it and that DOT needs
+// nothing.
+func TestFindGraphviz(t *testing.T) {
+	onPath := t.TempDir()
+	exe := filepath.Join(onPath, GraphvizName)
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
 	tests := []struct {
-		err  error
-		want bool
+		name      string
+		env, path string
+		want      string
+		wantErr   []string
 	}{
-		{errors.New("syntax error in line 1 near '}'"), false},
-		{errors.New(`Layout type: "dot" not recognized`), false},
-		{fmt.Errorf("render: %w", errors.New("module closed with exit_code(1)")), true},
-		{errors.New("wasm error: out of bounds memory access"), true},
-		{errors.New("failed to create graphviz context"), true},
-		{errors.New("failed to read wasm memory"), true},
+		{name: "env", env: exe, path: empty, want: exe},
+		{name: "env names nothing", env: filepath.Join(empty, "gone"), path: onPath, wantErr: []string{"$CGTVIZ_GRAPHVIZ is", "gone"}},
+		{name: "on PATH", path: onPath, want: exe},
+		{name: "nowhere", path: empty, wantErr: []string{GraphvizName + " not found: it renders SVG; build it with `make build`", "$PATH", "make build", "./cmd/cgtviz/cgtviz-graphviz", "-o FILE.dot"}},
 	}
 	for _, tc := range tests {
-		if got := isWasmFailure(tc.err); got != tc.want {
-			t.Errorf("isWasmFailure(%q) = %v, want %v", tc.err, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if self, err := os.Executable(); err == nil && tc.env == "" {
+				if _, err := os.Stat(filepath.Join(filepath.Dir(self), GraphvizName)); err == nil {
+					t.Skipf("a %s lies beside the test binary: it comes before PATH", GraphvizName)
+				}
+			}
+			t.Setenv(GraphvizEnv, tc.env)
+			t.Setenv("PATH", tc.path)
+			got, err := FindGraphviz()
+			if tc.wantErr == nil {
+				if err != nil || got != tc.want {
+					t.Fatalf("FindGraphviz() = %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoGraphviz) {
+				t.Fatalf("FindGraphviz() = %q, %v; want ErrNoGraphviz", got, err)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err %q lacks %q", err, w)
+				}
+			}
+			// SVG says the same, and writes nothing.
+			if _, serr := SVG(t.Context(), []byte("digraph {}")); !errors.Is(serr, ErrNoGraphviz) {
+				t.Errorf("SVG: err = %v, want ErrNoGraphviz", serr)
+			}
+		})
 	}
 }
 

@@ -30,9 +30,8 @@ words=(cgtviz check rec); CURRENT=3; _cgtviz`,
 		"fish": `cgtviz completion fish | source
 complete -C "cgtviz check rec"`,
 	}
-	// Each completion starts the binary, which costs seconds under the race
-	// detector (go-graphviz's start-up): one word each, TestComplete covers
-	// the kinds of word.
+	// Each completion starts the binary (with the race detector when the
+	// tests have it): one word each, TestComplete covers the kinds of word.
 	want := map[string]string{"bash": "raise\n", "zsh": "recorded/\n", "fish": "recorded/\n"}
 	t.Chdir("../../examples")
 	for _, sh := range []string{"bash", "zsh", "fish"} {

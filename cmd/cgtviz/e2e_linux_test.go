@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cgtviz/cgtviz/render/graphviztest"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -30,7 +31,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {
 		main() // exits
 	}
-	os.Exit(m.Run())
+	// export to SVG and the TUI's export run cgtviz-graphviz: this tree's,
+	// found or built once for every test and the children they start.
+	cleanup, err := graphviztest.Setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // The size of the end-to-end test's terminal.

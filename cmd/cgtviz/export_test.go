@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cgtviz/cgtviz/render"
+	"github.com/cgtviz/cgtviz/tools/golden"
 )
 
 // seedA is the demo trace. Line 32 is the call of fee that records #2
@@ -119,6 +122,70 @@ func TestRunExport(t *testing.T) {
 				if bytes.Contains(got, []byte(w)) {
 					t.Errorf("output has %q:\n%s", w, got)
 				}
+			}
+		})
+	}
+}
+
+// TestExportSVGGolden checks export's SVG byte for byte against goldens
+// (go test -update rewrites them): the pictures cgtviz-graphviz renders as a
+// child are those cgtviz rendered in-process before it (issue 17, item 7).
+func TestExportSVGGolden(t *testing.T) {
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{"seed-a.svg", []string{seedA}},
+		{"seed-a-line32-lr.svg", []string{seedA, "--line", "32", "--rankdir", "LR"}},
+		{"seed-a-node2-graph.svg", []string{seedA, "--node", "2", "--graph"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.golden, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append(tc.args, "--format", "svg", "-o", "-")
+			if code := runExport(t.Context(), args, &stdout, &stderr); code != 0 {
+				t.Fatalf("cgtviz export %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+			}
+			golden.Check(t, filepath.Join("testdata", "export", tc.golden), stdout.Bytes())
+		})
+	}
+}
+
+// TestExportNoGraphviz checks that export to SVG without cgtviz-graphviz
+// fails with the way to build it, writes nothing, and that DOT still works.
+func TestExportNoGraphviz(t *testing.T) {
+	t.Setenv(render.GraphvizEnv, "")
+	t.Setenv("PATH", t.TempDir())
+	if self, err := os.Executable(); err == nil {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(self), render.GraphvizName)); err == nil {
+			t.Skipf("a %s lies beside the test binary", render.GraphvizName)
+		}
+	}
+	dir := t.TempDir()
+	tests := []struct {
+		out     string
+		code    int
+		wantErr []string
+	}{
+		{out: "tree.svg", code: 1, wantErr: []string{"cgtviz export: render: svg: cgtviz-graphviz not found: it renders SVG; build it with `make build`", "make build", "-o FILE.dot needs no Graphviz"}},
+		{out: "tree.dot"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.out, func(t *testing.T) {
+			out := filepath.Join(dir, tc.out)
+			var stdout, stderr bytes.Buffer
+			code := runExport(t.Context(), []string{seedA, "-o", out}, &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, stderr.String())
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			_, err := os.Stat(out)
+			if exists := err == nil; exists != (tc.code == 0) {
+				t.Errorf("%s exists: %v after exit %d", out, exists, code)
 			}
 		})
 	}
