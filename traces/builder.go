@@ -45,23 +45,12 @@ func (b *Builder) Config(f func(*Config)) *Builder {
 	return b
 }
 
-// changedKeys returns the config keys whose values differ between a and b.
+// changedKeys returns the config keys whose values differ between a and
+// b, in canonical order.
 func changedKeys(a, b Config) []string {
 	var out []string
-	for k, changed := range map[string]bool{
-		KeyWarmupRuns:             a.WarmupRuns != b.WarmupRuns,
-		KeyRerecordLimit:          a.RerecordLimit != b.RerecordLimit,
-		KeyMaxTensorBytes:         a.MaxTensorBytes != b.MaxTensorBytes,
-		KeyMaxTotalBytes:          a.MaxTotalBytes != b.MaxTotalBytes,
-		KeyRecompileLimit:         a.RecompileLimit != b.RecompileLimit,
-		KeyAutomaticDynamicShapes: a.AutomaticDynamicShapes != b.AutomaticDynamicShapes,
-		KeyAssumeStaticByDefault:  a.AssumeStaticByDefault != b.AssumeStaticByDefault,
-		KeySupportInputMutation:   a.SupportInputMutation != b.SupportInputMutation,
-		KeySkipDynamicGraphs:      a.SkipDynamicGraphs != b.SkipDynamicGraphs,
-		KeyDynamicShapeWarnLimit:  a.DynamicShapeWarnLimit != b.DynamicShapeWarnLimit,
-		KeyInlineInbuiltNNModules: a.InlineInbuiltNNModules != b.InlineInbuiltNNModules,
-	} {
-		if changed {
+	for _, k := range ConfigKeys {
+		if configValue(a, k) != configValue(b, k) {
 			out = append(out, k)
 		}
 	}

@@ -130,32 +130,47 @@ func (c Config) With(delta Config) Config {
 			continue
 		}
 		out.Set[k] = true
-		switch k {
-		case KeyWarmupRuns:
-			out.WarmupRuns = delta.WarmupRuns
-		case KeyRerecordLimit:
-			out.RerecordLimit = delta.RerecordLimit
-		case KeyMaxTensorBytes:
-			out.MaxTensorBytes = delta.MaxTensorBytes
-		case KeyMaxTotalBytes:
-			out.MaxTotalBytes = delta.MaxTotalBytes
-		case KeyRecompileLimit:
-			out.RecompileLimit = delta.RecompileLimit
-		case KeyAutomaticDynamicShapes:
-			out.AutomaticDynamicShapes = delta.AutomaticDynamicShapes
-		case KeyAssumeStaticByDefault:
-			out.AssumeStaticByDefault = delta.AssumeStaticByDefault
-		case KeySupportInputMutation:
-			out.SupportInputMutation = delta.SupportInputMutation
-		case KeySkipDynamicGraphs:
-			out.SkipDynamicGraphs = delta.SkipDynamicGraphs
-		case KeyDynamicShapeWarnLimit:
-			out.DynamicShapeWarnLimit = delta.DynamicShapeWarnLimit
-		case KeyInlineInbuiltNNModules:
-			out.InlineInbuiltNNModules = delta.InlineInbuiltNNModules
+		switch dst := out.field(k).(type) {
+		case *int:
+			*dst = *delta.field(k).(*int)
+		case *int64:
+			*dst = *delta.field(k).(*int64)
+		case *bool:
+			*dst = *delta.field(k).(*bool)
 		}
 	}
 	return out
+}
+
+// field returns a pointer to key k's field of c (*int, *int64 or *bool),
+// nil for a key that is not a config key: the one place that maps keys to
+// fields, for With, the writer and the builder.
+func (c *Config) field(k string) any {
+	switch k {
+	case KeyWarmupRuns:
+		return &c.WarmupRuns
+	case KeyRerecordLimit:
+		return &c.RerecordLimit
+	case KeyMaxTensorBytes:
+		return &c.MaxTensorBytes
+	case KeyMaxTotalBytes:
+		return &c.MaxTotalBytes
+	case KeyRecompileLimit:
+		return &c.RecompileLimit
+	case KeyAutomaticDynamicShapes:
+		return &c.AutomaticDynamicShapes
+	case KeyAssumeStaticByDefault:
+		return &c.AssumeStaticByDefault
+	case KeySupportInputMutation:
+		return &c.SupportInputMutation
+	case KeySkipDynamicGraphs:
+		return &c.SkipDynamicGraphs
+	case KeyDynamicShapeWarnLimit:
+		return &c.DynamicShapeWarnLimit
+	case KeyInlineInbuiltNNModules:
+		return &c.InlineInbuiltNNModules
+	}
+	return nil
 }
 
 // Op is a record's "op".

@@ -104,29 +104,13 @@ func (w *Writer) WriteHeader(h Header) error {
 
 // configValue returns key k of c as a comparable value.
 func configValue(c Config, k string) any {
-	switch k {
-	case KeyWarmupRuns:
-		return c.WarmupRuns
-	case KeyRerecordLimit:
-		return c.RerecordLimit
-	case KeyMaxTensorBytes:
-		return c.MaxTensorBytes
-	case KeyMaxTotalBytes:
-		return c.MaxTotalBytes
-	case KeyRecompileLimit:
-		return c.RecompileLimit
-	case KeyAutomaticDynamicShapes:
-		return c.AutomaticDynamicShapes
-	case KeyAssumeStaticByDefault:
-		return c.AssumeStaticByDefault
-	case KeySupportInputMutation:
-		return c.SupportInputMutation
-	case KeySkipDynamicGraphs:
-		return c.SkipDynamicGraphs
-	case KeyDynamicShapeWarnLimit:
-		return c.DynamicShapeWarnLimit
-	case KeyInlineInbuiltNNModules:
-		return c.InlineInbuiltNNModules
+	switch p := c.field(k).(type) {
+	case *int:
+		return *p
+	case *int64:
+		return *p
+	case *bool:
+		return *p
 	}
 	return nil
 }
