@@ -172,16 +172,28 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 		}
 		a := alloc.New(d, i, opts.AllocOptions)
 		ds := &devState{index: i, dev: d, alloc: a}
-		ds.m = newManager(e, ds, a.NewPoolID())
-		if err := a.BeginAllocateToPool(ds.m.pool, device.SideStream); err != nil {
-			return nil, fmt.Errorf("engine: device %d: create graph pool: %w", i, err)
+		pool, err := newGraphPool(a)
+		if err != nil {
+			return nil, fmt.Errorf("engine: device %d: %w", i, err)
 		}
-		if err := a.EndAllocateToPool(ds.m.pool); err != nil {
-			return nil, fmt.Errorf("engine: device %d: create graph pool: %w", i, err)
-		}
+		ds.m = newManager(e, ds, pool)
 		e.devs = append(e.devs, ds)
 	}
 	return e, nil
+}
+
+// newGraphPool is graph_pool_handle(): a new private pool of a, made known
+// to the allocator by an empty allocate-to-pool bracket (as a manager's
+// first torch.cuda.graph does), so its state exists before any recording.
+func newGraphPool(a *alloc.Allocator) (alloc.PoolID, error) {
+	p := a.NewPoolID()
+	if err := a.BeginAllocateToPool(p, device.SideStream); err != nil {
+		return p, fmt.Errorf("create graph pool: %w", err)
+	}
+	if err := a.EndAllocateToPool(p); err != nil {
+		return p, fmt.Errorf("create graph pool: %w", err)
+	}
+	return p, nil
 }
 
 // Header returns the trace header the engine runs.

@@ -314,20 +314,18 @@ type eventArena struct {
 
 const arenaChunk = 512
 
-func (a *eventArena) ptr(p uint64) []uint64 {
-	if len(a.ptrs) == cap(a.ptrs) {
-		a.ptrs = make([]uint64, 0, arenaChunk)
-	}
-	a.ptrs = append(a.ptrs, p)
-	n := len(a.ptrs)
-	return a.ptrs[n-1 : n : n]
-}
+func (a *eventArena) ptr(p uint64) []uint64 { return arenaOne(&a.ptrs, p) }
 
-func (a *eventArena) str(s string) []string {
-	if len(a.strs) == cap(a.strs) {
-		a.strs = make([]string, 0, arenaChunk)
+func (a *eventArena) str(s string) []string { return arenaOne(&a.strs, s) }
+
+// arenaOne appends v to the chunk *buf (a new chunk when it is full) and
+// returns the one-element slice holding it, capped so an append to it
+// cannot write into the chunk.
+func arenaOne[T any](buf *[]T, v T) []T {
+	if len(*buf) == cap(*buf) {
+		*buf = make([]T, 0, arenaChunk)
 	}
-	a.strs = append(a.strs, s)
-	n := len(a.strs)
-	return a.strs[n-1 : n : n]
+	*buf = append(*buf, v)
+	n := len(*buf)
+	return (*buf)[n-1 : n : n]
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
-	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -35,12 +34,9 @@ func (e *Engine) applyReset(rec *traces.Record) error {
 	e.markHeavy()
 	pools := make([]alloc.PoolID, len(devs))
 	for i, ds := range devs {
-		p := ds.alloc.NewPoolID()
-		if err := ds.alloc.BeginAllocateToPool(p, device.SideStream); err != nil {
-			return fmt.Errorf("reset: device %d: create graph pool: %w", ds.index, err)
-		}
-		if err := ds.alloc.EndAllocateToPool(p); err != nil {
-			return fmt.Errorf("reset: device %d: create graph pool: %w", ds.index, err)
+		p, err := newGraphPool(ds.alloc)
+		if err != nil {
+			return fmt.Errorf("reset: device %d: %w", ds.index, err)
 		}
 		pools[i] = p
 	}

@@ -76,18 +76,11 @@ func (m *Model) renderHelp(w int) []string {
 		}
 		return []string{fit(h.ShortHelpView(keys), w)}
 	}
-	h := m.help
-	h.SetWidth(0) // measure: no truncation
 	var out []string
-	for groups := m.keys.FullHelp(); len(groups) > 0; {
-		n := len(groups)
-		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
-			n--
-		}
-		for _, l := range strings.Split(h.FullHelpView(groups[:n]), "\n") {
+	for _, band := range m.helpBands(w) {
+		for _, l := range band {
 			out = append(out, fit(l, w))
 		}
-		groups = groups[n:]
 	}
 	if room := max(m.height, 8) - 4 - 3; len(out) > room {
 		out = out[:max(room, 1)]
@@ -99,21 +92,32 @@ func (m *Model) renderHelp(w int) []string {
 // without styles: what ? shows, in a popup when the screen is too short
 // for it under the panes.
 func (m *Model) fullHelpLines(w int) []string {
-	h := m.help
-	h.SetWidth(0)
 	var out []string
+	for _, band := range m.helpBands(w) {
+		for _, l := range band {
+			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
+		}
+		out = append(out, "")
+	}
+	return out
+}
+
+// helpBands lays the full key help out in bands of as many columns (key
+// groups) as fit in width w, at least one a band: each band's lines, as
+// the help bubble draws them.
+func (m *Model) helpBands(w int) [][]string {
+	h := m.help
+	h.SetWidth(0) // measure: no truncation
+	var bands [][]string
 	for groups := m.keys.FullHelp(); len(groups) > 0; {
 		n := len(groups)
 		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
 			n--
 		}
-		for _, l := range strings.Split(h.FullHelpView(groups[:n]), "\n") {
-			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
-		}
-		out = append(out, "")
+		bands = append(bands, strings.Split(h.FullHelpView(groups[:n]), "\n"))
 		groups = groups[n:]
 	}
-	return out
+	return bands
 }
 
 // widest is the width of the widest line of s.

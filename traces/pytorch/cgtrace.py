@@ -1148,18 +1148,18 @@ class Session:
         """The trees were dropped: every device's (device None:
         reset_cudagraph_trees, from torch._dynamo.reset()) or one device's
         (its manager ended with its last compiled function)."""
-        self.flush_deaths()
-        rec = {"op": "reset"}
-        if device is not None:
-            rec["device"] = device
-        self.trace.add(rec)
+        self._device_record("reset", device)
 
     def skipped_backward(self, device):
         """A compiled backward ran without CUDA graphs (its manager's
-        set_to_running_backward): no backward is pending any more."""
+        set_to_running_backward): no backward is pending any more. Device 0
+        is the format's default."""
+        self._device_record("skipped_backward", device or None)
+
+    def _device_record(self, op, device):
         self.flush_deaths()
-        rec = {"op": "skipped_backward"}
-        if device:
+        rec = {"op": op}
+        if device is not None:
             rec["device"] = device
         self.trace.add(rec)
 
@@ -2064,11 +2064,16 @@ class Recorder:
             return
         with self.lock:
             try:
-                self.session.reset()
-                self._known_mgr.clear()
-                self._mark_counter = self.cgt.MarkStepBox.mark_step_counter
+                self._trees_reset()
             except Exception as e:
                 self._fail("at a reset", e)
+
+    def _trees_reset(self):
+        """Every tree is gone (reset_cudagraph_trees): a reset record, no
+        manager known, the mark-step counter as the reset left it (0)."""
+        self.session.reset()
+        self._known_mgr.clear()
+        self._mark_counter = self._box.mark_step_counter
 
     def _on_skipped_backward(self, mgr):
         if self._off or self._in_call():
@@ -2085,11 +2090,8 @@ class Recorder:
         (only reset_cudagraph_trees does that), or a new tree manager on the
         device (its container let the old one go when the last of its
         compiled functions died)."""
-        counter = self._box.mark_step_counter
-        if counter == 0 and self._mark_counter != 0:
-            self.session.reset()
-            self._known_mgr.clear()
-            self._mark_counter = 0
+        if self._box.mark_step_counter == 0 and self._mark_counter != 0:
+            self._trees_reset()
         dev = mgr.device_index
         last = self._known_mgr.get(dev)
         if last is None or last() is not mgr:
