@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
@@ -49,10 +50,9 @@ func BenchmarkRunTreeSize(b *testing.B) {
 	}
 }
 
-// BenchmarkState10k is one State of an engine whose tree holds 10,000
-// nodes: what the UI reads after every step.
-func BenchmarkState10k(b *testing.B) {
-	tr := gen.TreeTrace(10000, 100)
+// ranEngine is an engine on a simulated device that has run all of tr.
+func ranEngine(b *testing.B, tr *traces.Trace) *Engine {
+	b.Helper()
 	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
 	if err != nil {
 		b.Fatal(err)
@@ -62,6 +62,13 @@ func BenchmarkState10k(b *testing.B) {
 			b.Fatal(s.Err)
 		}
 	}
+	return e
+}
+
+// BenchmarkState10k is one State of an engine whose tree holds 10,000
+// nodes: what the UI reads after every step.
+func BenchmarkState10k(b *testing.B) {
+	e := ranEngine(b, gen.TreeTrace(10000, 100))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -73,16 +80,7 @@ func BenchmarkState10k(b *testing.B) {
 // nodes, each replayed once (so that each holds a cached output): what a
 // session's keyframe costs to take, and to restore.
 func BenchmarkClone10k(b *testing.B) {
-	tr := gen.TreeTrace(10000, 10000)
-	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range tr.Records {
-		if s := e.Apply(&tr.Records[i]); s.Err != nil {
-			b.Fatal(s.Err)
-		}
-	}
+	e := ranEngine(b, gen.TreeTrace(10000, 10000))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := e.Clone(); err != nil {

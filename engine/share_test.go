@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -19,18 +18,7 @@ import (
 // failure); the clone's State is still what it was; the clone of the clone
 // runs the same records and ends in the original's State.
 func TestCloneSharesNodes(t *testing.T) {
-	var trs []*traces.Trace
-	files, _ := filepath.Glob("../examples/*.cgt.jsonl")
-	for _, f := range files {
-		tr, err := traces.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, tr)
-	}
-	for seed := int64(1); seed <= 12; seed++ {
-		trs = append(trs, gen.Trace(seed, gen.Options{}))
-	}
+	trs := testTraces(t, 12, "../examples/*.cgt.jsonl")
 	trs = append(trs, gen.TreeTrace(40, 100))
 	for _, tr := range trs {
 		e, err := New(tr.Header, Options{Devices: sim.Devices(tr.Header.Devices), File: tr.File, Check: true})

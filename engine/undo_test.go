@@ -87,23 +87,36 @@ func deepCopy(v reflect.Value) reflect.Value {
 	return v
 }
 
+// testTraces reads the trace files the globs match, then adds the random
+// traces of seeds 1 to seeds.
+func testTraces(t *testing.T, seeds int64, globs ...string) []*traces.Trace {
+	t.Helper()
+	var trs []*traces.Trace
+	for _, g := range globs {
+		files, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			tr, err := traces.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trs = append(trs, tr)
+		}
+	}
+	for seed := int64(1); seed <= seeds; seed++ {
+		trs = append(trs, gen.Trace(seed, gen.Options{}))
+	}
+	return trs
+}
+
 // TestRollbackIsComplete fails every record of the example traces and of
 // random ones right after it succeeded, and checks that the rollback gives
 // back each manager exactly (its tree, functions, Dynamo caches, hints and
 // counters) and the same State, before the record is applied for real.
 func TestRollbackIsComplete(t *testing.T) {
-	var trs []*traces.Trace
-	files, _ := filepath.Glob("../examples/*.cgt.jsonl")
-	for _, f := range files {
-		tr, err := traces.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, tr)
-	}
-	for seed := int64(1); seed <= 30; seed++ {
-		trs = append(trs, gen.Trace(seed, gen.Options{}))
-	}
+	trs := testTraces(t, 30, "../examples/*.cgt.jsonl")
 	records := 0
 	for _, tr := range trs {
 		e, err := New(tr.Header, Options{Devices: sim.Devices(tr.Header.Devices), Check: true, File: tr.File})

@@ -2,12 +2,10 @@ package engine
 
 import (
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
-	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
@@ -17,20 +15,8 @@ import (
 // gives the same State as the engine. And the cache is used: a replay
 // rebuilds the view of the node it replayed, not of the whole tree.
 func TestStateReusesNodeViews(t *testing.T) {
-	var trs []*traces.Trace
 	// testdata too: its resets swap a device's manager under the caches.
-	files, _ := filepath.Glob("../examples/*.cgt.jsonl")
-	more, _ := filepath.Glob("testdata/*.cgt.jsonl")
-	for _, f := range append(files, more...) {
-		tr, err := traces.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, tr)
-	}
-	for seed := int64(1); seed <= 30; seed++ {
-		trs = append(trs, gen.Trace(seed, gen.Options{}))
-	}
+	trs := testTraces(t, 30, "../examples/*.cgt.jsonl", "testdata/*.cgt.jsonl")
 	for _, tr := range trs {
 		e, err := New(tr.Header, Options{Devices: sim.Devices(tr.Header.Devices), File: tr.File})
 		if err != nil {
