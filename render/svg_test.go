@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,16 +92,7 @@ func TestSVGConcurrent(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	cleanup, err := graphviztest.Setup()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(graphviztest.Main(m)) }
 
 func TestSVGBadDOT(t *testing.T) {
 	_, err := SVG(t.Context(), []byte("digraph { a -> }"))

@@ -307,36 +307,27 @@ func benchMoves(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	m.install(takeSnapshot(m.sess))
-	b.Run("step", func(b *testing.B) {
-		for b.Loop() {
-			if m.Pos() >= n {
-				b.StopTimer()
-				if err := m.sess.Goto(n / 2); err != nil {
-					b.Fatal(err)
+	// move presses k (and draws) until the session reaches an end, where
+	// it goes back to the middle off the clock.
+	move := func(name, k string, atEnd func() bool) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if atEnd() {
+					b.StopTimer()
+					if err := m.sess.Goto(n / 2); err != nil {
+						b.Fatal(err)
+					}
+					m.install(takeSnapshot(m.sess))
+					b.StartTimer()
 				}
-				m.install(takeSnapshot(m.sess))
-				b.StartTimer()
+				press(b, m, k)
+				_ = m.View()
 			}
-			press(b, m, "n")
-			_ = m.View()
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/step")
-	})
-	b.Run("back", func(b *testing.B) {
-		for b.Loop() {
-			if m.Pos() == 0 {
-				b.StopTimer()
-				if err := m.sess.Goto(n / 2); err != nil {
-					b.Fatal(err)
-				}
-				m.install(takeSnapshot(m.sess))
-				b.StartTimer()
-			}
-			press(b, m, "N")
-			_ = m.View()
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/back")
-	})
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/"+name)
+		})
+	}
+	move("step", "n", func() bool { return m.Pos() >= n })
+	move("back", "N", func() bool { return m.Pos() == 0 })
 	b.Run("jump", func(b *testing.B) {
 		r := rand.New(rand.NewPCG(7, 8))
 		for b.Loop() {

@@ -33,14 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	// export to SVG and the TUI's export run cgtviz-graphviz: this tree's,
 	// found or built once for every test and the children they start.
-	cleanup, err := graphviztest.Setup()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	os.Exit(graphviztest.Main(m))
 }
 
 // The size of the end-to-end test's terminal.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 )
 
 // Env and Name are render.GraphvizEnv and render.GraphvizName (not imported:
@@ -53,4 +54,16 @@ func Setup() (cleanup func(), err error) {
 		return func() {}, fmt.Errorf("graphviztest: %w", err)
 	}
 	return cleanup, nil
+}
+
+// Main is a TestMain's body for a package whose tests render: Setup, the
+// tests, the cleanup; it returns the exit code for os.Exit.
+func Main(m *testing.M) int {
+	cleanup, err := Setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cleanup()
+	return m.Run()
 }
