@@ -102,6 +102,10 @@ type DeviceState struct {
 	// Pool is the private graph pool and Default the default pool.
 	Pool    PoolView
 	Default PoolView
+	// Dropped are the graph pools of trees a reset record dropped that
+	// still hold memory (the old tree's outputs the program kept), oldest
+	// first: no manager uses them, but their segments are still reserved.
+	Dropped []PoolView `json:",omitempty"`
 	// Totals sum up the whole caching allocator: every pool, private ones
 	// included (torch.cuda.memory_stats()).
 	Totals AllocatorTotals

@@ -139,6 +139,15 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 	}
 	dv.Pool = e.poolView(ds, m.pool, names)
 	dv.Default = e.poolView(ds, alloc.PoolID{}, names)
+	for _, id := range ds.alloc.Pools() {
+		if id == (alloc.PoolID{}) || id == m.pool {
+			continue
+		}
+		// Only a pool that still reserves memory is worth the view.
+		if ds.alloc.PoolStats(id).ReservedBytes[alloc.Aggregate].Current > 0 {
+			dv.Dropped = append(dv.Dropped, e.poolView(ds, id, names))
+		}
+	}
 	st := ds.alloc.Stats()
 	dv.Totals = AllocatorTotals{Segments: len(ds.alloc.Segments()), ReservedBytes: st.ReservedBytes[alloc.Aggregate].Current,
 		AllocatedBytes: st.AllocatedBytes[alloc.Aggregate].Current, PeakReserved: st.ReservedBytes[alloc.Aggregate].Peak}

@@ -3,9 +3,11 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
 )
 
@@ -103,3 +105,44 @@ func stateDiffs(a, b *State) string {
 }
 
 func formatNode(n NodeView) string { return fmt.Sprintf("%+v", n) }
+
+// TestStateShowsDroppedPools: after a reset, the old tree's pool still
+// holds the output the program kept; State lists it under Dropped (the
+// pool pane shows it), and not before the reset.
+func TestStateShowsDroppedPools(t *testing.T) {
+	tr, err := traces.ReadFile("testdata/reset-one-device.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset := false
+	for i := range tr.Records {
+		rec := &tr.Records[i]
+		if s := e.Apply(rec); s.Err != nil {
+			t.Fatal(s.Err)
+		}
+		reset = reset || rec.Op == traces.OpReset
+		dropped := e.State().Devices[0].Dropped
+		if !reset {
+			if len(dropped) > 0 {
+				t.Fatalf("line %d: %d dropped pools before the reset", rec.Line, len(dropped))
+			}
+			continue
+		}
+		if len(dropped) != 1 {
+			t.Fatalf("line %d: %d dropped pools, want 1", rec.Line, len(dropped))
+		}
+		var names []string
+		for _, seg := range dropped[0].Segments {
+			for _, b := range seg.Blocks {
+				names = append(names, b.Tensors...)
+			}
+		}
+		if !slices.Contains(names, "old") {
+			t.Errorf("line %d: the dropped pool's blocks hold %v, want old among them", rec.Line, names)
+		}
+	}
+}

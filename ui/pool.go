@@ -84,11 +84,18 @@ func (p *poolPane) layout(st *engine.State, dev, w int) {
 		return
 	}
 	ds := &st.Devices[dev]
-	for _, pl := range []struct {
-		name string
-		pv   *engine.PoolView
-	}{{"graph pool", &ds.Pool}, {"default pool", &ds.Default}} {
-		p.fixed(func() { p.pool(pl.name, pl.pv, w) })
+	type namedPool struct {
+		name    string
+		pv      *engine.PoolView
+		dropped bool
+	}
+	pools := []namedPool{{"graph pool", &ds.Pool, false}}
+	for i := range ds.Dropped {
+		pools = append(pools, namedPool{"graph pool of a dropped tree", &ds.Dropped[i], true})
+	}
+	pools = append(pools, namedPool{"default pool", &ds.Default, false})
+	for _, pl := range pools {
+		p.fixed(func() { p.pool(pl.name, pl.pv, pl.dropped, w) })
 		for i := range pl.pv.Segments {
 			p.items = append(p.items, poolItem{seg: &pl.pv.Segments[i]})
 		}
@@ -187,7 +194,7 @@ func (p *poolPane) legend(w int) {
 
 // pool lays out one pool: a summary, the explanation the seed thread asks
 // for when replay outputs are invisible to the allocator, then segments.
-func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
+func (p *poolPane) pool(name string, pv *engine.PoolView, dropped bool, w int) {
 	var counts [len(blockGlyphs)]int
 	for _, sg := range pv.Segments {
 		for _, b := range sg.Blocks {
@@ -219,8 +226,13 @@ func (p *poolPane) pool(name string, pv *engine.PoolView, w int) {
 	}
 	p.flow(w, "  ", items...)
 	if counts[engine.BlockLiveInvisible] > 0 {
-		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: a recording now would overwrite them, so the tree manager checkpoints the pool first.",
-			blockGlyphs[engine.BlockLiveInvisible], counts[engine.BlockLiveInvisible]), w) {
+		why := "a recording now would overwrite them, so the tree manager checkpoints the pool first."
+		if dropped {
+			// No manager records into a dropped tree's pool again.
+			why = "no tree records into this pool any more, so they stay as they are until they die."
+		}
+		for _, l := range wrap(fmt.Sprintf("%s %d block(s) hold live replay outputs that the allocator believes free: %s",
+			blockGlyphs[engine.BlockLiveInvisible], counts[engine.BlockLiveInvisible], why), w) {
 			p.add(run{runWarn, l})
 		}
 	}

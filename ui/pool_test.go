@@ -18,6 +18,11 @@ func TestPoolListsLiveHolders(t *testing.T) {
 		// s08 line 16: out2 is stale, out4 and out5 hold the block.
 		{"s08-line16", "../examples/s08-overwritten-errors.cgt.jsonl", "16",
 			[]string{"out4,out5 (stale: out2) 16 B", "× stale: out 16 B"}, []string{"out2,out4", "▒ out2"}},
+		// After torch._dynamo.reset(): the old tree's pool still holds old,
+		// which no manager will record over.
+		{"reset-line14", "../engine/testdata/reset-one-device.cgt.jsonl", "14",
+			[]string{"graph pool of a dropped tree (0,1)", "1 live-invisible", "records into this pool any more"},
+			[]string{"checkpoints the pool first"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
