@@ -98,6 +98,8 @@ type Engine struct {
 	devs           []*devState
 	defs           map[string]*traces.Record
 	tt             *tensorTable
+	// deadCached is what saved records name (saved.go).
+	deadCached deadCached
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
@@ -321,7 +323,7 @@ func (e *Engine) recordError(rec *traces.Record, err error) *Error {
 	switch rec.Op {
 	case traces.OpCall, traces.OpDef:
 		what += " " + rec.Fn
-	case traces.OpTensor, traces.OpParam, traces.OpRead:
+	case traces.OpTensor, traces.OpParam, traces.OpRead, traces.OpSaved:
 		what += " " + rec.Name
 	case traces.OpEager:
 		if rec.Stmt != nil {
@@ -354,11 +356,14 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 			}
 		}
 		for _, n := range rec.Names {
+			e.noteDeadCached(n)
 			if err := e.tt.unbind(n); err != nil {
 				return err
 			}
 		}
 		return nil
+	case traces.OpSaved:
+		return e.applySaved(rec)
 	case traces.OpStep:
 		// torch.compiler.cudagraph_mark_step_begin()
 		e.markStep--

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // This file runs a function that has no graph to replay: warmup
@@ -100,6 +102,24 @@ func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error
 // are classified and copied into the pool, the body is captured, outputs
 // are classified, the pool's state is checkpointed, and the graph replays
 // once to produce the first outputs.
+// savedInput reports whether output t of a recording, over the storage of
+// body argument j (arg), is an input the forward saved for its backward.
+// AOTAutograd rebuilds an output that aliases an input from the caller's
+// tensor, so the tree never sees it; but a forward graph also returns the
+// tensors the backward needs, and a saved input is returned as the graph's
+// own input: during the recording that is the copy of the input in the
+// pool (or, for an input that is a tree output, that output), so
+// _add_first_outputs classifies it as a new pool output (or as an alias of
+// the prior output), whose liveness the tree tracks like any other. A
+// parameter (a static input) stays outside: its storage is persistent.
+// Only the whole input counts: a view of it is a user output's alias.
+func savedInput(f *Function, n *Node, j int, t, arg *Tensor) bool {
+	if f.Mode != traces.ModeForward || (f.Static[j] && !n.Managed[j]) {
+		return false
+	}
+	return t.Offset == arg.Offset && slices.Equal(t.Shape, arg.Shape) && slices.Equal(t.Strides, arg.Strides)
+}
+
 func (m *manager) recordFunction(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	tt := m.eng.tt
@@ -233,9 +253,14 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	for i, t := range bodyArgs {
 		inputOf[t.Storage] = i
 	}
+	saved := make([]bool, len(outs))
 	for i, t := range outs {
 		j, ok := inputOf[t.Storage]
 		if !ok {
+			continue
+		}
+		if savedInput(c.f, n, j, t, bodyArgs[j]) {
+			saved[i] = true
 			continue
 		}
 		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
@@ -253,7 +278,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
 		j, isInput := 0, false
 		for k, a := range c.args {
-			if a.Storage == t.Storage {
+			if a.Storage == t.Storage && !saved[i] {
 				j, isInput = k, true
 				break
 			}

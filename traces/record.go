@@ -199,6 +199,12 @@ const (
 	// (cudagraphs skipped for it): it reaches the tree only to say the
 	// forwards' backward ran (set_to_running_backward).
 	OpSkippedBackward Op = "skipped_backward"
+	// OpSaved binds a name to the tensor autograd saved from a call output
+	// the tree already counts dead (added to version 1: a forward's replay
+	// returns its saved tensors as cached outputs, which PyTorch counts
+	// dead while only autograd holds them; the backward then takes them as
+	// inputs).
+	OpSaved Op = "saved"
 )
 
 // Mode is a compiled function's compilation mode (PyTorch's CompilationMode).
@@ -238,9 +244,16 @@ type Record struct {
 	Body    []Stmt
 	Returns []string
 	Mode    Mode // "" means inference
+	// Static lists the def's static inputs by position, as the compiled
+	// graph has them (PyTorch's static_input_idxs: parameters, and in a
+	// backward the tensors its forward saved); nil when the def does not
+	// say, and the calls' param records decide.
+	Static []int
 
 	// tensor, param
-	Name    string // tensor, param, read
+	Name string // tensor, param, read, saved
+	// Of is a saved record's dead output name.
+	Of      string
 	Shape   []int
 	Init    Init
 	Seed    int64
