@@ -105,7 +105,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if !limited && !f.plan.viewsOnly {
 			e.enterCompiled(rec, f)
 		}
-		return &keptError{stale}
+		return &keptError{err: stale}
 	}
 	step.Fn = def.Fn
 	switch {

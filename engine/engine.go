@@ -293,6 +293,9 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		// (and its events), report the error.
 		step.Err = e.recordError(rec, kept.err)
 		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+		if kept.action != "" {
+			step.Action = kept.action
+		}
 		err = nil
 	}
 	if err == nil && e.check {
@@ -506,7 +509,11 @@ func staleErr(s *Storage) error {
 // rolling back. It is returned as it is, never wrapped: Apply finds it with
 // a type assertion, which, unlike errors.As, costs no allocation on the
 // replay path.
-type keptError struct{ err error }
+type keptError struct {
+	err error
+	// action is the step's action, when the error leaves one ("" for none).
+	action Action
+}
 
 func (k *keptError) Error() string { return k.err.Error() }
 func (k *keptError) Unwrap() error { return k.err }

@@ -48,7 +48,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.Failed = true
 		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
 			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
-		return nil, "", &keptError{err}
+		return nil, "", &keptError{err: err}
 	}
 	a := m.ds.alloc
 	what := fmt.Sprintf("call %s: warmup %d", c.f.Name, w.ID)
@@ -98,10 +98,6 @@ func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error
 	return outs, ActionEager, nil
 }
 
-// recordFunction is record_function + CUDAGraphNode.__init__: the inputs
-// are classified and copied into the pool, the body is captured, outputs
-// are classified, the pool's state is checkpointed, and the graph replays
-// once to produce the first outputs.
 // savedInput reports whether output t of a recording, over the storage of
 // body argument j (arg), is an input the forward saved for its backward.
 // AOTAutograd rebuilds an output that aliases an input from the caller's
@@ -120,6 +116,10 @@ func savedInput(f *Function, n *Node, j int, t, arg *Tensor) bool {
 	return t.Offset == arg.Offset && slices.Equal(t.Shape, arg.Shape) && slices.Equal(t.Strides, arg.Strides)
 }
 
+// recordFunction is record_function + CUDAGraphNode.__init__: the inputs
+// are classified and copied into the pool, the body is captured, outputs
+// are classified, the pool's state is checkpointed, and the graph replays
+// once to produce the first outputs.
 func (m *manager) recordFunction(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	tt := m.eng.tt

@@ -91,7 +91,7 @@ func TestConfigWith(t *testing.T) {
 	for _, k := range ConfigKeys {
 		c := Config{}.With(Config{Set: map[string]bool{k: true}, WarmupRuns: 1, RerecordLimit: 1, MaxTensorBytes: 1, MaxTotalBytes: 1,
 			RecompileLimit: 1, AutomaticDynamicShapes: true, AssumeStaticByDefault: true, SupportInputMutation: true,
-			SkipDynamicGraphs: true, DynamicShapeWarnLimit: 1, InlineInbuiltNNModules: true})
+			SkipDynamicGraphs: true, DynamicShapeWarnLimit: 1, InlineInbuiltNNModules: true, CudagraphOrError: true})
 		if reflect.DeepEqual(c, Config{Set: map[string]bool{k: true}}) {
 			t.Errorf("With ignores key %s", k)
 		}

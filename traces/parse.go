@@ -80,6 +80,7 @@ type rawConfig struct {
 	SkipDynamicGraphs      *bool  `json:"skip_dynamic_graphs"`
 	DynamicShapeWarnLimit  *int   `json:"dynamic_shape_warn_limit"`
 	InlineInbuiltNNModules *bool  `json:"inline_inbuilt_nn_modules"`
+	CudagraphOrError       *bool  `json:"cudagraph_or_error"`
 }
 
 // rawConfigRecord is a config record decoded strictly: "op" and config keys.
@@ -136,6 +137,7 @@ func (c *rawConfig) apply(dst *Config) (map[string]bool, string) {
 		{KeySupportInputMutation, c.SupportInputMutation, &dst.SupportInputMutation},
 		{KeySkipDynamicGraphs, c.SkipDynamicGraphs, &dst.SkipDynamicGraphs},
 		{KeyInlineInbuiltNNModules, c.InlineInbuiltNNModules, &dst.InlineInbuiltNNModules},
+		{KeyCudagraphOrError, c.CudagraphOrError, &dst.CudagraphOrError},
 	} {
 		if x.v != nil {
 			*x.dst = *x.v

@@ -107,7 +107,7 @@ _FIELDS = {
     "config": ("op", "warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes",
                "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
                "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit",
-               "inline_inbuilt_nn_modules"),
+               "inline_inbuilt_nn_modules", "cudagraph_or_error"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -131,7 +131,8 @@ _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": i
                 "max_total_bytes": int, "recompile_limit": int,
                 "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
                 "support_input_mutation": bool, "skip_dynamic_graphs": bool,
-                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool}
+                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool,
+                "cudagraph_or_error": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
 
@@ -799,7 +800,7 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args", "memo")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -807,6 +808,7 @@ class _FnState:
         self.out_dense = False  # out_pos is every position of the first call's outputs
         self.warned_extra = False
         self.params, self.shapes = None, None
+        self.tensor_idx = None  # the input index of each param (tensor inputs only)
         self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
@@ -1341,6 +1343,7 @@ class Session:
                 seen.add(q)
                 uniq.append(q)
             fs.params, fs.shapes = uniq, shapes
+            fs.tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
             fs.dtypes, fs.views = pdtypes, pviews
             fs.info = info
         fs.calls += 1
@@ -1610,7 +1613,13 @@ class Session:
         self.flush_deaths()
         for fs in self.fns.values():
             if not fs.defined and fs.params is not None:
-                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], [])
+                # What the tree knew of the function: the inputs it mutates
+                # (a call that raised on them, as cudagraph_or_error makes
+                # it, still needs them) and its static inputs.
+                pos = {i: k for k, i in enumerate(fs.tensor_idx or ())}
+                mutated = [pos[j] for j in fs.info.mutated if j in pos]
+                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], mutated)
+                rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
                 self.trace.set_def(rec)
                 fs.defined = True
 
@@ -1641,6 +1650,7 @@ KNOBS = (
     ("inductor", "triton.force_cudagraph_sync"),
     ("inductor", "triton.cudagraph_trees"),
     ("inductor", "graph_partition"),
+    ("inductor", "triton.cudagraph_or_error"),
 )
 # What the format's rerecord_limit is when PyTorch bounds nothing: 2.11's
 # exceed_rerecord_limit returns False while inline_inbuilt_nn_modules is on.
@@ -1659,6 +1669,9 @@ def settings_from_knobs(raw):
       recompile_limit           dynamo recompile_limit (cache_size_limit)
       automatic_dynamic_shapes  dynamo automatic_dynamic_shapes
       assume_static_by_default  dynamo assume_static_by_default
+      skip_dynamic_graphs       triton.cudagraph_skip_dynamic_graphs
+      dynamic_shape_warn_limit  triton.cudagraph_dynamic_shape_warn_limit (None: 0, never warn)
+      cudagraph_or_error        triton.cudagraph_or_error
     """
     out = {}
     skip = raw.get("triton.skip_cudagraph_warmup")
@@ -1679,10 +1692,18 @@ def settings_from_knobs(raw):
         out["recompile_limit"] = min(rl, UNBOUNDED)
     for key, knob in (("support_input_mutation", "triton.cudagraph_support_input_mutation"),
                       ("automatic_dynamic_shapes", "automatic_dynamic_shapes"),
-                      ("assume_static_by_default", "assume_static_by_default")):
+                      ("assume_static_by_default", "assume_static_by_default"),
+                      ("skip_dynamic_graphs", "triton.cudagraph_skip_dynamic_graphs"),
+                      ("cudagraph_or_error", "triton.cudagraph_or_error")):
         v = raw.get(knob)
         if isinstance(v, bool):
             out[key] = v
+    if "triton.cudagraph_dynamic_shape_warn_limit" in raw:
+        w = raw["triton.cudagraph_dynamic_shape_warn_limit"]
+        if w is None:
+            out["dynamic_shape_warn_limit"] = 0
+        elif isinstance(w, int) and not isinstance(w, bool) and w >= 0:
+            out["dynamic_shape_warn_limit"] = min(w, UNBOUNDED)
     return out
 
 
@@ -1698,7 +1719,8 @@ _MISSING = object()
 _MAPPED_KNOBS = frozenset(("triton.skip_cudagraph_warmup", "triton.cudagraph_unexpected_rerecord_limit",
                            "triton.cudagraph_support_input_mutation", "inline_inbuilt_nn_modules",
                            "recompile_limit", "cache_size_limit", "automatic_dynamic_shapes",
-                           "assume_static_by_default"))
+                           "assume_static_by_default", "triton.cudagraph_skip_dynamic_graphs",
+                           "triton.cudagraph_dynamic_shape_warn_limit", "triton.cudagraph_or_error"))
 
 
 class _Knobs:

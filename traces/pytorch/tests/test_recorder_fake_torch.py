@@ -568,7 +568,7 @@ class KnobsTest(unittest.TestCase):
     def knobs(self, contextvar):
         ind = ConfigModule("torch._inductor.config", {
             "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128,
-            "triton.cudagraph_dynamic_shape_warn_limit": 8})
+            "triton.cudagraph_dynamic_shape_warn_limit": 8, "triton.force_cudagraph_sync": False})
         dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
         return ind, dyn, cgtrace._Knobs(ind, dyn)
 
@@ -588,7 +588,7 @@ class KnobsTest(unittest.TestCase):
                 self.assertIs(k.read(all_knobs=False)["triton.skip_cudagraph_warmup"], True)
                 # a knob the format has no key for moves only the probes of all knobs
                 self.assertTrue(k.changed(all_knobs=True))
-                ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+                ind.triton.force_cudagraph_sync = True
                 self.assertFalse(k.changed())
                 self.assertTrue(k.changed(all_knobs=True))
                 self.assertFalse(k.changed(all_knobs=True))
@@ -1160,6 +1160,27 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(v, {"op": "eager", "out": "view", "k": "view", "a": "base", "shape": [3],
                              "offset": 2, "strides": [4]})
 
+    def test_cudagraph_or_error_raise_keeps_the_mutation(self):
+        """triton.cudagraph_or_error makes the tree raise where it would skip
+        cudagraphs (PyTorch's test_cudagraph_or_error: a function mutating
+        its plain input): the call returned nothing, yet its def still says
+        which input it mutates, and the header says the knob is on."""
+        global FOO
+        ind = sys.modules["torch._inductor.config"]
+        ind.triton.cudagraph_or_error = True
+        FOO = MGR.add(0, mutated=(0,))
+        MGR.fail.add(0)
+        with cgtrace.record(self.path):
+            with self.assertRaises(RuntimeError):
+                foo(Tensor([4]))
+        header, recs = self.records()
+        self.assertIs(header["config"].get("cudagraph_or_error"), True)
+        d = next(r for r in recs if r["op"] == "def")
+        self.assertEqual([st["out"] for st in d["body"] if st["out"] in d["params"]], d["params"][:1], d)
+        self.assertEqual(d["static"], [])
+        self.assertEqual(cgtrace.settings_from_knobs({"triton.cudagraph_or_error": False}),
+                         {"cudagraph_or_error": False})
+
     def test_settings_from_config_and_their_changes(self):
         """The header holds PyTorch's settings in force at the start; a knob a
         test patches mid-program becomes a `config` record before the next
@@ -1169,6 +1190,7 @@ class RecorderTest(unittest.TestCase):
         ind.triton.skip_cudagraph_warmup = True
         ind.triton.cudagraph_support_input_mutation = True
         ind.triton.cudagraph_dynamic_shape_warn_limit = 8
+        ind.triton.force_cudagraph_sync = False
         dyn.inline_inbuilt_nn_modules = False
         dyn.recompile_limit = 3
         with cgtrace.record(self.path):
@@ -1179,6 +1201,7 @@ class RecorderTest(unittest.TestCase):
             foo(Tensor([4]))
             foo(Tensor([4]))  # nothing changed: no record
             ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+            ind.triton.force_cudagraph_sync = True
             dyn.inline_inbuilt_nn_modules = True
             # knobs without a format key are looked at on steps and first calls
             sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
@@ -1187,20 +1210,21 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
                                             "support_input_mutation": True, "automatic_dynamic_shapes": True,
                                             "assume_static_by_default": True,
-                                            "inline_inbuilt_nn_modules": False})
-        self.assertEqual(header["meta"]["torch_config"]["triton.cudagraph_dynamic_shape_warn_limit"], 8)
+                                            "inline_inbuilt_nn_modules": False,
+                                            "dynamic_shape_warn_limit": 8})
+        self.assertEqual(header["meta"]["torch_config"]["triton.force_cudagraph_sync"], False)
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops.count("config"), 2)
         cfgs = [r for r in recs if r["op"] == "config"]
         self.assertEqual(cfgs[0], {"op": "config", "warmup_runs": 1, "rerecord_limit": 0,
                                    "automatic_dynamic_shapes": False})
         self.assertEqual(cfgs[1], {"op": "config", "rerecord_limit": cgtrace.UNBOUNDED,
-                                   "inline_inbuilt_nn_modules": True})
+                                   "dynamic_shape_warn_limit": 2, "inline_inbuilt_nn_modules": True})
         i = recs.index(cfgs[0])
         # in force from the second call on: no call between them
         self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
         notes = [r["text"] for r in recs if r["op"] == "note"]
-        self.assertEqual(notes, ["torch config triton.cudagraph_dynamic_shape_warn_limit changed to 2"])
+        self.assertEqual(notes, ["torch config triton.force_cudagraph_sync changed to True"])
 
     def test_host_reads_of_tree_outputs(self):
         """.item(), print, .cpu() of a tree output (or a view of one) are
