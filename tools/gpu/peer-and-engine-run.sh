@@ -5,7 +5,8 @@
 #   1. the recorder's overhead, alone on the machine (tools/gpu/recorder-overhead.py);
 #   2. PyTorch's own test_cudagraph_trees.py recorded test by test (peer
 #      suite, 15 workers) while the engine's cuda tests run three times
-#      (scenarios incl. engine/testdata, stream vs run, clones sharing nodes)
+#      (scenarios incl. engine/testdata, stream vs run, clones sharing nodes,
+#      the peer suite's saved traces)
 #      and the sessions' GPU test;
 #   3. every peer trace replayed on the GPU (--device cuda, 8 at a time),
 #      summarised like replay.sh.
@@ -33,7 +34,7 @@ root=$PWD
 	-p no:cacheprovider -rfE >"$peer/pytest.log" 2>&1) &
 ppid=$!
 (cd engine && CGTVIZ_DEVICE=cuda timeout 240 ../.bin/engine-cuda.test -test.count=3 \
-	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim' -test.v) >"$work/engine-cuda.log" 2>&1
+	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim|TestPeerSuite' -test.v) >"$work/engine-cuda.log" 2>&1
 say "engine-cuda x3 (exit $?): $(grep -c '^--- PASS' "$work/engine-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/engine-cuda.log") FAIL, $(grep -c -- '--- SKIP' "$work/engine-cuda.log") SKIP lines"
 grep -- '--- FAIL' "$work/engine-cuda.log" | head | tee -a "$sum"
 grep -E -- '--- (PASS|FAIL): TestScenarios/(reset-trees|skipped-backward|static-input-moved)' "$work/engine-cuda.log" | sort | uniq -c | tee -a "$sum"
