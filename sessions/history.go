@@ -254,6 +254,13 @@ func frameAt(list []keyframe, pos int) (keyframe, bool) {
 // rather than a whole interval.
 const localPerInterval = 32
 
+// localKeep bounds the local keyframes held at a time. Holding N down
+// walks back one record a press, so only the few frames just below the
+// position serve it; the whole interval's worth (localPerInterval) held
+// 74 MB at 10,000 nodes (BenchmarkMovesTree10k's 30 N from the end), a
+// third of the heap, for presses that rarely come.
+const localKeep = 4
+
 // localFrames are short-lived keyframes inside one interval of the
 // bounded set, made while records are re-applied after a restore. Only one
 // interval has them at a time, so they add a constant to memory.
@@ -270,6 +277,25 @@ func (l *localFrames) at(pos int) (keyframe, bool) { return frameAt(l.list, pos)
 func (l *localFrames) has(pos int) bool {
 	f, ok := l.at(pos)
 	return ok && f.pos == pos
+}
+
+// drop gives up every local keyframe (to the collector) and starts the
+// interval at base.
+func (l *localFrames) drop(base int) {
+	clear(l.list)
+	*l = localFrames{base: base}
+}
+
+// keep drops the highest local keyframes until at most n are left: going
+// back, the position moves down, so the highest are the first no longer
+// below it.
+func (l *localFrames) keep(n int) {
+	for len(l.list) > n {
+		last := len(l.list) - 1
+		l.total -= l.list[last].bytes
+		l.list[last] = keyframe{}
+		l.list = l.list[:last]
+	}
 }
 
 // add inserts a keyframe, keeping the list sorted.

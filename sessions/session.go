@@ -336,6 +336,12 @@ func (s *Session) Goto(target int) error {
 	back := target == s.pos-1
 	if s.cloneable {
 		kf, ok := s.kf.at(target)
+		if ok && s.local.base != kf.pos {
+			// A move to another interval leaves the local keyframes of
+			// the last one useless (they serve N there); at 10,000 nodes
+			// each holds megabytes.
+			s.local.drop(kf.pos)
+		}
 		if lf, lok := s.local.at(target); lok && lf.pos >= kf.pos && lf.pos <= target {
 			kf, ok = lf, true
 		}
@@ -357,16 +363,17 @@ func (s *Session) Goto(target int) error {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}
 		if back {
-			s.takeLocal()
+			s.takeLocal(target)
 		}
 	}
 	return nil
 }
 
-// takeLocal takes a local keyframe at the current position when it
-// divides the current keyframe interval and none is there yet. Moving to
-// another interval drops the local keyframes of the last one.
-func (s *Session) takeLocal() {
+// takeLocal takes a local keyframe at the current position, on the way
+// back to target, when it divides the current keyframe interval, is one of
+// the localKeep such positions at or below target, and none is there yet.
+// Moving to another interval drops the local keyframes of the last one.
+func (s *Session) takeLocal(target int) {
 	if !s.cloneable || s.pos >= s.hist.len() {
 		return
 	}
@@ -375,11 +382,17 @@ func (s *Session) takeLocal() {
 		return
 	}
 	if s.local.base != kf.pos {
-		clear(s.local.list)
-		s.local = localFrames{base: kf.pos}
+		s.local.drop(kf.pos)
 	}
 	every := max(s.kf.every/localPerInterval, 1)
 	if s.pos == kf.pos || s.pos%every != 0 || s.local.has(s.pos) {
+		return
+	}
+	// Only the frames just below target serve the next presses of N; one
+	// lower down would be a clone made on speculation, and N reaches it
+	// only after localKeep*every more presses, when one restore of the
+	// keyframe (a jump's cost) makes the next ones.
+	if s.pos <= target-localKeep*every {
 		return
 	}
 	// Local keyframes share the byte budget with the others: on a big
@@ -391,6 +404,7 @@ func (s *Session) takeLocal() {
 	}
 	if c, err := s.eng.Clone(); err == nil {
 		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost})
+		s.local.keep(localKeep)
 	}
 }
 
