@@ -22,11 +22,14 @@ const (
 	// go back by restoring a clone at most this many records behind.
 	DefaultKeyframeEvery = 16
 	// DefaultKeyframeBytes bounds the memory of the keyframes (and the
-	// local keyframes) as engine.Engine.SnapshotBytes counts it: device
-	// memory on the GPU, its upper bound on sim. 256 MiB is a small share
-	// of a GPU's memory and of a workstation's, and at the trees and pools
-	// of real runs still holds hundreds of keyframes.
-	DefaultKeyframeBytes = 256 << 20
+	// local keyframes) as keyframeCost counts it: the device's snapshot
+	// (device memory on the GPU, its upper bound on sim) and the host copy
+	// of the tree. 128 MiB is a small share of a GPU's memory and of a
+	// workstation's, and keeps the TUI within issue 14's 500 MB at 10,000
+	// nodes, where the collector lets the heap grow to twice what is live
+	// (15 keyframes every 8,192 records of BenchmarkMovesTree10k's trace,
+	// 111 MB of heap; 256 MiB let 30 of them hold 165 MB).
+	DefaultKeyframeBytes = 128 << 20
 	// stepCache is how many full Steps StepAt keeps; older ones are
 	// recomputed from a keyframe on demand.
 	stepCache = 512
@@ -146,10 +149,10 @@ func NewRecords(src Records, opts Options) (*Session, error) {
 	if err := s.fresh(); err != nil {
 		return nil, err
 	}
-	cost := keyframeCost(s.eng)
+	cost := keyframeCost(s.eng, 0)
 	if c, err := s.eng.Clone(); err == nil {
 		s.cloneable = true
-		s.kf.add(0, c, cost)
+		s.kf.add(keyframe{pos: 0, eng: c, bytes: cost, calls: callsRun(s.eng)})
 	}
 	return s, nil
 }
@@ -288,9 +291,13 @@ func (s *Session) apply() (*engine.Step, error) {
 		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.
-			cost := keyframeCost(s.eng)
+			n, prev := callsRun(s.eng), 0
+			if last, ok := s.kf.at(s.pos); ok {
+				prev = last.calls
+			}
+			cost := keyframeCost(s.eng, n-prev)
 			if c, err := s.eng.Clone(); err == nil {
-				s.kf.add(s.pos, c, cost)
+				s.kf.add(keyframe{pos: s.pos, eng: c, bytes: cost, calls: n})
 			}
 		}
 	}
@@ -398,12 +405,13 @@ func (s *Session) takeLocal(target int) {
 	// Local keyframes share the byte budget with the others: on a big
 	// pool they are the first to go, a slower step back rather than more
 	// memory.
-	cost := keyframeCost(s.eng)
+	n := callsRun(s.eng)
+	cost := keyframeCost(s.eng, n-kf.calls)
 	if !s.kf.fits(cost, s.local.total) {
 		return
 	}
 	if c, err := s.eng.Clone(); err == nil {
-		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost})
+		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost, calls: n})
 		s.local.keep(localKeep)
 	}
 }
