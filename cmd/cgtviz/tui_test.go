@@ -153,7 +153,7 @@ func TestTUIDevices(t *testing.T) {
 
 // TestKeyframeMB maps -keyframe-mb to the session's byte cap.
 func TestKeyframeMB(t *testing.T) {
-	for _, tc := range []struct{ mb, want int64 }{{0, -1}, {1, 1 << 20}, {256, sessions.DefaultKeyframeBytes}} {
+	for _, tc := range []struct{ mb, want int64 }{{0, -1}, {1, 1 << 20}, {sessions.DefaultKeyframeBytes >> 20, sessions.DefaultKeyframeBytes}} {
 		if got := keyframeBytes(tc.mb); got != tc.want {
 			t.Errorf("keyframeBytes(%d) = %d, want %d", tc.mb, got, tc.want)
 		}
