@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -88,6 +89,13 @@ func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Opt
 				fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", traces.Problems(ps))
 				return nil, nil, 2
 			}
+			// A followed trace has no size to go by; a user's GOMEMLIMIT
+			// stands.
+			if fi, err := os.Stat(src); err == nil && !follow && os.Getenv("GOMEMLIMIT") == "" {
+				if lim := tuiMemoryLimit(opts.KeyframeBytes, fi.Size()); lim > 0 {
+					debug.SetMemoryLimit(lim)
+				}
+			}
 			return sessions.Indexed(ix), func() { ix.Close() }, 0
 		case follow && errors.Is(err, traces.ErrNotIndexable):
 			fmt.Fprintf(stderr, "cgtviz: -follow: %s: %v (follow a plain file)\n", src, err)
@@ -153,6 +161,34 @@ func keyframeBytes(mb int64) int64 {
 		return -1
 	}
 	return mb << 20
+}
+
+// The TUI's soft memory limit (tuiMemoryLimit): a session of a trace read
+// on demand holds about tuiBytesPerRecord a record (index, history,
+// timeline; BENCHMARKS.md) and a record takes at least tuiMinRecordBytes
+// of the file (`{"op":"step"}` and its newline).
+const (
+	tuiBytesPerRecord = 9
+	tuiMinRecordBytes = 14
+)
+
+// tuiMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
+// of the TUI on a trace file of size bytes read on demand, with the
+// keyframes capped at kf bytes (<= 0: no cap, and then no limit either).
+// It complements the keyframes' cap, it does not replace it: the
+// collector lets the heap grow to twice what was live at its last cycle,
+// and on a loaded machine a cycle's mark lasts long enough (up to a second)
+// that what a jump allocates meanwhile counts as live, so the goal ran to
+// 550-950 MB at 10,000 nodes (BENCHMARKS.md) where the heap truly live was
+// 175-200 MB. The limit is the goal for keyframes at their cap with the
+// rest of a session at half that (64 MB at 10,000 nodes) plus twice what
+// the trace's records may need, so that it binds only when the goal runs
+// past what the session can hold: 3*kf is 384 MiB at the default cap.
+func tuiMemoryLimit(kf, size int64) int64 {
+	if kf <= 0 || size < 0 {
+		return 0
+	}
+	return 3*kf + 2*tuiBytesPerRecord*(size/tuiMinRecordBytes)
 }
 
 // tuiDeviceHelp documents -device. The TUI defaults to auto: a cuda build

@@ -159,3 +159,25 @@ func TestKeyframeMB(t *testing.T) {
 		}
 	}
 }
+
+// TestTUIMemoryLimit: the soft limit is three times the keyframe cap (384
+// MiB at the default), grows with what a file's records may need so that
+// it never binds on a big trace's index and history, and there is none
+// without a cap.
+func TestTUIMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		kf, size int64
+		want     int64
+	}{
+		{"default cap, 10,000-node trace", sessions.DefaultKeyframeBytes, 7 << 20, 384<<20 + 18*((7<<20)/14)},
+		{"default cap, empty file", sessions.DefaultKeyframeBytes, 0, 384 << 20},
+		{"1 MiB cap", 1 << 20, 0, 3 << 20},
+		{"50M records (1.85 GB)", sessions.DefaultKeyframeBytes, 1_850_000_000, 384<<20 + 18*(1_850_000_000/14)},
+		{"no cap", -1, 7 << 20, 0},
+	} {
+		if got := tuiMemoryLimit(tc.kf, tc.size); got != tc.want {
+			t.Errorf("%s: tuiMemoryLimit(%d, %d) = %d, want %d", tc.name, tc.kf, tc.size, got, tc.want)
+		}
+	}
+}
