@@ -209,3 +209,48 @@ func TestLocalFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestOnGrow: the session tells Options.OnGrow the tree's nodes as it
+// grows, each time by an eighth and at least 64 more than the last, never
+// more often, ending within that of the tree's size; going back and
+// forward again over executed records tells nothing more.
+func TestOnGrow(t *testing.T) {
+	for _, nodes := range []int{10, 100, 1000} {
+		t.Run(fmt.Sprint(nodes), func(t *testing.T) {
+			var told []int
+			s, err := New(gen.TreeTrace(nodes, nodes), Options{OnGrow: func(n int) { told = append(told, n) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Goto(s.Len()); err != nil {
+				t.Fatal(err)
+			}
+			last := 0
+			for _, n := range told {
+				if n < last+max(last/8, 64) {
+					t.Errorf("told %d after %d: want at least %d", n, last, last+max(last/8, 64))
+				}
+				last = n
+			}
+			if got := s.State().Counters.Recordings; got != nodes {
+				t.Fatalf("%d nodes recorded, want %d", got, nodes)
+			}
+			if nodes-last >= max(last/8, 64) {
+				t.Errorf("last told %d of %d nodes: want within %d", last, nodes, max(last/8, 64))
+			}
+			if nodes >= 64 && len(told) == 0 {
+				t.Errorf("never told of %d nodes", nodes)
+			}
+			n := len(told)
+			if err := s.Goto(s.Len() / 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Goto(s.Len()); err != nil {
+				t.Fatal(err)
+			}
+			if len(told) != n {
+				t.Errorf("going back and forward again told %v more", told[n:])
+			}
+		})
+	}
+}

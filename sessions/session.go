@@ -60,6 +60,12 @@ type Options struct {
 	// Handoff is the engine's rule for an output handed to the next call
 	// across a generation (engine.Options.Handoff); Save keeps it.
 	Handoff engine.Handoff
+	// OnGrow, when set, is called with the number of nodes the tree has
+	// recorded whenever it has grown by an eighth (and at least 64) since
+	// the last call, when the session runs a record for the first time:
+	// what a caller bounding the process's memory needs to know (the
+	// TUI's soft memory limit), without asking after every record.
+	OnGrow func(nodes int)
 	// Fingerprint is the size and hash of the trace as it was read
 	// (OpenTraceFingerprint gives it); Save keeps it so that Load can tell
 	// a trace that changed since. Zero: Save takes it from Source then.
@@ -106,6 +112,8 @@ type Session struct {
 	marks []Bookmark
 
 	readErr error // the last failure to read a record
+
+	grown int // the nodes last told to Options.OnGrow
 }
 
 // New starts a session at position 0 of tr.
@@ -288,6 +296,12 @@ func (s *Session) apply() (*engine.Step, error) {
 		}
 		if len(st.ExpectFailures) > 0 {
 			s.expects[i] = st.ExpectFailures
+		}
+		if s.opts.OnGrow != nil {
+			if n := s.eng.Counters().Recordings; n >= s.grown+max(s.grown/8, 64) {
+				s.grown = n
+				s.opts.OnGrow(n)
+			}
 		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.

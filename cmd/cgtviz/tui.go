@@ -91,10 +91,10 @@ func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Opt
 			}
 			// A followed trace has no size to go by; a user's GOMEMLIMIT
 			// stands.
-			if fi, err := os.Stat(src); err == nil && !follow && os.Getenv("GOMEMLIMIT") == "" {
-				if lim := tuiMemoryLimit(opts.KeyframeBytes, fi.Size()); lim > 0 {
-					debug.SetMemoryLimit(lim)
-				}
+			if fi, err := os.Stat(src); err == nil && !follow && os.Getenv("GOMEMLIMIT") == "" && opts.KeyframeBytes > 0 {
+				kf, size := opts.KeyframeBytes, fi.Size()
+				debug.SetMemoryLimit(tuiMemoryLimit(kf, size, 0))
+				opts.OnGrow = func(nodes int) { debug.SetMemoryLimit(tuiMemoryLimit(kf, size, nodes)) }
 			}
 			return sessions.Indexed(ix), func() { ix.Close() }, 0
 		case follow && errors.Is(err, traces.ErrNotIndexable):
@@ -163,32 +163,37 @@ func keyframeBytes(mb int64) int64 {
 	return mb << 20
 }
 
-// The TUI's soft memory limit (tuiMemoryLimit): a session of a trace read
-// on demand holds about tuiBytesPerRecord a record (index, history,
-// timeline; BENCHMARKS.md) and a record takes at least tuiMinRecordBytes
-// of the file (`{"op":"step"}` and its newline).
+// What a session of a trace read on demand holds besides its keyframes,
+// for the TUI's soft memory limit (tuiMemoryLimit): about
+// tuiBytesPerRecord a record (index, history, timeline; BENCHMARKS.md),
+// where a record takes at least tuiMinRecordBytes of the file
+// (`{"op":"step"}` and its newline), and tuiBytesPerNode a node of the
+// tree (the live engine, its State and the UI's views: 64 MB of heap at
+// 10,000 nodes with one keyframe, BENCHMARKS.md).
 const (
 	tuiBytesPerRecord = 9
 	tuiMinRecordBytes = 14
+	tuiBytesPerNode   = 6400
 )
 
 // tuiMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
 // of the TUI on a trace file of size bytes read on demand, with the
-// keyframes capped at kf bytes (<= 0: no cap, and then no limit either).
-// It complements the keyframes' cap, it does not replace it: the
-// collector lets the heap grow to twice what was live at its last cycle,
-// and on a loaded machine a cycle's mark lasts long enough (up to a second)
-// that what a jump allocates meanwhile counts as live, so the goal ran to
-// 550-950 MB at 10,000 nodes (BENCHMARKS.md) where the heap truly live was
-// 175-200 MB. The limit is the goal for keyframes at their cap with the
-// rest of a session at half that (64 MB at 10,000 nodes) plus twice what
-// the trace's records may need, so that it binds only when the goal runs
-// past what the session can hold: 3*kf is 384 MiB at the default cap.
-func tuiMemoryLimit(kf, size int64) int64 {
-	if kf <= 0 || size < 0 {
+// keyframes capped at kf bytes, once the tree has nodes nodes: twice what
+// the session may hold, the keyframes at their cap and the rest, which is
+// the collector's goal for that heap. It complements the keyframes' cap,
+// it does not replace it: the collector lets the heap grow to twice what
+// it found live at its last cycle, and on a loaded machine a cycle's mark
+// lasts long enough (up to a second) that what a jump allocates meanwhile
+// counts as live, so the goal ran to 550-980 MB at 10,000 nodes
+// (BENCHMARKS.md) where the heap truly live was 165-250 MB. The limit
+// follows the tree as it grows (sessions.Options.OnGrow), so that a bigger
+// tree, whose live engine needs more, is not held to a small tree's
+// figure. 0 for kf <= 0 (no cap): no limit either.
+func tuiMemoryLimit(kf, size int64, nodes int) int64 {
+	if kf <= 0 || size < 0 || nodes < 0 {
 		return 0
 	}
-	return 3*kf + 2*tuiBytesPerRecord*(size/tuiMinRecordBytes)
+	return 2 * (kf + tuiBytesPerRecord*(size/tuiMinRecordBytes) + tuiBytesPerNode*int64(nodes))
 }
 
 // tuiDeviceHelp documents -device. The TUI defaults to auto: a cuda build
