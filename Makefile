@@ -42,7 +42,7 @@ RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgt
 # scale checks), as package:Name: -race made them 8x slower and can find
 # nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
 # took 21 s of the race run, 2.5 s without).
-SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace ./sessions:TestKeyframeCostMeasured
 serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
 # Packages that start goroutines in one small part, as package:Test: that

@@ -177,6 +177,9 @@ type keyframe struct {
 	pos   int
 	eng   *engine.Engine
 	bytes int64
+	// calls is how many calls eng had run (callsRun): the next
+	// keyframe's cost counts the calls between the two.
+	calls int
 }
 
 // keyframes is the bounded set of keyframes: one every every steps, with
@@ -204,14 +207,14 @@ func (k *keyframes) over() bool {
 	return len(k.list) > k.max || (k.budget > 0 && k.total > k.budget && len(k.list) > 1)
 }
 
-// add appends a keyframe at pos (after the last one) costing bytes, and
+// add appends a keyframe (after the last one), and
 // thins the set when it has grown past max keyframes or budget bytes, so
 // that memory stays bounded however long the trace and however big the
 // tree: old keyframes are spaced twice as far apart, never dropped all
 // (the one at position 0 always stays, and it costs next to nothing).
-func (k *keyframes) add(pos int, eng *engine.Engine, bytes int64) {
-	k.list = append(k.list, keyframe{pos: pos, eng: eng, bytes: bytes})
-	k.total += bytes
+func (k *keyframes) add(f keyframe) {
+	k.list = append(k.list, f)
+	k.total += f.bytes
 	for k.over() {
 		k.every *= 2
 		kept := k.list[:0]
@@ -254,6 +257,13 @@ func frameAt(list []keyframe, pos int) (keyframe, bool) {
 // rather than a whole interval.
 const localPerInterval = 32
 
+// localKeep bounds the local keyframes held at a time. Holding N down
+// walks back one record a press, so only the few frames just below the
+// position serve it; the whole interval's worth (localPerInterval) held
+// 74 MB at 10,000 nodes (BenchmarkMovesTree10k's 30 N from the end), a
+// third of the heap, for presses that rarely come.
+const localKeep = 4
+
 // localFrames are short-lived keyframes inside one interval of the
 // bounded set, made while records are re-applied after a restore. Only one
 // interval has them at a time, so they add a constant to memory.
@@ -272,6 +282,25 @@ func (l *localFrames) has(pos int) bool {
 	return ok && f.pos == pos
 }
 
+// drop gives up every local keyframe (to the collector) and starts the
+// interval at base.
+func (l *localFrames) drop(base int) {
+	clear(l.list)
+	*l = localFrames{base: base}
+}
+
+// keep drops the highest local keyframes until at most n are left: going
+// back, the position moves down, so the highest are the first no longer
+// below it.
+func (l *localFrames) keep(n int) {
+	for len(l.list) > n {
+		last := len(l.list) - 1
+		l.total -= l.list[last].bytes
+		l.list[last] = keyframe{}
+		l.list = l.list[:last]
+	}
+}
+
 // add inserts a keyframe, keeping the list sorted.
 func (l *localFrames) add(f keyframe) {
 	i := sort.Search(len(l.list), func(i int) bool { return l.list[i].pos > f.pos })
@@ -281,25 +310,42 @@ func (l *localFrames) add(f keyframe) {
 	l.total += f.bytes
 }
 
-// Host memory of a keyframe beyond the device's snapshot: engine.Clone
-// shares the tree's nodes and functions with the live engine until it
-// changes them, and copies the rest (the tensor table, the manager's
-// maps). BenchmarkKeyframeBytes: 134 bytes a node at 10,000 nodes right
-// after the clone, 650 in a tree whose nodes all replayed once (their
-// cached outputs fill the tensor table; BenchmarkClone10k); a keyframe's
-// share grows as the live engine replays, and so copies, the nodes and
-// functions it held. The engine does not say its own size, so the session
-// counts recordings (a node each) at hostBytesPerNode, an upper bound of
-// all that: at 10,000 nodes a keyframe is counted 12 MB where the device's
-// snapshot is 256 KB, and the byte cap must see it.
+// Host memory of a keyframe beyond the device's snapshot. engine.Clone
+// shares the tree's nodes and functions with the live engine and copies
+// the rest (the tensor table, the manager's maps): BenchmarkKeyframeBytes
+// has 134 bytes a node right after the clone, BenchmarkClone10k 650 in a
+// tree whose nodes all hold a cached output. Then the live engine's calls
+// change nodes the keyframe shares, and each change gives the keyframe a
+// copy of its own (engine's unshare): a keyframe ends up holding a copy of
+// every node that a call changed after it, up to the whole tree. The
+// engine does not say its own size, so the session counts a keyframe
+// hostBytesPerNode for each node (recordings) and hostBytesPerCopy for
+// each node a call may have copied, min(nodes, the calls since the last
+// keyframe): the calls before a keyframe stand for those after it, where
+// the spacing is steady. TestKeyframeCostMeasured holds the count against
+// the heap that dropping the keyframes frees, at 1 to 3,000 nodes: 1.2 to
+// 2.1 times it; at 10,000 nodes (BenchmarkMovesTree10k's trace, a 256 MiB cap)
+// 30 keyframes every 4,096 records are counted 160 MB, and the heap with
+// them is 165 MB above the heap with the first alone. (The count was 1,200
+// bytes a node alone: 0.8 times the heap at 100 nodes and 256 records a
+// keyframe, where most of a keyframe is the nodes the calls copied.)
 const (
-	hostBytesPerNode = 1200
+	hostBytesPerNode = 600
+	hostBytesPerCopy = 1500
 	hostBytesBase    = 24 << 10
 )
 
+// callsRun is how many calls eng has run, whatever each did.
+func callsRun(eng *engine.Engine) int {
+	c := eng.Counters()
+	return c.Warmups + c.Recordings + c.Replays + c.Eager
+}
+
 // keyframeCost is what one more keyframe of eng costs: the device's
 // snapshot (device memory on the GPU, its upper bound on sim) and the
-// tree's host copy.
-func keyframeCost(eng *engine.Engine) int64 {
-	return eng.SnapshotBytes() + hostBytesBase + hostBytesPerNode*int64(eng.Counters().Recordings)
+// tree's host copy, for a keyframe taken since calls after the last.
+func keyframeCost(eng *engine.Engine, since int) int64 {
+	nodes := int64(eng.Counters().Recordings)
+	copies := min(nodes, int64(max(since, 0)))
+	return eng.SnapshotBytes() + hostBytesBase + hostBytesPerNode*nodes + hostBytesPerCopy*copies
 }

@@ -22,11 +22,14 @@ const (
 	// go back by restoring a clone at most this many records behind.
 	DefaultKeyframeEvery = 16
 	// DefaultKeyframeBytes bounds the memory of the keyframes (and the
-	// local keyframes) as engine.Engine.SnapshotBytes counts it: device
-	// memory on the GPU, its upper bound on sim. 256 MiB is a small share
-	// of a GPU's memory and of a workstation's, and at the trees and pools
-	// of real runs still holds hundreds of keyframes.
-	DefaultKeyframeBytes = 256 << 20
+	// local keyframes) as keyframeCost counts it: the device's snapshot
+	// (device memory on the GPU, its upper bound on sim) and the host copy
+	// of the tree. 128 MiB is a small share of a GPU's memory and of a
+	// workstation's, and keeps the TUI within issue 14's 500 MB at 10,000
+	// nodes, where the collector lets the heap grow to twice what is live
+	// (15 keyframes every 8,192 records of BenchmarkMovesTree10k's trace,
+	// 111 MB of heap; 256 MiB let 30 of them hold 165 MB).
+	DefaultKeyframeBytes = 128 << 20
 	// stepCache is how many full Steps StepAt keeps; older ones are
 	// recomputed from a keyframe on demand.
 	stepCache = 512
@@ -57,6 +60,12 @@ type Options struct {
 	// Handoff is the engine's rule for an output handed to the next call
 	// across a generation (engine.Options.Handoff); Save keeps it.
 	Handoff engine.Handoff
+	// OnGrow, when set, is called with the number of nodes the tree has
+	// recorded whenever it has grown by an eighth (and at least 64) since
+	// the last call, when the session runs a record for the first time:
+	// what a caller bounding the process's memory needs to know (the
+	// TUI's soft memory limit), without asking after every record.
+	OnGrow func(nodes int)
 	// Fingerprint is the size and hash of the trace as it was read
 	// (OpenTraceFingerprint gives it); Save keeps it so that Load can tell
 	// a trace that changed since. Zero: Save takes it from Source then.
@@ -103,6 +112,8 @@ type Session struct {
 	marks []Bookmark
 
 	readErr error // the last failure to read a record
+
+	grown int // the nodes last told to Options.OnGrow
 }
 
 // New starts a session at position 0 of tr.
@@ -146,10 +157,10 @@ func NewRecords(src Records, opts Options) (*Session, error) {
 	if err := s.fresh(); err != nil {
 		return nil, err
 	}
-	cost := keyframeCost(s.eng)
+	cost := keyframeCost(s.eng, 0)
 	if c, err := s.eng.Clone(); err == nil {
 		s.cloneable = true
-		s.kf.add(0, c, cost)
+		s.kf.add(keyframe{pos: 0, eng: c, bytes: cost, calls: callsRun(s.eng)})
 	}
 	return s, nil
 }
@@ -286,11 +297,21 @@ func (s *Session) apply() (*engine.Step, error) {
 		if len(st.ExpectFailures) > 0 {
 			s.expects[i] = st.ExpectFailures
 		}
+		if s.opts.OnGrow != nil {
+			if n := s.eng.Counters().Recordings; n >= s.grown+max(s.grown/8, 64) {
+				s.grown = n
+				s.opts.OnGrow(n)
+			}
+		}
 		if s.cloneable && s.kf.due(s.pos) {
 			// A failed clone costs only a longer way back.
-			cost := keyframeCost(s.eng)
+			n, prev := callsRun(s.eng), 0
+			if last, ok := s.kf.at(s.pos); ok {
+				prev = last.calls
+			}
+			cost := keyframeCost(s.eng, n-prev)
 			if c, err := s.eng.Clone(); err == nil {
-				s.kf.add(s.pos, c, cost)
+				s.kf.add(keyframe{pos: s.pos, eng: c, bytes: cost, calls: n})
 			}
 		}
 	}
@@ -336,6 +357,12 @@ func (s *Session) Goto(target int) error {
 	back := target == s.pos-1
 	if s.cloneable {
 		kf, ok := s.kf.at(target)
+		if ok && s.local.base != kf.pos {
+			// A move to another interval leaves the local keyframes of
+			// the last one useless (they serve N there); at 10,000 nodes
+			// each holds megabytes.
+			s.local.drop(kf.pos)
+		}
 		if lf, lok := s.local.at(target); lok && lf.pos >= kf.pos && lf.pos <= target {
 			kf, ok = lf, true
 		}
@@ -357,16 +384,17 @@ func (s *Session) Goto(target int) error {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}
 		if back {
-			s.takeLocal()
+			s.takeLocal(target)
 		}
 	}
 	return nil
 }
 
-// takeLocal takes a local keyframe at the current position when it
-// divides the current keyframe interval and none is there yet. Moving to
-// another interval drops the local keyframes of the last one.
-func (s *Session) takeLocal() {
+// takeLocal takes a local keyframe at the current position, on the way
+// back to target, when it divides the current keyframe interval, is one of
+// the localKeep such positions at or below target, and none is there yet.
+// Moving to another interval drops the local keyframes of the last one.
+func (s *Session) takeLocal(target int) {
 	if !s.cloneable || s.pos >= s.hist.len() {
 		return
 	}
@@ -375,22 +403,30 @@ func (s *Session) takeLocal() {
 		return
 	}
 	if s.local.base != kf.pos {
-		clear(s.local.list)
-		s.local = localFrames{base: kf.pos}
+		s.local.drop(kf.pos)
 	}
 	every := max(s.kf.every/localPerInterval, 1)
 	if s.pos == kf.pos || s.pos%every != 0 || s.local.has(s.pos) {
 		return
 	}
+	// Only the frames just below target serve the next presses of N; one
+	// lower down would be a clone made on speculation, and N reaches it
+	// only after localKeep*every more presses, when one restore of the
+	// keyframe (a jump's cost) makes the next ones.
+	if s.pos <= target-localKeep*every {
+		return
+	}
 	// Local keyframes share the byte budget with the others: on a big
 	// pool they are the first to go, a slower step back rather than more
 	// memory.
-	cost := keyframeCost(s.eng)
+	n := callsRun(s.eng)
+	cost := keyframeCost(s.eng, n-kf.calls)
 	if !s.kf.fits(cost, s.local.total) {
 		return
 	}
 	if c, err := s.eng.Clone(); err == nil {
-		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost})
+		s.local.add(keyframe{pos: s.pos, eng: c, bytes: cost, calls: n})
+		s.local.keep(localKeep)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -88,6 +89,13 @@ func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Opt
 				fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", traces.Problems(ps))
 				return nil, nil, 2
 			}
+			// A followed trace has no size to go by; a user's GOMEMLIMIT
+			// stands.
+			if fi, err := os.Stat(src); err == nil && !follow && os.Getenv("GOMEMLIMIT") == "" && opts.KeyframeBytes > 0 {
+				kf, size := opts.KeyframeBytes, fi.Size()
+				debug.SetMemoryLimit(tuiMemoryLimit(kf, size, 0))
+				opts.OnGrow = func(nodes int) { debug.SetMemoryLimit(tuiMemoryLimit(kf, size, nodes)) }
+			}
 			return sessions.Indexed(ix), func() { ix.Close() }, 0
 		case follow && errors.Is(err, traces.ErrNotIndexable):
 			fmt.Fprintf(stderr, "cgtviz: -follow: %s: %v (follow a plain file)\n", src, err)
@@ -153,6 +161,39 @@ func keyframeBytes(mb int64) int64 {
 		return -1
 	}
 	return mb << 20
+}
+
+// What a session of a trace read on demand holds besides its keyframes,
+// for the TUI's soft memory limit (tuiMemoryLimit): about
+// tuiBytesPerRecord a record (index, history, timeline; BENCHMARKS.md),
+// where a record takes at least tuiMinRecordBytes of the file
+// (`{"op":"step"}` and its newline), and tuiBytesPerNode a node of the
+// tree (the live engine, its State and the UI's views: 64 MB of heap at
+// 10,000 nodes with one keyframe, BENCHMARKS.md).
+const (
+	tuiBytesPerRecord = 9
+	tuiMinRecordBytes = 14
+	tuiBytesPerNode   = 6400
+)
+
+// tuiMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
+// of the TUI on a trace file of size bytes read on demand, with the
+// keyframes capped at kf bytes, once the tree has nodes nodes: twice what
+// the session may hold, the keyframes at their cap and the rest, which is
+// the collector's goal for that heap. It complements the keyframes' cap,
+// it does not replace it: the collector lets the heap grow to twice what
+// it found live at its last cycle, and on a loaded machine a cycle's mark
+// lasts long enough (up to a second) that what a jump allocates meanwhile
+// counts as live, so the goal ran to 550-980 MB at 10,000 nodes
+// (BENCHMARKS.md) where the heap truly live was 165-250 MB. The limit
+// follows the tree as it grows (sessions.Options.OnGrow), so that a bigger
+// tree, whose live engine needs more, is not held to a small tree's
+// figure. 0 for kf <= 0 (no cap): no limit either.
+func tuiMemoryLimit(kf, size int64, nodes int) int64 {
+	if kf <= 0 || size < 0 || nodes < 0 {
+		return 0
+	}
+	return 2 * (kf + tuiBytesPerRecord*(size/tuiMinRecordBytes) + tuiBytesPerNode*int64(nodes))
 }
 
 // tuiDeviceHelp documents -device. The TUI defaults to auto: a cuda build

@@ -153,9 +153,38 @@ func TestTUIDevices(t *testing.T) {
 
 // TestKeyframeMB maps -keyframe-mb to the session's byte cap.
 func TestKeyframeMB(t *testing.T) {
-	for _, tc := range []struct{ mb, want int64 }{{0, -1}, {1, 1 << 20}, {256, sessions.DefaultKeyframeBytes}} {
+	for _, tc := range []struct{ mb, want int64 }{{0, -1}, {1, 1 << 20}, {sessions.DefaultKeyframeBytes >> 20, sessions.DefaultKeyframeBytes}} {
 		if got := keyframeBytes(tc.mb); got != tc.want {
 			t.Errorf("keyframeBytes(%d) = %d, want %d", tc.mb, got, tc.want)
 		}
+	}
+}
+
+// TestTUIMemoryLimit: the soft limit is twice the keyframe cap, what a
+// file's records may need and what the tree's nodes need (390 MiB for the
+// 10,000-node trace of tools/tui-rss.sh at the default cap), so that it
+// never binds on a big trace's index and history or a big tree's engine,
+// and there is none without a cap.
+func TestTUIMemoryLimit(t *testing.T) {
+	const kfCap = sessions.DefaultKeyframeBytes
+	for _, tc := range []struct {
+		name     string
+		kf, size int64
+		nodes    int
+		want     int64
+	}{
+		{"default cap, empty file", kfCap, 0, 0, 2 * kfCap},
+		{"default cap, 10,000-node trace, before it grows", kfCap, 7 << 20, 0, 2 * (kfCap + 9*((7<<20)/14))},
+		{"default cap, 10,000-node trace", kfCap, 7 << 20, 10_000, 2 * (kfCap + 9*((7<<20)/14) + 6400*10_000)},
+		{"1 MiB cap", 1 << 20, 0, 0, 2 << 20},
+		{"50M records (1.85 GB)", kfCap, 1_850_000_000, 10, 2 * (kfCap + 9*(1_850_000_000/14) + 6400*10)},
+		{"no cap", -1, 7 << 20, 10_000, 0},
+	} {
+		if got := tuiMemoryLimit(tc.kf, tc.size, tc.nodes); got != tc.want {
+			t.Errorf("%s: tuiMemoryLimit(%d, %d, %d) = %d, want %d", tc.name, tc.kf, tc.size, tc.nodes, got, tc.want)
+		}
+	}
+	if got := tuiMemoryLimit(kfCap, 7<<20, 10_000) >> 20; got < 350 || got > 420 {
+		t.Errorf("the limit at 10,000 nodes is %d MiB: want it where tools/tui-rss.sh measured RSS under 500 MB (350-420)", got)
 	}
 }
