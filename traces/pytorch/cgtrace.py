@@ -1688,14 +1688,44 @@ class _Knobs:
                 # A knob this torch lacks: it reads None until made (which
                 # only a stand-in does), and reading it raises inside.
                 return functools.partial(operator.contains, cfg, name)
-            if entry is None or getattr(entry, "alias", None) is not None or name in implied:
+            if entry is None or name in implied:
                 return getter
-            u = vars(entry)["user_override"]
+            alias = getattr(entry, "alias", None)
+            if alias is not None:
+                # An alias keeps no value of its own: a set writes its
+                # target (_set_alias_val), whose entry is probed instead.
+                entry = _Knobs._alias_entry(alias)
+                if entry is None:
+                    return getter
+            if "user_override" in vars(entry):
+                u = vars(entry)["user_override"]
+            elif not hasattr(type(entry), "user_override"):
+                return getter
+            else:
+                # 2.11: a dataclass field whose default (_UNSET_SENTINEL)
+                # is the class's attribute until the knob is first set,
+                # when the instance gets its own; getattr sees both.
+                u = None
         except Exception:  # not torch's ConfigModule as this recorder knows it
             return getter
         if isinstance(u, contextvars.ContextVar):
             return u.get
         return functools.partial(getattr, entry, "user_override")
+
+    @staticmethod
+    def _alias_entry(alias):
+        """The _ConfigEntry an alias ("torch._dynamo.config.x") names, if
+        its module is a loaded ConfigModule holding a plain entry for it;
+        else None (the alias is then probed by reading it)."""
+        mod_name, _, key = alias.rpartition(".")
+        mod = sys.modules.get(mod_name)
+        cfg = vars(mod).get("_config") if mod is not None else None
+        entry = cfg.get(key) if isinstance(cfg, dict) else None
+        if entry is None or getattr(entry, "alias", None) is not None:
+            return None
+        if key in (vars(mod).get("_implications") or ()):
+            return None
+        return entry
 
     def changed(self, all_knobs=False):
         """Whether one of the format's knobs (all_knobs: any knob) may have

@@ -344,8 +344,12 @@ _UNSET = object()  # torch.utils._config_module._UNSET_SENTINEL
 
 class ConfigEntry:
     """torch.utils._config_module._ConfigEntry, the fields a read looks at.
-    With contextvar, user_override is a ContextVar (newer PyTorch), else a
-    plain attribute (2.11)."""
+    With contextvar, user_override is a ContextVar made per entry (newer
+    PyTorch), else a plain attribute (2.11) whose unset value is the
+    dataclass field's default: a class attribute, absent from the entry's
+    own __dict__ until the knob is first set, as in torch."""
+
+    user_override = _UNSET  # (2.11: `user_override: Any = _UNSET_SENTINEL`)
 
     def __init__(self, name, default, contextvar=False):
         self.default = default
@@ -353,7 +357,8 @@ class ConfigEntry:
         self.alias = None
         self.env_value_force = self.env_value_default = _UNSET
         self.justknob = None
-        self.user_override = contextvars.ContextVar(name, default=_UNSET) if contextvar else _UNSET
+        if contextvar:
+            self.user_override = contextvars.ContextVar(name, default=_UNSET)
 
     def get(self):
         u = self.user_override
