@@ -260,6 +260,8 @@ class _LineEncoder:
     def line(self, r):
         if r is _STEP:
             return _STEP_LINE
+        if type(r) is str:  # a line made whole where it was recorded (Recorder._fast_after)
+            return r
         op = r.get("op")
         if op == "call":
             got = self._call(r)
@@ -797,7 +799,7 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args", "memo")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "plan")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -812,6 +814,46 @@ class _FnState:
         # The torch side's memo of the last call's inputs, when all were
         # named tensors: (their weak references, their entries).
         self.memo = None
+        # The torch side's _ReplayPlan: what the last call, a replay, left
+        # behind, for the next one to take the short path (or None).
+        self.plan = None
+
+
+class _ReplayPlan:
+    """What a steady replay of a function leaves for the next call of it
+    (Recorder._fast_after): the node it replayed, PyTorch's decision about
+    it (its expect record, shared), and the entries of its outputs (the
+    node's cached tensors, renamed at every replay), with the names they
+    have now. The next call takes the short path only when all of it
+    still holds; otherwise the general one runs, as if there were no plan.
+
+    `head` is the call line up to its first output name ('{"op": "call",
+    "fn": ..., "args": [...], "out": ["'), made once, when the function's
+    name and the args are names json.dumps writes as they are (None
+    otherwise: the call is then a record like any other)."""
+
+    __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
+                 "prefix", "suffixes", "fn_json", "args", "head")
+
+    def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
+        self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
+        self.node_keys, self.ckpt, self.dev = node_keys, ckpt, dev
+        self.ekey, self.expect = ekey, expect
+        self.entries = entries  # tuple of _Entry, by output position
+        self.names = names  # tuple of their names after the last call
+        self.prefix = fn + "_c"
+        self.suffixes = tuple("_%d" % i for i in range(len(entries)))
+        fj = _names_json([fn])
+        self.fn_json = fj[1:-1] if fj is not None else None  # None: the names are no template's
+        self.args = self.head = None
+        self.set_args(args)
+
+    def set_args(self, args):
+        """The call line's head for this args list (a loop's calls share one)."""
+        self.args = args
+        aj = _names_json(args) if self.fn_json is not None else None
+        self.head = (None if aj is None else
+                     '{"op": "call", "fn": ' + self.fn_json + ', "args": ' + aj + ', "out": ["')
 
 
 def _known_name(e, obj):
@@ -1061,6 +1103,8 @@ class Session:
             else:
                 args = set(names)
                 self._argset = (names, args)
+            if args.isdisjoint(watch):  # (a steady loop: only its outputs are polled)
+                return
             names = [n for n in watch if n in args]
         dead = None
         for n in names:
@@ -1795,6 +1839,8 @@ class _Knobs:
         self.last = out
         self.mapped_vals = [out.get(n, _MISSING) for n, _ in self.mapped]
         return out
+# tls.actions of a call that replayed one node and did nothing else.
+_REPLAYED = ["replay"]
 _ACTIVE = {"recorder": None}
 _ABSENT = object()  # a patched attribute the class did not define itself
 # Tensor methods through which the host reads a tensor's values (print goes
@@ -2282,6 +2328,28 @@ class Recorder:
         return out
 
     def _before_call(self, mgr, new_inputs, function_id):
+        # The steady call first: a defined function called through the same
+        # manager, no step missed (then _check_manager and the catch-up
+        # have nothing to do), its last call's inputs (the memo, below).
+        # What is left of the general path is the knobs, the deaths and the
+        # counts; anything else falls through to it, which then finds
+        # nothing more to do for what was done here.
+        got = self._fid_cache.get(id(function_id))
+        if (got is not None and self._box.mark_step_counter == self._mark_counter
+                and got[0]() is function_id and got[1]() is mgr):
+            fs = got[3]
+            memo = fs.memo
+            known = self._known_mgr.get(mgr.device_index)
+            if memo is not None and known is not None and known() is mgr:
+                if self._knobs.changed():
+                    raw = self._knobs.read(all_knobs=False)
+                    if raw is not self._raw and raw != self._raw:
+                        self._on_knobs(raw)
+                session = self.session
+                if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
+                        and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                        and tuple(map(self.torch.Tensor.data_ptr, new_inputs)) == memo[4]):
+                    return session.begin_known_call(fs, memo[3], self._gen.generation)
         Tensor = self.torch.Tensor
         self._check_manager(mgr)
         if self._box.mark_step_counter != self._mark_counter:
@@ -2393,6 +2461,150 @@ class Recorder:
         return ctx
 
     def _after_call(self, ctx, mgr, out):
+        fs = ctx["fn"]
+        plan = fs.plan
+        if plan is not None and self._fast_after(ctx, fs, plan, mgr, out):
+            return
+        fs.plan = None
+        self._general_after(ctx, mgr, out)
+        self._make_plan(ctx, fs, mgr, out)
+
+    def _fast_after(self, ctx, fs, plan, mgr, out):
+        """_general_after for a call that replayed the node of the plan, as
+        the last call of its function did, handing out the same cached
+        output objects, which the trace names as the plan says: it writes
+        the same records in the same order (the call, its expect, the dels
+        of dead inputs, the del of the outputs' last names) and leaves the
+        same state, without building Facts, dicts or lists it does not
+        keep. Returns False, having changed nothing, when any of that does
+        not hold."""
+        tls = self.tls
+        node = tls.node
+        if (node is None or tls.actions != _REPLAYED or node is not plan.node_ref()
+                or type(out) is not list or len(out) != len(plan.entries)
+                or mgr.debug_checkpointing_counter != plan.ckpt or mgr.device_index != plan.dev):
+            return False
+        wrappers = getattr(node, "outputs_weakrefs", None)
+        if wrappers is None or len(wrappers) != len(out):
+            return False
+        session = self.session
+        if session._expects.get(plan.ekey) is not plan.expect:
+            return False
+        boe = session.by_obj_entry.get
+        by_storage = session.by_storage.get
+        # What _general_after asks of each output before it keeps the
+        # output's Fact, and _bind_outputs before it renames its entry.
+        for o, e, name, w in zip(out, plan.entries, plan.names, wrappers):
+            f = e.fact
+            if (boe(id(o)) is not e or e.name is not name or f.obj_ref() is not o
+                    or f.probe.tree_ref is not w or f.held):
+                return False
+            same = by_storage(f.storage)
+            if same is None or same.get(name) is not e:
+                return False
+        o = e = f = w = None  # no loop variable keeps an output alive past the call
+        # end_call, from here on, for these outputs.
+        calls = fs.calls
+        used = session.names_used
+        outs = []
+        for sfx in plan.suffixes:
+            n = plan.prefix + str(calls) + sfx
+            if n in used:
+                n = session._fresh(n)
+            else:
+                used.add(n)
+            outs.append(n)
+        inv = ctx["invocation"]
+        recs = self.trace.records
+        args = ctx["args"]
+        if args is not plan.args:
+            plan.set_args(args)
+        head = plan.head
+        if head is not None:
+            recs.append(head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+        else:
+            call = {"op": "call", "fn": fs.name, "args": args, "out": outs}
+            if inv is not None:
+                call["invocation"] = int(inv)
+            recs.append(call)
+        counts = session.counts
+        counts["replay"] += 1
+        recs.append(plan.expect)
+        entries = plan.entries
+        if session._watch or session._dead_objs:
+            epoch = session.epoch
+            session._flush_dead(ctx["args"])
+            if session.epoch != epoch:
+                # An input died in the call and was forgotten: the general
+                # binding decides (the plan's entries may be among them).
+                session._bind_outputs(outs, [e.fact for e in entries])
+                self._tree_after(mgr, _REPLAYED, plan.ckpt)
+                fs.plan = None
+                return True
+        olds = plan.names
+        if len(entries) == 1:
+            session._rename(entries[0], outs[0], out[0])
+            gone = olds
+        else:
+            order = sorted((e.order, e.name) for e in entries)
+            for e, n, o in zip(entries, outs, out):
+                session._rename(e, n, o)
+            gone = [n for _, n in order]
+            e = o = None
+        counts["dels"] += len(gone)
+        if plan.fn_json is not None:  # (the names were made from it: the template writes them)
+            recs.append('{"op": "del", "names": ["' + '", "'.join(gone) + '"]}')
+        else:
+            recs.append({"op": "del", "names": list(gone)})
+        plan.names = tuple(outs)
+        self._tree_after(mgr, _REPLAYED, plan.ckpt)
+        return True
+
+    def _tree_after(self, mgr, actions, ckpt):
+        # Kept per call (the manager is gone by the time recording stops when
+        # the program's compiled functions died first), but walked only when
+        # the tree can have changed: a replay or warmup adds no graph node.
+        dev = str(mgr.device_index)
+        last = self._trees.get(dev)
+        if "record" in actions or last is None or last["checkpoints"] != ckpt:
+            self._trees[dev] = _tree_stats(mgr)
+
+    def _make_plan(self, ctx, fs, mgr, out):
+        """After a replay through the general path: the plan that lets the
+        function's next call, if it is the same replay, take _fast_after."""
+        tls = self.tls
+        node = tls.node
+        if (node is None or tls.actions != _REPLAYED or not fs.defined or not fs.out_dense
+                or type(out) is not list or len(out) != len(fs.out_pos) or not out):
+            return
+        wrappers = getattr(node, "outputs_weakrefs", None)
+        if wrappers is None or len(wrappers) != len(out):
+            return
+        session = self.session
+        keys = self._node_keys(mgr)
+        ckpt = mgr.debug_checkpointing_counter
+        ekey = (tls.actions[-1], keys, ckpt, mgr.device_index)
+        exp = session._expects.get(ekey)
+        if exp is None:
+            return
+        entries, names = [], []
+        for o, w in zip(out, wrappers):
+            e = session.by_obj_entry.get(id(o))
+            if (e is None or e.kind != "out" or e.fact.probe is None or e.fact.obj_ref() is not o
+                    or e.fact.probe.tree_ref is not w or w is None or e.fact.held or e in entries):
+                return
+            entries.append(e)
+            names.append(e.name)
+        o = e = None
+        if _names_json(names) is None:
+            return
+        try:
+            fs.plan = _ReplayPlan(node, keys, ckpt, mgr.device_index, ekey, exp, tuple(entries),
+                                  tuple(names), fs.name, ctx["args"])
+        except TypeError:  # a node without weak references: no plan
+            fs.plan = None
+
+    def _general_after(self, ctx, mgr, out):
         Tensor = self.torch.Tensor
         # The tree hands back a list; a model called directly (cudagraphify)
         # may return one tensor, which the tree takes as a single output.
@@ -2437,13 +2649,7 @@ class Recorder:
         # (end_call only reads actions; _on_run gives each call a new list.)
         self.session.end_call(ctx, actions, self._node_keys(mgr), ckpt, outs, None,
                               mgr.device_index)
-        # Kept per call (the manager is gone by the time recording stops when
-        # the program's compiled functions died first), but walked only when
-        # the tree can have changed: a replay or warmup adds no graph node.
-        dev = str(mgr.device_index)
-        last = self._trees.get(dev)
-        if "record" in actions or last is None or last["checkpoints"] != ckpt:
-            self._trees[dev] = _tree_stats(mgr)
+        self._tree_after(mgr, actions, ckpt)
 
     def _fact_or_none(self, t):
         """The Fact of a tensor, or None (with one note per kind) for one

@@ -429,6 +429,25 @@ class ConfigModule(types.ModuleType):
         entry.set(value)
         entry.hide = False
 
+    def __delattr__(self, name):
+        # what mock.patch's undo starts with (torch's ConfigModule.__delattr__)
+        entry = self._config[name]
+        entry.set(_UNSET)
+        entry.hide = True
+
+    @contextlib.contextmanager
+    def patch(self, name, value):
+        """config.patch("name", value) as 2.11's ConfigPatch does it: the
+        prior value read, the new one set through __setattr__, the prior
+        one set back the same way on exit (so the knob ends set, not
+        unset)."""
+        prior = self.__getattr__(name)
+        self.__setattr__(name, value)
+        try:
+            yield
+        finally:
+            self.__setattr__(name, prior)
+
 
 class MarkStepBox:
     mark_step_counter = 0
@@ -734,6 +753,128 @@ class SteadyLoopTest(unittest.TestCase):
         with open(self.path) as fh:
             lines = [json.loads(x) for x in fh if x.strip()]
         return lines[0], lines[1:]
+
+
+class FastPathTest(unittest.TestCase):
+    """A replay like the last one of its function takes the recorder's short
+    path (Recorder._fast_after): it must write what the general path writes,
+    record for record, through whatever a program does between two
+    replays (a knob set, patched or mocked; an output dropped; a fresh
+    input; a parameter swapped; chained functions; two outputs)."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def scenario(self, path):
+        """Records the program into path; returns (the recorder, how many
+        calls took the short path)."""
+        from unittest import mock
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        ind = sys.modules["torch._inductor.config"]
+        dyn = sys.modules["torch._dynamo.config"]
+        ind.triton.skip_cudagraph_warmup = False
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0, 1])
+        g = mgr.add(1)
+        two = mgr.add(2, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        mgr.models[1] = lambda ins: [Tensor([2, 4])]
+        mgr.models[2] = lambda ins: [Tensor([3]), Tensor([5])]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        fast = [0]
+        real = cgtrace.Recorder._fast_after
+
+        def counted(rec, *a):
+            took = real(rec, *a)
+            fast[0] += took
+            return took
+
+        with mock.patch.object(cgtrace.Recorder, "_fast_after", counted):
+            with cgtrace.record(path) as rec, contextlib.ExitStack() as patched:
+                y = z = pair = None
+                for i in range(40):
+                    cgt.mark_step_begin()
+                    _invocation()
+                    if i == 12:
+                        ind.triton.skip_cudagraph_warmup = True  # a plain set between two replays
+                    if i == 16:
+                        y = None  # the program drops the output before the next call
+                    if i == 20:
+                        x = Tensor([2, 4])  # a fresh input: named at its first call
+                    if i == 24:
+                        params[1] = Tensor([4, 4])  # a swapped parameter
+                    if i == 26:  # config.patch entered here, left at i == 29
+                        patched.enter_context(ind.patch("triton.cudagraph_unexpected_rerecord_limit", 3))
+                    if i == 29:
+                        patched.close()
+                    if i == 30:
+                        with mock.patch.object(dyn, "recompile_limit", 2):
+                            y, = mgr._run(params + [x], f)
+                    else:
+                        y, = mgr._run(params + [x], f)
+                    if i >= 5:
+                        z, = mgr._run([y], g)  # chained: g takes f's renamed output
+                    pair = mgr._run([params[0]], two)
+                del y, z, pair
+        self.assertIsNone(rec.error)
+        return rec, fast[0]
+
+    def read(self, path):
+        with open(path) as fh:
+            return fh.read().splitlines()
+
+    def test_short_path_writes_what_the_general_path_writes(self):
+        fast_path = os.path.join(self.dir.name, "fast.cgt.jsonl")
+        slow_path = os.path.join(self.dir.name, "slow.cgt.jsonl")
+        _, took = self.scenario(fast_path)
+        self.assertGreater(took, 60)  # most of the 115 calls: the test compares something
+        from unittest import mock
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        with mock.patch.object(cgtrace.Recorder, "_fast_after", lambda *a: False):
+            _, none = self.scenario(slow_path)
+        self.assertEqual(none, 0)
+        fast, slow = self.read(fast_path), self.read(slow_path)
+        self.assertEqual(len(fast), len(slow))
+        for i, (a, b) in enumerate(zip(fast[1:], slow[1:])):  # (the header names the file)
+            self.assertEqual(a, b, "line %d" % (i + 2))
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(fast_path), [])
+
+    def test_config_changes_between_replays_are_written(self):
+        path = os.path.join(self.dir.name, "cfg.cgt.jsonl")
+        self.scenario(path)
+        recs = [json.loads(x) for x in self.read(path)[1:]]
+        cfgs = [(i, r) for i, r in enumerate(recs) if r["op"] == "config"]
+        self.assertEqual([r for _, r in cfgs], [
+            {"op": "config", "warmup_runs": 0},  # the plain set
+            {"op": "config", "rerecord_limit": 3},  # config.patch entered ...
+            {"op": "config", "rerecord_limit": 128},  # ... and left
+            {"op": "config", "recompile_limit": 2},  # mock.patch.object set ...
+            {"op": "config", "recompile_limit": 8},  # ... and undone
+        ])
+        # each lands right before the first call that runs under it: f's
+        # 13th call, its 27th (the patch's first), 30th (after it), 31st
+        # (mocked), and g's 26th, the call after the mock's undo
+        f, _, g = [r["fn"] for r in recs if r["op"] == "def"]  # (in first-call order)
+        seen, before = {}, {}
+        for i, r in enumerate(recs):
+            if r["op"] == "call":
+                seen[r["fn"]] = seen.get(r["fn"], 0) + 1
+                for j in [j for j in before if before[j] is None]:
+                    before[j] = (r["fn"], seen[r["fn"]])
+            elif r["op"] == "config":
+                before[i] = None
+        self.assertEqual([before[i] for i, _ in cfgs], [(f, 13), (f, 27), (f, 30), (f, 31), (g, 26)])
 
 
 class FollowTest(unittest.TestCase):
