@@ -833,11 +833,12 @@ class _ReplayPlan:
     otherwise: the call is then a record like any other)."""
 
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
-                 "prefix", "suffixes", "fn_json", "args", "head")
+                 "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
         self.node_keys, self.ckpt, self.dev = node_keys, ckpt, dev
+        self.dev_key = str(dev)  # Recorder._trees' key
         self.ekey, self.expect = ekey, expect
         self.entries = entries  # tuple of _Entry, by output position
         self.names = names  # tuple of their names after the last call
@@ -851,6 +852,7 @@ class _ReplayPlan:
     def set_args(self, args):
         """The call line's head for this args list (a loop's calls share one)."""
         self.args = args
+        self.argset = frozenset(args)
         aj = _names_json(args) if self.fn_json is not None else None
         self.head = (None if aj is None else
                      '{"op": "call", "fn": ' + self.fn_json + ', "args": ' + aj + ', "out": ["')
@@ -1557,6 +1559,35 @@ class Session:
             self._watch.pop(old, None)
             self._watch[name] = e
         return True
+
+    def _rename_replayed(self, e, name):
+        """_rename for the output entry of a replay the recorder's short path
+        checked (Recorder._fast_after): the same object as the entry's, over
+        the same storage, named there, polled (not held), so of _rename
+        only what changes is done."""
+        old = e.name
+        if e.in_memo:
+            self.epoch += 1
+        self.order += 1
+        e.order = self.order
+        entries = self.entries
+        del entries[old]
+        entries[name] = e
+        st = e.fact.storage
+        same = self.by_storage[st]
+        del same[old]
+        same[name] = e
+        if self.out_storage.get(st, old) == old:
+            if len(same) == 1:
+                self.out_storage[st] = name
+            else:
+                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+        self.by_obj[e.obj_id] = name
+        self.by_view[e.fact.view_key] = name
+        e.name = name
+        watch = self._watch
+        watch.pop(old, None)
+        watch[name] = e
 
     def _define(self, fs, ctx, outputs):
         ins = ctx["inputs"]
@@ -2487,17 +2518,18 @@ class Recorder:
         wrappers = getattr(node, "outputs_weakrefs", None)
         if wrappers is None or len(wrappers) != len(out):
             return False
+        # (plan.expect is the session's expect for this decision: _expects
+        # never drops or replaces one.)
         session = self.session
-        if session._expects.get(plan.ekey) is not plan.expect:
-            return False
         boe = session.by_obj_entry.get
         by_storage = session.by_storage.get
         # What _general_after asks of each output before it keeps the
         # output's Fact, and _bind_outputs before it renames its entry.
         for o, e, name, w in zip(out, plan.entries, plan.names, wrappers):
             f = e.fact
-            if (boe(id(o)) is not e or e.name is not name or f.obj_ref() is not o
-                    or f.probe.tree_ref is not w or f.held):
+            oid = id(o)
+            if (boe(oid) is not e or e.name is not name or f.obj_ref() is not o
+                    or f.probe.tree_ref is not w or f.held or e.obj_id != oid or e.wr is not None):
                 return False
             same = by_storage(f.storage)
             if same is None or same.get(name) is not e:
@@ -2531,7 +2563,8 @@ class Recorder:
         counts["replay"] += 1
         recs.append(plan.expect)
         entries = plan.entries
-        if session._watch or session._dead_objs:
+        if session._dead_objs or not plan.argset.isdisjoint(session._watch):
+            # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch
             session._flush_dead(ctx["args"])
             if session.epoch != epoch:
@@ -2543,21 +2576,23 @@ class Recorder:
                 return True
         olds = plan.names
         if len(entries) == 1:
-            session._rename(entries[0], outs[0], out[0])
+            session._rename_replayed(entries[0], outs[0])
             gone = olds
         else:
             order = sorted((e.order, e.name) for e in entries)
-            for e, n, o in zip(entries, outs, out):
-                session._rename(e, n, o)
+            for e, n in zip(entries, outs):
+                session._rename_replayed(e, n)
             gone = [n for _, n in order]
-            e = o = None
+            e = None
         counts["dels"] += len(gone)
         if plan.fn_json is not None:  # (the names were made from it: the template writes them)
             recs.append('{"op": "del", "names": ["' + '", "'.join(gone) + '"]}')
         else:
             recs.append({"op": "del", "names": list(gone)})
         plan.names = tuple(outs)
-        self._tree_after(mgr, _REPLAYED, plan.ckpt)
+        last = self._trees.get(plan.dev_key)
+        if last is None or last["checkpoints"] != plan.ckpt:
+            self._trees[plan.dev_key] = _tree_stats(mgr)
         return True
 
     def _tree_after(self, mgr, actions, ckpt):
