@@ -1968,8 +1968,12 @@ class Recorder:
         orig_exec = self._saved[(M, "execute_node")]
 
         def execute_node(mgr, node, new_inputs):
-            # Noted before running, so a replay that raises still says what ran.
-            rec._note_action(mgr, "replay", node)
+            # Noted before running, so a replay that raises still says what ran
+            # (_note_action, inline: every replay passes here).
+            tls = rec.tls
+            if getattr(tls, "depth", 0) > 0:
+                tls.actions.append("replay")
+                tls.node = node
             return orig_exec(mgr, node, new_inputs)
 
         orig_record = self._saved[(M, "record_function")]
