@@ -1919,6 +1919,9 @@ class Recorder:
         self._fid_cache = {}  # id(FunctionID) -> (its weakref, the manager's, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
         self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
+        # Calls that took the short path (_fast_after): what
+        # tools/gpu/recorder-overhead.py reports, to show the path is taken.
+        self.short_calls = 0
 
     # -- install / remove
 
@@ -2594,6 +2597,7 @@ class Recorder:
         else:
             recs.append({"op": "del", "names": list(gone)})
         plan.names = tuple(outs)
+        self.short_calls += 1
         last = self._trees.get(plan.dev_key)
         if last is None or last["checkpoints"] != plan.ckpt:
             self._trees[plan.dev_key] = _tree_stats(mgr)
