@@ -1872,6 +1872,7 @@ class _Knobs:
         return out
 # tls.actions of a call that replayed one node and did nothing else.
 _REPLAYED = ["replay"]
+_NO_NAMES = {}  # (never written: what by_storage.get gives for a storage it lacks)
 _ACTIVE = {"recorder": None}
 _ABSENT = object()  # a patched attribute the class did not define itself
 # Tensor methods through which the host reads a tensor's values (print goes
@@ -2515,39 +2516,40 @@ class Recorder:
         of dead inputs, the del of the outputs' last names) and leaves the
         same state, without building Facts, dicts or lists it does not
         keep. Returns False, having changed nothing, when any of that does
-        not hold."""
+        not hold.
+
+        What it need not check: the manager and so the device (the caller
+        found fs through the FunctionID's cache entry for this manager);
+        that the node is not None (a replay noted one); plan.expect (the
+        session's _expects never drops or replaces one)."""
         tls = self.tls
         node = tls.node
-        if (node is None or tls.actions != _REPLAYED or node is not plan.node_ref()
-                or type(out) is not list or len(out) != len(plan.entries)
-                or mgr.debug_checkpointing_counter != plan.ckpt or mgr.device_index != plan.dev):
+        entries = plan.entries
+        if (tls.actions != _REPLAYED or node is not plan.node_ref() or type(out) is not list
+                or len(out) != len(entries) or mgr.debug_checkpointing_counter != plan.ckpt):
             return False
-        wrappers = getattr(node, "outputs_weakrefs", None)
-        if wrappers is None or len(wrappers) != len(out):
+        wrappers = node.outputs_weakrefs  # (the node the plan was made from has them)
+        if len(wrappers) != len(out):
             return False
-        # (plan.expect is the session's expect for this decision: _expects
-        # never drops or replaces one.)
         session = self.session
-        boe = session.by_obj_entry.get
-        by_storage = session.by_storage.get
+        by_obj_entry = session.by_obj_entry
+        by_storage = session.by_storage
         # What _general_after asks of each output before it keeps the
         # output's Fact, and _bind_outputs before it renames its entry.
-        for o, e, name, w in zip(out, plan.entries, plan.names, wrappers):
+        for o, e, name, w in zip(out, entries, plan.names, wrappers):
             f = e.fact
             oid = id(o)
-            if (boe(oid) is not e or e.name is not name or f.obj_ref() is not o
-                    or f.probe.tree_ref is not w or f.held or e.obj_id != oid or e.wr is not None):
-                return False
-            same = by_storage(f.storage)
-            if same is None or same.get(name) is not e:
+            if (by_obj_entry.get(oid) is not e or e.name is not name or f.obj_ref() is not o
+                    or f.probe.tree_ref is not w or f.held or e.obj_id != oid or e.wr is not None
+                    or by_storage.get(f.storage, _NO_NAMES).get(name) is not e):
                 return False
         o = e = f = w = None  # no loop variable keeps an output alive past the call
         # end_call, from here on, for these outputs.
-        calls = fs.calls
+        calls = str(fs.calls)
         used = session.names_used
         outs = []
         for sfx in plan.suffixes:
-            n = plan.prefix + str(calls) + sfx
+            n = plan.prefix + calls + sfx
             if n in used:
                 n = session._fresh(n)
             else:
@@ -2569,11 +2571,10 @@ class Recorder:
         counts = session.counts
         counts["replay"] += 1
         recs.append(plan.expect)
-        entries = plan.entries
         if session._dead_objs or not plan.argset.isdisjoint(session._watch):
             # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch
-            session._flush_dead(ctx["args"])
+            session._flush_dead(args)
             if session.epoch != epoch:
                 # An input died in the call and was forgotten: the general
                 # binding decides (the plan's entries may be among them).
@@ -2581,15 +2582,13 @@ class Recorder:
                 self._tree_after(mgr, _REPLAYED, plan.ckpt)
                 fs.plan = None
                 return True
-        olds = plan.names
+        gone = plan.names
         if len(entries) == 1:
             session._rename_replayed(entries[0], outs[0])
-            gone = olds
         else:
-            order = sorted((e.order, e.name) for e in entries)
+            gone = [n for _, n in sorted((e.order, e.name) for e in entries)]
             for e, n in zip(entries, outs):
                 session._rename_replayed(e, n)
-            gone = [n for _, n in order]
             e = None
         counts["dels"] += len(gone)
         if plan.fn_json is not None:  # (the names were made from it: the template writes them)
