@@ -2223,11 +2223,14 @@ class Recorder:
                 if self._box.mark_step_counter != self._mark_counter:
                     self._catch_up_steps()
                 session = self.session
-                session.step()
+                session.flush_deaths()  # Session.step, inline
+                counts = session.counts
+                counts["steps"] += 1
+                session.trace.records.append(_STEP)
                 # Every knob's probe every 64th step (for the notes), and every
                 # knob itself every 4096th (a change a probe could miss); the
                 # format's settings are looked at at each call anyway.
-                n = session.counts["steps"]
+                n = counts["steps"]
                 if n % 64 == 1 and (self._knobs.changed(all_knobs=True) or n % 4096 == 1):
                     raw = self._knobs.read()
                     if raw != self._raw:
@@ -2333,7 +2336,6 @@ class Recorder:
                 return self._record_call(orig, mgr, new_inputs, function_id)
             finally:
                 tls.depth = 0
-                tls.actions = []
                 tls.node = None
                 if self.follow:
                     self._flush()
@@ -2342,7 +2344,8 @@ class Recorder:
         """Runs the tree's call between the recorder's before and after
         parts. Whatever the recorder raises is its own failure (_fail): the
         program's call runs exactly once and its result or exception is
-        the program's, untouched."""
+        the program's, untouched. (tls.actions, a new list per call, is
+        left as the call made it: only a call reads it, after its own.)"""
         try:
             ctx = self._before_call(mgr, new_inputs, function_id)
         except Exception as e:
@@ -2361,7 +2364,12 @@ class Recorder:
             raise
         if ctx is not None and not self._off:
             try:
-                self._after_call(ctx, mgr, out)
+                fs = ctx["fn"]
+                plan = fs.plan
+                if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
+                    fs.plan = None
+                    self._general_after(ctx, mgr, out)
+                    self._make_plan(ctx, fs, mgr, out)
             except Exception as e:
                 self._fail("after a call", e)
         return out
@@ -2388,7 +2396,19 @@ class Recorder:
                 if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
                         and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
                         and tuple(map(self.torch.Tensor.data_ptr, new_inputs)) == memo[4]):
-                    return session.begin_known_call(fs, memo[3], self._gen.generation)
+                    # Session.begin_known_call, inline, for the memo's args
+                    # (the list the memo's call shared, or equal to it).
+                    session.flush_deaths()
+                    fs.calls += 1
+                    session.counts["calls"] += 1
+                    args = memo[3]
+                    last = fs.last_args
+                    if last is not args:
+                        if last is not None and last == args:
+                            args = last
+                        else:
+                            fs.last_args = args
+                    return {"fn": fs, "args": args, "invocation": self._gen.generation}
         Tensor = self.torch.Tensor
         self._check_manager(mgr)
         if self._box.mark_step_counter != self._mark_counter:
@@ -2498,15 +2518,6 @@ class Recorder:
                                       invocation=self._gen.generation)
         del facts
         return ctx
-
-    def _after_call(self, ctx, mgr, out):
-        fs = ctx["fn"]
-        plan = fs.plan
-        if plan is not None and self._fast_after(ctx, fs, plan, mgr, out):
-            return
-        fs.plan = None
-        self._general_after(ctx, mgr, out)
-        self._make_plan(ctx, fs, mgr, out)
 
     def _fast_after(self, ctx, fs, plan, mgr, out):
         """_general_after for a call that replayed the node of the plan, as
