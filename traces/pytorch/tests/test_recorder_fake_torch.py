@@ -410,6 +410,9 @@ class ConfigModule(types.ModuleType):
             raise AttributeError("%s.%s does not exist" % (self.__name__, name)) from e
         if entry.hide:
             raise AttributeError("%s.%s does not exist" % (self.__name__, name))
+        if entry.alias is not None:  # (torch's _get_alias_val: the target's value)
+            mod, key = entry.alias.rsplit(".", 1)
+            return getattr(sys.modules[mod], key)
         if entry.env_value_force is not _UNSET:
             return entry.env_value_force
         u = entry.get()
@@ -426,8 +429,18 @@ class ConfigModule(types.ModuleType):
         entry = self._config.get(name)
         if entry is None:
             entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        if entry.alias is not None:  # (torch's _set_alias_val: the target is set)
+            mod, key = entry.alias.rsplit(".", 1)
+            setattr(sys.modules[mod], key, value)
+            return
         entry.set(value)
         entry.hide = False
+
+    def alias(self, name, target):
+        """Makes name an alias of target ("torch._dynamo.config.x"), as
+        Config(alias=...) does: it holds no value of its own."""
+        entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        entry.alias = target
 
     def __delattr__(self, name):
         # what mock.patch's undo starts with (torch's ConfigModule.__delattr__)
@@ -632,6 +645,32 @@ class KnobsTest(unittest.TestCase):
         finally:
             ConfigModule.__getattr__ = real
         self.assertEqual(reads, [])
+
+    def test_alias_is_probed_at_its_target(self):
+        """An aliased knob (Config(alias=...), as 2.11's cache_size_limit is
+        of recompile_limit) keeps no value: its probe is its target's
+        entry, so a set through either name is seen, without a read."""
+        for contextvar in (False, True):
+            with self.subTest(contextvar=contextvar):
+                dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
+                dyn.alias("old_limit", "torch._dynamo.config.recompile_limit")
+                saved = sys.modules.get("torch._dynamo.config")
+                sys.modules["torch._dynamo.config"] = dyn
+                try:
+                    probe = cgtrace._Knobs._probe(dyn, "old_limit", lambda: self.fail("read the knob"))
+                    first = probe()
+                    dyn.old_limit = 3
+                    self.assertEqual(dyn.recompile_limit, 3)
+                    moved = probe()
+                    self.assertNotEqual(moved, first)
+                    dyn.recompile_limit = 5
+                    self.assertNotEqual(probe(), moved)
+                    # a target this torch cannot resolve: the alias is read
+                    dyn.alias("lost", "torch._nowhere.config.x")
+                    getter = object()
+                    self.assertIs(cgtrace._Knobs._probe(dyn, "lost", getter), getter)
+                finally:
+                    sys.modules["torch._dynamo.config"] = saved
 
     def test_config_of_another_shape_is_read(self):
         """A config that is not a ConfigModule (a plain module) is probed by
