@@ -36,8 +36,14 @@ the program runs, for `cgtviz run --follow` (one write per compiled call).
 What a recorded call costs the program is measured by
 tools/gpu/recorder-overhead.py: a steady replay loop's call goes through
 names found by object identity, kept Facts, shared records (expects,
-steps, args lists) and probes of the config, and asks torch nothing about
-a tensor it already holds.
+steps, args lists) and probes of the config (each knob's user_override
+read off its _ConfigEntry: 2.11's plain attribute, whose unset default
+lives on the class, or a later ContextVar; never ConfigModule.__getattr__),
+and asks torch nothing about a tensor it already holds. A replay like its
+function's last one (the memo's inputs, the same node handing out the same
+cached outputs) takes a short path, _ReplayPlan and Recorder._fast_after:
+its call and del are lines joined from a template, no record dict, Fact or
+list built, and the general path's records, in its order, the result.
 
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
