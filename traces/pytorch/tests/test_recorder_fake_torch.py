@@ -810,9 +810,9 @@ class FastPathTest(unittest.TestCase):
         remove_fake_torch(self.saved)
         self.dir.cleanup()
 
-    def scenario(self, path):
-        """Records the program into path; returns (the recorder, how many
-        calls took the short path)."""
+    def scenario(self, path, follow=False):
+        """Records the program into path (streamed, with follow); returns
+        (the recorder, how many calls took the short path)."""
         from unittest import mock
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
         ind = sys.modules["torch._inductor.config"]
@@ -837,7 +837,7 @@ class FastPathTest(unittest.TestCase):
             return took
 
         with mock.patch.object(cgtrace.Recorder, "_fast_after", counted):
-            with cgtrace.record(path) as rec, contextlib.ExitStack() as patched:
+            with cgtrace.record(path, follow=follow) as rec, contextlib.ExitStack() as patched:
                 y = z = pair = None
                 for i in range(40):
                     cgt.mark_step_begin()
@@ -888,6 +888,24 @@ class FastPathTest(unittest.TestCase):
             self.assertEqual(a, b, "line %d" % (i + 2))
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(fast_path), [])
+
+    def test_streamed_short_path_writes_the_same_records(self):
+        """Followed, the short path's lines are streamed as they are made:
+        the same records as the whole trace's (defs and notes aside, which
+        a stream places otherwise)."""
+        whole = os.path.join(self.dir.name, "whole.cgt.jsonl")
+        streamed = os.path.join(self.dir.name, "streamed.cgt.jsonl")
+        _, took = self.scenario(whole)
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        _, took_streamed = self.scenario(streamed, follow=True)
+        self.assertEqual(took_streamed, took)
+        self.assertGreater(took, 60)
+
+        def body(path):
+            return [x for x in self.read(path)[1:] if json.loads(x)["op"] not in ("def", "note")]
+        self.assertEqual(body(streamed), body(whole))
 
     def test_config_changes_between_replays_are_written(self):
         path = os.path.join(self.dir.name, "cfg.cgt.jsonl")
