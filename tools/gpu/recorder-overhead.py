@@ -19,7 +19,10 @@ paid once, not per call.
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
-plus the trace's bytes per call and the time to write it. Needs a CUDA GPU
+plus the trace's bytes per call, the time to write it, and how many calls
+took the recorder's short path for a replay like the last one (all but
+each recording's first, when the steady loop is steady as the recorder
+sees it: the figure to look at when `added` is high). Needs a CUDA GPU
 and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
