@@ -72,6 +72,16 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
+	if def.Static != nil {
+		// The def says which inputs the compiled graph takes as static
+		// (a backward's saved tensors are, whatever made them).
+		clear(static)
+		for _, k := range def.Static {
+			if k < len(static) {
+				static[k] = true
+			}
+		}
+	}
 	step.Device = dev
 	ds, err := e.dev(dev)
 	if err != nil {
@@ -95,7 +105,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if !limited && !f.plan.viewsOnly {
 			e.enterCompiled(rec, f)
 		}
-		return &keptError{stale}
+		return &keptError{err: stale}
 	}
 	step.Fn = def.Fn
 	switch {

@@ -98,6 +98,8 @@ type Engine struct {
 	devs           []*devState
 	defs           map[string]*traces.Record
 	tt             *tensorTable
+	// deadCached is what saved records name (saved.go).
+	deadCached deadCached
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
@@ -291,6 +293,9 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		// (and its events), report the error.
 		step.Err = e.recordError(rec, kept.err)
 		step.Action, step.Node, step.Parent, step.Checkpoint = ActionNone, -1, -1, false
+		if kept.action != "" {
+			step.Action = kept.action
+		}
 		err = nil
 	}
 	if err == nil && e.check {
@@ -321,7 +326,7 @@ func (e *Engine) recordError(rec *traces.Record, err error) *Error {
 	switch rec.Op {
 	case traces.OpCall, traces.OpDef:
 		what += " " + rec.Fn
-	case traces.OpTensor, traces.OpParam, traces.OpRead:
+	case traces.OpTensor, traces.OpParam, traces.OpRead, traces.OpSaved:
 		what += " " + rec.Name
 	case traces.OpEager:
 		if rec.Stmt != nil {
@@ -354,11 +359,14 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 			}
 		}
 		for _, n := range rec.Names {
+			e.noteDeadCached(n)
 			if err := e.tt.unbind(n); err != nil {
 				return err
 			}
 		}
 		return nil
+	case traces.OpSaved:
+		return e.applySaved(rec)
 	case traces.OpStep:
 		// torch.compiler.cudagraph_mark_step_begin()
 		e.markStep--
@@ -501,7 +509,11 @@ func staleErr(s *Storage) error {
 // rolling back. It is returned as it is, never wrapped: Apply finds it with
 // a type assertion, which, unlike errors.As, costs no allocation on the
 // replay path.
-type keptError struct{ err error }
+type keptError struct {
+	err error
+	// action is the step's action, when the error leaves one ("" for none).
+	action Action
+}
 
 func (k *keptError) Error() string { return k.err.Error() }
 func (k *keptError) Unwrap() error { return k.err }

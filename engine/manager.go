@@ -153,13 +153,15 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	nid := m.nodeKey()
 	if _, ok := m.mutationHint[nid][c.f.ID]; !ok {
 		if stale != nil && len(c.f.Mutated) > 0 {
-			return nil, "", &keptError{stale}
+			return nil, "", &keptError{err: stale}
 		}
-		m.updateMutationHint(c)
+		if err := m.updateMutationHint(c); err != nil {
+			return nil, "", err
+		}
 	}
 	if m.mutationHint[nid][c.f.ID] || m.exceedRerecordLimit(nid, c.f) {
 		if stale != nil {
-			return nil, "", &keptError{stale}
+			return nil, "", &keptError{err: stale}
 		}
 		return m.runEagerOutside(c, "")
 	}
@@ -172,7 +174,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 		return m.runWarmup(c)
 	}
 	if stale != nil {
-		return nil, "", &keptError{stale}
+		return nil, "", &keptError{err: stale}
 	}
 	var candidates []int
 	if cn := m.curNode(); cn != nil {
@@ -212,7 +214,9 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 			}
 		}
 		if len(c.f.Mutated) > 0 {
-			m.updateMutationHint(c)
+			if err := m.updateMutationHint(c); err != nil {
+				return nil, "", err
+			}
 			if m.mutationHint[m.nodeKey()][c.f.ID] {
 				return m.runEagerOutside(c, "")
 			}
@@ -245,7 +249,9 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 					node = fmt.Sprint(nid)
 				}
 				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.ID, m.eng.cfg.RerecordLimit, node, reason)
-				m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
+				if err := m.logSkip(c, msg); err != nil {
+					return nil, "", err
+				}
 				return m.runEagerOutside(c, msg)
 			}
 		}
@@ -276,8 +282,9 @@ func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
 
 // updateMutationHint is _update_non_cudagraph_managed_mutation: a function
 // that mutates an input that is neither static nor an output of the current
-// path runs eagerly at this position; the skip is logged once per function.
-func (m *manager) updateMutationHint(c *call) {
+// path runs eagerly at this position; the skip is logged once per function
+// (and, under cudagraph_or_error, raised: logSkip).
+func (m *manager) updateMutationHint(c *call) error {
 	nid := m.nodeKey()
 	if m.mutationHint[nid] == nil {
 		m.mutationHint[nid] = map[int]bool{}
@@ -306,18 +313,32 @@ func (m *manager) updateMutationHint(c *call) {
 	}
 	if len(bad) == 0 {
 		m.mutationHint[nid][c.f.ID] = false
-		return
+		return nil
 	}
 	m.mutationHint[nid][c.f.ID] = true
 	if m.warnedMutation[c.f.ID] {
-		return
+		return nil
 	}
 	m.warnedMutation[fid] = true
 	m.eng.onUndo(func() { delete(m.warnedMutation, fid) })
 	def := m.eng.defs[c.f.Name]
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
 		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
+	return m.logSkip(c, msg)
+}
+
+// logSkip is log_cudagraph_skip_and_bump_counter: the skip is logged, and
+// under triton.cudagraph_or_error raised as a RuntimeError. PyTorch raises
+// after it changed its tree (the mutation hint, the re-record count, the
+// warned function), so the change is kept: the next call of the function
+// runs eagerly without raising again, as in PyTorch. Nothing ran: the
+// step's action is eager, as the recorder says of a call no tree node ran.
+func (m *manager) logSkip(c *call, msg string) error {
 	m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
+	if !m.eng.cfg.CudagraphOrError {
+		return nil
+	}
+	return &keptError{err: fmt.Errorf("RuntimeError (triton.cudagraph_or_error): %s", msg), action: ActionEager}
 }
 
 func mutationText(def *traces.Record, idx []int) string {

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // This file runs a function that has no graph to replay: warmup
@@ -46,7 +48,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.Failed = true
 		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
 			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
-		return nil, "", &keptError{err}
+		return nil, "", &keptError{err: err}
 	}
 	a := m.ds.alloc
 	what := fmt.Sprintf("call %s: warmup %d", c.f.Name, w.ID)
@@ -94,6 +96,24 @@ func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error
 	}
 	m.emit(Event{Kind: EvEager, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: fmt.Sprintf("Running eager of function %d: %s", c.f.ID, why)})
 	return outs, ActionEager, nil
+}
+
+// savedInput reports whether output t of a recording, over the storage of
+// body argument j (arg), is an input the forward saved for its backward.
+// AOTAutograd rebuilds an output that aliases an input from the caller's
+// tensor, so the tree never sees it; but a forward graph also returns the
+// tensors the backward needs, and a saved input is returned as the graph's
+// own input: during the recording that is the copy of the input in the
+// pool (or, for an input that is a tree output, that output), so
+// _add_first_outputs classifies it as a new pool output (or as an alias of
+// the prior output), whose liveness the tree tracks like any other. A
+// parameter (a static input) stays outside: its storage is persistent.
+// Only the whole input counts: a view of it is a user output's alias.
+func savedInput(f *Function, n *Node, j int, t, arg *Tensor) bool {
+	if f.Mode != traces.ModeForward || (f.Static[j] && !n.Managed[j]) {
+		return false
+	}
+	return t.Offset == arg.Offset && slices.Equal(t.Shape, arg.Shape) && slices.Equal(t.Strides, arg.Strides)
 }
 
 // recordFunction is record_function + CUDAGraphNode.__init__: the inputs
@@ -233,9 +253,14 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	for i, t := range bodyArgs {
 		inputOf[t.Storage] = i
 	}
+	saved := make([]bool, len(outs))
 	for i, t := range outs {
 		j, ok := inputOf[t.Storage]
 		if !ok {
+			continue
+		}
+		if savedInput(c.f, n, j, t, bodyArgs[j]) {
+			saved[i] = true
 			continue
 		}
 		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
@@ -253,7 +278,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
 		j, isInput := 0, false
 		for k, a := range c.args {
-			if a.Storage == t.Storage {
+			if a.Storage == t.Storage && !saved[i] {
 				j, isInput = k, true
 				break
 			}

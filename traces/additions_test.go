@@ -27,6 +27,8 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "reset"}
 {"op": "reset", "device": 0}
 {"op": "skipped_backward"}
+{"op": "def", "fn": "b", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "static": [0]}
+{"op": "saved", "name": "s", "of": "out3"}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -51,6 +53,8 @@ func TestReaderAdditions(t *testing.T) {
 		{Line: 9, Op: OpReset},
 		{Line: 10, Op: OpReset, Device: 0, OneDevice: true},
 		{Line: 11, Op: OpSkippedBackward},
+		{Line: 12, Op: OpDef, Fn: "b", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Static: []int{0}},
+		{Line: 13, Op: OpSaved, Name: "s", Of: "out3"},
 	}
 	for i, w := range want {
 		got, err := rd.Next()
@@ -87,7 +91,7 @@ func TestConfigWith(t *testing.T) {
 	for _, k := range ConfigKeys {
 		c := Config{}.With(Config{Set: map[string]bool{k: true}, WarmupRuns: 1, RerecordLimit: 1, MaxTensorBytes: 1, MaxTotalBytes: 1,
 			RecompileLimit: 1, AutomaticDynamicShapes: true, AssumeStaticByDefault: true, SupportInputMutation: true,
-			SkipDynamicGraphs: true, DynamicShapeWarnLimit: 1, InlineInbuiltNNModules: true})
+			SkipDynamicGraphs: true, DynamicShapeWarnLimit: 1, InlineInbuiltNNModules: true, CudagraphOrError: true})
 		if reflect.DeepEqual(c, Config{Set: map[string]bool{k: true}}) {
 			t.Errorf("With ignores key %s", k)
 		}
@@ -129,7 +133,7 @@ func TestWriteHeaderConfig(t *testing.T) {
 // canonical form must have none.
 var newKeys = []string{`"dtype"`, `"invocation"`, `"strides"`, `"offset"`, `"op": "config"`,
 	`"recompile_limit"`, `"automatic_dynamic_shapes"`, `"assume_static_by_default"`, `"support_input_mutation"`,
-	`"skip_dynamic_graphs"`, `"dynamic_shape_warn_limit"`}
+	`"skip_dynamic_graphs"`, `"dynamic_shape_warn_limit"`, `"static"`, `"op": "saved"`}
 
 // TestWriteOldTracesUnchanged checks that traces written before the
 // additions format exactly as they did: each testdata/v1 trace (copies of
@@ -238,5 +242,46 @@ func TestConfigSetText(t *testing.T) {
 	}
 	if got := (Config{}).SetText(); got != "" {
 		t.Errorf("SetText of no keys = %q", got)
+	}
+}
+
+// TestCheckSaved checks what the checker asks of a saved record: its of is
+// a name a del unbound (the tree decides whether it was a cached output),
+// and the new name has the dead output's shape for the calls that use it.
+func TestCheckSaved(t *testing.T) {
+	const pre = `{"cgtviz": 1}
+{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "relu", "a": "x"}], "returns": ["y"], "mode": "forward"}
+{"op": "def", "fn": "g", "params": ["s"], "body": [{"out": "z", "k": "relu", "a": "s"}], "returns": ["z"], "mode": "backward"}
+{"op": "tensor", "name": "x", "shape": [2, 3], "init": "zeros"}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+`
+	tests := []struct{ name, tail, want string }{
+		{"of a dead output", `{"op": "del", "names": ["y"]}
+{"op": "saved", "name": "s", "of": "y"}
+{"op": "call", "fn": "g", "args": ["s"], "out": ["z"]}
+`, ""},
+		{"of a bound name", `{"op": "saved", "name": "s", "of": "y"}
+`, "t:6: saved s: of: y is bound: a saved record names an output a del unbound (use y itself)"},
+		{"of a name never bound", `{"op": "saved", "name": "s", "of": "q"}
+`, "t:6: saved s: of: q was never bound (a saved record names a dead call output)"},
+		{"the shape carries over", `{"op": "def", "fn": "h", "params": ["a", "b"], "body": [{"out": "c", "k": "add", "a": "a", "b": "b"}], "returns": ["c"]}
+{"op": "del", "names": ["y"]}
+{"op": "saved", "name": "s", "of": "y"}
+{"op": "tensor", "name": "w", "shape": [3], "init": "zeros"}
+{"op": "call", "fn": "h", "args": ["s", "w"], "out": ["c"]}
+`, "t:10: call h: statement 1 (add c = a + b): b has shape [3], want [2, 3] (as a) or [1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Read checks the trace: its error is the problems found.
+			_, err := Read(strings.NewReader(pre+tc.tail), "t")
+			got := ""
+			if err != nil {
+				got = strings.SplitN(err.Error(), "\n", 2)[0]
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -216,6 +216,11 @@ func (b *Builder) ResetDevice(dev int) *Builder {
 // Read makes the host read a tensor.
 func (b *Builder) Read(name string) *Builder { return b.add(Record{Op: OpRead, Name: name}) }
 
+// Saved binds name to the tensor autograd saved from the dead call output of.
+func (b *Builder) Saved(name, of string) *Builder {
+	return b.add(Record{Op: OpSaved, Name: name, Of: of})
+}
+
 // Expect checks the engine's state after the record before it.
 func (b *Builder) Expect(e Expect) *Builder { return b.add(Record{Op: OpExpect, Expect: &e}) }
 

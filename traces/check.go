@@ -90,8 +90,8 @@ type checker struct {
 	full    bool
 	funcs   map[string]*fnInfo
 	names   map[string]*binding
-	deleted map[string]int // name -> line of the del that unbound it
-	live    int64          // bytes of the storages named tensors hold
+	deleted map[string]deadName // name -> the del that unbound it
+	live    int64               // bytes of the storages named tensors hold
 	memo    map[string]*bodyResult
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
@@ -163,6 +163,38 @@ type storage struct {
 	refs  int // names holding it
 	// noValues: a call wrote values no kernel computes into it in place.
 	noValues bool
+}
+
+// deadName is what a del left of a name: where it died, and what it held,
+// for a saved record that names it.
+type deadName struct {
+	line int
+	layout
+	dev     int
+	unknown bool
+}
+
+// saved binds a saved record's name to a tensor of the layout its dead
+// output had. Whether that output is a tensor autograd can still hold (a
+// replay's cached output) is the tree's to know: the engine checks it. The
+// storage is a new one here: the dead output's bytes were counted free.
+func (c *checker) saved(rec *Record) {
+	if _, ok := c.names[rec.Of]; ok {
+		c.fail(rec, "of: %s is bound: a saved record names an output a del unbound (use %s itself)", rec.Of, rec.Of)
+		c.bind(rec.Name, &binding{unknown: true})
+		return
+	}
+	d, ok := c.deleted[rec.Of]
+	if !ok {
+		c.fail(rec, "of: %s was never bound (a saved record names a dead call output)", rec.Of)
+		c.bind(rec.Name, &binding{unknown: true})
+		return
+	}
+	if d.unknown {
+		c.bind(rec.Name, &binding{unknown: true})
+		return
+	}
+	c.bind(rec.Name, c.newBinding(binding{layout: d.layout, dev: d.dev, st: c.newStorage(d.stElems * int64(d.dtype.Size()))}))
 }
 
 // binding is what a global name holds. unknown marks a tensor made by a
@@ -260,8 +292,8 @@ func (c *checker) lookup(name string) (*binding, string) {
 	if name == "_" {
 		return nil, `_ is not bound ("_" binds nothing: the tensor dies at once)`
 	}
-	if line, ok := c.deleted[name]; ok {
-		return nil, fmt.Sprintf("%s is not bound (del at line %d unbound it)", name, line)
+	if d, ok := c.deleted[name]; ok {
+		return nil, fmt.Sprintf("%s is not bound (del at line %d unbound it)", name, d.line)
 	}
 	return nil, fmt.Sprintf("%s is not bound", name)
 }
@@ -313,13 +345,15 @@ func (c *checker) record(rec *Record) {
 			}
 			c.unref(b)
 			delete(c.names, n)
+			c.deleted[n] = deadName{line: rec.Line, layout: b.layout, dev: b.dev, unknown: b.unknown}
 			c.drop(b)
-			c.deleted[n] = rec.Line
 		}
 	case OpRead:
 		if _, why := c.lookup(rec.Name); why != "" {
 			c.fail(rec, "%s", why)
 		}
+	case OpSaved:
+		c.saved(rec)
 	case OpExpect:
 		if v := rec.Expect.Values; v != nil {
 			b, why := c.lookup(v.Name)

@@ -40,7 +40,7 @@ func newChecker(file string, hdr Header) *checker {
 		hdr:     hdr,
 		funcs:   map[string]*fnInfo{},
 		names:   map[string]*binding{},
-		deleted: map[string]int{},
+		deleted: map[string]deadName{},
 		memo:    map[string]*bodyResult{},
 		cfg:     hdr.Config,
 	}

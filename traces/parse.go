@@ -19,6 +19,7 @@ type rawRecord struct {
 	Body    []json.RawMessage `json:"body"`
 	Returns []string          `json:"returns"`
 	Mode    *string           `json:"mode"`
+	Static  []int             `json:"static"`
 	Name    *string           `json:"name"`
 	Shape   []int             `json:"shape"`
 	Init    *string           `json:"init"`
@@ -30,6 +31,7 @@ type rawRecord struct {
 	Names   []string          `json:"names"`
 	Text    *string           `json:"text"`
 	DType   *string           `json:"dtype"`
+	Of      *string           `json:"of"`
 	// Invocation is call's; Offset and Strides are an eager view's.
 	Invocation *int64  `json:"invocation"`
 	Offset     *int64  `json:"offset"`
@@ -78,6 +80,7 @@ type rawConfig struct {
 	SkipDynamicGraphs      *bool  `json:"skip_dynamic_graphs"`
 	DynamicShapeWarnLimit  *int   `json:"dynamic_shape_warn_limit"`
 	InlineInbuiltNNModules *bool  `json:"inline_inbuilt_nn_modules"`
+	CudagraphOrError       *bool  `json:"cudagraph_or_error"`
 }
 
 // rawConfigRecord is a config record decoded strictly: "op" and config keys.
@@ -134,6 +137,7 @@ func (c *rawConfig) apply(dst *Config) (map[string]bool, string) {
 		{KeySupportInputMutation, c.SupportInputMutation, &dst.SupportInputMutation},
 		{KeySkipDynamicGraphs, c.SkipDynamicGraphs, &dst.SkipDynamicGraphs},
 		{KeyInlineInbuiltNNModules, c.InlineInbuiltNNModules, &dst.InlineInbuiltNNModules},
+		{KeyCudagraphOrError, c.CudagraphOrError, &dst.CudagraphOrError},
 	} {
 		if x.v != nil {
 			*x.dst = *x.v
@@ -157,7 +161,7 @@ type rawValues struct {
 // opFields lists, per op, the fields it may have (besides "op") and which
 // of them are required, in the spec's order (the writer's order too).
 var opFields = map[Op]struct{ allowed, required []string }{
-	OpDef:             {[]string{"fn", "params", "body", "returns", "mode"}, []string{"fn", "params", "body", "returns"}},
+	OpDef:             {[]string{"fn", "params", "body", "returns", "mode", "static"}, []string{"fn", "params", "body", "returns"}},
 	OpTensor:          {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
 	OpParam:           {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
 	OpCall:            {[]string{"fn", "args", "out", "invocation"}, []string{"fn", "args"}},
@@ -170,10 +174,11 @@ var opFields = map[Op]struct{ allowed, required []string }{
 	OpConfig:          {ConfigKeys, nil},
 	OpReset:           {[]string{"device"}, nil},
 	OpSkippedBackward: {[]string{"device"}, nil},
+	OpSaved:           {[]string{"name", "of"}, []string{"name", "of"}},
 }
 
 // opNames is the ops in the spec's order, for messages.
-const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward"
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward, saved"
 
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.
@@ -257,6 +262,9 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 	case OpRead:
 		msg = nameMsg("name", *raw.Name)
 		rec.Name = *raw.Name
+	case OpSaved:
+		msg = firstMsg(nameMsg("name", *raw.Name), nameMsg("of", *raw.Of))
+		rec.Name, rec.Of = *raw.Name, *raw.Of
 	case OpNote:
 		rec.Text = *raw.Text
 	case OpExpect:
@@ -292,6 +300,8 @@ func requiredNull(raw *rawRecord, k string) bool {
 		return raw.Init == nil
 	case "text":
 		return raw.Text == nil
+	case "of":
+		return raw.Of == nil
 	case "k":
 		return raw.K == nil
 	}
@@ -325,7 +335,7 @@ func recordLabel(rec Record) string {
 		if validName(rec.Fn) == "" {
 			return string(rec.Op) + " " + rec.Fn
 		}
-	case OpTensor, OpParam, OpRead:
+	case OpTensor, OpParam, OpRead, OpSaved:
 		if validName(rec.Name) == "" {
 			return string(rec.Op) + " " + rec.Name
 		}
@@ -453,6 +463,17 @@ func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
 		default:
 			return fmt.Sprintf("mode %q is not one of inference, forward, backward", *raw.Mode)
 		}
+	}
+	if raw.Static != nil {
+		for i, k := range raw.Static {
+			if k < 0 || k >= len(rec.Params) {
+				return fmt.Sprintf("static %d is not a param's position (0 to %d)", k, len(rec.Params)-1)
+			}
+			if i > 0 && k <= raw.Static[i-1] {
+				return "static must list positions in increasing order, each once"
+			}
+		}
+		rec.Static = raw.Static
 	}
 	rec.Body = make([]Stmt, 0, len(raw.Body))
 	for i, b := range raw.Body {

@@ -62,6 +62,11 @@ type Config struct {
 	// re-recorded (CUDAGraphNode.rerecord_if_static_inputs_change); with
 	// neither, replaying it raises "static input data pointer changed".
 	InlineInbuiltNNModules bool
+	// CudagraphOrError: torch._inductor.config.triton.cudagraph_or_error.
+	// Where PyTorch would log a cudagraph skip and run the function without
+	// CUDA graphs (log_cudagraph_skip_and_bump_counter), it raises the
+	// skip's message as a RuntimeError instead.
+	CudagraphOrError bool
 	// Set names the keys present in the file ("warmup_runs", ...).
 	Set map[string]bool
 }
@@ -79,6 +84,7 @@ const (
 	KeySkipDynamicGraphs      = "skip_dynamic_graphs"
 	KeyDynamicShapeWarnLimit  = "dynamic_shape_warn_limit"
 	KeyInlineInbuiltNNModules = "inline_inbuilt_nn_modules"
+	KeyCudagraphOrError       = "cudagraph_or_error"
 )
 
 // ConfigKeys is every config key in canonical order.
@@ -86,7 +92,7 @@ var ConfigKeys = []string{
 	KeyWarmupRuns, KeyRerecordLimit, KeyMaxTensorBytes, KeyMaxTotalBytes,
 	KeyRecompileLimit, KeyAutomaticDynamicShapes, KeyAssumeStaticByDefault,
 	KeySupportInputMutation, KeySkipDynamicGraphs, KeyDynamicShapeWarnLimit,
-	KeyInlineInbuiltNNModules,
+	KeyInlineInbuiltNNModules, KeyCudagraphOrError,
 }
 
 // Defaults of the config keys added after version 1 was first written.
@@ -97,6 +103,7 @@ const (
 	DefaultSkipDynamicGraphs      = false
 	DefaultDynamicShapeWarnLimit  = 8
 	DefaultInlineInbuiltNNModules = true
+	DefaultCudagraphOrError       = false
 )
 
 // DefaultConfig returns the config of a header without a "config" object.
@@ -169,6 +176,8 @@ func (c *Config) field(k string) any {
 		return &c.DynamicShapeWarnLimit
 	case KeyInlineInbuiltNNModules:
 		return &c.InlineInbuiltNNModules
+	case KeyCudagraphOrError:
+		return &c.CudagraphOrError
 	}
 	return nil
 }
@@ -199,6 +208,12 @@ const (
 	// (cudagraphs skipped for it): it reaches the tree only to say the
 	// forwards' backward ran (set_to_running_backward).
 	OpSkippedBackward Op = "skipped_backward"
+	// OpSaved binds a name to the tensor autograd saved from a call output
+	// the tree already counts dead (added to version 1: a forward's replay
+	// returns its saved tensors as cached outputs, which PyTorch counts
+	// dead while only autograd holds them; the backward then takes them as
+	// inputs).
+	OpSaved Op = "saved"
 )
 
 // Mode is a compiled function's compilation mode (PyTorch's CompilationMode).
@@ -238,9 +253,16 @@ type Record struct {
 	Body    []Stmt
 	Returns []string
 	Mode    Mode // "" means inference
+	// Static lists the def's static inputs by position, as the compiled
+	// graph has them (PyTorch's static_input_idxs: parameters, and in a
+	// backward the tensors its forward saved); nil when the def does not
+	// say, and the calls' param records decide.
+	Static []int
 
 	// tensor, param
-	Name    string // tensor, param, read
+	Name string // tensor, param, read, saved
+	// Of is a saved record's dead output name.
+	Of      string
 	Shape   []int
 	Init    Init
 	Seed    int64

@@ -167,6 +167,10 @@ func (w *Writer) WriteRecord(r Record) error {
 			e.key("mode")
 			e.str(string(r.Mode))
 		}
+		if r.Static != nil {
+			e.key("static")
+			e.ints(r.Static)
+		}
 	case OpTensor, OpParam:
 		e.key("name")
 		e.str(r.Name)
@@ -225,6 +229,11 @@ func (w *Writer) WriteRecord(r Record) error {
 	case OpRead:
 		e.key("name")
 		e.str(r.Name)
+	case OpSaved:
+		e.key("name")
+		e.str(r.Name)
+		e.key("of")
+		e.str(r.Of)
 	case OpNote:
 		e.key("text")
 		e.str(r.Text)

@@ -72,6 +72,8 @@ func recordText(r *traces.Record) string {
 		return "reset (torch._dynamo.reset())"
 	case traces.OpRead:
 		return "read " + r.Name
+	case traces.OpSaved:
+		return fmt.Sprintf("%s = autograd's saved %s", r.Name, r.Of)
 	case traces.OpExpect:
 		return "expect " + expectText(r.Expect)
 	case traces.OpNote:

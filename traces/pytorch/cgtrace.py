@@ -93,7 +93,7 @@ __all__ = ["record", "Recorder", "Trace", "synth_def", "check_body", "main"]
 # Fields each op may carry, in the order they are written. The checker
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
-    "def": ("op", "fn", "params", "body", "returns", "mode"),
+    "def": ("op", "fn", "params", "body", "returns", "mode", "static"),
     "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
     "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
     "call": ("op", "fn", "args", "out", "invocation"),
@@ -103,6 +103,7 @@ _FIELDS = {
     "reset": ("op", "device"),
     "skipped_backward": ("op", "device"),
     "read": ("op", "name"),
+    "saved": ("op", "name", "of"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
                "values", "device"),
@@ -112,7 +113,7 @@ _FIELDS = {
     "config": ("op", "warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes",
                "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
                "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit",
-               "inline_inbuilt_nn_modules"),
+               "inline_inbuilt_nn_modules", "cudagraph_or_error"),
 }
 _REQUIRED = {
     "def": ("fn", "params", "body", "returns"),
@@ -122,6 +123,7 @@ _REQUIRED = {
     "eager": ("out", "k"),
     "del": ("names",),
     "read": ("name",),
+    "saved": ("name", "of"),
     "note": ("text",),
 }
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
@@ -135,7 +137,8 @@ _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": i
                 "max_total_bytes": int, "recompile_limit": int,
                 "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
                 "support_input_mutation": bool, "skip_dynamic_graphs": bool,
-                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool}
+                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool,
+                "cudagraph_or_error": bool}
 _ACTIONS = ("warmup", "record", "replay", "eager")
 _MODES = ("inference", "forward", "backward")
 
@@ -805,7 +808,7 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "plan")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -813,6 +816,7 @@ class _FnState:
         self.out_dense = False  # out_pos is every position of the first call's outputs
         self.warned_extra = False
         self.params, self.shapes = None, None
+        self.tensor_idx = None  # the input index of each param (tensor inputs only)
         self.dtypes, self.views = None, None
         self.defined = False
         self.calls = 0
@@ -899,6 +903,11 @@ class Session:
         # make the dict compare tensors with ==, which raises in torch.
         self._held_wr = {}
         self._dead_objs = []  # weakrefs whose objects died since the last poll
+        # view key -> the entry of a replay's cached output that died to the
+        # tree (its last Python reference went) while autograd may keep it
+        # for a backward: a later input that is that very object is written
+        # as a `saved` record of it (_saved_name).
+        self._dead_cached = {}
         self._argset = None  # (an args list, the set of its names), for _flush_dead
         self.fn_names = set()
         self.names_used = set()
@@ -1009,6 +1018,36 @@ class Session:
         if name is not None and name in self.entries:
             return name
         return None
+
+    def _swaps(self, fact):
+        """Whether fact's object is a named one that now holds other data
+        (`param.data = new`): what lookup turns into a new record."""
+        obj = fact.obj_ref() if fact.obj_ref is not None else None
+        if obj is None:
+            return False
+        e = self.by_obj_entry.get(id(obj))
+        if e is None or e.fact.obj_ref is None or e.fact.obj_ref() is not obj:
+            return False
+        return e.fact.storage != fact.storage or e.fact.offset != fact.offset
+
+    def _saved_name(self, fact):
+        """A name for an input that is a replay's cached output the tree
+        already counts dead: autograd kept it (a forward's saved tensor) and
+        hands it to the backward now. Written as a `saved` record of the
+        dead name, judged alive as the tree judges that output."""
+        e = self._dead_cached.get(fact.view_key)
+        if e is None:
+            return None
+        obj = fact.obj_ref() if fact.obj_ref is not None else None
+        if obj is None or e.fact.obj_ref is None or e.fact.obj_ref() is not obj:
+            return None  # another tensor over memory the dead one had
+        name = self._fresh("saved")
+        self.trace.add({"op": "saved", "name": name, "of": e.name})
+        if fact.probe is not None and e.fact.probe is not None:
+            fact.probe.tree_ref = e.fact.probe.tree_ref
+            fact.held = False
+        self._bind(name, fact, "out")
+        return name
 
     def _view_source(self, fact):
         """A live name that can stand for the storage a new input views: a
@@ -1131,6 +1170,9 @@ class Session:
             return
         dead.sort(key=lambda e: e.order)
         names = [e.name for e in dead]
+        for e in dead:
+            if e.kind == "out" and _cached_output(e.fact):
+                self._dead_cached[e.fact.view_key] = e
         for n in names:
             self._forget(n)
         self.counts["dels"] += len(names)
@@ -1294,13 +1336,23 @@ class Session:
         args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         self._swapped = []
         ph = info.placeholders
-        for idx, fact in enumerate(inputs):
-            if fact is None:
-                continue
-            if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
-                args.append(fact)
+        # A parameter whose data the program replaced (`param.data = new`)
+        # is written first: the replacement ran before the call's
+        # expression made its new inputs (the usual `p.data = ...;
+        # f(torch.rand(...))`), and the allocator hands out memory in that
+        # order (a new input can take the old data's block).
+        order = range(len(inputs))
+        if any(self._swaps(f) for f in inputs if f is not None and not isinstance(f, str)):
+            order = sorted(order, key=lambda i: not (inputs[i] is not None and not isinstance(inputs[i], str)
+                                                     and self._swaps(inputs[i])))
+        named = {}
+        for idx in order:
+            fact = inputs[idx]
+            if fact is None or isinstance(fact, str):
                 continue
             name = self.lookup(fact)
+            if name is None:
+                name = self._saved_name(fact)
             if name is None:
                 name = self._name_view(fact)
             if name is None:
@@ -1314,11 +1366,18 @@ class Session:
                     else:
                         base = "in"
                     name = self._tensor_record(fact, "tensor", base)
-            args.append(name)
+            named[idx] = name
             if self._swapped:
                 self.counts["dels"] += len(self._swapped)
                 self.trace.add({"op": "del", "names": self._swapped})
                 self._swapped = []
+        for idx, fact in enumerate(inputs):
+            if fact is None:
+                continue
+            if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
+                args.append(fact)
+                continue
+            args.append(named[idx])
             if fs.params is None:
                 pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
                 param_list.append(pname)
@@ -1336,6 +1395,7 @@ class Session:
                 seen.add(q)
                 uniq.append(q)
             fs.params, fs.shapes = uniq, shapes
+            fs.tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
             fs.dtypes, fs.views = pdtypes, pviews
             fs.info = info
         fs.calls += 1
@@ -1621,6 +1681,9 @@ class Session:
         mutated = [pos[j] for j in fs.info.mutated if j in pos]
         rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
                         fs.dtypes, fs.views)
+        # The graph's static inputs (static_input_idxs), by def position: in
+        # a backward its saved tensors are, whatever made them.
+        rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
         self.trace.set_def(rec)
         fs.defined = True
 
@@ -1631,7 +1694,13 @@ class Session:
         self.flush_deaths()
         for fs in self.fns.values():
             if not fs.defined and fs.params is not None:
-                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], [])
+                # What the tree knew of the function: the inputs it mutates
+                # (a call that raised on them, as cudagraph_or_error makes
+                # it, still needs them) and its static inputs.
+                pos = {i: k for k, i in enumerate(fs.tensor_idx or ())}
+                mutated = [pos[j] for j in fs.info.mutated if j in pos]
+                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], mutated)
+                rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
                 self.trace.set_def(rec)
                 fs.defined = True
 
@@ -1662,6 +1731,7 @@ KNOBS = (
     ("inductor", "triton.force_cudagraph_sync"),
     ("inductor", "triton.cudagraph_trees"),
     ("inductor", "graph_partition"),
+    ("inductor", "triton.cudagraph_or_error"),
 )
 # What the format's rerecord_limit is when PyTorch bounds nothing: 2.11's
 # exceed_rerecord_limit returns False while inline_inbuilt_nn_modules is on.
@@ -1680,6 +1750,9 @@ def settings_from_knobs(raw):
       recompile_limit           dynamo recompile_limit (cache_size_limit)
       automatic_dynamic_shapes  dynamo automatic_dynamic_shapes
       assume_static_by_default  dynamo assume_static_by_default
+      skip_dynamic_graphs       triton.cudagraph_skip_dynamic_graphs
+      dynamic_shape_warn_limit  triton.cudagraph_dynamic_shape_warn_limit (None: 0, never warn)
+      cudagraph_or_error        triton.cudagraph_or_error
     """
     out = {}
     skip = raw.get("triton.skip_cudagraph_warmup")
@@ -1700,10 +1773,18 @@ def settings_from_knobs(raw):
         out["recompile_limit"] = min(rl, UNBOUNDED)
     for key, knob in (("support_input_mutation", "triton.cudagraph_support_input_mutation"),
                       ("automatic_dynamic_shapes", "automatic_dynamic_shapes"),
-                      ("assume_static_by_default", "assume_static_by_default")):
+                      ("assume_static_by_default", "assume_static_by_default"),
+                      ("skip_dynamic_graphs", "triton.cudagraph_skip_dynamic_graphs"),
+                      ("cudagraph_or_error", "triton.cudagraph_or_error")):
         v = raw.get(knob)
         if isinstance(v, bool):
             out[key] = v
+    if "triton.cudagraph_dynamic_shape_warn_limit" in raw:
+        w = raw["triton.cudagraph_dynamic_shape_warn_limit"]
+        if w is None:
+            out["dynamic_shape_warn_limit"] = 0
+        elif isinstance(w, int) and not isinstance(w, bool) and w >= 0:
+            out["dynamic_shape_warn_limit"] = min(w, UNBOUNDED)
     return out
 
 
@@ -1719,7 +1800,8 @@ _MISSING = object()
 _MAPPED_KNOBS = frozenset(("triton.skip_cudagraph_warmup", "triton.cudagraph_unexpected_rerecord_limit",
                            "triton.cudagraph_support_input_mutation", "inline_inbuilt_nn_modules",
                            "recompile_limit", "cache_size_limit", "automatic_dynamic_shapes",
-                           "assume_static_by_default"))
+                           "assume_static_by_default", "triton.cudagraph_skip_dynamic_graphs",
+                           "triton.cudagraph_dynamic_shape_warn_limit", "triton.cudagraph_or_error"))
 
 
 class _Knobs:
@@ -2898,7 +2980,7 @@ class Recorder:
 
 _APPROXIMATIONS = (
     "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
-    "not inductor's kernels; tensors appear at their first use by a compiled call; "
+    "not inductor's kernels; tensors appear at their first use by a compiled call (a parameter whose data was replaced before the call's other new inputs); "
     "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
     "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
     "let go of) are deleted right after its expect; view offsets are absolute, in elements "
@@ -2982,6 +3064,16 @@ class _Probe:
         if self.wr() is not None:
             return True
         return not self.sref.expired()
+
+
+def _cached_output(fact):
+    """Whether fact is judged by a tree wrapper that discounts the tree's
+    own reference: a replay's cached output (the same object every replay),
+    which the tree counts dead once the program lets go of it, even while
+    autograd still holds it."""
+    p = fact.probe
+    w = p.tree_ref if p is not None else None
+    return w is not None and getattr(w, "extra_ref_check", None) is not None
 
 
 def _tree_stats(mgr):

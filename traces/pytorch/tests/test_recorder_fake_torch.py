@@ -605,7 +605,7 @@ class KnobsTest(unittest.TestCase):
     def knobs(self, contextvar):
         ind = ConfigModule("torch._inductor.config", {
             "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128,
-            "triton.cudagraph_dynamic_shape_warn_limit": 8})
+            "triton.cudagraph_dynamic_shape_warn_limit": 8, "triton.force_cudagraph_sync": False})
         dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
         return ind, dyn, cgtrace._Knobs(ind, dyn)
 
@@ -625,7 +625,7 @@ class KnobsTest(unittest.TestCase):
                 self.assertIs(k.read(all_knobs=False)["triton.skip_cudagraph_warmup"], True)
                 # a knob the format has no key for moves only the probes of all knobs
                 self.assertTrue(k.changed(all_knobs=True))
-                ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+                ind.triton.force_cudagraph_sync = True
                 self.assertFalse(k.changed())
                 self.assertTrue(k.changed(all_knobs=True))
                 self.assertFalse(k.changed(all_knobs=True))
@@ -687,6 +687,108 @@ class KnobsTest(unittest.TestCase):
         self.assertTrue(k.changed())
         self.assertEqual(cgtrace.settings_from_knobs(k.read(all_knobs=False)),
                          {"warmup_runs": 0, "recompile_limit": 2})
+
+
+class AutogradSavedTest(unittest.TestCase):
+    """A forward's replay returns its saved tensors as cached outputs, which
+    the tree counts dead as soon as the program holds no Python reference,
+    while autograd keeps them for the backward (PyTorch's
+    test_multi_dispatch_parent_node)."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        self.mgr = CUDAGraphTreeManager()
+        self.mgr.cache_replays = True
+        self.fw = self.mgr.add(0, mode="FORWARD")
+        self.bw = self.mgr.add(1, mode="BACKWARD", static=[0])
+        self.mgr.models[0] = lambda ins: [Tensor([4]), Tensor([4])]  # an output, a saved activation
+        self.mgr.models[1] = lambda ins: [Tensor([4])]
+        self.other = self.mgr.add(3)
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "s.cgt.jsonl")
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def records(self):
+        with open(self.path) as fh:
+            lines = [json.loads(x) for x in fh if x.strip()]
+        return lines[0], lines[1:]
+
+    def test_dead_cached_output_handed_to_backward_is_saved(self):
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with cgtrace.record(self.path) as rec:
+            for i in range(4):
+                cgt.mark_step_begin()
+                _invocation()
+                y, act = self.mgr._run([Tensor([4])], self.fw)
+                # autograd keeps act (C++ side: no Python reference the
+                # tree's refcount check sees); the program drops its own
+                node = self.mgr.roots.get(self.fw, [None])[0]
+                keep = node is not None and i >= 2
+                if not keep:
+                    autograd = act  # a recording's output: its storage is held
+                del act
+                # the program goes on (another compiled call): the tree
+                # counts the replay's cached act dead by now
+                _invocation()
+                z, = self.mgr._run([y], self.other)
+                # the backward gets the saved tensor back: on replays the
+                # same object as the node's cached output
+                act = node.cached_tensor_outputs[1] if keep else autograd
+                autograd = None
+                g, = self.mgr._run([act, Tensor([4])], self.bw)
+                del y, z, g, act
+        self.assertIsNone(rec.error)
+        _, recs = self.records()
+        saved = [r for r in recs if r["op"] == "saved"]
+        self.assertEqual(len(saved), 2, [r for r in recs if r["op"] not in ("expect",)])
+        outs = {o: r for r in recs if r["op"] == "call" for o in r.get("out", [])}
+        for s in saved:
+            # of: the forward's dead second output, deleted before the record
+            fw = next(r["fn"] for r in recs if r["op"] == "def" and r["mode"] == "forward")
+            self.assertEqual((outs[s["of"]]["fn"], outs[s["of"]]["out"].index(s["of"])), (fw, 1))
+            i = recs.index(s)
+            dels = [n for r in recs[:i] if r["op"] == "del" for n in r["names"]]
+            self.assertIn(s["of"], dels)
+            # the backward's first argument is the saved name, which dies after it
+            call = next(r for r in recs[i:] if r["op"] == "call")
+            self.assertEqual(call["args"][0], s["name"])
+            later = [n for r in recs[recs.index(call):] if r["op"] == "del" for n in r["names"]]
+            self.assertIn(s["name"], later)
+
+    def test_defs_say_their_static_inputs(self):
+        with cgtrace.record(self.path):
+            for _ in range(3):
+                _invocation()
+                y, act = self.mgr._run([Tensor([4])], self.fw)
+                g, = self.mgr._run([act, Tensor([4])], self.bw)
+                del y, act, g
+        _, recs = self.records()
+        static = {r["fn"]: r.get("static") for r in recs if r["op"] == "def"}
+        self.assertEqual(sorted(static.values()), [[], [0]])
+
+    def test_replaced_param_data_comes_before_new_inputs(self):
+        """`p.data = new; f(torch.rand(...))`: the new data was made first, so
+        its record comes before the new input's, and the old data's del
+        before the input (which may take its memory)."""
+        fid = self.mgr.add(2, static=[1])
+        self.mgr.models[2] = lambda ins: [Tensor([4])]
+        w = Tensor([4])
+        with cgtrace.record(self.path):
+            for _ in range(3):
+                _invocation()
+                out, = self.mgr._run([Tensor([4]), w], fid)
+                del out
+                w._storage = Storage(16)  # w.data = new data
+        _, recs = self.records()
+        ops = [(r["op"], r.get("name") or r.get("names")) for r in recs if r["op"] in ("tensor", "param", "del")]
+        params = [n for op, n in ops if op == "param"]
+        for p in params[1:]:
+            i = ops.index(("param", p))
+            self.assertEqual(ops[i + 1][0], "del", ops)  # the old data's name
+            self.assertEqual(ops[i + 2][0], "tensor", ops)  # then the call's new input
 
 
 class SteadyLoopTest(unittest.TestCase):
@@ -1261,6 +1363,27 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(v, {"op": "eager", "out": "view", "k": "view", "a": "base", "shape": [3],
                              "offset": 2, "strides": [4]})
 
+    def test_cudagraph_or_error_raise_keeps_the_mutation(self):
+        """triton.cudagraph_or_error makes the tree raise where it would skip
+        cudagraphs (PyTorch's test_cudagraph_or_error: a function mutating
+        its plain input): the call returned nothing, yet its def still says
+        which input it mutates, and the header says the knob is on."""
+        global FOO
+        ind = sys.modules["torch._inductor.config"]
+        ind.triton.cudagraph_or_error = True
+        FOO = MGR.add(0, mutated=(0,))
+        MGR.fail.add(0)
+        with cgtrace.record(self.path):
+            with self.assertRaises(RuntimeError):
+                foo(Tensor([4]))
+        header, recs = self.records()
+        self.assertIs(header["config"].get("cudagraph_or_error"), True)
+        d = next(r for r in recs if r["op"] == "def")
+        self.assertEqual([st["out"] for st in d["body"] if st["out"] in d["params"]], d["params"][:1], d)
+        self.assertEqual(d["static"], [])
+        self.assertEqual(cgtrace.settings_from_knobs({"triton.cudagraph_or_error": False}),
+                         {"cudagraph_or_error": False})
+
     def test_settings_from_config_and_their_changes(self):
         """The header holds PyTorch's settings in force at the start; a knob a
         test patches mid-program becomes a `config` record before the next
@@ -1270,6 +1393,7 @@ class RecorderTest(unittest.TestCase):
         ind.triton.skip_cudagraph_warmup = True
         ind.triton.cudagraph_support_input_mutation = True
         ind.triton.cudagraph_dynamic_shape_warn_limit = 8
+        ind.triton.force_cudagraph_sync = False
         dyn.inline_inbuilt_nn_modules = False
         dyn.recompile_limit = 3
         with cgtrace.record(self.path):
@@ -1280,6 +1404,7 @@ class RecorderTest(unittest.TestCase):
             foo(Tensor([4]))
             foo(Tensor([4]))  # nothing changed: no record
             ind.triton.cudagraph_dynamic_shape_warn_limit = 2
+            ind.triton.force_cudagraph_sync = True
             dyn.inline_inbuilt_nn_modules = True
             # knobs without a format key are looked at on steps and first calls
             sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin()
@@ -1288,20 +1413,21 @@ class RecorderTest(unittest.TestCase):
         self.assertEqual(header["config"], {"warmup_runs": 0, "rerecord_limit": 128, "recompile_limit": 3,
                                             "support_input_mutation": True, "automatic_dynamic_shapes": True,
                                             "assume_static_by_default": True,
-                                            "inline_inbuilt_nn_modules": False})
-        self.assertEqual(header["meta"]["torch_config"]["triton.cudagraph_dynamic_shape_warn_limit"], 8)
+                                            "inline_inbuilt_nn_modules": False,
+                                            "dynamic_shape_warn_limit": 8})
+        self.assertEqual(header["meta"]["torch_config"]["triton.force_cudagraph_sync"], False)
         ops = [r["op"] for r in recs if r["op"] != "def"]
         self.assertEqual(ops.count("config"), 2)
         cfgs = [r for r in recs if r["op"] == "config"]
         self.assertEqual(cfgs[0], {"op": "config", "warmup_runs": 1, "rerecord_limit": 0,
                                    "automatic_dynamic_shapes": False})
         self.assertEqual(cfgs[1], {"op": "config", "rerecord_limit": cgtrace.UNBOUNDED,
-                                   "inline_inbuilt_nn_modules": True})
+                                   "dynamic_shape_warn_limit": 2, "inline_inbuilt_nn_modules": True})
         i = recs.index(cfgs[0])
         # in force from the second call on: no call between them
         self.assertEqual([r["op"] for r in recs[:i]].count("call"), 1)
         notes = [r["text"] for r in recs if r["op"] == "note"]
-        self.assertEqual(notes, ["torch config triton.cudagraph_dynamic_shape_warn_limit changed to 2"])
+        self.assertEqual(notes, ["torch config triton.force_cudagraph_sync changed to True"])
 
     def test_host_reads_of_tree_outputs(self):
         """.item(), print, .cpu() of a tree output (or a view of one) are
