@@ -1860,15 +1860,10 @@ class _Knobs:
                 entry = _Knobs._alias_entry(alias)
                 if entry is None:
                     return getter
-            if "user_override" in vars(entry):
-                u = vars(entry)["user_override"]
-            elif not hasattr(type(entry), "user_override"):
-                return getter
-            else:
-                # 2.11: a dataclass field whose default (_UNSET_SENTINEL)
-                # is the class's attribute until the knob is first set,
-                # when the instance gets its own; getattr sees both.
-                u = None
+            # 2.11: a dataclass field whose default (_UNSET_SENTINEL) is the
+            # class's attribute until the knob is first set, when the
+            # instance gets its own; getattr sees both (and a slot).
+            u = getattr(entry, "user_override")
         except Exception:  # not torch's ConfigModule as this recorder knows it
             return getter
         if isinstance(u, contextvars.ContextVar):

@@ -646,6 +646,40 @@ class KnobsTest(unittest.TestCase):
             ConfigModule.__getattr__ = real
         self.assertEqual(reads, [])
 
+    def test_probes_of_slotted_entries(self):
+        """An entry class with __slots__ (no instance __dict__) is probed the
+        same way: its user_override, read by getattr, never the knob."""
+        class SlottedEntry:
+            __slots__ = ("default", "hide", "alias", "env_value_force", "env_value_default",
+                         "justknob", "user_override")
+
+            def __init__(self, default):
+                self.default, self.hide, self.alias, self.justknob = default, False, None, None
+                self.env_value_force = self.env_value_default = self.user_override = _UNSET
+
+            def get(self):
+                return self.user_override
+
+            def set(self, value):
+                self.user_override = value
+
+        ind, dyn, _ = self.knobs(False)
+        dyn._config["recompile_limit"] = SlottedEntry(8)
+        k = cgtrace._Knobs(ind, dyn)
+        k.changed()
+        reads = []
+        real = ConfigModule.__getattr__
+        ConfigModule.__getattr__ = lambda mod, name: reads.append(name) or real(mod, name)
+        try:
+            self.assertFalse(k.changed())
+            dyn.recompile_limit = 2
+            self.assertTrue(k.changed())
+            self.assertFalse(k.changed())
+        finally:
+            ConfigModule.__getattr__ = real
+        self.assertEqual(reads, [])
+        self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 2)
+
     def test_alias_is_probed_at_its_target(self):
         """An aliased knob (Config(alias=...), as 2.11's cache_size_limit is
         of recompile_limit) keeps no value: its probe is its target's
