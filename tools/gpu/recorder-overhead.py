@@ -56,8 +56,8 @@ def time_loop(step, iters, sync, clock=time.perf_counter):
 
 def _timed_recording(step, iters, sync, record, path, clock):
     """(us/call of the loop inside record(path), ms its exit took, the calls
-    that took the recorder's short path, or None from a recorder that does
-    not count them)."""
+    that took the recorder's short path, the knobs it read at every call;
+    each None from a recorder that does not say)."""
     rec = record(path)
     rec.__enter__()
     try:
@@ -68,7 +68,7 @@ def _timed_recording(step, iters, sync, record, path, clock):
         ms = (time.perf_counter() - t0) * 1e3
     if getattr(rec, "error", None):
         raise RuntimeError("the recording failed: %s" % rec.error)
-    return us, ms, getattr(rec, "short_calls", None)
+    return us, ms, getattr(rec, "short_calls", None), getattr(getattr(rec, "_knobs", None), "read_per_call", None)
 
 
 def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None, baseline=None,
@@ -80,7 +80,10 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     `write_ms` (median time the recording's exit took to write its trace)
     and `short_path_calls` (per round, the calls that took the recorder's
     short path for a replay like the last: all but the first of a steady
-    loop's, when the path is taken; None from a recorder without one).
+    loop's, when the path is taken; None from a recorder without one);
+    `knobs_read_per_call`, the format's knobs the recorder reads through
+    torch's config module at every call instead of probing their entries
+    (none, when it knows this torch's config; None: it does not say).
 
     `baseline(path)`, another recorder (the one before a change, loaded
     from its file), is timed in the same rounds, right after the current
@@ -99,7 +102,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         for r in range(rounds):
             off.append(time_loop(step, iters, sync, clock))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            us, ms, n = _timed_recording(step, iters, sync, record, path, clock)
+            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock)
             on.append(us)
             write_ms.append(ms)
             short.append(n)
@@ -107,7 +110,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
             if baseline is not None:
                 path = os.path.join(d, "base%d.cgt.jsonl" % r)
-                us, ms, _ = _timed_recording(step, iters, sync, baseline, path, clock)
+                us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock)
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
@@ -120,6 +123,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         "trace_bytes_per_call": statistics.median(sizes) / iters,
         "calls_recorded": calls,
         "short_path_calls": short,
+        "knobs_read_per_call": knobs_read,
         "write_ms": statistics.median(write_ms),
     }
     if baseline is not None:
@@ -170,6 +174,9 @@ def report(name, res, out=None):
              res["trace_bytes_per_call"], res["write_ms"],
              "; short path %d of %d calls" % (statistics.median(short), res["iters"]) if short else ""),
           file=out)
+    if res.get("knobs_read_per_call"):
+        print("%s: knobs read through the config module at every call: %s"
+              % (name, ", ".join(res["knobs_read_per_call"])), file=out)
     if "base" in res:
         print("%s, baseline recorder: recording %.1f us/call, added %.1f us/call (medians, same rounds); "
               "trace %.0f B/call, written in %.1f ms"

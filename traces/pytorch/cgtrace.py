@@ -1828,6 +1828,11 @@ class _Knobs:
         owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
         probe = {n: self._probe(owner[n], n, g) for n, g in self.getters}
         self.probes = [probe[n] for n, _ in self.mapped]
+        # The format's knobs whose probe is a read of the knob (an alias
+        # without a loaded target, an implied knob, a config of another
+        # shape): each costs a ConfigModule.__getattr__ at every call.
+        # tools/gpu/recorder-overhead.py reports them.
+        self.read_per_call = [n for n, g in self.mapped if probe[n] is g]
         self.all_probes = [probe[n] for n, _ in self.getters]
         # The probes' answers at the last changed(), for the mapped knobs and
         # for all of them.

@@ -97,8 +97,9 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
         # the steady loop's replays take the short path, all but each
-        # recording's first (which makes the plan)
+        # recording's first (which makes the plan); every knob is probed
         self.assertEqual(res["short_path_calls"], [19, 19])
+        self.assertEqual(res["knobs_read_per_call"], [])
         self.assertIn("; short path 19 of 20 calls", lines[-2])
 
     def test_baseline_and_profile(self):

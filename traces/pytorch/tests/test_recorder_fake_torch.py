@@ -634,6 +634,7 @@ class KnobsTest(unittest.TestCase):
 
     def test_probes_read_no_knob(self):
         ind, dyn, k = self.knobs(False)
+        self.assertEqual(k.read_per_call, [])
         k.changed()
         reads = []
         real = ConfigModule.__getattr__
@@ -714,6 +715,9 @@ class KnobsTest(unittest.TestCase):
         dyn = types.ModuleType("torch._dynamo.config")
         dyn.recompile_limit = 8
         k = cgtrace._Knobs(ind, dyn)
+        # (what recorder-overhead.py reports: reads at every call, of the
+        # knobs it has and of those it lacks, which read None)
+        self.assertLessEqual({"recompile_limit", "triton.skip_cudagraph_warmup"}, set(k.read_per_call))
         k.changed()
         self.assertFalse(k.changed())
         ind.triton.skip_cudagraph_warmup = True
