@@ -19,7 +19,10 @@ paid once, not per call.
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
-plus the trace's bytes per call and the time to write it. Needs a CUDA GPU
+plus the trace's bytes per call, the time to write it, and how many calls
+took the recorder's short path for a replay like the last one (all but
+each recording's first, when the steady loop is steady as the recorder
+sees it: the figure to look at when `added` is high). Needs a CUDA GPU
 and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
@@ -52,7 +55,9 @@ def time_loop(step, iters, sync, clock=time.perf_counter):
 
 
 def _timed_recording(step, iters, sync, record, path, clock):
-    """(us/call of the loop inside record(path), ms its exit took)."""
+    """(us/call of the loop inside record(path), ms its exit took, the calls
+    that took the recorder's short path, the knobs it read at every call;
+    each None from a recorder that does not say)."""
     rec = record(path)
     rec.__enter__()
     try:
@@ -63,7 +68,7 @@ def _timed_recording(step, iters, sync, record, path, clock):
         ms = (time.perf_counter() - t0) * 1e3
     if getattr(rec, "error", None):
         raise RuntimeError("the recording failed: %s" % rec.error)
-    return us, ms
+    return us, ms, getattr(rec, "short_calls", None), getattr(getattr(rec, "_knobs", None), "read_per_call", None)
 
 
 def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None, baseline=None,
@@ -72,7 +77,13 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     `record(path)` makes a recording context (cgtrace.record). Returns a
     dict: per-round lists `off`, `on`, `added` (us/call), their medians,
     `trace_bytes_per_call`, `calls_recorded` (per round, from the trace) and
-    `write_ms` (median time the recording's exit took to write its trace).
+    `write_ms` (median time the recording's exit took to write its trace)
+    and `short_path_calls` (per round, the calls that took the recorder's
+    short path for a replay like the last: all but the first of a steady
+    loop's, when the path is taken; None from a recorder without one);
+    `knobs_read_per_call`, the format's knobs the recorder reads through
+    torch's config module at every call instead of probing their entries
+    (none, when it knows this torch's config; None: it does not say).
 
     `baseline(path)`, another recorder (the one before a change, loaded
     from its file), is timed in the same rounds, right after the current
@@ -85,20 +96,21 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     for _ in range(warm):
         step()
     sync()
-    off, on, write_ms, sizes, calls = [], [], [], [], []
+    off, on, write_ms, sizes, calls, short = [], [], [], [], [], []
     base, base_ms, base_sizes = [], [], []
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
             off.append(time_loop(step, iters, sync, clock))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            us, ms = _timed_recording(step, iters, sync, record, path, clock)
+            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock)
             on.append(us)
             write_ms.append(ms)
+            short.append(n)
             sizes.append(os.path.getsize(path))
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
             if baseline is not None:
                 path = os.path.join(d, "base%d.cgt.jsonl" % r)
-                us, ms = _timed_recording(step, iters, sync, baseline, path, clock)
+                us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock)
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
@@ -110,6 +122,8 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         "added_median": statistics.median(added),
         "trace_bytes_per_call": statistics.median(sizes) / iters,
         "calls_recorded": calls,
+        "short_path_calls": short,
+        "knobs_read_per_call": knobs_read,
         "write_ms": statistics.median(write_ms),
     }
     if baseline is not None:
@@ -153,10 +167,16 @@ def report(name, res, out=None):
     for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
         print("%s round %d: off %.1f us/call, recording %.1f us/call, added %.1f us/call"
               % (name, i, a, b, c), file=out)
+    short = [n for n in res.get("short_path_calls") or () if n is not None]
     print("%s: off %.1f us/call, recording %.1f us/call, added %.1f us/call (medians of %d rounds of %d calls); "
-          "trace %.0f B/call, written in %.1f ms"
+          "trace %.0f B/call, written in %.1f ms%s"
           % (name, res["off_median"], res["on_median"], res["added_median"], res["rounds"], res["iters"],
-             res["trace_bytes_per_call"], res["write_ms"]), file=out)
+             res["trace_bytes_per_call"], res["write_ms"],
+             "; short path %d of %d calls" % (statistics.median(short), res["iters"]) if short else ""),
+          file=out)
+    if res.get("knobs_read_per_call"):
+        print("%s: knobs read through the config module at every call: %s"
+              % (name, ", ".join(res["knobs_read_per_call"])), file=out)
     if "base" in res:
         print("%s, baseline recorder: recording %.1f us/call, added %.1f us/call (medians, same rounds); "
               "trace %.0f B/call, written in %.1f ms"

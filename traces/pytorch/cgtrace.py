@@ -36,8 +36,14 @@ the program runs, for `cgtviz run --follow` (one write per compiled call).
 What a recorded call costs the program is measured by
 tools/gpu/recorder-overhead.py: a steady replay loop's call goes through
 names found by object identity, kept Facts, shared records (expects,
-steps, args lists) and probes of the config, and asks torch nothing about
-a tensor it already holds.
+steps, args lists) and probes of the config (each knob's user_override
+read off its _ConfigEntry: 2.11's plain attribute, whose unset default
+lives on the class, or a later ContextVar; never ConfigModule.__getattr__),
+and asks torch nothing about a tensor it already holds. A replay like its
+function's last one (the memo's inputs, the same node handing out the same
+cached outputs) takes a short path, _ReplayPlan and Recorder._fast_after:
+its call and del are lines joined from a template, no record dict, Fact or
+list built, and the general path's records, in its order, the result.
 
 The module needs only the standard library until recording starts; torch is
 imported then. Everything that does not touch torch (JSON writing, body
@@ -263,6 +269,8 @@ class _LineEncoder:
     def line(self, r):
         if r is _STEP:
             return _STEP_LINE
+        if type(r) is str:  # a line made whole where it was recorded (Recorder._fast_after)
+            return r
         op = r.get("op")
         if op == "call":
             got = self._call(r)
@@ -800,7 +808,7 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -816,6 +824,48 @@ class _FnState:
         # The torch side's memo of the last call's inputs, when all were
         # named tensors: (their weak references, their entries).
         self.memo = None
+        # The torch side's _ReplayPlan: what the last call, a replay, left
+        # behind, for the next one to take the short path (or None).
+        self.plan = None
+
+
+class _ReplayPlan:
+    """What a steady replay of a function leaves for the next call of it
+    (Recorder._fast_after): the node it replayed, PyTorch's decision about
+    it (its expect record, shared), and the entries of its outputs (the
+    node's cached tensors, renamed at every replay), with the names they
+    have now. The next call takes the short path only when all of it
+    still holds; otherwise the general one runs, as if there were no plan.
+
+    `head` is the call line up to its first output name ('{"op": "call",
+    "fn": ..., "args": [...], "out": ["'), made once, when the function's
+    name and the args are names json.dumps writes as they are (None
+    otherwise: the call is then a record like any other)."""
+
+    __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
+                 "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key")
+
+    def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
+        self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
+        self.node_keys, self.ckpt, self.dev = node_keys, ckpt, dev
+        self.dev_key = str(dev)  # Recorder._trees' key
+        self.ekey, self.expect = ekey, expect
+        self.entries = entries  # tuple of _Entry, by output position
+        self.names = names  # tuple of their names after the last call
+        self.prefix = fn + "_c"
+        self.suffixes = tuple("_%d" % i for i in range(len(entries)))
+        fj = _names_json([fn])
+        self.fn_json = fj[1:-1] if fj is not None else None  # None: the names are no template's
+        self.args = self.head = None
+        self.set_args(args)
+
+    def set_args(self, args):
+        """The call line's head for this args list (a loop's calls share one)."""
+        self.args = args
+        self.argset = frozenset(args)
+        aj = _names_json(args) if self.fn_json is not None else None
+        self.head = (None if aj is None else
+                     '{"op": "call", "fn": ' + self.fn_json + ', "args": ' + aj + ', "out": ["')
 
 
 def _known_name(e, obj):
@@ -1100,6 +1150,8 @@ class Session:
             else:
                 args = set(names)
                 self._argset = (names, args)
+            if args.isdisjoint(watch):  # (a steady loop: only its outputs are polled)
+                return
             names = [n for n in watch if n in args]
         dead = None
         for n in names:
@@ -1574,6 +1626,35 @@ class Session:
             self._watch[name] = e
         return True
 
+    def _rename_replayed(self, e, name):
+        """_rename for the output entry of a replay the recorder's short path
+        checked (Recorder._fast_after): the same object as the entry's, over
+        the same storage, named there, polled (not held), so of _rename
+        only what changes is done."""
+        old = e.name
+        if e.in_memo:
+            self.epoch += 1
+        self.order += 1
+        e.order = self.order
+        entries = self.entries
+        del entries[old]
+        entries[name] = e
+        st = e.fact.storage
+        same = self.by_storage[st]
+        del same[old]
+        same[name] = e
+        if self.out_storage.get(st, old) == old:
+            if len(same) == 1:
+                self.out_storage[st] = name
+            else:
+                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+        self.by_obj[e.obj_id] = name
+        self.by_view[e.fact.view_key] = name
+        e.name = name
+        watch = self._watch
+        watch.pop(old, None)
+        watch[name] = e
+
     def _define(self, fs, ctx, outputs):
         ins = ctx["inputs"]
         tidx = ctx["tensor_idx"]
@@ -1747,6 +1828,11 @@ class _Knobs:
         owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
         probe = {n: self._probe(owner[n], n, g) for n, g in self.getters}
         self.probes = [probe[n] for n, _ in self.mapped]
+        # The format's knobs whose probe is a read of the knob (an alias
+        # without a loaded target, an implied knob, a config of another
+        # shape): each costs a ConfigModule.__getattr__ at every call.
+        # tools/gpu/recorder-overhead.py reports them.
+        self.read_per_call = [n for n, g in self.mapped if probe[n] is g]
         self.all_probes = [probe[n] for n, _ in self.getters]
         # The probes' answers at the last changed(), for the mapped knobs and
         # for all of them.
@@ -1770,14 +1856,39 @@ class _Knobs:
                 # A knob this torch lacks: it reads None until made (which
                 # only a stand-in does), and reading it raises inside.
                 return functools.partial(operator.contains, cfg, name)
-            if entry is None or getattr(entry, "alias", None) is not None or name in implied:
+            if entry is None or name in implied:
                 return getter
-            u = vars(entry)["user_override"]
+            alias = getattr(entry, "alias", None)
+            if alias is not None:
+                # An alias keeps no value of its own: a set writes its
+                # target (_set_alias_val), whose entry is probed instead.
+                entry = _Knobs._alias_entry(alias)
+                if entry is None:
+                    return getter
+            # 2.11: a dataclass field whose default (_UNSET_SENTINEL) is the
+            # class's attribute until the knob is first set, when the
+            # instance gets its own; getattr sees both (and a slot).
+            u = getattr(entry, "user_override")
         except Exception:  # not torch's ConfigModule as this recorder knows it
             return getter
         if isinstance(u, contextvars.ContextVar):
             return u.get
         return functools.partial(getattr, entry, "user_override")
+
+    @staticmethod
+    def _alias_entry(alias):
+        """The _ConfigEntry an alias ("torch._dynamo.config.x") names, if
+        its module is a loaded ConfigModule holding a plain entry for it;
+        else None (the alias is then probed by reading it)."""
+        mod_name, _, key = alias.rpartition(".")
+        mod = sys.modules.get(mod_name)
+        cfg = vars(mod).get("_config") if mod is not None else None
+        entry = cfg.get(key) if isinstance(cfg, dict) else None
+        if entry is None or getattr(entry, "alias", None) is not None:
+            return None
+        if key in (vars(mod).get("_implications") or ()):
+            return None
+        return entry
 
     def changed(self, all_knobs=False):
         """Whether one of the format's knobs (all_knobs: any knob) may have
@@ -1847,6 +1958,9 @@ class _Knobs:
         self.last = out
         self.mapped_vals = [out.get(n, _MISSING) for n, _ in self.mapped]
         return out
+# tls.actions of a call that replayed one node and did nothing else.
+_REPLAYED = ["replay"]
+_NO_NAMES = {}  # (never written: what by_storage.get gives for a storage it lacks)
 _ACTIVE = {"recorder": None}
 _ABSENT = object()  # a patched attribute the class did not define itself
 # Tensor methods through which the host reads a tensor's values (print goes
@@ -1894,6 +2008,9 @@ class Recorder:
         self._fid_cache = {}  # id(FunctionID) -> (its weakref, the manager's, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
         self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
+        # Calls that took the short path (_fast_after): what
+        # tools/gpu/recorder-overhead.py reports, to show the path is taken.
+        self.short_calls = 0
 
     # -- install / remove
 
@@ -1943,8 +2060,12 @@ class Recorder:
         orig_exec = self._saved[(M, "execute_node")]
 
         def execute_node(mgr, node, new_inputs):
-            # Noted before running, so a replay that raises still says what ran.
-            rec._note_action(mgr, "replay", node)
+            # Noted before running, so a replay that raises still says what ran
+            # (_note_action, inline: every replay passes here).
+            tls = rec.tls
+            if getattr(tls, "depth", 0) > 0:
+                tls.actions.append("replay")
+                tls.node = node
             return orig_exec(mgr, node, new_inputs)
 
         orig_record = self._saved[(M, "record_function")]
@@ -2190,11 +2311,14 @@ class Recorder:
                 if self._box.mark_step_counter != self._mark_counter:
                     self._catch_up_steps()
                 session = self.session
-                session.step()
+                session.flush_deaths()  # Session.step, inline
+                counts = session.counts
+                counts["steps"] += 1
+                session.trace.records.append(_STEP)
                 # Every knob's probe every 64th step (for the notes), and every
                 # knob itself every 4096th (a change a probe could miss); the
                 # format's settings are looked at at each call anyway.
-                n = session.counts["steps"]
+                n = counts["steps"]
                 if n % 64 == 1 and (self._knobs.changed(all_knobs=True) or n % 4096 == 1):
                     raw = self._knobs.read()
                     if raw != self._raw:
@@ -2300,7 +2424,6 @@ class Recorder:
                 return self._record_call(orig, mgr, new_inputs, function_id)
             finally:
                 tls.depth = 0
-                tls.actions = []
                 tls.node = None
                 if self.follow:
                     self._flush()
@@ -2309,7 +2432,8 @@ class Recorder:
         """Runs the tree's call between the recorder's before and after
         parts. Whatever the recorder raises is its own failure (_fail): the
         program's call runs exactly once and its result or exception is
-        the program's, untouched."""
+        the program's, untouched. (tls.actions, a new list per call, is
+        left as the call made it: only a call reads it, after its own.)"""
         try:
             ctx = self._before_call(mgr, new_inputs, function_id)
         except Exception as e:
@@ -2328,12 +2452,51 @@ class Recorder:
             raise
         if ctx is not None and not self._off:
             try:
-                self._after_call(ctx, mgr, out)
+                fs = ctx["fn"]
+                plan = fs.plan
+                if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
+                    fs.plan = None
+                    self._general_after(ctx, mgr, out)
+                    self._make_plan(ctx, fs, mgr, out)
             except Exception as e:
                 self._fail("after a call", e)
         return out
 
     def _before_call(self, mgr, new_inputs, function_id):
+        # The steady call first: a defined function called through the same
+        # manager, no step missed (then _check_manager and the catch-up
+        # have nothing to do), its last call's inputs (the memo, below).
+        # What is left of the general path is the knobs, the deaths and the
+        # counts; anything else falls through to it, which then finds
+        # nothing more to do for what was done here.
+        got = self._fid_cache.get(id(function_id))
+        if (got is not None and self._box.mark_step_counter == self._mark_counter
+                and got[0]() is function_id and got[1]() is mgr):
+            fs = got[3]
+            memo = fs.memo
+            known = self._known_mgr.get(mgr.device_index)
+            if memo is not None and known is not None and known() is mgr:
+                if self._knobs.changed():
+                    raw = self._knobs.read(all_knobs=False)
+                    if raw is not self._raw and raw != self._raw:
+                        self._on_knobs(raw)
+                session = self.session
+                if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
+                        and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                        and tuple(map(self.torch.Tensor.data_ptr, new_inputs)) == memo[4]):
+                    # Session.begin_known_call, inline, for the memo's args
+                    # (the list the memo's call shared, or equal to it).
+                    session.flush_deaths()
+                    fs.calls += 1
+                    session.counts["calls"] += 1
+                    args = memo[3]
+                    last = fs.last_args
+                    if last is not args:
+                        if last is not None and last == args:
+                            args = last
+                        else:
+                            fs.last_args = args
+                    return {"fn": fs, "args": args, "invocation": self._gen.generation}
         Tensor = self.torch.Tensor
         self._check_manager(mgr)
         if self._box.mark_step_counter != self._mark_counter:
@@ -2444,7 +2607,145 @@ class Recorder:
         del facts
         return ctx
 
-    def _after_call(self, ctx, mgr, out):
+    def _fast_after(self, ctx, fs, plan, mgr, out):
+        """_general_after for a call that replayed the node of the plan, as
+        the last call of its function did, handing out the same cached
+        output objects, which the trace names as the plan says: it writes
+        the same records in the same order (the call, its expect, the dels
+        of dead inputs, the del of the outputs' last names) and leaves the
+        same state, without building Facts, dicts or lists it does not
+        keep. Returns False, having changed nothing, when any of that does
+        not hold.
+
+        What it need not check: the manager and so the device (the caller
+        found fs through the FunctionID's cache entry for this manager);
+        that the node is not None (a replay noted one); plan.expect (the
+        session's _expects never drops or replaces one)."""
+        tls = self.tls
+        node = tls.node
+        entries = plan.entries
+        if (tls.actions != _REPLAYED or node is not plan.node_ref() or type(out) is not list
+                or len(out) != len(entries) or mgr.debug_checkpointing_counter != plan.ckpt):
+            return False
+        wrappers = node.outputs_weakrefs  # (the node the plan was made from has them)
+        if len(wrappers) != len(out):
+            return False
+        session = self.session
+        by_obj_entry = session.by_obj_entry
+        by_storage = session.by_storage
+        # What _general_after asks of each output before it keeps the
+        # output's Fact, and _bind_outputs before it renames its entry.
+        for o, e, name, w in zip(out, entries, plan.names, wrappers):
+            f = e.fact
+            oid = id(o)
+            if (by_obj_entry.get(oid) is not e or e.name is not name or f.obj_ref() is not o
+                    or f.probe.tree_ref is not w or f.held or e.obj_id != oid or e.wr is not None
+                    or by_storage.get(f.storage, _NO_NAMES).get(name) is not e):
+                return False
+        o = e = f = w = None  # no loop variable keeps an output alive past the call
+        # end_call, from here on, for these outputs.
+        calls = str(fs.calls)
+        used = session.names_used
+        outs = []
+        for sfx in plan.suffixes:
+            n = plan.prefix + calls + sfx
+            if n in used:
+                n = session._fresh(n)
+            else:
+                used.add(n)
+            outs.append(n)
+        inv = ctx["invocation"]
+        recs = self.trace.records
+        args = ctx["args"]
+        if args is not plan.args:
+            plan.set_args(args)
+        head = plan.head
+        if head is not None:
+            recs.append(head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+        else:
+            call = {"op": "call", "fn": fs.name, "args": args, "out": outs}
+            if inv is not None:
+                call["invocation"] = int(inv)
+            recs.append(call)
+        counts = session.counts
+        counts["replay"] += 1
+        recs.append(plan.expect)
+        if session._dead_objs or not plan.argset.isdisjoint(session._watch):
+            # (Otherwise _flush_dead has nothing to poll: no argument is.)
+            epoch = session.epoch
+            session._flush_dead(args)
+            if session.epoch != epoch:
+                # An input died in the call and was forgotten: the general
+                # binding decides (the plan's entries may be among them).
+                session._bind_outputs(outs, [e.fact for e in entries])
+                self._tree_after(mgr, _REPLAYED, plan.ckpt)
+                fs.plan = None
+                return True
+        gone = plan.names
+        if len(entries) == 1:
+            session._rename_replayed(entries[0], outs[0])
+        else:
+            gone = [n for _, n in sorted((e.order, e.name) for e in entries)]
+            for e, n in zip(entries, outs):
+                session._rename_replayed(e, n)
+            e = None
+        counts["dels"] += len(gone)
+        if plan.fn_json is not None:  # (the names were made from it: the template writes them)
+            recs.append('{"op": "del", "names": ["' + '", "'.join(gone) + '"]}')
+        else:
+            recs.append({"op": "del", "names": list(gone)})
+        plan.names = tuple(outs)
+        self.short_calls += 1
+        last = self._trees.get(plan.dev_key)
+        if last is None or last["checkpoints"] != plan.ckpt:
+            self._trees[plan.dev_key] = _tree_stats(mgr)
+        return True
+
+    def _tree_after(self, mgr, actions, ckpt):
+        # Kept per call (the manager is gone by the time recording stops when
+        # the program's compiled functions died first), but walked only when
+        # the tree can have changed: a replay or warmup adds no graph node.
+        dev = str(mgr.device_index)
+        last = self._trees.get(dev)
+        if "record" in actions or last is None or last["checkpoints"] != ckpt:
+            self._trees[dev] = _tree_stats(mgr)
+
+    def _make_plan(self, ctx, fs, mgr, out):
+        """After a replay through the general path: the plan that lets the
+        function's next call, if it is the same replay, take _fast_after."""
+        tls = self.tls
+        node = tls.node
+        if (node is None or tls.actions != _REPLAYED or not fs.defined or not fs.out_dense
+                or type(out) is not list or len(out) != len(fs.out_pos) or not out):
+            return
+        wrappers = getattr(node, "outputs_weakrefs", None)
+        if wrappers is None or len(wrappers) != len(out):
+            return
+        session = self.session
+        keys = self._node_keys(mgr)
+        ckpt = mgr.debug_checkpointing_counter
+        ekey = (tls.actions[-1], keys, ckpt, mgr.device_index)
+        exp = session._expects.get(ekey)
+        if exp is None:
+            return
+        entries, names = [], []
+        for o, w in zip(out, wrappers):
+            e = session.by_obj_entry.get(id(o))
+            if (e is None or e.kind != "out" or e.fact.probe is None or e.fact.obj_ref() is not o
+                    or e.fact.probe.tree_ref is not w or w is None or e.fact.held or e in entries):
+                return
+            entries.append(e)
+            names.append(e.name)
+        o = e = None
+        if _names_json(names) is None:
+            return
+        try:
+            fs.plan = _ReplayPlan(node, keys, ckpt, mgr.device_index, ekey, exp, tuple(entries),
+                                  tuple(names), fs.name, ctx["args"])
+        except TypeError:  # a node without weak references: no plan
+            fs.plan = None
+
+    def _general_after(self, ctx, mgr, out):
         Tensor = self.torch.Tensor
         # The tree hands back a list; a model called directly (cudagraphify)
         # may return one tensor, which the tree takes as a single output.
@@ -2489,13 +2790,7 @@ class Recorder:
         # (end_call only reads actions; _on_run gives each call a new list.)
         self.session.end_call(ctx, actions, self._node_keys(mgr), ckpt, outs, None,
                               mgr.device_index)
-        # Kept per call (the manager is gone by the time recording stops when
-        # the program's compiled functions died first), but walked only when
-        # the tree can have changed: a replay or warmup adds no graph node.
-        dev = str(mgr.device_index)
-        last = self._trees.get(dev)
-        if "record" in actions or last is None or last["checkpoints"] != ckpt:
-            self._trees[dev] = _tree_stats(mgr)
+        self._tree_after(mgr, actions, ckpt)
 
     def _fact_or_none(self, t):
         """The Fact of a tensor, or None (with one note per kind) for one

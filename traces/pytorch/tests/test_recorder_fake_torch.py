@@ -344,8 +344,12 @@ _UNSET = object()  # torch.utils._config_module._UNSET_SENTINEL
 
 class ConfigEntry:
     """torch.utils._config_module._ConfigEntry, the fields a read looks at.
-    With contextvar, user_override is a ContextVar (newer PyTorch), else a
-    plain attribute (2.11)."""
+    With contextvar, user_override is a ContextVar made per entry (newer
+    PyTorch), else a plain attribute (2.11) whose unset value is the
+    dataclass field's default: a class attribute, absent from the entry's
+    own __dict__ until the knob is first set, as in torch."""
+
+    user_override = _UNSET  # (2.11: `user_override: Any = _UNSET_SENTINEL`)
 
     def __init__(self, name, default, contextvar=False):
         self.default = default
@@ -353,7 +357,8 @@ class ConfigEntry:
         self.alias = None
         self.env_value_force = self.env_value_default = _UNSET
         self.justknob = None
-        self.user_override = contextvars.ContextVar(name, default=_UNSET) if contextvar else _UNSET
+        if contextvar:
+            self.user_override = contextvars.ContextVar(name, default=_UNSET)
 
     def get(self):
         u = self.user_override
@@ -405,6 +410,9 @@ class ConfigModule(types.ModuleType):
             raise AttributeError("%s.%s does not exist" % (self.__name__, name)) from e
         if entry.hide:
             raise AttributeError("%s.%s does not exist" % (self.__name__, name))
+        if entry.alias is not None:  # (torch's _get_alias_val: the target's value)
+            mod, key = entry.alias.rsplit(".", 1)
+            return getattr(sys.modules[mod], key)
         if entry.env_value_force is not _UNSET:
             return entry.env_value_force
         u = entry.get()
@@ -421,8 +429,37 @@ class ConfigModule(types.ModuleType):
         entry = self._config.get(name)
         if entry is None:
             entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        if entry.alias is not None:  # (torch's _set_alias_val: the target is set)
+            mod, key = entry.alias.rsplit(".", 1)
+            setattr(sys.modules[mod], key, value)
+            return
         entry.set(value)
         entry.hide = False
+
+    def alias(self, name, target):
+        """Makes name an alias of target ("torch._dynamo.config.x"), as
+        Config(alias=...) does: it holds no value of its own."""
+        entry = self._config[name] = ConfigEntry(name, None, self._contextvar)
+        entry.alias = target
+
+    def __delattr__(self, name):
+        # what mock.patch's undo starts with (torch's ConfigModule.__delattr__)
+        entry = self._config[name]
+        entry.set(_UNSET)
+        entry.hide = True
+
+    @contextlib.contextmanager
+    def patch(self, name, value):
+        """config.patch("name", value) as 2.11's ConfigPatch does it: the
+        prior value read, the new one set through __setattr__, the prior
+        one set back the same way on exit (so the knob ends set, not
+        unset)."""
+        prior = self.__getattr__(name)
+        self.__setattr__(name, value)
+        try:
+            yield
+        finally:
+            self.__setattr__(name, prior)
 
 
 class MarkStepBox:
@@ -597,6 +634,7 @@ class KnobsTest(unittest.TestCase):
 
     def test_probes_read_no_knob(self):
         ind, dyn, k = self.knobs(False)
+        self.assertEqual(k.read_per_call, [])
         k.changed()
         reads = []
         real = ConfigModule.__getattr__
@@ -609,6 +647,66 @@ class KnobsTest(unittest.TestCase):
             ConfigModule.__getattr__ = real
         self.assertEqual(reads, [])
 
+    def test_probes_of_slotted_entries(self):
+        """An entry class with __slots__ (no instance __dict__) is probed the
+        same way: its user_override, read by getattr, never the knob."""
+        class SlottedEntry:
+            __slots__ = ("default", "hide", "alias", "env_value_force", "env_value_default",
+                         "justknob", "user_override")
+
+            def __init__(self, default):
+                self.default, self.hide, self.alias, self.justknob = default, False, None, None
+                self.env_value_force = self.env_value_default = self.user_override = _UNSET
+
+            def get(self):
+                return self.user_override
+
+            def set(self, value):
+                self.user_override = value
+
+        ind, dyn, _ = self.knobs(False)
+        dyn._config["recompile_limit"] = SlottedEntry(8)
+        k = cgtrace._Knobs(ind, dyn)
+        k.changed()
+        reads = []
+        real = ConfigModule.__getattr__
+        ConfigModule.__getattr__ = lambda mod, name: reads.append(name) or real(mod, name)
+        try:
+            self.assertFalse(k.changed())
+            dyn.recompile_limit = 2
+            self.assertTrue(k.changed())
+            self.assertFalse(k.changed())
+        finally:
+            ConfigModule.__getattr__ = real
+        self.assertEqual(reads, [])
+        self.assertEqual(k.read(all_knobs=False)["recompile_limit"], 2)
+
+    def test_alias_is_probed_at_its_target(self):
+        """An aliased knob (Config(alias=...), as 2.11's cache_size_limit is
+        of recompile_limit) keeps no value: its probe is its target's
+        entry, so a set through either name is seen, without a read."""
+        for contextvar in (False, True):
+            with self.subTest(contextvar=contextvar):
+                dyn = ConfigModule("torch._dynamo.config", {"recompile_limit": 8}, contextvar=contextvar)
+                dyn.alias("old_limit", "torch._dynamo.config.recompile_limit")
+                saved = sys.modules.get("torch._dynamo.config")
+                sys.modules["torch._dynamo.config"] = dyn
+                try:
+                    probe = cgtrace._Knobs._probe(dyn, "old_limit", lambda: self.fail("read the knob"))
+                    first = probe()
+                    dyn.old_limit = 3
+                    self.assertEqual(dyn.recompile_limit, 3)
+                    moved = probe()
+                    self.assertNotEqual(moved, first)
+                    dyn.recompile_limit = 5
+                    self.assertNotEqual(probe(), moved)
+                    # a target this torch cannot resolve: the alias is read
+                    dyn.alias("lost", "torch._nowhere.config.x")
+                    getter = object()
+                    self.assertIs(cgtrace._Knobs._probe(dyn, "lost", getter), getter)
+                finally:
+                    sys.modules["torch._dynamo.config"] = saved
+
     def test_config_of_another_shape_is_read(self):
         """A config that is not a ConfigModule (a plain module) is probed by
         reading its knobs: a change is still seen."""
@@ -617,6 +715,9 @@ class KnobsTest(unittest.TestCase):
         dyn = types.ModuleType("torch._dynamo.config")
         dyn.recompile_limit = 8
         k = cgtrace._Knobs(ind, dyn)
+        # (what recorder-overhead.py reports: reads at every call, of the
+        # knobs it has and of those it lacks, which read None)
+        self.assertLessEqual({"recompile_limit", "triton.skip_cudagraph_warmup"}, set(k.read_per_call))
         k.changed()
         self.assertFalse(k.changed())
         ind.triton.skip_cudagraph_warmup = True
@@ -831,6 +932,146 @@ class SteadyLoopTest(unittest.TestCase):
         with open(self.path) as fh:
             lines = [json.loads(x) for x in fh if x.strip()]
         return lines[0], lines[1:]
+
+
+class FastPathTest(unittest.TestCase):
+    """A replay like the last one of its function takes the recorder's short
+    path (Recorder._fast_after): it must write what the general path writes,
+    record for record, through whatever a program does between two
+    replays (a knob set, patched or mocked; an output dropped; a fresh
+    input; a parameter swapped; chained functions; two outputs)."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def scenario(self, path, follow=False):
+        """Records the program into path (streamed, with follow); returns
+        (the recorder, how many calls took the short path)."""
+        from unittest import mock
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        ind = sys.modules["torch._inductor.config"]
+        dyn = sys.modules["torch._dynamo.config"]
+        ind.triton.skip_cudagraph_warmup = False
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0, 1])
+        g = mgr.add(1)
+        two = mgr.add(2, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        mgr.models[1] = lambda ins: [Tensor([2, 4])]
+        mgr.models[2] = lambda ins: [Tensor([3]), Tensor([5])]
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        fast = [0]
+        real = cgtrace.Recorder._fast_after
+
+        def counted(rec, *a):
+            took = real(rec, *a)
+            fast[0] += took
+            return took
+
+        with mock.patch.object(cgtrace.Recorder, "_fast_after", counted):
+            with cgtrace.record(path, follow=follow) as rec, contextlib.ExitStack() as patched:
+                y = z = pair = None
+                for i in range(40):
+                    cgt.mark_step_begin()
+                    _invocation()
+                    if i == 12:
+                        ind.triton.skip_cudagraph_warmup = True  # a plain set between two replays
+                    if i == 16:
+                        y = None  # the program drops the output before the next call
+                    if i == 20:
+                        x = Tensor([2, 4])  # a fresh input: named at its first call
+                    if i == 24:
+                        params[1] = Tensor([4, 4])  # a swapped parameter
+                    if i == 26:  # config.patch entered here, left at i == 29
+                        patched.enter_context(ind.patch("triton.cudagraph_unexpected_rerecord_limit", 3))
+                    if i == 29:
+                        patched.close()
+                    if i == 30:
+                        with mock.patch.object(dyn, "recompile_limit", 2):
+                            y, = mgr._run(params + [x], f)
+                    else:
+                        y, = mgr._run(params + [x], f)
+                    if i >= 5:
+                        z, = mgr._run([y], g)  # chained: g takes f's renamed output
+                    pair = mgr._run([params[0]], two)
+                del y, z, pair
+        self.assertIsNone(rec.error)
+        return rec, fast[0]
+
+    def read(self, path):
+        with open(path) as fh:
+            return fh.read().splitlines()
+
+    def test_short_path_writes_what_the_general_path_writes(self):
+        fast_path = os.path.join(self.dir.name, "fast.cgt.jsonl")
+        slow_path = os.path.join(self.dir.name, "slow.cgt.jsonl")
+        _, took = self.scenario(fast_path)
+        self.assertGreater(took, 60)  # most of the 115 calls: the test compares something
+        from unittest import mock
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        with mock.patch.object(cgtrace.Recorder, "_fast_after", lambda *a: False):
+            _, none = self.scenario(slow_path)
+        self.assertEqual(none, 0)
+        fast, slow = self.read(fast_path), self.read(slow_path)
+        self.assertEqual(len(fast), len(slow))
+        for i, (a, b) in enumerate(zip(fast[1:], slow[1:])):  # (the header names the file)
+            self.assertEqual(a, b, "line %d" % (i + 2))
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(fast_path), [])
+
+    def test_streamed_short_path_writes_the_same_records(self):
+        """Followed, the short path's lines are streamed as they are made:
+        the same records as the whole trace's (defs and notes aside, which
+        a stream places otherwise)."""
+        whole = os.path.join(self.dir.name, "whole.cgt.jsonl")
+        streamed = os.path.join(self.dir.name, "streamed.cgt.jsonl")
+        _, took = self.scenario(whole)
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        _, took_streamed = self.scenario(streamed, follow=True)
+        self.assertEqual(took_streamed, took)
+        self.assertGreater(took, 60)
+
+        def body(path):
+            return [x for x in self.read(path)[1:] if json.loads(x)["op"] not in ("def", "note")]
+        self.assertEqual(body(streamed), body(whole))
+
+    def test_config_changes_between_replays_are_written(self):
+        path = os.path.join(self.dir.name, "cfg.cgt.jsonl")
+        self.scenario(path)
+        recs = [json.loads(x) for x in self.read(path)[1:]]
+        cfgs = [(i, r) for i, r in enumerate(recs) if r["op"] == "config"]
+        self.assertEqual([r for _, r in cfgs], [
+            {"op": "config", "warmup_runs": 0},  # the plain set
+            {"op": "config", "rerecord_limit": 3},  # config.patch entered ...
+            {"op": "config", "rerecord_limit": 128},  # ... and left
+            {"op": "config", "recompile_limit": 2},  # mock.patch.object set ...
+            {"op": "config", "recompile_limit": 8},  # ... and undone
+        ])
+        # each lands right before the first call that runs under it: f's
+        # 13th call, its 27th (the patch's first), 30th (after it), 31st
+        # (mocked), and g's 26th, the call after the mock's undo
+        f, _, g = [r["fn"] for r in recs if r["op"] == "def"]  # (in first-call order)
+        seen, before = {}, {}
+        for i, r in enumerate(recs):
+            if r["op"] == "call":
+                seen[r["fn"]] = seen.get(r["fn"], 0) + 1
+                for j in [j for j in before if before[j] is None]:
+                    before[j] = (r["fn"], seen[r["fn"]])
+            elif r["op"] == "config":
+                before[i] = None
+        self.assertEqual([before[i] for i, _ in cfgs], [(f, 13), (f, 27), (f, 30), (f, 31), (g, 26)])
 
 
 class FollowTest(unittest.TestCase):
