@@ -15,13 +15,15 @@ import (
 // A trace listed here that starts to pass fails the test, so the list
 // shrinks with the engine.
 var peerDifferences = map[string]string{
-	"test_cudagraph_or_error": "triton.cudagraph_or_error (raise where cudagraphs are skipped) is not modelled, and the recorder cannot see the mutation of a function skipped before it reached the tree",
+	// None since run 14 (docs/gpu-runs/2026-12-01-h200.md): every trace of
+	// the suite meets every expectation. A new difference goes here, with
+	// its reason, until the engine models it.
 }
 
 // TestPeerSuite replays PyTorch's test/inductor/test_cudagraph_trees.py
 // (bbus/pytorch at 35f093e4, about the 2.11 branch cut) as recorded test by
 // test on the H200 with traces/pytorch/cgtrace.py (tools/gpu/peer-and-engine-run.sh,
-// docs/gpu-runs/2026-12-01-h200.md, run 13): every expectation PyTorch's
+// docs/gpu-runs/2026-12-01-h200.md, run 14): every expectation PyTorch's
 // tree met must hold here, on sim, and on the GPU under CGTVIZ_DEVICE=cuda.
 func TestPeerSuite(t *testing.T) {
 	files, err := filepath.Glob("testdata/peer/*.cgt.jsonl.gz")
