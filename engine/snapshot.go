@@ -17,19 +17,20 @@ import (
 // fast path slow, so a record saves in two tiers:
 //
 //   - lightState, at the start of every record: the handful of scalars the
-//     replay path changes before it can fail.
+//     replay path changes before it can fail. The tensor table's journal
+//     (tableJournal) begins there too: it logs the first value of each
+//     object the record changes, the replay path's included.
 //   - snapshot, taken by markHeavy just before the first mutation of
-//     anything else (tensors, nodes, the allocator). Only light fields can
-//     have changed before that point, so restoring the snapshot and then
-//     the light fields gives back the state at the start of the record.
-//     The tensor table is saved by value (tableSnap) and the allocators
-//     are copied whole (they scale with memory); a device that journals
-//     (sim) saves only what the record overwrites (journaler), any other
-//     Snapshotter is snapshotted;
-//     the managers, whose trees grow with the program, are not: each
-//     mutation of a manager logs its undo (onUndo, keepNode), and one that
-//     changes nothing else needs no snapshot, so a record costs the same
-//     in a tree of ten nodes or ten thousand.
+//     anything else (nodes, the allocator, the device). Only light fields
+//     and tensors can have changed before that point, so restoring the
+//     snapshot, the tensor table and then the light fields gives back the
+//     state at the start of the record. Each allocator opens a mark of its
+//     journal (alloc.Allocator.Mark); a device that journals (sim) saves
+//     only what the record overwrites (journaler), any other Snapshotter
+//     is snapshotted; the managers log the undo of each mutation (onUndo,
+//     keepNode), and so do the defs. Nothing is copied whole: a record
+//     costs what it changes, the same in a tree of ten nodes or ten
+//     thousand.
 
 type lightState struct {
 	genTracker     int
@@ -58,7 +59,7 @@ type journaler interface {
 type journalMark struct{ m any }
 
 type snapshot struct {
-	allocs   []*alloc.Allocator
+	allocs   []alloc.Mark
 	devSnaps []any
 	// kept are the nodes whose copy Engine.undo holds already.
 	kept map[*Node]bool
@@ -66,6 +67,10 @@ type snapshot struct {
 
 func (e *Engine) saveLight() {
 	l := &e.light
+	// The allocators' journals of the last record are spent.
+	for _, ds := range e.devs {
+		ds.alloc.Commit()
+	}
 	// The tensor table's journal covers the whole record, the replay
 	// path too: a call holds its arguments before its first heavy
 	// change, and a snapshot taken there gave them back held. It costs
@@ -109,7 +114,7 @@ func (e *Engine) markHeavy() {
 	}
 	s := &snapshot{}
 	for _, ds := range e.devs {
-		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
+		s.allocs = append(s.allocs, ds.alloc.Mark())
 		var snap, mark any
 		if j, ok := ds.dev.(journaler); ok {
 			mark = j.Mark()
@@ -133,13 +138,18 @@ func (e *Engine) rollback() {
 	e.tt.undo()
 	if s := e.saved; s != nil {
 		for i, ds := range e.devs {
-			ds.alloc = s.allocs[i]
+			forgotten := ds.alloc.Undo(s.allocs[i])
 			// A device that fails to restore fails every later call with
 			// the reason (device.Snapshotter), so the next record that
 			// touches it reports it; rollback itself has no one to return
 			// it to.
 			switch snap := s.devSnaps[i].(type) {
 			case nil:
+				// A device that keeps what it did gets back the segments
+				// the allocator no longer knows.
+				for _, p := range forgotten {
+					_ = ds.dev.FreeSegment(p) // as above: nothing to report it to
+				}
 			case journalMark:
 				_ = ds.dev.(journaler).Undo(snap.m)
 			default:
@@ -366,17 +376,12 @@ func (e *Engine) SnapshotBytes() int64 {
 // function puts the allocator back and frees device segments that the
 // failed record made, so the device holds what the allocator knows.
 func (e *Engine) saveAlloc(ds *devState) func() {
-	saved := ds.alloc.Clone(ds.dev)
+	// A mark of the allocator's journal (saveLight commits it): a clone
+	// cost every block of the pools at every tensor record.
+	m := ds.alloc.Mark()
 	return func() {
-		known := map[device.Ptr]bool{}
-		for _, s := range saved.Segments() {
-			known[s.Addr] = true
+		for _, p := range ds.alloc.Undo(m) {
+			ds.dev.FreeSegment(p)
 		}
-		for _, s := range ds.alloc.Segments() {
-			if !known[s.Addr] {
-				ds.dev.FreeSegment(s.Addr)
-			}
-		}
-		ds.alloc = saved
 	}
 }

@@ -159,15 +159,6 @@ func (a *Allocator) Clone(src SegmentSource) *Allocator {
 	return c
 }
 
-func (a *Allocator) cloneState() *Allocator { return a.Clone(a.src) }
-
-// restoreState puts back a state taken by cloneState.
-func (a *Allocator) restoreState(saved *Allocator) {
-	spare := a.spare
-	copyInto(a, saved)
-	a.spare = spare
-}
-
 // copyInto makes dst a deep copy of src; dst's pool structs are its own.
 func copyInto(dst, src *Allocator) {
 	dst.src = src.src
@@ -232,4 +223,7 @@ func copyInto(dst, src *Allocator) {
 	dst.ctx = src.ctx
 	dst.nextUID = src.nextUID
 	dst.spare = nil
+	// No mark of src is open in the copy; its journal goes on from src's
+	// epoch, so that no stamp the blocks copied counts as saved in it.
+	dst.j = journal{epoch: src.j.epoch}
 }
