@@ -23,16 +23,17 @@ import "slices"
 // and leaves the earlier marks open; Commit ends the journal, keeping
 // every change.
 
-// Mark is a point of the journal that Undo can go back to.
+// Mark is a point of the journal that Undo can go back to. It is small
+// (the allocator's own scalars, a few kilobytes of stats, are saved in
+// the journal's stack of headers), so that keeping one costs nothing.
 type Mark struct {
 	pos journalPos
-	hdr header
 	// opened is true when the mark began the journal: undoing it ends
 	// the journal.
 	opened bool
 }
 
-type journalPos struct{ blocks, segs, pools, poolMap, segList, ptrs, spare int }
+type journalPos struct{ hdrs, blocks, segs, pools, poolMap, segList, ptrs, spare int }
 
 // header is the allocator's own state, saved whole at each mark.
 type header struct {
@@ -51,6 +52,7 @@ type journal struct {
 	// epoch numbers the marks: an object whose stamp is epoch has its
 	// value since the mark saved already, or was made since.
 	epoch   uint32
+	hdrs    []header // one a mark, in order
 	blocks  []blockSave
 	segs    []segSave
 	pools   []poolSave
@@ -107,9 +109,12 @@ func (a *Allocator) Mark() Mark {
 	m := Mark{opened: !j.on}
 	j.on = true
 	j.epoch++
-	m.pos = journalPos{len(j.blocks), len(j.segs), len(j.pools), len(j.poolMap), len(j.segList), len(j.ptrs), len(j.spare)}
-	m.hdr = header{small: a.small.free, large: a.large.free, captures: slices.Clone(a.captures), stats: a.stats, defaultStats: a.defaultStats,
-		trace: a.trace.clone(), ctx: a.ctx, nextUID: a.nextUID, released: a.released}
+	m.pos = journalPos{len(j.hdrs), len(j.blocks), len(j.segs), len(j.pools), len(j.poolMap), len(j.segList), len(j.ptrs), len(j.spare)}
+	j.hdrs = append(j.hdrs, header{small: a.small.free, large: a.large.free, stats: a.stats, defaultStats: a.defaultStats,
+		trace: a.trace.clone(), ctx: a.ctx, nextUID: a.nextUID, released: a.released})
+	if len(a.captures) > 0 {
+		j.hdrs[len(j.hdrs)-1].captures = slices.Clone(a.captures)
+	}
 	return m
 }
 
@@ -130,7 +135,7 @@ func (a *Allocator) Commit() {
 // gives them back to it.
 func (a *Allocator) Undo(m Mark) (forgotten []Ptr) {
 	j := &a.j
-	if !j.on {
+	if !j.on || m.pos.hdrs >= len(j.hdrs) {
 		return nil
 	}
 	// The segments made since m that are still held, at their bases
@@ -184,7 +189,7 @@ func (a *Allocator) Undo(m Mark) (forgotten []Ptr) {
 			a.spare = append(a.spare, u.b)
 		}
 	}
-	h := &m.hdr
+	h := &j.hdrs[m.pos.hdrs]
 	a.small.free, a.large.free = h.small, h.large
 	a.captures = h.captures
 	a.stats, a.defaultStats = h.stats, h.defaultStats
@@ -203,6 +208,8 @@ func (a *Allocator) Undo(m Mark) (forgotten []Ptr) {
 // truncate drops the entries from p on, clearing them so that the reused
 // slices pin nothing.
 func (j *journal) truncate(p journalPos) {
+	clear(j.hdrs[p.hdrs:])
+	j.hdrs = j.hdrs[:p.hdrs]
 	clear(j.blocks[p.blocks:])
 	clear(j.segs[p.segs:])
 	clear(j.pools[p.pools:])
