@@ -154,7 +154,8 @@ type tensorTable struct {
 }
 
 // tableJournal is the undo log of the tensor table for one record's
-// rollback (Engine.markHeavy begins it): the first value, in the record,
+// rollback (Engine.saveLight begins it, at the start of every record,
+// and commits the last one's): the first value, in the record,
 // of each tensor and storage that existed before it, and the old value of
 // each map entry it writes. A record's rollback then costs what the record
 // changed; a copy of the table cost as much as the tree's cached outputs

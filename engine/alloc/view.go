@@ -149,9 +149,10 @@ func (a *Allocator) Allocated(id PoolID) []Block {
 }
 
 // Clone returns a deep copy of the allocator that allocates its segments
-// from src (the device's own copy, for a session keyframe, or the same
-// device, to undo a failed step). It costs O(blocks + segments); the event
-// log's full chunks are shared, never written again.
+// from src (the device's own copy, for a session keyframe). It costs
+// O(blocks + segments); the event log's full chunks are shared, never
+// written again. To undo a failed step, Mark and Undo cost what the step
+// changed instead (journal.go).
 func (a *Allocator) Clone(src SegmentSource) *Allocator {
 	c := &Allocator{}
 	copyInto(c, a)
