@@ -120,3 +120,48 @@ func BenchmarkClone10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplayWorkingSet is one replay record (a step and a call, as
+// tools/scalegen writes them) in a tree of `tree` root nodes whose calls
+// go round robin over the first `cycle` of them. With the tree's size
+// apart from the calls' working set, it tells an engine cost that grows
+// with the tree (tree=10000/cycle=10 slower than tree=10/cycle=10) from
+// the memory hierarchy's (tree=10000/cycle=10000 slower: each call's node,
+// function, compiled graph and tensors are out of the caches).
+func BenchmarkReplayWorkingSet(b *testing.B) {
+	for _, c := range []struct{ tree, cycle int }{{10, 10}, {10000, 10}, {10000, 10000}} {
+		b.Run(fmt.Sprintf("tree=%d/cycle=%d", c.tree, c.cycle), func(b *testing.B) {
+			bl := traces.NewBuilder("working set")
+			name := func(i int) string { return fmt.Sprintf("f%d", i) }
+			for i := 0; i < c.tree; i++ {
+				bl.Def(name(i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
+			}
+			bl.TensorSeed("x", []int{256}, 1)
+			for i := 0; i < c.tree; i++ {
+				bl.Step().Call(name(i), []string{"x"}, "y") // warmup
+				bl.Step().Call(name(i), []string{"x"}, "y") // recording
+			}
+			// Two rounds replay each node once before the timer (its
+			// first replay builds its cached outputs); then rounds of the
+			// cycle, repeated.
+			for r := 0; r < 2*c.tree; r++ {
+				bl.Step().Call(name(r%c.tree), []string{"x"}, "y")
+			}
+			warm := bl.Len()
+			rounds := max(1, 20000/c.cycle)
+			for r := 0; r < rounds*c.cycle; r++ {
+				bl.Step().Call(name(r%c.cycle), []string{"x"}, "y")
+			}
+			tr := bl.Trace()
+			e := ranEngine(b, &traces.Trace{Header: tr.Header, Records: tr.Records[:warm]})
+			loop := tr.Records[warm:]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if s := e.Apply(&loop[i%len(loop)]); s.Err != nil {
+					b.Fatal(s.Err)
+				}
+			}
+		})
+	}
+}
