@@ -218,11 +218,20 @@ func (tt *tensorTable) begin() {
 func (tt *tensorTable) commit() {
 	j := &tt.j
 	j.on = false
-	// Cleared, not dropped: the slices are reused by the next record and
-	// must not pin the objects of this one.
-	clear(j.tensors)
-	clear(j.storages)
-	clear(j.maps)
+	// The slices are reused by the next record. A big record's entries
+	// are cleared, so that they do not pin its objects; a small one's
+	// (a replay's handful) are left to be overwritten: clearing memory
+	// that holds pointers costs write barriers on every record.
+	const pinned = 64
+	if len(j.tensors) > pinned {
+		clear(j.tensors)
+	}
+	if len(j.storages) > pinned {
+		clear(j.storages)
+	}
+	if len(j.maps) > pinned {
+		clear(j.maps)
+	}
 	j.tensors, j.storages, j.maps = j.tensors[:0], j.storages[:0], j.maps[:0]
 }
 
@@ -326,9 +335,10 @@ func (tt *tensorTable) dropStorage(id int) {
 	delete(tt.storages, id)
 }
 
-func (tt *tensorTable) setName(name string, id int) {
+// setName binds name to id; old and had are what it held (the caller
+// looked them up already: bind is on every call's path).
+func (tt *tensorTable) setName(name string, id, old int, had bool) {
 	if tt.j.on {
-		old, had := tt.names[name]
 		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapNames, name: name, had: had, id: old})
 	}
 	tt.names[name] = id
@@ -462,7 +472,7 @@ func (tt *tensorTable) bind(name string, t *Tensor) error {
 	old, had := tt.names[name]
 	tt.keepT(t)
 	t.Names++
-	tt.setName(name, t.ID)
+	tt.setName(name, t.ID, old, had)
 	if had {
 		if ot := tt.tensors[old]; ot != nil {
 			tt.keepT(ot)
