@@ -60,7 +60,7 @@ type Storage struct {
 	What string
 	// kept is the journal epoch in which the record's rollback saved
 	// the storage (tableJournal).
-	kept uint32
+	kept uint64
 }
 
 // Tensor is a tensor object the trace can name. Every tensor views the
@@ -93,7 +93,7 @@ type Tensor struct {
 	Strides []int64
 	Line    int
 	What    string
-	kept    uint32 // as Storage.kept
+	kept    uint64 // as Storage.kept
 }
 
 // dataPtr is t.data_ptr(): where its first element is.
@@ -168,7 +168,7 @@ type tableJournal struct {
 	on bool
 	// epoch numbers the journals: an object whose kept is epoch has its
 	// first value saved already.
-	epoch        uint32
+	epoch        uint64
 	nextT, nextS int
 	tensors      []tensorSave
 	storages     []storageSave

@@ -70,7 +70,7 @@ type block struct {
 	// idx numbers the blocks while a clone is made.
 	idx int32
 	// stamp is the journal epoch that saved the block (journal.go).
-	stamp uint32
+	stamp uint64
 }
 
 func (b *block) isSplit() bool { return b.prev != nil || b.next != nil }
@@ -83,7 +83,7 @@ type segment struct {
 	stream device.Stream
 	head   *block
 	ctx    context // context_when_segment_allocated
-	stamp  uint32  // as block.stamp
+	stamp  uint64  // as block.stamp
 }
 
 // blockPool is PyTorch's BlockPool: the free blocks of one kind (small or
@@ -102,7 +102,7 @@ type privatePool struct {
 	small       blockPool
 	large       blockPool
 	stats       Stats
-	stamp       uint32 // as block.stamp
+	stamp       uint64 // as block.stamp
 }
 
 // capture is an entry of captures_underway: allocations on stream go to the

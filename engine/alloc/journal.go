@@ -50,8 +50,9 @@ type header struct {
 type journal struct {
 	on bool
 	// epoch numbers the marks: an object whose stamp is epoch has its
-	// value since the mark saved already, or was made since.
-	epoch   uint32
+	// value since the mark saved already, or was made since. 64 bits:
+	// a wrapped epoch would take an old stamp for a save.
+	epoch   uint64
 	hdrs    []header // one a mark, in order
 	blocks  []blockSave
 	segs    []segSave
@@ -252,7 +253,7 @@ func (a *Allocator) keepPool(p *blockPool) {
 
 // stamp is the stamp of an object made now: made since the mark, it
 // needs no saving.
-func (a *Allocator) stamp() uint32 {
+func (a *Allocator) stamp() uint64 {
 	if a.j.on {
 		return a.j.epoch
 	}
