@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,18 +12,26 @@ import (
 )
 
 // BenchmarkRunTreeSize is the engine's records/s over a whole run whose tree
-// grows to 10 ... 10,000 nodes, and the replays after it: the cost of a
-// record should not grow with the tree.
+// grows to 10 ... 10,000 nodes, then replays 200,000 calls round robin:
+// the cost of a record should not grow with the tree. It reports the
+// phases apart as well, as their records differ in kind at every size (a
+// warmup or a recording costs several replays): grow-us/node, the time to
+// grow the tree a node (a def, a warmup and a recording, with their
+// inputs), and replay-records/s, the records after it. The replays are
+// many a node at every size (20 at 10,000 nodes), so that the first
+// replay of each node, which builds its cached outputs, does not stand
+// for the replay phase of a big tree.
 func BenchmarkRunTreeSize(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			tr := gen.TreeTrace(n, 20000)
-			// The first grown records grow the tree (a warmup and a
-			// recording per node); the rest replay: their rate, against
-			// the same replays at 10 nodes, is the cost of a record of
-			// one kind against the tree's size.
-			grown := 6 * n
-			var replay time.Duration
+			tr := fixedTreeTrace(n, 200000)
+			// The first grown records grow the tree (n defs, then a
+			// warmup and a recording per node); the rest replay.
+			grown := n + 6*n
+			var grow, replay time.Duration
+			// The trace's making leaves garbage whose collection would
+			// fall in the first records, which a small tree's growth is.
+			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -30,9 +39,10 @@ func BenchmarkRunTreeSize(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				var start time.Time
+				start := time.Now()
 				for j := range tr.Records {
 					if j == grown {
+						grow += time.Since(start)
 						start = time.Now()
 					}
 					if s := e.Apply(&tr.Records[j]); s.Err != nil {
@@ -45,9 +55,35 @@ func BenchmarkRunTreeSize(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(tr.Records)*b.N)/b.Elapsed().Seconds(), "records/s")
+			b.ReportMetric(float64(grow.Microseconds())/float64(n*b.N), "grow-us/node")
 			b.ReportMetric(float64((len(tr.Records)-grown)*b.N)/replay.Seconds(), "replay-records/s")
 		})
 	}
+}
+
+// fixedTreeTrace is a program whose tree grows to n root nodes, each its
+// own function (def f0 ... fn-1, so its own FunctionID) called on a fresh
+// input of the same 4x4 floats, then replays calls round robin, each
+// after a fresh input. Every node moves the same data, so that the rate at
+// n nodes against the rate at 10 measures the tree's size alone (one def
+// on inputs of growing shapes, gen.TreeTrace, moves 500x more data a call
+// at 10,000 nodes than at 10).
+func fixedTreeTrace(n, replays int) *traces.Trace {
+	b := traces.NewBuilder(fmt.Sprintf("tree of %d nodes, fixed inputs", n))
+	for i := 0; i < n; i++ {
+		b.Def(fmt.Sprintf("f%d", i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
+	}
+	call := func(i int) {
+		b.Tensor("x", []int{4, 4}, traces.InitOnes).Step().Call(fmt.Sprintf("f%d", i), []string{"x"}, "y")
+	}
+	for i := 0; i < n; i++ {
+		call(i) // warmup
+		call(i) // record
+	}
+	for r := 0; r < replays; r++ {
+		call(r % n)
+	}
+	return b.Trace()
 }
 
 // ranEngine is an engine on a simulated device that has run all of tr.
@@ -86,5 +122,51 @@ func BenchmarkClone10k(b *testing.B) {
 		if _, err := e.Clone(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReplayWorkingSet is one replay record (a step and a call, as
+// tools/scalegen writes them) in a tree of `tree` root nodes whose calls
+// go round robin over the first `cycle` of them. With the tree's size
+// apart from the calls' working set, it tells an engine cost that grows
+// with the tree (tree=10000/cycle=10 slower than tree=10/cycle=10) from
+// the memory hierarchy's (tree=10000/cycle=10000 slower: each call's node,
+// function, compiled graph and tensors are out of the caches).
+func BenchmarkReplayWorkingSet(b *testing.B) {
+	for _, c := range []struct{ tree, cycle int }{{10, 10}, {10000, 10}, {10000, 10000}} {
+		b.Run(fmt.Sprintf("tree=%d/cycle=%d", c.tree, c.cycle), func(b *testing.B) {
+			bl := traces.NewBuilder("working set")
+			name := func(i int) string { return fmt.Sprintf("f%d", i) }
+			for i := 0; i < c.tree; i++ {
+				bl.Def(name(i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
+			}
+			bl.TensorSeed("x", []int{256}, 1)
+			for i := 0; i < c.tree; i++ {
+				bl.Step().Call(name(i), []string{"x"}, "y") // warmup
+				bl.Step().Call(name(i), []string{"x"}, "y") // recording
+			}
+			// Two rounds replay each node once before the timer (its
+			// first replay builds its cached outputs); then rounds of the
+			// cycle, repeated.
+			for r := 0; r < 2*c.tree; r++ {
+				bl.Step().Call(name(r%c.tree), []string{"x"}, "y")
+			}
+			warm := bl.Len()
+			rounds := max(1, 20000/c.cycle)
+			for r := 0; r < rounds*c.cycle; r++ {
+				bl.Step().Call(name(r%c.cycle), []string{"x"}, "y")
+			}
+			tr := bl.Trace()
+			e := ranEngine(b, &traces.Trace{Header: tr.Header, Records: tr.Records[:warm]})
+			loop := tr.Records[warm:]
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if s := e.Apply(&loop[i%len(loop)]); s.Err != nil {
+					b.Fatal(s.Err)
+				}
+			}
+		})
 	}
 }

@@ -141,6 +141,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	step.Action = act
 	if act == ActionWarmup || act == ActionRecord {
 		for _, t := range outs {
+			e.tt.keepT(t)
 			t.Tracked = true
 		}
 	}

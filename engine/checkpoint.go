@@ -60,6 +60,7 @@ func (m *manager) applyCheckpoint(c *call) error {
 	// The live outputs own their blocks again: the restored state
 	// allocated them.
 	for _, sid := range liveOwner {
+		m.eng.tt.keepS(m.eng.tt.storages[sid])
 		m.eng.tt.storages[sid].Owned = true
 	}
 	view := &CheckpointView{Node: n.ID}
@@ -116,15 +117,17 @@ func (e *Engine) dropCachedTensors(n *Node) {
 		if t == nil {
 			continue
 		}
+		e.tt.keepT(t)
 		t.Cached = false
 		if s := e.tt.storages[t.Storage]; s != nil {
+			e.tt.keepS(s)
 			s.Pins--
 			if s.Refs == 0 && s.Pins == 0 {
-				delete(e.tt.storages, s.ID)
+				e.tt.dropStorage(s.ID)
 			}
 		}
 		if !t.live() {
-			delete(e.tt.tensors, tid)
+			e.tt.dropTensor(tid)
 		}
 	}
 	n.Cached = nil

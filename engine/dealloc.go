@@ -70,6 +70,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		}
 		seen[s.Ptr] = true
 		stack := fmt.Sprintf("%s:%d, in %s", m.eng.file, s.Line, s.What)
+		m.eng.tt.keepS(s)
 		s.Stale = true
 		s.StaleMsg = overwrittenMsg(stack)
 		if s.Owned {
@@ -125,12 +126,14 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 	}
 	for _, t := range m.eng.tt.tensors {
 		if t.Storage == old.ID {
+			m.eng.tt.keepT(t)
 			t.Storage = ns.ID
 			if t.live() {
 				ns.Refs++
 			}
 		}
 	}
+	m.eng.tt.keepS(old)
 	old.Refs = 0
 	if old.Owned {
 		old.Owned = false
@@ -139,7 +142,7 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 		}
 	}
 	if old.Pins == 0 {
-		delete(m.eng.tt.storages, old.ID)
+		m.eng.tt.dropStorage(old.ID)
 	}
 	return ns, nil
 }

@@ -344,6 +344,9 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		}
 		r := *rec
 		e.defs[rec.Fn] = &r
+		// Undone by name: a copy of every def for each record's
+		// rollback cost as much as the program's functions.
+		e.onUndo(func() { delete(e.defs, r.Fn) })
 		return nil
 	case traces.OpTensor, traces.OpParam:
 		step.Device = rec.Device
@@ -454,7 +457,7 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 			err = ds.dev.CopyHtoD(st.Ptr, vals)
 		}
 		if err != nil {
-			delete(e.tt.storages, st.ID)
+			e.tt.dropStorage(st.ID)
 			e.tt.nextS--
 			undo()
 			return fmt.Errorf("copy values to the device: %w", err)
@@ -648,6 +651,7 @@ func (e *Engine) storageDied(s *Storage) error {
 	if !s.Owned || s.Stale || s.Ptr == 0 {
 		return nil
 	}
+	e.tt.keepS(s)
 	s.Owned = false
 	return e.devs[s.Dev].alloc.Free(s.Ptr)
 }

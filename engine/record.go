@@ -289,6 +289,8 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		case s.Ptr == 0:
 			o.Alias = aliasStatic
 			o.StaticTensor = t.ID
+			tt.keepT(t)
+			tt.keepS(s)
 			t.Cached = true
 			s.Pins++
 		case m.eng.priorOutput(parentPath, s) != nil:

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"weak"
 
@@ -18,19 +17,20 @@ import (
 // fast path slow, so a record saves in two tiers:
 //
 //   - lightState, at the start of every record: the handful of scalars the
-//     replay path changes before it can fail.
+//     replay path changes before it can fail. The tensor table's journal
+//     (tableJournal) begins there too: it logs the first value of each
+//     object the record changes, the replay path's included.
 //   - snapshot, taken by markHeavy just before the first mutation of
-//     anything else (tensors, nodes, the allocator). Only light fields can
-//     have changed before that point, so restoring the snapshot and then
-//     the light fields gives back the state at the start of the record.
-//     The tensor table is saved by value (tableSnap) and the allocators
-//     are copied whole (they scale with memory); a device that journals
-//     (sim) saves only what the record overwrites (journaler), any other
-//     Snapshotter is snapshotted;
-//     the managers, whose trees grow with the program, are not: each
-//     mutation of a manager logs its undo (onUndo, keepNode), and one that
-//     changes nothing else needs no snapshot, so a record costs the same
-//     in a tree of ten nodes or ten thousand.
+//     anything else (nodes, the allocator, the device). Only light fields
+//     and tensors can have changed before that point, so restoring the
+//     snapshot, the tensor table and then the light fields gives back the
+//     state at the start of the record. Each allocator opens a mark of its
+//     journal (alloc.Allocator.Mark); a device that journals (sim) saves
+//     only what the record overwrites (journaler), any other Snapshotter
+//     is snapshotted; the managers log the undo of each mutation (onUndo,
+//     keepNode), and so do the defs. Nothing is copied whole: a record
+//     costs what it changes, the same in a tree of ten nodes or ten
+//     thousand.
 
 type lightState struct {
 	genTracker     int
@@ -43,9 +43,6 @@ type lightState struct {
 	// marks are the open journal marks of the last heavy record, per
 	// device (nil where none): the next record commits them.
 	marks []any
-	// slabs are the value slabs of the last tableSnap, for the next: a
-	// tree of ten thousand cached outputs makes them megabytes.
-	slabs tableSnap
 }
 
 // journaler is a device that can journal its writes for the rollback of
@@ -62,9 +59,7 @@ type journaler interface {
 type journalMark struct{ m any }
 
 type snapshot struct {
-	tt       tableSnap
-	defs     map[string]bool
-	allocs   []*alloc.Allocator
+	allocs   []alloc.Mark
 	devSnaps []any
 	// kept are the nodes whose copy Engine.undo holds already.
 	kept map[*Node]bool
@@ -72,6 +67,15 @@ type snapshot struct {
 
 func (e *Engine) saveLight() {
 	l := &e.light
+	// The allocators' journals of the last record are spent.
+	for _, ds := range e.devs {
+		ds.alloc.Commit()
+	}
+	// The tensor table's journal covers the whole record, the replay
+	// path too: a call holds its arguments before its first heavy
+	// change, and a snapshot taken there gave them back held. It costs
+	// what the record changes (begin commits the last record's).
+	e.tt.begin()
 	for i, m := range l.marks {
 		if m != nil && i < len(e.devs) {
 			if j, ok := e.devs[i].dev.(journaler); ok {
@@ -108,17 +112,9 @@ func (e *Engine) markHeavy() {
 	if e.saved != nil {
 		return
 	}
-	s := &snapshot{defs: map[string]bool{}}
-	// The slabs of the last record's snapshot, which is spent or dropped
-	// by now (Apply drops it at the end of every record), are reused.
-	s.tt = tableSnap{tptrs: e.light.slabs.tptrs[:0], tvals: e.light.slabs.tvals[:0], sptrs: e.light.slabs.sptrs[:0], svals: e.light.slabs.svals[:0]}
-	s.tt.save(e.tt)
-	e.light.slabs = tableSnap{tptrs: s.tt.tptrs, tvals: s.tt.tvals, sptrs: s.tt.sptrs, svals: s.tt.svals}
-	for n := range e.defs {
-		s.defs[n] = true
-	}
+	s := &snapshot{}
 	for _, ds := range e.devs {
-		s.allocs = append(s.allocs, ds.alloc.Clone(ds.dev))
+		s.allocs = append(s.allocs, ds.alloc.Mark())
 		var snap, mark any
 		if j, ok := ds.dev.(journaler); ok {
 			mark = j.Mark()
@@ -132,52 +128,6 @@ func (e *Engine) markHeavy() {
 	e.saved = s
 }
 
-// tableSnap is the tensor table as it was: its maps, copied as maps of
-// the same objects, and each object's value, copied into two slabs. A
-// record's rollback puts the values back into the same objects and the
-// maps back: objects made since drop out with the maps. Tensor.Shape and
-// Tensor.Strides are shared, as nothing writes into them. Saving costs two
-// allocations and a copy, not an allocation per object: a tree of ten
-// thousand nodes keeps as many cached output tensors in the table, and the
-// engine saves it before every record that ends a path.
-type tableSnap struct {
-	tensors      map[int]*Tensor
-	storages     map[int]*Storage
-	names        map[string]int
-	nextT, nextS int
-	tptrs        []*Tensor
-	tvals        []Tensor
-	sptrs        []*Storage
-	svals        []Storage
-}
-
-func (s *tableSnap) save(tt *tensorTable) {
-	s.tensors, s.storages, s.names = maps.Clone(tt.tensors), maps.Clone(tt.storages), maps.Clone(tt.names)
-	s.nextT, s.nextS = tt.nextT, tt.nextS
-	s.tptrs, s.tvals = slices.Grow(s.tptrs[:0], len(tt.tensors)), slices.Grow(s.tvals[:0], len(tt.tensors))
-	for _, t := range tt.tensors {
-		s.tptrs = append(s.tptrs, t)
-		s.tvals = append(s.tvals, *t)
-	}
-	s.sptrs, s.svals = slices.Grow(s.sptrs[:0], len(tt.storages)), slices.Grow(s.svals[:0], len(tt.storages))
-	for _, st := range tt.storages {
-		s.sptrs = append(s.sptrs, st)
-		s.svals = append(s.svals, *st)
-	}
-}
-
-// restore puts tt back as it was at save; s is spent.
-func (s *tableSnap) restore(tt *tensorTable) {
-	for i, t := range s.tptrs {
-		*t = s.tvals[i]
-	}
-	for i, st := range s.sptrs {
-		*st = s.svals[i]
-	}
-	tt.tensors, tt.storages, tt.names = s.tensors, s.storages, s.names
-	tt.nextT, tt.nextS = s.nextT, s.nextS
-}
-
 // rollback puts the engine back as it was at the start of the record.
 func (e *Engine) rollback() {
 	for i := len(e.undo) - 1; i >= 0; i-- {
@@ -185,21 +135,21 @@ func (e *Engine) rollback() {
 	}
 	clear(e.undo)
 	e.undo = e.undo[:0]
+	e.tt.undo()
 	if s := e.saved; s != nil {
-		s.tt.restore(e.tt)
-		for n := range e.defs {
-			if !s.defs[n] {
-				delete(e.defs, n)
-			}
-		}
 		for i, ds := range e.devs {
-			ds.alloc = s.allocs[i]
+			forgotten := ds.alloc.Undo(s.allocs[i])
 			// A device that fails to restore fails every later call with
 			// the reason (device.Snapshotter), so the next record that
 			// touches it reports it; rollback itself has no one to return
 			// it to.
 			switch snap := s.devSnaps[i].(type) {
 			case nil:
+				// A device that keeps what it did gets back the segments
+				// the allocator no longer knows.
+				for _, p := range forgotten {
+					_ = ds.dev.FreeSegment(p) // as above: nothing to report it to
+				}
 			case journalMark:
 				_ = ds.dev.(journaler).Undo(snap.m)
 			default:
@@ -427,17 +377,12 @@ func (e *Engine) SnapshotBytes() int64 {
 // function puts the allocator back and frees device segments that the
 // failed record made, so the device holds what the allocator knows.
 func (e *Engine) saveAlloc(ds *devState) func() {
-	saved := ds.alloc.Clone(ds.dev)
+	// A mark of the allocator's journal (saveLight commits it): a clone
+	// cost every block of the pools at every tensor record.
+	m := ds.alloc.Mark()
 	return func() {
-		known := map[device.Ptr]bool{}
-		for _, s := range saved.Segments() {
-			known[s.Addr] = true
+		for _, p := range ds.alloc.Undo(m) {
+			ds.dev.FreeSegment(p)
 		}
-		for _, s := range ds.alloc.Segments() {
-			if !known[s.Addr] {
-				ds.dev.FreeSegment(s.Addr)
-			}
-		}
-		ds.alloc = saved
 	}
 }

@@ -58,6 +58,9 @@ type Storage struct {
 	// of the overwritten error and the pool view.
 	Line int
 	What string
+	// kept is the journal epoch in which the record's rollback saved
+	// the storage (tableJournal).
+	kept uint64
 }
 
 // Tensor is a tensor object the trace can name. Every tensor views the
@@ -90,6 +93,7 @@ type Tensor struct {
 	Strides []int64
 	Line    int
 	What    string
+	kept    uint64 // as Storage.kept
 }
 
 // dataPtr is t.data_ptr(): where its first element is.
@@ -146,6 +150,209 @@ type tensorTable struct {
 	nextS    int
 	// onStorageDeath is called when a storage's last live tensor dies.
 	onStorageDeath func(s *Storage) error
+	j              tableJournal
+}
+
+// tableJournal is the undo log of the tensor table for one record's
+// rollback (Engine.saveLight begins it, at the start of every record,
+// and commits the last one's): the first value, in the record,
+// of each tensor and storage that existed before it, and the old value of
+// each map entry it writes. A record's rollback then costs what the record
+// changed; a copy of the table cost as much as the tree's cached outputs
+// (ten thousand at ten thousand nodes), at every record that ends a path.
+// Objects made in the record (an ID above the one the journal began at)
+// need no saving: the maps' undo drops them. Every write to a field of a
+// table object is preceded by keepT or keepS; writes to the maps go
+// through the table's methods.
+type tableJournal struct {
+	on bool
+	// epoch numbers the journals: an object whose kept is epoch has its
+	// first value saved already.
+	epoch        uint64
+	nextT, nextS int
+	tensors      []tensorSave
+	storages     []storageSave
+	maps         []mapUndo
+}
+
+type tensorSave struct {
+	p *Tensor
+	v Tensor
+}
+
+type storageSave struct {
+	p *Storage
+	v Storage
+}
+
+// mapUndo is one write to a map of the table, with what the key held
+// before (had false: nothing).
+type mapUndo struct {
+	kind mapKind
+	had  bool
+	id   int // the key of tensors and storages, the old value of names
+	name string
+	t    *Tensor
+	s    *Storage
+}
+
+type mapKind uint8
+
+const (
+	mapTensors mapKind = iota
+	mapStorages
+	mapNames
+)
+
+// begin starts the journal of a record; the table is as the rollback
+// will put it back.
+func (tt *tensorTable) begin() {
+	tt.commit()
+	j := &tt.j
+	j.on = true
+	j.epoch++
+	j.nextT, j.nextS = tt.nextT, tt.nextS
+}
+
+// commit ends the journal: the record's changes stay.
+func (tt *tensorTable) commit() {
+	j := &tt.j
+	j.on = false
+	// The slices are reused by the next record. A big record's entries
+	// are cleared, so that they do not pin its objects; a small one's
+	// (a replay's handful) are left to be overwritten: clearing memory
+	// that holds pointers costs write barriers on every record.
+	const pinned = 64
+	if len(j.tensors) > pinned {
+		clear(j.tensors)
+	}
+	if len(j.storages) > pinned {
+		clear(j.storages)
+	}
+	if len(j.maps) > pinned {
+		clear(j.maps)
+	}
+	j.tensors, j.storages, j.maps = j.tensors[:0], j.storages[:0], j.maps[:0]
+}
+
+// undo puts the table back as it was at begin and ends the journal.
+func (tt *tensorTable) undo() {
+	j := &tt.j
+	if !j.on {
+		return
+	}
+	for i := len(j.maps) - 1; i >= 0; i-- {
+		u := &j.maps[i]
+		switch u.kind {
+		case mapTensors:
+			if u.had {
+				tt.tensors[u.id] = u.t
+			} else {
+				delete(tt.tensors, u.id)
+			}
+		case mapStorages:
+			if u.had {
+				tt.storages[u.id] = u.s
+			} else {
+				delete(tt.storages, u.id)
+			}
+		case mapNames:
+			if u.had {
+				tt.names[u.name] = u.id
+			} else {
+				delete(tt.names, u.name)
+			}
+		}
+	}
+	for i := len(j.tensors) - 1; i >= 0; i-- {
+		*j.tensors[i].p = j.tensors[i].v
+	}
+	for i := len(j.storages) - 1; i >= 0; i-- {
+		*j.storages[i].p = j.storages[i].v
+	}
+	tt.nextT, tt.nextS = j.nextT, j.nextS
+	tt.commit()
+}
+
+// keepT saves t's value, once per journal, before the record changes it.
+func (tt *tensorTable) keepT(t *Tensor) {
+	j := &tt.j
+	if !j.on || t.ID > j.nextT || t.kept == j.epoch {
+		return
+	}
+	j.tensors = append(j.tensors, tensorSave{t, *t})
+	t.kept = j.epoch
+}
+
+// keepS saves s's value, once per journal, before the record changes it.
+func (tt *tensorTable) keepS(s *Storage) {
+	j := &tt.j
+	if !j.on || s.ID > j.nextS || s.kept == j.epoch {
+		return
+	}
+	j.storages = append(j.storages, storageSave{s, *s})
+	s.kept = j.epoch
+}
+
+func (tt *tensorTable) setTensor(t *Tensor) {
+	if tt.j.on {
+		old, had := tt.tensors[t.ID]
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: t.ID, had: had, t: old})
+	}
+	tt.tensors[t.ID] = t
+}
+
+// dropTensor deletes tensor id from the table (the object lives on where
+// something holds it).
+func (tt *tensorTable) dropTensor(id int) {
+	old, had := tt.tensors[id]
+	if !had {
+		return
+	}
+	if tt.j.on {
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: id, had: true, t: old})
+	}
+	delete(tt.tensors, id)
+}
+
+func (tt *tensorTable) setStorage(s *Storage) {
+	if tt.j.on {
+		old, had := tt.storages[s.ID]
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: s.ID, had: had, s: old})
+	}
+	tt.storages[s.ID] = s
+}
+
+// dropStorage deletes storage id from the table.
+func (tt *tensorTable) dropStorage(id int) {
+	old, had := tt.storages[id]
+	if !had {
+		return
+	}
+	if tt.j.on {
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: id, had: true, s: old})
+	}
+	delete(tt.storages, id)
+}
+
+// setName binds name to id; old and had are what it held (the caller
+// looked them up already: bind is on every call's path).
+func (tt *tensorTable) setName(name string, id, old int, had bool) {
+	if tt.j.on {
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapNames, name: name, had: had, id: old})
+	}
+	tt.names[name] = id
+}
+
+func (tt *tensorTable) dropName(name string) {
+	old, had := tt.names[name]
+	if !had {
+		return
+	}
+	if tt.j.on {
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapNames, name: name, had: true, id: old})
+	}
+	delete(tt.names, name)
 }
 
 func newTensorTable() *tensorTable {
@@ -164,6 +371,9 @@ func (tt *tensorTable) clone() *tensorTable {
 		nextT:    tt.nextT,
 		nextS:    tt.nextS,
 	}
+	// The clone's journals go on from this one's epoch, so that no stamp
+	// its objects copied counts as saved in its next journal.
+	c.j.epoch = tt.j.epoch
 	for id, t := range tt.tensors {
 		nt := *t
 		nt.Shape = append([]int(nil), t.Shape...)
@@ -183,7 +393,7 @@ func (tt *tensorTable) newStorage(s Storage) *Storage {
 	tt.nextS++
 	s.ID = tt.nextS
 	p := &s
-	tt.storages[s.ID] = p
+	tt.setStorage(p)
 	return p
 }
 
@@ -191,7 +401,8 @@ func (tt *tensorTable) newStorage(s Storage) *Storage {
 func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string) *Tensor {
 	tt.nextT++
 	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: append([]int(nil), shape...), Line: line, What: what, holds: 1}
-	tt.tensors[t.ID] = t
+	tt.setTensor(t)
+	tt.keepS(st)
 	st.Refs++
 	return t
 }
@@ -205,20 +416,23 @@ func (tt *tensorTable) storageLive(id int) bool {
 // hold adds a transient owner to t, reviving it (and its storage) if it was
 // a dead cached tensor being returned again.
 func (tt *tensorTable) hold(t *Tensor) {
+	tt.keepT(t)
 	if !t.live() {
 		if s := tt.storages[t.Storage]; s != nil {
+			tt.keepS(s)
 			s.Refs++
 		}
 		// A dead tensor being returned again (a cached output) goes
 		// back into the table; a live one is in it already, and the
 		// replay path holds every argument: no map write for those.
-		tt.tensors[t.ID] = t
+		tt.setTensor(t)
 	}
 	t.holds++
 }
 
 // release drops a transient owner.
 func (tt *tensorTable) release(t *Tensor) error {
+	tt.keepT(t)
 	t.holds--
 	return tt.maybeDie(t)
 }
@@ -228,12 +442,13 @@ func (tt *tensorTable) maybeDie(t *Tensor) error {
 		return nil
 	}
 	if !t.Cached {
-		delete(tt.tensors, t.ID)
+		tt.dropTensor(t.ID)
 	}
 	s := tt.storages[t.Storage]
 	if s == nil {
 		return nil
 	}
+	tt.keepS(s)
 	s.Refs--
 	if s.Refs > 0 {
 		return nil
@@ -243,7 +458,7 @@ func (tt *tensorTable) maybeDie(t *Tensor) error {
 		err = tt.onStorageDeath(s)
 	}
 	if s.Pins == 0 {
-		delete(tt.storages, s.ID)
+		tt.dropStorage(s.ID)
 	}
 	return err
 }
@@ -255,10 +470,12 @@ func (tt *tensorTable) bind(name string, t *Tensor) error {
 		return nil
 	}
 	old, had := tt.names[name]
+	tt.keepT(t)
 	t.Names++
-	tt.names[name] = t.ID
+	tt.setName(name, t.ID, old, had)
 	if had {
 		if ot := tt.tensors[old]; ot != nil {
+			tt.keepT(ot)
 			ot.Names--
 			return tt.maybeDie(ot)
 		}
@@ -272,8 +489,9 @@ func (tt *tensorTable) unbind(name string) error {
 	if !ok {
 		return fmt.Errorf("name %q is not bound", name)
 	}
-	delete(tt.names, name)
+	tt.dropName(name)
 	if t := tt.tensors[id]; t != nil {
+		tt.keepT(t)
 		t.Names--
 		return tt.maybeDie(t)
 	}

@@ -69,6 +69,8 @@ type block struct {
 	inFree      bool
 	// idx numbers the blocks while a clone is made.
 	idx int32
+	// stamp is the journal epoch that saved the block (journal.go).
+	stamp uint64
 }
 
 func (b *block) isSplit() bool { return b.prev != nil || b.next != nil }
@@ -81,6 +83,7 @@ type segment struct {
 	stream device.Stream
 	head   *block
 	ctx    context // context_when_segment_allocated
+	stamp  uint64  // as block.stamp
 }
 
 // blockPool is PyTorch's BlockPool: the free blocks of one kind (small or
@@ -99,6 +102,7 @@ type privatePool struct {
 	small       blockPool
 	large       blockPool
 	stats       Stats
+	stamp       uint64 // as block.stamp
 }
 
 // capture is an entry of captures_underway: allocations on stream go to the
@@ -127,6 +131,7 @@ type Allocator struct {
 	nextUID      int64
 	spare        []*block // recycled blocks
 	released     []Ptr    // segments released by a malloc fallback (nil: not in one)
+	j            journal  // the undo log of the open marks (journal.go)
 }
 
 // New returns an empty allocator for device ordinal dev over src.
@@ -175,18 +180,30 @@ func (e *OutOfMemoryError) Error() string { return e.Msg }
 // Unwrap makes errors.Is(err, device.ErrOutOfMemory) true.
 func (e *OutOfMemoryError) Unwrap() error { return device.ErrOutOfMemory }
 
-func (a *Allocator) newBlock() *block {
+// newBlock returns a block holding v, a spare one when there is one.
+func (a *Allocator) newBlock(v block) *block {
+	v.stamp = a.stamp()
 	if n := len(a.spare); n > 0 {
 		b := a.spare[n-1]
 		a.spare = a.spare[:n-1]
+		if a.j.on {
+			a.j.spare = append(a.j.spare, spareUndo{b: b})
+		}
+		*b = v
 		return b
 	}
-	return &block{}
+	b := new(block)
+	*b = v
+	return b
 }
 
 func (a *Allocator) recycle(b *block) {
-	*b = block{}
+	a.keepBlock(b)
+	*b = block{stamp: b.stamp} // saved already, if the journal is on
 	a.spare = append(a.spare, b)
+	if a.j.on {
+		a.j.spare = append(a.j.spare, spareUndo{b: b, push: true})
+	}
 }
 
 func (p *blockPool) id() PoolID {
@@ -201,6 +218,7 @@ func (a *Allocator) statsOf(p *blockPool) *Stats {
 	if p.owner == nil {
 		return &a.defaultStats
 	}
+	a.keepPool(p)
 	return &p.owner.stats
 }
 
@@ -275,24 +293,26 @@ func (a *Allocator) Malloc(n int64, stream device.Stream) (Ptr, error) {
 // release every cached unsplit block and retry, then fail with an OOM.
 //
 // It is failure-atomic. When even releasing everything could not make
-// room, it releases nothing. Otherwise it works on a copy of the state;
-// when the retries fail anyway (a fragmented device), it puts the copy back
-// and asks the device again for each segment it released: such segments
+// room, it releases nothing. Otherwise it marks the journal; when the
+// retries fail anyway (a fragmented device), it undoes to the mark and asks the device again for each segment it released: such segments
 // hold no allocated block, so one that comes back at another address is
 // moved there, and one the device refuses is dropped (segment_free), as
 // PyTorch would have left it.
 func (a *Allocator) mallocFallback(pool *blockPool, stream device.Stream, n, size, allocSize int64) (*block, error) {
 	free, _ := a.src.MemInfo()
 	if free+a.releasable(pool, stream, size) >= allocSize {
-		saved := a.cloneState()
+		m := a.Mark()
 		a.released = []Ptr{}
 		b, err := a.retryAfterRelease(pool, stream, size, allocSize)
 		released := a.released
 		a.released = nil
 		if err == nil && b != nil {
+			if m.opened {
+				a.Commit()
+			}
 			return b, nil
 		}
-		a.restoreState(saved)
+		a.Undo(m)
 		if rerr := a.reacquire(released); rerr != nil && err == nil {
 			err = rerr
 		}
@@ -326,12 +346,14 @@ func (a *Allocator) reacquire(released []Ptr) error {
 		if p == base {
 			continue
 		}
-		b.pool.free.remove(b)
-		a.segs = slices.Delete(a.segs, i, i+1)
+		a.freeRemove(b.pool, b)
+		a.deleteSeg(i)
+		a.keepSeg(seg)
+		a.keepBlock(b)
 		seg.base, b.ptr = p, p
 		j, _ := a.searchSegs(p)
-		a.segs = slices.Insert(a.segs, j, seg)
-		b.pool.free.insert(b)
+		a.insertSeg(j, seg)
+		a.freeInsert(b.pool, b)
 	}
 	return nil
 }
@@ -441,7 +463,7 @@ func (a *Allocator) getFreeBlock(pool *blockPool, stream device.Stream, size int
 	if size >= a.maxSplit && b.size >= size+LargeBuffer {
 		return nil
 	}
-	pool.free.remove(b)
+	a.freeRemove(pool, b)
 	return b
 }
 
@@ -457,14 +479,14 @@ func (a *Allocator) allocBlock(pool *blockPool, stream device.Stream, allocSize 
 		return nil, fmt.Errorf("malloc segment of %d bytes: %w", allocSize, err)
 	}
 	if pool.owner != nil {
+		a.keepPool(pool)
 		pool.owner.mallocCount++
 	}
-	seg := &segment{base: p, size: allocSize, pool: pool, stream: stream, ctx: a.ctx}
-	b := a.newBlock()
-	*b = block{ptr: p, size: allocSize, stream: stream, pool: pool, seg: seg}
+	seg := &segment{base: p, size: allocSize, pool: pool, stream: stream, ctx: a.ctx, stamp: a.stamp()}
+	b := a.newBlock(block{ptr: p, size: allocSize, stream: stream, pool: pool, seg: seg})
 	seg.head = b
 	i, _ := a.searchSegs(p)
-	a.segs = slices.Insert(a.segs, i, seg)
+	a.insertSeg(i, seg)
 	a.each(pool, func(s *Stats) {
 		s.Segment.increase(pool.small, 1)
 		s.ReservedBytes.increase(pool.small, allocSize)
@@ -497,18 +519,20 @@ func (a *Allocator) allocFound(b *block, size, orig int64, stream device.Stream,
 	alreadySplit := b.isSplit()
 	if split {
 		rem := b
-		b = a.newBlock()
-		*b = block{ptr: rem.ptr, size: size, stream: stream, pool: pool, seg: rem.seg, prev: rem.prev, next: rem}
+		b = a.newBlock(block{ptr: rem.ptr, size: size, stream: stream, pool: pool, seg: rem.seg, prev: rem.prev, next: rem})
 		if b.prev != nil {
+			a.keepBlock(b.prev)
 			b.prev.next = b
 		} else {
+			a.keepSeg(b.seg)
 			b.seg.head = b
 		}
+		a.keepBlock(rem)
 		rem.prev = b
 		rem.ptr += Ptr(size)
 		rem.size -= size
 		if remFree {
-			pool.free.insert(rem)
+			a.freeInsert(pool, rem)
 		}
 		for _, s := range a.both(pool) {
 			if alreadySplit {
@@ -524,11 +548,12 @@ func (a *Allocator) allocFound(b *block, size, orig int64, stream device.Stream,
 			s.InactiveSplit.decrease(pool.small, 1)
 		}
 	}
+	a.keepBlock(b)
 	b.allocated = true
 	b.requested = orig
 	b.ctx = a.ctx
 	a.record(ActionAlloc, b.ptr, orig, b.stream, pool.id(), a.ctx)
-	a.allocated.put(b.ptr, b)
+	a.putAllocated(b.ptr, b)
 	for _, s := range a.both(pool) {
 		s.Allocation.increase(pool.small, 1)
 		s.AllocatedBytes.increase(pool.small, b.size)
@@ -558,8 +583,9 @@ func (a *Allocator) Free(p Ptr) error {
 }
 
 func (a *Allocator) free(b *block) {
-	a.allocated.del(b.ptr)
+	a.delAllocated(b.ptr)
 	pool := b.pool
+	a.keepBlock(b)
 	b.allocated = false
 	for _, s := range a.both(pool) {
 		s.Allocation.decrease(pool.small, 1)
@@ -573,6 +599,7 @@ func (a *Allocator) free(b *block) {
 func (a *Allocator) freeBlock(b *block) {
 	pool := b.pool
 	a.record(ActionFreeCompleted, b.ptr, b.requested, b.stream, pool.id(), a.ctx)
+	a.keepBlock(b)
 	b.ctx = context{}
 	origSize, requested := b.size, b.requested
 	var netBlocks, netBytes int64
@@ -582,7 +609,7 @@ func (a *Allocator) freeBlock(b *block) {
 			netBytes -= sub
 		}
 	}
-	pool.free.insert(b)
+	a.freeInsert(pool, b)
 	if b.isSplit() {
 		netBlocks++
 		netBytes += b.size
@@ -609,18 +636,22 @@ func (a *Allocator) tryMerge(dst, src *block) int64 {
 	if src == nil || src.allocated {
 		return 0
 	}
-	src.pool.free.remove(src)
+	a.freeRemove(src.pool, src)
+	a.keepBlock(dst)
 	if dst.prev == src {
 		dst.ptr = src.ptr
 		dst.prev = src.prev
 		if dst.prev != nil {
+			a.keepBlock(dst.prev)
 			dst.prev.next = dst
 		} else {
+			a.keepSeg(dst.seg)
 			dst.seg.head = dst
 		}
 	} else {
 		dst.next = src.next
 		if dst.next != nil {
+			a.keepBlock(dst.next)
 			dst.next.prev = dst
 		}
 	}
@@ -655,11 +686,12 @@ func (a *Allocator) dropSegment(b *block) {
 		ctx = seg.ctx
 	}
 	a.record(ActionSegmentFree, seg.base, seg.size, seg.stream, pool.id(), ctx)
-	pool.free.remove(b)
+	a.freeRemove(pool, b)
 	if i := a.segIndex(seg.base); i >= 0 {
-		a.segs = slices.Delete(a.segs, i, i+1)
+		a.deleteSeg(i)
 	}
 	if pool.owner != nil {
+		a.keepPool(pool)
 		pool.owner.mallocCount--
 	}
 	a.each(pool, func(s *Stats) {
@@ -737,7 +769,7 @@ func (a *Allocator) releaseCachedBlocks() error {
 			return err
 		}
 		if pp.mallocCount == 0 && !a.capturing(id) {
-			delete(a.pools, id)
+			a.deletePool(id)
 		}
 	}
 	return nil
@@ -795,14 +827,15 @@ func (a *Allocator) BeginAllocateToPool(id PoolID, stream device.Stream) error {
 	}
 	pp := a.pools[id]
 	if pp == nil {
-		pp = &privatePool{id: id, useCount: 1}
+		pp = &privatePool{id: id, useCount: 1, stamp: a.stamp()}
 		pp.small = blockPool{small: true, owner: pp}
 		pp.large = blockPool{owner: pp}
-		a.pools[id] = pp
+		a.setPool(id, pp)
 	} else {
 		if pp.useCount <= 0 {
 			return fmt.Errorf("beginAllocateToPool: pool %v was released (use count 0)", id)
 		}
+		a.keepPool(&pp.small)
 		pp.useCount++
 	}
 	a.captures = append(a.captures, capture{id, stream})
@@ -830,6 +863,7 @@ func (a *Allocator) ReleasePool(id PoolID) error {
 	if pp.useCount <= 0 {
 		return fmt.Errorf("releasePool: pool %v already released", id)
 	}
+	a.keepPool(&pp.small)
 	pp.useCount--
 	return nil
 }

@@ -203,7 +203,7 @@ func (a *Allocator) SetCheckpointPoolState(st *PoolState, stale, live []Ptr) (*C
 		// Pass 1: allocate every block, splitting where the checkpoint did.
 		// The remainders stay out of the free set: each is taken next.
 		curr := seg.head
-		seg.pool.free.remove(curr)
+		a.freeRemove(seg.pool, curr)
 		for i, bs := range ss.Blocks {
 			b := a.allocFound(curr, bs.Size, bs.Size, bs.Stream, curr.size > bs.Size, false)
 			if i+1 < len(ss.Blocks) {

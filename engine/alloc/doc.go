@@ -3,7 +3,9 @@
 // segments, the small and large pools, best-fit search, splitting and
 // merging, max_split_size, private (graph) pools with use counts, the
 // checkpoint / restore of a private pool that CUDAGraph Trees relies on, the
-// bounded event log and the memory_viz snapshot export.
+// bounded event log and the memory_viz snapshot export. Its journal (Mark,
+// Undo, Commit) puts it back as it was at a mark at the cost of what
+// changed since: the engine's rollback of a failed record.
 //
 // It owns the placement decisions only: the device provides the segment
 // addresses, so the same calls on the same device give the same addresses.

@@ -38,66 +38,89 @@ func priority(p device.Ptr) uint64 {
 	return k ^ k>>31
 }
 
-func (s *freeSet) insert(b *block) {
+// insert and remove save, through a's journal, each block whose fields
+// they change (keepBlock): the block itself and those whose links change,
+// expected O(1) of them; a.freeInsert and a.freeRemove save the pool.
+func (s *freeSet) insert(a *Allocator, b *block) {
+	a.keepBlock(b)
 	b.left, b.right = nil, nil
 	b.prio = priority(b.ptr)
 	b.inFree = true
-	s.root = treapInsert(s.root, b)
+	s.root = treapInsert(a, s.root, b)
 	s.n++
 }
 
-func treapInsert(root, b *block) *block {
+func treapInsert(a *Allocator, root, b *block) *block {
 	if root == nil {
 		return b
 	}
 	if less(b, root) {
-		root.left = treapInsert(root.left, b)
-		if root.left.prio > root.prio {
-			l := root.left
+		l := treapInsert(a, root.left, b)
+		if l != root.left {
+			a.keepBlock(root)
+			root.left = l
+		}
+		if l.prio > root.prio {
+			a.keepBlock(l)
 			root.left, l.right = l.right, root
 			return l
 		}
 		return root
 	}
-	root.right = treapInsert(root.right, b)
-	if root.right.prio > root.prio {
-		r := root.right
+	r := treapInsert(a, root.right, b)
+	if r != root.right {
+		a.keepBlock(root)
+		root.right = r
+	}
+	if r.prio > root.prio {
+		a.keepBlock(r)
 		root.right, r.left = r.left, root
 		return r
 	}
 	return root
 }
 
-func (s *freeSet) remove(b *block) {
-	s.root = treapRemove(s.root, b)
+func (s *freeSet) remove(a *Allocator, b *block) {
+	a.keepBlock(b)
+	s.root = treapRemove(a, s.root, b)
 	b.left, b.right = nil, nil
 	b.inFree = false
 	s.n--
 }
 
-func treapRemove(root, b *block) *block {
+func treapRemove(a *Allocator, root, b *block) *block {
 	if root == b {
-		return treapMerge(b.left, b.right)
+		return treapMerge(a, b.left, b.right)
 	}
 	if less(b, root) {
-		root.left = treapRemove(root.left, b)
-	} else {
-		root.right = treapRemove(root.right, b)
+		if l := treapRemove(a, root.left, b); l != root.left {
+			a.keepBlock(root)
+			root.left = l
+		}
+	} else if r := treapRemove(a, root.right, b); r != root.right {
+		a.keepBlock(root)
+		root.right = r
 	}
 	return root
 }
 
-func treapMerge(x, y *block) *block {
+func treapMerge(a *Allocator, x, y *block) *block {
 	switch {
 	case x == nil:
 		return y
 	case y == nil:
 		return x
 	case x.prio > y.prio:
-		x.right = treapMerge(x.right, y)
+		if r := treapMerge(a, x.right, y); r != x.right {
+			a.keepBlock(x)
+			x.right = r
+		}
 		return x
 	default:
-		y.left = treapMerge(x, y.left)
+		if l := treapMerge(a, x, y.left); l != y.left {
+			a.keepBlock(y)
+			y.left = l
+		}
 		return y
 	}
 }

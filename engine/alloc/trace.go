@@ -67,9 +67,9 @@ const chunkLen = 256
 // the next append of either log: a chunk's entries are written once each,
 // in order, by whichever log claims the next index first (traceChunk.hi);
 // a log that finds its next index claimed by another copies the entries it
-// sees into a chunk of its own. The engine clones allocators before every
-// record that may fail and drops the clone when the record succeeds, so
-// the live log goes on writing in place. A dropped chunk that no clone
+// sees into a chunk of its own. The allocator's journal saves the log so
+// (Allocator.Mark) before every record that may fail and drops the copy
+// when the record succeeds, so the live log goes on writing in place. A dropped chunk that no clone
 // shares is reused, so a long run allocates nothing for its log once it is
 // full.
 type traceLog struct {

@@ -149,23 +149,15 @@ func (a *Allocator) Allocated(id PoolID) []Block {
 }
 
 // Clone returns a deep copy of the allocator that allocates its segments
-// from src (the device's own copy, for a session keyframe, or the same
-// device, to undo a failed step). It costs O(blocks + segments); the event
-// log's full chunks are shared, never written again.
+// from src (the device's own copy, for a session keyframe). It costs
+// O(blocks + segments); the event log's full chunks are shared, never
+// written again. To undo a failed step, Mark and Undo cost what the step
+// changed instead (journal.go).
 func (a *Allocator) Clone(src SegmentSource) *Allocator {
 	c := &Allocator{}
 	copyInto(c, a)
 	c.src = src
 	return c
-}
-
-func (a *Allocator) cloneState() *Allocator { return a.Clone(a.src) }
-
-// restoreState puts back a state taken by cloneState.
-func (a *Allocator) restoreState(saved *Allocator) {
-	spare := a.spare
-	copyInto(a, saved)
-	a.spare = spare
 }
 
 // copyInto makes dst a deep copy of src; dst's pool structs are its own.
@@ -232,4 +224,7 @@ func copyInto(dst, src *Allocator) {
 	dst.ctx = src.ctx
 	dst.nextUID = src.nextUID
 	dst.spare = nil
+	// No mark of src is open in the copy; its journal goes on from src's
+	// epoch, so that no stamp the blocks copied counts as saved in it.
+	dst.j = journal{epoch: src.j.epoch}
 }
