@@ -1599,11 +1599,7 @@ class Session:
         self.entries[name] = e
         del same[old]
         same[name] = e
-        if self.out_storage.get(st, old) == old:
-            if len(same) == 1:
-                self.out_storage[st] = name
-            else:
-                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+        self._rename_out_storage(st, old, name, same)
         oid = id(obj)
         if e.obj_id is not None and e.obj_id != oid and self.by_obj.get(e.obj_id) == old:
             del self.by_obj[e.obj_id]
@@ -1626,6 +1622,16 @@ class Session:
             self._watch[name] = e
         return True
 
+    def _rename_out_storage(self, st, old, name, same):
+        """The output name that stands for storage st, after old was renamed
+        name: the new name where old stood (or nothing did), among the
+        storage's names (same) an output's."""
+        if self.out_storage.get(st, old) == old:
+            if len(same) == 1:
+                self.out_storage[st] = name
+            else:
+                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+
     def _rename_replayed(self, e, name):
         """_rename for the output entry of a replay the recorder's short path
         checked (Recorder._fast_after): the same object as the entry's, over
@@ -1643,11 +1649,7 @@ class Session:
         same = self.by_storage[st]
         del same[old]
         same[name] = e
-        if self.out_storage.get(st, old) == old:
-            if len(same) == 1:
-                self.out_storage[st] = name
-            else:
-                self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
+        self._rename_out_storage(st, old, name, same)
         self.by_obj[e.obj_id] = name
         self.by_view[e.fact.view_key] = name
         e.name = name

@@ -727,14 +727,37 @@ class KnobsTest(unittest.TestCase):
                          {"warmup_runs": 0, "recompile_limit": 2})
 
 
-class AutogradSavedTest(unittest.TestCase):
+class TraceFileTest(unittest.TestCase):
+    """A test of one recorded trace file: the stand-in torch installed, a
+    temporary folder with the trace's path, and the records read back."""
+
+    trace_name = "t.cgt.jsonl"
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, self.trace_name)
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def records(self):
+        """The header and the records of the trace at self.path."""
+        with open(self.path) as fh:
+            lines = [json.loads(x) for x in fh if x.strip()]
+        return lines[0], lines[1:]
+
+
+class AutogradSavedTest(TraceFileTest):
     """A forward's replay returns its saved tensors as cached outputs, which
     the tree counts dead as soon as the program holds no Python reference,
     while autograd keeps them for the backward (PyTorch's
     test_multi_dispatch_parent_node)."""
 
     def setUp(self):
-        self.saved = install_fake_torch()
+        super().setUp()
         self.mgr = CUDAGraphTreeManager()
         self.mgr.cache_replays = True
         self.fw = self.mgr.add(0, mode="FORWARD")
@@ -742,17 +765,6 @@ class AutogradSavedTest(unittest.TestCase):
         self.mgr.models[0] = lambda ins: [Tensor([4]), Tensor([4])]  # an output, a saved activation
         self.mgr.models[1] = lambda ins: [Tensor([4])]
         self.other = self.mgr.add(3)
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "s.cgt.jsonl")
-
-    def tearDown(self):
-        remove_fake_torch(self.saved)
-        self.dir.cleanup()
-
-    def records(self):
-        with open(self.path) as fh:
-            lines = [json.loads(x) for x in fh if x.strip()]
-        return lines[0], lines[1:]
 
     def test_dead_cached_output_handed_to_backward_is_saved(self):
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
@@ -829,23 +841,16 @@ class AutogradSavedTest(unittest.TestCase):
             self.assertEqual(ops[i + 2][0], "tensor", ops)  # then the call's new input
 
 
-class SteadyLoopTest(unittest.TestCase):
+class SteadyLoopTest(TraceFileTest):
     """What a steady replay loop costs the recorder: no question to torch
     about a tensor it already holds, no read of a config knob."""
 
     def setUp(self):
-        self.saved = install_fake_torch()
-        MarkStepBox.mark_step_counter = 0
+        super().setUp()
         self.mgr = CUDAGraphTreeManager()
         self.mgr.cache_replays = True
         self.fid = self.mgr.add(0, static=[0, 1])
         self.mgr.models[0] = lambda ins: [Tensor([2, 4])]
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "s.cgt.jsonl")
-
-    def tearDown(self):
-        remove_fake_torch(self.saved)
-        self.dir.cleanup()
 
     def test_steady_replays_ask_torch_nothing(self):
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
@@ -927,11 +932,6 @@ class SteadyLoopTest(unittest.TestCase):
             self.assertEqual(c["args"][150], "param_300")
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(self.path), [])
-
-    def records(self):
-        with open(self.path) as fh:
-            lines = [json.loads(x) for x in fh if x.strip()]
-        return lines[0], lines[1:]
 
 
 class FastPathTest(unittest.TestCase):
@@ -1195,25 +1195,15 @@ class FollowTest(unittest.TestCase):
         self.assertFalse(cgtrace.record(os.path.join(self.dir.name, "e.cgt.jsonl")).follow)
 
 
-class RecorderTest(unittest.TestCase):
+class RecorderTest(TraceFileTest):
+    trace_name = "r.cgt.jsonl"
+
     def setUp(self):
         global MGR, FOO, FEE
-        self.saved = install_fake_torch()
-        MarkStepBox.mark_step_counter = 0
+        super().setUp()
         MGR = CUDAGraphTreeManager()
         FOO = MGR.add(0)
         FEE = MGR.add(1)
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "r.cgt.jsonl")
-
-    def tearDown(self):
-        remove_fake_torch(self.saved)
-        self.dir.cleanup()
-
-    def records(self):
-        with open(self.path) as fh:
-            lines = [json.loads(x) for x in fh if x.strip()]
-        return lines[0], lines[1:]
 
     def test_seed_program_shape(self):
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
