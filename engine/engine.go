@@ -260,7 +260,7 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 	step = e.newStep()
 	*step = Step{Index: e.steps, Line: rec.Line, Op: rec.Op, Fn: rec.Fn, Node: -1, Parent: -1}
 	e.events = e.events[:0]
-	e.saved = nil
+	e.dropSaved()
 	clear(e.undo)
 	e.undo = e.undo[:0]
 	e.saveLight()
@@ -285,7 +285,7 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		if rec.Op != traces.OpExpect {
 			e.last = step
 		}
-		e.saved = nil
+		e.dropSaved()
 	}()
 	err := e.apply(rec, step)
 	if kept, ok := err.(*keptError); ok {

@@ -128,6 +128,22 @@ func (e *Engine) markHeavy() {
 	e.saved = s
 }
 
+// dropSaved ends the record's snapshot: the device snapshots in it that
+// hold what the collector cannot weigh (a GPU's copies of the pool) are
+// released at once (device.Releaser), used for a rollback or not.
+func (e *Engine) dropSaved() {
+	s := e.saved
+	if s == nil {
+		return
+	}
+	e.saved = nil
+	for _, snap := range s.devSnaps {
+		if r, ok := snap.(device.Releaser); ok {
+			r.Release()
+		}
+	}
+}
+
 // rollback puts the engine back as it was at the start of the record.
 func (e *Engine) rollback() {
 	for i := len(e.undo) - 1; i >= 0; i-- {
@@ -156,7 +172,7 @@ func (e *Engine) rollback() {
 				_ = ds.dev.(device.Snapshotter).Restore(snap)
 			}
 		}
-		e.saved = nil
+		e.dropSaved()
 	}
 	e.restoreLight()
 	// A device that cannot be snapshotted keeps what it did; the copy

@@ -141,6 +141,14 @@ type Snapshotter interface {
 	Restore(snapshot any) error
 }
 
+// Releaser is implemented by a snapshot (the value Snapshot returns) that
+// holds resources the garbage collector cannot weigh, such as device
+// memory: its user calls Release once it no longer needs the snapshot,
+// and it then restores nothing. A snapshot without it is simply dropped.
+type Releaser interface {
+	Release()
+}
+
 // Cloner is implemented by devices that can make an independent device in
 // the same state (segments at the same addresses with the same contents,
 // graphs, executable graphs). engine.Clone uses it, and sessions keep

@@ -318,6 +318,8 @@ func (d *Device) Close() error {
 	}
 	d.closed, d.bad = true, errClosed
 	if g.closeView() {
+		g.freeAll()
+		g.setClosed()
 		errs = append(errs, g.release())
 	}
 	return errors.Join(errs...)

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/devicetest"
@@ -526,4 +529,108 @@ func TestSnapshotDuringCaptureFails(t *testing.T) {
 	if err := d.Restore(good); err != nil {
 		t.Errorf("Restore of a good snapshot: %v", err)
 	}
+}
+
+// TestSnapshotRelease checks that a released snapshot gives its device
+// memory back at once, with the garbage collector off. The engine takes a
+// snapshot of the GPU before every record that can fail; given back only
+// by the collector, which weighs a snapshot by its few bytes of Go memory,
+// a loop of records filled the H200 (TestRunStreamMatchesRun, 12 runs:
+// docs/gpu-runs/2026-12-01-h200.md, run 15).
+func TestSnapshotRelease(t *testing.T) {
+	d := open(t)
+	const n = 64 << 20
+	p := devicetest.Alloc(t, d, n/4)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	write := func(v float32) {
+		if err := d.CopyHtoD(p, []float32{v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	before, _ := d.MemInfo()
+	var last any
+	for i := 0; i < 32; i++ {
+		s := d.Snapshot()
+		write(float32(i + 2)) // the snapshot must now keep the old contents
+		if r, ok := s.(device.Releaser); !ok {
+			t.Fatalf("a snapshot (%T) is not a device.Releaser", s)
+		} else if i < 31 {
+			r.Release()
+		}
+		last = s
+	}
+	// The device's next call gives back what was released (a segment made
+	// and freed here, as the restore below would drop it anyway).
+	if q, err := d.MallocSegment(4); err != nil {
+		t.Fatal(err)
+	} else if err := d.FreeSegment(q); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := d.MemInfo()
+	if used := before - after; used > 4*n {
+		t.Errorf("32 snapshots of a %d MiB segment, 31 released, hold %d MiB", n>>20, used>>20)
+	}
+	// The one not released still restores; a released one refuses.
+	if err := d.Restore(last); err != nil {
+		t.Fatalf("restore of the kept snapshot: %v", err)
+	}
+	got := make([]float32, 1)
+	if err := d.CopyDtoH(got, p); err != nil || got[0] != 32 {
+		t.Errorf("after the restore: %v (err %v), want 32", got[0], err)
+	}
+	released := d.Snapshot()
+	released.(device.Releaser).Release()
+	if err := d.Restore(released); err == nil || !strings.Contains(err.Error(), "released") {
+		t.Errorf("restore of a released snapshot: %v, want an error saying it was released", err)
+	}
+	if err := d.Restore(last); err != nil { // a good restore clears the failure
+		t.Fatalf("restore after the refused one: %v", err)
+	}
+}
+
+// TestDevicesGiveBackTheirMemory checks that a Device of a GPU another
+// Device keeps open gives its segments back when it is closed, and when
+// it is dropped and collected: the primary context both share outlives it,
+// so releasing the context frees nothing (the engine's tests open a
+// device per trace on the GPU and filled it: run 15).
+func TestDevicesGiveBackTheirMemory(t *testing.T) {
+	keep := open(t)
+	const n = 256 << 20
+	base, _ := keep.MemInfo()
+	for i := 0; i < 8; i++ {
+		d, err := New(ordinal(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MallocSegment(n); err != nil {
+			t.Fatal(err)
+		}
+		_ = d.Snapshot() // dropped: a snapshot the collector never sees dead before the close
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free, _ := keep.MemInfo(); base-free > 2*n {
+		t.Errorf("8 closed devices of %d MiB each still hold %d MiB", n>>20, (base-free)>>20)
+	}
+	for i := 0; i < 8; i++ {
+		d, err := New(ordinal(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.MallocSegment(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Dropped without Close: the collector's cleanups give them back.
+	var free int64
+	for try := 0; try < 50; try++ {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		if free, _ = keep.MemInfo(); base-free <= 2*n {
+			return
+		}
+	}
+	t.Errorf("8 dropped devices of %d MiB each still hold %d MiB after collections", n>>20, (base-free)>>20)
 }

@@ -106,11 +106,15 @@ func copyState(s *state) *state {
 }
 
 // backup is a device buffer holding the contents of a state's segments,
-// each at off[segment]. It never changes once made, so states share it;
-// the garbage collector's cleanup gives its buffer back.
+// each at off[segment]. It never changes once made, so states share it:
+// refs counts the states that hold it (hold, setBackup), and the last to
+// let go gives its buffer back (unrefBackup). Counted, not left to the
+// garbage collector, which weighs a backup by its Go bytes and not by the
+// device memory it holds.
 type backup struct {
-	buf spareBuf
-	off map[device.Ptr]int64
+	buf  spareBuf
+	off  map[device.Ptr]int64
+	refs int
 }
 
 type spareBuf struct {
@@ -169,6 +173,8 @@ type registry struct {
 	spareBytes int64
 	// backupBytes is the device memory of backups not yet given back.
 	backupBytes int64
+	// backups are the backups some state holds (freeAll gives them back).
+	backups map[*backup]bool
 
 	// mu guards what GC cleanups touch: the queues of dead states and
 	// backups, the count of open clones, closed.
@@ -185,6 +191,7 @@ func (g *registry) init(drv driver) {
 	g.refs = map[resource]int{}
 	g.execGraph = map[device.ExecHandle]device.GraphHandle{}
 	g.execSrc = map[device.ExecHandle]map[device.Ptr]copySrc{}
+	g.backups = map[*backup]bool{}
 }
 
 // hold counts s's holdings as held once more.
@@ -198,11 +205,41 @@ func (g *registry) hold(s *state) {
 	for h := range s.execs {
 		g.refs[resource{resExec, uint64(h)}]++
 	}
+	if s.backup != nil {
+		s.backup.refs++
+	}
+}
+
+// setBackup makes b (or nil) the backup of s, which is held: s gives back
+// the one it had.
+func (g *registry) setBackup(s *state, b *backup) {
+	if old := s.backup; old != nil {
+		g.unrefBackup(old)
+	}
+	s.backup = b
+	if b != nil {
+		b.refs++
+	}
+}
+
+// unrefBackup lets go of one hold of b; the last gives its buffer back (a
+// spare for the next backup, or freed: drainBackups).
+func (g *registry) unrefBackup(b *backup) {
+	b.refs--
+	if b.refs > 0 {
+		return
+	}
+	delete(g.backups, b)
+	g.buryBackup(b.buf)
 }
 
 // releaseState gives back everything s holds.
 func (g *registry) releaseState(s *state) error {
 	var errs []error
+	if b := s.backup; b != nil {
+		s.backup = nil
+		g.unrefBackup(b)
+	}
 	for p := range s.segs {
 		errs = append(errs, g.drop(resource{resSegment, uint64(p)}))
 	}
@@ -275,14 +312,48 @@ func (g *registry) bury(s *state) {
 
 func (g *registry) buryView(s *state) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.dead = append(g.dead, s)
 	g.views--
-	if g.views == 0 && !g.closed {
+	last := g.views == 0 && !g.closed
+	g.mu.Unlock()
+	if last {
 		// No clone is left to call the device: this goroutine frees it.
-		g.closed = true
+		g.freeAll()
+		g.setClosed()
 		_ = g.drv.release() // nobody is left to tell
 	}
+}
+
+// freeAll gives back, as the last clone of the GPU goes, everything the
+// registry still holds in the driver: what dead snapshots and clones
+// held, what no one gave back, and the spare buffers. Releasing the
+// primary context does not free them while another Device of the same GPU
+// is open in the process (each cuda.New retains the context): a program
+// or a test that opens and drops devices would keep every segment.
+func (g *registry) freeAll() {
+	g.drain()
+	for r := range g.refs {
+		_ = g.drv.freeResource(r) // memory only: nobody is left to tell
+	}
+	clear(g.refs)
+	clear(g.execGraph)
+	clear(g.execSrc)
+	for b := range g.backups { // held by snapshots nobody released
+		g.freeBuf(b.buf)
+		g.backupBytes -= b.buf.bytes
+	}
+	clear(g.backups)
+	g.drainBackups()
+	for _, b := range g.spare {
+		g.freeBuf(b)
+	}
+	g.spare, g.spareBytes = nil, 0
+}
+
+func (g *registry) setClosed() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 func (g *registry) buryBackup(b spareBuf) {
@@ -292,7 +363,9 @@ func (g *registry) buryBackup(b spareBuf) {
 }
 
 // addView counts one more open clone; closeView one less, and reports
-// whether it was the last (the caller then releases the device).
+// whether it was the last (the caller then gives back what is left,
+// freeAll, closes the registry, setClosed, and releases the device; the
+// frees need the registry open).
 func (g *registry) addView() {
 	g.mu.Lock()
 	g.views++
@@ -303,11 +376,7 @@ func (g *registry) closeView() (last bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.views--
-	last = g.views == 0 && !g.closed
-	if last {
-		g.closed = true
-	}
-	return last
+	return g.views == 0 && !g.closed
 }
 
 // drain gives back what the dead snapshots, clones and backups held.
@@ -440,7 +509,7 @@ func (g *registry) save(segs map[device.Ptr]int64) (*backup, error) {
 		return nil, fmt.Errorf("cuda: snapshot: %w", err)
 	}
 	b := &backup{buf: buf, off: off}
-	runtime.AddCleanup(b, g.buryBackup, buf)
+	g.backups[b] = true
 	return b, nil
 }
 
@@ -487,7 +556,7 @@ func (g *registry) activate(st *state) error {
 		if err != nil {
 			return err
 		}
-		o.backup = b
+		g.setBackup(o, b)
 		g.owner = nil
 	}
 	if g.owner != st {
@@ -495,7 +564,8 @@ func (g *registry) activate(st *state) error {
 			return err
 		}
 	}
-	g.owner, st.backup = st, nil
+	g.owner = st
+	g.setBackup(st, nil)
 	return nil
 }
 
@@ -527,7 +597,7 @@ func (g *registry) restore(st, from *state) error {
 			_ = g.releaseState(next)
 			return err
 		}
-		next.backup = nil
+		g.setBackup(next, nil)
 	}
 	old := *st
 	*st = *next

@@ -387,16 +387,16 @@ func TestRegistrySpareBackups(t *testing.T) {
 	v := newRegistryView(t)
 	v.malloc(1000)
 	s := v.snapshot()
+	buf := s.backup.buf
 	allocs := v.f.allocs
-	v.r.bury(s)
-	v.r.buryBackup(s.backup.buf)
+	v.r.bury(s) // its state's release gives back the backup it alone held
 	v.r.drain()
 	s2 := v.snapshot()
 	if v.f.allocs != allocs {
 		t.Errorf("the second snapshot allocated %d buffers, want the spare", v.f.allocs-allocs)
 	}
-	if s2.backup.buf != s.backup.buf {
-		t.Errorf("the second snapshot's buffer %v is not the spare %v", s2.backup.buf, s.backup.buf)
+	if s2.backup.buf != buf {
+		t.Errorf("the second snapshot's buffer %v is not the spare %v", s2.backup.buf, buf)
 	}
 	if got, want := snapshotBytes(v.st), int64(1024); got != want {
 		t.Errorf("snapshotBytes = %d, want %d (1000 rounded to %d)", got, want, backupAlign)
@@ -417,5 +417,52 @@ func TestRegistryViews(t *testing.T) {
 	}
 	if g.closeView() {
 		t.Fatal("a view closed after the last reported it again")
+	}
+}
+
+// TestRegistryBackupsCounted checks that a backup's buffer comes back when
+// the last state holding it goes, and not before, with no garbage
+// collection: a clone that restores a snapshot while another clone has the
+// GPU shares the snapshot's backup. The engine snapshots the GPU before
+// every record that can fail, and buffers freed only by the collector
+// filled the H200 (docs/gpu-runs/2026-12-01-h200.md, run 15).
+func TestRegistryBackupsCounted(t *testing.T) {
+	v := newRegistryView(t)
+	a := v.malloc(1000)
+	v.write(a, 1)
+	s := v.snapshot() // v has the GPU: a new backup of a's contents
+	buf := s.backup.buf
+	c := v.clone() // another backup, for the clone
+	v.write(a, 2)  // v keeps the GPU
+	c.restore(s)   // c is not the owner: its state shares s's backup
+	if c.st.backup != s.backup || s.backup.refs != 2 {
+		t.Fatalf("the restored clone does not share the snapshot's backup (refs %d)", s.backup.refs)
+	}
+	b := s.backup
+	held := func() bool { _, ok := v.f.mem[buf.ptr]; return ok && v.r.backups[b] }
+	v.r.bury(s) // the snapshot dies: the clone still needs the contents
+	v.r.drain()
+	if !held() {
+		t.Fatal("the backup went with the snapshot while the clone still holds it")
+	}
+	if got := c.read(a); got != 1 {
+		t.Errorf("the clone reads %d, want the snapshot's 1", got)
+	}
+	// c took the GPU: its contents are the segments' now, so the backup's
+	// last holder let go; the buffer waits as a spare for the next backup
+	// (once the device's next call drains).
+	v.r.drain()
+	if len(v.r.backups) != 1 || v.r.spareBytes == 0 {
+		t.Errorf("after the clone took the GPU: %d backups held, %d spare bytes; want v's one backup and the spare", len(v.r.backups), v.r.spareBytes)
+	}
+	// The last clone closes: everything left is freed, spares and the
+	// backup v holds included.
+	v.r.buryView(c.st)
+	v.r.buryView(v.st)
+	if len(v.f.mem) != 0 {
+		t.Errorf("after the last clone: %d buffers still allocated", len(v.f.mem))
+	}
+	if v.f.released != 1 {
+		t.Errorf("released %d times, want 1", v.f.released)
 	}
 }

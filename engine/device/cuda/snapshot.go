@@ -83,9 +83,10 @@ func (d *Device) activate() error {
 // snapshot is what Snapshot returns: a state held until the garbage
 // collector finds the snapshot dead, or the reason there is none.
 type snapshot struct {
-	g   *gpu
-	st  *state
-	err error
+	g       *gpu
+	st      *state
+	err     error
+	cleanup runtime.Cleanup
 }
 
 // Snapshot saves the device's state: its segments (which stay allocated
@@ -105,8 +106,23 @@ func (d *Device) Snapshot() any {
 		return &snapshot{err: err}
 	}
 	s := &snapshot{g: d.g, st: st}
-	runtime.AddCleanup(s, d.g.bury, st)
+	s.cleanup = runtime.AddCleanup(s, d.g.bury, st)
 	return s
+}
+
+// Release gives back what the snapshot holds (device.Releaser) now rather
+// than when the garbage collector finds it dead: the collector sees only
+// the snapshot's few bytes of Go memory, not the device memory its copies
+// hold, so a loop of records each snapshotting a pool (the engine's
+// rollback) filled the GPU before it ran. A released snapshot restores
+// nothing; releasing twice does nothing.
+func (s *snapshot) Release() {
+	if s == nil || s.st == nil {
+		return
+	}
+	s.cleanup.Stop()
+	s.g.bury(s.st)
+	s.st, s.err = nil, errors.New("cuda: restore: the snapshot was released")
 }
 
 // Restore puts back the state of a snapshot of this device or of any of
@@ -124,6 +140,9 @@ func (d *Device) Restore(snap any) error {
 		d.bad = fmt.Errorf("cuda: restore: %T is not a snapshot of a cuda device", snap)
 	case s.err != nil:
 		d.bad = fmt.Errorf("cuda: restore: %w", s.err)
+		if s.st == nil && s.g == d.g {
+			d.bad = s.err // released: its message says so already
+		}
 	case s.g != d.g:
 		d.bad = fmt.Errorf("cuda: restore: the snapshot is of another device (%s)", s.g.name)
 	case d.g.isCapturing():
