@@ -80,11 +80,14 @@ space := $(subst ,, )
 # Flags of every go test below; make test sets -vet=off, as its lint has
 # run go vet ./..., whose analyzers include the subset go test runs.
 TESTFLAGS ?=
-# GOGC of the steps that only compile or analyse (vet, staticcheck, the
-# helper, the fuzz builds), never of a step that runs tests (some check
-# their memory): the compiler and staticcheck spend ~20% less CPU
-# collecting garbage at 400 (go vet ./traces cold: 53 -> 43 s), for
-# ~420 MB a compile instead of ~300.
+# GOGC of the steps that compile or analyse (vet, staticcheck, the helper,
+# the fuzz builds) and of the go test runs of unit-race and unit-plain,
+# whose compiles are most of their CPU: the compiler and staticcheck spend
+# ~20% less CPU collecting garbage at 400 (go vet ./traces cold: 53 -> 43 s),
+# for ~420 MB a compile instead of ~300. Their tests inherit it; none of
+# them weighs the heap in use, which GOGC changes (the one that does,
+# TestCheckBoundedMemory's peak, is in SERIAL_TESTS, run at the default;
+# the allocation checks count TotalAlloc, which GOGC does not change).
 BUILD_GOGC ?= 400
 
 # What the tests that render SVG (render's, cmd/cgtviz's) run: built once
@@ -157,14 +160,14 @@ unit: unit-race unit-plain pyunit
 
 unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
 unit-race: graphviz-helper
-	$(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
-	$(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
 
 unit-plain:
 	@race=$$($(GO) list $(RACE_PKGS)) && \
 	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
 	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
-	$(GO) test -count=1 $(TESTFLAGS) -skip '$(racetest_re)' $$plain
+	GOGC=$(BUILD_GOGC) $(GO) test -count=1 $(TESTFLAGS) -skip '$(racetest_re)' $$plain
 	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
 
 pyunit:
