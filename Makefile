@@ -112,17 +112,20 @@ build:
 
 # make test runs what `make lint unit fuzz` runs, on both cores: after
 # the helper (its build compiles the standard library for everything
-# after), lint then the tests without -race (which reuse what vet
-# compiled) run beside the tests under -race and Python's; the fuzz
-# targets' instrumented builds come at the end of the first chain, and the
-# fuzzing itself runs alone, so that each target has both cores for its
-# FUZZTIME. Each chain's output is printed when it ends (-O).
+# after), go vet then the tests without -race (which reuse what vet
+# compiled), the fuzz targets' builds and staticcheck run beside the tests
+# under -race and Python's, and the fuzzing itself runs alone, so that each
+# target has both cores for its FUZZTIME. staticcheck comes last in its
+# chain, after the engine's tests (one process, one core for ~25 s: the
+# race chain has the other): when the race chain ends first, staticcheck's
+# analysis still keeps both cores busy. Each chain's output is printed
+# when it ends (-O).
 test: graphviz-helper
 	@$(MAKE) --no-print-directory -j2 -O test-lint-plain test-race
 	@$(MAKE) --no-print-directory fuzz-run
 
 test-lint-plain:
-	@$(MAKE) --no-print-directory -j1 lint unit-plain fuzz-build TESTFLAGS=-vet=off
+	@$(MAKE) --no-print-directory -j1 gofmt vet lint-race unit-plain fuzz-build staticcheck TESTFLAGS=-vet=off
 
 test-race:
 	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
