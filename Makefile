@@ -257,11 +257,12 @@ oracle:
 oracle-probe:
 	python3 tools/gpu/oracle-probe.py $(BIN)/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > $(BIN)/probe-random3.jsonl
 
-# The long runs behind docs/reliability.md.
+# The long runs behind docs/reliability.md (the fuzzing instrumented as
+# CI's: every package).
 reliability:
 	CGTVIZ_PROPERTY_TRACES=2000 $(GO) test -count=1 -run '^TestProperties$$' -v ./engine/
 	$(GO) test -count=1 -run '^TestFaults$$' -v ./engine/
-	$(MAKE) fuzz FUZZTIME=60s
+	$(MAKE) fuzz FUZZTIME=60s FUZZ_INSTRUMENT=all
 
 # The TUI's end-to-end walk in tmux, alone (make test runs it as ui's TestE2E).
 e2e: build
