@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh GO FUZZTIME MINIMIZE BINDIR PKG:NAME...: runs each fuzz target in
 # turn, in the instrumented test binary that make fuzz-build linked into
-# BINDIR for its package (fuzz_bin names it): each is linked once, not
+# BINDIR for its package (PKG.test, PKG the last element of its path, as
+# go test -c -o BINDIR/ names it): each is linked once, not
 # once by fuzz-build and again by a go test -fuzz for every target (~1.5 s
 # of wall time each, the fuzz phase running alone). The binary runs as go
 # test would run it: in its package's folder (testdata/fuzz is read and a
@@ -19,7 +20,7 @@ bindir=$(cd "$bindir" && pwd) || exit 1
 for t in "$@"; do
 	pkg=${t%%:*} name=${t##*:}
 	path=$("$go" list "$pkg") || exit 1
-	bin=$bindir/$(bash "$(dirname "$0")/fuzz_bin.sh" "$pkg")
+	bin=$bindir/${pkg##*/}.test
 	if [ ! -x "$bin" ]; then
 		echo "fuzz.sh: $bin is missing: run make fuzz-build first" >&2
 		exit 1
