@@ -84,8 +84,8 @@ TESTFLAGS ?=
 # GOGC of the steps that compile or analyse (vet, staticcheck, the helper,
 # the fuzz builds) and of the go test runs of unit-race and unit-plain,
 # whose compiles are most of their CPU: the compiler and staticcheck spend
-# ~20% less CPU collecting garbage at 400 (go vet ./traces cold: 53 -> 43 s),
-# for ~420 MB a compile instead of ~300. Their tests inherit it; none of
+# less CPU collecting garbage at 400 (go vet ./traces cold, two runs each:
+# 52-54 s -> 42-49 s), for ~420 MB a compile instead of ~300. Their tests inherit it; none of
 # them weighs the heap in use, which GOGC changes (the one that does,
 # TestCheckBoundedMemory's peak, is in SERIAL_TESTS, run at the default;
 # the allocation checks count TotalAlloc, which GOGC does not change).
@@ -199,8 +199,8 @@ fuzz-run:
 # not vet's.
 # One go test -c for all of them (each named PKG.test, PKG the last element
 # of its path, as go test -c -o DIR/ names them and tools/fuzz.sh finds
-# them): five, one after the other, compiled on about one core (26 s of
-# wall time for 24 s of CPU), and the race chain may have ended by then;
+# them): built one after the other, the five kept about one core busy (26 s
+# of wall time for 24 s of CPU), when the race chain may have ended already.
 # go test -fuzz (FUZZ_INSTRUMENT=all) takes one package at a time.
 fuzz_pkgs = $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t)))))
 fuzz-build:
