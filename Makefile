@@ -21,6 +21,27 @@ STATICCHECK ?= $(STATICCHECK_BIN)
 # with 100x, thousands). Crashers are still minimised.
 FUZZMINIMIZE ?= 100x
 
+# Where fuzz-build links the fuzz targets' test binaries (*.test, which git
+# ignores): not in $(BIN), which is carried to the GPU machine.
+FUZZ_BIN := .fuzz
+# The packages the fuzz builds instrument for coverage (-d=libfuzzer, what
+# go test -fuzz adds): this module's, and go-json's decoder, the trace
+# reader's fast path (FuzzDecoders compares it with encoding/json, which
+# stays uninstrumented: the charm stack imports it, and its instrumented
+# build recompiled all of that for the ui binary). go test -fuzz instruments every
+# package of the binary, so each fuzz build compiled the standard library
+# and every dependency again (~80 s of CPU, make test's largest build after
+# -race); these reuse vet's compiles and recompile only what they name
+# (~24 s). A short run also does more: in make test's 5 s FuzzCheck ran
+# 93,000 inputs instead of 26,000, FuzzRun 56,000 instead of 19,000 (new
+# inputs are now only those that reach new code of this module's or
+# go-json's, not of fmt's or strconv's). FUZZ_INSTRUMENT=all instruments everything, as go test
+# -fuzz does; .ci/run uses it for its minute-long runs (BENCHMARKS.md has
+# each target's inputs in make test's 5 s, before and after). -d=libfuzzer
+# is accepted where go test -fuzz instruments (amd64, arm64 and loong64;
+# internal/platform.FuzzInstrumented).
+FUZZ_INSTRUMENT ?= github.com/cgtviz/cgtviz/... github.com/goccy/go-json github.com/goccy/go-json/internal/decoder
+fuzz_flags = $(if $(filter all,$(FUZZ_INSTRUMENT)),-fuzz .,$(foreach p,$(FUZZ_INSTRUMENT),-gcflags=$(p)=-d=libfuzzer))
 # Every fuzz target, as package:Name.
 FUZZ_TARGETS := \
 	./traces:FuzzReader \
@@ -37,7 +58,10 @@ FUZZ_TARGETS := \
 # (single-goroutine code and tests) are tested without it: under -race the
 # engine's tests took 75 s, 13 s without. lint-race checks that every other
 # package still starts none (a `go` statement), so none is left out unseen.
-RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgtviz/...
+# cmd/cgtviz/cgtviz-graphviz is not among them: it renders on one goroutine,
+# and its -race build compiled go-graphviz, wazero and the image packages
+# under the detector (~20 s of CPU) for a test that can find no race.
+RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgtviz
 # Tests of RACE_PKGS that run one goroutine over a big input (memory and
 # scale checks), as package:Name: -race made them 8x slower and can find
 # nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
@@ -49,6 +73,7 @@ serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t))))
 # part's tests run under -race, the rest of the package without (the
 # engine's RunStream reads ahead on a goroutine, engine/prefetch.go; its
 # whole suite took 75 s under -race). lint-race counts them as covered.
+# unit-plain skips them: the -race run is the same test and more.
 RACE_TESTS := ./engine:TestRunStreamMatchesRun
 racetest_re = ^($(subst $(space),|,$(strip $(foreach t,$(RACE_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 racetest_pkgs = $(sort $(foreach t,$(RACE_TESTS),$(firstword $(subst :, ,$(t)))))
@@ -56,13 +81,25 @@ space := $(subst ,, )
 # Flags of every go test below; make test sets -vet=off, as its lint has
 # run go vet ./..., whose analyzers include the subset go test runs.
 TESTFLAGS ?=
+# GOGC of the steps that compile or analyse (vet, staticcheck, the helper,
+# the fuzz builds) and of the go test runs of unit-race and unit-plain,
+# whose compiles are most of their CPU: the compiler and staticcheck spend
+# less CPU collecting garbage at 400 (go vet ./traces cold, two runs each:
+# 52-54 s -> 42-49 s), for ~420 MB a compile instead of ~300. Their tests inherit it; none of
+# them weighs the heap in use, which GOGC changes (the one that does,
+# TestCheckBoundedMemory's peak, is in SERIAL_TESTS, run at the default;
+# the allocation checks count TotalAlloc, which GOGC does not change).
+BUILD_GOGC ?= 400
 
 # What the tests that render SVG (render's, cmd/cgtviz's) run: built once
 # here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
-# its own beside it).
+# its own beside it). Built without -trimpath, which is part of every
+# compile's cache key: with it, the helper's build compiled the standard
+# library, wazero and go-graphviz (~45 s of CPU) a second time, beside
+# go vet's and the tests' compiles; without, vet finds them compiled.
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
-.PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build test-lint-plain test-race bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build fuzz-run test-lint-plain test-race bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -76,17 +113,20 @@ build:
 
 # make test runs what `make lint unit fuzz` runs, on both cores: after
 # the helper (its build compiles the standard library for everything
-# after), lint then the tests without -race (which reuse what vet
-# compiled) run beside the tests under -race and Python's; the fuzz
-# targets' instrumented builds come at the end of the first chain, and the
-# fuzzing itself runs alone, so that each target has both cores for its
-# FUZZTIME. Each chain's output is printed when it ends (-O).
+# after), go vet then the tests without -race (which reuse what vet
+# compiled), the fuzz targets' builds and staticcheck run beside the tests
+# under -race and Python's, and the fuzzing itself runs alone, so that each
+# target has both cores for its FUZZTIME. staticcheck comes last in its
+# chain, after the engine's tests (one process, one core for ~25 s: the
+# race chain has the other): when the race chain ends first, staticcheck's
+# analysis still keeps both cores busy. Each chain's output is printed
+# when it ends (-O).
 test: graphviz-helper
 	@$(MAKE) --no-print-directory -j2 -O test-lint-plain test-race
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory fuzz-run
 
 test-lint-plain:
-	@$(MAKE) --no-print-directory -j1 lint unit-plain fuzz-build TESTFLAGS=-vet=off
+	@$(MAKE) --no-print-directory -j1 gofmt vet lint-race unit-plain fuzz-build staticcheck TESTFLAGS=-vet=off
 
 test-race:
 	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
@@ -98,11 +138,11 @@ gofmt:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
+	GOGC=$(BUILD_GOGC) $(GO) vet ./...
 
 # Builds the pinned staticcheck first unless STATICCHECK names another.
 staticcheck: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
-	$(STATICCHECK) ./...
+	GOGC=$(BUILD_GOGC) $(STATICCHECK) ./...
 
 $(STATICCHECK_BIN):
 	@mkdir -p .tools/staticcheck.tmp
@@ -124,14 +164,14 @@ unit: unit-race unit-plain pyunit
 
 unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
 unit-race: graphviz-helper
-	$(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
-	$(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
 
 unit-plain:
 	@race=$$($(GO) list $(RACE_PKGS)) && \
 	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
 	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
-	$(GO) test -count=1 $(TESTFLAGS) $$plain
+	GOGC=$(BUILD_GOGC) $(GO) test -count=1 $(TESTFLAGS) -skip '$(racetest_re)' $$plain
 	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
 
 pyunit:
@@ -142,18 +182,38 @@ pyunit:
 # Always run: go build is a cache hit when nothing changed, and a stale
 # helper would test old code.
 graphviz-helper:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(GRAPHVIZ_BIN) ./cmd/cgtviz/cgtviz-graphviz
+	GOGC=$(BUILD_GOGC) $(GO) build -ldflags "-s -w" -o $(GRAPHVIZ_BIN) ./cmd/cgtviz/cgtviz-graphviz
 
-fuzz:
-	@bash tools/fuzz.sh $(GO) $(FUZZTIME) $(FUZZMINIMIZE) $(FUZZ_TARGETS)
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run
 
-# The fuzz targets' instrumented test binaries, built into the cache and
-# thrown away: the fuzz runs after only link them.
+# The fuzzing itself, in the binaries fuzz-build linked (make test runs
+# fuzz-build in its first chain, then this alone).
+fuzz-run:
+	@bash tools/fuzz.sh $(GO) $(FUZZTIME) $(FUZZMINIMIZE) $(FUZZ_BIN) $(FUZZ_TARGETS)
+
+# The fuzz targets' instrumented test binaries, one a package, linked into
+# $(FUZZ_BIN), where tools/fuzz.sh runs them.
+# -vet=off as in make test's go test: go test's vet is a subset of lint's
+# go vet ./..., and here it ran again (~8 s of CPU) as its analyzer set is
+# not vet's.
+# One go test -c for all of them (each named PKG.test, PKG the last element
+# of its path, as go test -c -o DIR/ names them and tools/fuzz.sh finds
+# them): built one after the other, the five kept about one core busy (26 s
+# of wall time for 24 s of CPU), when the race chain may have ended already.
+# go test -fuzz (FUZZ_INSTRUMENT=all) takes one package at a time.
+fuzz_pkgs = $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t)))))
 fuzz-build:
-	@for pkg in $$(printf '%s\n' $(FUZZ_TARGETS) | sed 's/:.*//' | sort -u); do \
-		echo "$(GO) test -c -fuzz . $$pkg"; \
-		$(GO) test -c -fuzz . -o /dev/null $$pkg || exit 1; \
-	done
+	@mkdir -p $(FUZZ_BIN)
+	@if [ "$(FUZZ_INSTRUMENT)" = all ]; then \
+		for pkg in $(fuzz_pkgs); do \
+			echo "$(GO) test -c -fuzz . $$pkg"; \
+			GOGC=$(BUILD_GOGC) $(GO) test -c -vet=off -fuzz . -o $(FUZZ_BIN)/ $$pkg || exit 1; \
+		done; \
+	else \
+		echo "$(GO) test -c $(fuzz_flags) $(fuzz_pkgs)"; \
+		GOGC=$(BUILD_GOGC) $(GO) test -c -vet=off $(fuzz_flags) -o $(FUZZ_BIN)/ $(fuzz_pkgs); \
+	fi
 
 # Every CPU benchmark; cmd/cgtviz's run end to end on a 1,000,000-record
 # trace it writes to a temporary file (BENCHMARKS.md).
@@ -209,11 +269,12 @@ oracle:
 oracle-probe:
 	python3 tools/gpu/oracle-probe.py $(BIN)/torch-oracle.py engine/testdata/oracle/random3/*.cgt.jsonl > $(BIN)/probe-random3.jsonl
 
-# The long runs behind docs/reliability.md.
+# The long runs behind docs/reliability.md (the fuzzing instrumented as
+# CI's: every package).
 reliability:
 	CGTVIZ_PROPERTY_TRACES=2000 $(GO) test -count=1 -run '^TestProperties$$' -v ./engine/
 	$(GO) test -count=1 -run '^TestFaults$$' -v ./engine/
-	$(MAKE) fuzz FUZZTIME=60s
+	$(MAKE) fuzz FUZZTIME=60s FUZZ_INSTRUMENT=all
 
 # The TUI's end-to-end walk in tmux, alone (make test runs it as ui's TestE2E).
 e2e: build
@@ -221,4 +282,4 @@ e2e: build
 
 clean:
 	rm -f cgtviz cgtviz-cuda cgtviz-graphviz
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(FUZZ_BIN)
