@@ -598,7 +598,7 @@ func TestDevicesGiveBackTheirMemory(t *testing.T) {
 	keep := open(t)
 	const n = 256 << 20
 	base, _ := keep.MemInfo()
-	for i := 0; i < 8; i++ {
+	withSegment := func() *Device {
 		d, err := New(ordinal(t))
 		if err != nil {
 			t.Fatal(err)
@@ -606,6 +606,10 @@ func TestDevicesGiveBackTheirMemory(t *testing.T) {
 		if _, err := d.MallocSegment(n); err != nil {
 			t.Fatal(err)
 		}
+		return d
+	}
+	for i := 0; i < 8; i++ {
+		d := withSegment()
 		_ = d.Snapshot() // dropped: a snapshot the collector never sees dead before the close
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
@@ -615,13 +619,7 @@ func TestDevicesGiveBackTheirMemory(t *testing.T) {
 		t.Errorf("8 closed devices of %d MiB each still hold %d MiB", n>>20, (base-free)>>20)
 	}
 	for i := 0; i < 8; i++ {
-		d, err := New(ordinal(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.MallocSegment(n); err != nil {
-			t.Fatal(err)
-		}
+		withSegment() // dropped without Close
 	}
 	// Dropped without Close: the collector's cleanups give them back.
 	var free int64
