@@ -1,7 +1,6 @@
 package alloc
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -83,65 +82,28 @@ func TestJournalUndo(t *testing.T) {
 				bases []Ptr
 			}
 			var marks []open
-			var live []Ptr
-			var pools []PoolID
-			var capturing PoolID
+			w := &randomWork{t: t, r: r, a: a}
 			var state *PoolState
 			for step := 0; step < 800; step++ {
 				switch k := r.IntN(26); {
 				case k < 10:
-					stream := device.Stream(r.IntN(2))
-					if capturing != (PoolID{}) && r.IntN(2) == 0 {
-						stream = device.SideStream
-					}
 					a.SetContext(step, "malloc")
-					p, err := a.Malloc(randomSize(r), stream)
-					if err != nil {
-						if !errors.Is(err, device.ErrOutOfMemory) {
-							t.Fatal(err)
-						}
-						break
-					}
-					live = append(live, p)
+					w.malloc()
 				case k < 16:
-					if len(live) > 0 {
-						i := r.IntN(len(live))
-						mustFree(t, a, live[i])
-						live = slices.Delete(live, i, i+1)
-					}
+					w.free()
 				case k == 16:
-					if err := a.EmptyCache(); err != nil {
-						t.Fatal(err)
-					}
+					w.emptyCache()
 				case k == 17:
-					if capturing == (PoolID{}) {
-						id := a.NewPoolID()
-						if len(pools) > 0 && r.IntN(2) == 0 {
-							id = pools[r.IntN(len(pools))]
-						} else {
-							pools = append(pools, id)
-						}
-						if err := a.BeginAllocateToPool(id, device.SideStream); err != nil {
-							t.Fatal(err)
-						}
-						capturing, state = id, nil
-					} else {
-						if st, err := a.GetCheckpointState(capturing); err == nil && r.IntN(2) == 0 {
+					if w.capturing == (PoolID{}) {
+						state = nil
+					}
+					w.capture(func(id PoolID) {
+						if st, err := a.GetCheckpointState(id); err == nil && r.IntN(2) == 0 {
 							state = st
 						}
-						if err := a.EndAllocateToPool(capturing); err != nil {
-							t.Fatal(err)
-						}
-						capturing = PoolID{}
-					}
+					})
 				case k == 18:
-					if capturing == (PoolID{}) && len(pools) > 0 {
-						i := r.IntN(len(pools))
-						if err := a.ReleasePool(pools[i]); err != nil {
-							t.Fatal(err)
-						}
-						pools = slices.Delete(pools, i, i+1)
-					}
+					w.releasePool()
 				case k == 19:
 					// Restore a checkpoint, every allocated block of the pool
 					// freed (stale), none live.
@@ -149,7 +111,7 @@ func TestJournalUndo(t *testing.T) {
 						break
 					}
 					var stale []Ptr
-					for _, p := range live {
+					for _, p := range w.live {
 						if id, ok := a.BlockPool(p); ok && id == state.Pool {
 							stale = append(stale, p)
 						}
@@ -158,10 +120,10 @@ func TestJournalUndo(t *testing.T) {
 					if err != nil {
 						break // the pool changed under the checkpoint: refused, unchanged
 					}
-					live = slices.DeleteFunc(live, func(p Ptr) bool { return slices.Contains(stale, p) })
-					live = append(live, d.Unowned()...)
+					w.live = slices.DeleteFunc(w.live, func(p Ptr) bool { return slices.Contains(stale, p) })
+					w.live = append(w.live, d.Unowned()...)
 				case k < 23:
-					marks = append(marks, open{m: a.Mark(), dump: objectDump(a), live: slices.Clone(live), pools: slices.Clone(pools), capt: capturing, state: state,
+					marks = append(marks, open{m: a.Mark(), dump: objectDump(a), live: slices.Clone(w.live), pools: slices.Clone(w.pools), capt: w.capturing, state: state,
 						dev: copyDevice(dev), bases: segBases(a)})
 				case k < 25:
 					if len(marks) == 0 {
@@ -187,7 +149,7 @@ func TestJournalUndo(t *testing.T) {
 						t.Fatalf("step %d: undo to the mark differs:\n%s", step, firstDiff(o.dump, got))
 					}
 					undone++
-					live, pools, capturing, state = o.live, o.pools, o.capt, o.state
+					w.live, w.pools, w.capturing, state = o.live, o.pools, o.capt, o.state
 				default:
 					a.Commit()
 					marks = nil

@@ -25,6 +25,87 @@ func randomSize(r *rand.Rand) int64 {
 	}
 }
 
+// randomWork is a random sequence's view of an allocator: the blocks it
+// holds, the private pools it made and the one it is capturing into (zero
+// when none). Its steps are what every random test does between its own.
+type randomWork struct {
+	t         *testing.T
+	r         *rand.Rand
+	a         *Allocator
+	live      []Ptr
+	pools     []PoolID
+	capturing PoolID
+}
+
+// malloc allocates a random size, on the side stream half the time while
+// capturing; out of memory is a step like any other.
+func (w *randomWork) malloc() {
+	stream := device.Stream(w.r.IntN(2))
+	if w.capturing != (PoolID{}) && w.r.IntN(2) == 0 {
+		stream = device.SideStream
+	}
+	p, err := w.a.Malloc(randomSize(w.r), stream)
+	if err != nil {
+		if !errors.Is(err, device.ErrOutOfMemory) {
+			w.t.Fatal(err)
+		}
+		return
+	}
+	w.live = append(w.live, p)
+}
+
+// free frees a random live block.
+func (w *randomWork) free() {
+	if len(w.live) > 0 {
+		i := w.r.IntN(len(w.live))
+		mustFree(w.t, w.a, w.live[i])
+		w.live = slices.Delete(w.live, i, i+1)
+	}
+}
+
+func (w *randomWork) emptyCache() {
+	if err := w.a.EmptyCache(); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// capture begins allocating to a pool (a new one, or one made before),
+// or ends the capture under way; before it ends, beforeEnd (if any) sees
+// the pool.
+func (w *randomWork) capture(beforeEnd func(PoolID)) {
+	if w.capturing == (PoolID{}) {
+		id := w.a.NewPoolID()
+		if len(w.pools) > 0 && w.r.IntN(2) == 0 {
+			id = w.pools[w.r.IntN(len(w.pools))]
+		} else {
+			w.pools = append(w.pools, id)
+		}
+		if err := w.a.BeginAllocateToPool(id, device.SideStream); err != nil {
+			w.t.Fatal(err)
+		}
+		w.capturing = id
+		return
+	}
+	if beforeEnd != nil {
+		beforeEnd(w.capturing)
+	}
+	if err := w.a.EndAllocateToPool(w.capturing); err != nil {
+		w.t.Fatal(err)
+	}
+	w.capturing = PoolID{}
+}
+
+// releasePool releases a random pool, when none is capturing.
+func (w *randomWork) releasePool() {
+	if w.capturing == (PoolID{}) && len(w.pools) > 0 {
+		i := w.r.IntN(len(w.pools))
+		if err := w.a.ReleasePool(w.pools[i]); err != nil {
+			w.t.Fatal(err)
+		}
+		w.pools = slices.Delete(w.pools, i, i+1)
+	}
+}
+
 // TestRandomInvariants runs seeded random sequences of mallocs, frees,
 // captures, empty_cache and pool releases and checks every invariant after
 // every operation.
@@ -42,60 +123,19 @@ func TestRandomInvariants(t *testing.T) {
 			}
 			dev := newFakeDevice(int64(400+r.IntN(800)) * MiB)
 			a := New(dev, 0, opts)
-			var live []Ptr
-			var pools []PoolID
-			capturing := PoolID{}
+			w := &randomWork{t: t, r: r, a: a}
 			for step := 0; step < 1500; step++ {
 				switch k := r.IntN(20); {
 				case k < 10:
-					stream := device.Stream(r.IntN(2))
-					if capturing != (PoolID{}) && r.IntN(2) == 0 {
-						stream = device.SideStream
-					}
-					p, err := a.Malloc(randomSize(r), stream)
-					if err != nil {
-						if !errors.Is(err, device.ErrOutOfMemory) {
-							t.Fatal(err)
-						}
-						break
-					}
-					live = append(live, p)
+					w.malloc()
 				case k < 17:
-					if len(live) > 0 {
-						i := r.IntN(len(live))
-						mustFree(t, a, live[i])
-						live = slices.Delete(live, i, i+1)
-					}
+					w.free()
 				case k == 17:
-					if err := a.EmptyCache(); err != nil {
-						t.Fatal(err)
-					}
+					w.emptyCache()
 				case k == 18:
-					if capturing == (PoolID{}) {
-						id := a.NewPoolID()
-						if len(pools) > 0 && r.IntN(2) == 0 {
-							id = pools[r.IntN(len(pools))]
-						} else {
-							pools = append(pools, id)
-						}
-						if err := a.BeginAllocateToPool(id, device.SideStream); err != nil {
-							t.Fatal(err)
-						}
-						capturing = id
-					} else {
-						if err := a.EndAllocateToPool(capturing); err != nil {
-							t.Fatal(err)
-						}
-						capturing = PoolID{}
-					}
+					w.capture(nil)
 				case k == 19:
-					if capturing == (PoolID{}) && len(pools) > 0 {
-						i := r.IntN(len(pools))
-						if err := a.ReleasePool(pools[i]); err != nil {
-							t.Fatal(err)
-						}
-						pools = slices.Delete(pools, i, i+1)
-					}
+					w.releasePool()
 				}
 				if err := invariants(a); err != nil {
 					t.Fatalf("step %d: %v", step, err)
