@@ -182,21 +182,5 @@ func TestMarkCommit(t *testing.T) {
 // BenchmarkMarkWriteUndo is BenchmarkSnapshotWriteRestore with a mark: the
 // engine's pattern around a risky record.
 func BenchmarkMarkWriteUndo(b *testing.B) {
-	d := New(Options{})
-	var p device.Ptr
-	for range 10 {
-		p = malloc(b, d, 64*1024)
-		write(b, d, p, 1, 2, 3)
-	}
-	l := device.Launch{K: ops.Add, Out: p, A: p, B: p, N: 4}
-	b.ReportAllocs()
-	for b.Loop() {
-		m := d.Mark()
-		if err := d.Launch(0, &l); err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Undo(m); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWriteBack(b, (*Device).Mark, (*Device).Undo)
 }

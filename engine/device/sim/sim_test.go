@@ -983,6 +983,12 @@ func BenchmarkSnapshot(b *testing.B) {
 // BenchmarkSnapshotWriteRestore is the engine's pattern around a risky
 // record: snapshot, write one segment (which copies it), restore.
 func BenchmarkSnapshotWriteRestore(b *testing.B) {
+	benchWriteBack(b, (*Device).Snapshot, (*Device).Restore)
+}
+
+// benchWriteBack times save, a write into one of ten 64 KiB segments, and
+// back to what save kept.
+func benchWriteBack(b *testing.B, save func(*Device) any, back func(*Device, any) error) {
 	d := New(Options{})
 	var p device.Ptr
 	for range 10 {
@@ -992,11 +998,11 @@ func BenchmarkSnapshotWriteRestore(b *testing.B) {
 	l := device.Launch{K: ops.Add, Out: p, A: p, B: p, N: 4}
 	b.ReportAllocs()
 	for b.Loop() {
-		s := d.Snapshot()
+		kept := save(d)
 		if err := d.Launch(0, &l); err != nil {
 			b.Fatal(err)
 		}
-		if err := d.Restore(s); err != nil {
+		if err := back(d, kept); err != nil {
 			b.Fatal(err)
 		}
 	}
