@@ -30,18 +30,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 nodes=${NODES:-10000}
 replays=${REPLAYS:-20000}
-work=$(mktemp -d)
-sock=$work/tmux.sock
-server=
-tm() { tmux -S "$sock" -f /dev/null "$@"; }
-cleanup() {
-	if [[ -n $server ]]; then
-		tm kill-server 2>/dev/null || kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+# $work, $sock, tm, the cleanup and $bin (an absolute path).
+. "$root/tools/lib/tmux-work.sh"
 
 die() {
 	echo "tui-rss.sh: $1" >&2
@@ -51,13 +41,6 @@ die() {
 	fi
 	exit 1
 }
-
-bin=${CGTVIZ_BIN:-}
-if [[ -z $bin ]]; then
-	(cd "$root" && go build -o "$work/cgtviz" ./cmd/cgtviz)
-	bin=$work/cgtviz
-fi
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 
 # The trace of ui's bigTree (scale_test.go), record for record: the header,
 # the def, then for call i a tensor of shape [2+j%100, 2+j/100], a step and

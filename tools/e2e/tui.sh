@@ -23,26 +23,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-sock=$work/tmux.sock
-server=
-tm() { tmux -S "$sock" -f /dev/null "$@"; }
-cleanup() {
-	if [[ -n $server ]]; then
-		tm kill-server 2>/dev/null || kill "$server" 2>/dev/null || true
-		wait "$server" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-bin=${CGTVIZ_BIN:-}
-if [[ -z $bin ]]; then
-	(cd "$root" && go build -o "$work/cgtviz" ./cmd/cgtviz)
-	bin=$work/cgtviz
-fi
-# The sessions run in $work, so the binary's path must not be relative.
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+# $work, $sock, tm, the cleanup and $bin (an absolute path).
+. "$root/tools/lib/tmux-work.sh"
 
 # The server, logging (-v) into $work so that a failure can say why.
 (cd "$work" && exec tmux -v -S "$sock" -f /dev/null -D </dev/null >"$work/server.out" 2>&1) &
