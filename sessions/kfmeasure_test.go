@@ -44,11 +44,11 @@ func TestKeyframeCostMeasured(t *testing.T) {
 			for _, f := range s.kf.list[1:] {
 				counted += f.bytes
 			}
-			with := heapNow()
+			with := heap()
 			kept := s.kf.list[0]
 			clear(s.kf.list)
 			s.kf.list = append(s.kf.list[:0], kept)
-			without := heapNow()
+			without := heap()
 			runtime.KeepAlive(s)
 			measured := int64(with) - int64(without)
 			n := s.Len() / tt.every
@@ -61,12 +61,4 @@ func TestKeyframeCostMeasured(t *testing.T) {
 			}
 		})
 	}
-}
-
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
