@@ -24,7 +24,7 @@ import (
 func BenchmarkRunTreeSize(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			tr := fixedTreeTrace(n, 200000)
+			tr := gen.DefsTrace(n, 200000)
 			// The first grown records grow the tree (n defs, then a
 			// warmup and a recording per node); the rest replay.
 			grown := n + 6*n
@@ -59,31 +59,6 @@ func BenchmarkRunTreeSize(b *testing.B) {
 			b.ReportMetric(float64((len(tr.Records)-grown)*b.N)/replay.Seconds(), "replay-records/s")
 		})
 	}
-}
-
-// fixedTreeTrace is a program whose tree grows to n root nodes, each its
-// own function (def f0 ... fn-1, so its own FunctionID) called on a fresh
-// input of the same 4x4 floats, then replays calls round robin, each
-// after a fresh input. Every node moves the same data, so that the rate at
-// n nodes against the rate at 10 measures the tree's size alone (one def
-// on inputs of growing shapes, gen.TreeTrace, moves 500x more data a call
-// at 10,000 nodes than at 10).
-func fixedTreeTrace(n, replays int) *traces.Trace {
-	b := traces.NewBuilder(fmt.Sprintf("tree of %d nodes, fixed inputs", n))
-	for i := 0; i < n; i++ {
-		b.Def(fmt.Sprintf("f%d", i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
-	}
-	call := func(i int) {
-		b.Tensor("x", []int{4, 4}, traces.InitOnes).Step().Call(fmt.Sprintf("f%d", i), []string{"x"}, "y")
-	}
-	for i := 0; i < n; i++ {
-		call(i) // warmup
-		call(i) // record
-	}
-	for r := 0; r < replays; r++ {
-		call(r % n)
-	}
-	return b.Trace()
 }
 
 // ranEngine is an engine on a simulated device that has run all of tr.
