@@ -98,8 +98,6 @@ type Engine struct {
 	devs           []*devState
 	defs           map[string]*traces.Record
 	tt             *tensorTable
-	// deadCached is what saved records name (saved.go).
-	deadCached deadCached
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -14,56 +13,27 @@ import (
 // autograd's do not count, so the tree counts the saved tensor dead while
 // autograd still holds it and later hands it to the backward. A `saved`
 // record says so: it binds a name to the cached output that the dead name
-// `of` last stood for.
-//
-// deadCached remembers, for each cached output tensor that died under a
-// name, that last name (and the way back), so it stays as small as the
-// tree's cached outputs however long the trace.
-type deadCached struct {
-	byName   map[string]int // name -> tensor id
-	byTensor map[int]string // tensor id -> name
-}
+// `of` last stood for (Tensor.deadName, set by the del).
 
-// noteDeadCached remembers name's tensor before a del unbinds it, when it
-// is a cached output whose last name this is.
+// noteDeadCached records on name's tensor, before a del unbinds it, the
+// name it dies under, when it is a cached output whose last name this is.
 func (e *Engine) noteDeadCached(name string) {
-	id, ok := e.tt.names[name]
-	if !ok {
+	t := e.tt.tensors[e.tt.names[name]]
+	if t == nil || !t.Cached || t.Names != 1 || t.deadName == name {
 		return
 	}
-	t := e.tt.tensors[id]
-	if t == nil || !t.Cached || t.Names != 1 {
-		return
-	}
-	d := &e.deadCached
-	if d.byName == nil {
-		d.byName, d.byTensor = map[string]int{}, map[int]string{}
-	}
-	old, had := d.byTensor[id]
-	d.byTensor[id] = name
-	d.byName[name] = id
-	if had {
-		delete(d.byName, old)
-	}
-	e.onUndo(func() {
-		delete(d.byName, name)
-		if had {
-			d.byTensor[id] = old
-			d.byName[old] = id
-		} else {
-			delete(d.byTensor, id)
-		}
-	})
+	e.tt.keepT(t)
+	t.deadName = name
 }
 
-// applySaved binds rec.Name to the cached output rec.Of last named.
+// applySaved binds rec.Name to the cached output rec.Of last named: one
+// the tree still holds (a node's cache), dead to the tree.
 func (e *Engine) applySaved(rec *traces.Record) error {
 	if _, bound := e.tt.names[rec.Of]; bound {
 		return fmt.Errorf("%q is bound: a saved record names a dead output", rec.Of)
 	}
-	id, ok := e.deadCached.byName[rec.Of]
-	t := e.tt.tensors[id]
-	if !ok || t == nil || !t.Cached {
+	t := e.deadCachedOutput(rec.Of)
+	if t == nil {
 		return fmt.Errorf("%q is not a cached output of a replay that the tree still holds (only such an output can be dead to the tree while autograd keeps it)", rec.Of)
 	}
 	e.markHeavy()
@@ -75,9 +45,19 @@ func (e *Engine) applySaved(rec *traces.Record) error {
 	return err
 }
 
-func (d deadCached) clone() deadCached {
-	if d.byName == nil {
-		return d
+// deadCachedOutput is the cached output of a node, on any device, that
+// died under name and is dead still. Saved records are one a backward's
+// saved tensor at most, so a walk over the nodes' caches costs less than
+// keeping an index up to date at every death.
+func (e *Engine) deadCachedOutput(name string) *Tensor {
+	for _, ds := range e.devs {
+		for _, n := range ds.m.nodes {
+			for _, id := range n.Cached {
+				if t := e.tt.tensors[id]; t != nil && t.Cached && t.deadName == name && !t.live() {
+					return t
+				}
+			}
+		}
 	}
-	return deadCached{byName: maps.Clone(d.byName), byTensor: maps.Clone(d.byTensor)}
+	return nil
 }

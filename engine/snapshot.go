@@ -325,7 +325,6 @@ func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
-	c.deadCached = e.deadCached.clone()
 	c.defs = make(map[string]*traces.Record, len(e.defs))
 	for k, v := range e.defs {
 		c.defs[k] = v

@@ -77,6 +77,9 @@ type Tensor struct {
 	// Cached marks a tensor held by a node's cache (cached output, static
 	// output): the object survives death and may be returned again.
 	Cached bool
+	// deadName is the name a cached tensor last died under (its last
+	// name's del), for a saved record that names it again (saved.go).
+	deadName string
 	// Tracked marks an output object of a warmup or a recording: it is in
 	// its node's tensor_weakrefs, so a dealloc marks the object itself (any
 	// use raises), while other objects on a freed storage (replay outputs,
