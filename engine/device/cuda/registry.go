@@ -343,8 +343,7 @@ func (g *registry) freeAll() {
 		g.backupBytes -= b.buf.bytes
 	}
 	clear(g.backups)
-	g.drainBackups()
-	for _, b := range g.spare {
+	for _, b := range g.spare { // (drain moved the dead backups here)
 		g.freeBuf(b)
 	}
 	g.spare, g.spareBytes = nil, 0
