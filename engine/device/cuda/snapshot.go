@@ -122,7 +122,7 @@ func (s *snapshot) Release() {
 	}
 	s.cleanup.Stop()
 	s.g.bury(s.st)
-	s.st, s.err = nil, errors.New("cuda: restore: the snapshot was released")
+	s.st, s.err = nil, errors.New("the snapshot was released")
 }
 
 // Restore puts back the state of a snapshot of this device or of any of
@@ -140,9 +140,6 @@ func (d *Device) Restore(snap any) error {
 		d.bad = fmt.Errorf("cuda: restore: %T is not a snapshot of a cuda device", snap)
 	case s.err != nil:
 		d.bad = fmt.Errorf("cuda: restore: %w", s.err)
-		if s.st == nil && s.g == d.g {
-			d.bad = s.err // released: its message says so already
-		}
 	case s.g != d.g:
 		d.bad = fmt.Errorf("cuda: restore: the snapshot is of another device (%s)", s.g.name)
 	case d.g.isCapturing():
