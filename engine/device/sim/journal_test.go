@@ -44,18 +44,7 @@ func TestMarkUndo(t *testing.T) {
 			return nil
 		}},
 		{"a graph captured, instantiated, replayed, destroyed", func(t *testing.T, d *Device, sc *script) func(t *testing.T) {
-			if err := d.BeginCapture(1); err != nil {
-				t.Fatal(err)
-			}
-			launch(t, d, 1, device.Launch{K: ops.Add, Out: sc.r, A: sc.p, B: sc.p, N: 3})
-			g, err := d.EndCapture(1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := d.Instantiate(g)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, e := captureOne(t, d, 1, device.Launch{K: ops.Add, Out: sc.r, A: sc.p, B: sc.p, N: 3})
 			if err := d.LaunchGraph(e, 0); err != nil {
 				t.Fatal(err)
 			}

@@ -395,18 +395,7 @@ func TestCaptureErrors(t *testing.T) {
 	p := malloc(t, d, 64)
 	q := malloc(t, d, 64)
 	write(t, d, p, 1, 2)
-	if err := d.BeginCapture(0); err != nil {
-		t.Fatal(err)
-	}
-	launch(t, d, 0, device.Launch{K: ops.Add, Out: q, A: p, B: p, N: 2})
-	g, err := d.EndCapture(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := d.Instantiate(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, e := captureOne(t, d, 0, device.Launch{K: ops.Add, Out: q, A: p, B: p, N: 2})
 	if err := d.BeginCapture(1); err != nil {
 		t.Fatal(err)
 	}
@@ -1053,4 +1042,22 @@ func TestMallocHuge(t *testing.T) {
 	if !errors.Is(err, device.ErrOutOfMemory) {
 		t.Fatalf("%v does not wrap ErrOutOfMemory", err)
 	}
+}
+
+// captureOne captures launch l on stream s into a graph and instantiates it.
+func captureOne(t testing.TB, d *Device, s device.Stream, l device.Launch) (device.GraphHandle, device.ExecHandle) {
+	t.Helper()
+	if err := d.BeginCapture(s); err != nil {
+		t.Fatal(err)
+	}
+	launch(t, d, s, l)
+	g, err := d.EndCapture(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := d.Instantiate(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, e
 }
