@@ -54,6 +54,7 @@ tests drive with fake tensors.
 import argparse
 import contextvars
 import functools
+import itertools
 import json
 import math
 import operator
@@ -843,7 +844,9 @@ class _ReplayPlan:
     otherwise: the call is then a record like any other)."""
 
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
-                 "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key")
+                 "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
+                 "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
+                 "fs")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -857,6 +860,16 @@ class _ReplayPlan:
         fj = _names_json([fn])
         self.fn_json = fj[1:-1] if fj is not None else None  # None: the names are no template's
         self.args = self.head = None
+        # Recorder._serial when the plan was last found to hold for a
+        # deferred replay (Recorder._steady_holds); None: not yet. The
+        # rest is what it found, for the deferred call to compare: the
+        # memo's inputs (count, weak references, data pointers), the
+        # outputs' (count, weak references, the tree's wrappers), and the
+        # wrappers of the polled names when they are the outputs' alone.
+        self.serial = None
+        self.nin = self.in_refs = self.in_ptrs = self.in_idx = None
+        self.nout = self.out_refs = self.wrappers = self.polled = None
+        self.fs = None  # the function's _FnState
         self.set_args(args)
 
     def set_args(self, args):
@@ -902,7 +915,11 @@ class Session:
         # two names of one tensor (a parameter a forward returns) would
         # make the dict compare tensors with ==, which raises in torch.
         self._held_wr = {}
-        self._dead_objs = []  # weakrefs whose objects died since the last poll
+        # (weakref, clock() then) of the objects that died since the last
+        # poll: the clock, the torch side's step counter, says which step
+        # each death came after (steps are written late: _catch_up_steps).
+        self._dead_objs = []
+        self.clock = None  # callable -> the step counter now; None: 0
         # view key -> the entry of a replay's cached output that died to the
         # tree (its last Python reference went) while autograd may keep it
         # for a backward: a later input that is that very object is written
@@ -967,8 +984,8 @@ class Session:
 
     def _died(self, wr):
         # Runs wherever the object dies (inside PyTorch, in the GC): only
-        # notes it; the next event polls the name.
-        self._dead_objs.append(wr)
+        # notes it, and when; the next event polls the name.
+        self._dead_objs.append((wr, self.clock() if self.clock is not None else 0))
 
     def _forget(self, name):
         e = self.entries.pop(name)
@@ -1178,22 +1195,31 @@ class Session:
         self.counts["dels"] += len(names)
         self.trace.add({"op": "del", "names": names})
 
-    def _poll_dead_objs(self):
+    def _poll_dead_objs(self, upto=None):
         """Names whose object died since the last event join the polled ones
-        (their storage may live on: autograd's unpacked copies, views)."""
+        (their storage may live on: autograd's unpacked copies, views);
+        with upto, only those that died while the step counter was at upto
+        or above (before the step that took it below)."""
+        later = []
         while self._dead_objs:
-            wr = self._dead_objs.pop()
+            wr, at = self._dead_objs.pop()
+            if upto is not None and at < upto:
+                later.append((wr, at))
+                continue
             name = self._held_wr.pop(id(wr), None)
             e = self.entries.get(name) if name is not None else None
             if e is not None and e.wr is wr:
                 e.wr = None
                 self._watch[name] = e
+        self._dead_objs.extend(later)
 
-    def flush_deaths(self):
+    def flush_deaths(self, upto=None):
         """Emits one `del` for every named tensor that died since the last
-        event, in binding order, so a replay drops them where PyTorch did."""
+        event (with upto, of the objects whose death the session heard of,
+        those that died before the step counter went below upto), in
+        binding order, so a replay drops them where PyTorch did."""
         if self._dead_objs:
-            self._poll_dead_objs()
+            self._poll_dead_objs(upto)
         if not self._watch:
             return  # nothing is polled: every named object is alive
         dead = None
@@ -1257,8 +1283,10 @@ class Session:
             rec["device"] = device
         self.trace.add(rec)
 
-    def step(self):
-        self.flush_deaths()
+    def step(self, upto=None):
+        """A step (mark_step), after the deaths before it: with upto, the
+        step counter's value before this step (see flush_deaths)."""
+        self.flush_deaths(upto)
         self.counts["steps"] += 1
         self.trace.add(_STEP)  # records are never changed once added: one is enough
 
@@ -1632,16 +1660,20 @@ class Session:
             else:
                 self.out_storage[st] = next(o.name for o in same.values() if o.kind == "out")
 
-    def _rename_replayed(self, e, name):
+    def _rename_replayed(self, e, name, order=None):
         """_rename for the output entry of a replay the recorder's short path
         checked (Recorder._fast_after): the same object as the entry's, over
         the same storage, named there, polled (not held), so of _rename
-        only what changes is done."""
+        only what changes is done. With order, the entry takes that order
+        (the last of a deferred run's renames, Recorder._write_pending,
+        which counted the others) instead of the next one."""
         old = e.name
         if e.in_memo:
             self.epoch += 1
-        self.order += 1
-        e.order = self.order
+        if order is None:
+            self.order += 1
+            order = self.order
+        e.order = order
         entries = self.entries
         del entries[old]
         entries[name] = e
@@ -1912,6 +1944,16 @@ class _Knobs:
         self.probe_vals = vals
         return True
 
+    def moved(self, all_knobs=False):
+        """What changed() would answer, without changing what the next
+        changed() answers: the recorder's deferred replay asks it, and a
+        call it leaves to the general path asks changed() again."""
+        try:
+            vals = list(map(operator.call, self.all_probes if all_knobs else self.probes))
+        except Exception:
+            return True
+        return vals != (self.all_probe_vals if all_knobs else self.probe_vals)
+
     @staticmethod
     def _getter(mod, name):
         try:
@@ -1985,8 +2027,19 @@ class Recorder:
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
-    `execute_node`, and the module's `mark_step_begin`) and restores them on
-    exit, then writes the trace."""
+    `execute_node`) and restores them on exit, then writes the trace.
+
+    Steps (`cudagraph_mark_step_begin`) are not wrapped: each one moves
+    `MarkStepBox.mark_step_counter` down by one, and the next event writes
+    the steps since the last (`_catch_up_steps`). Nothing can see a step
+    before the next call or host read does, and a call costs less without
+    a wrapper around every step."""
+
+    # A steady replay (the same node as the function's last call, on the
+    # same inputs, handing out the same cached outputs) is deferred: the
+    # _run wrapper checks it and queues it, and its records are written
+    # when anything else happens (_settle). Tests turn it off to compare.
+    _defer = True
 
     def __init__(self, path, name=None, meta=None, follow=None):
         self.path = path
@@ -1998,7 +2051,7 @@ class Recorder:
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
-        self.tls = threading.local()
+        self.tls = _CallState()
         self._saved = {}
         self._mgr_serial = {}
         self._param_names = {}  # id(param) -> module path, filled lazily
@@ -2007,12 +2060,23 @@ class Recorder:
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
-        self._fid_cache = {}  # id(FunctionID) -> (its weakref, the manager's, FnInfo, _FnState)
+        self._fid_cache = {}  # id(FunctionID) -> (it, the manager's weakref, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
         self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
-        # Calls that took the short path (_fast_after): what
+        # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
+        # Deferred replays (the _run wrapper's steady path): one
+        # (plan, the steps before it, its invocation) per call, written
+        # (and numbered, and counted) by _write_pending before anything
+        # else is.
+        self._pending = []
+        # Moves at every event but a deferred replay (_settle): a plan
+        # checked at this serial still holds as far as the session goes.
+        self._serial = 0
+        # Every knob is to be looked at (due) or read (read) at the next call
+        # (_catch_up_steps, _knob_check).
+        self._all_knobs_due = self._all_knobs_read = False
 
     # -- install / remove
 
@@ -2038,6 +2102,10 @@ class Recorder:
         raw = self._knobs.read()
         self._raw = raw
         self._cfg = settings_from_knobs(raw)
+        # The probes' answers for what was just read: a change from here on
+        # moves one.
+        self._knobs.changed()
+        self._knobs.changed(all_knobs=True)
         self.trace.config = dict(self._cfg)
         meta = self.trace.meta
         meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
@@ -2047,7 +2115,6 @@ class Recorder:
                 raise RuntimeError("cgtrace: this torch (%s) has no CUDAGraphTreeManager.%s; "
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
-        self._saved[(cgt, "mark_step_begin")] = cgt.mark_step_begin
         if "set_to_running_backward" in M.__dict__:
             self._saved[(M, "set_to_running_backward")] = M.__dict__["set_to_running_backward"]
         if "reset_cudagraph_trees" in cgt.__dict__:
@@ -2055,17 +2122,113 @@ class Recorder:
         rec = self
 
         orig_run = self._saved[(M, "_run")]
+        # What the steady path reads at every call, bound once.
+        fid_get = self._fid_cache.get
+        box, lock, tls, gen = cgt.MarkStepBox, self.lock, self.tls, self._gen
+        session = self.session
+        watch, dead_objs = session._watch, session._dead_objs
+        pend = self._pending.append
+        knobs = self._knobs
+        probes = knobs.probes
+        data_ptr = torch.Tensor.data_ptr
+        # torch's own check of its inputs' data pointers (check_invariants),
+        # one C call for all; where it is absent, data_ptr by map.
+        ptrs_equal = getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None)
+        is_, call, refcount = operator.is_, operator.call, sys.getrefcount
 
         def _run(mgr, new_inputs, function_id):
-            return rec._on_run(orig_run, mgr, new_inputs, function_id)
+            # The steady replay, deferred (Recorder._defer): a defined
+            # function whose last call, a replay, left a plan (_make_plan),
+            # called again on the same inputs, nothing having died or
+            # changed since. _steady_holds checks, once a serial, what only
+            # another event can change; what the program or the tree can
+            # change between two calls is checked here, inline, by identity
+            # and C-level passes. The call is queued, written at the next
+            # other event (_settle); anything else takes the general path
+            # (_on_run), as if this were not.
+            if rec._off or tls.depth:
+                return orig_run(mgr, new_inputs, function_id)
+            with lock:
+                got = fid_get(id(function_id))
+                plan = got[3].plan if got is not None else None
+                if plan is None or not rec._defer:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                c = box.mark_step_counter
+                mc = rec._mark_counter
+                try:
+                    # c: one down a step since the last event (back up, at
+                    # 0, is a reset: the general path's). Every 64th step
+                    # the knobs are looked at, and every 4096th read, as the
+                    # general path would (_knob_check).
+                    ok = ((plan.serial == rec._serial or rec._steady_holds(got[3], plan, got, mgr))
+                          and got[0] is function_id and got[1]() is mgr and c <= mc
+                          and (c // 64 == mc // 64 or (c // 4096 == mc // 4096 and not knobs.moved(True)))
+                          and len(new_inputs) == plan.nin
+                          and all(map(is_, map(call, plan.in_refs), new_inputs))
+                          and (ptrs_equal(new_inputs, plan.in_ptrs, plan.in_idx) if ptrs_equal is not None
+                               else list(map(data_ptr, new_inputs)) == plan.in_ptrs)
+                          and not dead_objs and list(map(call, probes)) == knobs.probe_vals)
+                    if ok:
+                        # What flush_deaths would find: no polled name died.
+                        # When the plan's outputs alone are polled, each is
+                        # alive while something besides the tree's cache
+                        # holds it (the tree's own test, _steady_holds):
+                        # one held only there goes to the general path,
+                        # which asks the tree. Otherwise every name is asked.
+                        polled = plan.polled
+                        if polled is not None and len(watch) == len(polled):
+                            for r in polled:
+                                if refcount(r()) == 2:
+                                    ok = False
+                                    break
+                            r = None
+                        else:
+                            for e in watch.values():
+                                if not e.fact.alive():
+                                    ok = False
+                                    break
+                            e = None
+                except Exception as e:
+                    rec._fail("before a call", e)
+                    ok = False
+                if not ok:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                rec._mark_counter = c
+                inv = gen.generation
+                tls.depth = 1
+                tls.actions = []
+                tls.node = None
+                try:
+                    out = orig_run(mgr, new_inputs, function_id)
+                except BaseException as err:
+                    rec._steady_raised(plan, mc - c, inv, mgr, err)
+                    raise
+                finally:
+                    tls.depth = 0
+                node = tls.node
+                try:
+                    # What _fast_after asks of the tree: the plan's node
+                    # replayed, handing out the plan's objects through the
+                    # plan's wrappers, no checkpoint taken, nothing died.
+                    if (tls.actions == _REPLAYED and node is plan.node_ref() and type(out) is list
+                            and len(out) == plan.nout and mgr.debug_checkpointing_counter == plan.ckpt
+                            and not dead_objs and all(map(is_, map(call, plan.out_refs), out))
+                            and tuple(node.outputs_weakrefs) == plan.wrappers):
+                        pend((plan, mc - c, inv))
+                    else:
+                        rec._steady_fallback(plan, mc - c, inv, mgr, out)
+                except Exception as e:
+                    rec._fail("after a call", e)
+                finally:
+                    tls.node = node = None
+                return out
 
         orig_exec = self._saved[(M, "execute_node")]
 
         def execute_node(mgr, node, new_inputs):
             # Noted before running, so a replay that raises still says what ran
             # (_note_action, inline: every replay passes here).
-            tls = rec.tls
-            if getattr(tls, "depth", 0) > 0:
+            if tls.depth:
                 tls.actions.append("replay")
                 tls.node = node
             return orig_exec(mgr, node, new_inputs)
@@ -2083,12 +2246,6 @@ class Recorder:
         def run_eager(mgr, new_inputs, function_id):
             rec._note_action(mgr, "warmup", None)
             return orig_warm(mgr, new_inputs, function_id)
-
-        orig_mark = self._saved[(cgt, "mark_step_begin")]
-
-        def mark_step_begin():
-            orig_mark()
-            rec._on_step()
 
         orig_reset = self._saved.get((cgt, "reset_cudagraph_trees"))
 
@@ -2116,10 +2273,10 @@ class Recorder:
         M.run_eager = run_eager
         M.record_function = record_function
         M.execute_node = execute_node
-        cgt.mark_step_begin = mark_step_begin
         _ACTIVE["recorder"] = self
         self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
+        self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
 
         meta = self.trace.meta
         meta.setdefault("source", "cgtrace")
@@ -2163,6 +2320,7 @@ class Recorder:
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
+            self._settle()
             try:
                 self.trace.flush()
             except Exception as e:
@@ -2192,9 +2350,12 @@ class Recorder:
         self._saved.clear()
         _ACTIVE["recorder"] = None
         with self.lock:
+            self._settle()
             try:
                 if not self._off:
                     self._catch_up_steps()
+                    if self._all_knobs_due:
+                        self._knob_check(None)
                 self.session.finish()
                 self._summarise(self.torch, self.cgt)
             except Exception as e:
@@ -2252,14 +2413,23 @@ class Recorder:
             tls.node = node
 
     def _catch_up_steps(self):
-        """Steps taken through a path the wrapper did not see (a direct
-        `MarkStepBox` change): each decrement of the counter is one step."""
-        c = self.cgt.MarkStepBox.mark_step_counter
-        if c > self._mark_counter:  # reset_cudagraph_trees set it back to 0
+        """The steps since the last event: each decrement of
+        `MarkStepBox.mark_step_counter` is one (mark_step_begin, or a direct
+        change). Each is written after the deaths the session heard of
+        before it (the counter at each death says when), and the polled
+        names found dead before the first. Every 64th step all knobs are
+        due to be looked at (_knob_check), for the notes."""
+        c = self._box.mark_step_counter
+        mc = self._mark_counter
+        if c > mc:  # reset_cudagraph_trees set it back to 0
             self.session.note("mark_step counter reset to %d (reset_cudagraph_trees)" % c)
         else:
-            for _ in range(self._mark_counter - c):
-                self.session.step()
+            for i in range(mc - c):
+                self.session.step(upto=mc - i)
+            if c // 64 != mc // 64:
+                self._all_knobs_due = True
+            if c // 4096 != mc // 4096:
+                self._all_knobs_read = True
         self._mark_counter = c
 
     def _on_reset(self):
@@ -2268,6 +2438,7 @@ class Recorder:
         if self._off:
             return
         with self.lock:
+            self._settle()
             try:
                 self._trees_reset()
             except Exception as e:
@@ -2284,6 +2455,7 @@ class Recorder:
         if self._off or self._in_call():
             return
         with self.lock:
+            self._settle()
             try:
                 self._check_manager(mgr)
                 self.session.skipped_backward(mgr.device_index)
@@ -2303,33 +2475,6 @@ class Recorder:
             if last is not None:
                 self.session.reset(dev)
             self._known_mgr[dev] = weakref.ref(mgr)
-
-    def _on_step(self):
-        if self._off:
-            return
-        with self.lock:
-            try:
-                self._mark_counter -= 1  # the wrapped call's own decrement
-                if self._box.mark_step_counter != self._mark_counter:
-                    self._catch_up_steps()
-                session = self.session
-                session.flush_deaths()  # Session.step, inline
-                counts = session.counts
-                counts["steps"] += 1
-                session.trace.records.append(_STEP)
-                # Every knob's probe every 64th step (for the notes), and every
-                # knob itself every 4096th (a change a probe could miss); the
-                # format's settings are looked at at each call anyway.
-                n = counts["steps"]
-                if n % 64 == 1 and (self._knobs.changed(all_knobs=True) or n % 4096 == 1):
-                    raw = self._knobs.read()
-                    if raw != self._raw:
-                        self._on_knobs(raw)
-            except Exception as e:
-                self._fail("recording a step", e)
-            # (A followed trace's step is written with the call after it: a
-            # step alone changes nothing a follower would watch, and one
-            # write per call is half the cost of two.)
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a
@@ -2360,6 +2505,12 @@ class Recorder:
                     return _orig(t, *args, **kwargs)
                 try:
                     target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                    if target is not None and rec._pending:
+                        # The deferred replays renamed the tree's outputs:
+                        # named as they stand once written.
+                        with rec.lock:
+                            rec._settle()
+                        target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
                 except Exception:
                     target = None
                 if target is None:
@@ -2385,6 +2536,7 @@ class Recorder:
             return
         try:
             with self.lock:
+                self._settle()
                 self._catch_up_steps()
                 self.session.read(name, error)
                 if self.follow:
@@ -2405,6 +2557,202 @@ class Recorder:
                 self.session.note("torch config %s changed to %r" % (k, raw.get(k)))
         self._raw, self._cfg = raw, cfg
 
+    def _settle(self):
+        """Before every event but a deferred replay: the deferred replays'
+        records are written, and each plan is checked again before its
+        next deferral (this event may change what it holds)."""
+        self._serial += 1
+        if self._pending:
+            try:
+                self._write_pending()
+            except Exception as e:
+                self._fail("writing the deferred replays", e)
+
+    def _write_pending(self):
+        """The records of the deferred replays, in order, as _fast_after
+        writes them one by one: the steps before each, its call (output
+        names of its call number), its expect, the del of the names its
+        outputs had. An output entry is renamed once, to its last name,
+        with the order its last rename would give it (nothing between two
+        of these replays saw the names in between). A run of one plan's
+        replays is written in one pass (_write_run)."""
+        pend = self._pending[:]  # (in place: the _run wrapper holds its append)
+        self._pending.clear()
+        session = self.session
+        renamed = {}  # id(entry) -> (entry, its last name, its order then)
+        for plan, run in itertools.groupby(pend, key=operator.itemgetter(0)):
+            run = list(run)
+            if len(plan.entries) != 1 or not self._write_run(plan, run, renamed):
+                for tok in run:
+                    self._write_one(plan, tok, renamed)
+        # Renamed in the order of their last renames, which is where each
+        # lands in the session's ordered maps when renamed one by one.
+        for e, n, order in sorted(renamed.values(), key=operator.itemgetter(2)):
+            session._rename_replayed(e, n, order)
+
+    def _write_run(self, plan, run, renamed):
+        """_write_one for a run of replays of one plan of one output, whose
+        names no tensor took: the names, then the records, by
+        comprehension. Returns False, having written nothing, otherwise."""
+        session = self.session
+        used = session.names_used
+        fs = plan.fs
+        pre, sfx = plan.prefix, plan.suffixes[0]
+        names = [pre + str(k) + sfx for k in range(fs.calls + 1, fs.calls + 1 + len(run))]
+        if not used.isdisjoint(names):
+            return False
+        used.update(names)
+        fs.calls += len(run)
+        recs = self.trace.records
+        head, exp = plan.head, plan.expect
+        prev = plan.names[0]
+        for (_, steps, inv), n in zip(run, names):
+            if steps:
+                recs.extend([_STEP] * steps)
+            recs.append(head + n + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+            recs.append(exp)
+            recs.append('{"op": "del", "names": ["' + prev + '"]}')
+            prev = n
+        counts = session.counts
+        counts["steps"] += sum(map(operator.itemgetter(1), run))
+        counts["calls"] += len(run)
+        counts["replay"] += len(run)
+        counts["dels"] += len(run)
+        self.short_calls += len(run)
+        session.order += len(run)
+        renamed[id(plan.entries[0])] = (plan.entries[0], prev, session.order)
+        plan.names = (prev,)
+        return True
+
+    def _write_one(self, plan, tok, renamed):
+        """One deferred replay's records (its steps, call, expect, del)."""
+        _, steps, inv = tok
+        session = self.session
+        used = session.names_used
+        counts = session.counts
+        recs = self.trace.records
+        plan.fs.calls += 1
+        calls = plan.fs.calls
+        counts["calls"] += 1
+        self.short_calls += 1
+        if steps:
+            counts["steps"] += steps
+            recs.extend([_STEP] * steps)
+        cs = str(calls)
+        outs = []
+        for sfx in plan.suffixes:
+            n = plan.prefix + cs + sfx
+            if n in used:
+                n = session._fresh(n)
+            else:
+                used.add(n)
+            outs.append(n)
+        recs.append(plan.head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+        counts["replay"] += 1
+        recs.append(plan.expect)
+        entries = plan.entries
+        if len(entries) == 1:
+            gone = plan.names
+        else:  # (in binding order, as _emit_dels and _fast_after have it)
+            now = [renamed.get(id(e)) or (e, e.name, e.order) for e in entries]
+            gone = [n for _, n in sorted((o, n) for _, n, o in now)]
+        for e, n in zip(entries, outs):
+            session.order += 1
+            renamed[id(e)] = (e, n, session.order)
+        counts["dels"] += len(gone)
+        recs.append('{"op": "del", "names": ["' + '", "'.join(gone) + '"]}')
+        plan.names = tuple(outs)
+
+    def _write_steps(self, n):
+        """n steps, raw: a deferred call's steps, after its checks found no
+        name dead (Session.step would poll again, and find what died in
+        the call)."""
+        if n:
+            self.session.counts["steps"] += n
+            self.trace.records.extend([_STEP] * n)
+
+    def _steady_holds(self, fs, plan, got, mgr):
+        """Whether the session holds what a deferred replay of plan takes
+        for granted (checked once a serial: only another event changes
+        it): the names the plan gives its outputs are theirs, over their
+        storages, polled through the tree's wrapper, in no function's memo
+        of inputs (a rename would move the memo's epoch); the function's
+        memo is of this epoch and of the plan's args, as are its last args;
+        the manager is the device's, the FunctionID the cache's (got); the
+        plan's line is a template; nothing is followed (a follower sees
+        each call as it lands)."""
+        session = self.session
+        memo = fs.memo
+        if (self.follow or plan.head is None or memo is None or memo[2] != session.epoch
+                or memo[3] is not plan.args or fs.last_args is not plan.args
+                or got[1]() is not mgr):
+            return False
+        known = self._known_mgr.get(mgr.device_index)
+        if known is None or known() is not mgr:
+            return False
+        last = self._trees.get(plan.dev_key)
+        if last is None or last["checkpoints"] != plan.ckpt:
+            return False
+        watch = session._watch
+        if not plan.argset.isdisjoint(watch):
+            return False
+        for e, name in zip(plan.entries, plan.names):
+            f = e.fact
+            same = session.by_storage.get(f.storage)
+            if (e.name is not name or session.entries.get(name) is not e or f.held
+                    or e.wr is not None or e.in_memo or e.obj_id is None
+                    or session.by_obj_entry.get(e.obj_id) is not e or same is None
+                    or same.get(name) is not e or watch.get(name) is not e
+                    or f.probe is None or f.probe.tree_ref is None or f.obj_ref is None):
+                return False
+        plan.nin, plan.in_refs = len(memo[0]), memo[0]
+        plan.in_ptrs, plan.in_idx = list(memo[4]), list(range(len(memo[0])))
+        plan.nout = len(plan.entries)
+        plan.out_refs = tuple(e.fact.obj_ref for e in plan.entries)
+        plan.wrappers = tuple(e.fact.probe.tree_ref for e in plan.entries)
+        names = set(plan.names)
+        plan.polled = (plan.out_refs if len(names) == len(watch) and names.issuperset(watch)
+                       and all(map(_refcount_rule, plan.wrappers)) else None)
+        plan.fs = fs
+        plan.serial = self._serial
+        return True
+
+    def _steady_ctx(self, plan, inv):
+        """What Session.begin_known_call gives a call of plan's function on
+        its args (no name died before it: the _run wrapper checked), for a
+        call the _run wrapper let run that is not to be deferred."""
+        fs = plan.fs
+        fs.calls += 1
+        self.session.counts["calls"] += 1
+        return {"fn": fs, "args": plan.args, "invocation": inv}
+
+    def _steady_raised(self, plan, steps, inv, mgr, err):
+        """A deferred call raised: the queue, its steps, then the call with
+        its error, as _record_call writes a call that raised."""
+        if self._off:
+            return
+        try:
+            self._settle()
+            self._write_steps(steps)
+            ctx = self._steady_ctx(plan, inv)
+            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+                                  mgr.debug_checkpointing_counter, None, _error_text(err),
+                                  mgr.device_index)
+        except Exception as e:
+            self._fail("after a call that raised", e)
+
+    def _steady_fallback(self, plan, steps, inv, mgr, out):
+        """A deferred call that was not its plan's replay (the tree recorded
+        again, or handed out other objects, or an input died in it): the
+        queue, its steps, then the call as the general path writes it."""
+        self._settle()
+        self._write_steps(steps)
+        ctx = self._steady_ctx(plan, inv)
+        fs = plan.fs
+        fs.plan = None
+        self._general_after(ctx, mgr, out)
+        self._make_plan(ctx, fs, mgr, out)
+
     def _fn_key(self, mgr, function_id):
         serial = self._mgr_serial.get(id(mgr))
         if serial is None or serial[1]() is not mgr:
@@ -2419,6 +2767,7 @@ class Recorder:
             # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
         with self.lock:
+            self._settle()
             tls.depth = 1
             tls.actions = []
             tls.node = None
@@ -2472,16 +2821,18 @@ class Recorder:
         # counts; anything else falls through to it, which then finds
         # nothing more to do for what was done here.
         got = self._fid_cache.get(id(function_id))
-        if (got is not None and self._box.mark_step_counter == self._mark_counter
-                and got[0]() is function_id and got[1]() is mgr):
+        if got is not None and got[0] is function_id and got[1]() is mgr:
             fs = got[3]
             memo = fs.memo
             known = self._known_mgr.get(mgr.device_index)
-            if memo is not None and known is not None and known() is mgr:
-                if self._knobs.changed():
-                    raw = self._knobs.read(all_knobs=False)
-                    if raw is not self._raw and raw != self._raw:
-                        self._on_knobs(raw)
+            c = self._box.mark_step_counter
+            # (What _check_manager would find nothing to do for: the
+            # device's manager, no reset to 0.)
+            if (memo is not None and known is not None and known() is mgr
+                    and (c != 0 or self._mark_counter == 0)):
+                if c != self._mark_counter:
+                    self._catch_up_steps()
+                self._knob_check(fs)
                 session = self.session
                 if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
                         and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
@@ -2507,27 +2858,19 @@ class Recorder:
         # tree passes the same one at every call), weakly held, so no key is
         # built and hashed per call.
         got = self._fid_cache.get(id(function_id))
-        if got is not None and got[0]() is function_id and got[1]() is mgr:
+        if got is not None and got[0] is function_id and got[1]() is mgr:
             info, fs = got[2], got[3]
         else:
             info, fs = self._fn_info(mgr, function_id)
             if fs is not None:
-                try:
-                    self._fid_cache[id(function_id)] = (weakref.ref(function_id), weakref.ref(mgr), info, fs)
-                except TypeError:  # no weak references to them: looked up every time
-                    pass
-        # The knobs with a format key are looked at at every call (through
-        # their probes: read only when one moved); all of them (the others
-        # are noted only) at a function's first call and every 64th step.
-        knobs = self._knobs
-        if fs is None:
-            raw = knobs.read()
-        elif knobs.changed():
-            raw = knobs.read(all_knobs=False)
-        else:
-            raw = self._raw
-        if raw is not self._raw and raw != self._raw:
-            self._on_knobs(raw)
+                # The FunctionID itself, held: torch 2.11's is a frozen
+                # dataclass with slots, which no weak reference can point
+                # at, and it holds an int, so holding it keeps nothing else
+                # alive (and its id() is not given to another meanwhile).
+                # The manager weakly: a strong reference would keep its
+                # graphs and pool alive.
+                self._fid_cache[id(function_id)] = (function_id, weakref.ref(mgr), info, fs)
+        self._knob_check(fs)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it). Once
         # the function is defined, an input the trace names by its object (a
@@ -2608,6 +2951,24 @@ class Recorder:
                                       invocation=self._gen.generation)
         del facts
         return ctx
+
+    def _knob_check(self, fs):
+        """The knobs with a format key at every call (through their probes:
+        read only when one moved); all of them (the others are noted only)
+        at a function's first call (fs None) and after every 64th step,
+        read when a probe moved or, every 4096 steps, whatever the probes
+        say (a change a probe could miss)."""
+        knobs = self._knobs
+        due, self._all_knobs_due = self._all_knobs_due, False
+        force, self._all_knobs_read = self._all_knobs_read, False
+        if fs is None or (due and (knobs.changed(all_knobs=True) or force)):
+            raw = knobs.read()
+        elif knobs.changed():
+            raw = knobs.read(all_knobs=False)
+        else:
+            return
+        if raw is not self._raw and raw != self._raw:
+            self._on_knobs(raw)
 
     def _fast_after(self, ctx, fs, plan, mgr, out):
         """_general_after for a call that replayed the node of the plan, as
@@ -2812,6 +3173,11 @@ class Recorder:
         recording (the program goes on, unrecorded from here)."""
         if self._off:
             return
+        if self._pending:  # (what was deferred before the failure is the trace's)
+            try:
+                self._write_pending()
+            except Exception:
+                pass
         self._off = True
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
@@ -2990,6 +3356,17 @@ _APPROXIMATIONS = (
     "without storage) is left out with a note" % SMALL_TENSOR)
 
 
+class _CallState(threading.local):
+    """The recorder's per-thread state of the call in progress: its depth
+    (a call re-entering the tree's _run is the same call), what the tree
+    did in it (actions) and the node it ran, and whether the recorder's
+    own read is in progress (busy). Class defaults: read without getattr."""
+    depth = 0
+    actions = None
+    node = None
+    busy = False
+
+
 def _is_fifo(path):
     try:
         return stat.S_ISFIFO(os.stat(path).st_mode)
@@ -3066,6 +3443,31 @@ class _Probe:
         if self.wr() is not None:
             return True
         return not self.sref.expired()
+
+
+_RULES = {}  # code object of a tree's extra_ref_check -> whether _refcount_rule holds
+
+
+def _refcount_rule(w):
+    """Whether the tree's wrapper w of a cached output judges it as 2.11's
+    CUDAGraphNode does: dead only once its refcount, seen by
+    sys.getrefcount of an expression, is 2 (the tree's list and the call's
+    own reference: check_refcount's `get_output_refcount(i) == 2`). Then
+    sys.getrefcount(obj_ref()) is the count the tree sees, and a count
+    other than 2 is alive for sure, without torch's Python (the deferred
+    replay's poll). Asked of the check's code: the constant 2 compared, no
+    other small count; a check of another shape is asked as before."""
+    check = getattr(w, "extra_ref_check", None)
+    fn = getattr(check, "func", check)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    ok = _RULES.get(code)
+    if ok is None:
+        consts = [c for c in code.co_consts if type(c) is int]
+        ok = 2 in consts and not any(c in consts for c in (1, 3, 4))
+        _RULES[code] = ok
+    return ok
 
 
 def _cached_output(fact):

@@ -201,6 +201,9 @@ class Mode:
 
 
 class FunctionID:
+    """A frozen dataclass with slots in 2.11: no weak reference to it."""
+    __slots__ = ("id",)
+
     def __init__(self, i):
         self.id = i
 
@@ -1040,8 +1043,9 @@ class FastPathTest(unittest.TestCase):
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
         _, took_streamed = self.scenario(streamed, follow=True)
-        self.assertEqual(took_streamed, took)
-        self.assertGreater(took, 60)
+        # (Unfollowed, some of the replays _fast_after takes when followed
+        # are deferred instead: DeferredReplayTest.)
+        self.assertGreater(took_streamed, 60)
 
         def body(path):
             return [x for x in self.read(path)[1:] if json.loads(x)["op"] not in ("def", "note")]
@@ -1072,6 +1076,160 @@ class FastPathTest(unittest.TestCase):
             elif r["op"] == "config":
                 before[i] = None
         self.assertEqual([before[i] for i, _ in cfgs], [(f, 13), (f, 27), (f, 30), (f, 31), (g, 26)])
+
+
+class DeferredReplayTest(unittest.TestCase):
+    """A steady replay is deferred by the _run wrapper (Recorder._defer) and
+    written at the next other event: the trace must be, byte for byte, the
+    one the recorder writes without deferring, through whatever a program
+    does between two replays."""
+
+    def setUp(self):
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        remove_fake_torch(self.saved)
+        self.dir.cleanup()
+
+    def scenario(self, path):
+        """Records the program into path; returns (the recorder, how many
+        calls were deferred)."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        ind = sys.modules["torch._inductor.config"]
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0, 1])
+        h = mgr.add(1, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        mgr.models[1] = lambda ins: [Tensor([3]), Tensor([5])]  # two outputs
+        ind.triton.force_cudagraph_sync = False  # (a knob the format has no key for)
+        params = [Tensor([4, 4]), Tensor([4, 4])]
+        x = Tensor([2, 4])
+        deferred = [0]
+        real = cgtrace.Recorder._write_pending
+
+        def counted(rec):
+            deferred[0] += len(rec._pending)
+            return real(rec)
+
+        from unittest import mock
+        with mock.patch.object(cgtrace.Recorder, "_write_pending", counted):
+            with cgtrace.record(path) as rec:
+                y = pair = None
+                for i in range(90):
+                    steps = {5: 2, 7: 0, 40: 64, 75: 64}.get(i, 1)  # two steps; none; 64th steps
+                    for _ in range(steps):
+                        cgt.mark_step_begin()
+                    _invocation()
+                    if i == 11:
+                        y = None  # dropped before the next call: the tree counts it dead
+                    if i == 13:
+                        x = Tensor([2, 4])  # a fresh input
+                    if i == 15:
+                        params[1] = Tensor([4, 4])  # the old parameter dies (a weakref callback)
+                    if i == 17:
+                        ind.triton.skip_cudagraph_warmup = True  # a knob with a format key
+                    if i == 19:
+                        ind.triton.force_cudagraph_sync = True  # one without: noted at a 64th step
+                    if i == 26:
+                        mgr.fail.add(0)  # the call raises
+                    if i == 27:
+                        mgr.fail.discard(0)
+                    if i == 31:
+                        mgr.debug_checkpointing_counter += 1  # the tree checkpointed
+                    if i == 45:
+                        rec.session.names_used.add(rec.session.fns[next(iter(rec.session.fns))].name + "_c50_0")
+                    if i == 50:
+                        pair = None  # h's outputs go: f's alone are polled from here
+                    if i == 55:
+                        y = None  # dropped again, now that the poll is the refcount's
+                    ins = params + [x]
+                    if i == 58:
+                        # another view of x's data, x kept: the same data pointers
+                        ins = params + [Tensor([8], storage=x._storage)]
+                    if i == 70:
+                        ind.triton.force_cudagraph_sync = False  # noted at the 64th step of call 75
+                    if i == 80:
+                        # the tree's wrapper of f's output made anew, without
+                        # the refcount check (same node, same object): from
+                        # here the output is alive while its object is
+                        node = mgr.roots[f][0]
+                        node.outputs_weakrefs[0] = StorageWeakRefWrapper(node.cached_tensor_outputs[0])
+                        node = None
+                    if i == 85:
+                        y = None
+                    if i == 60:
+                        cgt.reset_cudagraph_trees()
+                    try:
+                        y, = mgr._run(ins, f)
+                    except RuntimeError:
+                        pass
+                    ins = None
+                    if i in (9, 35):
+                        y.item()  # a host read of the output
+                    if 20 <= i < 50:
+                        pair = mgr._run([params[0]], h)  # interleaved with f's replays
+                del y, pair
+                # What the session holds once the deferred replays are
+                # written: the same names, in the same order, everywhere.
+                with rec.lock:
+                    rec._settle()
+                ss = rec.session
+                state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
+                         sorted(ss.by_obj.values()), sorted(ss.by_view.values()), ss.order,
+                         sorted(ss.names_used), dict(ss.counts))
+        self.assertIsNone(rec.error)
+        return rec, deferred[0], state
+
+    def test_deferred_replays_write_what_the_general_path_writes(self):
+        on = os.path.join(self.dir.name, "on.cgt.jsonl")
+        off = os.path.join(self.dir.name, "off.cgt.jsonl")
+        rec, deferred, state_on = self.scenario(on)
+        self.assertGreater(deferred, 60)  # most replays: the test compares something
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        from unittest import mock
+        with mock.patch.object(cgtrace.Recorder, "_defer", False):
+            _, none, state_off = self.scenario(off)
+        self.assertEqual(none, 0)
+        self.assertEqual(state_on, state_off)
+        with open(on) as a, open(off) as b:
+            got, want = a.read().splitlines(), b.read().splitlines()
+        self.assertEqual(len(got), len(want))
+        for i, (a, b) in enumerate(zip(got[1:], want[1:])):  # (the header names the file)
+            self.assertEqual(a, b, "line %d" % (i + 2))
+        recs = [json.loads(x) for x in got[1:]]
+        ops = [r["op"] for r in recs]
+        for op in ("read", "reset", "config", "note"):
+            self.assertIn(op, ops)
+        self.assertIn("error", [k for r in recs if r["op"] == "expect" for k in r])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(on), [])
+
+    def test_refcount_rule_is_read_from_the_check(self):
+        """The poll without torch's Python holds only for a check that
+        compares the refcount with 2, as 2.11's does."""
+        node = Node(Wrapped(FunctionID(0)), None)
+        node.cache_outputs([Tensor([2])])
+        self.assertTrue(cgtrace._refcount_rule(node.outputs_weakrefs[0]))
+
+        def three(i):
+            return sys.getrefcount(node.cached_tensor_outputs[i]) in (2, 3)
+
+        other = StorageWeakRefWrapper(node.cached_tensor_outputs[0], functools.partial(three, 0))
+        self.assertFalse(cgtrace._refcount_rule(other))
+        self.assertFalse(cgtrace._refcount_rule(StorageWeakRefWrapper(node.cached_tensor_outputs[0])))
+        # and the count it reads is the tree's: 2 once only the cache holds it
+        ref = weakref.ref(node.cached_tensor_outputs[0])
+        self.assertEqual(sys.getrefcount(ref()), node.get_output_refcount(0))
+        held = ref()
+        self.assertEqual(sys.getrefcount(ref()), 3)
+        self.assertFalse(node.outputs_weakrefs[0].extra_ref_check())
+        del held
+        self.assertTrue(node.outputs_weakrefs[0].extra_ref_check())
 
 
 class FollowTest(unittest.TestCase):
