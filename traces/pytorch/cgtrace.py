@@ -846,7 +846,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs")
+                 "fs", "in_ids", "nwatch")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -870,6 +870,8 @@ class _ReplayPlan:
         self.nin = self.in_refs = self.in_ptrs = self.in_idx = None
         self.nout = self.out_refs = self.wrappers = self.polled = None
         self.fs = None  # the function's _FnState
+        self.in_ids = None  # the inputs' ids, when every one of them is held (a death is heard of)
+        self.nwatch = 0  # how many names are polled, with polled
         self.set_args(args)
 
     def set_args(self, args):
@@ -2023,6 +2025,28 @@ def _to_host(args, kwargs):
     return getattr(dev, "type", None) == "cpu"
 
 
+class _Hot:
+    """The recorder's state that the _run wrapper's steady path reads at
+    every call, in one small object of slots (the Recorder's attributes of
+    the same names read and write it): in the middle of torch's call each
+    object the path touches is a cache miss, and an instance dict's lookup
+    is several. `node` and `other` are what the tree did in a call the
+    steady path let run (execute_node's node; anything else)."""
+    __slots__ = ("off", "serial", "mark_counter", "node", "other")
+
+    def __init__(self):
+        self.off = False
+        self.serial = 0
+        self.mark_counter = 0
+        self.node = None
+        self.other = False
+
+
+def _hot_attr(name):
+    return property(lambda self: getattr(self._hot, name),
+                    lambda self, v: setattr(self._hot, name, v))
+
+
 class Recorder:
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
@@ -2041,6 +2065,11 @@ class Recorder:
     # when anything else happens (_settle). Tests turn it off to compare.
     _defer = True
 
+    # (In _Hot: see there.)
+    _off = _hot_attr("off")
+    _serial = _hot_attr("serial")
+    _mark_counter = _hot_attr("mark_counter")
+
     def __init__(self, path, name=None, meta=None, follow=None):
         self.path = path
         # Streamed as it is made (Trace.stream) for a follower: asked for,
@@ -2051,6 +2080,7 @@ class Recorder:
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
+        self._hot = _Hot()
         self.tls = _CallState()
         self._saved = {}
         self._mgr_serial = {}
@@ -2124,7 +2154,8 @@ class Recorder:
         orig_run = self._saved[(M, "_run")]
         # What the steady path reads at every call, bound once.
         fid_get = self._fid_cache.get
-        box, lock, tls, gen = cgt.MarkStepBox, self.lock, self.tls, self._gen
+        box, lock, tls, gen, hot = cgt.MarkStepBox, self.lock, self.tls, self._gen, self._hot
+        defer = self._defer
         session = self.session
         watch, dead_objs = session._watch, session._dead_objs
         pend = self._pending.append
@@ -2143,45 +2174,54 @@ class Recorder:
             # changed since. _steady_holds checks, once a serial, what only
             # another event can change; what the program or the tree can
             # change between two calls is checked here, inline, by identity
-            # and C-level passes. The call is queued, written at the next
-            # other event (_settle); anything else takes the general path
-            # (_on_run), as if this were not.
-            if rec._off or tls.depth:
+            # and C-level passes, touching as few objects as it can (each
+            # is a cache miss in the middle of torch's call). The call is
+            # queued, written at the next other event (_settle); anything
+            # else takes the general path (_on_run), as if this were not.
+            if hot.off or tls.depth:
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
                 got = fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
-                if plan is None or not rec._defer:
+                if plan is None or not defer:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
                 c = box.mark_step_counter
-                mc = rec._mark_counter
+                mc = hot.mark_counter
                 try:
                     # c: one down a step since the last event (back up, at
                     # 0, is a reset: the general path's). Every 64th step
                     # the knobs are looked at, and every 4096th read, as the
-                    # general path would (_knob_check).
-                    ok = ((plan.serial == rec._serial or rec._steady_holds(got[3], plan, got, mgr))
+                    # general path would (_knob_check). The inputs: the
+                    # memo's objects (by id when the session hears of each
+                    # one's death, which would be in dead_objs), at the same
+                    # data pointers.
+                    in_ids = plan.in_ids
+                    ok = ((plan.serial == hot.serial or rec._steady_holds(got[3], plan, got, mgr))
                           and got[0] is function_id and got[1]() is mgr and c <= mc
                           and (c // 64 == mc // 64 or (c // 4096 == mc // 4096 and not knobs.moved(True)))
                           and len(new_inputs) == plan.nin
-                          and all(map(is_, map(call, plan.in_refs), new_inputs))
+                          and (tuple(map(id, new_inputs)) == in_ids if in_ids is not None
+                               else all(map(is_, map(call, plan.in_refs), new_inputs)))
                           and (ptrs_equal(new_inputs, plan.in_ptrs, plan.in_idx) if ptrs_equal is not None
                                else list(map(data_ptr, new_inputs)) == plan.in_ptrs)
                           and not dead_objs and list(map(call, probes)) == knobs.probe_vals)
                     if ok:
                         # What flush_deaths would find: no polled name died.
-                        # When the plan's outputs alone are polled, each is
+                        # When the plan's outputs are polled with names their
+                        # storages keep alive (_steady_holds), each output is
                         # alive while something besides the tree's cache
-                        # holds it (the tree's own test, _steady_holds):
-                        # one held only there goes to the general path,
-                        # which asks the tree. Otherwise every name is asked.
+                        # holds it (the tree's own test: the count is one
+                        # more here, for o): one held only there goes to the
+                        # general path, which asks the tree. Otherwise every
+                        # polled name is asked.
                         polled = plan.polled
-                        if polled is not None and len(watch) == len(polled):
+                        if polled is not None and len(watch) == plan.nwatch:
                             for r in polled:
-                                if refcount(r()) == 2:
+                                o = r()
+                                if o is None or refcount(o) == 3:
                                     ok = False
                                     break
-                            r = None
+                            o = r = None
                         else:
                             for e in watch.values():
                                 if not e.fact.alive():
@@ -2193,42 +2233,54 @@ class Recorder:
                     ok = False
                 if not ok:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
-                rec._mark_counter = c
+                hot.mark_counter = c
                 inv = gen.generation
-                tls.depth = 1
-                tls.actions = []
-                tls.node = None
+                hot.node = None
+                hot.other = False
+                tls.depth = 2  # (what the tree does is noted in hot: execute_node)
                 try:
                     out = orig_run(mgr, new_inputs, function_id)
                 except BaseException as err:
+                    if tls.depth == 2:
+                        rec._general_noting()
                     rec._steady_raised(plan, mc - c, inv, mgr, err)
                     raise
                 finally:
                     tls.depth = 0
-                node = tls.node
+                node = hot.node
                 try:
                     # What _fast_after asks of the tree: the plan's node
-                    # replayed, handing out the plan's objects through the
-                    # plan's wrappers, no checkpoint taken, nothing died.
-                    if (tls.actions == _REPLAYED and node is plan.node_ref() and type(out) is list
+                    # replayed, and nothing else done, handing out the plan's
+                    # objects through the plan's wrappers, no checkpoint
+                    # taken, nothing died.
+                    if (not hot.other and node is plan.node_ref() and type(out) is list
                             and len(out) == plan.nout and mgr.debug_checkpointing_counter == plan.ckpt
                             and not dead_objs and all(map(is_, map(call, plan.out_refs), out))
-                            and tuple(node.outputs_weakrefs) == plan.wrappers):
+                            and node.outputs_weakrefs == plan.wrappers):
                         pend((plan, mc - c, inv))
                     else:
+                        if not hot.other:  # (what _general_noting would have noted)
+                            tls.actions = ["replay"] if node is not None else []
+                            tls.node = node
                         rec._steady_fallback(plan, mc - c, inv, mgr, out)
                 except Exception as e:
                     rec._fail("after a call", e)
                 finally:
-                    tls.node = node = None
+                    tls.node = hot.node = node = None
                 return out
 
         orig_exec = self._saved[(M, "execute_node")]
 
         def execute_node(mgr, node, new_inputs):
-            # Noted before running, so a replay that raises still says what ran
-            # (_note_action, inline: every replay passes here).
-            if tls.depth:
+            # Noted before running, so a replay that raises still says what
+            # ran (_note_action, inline: every replay passes here). A call
+            # the steady path let run notes its one replay in hot.
+            d = tls.depth
+            if d == 2 and hot.node is None:
+                hot.node = node
+            elif d:
+                if d == 2:
+                    rec._general_noting()
                 tls.actions.append("replay")
                 tls.node = node
             return orig_exec(mgr, node, new_inputs)
@@ -2403,10 +2455,22 @@ class Recorder:
     def _in_call(self):
         return getattr(self.tls, "depth", 0) > 0
 
+    def _general_noting(self):
+        """A call the steady path let run (depth 2, replays noted in _Hot)
+        did more than one replay: from here its actions are noted as the
+        general path notes them (depth 1), from what the tree did so far."""
+        tls, hot = self.tls, self._hot
+        tls.actions = ["replay"] if hot.node is not None else []
+        tls.node = hot.node
+        tls.depth = 1
+        hot.other = True
+
     def _note_action(self, mgr, action, node):
         tls = self.tls
-        if getattr(tls, "depth", 0) <= 0:
+        if tls.depth <= 0:
             return
+        if tls.depth == 2:
+            self._general_noting()
         if action is not None:
             tls.actions.append(action)
         if node is not None:
@@ -2707,14 +2771,41 @@ class Recorder:
                 return False
         plan.nin, plan.in_refs = len(memo[0]), memo[0]
         plan.in_ptrs, plan.in_idx = list(memo[4]), list(range(len(memo[0])))
+        plan.in_ids = None
+        if all(e.wr is not None for e in memo[1]):
+            objs = [r() for r in memo[0]]
+            if None not in objs:
+                plan.in_ids = tuple(map(id, objs))
+            objs = None
         plan.nout = len(plan.entries)
         plan.out_refs = tuple(e.fact.obj_ref for e in plan.entries)
-        plan.wrappers = tuple(e.fact.probe.tree_ref for e in plan.entries)
-        names = set(plan.names)
-        plan.polled = (plan.out_refs if len(names) == len(watch) and names.issuperset(watch)
-                       and all(map(_refcount_rule, plan.wrappers)) else None)
+        plan.wrappers = list(e.fact.probe.tree_ref for e in plan.entries)
+        plan.polled = plan.out_refs if self._polled_by_outputs(plan, watch) else None
+        plan.nwatch = len(watch)
         plan.fs = fs
         plan.serial = self._serial
+        return True
+
+    def _polled_by_outputs(self, plan, watch):
+        """Whether a deferred replay may poll only plan's outputs, by their
+        refcounts: each output's wrapper judges it as 2.11's tree does
+        (_refcount_rule), and every other polled name is alive while one
+        of those outputs is: a name over the storage of one, judged by its
+        storage (no tree wrapper with a refcount check: such a wrapper
+        never gets one back), as the recorded output of a node is once the
+        program let its object go and the node's cached output holds the
+        storage."""
+        if not all(map(_refcount_rule, plan.wrappers)):
+            return False
+        mine = {id(e) for e in plan.entries}
+        kept = {e.fact.storage for e in plan.entries}
+        for e in watch.values():
+            if id(e) in mine:
+                continue
+            p = e.fact.probe
+            if (p is None or e.fact.storage not in kept or e.fact.alive != p.alive
+                    or (p.tree_ref is not None and p.tree_ref.extra_ref_check is not None)):
+                return False
         return True
 
     def _steady_ctx(self, plan, inv):

@@ -1171,15 +1171,28 @@ class DeferredReplayTest(unittest.TestCase):
                         y.item()  # a host read of the output
                     if 20 <= i < 50:
                         pair = mgr._run([params[0]], h)  # interleaved with f's replays
+                    if i == 64:
+                        # a tensor named by h's call, whose storage another
+                        # object keeps: once it goes (65), its name is polled
+                        # by its storage, which dies at 67, among f's replays
+                        z = Tensor([4, 4])
+                        keep = Tensor([4, 4], storage=z._storage)
+                        mgr._run([z], h)
+                    if i == 65:
+                        z = None
+                    if i == 67:
+                        keep = None
                 del y, pair
                 # What the session holds once the deferred replays are
                 # written: the same names, in the same order, everywhere.
+                # (Not by_obj: it is keyed by id(), and a dead object's id
+                # is given to the next object made, which differs.)
                 with rec.lock:
                     rec._settle()
                 ss = rec.session
                 state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
-                         sorted(ss.by_obj.values()), sorted(ss.by_view.values()), ss.order,
-                         sorted(ss.names_used), dict(ss.counts))
+                         sorted(ss.by_view.values()), ss.order, sorted(ss.names_used), dict(ss.counts),
+                         [(e.name, e.order) for e in ss.entries.values()])
         self.assertIsNone(rec.error)
         return rec, deferred[0], state
 
