@@ -65,6 +65,7 @@ import stat
 import sys
 import threading
 import traceback
+import types
 import warnings
 import weakref
 
@@ -846,7 +847,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "in_ids", "nwatch")
+                 "fs", "in_ids", "nwatch", "cfg")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -872,6 +873,7 @@ class _ReplayPlan:
         self.fs = None  # the function's _FnState
         self.in_ids = None  # the inputs' ids, when every one of them is held (a death is heard of)
         self.nwatch = 0  # how many names are polled, with polled
+        self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
         self.set_args(args)
 
     def set_args(self, args):
@@ -1862,8 +1864,17 @@ class _Knobs:
         self.mapped_vals = None  # the mapped knobs' values at the last reading, in order
         self.last = None
         owner = {name: mods[which] for which, name in KNOBS if mods.get(which) is not None}
-        probe = {n: self._probe(owner[n], n, g) for n, g in self.getters}
+        homes = {}  # knob -> the module whose entry its probe reads
+        probe = {n: self._probe(owner[n], n, g, homes) for n, g in self.getters}
         self.probes = [probe[n] for n, _ in self.mapped]
+        # Where the format's knobs live, when every one of their probes reads
+        # an entry of a ConfigModule (else None): every way to set a knob
+        # (setattr, config.patch, mock.patch's set and delattr) passes
+        # through its module's __setattr__ or __delattr__, which the
+        # recorder counts (Recorder._count_config_writes), so a steady
+        # replay compares one count instead of reading every probe.
+        self.homes = ({homes[n] for n, _ in self.mapped}
+                      if all(n in homes for n, _ in self.mapped) else None)
         # The format's knobs whose probe is a read of the knob (an alias
         # without a loaded target, an implied knob, a config of another
         # shape): each costs a ConfigModule.__getattr__ at every call.
@@ -1875,7 +1886,7 @@ class _Knobs:
         self.probe_vals = self.all_probe_vals = None
 
     @staticmethod
-    def _probe(mod, name, getter):
+    def _probe(mod, name, getter, homes=None):
         """A callable whose answer changes whenever the knob's value can: on
         a ConfigModule the user_override of the knob's _ConfigEntry (an
         attribute in 2.11, a ContextVar later), which every way of setting
@@ -1890,10 +1901,14 @@ class _Knobs:
             implied = vars(mod).get("_implications") or ()
             if entry is None and isinstance(cfg, dict):
                 # A knob this torch lacks: it reads None until made (which
-                # only a stand-in does), and reading it raises inside.
+                # only a stand-in does, through __setattr__), and reading it
+                # raises inside.
+                if homes is not None:
+                    homes[name] = mod
                 return functools.partial(operator.contains, cfg, name)
             if entry is None or name in implied:
                 return getter
+            home = mod
             alias = getattr(entry, "alias", None)
             if alias is not None:
                 # An alias keeps no value of its own: a set writes its
@@ -1901,6 +1916,7 @@ class _Knobs:
                 entry = _Knobs._alias_entry(alias)
                 if entry is None:
                     return getter
+                home = sys.modules.get(alias.rpartition(".")[0])
             # 2.11: a dataclass field whose default (_UNSET_SENTINEL) is the
             # class's attribute until the knob is first set, when the
             # instance gets its own; getattr sees both (and a slot).
@@ -1909,6 +1925,8 @@ class _Knobs:
             return getter
         if isinstance(u, contextvars.ContextVar):
             return u.get
+        if homes is not None and isinstance(home, types.ModuleType) and isinstance(vars(home).get("_config"), dict):
+            homes[name] = home
         return functools.partial(getattr, entry, "user_override")
 
     @staticmethod
@@ -2032,9 +2050,11 @@ class _Hot:
     object the path touches is a cache miss, and an instance dict's lookup
     is several. `node` and `other` are what the tree did in a call the
     steady path let run (execute_node's node; anything else)."""
-    __slots__ = ("off", "serial", "mark_counter", "node", "other")
+    __slots__ = ("off", "serial", "mark_counter", "node", "other", "cfg", "calls")
 
     def __init__(self):
+        self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
+        self.calls = 0  # calls the steady path let run
         self.off = False
         self.serial = 0
         self.mark_counter = 0
@@ -2129,6 +2149,7 @@ class Recorder:
         except ImportError:
             dynamo_config = None
         self._knobs = _Knobs(inductor_config, dynamo_config)
+        self._count_config_writes(self._knobs.homes)
         raw = self._knobs.read()
         self._raw = raw
         self._cfg = settings_from_knobs(raw)
@@ -2152,22 +2173,19 @@ class Recorder:
         rec = self
 
         orig_run = self._saved[(M, "_run")]
-        # What the steady path reads at every call, bound once.
-        fid_get = self._fid_cache.get
-        box, lock, tls, gen, hot = cgt.MarkStepBox, self.lock, self.tls, self._gen, self._hot
-        defer = self._defer
-        session = self.session
-        watch, dead_objs = session._watch, session._dead_objs
-        pend = self._pending.append
         knobs = self._knobs
-        probes = knobs.probes
-        data_ptr = torch.Tensor.data_ptr
-        # torch's own check of its inputs' data pointers (check_invariants),
-        # one C call for all; where it is absent, data_ptr by map.
-        ptrs_equal = getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None)
-        is_, call, refcount = operator.is_, operator.call, sys.getrefcount
+        is_, call = operator.is_, operator.call
 
-        def _run(mgr, new_inputs, function_id):
+        # What the steady path reads at every call is bound as defaults:
+        # locals of its frame, where closure cells would be objects of
+        # their own to reach (the tree calls _run(new_inputs, function_id)).
+        def _run(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
+                 box=cgt.MarkStepBox, lock=self.lock, tls=self.tls, gen=self._gen, hot=self._hot,
+                 defer=self._defer, watch=self.session._watch, dead_objs=self.session._dead_objs,
+                 pend=self._pending.append, knobs=knobs, probes=knobs.probes,
+                 versioned=knobs.homes is not None, data_ptr=torch.Tensor.data_ptr,
+                 ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
+                 is_=is_, call=call, refcount=sys.getrefcount, rec=rec):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -2178,6 +2196,9 @@ class Recorder:
             # is a cache miss in the middle of torch's call). The call is
             # queued, written at the next other event (_settle); anything
             # else takes the general path (_on_run), as if this were not.
+            # (ptrs_equal: torch's own check of its inputs' data pointers,
+            # check_invariants', one C call for all; where it is absent,
+            # data_ptr by map.)
             if hot.off or tls.depth:
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
@@ -2194,8 +2215,12 @@ class Recorder:
                     # general path would (_knob_check). The inputs: the
                     # memo's objects (by id when the session hears of each
                     # one's death, which would be in dead_objs), at the same
-                    # data pointers.
+                    # data pointers. The knobs: no write to their modules
+                    # since the plan was checked (versioned), and every
+                    # 64th call their probes too (a write past __setattr__);
+                    # or their probes at every call.
                     in_ids = plan.in_ids
+                    hot.calls += 1
                     ok = ((plan.serial == hot.serial or rec._steady_holds(got[3], plan, got, mgr))
                           and got[0] is function_id and got[1]() is mgr and c <= mc
                           and (c // 64 == mc // 64 or (c // 4096 == mc // 4096 and not knobs.moved(True)))
@@ -2204,7 +2229,9 @@ class Recorder:
                                else all(map(is_, map(call, plan.in_refs), new_inputs)))
                           and (ptrs_equal(new_inputs, plan.in_ptrs, plan.in_idx) if ptrs_equal is not None
                                else list(map(data_ptr, new_inputs)) == plan.in_ptrs)
-                          and not dead_objs and list(map(call, probes)) == knobs.probe_vals)
+                          and not dead_objs
+                          and (hot.cfg == plan.cfg if versioned and hot.calls & 63 else
+                               list(map(call, probes)) == knobs.probe_vals))
                     if ok:
                         # What flush_deaths would find: no polled name died.
                         # When the plan's outputs are polled with names their
@@ -2266,12 +2293,14 @@ class Recorder:
                 except Exception as e:
                     rec._fail("after a call", e)
                 finally:
-                    tls.node = hot.node = node = None
+                    hot.node = node = None
+                    if tls.node is not None:
+                        tls.node = None
                 return out
 
         orig_exec = self._saved[(M, "execute_node")]
 
-        def execute_node(mgr, node, new_inputs):
+        def execute_node(mgr, node, new_inputs, tls=self.tls, hot=self._hot, orig_exec=orig_exec, rec=rec):
             # Noted before running, so a replay that raises still says what
             # ran (_note_action, inline: every replay passes here). A call
             # the steady path let run notes its one replay in hot.
@@ -2621,6 +2650,28 @@ class Recorder:
                 self.session.note("torch config %s changed to %r" % (k, raw.get(k)))
         self._raw, self._cfg = raw, cfg
 
+    def _count_config_writes(self, homes):
+        """Counts every set and delete of a knob of the modules in homes
+        (hot.cfg), through their classes' __setattr__ and __delattr__, put
+        back at stop: a steady replay compares the count with its plan's.
+        The module's own bookkeeping (its _bypass_keys: the config's hash)
+        is not a knob."""
+        if not homes:
+            return
+        hot = self._hot
+        for cls in {type(m) for m in homes}:
+            for attr in ("__setattr__", "__delattr__"):
+                orig = getattr(cls, attr)
+                self._saved[(cls, attr)] = cls.__dict__.get(attr, _ABSENT)
+
+                def counted(mod, name, *value, _orig=orig):
+                    if name not in getattr(mod, "_bypass_keys", ()):
+                        hot.cfg += 1
+                    return _orig(mod, name, *value)
+
+                counted.__name__ = attr
+                setattr(cls, attr, counted)
+
     def _settle(self):
         """Before every event but a deferred replay: the deferred replays'
         records are written, and each plan is checked again before its
@@ -2782,7 +2833,13 @@ class Recorder:
         plan.wrappers = list(e.fact.probe.tree_ref for e in plan.entries)
         plan.polled = plan.out_refs if self._polled_by_outputs(plan, watch) else None
         plan.nwatch = len(watch)
+        # The count of config writes now stands for the knobs' values the
+        # general path last read: only if no probe moved since.
+        knobs = self._knobs
+        if list(map(operator.call, knobs.probes)) != knobs.probe_vals:
+            return False
         plan.fs = fs
+        plan.cfg = self._hot.cfg if knobs.homes is not None else None
         plan.serial = self._serial
         return True
 

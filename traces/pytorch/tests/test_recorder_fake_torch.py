@@ -1222,6 +1222,100 @@ class DeferredReplayTest(unittest.TestCase):
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(on), [])
 
+    def steady_with_writes(self, path):
+        """Replays of one function, deferred, with knobs set between them
+        (set, config.patch entered and left, mock.patch.object), each
+        after several deferred calls."""
+        from unittest import mock
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        ind = sys.modules["torch._inductor.config"]
+        dyn = sys.modules["torch._dynamo.config"]
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        p, x = Tensor([4, 4]), Tensor([2, 4])
+        with cgtrace.record(path) as rec, contextlib.ExitStack() as patched:
+            y = None
+            for i in range(60):
+                cgt.mark_step_begin()
+                _invocation()
+                if i == 10:
+                    ind.triton.cudagraph_unexpected_rerecord_limit = 5
+                if i == 20:
+                    patched.enter_context(ind.patch("triton.cudagraph_unexpected_rerecord_limit", 7))
+                if i == 30:
+                    patched.close()
+                if i == 40:
+                    patched.enter_context(mock.patch.object(dyn, "recompile_limit", 2))
+                if i == 50:
+                    patched.close()
+                y, = mgr._run([p, x], f)
+            del y
+        self.assertIsNone(rec.error)
+        return rec
+
+    def test_config_writes_between_deferred_replays(self):
+        on = os.path.join(self.dir.name, "on.cgt.jsonl")
+        off = os.path.join(self.dir.name, "off.cgt.jsonl")
+        rec = self.steady_with_writes(on)
+        self.assertIsNotNone(rec._knobs.homes)  # the writes are counted, not probed
+        self.assertGreater(rec.short_calls, 40)
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        from unittest import mock
+        with mock.patch.object(cgtrace.Recorder, "_defer", False):
+            self.steady_with_writes(off)
+        with open(on) as a, open(off) as b:
+            got, want = a.read().splitlines()[1:], b.read().splitlines()[1:]
+        self.assertEqual(got, want)
+        recs = [json.loads(x) for x in got]
+        calls = 0
+        before = []
+        for r in recs:
+            if r["op"] == "call":
+                calls += 1
+            elif r["op"] == "config":
+                before.append((calls + 1, r))
+        self.assertEqual(before, [
+            (11, {"op": "config", "rerecord_limit": 5}), (21, {"op": "config", "rerecord_limit": 7}),
+            (31, {"op": "config", "rerecord_limit": 5}), (41, {"op": "config", "recompile_limit": 2}),
+            (51, {"op": "config", "recompile_limit": 8})])
+
+    def test_config_write_past_setattr_is_seen_within_64_calls(self):
+        """A knob's entry written directly (no __setattr__ to count it) is
+        seen by the probes the steady path reads every 64th call: late, by
+        less than 64 calls, never lost (no steps here: no 64th step)."""
+        ind = sys.modules["torch._inductor.config"]
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        p, x = Tensor([4, 4]), Tensor([2, 4])
+        path = os.path.join(self.dir.name, "direct.cgt.jsonl")
+        with cgtrace.record(path) as rec:
+            y = None
+            for i in range(150):
+                _invocation()
+                if i == 5:
+                    ind._config["triton.cudagraph_unexpected_rerecord_limit"].user_override = 9
+                y, = mgr._run([p, x], f)
+            del y
+        self.assertIsNone(rec.error)
+        self.assertGreater(rec.short_calls, 100)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().splitlines()[1:]]
+        calls, at = 0, None
+        for r in recs:
+            if r["op"] == "call":
+                calls += 1
+            elif r == {"op": "config", "rerecord_limit": 9}:
+                at = calls + 1
+        self.assertIsNotNone(at)
+        self.assertGreater(at, 6)  # (late: the count saw no write)
+        self.assertLessEqual(at, 6 + 64)
+
     def test_refcount_rule_is_read_from_the_check(self):
         """The poll without torch's Python holds only for a check that
         compares the refcount with 2, as 2.11's does."""
