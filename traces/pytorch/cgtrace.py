@@ -2825,7 +2825,8 @@ class Recorder:
         plan.in_ids = None
         if all(e.wr is not None for e in memo[1]):
             objs = [r() for r in memo[0]]
-            if None not in objs:
+            # (By identity: `None in objs` would compare tensors with ==.)
+            if not any(o is None for o in objs):
                 plan.in_ids = tuple(map(id, objs))
             objs = None
         plan.nout = len(plan.entries)
