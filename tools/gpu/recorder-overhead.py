@@ -16,6 +16,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --fake   # no GPU: the recorder's own CPU cost
     python3 tools/gpu/recorder-overhead.py --baseline /tmp/cgtrace_before.py  # before/after, one run
     python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
+    python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -248,6 +249,90 @@ def fake_workload():
     return step, lambda: None, lambda: fake.remove_fake_torch(saved)
 
 
+# Where recorder_inside puts its clock: (what comes before, what it becomes)
+# in traces/pytorch/cgtrace.py's _run and execute_node wrappers.
+_INSIDE_MARKS = (
+    ("            if hot.off or tls.depth:\n                return orig_run(mgr, new_inputs, function_id)\n",
+     "            if hot.off or tls.depth:\n                return orig_run(mgr, new_inputs, function_id)\n"
+     "            _t0 = _ns()\n"),
+    ("                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n",
+     "                _IN[0] += _ns() - _t0; _IN[3] += 1\n"
+     "                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"),
+    ("                node = hot.node\n                try:\n",
+     "                _t1 = _ns()\n                node = hot.node\n                try:\n"),
+    ("                        tls.node = None\n                return out\n",
+     "                        tls.node = None\n                _IN[1] += _ns() - _t1\n                return out\n"),
+    ("            d = tls.depth\n            if d == 2 and hot.node is None:",
+     "            _t2 = _ns()\n            d = tls.depth\n            if d == 2 and hot.node is None:"),
+    ("                tls.node = node\n            return orig_exec(mgr, node, new_inputs)",
+     "                tls.node = node\n            _IN[2] += _ns() - _t2\n            return orig_exec(mgr, node, new_inputs)"),
+)
+
+
+def recorder_inside(path=None):
+    """A copy of cgtrace.py whose deferred-replay path reads the clock
+    (perf_counter_ns) around its own code: before the tree's call, after
+    it, and in the execute_node wrapper, summed in the module's _IN
+    [before, after, execute_node ns, calls]. What the recorder costs in
+    place, in the middle of torch's call, where each object it reads can
+    be a cache miss (a loop timed apart runs out of warm caches). Raises
+    ValueError when the recorder's code no longer has a mark."""
+    import types
+    path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace.py")
+    with open(path) as fh:
+        src = fh.read()
+    for old, new in _INSIDE_MARKS:
+        if src.count(old) != 1:
+            raise ValueError("recorder_inside: %s no longer has the mark %r" % (path, old[:60]))
+        src = src.replace(old, new)
+    mod = types.ModuleType("cgtrace_inside")
+    mod.__file__ = path
+    mod.__dict__.update(_ns=time.perf_counter_ns, _IN=[0, 0, 0, 0])
+    exec(compile(src, path, "exec"), mod.__dict__)
+    return mod
+
+
+def measure_inside(step, sync, iters, rounds, warm=50, folder=None):
+    """Per round: the recorder's own time a call (us: before, after,
+    execute_node, and the exit's writing of the deferred records), from a
+    recorder_inside copy, in rounds of `iters` calls. Returns medians and
+    the rounds."""
+    mod = recorder_inside()
+    for _ in range(warm):
+        step()
+    sync()
+    rows = []
+    with tempfile.TemporaryDirectory(dir=folder) as d:
+        for r in range(rounds):
+            mod._IN[:] = [0, 0, 0, 0]
+            rec = mod.record(os.path.join(d, "inside%d.cgt.jsonl" % r))
+            rec.__enter__()
+            try:
+                for _ in range(iters):
+                    step()
+                sync()
+            finally:
+                t0 = time.perf_counter()
+                rec.__exit__(None, None, None)
+                exit_us = (time.perf_counter() - t0) * 1e6 / iters
+            if rec.error:
+                raise RuntimeError("the recording failed: %s" % rec.error)
+            n = max(1, mod._IN[3])
+            rows.append({"before": mod._IN[0] / n / 1e3, "after": mod._IN[1] / n / 1e3,
+                         "execute_node": mod._IN[2] / n / 1e3, "exit": exit_us, "deferred": mod._IN[3]})
+    med = {k: statistics.median(r[k] for r in rows) for k in ("before", "after", "execute_node", "exit")}
+    return {"rounds": rows, "median": med}
+
+
+def report_inside(name, res, out=None):
+    out = out or sys.stdout
+    m = res["median"]
+    print("%s, the recorder's own time in place a deferred call: before the tree's call %.2f us, after it "
+          "%.2f us, execute_node %.2f us, the exit's writing %.2f us (medians of %d rounds; %d calls deferred "
+          "in the last)" % (name, m["before"], m["after"], m["execute_node"], m["exit"], len(res["rounds"]),
+                            res["rounds"][-1]["deferred"]), file=out)
+
+
 def load_baseline(path):
     """Another cgtrace.py as a module of its own (not `cgtrace`, which stays
     this checkout's)."""
@@ -276,6 +361,9 @@ def main(argv=None):
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")
+    p.add_argument("--inside", action="store_true",
+                   help="then time the recorder's own code in place (a copy of it reading the clock), "
+                        "in the same number of rounds")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
     a = p.parse_args(argv)
@@ -288,6 +376,10 @@ def main(argv=None):
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
             report("fake torch, replay + mark_step", res)
+            if a.inside:
+                inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
+                report_inside("fake torch, replay + mark_step", inside)
+                res = dict(res, inside=inside["median"])
             if a.profile:
                 profile_recorded(step, sync, a.iters, a.profile)
         finally:
@@ -297,6 +389,10 @@ def main(argv=None):
         step, sync = mlp_workload(a.dim, a.batch)
         res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
         report("mlp3 reduce-overhead mark_step", res)
+        if a.inside:
+            inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
+            report_inside("mlp3 reduce-overhead mark_step", inside)
+            res = dict(res, inside=inside["median"])
         if a.profile:
             profile_recorded(step, sync, a.iters, a.profile)
         workload = "mlp3"

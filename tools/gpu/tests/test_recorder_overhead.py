@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import tempfile
 import os
 import sys
 import unittest
@@ -126,6 +127,35 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(text.splitlines()[-1])
         self.assertEqual((res["clock"], len(res["base"]), len(res["base_added"])), ("cpu", 2, 2))
         self.assertGreater(res["base_trace_bytes_per_call"], 50)
+
+    def test_inside_times_the_recorder_in_place(self):
+        """--inside times the recorder's own code inside the loop, from a
+        copy of cgtrace.py reading the clock: every mark is still in the
+        recorder, the copy records as the recorder does, and the deferred
+        calls are counted."""
+        fake.remove_fake_torch(self.saved)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(["--fake", "--iters", "30", "--rounds", "2", "--warm", "3", "--json", "--inside"])
+        finally:
+            self.saved = fake.install_fake_torch()
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertRegex(text, r"the recorder's own time in place a deferred call: before the tree's call [\d.]+ us, "
+                               r"after it [\d.]+ us, execute_node [\d.]+ us, the exit's writing [\d.]+ us "
+                               r"\(medians of 2 rounds; 2[0-9] calls deferred in the last\)")
+        res = json.loads(text.splitlines()[-1])
+        for k in ("before", "after", "execute_node", "exit"):
+            self.assertGreater(res["inside"][k], 0)
+
+    def test_inside_refuses_a_recorder_without_its_marks(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+            fh.write("def record(path):\n    pass\n")
+        try:
+            with self.assertRaisesRegex(ValueError, "no longer has the mark"):
+                ro.recorder_inside(fh.name)
+        finally:
+            os.unlink(fh.name)
 
     def test_missing_baseline_refused(self):
         with self.assertRaises(SystemExit) as cm:
