@@ -2050,9 +2050,13 @@ class _Hot:
     object the path touches is a cache miss, and an instance dict's lookup
     is several. `node` and `other` are what the tree did in a call the
     steady path let run (execute_node's node; anything else)."""
-    __slots__ = ("off", "serial", "mark_counter", "node", "other", "cfg", "calls")
+    __slots__ = ("off", "serial", "mark_counter", "node", "other", "cfg", "calls", "fid", "got")
 
     def __init__(self):
+        # The FunctionID whose plan was last found to hold, and its cache
+        # entry (Recorder._fid_cache): the next call of it needs no lookup.
+        # Cleared at every other event (_settle), as the plan may change.
+        self.fid = self.got = None
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
         self.calls = 0  # calls the steady path let run
         self.off = False
@@ -2202,7 +2206,7 @@ class Recorder:
             if hot.off or tls.depth:
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
-                got = fid_get(id(function_id))
+                got = hot.got if function_id is hot.fid else fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
                 if plan is None or not defer:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
@@ -2677,6 +2681,7 @@ class Recorder:
         records are written, and each plan is checked again before its
         next deferral (this event may change what it holds)."""
         self._serial += 1
+        self._hot.fid = self._hot.got = None
         if self._pending:
             try:
                 self._write_pending()
@@ -2842,6 +2847,7 @@ class Recorder:
         plan.fs = fs
         plan.cfg = self._hot.cfg if knobs.homes is not None else None
         plan.serial = self._serial
+        self._hot.fid, self._hot.got = got[0], got
         return True
 
     def _polled_by_outputs(self, plan, watch):
