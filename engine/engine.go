@@ -96,7 +96,9 @@ type Engine struct {
 	recompileLimit int
 	sharedCode     bool
 	devs           []*devState
-	defs           map[string]*traces.Record
+	defs           map[string]*defn
+	// nDefs numbers the defs in the order they were made (defn.idx).
+	nDefs int
 	tt             *tensorTable
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
@@ -137,6 +139,10 @@ type Engine struct {
 	// Options.Check, which snapshots every record), so that a test can
 	// prove the rollback of any record complete.
 	failAfter func(*traces.Record) bool
+	// checkDispatch, set by tests only, is called at every call that a
+	// dispatch entry answered (manager.function), with the FunctionID it
+	// gave, so that a test can check it against the full lookup.
+	checkDispatch func(m *manager, def *defn, fid int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int)
 }
 
 // devState is one device: the device, its caching allocator and its tree.
@@ -160,7 +166,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable(),
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*defn{}, tt: newTensorTable(),
 		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
 	if e.file == "" {
 		e.file = "trace"
@@ -340,11 +346,15 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		if _, dup := e.defs[rec.Fn]; dup {
 			return fmt.Errorf("function %q is already defined", rec.Fn)
 		}
-		r := *rec
-		e.defs[rec.Fn] = &r
+		d := &defn{Record: *rec, idx: e.nDefs}
+		e.defs[rec.Fn] = d
+		e.nDefs++
 		// Undone by name: a copy of every def for each record's
 		// rollback cost as much as the program's functions.
-		e.onUndo(func() { delete(e.defs, r.Fn) })
+		e.onUndo(func() {
+			delete(e.defs, d.Fn)
+			e.nDefs--
+		})
 		return nil
 	case traces.OpTensor, traces.OpParam:
 		step.Device = rec.Device

@@ -398,7 +398,34 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // graph accepts the call and the code object is at Dynamo's recompile
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
-func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
+//
+// A call whose def, signature (shapes, dtypes, aliasing) and device are
+// those of the def's last call, with no compile on the device since, runs
+// through the same FunctionID (Dynamo's guards are a function of the
+// cache and the signature alone): the manager's dispatch entry of the def
+// says which, without the Dynamo cache, the signature hash and the
+// function tables, each a cache miss per call in a program of ten
+// thousand functions called in turn.
+func (m *manager) function(def *defn, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
+	if def.idx < len(m.dispatch) {
+		if d := &m.dispatch[def.idx]; d.def == def && d.epoch == m.compileEpoch && d.matches(shapes, dtypes, alias) {
+			if m.eng.checkDispatch != nil {
+				m.eng.checkDispatch(m, def, d.fid, shapes, dtypes, static, alias)
+			}
+			return m.ownFunc(d.fid), false, nil
+		}
+	}
+	f, limited, err = m.lookupFunction(&def.Record, line, shapes, dtypes, static, alias)
+	if err == nil && !limited {
+		m.remember(def, f.ID, shapes, dtypes, alias)
+	}
+	return f, limited, err
+}
+
+// lookupFunction is function without the dispatch entry: Dynamo's cache
+// of the def's code object, then the FunctionID of the compiled graph and
+// signature.
+func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
 	// guard is what a compiled graph's guards tell apart: the def. Under
 	// SharedCode every def is a closure of one code object, and the
 	// guards see only what the closure reads, the def's body: two defs
@@ -425,6 +452,12 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 		}
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
+		// A compile may change what the cache's guards accept for any
+		// signature (a dynamic graph is looked up first): every dispatch
+		// entry of the device is stale. The epoch only grows, so an
+		// undone compile leaves them stale too (the rollback restores the
+		// entries this record wrote, and they are looked up again).
+		m.compileEpoch++
 		ent = cs.Compile(guard, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault, StaticInputsStatic: m.eng.sharedCode})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
@@ -562,6 +595,114 @@ func (m *manager) ownFunc(id int) *Function {
 	nf.gen = m.fnGen
 	m.funcs[id] = &nf
 	return &nf
+}
+
+// defn is a def record as the engine keeps it: never changed once made
+// (a clone shares it), numbered in the order the defs were made (idx), so
+// that a manager keeps what it knows of each def in a slice (dispatch).
+type defn struct {
+	traces.Record
+	idx int
+}
+
+// dispatchEntry is the FunctionID of a def's last call on one device and
+// the signature it was found for (manager.function's fast path). def
+// tells a later def of the same index (after a rollback) apart; epoch is
+// the manager's compileEpoch when it was found.
+type dispatchEntry struct {
+	def   *defn
+	fid   int
+	epoch uint64
+	// sig is the signature, per argument its dtype, alias, rank and dims
+	// after the count of arguments: in the entry itself up to len(small)
+	// numbers (one argument of rank up to 6, or a few of low rank), so
+	// that the check reads one object.
+	n     int
+	small [12]int32
+	big   []int
+}
+
+// sigLen is the count of numbers in the signature of shapes.
+func sigLen(shapes [][]int) int {
+	n := 1
+	for _, s := range shapes {
+		n += 3 + len(s)
+	}
+	return n
+}
+
+// matches reports whether shapes, dtypes and alias are the entry's
+// signature.
+func (d *dispatchEntry) matches(shapes [][]int, dtypes []ops.DType, alias []int) bool {
+	if d.n != sigLen(shapes) {
+		return false
+	}
+	if d.big != nil {
+		return slices.Equal(d.big, appendSig(nil, shapes, dtypes, alias))
+	}
+	if d.small[0] != int32(len(shapes)) {
+		return false
+	}
+	k := 1
+	for i, s := range shapes {
+		if d.small[k] != int32(dtypes[i]) || d.small[k+1] != int32(alias[i]) || d.small[k+2] != int32(len(s)) {
+			return false
+		}
+		k += 3
+		for _, x := range s {
+			if int(d.small[k]) != x {
+				return false
+			}
+			k++
+		}
+	}
+	return true
+}
+
+// appendSig appends the numbers of a signature (dispatchEntry.sig).
+func appendSig(buf []int, shapes [][]int, dtypes []ops.DType, alias []int) []int {
+	buf = append(buf, len(shapes))
+	for i, s := range shapes {
+		buf = append(buf, int(dtypes[i]), alias[i], len(s))
+		buf = append(buf, s...)
+	}
+	return buf
+}
+
+// remember makes fid the def's dispatch entry for this signature, under
+// the record's undo.
+func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DType, alias []int) {
+	i, prev := def.idx, m.dispatch
+	if i >= len(prev) {
+		m.dispatch = slices.Grow(prev, i+1-len(prev))[:i+1]
+	}
+	old := m.dispatch[i]
+	m.eng.onUndo(func() {
+		if i >= len(prev) {
+			// The entries past prev's end were made by this record;
+			// prev is the slice as it was (nil before the first).
+			clear(m.dispatch[len(prev):])
+			m.dispatch = prev
+			return
+		}
+		m.dispatch[i] = old
+	})
+	d := dispatchEntry{def: def, fid: fid, epoch: m.compileEpoch, n: sigLen(shapes)}
+	sig := appendSig(make([]int, 0, d.n), shapes, dtypes, alias)
+	fits := d.n <= len(d.small)
+	for _, x := range sig {
+		if int(int32(x)) != x {
+			fits = false
+		}
+	}
+	if fits {
+		for k, x := range sig {
+			d.small[k] = int32(x)
+		}
+	} else {
+		d.big = sig
+	}
+	m.dispatch[i] = d
 }
 
 // graphKey is one compiled graph of a def: its guard and Compile number.

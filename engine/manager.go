@@ -53,6 +53,11 @@ type manager struct {
 	// clone and copied before a change (function.go, ownFunc).
 	fnGen    uint64
 	fnShared bool
+	// dispatch is, per def (defn.idx), the FunctionID of its last call
+	// on this device (function.go); compileEpoch counts the compiles on
+	// the device, each of which makes every entry stale.
+	dispatch     []dispatchEntry
+	compileEpoch uint64
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
@@ -323,7 +328,7 @@ func (m *manager) updateMutationHint(c *call) error {
 	m.eng.onUndo(func() { delete(m.warnedMutation, fid) })
 	def := m.eng.defs[c.f.Name]
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
-		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
+		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(&def.Record, bad))
 	return m.logSkip(c, msg)
 }
 

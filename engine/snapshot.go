@@ -286,6 +286,9 @@ func (m *manager) clone() *manager {
 	}
 	// The function tables and the Functions are shared (shareFuncs).
 	m.shareFuncs(&c)
+	// The dispatch entries name the FunctionIDs, which the clone shares,
+	// and nothing of the Dynamo caches, which it copies: they hold for it.
+	c.dispatch = slices.Clone(m.dispatch)
 	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
 	for k, v := range m.compiles {
 		c.compiles[k] = v.Clone()
@@ -325,7 +328,7 @@ func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
-	c.defs = make(map[string]*traces.Record, len(e.defs))
+	c.defs = make(map[string]*defn, len(e.defs))
 	for k, v := range e.defs {
 		c.defs[k] = v
 	}

@@ -29,12 +29,14 @@ type managerDump struct {
 	NumRerecord             map[int]map[int]int
 	CheckpointsPerNode      []int
 	CachedPerNode, OutWeaks [][]int
+	// Dispatch are the defs' dispatch entries (function.go).
+	Dispatch []dispatchEntry
 }
 
 func dumpManager(m *manager) managerDump {
 	d := managerDump{Scalars: m.pathScalars, Roots: m.roots, RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig, Sizes: m.sizes,
 		WarnedFns: m.warnedFns, WarnedMut: m.warnedMutation, MutationHint: m.mutationHint, NumRerecord: m.numRerecord,
-		Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
+		Dispatch: m.dispatch, Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
 	d.Scalars.warmups = nil // compared by value below
 	for _, n := range m.nodes {
 		c := n.clone()
@@ -123,6 +125,8 @@ func TestRollbackIsComplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hits := 0
+		dispatchChecker(t, e, tr.File, &hits)
 		for i := range tr.Records {
 			rec := &tr.Records[i]
 			var before []managerDump

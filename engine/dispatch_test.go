@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/traces"
+	"github.com/cgtviz/cgtviz/traces/ops"
+)
+
+// dispatchChecker makes e check every FunctionID a dispatch entry gives
+// against the full lookup (Dynamo's cache and the function tables), and
+// counts them in hits.
+func dispatchChecker(t *testing.T, e *Engine, name string, hits *int) {
+	t.Helper()
+	e.checkDispatch = func(m *manager, def *defn, fid int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) {
+		*hits++
+		f, limited, err := m.lookupFunction(&def.Record, 0, shapes, dtypes, static, alias)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %s %v: the dispatch entry gave FunctionID %d, the lookup failed: %v", name, def.Fn, shapes, fid, err)
+		case limited:
+			t.Errorf("%s: %s %v: the dispatch entry gave FunctionID %d, the lookup is at the recompile limit", name, def.Fn, shapes, fid)
+		case f.ID != fid:
+			t.Errorf("%s: %s %v: the dispatch entry gave FunctionID %d, the lookup %d", name, def.Fn, shapes, fid, f.ID)
+		}
+	}
+}
+
+// peerTraces reads the traces of PyTorch's own suite (peer_test.go).
+func peerTraces(t *testing.T) []*traces.Trace {
+	t.Helper()
+	files, err := filepath.Glob("testdata/peer/*.cgt.jsonl.gz")
+	if err != nil || len(files) < 200 {
+		t.Fatalf("want the traces of the peer suite in testdata/peer, got %d (%v)", len(files), err)
+	}
+	var trs []*traces.Trace
+	for _, f := range files {
+		in, err := traces.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := traces.Read(in, f)
+		in.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, tr)
+	}
+	return trs
+}
+
+// TestDispatchAgreesWithLookup runs the examples, the scenarios, PyTorch's
+// suite and random traces (shape changes, recompiles, the recompile
+// limit, several devices, failing records), each also with every def one
+// code object (Options.SharedCode), and checks every call that a def's
+// dispatch entry answered against the full lookup: the entry must give
+// what Dynamo's cache and the function tables give.
+func TestDispatchAgreesWithLookup(t *testing.T) {
+	trs := append(testTraces(t, 30, "../examples/*.cgt.jsonl", "testdata/*.cgt.jsonl"), peerTraces(t)...)
+	hits, calls := 0, 0
+	for _, shared := range []bool{false, true} {
+		for _, tr := range trs {
+			e, err := New(tr.Header, Options{Devices: sim.Devices(max(1, tr.Header.Devices)), File: tr.File, SharedCode: shared})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dispatchChecker(t, e, filepath.Base(tr.File), &hits)
+			for i := range tr.Records {
+				if tr.Records[i].Op == traces.OpCall {
+					calls++
+				}
+				e.Apply(&tr.Records[i])
+			}
+		}
+	}
+	// About half the calls repeat the one before them of their def (the
+	// rest are first calls, new shapes, calls after a compile): an entry
+	// that never answers would prove nothing.
+	if hits < calls/3 {
+		t.Fatalf("dispatch entries answered %d of %d calls", hits, calls)
+	}
+	t.Logf("%d traces twice, %d of %d calls answered by a dispatch entry", len(trs), hits, calls)
+}
+
+// TestDispatchAfterCompile: a compile makes every dispatch entry of the
+// device stale, since the graph it adds may be the one the cache's guards
+// pick for a signature seen before. Under SharedCode two defs with one
+// body are one code object and one guard: g's call at a new size compiles
+// a graph with a dynamic dim, which f's next call at the old size runs
+// through (Dynamo looks the newest graph up first), as a new FunctionID,
+// where f's entry still names the FunctionID of the first graph.
+func TestDispatchAfterCompile(t *testing.T) {
+	body := traces.S("y", "add", "x", 1.0)
+	b := traces.NewBuilder("dispatch after compile").
+		Def("f", []string{"x"}, []string{"y"}, body).
+		Def("g", []string{"x"}, []string{"y"}, body).
+		TensorSeed("a", []int{4}, 1).
+		TensorSeed("b", []int{5}, 2)
+	b.Step().Call("f", []string{"a"}, "y")
+	b.Step().Call("f", []string{"a"}, "y")
+	b.Step().Call("g", []string{"b"}, "y")
+	b.Step().Call("f", []string{"a"}, "y")
+	tr := b.Trace()
+	e, err := New(tr.Header, Options{Devices: sim.Devices(1), SharedCode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	dispatchChecker(t, e, t.Name(), &hits)
+	var fnIDs []int
+	for i := range tr.Records {
+		s := e.Apply(&tr.Records[i])
+		if s.Err != nil {
+			t.Fatalf("line %d: %v", tr.Records[i].Line, s.Err)
+		}
+		if tr.Records[i].Op != traces.OpCall {
+			continue
+		}
+		id := -1
+		for _, ev := range s.Events {
+			if ev.FnID >= 0 && ev.Fn != "" {
+				id = ev.FnID
+			}
+		}
+		fnIDs = append(fnIDs, id)
+	}
+	if want := []int{0, 0, 1, 2}; !slices.Equal(fnIDs, want) {
+		t.Fatalf("FunctionIDs of the calls %v, want %v", fnIDs, want)
+	}
+	if hits != 1 {
+		t.Fatalf("%d calls answered by a dispatch entry, want 1 (the second)", hits)
+	}
+}
