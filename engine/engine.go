@@ -99,7 +99,7 @@ type Engine struct {
 	defs           map[string]*defn
 	// nDefs numbers the defs in the order they were made (defn.idx).
 	nDefs int
-	tt             *tensorTable
+	tt    *tensorTable
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
