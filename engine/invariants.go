@@ -90,7 +90,7 @@ func (e *Engine) CheckInvariants() error {
 				if n.Depth != p.Depth+1 {
 					add("device %d: node %d has depth %d under a parent of depth %d", ds.index, id, n.Depth, p.Depth)
 				}
-			} else if !contains(m.roots[n.Fn], id) {
+			} else if !contains(m.rootsOf(n.Fn), id) {
 				add("device %d: node %d has no parent and is not a root", ds.index, id)
 			}
 			for fn, kids := range n.Children {

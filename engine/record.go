@@ -336,19 +336,25 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	m.nodes = append(m.nodes, n)
 	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
-		fid, roots, order := c.f.ID, m.roots[c.f.ID], m.rootOrder
+		fid, all, order := c.f.ID, m.roots, m.rootOrder
+		roots := m.rootsOf(fid)
+		if fid >= len(m.roots) {
+			m.roots = slices.Grow(m.roots, fid+1-len(m.roots))[:fid+1]
+		}
 		m.eng.onUndo(func() {
 			m.rootOrder = order
-			if roots == nil {
-				delete(m.roots, fid)
-			} else {
-				m.roots[fid] = roots
+			if fid >= len(all) {
+				// Grown by this record: all is the slice as it was.
+				clear(m.roots[len(all):])
+				m.roots = all
+				return
 			}
+			m.roots[fid] = roots
 		})
-		if len(m.roots[c.f.ID]) == 0 {
-			m.rootOrder = append(m.rootOrder, c.f.ID)
+		if len(roots) == 0 {
+			m.rootOrder = append(m.rootOrder, fid)
 		}
-		m.roots[c.f.ID] = append(m.roots[c.f.ID], id)
+		m.roots[fid] = append(roots, id)
 	} else {
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {

@@ -126,7 +126,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 		onPath[x.ID] = true
 	}
 	for _, fid := range m.rootOrder {
-		dv.Roots = append(dv.Roots, m.roots[fid]...)
+		dv.Roots = append(dv.Roots, m.rootsOf(fid)...)
 	}
 	if len(m.nodes) > 0 {
 		// Sized once: a State of a big tree is mostly its nodes.
