@@ -3,8 +3,8 @@ package engine
 import (
 	"maps"
 	"path/filepath"
-	"slices"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
