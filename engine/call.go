@@ -102,7 +102,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if e.handoff != HandoffRaise {
 			return stale
 		}
-		if !limited && !f.plan.viewsOnly {
+		if !limited && !f.viewsOnly {
 			e.enterCompiled(rec, f)
 		}
 		return &keptError{err: stale}
@@ -112,7 +112,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	case limited:
 		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
 			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimitNow(), f.Name))
-	case f.plan.viewsOnly:
+	case f.viewsOnly:
 		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
 			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
 	case f.Dynamic && e.cfg.SkipDynamicGraphs:

@@ -638,7 +638,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 	if err != nil {
 		return err
 	}
-	f := &Function{Name: "eager", Dev: dev, plan: p, Shapes: shapes, DTypes: dtypes}
+	f := &Function{Name: "eager", Dev: dev, plan: p, viewsOnly: p.viewsOnly, Shapes: shapes, DTypes: dtypes}
 	what := "eager " + stmtText(*st)
 	ds.alloc.SetContext(rec.Line, what)
 	outs, err := e.runEagerBody(ds, f, args, rec.Line, what)

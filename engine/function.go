@@ -39,6 +39,9 @@ type Function struct {
 	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
 	Dynamic bool
 	plan    *plan
+	// viewsOnly is plan.viewsOnly, which every call reads: here it costs
+	// no read of the plan on a replay, which runs none of it.
+	viewsOnly bool
 	// view is the function as the last State showed it (view.go).
 	view *FunctionView
 	// gen is the generation of the function tables that owns the object
@@ -448,7 +451,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			if err != nil {
 				return nil, false, err
 			}
-			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, Mutated: mutatedParams(def)}, true, nil
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}, true, nil
 		}
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
@@ -480,7 +483,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	if err != nil {
 		return nil, false, err
 	}
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}
 	m.warnDynamicShapes(guard, def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
