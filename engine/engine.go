@@ -543,7 +543,7 @@ func (e *Engine) raiseStaleArg(args []*Tensor) error {
 // storage a new generation has just freed, or nil.
 func (e *Engine) staleArg(args []*Tensor) error {
 	for _, t := range args {
-		if s := e.tt.storages[t.Storage]; s != nil && s.Stale {
+		if s := e.tt.storages.get(t.Storage); s != nil && s.Stale {
 			return staleErr(s)
 		}
 	}
@@ -613,7 +613,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 	}
 	dev := 0
 	if len(args) > 0 {
-		dev = e.tt.storages[args[0].Storage].Dev
+		dev = e.tt.storages.get(args[0].Storage).Dev
 	}
 	step.Device = dev
 	ds, err := e.dev(dev)

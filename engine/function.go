@@ -285,10 +285,10 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		ps := &p.stmts[i]
 		var a, b *Storage
 		if ps.a >= 0 {
-			a = tt.storages[slots[ps.a].Storage]
+			a = tt.storages.get(slots[ps.a].Storage)
 		}
 		if ps.b >= 0 {
-			b = tt.storages[slots[ps.b].Storage]
+			b = tt.storages.get(slots[ps.b].Storage)
 		}
 		switch ps.kind {
 		case "view":
@@ -309,7 +309,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		}
 		var out *Storage
 		if ps.inPlace {
-			out = tt.storages[slots[ps.out].Storage]
+			out = tt.storages.get(slots[ps.out].Storage)
 		} else {
 			st, err := e.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
 			if err != nil {
@@ -366,7 +366,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	outs := make([]*Tensor, len(p.returns))
 	for i, s := range p.returns {
 		src := slots[s]
-		st := tt.storages[src.Storage]
+		st := tt.storages.get(src.Storage)
 		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
 		outs[i].DType = p.dtypes[s]
 	}

@@ -30,7 +30,7 @@ func (e *Engine) CheckInvariants() error {
 			id     int
 		}
 		var ranges []rng
-		for _, s := range e.tt.storages {
+		for _, s := range e.tt.storages.all() {
 			if s.Dev != ds.index || s.Ptr == 0 {
 				continue
 			}

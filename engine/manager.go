@@ -352,13 +352,13 @@ func mutationText(def *traces.Record, idx []int) string {
 // isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
 // does t's storage lie at a pointer recorded as an output of the path?
 func (m *manager) isRecordedTensor(t *Tensor) bool {
-	st := m.eng.tt.storages[t.Storage]
+	st := m.eng.tt.storages.get(t.Storage)
 	if st == nil || st.Ptr == 0 {
 		return false
 	}
 	if w := m.curWarmup(); w != nil {
 		for _, sid := range m.warmupPathLive(w) {
-			if s := m.eng.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
+			if s := m.eng.tt.storages.get(sid); s != nil && s.Ptr == st.Ptr {
 				return true
 			}
 		}
