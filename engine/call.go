@@ -28,7 +28,7 @@ func (m *manager) emit(ev Event) { m.eng.emit(ev) }
 
 // applyCall runs a call record through the device's tree manager.
 func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
-	def := e.defs[rec.Fn]
+	def := e.def(rec.Fn)
 	if def == nil {
 		return fmt.Errorf("function %q is not defined", rec.Fn)
 	}

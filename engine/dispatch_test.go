@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -74,6 +75,16 @@ func TestDispatchAgreesWithLookup(t *testing.T) {
 				}
 				e.Apply(&tr.Records[i])
 			}
+			// The call path's cache of the defs gives what the map
+			// holds, and nothing for a name it does not.
+			for name, d := range e.defs {
+				if got := e.def(name); got != d {
+					t.Errorf("%s: def %q from the cache is %p, the map holds %p", tr.File, name, got, d)
+				}
+			}
+			if got := e.def("no such function"); got != nil {
+				t.Errorf("%s: the cache gives a def for an undefined name", tr.File)
+			}
 		}
 	}
 	// About half the calls repeat the one before them of their def (the
@@ -132,5 +143,35 @@ func TestDispatchAfterCompile(t *testing.T) {
 	}
 	if hits != 1 {
 		t.Fatalf("%d calls answered by a dispatch entry, want 1 (the second)", hits)
+	}
+}
+
+// TestDefCache fills an engine's defs past several of the cache's sizes
+// and checks every name through the cache, as new strings (no shared
+// bytes) and as the map's own, before and after names leave the map and
+// the cache (a def's undo).
+func TestDefCache(t *testing.T) {
+	e := &Engine{defs: map[string]*defn{}}
+	name := func(i int) string { return fmt.Sprintf("f%d", i) }
+	for i := 0; i < 3000; i++ {
+		e.defs[name(i)] = &defn{Record: traces.Record{Fn: name(i)}, idx: i}
+		for _, j := range []int{0, i / 2, i} {
+			if got := e.def(name(j)); got == nil || got.idx != j {
+				t.Fatalf("after %d defs: def(%q) = %+v", i+1, name(j), got)
+			}
+		}
+	}
+	for i := 0; i < 3000; i += 3 {
+		delete(e.defs, name(i))
+		e.defCache.forget(name(i))
+	}
+	for i := 0; i < 3000; i++ {
+		got := e.def(name(i))
+		if gone := i%3 == 0; gone != (got == nil) || (!gone && got.idx != i) {
+			t.Fatalf("def(%q) = %+v after the undo of every third def", name(i), got)
+		}
+	}
+	if n := len(e.defCache.slots); n < 2*len(e.defs) || n&(n-1) != 0 {
+		t.Fatalf("%d slots for %d defs, want a power of two of at least twice", n, len(e.defs))
 	}
 }

@@ -99,7 +99,9 @@ type Engine struct {
 	defs           map[string]*defn
 	// nDefs numbers the defs in the order they were made (defn.idx).
 	nDefs int
-	tt    *tensorTable
+	// defCache is the call path's cache in front of defs (defcache.go).
+	defCache defCache
+	tt       *tensorTable
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
@@ -353,6 +355,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		// rollback cost as much as the program's functions.
 		e.onUndo(func() {
 			delete(e.defs, d.Fn)
+			e.defCache.forget(d.Fn)
 			e.nDefs--
 		})
 		return nil

@@ -335,6 +335,9 @@ func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
+	// The clone makes its own cache as its calls go: a shared one would
+	// be written by both.
+	c.defCache = defCache{}
 	c.defs = make(map[string]*defn, len(e.defs))
 	for k, v := range e.defs {
 		c.defs[k] = v
