@@ -32,11 +32,11 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	if def == nil {
 		return fmt.Errorf("function %q is not defined", rec.Fn)
 	}
-	if len(rec.Args) != len(def.Params) {
-		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), len(def.Params))
+	if len(rec.Args) != def.nParams {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), def.nParams)
 	}
-	if rec.Out != nil && len(rec.Out) != len(def.Returns) {
-		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), len(def.Returns))
+	if rec.Out != nil && len(rec.Out) != def.nReturns {
+		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), def.nReturns)
 	}
 	// The call's signature is read, or copied where it is kept (a new
 	// Function, a compiled graph): one set of buffers serves every call,
@@ -72,11 +72,11 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
-	if def.Static != nil {
+	if def.static != nil {
 		// The def says which inputs the compiled graph takes as static
 		// (a backward's saved tensors are, whatever made them).
 		clear(static)
-		for _, k := range def.Static {
+		for _, k := range def.static {
 			if k < len(static) {
 				static[k] = true
 			}
@@ -107,7 +107,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		}
 		return &keptError{err: stale}
 	}
-	step.Fn = def.Fn
+	step.Fn = rec.Fn // the def's name
 	switch {
 	case limited:
 		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,

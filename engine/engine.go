@@ -348,7 +348,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		if _, dup := e.defs[rec.Fn]; dup {
 			return fmt.Errorf("function %q is already defined", rec.Fn)
 		}
-		d := &defn{Record: *rec, idx: e.nDefs}
+		d := newDefn(rec, e.nDefs)
 		e.defs[rec.Fn] = d
 		e.nDefs++
 		// Undone by name: a copy of every def for each record's

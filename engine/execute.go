@@ -181,13 +181,16 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	clear(outs)
 	m.eng.scratch.outs = outs
 	var path []*Node
-	for i, o := range n.Outputs {
+	for i := range n.Outputs {
+		// A cached output needs nothing of the output's metadata: its
+		// 100 bytes are not read (nor copied) on the replay path.
 		if tid := n.Cached[i]; tid != 0 {
 			t := tt.tensors.get(tid)
 			tt.hold(t)
 			outs[i] = t
 			continue
 		}
+		o := &n.Outputs[i]
 		if o.Alias == aliasInput {
 			outs[i] = tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
 			outs[i].DType = o.DType

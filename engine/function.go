@@ -16,37 +16,38 @@ import (
 
 // Function is one FunctionID: a compiled function specialised to its
 // argument shapes and to which arguments are static, as Dynamo would
-// recompile it. Each has its own warmup and its own nodes.
+// recompile it. Each has its own warmup and its own nodes. What every call
+// reads comes first, in one cache line.
 type Function struct {
-	ID     int // PyTorch's FunctionID, counted per device
-	Dev    int
-	Name   string
-	Mode   traces.Mode
-	Shapes [][]int
+	ID int // PyTorch's FunctionID, counted per device
+	// gen is the generation of the function tables that owns the object
+	// (manager.fnGen): another one shares it.
+	gen uint64
+	// Warmups counts eager runs inside the pool (run_eager) so far.
+	Warmups int
+	// Mutated lists the parameters the body writes in place.
+	Mutated []int
+	// viewsOnly is plan.viewsOnly, which every call reads: here it costs
+	// no read of the plan on a replay, which runs none of it.
+	viewsOnly bool
+	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
+	Dynamic bool
+	Mode    traces.Mode
+	Dev     int
+	Name    string
+	Shapes  [][]int
 	// DTypes are the arguments' dtypes (Dynamo guards on them).
 	DTypes []ops.DType
 	// Static marks the arguments that are parameters (static inputs);
 	// StaticIdx lists their positions.
 	Static    []bool
 	StaticIdx []int
-	// Mutated lists the parameters the body writes in place.
-	Mutated []int
-	// Warmups counts eager runs inside the pool (run_eager) so far.
-	Warmups int
 	// Compile numbers the compiled graph of the def this function belongs
 	// to (Dynamo recompiles when shapes change; see engine/dynamo).
 	Compile int
-	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
-	Dynamic bool
 	plan    *plan
-	// viewsOnly is plan.viewsOnly, which every call reads: here it costs
-	// no read of the plan on a replay, which runs none of it.
-	viewsOnly bool
 	// view is the function as the last State showed it (view.go).
 	view *FunctionView
-	// gen is the generation of the function tables that owns the object
-	// (manager.fnGen): another one shares it.
-	gen uint64
 }
 
 // plan is a function body compiled for fixed argument shapes: statements
@@ -603,9 +604,20 @@ func (m *manager) ownFunc(id int) *Function {
 // defn is a def record as the engine keeps it: never changed once made
 // (a clone shares it), numbered in the order the defs were made (idx), so
 // that a manager keeps what it knows of each def in a slice (dispatch).
+//
+// What every call reads of it comes first, in one cache line (idx, the
+// counts of params and returns, the static inputs), ahead of the record's
+// 400 bytes: a call of one of ten thousand defs reads the def cold.
 type defn struct {
+	idx               int
+	nParams, nReturns int
+	static            []int
 	traces.Record
-	idx int
+}
+
+// newDefn is the def of record rec, number idx.
+func newDefn(rec *traces.Record, idx int) *defn {
+	return &defn{idx: idx, nParams: len(rec.Params), nReturns: len(rec.Returns), static: rec.Static, Record: *rec}
 }
 
 // dispatchEntry is the FunctionID of a def's last call on one device and
