@@ -59,10 +59,10 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 			if t.Tracked {
 				// The object itself was marked: Dynamo fails on it
 				// before anything compiles.
-				return staleErr(s)
+				return e.staleErr(s)
 			}
 			if stale == nil {
-				stale = staleErr(s)
+				stale = e.staleErr(s)
 			}
 		}
 		if i == 0 {

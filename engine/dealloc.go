@@ -69,10 +69,10 @@ func (m *manager) deallocCurrentPath(c *call) error {
 			continue
 		}
 		seen[s.Ptr] = true
-		stack := fmt.Sprintf("%s:%d, in %s", m.eng.file, s.Line, s.What)
 		m.eng.tt.keepS(s)
+		// Its message is made when an access raises (Engine.staleErr):
+		// every generation marks its outputs, few are touched again.
 		s.Stale = true
-		s.StaleMsg = overwrittenMsg(stack)
 		if s.Owned {
 			s.Owned = false
 			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")

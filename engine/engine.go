@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -513,9 +514,10 @@ func initValues(rec *traces.Record, buf []float32) ([]float32, error) {
 	return v, nil
 }
 
-// staleErr is PyTorch's error for any data access to a deallocated output.
-func staleErr(s *Storage) error {
-	return &OverwrittenError{s.StaleMsg}
+// staleErr is PyTorch's error for any data access to a deallocated output:
+// its stack trace is where the storage was made.
+func (e *Engine) staleErr(s *Storage) error {
+	return &OverwrittenError{overwrittenMsg(e.file + ":" + strconv.Itoa(s.Line) + ", in " + s.What)}
 }
 
 // keptError is an error raised after the record changed the engine, where
@@ -547,7 +549,7 @@ func (e *Engine) raiseStaleArg(args []*Tensor) error {
 func (e *Engine) staleArg(args []*Tensor) error {
 	for _, t := range args {
 		if s := e.tt.storages.get(t.Storage); s != nil && s.Stale {
-			return staleErr(s)
+			return e.staleErr(s)
 		}
 	}
 	return nil
@@ -573,7 +575,7 @@ func (e *Engine) readValues(name string) ([]float32, error) {
 		return nil, fmt.Errorf("tensor %q has no storage", name)
 	}
 	if st.Stale {
-		return nil, staleErr(st)
+		return nil, e.staleErr(st)
 	}
 	if !t.DType.ComputesValues() {
 		return nil, &unmodelledError{name, t.DType}
@@ -609,7 +611,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 			// A view touches no data: it fails only on an object that
 			// was marked itself (Tensor.Tracked), not on one whose
 			// storage alone was.
-			return staleErr(s)
+			return e.staleErr(s)
 		}
 		args = append(args, t)
 		params = append(params, n)

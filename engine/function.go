@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -59,8 +59,10 @@ type plan struct {
 	returns []int
 	shapes  [][]int // per slot
 	dtypes  []ops.DType
-	// text of each statement, for messages ("c = y * 4").
-	text []string
+	// body is the def's statements (the def's own slice, never changed),
+	// rendered for messages only when one is needed (text): a new
+	// FunctionID no longer formats every statement it may never report.
+	body []traces.Stmt
 	// viewsOnly is true when the body launches no kernel: its outputs are
 	// its inputs or views of them. Dynamo and AOTAutograd compile nothing
 	// for such a function, so it never reaches the tree (checked against
@@ -89,32 +91,35 @@ type planStmt struct {
 }
 
 func fnKey(name string, shapes [][]int, dtypes []ops.DType, static []bool, dev int) string {
-	var b strings.Builder
-	b.WriteString(name)
-	fmt.Fprintf(&b, "@%d", dev)
+	// Appended with strconv rather than fmt: every new FunctionID builds
+	// one (the same text as "%s@%d|...").
+	b := make([]byte, 0, len(name)+8+8*len(shapes))
+	b = append(b, name...)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, int64(dev), 10)
 	for i, s := range shapes {
-		b.WriteByte('|')
+		b = append(b, '|')
 		if static[i] {
-			b.WriteByte('p')
+			b = append(b, 'p')
 		}
 		if dtypes[i] != ops.Float32 {
-			b.WriteString(dtypes[i].String())
-			b.WriteByte(':')
+			b = append(b, dtypes[i].String()...)
+			b = append(b, ':')
 		}
 		for j, d := range s {
 			if j > 0 {
-				b.WriteByte('x')
+				b = append(b, 'x')
 			}
-			fmt.Fprint(&b, d)
+			b = strconv.AppendInt(b, int64(d), 10)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // compilePlan builds the plan of def for argument shapes and dtypes (nil:
 // every argument float32).
 func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
-	p := &plan{nParams: len(def.Params)}
+	p := &plan{nParams: len(def.Params), body: def.Body}
 	slots := map[string]int{}
 	for i, name := range def.Params {
 		slots[name] = i
@@ -193,7 +198,6 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 			slots[st.Out] = ps.out
 		}
 		p.stmts = append(p.stmts, ps)
-		p.text = append(p.text, stmtText(st))
 	}
 	for _, r := range def.Returns {
 		s, ok := slots[r]
@@ -210,6 +214,9 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 	}
 	return p, nil
 }
+
+// text is statement i as a line of code ("c = y * 4"), for messages.
+func (p *plan) text(i int) string { return stmtText(p.body[i]) }
 
 // stmtText renders a statement as a line of code, for messages.
 func stmtText(st traces.Stmt) string {
@@ -315,7 +322,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 			st, err := e.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
 			if err != nil {
 				release()
-				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text[i], err)
+				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text(i), err)
 			}
 			out = st
 			t := tt.newTensor(st, ps.shape, r.line, r.what)
@@ -361,7 +368,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		}
 		if err := ds.dev.Launch(r.stream, l); err != nil {
 			release()
-			return nil, fmt.Errorf("statement %d (%s): launch %s: %w", i+1, p.text[i], ps.k, err)
+			return nil, fmt.Errorf("statement %d (%s): launch %s: %w", i+1, p.text(i), ps.k, err)
 		}
 	}
 	outs := make([]*Tensor, len(p.returns))
@@ -476,7 +483,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			return m.ownFunc(id), false, nil
 		}
 	}
-	key := fmt.Sprintf("%s#%d", fnKey(guard, shapes, dtypes, static, m.ds.index), ent.Gen)
+	key := fnKey(guard, shapes, dtypes, static, m.ds.index) + "#" + strconv.Itoa(ent.Gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.ownFunc(id), false, nil
 	}

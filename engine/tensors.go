@@ -45,9 +45,9 @@ type Storage struct {
 	// Param marks a static tensor's storage (param records).
 	Param bool
 	// Stale is set when the tree deallocated the storage at the end of a
-	// generation: its block was freed and any data access raises.
-	Stale    bool
-	StaleMsg string
+	// generation: its block was freed and any data access raises (with
+	// the message of Engine.staleErr, which names Line and What).
+	Stale bool
 	// Refs counts live tensors viewing the storage.
 	Refs int
 	// Pins counts node caches holding a tensor on this storage (cached
