@@ -7,7 +7,9 @@ import "slices"
 // and the roots. PyTorch keeps them in dicts; here they are slices where
 // the key is dense (FunctionIDs, node ids), since a program that calls ten
 // thousand functions in turn made each of these lookups a miss in a big
-// map. What they hold, and when it changes, is PyTorch's.
+// map. What they hold, and when it changes, is PyTorch's, but for the
+// hints of functions that mutate no input: false wherever they are
+// called, so manager.run neither reads nor stores them.
 
 // hint is one entry of the mutation hint at no node: unknown (the
 // function has not been called there), false or true.

@@ -162,15 +162,24 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	// invariant checks and the recording (the tree unchanged).
 	stale := m.eng.raiseStaleArg(c.args)
 	nid := m.nodeKey()
-	eager, known := m.mutationHint(nid, c.f.ID)
-	if !known {
-		if stale != nil && len(c.f.Mutated) > 0 {
-			return nil, "", &keptError{err: stale}
+	// A function that mutates no input has the hint false wherever it is
+	// called (_update_non_cudagraph_managed_mutation finds nothing to
+	// skip for, and logs nothing): it is neither looked up nor stored,
+	// which keeps every call from reading, and every new position from
+	// making, a map of hints.
+	eager := false
+	if len(c.f.Mutated) > 0 {
+		var known bool
+		eager, known = m.mutationHint(nid, c.f.ID)
+		if !known {
+			if stale != nil {
+				return nil, "", &keptError{err: stale}
+			}
+			if err := m.updateMutationHint(c); err != nil {
+				return nil, "", err
+			}
+			eager, _ = m.mutationHint(nid, c.f.ID)
 		}
-		if err := m.updateMutationHint(c); err != nil {
-			return nil, "", err
-		}
-		eager, _ = m.mutationHint(nid, c.f.ID)
 	}
 	if eager || m.exceedRerecordLimit(nid, c.f) {
 		if stale != nil {
