@@ -28,15 +28,15 @@ func (m *manager) emit(ev Event) { m.eng.emit(ev) }
 
 // applyCall runs a call record through the device's tree manager.
 func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
-	def := e.defs[rec.Fn]
+	def := e.def(rec.Fn)
 	if def == nil {
 		return fmt.Errorf("function %q is not defined", rec.Fn)
 	}
-	if len(rec.Args) != len(def.Params) {
-		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), len(def.Params))
+	if len(rec.Args) != def.nParams {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), def.nParams)
 	}
-	if rec.Out != nil && len(rec.Out) != len(def.Returns) {
-		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), len(def.Returns))
+	if rec.Out != nil && len(rec.Out) != def.nReturns {
+		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), def.nReturns)
 	}
 	// The call's signature is read, or copied where it is kept (a new
 	// Function, a compiled graph): one set of buffers serves every call,
@@ -59,10 +59,10 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 			if t.Tracked {
 				// The object itself was marked: Dynamo fails on it
 				// before anything compiles.
-				return staleErr(s)
+				return e.staleErr(s)
 			}
 			if stale == nil {
-				stale = staleErr(s)
+				stale = e.staleErr(s)
 			}
 		}
 		if i == 0 {
@@ -72,11 +72,11 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
-	if def.Static != nil {
+	if def.static != nil {
 		// The def says which inputs the compiled graph takes as static
 		// (a backward's saved tensors are, whatever made them).
 		clear(static)
-		for _, k := range def.Static {
+		for _, k := range def.static {
 			if k < len(static) {
 				static[k] = true
 			}
@@ -102,17 +102,17 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if e.handoff != HandoffRaise {
 			return stale
 		}
-		if !limited && !f.plan.viewsOnly {
+		if !limited && !f.viewsOnly {
 			e.enterCompiled(rec, f)
 		}
 		return &keptError{err: stale}
 	}
-	step.Fn = def.Fn
+	step.Fn = rec.Fn // the def's name
 	switch {
 	case limited:
 		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
 			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimitNow(), f.Name))
-	case f.plan.viewsOnly:
+	case f.viewsOnly:
 		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
 			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
 	case f.Dynamic && e.cfg.SkipDynamicGraphs:

@@ -32,7 +32,7 @@ func (m *manager) applyCheckpoint(c *call) error {
 	var livePtrs []device.Ptr
 	liveOwner := map[device.Ptr]int{}
 	for _, sid := range m.nodePathLive(n) {
-		s := m.eng.tt.storages[sid]
+		s := m.eng.tt.storages.get(sid)
 		if _, dup := liveOwner[s.Ptr]; !dup {
 			liveOwner[s.Ptr] = sid
 			livePtrs = append(livePtrs, s.Ptr)
@@ -60,8 +60,8 @@ func (m *manager) applyCheckpoint(c *call) error {
 	// The live outputs own their blocks again: the restored state
 	// allocated them.
 	for _, sid := range liveOwner {
-		m.eng.tt.keepS(m.eng.tt.storages[sid])
-		m.eng.tt.storages[sid].Owned = true
+		m.eng.tt.keepS(m.eng.tt.storages.get(sid))
+		m.eng.tt.storages.get(sid).Owned = true
 	}
 	view := &CheckpointView{Node: n.ID}
 	for _, b := range delta.DataPtrsAllocd {
@@ -90,7 +90,7 @@ func (e *Engine) storageLabel(sid int) string {
 	if n := e.tt.nameOfStorage(sid); n != "" {
 		return n
 	}
-	if s := e.tt.storages[sid]; s != nil {
+	if s := e.tt.storages.get(sid); s != nil {
 		return s.What
 	}
 	return ""
@@ -113,13 +113,13 @@ func (e *Engine) dropCachedTensors(n *Node) {
 		if tid == 0 {
 			continue
 		}
-		t := e.tt.tensors[tid]
+		t := e.tt.tensors.get(tid)
 		if t == nil {
 			continue
 		}
 		e.tt.keepT(t)
 		t.Cached = false
-		if s := e.tt.storages[t.Storage]; s != nil {
+		if s := e.tt.storages.get(t.Storage); s != nil {
 			e.tt.keepS(s)
 			s.Pins--
 			if s.Refs == 0 && s.Pins == 0 {

@@ -41,7 +41,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		if m.eng.handoff == HandoffRaise || !liveSet[t.Storage] {
 			continue
 		}
-		old := m.eng.tt.storages[t.Storage]
+		old := m.eng.tt.storages.get(t.Storage)
 		if old == nil {
 			continue
 		}
@@ -64,15 +64,15 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		if !liveSet[sid] {
 			continue
 		}
-		s := m.eng.tt.storages[sid]
+		s := m.eng.tt.storages.get(sid)
 		if s == nil || s.Refs == 0 || seen[s.Ptr] {
 			continue
 		}
 		seen[s.Ptr] = true
-		stack := fmt.Sprintf("%s:%d, in %s", m.eng.file, s.Line, s.What)
 		m.eng.tt.keepS(s)
+		// Its message is made when an access raises (Engine.staleErr):
+		// every generation marks its outputs, few are touched again.
 		s.Stale = true
-		s.StaleMsg = overwrittenMsg(stack)
 		if s.Owned {
 			s.Owned = false
 			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")
@@ -124,7 +124,7 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 			return nil, err
 		}
 	}
-	for _, t := range m.eng.tt.tensors {
+	for _, t := range m.eng.tt.tensors.all() {
 		if t.Storage == old.ID {
 			m.eng.tt.keepT(t)
 			t.Storage = ns.ID

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -96,8 +97,12 @@ type Engine struct {
 	recompileLimit int
 	sharedCode     bool
 	devs           []*devState
-	defs           map[string]*traces.Record
-	tt             *tensorTable
+	defs           map[string]*defn
+	// nDefs numbers the defs in the order they were made (defn.idx).
+	nDefs int
+	// defCache is the call path's cache in front of defs (defcache.go).
+	defCache defCache
+	tt       *tensorTable
 	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
 	// top-level call of a compiled function (not by backward calls).
 	genTracker int
@@ -137,6 +142,10 @@ type Engine struct {
 	// Options.Check, which snapshots every record), so that a test can
 	// prove the rollback of any record complete.
 	failAfter func(*traces.Record) bool
+	// checkDispatch, set by tests only, is called at every call that a
+	// dispatch entry answered (manager.function), with the FunctionID it
+	// gave, so that a test can check it against the full lookup.
+	checkDispatch func(m *manager, def *defn, fid int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int)
 }
 
 // devState is one device: the device, its caching allocator and its tree.
@@ -160,7 +169,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*traces.Record{}, tt: newTensorTable(),
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*defn{}, tt: newTensorTable(),
 		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
 	if e.file == "" {
 		e.file = "trace"
@@ -340,11 +349,16 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		if _, dup := e.defs[rec.Fn]; dup {
 			return fmt.Errorf("function %q is already defined", rec.Fn)
 		}
-		r := *rec
-		e.defs[rec.Fn] = &r
+		d := newDefn(rec, e.nDefs)
+		e.defs[rec.Fn] = d
+		e.nDefs++
 		// Undone by name: a copy of every def for each record's
 		// rollback cost as much as the program's functions.
-		e.onUndo(func() { delete(e.defs, r.Fn) })
+		e.onUndo(func() {
+			delete(e.defs, d.Fn)
+			e.defCache.forget(d.Fn)
+			e.nDefs--
+		})
 		return nil
 	case traces.OpTensor, traces.OpParam:
 		step.Device = rec.Device
@@ -500,9 +514,10 @@ func initValues(rec *traces.Record, buf []float32) ([]float32, error) {
 	return v, nil
 }
 
-// staleErr is PyTorch's error for any data access to a deallocated output.
-func staleErr(s *Storage) error {
-	return &OverwrittenError{s.StaleMsg}
+// staleErr is PyTorch's error for any data access to a deallocated output:
+// its stack trace is where the storage was made.
+func (e *Engine) staleErr(s *Storage) error {
+	return &OverwrittenError{overwrittenMsg(e.file + ":" + strconv.Itoa(s.Line) + ", in " + s.What)}
 }
 
 // keptError is an error raised after the record changed the engine, where
@@ -533,8 +548,8 @@ func (e *Engine) raiseStaleArg(args []*Tensor) error {
 // storage a new generation has just freed, or nil.
 func (e *Engine) staleArg(args []*Tensor) error {
 	for _, t := range args {
-		if s := e.tt.storages[t.Storage]; s != nil && s.Stale {
-			return staleErr(s)
+		if s := e.tt.storages.get(t.Storage); s != nil && s.Stale {
+			return e.staleErr(s)
 		}
 	}
 	return nil
@@ -560,7 +575,7 @@ func (e *Engine) readValues(name string) ([]float32, error) {
 		return nil, fmt.Errorf("tensor %q has no storage", name)
 	}
 	if st.Stale {
-		return nil, staleErr(st)
+		return nil, e.staleErr(st)
 	}
 	if !t.DType.ComputesValues() {
 		return nil, &unmodelledError{name, t.DType}
@@ -596,14 +611,14 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 			// A view touches no data: it fails only on an object that
 			// was marked itself (Tensor.Tracked), not on one whose
 			// storage alone was.
-			return staleErr(s)
+			return e.staleErr(s)
 		}
 		args = append(args, t)
 		params = append(params, n)
 	}
 	dev := 0
 	if len(args) > 0 {
-		dev = e.tt.storages[args[0].Storage].Dev
+		dev = e.tt.storages.get(args[0].Storage).Dev
 	}
 	step.Device = dev
 	ds, err := e.dev(dev)
@@ -628,7 +643,7 @@ func (e *Engine) applyEager(rec *traces.Record, step *Step) error {
 	if err != nil {
 		return err
 	}
-	f := &Function{Name: "eager", Dev: dev, plan: p, Shapes: shapes, DTypes: dtypes}
+	f := &Function{Name: "eager", Dev: dev, plan: p, viewsOnly: p.viewsOnly, Shapes: shapes, DTypes: dtypes}
 	what := "eager " + stmtText(*st)
 	ds.alloc.SetContext(rec.Line, what)
 	outs, err := e.runEagerBody(ds, f, args, rec.Line, what)

@@ -181,20 +181,23 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	clear(outs)
 	m.eng.scratch.outs = outs
 	var path []*Node
-	for i, o := range n.Outputs {
+	for i := range n.Outputs {
+		// A cached output needs nothing of the output's metadata: its
+		// 100 bytes are not read (nor copied) on the replay path.
 		if tid := n.Cached[i]; tid != 0 {
-			t := tt.tensors[tid]
+			t := tt.tensors.get(tid)
 			tt.hold(t)
 			outs[i] = t
 			continue
 		}
+		o := &n.Outputs[i]
 		if o.Alias == aliasInput {
-			outs[i] = tt.newTensor(tt.storages[c.args[o.Input].Storage], o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
+			outs[i] = tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
 			outs[i].DType = o.DType
 			continue
 		}
 		if o.Alias == aliasStatic {
-			t := tt.tensors[o.StaticTensor]
+			t := tt.tensors.get(o.StaticTensor)
 			if t == nil {
 				// The static tensor object died; rebuild a view of its storage.
 				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
@@ -213,10 +216,10 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 				path = m.eng.pathOf(m, n)
 			}
 			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
-				st = tt.storages[sid]
+				st = tt.storages.get(sid)
 			}
 		case aliasNew:
-			st = tt.storages[outs[o.New].Storage]
+			st = tt.storages.get(outs[o.New].Storage)
 		}
 		if st == nil {
 			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -16,34 +16,38 @@ import (
 
 // Function is one FunctionID: a compiled function specialised to its
 // argument shapes and to which arguments are static, as Dynamo would
-// recompile it. Each has its own warmup and its own nodes.
+// recompile it. Each has its own warmup and its own nodes. What every call
+// reads comes first, in one cache line.
 type Function struct {
-	ID     int // PyTorch's FunctionID, counted per device
-	Dev    int
-	Name   string
-	Mode   traces.Mode
-	Shapes [][]int
+	ID int // PyTorch's FunctionID, counted per device
+	// gen is the generation of the function tables that owns the object
+	// (manager.fnGen): another one shares it.
+	gen uint64
+	// Warmups counts eager runs inside the pool (run_eager) so far.
+	Warmups int
+	// Mutated lists the parameters the body writes in place.
+	Mutated []int
+	// viewsOnly is plan.viewsOnly, which every call reads: here it costs
+	// no read of the plan on a replay, which runs none of it.
+	viewsOnly bool
+	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
+	Dynamic bool
+	Mode    traces.Mode
+	Dev     int
+	Name    string
+	Shapes  [][]int
 	// DTypes are the arguments' dtypes (Dynamo guards on them).
 	DTypes []ops.DType
 	// Static marks the arguments that are parameters (static inputs);
 	// StaticIdx lists their positions.
 	Static    []bool
 	StaticIdx []int
-	// Mutated lists the parameters the body writes in place.
-	Mutated []int
-	// Warmups counts eager runs inside the pool (run_eager) so far.
-	Warmups int
 	// Compile numbers the compiled graph of the def this function belongs
 	// to (Dynamo recompiles when shapes change; see engine/dynamo).
 	Compile int
-	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
-	Dynamic bool
 	plan    *plan
 	// view is the function as the last State showed it (view.go).
 	view *FunctionView
-	// gen is the generation of the function tables that owns the object
-	// (manager.fnGen): another one shares it.
-	gen uint64
 }
 
 // plan is a function body compiled for fixed argument shapes: statements
@@ -55,8 +59,10 @@ type plan struct {
 	returns []int
 	shapes  [][]int // per slot
 	dtypes  []ops.DType
-	// text of each statement, for messages ("c = y * 4").
-	text []string
+	// body is the def's statements (the def's own slice, never changed),
+	// rendered for messages only when one is needed (text): a new
+	// FunctionID no longer formats every statement it may never report.
+	body []traces.Stmt
 	// viewsOnly is true when the body launches no kernel: its outputs are
 	// its inputs or views of them. Dynamo and AOTAutograd compile nothing
 	// for such a function, so it never reaches the tree (checked against
@@ -85,32 +91,35 @@ type planStmt struct {
 }
 
 func fnKey(name string, shapes [][]int, dtypes []ops.DType, static []bool, dev int) string {
-	var b strings.Builder
-	b.WriteString(name)
-	fmt.Fprintf(&b, "@%d", dev)
+	// Appended with strconv rather than fmt: every new FunctionID builds
+	// one (the same text as "%s@%d|...").
+	b := make([]byte, 0, len(name)+8+8*len(shapes))
+	b = append(b, name...)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, int64(dev), 10)
 	for i, s := range shapes {
-		b.WriteByte('|')
+		b = append(b, '|')
 		if static[i] {
-			b.WriteByte('p')
+			b = append(b, 'p')
 		}
 		if dtypes[i] != ops.Float32 {
-			b.WriteString(dtypes[i].String())
-			b.WriteByte(':')
+			b = append(b, dtypes[i].String()...)
+			b = append(b, ':')
 		}
 		for j, d := range s {
 			if j > 0 {
-				b.WriteByte('x')
+				b = append(b, 'x')
 			}
-			fmt.Fprint(&b, d)
+			b = strconv.AppendInt(b, int64(d), 10)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // compilePlan builds the plan of def for argument shapes and dtypes (nil:
 // every argument float32).
 func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
-	p := &plan{nParams: len(def.Params)}
+	p := &plan{nParams: len(def.Params), body: def.Body}
 	slots := map[string]int{}
 	for i, name := range def.Params {
 		slots[name] = i
@@ -189,7 +198,6 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 			slots[st.Out] = ps.out
 		}
 		p.stmts = append(p.stmts, ps)
-		p.text = append(p.text, stmtText(st))
 	}
 	for _, r := range def.Returns {
 		s, ok := slots[r]
@@ -206,6 +214,9 @@ func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan,
 	}
 	return p, nil
 }
+
+// text is statement i as a line of code ("c = y * 4"), for messages.
+func (p *plan) text(i int) string { return stmtText(p.body[i]) }
 
 // stmtText renders a statement as a line of code, for messages.
 func stmtText(st traces.Stmt) string {
@@ -282,10 +293,10 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		ps := &p.stmts[i]
 		var a, b *Storage
 		if ps.a >= 0 {
-			a = tt.storages[slots[ps.a].Storage]
+			a = tt.storages.get(slots[ps.a].Storage)
 		}
 		if ps.b >= 0 {
-			b = tt.storages[slots[ps.b].Storage]
+			b = tt.storages.get(slots[ps.b].Storage)
 		}
 		switch ps.kind {
 		case "view":
@@ -306,12 +317,12 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		}
 		var out *Storage
 		if ps.inPlace {
-			out = tt.storages[slots[ps.out].Storage]
+			out = tt.storages.get(slots[ps.out].Storage)
 		} else {
 			st, err := e.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
 			if err != nil {
 				release()
-				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text[i], err)
+				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text(i), err)
 			}
 			out = st
 			t := tt.newTensor(st, ps.shape, r.line, r.what)
@@ -357,13 +368,13 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		}
 		if err := ds.dev.Launch(r.stream, l); err != nil {
 			release()
-			return nil, fmt.Errorf("statement %d (%s): launch %s: %w", i+1, p.text[i], ps.k, err)
+			return nil, fmt.Errorf("statement %d (%s): launch %s: %w", i+1, p.text(i), ps.k, err)
 		}
 	}
 	outs := make([]*Tensor, len(p.returns))
 	for i, s := range p.returns {
 		src := slots[s]
-		st := tt.storages[src.Storage]
+		st := tt.storages.get(src.Storage)
 		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
 		outs[i].DType = p.dtypes[s]
 	}
@@ -398,7 +409,34 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // graph accepts the call and the code object is at Dynamo's recompile
 // limit, it returns limited and a Function outside the tree (ID -1) that
 // runs the body eagerly.
-func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
+//
+// A call whose def, signature (shapes, dtypes, aliasing) and device are
+// those of the def's last call, with no compile on the device since, runs
+// through the same FunctionID (Dynamo's guards are a function of the
+// cache and the signature alone): the manager's dispatch entry of the def
+// says which, without the Dynamo cache, the signature hash and the
+// function tables, each a cache miss per call in a program of ten
+// thousand functions called in turn.
+func (m *manager) function(def *defn, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
+	if def.idx < len(m.dispatch) {
+		if d := &m.dispatch[def.idx]; d.def == def && d.epoch == m.compileEpoch && d.matches(shapes, dtypes, alias) {
+			if m.eng.checkDispatch != nil {
+				m.eng.checkDispatch(m, def, d.fid, shapes, dtypes, static, alias)
+			}
+			return m.ownFunc(d.fid), false, nil
+		}
+	}
+	f, limited, err = m.lookupFunction(&def.Record, line, shapes, dtypes, static, alias)
+	if err == nil && !limited {
+		m.remember(def, f.ID, shapes, dtypes, alias)
+	}
+	return f, limited, err
+}
+
+// lookupFunction is function without the dispatch entry: Dynamo's cache
+// of the def's code object, then the FunctionID of the compiled graph and
+// signature.
+func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
 	// guard is what a compiled graph's guards tell apart: the def. Under
 	// SharedCode every def is a closure of one code object, and the
 	// guards see only what the closure reads, the def's body: two defs
@@ -421,10 +459,16 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			if err != nil {
 				return nil, false, err
 			}
-			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, Mutated: mutatedParams(def)}, true, nil
+			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}, true, nil
 		}
 		old := cs.Clone()
 		m.eng.onUndo(func() { *cs = *old })
+		// A compile may change what the cache's guards accept for any
+		// signature (a dynamic graph is looked up first): every dispatch
+		// entry of the device is stale. The epoch only grows, so an
+		// undone compile leaves them stale too (the rollback restores the
+		// entries this record wrote, and they are looked up again).
+		m.compileEpoch++
 		ent = cs.Compile(guard, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault, StaticInputsStatic: m.eng.sharedCode})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
@@ -439,7 +483,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 			return m.ownFunc(id), false, nil
 		}
 	}
-	key := fmt.Sprintf("%s#%d", fnKey(guard, shapes, dtypes, static, m.ds.index), ent.Gen)
+	key := fnKey(guard, shapes, dtypes, static, m.ds.index) + "#" + strconv.Itoa(ent.Gen)
 	if id, ok := m.fnKeys[key]; ok {
 		return m.ownFunc(id), false, nil
 	}
@@ -447,7 +491,7 @@ func (m *manager) function(def *traces.Record, line int, shapes [][]int, dtypes 
 	if err != nil {
 		return nil, false, err
 	}
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, Mutated: mutatedParams(def)}
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}
 	m.warnDynamicShapes(guard, def.Fn, ent.Gen, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
@@ -562,6 +606,125 @@ func (m *manager) ownFunc(id int) *Function {
 	nf.gen = m.fnGen
 	m.funcs[id] = &nf
 	return &nf
+}
+
+// defn is a def record as the engine keeps it: never changed once made
+// (a clone shares it), numbered in the order the defs were made (idx), so
+// that a manager keeps what it knows of each def in a slice (dispatch).
+//
+// What every call reads of it comes first, in one cache line (idx, the
+// counts of params and returns, the static inputs), ahead of the record's
+// 400 bytes: a call of one of ten thousand defs reads the def cold.
+type defn struct {
+	idx               int
+	nParams, nReturns int
+	static            []int
+	traces.Record
+}
+
+// newDefn is the def of record rec, number idx.
+func newDefn(rec *traces.Record, idx int) *defn {
+	return &defn{idx: idx, nParams: len(rec.Params), nReturns: len(rec.Returns), static: rec.Static, Record: *rec}
+}
+
+// dispatchEntry is the FunctionID of a def's last call on one device and
+// the signature it was found for (manager.function's fast path). def
+// tells a later def of the same index (after a rollback) apart; epoch is
+// the manager's compileEpoch when it was found.
+type dispatchEntry struct {
+	def   *defn
+	fid   int
+	epoch uint64
+	// sig is the signature, per argument its dtype, alias, rank and dims
+	// after the count of arguments: in the entry itself up to len(small)
+	// numbers (one argument of rank up to 6, or a few of low rank), so
+	// that the check reads one object.
+	n     int
+	small [12]int32
+	big   []int
+}
+
+// sigLen is the count of numbers in the signature of shapes.
+func sigLen(shapes [][]int) int {
+	n := 1
+	for _, s := range shapes {
+		n += 3 + len(s)
+	}
+	return n
+}
+
+// matches reports whether shapes, dtypes and alias are the entry's
+// signature.
+func (d *dispatchEntry) matches(shapes [][]int, dtypes []ops.DType, alias []int) bool {
+	if d.n != sigLen(shapes) {
+		return false
+	}
+	if d.big != nil {
+		return slices.Equal(d.big, appendSig(nil, shapes, dtypes, alias))
+	}
+	if d.small[0] != int32(len(shapes)) {
+		return false
+	}
+	k := 1
+	for i, s := range shapes {
+		if d.small[k] != int32(dtypes[i]) || d.small[k+1] != int32(alias[i]) || d.small[k+2] != int32(len(s)) {
+			return false
+		}
+		k += 3
+		for _, x := range s {
+			if int(d.small[k]) != x {
+				return false
+			}
+			k++
+		}
+	}
+	return true
+}
+
+// appendSig appends the numbers of a signature (dispatchEntry.sig).
+func appendSig(buf []int, shapes [][]int, dtypes []ops.DType, alias []int) []int {
+	buf = append(buf, len(shapes))
+	for i, s := range shapes {
+		buf = append(buf, int(dtypes[i]), alias[i], len(s))
+		buf = append(buf, s...)
+	}
+	return buf
+}
+
+// remember makes fid the def's dispatch entry for this signature, under
+// the record's undo.
+func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DType, alias []int) {
+	i, prev := def.idx, m.dispatch
+	if i >= len(prev) {
+		m.dispatch = slices.Grow(prev, i+1-len(prev))[:i+1]
+	}
+	old := m.dispatch[i]
+	m.eng.onUndo(func() {
+		if i >= len(prev) {
+			// The entries past prev's end were made by this record;
+			// prev is the slice as it was (nil before the first).
+			clear(m.dispatch[len(prev):])
+			m.dispatch = prev
+			return
+		}
+		m.dispatch[i] = old
+	})
+	d := dispatchEntry{def: def, fid: fid, epoch: m.compileEpoch, n: sigLen(shapes)}
+	sig := appendSig(make([]int, 0, d.n), shapes, dtypes, alias)
+	fits := d.n <= len(d.small)
+	for _, x := range sig {
+		if int(int32(x)) != x {
+			fits = false
+		}
+	}
+	if fits {
+		for k, x := range sig {
+			d.small[k] = int32(x)
+		}
+	} else {
+		d.big = sig
+	}
+	m.dispatch[i] = d
 }
 
 // graphKey is one compiled graph of a def: its guard and Compile number.

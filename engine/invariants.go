@@ -30,7 +30,7 @@ func (e *Engine) CheckInvariants() error {
 			id     int
 		}
 		var ranges []rng
-		for _, s := range e.tt.storages {
+		for _, s := range e.tt.storages.all() {
 			if s.Dev != ds.index || s.Ptr == 0 {
 				continue
 			}
@@ -90,7 +90,7 @@ func (e *Engine) CheckInvariants() error {
 				if n.Depth != p.Depth+1 {
 					add("device %d: node %d has depth %d under a parent of depth %d", ds.index, id, n.Depth, p.Depth)
 				}
-			} else if !contains(m.roots[n.Fn], id) {
+			} else if !contains(m.rootsOf(n.Fn), id) {
 				add("device %d: node %d has no parent and is not a root", ds.index, id)
 			}
 			for fn, kids := range n.Children {

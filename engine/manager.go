@@ -33,9 +33,10 @@ type manager struct {
 	pathScalars
 	// nodes are the recorded CUDAGraphNodes by graph id.
 	nodes []*Node
-	// roots maps a FunctionID to its root nodes; rootOrder keeps the order
-	// in which functions first got a root (Python dict order).
-	roots     map[int][]int
+	// roots are, by FunctionID, its root nodes (a slice, not a map: a
+	// call reads its function's at every replay); rootOrder keeps the
+	// order in which functions first got a root (Python dict order).
+	roots     [][]int
 	rootOrder []int
 
 	funcs  []*Function
@@ -53,11 +54,21 @@ type manager struct {
 	// clone and copied before a change (function.go, ownFunc).
 	fnGen    uint64
 	fnShared bool
+	// dispatch is, per def (defn.idx), the FunctionID of its last call
+	// on this device (function.go); compileEpoch counts the compiles on
+	// the device, each of which makes every entry stale.
+	dispatch     []dispatchEntry
+	compileEpoch uint64
 
 	warnedFns      map[int]bool
 	warnedMutation map[int]bool
-	// mutationHint is non_cudagraph_managed_mutation_hint[node][fid].
-	mutationHint map[int]map[int]bool
+	// rootHints, nodeHints and warmupHints are
+	// non_cudagraph_managed_mutation_hint[node][fid] (hint.go): at no
+	// node by FunctionID, at a graph node by its id (slices rather than
+	// maps: every call reads one), at a warmup node by its id.
+	rootHints   []hint
+	nodeHints   []map[int]bool
+	warmupHints map[int]map[int]bool
 	// numRerecord is num_rerecord[node][fid].
 	numRerecord map[int]map[int]int
 }
@@ -79,9 +90,9 @@ type pathScalars struct {
 func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
 		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
-		roots: map[int][]int{}, fnKeys: map[string]int{}, fnByName: map[string][]int{}, fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
+		fnKeys: map[string]int{}, fnByName: map[string][]int{}, fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
-		mutationHint: map[int]map[int]bool{}, numRerecord: map[int]map[int]int{},
+		numRerecord: map[int]map[int]int{},
 	}
 }
 
@@ -151,15 +162,26 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	// invariant checks and the recording (the tree unchanged).
 	stale := m.eng.raiseStaleArg(c.args)
 	nid := m.nodeKey()
-	if _, ok := m.mutationHint[nid][c.f.ID]; !ok {
-		if stale != nil && len(c.f.Mutated) > 0 {
-			return nil, "", &keptError{err: stale}
-		}
-		if err := m.updateMutationHint(c); err != nil {
-			return nil, "", err
+	// A function that mutates no input has the hint false wherever it is
+	// called (_update_non_cudagraph_managed_mutation finds nothing to
+	// skip for, and logs nothing): it is neither looked up nor stored,
+	// which keeps every call from reading, and every new position from
+	// making, a map of hints.
+	eager := false
+	if len(c.f.Mutated) > 0 {
+		var known bool
+		eager, known = m.mutationHint(nid, c.f.ID)
+		if !known {
+			if stale != nil {
+				return nil, "", &keptError{err: stale}
+			}
+			if err := m.updateMutationHint(c); err != nil {
+				return nil, "", err
+			}
+			eager, _ = m.mutationHint(nid, c.f.ID)
 		}
 	}
-	if m.mutationHint[nid][c.f.ID] || m.exceedRerecordLimit(nid, c.f) {
+	if eager || m.exceedRerecordLimit(nid, c.f) {
 		if stale != nil {
 			return nil, "", &keptError{err: stale}
 		}
@@ -180,7 +202,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	if cn := m.curNode(); cn != nil {
 		candidates = cn.Children[c.f.ID]
 	} else {
-		candidates = m.roots[c.f.ID]
+		candidates = m.rootsOf(c.f.ID)
 	}
 	cause := CauseRecordingPath
 	var failures []InvariantFailure
@@ -206,7 +228,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 		if len(candidates) > 0 {
 			cause = CauseInvariants
 		}
-		if m.cur != noNode && len(m.roots[c.f.ID]) > 0 {
+		if m.cur != noNode && len(m.rootsOf(c.f.ID)) > 0 {
 			// A root function: maybe restart from the roots.
 			m.tryEndCurrExecution(c)
 			if m.cur == noNode {
@@ -217,7 +239,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 			if err := m.updateMutationHint(c); err != nil {
 				return nil, "", err
 			}
-			if m.mutationHint[m.nodeKey()][c.f.ID] {
+			if eager, _ := m.mutationHint(m.nodeKey(), c.f.ID); eager {
 				return m.runEagerOutside(c, "")
 			}
 		}
@@ -285,20 +307,7 @@ func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
 // path runs eagerly at this position; the skip is logged once per function
 // (and, under cudagraph_or_error, raised: logSkip).
 func (m *manager) updateMutationHint(c *call) error {
-	nid := m.nodeKey()
-	if m.mutationHint[nid] == nil {
-		m.mutationHint[nid] = map[int]bool{}
-		m.eng.onUndo(func() { delete(m.mutationHint, nid) })
-	}
-	hints, fid := m.mutationHint[nid], c.f.ID
-	old, had := hints[fid]
-	m.eng.onUndo(func() {
-		if had {
-			hints[fid] = old
-		} else {
-			delete(hints, fid)
-		}
-	})
+	nid, fid := m.nodeKey(), c.f.ID
 	var bad []int
 	for _, i := range c.f.Mutated {
 		if c.f.Static[i] {
@@ -311,11 +320,10 @@ func (m *manager) updateMutationHint(c *call) error {
 		}
 		bad = append(bad, i)
 	}
+	m.setMutationHint(nid, fid, len(bad) > 0)
 	if len(bad) == 0 {
-		m.mutationHint[nid][c.f.ID] = false
 		return nil
 	}
-	m.mutationHint[nid][c.f.ID] = true
 	if m.warnedMutation[c.f.ID] {
 		return nil
 	}
@@ -323,7 +331,7 @@ func (m *manager) updateMutationHint(c *call) error {
 	m.eng.onUndo(func() { delete(m.warnedMutation, fid) })
 	def := m.eng.defs[c.f.Name]
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
-		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(def, bad))
+		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(&def.Record, bad))
 	return m.logSkip(c, msg)
 }
 
@@ -353,13 +361,13 @@ func mutationText(def *traces.Record, idx []int) string {
 // isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
 // does t's storage lie at a pointer recorded as an output of the path?
 func (m *manager) isRecordedTensor(t *Tensor) bool {
-	st := m.eng.tt.storages[t.Storage]
+	st := m.eng.tt.storages.get(t.Storage)
 	if st == nil || st.Ptr == 0 {
 		return false
 	}
 	if w := m.curWarmup(); w != nil {
 		for _, sid := range m.warmupPathLive(w) {
-			if s := m.eng.tt.storages[sid]; s != nil && s.Ptr == st.Ptr {
+			if s := m.eng.tt.storages.get(sid); s != nil && s.Ptr == st.Ptr {
 				return true
 			}
 		}

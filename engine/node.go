@@ -45,54 +45,58 @@ type outputInfo struct {
 }
 
 // Node is a CUDAGraphNode: one recording of one function at one position.
+// What a replay reads comes first (ids, the inputs, the graph, the
+// outputs), so that a replay of a node out of the caches reads few lines
+// of it; what only views and recordings read comes after.
 type Node struct {
-	ID         int
-	Fn         int // FunctionID
-	Parent     int // graph id, -1 for a root
-	Depth      int
-	Children   map[int][]int // FunctionID -> graph ids, in recording order
-	childOrder []int         // FunctionIDs in the order they first got a child
-	Line       int
-	Mode       traces.Mode
-	Cause      RecordCause
-	Failures   []InvariantFailure
-	Replays    int
-
-	// Inputs. Static covers static_input_idxs (parameters and managed
-	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
-	// pointers of static inputs and the placeholders of copied ones.
-	Static  []bool
-	Managed []bool
+	ID       int
+	Fn       int // FunctionID
+	Parent   int // graph id, -1 for a root
+	Depth    int
+	Replays  int
+	Children map[int][]int // FunctionID -> graph ids, in recording order
 	// RerecordIfStatic is rerecord_if_static_inputs_change, fixed when the
 	// node is recorded: inline_inbuilt_nn_modules or
 	// cudagraph_support_input_mutation. With it a moved static input fails
 	// check_invariants (a re-record); without it the replay raises
 	// (check_static_inputs_are_stable).
 	RerecordIfStatic bool
-	Ptrs             []device.Ptr
+	Exec             device.ExecHandle
+
+	// Inputs. Static covers static_input_idxs (parameters and managed
+	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
+	// pointers of static inputs and the placeholders of copied ones.
+	Static  []bool
+	Managed []bool
+	Ptrs    []device.Ptr
 	// CopySrc is, per copied input, the source its copy node in the graph
 	// reads from now (0 when unknown): a replay updates the node only when
 	// the input moved.
-	CopySrc     []device.Ptr
-	InputShapes [][]int
-	InputNames  []string
+	CopySrc []device.Ptr
 
-	LivenessBefore     [][]bool
-	LivenessAfter      [][]bool
-	ExpectedDeadBefore []OutputIndex
-	ExpectedDeadAfter  []OutputIndex
-	LiveAfter          []OutputIndex
-
-	Outputs []outputInfo
-	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
-	OutWeak []int
 	// Cached are the cached output tensors (tensor ids, 0 for none); nil
 	// until the first replay after recording or after a checkpoint.
 	Cached []int
+	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
+	OutWeak            []int
+	Outputs            []outputInfo
+	ExpectedDeadBefore []OutputIndex
+	LiveAfter          []OutputIndex
+
+	childOrder  []int // FunctionIDs in the order they first got a child
+	Line        int
+	Mode        traces.Mode
+	Cause       RecordCause
+	Failures    []InvariantFailure
+	InputShapes [][]int
+	InputNames  []string
+
+	LivenessBefore    [][]bool
+	LivenessAfter     [][]bool
+	ExpectedDeadAfter []OutputIndex
 
 	CheckpointState *alloc.PoolState
 	Graph           device.GraphHandle
-	Exec            device.ExecHandle
 	Kernels         []device.GraphNode
 	// kernels is Kernels as the State shows them, made once: they never
 	// change after the recording.

@@ -64,7 +64,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		return nil, "", err
 	}
 	for i, t := range outs {
-		s := m.eng.tt.storages[t.Storage]
+		s := m.eng.tt.storages.get(t.Storage)
 		if nonPath[s.ID] || s.Ptr == 0 {
 			w.OutWeak = append(w.OutWeak, 0)
 		} else {
@@ -138,7 +138,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	n.CopySrc = make([]device.Ptr, nIn)
 	n.RerecordIfStatic = m.eng.cfg.InlineInbuiltNNModules || m.eng.cfg.SupportInputMutation
 	for i, t := range c.args {
-		s := tt.storages[t.Storage]
+		s := tt.storages.get(t.Storage)
 		n.InputNames[i] = argName(c.rec, i)
 		if parent != nil && parent.isPathOutputPtr(m, s.Ptr) {
 			n.Managed[i] = true
@@ -263,7 +263,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			saved[i] = true
 			continue
 		}
-		nt := tt.newTensor(tt.storages[c.args[j].Storage], t.Shape, t.Line, t.What)
+		nt := tt.newTensor(tt.storages.get(c.args[j].Storage), t.Shape, t.Line, t.What)
 		nt.DType = t.DType
 		if err := tt.release(t); err != nil {
 			return nil, "", fmt.Errorf("record #%d: %w", id, err)
@@ -274,7 +274,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	n.Outputs = make([]outputInfo, len(outs))
 	n.OutWeak = make([]int, len(outs))
 	for i, t := range outs {
-		s := tt.storages[t.Storage]
+		s := tt.storages.get(t.Storage)
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
 		j, isInput := 0, false
 		for k, a := range c.args {
@@ -336,19 +336,25 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	m.nodes = append(m.nodes, n)
 	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
-		fid, roots, order := c.f.ID, m.roots[c.f.ID], m.rootOrder
+		fid, all, order := c.f.ID, m.roots, m.rootOrder
+		roots := m.rootsOf(fid)
+		if fid >= len(m.roots) {
+			m.roots = slices.Grow(m.roots, fid+1-len(m.roots))[:fid+1]
+		}
 		m.eng.onUndo(func() {
 			m.rootOrder = order
-			if roots == nil {
-				delete(m.roots, fid)
-			} else {
-				m.roots[fid] = roots
+			if fid >= len(all) {
+				// Grown by this record: all is the slice as it was.
+				clear(m.roots[len(all):])
+				m.roots = all
+				return
 			}
+			m.roots[fid] = roots
 		})
-		if len(m.roots[c.f.ID]) == 0 {
-			m.rootOrder = append(m.rootOrder, c.f.ID)
+		if len(roots) == 0 {
+			m.rootOrder = append(m.rootOrder, fid)
 		}
-		m.roots[c.f.ID] = append(m.roots[c.f.ID], id)
+		m.roots[fid] = append(roots, id)
 	} else {
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
@@ -385,7 +391,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
 	for d, x := range path {
 		for i, sid := range x.OutWeak {
-			if sid != 0 && e.tt.storageLive(sid) && e.tt.storages[sid].Ptr == s.Ptr && s.Ptr != 0 {
+			if sid != 0 && e.tt.storageLive(sid) && e.tt.storages.get(sid).Ptr == s.Ptr && s.Ptr != 0 {
 				return &OutputIndex{d, i}
 			}
 		}
@@ -400,7 +406,7 @@ func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
 // place). PyTorch 2.11 does the same silently; a debugger says so.
 func (m *manager) warnClobberedInputs(c *call, n *Node) {
 	for i, t := range c.args {
-		s := m.eng.tt.storages[t.Storage]
+		s := m.eng.tt.storages.get(t.Storage)
 		if s == nil || s.Pool != poolGraph || s.Owned || s.Ptr == 0 {
 			continue
 		}
@@ -409,7 +415,7 @@ func (m *manager) warnClobberedInputs(c *call, n *Node) {
 				continue
 			}
 			p := n.Ptrs[j]
-			pb := m.eng.tt.storages[c.args[j].Storage].Bytes
+			pb := m.eng.tt.storages.get(c.args[j].Storage).Bytes
 			if p >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= p+device.Ptr(pb) {
 				continue
 			}

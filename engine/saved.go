@@ -18,7 +18,7 @@ import (
 // noteDeadCached records on name's tensor, before a del unbinds it, the
 // name it dies under, when it is a cached output whose last name this is.
 func (e *Engine) noteDeadCached(name string) {
-	t := e.tt.tensors[e.tt.names[name]]
+	t := e.tt.tensors.get(e.tt.names[name])
 	if t == nil || !t.Cached || t.Names != 1 || t.deadName == name {
 		return
 	}
@@ -53,7 +53,7 @@ func (e *Engine) deadCachedOutput(name string) *Tensor {
 	for _, ds := range e.devs {
 		for _, n := range ds.m.nodes {
 			for _, id := range n.Cached {
-				if t := e.tt.tensors[id]; t != nil && t.Cached && t.deadName == name && !t.live() {
+				if t := e.tt.tensors.get(id); t != nil && t.Cached && t.deadName == name && !t.live() {
 					return t
 				}
 			}

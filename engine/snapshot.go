@@ -273,9 +273,9 @@ func (m *manager) clone() *manager {
 	// The nodes are shared, copied by the first of the two managers to
 	// change one (unshare); Clone registers the copy (share).
 	c.nodes = slices.Clone(m.nodes)
-	c.roots = make(map[int][]int, len(m.roots))
+	c.roots = make([][]int, len(m.roots))
 	for k, v := range m.roots {
-		c.roots[k] = append([]int(nil), v...)
+		c.roots[k] = slices.Clone(v)
 	}
 	c.rootOrder = append([]int(nil), m.rootOrder...)
 	c.warmups = make(map[int]*WarmupNode, len(m.warmups))
@@ -286,15 +286,25 @@ func (m *manager) clone() *manager {
 	}
 	// The function tables and the Functions are shared (shareFuncs).
 	m.shareFuncs(&c)
+	// The dispatch entries name the FunctionIDs, which the clone shares,
+	// and nothing of the Dynamo caches, which it copies: they hold for it.
+	c.dispatch = slices.Clone(m.dispatch)
 	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
 	for k, v := range m.compiles {
 		c.compiles[k] = v.Clone()
 	}
 	c.warnedFns = copySet(m.warnedFns)
 	c.warnedMutation = copySet(m.warnedMutation)
-	c.mutationHint = make(map[int]map[int]bool, len(m.mutationHint))
-	for k, v := range m.mutationHint {
-		c.mutationHint[k] = copySet(v)
+	c.warmupHints = make(map[int]map[int]bool, len(m.warmupHints))
+	for k, v := range m.warmupHints {
+		c.warmupHints[k] = copySet(v)
+	}
+	c.rootHints = slices.Clone(m.rootHints)
+	c.nodeHints = make([]map[int]bool, len(m.nodeHints))
+	for k, v := range m.nodeHints {
+		if v != nil {
+			c.nodeHints[k] = copySet(v)
+		}
 	}
 	c.numRerecord = make(map[int]map[int]int, len(m.numRerecord))
 	for k, v := range m.numRerecord {
@@ -325,7 +335,10 @@ func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
-	c.defs = make(map[string]*traces.Record, len(e.defs))
+	// The clone makes its own cache as its calls go: a shared one would
+	// be written by both.
+	c.defCache = defCache{}
+	c.defs = make(map[string]*defn, len(e.defs))
 	for k, v := range e.defs {
 		c.defs[k] = v
 	}

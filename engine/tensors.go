@@ -45,9 +45,9 @@ type Storage struct {
 	// Param marks a static tensor's storage (param records).
 	Param bool
 	// Stale is set when the tree deallocated the storage at the end of a
-	// generation: its block was freed and any data access raises.
-	Stale    bool
-	StaleMsg string
+	// generation: its block was freed and any data access raises (with
+	// the message of Engine.staleErr, which names Line and What).
+	Stale bool
 	// Refs counts live tensors viewing the storage.
 	Refs int
 	// Pins counts node caches holding a tensor on this storage (cached
@@ -101,7 +101,7 @@ type Tensor struct {
 
 // dataPtr is t.data_ptr(): where its first element is.
 func (tt *tensorTable) dataPtr(t *Tensor) device.Ptr {
-	s := tt.storages[t.Storage]
+	s := tt.storages.get(t.Storage)
 	if s == nil || s.Ptr == 0 {
 		return 0
 	}
@@ -146,8 +146,9 @@ func words(n int64) int64 { return (n + 3) / 4 }
 // reference semantics: a tensor dies when nothing holds it, a storage when
 // no live tensor views it.
 type tensorTable struct {
-	tensors  map[int]*Tensor
-	storages map[int]*Storage
+	// tensors and storages by ID (idtable.go).
+	tensors  idTable[Tensor]
+	storages idTable[Storage]
 	names    map[string]int // name -> tensor id
 	nextT    int
 	nextS    int
@@ -188,8 +189,8 @@ type storageSave struct {
 	v Storage
 }
 
-// mapUndo is one write to a map of the table, with what the key held
-// before (had false: nothing).
+// mapUndo is one write to the tensors, the storages (idTable) or the
+// names of the table, with what the key held before (had false: nothing).
 type mapUndo struct {
 	kind mapKind
 	had  bool
@@ -249,15 +250,15 @@ func (tt *tensorTable) undo() {
 		switch u.kind {
 		case mapTensors:
 			if u.had {
-				tt.tensors[u.id] = u.t
+				tt.tensors.set(u.id, u.t)
 			} else {
-				delete(tt.tensors, u.id)
+				tt.tensors.del(u.id)
 			}
 		case mapStorages:
 			if u.had {
-				tt.storages[u.id] = u.s
+				tt.storages.set(u.id, u.s)
 			} else {
-				delete(tt.storages, u.id)
+				tt.storages.del(u.id)
 			}
 		case mapNames:
 			if u.had {
@@ -299,43 +300,47 @@ func (tt *tensorTable) keepS(s *Storage) {
 
 func (tt *tensorTable) setTensor(t *Tensor) {
 	if tt.j.on {
-		old, had := tt.tensors[t.ID]
+		old := tt.tensors.get(t.ID)
+		had := old != nil
 		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: t.ID, had: had, t: old})
 	}
-	tt.tensors[t.ID] = t
+	tt.tensors.set(t.ID, t)
 }
 
 // dropTensor deletes tensor id from the table (the object lives on where
 // something holds it).
 func (tt *tensorTable) dropTensor(id int) {
-	old, had := tt.tensors[id]
+	old := tt.tensors.get(id)
+	had := old != nil
 	if !had {
 		return
 	}
 	if tt.j.on {
 		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: id, had: true, t: old})
 	}
-	delete(tt.tensors, id)
+	tt.tensors.del(id)
 }
 
 func (tt *tensorTable) setStorage(s *Storage) {
 	if tt.j.on {
-		old, had := tt.storages[s.ID]
+		old := tt.storages.get(s.ID)
+		had := old != nil
 		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: s.ID, had: had, s: old})
 	}
-	tt.storages[s.ID] = s
+	tt.storages.set(s.ID, s)
 }
 
 // dropStorage deletes storage id from the table.
 func (tt *tensorTable) dropStorage(id int) {
-	old, had := tt.storages[id]
+	old := tt.storages.get(id)
+	had := old != nil
 	if !had {
 		return
 	}
 	if tt.j.on {
 		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: id, had: true, s: old})
 	}
-	delete(tt.storages, id)
+	tt.storages.del(id)
 }
 
 // setName binds name to id; old and had are what it held (the caller
@@ -360,31 +365,27 @@ func (tt *tensorTable) dropName(name string) {
 
 func newTensorTable() *tensorTable {
 	return &tensorTable{
-		tensors:  map[int]*Tensor{},
-		storages: map[int]*Storage{},
-		names:    map[string]int{},
+		names: map[string]int{},
 	}
 }
 
 func (tt *tensorTable) clone() *tensorTable {
 	c := &tensorTable{
-		tensors:  make(map[int]*Tensor, len(tt.tensors)),
-		storages: make(map[int]*Storage, len(tt.storages)),
-		names:    make(map[string]int, len(tt.names)),
-		nextT:    tt.nextT,
-		nextS:    tt.nextS,
+		names: make(map[string]int, len(tt.names)),
+		nextT: tt.nextT,
+		nextS: tt.nextS,
 	}
 	// The clone's journals go on from this one's epoch, so that no stamp
 	// its objects copied counts as saved in its next journal.
 	c.j.epoch = tt.j.epoch
-	for id, t := range tt.tensors {
+	for id, t := range tt.tensors.all() {
 		nt := *t
 		nt.Shape = append([]int(nil), t.Shape...)
-		c.tensors[id] = &nt
+		c.tensors.set(id, &nt)
 	}
-	for id, s := range tt.storages {
+	for id, s := range tt.storages.all() {
 		ns := *s
-		c.storages[id] = &ns
+		c.storages.set(id, &ns)
 	}
 	for n, id := range tt.names {
 		c.names[n] = id
@@ -412,7 +413,7 @@ func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string
 
 // storageLive reports whether storage id is alive.
 func (tt *tensorTable) storageLive(id int) bool {
-	s := tt.storages[id]
+	s := tt.storages.get(id)
 	return s != nil && s.Refs > 0
 }
 
@@ -421,7 +422,7 @@ func (tt *tensorTable) storageLive(id int) bool {
 func (tt *tensorTable) hold(t *Tensor) {
 	tt.keepT(t)
 	if !t.live() {
-		if s := tt.storages[t.Storage]; s != nil {
+		if s := tt.storages.get(t.Storage); s != nil {
 			tt.keepS(s)
 			s.Refs++
 		}
@@ -447,7 +448,7 @@ func (tt *tensorTable) maybeDie(t *Tensor) error {
 	if !t.Cached {
 		tt.dropTensor(t.ID)
 	}
-	s := tt.storages[t.Storage]
+	s := tt.storages.get(t.Storage)
 	if s == nil {
 		return nil
 	}
@@ -477,7 +478,7 @@ func (tt *tensorTable) bind(name string, t *Tensor) error {
 	t.Names++
 	tt.setName(name, t.ID, old, had)
 	if had {
-		if ot := tt.tensors[old]; ot != nil {
+		if ot := tt.tensors.get(old); ot != nil {
 			tt.keepT(ot)
 			ot.Names--
 			return tt.maybeDie(ot)
@@ -493,7 +494,7 @@ func (tt *tensorTable) unbind(name string) error {
 		return fmt.Errorf("name %q is not bound", name)
 	}
 	tt.dropName(name)
-	if t := tt.tensors[id]; t != nil {
+	if t := tt.tensors.get(id); t != nil {
 		tt.keepT(t)
 		t.Names--
 		return tt.maybeDie(t)
@@ -507,18 +508,18 @@ func (tt *tensorTable) lookup(name string) (*Tensor, *Storage, error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("name %q is not bound", name)
 	}
-	t := tt.tensors[id]
+	t := tt.tensors.get(id)
 	if t == nil {
 		return nil, nil, fmt.Errorf("name %q: tensor %d is gone", name, id)
 	}
-	return t, tt.storages[t.Storage], nil
+	return t, tt.storages.get(t.Storage), nil
 }
 
 // namesOf returns the sorted names bound to tensors viewing storage id.
 func (tt *tensorTable) namesOfStorage(id int) []string {
 	var out []string
 	for n, tid := range tt.names {
-		if t := tt.tensors[tid]; t != nil && t.Storage == id {
+		if t := tt.tensors.get(tid); t != nil && t.Storage == id {
 			out = append(out, n)
 		}
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
@@ -29,12 +31,14 @@ type managerDump struct {
 	NumRerecord             map[int]map[int]int
 	CheckpointsPerNode      []int
 	CachedPerNode, OutWeaks [][]int
+	// Dispatch are the defs' dispatch entries (function.go).
+	Dispatch []dispatchEntry
 }
 
 func dumpManager(m *manager) managerDump {
-	d := managerDump{Scalars: m.pathScalars, Roots: m.roots, RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig, Sizes: m.sizes,
-		WarnedFns: m.warnedFns, WarnedMut: m.warnedMutation, MutationHint: m.mutationHint, NumRerecord: m.numRerecord,
-		Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
+	d := managerDump{Scalars: m.pathScalars, Roots: rootsMap(m), RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig, Sizes: m.sizes,
+		WarnedFns: m.warnedFns, WarnedMut: m.warnedMutation, MutationHint: mutationHints(m), NumRerecord: m.numRerecord,
+		Dispatch: m.dispatch, Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
 	d.Scalars.warmups = nil // compared by value below
 	for _, n := range m.nodes {
 		c := n.clone()
@@ -55,6 +59,43 @@ func dumpManager(m *manager) managerDump {
 	}
 	// Deep copies of the maps, so that later changes do not show through.
 	return cloneDump(d)
+}
+
+// rootsMap is m's roots as PyTorch's dict of them: FunctionID to its root
+// nodes, for those that have any.
+func rootsMap(m *manager) map[int][]int {
+	out := map[int][]int{}
+	for fid, r := range m.roots {
+		if len(r) > 0 {
+			out[fid] = slices.Clone(r)
+		}
+	}
+	return out
+}
+
+// mutationHints is m's mutation hints as PyTorch's dict of dicts:
+// non_cudagraph_managed_mutation_hint[node][fid], for the hints known.
+func mutationHints(m *manager) map[int]map[int]bool {
+	out := map[int]map[int]bool{}
+	for fid, h := range m.rootHints {
+		if h != hintUnknown {
+			if out[noNode] == nil {
+				out[noNode] = map[int]bool{}
+			}
+			out[noNode][fid] = h == hintTrue
+		}
+	}
+	for nid, hs := range m.nodeHints {
+		if len(hs) > 0 {
+			out[nid] = maps.Clone(hs)
+		}
+	}
+	for nid, hs := range m.warmupHints {
+		if len(hs) > 0 {
+			out[nid] = maps.Clone(hs)
+		}
+	}
+	return out
 }
 
 func cloneDump(d managerDump) managerDump {
@@ -123,6 +164,8 @@ func TestRollbackIsComplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		hits := 0
+		dispatchChecker(t, e, tr.File, &hits)
 		for i := range tr.Records {
 			rec := &tr.Records[i]
 			var before []managerDump

@@ -23,7 +23,7 @@ func (e *Engine) State() *State {
 	// names it): looking it up per output made a State of a big tree
 	// quadratic.
 	oldest := map[int]int{}
-	for _, t := range e.tt.tensors {
+	for _, t := range e.tt.tensors.all() {
 		if !t.live() || len(names[t.ID]) == 0 {
 			continue
 		}
@@ -34,11 +34,11 @@ func (e *Engine) State() *State {
 	for _, ds := range e.devs {
 		st.Devices = append(st.Devices, e.deviceState(ds, names, oldest))
 	}
-	for _, t := range e.tt.tensors {
+	for _, t := range e.tt.tensors.all() {
 		if !t.live() {
 			continue
 		}
-		s := e.tt.storages[t.Storage]
+		s := e.tt.storages.get(t.Storage)
 		tv := TensorView{ID: t.ID, Names: names[t.ID], Shape: append([]int(nil), t.Shape...), Line: t.Line, Producer: t.What, State: TensorLive}
 		if s != nil {
 			tv.Device, tv.Ptr, tv.Bytes, tv.Pool, tv.Storage = s.Dev, uint64(s.Ptr), s.Bytes, s.Pool.String(), s.ID
@@ -126,7 +126,7 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 		onPath[x.ID] = true
 	}
 	for _, fid := range m.rootOrder {
-		dv.Roots = append(dv.Roots, m.roots[fid]...)
+		dv.Roots = append(dv.Roots, m.rootsOf(fid)...)
 	}
 	if len(m.nodes) > 0 {
 		// Sized once: a State of a big tree is mostly its nodes.
@@ -217,7 +217,7 @@ func (e *Engine) nodeView(m *manager, n *Node, names map[int][]string, oldest ma
 		switch o.Alias {
 		case aliasStatic:
 			ov.Alias = "static"
-			if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
+			if t := e.tt.tensors.get(o.StaticTensor); t != nil && t.live() {
 				ov.Live = true
 				ov.Tensor = firstName(names[t.ID])
 			}
@@ -249,7 +249,7 @@ func (e *Engine) outputsHold(c *nodeView, n *Node, names map[int][]string, oldes
 		}
 		live, tensor := false, ""
 		if sid != 0 {
-			if s := e.tt.storages[sid]; s != nil {
+			if s := e.tt.storages.get(sid); s != nil {
 				live = s.Refs > 0
 				if best, ok := oldest[sid]; ok {
 					tensor = names[best][0]
@@ -257,7 +257,7 @@ func (e *Engine) outputsHold(c *nodeView, n *Node, names map[int][]string, oldes
 			}
 		}
 		if o.Alias == aliasStatic {
-			if t := e.tt.tensors[o.StaticTensor]; t != nil && t.live() {
+			if t := e.tt.tensors.get(o.StaticTensor); t != nil && t.live() {
 				live, tensor = true, firstName(names[t.ID])
 			}
 		}
@@ -281,7 +281,7 @@ func (e *Engine) outputView(i, sid int, shape []int, names map[int][]string, old
 		ov.Alias = "input"
 		return ov
 	}
-	s := e.tt.storages[sid]
+	s := e.tt.storages.get(sid)
 	if s == nil {
 		return ov
 	}
@@ -307,12 +307,12 @@ func (e *Engine) poolView(ds *devState, id alloc.PoolID, names map[int][]string)
 		names []string
 	}
 	var occ []occupant
-	for _, s := range e.tt.storages {
+	for _, s := range e.tt.storages.all() {
 		if s.Dev != ds.index || s.Ptr == 0 || s.Refs == 0 {
 			continue
 		}
 		var ns []string
-		for _, t := range e.tt.tensors {
+		for _, t := range e.tt.tensors.all() {
 			if t.Storage == s.ID && t.live() {
 				ns = append(ns, names[t.ID]...)
 			}

@@ -1,0 +1,127 @@
+package engine
+
+import "slices"
+
+// This file holds what the manager keeps per position and FunctionID and
+// per FunctionID, read by every call: non_cudagraph_managed_mutation_hint
+// and the roots. PyTorch keeps them in dicts; here they are slices where
+// the key is dense (FunctionIDs, node ids), since a program that calls ten
+// thousand functions in turn made each of these lookups a miss in a big
+// map. What they hold, and when it changes, is PyTorch's, but for the
+// hints of functions that mutate no input: false wherever they are
+// called, so manager.run neither reads nor stores them.
+
+// hint is one entry of the mutation hint at no node: unknown (the
+// function has not been called there), false or true.
+type hint uint8
+
+const (
+	hintUnknown hint = iota
+	hintFalse
+	hintTrue
+)
+
+// rootsOf returns the root nodes of FunctionID fid.
+func (m *manager) rootsOf(fid int) []int {
+	if fid >= 0 && fid < len(m.roots) {
+		return m.roots[fid]
+	}
+	return nil
+}
+
+// mutationHint is non_cudagraph_managed_mutation_hint[nid][fid]: whether
+// fid runs eagerly at position nid (a graph node, a warmup node, or
+// noNode), and whether the hint is known there at all.
+func (m *manager) mutationHint(nid, fid int) (eager, known bool) {
+	switch {
+	case nid == noNode:
+		if fid < 0 || fid >= len(m.rootHints) {
+			return false, false
+		}
+		h := m.rootHints[fid]
+		return h == hintTrue, h != hintUnknown
+	case nid >= 0:
+		if nid >= len(m.nodeHints) {
+			return false, false
+		}
+		eager, known = m.nodeHints[nid][fid]
+	default:
+		eager, known = m.warmupHints[nid][fid]
+	}
+	return eager, known
+}
+
+// setMutationHint sets non_cudagraph_managed_mutation_hint[nid][fid],
+// under the record's undo.
+func (m *manager) setMutationHint(nid, fid int, eager bool) {
+	switch {
+	case nid == noNode:
+		prev := m.rootHints
+		if fid >= len(prev) {
+			m.rootHints = slices.Grow(prev, fid+1-len(prev))[:fid+1]
+		}
+		old := m.rootHints[fid]
+		m.eng.onUndo(func() {
+			if fid >= len(prev) {
+				// Grown by this record: prev is the slice as it was.
+				clear(m.rootHints[len(prev):])
+				m.rootHints = prev
+				return
+			}
+			m.rootHints[fid] = old
+		})
+		m.rootHints[fid] = hintFalse
+		if eager {
+			m.rootHints[fid] = hintTrue
+		}
+	case nid >= 0:
+		prev := m.nodeHints
+		if nid >= len(prev) {
+			m.nodeHints = slices.Grow(prev, nid+1-len(prev))[:nid+1]
+		}
+		hints := m.nodeHints[nid]
+		made := hints == nil
+		if made {
+			hints = map[int]bool{}
+			m.nodeHints[nid] = hints
+		}
+		old, had := hints[fid]
+		m.eng.onUndo(func() {
+			switch {
+			case nid >= len(prev):
+				clear(m.nodeHints[len(prev):])
+				m.nodeHints = prev
+			case made:
+				m.nodeHints[nid] = nil
+			case had:
+				hints[fid] = old
+			default:
+				delete(hints, fid)
+			}
+		})
+		hints[fid] = eager
+	default:
+		// A warmup node's id (negative): few, and never reused.
+		if m.warmupHints == nil {
+			m.warmupHints = map[int]map[int]bool{}
+		}
+		hints := m.warmupHints[nid]
+		made := hints == nil
+		if made {
+			hints = map[int]bool{}
+			m.warmupHints[nid] = hints
+		}
+		old, had := hints[fid]
+		m.eng.onUndo(func() {
+			switch {
+			case made:
+				delete(m.warmupHints, nid)
+			case had:
+				hints[fid] = old
+			default:
+				delete(hints, fid)
+			}
+		})
+		hints[fid] = eager
+	}
+}
