@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One GPU call for a change of the recorder and the engine together (run
+# from the repository root on the GPU machine; carry .bin from
+# `make gpu-build` plus .bin/peer-suite, .bin/cgtrace_head.py (the recorder
+# to compare with) and peer/test_cudagraph_trees.py):
+#   1. the recorder's overhead, alone on the machine, against the recorder
+#      in .bin/cgtrace_head.py, with the recorder's own time in place
+#      (tools/gpu/recorder-overhead.py --inside);
+#   2. at once: PyTorch's own test_cudagraph_trees.py recorded test by test
+#      (peer suite, 12 workers), every program of traces/pytorch/programs
+#      recorded (record_all.sh), and the engine's cuda tests three times and
+#      the sessions' GPU test;
+#   3. every trace of 2 replayed on the GPU (--device cuda), the programs on
+#      sim as well.
+# Writes $OUT/run.txt (the summary), $OUT/peer.tgz and $OUT/recorded.tgz.
+set -u
+out=${OUT:-/tmp/run-out}
+work=$(mktemp -d)
+mkdir -p "$out"
+sum=$out/run.txt
+: >"$sum"
+say() { echo "$*" | tee -a "$sum"; }
+say "run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git log -1 --format=%h 2>/dev/null)"
+timeout 150 python3 tools/gpu/recorder-overhead.py --baseline .bin/cgtrace_head.py \
+	${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside} >"$work/overhead.log" 2>&1
+say "overhead (exit $?):"
+grep -v -i warn "$work/overhead.log" | tail -n 5 | sed 's/^/    /' | tee -a "$sum"
+root=$PWD
+peer=$work/peer
+rec=$work/recorded
+mkdir -p "$peer" "$rec"
+python3 .bin/peer-suite/guard_imports.py peer/test_cudagraph_trees.py "$peer/test_cudagraph_trees_guarded.py" >/dev/null
+(cd "$peer" && PEER_OUT="$peer/traces" PEER_RECORD=1 \
+	PYTHONPATH="$root/traces/pytorch:$root/.bin/peer-suite:$root/.bin/peer-suite/shim" \
+	timeout 300 python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -q -n 12 --timeout 120 \
+	-p no:cacheprovider -rfE >"$peer/pytest.log" 2>&1) &
+ppid=$!
+(timeout 330 bash traces/pytorch/programs/record_all.sh "$rec" >"$work/record_all.log" 2>&1) &
+rpid=$!
+(cd engine && CGTVIZ_DEVICE=cuda timeout 240 ../.bin/engine-cuda.test -test.count=3 \
+	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim|TestPeerSuite|TestJournal|TestDispatch' -test.v) >"$work/engine-cuda.log" 2>&1
+say "engine-cuda x3 (exit $?): $(grep -c '^--- PASS' "$work/engine-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/engine-cuda.log") FAIL"
+grep -- '--- FAIL' "$work/engine-cuda.log" | head | tee -a "$sum"
+(cd sessions && timeout 120 ../.bin/sessions-cuda.test -test.run CUDA -test.count=1 -test.v) >"$work/sessions-cuda.log" 2>&1
+say "sessions-cuda (exit $?): $(grep -c '^--- PASS' "$work/sessions-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/sessions-cuda.log") FAIL"
+wait $ppid
+say "peer suite recorded: $(tail -n 1 "$peer/pytest.log")"
+wait $rpid
+say "record_all: $(tail -n 1 "$work/record_all.log")"
+ls "$peer"/traces/*.cgt.jsonl >"$work/list" 2>/dev/null
+xargs -P 8 -I{} sh -c 'r=$(timeout 60 .bin/cgtviz-cuda run --device cuda "{}" 2>&1 | grep "^expectations" | head -n 1); echo "$(basename "{}") ${r:-no expectations line}"' <"$work/list" >"$work/cuda-replay.txt"
+say "peer traces replayed on cuda: $(wc -l <"$work/cuda-replay.txt") traces, $(grep -c ', 0 failed' "$work/cuda-replay.txt") with no failed expectation, $(grep -c 'passed, [1-9]' "$work/cuda-replay.txt") with failures"
+grep 'passed, [1-9]' "$work/cuda-replay.txt" | cut -c1-160 | sed 's/^/    /' | tee -a "$sum"
+for f in "$rec"/*.cgt.jsonl; do
+	[ -e "$f" ] || continue
+	s=$(timeout 60 .bin/cgtviz-cuda run "$f" 2>&1 | grep '^expectations' | head -n 1)
+	g=$(timeout 60 .bin/cgtviz-cuda run --device cuda "$f" 2>&1 | grep '^expectations' | head -n 1)
+	say "    $(basename "$f"): sim ${s:-no expectations line}; cuda ${g:-no expectations line}"
+done
+cp "$work"/*.log "$work/cuda-replay.txt" "$peer/" 2>/dev/null
+tar czf "$out/peer.tgz" -C "$work" peer
+tar czf "$out/recorded.tgz" -C "$work" recorded
+ls -la "$out"
