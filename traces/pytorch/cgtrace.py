@@ -959,6 +959,22 @@ class Session:
         self._fresh_next[base] = n + 1
         return name
 
+    def _replay_names(self, plan, calls):
+        """The names of a replay's outputs as end_call gives them (function,
+        call number, position), each taken (_fresh only when a tensor has
+        it already), for a _ReplayPlan's outputs."""
+        used = self.names_used
+        cs = str(calls)
+        outs = []
+        for sfx in plan.suffixes:
+            n = plan.prefix + cs + sfx
+            if n in used:
+                n = self._fresh(n)
+            else:
+                used.add(n)
+            outs.append(n)
+        return outs
+
     def _bind(self, name, fact, kind, takeover=True):
         """Names a tensor. With takeover, later lookups of this object and
         view find this name; without, the name is a passing alias and the
@@ -2758,15 +2774,7 @@ class Recorder:
         if steps:
             counts["steps"] += steps
             recs.extend([_STEP] * steps)
-        cs = str(calls)
-        outs = []
-        for sfx in plan.suffixes:
-            n = plan.prefix + cs + sfx
-            if n in used:
-                n = session._fresh(n)
-            else:
-                used.add(n)
-            outs.append(n)
+        outs = session._replay_names(plan, calls)
         recs.append(plan.head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
         counts["replay"] += 1
         recs.append(plan.expect)
@@ -3162,16 +3170,7 @@ class Recorder:
                 return False
         o = e = f = w = None  # no loop variable keeps an output alive past the call
         # end_call, from here on, for these outputs.
-        calls = str(fs.calls)
-        used = session.names_used
-        outs = []
-        for sfx in plan.suffixes:
-            n = plan.prefix + calls + sfx
-            if n in used:
-                n = session._fresh(n)
-            else:
-                used.add(n)
-            outs.append(n)
+        outs = session._replay_names(plan, fs.calls)
         inv = ctx["invocation"]
         recs = self.trace.records
         args = ctx["args"]

@@ -937,12 +937,9 @@ class SteadyLoopTest(TraceFileTest):
         self.assertEqual(test_recorded_examples.check_trace(self.path), [])
 
 
-class FastPathTest(unittest.TestCase):
-    """A replay like the last one of its function takes the recorder's short
-    path (Recorder._fast_after): it must write what the general path writes,
-    record for record, through whatever a program does between two
-    replays (a knob set, patched or mocked; an output dropped; a fresh
-    input; a parameter swapped; chained functions; two outputs)."""
+class FakeTorchTest(unittest.TestCase):
+    """The stand-in installed, the mark-step counter at 0, a folder for
+    traces (self.dir)."""
 
     def setUp(self):
         self.saved = install_fake_torch()
@@ -952,6 +949,14 @@ class FastPathTest(unittest.TestCase):
     def tearDown(self):
         remove_fake_torch(self.saved)
         self.dir.cleanup()
+
+
+class FastPathTest(FakeTorchTest):
+    """A replay like the last one of its function takes the recorder's short
+    path (Recorder._fast_after): it must write what the general path writes,
+    record for record, through whatever a program does between two
+    replays (a knob set, patched or mocked; an output dropped; a fresh
+    input; a parameter swapped; chained functions; two outputs)."""
 
     def scenario(self, path, follow=False):
         """Records the program into path (streamed, with follow); returns
@@ -1078,20 +1083,11 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual([before[i] for i, _ in cfgs], [(f, 13), (f, 27), (f, 30), (f, 31), (g, 26)])
 
 
-class DeferredReplayTest(unittest.TestCase):
+class DeferredReplayTest(FakeTorchTest):
     """A steady replay is deferred by the _run wrapper (Recorder._defer) and
     written at the next other event: the trace must be, byte for byte, the
     one the recorder writes without deferring, through whatever a program
     does between two replays."""
-
-    def setUp(self):
-        self.saved = install_fake_torch()
-        MarkStepBox.mark_step_counter = 0
-        self.dir = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        remove_fake_torch(self.saved)
-        self.dir.cleanup()
 
     def scenario(self, path):
         """Records the program into path; returns (the recorder, how many
