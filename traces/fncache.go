@@ -16,8 +16,11 @@ import "unsafe"
 //
 // Sets of two slots (the last name found first) keep two names whose
 // addresses share a set from evicting each other at every call; the sets
-// number the defs' count (twice as many slots), rounded up to a power of
-// two, and are remade empty as the defs grow. A slot holds the name it
+// number twice the defs' count, rounded up to a power of two, and are
+// remade empty as the defs grow. With 0.3 names a set, about 4% of the
+// names share theirs with two others, which a round robin over all of
+// them evicts at every call (12% with 0.6 a set, as half as many sets
+// gave: measured at 10,000 defs, that was a tenth of the calls' time). A slot holds the name it
 // was filled with, which keeps those bytes alive: the address cannot be
 // reused for another name while the slot has it.
 type fnCache struct {
@@ -32,7 +35,8 @@ type fnSlot struct {
 	idx  int32
 }
 
-// fnCacheMaxSets bounds the cache at 1.5 MB (48 bytes a set).
+// fnCacheMaxSets bounds the cache at 1.5 MB (48 bytes a set): 16,384
+// defs get their 0.5 a set.
 const fnCacheMaxSets = 1 << 15
 
 // set returns the set of name's address: Fibonacci hashing of the
@@ -60,7 +64,7 @@ func (c *checker) fnIndex(name string) (int32, bool) {
 	if !ok {
 		return 0, false
 	}
-	if want := len(c.defs); len(fc.sets) < want && len(fc.sets) < fnCacheMaxSets {
+	if want := 2 * len(c.defs); len(fc.sets) < want && len(fc.sets) < fnCacheMaxSets {
 		n, bits := 16, uint(4)
 		for n < want && n < fnCacheMaxSets {
 			n, bits = 2*n, bits+1
