@@ -232,7 +232,8 @@ type fnInfo struct {
 }
 
 // lastKeyBytes is the room for a memo key in fnInfo (past the def's index),
-// which makes fnInfo 64 bytes: a call of one 1-d float32 tensor needs 9.
+// which makes fnInfo 64 bytes: a call of one tensor of 256 elements needs
+// 13 at the default limit (TestFnInfoSize).
 const lastKeyBytes = 40
 
 // newDef registers a def (broken: its calls bind unknowns) and returns

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // TestFnIndex checks that the cache in front of the defs' map gives the
@@ -118,5 +121,24 @@ func TestCheckLastResult(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant %v", Problems(ps).Error(), tt.want)
 			}
 		})
+	}
+}
+
+// TestFnInfoSize checks that a def's entry is one cache line, and that the
+// memo key of a call of one tensor of 256 float32s (the scale trace's)
+// fits in it.
+func TestFnInfoSize(t *testing.T) {
+	if n := unsafe.Sizeof(fnInfo{}); n != 64 {
+		t.Errorf("fnInfo is %d bytes, want 64", n)
+	}
+	c := newChecker("t", Header{Config: DefaultConfig()})
+	c.def(&Record{Line: 2, Op: OpDef, Fn: "f", Params: []string{"x"}, Returns: []string{"x"}})
+	x := &binding{layout: layout{shape: []int{256}, dtype: ops.Float32, stElems: 256}}
+	c.runBody(0, []*binding{x})
+	if got := len(c.key) - 4; got != 13 {
+		t.Errorf("the key past the def's index is %d bytes, want 13", got)
+	}
+	if c.defs[0].lastLen != 13 || c.defs[0].last == nil {
+		t.Errorf("the def's entry holds %d bytes of key, result %v; want 13 and the result", c.defs[0].lastLen, c.defs[0].last)
 	}
 }
