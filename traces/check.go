@@ -84,15 +84,22 @@ func asProblem(err error, file string) *Problem {
 
 // checker holds what a check keeps between records: the symbol tables.
 type checker struct {
-	file    string
-	hdr     Header
-	probs   []Problem
-	full    bool
-	funcs   map[string]*fnInfo
+	file  string
+	hdr   Header
+	probs []Problem
+	full  bool
+	// funcs finds a def by name: its index in defs (what a call reads,
+	// one cache line a def) and defRecs (the def itself, read when a body
+	// runs on new shapes or a message names it). fnCache is in front of
+	// funcs for the calls (fncache.go).
+	funcs   map[string]int32
+	defs    []fnInfo
+	defRecs []Record
+	fnCache fnCache
 	names   map[string]*binding
-	deleted map[string]deadName // name -> the del that unbound it
-	live    int64               // bytes of the storages named tensors hold
-	memo    map[string]*bodyResult
+	deleted map[string]deadName    // name -> the del that unbound it
+	live    int64                  // bytes of the storages named tensors hold
+	memo    map[string]*bodyResult // runBody's results by key, every def's
 	// cfg is the config in force: the header's, changed by config records.
 	cfg Config
 	key []byte // runBody's memo key buffer
@@ -207,9 +214,36 @@ type binding struct {
 	unknown bool
 }
 
+// fnInfo is what a call needs of its def, kept in one 64-byte entry of
+// checker.defs, so that a program of ten thousand functions called in
+// turn costs a call one cache line for its def where a map of records
+// cost several: the counts a call is checked against, and the def's last
+// body result with its memo key (lastKey: the key past the def's index,
+// when it fits), which a call on the layouts of the one before takes
+// without the memo's map probe (a hash of the key, and misses in a map
+// of ten thousand keys).
 type fnInfo struct {
-	rec    Record
-	broken bool
+	nParams  int32
+	nReturns int32
+	broken   bool
+	lastLen  uint8 // bytes of lastKey in use; 0: none
+	last     *bodyResult
+	lastKey  [lastKeyBytes]byte
+}
+
+// lastKeyBytes is the room for a memo key in fnInfo (past the def's index),
+// which makes fnInfo 64 bytes: a call of one tensor of 256 elements needs
+// 13 at the default limit (TestFnInfoSize).
+const lastKeyBytes = 40
+
+// newDef registers a def (broken: its calls bind unknowns) and returns
+// its index.
+func (c *checker) newDef(rec *Record, broken bool) int32 {
+	i := int32(len(c.defs))
+	c.defs = append(c.defs, fnInfo{nParams: int32(len(rec.Params)), nReturns: int32(len(rec.Returns)), broken: broken})
+	c.defRecs = append(c.defRecs, *rec)
+	c.funcs[rec.Fn] = i
+	return i
 }
 
 func (c *checker) add(p Problem) {
@@ -233,8 +267,8 @@ func (c *checker) fail(rec *Record, format string, args ...any) {
 func (c *checker) recover(rec *Record) {
 	switch rec.Op {
 	case OpDef:
-		if rec.Fn != "" && c.funcs[rec.Fn] == nil {
-			c.funcs[rec.Fn] = &fnInfo{rec: *rec, broken: true}
+		if _, ok := c.funcs[rec.Fn]; rec.Fn != "" && !ok {
+			c.newDef(rec, true)
 		}
 	case OpTensor, OpParam:
 		if rec.Name != "" {
@@ -374,12 +408,11 @@ func (c *checker) record(rec *Record) {
 // def checks a function's names: every operand is a param or an earlier
 // out, every return is bound at the end. Shapes wait for the calls.
 func (c *checker) def(rec *Record) {
-	if f := c.funcs[rec.Fn]; f != nil {
-		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, f.rec.Line)
+	if i, ok := c.funcs[rec.Fn]; ok {
+		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, c.defRecs[i].Line)
 		return
 	}
-	f := &fnInfo{rec: *rec}
-	c.funcs[rec.Fn] = f
+	f := &c.defs[c.newDef(rec, false)]
 	local := map[string]bool{}
 	params := map[string]bool{}
 	for _, p := range rec.Params {
@@ -462,39 +495,57 @@ func layoutOf(b *binding) layout {
 	return l
 }
 
-func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
+// runBody returns the result of def fi's body on args: the def's last
+// result when args have the layouts of its last call, else the memo's, else
+// it runs the body.
+func (c *checker) runBody(fi int32, args []*binding) *bodyResult {
 	// The memo key: everything of the args (and the limit) that the
-	// result depends on. Built in a reused buffer, and looked up without
-	// a string copy, since most calls repeat a key seen before.
-	// Numbers go in as fixed-width binary (faster than decimal), the name
-	// and each list after its length, so no two keys run together.
-	key := binary.LittleEndian.AppendUint32(c.key[:0], uint32(len(f.rec.Fn)))
-	key = append(key, f.rec.Fn...)
-	key = binary.LittleEndian.AppendUint64(key, uint64(c.cfg.MaxTensorBytes))
+	// result depends on, after the def's index. Built in a reused buffer,
+	// and looked up without a string copy, since most calls repeat a key
+	// seen before. The index is fixed-width, the numbers varints (most
+	// are small, so the key of a call of a few tensors fits in fnInfo),
+	// each list after its length, so no two keys run together.
+	key := binary.LittleEndian.AppendUint32(c.key[:0], uint32(fi))
+	key = binary.AppendUvarint(key, uint64(c.cfg.MaxTensorBytes))
 	for _, a := range args {
 		l := layoutOf(a)
 		key = append(key, byte(l.dtype), boolByte(l.strided), boolByte(l.noValues))
-		key = binary.LittleEndian.AppendUint64(key, uint64(l.stElems))
-		key = binary.LittleEndian.AppendUint32(key, uint32(len(l.shape)))
+		key = binary.AppendUvarint(key, uint64(l.stElems))
+		key = binary.AppendUvarint(key, uint64(len(l.shape)))
 		for _, d := range l.shape {
-			key = binary.LittleEndian.AppendUint64(key, uint64(d))
+			key = binary.AppendUvarint(key, uint64(d))
 		}
 	}
 	c.key = key
-	if r := c.memo[string(key)]; r != nil {
-		return r
+	f := &c.defs[fi]
+	own := key[4:] // the def's index is f's own
+	if f.last != nil && len(own) == int(f.lastLen) && string(own) == string(f.lastKey[:len(own)]) {
+		return f.last
 	}
+	res := c.memo[string(key)]
+	if res == nil {
+		res = c.evalBody(&c.defRecs[fi], args)
+		c.memo[string(key)] = res
+	}
+	if len(own) <= lastKeyBytes {
+		f.lastLen = uint8(copy(f.lastKey[:], own))
+		f.last = res
+	}
+	return res
+}
+
+// evalBody runs a def's body on the layouts of args.
+func (c *checker) evalBody(def *Record, args []*binding) *bodyResult {
 	res := &bodyResult{}
-	c.memo[string(key)] = res
 	locals := map[string]local{}
-	for i, p := range f.rec.Params {
+	for i, p := range def.Params {
 		locals[p] = local{layout: layoutOf(args[i]), src: i}
 	}
 	params := map[string]int{}
-	for i, p := range f.rec.Params {
+	for i, p := range def.Params {
 		params[p] = i
 	}
-	for i, s := range f.rec.Body {
+	for i, s := range def.Body {
 		l, msg := c.stmtLayout(s, func(n string) layout { return locals[n].layout })
 		if msg != "" {
 			res.msg = stmtLabel(i, s) + ": " + msg
@@ -532,7 +583,7 @@ func (c *checker) runBody(f *fnInfo, args []*binding) *bodyResult {
 		}
 		locals[s.Out] = loc
 	}
-	for _, r := range f.rec.Returns {
+	for _, r := range def.Returns {
 		res.rets = append(res.rets, locals[r])
 	}
 	return res
@@ -617,19 +668,20 @@ func (c *checker) call(rec *Record) {
 			c.bind(o, &binding{unknown: true})
 		}
 	}
-	f := c.funcs[rec.Fn]
-	if f == nil {
+	fi, ok := c.fnIndex(rec.Fn)
+	if !ok {
 		c.fail(rec, "%s is not defined (def it before the call)", rec.Fn)
 		bindUnknown()
 		return
 	}
-	if len(rec.Args) != len(f.rec.Params) {
-		c.fail(rec, "%s, but %s takes %s", plural(len(rec.Args), "arg"), rec.Fn, paramList(f.rec.Params))
+	f := &c.defs[fi] // no def is added before the call returns
+	if len(rec.Args) != int(f.nParams) {
+		c.fail(rec, "%s, but %s takes %s", plural(len(rec.Args), "arg"), rec.Fn, paramList(c.defRecs[fi].Params))
 		bindUnknown()
 		return
 	}
-	if rec.Out != nil && len(rec.Out) != len(f.rec.Returns) {
-		c.fail(rec, "out has %s, but %s returns %s", plural(len(rec.Out), "name"), rec.Fn, plural(len(f.rec.Returns), "value"))
+	if rec.Out != nil && len(rec.Out) != int(f.nReturns) {
+		c.fail(rec, "out has %s, but %s returns %s", plural(len(rec.Out), "name"), rec.Fn, plural(int(f.nReturns), "value"))
 		bindUnknown()
 		return
 	}
@@ -656,7 +708,7 @@ func (c *checker) call(rec *Record) {
 		bindUnknown()
 		return
 	}
-	res := c.runBody(f, args)
+	res := c.runBody(fi, args)
 	if res.msg != "" {
 		c.fail(rec, "%s", res.msg)
 		bindUnknown()

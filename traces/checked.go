@@ -38,7 +38,7 @@ func newChecker(file string, hdr Header) *checker {
 	return &checker{
 		file:    file,
 		hdr:     hdr,
-		funcs:   map[string]*fnInfo{},
+		funcs:   map[string]int32{},
 		names:   map[string]*binding{},
 		deleted: map[string]deadName{},
 		memo:    map[string]*bodyResult{},

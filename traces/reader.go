@@ -135,6 +135,10 @@ func (r *Reader) Next() (Record, error) {
 			// A config record changes the limits later records are read
 			// under: what was remembered was read under the old ones.
 			r.memo = nil
+		case rec.Op == OpDef:
+			// A function is defined once, so its line does not come
+			// again in a trace that checks: remembered, ten thousand defs
+			// filled the memo and had it remade in the calls that follow.
 		case len(line) <= memoLineBytes:
 			if r.memo == nil || len(r.memo) >= memoLines {
 				r.memo = map[string]Record{}
