@@ -41,7 +41,7 @@ FUZZ_BIN := .fuzz
 # is accepted where go test -fuzz instruments (amd64, arm64 and loong64;
 # internal/platform.FuzzInstrumented).
 FUZZ_INSTRUMENT ?= github.com/cgtviz/cgtviz/... github.com/goccy/go-json github.com/goccy/go-json/internal/decoder
-fuzz_flags = $(if $(filter all,$(FUZZ_INSTRUMENT)),-fuzz .,$(foreach p,$(FUZZ_INSTRUMENT),-gcflags=$(p)=-d=libfuzzer))
+fuzz_flags = $(if $(filter all,$(FUZZ_INSTRUMENT)),-fuzz .,$(foreach p,$(FUZZ_INSTRUMENT),-gcflags='$(p)=-d=libfuzzer $(TEST_GCFLAGS)'))
 # Every fuzz target, as package:Name.
 FUZZ_TARGETS := \
 	./traces:FuzzReader \
@@ -65,8 +65,20 @@ RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgt
 # Tests of RACE_PKGS that run one goroutine over a big input (memory and
 # scale checks), as package:Name: -race made them 8x slower and can find
 # nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
-# took 21 s of the race run, 2.5 s without).
-SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace ./sessions:TestKeyframeCostMeasured
+# took 21 s of the race run, 2.5 s without). The same holds for sessions'
+# tests on in-memory traces (no Index, whose scan is the package's one
+# goroutine; TestOnGrow 8.4 s under -race, 0.8 s without), sim's device
+# suite (6.1 s, 0.8 s; TestSnapshotCOW is its goroutine test), render's
+# drawing of every example after every record (2.9 s, 0.5 s) and the two
+# cmd/cgtviz tests that only start child processes, each on one goroutine
+# (completion in three shells, 6.5 s, and start-up's cache, 7.4 s; the
+# children's run and export are the in-process cli tests', under -race). A
+# name here must be its package's alone among RACE_PKGS (-skip takes no
+# package): lint-race checks that, and that each is still defined.
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace ./sessions:TestKeyframeCostMeasured \
+	./sessions:TestOnGrow ./sessions:TestLocalFrames ./sessions:TestKeyframeBytesBigTree \
+	./engine/device/sim:TestDevice ./render:TestAllExamples \
+	./cmd/cgtviz:TestCompletionShells ./cmd/cgtviz:TestStartupWritesNoGraphvizCache
 serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
 # Packages that start goroutines in one small part, as package:Test: that
@@ -90,6 +102,18 @@ TESTFLAGS ?=
 # TestCheckBoundedMemory's peak, is in SERIAL_TESTS, run at the default;
 # the allocation checks count TotalAlloc, which GOGC does not change).
 BUILD_GOGC ?= 400
+# What make test adds to GOFLAGS (to go env GOFLAGS: the variable replaces
+# the go env file's), for every go command it runs (the tests'
+# own go build and go list, and staticcheck's go list -export, included,
+# so that every compile has the same cache key): no DWARF, which no test
+# reads (a panic's trace comes from the pclntab). The compiler spent ~15%
+# of its CPU writing it (the helper's cold build, two runs each: 51-53 s
+# with it, 41-46 s without) and the linker more. -gcflags given on a go
+# command line replace GOFLAGS' for the packages they name, so fuzz-build
+# repeats TEST_GCFLAGS after -d=libfuzzer (make fuzz too: only the
+# instrumented packages' compile changes).
+TEST_GCFLAGS := -dwarf=false
+TEST_GOFLAGS := -gcflags=all=$(TEST_GCFLAGS) -ldflags=-w
 
 # What the tests that render SVG (render's, cmd/cgtviz's) run: built once
 # here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
@@ -99,7 +123,7 @@ BUILD_GOGC ?= 400
 # go vet's and the tests' compiles; without, vet finds them compiled.
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
-.PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build fuzz-run test-lint-plain test-race bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: run test test-jobs build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -121,15 +145,27 @@ build:
 # race chain has the other): when the race chain ends first, staticcheck's
 # analysis still keeps both cores busy. Each chain's output is printed
 # when it ends (-O).
-test: graphviz-helper
-	@$(MAKE) --no-print-directory -j2 -O test-lint-plain test-race
+test:
+	@GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 -O test-jobs TEST_ORDER=1 TESTFLAGS=-vet=off
+
+# make test's steps, two at a time, in this order where their inputs allow
+# (TEST_ORDER gives them the inputs below); then the fuzzing, alone.
+test-jobs: graphviz-helper race-deps vet $(filter $(STATICCHECK_BIN),$(STATICCHECK)) unit-race-pkgs unit-race-tests unit-plain-pkgs unit-serial fuzz-build staticcheck pyunit gofmt lint-race
 	@$(MAKE) --no-print-directory fuzz-run
 
-test-lint-plain:
-	@$(MAKE) --no-print-directory -j1 gofmt vet lint-race unit-plain fuzz-build staticcheck TESTFLAGS=-vet=off
-
-test-race:
-	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
+ifdef TEST_ORDER
+# vet finds the standard library, wazero and go-graphviz compiled by the
+# helper; the plain tests, the fuzz builds and staticcheck find the rest
+# compiled by vet, and so does ui's TestE2E, which builds cgtviz (run
+# beside vet, each compiled what the other had not yet). staticcheck's own
+# build shares the helper's standard library. The race build has nothing
+# in common with them: it runs from the start, beside the helper.
+vet race-deps: graphviz-helper
+unit-race-pkgs: race-deps vet
+unit-race-tests: race-deps
+unit-plain-pkgs unit-serial fuzz-build staticcheck: vet
+$(STATICCHECK_BIN): graphviz-helper
+endif
 
 lint: gofmt vet lint-race staticcheck
 
@@ -146,7 +182,7 @@ staticcheck: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 
 $(STATICCHECK_BIN):
 	@mkdir -p .tools/staticcheck.tmp
-	GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOGC=$(BUILD_GOGC) GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv .tools/staticcheck.tmp/staticcheck $@
 	@rmdir .tools/staticcheck.tmp
 
@@ -159,19 +195,48 @@ lint-race:
 		grep -lE '^[[:space:]]*go ([A-Za-z_][A-Za-z0-9_.]*\(|func)' "$$dir"/*.go 2>/dev/null | sed "s|^|$$pkg: |"; \
 	done; true) && \
 	if [ -n "$$bad" ]; then echo "these start goroutines but are not in RACE_PKGS or RACE_TESTS (Makefile):"; echo "$$bad"; exit 1; fi
+	@mod=$$($(GO) list -m) && \
+	files=$$($(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$.Dir}}/{{.}}{{end}}' $(RACE_PKGS) $(racetest_pkgs)) && \
+	bad=$$(for t in $(SERIAL_TESTS) $(RACE_TESTS); do \
+		pkg=$${t%%:*} name=$${t##*:}; want=$$mod/$${pkg#./}; \
+		in=$$(printf '%s\n' "$$files" | while read -r p f; do \
+			[ -n "$$f" ] && grep -qs "^func $$name(t \*testing.T)" $$f && echo "$$p"; done | paste -sd " "); \
+		[ "$$in" = "$$want" ] || echo "$$t: defined in: $${in:-no package}"; \
+	done) && \
+	if [ -n "$$bad" ]; then echo "each SERIAL_TESTS and RACE_TESTS name must be a test of its package alone among RACE_PKGS (Makefile):"; echo "$$bad"; exit 1; fi
 
 unit: unit-race unit-plain pyunit
 
-unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
-unit-race: graphviz-helper
+unit-race: unit-race-pkgs unit-race-tests
+
+unit-race-pkgs: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
+unit-race-pkgs: graphviz-helper
 	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+
+unit-race-tests:
 	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
 
-unit-plain:
+# make test's first step beside the helper: the -race compile of the race
+# tests' packages and of everything they and their tests import, so that
+# unit-race-pkgs, waiting for vet (see TEST_ORDER), finds it compiled. The
+# main packages are left out: go build links them (cgtviz under -race).
+race_deps_list = $(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{"\n"}}{{end}}{{range .Imports}}{{.}}{{"\n"}}{{end}}{{range .TestImports}}{{.}}{{"\n"}}{{end}}{{range .XTestImports}}{{.}}{{"\n"}}{{end}}' $(RACE_PKGS) $(racetest_pkgs) | sort -u | grep -vx C
+race-deps:
+	@deps=$$($(race_deps_list)) && \
+	echo "$(GO) build -race (the race tests' packages and their imports)" && \
+	GOGC=$(BUILD_GOGC) $(GO) build -race $$deps
+
+unit-plain: unit-plain-pkgs unit-serial
+
+unit-plain-pkgs:
 	@race=$$($(GO) list $(RACE_PKGS)) && \
 	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
 	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
 	GOGC=$(BUILD_GOGC) $(GO) test -count=1 $(TESTFLAGS) -skip '$(racetest_re)' $$plain
+
+# At the default GOGC: TestCheckBoundedMemory weighs the heap in use.
+unit-serial: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
+unit-serial: graphviz-helper
 	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
 
 pyunit:
