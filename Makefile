@@ -123,7 +123,7 @@ TEST_GOFLAGS := -gcflags=all=$(TEST_GCFLAGS) -ldflags=-w
 # go vet's and the tests' compiles; without, vet finds them compiled.
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
-.PHONY: run test test-jobs build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -148,23 +148,41 @@ build:
 test:
 	@GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 -O test-jobs TEST_ORDER=1 TESTFLAGS=-vet=off
 
-# make test's steps, two at a time, in this order where their inputs allow
-# (TEST_ORDER gives them the inputs below); then the fuzzing, alone.
-test-jobs: graphviz-helper race-deps vet $(filter $(STATICCHECK_BIN),$(STATICCHECK)) unit-race-pkgs unit-race-tests unit-plain-pkgs unit-serial fuzz-build staticcheck pyunit gofmt lint-race
+# make test's steps in two chains, one a core (TEST_ORDER below gives each
+# step the one before it in its chain as an input, and the inputs it needs
+# from the other); then the fuzzing, alone, so that each target has both
+# cores for its FUZZTIME. Each step's output is printed when it ends (-O).
+test-jobs: pyunit staticcheck
 	@$(MAKE) --no-print-directory fuzz-run
 
+# staticcheck's build, as a step: nothing when STATICCHECK names another.
+staticcheck-bin: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
+
 ifdef TEST_ORDER
+# The chains, with the CPU each step took in a cold make test (user+sys,
+# 2026-12-01, the machine shared: BENCHMARKS.md), so that they end together:
+#   helper 48 s, vet 44, unit-race-pkgs 29, unit-plain-pkgs 29,
+#       fuzz-build 17, pyunit 8                                    = 175 s
+#   gofmt and lint-race 1 (first: they fail fast), race-deps 60,
+#       staticcheck-bin 56, unit-race-tests 8, unit-serial 22,
+#       staticcheck 22                                             = 169 s
 # vet finds the standard library, wazero and go-graphviz compiled by the
-# helper; the plain tests, the fuzz builds and staticcheck find the rest
-# compiled by vet, and so does ui's TestE2E, which builds cgtviz (run
-# beside vet, each compiled what the other had not yet). staticcheck's own
-# build shares the helper's standard library. The race build has nothing
-# in common with them: it runs from the start, beside the helper.
+# helper; the tests, the fuzz builds and staticcheck's go list find the
+# rest compiled by vet (ui's TestE2E builds cgtviz: beside vet, each would
+# compile what the other had not yet). staticcheck's own build shares the
+# helper's standard library. The -race compile shares nothing with them:
+# it runs from the start, beside the helper.
 vet: graphviz-helper
-unit-race-pkgs: race-deps vet
-unit-race-tests: race-deps
-unit-plain-pkgs unit-serial fuzz-build staticcheck: vet
-$(STATICCHECK_BIN): graphviz-helper
+unit-race-pkgs: vet race-deps
+unit-plain-pkgs: unit-race-pkgs
+fuzz-build: unit-plain-pkgs
+pyunit: fuzz-build
+lint-race: gofmt
+race-deps: lint-race
+staticcheck-bin: race-deps graphviz-helper
+unit-race-tests: staticcheck-bin
+unit-serial: unit-race-tests vet
+staticcheck: unit-serial vet
 endif
 
 lint: gofmt vet lint-race staticcheck
