@@ -65,20 +65,20 @@ RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgt
 # Tests of RACE_PKGS that run one goroutine over a big input (memory and
 # scale checks), as package:Name: -race made them 8x slower and can find
 # nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
-# took 21 s of the race run, 2.5 s without; a 12 MB line, 1 s). The same holds for sessions'
-# tests on in-memory traces (no Index, whose scan is the package's one
-# goroutine; TestOnGrow 8.4 s under -race, 0.8 s without), sim's device
-# suite (6.1 s, 0.8 s; TestSnapshotCOW is its goroutine test), render's
-# drawing of every example after every record (2.9 s, 0.5 s) and the two
-# cmd/cgtviz tests that only start child processes, each on one goroutine
-# (completion in three shells, 6.5 s, and start-up's cache, 7.4 s; the
-# children's run and export are the in-process cli tests', under -race). A
-# name here must be its package's alone among RACE_PKGS (-skip takes no
-# package): lint-race checks that, and that each is still defined.
-SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./traces:TestReaderLongLine ./ui:TestSearchBigTrace ./sessions:TestKeyframeCostMeasured \
-	./sessions:TestOnGrow ./sessions:TestLocalFrames ./sessions:TestKeyframeBytesBigTree \
-	./engine/device/sim:TestDevice ./render:TestAllExamples \
-	./cmd/cgtviz:TestCompletionShells ./cmd/cgtviz:TestStartupWritesNoGraphvizCache
+# took 21 s of the race run, 2.5 s without; a 12 MB line, 1 s). The same
+# holds for sessions' tests on in-memory traces (no Index, whose scan is
+# the package's one goroutine; TestOnGrow 8.4 s under -race, 0.8 s
+# without) and sim's device suite (3.7 s of CPU, 0.4 s; TestSnapshotCOW is
+# its goroutine test). Each package here is compiled a second time, without
+# -race, for these (sim's test build: ~1 s), so a test is here only where
+# that costs less CPU than -race does: cmd/cgtviz's tests that only start
+# children, slow under -race, were slow for the detector's sleep at exit
+# (RACE_GORACE), not for CPU. A name here must be its package's alone among
+# RACE_PKGS (-skip takes no package): lint-race checks that, and that each
+# is still defined.
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./traces:TestReaderLongLine ./ui:TestSearchBigTrace \
+	./sessions:TestKeyframeCostMeasured ./sessions:TestOnGrow ./sessions:TestLocalFrames ./sessions:TestKeyframeBytesBigTree \
+	./engine/device/sim:TestDevice
 serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
 # Packages that start goroutines in one small part, as package:Test: that
@@ -87,6 +87,14 @@ serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t))))
 # whole suite took 75 s under -race). lint-race counts them as covered.
 # unit-plain skips them: the -race run is the same test and more.
 RACE_TESTS := ./engine:TestRunStreamMatchesRun
+# The race detector's options in make test's -race runs. By default a
+# program built with -race sleeps a second when it exits (TSan's
+# atexit_sleep_ms: time for other threads' reports of a race at exit to
+# print), which every test binary and every child a test starts (cmd/cgtviz
+# starts ~30, the TUI and start-up tests) paid in wall time with the CPU
+# idle: cmd/cgtviz's tests under -race took 38 s instead of 28. A race found
+# while the tests run is reported and fails the test as before.
+RACE_GORACE := atexit_sleep_ms=0
 racetest_re = ^($(subst $(space),|,$(strip $(foreach t,$(RACE_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 racetest_pkgs = $(sort $(foreach t,$(RACE_TESTS),$(firstword $(subst :, ,$(t)))))
 space := $(subst ,, )
@@ -179,7 +187,7 @@ fuzz-build: unit-plain-pkgs
 pyunit: fuzz-build
 lint-race: gofmt
 race-deps: lint-race
-staticcheck-bin: race-deps graphviz-helper
+$(STATICCHECK_BIN): | race-deps graphviz-helper
 unit-race-tests: staticcheck-bin
 unit-serial: unit-race-tests vet
 staticcheck: unit-serial vet
@@ -229,10 +237,10 @@ unit-race: unit-race-pkgs unit-race-tests
 
 unit-race-pkgs: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
 unit-race-pkgs: graphviz-helper
-	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+	GORACE=$(RACE_GORACE) GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
 
 unit-race-tests:
-	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+	GORACE=$(RACE_GORACE) GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
 
 # make test's first step beside the helper: the -race compile of the race
 # tests' packages and of everything they and their tests import, so that
