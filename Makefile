@@ -114,9 +114,10 @@ BUILD_GOGC ?= 400
 # the go env file's), for every go command it runs (the tests'
 # own go build and go list, and staticcheck's go list -export, included,
 # so that every compile has the same cache key): no DWARF, which no test
-# reads (a panic's trace comes from the pclntab). The compiler spent ~15%
-# of its CPU writing it (the helper's cold build, two runs each: 51-53 s
-# with it, 41-46 s without) and the linker more. -gcflags given on a go
+# reads (a panic's trace comes from the pclntab). The compiler spent 5-20%
+# of its CPU writing it (cold builds, two runs each, the machine shared:
+# the helper 51-53 s with it, 41-46 s without; ./ui and ./traces 49-52 s,
+# 46-49 s), and the linker writes none either (-w). -gcflags given on a go
 # command line replace GOFLAGS' for the packages they name, so fuzz-build
 # repeats TEST_GCFLAGS after -d=libfuzzer (make fuzz too: only the
 # instrumented packages' compile changes).
@@ -143,23 +144,18 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o cgtviz ./cmd/cgtviz
 	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
-# make test runs what `make lint unit fuzz` runs, on both cores: after
-# the helper (its build compiles the standard library for everything
-# after), go vet then the tests without -race (which reuse what vet
-# compiled), the fuzz targets' builds and staticcheck run beside the tests
-# under -race and Python's, and the fuzzing itself runs alone, so that each
-# target has both cores for its FUZZTIME. staticcheck comes last in its
-# chain, after the engine's tests (one process, one core for ~25 s: the
-# race chain has the other): when the race chain ends first, staticcheck's
-# analysis still keeps both cores busy. Each chain's output is printed
-# when it ends (-O).
+# make test runs what `make lint unit fuzz` runs, on both cores (test-jobs
+# below), with TEST_GOFLAGS added to GOFLAGS and go test's vet off (lint
+# runs go vet ./..., whose analyzers include the subset go test runs).
 test:
 	@GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 -O test-jobs TEST_ORDER=1 TESTFLAGS=-vet=off
 
 # make test's steps in two chains, one a core (TEST_ORDER below gives each
 # step the one before it in its chain as an input, and the inputs it needs
-# from the other); then the fuzzing, alone, so that each target has both
-# cores for its FUZZTIME. Each step's output is printed when it ends (-O).
+# from the other: with only the inputs, make -j2 ran the cheap steps
+# first and vet, which half the steps wait for, late); then the fuzzing,
+# alone, so that each target has both cores for its FUZZTIME. Each step's
+# output is printed when it ends (-O).
 test-jobs: pyunit staticcheck
 	@$(MAKE) --no-print-directory fuzz-run
 
@@ -168,12 +164,13 @@ staticcheck-bin: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 
 ifdef TEST_ORDER
 # The chains, with the CPU each step took in a cold make test (user+sys,
-# 2026-12-01, the machine shared: BENCHMARKS.md), so that they end together:
-#   helper 48 s, vet 44, unit-race-pkgs 29, unit-plain-pkgs 29,
-#       fuzz-build 17, pyunit 8                                    = 175 s
-#   gofmt and lint-race 1 (first: they fail fast), race-deps 60,
-#       staticcheck-bin 56, unit-race-tests 8, unit-serial 22,
-#       staticcheck 22                                             = 169 s
+# 2026-12-01 18:05, the machine shared at a load of 5-11, which inflates
+# these by ~20%: BENCHMARKS.md), so that they end together:
+#   helper 38 s, vet 47, unit-race-pkgs 39, unit-plain-pkgs 32,
+#       fuzz-build 21, pyunit 8                                    = 184 s
+#   gofmt and lint-race 1 (first: they fail fast), race-deps 55,
+#       staticcheck-bin 65, unit-race-tests 10, unit-serial 15,
+#       staticcheck 26                                             = 172 s
 # vet finds the standard library, wazero and go-graphviz compiled by the
 # helper; the tests, the fuzz builds and staticcheck's go list find the
 # rest compiled by vet (ui's TestE2E builds cgtviz: beside vet, each would
