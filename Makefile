@@ -156,7 +156,7 @@ test:
 # first and vet, which half the steps wait for, late); then the fuzzing,
 # alone, so that each target has both cores for its FUZZTIME. Each step's
 # output is printed when it ends (-O).
-test-jobs: pyunit staticcheck
+test-jobs: fuzz-build staticcheck
 	@$(MAKE) --no-print-directory fuzz-run
 
 # staticcheck's build, as a step: nothing when STATICCHECK names another.
@@ -166,27 +166,29 @@ ifdef TEST_ORDER
 # The chains, with the CPU each step took in a cold make test (user+sys,
 # 2026-12-01 18:05, the machine shared at a load of 5-11, which inflates
 # these by ~20%: BENCHMARKS.md), so that they end together:
-#   helper 38 s, vet 47, unit-race-pkgs 39, unit-plain-pkgs 32,
-#       fuzz-build 21, pyunit 8                                    = 184 s
-#   gofmt and lint-race 1 (first: they fail fast), race-deps 55,
-#       staticcheck-bin 65, unit-race-tests 10, unit-serial 15,
-#       staticcheck 26                                             = 172 s
+#   helper 45 s, vet 51, unit-race-pkgs 37, unit-plain-pkgs 31,
+#       fuzz-build 19                                              = 183 s
+#   gofmt and lint-race 2 (first: they fail fast), race-deps 61,
+#       unit-race-tests 9, pyunit 7, staticcheck-bin 53 (65 beside
+#       vet), unit-serial 16, staticcheck 25                       = 173 s
 # vet finds the standard library, wazero and go-graphviz compiled by the
 # helper; the tests, the fuzz builds and staticcheck's go list find the
 # rest compiled by vet (ui's TestE2E builds cgtviz: beside vet, each would
-# compile what the other had not yet). staticcheck's own build shares the
-# helper's standard library. The -race compile shares nothing with them:
-# it runs from the start, beside the helper.
+# compile what the other had not yet), and so does staticcheck's build:
+# beside vet, both compiled the standard packages they share (12 s more).
+# The -race compile shares nothing with them: it runs from the start,
+# beside the helper.
 vet: graphviz-helper
 unit-race-pkgs: vet race-deps
 unit-plain-pkgs: unit-race-pkgs
 fuzz-build: unit-plain-pkgs
-pyunit: fuzz-build
 lint-race: gofmt
 race-deps: lint-race
-$(STATICCHECK_BIN): | race-deps graphviz-helper
-unit-race-tests: staticcheck-bin
-unit-serial: unit-race-tests vet
+unit-race-tests: race-deps
+pyunit: unit-race-tests
+$(STATICCHECK_BIN): | pyunit vet
+staticcheck-bin: pyunit vet
+unit-serial: staticcheck-bin vet
 staticcheck: unit-serial vet
 endif
 
