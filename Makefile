@@ -125,8 +125,9 @@ TEST_GCFLAGS := -dwarf=false
 TEST_GOFLAGS := -gcflags=all=$(TEST_GCFLAGS) -ldflags=-w
 
 # What the tests that render SVG (render's, cmd/cgtviz's) run: built once
-# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
-# its own beside it). Built without -trimpath, which is part of every
+# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race-pkgs and
+# unit-serial, whose packages may render; ./cgtviz finds its own beside
+# it). Built without -trimpath, which is part of every
 # compile's cache key: with it, the helper's build compiled the standard
 # library, wazero and go-graphviz (~45 s of CPU) a second time, beside
 # go vet's and the tests' compiles; without, vet finds them compiled.
@@ -163,9 +164,9 @@ test-jobs: fuzz-build staticcheck
 staticcheck-bin: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 
 ifdef TEST_ORDER
-# The chains, with the CPU each step took in a cold make test (user+sys,
-# 2026-12-01 18:05, the machine shared at a load of 5-11, which inflates
-# these by ~20%: BENCHMARKS.md), so that they end together:
+# The chains, with the CPU each step took in cold make test runs (user+sys,
+# 2026-12-01 18:12-18:29, the machine shared at loads of 2.5-8.5, which
+# inflate these by ~20%: BENCHMARKS.md), so that they end together:
 #   helper 45 s, vet 51, unit-race-pkgs 37, unit-plain-pkgs 31,
 #       fuzz-build 19                                              = 183 s
 #   gofmt and lint-race 2 (first: they fail fast), race-deps 61,
@@ -241,9 +242,10 @@ unit-race-pkgs: graphviz-helper
 unit-race-tests:
 	GORACE=$(RACE_GORACE) GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
 
-# make test's first step beside the helper: the -race compile of the race
-# tests' packages and of everything they and their tests import, so that
-# unit-race-pkgs, waiting for vet (see TEST_ORDER), finds it compiled. The
+# make test's step beside the helper (after gofmt and lint-race, 2 s): the
+# -race compile of the race tests' packages and of everything they and
+# their tests import, so that unit-race-pkgs, waiting for vet (see
+# TEST_ORDER), finds it compiled. The
 # main packages are left out: go build links them (cgtviz under -race).
 race_deps_list = $(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{"\n"}}{{end}}{{range .Imports}}{{.}}{{"\n"}}{{end}}{{range .TestImports}}{{.}}{{"\n"}}{{end}}{{range .XTestImports}}{{.}}{{"\n"}}{{end}}' $(RACE_PKGS) $(racetest_pkgs) | sort -u | grep -vx C
 race-deps:
