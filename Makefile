@@ -148,17 +148,19 @@ build:
 # make test runs what `make lint unit fuzz` runs, on both cores (test-jobs
 # below), with TEST_GOFLAGS added to GOFLAGS and go test's vet off (lint
 # runs go vet ./..., whose analyzers include the subset go test runs).
+# The fuzzing runs in a make of its own, after: under -O its output would
+# show only when it ended (8 minutes in CI).
 test:
 	@GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 -O test-jobs TEST_ORDER=1 TESTFLAGS=-vet=off
+	@$(MAKE) --no-print-directory fuzz-run
 
 # make test's steps in two chains, one a core (TEST_ORDER below gives each
 # step the one before it in its chain as an input, and the inputs it needs
 # from the other: with only the inputs, make -j2 ran the cheap steps
-# first and vet, which half the steps wait for, late); then the fuzzing,
-# alone, so that each target has both cores for its FUZZTIME. Each step's
-# output is printed when it ends (-O).
+# first and vet, which half the steps wait for, late); then (make test)
+# the fuzzing, alone, so that each target has both cores for its FUZZTIME.
+# Each step's output is printed when it ends (-O).
 test-jobs: fuzz-build staticcheck
-	@$(MAKE) --no-print-directory fuzz-run
 
 # staticcheck's build, as a step: nothing when STATICCHECK names another.
 staticcheck-bin: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
