@@ -41,7 +41,7 @@ FUZZ_BIN := .fuzz
 # is accepted where go test -fuzz instruments (amd64, arm64 and loong64;
 # internal/platform.FuzzInstrumented).
 FUZZ_INSTRUMENT ?= github.com/cgtviz/cgtviz/... github.com/goccy/go-json github.com/goccy/go-json/internal/decoder
-fuzz_flags = $(if $(filter all,$(FUZZ_INSTRUMENT)),-fuzz .,$(foreach p,$(FUZZ_INSTRUMENT),-gcflags=$(p)=-d=libfuzzer))
+fuzz_flags = $(if $(filter all,$(FUZZ_INSTRUMENT)),-fuzz .,$(foreach p,$(FUZZ_INSTRUMENT),-gcflags='$(p)=-d=libfuzzer $(TEST_GCFLAGS)'))
 # Every fuzz target, as package:Name.
 FUZZ_TARGETS := \
 	./traces:FuzzReader \
@@ -65,8 +65,20 @@ RACE_PKGS := ./traces ./engine/device/... ./render/... ./sessions ./ui ./cmd/cgt
 # Tests of RACE_PKGS that run one goroutine over a big input (memory and
 # scale checks), as package:Name: -race made them 8x slower and can find
 # nothing in them, so they run in unit-plain instead (TestCheckBoundedMemory
-# took 21 s of the race run, 2.5 s without).
-SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./ui:TestSearchBigTrace ./sessions:TestKeyframeCostMeasured
+# took 21 s of the race run, 2.5 s without; a 12 MB line, 1 s). The same
+# holds for sessions' tests on in-memory traces (no Index, whose scan is
+# the package's one goroutine; TestOnGrow 8.4 s under -race, 0.8 s
+# without) and sim's device suite (3.7 s of CPU, 0.4 s; TestSnapshotCOW is
+# its goroutine test). Each package here is compiled a second time, without
+# -race, for these (sim's test build: ~1 s), so a test is here only where
+# that costs less CPU than -race does: cmd/cgtviz's tests that only start
+# children, slow under -race, were slow for the detector's sleep at exit
+# (RACE_GORACE), not for CPU. A name here must be its package's alone among
+# RACE_PKGS (-skip takes no package): lint-race checks that, and that each
+# is still defined.
+SERIAL_TESTS := ./traces:TestCheckBoundedMemory ./traces:TestReaderLongLine ./ui:TestSearchBigTrace \
+	./sessions:TestKeyframeCostMeasured ./sessions:TestOnGrow ./sessions:TestLocalFrames ./sessions:TestKeyframeBytesBigTree \
+	./engine/device/sim:TestDevice
 serial_re = ^($(subst $(space),|,$(strip $(foreach t,$(SERIAL_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t)))))
 # Packages that start goroutines in one small part, as package:Test: that
@@ -75,6 +87,14 @@ serial_pkgs = $(sort $(foreach t,$(SERIAL_TESTS),$(firstword $(subst :, ,$(t))))
 # whole suite took 75 s under -race). lint-race counts them as covered.
 # unit-plain skips them: the -race run is the same test and more.
 RACE_TESTS := ./engine:TestRunStreamMatchesRun
+# The race detector's options in make test's -race runs. By default a
+# program built with -race sleeps a second when it exits (TSan's
+# atexit_sleep_ms: time for other threads' reports of a race at exit to
+# print), which every test binary and every child a test starts (cmd/cgtviz
+# starts ~30, the TUI and start-up tests) paid in wall time with the CPU
+# idle: cmd/cgtviz's tests under -race took 38 s instead of 28. A race found
+# while the tests run is reported and fails the test as before.
+RACE_GORACE := atexit_sleep_ms=0
 racetest_re = ^($(subst $(space),|,$(strip $(foreach t,$(RACE_TESTS),$(lastword $(subst :, ,$(t)))))))$$
 racetest_pkgs = $(sort $(foreach t,$(RACE_TESTS),$(firstword $(subst :, ,$(t)))))
 space := $(subst ,, )
@@ -90,16 +110,30 @@ TESTFLAGS ?=
 # TestCheckBoundedMemory's peak, is in SERIAL_TESTS, run at the default;
 # the allocation checks count TotalAlloc, which GOGC does not change).
 BUILD_GOGC ?= 400
+# What make test adds to GOFLAGS (to go env GOFLAGS: the variable replaces
+# the go env file's), for every go command it runs (the tests'
+# own go build and go list, and staticcheck's go list -export, included,
+# so that every compile has the same cache key): no DWARF, which no test
+# reads (a panic's trace comes from the pclntab). The compiler spent 5-20%
+# of its CPU writing it (cold builds, two runs each, the machine shared:
+# the helper 51-53 s with it, 41-46 s without; ./ui and ./traces 49-52 s,
+# 46-49 s), and the linker writes none either (-w). -gcflags given on a go
+# command line replace GOFLAGS' for the packages they name, so fuzz-build
+# repeats TEST_GCFLAGS after -d=libfuzzer (make fuzz too: only the
+# instrumented packages' compile changes).
+TEST_GCFLAGS := -dwarf=false
+TEST_GOFLAGS := -gcflags=all=$(TEST_GCFLAGS) -ldflags=-w
 
 # What the tests that render SVG (render's, cmd/cgtviz's) run: built once
-# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race only: ./cgtviz finds
-# its own beside it). Built without -trimpath, which is part of every
+# here and named to them by $CGTVIZ_GRAPHVIZ (unit-race-pkgs and
+# unit-serial, whose packages may render; ./cgtviz finds its own beside
+# it). Built without -trimpath, which is part of every
 # compile's cache key: with it, the helper's build compiled the standard
 # library, wazero and go-graphviz (~45 s of CPU) a second time, beside
 # go vet's and the tests' compiles; without, vet finds them compiled.
 GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
-.PHONY: run test build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-plain pyunit graphviz-helper fuzz fuzz-build fuzz-run test-lint-plain test-race bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -111,25 +145,55 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o cgtviz ./cmd/cgtviz
 	$(GO) build -trimpath -o cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 
-# make test runs what `make lint unit fuzz` runs, on both cores: after
-# the helper (its build compiles the standard library for everything
-# after), go vet then the tests without -race (which reuse what vet
-# compiled), the fuzz targets' builds and staticcheck run beside the tests
-# under -race and Python's, and the fuzzing itself runs alone, so that each
-# target has both cores for its FUZZTIME. staticcheck comes last in its
-# chain, after the engine's tests (one process, one core for ~25 s: the
-# race chain has the other): when the race chain ends first, staticcheck's
-# analysis still keeps both cores busy. Each chain's output is printed
-# when it ends (-O).
-test: graphviz-helper
-	@$(MAKE) --no-print-directory -j2 -O test-lint-plain test-race
+# make test runs what `make lint unit fuzz` runs, on both cores (test-jobs
+# below), with TEST_GOFLAGS added to GOFLAGS and go test's vet off (lint
+# runs go vet ./..., whose analyzers include the subset go test runs).
+# The fuzzing runs in a make of its own, after: under -O its output would
+# show only when it ended (8 minutes in CI).
+test:
+	@GOFLAGS="$(strip $(shell $(GO) env GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 -O test-jobs TEST_ORDER=1 TESTFLAGS=-vet=off
 	@$(MAKE) --no-print-directory fuzz-run
 
-test-lint-plain:
-	@$(MAKE) --no-print-directory -j1 gofmt vet lint-race unit-plain fuzz-build staticcheck TESTFLAGS=-vet=off
+# make test's steps in two chains, one a core (TEST_ORDER below gives each
+# step the one before it in its chain as an input, and the inputs it needs
+# from the other: with only the inputs, make -j2 ran the cheap steps
+# first and vet, which half the steps wait for, late); then (make test)
+# the fuzzing, alone, so that each target has both cores for its FUZZTIME.
+# Each step's output is printed when it ends (-O).
+test-jobs: fuzz-build staticcheck
 
-test-race:
-	@$(MAKE) --no-print-directory -j1 unit-race pyunit TESTFLAGS=-vet=off
+# staticcheck's build, as a step: nothing when STATICCHECK names another.
+staticcheck-bin: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
+
+ifdef TEST_ORDER
+# The chains, with the CPU each step took in cold make test runs (user+sys,
+# 2026-12-01 18:12-18:29, the machine shared at loads of 2.5-8.5, which
+# inflate these by ~20%: BENCHMARKS.md), so that they end together:
+#   helper 45 s, vet 51, unit-race-pkgs 37, unit-plain-pkgs 31,
+#       fuzz-build 19                                              = 183 s
+#   gofmt and lint-race 2 (first: they fail fast), race-deps 61,
+#       unit-race-tests 9, pyunit 7, staticcheck-bin 53 (65 beside
+#       vet), unit-serial 16, staticcheck 25                       = 173 s
+# vet finds the standard library, wazero and go-graphviz compiled by the
+# helper; the tests, the fuzz builds and staticcheck's go list find the
+# rest compiled by vet (ui's TestE2E builds cgtviz: beside vet, each would
+# compile what the other had not yet), and so does staticcheck's build:
+# beside vet, both compiled the standard packages they share (12 s more).
+# The -race compile shares nothing with them: it runs from the start,
+# beside the helper.
+vet: graphviz-helper
+unit-race-pkgs: vet race-deps
+unit-plain-pkgs: unit-race-pkgs
+fuzz-build: unit-plain-pkgs
+lint-race: gofmt
+race-deps: lint-race
+unit-race-tests: race-deps
+pyunit: unit-race-tests
+$(STATICCHECK_BIN): | pyunit vet
+staticcheck-bin: pyunit vet
+unit-serial: staticcheck-bin vet
+staticcheck: unit-serial vet
+endif
 
 lint: gofmt vet lint-race staticcheck
 
@@ -146,7 +210,7 @@ staticcheck: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 
 $(STATICCHECK_BIN):
 	@mkdir -p .tools/staticcheck.tmp
-	GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOGC=$(BUILD_GOGC) GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv .tools/staticcheck.tmp/staticcheck $@
 	@rmdir .tools/staticcheck.tmp
 
@@ -159,19 +223,49 @@ lint-race:
 		grep -lE '^[[:space:]]*go ([A-Za-z_][A-Za-z0-9_.]*\(|func)' "$$dir"/*.go 2>/dev/null | sed "s|^|$$pkg: |"; \
 	done; true) && \
 	if [ -n "$$bad" ]; then echo "these start goroutines but are not in RACE_PKGS or RACE_TESTS (Makefile):"; echo "$$bad"; exit 1; fi
+	@mod=$$($(GO) list -m) && \
+	files=$$($(GO) list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$.Dir}}/{{.}}{{end}}' $(RACE_PKGS) $(racetest_pkgs)) && \
+	bad=$$(for t in $(SERIAL_TESTS) $(RACE_TESTS); do \
+		pkg=$${t%%:*} name=$${t##*:}; want=$$mod/$${pkg#./}; \
+		in=$$(printf '%s\n' "$$files" | while read -r p f; do \
+			[ -n "$$f" ] && grep -qs "^func $$name(t \*testing.T)" $$f && echo "$$p"; done | paste -sd " "); \
+		[ "$$in" = "$$want" ] || echo "$$t: defined in: $${in:-no package}"; \
+	done) && \
+	if [ -n "$$bad" ]; then echo "each SERIAL_TESTS and RACE_TESTS name must be a test of its package alone among RACE_PKGS (Makefile):"; echo "$$bad"; exit 1; fi
 
 unit: unit-race unit-plain pyunit
 
-unit-race: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
-unit-race: graphviz-helper
-	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
-	GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+unit-race: unit-race-pkgs unit-race-tests
 
-unit-plain:
+unit-race-pkgs: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
+unit-race-pkgs: graphviz-helper
+	GORACE=$(RACE_GORACE) GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -skip '$(serial_re)' $(RACE_PKGS)
+
+unit-race-tests:
+	GORACE=$(RACE_GORACE) GOGC=$(BUILD_GOGC) $(GO) test -race -count=1 $(TESTFLAGS) -run '$(racetest_re)' $(racetest_pkgs)
+
+# make test's step beside the helper (after gofmt and lint-race, 2 s): the
+# -race compile of the race tests' packages and of everything they and
+# their tests import, so that unit-race-pkgs, waiting for vet (see
+# TEST_ORDER), finds it compiled. The
+# main packages are left out: go build links them (cgtviz under -race).
+race_deps_list = $(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{"\n"}}{{end}}{{range .Imports}}{{.}}{{"\n"}}{{end}}{{range .TestImports}}{{.}}{{"\n"}}{{end}}{{range .XTestImports}}{{.}}{{"\n"}}{{end}}' $(RACE_PKGS) $(racetest_pkgs) | sort -u | grep -vx C
+race-deps:
+	@deps=$$($(race_deps_list)) && \
+	echo "$(GO) build -race (the race tests' packages and their imports)" && \
+	GOGC=$(BUILD_GOGC) $(GO) build -race $$deps
+
+unit-plain: unit-plain-pkgs unit-serial
+
+unit-plain-pkgs:
 	@race=$$($(GO) list $(RACE_PKGS)) && \
 	plain=$$($(GO) list ./... | grep -vxF "$$race") && \
 	echo "$(GO) test -count=1 $(TESTFLAGS) (every package not in RACE_PKGS)" && \
 	GOGC=$(BUILD_GOGC) $(GO) test -count=1 $(TESTFLAGS) -skip '$(racetest_re)' $$plain
+
+# At the default GOGC: TestCheckBoundedMemory weighs the heap in use.
+unit-serial: export CGTVIZ_GRAPHVIZ := $(abspath $(GRAPHVIZ_BIN))
+unit-serial: graphviz-helper
 	$(GO) test -count=1 $(TESTFLAGS) -run '$(serial_re)' $(serial_pkgs)
 
 pyunit:
