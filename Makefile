@@ -6,14 +6,18 @@ BIN       := .bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 5s
-# staticcheck, pinned. It is built once (from the module proxy; CI needs
-# nothing installed beforehand) into .tools (not $(BIN), which is carried
-# to the GPU machine), named by its version and Go's, so that `go clean
-# -cache` does not throw it away: `go run pkg@version` kept it only in the
-# build cache, and building it cold took ~70 s of CPU, most of lint's.
+# staticcheck, pinned. It is built once a machine (from the module proxy;
+# CI needs nothing installed beforehand) into the user's cache folder
+# (TOOLS: $XDG_CACHE_HOME or ~/.cache, /cgtviz; .tools without a home),
+# named by its version and Go's, so that neither `go clean -cache` nor a
+# fresh clone builds it again: `go run pkg@version` kept it only in the
+# build cache, and building it took ~57 s of CPU, an eighth of a cold
+# make test's (BENCHMARKS.md). Like tmux for the TUI's tests, it is a tool
+# of the machine's, not a part of the build.
 STATICCHECK_VERSION := v0.8.2
 GOVERSION := $(shell $(GO) env GOVERSION 2>/dev/null)
-STATICCHECK_BIN := .tools/staticcheck-$(STATICCHECK_VERSION)-$(GOVERSION)
+TOOLS ?= $(if $(HOME),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cgtviz,.tools)
+STATICCHECK_BIN := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)-$(GOVERSION)
 STATICCHECK ?= $(STATICCHECK_BIN)
 # Each new input a fuzzer finds is minimised for at most this many runs:
 # with the default (a minute) or even 5 s, the short runs of make test spent
@@ -208,11 +212,14 @@ vet:
 staticcheck: $(filter $(STATICCHECK_BIN),$(STATICCHECK))
 	GOGC=$(BUILD_GOGC) $(STATICCHECK) ./...
 
+# (Installed into a folder of its own, then renamed: two clones building
+# it at once each rename a whole binary.)
 $(STATICCHECK_BIN):
-	@mkdir -p .tools/staticcheck.tmp
-	GOGC=$(BUILD_GOGC) GOBIN=$(abspath .tools/staticcheck.tmp) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	mv .tools/staticcheck.tmp/staticcheck $@
-	@rmdir .tools/staticcheck.tmp
+	@mkdir -p $(TOOLS)
+	@tmp=$$(mktemp -d "$(abspath $(TOOLS))/staticcheck.XXXXXX") && \
+	echo "GOGC=$(BUILD_GOGC) GOBIN=$$tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)" && \
+	GOGC=$(BUILD_GOGC) GOBIN=$$tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && \
+	mv $$tmp/staticcheck $@ && rmdir $$tmp || { rm -rf $$tmp; exit 1; }
 
 # Every package outside RACE_PKGS must start no goroutine in its code or
 # tests, or its races would go unseen.
