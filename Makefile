@@ -6,9 +6,9 @@ BIN       := .bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 # Each fuzz target's run in make test: 3 s, on both cores, after everything
-# else (CI: 60 s). At 3 s each target still runs 5,000 to 200,000 inputs
-# and keeps 20 to 200 new ones (BENCHMARKS.md, make test); at 5 s cold make
-# test took 3 min 13 s on the idle machine, at 3 s it fits under 3 min.
+# else (CI: 60 s). At 3 s each target still runs 5,000 to 258,000 inputs
+# and keeps 6 to 194 new ones (BENCHMARKS.md, make test); at 5 s cold make
+# test took 3 min 13 s on the idle machine, at 3 s 2 min 41 s.
 FUZZTIME  ?= 3s
 # staticcheck, pinned. It is built once a machine (from the module proxy;
 # CI needs nothing installed beforehand) into the user's cache folder
