@@ -301,8 +301,7 @@ func (tt *tensorTable) keepS(s *Storage) {
 func (tt *tensorTable) setTensor(t *Tensor) {
 	if tt.j.on {
 		old := tt.tensors.get(t.ID)
-		had := old != nil
-		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: t.ID, had: had, t: old})
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapTensors, id: t.ID, had: old != nil, t: old})
 	}
 	tt.tensors.set(t.ID, t)
 }
@@ -311,8 +310,7 @@ func (tt *tensorTable) setTensor(t *Tensor) {
 // something holds it).
 func (tt *tensorTable) dropTensor(id int) {
 	old := tt.tensors.get(id)
-	had := old != nil
-	if !had {
+	if old == nil {
 		return
 	}
 	if tt.j.on {
@@ -324,8 +322,7 @@ func (tt *tensorTable) dropTensor(id int) {
 func (tt *tensorTable) setStorage(s *Storage) {
 	if tt.j.on {
 		old := tt.storages.get(s.ID)
-		had := old != nil
-		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: s.ID, had: had, s: old})
+		tt.j.maps = append(tt.j.maps, mapUndo{kind: mapStorages, id: s.ID, had: old != nil, s: old})
 	}
 	tt.storages.set(s.ID, s)
 }
@@ -333,8 +330,7 @@ func (tt *tensorTable) setStorage(s *Storage) {
 // dropStorage deletes storage id from the table.
 func (tt *tensorTable) dropStorage(id int) {
 	old := tt.storages.get(id)
-	had := old != nil
-	if !had {
+	if old == nil {
 		return
 	}
 	if tt.j.on {

@@ -1965,10 +1965,8 @@ class _Knobs:
         changed since the last changed() asked the same (always True the
         first time). The probes are read, never the knobs: the cost of an
         unchanged config at every call."""
-        try:
-            # (map runs the probes without a Python frame of its own.)
-            vals = list(map(operator.call, self.all_probes if all_knobs else self.probes))
-        except Exception:  # a probe that cannot be read: the knobs say
+        vals = self._probe_vals(all_knobs)
+        if vals is None:  # a probe that cannot be read: the knobs say
             return True
         if all_knobs:
             if vals == self.all_probe_vals:
@@ -1984,11 +1982,16 @@ class _Knobs:
         """What changed() would answer, without changing what the next
         changed() answers: the recorder's deferred replay asks it, and a
         call it leaves to the general path asks changed() again."""
+        vals = self._probe_vals(all_knobs)
+        return vals is None or vals != (self.all_probe_vals if all_knobs else self.probe_vals)
+
+    def _probe_vals(self, all_knobs):
+        """The probes' answers now (None when one cannot be read); map
+        runs them without a Python frame of its own."""
         try:
-            vals = list(map(operator.call, self.all_probes if all_knobs else self.probes))
+            return list(map(operator.call, self.all_probes if all_knobs else self.probes))
         except Exception:
-            return True
-        return vals != (self.all_probe_vals if all_knobs else self.probe_vals)
+            return None
 
     @staticmethod
     def _getter(mod, name):
@@ -2850,7 +2853,7 @@ class Recorder:
         # The count of config writes now stands for the knobs' values the
         # general path last read: only if no probe moved since.
         knobs = self._knobs
-        if list(map(operator.call, knobs.probes)) != knobs.probe_vals:
+        if knobs.moved():
             return False
         plan.fs = fs
         plan.cfg = self._hot.cfg if knobs.homes is not None else None

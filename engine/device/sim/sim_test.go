@@ -922,15 +922,7 @@ func threeNodeGraph(t testing.TB, d *Device) (device.GraphHandle, device.ExecHan
 	if err := d.CopyDtoD(1, p+192, p+128, 4); err != nil {
 		t.Fatal(err)
 	}
-	g, err := d.EndCapture(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := d.Instantiate(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, e
+	return endCapture(t, d, 1)
 }
 
 func BenchmarkLaunchAdd4(b *testing.B) {
@@ -1051,6 +1043,12 @@ func captureOne(t testing.TB, d *Device, s device.Stream, l device.Launch) (devi
 		t.Fatal(err)
 	}
 	launch(t, d, s, l)
+	return endCapture(t, d, s)
+}
+
+// endCapture ends stream s's capture and instantiates its graph.
+func endCapture(t testing.TB, d *Device, s device.Stream) (device.GraphHandle, device.ExecHandle) {
+	t.Helper()
 	g, err := d.EndCapture(s)
 	if err != nil {
 		t.Fatal(err)

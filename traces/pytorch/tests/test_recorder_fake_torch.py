@@ -1218,6 +1218,16 @@ class DeferredReplayTest(FakeTorchTest):
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(on), [])
 
+    @staticmethod
+    def one_function():
+        """A manager handing out cached replay outputs, one function of a
+        static parameter and an input, and those two tensors."""
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        return mgr, f, Tensor([4, 4]), Tensor([2, 4])
+
     def steady_with_writes(self, path):
         """Replays of one function, deferred, with knobs set between them
         (set, config.patch entered and left, mock.patch.object), each
@@ -1226,11 +1236,7 @@ class DeferredReplayTest(FakeTorchTest):
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
         ind = sys.modules["torch._inductor.config"]
         dyn = sys.modules["torch._dynamo.config"]
-        mgr = CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        f = mgr.add(0, static=[0])
-        mgr.models[0] = lambda ins: [Tensor([2, 4])]
-        p, x = Tensor([4, 4]), Tensor([2, 4])
+        mgr, f, p, x = self.one_function()
         with cgtrace.record(path) as rec, contextlib.ExitStack() as patched:
             y = None
             for i in range(60):
@@ -1284,11 +1290,7 @@ class DeferredReplayTest(FakeTorchTest):
         seen by the probes the steady path reads every 64th call: late, by
         less than 64 calls, never lost (no steps here: no 64th step)."""
         ind = sys.modules["torch._inductor.config"]
-        mgr = CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        f = mgr.add(0, static=[0])
-        mgr.models[0] = lambda ins: [Tensor([2, 4])]
-        p, x = Tensor([4, 4]), Tensor([2, 4])
+        mgr, f, p, x = self.one_function()
         path = os.path.join(self.dir.name, "direct.cgt.jsonl")
         with cgtrace.record(path) as rec:
             y = None
