@@ -277,7 +277,8 @@ func TestTensorColumns(t *testing.T) {
 // with the recorded ones labelled; :tensor says when a name was bound
 // again to the same cached replay object.
 func TestCallNamesAndCachedObject(t *testing.T) {
-	m := newModel(t, "../examples/recorded/train_mlp.cgt.jsonl", 200, 60, Options{})
+	// (a recording of train_mlp kept as it was: examples/recorded is re-recorded)
+	m := newModel(t, "testdata/train_mlp_session3.cgt.jsonl", 200, 60, Options{})
 	command(t, m, "line 48")
 	scr := strings.Join(m.detailsLines(1000), "\n")
 	for _, w := range []string{"inputs (6), as line 48 passes them:", "0 grad_3 copied", "(recorded with grad_1)"} {

@@ -215,7 +215,8 @@ func TestCheckpointStory(t *testing.T) {
 // status line keeps the error count, at any position of a long trace.
 func TestTextKept(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {140, 45}, {200, 60}} {
-		m := newModel(t, "../examples/recorded/train_mlp.cgt.jsonl", sz[0], sz[1], Options{})
+		// (a recording of train_mlp kept as it was: examples/recorded is re-recorded)
+		m := newModel(t, "testdata/train_mlp_session3.cgt.jsonl", sz[0], sz[1], Options{})
 		command(t, m, "line 80")
 		lines := strings.Split(screenText(m), "\n")
 		help, status := lines[len(lines)-1], lines[len(lines)-3]

@@ -2150,6 +2150,9 @@ class Recorder:
         # Every knob is to be looked at (due) or read (read) at the next call
         # (_catch_up_steps, _knob_check).
         self._all_knobs_due = self._all_knobs_read = False
+        # The wrappers' code a program enters in place of torch's methods
+        # (_skip_frames).
+        self._frame_codes = []
 
     # -- install / remove
 
@@ -2373,6 +2376,7 @@ class Recorder:
             M.set_to_running_backward = set_to_running_backward
         if os.environ.get("CGTRACE_READS", "1") != "0":
             self._install_reads(torch.Tensor)
+        self._skip_frames(self._frame_codes)
         M._run = _run
         M.run_eager = run_eager
         M.record_function = record_function
@@ -2606,6 +2610,7 @@ class Recorder:
         # Dynamo traces and constant-folds the branch away.
         compiler = getattr(self.torch, "compiler", None)
         is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        code = None
         for name in _READ_METHODS:
             orig = getattr(T, name, None)
             if orig is None:
@@ -2646,6 +2651,41 @@ class Recorder:
             wrapper.__qualname__ = "Tensor." + wrapper.__name__
             wrapper.__doc__ = getattr(orig, "__doc__", None)
             setattr(T, name, wrapper)
+            code = wrapper.__code__  # (one code object for every wrapper)
+        if code is not None:
+            self._frame_codes.append(code)
+
+    def _skip_frames(self, wrappers):
+        """Keeps the recorder's frames off Dynamo's frame hook, which is set
+        while compiled code runs and converts every Python frame started
+        there (the `bool()` a graph break leaves, an `.item()` between two
+        graphs, a weak reference's callback, a knob set by eager code the
+        compiled code calls). A read wrapper converted is compiled with
+        is_compiling() True and its read lost (6 of graph_break's 12 reads
+        were lost so), and any recorder frame converted is a frame more
+        than the program has unrecorded.
+
+        The wrappers a program enters (wrappers: the read wrappers) are
+        never converted themselves, and what they call is handed to the
+        hook as it is unrecorded (the original method's own frames: a
+        tensor's __repr__ in torch and what it calls). Every other code of
+        this module, and all it calls, is never handed to it: the recorder's
+        own work. Dynamo still inlines the wrappers when it traces user code
+        (where the read wrapper's guard folds it away): the strategies are
+        the frame hook's, not the tracer's. tools/gpu/graphs-unchanged.py
+        checks on the GPU that each program's graphs, graph breaks and
+        converted frames are the ones it has unrecorded."""
+        try:
+            from torch._C._dynamo.eval_frame import set_code_exec_strategy
+            from torch._dynamo.types import FrameAction, FrameExecStrategy
+        except ImportError:
+            self.session.note("this torch cannot keep Dynamo's frame hook off the recorder's wrappers: "
+                              "host reads run from compiled code (after a graph break) may be missing")
+            return
+        entry = FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT)
+        skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+        for code in _module_codes():
+            set_code_exec_strategy(code, entry if code in wrappers else skip)
 
     def _on_read(self, name, error):
         if self._off:
@@ -3680,6 +3720,37 @@ def _error_text(e):
     text = str(e).strip().splitlines()
     first = text[0].strip() if text else type(e).__name__
     return first[:200]
+
+
+def _module_codes():
+    """Every code object of this module's functions and classes' methods,
+    the ones nested in them included (closures, lambdas, comprehensions)."""
+    seen, stack = set(), []
+
+    def add(obj):
+        obj = getattr(obj, "__func__", obj)  # (staticmethod, classmethod)
+        if isinstance(obj, property):
+            for f in (obj.fget, obj.fset, obj.fdel):
+                if f is not None:
+                    add(f)
+            return
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, types.CodeType) and getattr(obj, "__module__", None) == __name__:
+            stack.append(code)
+
+    for obj in list(globals().values()):  # (this module's, run as __main__ too)
+        if isinstance(obj, type) and obj.__module__ == __name__:
+            for member in vars(obj).values():
+                add(member)
+        else:
+            add(obj)
+    while stack:
+        code = stack.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return seen
 
 
 def record(path, name=None, meta=None, follow=None):

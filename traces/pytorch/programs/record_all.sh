@@ -26,6 +26,7 @@ inference_kv inference_kv.py
 train_mlp train_mlp.py
 graph_break graph_break.py
 graph_break_mark_step graph_break.py --mark-step
+host_reads host_reads.py
 dtypes dtypes.py
 dims5 dims5.py
 slices slices.py

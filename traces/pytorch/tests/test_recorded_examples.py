@@ -8,6 +8,7 @@ recorder's own view honest where Go is not at hand."""
 import glob
 import json
 import os
+import re
 import sys
 import unittest
 
@@ -138,6 +139,23 @@ class RecordedExamplesTest(unittest.TestCase):
             p = os.path.join(d, "new.cgt.jsonl")
             t.write(p)
             self.assertEqual(check_trace(p), ["line 9: view reaches element 13 of a's 12"])
+
+    def test_host_reads_recorded(self):
+        """Every host read of a tree output the program makes is a `read`,
+        those run from compiled code between two graphs too: graph_break
+        reads the branch's condition and one element each iteration,
+        host_reads an item() and a print() inside forward and a tolist()
+        outside. (The iteration count is the program's own.)"""
+        programs = os.path.join(HERE, "..", "programs")
+        for trace, program, per_iter in [("graph_break", "graph_break.py", 2),
+                                         ("graph_break_mark_step", "graph_break.py", 2),
+                                         ("host_reads", "host_reads.py", 3)]:
+            with self.subTest(trace=trace):
+                with open(os.path.join(programs, program)) as fh:
+                    iters = int(re.search(r"^ITERS, D = (\d+), \d+$", fh.read(), re.M).group(1))
+                with open(os.path.join(RECORDED, trace + ".cgt.jsonl")) as fh:
+                    recs = [json.loads(line) for line in fh.read().splitlines()[1:]]
+                self.assertEqual(sum(r["op"] == "read" for r in recs), per_iter * iters)
 
     def test_decisions_recorded(self):
         """What PyTorch decided in the seed examples, as the forum thread

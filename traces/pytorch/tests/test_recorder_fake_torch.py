@@ -4,8 +4,10 @@ references, mark_step), so the patching, the naming from the caller's frame,
 liveness through storages and the error path run without a GPU. The real
 thing runs on the GPU machine (programs/record_all.sh)."""
 
+import collections
 import contextlib
 import contextvars
+import enum
 import functools
 import io
 import json
@@ -479,6 +481,16 @@ def _reset_cudagraph_trees():
     MarkStepBox.mark_step_counter = 0
 
 
+class FrameAction(enum.Enum):
+    DEFAULT = 0
+    SKIP = 1
+    RUN_ONLY = 2
+
+
+FrameExecStrategy = collections.namedtuple("FrameExecStrategy", "cur_action recursive_action")
+CODE_STRATEGY = {}  # code object -> the FrameExecStrategy the recorder set
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -506,6 +518,17 @@ def install_fake_torch():
     dynamo.config = dconfig
     guard = types.ModuleType("torch._dynamo.mutation_guard")
     guard.GenerationTracker = types.SimpleNamespace(generation=0)
+    # Dynamo's frame hook's strategies (torch._C._dynamo.eval_frame), as
+    # 2.11 names them: what the recorder sets is kept in CODE_STRATEGY.
+    c_dynamo = types.ModuleType("torch._C._dynamo")
+    c_eval = types.ModuleType("torch._C._dynamo.eval_frame")
+    c_eval.set_code_exec_strategy = CODE_STRATEGY.__setitem__
+    c_dynamo.eval_frame = c_eval
+    torch._C._dynamo = c_dynamo
+    dtypes = types.ModuleType("torch._dynamo.types")
+    dtypes.FrameAction = FrameAction
+    dtypes.FrameExecStrategy = FrameExecStrategy
+    dynamo.types = dtypes
     mp = types.ModuleType("torch.multiprocessing")
     red = types.ModuleType("torch.multiprocessing.reductions")
     red.StorageWeakRef = StorageWeakRef
@@ -513,7 +536,8 @@ def install_fake_torch():
     mods = {"torch": torch, "torch._inductor": inductor, "torch._inductor.cudagraph_trees": cgt,
             "torch._inductor.config": config, "torch._dynamo": dynamo, "torch._dynamo.config": dconfig,
             "torch._dynamo.mutation_guard": guard, "torch.multiprocessing": mp,
-            "torch.multiprocessing.reductions": red}
+            "torch.multiprocessing.reductions": red, "torch._C": torch._C, "torch._C._dynamo": c_dynamo,
+            "torch._C._dynamo.eval_frame": c_eval, "torch._dynamo.types": dtypes}
     saved = {k: sys.modules.get(k) for k in mods}
     sys.modules.update(mods)
     return saved
@@ -1762,6 +1786,45 @@ class RecorderTest(TraceFileTest):
             y.item()
         _, recs = self.records()
         self.assertEqual([r["name"] for r in recs if r["op"] == "read"], ["foo_0_c1_0"])
+
+    def test_read_wrappers_kept_off_dynamos_frame_hook(self):
+        """Dynamo's frame hook never converts the read wrappers (SKIP, and
+        what they call of torch's as unrecorded: DEFAULT) nor any other
+        code of the recorder, and all it calls (SKIP, SKIP): a read run
+        from compiled bytecode (the bool() a graph break leaves) would
+        otherwise be compiled with is_compiling() True and lost. Without a
+        torch that can say so, the trace says reads may be missing."""
+        CODE_STRATEGY.clear()
+        config = sys.modules["torch._inductor.config"]
+        with cgtrace.record(self.path):
+            code = Tensor.item.__code__
+            self.assertIs(Tensor.__bool__.__code__, code)
+            counted = type(config).__setattr__.__code__
+            self.assertIs(type(config).__delattr__.__code__, counted)
+        entry = FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT)
+        skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+        # the wrapper itself: what it calls of torch's is handed on as unrecorded
+        self.assertEqual(CODE_STRATEGY.pop(code), entry)
+        lambdas = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        self.assertTrue(lambdas)  # (the storage's lambda a read asks for)
+        for c in [counted, cgtrace.Session._died.__code__, cgtrace.Session.read_target.__code__,
+                  cgtrace.Recorder._on_read.__code__, cgtrace.Recorder._settle.__code__, cgtrace._to_host.__code__,
+                  cgtrace.encode_record.__code__] + lambdas:
+            self.assertEqual(CODE_STRATEGY.get(c), skip, c)
+        self.assertEqual(set(CODE_STRATEGY.values()), {skip})
+        self.assertTrue(all(c.co_filename == cgtrace.__file__ for c in CODE_STRATEGY))
+        _, recs = self.records()
+        self.assertEqual([r for r in recs if r["op"] == "note"], [])
+        saved = sys.modules.pop("torch._C._dynamo.eval_frame")
+        try:
+            with cgtrace.record(self.path):
+                pass
+        finally:
+            sys.modules["torch._C._dynamo.eval_frame"] = saved
+        _, recs = self.records()
+        self.assertEqual([r["text"] for r in recs if r["op"] == "note"],
+                         ["this torch cannot keep Dynamo's frame hook off the recorder's wrappers: host "
+                          "reads run from compiled code (after a graph break) may be missing"])
 
     def test_unsupported_tensors_left_out_with_a_note(self):
         cpu = Tensor([3])
