@@ -12,7 +12,8 @@
 #      recorded (record_all.sh), and the engine's cuda tests three times and
 #      the sessions' GPU test;
 #   3. every trace of 2 replayed on the GPU (--device cuda), the programs on
-#      sim as well.
+#      sim as well; beside it, every program run unrecorded and recorded
+#      to compare their graphs (tools/gpu/graphs-unchanged.py, 6 at once).
 # Writes $OUT/run.txt (the summary), $OUT/peer.tgz and $OUT/recorded.tgz.
 set -u
 out=${OUT:-/tmp/run-out}
@@ -51,6 +52,8 @@ wait $ppid
 say "peer suite recorded: $(tail -n 1 "$peer/pytest.log")"
 wait $rpid
 say "record_all: $(tail -n 1 "$work/record_all.log")"
+(timeout 280 python3 tools/gpu/graphs-unchanged.py --jobs 6 >"$work/graphs-unchanged.log" 2>&1; echo "exit $?" >>"$work/graphs-unchanged.log") &
+gpid=$!
 ls "$peer"/traces/*.cgt.jsonl >"$work/list" 2>/dev/null
 xargs -P 8 -I{} sh -c 'r=$(timeout 60 .bin/cgtviz-cuda run --device cuda "{}" 2>&1 | grep "^expectations" | head -n 1); echo "$(basename "{}") ${r:-no expectations line}"' <"$work/list" >"$work/cuda-replay.txt"
 say "peer traces replayed on cuda: $(wc -l <"$work/cuda-replay.txt") traces, $(grep -c ', 0 failed' "$work/cuda-replay.txt") with no failed expectation, $(grep -c 'passed, [1-9]' "$work/cuda-replay.txt") with failures"
@@ -61,6 +64,9 @@ for f in "$rec"/*.cgt.jsonl; do
 	g=$(timeout 60 .bin/cgtviz-cuda run --device cuda "$f" 2>&1 | grep '^expectations' | head -n 1)
 	say "    $(basename "$f"): sim ${s:-no expectations line}; cuda ${g:-no expectations line}"
 done
+wait $gpid
+say "graphs unchanged by recording ($(tail -n 1 "$work/graphs-unchanged.log")):"
+grep -v '^exit' "$work/graphs-unchanged.log" | cut -c1-200 | sed 's/^/    /' | tee -a "$sum"
 cp "$work"/*.log "$work/cuda-replay.txt" "$peer/" 2>/dev/null
 tar czf "$out/peer.tgz" -C "$work" peer
 tar czf "$out/recorded.tgz" -C "$work" recorded
