@@ -145,3 +145,49 @@ func BenchmarkReplayWorkingSet(b *testing.B) {
 		})
 	}
 }
+
+// scaleSetup is the first part of tools/scalegen's trace for n nodes: n
+// defs, one input of 256 floats, then for each def a step and a call twice
+// (its warmup, then its recording), in the builder's records.
+func scaleSetup(n int) *traces.Trace {
+	bl := traces.NewBuilder("scale setup")
+	name := func(i int) string { return fmt.Sprintf("f%d", i) }
+	for i := 0; i < n; i++ {
+		bl.Def(name(i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
+	}
+	bl.TensorSeed("x", []int{256}, 1)
+	for i := 0; i < n; i++ {
+		bl.Step().Call(name(i), []string{"x"}, "y") // warmup
+		bl.Step().Call(name(i), []string{"x"}, "y") // recording
+	}
+	return bl.Trace()
+}
+
+// BenchmarkGrowScale is the growth of the scale trace's tree alone (what
+// `cgtviz run` does in the scale trace's first 50,001 records at 10,000
+// nodes): the defs, then a warmup and a recording for each, on a fresh
+// engine. us/node is the cost of a def, its warmup and its recording with
+// their steps; at 10 and 10,000 nodes it should be the same.
+func BenchmarkGrowScale(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			tr := scaleSetup(n)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.transient = &transientSteps{} // as RunStream, which cgtviz run uses
+				for j := range tr.Records {
+					if s := e.Apply(&tr.Records[j]); s.Err != nil {
+						b.Fatal(s.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n*b.N), "us/node")
+		})
+	}
+}
