@@ -54,7 +54,12 @@ type Node struct {
 	Parent   int // graph id, -1 for a root
 	Depth    int
 	Replays  int
-	Children map[int][]int // FunctionID -> graph ids, in recording order
+	// Children are the node's children: FunctionID -> graph ids, in
+	// recording order. nil until the first: a replay reads it to find its
+	// candidates under the current node, and a leaf's nil map answers
+	// without reading a map's header out of the caches (one miss a call
+	// when every call replays another of 10,000 root functions).
+	Children map[int][]int
 	// RerecordIfStatic is rerecord_if_static_inputs_change, fixed when the
 	// node is recorded: inline_inbuilt_nn_modules or
 	// cudagraph_support_input_mutation. With it a moved static input fails
@@ -111,9 +116,11 @@ type Node struct {
 
 func (n *Node) clone() *Node {
 	c := *n
-	c.Children = make(map[int][]int, len(n.Children))
-	for k, v := range n.Children {
-		c.Children[k] = append([]int(nil), v...)
+	if n.Children != nil {
+		c.Children = make(map[int][]int, len(n.Children))
+		for k, v := range n.Children {
+			c.Children[k] = append([]int(nil), v...)
+		}
 	}
 	c.childOrder = append([]int(nil), n.childOrder...)
 	c.OutWeak = append([]int(nil), n.OutWeak...)

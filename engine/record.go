@@ -128,7 +128,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	parent := m.curNode()
 	id := len(m.nodes)
 	n := &Node{ID: id, Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
-		Children: map[int][]int{}, InputShapes: c.f.Shapes}
+		InputShapes: c.f.Shapes}
 	if parent != nil {
 		n.Parent, n.Depth = parent.ID, parent.Depth+1
 	}
@@ -359,6 +359,9 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
 			parent.childOrder = append(parent.childOrder, c.f.ID)
+		}
+		if parent.Children == nil {
+			parent.Children = map[int][]int{}
 		}
 		parent.Children[c.f.ID] = append(parent.Children[c.f.ID], id)
 	}
