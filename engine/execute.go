@@ -158,7 +158,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	tt := m.eng.tt
 	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
-		n.Cached = make([]int, len(n.Outputs))
+		n.Cached = n.newCached()
 		for i, o := range n.Outputs {
 			if !o.Unaliased {
 				continue

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"unsafe"
 	"weak"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -49,11 +50,11 @@ type outputInfo struct {
 // outputs), so that a replay of a node out of the caches reads few lines
 // of it; what only views and recordings read comes after.
 type Node struct {
-	ID       int
-	Fn       int // FunctionID
-	Parent   int // graph id, -1 for a root
-	Depth    int
-	Replays  int
+	ID      int
+	Fn      int // FunctionID
+	Parent  int // graph id, -1 for a root
+	Depth   int
+	Replays int
 	// Children are the node's children: FunctionID -> graph ids, in
 	// recording order. nil until the first: a replay reads it to find its
 	// candidates under the current node, and a leaf's nil map answers
@@ -108,6 +109,9 @@ type Node struct {
 	kernels []KernelView
 	// view is the node's view as the last State built it (view.go).
 	view *nodeView
+	// cachedStore is where Cached is carved when it is made (the replay
+	// data's block, carveReplayData): the node's own, nil in a copy.
+	cachedStore []int
 	// owners are the managers whose nodes hold this object, when more
 	// than the one that made it (an engine and its clones share nodes
 	// until one changes them: snapshot.go, unshare).
@@ -131,6 +135,9 @@ func (n *Node) clone() *Node {
 	// A child's recording clears its parents' Outputs[i].Unaliased.
 	c.Outputs = append([]outputInfo(nil), n.Outputs...)
 	c.owners = nil // the copy's own: no manager holds it yet
+	// The store is in the block whose OutWeak and CopySrc n goes on
+	// writing: the copy makes its Cached anew.
+	c.cachedStore = nil
 	// The rest is immutable after recording.
 	return &c
 }
@@ -187,4 +194,42 @@ func (n *Node) kernelViews() []KernelView {
 		}
 	}
 	return n.kernels
+}
+
+// carveReplayData makes the node's per-input and per-output slices that a
+// replay reads (Static, Managed, Ptrs, CopySrc, OutWeak, and the store of
+// Cached) out of one allocation, so that a replay of a node out of the
+// caches reads one or two lines of them, not one line (and page) per
+// slice: six allocations of 8 to 24 bytes, each a miss per call when every
+// call replays another of 10,000 functions. The block holds no pointers;
+// the bools and ints are views of its words (a word is as big as an int on
+// every 64-bit platform, and bigger than one elsewhere). Each slice's
+// capacity is its length, so no append runs into the next. nOut is the
+// outputs the recording will have (the plan's results).
+func (n *Node) carveReplayData(nIn, nOut int) {
+	boolWords := (2*nIn + 7) / 8
+	blk := make([]device.Ptr, 2*nIn+2*nOut+boolWords)
+	n.Ptrs, n.CopySrc = blk[:nIn:nIn], blk[nIn:2*nIn:2*nIn]
+	if nOut > 0 {
+		ints := unsafe.Slice((*int)(unsafe.Pointer(&blk[2*nIn])), 2*nOut)
+		n.OutWeak, n.cachedStore = ints[:nOut:nOut], ints[nOut:2*nOut:2*nOut]
+	} else {
+		n.OutWeak = []int{}
+	}
+	if nIn > 0 {
+		bools := unsafe.Slice((*bool)(unsafe.Pointer(&blk[2*nIn+2*nOut])), 2*nIn)
+		n.Static, n.Managed = bools[:nIn:nIn], bools[nIn:2*nIn:2*nIn]
+	} else {
+		n.Static, n.Managed = []bool{}, []bool{}
+	}
+}
+
+// newCached returns an empty Cached for the node's outputs: its store when
+// it has one of the right size, else a new slice.
+func (n *Node) newCached() []int {
+	if len(n.cachedStore) == len(n.Outputs) && n.cachedStore != nil {
+		clear(n.cachedStore)
+		return n.cachedStore
+	}
+	return make([]int, len(n.Outputs))
 }

@@ -134,8 +134,8 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	}
 	parentPath := m.path(parent)
 	nIn := len(c.args)
-	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
-	n.CopySrc = make([]device.Ptr, nIn)
+	n.carveReplayData(nIn, len(c.f.plan.returns))
+	n.InputNames = make([]string, nIn)
 	n.RerecordIfStatic = m.eng.cfg.InlineInbuiltNNModules || m.eng.cfg.SupportInputMutation
 	for i, t := range c.args {
 		s := tt.storages.get(t.Storage)
@@ -272,7 +272,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	}
 	newIndex := map[device.Ptr]int{}
 	n.Outputs = make([]outputInfo, len(outs))
-	n.OutWeak = make([]int, len(outs))
+	if len(n.OutWeak) != len(outs) {
+		// The body returned another count than its plan says (carved
+		// for): the outputs get slices of their own.
+		n.OutWeak, n.cachedStore = make([]int, len(outs)), nil
+	}
 	for i, t := range outs {
 		s := tt.storages.get(t.Storage)
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
