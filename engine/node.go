@@ -69,25 +69,36 @@ type Node struct {
 	RerecordIfStatic bool
 	Exec             device.ExecHandle
 
+	// What a replay reads next, in the node's next three lines (with its
+	// first, two pairs of lines that the processor fetches together): the
+	// inputs' flags and copy sources, the cached outputs, the outputs'
+	// count, the outputs that must be dead, and who shares the node. The
+	// rest of the node is read by views, recordings and checkpoints.
+	//
 	// Inputs. Static covers static_input_idxs (parameters and managed
-	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
-	// pointers of static inputs and the placeholders of copied ones.
+	// inputs); Managed is cudagraph_managed_idxs.
 	Static  []bool
 	Managed []bool
-	Ptrs    []device.Ptr
 	// CopySrc is, per copied input, the source its copy node in the graph
 	// reads from now (0 when unknown): a replay updates the node only when
 	// the input moved.
 	CopySrc []device.Ptr
-
 	// Cached are the cached output tensors (tensor ids, 0 for none); nil
 	// until the first replay after recording or after a checkpoint.
-	Cached []int
-	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
-	OutWeak            []int
+	Cached             []int
 	Outputs            []outputInfo
 	ExpectedDeadBefore []OutputIndex
-	LiveAfter          []OutputIndex
+	// owners are the managers whose nodes hold this object, when more
+	// than the one that made it (an engine and its clones share nodes
+	// until one changes them: snapshot.go, unshare).
+	owners []weak.Pointer[manager]
+
+	// Ptrs are the recorded pointers of static inputs and the
+	// placeholders of copied ones (read on a replay when an input moved).
+	Ptrs []device.Ptr
+	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
+	OutWeak   []int
+	LiveAfter []OutputIndex
 
 	childOrder  []int // FunctionIDs in the order they first got a child
 	Line        int
@@ -112,10 +123,6 @@ type Node struct {
 	// cachedStore is where Cached is carved when it is made (the replay
 	// data's block, carveReplayData): the node's own, nil in a copy.
 	cachedStore []int
-	// owners are the managers whose nodes hold this object, when more
-	// than the one that made it (an engine and its clones share nodes
-	// until one changes them: snapshot.go, unshare).
-	owners []weak.Pointer[manager]
 }
 
 func (n *Node) clone() *Node {
