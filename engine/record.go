@@ -358,7 +358,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		if len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
 		}
-		m.roots[fid] = append(roots, id)
+		if len(roots) == 0 {
+			m.roots[fid] = m.firstRoot(id)
+		} else {
+			m.roots[fid] = append(roots, id)
+		}
 	} else {
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
