@@ -92,6 +92,9 @@ type Node struct {
 	// than the one that made it (an engine and its clones share nodes
 	// until one changes them: snapshot.go, unshare).
 	owners []weak.Pointer[manager]
+	// replayInline holds the replay data of a node of few inputs and
+	// outputs (carveReplayData), in the node's own fourth and fifth lines.
+	replayInline [8]device.Ptr
 
 	// Ptrs are the recorded pointers of static inputs and the
 	// placeholders of copied ones (read on a replay when an input moved).
@@ -204,30 +207,45 @@ func (n *Node) kernelViews() []KernelView {
 }
 
 // carveReplayData makes the node's per-input and per-output slices that a
-// replay reads (Static, Managed, Ptrs, CopySrc, OutWeak, and the store of
-// Cached) out of one allocation, so that a replay of a node out of the
-// caches reads one or two lines of them, not one line (and page) per
-// slice: six allocations of 8 to 24 bytes, each a miss per call when every
-// call replays another of 10,000 functions. The block holds no pointers;
-// the bools and ints are views of its words (a word is as big as an int on
+// replay reads (Static, Managed, CopySrc, and the store of Cached; Ptrs and
+// OutWeak besides) out of one block of words: the node's own inline words
+// when they fit (a node of one or two inputs and outputs), else one
+// allocation. A replay of a node out of the caches then reads them with the
+// node's lines, where six allocations of 8 to 24 bytes were a miss each
+// per call when every call replays another of 10,000 functions. What a
+// replay reads comes first in the block. The block holds no pointers; the
+// bools and ints are views of its words (a word is as big as an int on
 // every 64-bit platform, and bigger than one elsewhere). Each slice's
 // capacity is its length, so no append runs into the next. nOut is the
 // outputs the recording will have (the plan's results).
 func (n *Node) carveReplayData(nIn, nOut int) {
 	boolWords := (2*nIn + 7) / 8
-	blk := make([]device.Ptr, 2*nIn+2*nOut+boolWords)
-	n.Ptrs, n.CopySrc = blk[:nIn:nIn], blk[nIn:2*nIn:2*nIn]
-	if nOut > 0 {
-		ints := unsafe.Slice((*int)(unsafe.Pointer(&blk[2*nIn])), 2*nOut)
-		n.OutWeak, n.cachedStore = ints[:nOut:nOut], ints[nOut:2*nOut:2*nOut]
+	size := boolWords + 2*nIn + 2*nOut
+	var blk []device.Ptr
+	if size <= len(n.replayInline) {
+		blk = n.replayInline[:size:size]
 	} else {
-		n.OutWeak = []int{}
+		blk = make([]device.Ptr, size)
 	}
 	if nIn > 0 {
-		bools := unsafe.Slice((*bool)(unsafe.Pointer(&blk[2*nIn+2*nOut])), 2*nIn)
+		bools := unsafe.Slice((*bool)(unsafe.Pointer(&blk[0])), 2*nIn)
 		n.Static, n.Managed = bools[:nIn:nIn], bools[nIn:2*nIn:2*nIn]
 	} else {
 		n.Static, n.Managed = []bool{}, []bool{}
+	}
+	at := boolWords
+	n.CopySrc = blk[at : at+nIn : at+nIn]
+	at += nIn
+	if nOut > 0 {
+		n.cachedStore = unsafe.Slice((*int)(unsafe.Pointer(&blk[at])), nOut)
+	}
+	at += nOut
+	n.Ptrs = blk[at : at+nIn : at+nIn]
+	at += nIn
+	if nOut > 0 {
+		n.OutWeak = unsafe.Slice((*int)(unsafe.Pointer(&blk[at])), nOut)
+	} else {
+		n.OutWeak = []int{}
 	}
 }
 
