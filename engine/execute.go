@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -164,7 +165,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 				continue
 			}
 			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
-				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+				Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
 			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
 			t.DType = o.DType
 			t.holds = 0

@@ -375,7 +375,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	for i, s := range p.returns {
 		src := slots[s]
 		st := tt.storages.get(src.Storage)
-		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
+		outs[i] = tt.newTensor(st, p.shapes[s], r.line, r.what+" output "+strconv.Itoa(i))
 		outs[i].DType = p.dtypes[s]
 	}
 	if err := release(); err != nil {
