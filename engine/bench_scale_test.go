@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -142,6 +143,110 @@ func BenchmarkReplayWorkingSet(b *testing.B) {
 					b.Fatal(s.Err)
 				}
 			}
+		})
+	}
+}
+
+// scaleSetup is the first part of tools/scalegen's trace for n nodes: n
+// defs, one input of 256 floats, then for each def a step and a call twice
+// (its warmup, then its recording), in the builder's records.
+func scaleSetup(n int) *traces.Trace {
+	bl := traces.NewBuilder("scale setup")
+	name := func(i int) string { return fmt.Sprintf("f%d", i) }
+	for i := 0; i < n; i++ {
+		bl.Def(name(i), []string{"x"}, []string{"y"}, traces.S("y", "add", "x", float64(i%7+1)))
+	}
+	bl.TensorSeed("x", []int{256}, 1)
+	for i := 0; i < n; i++ {
+		bl.Step().Call(name(i), []string{"x"}, "y") // warmup
+		bl.Step().Call(name(i), []string{"x"}, "y") // recording
+	}
+	return bl.Trace()
+}
+
+// BenchmarkGrowScale is the growth of the scale trace's tree alone (what
+// `cgtviz run` does in the scale trace's first 50,001 records at 10,000
+// nodes): the defs, then a warmup and a recording for each, on a fresh
+// engine. us/node is the cost of a def, its warmup and its recording with
+// their steps; at 10 and 10,000 nodes it should be the same.
+func BenchmarkGrowScale(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			tr := scaleSetup(n)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.transient = &transientSteps{} // as RunStream, which cgtviz run uses
+				for j := range tr.Records {
+					if s := e.Apply(&tr.Records[j]); s.Err != nil {
+						b.Fatal(s.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n*b.N), "us/node")
+		})
+	}
+}
+
+// scaleTrace is tools/scalegen's trace for n nodes and records records,
+// with each function's name one string (as the reader's memo hands out a
+// repeated line's records: the def cache finds a name by its address).
+func scaleTrace(n, records int) *traces.Trace {
+	tr := scaleSetup(n)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%d", i)
+	}
+	for i := range tr.Records {
+		if r := &tr.Records[i]; r.Op == traces.OpCall {
+			var k int
+			fmt.Sscanf(r.Fn, "f%d", &k)
+			r.Fn = names[k]
+		}
+	}
+	bl := traces.NewBuilder("round")
+	for i := 0; len(tr.Records)+bl.Len() < records; i = (i + 1) % n {
+		bl.Step().Call(names[i], []string{"x"}, "y")
+	}
+	loop := bl.Trace().Records
+	for i := range loop {
+		if loop[i].Op == traces.OpCall {
+			var k int
+			fmt.Sscanf(loop[i].Fn, "f%d", &k)
+			loop[i].Fn = names[k]
+		}
+	}
+	tr.Records = append(tr.Records, loop...)
+	return tr
+}
+
+// BenchmarkRunStreamScale is `cgtviz run`'s engine side on the scale
+// trace (500,000 records) held in memory: RunStream, with the records
+// handed over by its reading goroutine as from a file, at 10 and 10,000
+// nodes. Its records/s at 10,000 nodes against 10 is issue 14's ratio
+// without the reader and the checker.
+func BenchmarkRunStreamScale(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			tr := scaleTrace(n, 500000)
+			runtime.GC()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := RunStream(context.Background(), tr.Header, NewSliceRecords(tr.Records), Options{Devices: sim.Devices(1)}, func(s *Step) bool {
+					if s.Err != nil {
+						b.Fatal(s.Err)
+					}
+					return true
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tr.Records)*b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
 }

@@ -28,15 +28,18 @@ func (m *manager) emit(ev Event) { m.eng.emit(ev) }
 
 // applyCall runs a call record through the device's tree manager.
 func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
-	def := e.def(rec.Fn)
+	// The def's cache slot answers what is checked here without the def
+	// itself (defcache.go).
+	ref := e.def(rec.Fn)
+	def := ref.d
 	if def == nil {
 		return fmt.Errorf("function %q is not defined", rec.Fn)
 	}
-	if len(rec.Args) != def.nParams {
-		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), def.nParams)
+	if len(rec.Args) != int(ref.nParams) {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), ref.nParams)
 	}
-	if rec.Out != nil && len(rec.Out) != def.nReturns {
-		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), def.nReturns)
+	if rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
+		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
 	}
 	// The call's signature is read, or copied where it is kept (a new
 	// Function, a compiled graph): one set of buffers serves every call,
@@ -72,7 +75,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
-	if def.static != nil {
+	if ref.hasStatic {
 		// The def says which inputs the compiled graph takes as static
 		// (a backward's saved tensors are, whatever made them).
 		clear(static)
@@ -89,7 +92,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	}
 	m := ds.m
 	sc.alias = aliasPattern(sc.alias, args)
-	f, limited, err := m.function(def, rec.Line, shapes, dtypes, static, sc.alias)
+	f, limited, err := m.function(def, int(ref.idx), rec.Line, shapes, dtypes, static, sc.alias)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 )
@@ -89,7 +90,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 	}
 	if len(names) > 0 {
 		m.emit(Event{Kind: EvDealloc, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
-			Msg: fmt.Sprintf("freed %d output(s) of the previous generation; reading them now raises the overwritten error", len(names))})
+			Msg: "freed " + strconv.Itoa(len(names)) + " output(s) of the previous generation; reading them now raises the overwritten error"})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device/sim"
@@ -78,11 +79,11 @@ func TestDispatchAgreesWithLookup(t *testing.T) {
 			// The call path's cache of the defs gives what the map
 			// holds, and nothing for a name it does not.
 			for name, d := range e.defs {
-				if got := e.def(name); got != d {
-					t.Errorf("%s: def %q from the cache is %p, the map holds %p", tr.File, name, got, d)
+				if got := e.def(name); got != refOf(d) {
+					t.Errorf("%s: def %q from the cache is %+v, the map holds %+v", tr.File, name, got, refOf(d))
 				}
 			}
-			if got := e.def("no such function"); got != nil {
+			if got := e.def("no such function"); got.d != nil {
 				t.Errorf("%s: the cache gives a def for an undefined name", tr.File)
 			}
 		}
@@ -146,34 +147,68 @@ func TestDispatchAfterCompile(t *testing.T) {
 	}
 }
 
-// TestDefCache fills an engine's defs past several of the cache's sizes
-// and checks every name through the cache, as new strings (no shared
-// bytes) and as the map's own, before and after names leave the map and
-// the cache (a def's undo).
+// TestDefCache fills the call path's cache of the defs (defcache.go)
+// with 3,000 defs, growing it as they come, and checks every name through
+// it: the map's own string and a copy at another address (a hit must
+// compare by address, a miss fall back to the map, and both give the
+// def's numbers as the map's def has them), a name sharing its bytes with
+// a longer one, and names no def has; then again after every third def
+// leaves the map and the cache (a def's undo), and after the cache's
+// generations wrap.
 func TestDefCache(t *testing.T) {
 	e := &Engine{defs: map[string]*defn{}}
 	name := func(i int) string { return fmt.Sprintf("f%d", i) }
-	for i := 0; i < 3000; i++ {
-		e.defs[name(i)] = &defn{Record: traces.Record{Fn: name(i)}, idx: i}
-		for _, j := range []int{0, i / 2, i} {
-			if got := e.def(name(j)); got == nil || got.idx != j {
-				t.Fatalf("after %d defs: def(%q) = %+v", i+1, name(j), got)
+	names := make([]string, 3000) // one string a name: its address is the line's
+	check := func(when string, i int, want *defn) {
+		t.Helper()
+		for _, n := range []string{names[i], strings.Clone(names[i])} {
+			got := e.def(n)
+			if want == nil {
+				if got.d != nil {
+					t.Fatalf("%s: def(%q) = %+v, want none", when, n, got)
+				}
+				continue
+			}
+			if got != refOf(want) {
+				t.Fatalf("%s: def(%q) = %+v, want %+v", when, n, got, refOf(want))
 			}
 		}
 	}
-	for i := 0; i < 3000; i += 3 {
-		delete(e.defs, name(i))
-		e.defCache.forget(name(i))
-	}
-	for i := 0; i < 3000; i++ {
-		got := e.def(name(i))
-		if gone := i%3 == 0; gone != (got == nil) || (!gone && got.idx != i) {
-			t.Fatalf("def(%q) = %+v after the undo of every third def", name(i), got)
+	for i := range names {
+		names[i] = name(i)
+		e.defs[names[i]] = &defn{Record: traces.Record{Fn: names[i]}, idx: i, nParams: i % 3, nReturns: i % 5, static: make([]int, i%2)[: i%2 : i%2]}
+		if i%2 == 0 {
+			e.defs[names[i]].static = nil
 		}
+		for _, j := range []int{0, i / 2, i} {
+			check(fmt.Sprintf("after %d defs", i+1), j, e.defs[names[j]])
+		}
+	}
+	// "f1" shares its bytes' address with "f10" (a prefix): told apart by
+	// the length.
+	if got := e.def(names[10][:2]); got.d != e.defs["f1"] {
+		t.Fatalf("def of f10's prefix = %+v, want f1's", got)
+	}
+	if got := e.def(""); got.d != nil {
+		t.Fatalf("def(\"\") = %+v", got)
+	}
+	for i := 0; i < len(names); i += 3 {
+		delete(e.defs, names[i])
+		e.defCache.forget()
+	}
+	for i := range names {
+		check("after the undo of every third def", i, map[bool]*defn{false: e.defs[names[i]]}[i%3 == 0])
 	}
 	if n := len(e.defCache.slots); n < 2*len(e.defs) || n&(n-1) != 0 {
 		t.Fatalf("%d slots for %d defs, want a power of two of at least twice", n, len(e.defs))
 	}
+	// The generations wrap: no slot filled before may answer after.
+	for i := 0; i < 1<<16; i++ {
+		e.defCache.forget()
+	}
+	delete(e.defs, names[1])
+	check("after the generations wrapped", 1, nil)
+	check("after the generations wrapped", 2, e.defs[names[2]])
 }
 
 // TestFnKey pins the text of a FunctionID's key (function.go's fnKey):

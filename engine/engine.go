@@ -356,7 +356,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		// rollback cost as much as the program's functions.
 		e.onUndo(func() {
 			delete(e.defs, d.Fn)
-			e.defCache.forget(d.Fn)
+			e.defCache.forget()
 			e.nDefs--
 		})
 		return nil

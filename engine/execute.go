@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -158,13 +159,13 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	tt := m.eng.tt
 	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
-		n.Cached = make([]int, len(n.Outputs))
+		n.Cached = n.newCached()
 		for i, o := range n.Outputs {
 			if !o.Unaliased {
 				continue
 			}
 			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
-				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+				Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
 			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
 			t.DType = o.DType
 			t.holds = 0

@@ -375,7 +375,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	for i, s := range p.returns {
 		src := slots[s]
 		st := tt.storages.get(src.Storage)
-		outs[i] = tt.newTensor(st, p.shapes[s], r.line, fmt.Sprintf("%s output %d", r.what, i))
+		outs[i] = tt.newTensor(st, p.shapes[s], r.line, r.what+" output "+strconv.Itoa(i))
 		outs[i].DType = p.dtypes[s]
 	}
 	if err := release(); err != nil {
@@ -416,10 +416,11 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 // cache and the signature alone): the manager's dispatch entry of the def
 // says which, without the Dynamo cache, the signature hash and the
 // function tables, each a cache miss per call in a program of ten
-// thousand functions called in turn.
-func (m *manager) function(def *defn, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
-	if def.idx < len(m.dispatch) {
-		if d := &m.dispatch[def.idx]; d.def == def && d.epoch == m.compileEpoch && d.matches(shapes, dtypes, alias) {
+// thousand functions called in turn. idx is def.idx, which the caller
+// has from the def's cache slot without reading the def.
+func (m *manager) function(def *defn, idx int, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
+	if idx < len(m.dispatch) {
+		if d := &m.dispatch[idx]; d.def == def && d.epoch == m.compileEpoch && d.matches(shapes, dtypes, alias) {
 			if m.eng.checkDispatch != nil {
 				m.eng.checkDispatch(m, def, d.fid, shapes, dtypes, static, alias)
 			}

@@ -38,6 +38,8 @@ type manager struct {
 	// order in which functions first got a root (Python dict order).
 	roots     [][]int
 	rootOrder []int
+	// rootSlab is where a function's first root is kept (firstRoot).
+	rootSlab []int
 
 	funcs  []*Function
 	fnKeys map[string]int
@@ -580,4 +582,20 @@ func (m *manager) warmupPathLive(w *WarmupNode) []int {
 		}
 	}
 	return out
+}
+
+// firstRoot returns the roots' slice of a function's first root, id:
+// carved out of a slab with the slices of the functions that got theirs
+// before and after it, so that a replay among many root functions called
+// in turn reads its candidates from the line of the one before, where a
+// slice of one id allocated alone was a miss of its own per call. Its
+// capacity is its length: a second root moves the function's slice out.
+func (m *manager) firstRoot(id int) []int {
+	if len(m.rootSlab) == 0 {
+		m.rootSlab = make([]int, 256)
+	}
+	r := m.rootSlab[:1:1]
+	r[0] = id
+	m.rootSlab = m.rootSlab[1:]
+	return r
 }

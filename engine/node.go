@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"unsafe"
 	"weak"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -49,12 +50,17 @@ type outputInfo struct {
 // outputs), so that a replay of a node out of the caches reads few lines
 // of it; what only views and recordings read comes after.
 type Node struct {
-	ID       int
-	Fn       int // FunctionID
-	Parent   int // graph id, -1 for a root
-	Depth    int
-	Replays  int
-	Children map[int][]int // FunctionID -> graph ids, in recording order
+	ID      int
+	Fn      int // FunctionID
+	Parent  int // graph id, -1 for a root
+	Depth   int
+	Replays int
+	// Children are the node's children: FunctionID -> graph ids, in
+	// recording order. nil until the first: a replay reads it to find its
+	// candidates under the current node, and a leaf's nil map answers
+	// without reading a map's header out of the caches (one miss a call
+	// when every call replays another of 10,000 root functions).
+	Children map[int][]int
 	// RerecordIfStatic is rerecord_if_static_inputs_change, fixed when the
 	// node is recorded: inline_inbuilt_nn_modules or
 	// cudagraph_support_input_mutation. With it a moved static input fails
@@ -63,25 +69,39 @@ type Node struct {
 	RerecordIfStatic bool
 	Exec             device.ExecHandle
 
+	// What a replay reads next, in the node's next three lines (with its
+	// first, two pairs of lines that the processor fetches together): the
+	// inputs' flags and copy sources, the cached outputs, the outputs'
+	// count, the outputs that must be dead, and who shares the node. The
+	// rest of the node is read by views, recordings and checkpoints.
+	//
 	// Inputs. Static covers static_input_idxs (parameters and managed
-	// inputs); Managed is cudagraph_managed_idxs; Ptrs are the recorded
-	// pointers of static inputs and the placeholders of copied ones.
+	// inputs); Managed is cudagraph_managed_idxs.
 	Static  []bool
 	Managed []bool
-	Ptrs    []device.Ptr
 	// CopySrc is, per copied input, the source its copy node in the graph
 	// reads from now (0 when unknown): a replay updates the node only when
 	// the input moved.
 	CopySrc []device.Ptr
-
 	// Cached are the cached output tensors (tensor ids, 0 for none); nil
 	// until the first replay after recording or after a checkpoint.
-	Cached []int
-	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
-	OutWeak            []int
+	Cached             []int
 	Outputs            []outputInfo
 	ExpectedDeadBefore []OutputIndex
-	LiveAfter          []OutputIndex
+	// owners are the managers whose nodes hold this object, when more
+	// than the one that made it (an engine and its clones share nodes
+	// until one changes them: snapshot.go, unshare).
+	owners []weak.Pointer[manager]
+	// replayInline holds the replay data of a node of few inputs and
+	// outputs (carveReplayData), in the node's own fourth and fifth lines.
+	replayInline [8]device.Ptr
+
+	// Ptrs are the recorded pointers of static inputs and the
+	// placeholders of copied ones (read on a replay when an input moved).
+	Ptrs []device.Ptr
+	// OutWeak are outputs_weakrefs: storage ids, 0 for None.
+	OutWeak   []int
+	LiveAfter []OutputIndex
 
 	childOrder  []int // FunctionIDs in the order they first got a child
 	Line        int
@@ -103,17 +123,18 @@ type Node struct {
 	kernels []KernelView
 	// view is the node's view as the last State built it (view.go).
 	view *nodeView
-	// owners are the managers whose nodes hold this object, when more
-	// than the one that made it (an engine and its clones share nodes
-	// until one changes them: snapshot.go, unshare).
-	owners []weak.Pointer[manager]
+	// cachedStore is where Cached is carved when it is made (the replay
+	// data's block, carveReplayData): the node's own, nil in a copy.
+	cachedStore []int
 }
 
 func (n *Node) clone() *Node {
 	c := *n
-	c.Children = make(map[int][]int, len(n.Children))
-	for k, v := range n.Children {
-		c.Children[k] = append([]int(nil), v...)
+	if n.Children != nil {
+		c.Children = make(map[int][]int, len(n.Children))
+		for k, v := range n.Children {
+			c.Children[k] = append([]int(nil), v...)
+		}
 	}
 	c.childOrder = append([]int(nil), n.childOrder...)
 	c.OutWeak = append([]int(nil), n.OutWeak...)
@@ -124,6 +145,9 @@ func (n *Node) clone() *Node {
 	// A child's recording clears its parents' Outputs[i].Unaliased.
 	c.Outputs = append([]outputInfo(nil), n.Outputs...)
 	c.owners = nil // the copy's own: no manager holds it yet
+	// The store is in the block whose OutWeak and CopySrc n goes on
+	// writing: the copy makes its Cached anew.
+	c.cachedStore = nil
 	// The rest is immutable after recording.
 	return &c
 }
@@ -180,4 +204,57 @@ func (n *Node) kernelViews() []KernelView {
 		}
 	}
 	return n.kernels
+}
+
+// carveReplayData makes the node's per-input and per-output slices that a
+// replay reads (Static, Managed, CopySrc, and the store of Cached; Ptrs and
+// OutWeak besides) out of one block of words: the node's own inline words
+// when they fit (a node of one or two inputs and outputs), else one
+// allocation. A replay of a node out of the caches then reads them with the
+// node's lines, where six allocations of 8 to 24 bytes were a miss each
+// per call when every call replays another of 10,000 functions. What a
+// replay reads comes first in the block. The block holds no pointers; the
+// bools and ints are views of its words (a word is as big as an int on
+// every 64-bit platform, and bigger than one elsewhere). Each slice's
+// capacity is its length, so no append runs into the next. nOut is the
+// outputs the recording will have (the plan's results).
+func (n *Node) carveReplayData(nIn, nOut int) {
+	boolWords := (2*nIn + 7) / 8
+	size := boolWords + 2*nIn + 2*nOut
+	var blk []device.Ptr
+	if size <= len(n.replayInline) {
+		blk = n.replayInline[:size:size]
+	} else {
+		blk = make([]device.Ptr, size)
+	}
+	if nIn > 0 {
+		bools := unsafe.Slice((*bool)(unsafe.Pointer(&blk[0])), 2*nIn)
+		n.Static, n.Managed = bools[:nIn:nIn], bools[nIn:2*nIn:2*nIn]
+	} else {
+		n.Static, n.Managed = []bool{}, []bool{}
+	}
+	at := boolWords
+	n.CopySrc = blk[at : at+nIn : at+nIn]
+	at += nIn
+	if nOut > 0 {
+		n.cachedStore = unsafe.Slice((*int)(unsafe.Pointer(&blk[at])), nOut)
+	}
+	at += nOut
+	n.Ptrs = blk[at : at+nIn : at+nIn]
+	at += nIn
+	if nOut > 0 {
+		n.OutWeak = unsafe.Slice((*int)(unsafe.Pointer(&blk[at])), nOut)
+	} else {
+		n.OutWeak = []int{}
+	}
+}
+
+// newCached returns an empty Cached for the node's outputs: its store when
+// it has one of the right size, else a new slice.
+func (n *Node) newCached() []int {
+	if len(n.cachedStore) == len(n.Outputs) && n.cachedStore != nil {
+		clear(n.cachedStore)
+		return n.cachedStore
+	}
+	return make([]int, len(n.Outputs))
 }

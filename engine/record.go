@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -51,12 +52,12 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		return nil, "", &keptError{err: err}
 	}
 	a := m.ds.alloc
-	what := fmt.Sprintf("call %s: warmup %d", c.f.Name, w.ID)
+	what := "call " + c.f.Name + ": warmup " + strconv.Itoa(w.ID)
 	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
 	}
-	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (warmup)", c.f.Name)})
+	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (warmup)"})
 	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
 		err = endErr
 	}
@@ -73,7 +74,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.OutShapes = append(w.OutShapes, outs[i].Shape)
 	}
 	m.eng.counters.Warmups++
-	msg := fmt.Sprintf("Running warmup of function %d", c.f.ID)
+	msg := "Running warmup of function " + strconv.Itoa(c.f.ID)
 	if already {
 		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
 	}
@@ -128,14 +129,14 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	parent := m.curNode()
 	id := len(m.nodes)
 	n := &Node{ID: id, Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
-		Children: map[int][]int{}, InputShapes: c.f.Shapes}
+		InputShapes: c.f.Shapes}
 	if parent != nil {
 		n.Parent, n.Depth = parent.ID, parent.Depth+1
 	}
 	parentPath := m.path(parent)
 	nIn := len(c.args)
-	n.Static, n.Managed, n.Ptrs, n.InputNames = make([]bool, nIn), make([]bool, nIn), make([]device.Ptr, nIn), make([]string, nIn)
-	n.CopySrc = make([]device.Ptr, nIn)
+	n.carveReplayData(nIn, len(c.f.plan.returns))
+	n.InputNames = make([]string, nIn)
 	n.RerecordIfStatic = m.eng.cfg.InlineInbuiltNNModules || m.eng.cfg.SupportInputMutation
 	for i, t := range c.args {
 		s := tt.storages.get(t.Storage)
@@ -152,7 +153,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		n.LivenessBefore = m.eng.liveness(parentPath)
 		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
 	}
-	what := fmt.Sprintf("call %s: record #%d", c.f.Name, id)
+	what := "call " + c.f.Name + ": record #" + strconv.Itoa(id)
 	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
@@ -178,7 +179,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		}
 		// static_input: torch.empty_strided of the input's size and
 		// strides, so the placeholder spans the view, not its storage.
-		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, fmt.Sprintf("%s input %d (placeholder of #%d)", c.f.Name, i, id))
+		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, c.f.Name+" input "+strconv.Itoa(i)+" (placeholder of #"+strconv.Itoa(id)+")")
 		if err != nil {
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
@@ -218,7 +219,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			n.CopySrc[i] = src
 		}
 	}
-	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: fmt.Sprintf("%s (record #%d)", c.f.Name, id)})
+	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (record #" + strconv.Itoa(id) + ")"})
 	// The owning input copies die with the body (the model clears its inputs).
 	for _, ct := range copies {
 		if rerr := tt.release(ct); rerr != nil && err == nil {
@@ -272,7 +273,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	}
 	newIndex := map[device.Ptr]int{}
 	n.Outputs = make([]outputInfo, len(outs))
-	n.OutWeak = make([]int, len(outs))
+	if len(n.OutWeak) != len(outs) {
+		// The body returned another count than its plan says (carved
+		// for): the outputs get slices of their own.
+		n.OutWeak, n.cachedStore = make([]int, len(outs)), nil
+	}
 	for i, t := range outs {
 		s := tt.storages.get(t.Storage)
 		o := outputInfo{Ptr: s.Ptr, Shape: t.Shape, DType: t.DType, Bytes: s.Bytes}
@@ -354,11 +359,18 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		if len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
 		}
-		m.roots[fid] = append(roots, id)
+		if len(roots) == 0 {
+			m.roots[fid] = m.firstRoot(id)
+		} else {
+			m.roots[fid] = append(roots, id)
+		}
 	} else {
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
 			parent.childOrder = append(parent.childOrder, c.f.ID)
+		}
+		if parent.Children == nil {
+			parent.Children = map[int][]int{}
 		}
 		parent.Children[c.f.ID] = append(parent.Children[c.f.ID], id)
 	}
@@ -376,7 +388,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if parent != nil {
 		c.step.parentFn = m.funcs[parent.Fn].Name
 	}
-	msg := fmt.Sprintf("Recording function %d of graph recording id %d", c.f.ID, id)
+	msg := "Recording function " + strconv.Itoa(c.f.ID) + " of graph recording id " + strconv.Itoa(id)
 	if len(n.Kernels) == 0 {
 		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
 			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})

@@ -273,10 +273,22 @@ func (m *manager) clone() *manager {
 	// The nodes are shared, copied by the first of the two managers to
 	// change one (unshare); Clone registers the copy (share).
 	c.nodes = slices.Clone(m.nodes)
+	// The copy's roots are one allocation, each function's slice a part
+	// of it (its capacity its length); the slab is the original's.
 	c.roots = make([][]int, len(m.roots))
-	for k, v := range m.roots {
-		c.roots[k] = slices.Clone(v)
+	total := 0
+	for _, v := range m.roots {
+		total += len(v)
 	}
+	all := make([]int, 0, total)
+	for k, v := range m.roots {
+		if v != nil {
+			off := len(all)
+			all = append(all, v...)
+			c.roots[k] = all[off:len(all):len(all)]
+		}
+	}
+	c.rootSlab = nil
 	c.rootOrder = append([]int(nil), m.rootOrder...)
 	c.warmups = make(map[int]*WarmupNode, len(m.warmups))
 	for k, w := range m.warmups {

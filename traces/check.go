@@ -94,7 +94,7 @@ type checker struct {
 	// funcs for the calls (fncache.go).
 	funcs   map[string]int32
 	defs    []fnInfo
-	defRecs []Record
+	defRecs defRecords
 	fnCache fnCache
 	names   map[string]*binding
 	deleted map[string]deadName    // name -> the del that unbound it
@@ -241,9 +241,32 @@ const lastKeyBytes = 40
 func (c *checker) newDef(rec *Record, broken bool) int32 {
 	i := int32(len(c.defs))
 	c.defs = append(c.defs, fnInfo{nParams: int32(len(rec.Params)), nReturns: int32(len(rec.Returns)), broken: broken})
-	c.defRecs = append(c.defRecs, *rec)
+	c.defRecs.add(rec)
 	c.funcs[rec.Fn] = i
 	return i
+}
+
+// defRecords are the defs' records by number, in chunks of
+// defRecordsChunk: a slice of them grew by copying every record made so far
+// (336 bytes each), which while a trace defined 10,000 functions allocated
+// five times their size and had the collector scan each old copy.
+type defRecords struct {
+	chunks [][]Record
+}
+
+const defRecordsChunk = 256
+
+func (d *defRecords) add(rec *Record) {
+	if n := len(d.chunks); n == 0 || len(d.chunks[n-1]) == defRecordsChunk {
+		d.chunks = append(d.chunks, make([]Record, 0, defRecordsChunk))
+	}
+	last := &d.chunks[len(d.chunks)-1]
+	*last = append(*last, *rec)
+}
+
+// at returns def i's record (0 <= i < the defs added).
+func (d *defRecords) at(i int32) *Record {
+	return &d.chunks[i/defRecordsChunk][i%defRecordsChunk]
 }
 
 func (c *checker) add(p Problem) {
@@ -409,7 +432,7 @@ func (c *checker) record(rec *Record) {
 // out, every return is bound at the end. Shapes wait for the calls.
 func (c *checker) def(rec *Record) {
 	if i, ok := c.funcs[rec.Fn]; ok {
-		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, c.defRecs[i].Line)
+		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, c.defRecs.at(i).Line)
 		return
 	}
 	f := &c.defs[c.newDef(rec, false)]
@@ -524,7 +547,7 @@ func (c *checker) runBody(fi int32, args []*binding) *bodyResult {
 	}
 	res := c.memo[string(key)]
 	if res == nil {
-		res = c.evalBody(&c.defRecs[fi], args)
+		res = c.evalBody(c.defRecs.at(fi), args)
 		c.memo[string(key)] = res
 	}
 	if len(own) <= lastKeyBytes {
@@ -676,7 +699,7 @@ func (c *checker) call(rec *Record) {
 	}
 	f := &c.defs[fi] // no def is added before the call returns
 	if len(rec.Args) != int(f.nParams) {
-		c.fail(rec, "%s, but %s takes %s", plural(len(rec.Args), "arg"), rec.Fn, paramList(c.defRecs[fi].Params))
+		c.fail(rec, "%s, but %s takes %s", plural(len(rec.Args), "arg"), rec.Fn, paramList(c.defRecs.at(fi).Params))
 		bindUnknown()
 		return
 	}

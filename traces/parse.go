@@ -481,9 +481,12 @@ func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
 		if m := decodeStrict(b, &rs, "body"); m != "" {
 			return fmt.Sprintf("statement %d: %s", i+1, m)
 		}
+		// A strict decode left Out nil for an absent or null "out" and
+		// refused any other non-string: parseStmt only needs to know
+		// which (no Marshal of the name back to JSON for every statement).
 		var outRaw json.RawMessage
 		if rs.Out != nil {
-			outRaw, _ = json.Marshal(*rs.Out)
+			outRaw = presentOut
 		}
 		s, m := r.parseStmt(rs, outRaw)
 		if m != "" {
@@ -493,6 +496,10 @@ func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
 	}
 	return ""
 }
+
+// presentOut stands for the raw "out" of a body statement whose "out" is a
+// string.
+var presentOut = json.RawMessage(`""`)
 
 // parseStmt validates one statement's fields. outRaw is the raw "out", so
 // a wrong type is reported as such.

@@ -166,14 +166,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", werr)
 		return 2
 	}
-	rep.Finish(e.State())
+	// One State for the summary: at 10,000 nodes one costs 10-20 ms.
+	st := e.State()
+	rep.Finish(st)
 	if *asJSON {
 		if err := jsonSteps.End(); err != nil {
 			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 			return 2
 		}
 	} else {
-		st := e.State()
 		tree := ""
 		for d := range st.Devices {
 			if len(st.Devices) > 1 {

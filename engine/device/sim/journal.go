@@ -14,6 +14,7 @@ import (
 // the device and saves, in the journal, the old contents of each span as
 // it is written: a record pays for what it writes, not for what the
 // segments hold. Everything else (segments, graphs, capture state, faults)
+// but the graph tables, which log their writes as the segments do (table),
 // is saved as Snapshot saves it, which is cheap.
 
 // mark is what Mark returns: the device's state but for the contents of
@@ -44,9 +45,11 @@ const maxJournalKeep = 1 << 20
 // contents.
 func (d *Device) Mark() any {
 	d.commit()
-	s := d.metaSnapshot()
+	s := d.metaSnapshot(false)
 	m := &mark{snap: s, gen: d.gen}
 	d.txn = m
+	d.graphs.begin()
+	d.execs.begin()
 	return m
 }
 
@@ -61,6 +64,8 @@ func (d *Device) Commit(m any) {
 
 func (d *Device) commit() {
 	d.txn = nil
+	d.graphs.end()
+	d.execs.end()
 	clear(d.journal)
 	d.journal = d.journal[:0]
 	if cap(d.jbuf) > maxJournalKeep {
@@ -119,7 +124,11 @@ func (d *Device) Undo(m any) error {
 		// copied before their next write.
 		d.gen++
 	}
-	d.restoreMeta(s)
+	// The tables' logs hold every write since the mark (a Snapshot or a
+	// Clone meanwhile shared the tables, which moves no entry of them).
+	d.graphs.undo()
+	d.execs.undo()
+	d.restoreMeta(s, false)
 	d.segs = segs
 	d.commit()
 	d.broken = nil

@@ -35,20 +35,19 @@ type snapshot struct {
 func (d *Device) Snapshot() any {
 	// Every segment now has gen < d.gen: shared, copied before a write.
 	d.gen++
-	return d.metaSnapshot()
+	return d.metaSnapshot(true)
 }
 
 // metaSnapshot saves the state as Snapshot does, without making the
 // segments' contents shared: Snapshot bumps the generation first, Mark
-// journals the writes instead.
-func (d *Device) metaSnapshot() *snapshot {
+// journals the writes instead. tables says whether it saves the graph
+// tables too (a Snapshot does; a Mark has them log their writes instead).
+func (d *Device) metaSnapshot(tables bool) *snapshot {
 	s := &snapshot{
 		dev:       d,
 		segs:      slices.Clone(d.segs),
 		used:      d.used,
 		next:      d.next,
-		graphs:    d.graphs.share(),
-		execs:     d.execs.share(),
 		nextGraph: d.nextGraph,
 		nextExec:  d.nextExec,
 		faults:    slices.Clone(d.faults),
@@ -57,6 +56,9 @@ func (d *Device) metaSnapshot() *snapshot {
 	}
 	for i, c := range d.capture {
 		s.capture[i] = capture{active: c.active, nodes: slices.Clip(c.nodes)}
+	}
+	if tables {
+		s.graphs, s.execs = d.graphs.share(), d.execs.share()
 	}
 	return s
 }
@@ -83,17 +85,20 @@ func (d *Device) Restore(snap any) error {
 	d.commit()
 	d.gen++
 	d.segs = slices.Clone(s.segs)
-	d.restoreMeta(s)
+	d.restoreMeta(s, true)
 	d.broken = nil
 	return nil
 }
 
-// restoreMeta puts back what a snapshot holds but the segments.
-func (d *Device) restoreMeta(s *snapshot) {
+// restoreMeta puts back what a snapshot holds but the segments, and the
+// graph tables when tables is true (a mark's undo has put them back).
+func (d *Device) restoreMeta(s *snapshot, tables bool) {
 	d.last = -1
 	d.used = s.used
 	d.next = s.next
-	d.graphs, d.execs = s.graphs.share(), s.execs.share()
+	if tables {
+		d.graphs, d.execs = s.graphs.share(), s.execs.share()
+	}
 	d.nextGraph, d.nextExec = s.nextGraph, s.nextExec
 	d.capture = s.capture
 	d.faults = slices.Clone(s.faults)

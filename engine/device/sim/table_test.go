@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestTableCopyOnWrite checks that a shared table never sees the writes of
 // the one it was shared from, nor the other way round, across chunks.
@@ -45,5 +48,68 @@ func TestTableCopyOnWrite(t *testing.T) {
 	})
 	if n != 600 {
 		t.Errorf("each visited %d entries, want 600", n)
+	}
+}
+
+// TestTableUndo checks that undo puts back every entry as it was at begin,
+// across chunks, rewrites of one handle, removals, new chunks and a share
+// in between (which must not see the undo), and that nothing is logged
+// outside begin and end.
+func TestTableUndo(t *testing.T) {
+	v := func(n int) *int { return &n }
+	read := func(tab *table[int], hs ...uint64) []int {
+		var out []int
+		for _, h := range hs {
+			got := 0
+			if p := tab.get(h); p != nil {
+				got = *p
+			}
+			out = append(out, got)
+		}
+		return out
+	}
+	handles := []uint64{1, 5, 255, 256, 300, 599, 700, 1 << 12}
+	cases := []struct {
+		name   string
+		writes func(a *table[int])
+	}{
+		{"nothing", func(a *table[int]) {}},
+		{"one write", func(a *table[int]) { a.set(5, v(-5)) }},
+		{"rewrites", func(a *table[int]) { a.set(5, v(-5)); a.set(5, v(-50)); a.set(5, nil) }},
+		{"removal", func(a *table[int]) { a.set(300, nil) }},
+		{"new chunks", func(a *table[int]) { a.set(700, v(700)); a.set(1<<12, v(9)) }},
+		{"across chunks", func(a *table[int]) {
+			for h := uint64(1); h <= 600; h += 7 {
+				a.set(h, v(-int(h)))
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newTable[int]()
+			for h := uint64(1); h <= 600; h++ {
+				a.set(h, v(int(h)))
+			}
+			if len(a.log) != 0 {
+				t.Fatalf("%d writes logged with no mark", len(a.log))
+			}
+			before := read(&a, handles...)
+			a.begin()
+			c.writes(&a)
+			shared := a.share()
+			after := read(&shared, handles...)
+			a.set(256, v(-256)) // after the share: still undone
+			a.undo()
+			if got := read(&a, handles...); !slices.Equal(got, before) {
+				t.Errorf("after undo %v, want %v", got, before)
+			}
+			if got := read(&shared, handles...); !slices.Equal(got, after) {
+				t.Errorf("the share saw the undo: %v, want %v", got, after)
+			}
+			a.set(1, v(11))
+			if a.logging || len(a.log) != 0 {
+				t.Errorf("logging after undo: %v, %d entries", a.logging, len(a.log))
+			}
+		})
 	}
 }
