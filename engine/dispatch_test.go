@@ -40,12 +40,7 @@ func peerTraces(t *testing.T) []*traces.Trace {
 	}
 	var trs []*traces.Trace
 	for _, f := range files {
-		in, err := traces.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := traces.Read(in, f)
-		in.Close()
+		tr, err := traces.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -695,21 +695,6 @@ func appendSig(buf []int, shapes [][]int, dtypes []ops.DType, alias []int) []int
 // remember makes fid the def's dispatch entry for this signature, under
 // the record's undo.
 func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DType, alias []int) {
-	i, prev := def.idx, m.dispatch
-	if i >= len(prev) {
-		m.dispatch = slices.Grow(prev, i+1-len(prev))[:i+1]
-	}
-	old := m.dispatch[i]
-	m.eng.onUndo(func() {
-		if i >= len(prev) {
-			// The entries past prev's end were made by this record;
-			// prev is the slice as it was (nil before the first).
-			clear(m.dispatch[len(prev):])
-			m.dispatch = prev
-			return
-		}
-		m.dispatch[i] = old
-	})
 	d := dispatchEntry{def: def, fid: fid, epoch: m.compileEpoch, n: sigLen(shapes)}
 	sig := appendSig(make([]int, 0, d.n), shapes, dtypes, alias)
 	fits := d.n <= len(d.small)
@@ -725,7 +710,7 @@ func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DTyp
 	} else {
 		d.big = sig
 	}
-	m.dispatch[i] = d
+	setAt(m.eng, &m.dispatch, def.idx, d)
 }
 
 // graphKey is one compiled graph of a def: its guard and Compile number.

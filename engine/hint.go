@@ -1,7 +1,5 @@
 package engine
 
-import "slices"
-
 // This file holds what the manager keeps per position and FunctionID and
 // per FunctionID, read by every call: non_cudagraph_managed_mutation_hint
 // and the roots. PyTorch keeps them in dicts; here they are slices where
@@ -56,72 +54,45 @@ func (m *manager) mutationHint(nid, fid int) (eager, known bool) {
 func (m *manager) setMutationHint(nid, fid int, eager bool) {
 	switch {
 	case nid == noNode:
-		prev := m.rootHints
-		if fid >= len(prev) {
-			m.rootHints = slices.Grow(prev, fid+1-len(prev))[:fid+1]
-		}
-		old := m.rootHints[fid]
-		m.eng.onUndo(func() {
-			if fid >= len(prev) {
-				// Grown by this record: prev is the slice as it was.
-				clear(m.rootHints[len(prev):])
-				m.rootHints = prev
-				return
-			}
-			m.rootHints[fid] = old
-		})
-		m.rootHints[fid] = hintFalse
+		h := hintFalse
 		if eager {
-			m.rootHints[fid] = hintTrue
+			h = hintTrue
 		}
+		setAt(m.eng, &m.rootHints, fid, h)
 	case nid >= 0:
-		prev := m.nodeHints
-		if nid >= len(prev) {
-			m.nodeHints = slices.Grow(prev, nid+1-len(prev))[:nid+1]
+		var hints map[int]bool
+		if nid < len(m.nodeHints) {
+			hints = m.nodeHints[nid]
 		}
-		hints := m.nodeHints[nid]
-		made := hints == nil
-		if made {
+		if hints == nil {
 			hints = map[int]bool{}
-			m.nodeHints[nid] = hints
+			setAt(m.eng, &m.nodeHints, nid, hints)
 		}
-		old, had := hints[fid]
-		m.eng.onUndo(func() {
-			switch {
-			case nid >= len(prev):
-				clear(m.nodeHints[len(prev):])
-				m.nodeHints = prev
-			case made:
-				m.nodeHints[nid] = nil
-			case had:
-				hints[fid] = old
-			default:
-				delete(hints, fid)
-			}
-		})
-		hints[fid] = eager
+		m.setHint(hints, fid, eager)
 	default:
 		// A warmup node's id (negative): few, and never reused.
 		if m.warmupHints == nil {
 			m.warmupHints = map[int]map[int]bool{}
 		}
 		hints := m.warmupHints[nid]
-		made := hints == nil
-		if made {
+		if hints == nil {
 			hints = map[int]bool{}
 			m.warmupHints[nid] = hints
+			m.eng.onUndo(func() { delete(m.warmupHints, nid) })
 		}
-		old, had := hints[fid]
-		m.eng.onUndo(func() {
-			switch {
-			case made:
-				delete(m.warmupHints, nid)
-			case had:
-				hints[fid] = old
-			default:
-				delete(hints, fid)
-			}
-		})
-		hints[fid] = eager
+		m.setHint(hints, fid, eager)
 	}
+}
+
+// setHint sets hints[fid] under the record's undo.
+func (m *manager) setHint(hints map[int]bool, fid int, eager bool) {
+	old, had := hints[fid]
+	m.eng.onUndo(func() {
+		if had {
+			hints[fid] = old
+		} else {
+			delete(hints, fid)
+		}
+	})
+	hints[fid] = eager
 }

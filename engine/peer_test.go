@@ -33,12 +33,7 @@ func TestPeerSuite(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".cgt.jsonl.gz")
 		t.Run(name, func(t *testing.T) {
-			in, err := traces.Open(f) // gzip: what every command reads
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := traces.Read(in, f)
-			in.Close()
+			tr, err := traces.ReadFile(f) // gzip: what every command reads
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -341,28 +341,13 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	m.nodes = append(m.nodes, n)
 	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
-		fid, all, order := c.f.ID, m.roots, m.rootOrder
-		roots := m.rootsOf(fid)
-		if fid >= len(m.roots) {
-			m.roots = slices.Grow(m.roots, fid+1-len(m.roots))[:fid+1]
-		}
-		m.eng.onUndo(func() {
-			m.rootOrder = order
-			if fid >= len(all) {
-				// Grown by this record: all is the slice as it was.
-				clear(m.roots[len(all):])
-				m.roots = all
-				return
-			}
-			m.roots[fid] = roots
-		})
-		if len(roots) == 0 {
+		fid, order := c.f.ID, m.rootOrder
+		m.eng.onUndo(func() { m.rootOrder = order })
+		if roots := m.rootsOf(fid); len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
-		}
-		if len(roots) == 0 {
-			m.roots[fid] = m.firstRoot(id)
+			setAt(m.eng, &m.roots, fid, m.firstRoot(id))
 		} else {
-			m.roots[fid] = append(roots, id)
+			setAt(m.eng, &m.roots, fid, append(roots, id))
 		}
 	} else {
 		m.keepNode(parent)

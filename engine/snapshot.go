@@ -194,6 +194,28 @@ func (e *Engine) rollback() {
 // onUndo logs how to put back a change the record makes to a manager.
 func (e *Engine) onUndo(f func()) { e.undo = append(e.undo, f) }
 
+// setAt sets (*s)[i] = v under the record's undo, growing *s to hold i
+// (the tables kept by dense id: roots, hints, dispatch entries). Undone,
+// the slot has its old value again, or *s is the slice it was, with what
+// it grew by cleared so that a later growth over the same array finds
+// zeros.
+func setAt[T any](e *Engine, s *[]T, i int, v T) {
+	prev := *s
+	if i >= len(prev) {
+		*s = slices.Grow(prev, i+1-len(prev))[:i+1]
+	}
+	old := (*s)[i]
+	e.onUndo(func() {
+		if i >= len(prev) {
+			clear((*s)[len(prev):])
+			*s = prev
+			return
+		}
+		(*s)[i] = old
+	})
+	(*s)[i] = v
+}
+
 // keepNode saves n as it is, once per record, before the record changes
 // it. Without a snapshot (the replay fast path) it saves nothing: what
 // execute_node changes there comes after the last point where the record

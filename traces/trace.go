@@ -2,10 +2,7 @@ package traces
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"io/fs"
-	"os"
 )
 
 // Trace is a whole trace in memory: what the engine and the UI step
@@ -17,25 +14,16 @@ type Trace struct {
 	Records []Record
 }
 
-// ReadFile checks the trace at path and reads it. A trace that does not
-// check is refused whole: the error is Problems, every problem found.
+// ReadFile checks the trace at path and reads it, decompressed as Open
+// does (.gz, zstd). A trace that does not check is refused whole: the
+// error is Problems, every problem found.
 func ReadFile(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	in, err := Open(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, Problems{{File: path, Msg: err.Error()}}
+		return nil, Problems{*asProblem(err, path)}
 	}
-	defer f.Close()
-	if ps := Check(f, path); len(ps) > 0 {
-		return nil, Problems(ps)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, Problems{{File: path, Msg: "seek: " + err.Error()}}
-	}
-	return readAll(f, path)
+	defer in.Close()
+	return Read(in, path)
 }
 
 // Read checks the trace r gives and reads it; see ReadFile. file names it
