@@ -2150,9 +2150,6 @@ class Recorder:
         # Every knob is to be looked at (due) or read (read) at the next call
         # (_catch_up_steps, _knob_check).
         self._all_knobs_due = self._all_knobs_read = False
-        # The wrappers' code a program enters in place of torch's methods
-        # (_skip_frames).
-        self._frame_codes = []
 
     # -- install / remove
 
@@ -2374,9 +2371,8 @@ class Recorder:
 
         if orig_back is not None:
             M.set_to_running_backward = set_to_running_backward
-        if os.environ.get("CGTRACE_READS", "1") != "0":
-            self._install_reads(torch.Tensor)
-        self._skip_frames(self._frame_codes)
+        reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
+        self._skip_frames(reads)
         M._run = _run
         M.run_eager = run_eager
         M.record_function = record_function
@@ -2601,7 +2597,8 @@ class Recorder:
         read of a tree output becomes a `read` record (and its error, if
         PyTorch raised one, an expect). A read made by PyTorch inside a tree
         call, or by the recorder itself, or nested in another read (print
-        calls item()), is not one."""
+        calls item()), is not one. Returns the wrappers' code (one for all of
+        them), or None when no method was wrapped."""
         rec = self
         # Dynamo traces Python methods of Tensor: inside a compiled function
         # the wrapper must read as the original method and nothing else
@@ -2651,11 +2648,10 @@ class Recorder:
             wrapper.__qualname__ = "Tensor." + wrapper.__name__
             wrapper.__doc__ = getattr(orig, "__doc__", None)
             setattr(T, name, wrapper)
-            code = wrapper.__code__  # (one code object for every wrapper)
-        if code is not None:
-            self._frame_codes.append(code)
+            code = wrapper.__code__
+        return code
 
-    def _skip_frames(self, wrappers):
+    def _skip_frames(self, wrapper):
         """Keeps the recorder's frames off Dynamo's frame hook, which is set
         while compiled code runs and converts every Python frame started
         there (the `bool()` a graph break leaves, an `.item()` between two
@@ -2665,7 +2661,7 @@ class Recorder:
         were lost so), and any recorder frame converted is a frame more
         than the program has unrecorded.
 
-        The wrappers a program enters (wrappers: the read wrappers) are
+        The read wrappers a program enters (wrapper: their code) are
         never converted themselves, and what they call is handed to the
         hook as it is unrecorded (the original method's own frames: a
         tensor's __repr__ in torch and what it calls). Every other code of
@@ -2685,7 +2681,7 @@ class Recorder:
         entry = FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT)
         skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
         for code in _module_codes():
-            set_code_exec_strategy(code, entry if code in wrappers else skip)
+            set_code_exec_strategy(code, entry if code is wrapper else skip)
 
     def _on_read(self, name, error):
         if self._off:
