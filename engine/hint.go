@@ -68,7 +68,7 @@ func (m *manager) setMutationHint(nid, fid int, eager bool) {
 			hints = map[int]bool{}
 			setAt(m.eng, &m.nodeHints, nid, hints)
 		}
-		m.setHint(hints, fid, eager)
+		setKey(m.eng, hints, fid, eager)
 	default:
 		// A warmup node's id (negative): few, and never reused.
 		if m.warmupHints == nil {
@@ -80,19 +80,6 @@ func (m *manager) setMutationHint(nid, fid int, eager bool) {
 			m.warmupHints[nid] = hints
 			m.eng.onUndo(func() { delete(m.warmupHints, nid) })
 		}
-		m.setHint(hints, fid, eager)
+		setKey(m.eng, hints, fid, eager)
 	}
-}
-
-// setHint sets hints[fid] under the record's undo.
-func (m *manager) setHint(hints map[int]bool, fid int, eager bool) {
-	old, had := hints[fid]
-	m.eng.onUndo(func() {
-		if had {
-			hints[fid] = old
-		} else {
-			delete(hints, fid)
-		}
-	})
-	hints[fid] = eager
 }

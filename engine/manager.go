@@ -252,15 +252,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 				m.eng.onUndo(func() { delete(m.numRerecord, nid) })
 			}
 			counts, fid := m.numRerecord[nid], c.f.ID
-			old, had := counts[fid]
-			m.eng.onUndo(func() {
-				if had {
-					counts[fid] = old
-				} else {
-					delete(counts, fid)
-				}
-			})
-			counts[fid]++
+			setKey(m.eng, counts, fid, counts[fid]+1)
 			if m.exceedRerecordLimit(nid, c.f) {
 				reason := ""
 				for _, fl := range failures {

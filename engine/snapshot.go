@@ -216,6 +216,20 @@ func setAt[T any](e *Engine, s *[]T, i int, v T) {
 	(*s)[i] = v
 }
 
+// setKey sets m[k] = v under the record's undo: undone, k has its old
+// value again, or is absent again.
+func setKey[K comparable, V any](e *Engine, m map[K]V, k K, v V) {
+	old, had := m[k]
+	e.onUndo(func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+	m[k] = v
+}
+
 // keepNode saves n as it is, once per record, before the record changes
 // it. Without a snapshot (the replay fast path) it saves nothing: what
 // execute_node changes there comes after the last point where the record
