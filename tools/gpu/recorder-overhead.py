@@ -250,22 +250,24 @@ def fake_workload():
 
 
 # Where recorder_inside puts its clock: (what comes before, what it becomes)
-# in traces/pytorch/cgtrace.py's _run and execute_node wrappers.
+# in traces/pytorch/cgtrace.py's _run (the lean path) and execute_node
+# wrappers. A call the lean path hands to _steady is timed from its lean
+# entry again (the clock restarts), once: what a steady call costs.
 _INSIDE_MARKS = (
-    ("            if hot.off or tls.depth:\n                return orig_run(mgr, new_inputs, function_id)\n",
-     "            if hot.off or tls.depth:\n                return orig_run(mgr, new_inputs, function_id)\n"
-     "            _t0 = _ns()\n"),
-    ("                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n",
+    ("            if not acquire(False):\n",
+     "            _t0 = _ns()\n"
+     "            if not acquire(False):\n"),
+    ("                hot.steady = True  # (what the tree does is noted in hot: execute_node)\n",
      "                _IN[0] += _ns() - _t0; _IN[3] += 1\n"
-     "                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"),
-    ("                node = hot.node\n                try:\n",
-     "                _t1 = _ns()\n                node = hot.node\n                try:\n"),
-    ("                        tls.node = None\n                return out\n",
-     "                        tls.node = None\n                _IN[1] += _ns() - _t1\n                return out\n"),
-    ("            d = tls.depth\n            if d == 2 and hot.node is None:",
-     "            _t2 = _ns()\n            d = tls.depth\n            if d == 2 and hot.node is None:"),
-    ("                tls.node = node\n            return orig_exec(mgr, node, new_inputs)",
-     "                tls.node = node\n            _IN[2] += _ns() - _t2\n            return orig_exec(mgr, node, new_inputs)"),
+     "                hot.steady = True  # (what the tree does is noted in hot: execute_node)\n"),
+    ("                hot.steady = False\n                node = hot.node\n",
+     "                _t1 = _ns()\n                hot.steady = False\n                node = hot.node\n"),
+    ("                return out\n            finally:\n                release()\n",
+     "                _IN[1] += _ns() - _t1\n                return out\n            finally:\n                release()\n"),
+    ("            if hot.steady:\n                if hot.node is None:\n                    hot.node = node\n",
+     "            _t2 = _ns()\n"
+     "            if hot.steady:\n                if hot.node is None:\n                    hot.node = node\n"
+     "                    _IN[2] += _ns() - _t2\n"),
 )
 
 

@@ -399,7 +399,11 @@ class Trace:
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
         enc = _LineEncoder()
-        out.extend(self._line(enc, r) for r in self.records)
+        line = self._line
+        # A line made whole where it was recorded, and a step, as they are
+        # (_LineEncoder.line's first answers, without its two calls): most
+        # of a long recording's records, written at its exit.
+        out.extend([r if type(r) is str else _STEP_LINE if r is _STEP else line(enc, r) for r in self.records])
         return out
 
     @staticmethod
@@ -847,13 +851,14 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "in_ids", "nwatch", "cfg")
+                 "fs", "in_ids", "nwatch", "cfg", "expect_line")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
         self.node_keys, self.ckpt, self.dev = node_keys, ckpt, dev
         self.dev_key = str(dev)  # Recorder._trees' key
         self.ekey, self.expect = ekey, expect
+        self.expect_line = None  # its line, once a deferred replay wrote it (exp_line)
         self.entries = entries  # tuple of _Entry, by output position
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
@@ -875,6 +880,17 @@ class _ReplayPlan:
         self.nwatch = 0  # how many names are polled, with polled
         self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
         self.set_args(args)
+
+    def exp_line(self):
+        """The expect record's line, encoded once for all the deferred
+        replays of the plan (the record itself if the encoder refuses it:
+        the writer drops it then, with a note, as it drops any record)."""
+        if self.expect_line is None:
+            try:
+                self.expect_line = encode_record(self.expect)
+            except (ValueError, TypeError):
+                self.expect_line = self.expect
+        return self.expect_line
 
     def set_args(self, args):
         """The call line's head for this args list (a loop's calls share one)."""
@@ -2068,16 +2084,25 @@ class _Hot:
     the same names read and write it): in the middle of torch's call each
     object the path touches is a cache miss, and an instance dict's lookup
     is several. `node` and `other` are what the tree did in a call the
-    steady path let run (execute_node's node; anything else)."""
-    __slots__ = ("off", "serial", "mark_counter", "node", "other", "cfg", "calls", "fid", "got")
+    steady path let run (execute_node's node; anything else), and `steady`
+    says one is running (in the thread holding the recorder's lock)."""
+    __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
+                 "lean_fid", "plan", "mref", "low")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
         # entry (Recorder._fid_cache): the next call of it needs no lookup.
         # Cleared at every other event (_settle), as the plan may change.
         self.fid = self.got = None
+        # The FunctionID the _run wrapper's lean path is armed for (by
+        # _steady), its plan, the manager's weak reference, and the first
+        # mark-step count of the 64 the arming saw. Cleared at every other
+        # event (_settle), at every counted config write, at a failure.
+        self.lean_fid = self.plan = self.mref = None
+        self.low = 0
+        self.steady = False
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
-        self.calls = 0  # calls the steady path let run
+        self.left = 0  # steady calls left before the knobs' probes are read (_steady)
         self.off = False
         self.serial = 0
         self.mark_counter = 0
@@ -2202,59 +2227,56 @@ class Recorder:
         # What the steady path reads at every call is bound as defaults:
         # locals of its frame, where closure cells would be objects of
         # their own to reach (the tree calls _run(new_inputs, function_id)).
-        def _run(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
-                 box=cgt.MarkStepBox, lock=self.lock, tls=self.tls, gen=self._gen, hot=self._hot,
-                 defer=self._defer, watch=self.session._watch, dead_objs=self.session._dead_objs,
-                 pend=self._pending.append, knobs=knobs, probes=knobs.probes,
-                 versioned=knobs.homes is not None, data_ptr=torch.Tensor.data_ptr,
+        # Only what a steady replay reads: each default is touched at every
+        # call (the frame holds it), read or not.
+        # Two parts: _run, the lean path every steady replay takes, and
+        # _steady, which finds and checks the function's plan (once a
+        # serial, and every 64th call or step) and arms _run for it.
+        def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, acquire=self.lock.acquire,
+                 release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
+                 dead_objs=self.session._dead_objs, pend=self._pending.append, versioned=knobs.homes is not None,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 is_=is_, call=call, refcount=sys.getrefcount, rec=rec):
+                 tuple=tuple, map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount, rec=rec):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
-            # changed since. _steady_holds checks, once a serial, what only
-            # another event can change; what the program or the tree can
-            # change between two calls is checked here, inline, by identity
-            # and C-level passes, touching as few objects as it can (each
-            # is a cache miss in the middle of torch's call). The call is
-            # queued, written at the next other event (_settle); anything
-            # else takes the general path (_on_run), as if this were not.
-            # (ptrs_equal: torch's own check of its inputs' data pointers,
-            # check_invariants', one C call for all; where it is absent,
-            # data_ptr by map.)
-            if hot.off or tls.depth:
-                return orig_run(mgr, new_inputs, function_id)
-            with lock:
-                got = hot.got if function_id is hot.fid else fid_get(id(function_id))
-                plan = got[3].plan if got is not None else None
-                if plan is None or not defer:
-                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+            # changed since. _steady checked once a serial (_steady_holds)
+            # what only another event can change, and armed this path for
+            # the function (hot.lean_fid: cleared at every other event,
+            # _settle, and at every counted config write). What the program
+            # or the tree can change between two calls is checked here, by
+            # identity and C-level passes, touching as few objects as it
+            # can: in the middle of torch's call each object, and each line
+            # of this code, is a cache miss. The call is queued, written at
+            # the next other event (_settle); anything else goes back to
+            # _steady, or from it (probed) to the general path (_on_run).
+            # The lock is taken without waiting: a call while another
+            # thread holds it takes _steady, which waits.
+            if not acquire(False):
+                return _steady(mgr, new_inputs, function_id)
+            try:
+                left = hot.left
+                plan = hot.plan
                 c = box.mark_step_counter
                 mc = hot.mark_counter
                 try:
-                    # c: one down a step since the last event (back up, at
-                    # 0, is a reset: the general path's). Every 64th step
-                    # the knobs are looked at, and every 4096th read, as the
-                    # general path would (_knob_check). The inputs: the
-                    # memo's objects (by id when the session hears of each
-                    # one's death, which would be in dead_objs), at the same
-                    # data pointers. The knobs: no write to their modules
-                    # since the plan was checked (versioned), and every
-                    # 64th call their probes too (a write past __setattr__);
-                    # or their probes at every call.
-                    in_ids = plan.in_ids
-                    hot.calls += 1
-                    ok = ((plan.serial == hot.serial or rec._steady_holds(got[3], plan, got, mgr))
-                          and got[0] is function_id and got[1]() is mgr and c <= mc
-                          and (c // 64 == mc // 64 or (c // 4096 == mc // 4096 and not knobs.moved(True)))
-                          and len(new_inputs) == plan.nin
-                          and (tuple(map(id, new_inputs)) == in_ids if in_ids is not None
-                               else all(map(is_, map(call, plan.in_refs), new_inputs)))
+                    # Armed for this function, no call of it in progress in
+                    # this thread (hot.steady: a call re-entering the
+                    # tree's _run), no 64th step since the arming (c: one
+                    # down a step, below hot.low past a 64th) and its
+                    # knobs' probes read within 64 calls (left; or at this
+                    # call, probed, when their writes are not counted):
+                    # _steady looks at the knobs then; the same manager;
+                    # the memo's objects (by id when the session hears of
+                    # each one's death) at the same data pointers; nothing
+                    # died.
+                    ok = (function_id is hot.lean_fid and not hot.steady and hot.low <= c <= mc
+                          and (left > 0 if versioned else probed) and hot.mref() is mgr
+                          and (tuple(map(id, new_inputs)) == plan.in_ids if plan.in_ids is not None
+                               else len(new_inputs) == plan.nin and all(map(is_, map(call, plan.in_refs), new_inputs)))
                           and (ptrs_equal(new_inputs, plan.in_ptrs, plan.in_idx) if ptrs_equal is not None
-                               else list(map(data_ptr, new_inputs)) == plan.in_ptrs)
-                          and not dead_objs
-                          and (hot.cfg == plan.cfg if versioned and hot.calls & 63 else
-                               list(map(call, probes)) == knobs.probe_vals))
+                               else list(map(rec.torch.Tensor.data_ptr, new_inputs)) == plan.in_ptrs)
+                          and not dead_objs)
                     if ok:
                         # What flush_deaths would find: no polled name died.
                         # When the plan's outputs are polled with names their
@@ -2263,9 +2285,11 @@ class Recorder:
                         # holds it (the tree's own test: the count is one
                         # more here, for o): one held only there goes to the
                         # general path, which asks the tree. Otherwise every
-                        # polled name is asked.
+                        # polled name is asked. (The polled names are the
+                        # ones _steady_holds saw: only another event changes
+                        # them.)
                         polled = plan.polled
-                        if polled is not None and len(watch) == plan.nwatch:
+                        if polled is not None:
                             for r in polled:
                                 o = r()
                                 if o is None or refcount(o) == 3:
@@ -2273,7 +2297,7 @@ class Recorder:
                                     break
                             o = r = None
                         else:
-                            for e in watch.values():
+                            for e in rec.session._watch.values():
                                 if not e.fact.alive():
                                     ok = False
                                     break
@@ -2282,22 +2306,21 @@ class Recorder:
                     rec._fail("before a call", e)
                     ok = False
                 if not ok:
-                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                    if probed:
+                        return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                    return _steady(mgr, new_inputs, function_id)
+                hot.left = left - 1
                 hot.mark_counter = c
                 inv = gen.generation
-                hot.node = None
-                hot.other = False
-                tls.depth = 2  # (what the tree does is noted in hot: execute_node)
+                hot.steady = True  # (what the tree does is noted in hot: execute_node)
                 try:
                     out = orig_run(mgr, new_inputs, function_id)
                 except BaseException as err:
-                    if tls.depth == 2:
-                        rec._general_noting()
                     rec._steady_raised(plan, mc - c, inv, mgr, err)
                     raise
-                finally:
-                    tls.depth = 0
+                hot.steady = False
                 node = hot.node
+                hot.node = None
                 try:
                     # What _fast_after asks of the tree: the plan's node
                     # replayed, and nothing else done, handing out the plan's
@@ -2309,30 +2332,72 @@ class Recorder:
                             and node.outputs_weakrefs == plan.wrappers):
                         pend((plan, mc - c, inv))
                     else:
-                        if not hot.other:  # (what _general_noting would have noted)
-                            tls.actions = ["replay"] if node is not None else []
-                            tls.node = node
-                        rec._steady_fallback(plan, mc - c, inv, mgr, out)
+                        rec._steady_other(plan, mc - c, inv, mgr, out, node)
                 except Exception as e:
                     rec._fail("after a call", e)
-                finally:
-                    hot.node = node = None
-                    if tls.node is not None:
-                        tls.node = None
                 return out
+            finally:
+                release()
+
+        def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
+                    box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
+                    hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
+                    versioned=knobs.homes is not None, call=call, rec=rec):
+            # The tree's call when _run is not armed for it: the function's
+            # plan found (by the FunctionID's identity) and checked, and
+            # _run armed for it and handed the call; or the general path.
+            # c: one down a step since the last event (back up, at 0, is a
+            # reset: the general path's). Every 64th step the knobs are
+            # looked at, and every 4096th read, as the general path would
+            # (_knob_check). The knobs: no write to their modules since the
+            # plan was checked (versioned), and within every 64 calls their
+            # probes too (hot.left: a write past __setattr__ is seen so);
+            # or their probes at every call.
+            if hot.off or tls.depth or (hot.steady and owned()):
+                # _run re-entering itself, in this thread (the tree's call
+                # in progress); a recording stopped: passed through.
+                return orig_run(mgr, new_inputs, function_id)
+            with lock:
+                got = hot.got if function_id is hot.fid else fid_get(id(function_id))
+                plan = got[3].plan if got is not None else None
+                if plan is None or not defer:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                c = box.mark_step_counter
+                mc = hot.mark_counter
+                try:
+                    # (probed: every probe read, the format's knobs' among them.)
+                    probed = c // 64 != mc // 64
+                    due = hot.left <= 0 or not versioned
+                    ok = ((plan.serial == hot.serial or rec._steady_holds(got[3], plan, got, mgr))
+                          and got[0] is function_id and got[1]() is mgr and c <= mc
+                          and (not probed or (c // 4096 == mc // 4096 and not knobs.moved(True)))
+                          and (hot.cfg == plan.cfg if versioned else True)
+                          and (not due or probed or list(map(call, probes)) == knobs.probe_vals))
+                except Exception as e:
+                    rec._fail("before a call", e)
+                    ok = False
+                if not ok:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                if due or probed:
+                    hot.left = 64
+                # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
+                hot.lean_fid, hot.plan, hot.mref, hot.low = function_id, plan, got[1], c - (c & 63)
+                return _run(mgr, new_inputs, function_id, True)
 
         orig_exec = self._saved[(M, "execute_node")]
 
         def execute_node(mgr, node, new_inputs, tls=self.tls, hot=self._hot, orig_exec=orig_exec, rec=rec):
             # Noted before running, so a replay that raises still says what
             # ran (_note_action, inline: every replay passes here). A call
-            # the steady path let run notes its one replay in hot.
-            d = tls.depth
-            if d == 2 and hot.node is None:
-                hot.node = node
-            elif d:
-                if d == 2:
-                    rec._general_noting()
+            # the steady path let run notes its one replay in hot. (hot.steady
+            # is this thread's: the steady call holds the lock, and no other
+            # thread reaches the tree meanwhile.)
+            if hot.steady:
+                if hot.node is None:
+                    hot.node = node
+                    return orig_exec(mgr, node, new_inputs)
+                rec._general_noting()
+            if tls.depth:
                 tls.actions.append("replay")
                 tls.node = node
             return orig_exec(mgr, node, new_inputs)
@@ -2505,24 +2570,29 @@ class Recorder:
     # -- hooks
 
     def _in_call(self):
-        return getattr(self.tls, "depth", 0) > 0
+        """Whether this thread is inside a tree call: the general path's
+        (tls.depth), or the steady path's (hot.steady, in the thread holding
+        the lock)."""
+        return getattr(self.tls, "depth", 0) > 0 or (self._hot.steady and self.lock._is_owned())
 
     def _general_noting(self):
-        """A call the steady path let run (depth 2, replays noted in _Hot)
-        did more than one replay: from here its actions are noted as the
-        general path notes them (depth 1), from what the tree did so far."""
+        """A call the steady path let run (hot.steady, replays noted in
+        _Hot) did more than one replay: from here its actions are noted as
+        the general path notes them (depth 1), from what the tree did so
+        far."""
         tls, hot = self.tls, self._hot
         tls.actions = ["replay"] if hot.node is not None else []
         tls.node = hot.node
         tls.depth = 1
         hot.other = True
+        hot.steady = False
 
     def _note_action(self, mgr, action, node):
         tls = self.tls
+        if self._hot.steady and self.lock._is_owned():
+            self._general_noting()
         if tls.depth <= 0:
             return
-        if tls.depth == 2:
-            self._general_noting()
         if action is not None:
             tls.actions.append(action)
         if node is not None:
@@ -2619,7 +2689,7 @@ class Recorder:
                     return _orig(t, *args, **kwargs)
                 if _name == "to" and not _to_host(args, kwargs):
                     return _orig(t, *args, **kwargs)
-                if rec._off or getattr(rec.tls, "busy", False) or getattr(rec.tls, "depth", 0):
+                if rec._off or getattr(rec.tls, "busy", False) or rec._in_call():
                     return _orig(t, *args, **kwargs)
                 try:
                     target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
@@ -2726,6 +2796,7 @@ class Recorder:
                 def counted(mod, name, *value, _orig=orig):
                     if name not in getattr(mod, "_bypass_keys", ()):
                         hot.cfg += 1
+                        hot.lean_fid = None  # (_steady compares the count)
                     return _orig(mod, name, *value)
 
                 counted.__name__ = attr
@@ -2736,7 +2807,8 @@ class Recorder:
         records are written, and each plan is checked again before its
         next deferral (this event may change what it holds)."""
         self._serial += 1
-        self._hot.fid = self._hot.got = None
+        hot = self._hot
+        hot.fid = hot.got = hot.lean_fid = hot.plan = hot.mref = None
         if self._pending:
             try:
                 self._write_pending()
@@ -2779,7 +2851,7 @@ class Recorder:
         used.update(names)
         fs.calls += len(run)
         recs = self.trace.records
-        head, exp = plan.head, plan.expect
+        head, exp = plan.head, plan.exp_line()
         prev = plan.names[0]
         for (_, steps, inv), n in zip(run, names):
             if steps:
@@ -2816,7 +2888,7 @@ class Recorder:
         outs = session._replay_names(plan, calls)
         recs.append(plan.head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
         counts["replay"] += 1
-        recs.append(plan.expect)
+        recs.append(plan.exp_line())
         entries = plan.entries
         if len(entries) == 1:
             gone = plan.names
@@ -2931,17 +3003,40 @@ class Recorder:
     def _steady_raised(self, plan, steps, inv, mgr, err):
         """A deferred call raised: the queue, its steps, then the call with
         its error, as _record_call writes a call that raised."""
-        if self._off:
-            return
+        tls, hot = self.tls, self._hot
         try:
+            if hot.steady:  # (what the tree did, as the general path notes it)
+                self._general_noting()
+            if self._off:
+                return
             self._settle()
             self._write_steps(steps)
             ctx = self._steady_ctx(plan, inv)
-            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
+            self.session.end_call(ctx, list(tls.actions), self._node_keys(mgr),
                                   mgr.debug_checkpointing_counter, None, _error_text(err),
                                   mgr.device_index)
         except Exception as e:
             self._fail("after a call that raised", e)
+        finally:
+            hot.steady = hot.other = False
+            hot.node = tls.node = None
+            tls.depth = 0
+
+    def _steady_other(self, plan, steps, inv, mgr, out, node):
+        """A call the steady path let run that was not its plan's deferred
+        replay: what the tree did, as the general path notes it, then the
+        call written as the general path writes it (_steady_fallback)."""
+        tls, hot = self.tls, self._hot
+        if hot.other:  # (noted so from the tree's second action: _general_noting)
+            tls.depth = 0
+            hot.other = False
+        else:
+            tls.actions = ["replay"] if node is not None else []
+            tls.node = node
+        try:
+            self._steady_fallback(plan, steps, inv, mgr, out)
+        finally:
+            tls.node = None
 
     def _steady_fallback(self, plan, steps, inv, mgr, out):
         """A deferred call that was not its plan's replay (the tree recorded
@@ -3372,6 +3467,7 @@ class Recorder:
             except Exception:
                 pass
         self._off = True
+        self._hot.lean_fid = None
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
