@@ -851,7 +851,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "in_ids", "nwatch", "cfg", "expect_line")
+                 "fs", "in_ids", "nwatch", "cfg", "expect_line", "data_ptr", "watch")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -859,6 +859,9 @@ class _ReplayPlan:
         self.dev_key = str(dev)  # Recorder._trees' key
         self.ekey, self.expect = ekey, expect
         self.expect_line = None  # its line, once a deferred replay wrote it (exp_line)
+        # What the lean path's rare branches read (set when _steady arms it):
+        # torch's Tensor.data_ptr, the session's polled names.
+        self.data_ptr = self.watch = None
         self.entries = entries  # tuple of _Entry, by output position
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
@@ -2078,6 +2081,10 @@ def _to_host(args, kwargs):
     return getattr(dev, "type", None) == "cpu"
 
 
+# _Hot.lean when the lean path is armed for no function (its FunctionID None).
+_UNARMED = (None,) * 13
+
+
 class _Hot:
     """The recorder's state that the _run wrapper's steady path reads at
     every call, in one small object of slots (the Recorder's attributes of
@@ -2087,19 +2094,20 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "lean_fid", "plan", "mref", "low")
+                 "lean", "rec")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
         # entry (Recorder._fid_cache): the next call of it needs no lookup.
         # Cleared at every other event (_settle), as the plan may change.
         self.fid = self.got = None
-        # The FunctionID the _run wrapper's lean path is armed for (by
-        # _steady), its plan, the manager's weak reference, and the first
-        # mark-step count of the 64 the arming saw. Cleared at every other
-        # event (_settle), at every counted config write, at a failure.
-        self.lean_fid = self.plan = self.mref = None
-        self.low = 0
+        # What the _run wrapper's lean path compares (_steady arms it):
+        # the FunctionID, its plan, the manager's weak reference, the first
+        # mark-step count of the 64 the arming saw, and the plan's fields
+        # it reads. _UNARMED at every other event (_settle), at every
+        # counted config write, at a failure.
+        self.lean = _UNARMED
+        self.rec = None  # the Recorder: what the lean path calls when it leaves
         self.steady = False
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
         self.left = 0  # steady calls left before the knobs' probes are read (_steady)
@@ -2149,6 +2157,7 @@ class Recorder:
         self.session = Session(self.trace)
         self.lock = threading.RLock()
         self._hot = _Hot()
+        self._hot.rec = self
         self.tls = _CallState()
         self._saved = {}
         self._mgr_serial = {}
@@ -2164,6 +2173,7 @@ class Recorder:
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
+        self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
         # (plan, the steps before it, its invocation) per call, written
         # (and numbered, and counted) by _write_pending before anything
@@ -2234,48 +2244,48 @@ class Recorder:
         # serial, and every 64th call or step) and arms _run for it.
         def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, acquire=self.lock.acquire,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
-                 dead_objs=self.session._dead_objs, pend=self._pending.append, versioned=knobs.homes is not None,
+                 dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 tuple=tuple, map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount, rec=rec):
+                 tuple=tuple, map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
             # changed since. _steady checked once a serial (_steady_holds)
             # what only another event can change, and armed this path for
-            # the function (hot.lean_fid: cleared at every other event,
-            # _settle, and at every counted config write). What the program
-            # or the tree can change between two calls is checked here, by
-            # identity and C-level passes, touching as few objects as it
-            # can: in the middle of torch's call each object, and each line
-            # of this code, is a cache miss. The call is queued, written at
-            # the next other event (_settle); anything else goes back to
-            # _steady, or from it (probed) to the general path (_on_run).
-            # The lock is taken without waiting: a call while another
-            # thread holds it takes _steady, which waits.
+            # the function (hot.lean: what it compares, in one tuple; back
+            # to _UNARMED at every other event, _settle, and at every
+            # counted config write). What the program or the tree can
+            # change between two calls is checked here, by identity and
+            # C-level passes, touching as few objects and lines of code as
+            # it can: in the middle of torch's call each is a cache miss.
+            # The call is queued, written at the next other event
+            # (_settle); anything else goes back to _steady, or from it
+            # (probed) to the general path (_on_run). The lock is taken
+            # without waiting: a call while another thread holds it takes
+            # _steady, which waits.
             if not acquire(False):
                 return _steady(mgr, new_inputs, function_id)
             try:
-                left = hot.left
-                plan = hot.plan
+                fid, plan, mref, low, in_ids, in_ptrs, in_idx, polled, node_ref, nout, ckpt, out_refs, wrappers = hot.lean
                 c = box.mark_step_counter
                 mc = hot.mark_counter
+                left = hot.left
                 try:
                     # Armed for this function, no call of it in progress in
                     # this thread (hot.steady: a call re-entering the
                     # tree's _run), no 64th step since the arming (c: one
-                    # down a step, below hot.low past a 64th) and its
-                    # knobs' probes read within 64 calls (left; or at this
-                    # call, probed, when their writes are not counted):
-                    # _steady looks at the knobs then; the same manager;
-                    # the memo's objects (by id when the session hears of
-                    # each one's death) at the same data pointers; nothing
-                    # died.
-                    ok = (function_id is hot.lean_fid and not hot.steady and hot.low <= c <= mc
-                          and (left > 0 if versioned else probed) and hot.mref() is mgr
-                          and (tuple(map(id, new_inputs)) == plan.in_ids if plan.in_ids is not None
+                    # down a step, below low past a 64th) and the knobs'
+                    # probes read within 64 calls (left; or at this call,
+                    # probed, when their writes are not counted): _steady
+                    # looks at the knobs then; the same manager; the memo's
+                    # objects (by id when the session hears of each one's
+                    # death) at the same data pointers; nothing died.
+                    ok = (function_id is fid and not hot.steady and low <= c <= mc
+                          and (left > 0 or probed) and mref() is mgr
+                          and (tuple(map(id, new_inputs)) == in_ids if in_ids is not None
                                else len(new_inputs) == plan.nin and all(map(is_, map(call, plan.in_refs), new_inputs)))
-                          and (ptrs_equal(new_inputs, plan.in_ptrs, plan.in_idx) if ptrs_equal is not None
-                               else list(map(rec.torch.Tensor.data_ptr, new_inputs)) == plan.in_ptrs)
+                          and (ptrs_equal(new_inputs, in_ptrs, in_idx) if ptrs_equal is not None
+                               else list(map(plan.data_ptr, new_inputs)) == in_ptrs)
                           and not dead_objs)
                     if ok:
                         # What flush_deaths would find: no polled name died.
@@ -2288,7 +2298,6 @@ class Recorder:
                         # polled name is asked. (The polled names are the
                         # ones _steady_holds saw: only another event changes
                         # them.)
-                        polled = plan.polled
                         if polled is not None:
                             for r in polled:
                                 o = r()
@@ -2297,17 +2306,17 @@ class Recorder:
                                     break
                             o = r = None
                         else:
-                            for e in rec.session._watch.values():
+                            for e in plan.watch.values():
                                 if not e.fact.alive():
                                     ok = False
                                     break
                             e = None
                 except Exception as e:
-                    rec._fail("before a call", e)
+                    hot.rec._fail("before a call", e)
                     ok = False
                 if not ok:
                     if probed:
-                        return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                        return hot.rec._on_run(orig_run, mgr, new_inputs, function_id)
                     return _steady(mgr, new_inputs, function_id)
                 hot.left = left - 1
                 hot.mark_counter = c
@@ -2316,7 +2325,7 @@ class Recorder:
                 try:
                     out = orig_run(mgr, new_inputs, function_id)
                 except BaseException as err:
-                    rec._steady_raised(plan, mc - c, inv, mgr, err)
+                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err)
                     raise
                 hot.steady = False
                 node = hot.node
@@ -2326,15 +2335,14 @@ class Recorder:
                     # replayed, and nothing else done, handing out the plan's
                     # objects through the plan's wrappers, no checkpoint
                     # taken, nothing died.
-                    if (not hot.other and node is plan.node_ref() and type(out) is list
-                            and len(out) == plan.nout and mgr.debug_checkpointing_counter == plan.ckpt
-                            and not dead_objs and all(map(is_, map(call, plan.out_refs), out))
-                            and node.outputs_weakrefs == plan.wrappers):
+                    if (not hot.other and node is node_ref() and type(out) is list and len(out) == nout
+                            and mgr.debug_checkpointing_counter == ckpt and not dead_objs
+                            and all(map(is_, map(call, out_refs), out)) and node.outputs_weakrefs == wrappers):
                         pend((plan, mc - c, inv))
                     else:
-                        rec._steady_other(plan, mc - c, inv, mgr, out, node)
+                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node)
                 except Exception as e:
-                    rec._fail("after a call", e)
+                    hot.rec._fail("after a call", e)
                 return out
             finally:
                 release()
@@ -2342,7 +2350,8 @@ class Recorder:
         def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
                     box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
                     hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
-                    versioned=knobs.homes is not None, call=call, rec=rec):
+                    versioned=knobs.homes is not None, data_ptr=torch.Tensor.data_ptr,
+                    watch=self.session._watch, call=call, rec=rec):
             # The tree's call when _run is not armed for it: the function's
             # plan found (by the FunctionID's identity) and checked, and
             # _run armed for it and handed the call; or the general path.
@@ -2352,7 +2361,7 @@ class Recorder:
             # (_knob_check). The knobs: no write to their modules since the
             # plan was checked (versioned), and within every 64 calls their
             # probes too (hot.left: a write past __setattr__ is seen so);
-            # or their probes at every call.
+            # or their probes at every call (hot.left stays 0).
             if hot.off or tls.depth or (hot.steady and owned()):
                 # _run re-entering itself, in this thread (the tree's call
                 # in progress); a recording stopped: passed through.
@@ -2378,10 +2387,13 @@ class Recorder:
                     ok = False
                 if not ok:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
-                if due or probed:
+                if versioned and (due or probed):
                     hot.left = 64
+                plan.data_ptr, plan.watch = data_ptr, watch
+                rec.armings += 1
                 # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
-                hot.lean_fid, hot.plan, hot.mref, hot.low = function_id, plan, got[1], c - (c & 63)
+                hot.lean = (function_id, plan, got[1], c - (c & 63), plan.in_ids, plan.in_ptrs, plan.in_idx,
+                            plan.polled, plan.node_ref, plan.nout, plan.ckpt, plan.out_refs, plan.wrappers)
                 return _run(mgr, new_inputs, function_id, True)
 
         orig_exec = self._saved[(M, "execute_node")]
@@ -2691,28 +2703,32 @@ class Recorder:
                     return _orig(t, *args, **kwargs)
                 if rec._off or getattr(rec.tls, "busy", False) or rec._in_call():
                     return _orig(t, *args, **kwargs)
-                try:
-                    target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
-                    if target is not None and rec._pending:
-                        # The deferred replays renamed the tree's outputs:
-                        # named as they stand once written.
-                        with rec.lock:
-                            rec._settle()
+                # Under the lock from the name to the record: a compiled
+                # call in another thread, deferred or not, renames the
+                # tree's outputs it hands out again, and would otherwise
+                # land between the read's name and its record.
+                with rec.lock:
+                    try:
                         target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
-                except Exception:
-                    target = None
-                if target is None:
-                    return _orig(t, *args, **kwargs)
-                rec.tls.busy = True
-                try:
-                    out = _orig(t, *args, **kwargs)
-                except BaseException as e:
-                    rec._on_read(target, _error_text(e))
-                    raise
-                finally:
-                    rec.tls.busy = False
-                rec._on_read(target, None)
-                return out
+                        if target is not None and rec._pending:
+                            # The deferred replays renamed the tree's outputs:
+                            # named as they stand once written.
+                            rec._settle()
+                            target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                    except Exception:
+                        target = None
+                    if target is None:
+                        return _orig(t, *args, **kwargs)
+                    rec.tls.busy = True
+                    try:
+                        out = _orig(t, *args, **kwargs)
+                    except BaseException as e:
+                        rec._on_read(target, _error_text(e))
+                        raise
+                    finally:
+                        rec.tls.busy = False
+                    rec._on_read(target, None)
+                    return out
 
             wrapper.__name__ = getattr(orig, "__name__", name)
             wrapper.__qualname__ = "Tensor." + wrapper.__name__
@@ -2796,7 +2812,7 @@ class Recorder:
                 def counted(mod, name, *value, _orig=orig):
                     if name not in getattr(mod, "_bypass_keys", ()):
                         hot.cfg += 1
-                        hot.lean_fid = None  # (_steady compares the count)
+                        hot.lean = _UNARMED  # (_steady compares the count)
                     return _orig(mod, name, *value)
 
                 counted.__name__ = attr
@@ -2808,7 +2824,8 @@ class Recorder:
         next deferral (this event may change what it holds)."""
         self._serial += 1
         hot = self._hot
-        hot.fid = hot.got = hot.lean_fid = hot.plan = hot.mref = None
+        hot.fid = hot.got = None
+        hot.lean = _UNARMED
         if self._pending:
             try:
                 self._write_pending()
@@ -3467,7 +3484,7 @@ class Recorder:
             except Exception:
                 pass
         self._off = True
-        self._hot.lean_fid = None
+        self._hot.lean = _UNARMED
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)

@@ -1309,6 +1309,110 @@ class DeferredReplayTest(FakeTorchTest):
             (31, {"op": "config", "rerecord_limit": 5}), (41, {"op": "config", "recompile_limit": 2}),
             (51, {"op": "config", "recompile_limit": 8})])
 
+    def test_lean_path_armed_once_in_64_calls(self):
+        """A steady loop with a step before each call: every call but the
+        first few is deferred, and _steady (the plan's lookup and checks,
+        the knobs' probes) runs once in 64 calls, at the 64th step, where
+        the 64th call's probes are read as well."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr, f, p, x = self.one_function()
+        path = os.path.join(self.dir.name, "lean.cgt.jsonl")
+        with cgtrace.record(path) as rec:
+            y = None
+            for _ in range(640):
+                cgt.mark_step_begin()
+                _invocation()
+                y, = mgr._run([p, x], f)
+            del y
+        self.assertIsNone(rec.error)
+        self.assertGreaterEqual(rec.short_calls, 636)
+        self.assertGreaterEqual(rec.armings, 10)  # (at least once in 64 calls: the probes are read)
+        self.assertLessEqual(rec.armings, 12)
+
+    def hooked_replay(self, mgr, f, hook):
+        """Makes f's node run hook() inside every replay of it, as the tree
+        hands out its outputs."""
+        class Hooked(list):
+            def __iter__(self):
+                hook()
+                return list.__iter__(self)
+
+        node = mgr.roots[f][0]
+        node.cached_tensor_outputs = Hooked(node.cached_tensor_outputs)
+
+    def test_read_from_another_thread_during_a_steady_call(self):
+        """A host read made by another thread while a deferred replay runs
+        is the program's (the steady call is not that thread's), and is
+        recorded after the call, with the name the call gave the output."""
+        import threading
+        import time
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr, f, p, x = self.one_function()
+        path = os.path.join(self.dir.name, "thread.cgt.jsonl")
+        in_call, reading = threading.Event(), threading.Event()
+        with cgtrace.record(path) as rec:
+            y = None
+            for _ in range(4):
+                cgt.mark_step_begin()
+                _invocation()
+                y, = mgr._run([p, x], f)
+
+            def during():
+                if not in_call.is_set():
+                    in_call.set()
+                    self.assertTrue(reading.wait(5))
+                    time.sleep(0.05)  # (the reader is waiting for the lock by now)
+
+            def reader():
+                self.assertTrue(in_call.wait(5))
+                reading.set()
+                y.item()
+
+            self.hooked_replay(mgr, f, during)
+            t = threading.Thread(target=reader)
+            t.start()
+            cgt.mark_step_begin()
+            _invocation()
+            y, = mgr._run([p, x], f)
+            t.join(5)
+            self.assertFalse(t.is_alive())
+            del y
+        self.assertIsNone(rec.error)
+        self.assertGreater(rec.short_calls, 0)
+        with open(path) as fh:
+            recs = [json.loads(line) for line in fh.read().splitlines()[1:]]
+        reads = [i for i, r in enumerate(recs) if r["op"] == "read"]
+        self.assertEqual(len(reads), 1, recs)
+        calls = [r for r in recs[:reads[0]] if r["op"] == "call"]
+        self.assertEqual(len(calls), 5)  # (after the fifth call, in which it was made)
+        self.assertEqual(recs[reads[0]]["name"], calls[-1]["out"][0])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(path), [])
+
+    def test_call_reentering_a_steady_call_passes_through(self):
+        """A call of the tree made inside a deferred replay (the tree's own
+        re-entry) is part of that call: not recorded as one of its own."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr, f, p, x = self.one_function()
+        g = mgr.add(1)
+        path = os.path.join(self.dir.name, "reenter.cgt.jsonl")
+        inner = []
+        with cgtrace.record(path) as rec:
+            y = None
+            for i in range(6):
+                cgt.mark_step_begin()
+                _invocation()
+                if i == 4:
+                    self.hooked_replay(mgr, f, lambda: inner.append(mgr._run([Tensor([3])], g)))
+                y, = mgr._run([p, x], f)
+            del y
+        self.assertIsNone(rec.error)
+        self.assertEqual(len(inner), 2)  # (calls 5 and 6 replayed f)
+        with open(path) as fh:
+            recs = [json.loads(line) for line in fh.read().splitlines()[1:]]
+        fns = [r["fn"] for r in recs if r["op"] == "call"]
+        self.assertEqual(fns, fns[:1] * 6)
+
     def test_config_write_past_setattr_is_seen_within_64_calls(self):
         """A knob's entry written directly (no __setattr__ to count it) is
         seen by the probes the steady path reads every 64th call: late, by
