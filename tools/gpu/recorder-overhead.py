@@ -7,7 +7,8 @@ The workload is a 3-layer MLP's inference loop under torch.compile(mode=
 each call: the steady state is one replay per call. After a warm-up
 (compile, warmup, record), rounds alternate between the loop unrecorded
 and the same loop inside `cgtrace.record(...)`, so drift of clocks and
-caches falls on both alike. Each figure is host time per call (the loop's
+caches falls on both alike: each round's recorded loop is compared with
+the mean of the unrecorded loops before and after it. Each figure is host time per call (the loop's
 wall time over its calls, the GPU drained after each timed loop); the
 trace's writing at the end of a recording is timed on its own, since it is
 paid once, not per call.
@@ -76,7 +77,9 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             clock=time.perf_counter):
     """Times step() unrecorded and recorded, alternating, `rounds` times.
     `record(path)` makes a recording context (cgtrace.record). Returns a
-    dict: per-round lists `off`, `on`, `added` (us/call), their medians,
+    dict: per-round lists `off` (the mean of the unrecorded loops before and
+    after the round's recorded ones: `off_loops`, one more than the rounds),
+    `on`, `added` (us/call), their medians,
     `trace_bytes_per_call`, `calls_recorded` (per round, from the trace) and
     `write_ms` (median time the recording's exit took to write its trace)
     and `short_path_calls` (per round, the calls that took the recorder's
@@ -97,11 +100,11 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     for _ in range(warm):
         step()
     sync()
-    off, on, write_ms, sizes, calls, short = [], [], [], [], [], []
+    loops, on, write_ms, sizes, calls, short = [], [], [], [], [], []
     base, base_ms, base_sizes = [], [], []
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
-            off.append(time_loop(step, iters, sync, clock))
+            loops.append(time_loop(step, iters, sync, clock))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
             us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock)
             on.append(us)
@@ -115,6 +118,11 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
+        loops.append(time_loop(step, iters, sync, clock))
+    # Each round's recorded loops are compared with the unrecorded loops
+    # on either side of them (their mean): a machine that drifts between
+    # rounds (its other tenants) moves both alike.
+    off = [(a + b) / 2 for a, b in zip(loops, loops[1:])]
     added = [b - a for a, b in zip(off, on)]
     # The recording's exit writes the trace, and with it the records of the
     # replays the recorder deferred (cgtrace's steady path): per call, that
@@ -122,7 +130,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     with_exit = [d + ms * 1e3 / iters for d, ms in zip(added, write_ms)]
     res = {
         "iters": iters, "rounds": rounds,
-        "off": off, "on": on, "added": added, "added_with_exit": with_exit,
+        "off": off, "off_loops": loops, "on": on, "added": added, "added_with_exit": with_exit,
         "off_median": statistics.median(off), "on_median": statistics.median(on),
         "added_median": statistics.median(added),
         "added_with_exit_median": statistics.median(with_exit),

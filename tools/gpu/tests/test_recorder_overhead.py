@@ -42,9 +42,13 @@ class MeasureTest(unittest.TestCase):
     def test_rounds_alternate_and_traces_hold_every_call(self):
         syncs = []
         res = ro.measure(self.step, lambda: syncs.append(self.calls), iters=30, rounds=3, warm=5)
-        self.assertEqual(self.calls, 5 + 2 * 3 * 30)
+        self.assertEqual(self.calls, 5 + (2 * 3 + 1) * 30)
         self.assertEqual(res["calls_recorded"], [30, 30, 30])
         self.assertEqual(len(res["off"]), 3)
+        # each round's off: the unrecorded loops on either side of it
+        self.assertEqual(len(res["off_loops"]), 4)
+        for i, a in enumerate(res["off"]):
+            self.assertAlmostEqual(a, (res["off_loops"][i] + res["off_loops"][i + 1]) / 2)
         for a, b, c in zip(res["off"], res["on"], res["added"]):
             self.assertGreater(a, 0)
             self.assertGreater(b, 0)
@@ -52,7 +56,7 @@ class MeasureTest(unittest.TestCase):
         self.assertGreater(res["trace_bytes_per_call"], 50)
         # drained after the warm-up, then before and after each timed loop
         self.assertEqual(syncs[0], 5)
-        self.assertEqual(len(syncs), 1 + 2 * 2 * 3)
+        self.assertEqual(len(syncs), 1 + 2 * (2 * 3 + 1))
         buf = io.StringIO()
         ro.report("fake", res, buf)
         lines = buf.getvalue().splitlines()
