@@ -2717,18 +2717,20 @@ class Recorder:
                             target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
                     except Exception:
                         target = None
-                    if target is None:
-                        return _orig(t, *args, **kwargs)
-                    rec.tls.busy = True
-                    try:
-                        out = _orig(t, *args, **kwargs)
-                    except BaseException as e:
-                        rec._on_read(target, _error_text(e))
-                        raise
-                    finally:
-                        rec.tls.busy = False
-                    rec._on_read(target, None)
-                    return out
+                    if target is not None:
+                        rec.tls.busy = True
+                        try:
+                            out = _orig(t, *args, **kwargs)
+                        except BaseException as e:
+                            rec._on_read(target, _error_text(e))
+                            raise
+                        finally:
+                            rec.tls.busy = False
+                        rec._on_read(target, None)
+                        return out
+                # (Not a tree output's: read without the lock, which a
+                # compiled call in another thread may want meanwhile.)
+                return _orig(t, *args, **kwargs)
 
             wrapper.__name__ = getattr(orig, "__name__", name)
             wrapper.__qualname__ = "Tensor." + wrapper.__name__
