@@ -2081,10 +2081,6 @@ def _to_host(args, kwargs):
     return getattr(dev, "type", None) == "cpu"
 
 
-# _Hot.lean when the lean path is armed for no function (its FunctionID None).
-_UNARMED = (None,) * 13
-
-
 class _Hot:
     """The recorder's state that the _run wrapper's steady path reads at
     every call, in one small object of slots (the Recorder's attributes of
@@ -2094,19 +2090,19 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "lean", "rec")
+                 "armed", "rec")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
         # entry (Recorder._fid_cache): the next call of it needs no lookup.
         # Cleared at every other event (_settle), as the plan may change.
         self.fid = self.got = None
-        # What the _run wrapper's lean path compares (_steady arms it):
-        # the FunctionID, its plan, the manager's weak reference, the first
-        # mark-step count of the 64 the arming saw, and the plan's fields
-        # it reads. _UNARMED at every other event (_settle), at every
-        # counted config write, at a failure.
-        self.lean = _UNARMED
+        # What the _run wrapper's lean path compares (_steady arms it), by
+        # id(FunctionID): the FunctionID, its plan, the manager's weak
+        # reference, the first mark-step count of the 64 the arming saw,
+        # and the plan's fields it reads. Emptied at every other event
+        # (_settle), at every counted config write, at a failure.
+        self.armed = {}
         self.rec = None  # the Recorder: what the lean path calls when it leaves
         self.steady = False
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
@@ -2242,7 +2238,8 @@ class Recorder:
         # Two parts: _run, the lean path every steady replay takes, and
         # _steady, which finds and checks the function's plan (once a
         # serial, and every 64th call or step) and arms _run for it.
-        def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, acquire=self.lock.acquire,
+        def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
+                 acquire=self.lock.acquire,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
@@ -2252,9 +2249,10 @@ class Recorder:
             # called again on the same inputs, nothing having died or
             # changed since. _steady checked once a serial (_steady_holds)
             # what only another event can change, and armed this path for
-            # the function (hot.lean: what it compares, in one tuple; back
-            # to _UNARMED at every other event, _settle, and at every
-            # counted config write). What the program or the tree can
+            # the function (hot.armed: what it compares, in one tuple by
+            # the FunctionID's id, each function its own: a training step
+            # alternates several; emptied at every other event, _settle,
+            # and at every counted config write). What the program or the tree can
             # change between two calls is checked here, by identity and
             # C-level passes, touching as few objects and lines of code as
             # it can: in the middle of torch's call each is a cache miss.
@@ -2266,7 +2264,10 @@ class Recorder:
             if not acquire(False):
                 return _steady(mgr, new_inputs, function_id)
             try:
-                fid, plan, mref, low, in_ids, in_ptrs, in_idx, polled, node_ref, nout, ckpt, out_refs, wrappers = hot.lean
+                lean = armed(id(function_id))
+                if lean is None:
+                    return _steady(mgr, new_inputs, function_id)
+                fid, plan, mref, low, in_ids, in_ptrs, in_idx, polled, node_ref, nout, ckpt, out_refs, wrappers = lean
                 c = box.mark_step_counter
                 mc = hot.mark_counter
                 left = hot.left
@@ -2392,8 +2393,9 @@ class Recorder:
                 plan.data_ptr, plan.watch = data_ptr, watch
                 rec.armings += 1
                 # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
-                hot.lean = (function_id, plan, got[1], c - (c & 63), plan.in_ids, plan.in_ptrs, plan.in_idx,
-                            plan.polled, plan.node_ref, plan.nout, plan.ckpt, plan.out_refs, plan.wrappers)
+                hot.armed[id(function_id)] = (function_id, plan, got[1], c - (c & 63), plan.in_ids, plan.in_ptrs,
+                                              plan.in_idx, plan.polled, plan.node_ref, plan.nout, plan.ckpt,
+                                              plan.out_refs, plan.wrappers)
                 return _run(mgr, new_inputs, function_id, True)
 
         orig_exec = self._saved[(M, "execute_node")]
@@ -2814,7 +2816,7 @@ class Recorder:
                 def counted(mod, name, *value, _orig=orig):
                     if name not in getattr(mod, "_bypass_keys", ()):
                         hot.cfg += 1
-                        hot.lean = _UNARMED  # (_steady compares the count)
+                        hot.armed.clear()  # (_steady compares the count)
                     return _orig(mod, name, *value)
 
                 counted.__name__ = attr
@@ -2827,7 +2829,7 @@ class Recorder:
         self._serial += 1
         hot = self._hot
         hot.fid = hot.got = None
-        hot.lean = _UNARMED
+        hot.armed.clear()
         if self._pending:
             try:
                 self._write_pending()
@@ -3486,7 +3488,7 @@ class Recorder:
             except Exception:
                 pass
         self._off = True
-        self._hot.lean = _UNARMED
+        self._hot.armed.clear()
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)

@@ -1329,6 +1329,30 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertGreaterEqual(rec.armings, 10)  # (at least once in 64 calls: the probes are read)
         self.assertLessEqual(rec.armings, 12)
 
+    def test_functions_alternating_are_each_armed(self):
+        """Two functions called in turn (a forward and a backward, a graph
+        break's two graphs) are each deferred through their own arming:
+        _steady runs for one only at a 64th step or when the knobs are
+        due, never because the other was called between."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr, f, p, x = self.one_function()
+        h = mgr.add(1, static=[0])
+        mgr.models[1] = lambda ins: [Tensor([3])]
+        path = os.path.join(self.dir.name, "two.cgt.jsonl")
+        with cgtrace.record(path) as rec:
+            y = z = None
+            for _ in range(256):
+                cgt.mark_step_begin()
+                _invocation()
+                y, = mgr._run([p, x], f)
+                z, = mgr._run([p], h)
+            del y, z
+        self.assertIsNone(rec.error)
+        self.assertGreaterEqual(rec.short_calls, 500)
+        self.assertLessEqual(rec.armings, 40)
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(path), [])
+
     def hooked_replay(self, mgr, f, hook):
         """Makes f's node run hook() inside every replay of it, as the tree
         hands out its outputs."""
