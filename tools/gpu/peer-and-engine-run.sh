@@ -29,7 +29,7 @@ base=""
 timeout 150 python3 tools/gpu/recorder-overhead.py $base \
 	${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside} >"$work/overhead.log" 2>&1
 say "overhead (exit $?):"
-grep -v -i warn "$work/overhead.log" | tail -n 5 | sed 's/^/    /' | tee -a "$sum"
+grep -v -i warn "$work/overhead.log" | grep -v " round [0-9]*: " | sed "s/^/    /" | tee -a "$sum"
 root=$PWD
 peer=$work/peer
 rec=$work/recorded

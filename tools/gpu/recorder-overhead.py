@@ -45,25 +45,43 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
 import cgtrace  # noqa: E402
 
 
-def time_loop(step, iters, sync, clock=time.perf_counter):
+def time_loop(step, iters, sync, clock=time.perf_counter, medians=None):
     """Microseconds per call of `iters` calls of step(), the device drained
-    before the clock starts and before it stops."""
+    before the clock starts and before it stops. With `medians` (a list),
+    each call is timed on its own as well (perf_counter_ns, the same pair
+    around every call recorded or not) and the median call's microseconds
+    appended to it: a figure a few slow calls do not move (another tenant
+    of the machine taking the core; also the recorder's own rare calls)."""
+    if medians is None:
+        sync()
+        t0 = clock()
+        for _ in range(iters):
+            step()
+        sync()
+        return (clock() - t0) / iters * 1e6
+    ns = time.perf_counter_ns
+    each = [0] * iters
     sync()
     t0 = clock()
-    for _ in range(iters):
+    for i in range(iters):
+        a = ns()
         step()
+        each[i] = ns() - a
     sync()
-    return (clock() - t0) / iters * 1e6
+    us = (clock() - t0) / iters * 1e6
+    each.sort()
+    medians.append(each[iters // 2] / 1e3)
+    return us
 
 
-def _timed_recording(step, iters, sync, record, path, clock):
+def _timed_recording(step, iters, sync, record, path, clock, medians=None):
     """(us/call of the loop inside record(path), ms its exit took, the calls
     that took the recorder's short path, the knobs it read at every call;
-    each None from a recorder that does not say)."""
+    each None from a recorder that does not say). medians: as time_loop's."""
     rec = record(path)
     rec.__enter__()
     try:
-        us = time_loop(step, iters, sync, clock)
+        us = time_loop(step, iters, sync, clock, medians)
     finally:
         t0 = time.perf_counter()
         rec.__exit__(None, None, None)
@@ -102,11 +120,12 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     sync()
     loops, on, write_ms, sizes, calls, short = [], [], [], [], [], []
     base, base_ms, base_sizes = [], [], []
+    med_loops, med_on, med_base = [], [], []  # each loop's median call (time_loop)
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
-            loops.append(time_loop(step, iters, sync, clock))
+            loops.append(time_loop(step, iters, sync, clock, med_loops))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock)
+            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock, med_on)
             on.append(us)
             write_ms.append(ms)
             short.append(n)
@@ -114,16 +133,18 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
             if baseline is not None:
                 path = os.path.join(d, "base%d.cgt.jsonl" % r)
-                us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock)
+                us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock, med_base)
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
-        loops.append(time_loop(step, iters, sync, clock))
+        loops.append(time_loop(step, iters, sync, clock, med_loops))
     # Each round's recorded loops are compared with the unrecorded loops
     # on either side of them (their mean): a machine that drifts between
     # rounds (its other tenants) moves both alike.
     off = [(a + b) / 2 for a, b in zip(loops, loops[1:])]
     added = [b - a for a, b in zip(off, on)]
+    med_off = [(a + b) / 2 for a, b in zip(med_loops, med_loops[1:])]
+    call_added = [b - a for a, b in zip(med_off, med_on)]
     # The recording's exit writes the trace, and with it the records of the
     # replays the recorder deferred (cgtrace's steady path): per call, that
     # is part of what recording costs, so it is added to the call's figure.
@@ -139,6 +160,9 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         "short_path_calls": short,
         "knobs_read_per_call": knobs_read,
         "write_ms": statistics.median(write_ms),
+        # The median call's microseconds, by round, and their medians.
+        "call_off": med_off, "call_on": med_on, "call_added": call_added,
+        "call_added_median": statistics.median(call_added),
     }
     if baseline is not None:
         base_added = [b - a for a, b in zip(off, base)]
@@ -149,6 +173,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             "base_median": statistics.median(base), "base_added_median": statistics.median(base_added),
             "base_write_ms": statistics.median(base_ms),
             "base_trace_bytes_per_call": statistics.median(base_sizes) / iters,
+            "call_base_added_median": statistics.median(b - a for a, b in zip(med_off, med_base)),
         })
     return res
 
@@ -192,6 +217,11 @@ def report(name, res, out=None):
           file=out)
     print("%s: added with the exit's writing, per call: %.1f us (median)"
           % (name, res["added_with_exit_median"]), file=out)
+    print("%s: the median call: off %.1f us, recording %.1f us, added %.1f us (medians of the rounds)%s"
+          % (name, statistics.median(res["call_off"]), statistics.median(res["call_on"]),
+             res["call_added_median"],
+             "; baseline recorder added %.1f us" % res["call_base_added_median"] if "base" in res else ""),
+          file=out)
     if res.get("knobs_read_per_call"):
         print("%s: knobs read through the config module at every call: %s"
               % (name, ", ".join(res["knobs_read_per_call"])), file=out)

@@ -60,14 +60,22 @@ class MeasureTest(unittest.TestCase):
         buf = io.StringIO()
         ro.report("fake", res, buf)
         lines = buf.getvalue().splitlines()
-        self.assertEqual(len(lines), 5)
+        self.assertEqual(len(lines), 6)
+        # the median call's figures, by round, beside the loops' means
+        self.assertEqual(len(res["call_off"]), 3)
+        self.assertEqual(len(res["call_on"]), 3)
+        for a, b, c in zip(res["call_off"], res["call_on"], res["call_added"]):
+            self.assertGreater(a, 0)
+            self.assertAlmostEqual(b - a, c)
+        self.assertRegex(lines[-1], r"^fake: the median call: off [\d.]+ us, recording [\d.]+ us, added -?[\d.]+ us "
+                                    r"\(medians of the rounds\)$")
         # a fresh input at every call: no replay is like the last, no short path
         self.assertEqual(res["short_path_calls"], [0, 0, 0])
         # the exit's writing counted per call, on top of the loop's figure
         for d, w, ms in zip(res["added"], res["added_with_exit"], [res["write_ms"]] * 3):
             self.assertGreaterEqual(w, d)
-        self.assertRegex(lines[-1], r"^fake: added with the exit's writing, per call: -?[\d.]+ us \(median\)$")
-        self.assertRegex(lines[-2], r"^fake: off [\d.]+ us/call, recording [\d.]+ us/call, added -?[\d.]+ us/call "
+        self.assertRegex(lines[-2], r"^fake: added with the exit's writing, per call: -?[\d.]+ us \(median\)$")
+        self.assertRegex(lines[-3], r"^fake: off [\d.]+ us/call, recording [\d.]+ us/call, added -?[\d.]+ us/call "
                                     r"\(medians of 3 rounds of 30 calls\); trace \d+ B/call, written in [\d.]+ ms; "
                                     r"short path 0 of 30 calls$")
 
@@ -101,15 +109,15 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIs(after, bare)
         lines = out.getvalue().splitlines()
-        self.assertEqual(len(lines), 5)
-        self.assertRegex(lines[-3], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
+        self.assertEqual(len(lines), 6)
+        self.assertRegex(lines[-4], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
         # the steady loop's replays take the short path, all but each
         # recording's first (which makes the plan); every knob is probed
         self.assertEqual(res["short_path_calls"], [19, 19])
         self.assertEqual(res["knobs_read_per_call"], [])
-        self.assertIn("; short path 19 of 20 calls", lines[-3])
+        self.assertIn("; short path 19 of 20 calls", lines[-4])
 
     def test_baseline_and_profile(self):
         """--baseline times another cgtrace.py in the same rounds (its trace
