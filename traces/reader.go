@@ -53,9 +53,21 @@ type Reader struct {
 	// record read so far (its byte limit bounds later shapes).
 	cfg  Config
 	scan scanner
-	raw  rawRecord         // reused by parseRecord
-	memo map[string]Record // recent lines that parsed, by their text
+	raw  rawRecord // reused by parseRecord
+	// memo is the recent lines that parsed, by their text: the number
+	// of each one's record in memoRecs (Record.memoKey-1). The records
+	// lie in the order their lines first came, which is the order a loop
+	// reads them again (where a map of records had them in its slots, at
+	// random), and the map holds 4 bytes a line, not a record of 400.
+	// memoRecs are chunks of memoChunk records, never moved nor copied
+	// as the memo grows; memoN of them are in use.
+	memo     map[string]int32
+	memoRecs [][]Record
+	memoN    int
 }
+
+// memoChunk is the records of one chunk of Reader.memoRecs (106 KB).
+const memoChunk = 256
 
 // A long trace is mostly repetition (a training loop calls the same
 // functions on the same names step after step), so Next keeps the records
@@ -121,7 +133,8 @@ func (r *Reader) Next() (Record, error) {
 			r.done = true
 			return Record{Line: r.line}, r.problem(r.line, fmt.Sprintf("more than %d records (MaxRecords)", r.maxRecords))
 		}
-		if rec, ok := r.memo[string(line)]; ok {
+		if i, ok := r.memo[string(line)]; ok {
+			rec := r.memoRecs[i/memoChunk][i%memoChunk]
 			rec.Line = r.line
 			return rec, nil
 		}
@@ -141,9 +154,18 @@ func (r *Reader) Next() (Record, error) {
 			// filled the memo and had it remade in the calls that follow.
 		case len(line) <= memoLineBytes:
 			if r.memo == nil || len(r.memo) >= memoLines {
-				r.memo = map[string]Record{}
+				// The chunks are used again: a record handed out is a
+				// copy, which shares no part of its chunk.
+				r.memo, r.memoN = map[string]int32{}, 0
 			}
-			r.memo[string(line)] = rec
+			i := r.memoN
+			if i/memoChunk == len(r.memoRecs) {
+				r.memoRecs = append(r.memoRecs, make([]Record, memoChunk))
+			}
+			rec.memoKey = int32(i + 1)
+			r.memoRecs[i/memoChunk][i%memoChunk] = rec
+			r.memo[string(line)] = int32(i)
+			r.memoN++
 		}
 		return rec, nil
 	}
