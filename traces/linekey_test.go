@@ -3,6 +3,8 @@ package traces
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -100,5 +102,69 @@ func TestCheckLineKeyReused(t *testing.T) {
 	bad := strings.Replace(keyReuseTrace(), `{"op": "call", "fn": "f0", "args": ["x"], "out": ["y"]}`+"\n"+`{"op": "call", "fn": "f1"`, `{"op": "call", "fn": "f0", "args": ["x"], "out": ["y"]}`+"\n"+`{"op": "call", "fn": "f0", "args": ["x", "x"], "out": ["y"]}`+"\n"+`{"op": "call", "fn": "f1"`, 1)
 	if ps := Check(strings.NewReader(bad), "t"); len(ps) != 1 || !strings.Contains(ps[0].Msg, "f0") {
 		t.Fatalf("want one problem about f0's arity, got %v", ps)
+	}
+}
+
+// TestMemoPrediction reads lines drawn at random from a few, in runs that
+// repeat (a loop) and runs that break the loop, with a def, a bad line
+// and a config record among them (each of which the memo does not hold,
+// or drops): every record must be what the line alone reads as, whichever
+// way the memo found it (the entry after the last one, the one two after
+// the one before, or the map).
+func TestMemoPrediction(t *testing.T) {
+	lines := []string{
+		`{"op": "step"}`,
+		`{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}`,
+		`{"op": "call", "fn": "g", "args": ["y"], "out": ["z"]}`,
+		`{"op": "del", "names": ["y"]}`,
+		`{"op": "tensor", "name": "x", "shape": [4], "init": "ones"}`,
+		`{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]} `,
+		`{"op": "note", "text": "a"}`,
+	}
+	odd := []string{
+		`{"op": "def", "fn": "h", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}`,
+		`{"op": "bogus"}`,
+		`{"op": "config", "warmup_runs": 1}`,
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var text []string
+	loop := []int{0, 1, 0, 2, 3}
+	for len(text) < 3000 {
+		switch r := rng.IntN(10); {
+		case r < 6: // the loop, from its start
+			for _, i := range loop {
+				text = append(text, lines[i])
+			}
+		case r < 9:
+			text = append(text, lines[rng.IntN(len(lines))])
+		default:
+			text = append(text, odd[rng.IntN(len(odd))])
+		}
+	}
+	head := `{"cgtviz": 1}`
+	rd, err := NewReader(strings.NewReader(head+"\n"+strings.Join(text, "\n")+"\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := func(line string) (Record, error) {
+		r, err := NewReader(strings.NewReader(head+"\n"+line+"\n"), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Next()
+	}
+	for i, line := range text {
+		got, gerr := rd.Next()
+		want, werr := alone(line)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("line %d %s: error %v, alone %v", i+2, line, gerr, werr)
+		}
+		got.Line, want.Line = 0, 0
+		if !reflect.DeepEqual(sansKey(got), sansKey(want)) {
+			t.Fatalf("line %d %s:\n got %+v\nwant %+v", i+2, line, got, want)
+		}
+	}
+	if _, err := rd.Next(); err != io.EOF {
+		t.Fatalf("after the last line: %v", err)
 	}
 }
