@@ -815,7 +815,13 @@ func (r *Reader) parseTensor(rec *Record, raw *rawRecord) string {
 		if rec.Init != InitValues {
 			return fmt.Sprintf("values are for init \"values\", but init is %q", rec.Init)
 		}
-		if m := decodeStrict(raw.Values, &rec.Values, "values"); m != "" {
+		// Decoded into a local, as "out" below: rec's address handed to
+		// the decoder (an interface) moved every record parsed to the
+		// heap, 416 bytes a new line.
+		var vals []float64
+		m := decodeStrict(raw.Values, &vals, "values")
+		rec.Values = vals
+		if m != "" {
 			return m
 		}
 		if rec.Values == nil {
@@ -851,10 +857,12 @@ func (r *Reader) parseCall(rec *Record, raw *rawRecord) string {
 		rec.Args = []string{}
 	}
 	if len(raw.Out) > 0 && !isNull(raw.Out) {
-		if kindOf(raw.Out) != "array" || unmarshal(raw.Out, &rec.Out) != nil {
+		var out []string
+		if kindOf(raw.Out) != "array" || unmarshal(raw.Out, &out) != nil {
 			rec.Out = nil
 			return fmt.Sprintf(`field "out": want a list of names, got %s`, jsonKind(kindOf(raw.Out)))
 		}
+		rec.Out = out
 		if rec.Out == nil {
 			rec.Out = []string{}
 		}
