@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -309,12 +310,31 @@ func allSim(devs []device.Device) bool {
 // 100), the 10,000-node one at 165 MB (137 MB).
 const runGCPercent = 400
 
-// setRunGC sets the collector for a run and returns what puts it back
-// (tests run many commands in one process).
+// runGC counts the runs of this process that have the collector set:
+// tests run many commands in one process, some at once, and the setting
+// is the process's; the first to start sets it, the last to end puts back
+// what was before.
+var runGC struct {
+	sync.Mutex
+	runs, old int
+}
+
+// setRunGC sets the collector for a run and returns what puts it back.
 func setRunGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	old := debug.SetGCPercent(runGCPercent)
-	return func() { debug.SetGCPercent(old) }
+	runGC.Lock()
+	defer runGC.Unlock()
+	if runGC.runs == 0 {
+		runGC.old = debug.SetGCPercent(runGCPercent)
+	}
+	runGC.runs++
+	return func() {
+		runGC.Lock()
+		defer runGC.Unlock()
+		if runGC.runs--; runGC.runs == 0 {
+			debug.SetGCPercent(runGC.old)
+		}
+	}
 }

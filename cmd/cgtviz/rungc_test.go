@@ -38,3 +38,23 @@ func TestSetRunGC(t *testing.T) {
 		})
 	}
 }
+
+// TestSetRunGCOverlapping checks two runs at once: the setting holds until
+// the last ends, and what was before comes back then.
+func TestSetRunGCOverlapping(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(before)
+	a := setRunGC()
+	b := setRunGC()
+	a()
+	now := debug.SetGCPercent(-1)
+	debug.SetGCPercent(now)
+	if now != runGCPercent {
+		t.Errorf("with one run still going GOGC is %d, want %d", now, runGCPercent)
+	}
+	b()
+	if after := debug.SetGCPercent(77); after != 77 {
+		t.Errorf("after both runs GOGC is %d, want 77 as before", after)
+	}
+}
