@@ -30,7 +30,7 @@ func (m *manager) emit(ev Event) { m.eng.emit(ev) }
 func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	// The def's cache slot answers what is checked here without the def
 	// itself (defcache.go).
-	ref := e.def(rec.Fn)
+	ref := e.defOf(rec)
 	def := ref.d
 	if def == nil {
 		return fmt.Errorf("function %q is not defined", rec.Fn)

@@ -1,6 +1,11 @@
 package engine
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+
+	"github.com/cgtviz/cgtviz/traces"
+)
 
 // defCache is a direct-mapped cache of the defs by name in front of
 // Engine.defs, for the call path. A trace read from a file hands out the
@@ -26,6 +31,13 @@ type defCache struct {
 	slots []defSlot
 	shift uint   // 64 - log2(len(slots))
 	gen   uint16 // a slot of another generation is empty
+	// byLine are slots by the call record's traces.Record.LineKey, in
+	// front of slots: the reader numbers its lines in the order they
+	// first came, so a loop over ten thousand functions reads these one
+	// after the other (the processor fetches them ahead), where slots,
+	// by the name's address, is a random one each call. Grown to the
+	// largest key met, at most the reader's memo.
+	byLine []defSlot
 }
 
 // defSlot is 40 bytes, so that most slots lie in one cache line; the
@@ -63,6 +75,34 @@ func (c *defCache) slot(name string) *defSlot {
 	return &c.slots[(p*0x9E3779B97F4A7C15)>>c.shift]
 }
 
+// byLineMax bounds byLine: the reader's memo numbers at most 16,384
+// lines (traces.Record.LineKey), and a bigger key is looked up by address.
+const byLineMax = 1 << 14
+
+// defOf returns the def that rec calls (ref.d nil when there is none).
+func (e *Engine) defOf(rec *traces.Record) defRef {
+	k := rec.LineKey()
+	if k == 0 || k > byLineMax || rec.Fn == "" {
+		return e.def(rec.Fn)
+	}
+	c := &e.defCache
+	if k < len(c.byLine) {
+		if s := &c.byLine[k]; s.gen == c.gen && s.name == rec.Fn {
+			return defRef{d: s.d, idx: s.idx, nParams: s.nParams, nReturns: s.nReturns, hasStatic: s.hasStatic}
+		}
+	}
+	r := e.def(rec.Fn)
+	if r.d == nil {
+		return r
+	}
+	if k >= len(c.byLine) {
+		n := min(byLineMax, 2*k) + 1
+		c.byLine = slices.Grow(c.byLine, n-len(c.byLine))[:n]
+	}
+	c.byLine[k] = defSlot{name: rec.Fn, d: r.d, idx: r.idx, nParams: r.nParams, nReturns: r.nReturns, gen: c.gen, hasStatic: r.hasStatic}
+	return r
+}
+
 // def returns the def named name (ref.d nil when there is none).
 func (e *Engine) def(name string) defRef {
 	c := &e.defCache
@@ -96,5 +136,6 @@ func (c *defCache) forget() {
 	if c.gen == 0 {
 		// Wrapped: slots of generation 0 would come back.
 		clear(c.slots)
+		clear(c.byLine)
 	}
 }

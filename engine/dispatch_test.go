@@ -205,28 +205,3 @@ func TestDefCache(t *testing.T) {
 	check("after the generations wrapped", 1, nil)
 	check("after the generations wrapped", 2, e.defs[names[2]])
 }
-
-// TestFnKey pins the text of a FunctionID's key (function.go's fnKey):
-// the key of a call seen before must be the one its FunctionID was made
-// under.
-func TestFnKey(t *testing.T) {
-	tests := []struct {
-		name   string
-		shapes [][]int
-		dtypes []ops.DType
-		static []bool
-		dev    int
-		want   string
-	}{
-		{"f", [][]int{{4, 4}}, []ops.DType{ops.Float32}, []bool{false}, 0, "f@0|4x4"},
-		{"g", [][]int{{3}, {2, 0, 5}}, []ops.DType{ops.BFloat16, ops.Float32}, []bool{true, false}, 1, "g@1|pbfloat16:3|2x0x5"},
-		{"scalar", [][]int{{}}, []ops.DType{ops.Float16}, []bool{false}, 12, "scalar@12|float16:"},
-		{"none", nil, nil, nil, 0, "none@0"},
-		{"big", [][]int{{1 << 40}}, []ops.DType{ops.Float32}, []bool{false}, 0, "big@0|1099511627776"},
-	}
-	for _, tt := range tests {
-		if got := fnKey(tt.name, tt.shapes, tt.dtypes, tt.static, tt.dev); got != tt.want {
-			t.Errorf("fnKey(%s) = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}

@@ -122,7 +122,10 @@ type Engine struct {
 	// saved is the snapshot of the state before the current record, taken
 	// lazily before its first heavy mutation (see snapshot.go).
 	saved *snapshot
-	light lightState
+	// spareSaved is the last record's snapshot, emptied, for the next
+	// markHeavy to fill (nil in a clone, which makes its own).
+	spareSaved *snapshot
+	light      lightState
 	// stepChunk and eventChunk amortise the allocation of Steps and of
 	// their events (see newStep).
 	stepChunk  []Step

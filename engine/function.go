@@ -90,32 +90,6 @@ type planStmt struct {
 	strides []int64
 }
 
-func fnKey(name string, shapes [][]int, dtypes []ops.DType, static []bool, dev int) string {
-	// Appended with strconv rather than fmt: every new FunctionID builds
-	// one (the same text as "%s@%d|...").
-	b := make([]byte, 0, len(name)+8+8*len(shapes))
-	b = append(b, name...)
-	b = append(b, '@')
-	b = strconv.AppendInt(b, int64(dev), 10)
-	for i, s := range shapes {
-		b = append(b, '|')
-		if static[i] {
-			b = append(b, 'p')
-		}
-		if dtypes[i] != ops.Float32 {
-			b = append(b, dtypes[i].String()...)
-			b = append(b, ':')
-		}
-		for j, d := range s {
-			if j > 0 {
-				b = append(b, 'x')
-			}
-			b = strconv.AppendInt(b, int64(d), 10)
-		}
-	}
-	return string(b)
-}
-
 // compilePlan builds the plan of def for argument shapes and dtypes (nil:
 // every argument float32).
 func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
@@ -484,10 +458,11 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			return m.ownFunc(id), false, nil
 		}
 	}
-	key := fnKey(guard, shapes, dtypes, static, m.ds.index) + "#" + strconv.Itoa(ent.Gen)
-	if id, ok := m.fnKeys[key]; ok {
-		return m.ownFunc(id), false, nil
-	}
+	// Not found under its hash: no FunctionID has this signature (the
+	// hash is a function of it). A map by the signature's text, looked up
+	// here, held the same FunctionIDs and never found one, and neither did
+	// a list by name, only ever appended to: each cost a string and map
+	// entries for every new FunctionID.
 	p, err := compilePlan(def, shapes, dtypes)
 	if err != nil {
 		return nil, false, err
@@ -509,11 +484,9 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		m.sizes = map[graphKey]int{}
 	}
 	m.sizes[gk]++
-	nfuncs, byName, hadName := len(m.funcs), m.fnByName[guard], m.fnByName[guard] != nil
+	nfuncs := len(m.funcs)
 	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)
-	m.fnKeys[key] = f.ID
-	m.fnByName[guard] = append(m.fnByName[guard], f.ID)
 	m.fnBySig[sig] = append(m.fnBySig[sig], f.ID)
 	m.eng.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
@@ -523,16 +496,10 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 				m.sizes = nil // as it was before the first
 			}
 		}
-		delete(m.fnKeys, key)
 		if hadSig {
 			m.fnBySig[sig] = bySig
 		} else {
 			delete(m.fnBySig, sig)
-		}
-		if hadName {
-			m.fnByName[guard] = byName
-		} else {
-			delete(m.fnByName, guard)
 		}
 	})
 	return f, false, nil
@@ -581,13 +548,7 @@ func (m *manager) ownFuncTables() {
 	}
 	m.fnShared = false
 	m.funcs = slices.Clone(m.funcs)
-	m.fnKeys = maps.Clone(m.fnKeys)
 	m.sizes = maps.Clone(m.sizes)
-	byName := make(map[string][]int, len(m.fnByName))
-	for k, v := range m.fnByName {
-		byName[k] = slices.Clip(v)
-	}
-	m.fnByName = byName
 	bySig := make(map[uint64][]int, len(m.fnBySig))
 	for k, v := range m.fnBySig {
 		bySig[k] = slices.Clip(v)

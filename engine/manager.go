@@ -41,10 +41,7 @@ type manager struct {
 	// rootSlab is where a function's first root is kept (firstRoot).
 	rootSlab []int
 
-	funcs  []*Function
-	fnKeys map[string]int
-	// fnByName lists the FunctionIDs of each def, for the lookup of a call.
-	fnByName map[string][]int
+	funcs []*Function
 	// fnBySig indexes the FunctionIDs by their signature's hash (sigHash).
 	fnBySig map[uint64][]int
 	// compiles is Dynamo's compile state of each def.
@@ -92,7 +89,7 @@ type pathScalars struct {
 func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
 		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
-		fnKeys: map[string]int{}, fnByName: map[string][]int{}, fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
+		fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
 		numRerecord: map[int]map[int]int{},
 	}

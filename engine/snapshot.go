@@ -55,12 +55,12 @@ type journaler interface {
 	Commit(mark any)
 }
 
-// journalMark is a mark in snapshot.devSnaps, told apart from a snapshot.
-type journalMark struct{ m any }
-
 type snapshot struct {
-	allocs   []alloc.Mark
+	allocs []alloc.Mark
+	// devSnaps are, per device, its journal mark where marked says so
+	// (journaler.Mark), else its snapshot, or nil.
 	devSnaps []any
+	marked   []bool
 	// kept are the nodes whose copy Engine.undo holds already.
 	kept map[*Node]bool
 }
@@ -112,17 +112,26 @@ func (e *Engine) markHeavy() {
 	if e.saved != nil {
 		return
 	}
-	s := &snapshot{}
+	// The last record's snapshot, emptied by dropSaved, is made again in
+	// place: a warmup and a recording each take one, and its four
+	// allocations were a tenth of a new node's.
+	s := e.spareSaved
+	e.spareSaved = nil
+	if s == nil {
+		s = &snapshot{}
+	}
 	for _, ds := range e.devs {
 		s.allocs = append(s.allocs, ds.alloc.Mark())
 		var snap, mark any
-		if j, ok := ds.dev.(journaler); ok {
+		j, marked := ds.dev.(journaler)
+		if marked {
 			mark = j.Mark()
-			snap = journalMark{mark}
+			snap = mark
 		} else if sn, ok := ds.dev.(device.Snapshotter); ok {
 			snap = sn.Snapshot()
 		}
 		s.devSnaps = append(s.devSnaps, snap)
+		s.marked = append(s.marked, marked)
 		e.light.marks = append(e.light.marks, mark)
 	}
 	e.saved = s
@@ -137,11 +146,22 @@ func (e *Engine) dropSaved() {
 		return
 	}
 	e.saved = nil
-	for _, snap := range s.devSnaps {
-		if r, ok := snap.(device.Releaser); ok {
+	for i, snap := range s.devSnaps {
+		if r, ok := snap.(device.Releaser); ok && !s.marked[i] {
 			r.Release()
 		}
 	}
+	// Nothing else holds s: the next markHeavy fills it again.
+	clear(s.devSnaps)
+	s.allocs, s.devSnaps, s.marked = s.allocs[:0], s.devSnaps[:0], s.marked[:0]
+	// A map that grew big (a checkpoint keeps every node of the path)
+	// is dropped: clearing it would cost its size at every record after.
+	if len(s.kept) > 64 {
+		s.kept = nil
+	} else {
+		clear(s.kept)
+	}
+	e.spareSaved = s
 }
 
 // rollback puts the engine back as it was at the start of the record.
@@ -159,6 +179,10 @@ func (e *Engine) rollback() {
 			// the reason (device.Snapshotter), so the next record that
 			// touches it reports it; rollback itself has no one to return
 			// it to.
+			if s.marked[i] {
+				_ = ds.dev.(journaler).Undo(s.devSnaps[i])
+				continue
+			}
 			switch snap := s.devSnaps[i].(type) {
 			case nil:
 				// A device that keeps what it did gets back the segments
@@ -166,8 +190,6 @@ func (e *Engine) rollback() {
 				for _, p := range forgotten {
 					_ = ds.dev.FreeSegment(p) // as above: nothing to report it to
 				}
-			case journalMark:
-				_ = ds.dev.(journaler).Undo(snap.m)
 			default:
 				_ = ds.dev.(device.Snapshotter).Restore(snap)
 			}
@@ -381,6 +403,7 @@ func copySet(s map[int]bool) map[int]bool {
 // error, as it does when a device fails to clone.
 func (e *Engine) Clone() (*Engine, error) {
 	c := *e
+	c.spareSaved = nil // the engine's own to fill again
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
 	// The clone makes its own cache as its calls go: a shared one would

@@ -21,8 +21,6 @@ type managerDump struct {
 	RootOrder               []int
 	Warmups                 map[int]WarmupNode
 	Funcs                   []Function
-	FnKeys                  map[string]int
-	FnByName                map[string][]int
 	FnBySig                 map[uint64][]int
 	Sizes                   map[graphKey]int
 	Compiles                map[string]any
@@ -36,7 +34,7 @@ type managerDump struct {
 }
 
 func dumpManager(m *manager) managerDump {
-	d := managerDump{Scalars: m.pathScalars, Roots: rootsMap(m), RootOrder: m.rootOrder, FnKeys: m.fnKeys, FnByName: m.fnByName, FnBySig: m.fnBySig, Sizes: m.sizes,
+	d := managerDump{Scalars: m.pathScalars, Roots: rootsMap(m), RootOrder: m.rootOrder, FnBySig: m.fnBySig, Sizes: m.sizes,
 		WarnedFns: m.warnedFns, WarnedMut: m.warnedMutation, MutationHint: mutationHints(m), NumRerecord: m.numRerecord,
 		Dispatch: m.dispatch, Warmups: map[int]WarmupNode{}, Compiles: map[string]any{}}
 	d.Scalars.warmups = nil // compared by value below

@@ -691,7 +691,7 @@ func (c *checker) call(rec *Record) {
 			c.bind(o, &binding{unknown: true})
 		}
 	}
-	fi, ok := c.fnIndex(rec.Fn)
+	fi, ok := c.fnIndexOf(rec)
 	if !ok {
 		c.fail(rec, "%s is not defined (def it before the call)", rec.Fn)
 		bindUnknown()

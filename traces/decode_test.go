@@ -13,7 +13,9 @@ import (
 // verdict on every line: both accept it or both refuse it, and what they
 // accept decodes to the same record. The reader trusts the fast one's
 // success, so a line one accepts and the other refuses would change what
-// a trace means.
+// a trace means. It holds a def's statements' fast path (decodeStmtFast)
+// to decodeStrict the same way, on each line as a statement: what the
+// fast path accepts, decodeStrict accepts, with the same statement.
 func FuzzDecoders(f *testing.F) {
 	addSeeds(f)
 	for _, s := range []string{
@@ -22,6 +24,11 @@ func FuzzDecoders(f *testing.F) {
 		`{"OP":"step"}`, `{"op":"step"} x`, `{"op":"st\u0065p"}`, `{"op":"step",}`,
 		`{"shape":[1e3]}`, `{"seed":9223372036854775808}`, `{"op":1}`, `[]`, `null`,
 		`{"op":"step","op":"del"}`, `{"b":"\ud800"}`, `{"values":[1,2,NaN]}`,
+		`{"out": "y", "k": "add", "a": "x", "b": 1}`,
+		`{"out": "y", "k": "view", "a": "x", "shape": [2, 2], "strides": [2, 1], "offset": 0}`,
+		`{"out": "y", "k": "fill", "shape": [3], "value": 1.5, "dtype": "float16"}`,
+		`{"OUT": "y"}`, `{"o\u0075t": "y"}`, `{"out": "y", "extra": 1}`, `{"out": 1}`,
+		`{"offset": 1.5}`, `{"b": {"out": 1}}`, `{"out": "a\"b", "k": "add"}`, `{"value": 1e400}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,6 +42,15 @@ func FuzzDecoders(f *testing.F) {
 			}
 			if errFast == nil && !reflect.DeepEqual(fast, std) {
 				t.Fatalf("%q: go-json decodes\n%+v\nencoding/json\n%+v", line, fast, std)
+			}
+			var fastS, stdS rawStmt
+			if decodeStmtFast(line, &fastS) {
+				if m := decodeStrict(line, &stdS, "body"); m != "" {
+					t.Fatalf("%q: the statement's fast path accepts it, decodeStrict says %s", line, m)
+				}
+				if !reflect.DeepEqual(fastS, stdS) {
+					t.Fatalf("%q: the statement's fast path decodes\n%+v\ndecodeStrict\n%+v", line, fastS, stdS)
+				}
 			}
 		}
 	})
@@ -69,5 +85,39 @@ func BenchmarkDecodeGoJSON(b *testing.B) {
 		if err := gojson.Unmarshal(benchLines[i%len(benchLines)], &r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestStmtKeysKnown checks stmtKeysKnown's names against rawStmt's
+// fields: a name there that rawStmt lacks would let an unknown field
+// through.
+func TestStmtKeysKnown(t *testing.T) {
+	typ := reflect.TypeFor[rawStmt]()
+	for i := range typ.NumField() {
+		name := typ.Field(i).Tag.Get("json")
+		if !stmtKeysKnown([]byte(`{"` + name + `": 0}`)) {
+			t.Errorf("field %q of rawStmt is not taken by stmtKeysKnown", name)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"out": "y", "k": "add", "a": "x", "b": 1}`, true},
+		{`{"out": "y", "shape": [1, 2], "b": "out"}`, true},
+		{`{"out": "y", "extra": 1}`, false},
+		{`{"out": "y", "b": {"extra": 1}}`, true}, // the decoder refuses the value
+		{`{"o\u0075t": "y"}`, false},
+		{`{"Out": "y"}`, false},
+		{`["out"]`, false},
+		{`"out"`, false},
+		{`{"out": "y`, false},
+	} {
+		if got := stmtKeysKnown([]byte(tc.in)); got != tc.want {
+			t.Errorf("stmtKeysKnown(%s) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if n := typ.NumField(); n != 9 {
+		t.Errorf("rawStmt has %d fields, stmtKeysKnown knows 9: update both", n)
 	}
 }

@@ -1,6 +1,9 @@
 package traces
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // fnCache finds a call's def in front of checker.funcs. A trace read from
 // a file hands out the records of a repeated line with one copy of its
@@ -26,6 +29,11 @@ import "unsafe"
 type fnCache struct {
 	sets  []fnSet
 	shift uint // 64 - log2(len(sets))
+	// byLine are slots by the call's Record.LineKey, in front of sets:
+	// the keys come in the order the lines first came, so a loop over
+	// its functions reads these in order (fetched ahead by the
+	// processor), where sets, by the name's address, is a random one.
+	byLine []fnSlot
 }
 
 type fnSet [2]fnSlot
@@ -44,6 +52,31 @@ const fnCacheMaxSets = 1 << 15
 func (fc *fnCache) set(name string) *fnSet {
 	p := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
 	return &fc.sets[(p*0x9E3779B97F4A7C15)>>fc.shift]
+}
+
+// fnIndexOf returns the index in c.defs of the def that rec calls, or
+// false when no def has that name. A def is never dropped nor renamed,
+// so a slot that holds the record's name holds its def.
+func (c *checker) fnIndexOf(rec *Record) (int32, bool) {
+	k := int(rec.memoKey)
+	if k == 0 || rec.Fn == "" {
+		return c.fnIndex(rec.Fn)
+	}
+	fc := &c.fnCache
+	if k < len(fc.byLine) && fc.byLine[k].name == rec.Fn {
+		return fc.byLine[k].idx, true
+	}
+	i, ok := c.fnIndex(rec.Fn)
+	if !ok {
+		return 0, false
+	}
+	if k >= len(fc.byLine) {
+		// memoKey is at most memoLines.
+		n := min(memoLines, 2*k) + 1
+		fc.byLine = slices.Grow(fc.byLine, n-len(fc.byLine))[:n]
+	}
+	fc.byLine[k] = fnSlot{name: rec.Fn, idx: i}
+	return i, true
 }
 
 // fnIndex returns the index of the def named name in c.defs, or false

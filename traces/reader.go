@@ -53,8 +53,75 @@ type Reader struct {
 	// record read so far (its byte limit bounds later shapes).
 	cfg  Config
 	scan scanner
-	raw  rawRecord         // reused by parseRecord
-	memo map[string]Record // recent lines that parsed, by their text
+	raw  rawRecord // reused by parseRecord
+	// memo is the recent lines that parsed, by their text: the number
+	// of each one's record in memoRecs (Record.memoKey-1). The records
+	// lie in the order their lines first came, which is the order a loop
+	// reads them again (where a map of records had them in its slots, at
+	// random), and the map holds 4 bytes a line, not a record of 400.
+	// memoRecs are chunks of memoChunk records, never moved nor copied
+	// as the memo grows; memoN of them are in use.
+	memo     map[string]int32
+	memoRecs [][]memoEntry
+	memoN    int
+	// prev1 and prev2 are the memo's entries of the last two records
+	// (-1: none, or a record it does not hold), whose successors predict
+	// the next line (memoEntry.next).
+	prev1, prev2 int32
+}
+
+// memoEntry is a remembered line: its text, its record, and which entries
+// came one and two records after it the last time it came. A loop reads
+// its lines in the order it did the last time round, so the entry one
+// after the last record's, or two after the one before (a line that comes
+// between each two others, as a step does, has no one successor), is
+// almost always the next line: comparing the line with it saves the map's
+// hash of the line and its probe (a miss a line in a loop over ten
+// thousand functions). Wrong, the map answers; the line is compared
+// whole, so the record is the map's.
+type memoEntry struct {
+	key         string
+	rec         Record
+	next, next2 int32
+}
+
+// memoChunk is the entries of one chunk of Reader.memoRecs (113 KB).
+const memoChunk = 256
+
+// entry returns memo entry i.
+func (r *Reader) entry(i int32) *memoEntry { return &r.memoRecs[i/memoChunk][i%memoChunk] }
+
+// recall returns the memo's entry of line, or -1.
+func (r *Reader) recall(line []byte) int32 {
+	if r.memo == nil {
+		return -1
+	}
+	if r.prev1 >= 0 {
+		if i := r.entry(r.prev1).next; i >= 0 && r.entry(i).key == string(line) {
+			return i
+		}
+	}
+	if r.prev2 >= 0 {
+		if i := r.entry(r.prev2).next2; i >= 0 && r.entry(i).key == string(line) {
+			return i
+		}
+	}
+	if i, ok := r.memo[string(line)]; ok {
+		return i
+	}
+	return -1
+}
+
+// follow records that entry i (-1: a record the memo does not hold) comes
+// after the last two records.
+func (r *Reader) follow(i int32) {
+	if r.prev1 >= 0 {
+		r.entry(r.prev1).next = i
+	}
+	if r.prev2 >= 0 {
+		r.entry(r.prev2).next2 = i
+	}
+	r.prev2, r.prev1 = r.prev1, i
 }
 
 // A long trace is mostly repetition (a training loop calls the same
@@ -76,7 +143,7 @@ const (
 // NewReader reads and validates the header line of a trace. file names the
 // trace in problems.
 func NewReader(r io.Reader, file string) (*Reader, error) {
-	rd := &Reader{file: file, br: bufio.NewReaderSize(r, 64<<10), maxRecords: MaxRecords}
+	rd := &Reader{file: file, br: bufio.NewReaderSize(r, 64<<10), maxRecords: MaxRecords, prev1: -1, prev2: -1}
 	line, err := rd.readLine()
 	// A byte order mark is not JSON, but editors on Windows put one in front
 	// of UTF-8 files: it is skipped, as it carries no meaning in UTF-8.
@@ -121,29 +188,47 @@ func (r *Reader) Next() (Record, error) {
 			r.done = true
 			return Record{Line: r.line}, r.problem(r.line, fmt.Sprintf("more than %d records (MaxRecords)", r.maxRecords))
 		}
-		if rec, ok := r.memo[string(line)]; ok {
+		if i := r.recall(line); i >= 0 {
+			r.follow(i)
+			rec := r.entry(i).rec
 			rec.Line = r.line
 			return rec, nil
 		}
 		rec, p := r.parseRecord(line)
 		rec.Line = r.line
 		if p != nil {
+			r.follow(-1)
 			return rec, p
 		}
 		switch {
 		case rec.Op == OpConfig:
 			// A config record changes the limits later records are read
 			// under: what was remembered was read under the old ones.
-			r.memo = nil
+			r.memo, r.prev1, r.prev2 = nil, -1, -1
 		case rec.Op == OpDef:
 			// A function is defined once, so its line does not come
 			// again in a trace that checks: remembered, ten thousand defs
 			// filled the memo and had it remade in the calls that follow.
+			r.follow(-1)
 		case len(line) <= memoLineBytes:
 			if r.memo == nil || len(r.memo) >= memoLines {
-				r.memo = map[string]Record{}
+				// The chunks are used again: a record handed out is a
+				// copy, which shares no part of its chunk. The entries
+				// of the last records are gone.
+				r.memo, r.memoN, r.prev1, r.prev2 = map[string]int32{}, 0, -1, -1
 			}
-			r.memo[string(line)] = rec
+			i := int32(r.memoN)
+			if int(i)/memoChunk == len(r.memoRecs) {
+				r.memoRecs = append(r.memoRecs, make([]memoEntry, memoChunk))
+			}
+			rec.memoKey = i + 1
+			key := string(line)
+			*r.entry(i) = memoEntry{key: key, rec: rec, next: -1, next2: -1}
+			r.memo[key] = i
+			r.memoN++
+			r.follow(i)
+		default:
+			r.follow(-1)
 		}
 		return rec, nil
 	}

@@ -126,7 +126,7 @@ func TestReaderRecords(t *testing.T) {
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
-		if !reflect.DeepEqual(got, w) {
+		if !reflect.DeepEqual(sansKey(got), w) {
 			t.Errorf("record %d:\n got %#v\nwant %#v", i, got, w)
 		}
 	}
@@ -235,4 +235,12 @@ func TestReaderNestingBoundary(t *testing.T) {
 	if got := firstProblem(t, h+`{"op": "note", "text": "`+strings.Repeat("[{", 100)+`"}`); got != "" {
 		t.Errorf("brackets in a string: %q", got)
 	}
+}
+
+// sansKey is r without its reader's line key (Record.LineKey), a cache
+// hint that records equal in meaning need not share: a record read again
+// (an Index, a second reader) or built in code has another or none.
+func sansKey(r Record) Record {
+	r.memoKey = 0
+	return r
 }

@@ -301,7 +301,24 @@ type Record struct {
 
 	// config: the keys the record sets (Config.Set) and their values.
 	Config *Config
+
+	// memoKey is the reader's number for the record's line text while
+	// its memo holds the line (LineKey).
+	memoKey int32
 }
+
+// LineKey is a small number (1 to memoLines) that the records of one line
+// text share while the Reader that read them remembers the line, 0 for a
+// record it does not (nor one built in code). Numbers are handed out in
+// the order the texts first came, so a loop that calls its functions in
+// the order it first did visits them in order: a cache indexed by it
+// (the engine's defs, the checker's functions) reads its slots one after
+// the other, where one keyed by a hash of the name reads a random slot,
+// a cache miss a call in a program of ten thousand functions. A number
+// may be handed out again for another text (the memo is remade when
+// full), so it is a hint: a cache must check that what its slot holds is
+// the record's (its function's name).
+func (r *Record) LineKey() int { return int(r.memoKey) }
 
 // Stmt is one statement of a function body or an eager record:
 // {"out": NAME, "k": KERNEL, "a": NAME, "b": NAME-or-number, ...}.

@@ -6,16 +6,19 @@ import (
 	"strings"
 )
 
-// knownKeys is every field name the format has, at any level. The scanner
-// uses it to refuse keys that differ from one only in case: encoding/json
-// matches keys case-insensitively, the format does not.
-var knownKeys = map[string]bool{}
+// knownKeys is every field name the format has, at any level, each to
+// itself. The scanner uses it to refuse keys that differ from one only in
+// case (encoding/json matches keys case-insensitively, the format does
+// not), and hands out the map's string for a known top-level key rather
+// than a new one made from the line's bytes (a def's ten keys were ten
+// allocations).
+var knownKeys = map[string]string{}
 
 func init() {
 	for k := range fieldWant {
-		knownKeys[k] = true
+		knownKeys[k] = k
 	}
-	knownKeys["b"] = true
+	knownKeys["b"] = "b"
 }
 
 // scanner walks a line's bytes before it is decoded, in one pass and
@@ -73,8 +76,12 @@ func (s *scanner) run(line []byte) (top []string, keyMsg string, deep bool) {
 				}
 				str = []byte(u)
 			}
+			name, known := knownKeys[string(str)]
 			if n == 1 && len(s.top) < maxFields {
-				s.top = append(s.top, string(str))
+				if !known {
+					name = string(str)
+				}
+				s.top = append(s.top, name)
 			}
 			if f.skip || keyMsg != "" {
 				if n > 1 || len(f.keys) < maxFields {
@@ -90,7 +97,7 @@ func (s *scanner) run(line []byte) (top []string, keyMsg string, deep bool) {
 					keyMsg = fmt.Sprintf("field %q appears twice", str)
 				}
 			}
-			if keyMsg == "" && !knownKeys[string(str)] {
+			if keyMsg == "" && !known {
 				for k := range knownKeys {
 					if strings.EqualFold(k, string(str)) {
 						keyMsg = fmt.Sprintf("unknown field %q (field names are lowercase: %q)", str, k)

@@ -76,7 +76,10 @@ type Device struct {
 
 	// txn is the open mark (journal.go), nil when none: while it is open,
 	// every write saves the old contents of its span in journal and jbuf.
-	txn     *mark
+	txn *mark
+	// spare is the snapshot of the last committed mark, for the next
+	// Mark to fill.
+	spare   *snapshot
 	journal []undoEntry
 	jbuf    []float32
 

@@ -45,7 +45,14 @@ const maxJournalKeep = 1 << 20
 // contents.
 func (d *Device) Mark() any {
 	d.commit()
-	s := d.metaSnapshot(false)
+	// The last mark's snapshot is made again in place (commit left it in
+	// spare): the engine marks before every warmup and recording.
+	s := d.spare
+	d.spare = nil
+	if s == nil {
+		s = &snapshot{}
+	}
+	d.metaSnapshotInto(s, false)
 	m := &mark{snap: s, gen: d.gen}
 	d.txn = m
 	d.graphs.begin()
@@ -63,6 +70,11 @@ func (d *Device) Commit(m any) {
 }
 
 func (d *Device) commit() {
+	if m := d.txn; m != nil {
+		// Nothing reads a mark's snapshot once it is not the open one
+		// (Undo refuses it first): the next Mark fills it again.
+		d.spare, m.snap = m.snap, nil
+	}
 	d.txn = nil
 	d.graphs.end()
 	d.execs.end()

@@ -43,9 +43,18 @@ func (d *Device) Snapshot() any {
 // journals the writes instead. tables says whether it saves the graph
 // tables too (a Snapshot does; a Mark has them log their writes instead).
 func (d *Device) metaSnapshot(tables bool) *snapshot {
-	s := &snapshot{
+	s := &snapshot{}
+	d.metaSnapshotInto(s, tables)
+	return s
+}
+
+// metaSnapshotInto is metaSnapshot into s, whose segment list it reuses:
+// s is a mark's, held by nothing else (Mark). The faults are copied anew,
+// as restoreMeta hands them to the device.
+func (d *Device) metaSnapshotInto(s *snapshot, tables bool) {
+	*s = snapshot{
 		dev:       d,
-		segs:      slices.Clone(d.segs),
+		segs:      append(s.segs[:0], d.segs...),
 		used:      d.used,
 		next:      d.next,
 		nextGraph: d.nextGraph,
@@ -60,7 +69,6 @@ func (d *Device) metaSnapshot(tables bool) *snapshot {
 	if tables {
 		s.graphs, s.execs = d.graphs.share(), d.execs.share()
 	}
-	return s
 }
 
 // Restore puts the device back in the state of a snapshot it took, pending
