@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/engine/report"
@@ -128,7 +129,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		runEngine = engine.Run
 	}
 	defer setRunGC()()
-	e, err := runEngine(runCtx, hdr, cr, engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff}, func(s *engine.Step) bool {
+	// No allocator event log: a run's report never reads it (memory
+	// snapshots do: `cgtviz snapshot`, the TUI), and a big tree fills it
+	// (12 MB at 10,000 nodes).
+	opts := engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff,
+		AllocOptions: alloc.Options{TraceMax: -1}}
+	e, err := runEngine(runCtx, hdr, cr, opts, func(s *engine.Step) bool {
 		hint.see(s)
 		if jsonSteps != nil {
 			if err := jsonSteps.Step(s); err != nil && werr == nil {

@@ -40,7 +40,10 @@ type Options struct {
 	// RoundupPower2Divisions is roundup_power2_divisions per bucket
 	// (bucket i covers [2^(20+i), 2^(21+i)) bytes); 0 or 1 is off.
 	RoundupPower2Divisions [RoundupPower2Intervals]int
-	// TraceMax bounds the event log; 0 means DefaultTraceMax.
+	// TraceMax bounds the event log; 0 means DefaultTraceMax, and a
+	// negative value keeps none (Trace is empty, every entry dropped):
+	// for a run that makes no memory snapshot, whose log would only cost
+	// memory (a tree of 10,000 nodes fills the default log: 12 MB).
 	TraceMax int
 }
 
@@ -148,7 +151,9 @@ func New(src SegmentSource, dev int, opts Options) *Allocator {
 	}
 	a.small.small = true
 	a.trace.max = opts.TraceMax
-	if a.trace.max <= 0 {
+	if a.trace.max < 0 {
+		a.trace.off, a.trace.max = true, 0
+	} else if a.trace.max == 0 {
 		a.trace.max = DefaultTraceMax
 	}
 	return a

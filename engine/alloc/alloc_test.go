@@ -527,6 +527,41 @@ func TestNoRetryDuringCapture(t *testing.T) {
 // in place and the other goes on in a copy; each sees its own entries only,
 // in either order, and a clone's append costs no chunk copy when the
 // original never appends again (the engine's rollback snapshot).
+// TestTraceOff: a negative TraceMax keeps no entry and holds no chunk, and
+// the allocator decides as with a log (the same blocks, the same stats).
+func TestTraceOff(t *testing.T) {
+	on := New(newFakeDevice(1<<40), 0, Options{})
+	off := New(newFakeDevice(1<<40), 0, Options{TraceMax: -1})
+	for _, a := range []*Allocator{on, off} {
+		var held []device.Ptr
+		for i := 0; i < 600; i++ {
+			p := mustMalloc(t, a, int64(512*(1+i%7)), 0)
+			if i%3 == 0 {
+				mustFree(t, a, p)
+			} else {
+				held = append(held, p)
+			}
+		}
+		for _, p := range held[:len(held)/2] {
+			mustFree(t, a, p)
+		}
+	}
+	if tr := off.Trace(); len(tr) != 0 || len(off.trace.chunks) != 0 {
+		t.Fatalf("kept %d entries in %d chunks", len(tr), len(off.trace.chunks))
+	}
+	if n := int64(len(on.Trace())); off.TraceDropped() != n || n == 0 {
+		t.Errorf("dropped %d, the log kept %d", off.TraceDropped(), n)
+	}
+	if a, b := on.Stats(), off.Stats(); a != b {
+		t.Errorf("stats differ: %+v against %+v", a, b)
+	}
+	c := off.Clone(off.src)
+	mustFree(t, c, mustMalloc(t, c, 100, 0))
+	if len(c.Trace()) != 0 || len(off.Trace()) != 0 {
+		t.Error("a clone of a log that keeps nothing kept entries")
+	}
+}
+
 func TestTraceCloneAppends(t *testing.T) {
 	for _, cloneFirst := range []bool{false, true} {
 		a := New(newFakeDevice(1<<40), 0, Options{TraceMax: 1000})

@@ -84,6 +84,9 @@ type traceLog struct {
 	gen     uint64
 	// listOwned is false while chunks may be shared with a clone.
 	listOwned bool
+	// off: no entry is kept (Options.TraceMax < 0); next fills scratch.
+	off     bool
+	scratch TraceEntry
 }
 
 // traceGen hands out log generations; atomic because clones may be made
@@ -118,6 +121,11 @@ func (t *traceLog) add(e TraceEntry) {
 // next appends a zero entry, numbered, and returns it to be filled in
 // place (entries are big; this saves copying them twice).
 func (t *traceLog) next() *TraceEntry {
+	if t.off {
+		t.scratch = TraceEntry{Seq: t.seq}
+		t.seq++
+		return &t.scratch
+	}
 	if t.gen == 0 {
 		t.gen = traceGen.Add(1)
 	}
