@@ -43,7 +43,7 @@ ppid=$!
 (timeout 330 bash traces/pytorch/programs/record_all.sh "$rec" >"$work/record_all.log" 2>&1) &
 rpid=$!
 (cd engine && CGTVIZ_DEVICE=cuda timeout 240 ../.bin/engine-cuda.test -test.count=3 \
-	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim|TestPeerSuite|TestJournal|TestDispatch' -test.v) >"$work/engine-cuda.log" 2>&1
+	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim|TestPeerSuite|TestJournal|TestDispatch|TestDefCache|TestDefByLineKey|TestTableUndo' -test.v) >"$work/engine-cuda.log" 2>&1
 say "engine-cuda x3 (exit $?): $(grep -c '^--- PASS' "$work/engine-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/engine-cuda.log") FAIL"
 grep -- '--- FAIL' "$work/engine-cuda.log" | head | tee -a "$sum"
 (cd sessions && timeout 120 ../.bin/sessions-cuda.test -test.run CUDA -test.count=1 -test.v) >"$work/sessions-cuda.log" 2>&1
