@@ -214,7 +214,13 @@ func (r *Reader) Next() (Record, error) {
 			if r.memo == nil || len(r.memo) >= memoLines {
 				// The chunks are used again: a record handed out is a
 				// copy, which shares no part of its chunk. The entries
-				// of the last records are gone.
+				// of the last records are gone, and cleared: what they
+				// hold (their lines, their records' names) would stay
+				// until overwritten, beside the new memo's
+				// (TestCheckBoundedMemory).
+				for _, c := range r.memoRecs {
+					clear(c)
+				}
 				r.memo, r.memoN, r.prev1, r.prev2 = map[string]int32{}, 0, -1, -1
 			}
 			i := int32(r.memoN)
