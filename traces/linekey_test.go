@@ -49,19 +49,12 @@ func TestLineKey(t *testing.T) {
 {"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
 {"op": "call", "fn": "f", "args": ["x"], "out": ["z"]}
 `
-	rd, err := NewReader(strings.NewReader(text), "t")
+	tr, err := readAll(strings.NewReader(text), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var keys []int
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range tr.Records {
 		keys = append(keys, rec.LineKey())
 	}
 	if want := []int{0, 1, 2, 3, 2, 3, 4}; fmt.Sprint(keys) != fmt.Sprint(want) {
@@ -71,19 +64,11 @@ func TestLineKey(t *testing.T) {
 		t.Errorf("a record built in code has key %d, want 0", k)
 	}
 
-	rd, err = NewReader(strings.NewReader(keyReuseTrace()), "t")
-	if err != nil {
+	if tr, err = readAll(strings.NewReader(keyReuseTrace()), "t"); err != nil {
 		t.Fatal(err)
 	}
 	calls := map[string][]int{}
-	for {
-		rec, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range tr.Records {
 		if rec.Op == OpCall {
 			calls[rec.Fn] = append(calls[rec.Fn], rec.LineKey())
 		}

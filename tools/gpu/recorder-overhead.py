@@ -45,20 +45,13 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
 import cgtrace  # noqa: E402
 
 
-def time_loop(step, iters, sync, clock=time.perf_counter, medians=None):
+def time_loop(step, iters, sync, clock, medians):
     """Microseconds per call of `iters` calls of step(), the device drained
-    before the clock starts and before it stops. With `medians` (a list),
-    each call is timed on its own as well (perf_counter_ns, the same pair
-    around every call recorded or not) and the median call's microseconds
-    appended to it: a figure a few slow calls do not move (another tenant
-    of the machine taking the core; also the recorder's own rare calls)."""
-    if medians is None:
-        sync()
-        t0 = clock()
-        for _ in range(iters):
-            step()
-        sync()
-        return (clock() - t0) / iters * 1e6
+    before the clock starts and before it stops. Each call is timed on its
+    own as well (perf_counter_ns, the same pair around every call recorded
+    or not) and the median call's microseconds appended to `medians`: a
+    figure a few slow calls do not move (another tenant of the machine
+    taking the core; also the recorder's own rare calls)."""
     ns = time.perf_counter_ns
     each = [0] * iters
     sync()
@@ -74,7 +67,7 @@ def time_loop(step, iters, sync, clock=time.perf_counter, medians=None):
     return us
 
 
-def _timed_recording(step, iters, sync, record, path, clock, medians=None):
+def _timed_recording(step, iters, sync, record, path, clock, medians):
     """(us/call of the loop inside record(path), ms its exit took, the calls
     that took the recorder's short path, the knobs it read at every call;
     each None from a recorder that does not say). medians: as time_loop's."""

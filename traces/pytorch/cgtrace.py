@@ -368,7 +368,7 @@ class Trace:
         if self.out is None or not self.records:
             return
         recs, self.records = self.records, []
-        self.out.write("\n".join(self._line(self._enc, r) for r in recs) + "\n")
+        self.out.write("\n".join(self._lines(self._enc, recs)) + "\n")
         self.out.flush()
 
     def add(self, rec):
@@ -398,13 +398,16 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        enc = _LineEncoder()
-        line = self._line
-        # A line made whole where it was recorded, and a step, as they are
-        # (_LineEncoder.line's first answers, without its two calls): most
-        # of a long recording's records, written at its exit.
-        out.extend([r if type(r) is str else _STEP_LINE if r is _STEP else line(enc, r) for r in self.records])
+        out.extend(self._lines(_LineEncoder(), self.records))
         return out
+
+    @classmethod
+    def _lines(cls, enc, records):
+        """The records' lines. A line made whole where it was recorded, and
+        a step, are taken as they are (_LineEncoder.line's first answers,
+        without its two calls): most of a long recording's records."""
+        line = cls._line
+        return [r if type(r) is str else _STEP_LINE if r is _STEP else line(enc, r) for r in records]
 
     @staticmethod
     def _line(enc, r):
@@ -851,7 +854,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "in_ids", "nwatch", "cfg", "expect_line", "data_ptr", "watch")
+                 "fs", "in_ids", "nwatch", "cfg", "expect_line")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -859,9 +862,6 @@ class _ReplayPlan:
         self.dev_key = str(dev)  # Recorder._trees' key
         self.ekey, self.expect = ekey, expect
         self.expect_line = None  # its line, once a deferred replay wrote it (exp_line)
-        # What the lean path's rare branches read (set when _steady arms it):
-        # torch's Tensor.data_ptr, the session's polled names.
-        self.data_ptr = self.watch = None
         self.entries = entries  # tuple of _Entry, by output position
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
@@ -2286,7 +2286,7 @@ class Recorder:
                           and (tuple(map(id, new_inputs)) == in_ids if in_ids is not None
                                else len(new_inputs) == plan.nin and all(map(is_, map(call, plan.in_refs), new_inputs)))
                           and (ptrs_equal(new_inputs, in_ptrs, in_idx) if ptrs_equal is not None
-                               else list(map(plan.data_ptr, new_inputs)) == in_ptrs)
+                               else list(map(hot.rec.torch.Tensor.data_ptr, new_inputs)) == in_ptrs)
                           and not dead_objs)
                     if ok:
                         # What flush_deaths would find: no polled name died.
@@ -2307,7 +2307,7 @@ class Recorder:
                                     break
                             o = r = None
                         else:
-                            for e in plan.watch.values():
+                            for e in hot.rec.session._watch.values():
                                 if not e.fact.alive():
                                     ok = False
                                     break
@@ -2351,8 +2351,7 @@ class Recorder:
         def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
                     box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
                     hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
-                    versioned=knobs.homes is not None, data_ptr=torch.Tensor.data_ptr,
-                    watch=self.session._watch, call=call, rec=rec):
+                    versioned=knobs.homes is not None, call=call, rec=rec):
             # The tree's call when _run is not armed for it: the function's
             # plan found (by the FunctionID's identity) and checked, and
             # _run armed for it and handed the call; or the general path.
@@ -2390,7 +2389,6 @@ class Recorder:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
                 if versioned and (due or probed):
                     hot.left = 64
-                plan.data_ptr, plan.watch = data_ptr, watch
                 rec.armings += 1
                 # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
                 hot.armed[id(function_id)] = (function_id, plan, got[1], c - (c & 63), plan.in_ids, plan.in_ptrs,
