@@ -13,7 +13,9 @@
 #      the sessions' GPU test;
 #   3. every trace of 2 replayed on the GPU (--device cuda), the programs on
 #      sim as well; beside it, every program run unrecorded and recorded
-#      to compare their graphs (tools/gpu/graphs-unchanged.py, 6 at once).
+#      to compare their graphs (tools/gpu/graphs-unchanged.py, 6 at once),
+#      and recorded with the deferred path and without it to compare their
+#      traces (tools/gpu/deferred-same.py, 4 at once).
 # Writes $OUT/run.txt (the summary), $OUT/peer.tgz and $OUT/recorded.tgz.
 set -u
 out=${OUT:-/tmp/run-out}
@@ -54,6 +56,8 @@ wait $rpid
 say "record_all: $(tail -n 1 "$work/record_all.log")"
 (timeout 280 python3 tools/gpu/graphs-unchanged.py --jobs 6 >"$work/graphs-unchanged.log" 2>&1; echo "exit $?" >>"$work/graphs-unchanged.log") &
 gpid=$!
+(timeout 280 python3 tools/gpu/deferred-same.py --jobs 4 >"$work/deferred-same.log" 2>&1; echo "exit $?" >>"$work/deferred-same.log") &
+dpid=$!
 ls "$peer"/traces/*.cgt.jsonl >"$work/list" 2>/dev/null
 xargs -P 8 -I{} sh -c 'r=$(timeout 60 .bin/cgtviz-cuda run --device cuda "{}" 2>&1 | grep "^expectations" | head -n 1); echo "$(basename "{}") ${r:-no expectations line}"' <"$work/list" >"$work/cuda-replay.txt"
 say "peer traces replayed on cuda: $(wc -l <"$work/cuda-replay.txt") traces, $(grep -c ', 0 failed' "$work/cuda-replay.txt") with no failed expectation, $(grep -c 'passed, [1-9]' "$work/cuda-replay.txt") with failures"
@@ -67,6 +71,9 @@ done
 wait $gpid
 say "graphs unchanged by recording ($(tail -n 1 "$work/graphs-unchanged.log")):"
 grep -v '^exit' "$work/graphs-unchanged.log" | cut -c1-200 | sed 's/^/    /' | tee -a "$sum"
+wait $dpid
+say "traces the same deferred and through the general path ($(tail -n 1 "$work/deferred-same.log")):"
+grep -v '^exit' "$work/deferred-same.log" | grep -iv warn | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
 cp "$work"/*.log "$work/cuda-replay.txt" "$peer/" 2>/dev/null
 tar czf "$out/peer.tgz" -C "$work" peer
 tar czf "$out/recorded.tgz" -C "$work" recorded

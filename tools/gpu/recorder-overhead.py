@@ -285,9 +285,9 @@ def fake_workload():
 # wrappers. A call the lean path hands to _steady is timed from its lean
 # entry again (the clock restarts), once: what a steady call costs.
 _INSIDE_MARKS = (
-    ("            if not acquire(False):\n",
+    ("            if hot.steady:\n                # A call re-entering",
      "            _t0 = _ns()\n"
-     "            if not acquire(False):\n"),
+     "            if hot.steady:\n                # A call re-entering"),
     ("                hot.steady = True  # (what the tree does is noted in hot: execute_node)\n",
      "                _IN[0] += _ns() - _t0; _IN[3] += 1\n"
      "                hot.steady = True  # (what the tree does is noted in hot: execute_node)\n"),

@@ -854,7 +854,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "in_ids", "nwatch", "cfg", "expect_line")
+                 "fs", "uses", "nwatch", "cfg", "expect_line")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -879,7 +879,9 @@ class _ReplayPlan:
         self.nin = self.in_refs = self.in_ptrs = self.in_idx = None
         self.nout = self.out_refs = self.wrappers = self.polled = None
         self.fs = None  # the function's _FnState
-        self.in_ids = None  # the inputs' ids, when every one of them is held (a death is heard of)
+        # Whether a polled output's tree check counts c10's own reference
+        # (2.11's: _refcount_rule's USE_COUNT): the poll reads _use_count().
+        self.uses = False
         self.nwatch = 0  # how many names are polled, with polled
         self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
         self.set_args(args)
@@ -2090,7 +2092,7 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "armed", "rec")
+                 "armed", "lfid", "lean", "rec")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
@@ -2103,6 +2105,9 @@ class _Hot:
         # and the plan's fields it reads. Emptied at every other event
         # (_settle), at every counted config write, at a failure.
         self.armed = {}
+        # The last function armed and its tuple (also in armed): a loop of
+        # one function finds it without hashing.
+        self.lfid = self.lean = None
         self.rec = None  # the Recorder: what the lean path calls when it leaves
         self.steady = False
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
@@ -2112,6 +2117,11 @@ class _Hot:
         self.mark_counter = 0
         self.node = None
         self.other = False
+
+    def disarm(self):
+        """Every function's lean path off until _steady arms it again."""
+        self.armed.clear()
+        self.lfid = self.lean = None
 
 
 def _hot_attr(name):
@@ -2152,6 +2162,10 @@ class Recorder:
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
         self.lock = threading.RLock()
+        # CGTRACE_DEFER=0: every call through the general path, to hold the
+        # deferred path's traces against (tools/gpu/deferred-same.py).
+        if os.environ.get("CGTRACE_DEFER") == "0":
+            self._defer = False
         self._hot = _Hot()
         self._hot.rec = self
         self.tls = _CallState()
@@ -2239,7 +2253,7 @@ class Recorder:
         # _steady, which finds and checks the function's plan (once a
         # serial, and every 64th call or step) and arms _run for it.
         def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
-                 acquire=self.lock.acquire,
+                 acquire=self.lock.acquire, owned=self.lock._is_owned,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
@@ -2261,30 +2275,38 @@ class Recorder:
             # (probed) to the general path (_on_run). The lock is taken
             # without waiting: a call while another thread holds it takes
             # _steady, which waits.
+            if hot.steady:
+                # A call re-entering the tree's _run inside a steady call:
+                # 2.11's _run, finding no child to replay at a new
+                # generation, ends the path and calls run() again (so
+                # every replay of a root function passes here twice). In
+                # this thread it is part of the steady call (execute_node
+                # notes what it does); another thread's waits in _steady.
+                if owned():
+                    return orig_run(mgr, new_inputs, function_id)
+                return _steady(mgr, new_inputs, function_id)
             if not acquire(False):
                 return _steady(mgr, new_inputs, function_id)
             try:
-                lean = armed(id(function_id))
+                lean = hot.lean if function_id is hot.lfid else armed(id(function_id))
                 if lean is None:
                     return _steady(mgr, new_inputs, function_id)
-                fid, plan, mref, low, in_ids, in_ptrs, in_idx, polled, node_ref, nout, ckpt, out_refs, wrappers = lean
+                fid, plan, mref, low, nin, in_refs, in_ptrs, in_idx, polled, uses, node_ref, nout, ckpt, out_refs, \
+                    wrappers = lean
                 c = box.mark_step_counter
                 mc = hot.mark_counter
                 left = hot.left
                 try:
-                    # Armed for this function, no call of it in progress in
-                    # this thread (hot.steady: a call re-entering the
-                    # tree's _run), no 64th step since the arming (c: one
+                    # Armed for this function, no 64th step since the arming (c: one
                     # down a step, below low past a 64th) and the knobs'
                     # probes read within 64 calls (left; or at this call,
                     # probed, when their writes are not counted): _steady
                     # looks at the knobs then; the same manager; the memo's
                     # objects (by id when the session hears of each one's
                     # death) at the same data pointers; nothing died.
-                    ok = (function_id is fid and not hot.steady and low <= c <= mc
+                    ok = (function_id is fid and low <= c <= mc
                           and (left > 0 or probed) and mref() is mgr
-                          and (tuple(map(id, new_inputs)) == in_ids if in_ids is not None
-                               else len(new_inputs) == plan.nin and all(map(is_, map(call, plan.in_refs), new_inputs)))
+                          and len(new_inputs) == nin and all(map(is_, map(call, in_refs), new_inputs))
                           and (ptrs_equal(new_inputs, in_ptrs, in_idx) if ptrs_equal is not None
                                else list(map(hot.rec.torch.Tensor.data_ptr, new_inputs)) == in_ptrs)
                           and not dead_objs)
@@ -2293,16 +2315,18 @@ class Recorder:
                         # When the plan's outputs are polled with names their
                         # storages keep alive (_steady_holds), each output is
                         # alive while something besides the tree's cache
-                        # holds it (the tree's own test: the count is one
-                        # more here, for o): one held only there goes to the
-                        # general path, which asks the tree. Otherwise every
-                        # polled name is asked. (The polled names are the
-                        # ones _steady_holds saw: only another event changes
-                        # them.)
+                        # holds it (the tree's own test, _refcount_rule: the
+                        # count is one more here, for o; with uses, one more
+                        # again while c10 holds it too): one held only there
+                        # goes to the general path, which asks the tree.
+                        # Otherwise every polled name is asked. (The polled
+                        # names are the ones _steady_holds saw: only another
+                        # event changes them.)
                         if polled is not None:
                             for r in polled:
                                 o = r()
-                                if o is None or refcount(o) == 3:
+                                n = 0 if o is None else refcount(o)
+                                if n <= 3 or (n == 4 and uses and o._use_count() > 1):
                                     ok = False
                                     break
                             o = r = None
@@ -2391,9 +2415,11 @@ class Recorder:
                     hot.left = 64
                 rec.armings += 1
                 # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
-                hot.armed[id(function_id)] = (function_id, plan, got[1], c - (c & 63), plan.in_ids, plan.in_ptrs,
-                                              plan.in_idx, plan.polled, plan.node_ref, plan.nout, plan.ckpt,
-                                              plan.out_refs, plan.wrappers)
+                hot.armed[id(function_id)] = hot.lean = (function_id, plan, got[1], c - (c & 63), plan.nin,
+                                                         plan.in_refs, plan.in_ptrs, plan.in_idx, plan.polled,
+                                                         plan.uses, plan.node_ref, plan.nout, plan.ckpt,
+                                                         plan.out_refs, plan.wrappers)
+                hot.lfid = function_id
                 return _run(mgr, new_inputs, function_id, True)
 
         orig_exec = self._saved[(M, "execute_node")]
@@ -2814,7 +2840,7 @@ class Recorder:
                 def counted(mod, name, *value, _orig=orig):
                     if name not in getattr(mod, "_bypass_keys", ()):
                         hot.cfg += 1
-                        hot.armed.clear()  # (_steady compares the count)
+                        hot.disarm()  # (_steady compares the count)
                     return _orig(mod, name, *value)
 
                 counted.__name__ = attr
@@ -2827,7 +2853,7 @@ class Recorder:
         self._serial += 1
         hot = self._hot
         hot.fid = hot.got = None
-        hot.armed.clear()
+        hot.disarm()
         if self._pending:
             try:
                 self._write_pending()
@@ -2965,17 +2991,11 @@ class Recorder:
                 return False
         plan.nin, plan.in_refs = len(memo[0]), memo[0]
         plan.in_ptrs, plan.in_idx = list(memo[4]), list(range(len(memo[0])))
-        plan.in_ids = None
-        if all(e.wr is not None for e in memo[1]):
-            objs = [r() for r in memo[0]]
-            # (By identity: `None in objs` would compare tensors with ==.)
-            if not any(o is None for o in objs):
-                plan.in_ids = tuple(map(id, objs))
-            objs = None
         plan.nout = len(plan.entries)
         plan.out_refs = tuple(e.fact.obj_ref for e in plan.entries)
         plan.wrappers = list(e.fact.probe.tree_ref for e in plan.entries)
         plan.polled = plan.out_refs if self._polled_by_outputs(plan, watch) else None
+        plan.uses = plan.polled is not None and USE_COUNT in map(_refcount_rule, plan.wrappers)
         plan.nwatch = len(watch)
         # The count of config writes now stands for the knobs' values the
         # general path last read: only if no probe moved since.
@@ -2997,7 +3017,7 @@ class Recorder:
         never gets one back), as the recorded output of a node is once the
         program let its object go and the node's cached output holds the
         storage."""
-        if not all(map(_refcount_rule, plan.wrappers)):
+        if not all(map(_refcount_rule, plan.wrappers)):  # (NO_RULE is 0)
             return False
         mine = {id(e) for e in plan.entries}
         kept = {e.fact.storage for e in plan.entries}
@@ -3486,7 +3506,7 @@ class Recorder:
             except Exception:
                 pass
         self._off = True
-        self._hot.armed.clear()
+        self._hot.disarm()
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
@@ -3753,29 +3773,43 @@ class _Probe:
         return not self.sref.expired()
 
 
-_RULES = {}  # code object of a tree's extra_ref_check -> whether _refcount_rule holds
+_RULES = {}  # code object of a tree's extra_ref_check -> its _refcount_rule
+
+# What _refcount_rule finds a tree's check of a cached output to be.
+NO_RULE = 0  # another shape: the deferred replay's poll asks the tree
+REFCOUNT = 1  # dead once its refcount is 2 (torch before 2.11)
+USE_COUNT = 2  # dead once its refcount is 2, or 3 while c10 holds the tensor too (2.11)
 
 
 def _refcount_rule(w):
-    """Whether the tree's wrapper w of a cached output judges it as 2.11's
-    CUDAGraphNode does: dead only once its refcount, seen by
-    sys.getrefcount of an expression, is 2 (the tree's list and the call's
-    own reference: check_refcount's `get_output_refcount(i) == 2`). Then
-    sys.getrefcount(obj_ref()) is the count the tree sees, and a count
-    other than 2 is alive for sure, without torch's Python (the deferred
-    replay's poll). Asked of the check's code: the constant 2 compared, no
-    other small count; a check of another shape is asked as before."""
+    """How the tree's wrapper w of a cached output judges it dead, read
+    from its check's code (its small int constants, and the names it
+    reads). CUDAGraphNode's check_refcount takes sys.getrefcount of the
+    tree's own list entry, one more than the holders it has:
+      - REFCOUNT: `get_output_refcount(i) == 2`, dead when the tree's list
+        holds it alone;
+      - USE_COUNT (2.11): that, or `== 3` when the tensor's
+        `_use_count() > 1` (c10 holds it too, with one Python reference).
+    Either way sys.getrefcount(obj_ref()) is the count the tree sees, plus
+    one for the local holding it: a count past the dead one is alive for
+    sure without torch's Python (the deferred replay's poll). A check of
+    another shape is NO_RULE, asked of the tree as before."""
     check = getattr(w, "extra_ref_check", None)
     fn = getattr(check, "func", check)
     code = getattr(fn, "__code__", None)
     if code is None:
-        return False
-    ok = _RULES.get(code)
-    if ok is None:
-        consts = [c for c in code.co_consts if type(c) is int]
-        ok = 2 in consts and not any(c in consts for c in (1, 3, 4))
-        _RULES[code] = ok
-    return ok
+        return NO_RULE
+    rule = _RULES.get(code)
+    if rule is None:
+        consts = {c for c in code.co_consts if type(c) is int}
+        if consts == {2}:
+            rule = REFCOUNT
+        elif consts == {1, 2, 3} and "_use_count" in code.co_names:
+            rule = USE_COUNT
+        else:
+            rule = NO_RULE
+        _RULES[code] = rule
+    return rule
 
 
 def _cached_output(fact):

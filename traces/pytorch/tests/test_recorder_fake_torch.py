@@ -96,6 +96,13 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    # c10's references to the TensorImpl (Tensor._use_count): more than one
+    # while C++ holds the tensor too (with one Python reference of its own).
+    _c10_uses = 1
+
+    def _use_count(self):
+        return self._c10_uses
+
     def data_ptr(self):
         return id(self._storage) + self._offset * self.dtype.size
 
@@ -248,15 +255,32 @@ class Node:
         self.cached_tensor_outputs = []
         self.outputs_weakrefs = []
 
+    # The cached outputs' check as torch before 2.11 has it (dead at a
+    # refcount of 2), not 2.11's (3 while c10 holds the tensor too).
+    before_211 = False
+
     def cache_outputs(self, outs):
         """What CUDAGraphNode._initialize_cached_tensors does after a
         recording: one tensor object per output over the recorded output's
         storage, handed out by every replay, judged by its refcount."""
         self_ref = weakref.ref(self)
 
-        def check_refcount(i):
+        def check_refcount_before_211(i):
             node = self_ref()
             return node is not None and node.get_output_refcount(i) == 2
+
+        def check_refcount_211(i):
+            node = self_ref()
+            if node is None:
+                return False
+            refcount = node.get_output_refcount(i)
+            if node.cached_tensor_outputs[i]._use_count() > 1:
+                assert refcount >= 3
+                return refcount == 3
+            assert refcount >= 2
+            return refcount == 2
+
+        check_refcount = check_refcount_before_211 if self.before_211 else check_refcount_211
 
         for i, o in enumerate(outs):
             if o is None:  # (a backward's gradient of an input needing none)
@@ -294,6 +318,13 @@ class CUDAGraphTreeManager:
         # objects (one per output, the same every replay) instead of new
         # tensors. Off by default: most tests here predate it.
         self.cache_replays = False
+        # As 2.11's _run does at a new generation: a replay of a root
+        # function while the path has a current node (the last replay) finds
+        # no child to replay, ends the path and calls run() again, which
+        # replays the root: _run is entered twice (the second inside the
+        # first). Tests that want one entry a call turn it off.
+        self.recurse_roots = True
+        self._again = False
 
     def add(self, fid, mode="INFERENCE", **kw):
         f = FunctionID(fid)
@@ -301,7 +332,13 @@ class CUDAGraphTreeManager:
         self.id_to_mode[f] = Mode(mode)
         return f
 
+    def run(self, new_inputs, function_id):
+        return self._run(new_inputs, function_id)
+
     def _run(self, new_inputs, function_id):
+        if self._again:  # (run() again from the roots, below: the same call)
+            self._again = False
+            return self.execute_node(self.roots[function_id][0], new_inputs)
         n = self.calls.get(function_id, 0)
         self.calls[function_id] = n + 1
         if function_id.id in self.fail:
@@ -310,6 +347,10 @@ class CUDAGraphTreeManager:
             return self.run_eager(new_inputs, function_id)
         if n == 1:
             return self.record_function(new_inputs, function_id)
+        if self.recurse_roots and self.current_node is not None:
+            self.current_node = None
+            self._again = True
+            return self.run(new_inputs, function_id)
         return self.execute_node(self.roots[function_id][0], new_inputs)
 
     def _outs(self, new_inputs, function_id=None):
@@ -1113,13 +1154,15 @@ class DeferredReplayTest(FakeTorchTest):
     one the recorder writes without deferring, through whatever a program
     does between two replays."""
 
-    def scenario(self, path):
+    def scenario(self, path, recurse=True):
         """Records the program into path; returns (the recorder, how many
-        calls were deferred)."""
+        calls were deferred). recurse: the tree's _run entered again from
+        inside itself at each root replay, as 2.11's is."""
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
         ind = sys.modules["torch._inductor.config"]
         mgr = CUDAGraphTreeManager()
         mgr.cache_replays = True
+        mgr.recurse_roots = recurse
         f = mgr.add(0, static=[0, 1])
         h = mgr.add(1, static=[0])
         mgr.models[0] = lambda ins: [Tensor([2, 4])]
@@ -1163,8 +1206,17 @@ class DeferredReplayTest(FakeTorchTest):
                         rec.session.names_used.add(rec.session.fns[next(iter(rec.session.fns))].name + "_c50_0")
                     if i == 50:
                         pair = None  # h's outputs go: f's alone are polled from here
+                    if i == 53:
+                        # c10 holds f's output too, with a Python reference
+                        # of its own (2.11's check: dead at a count of 3)
+                        held = mgr.roots[f][0].cached_tensor_outputs[0]
+                        held._c10_uses, keeper = 2, [held]
+                        held = None
                     if i == 55:
                         y = None  # dropped again, now that the poll is the refcount's
+                    if i == 57:
+                        keeper[0]._c10_uses = 1
+                        keeper = None
                     ins = params + [x]
                     if i == 58:
                         # another view of x's data, x kept: the same data pointers
@@ -1217,6 +1269,32 @@ class DeferredReplayTest(FakeTorchTest):
         return rec, deferred[0], state
 
     def test_deferred_replays_write_what_the_general_path_writes(self):
+        self.deferred_against_general()
+
+    def test_deferred_replays_with_the_check_before_211(self):
+        from unittest import mock
+        with mock.patch.object(Node, "before_211", True):
+            self.deferred_against_general()
+
+    def test_cgtrace_defer_0_takes_the_general_path(self):
+        from unittest import mock
+        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
+            rec, deferred, _ = self.scenario(os.path.join(self.dir.name, "general.cgt.jsonl"))
+        self.assertEqual(deferred, 0)
+        self.assertEqual(rec.armings, 0)
+
+    def test_refcount_rules_read_from_the_check(self):
+        t = Tensor([2])
+        for before, want in ((False, cgtrace.USE_COUNT), (True, cgtrace.REFCOUNT)):
+            node = Node(None, None)
+            node.before_211 = before
+            node.cache_outputs([t])
+            self.assertEqual(cgtrace._refcount_rule(node.outputs_weakrefs[0]), want)
+        other = StorageWeakRefWrapper(t, lambda: sys.getrefcount(t) == 4)
+        self.assertEqual(cgtrace._refcount_rule(other), cgtrace.NO_RULE)
+        self.assertEqual(cgtrace._refcount_rule(StorageWeakRefWrapper(t)), cgtrace.NO_RULE)
+
+    def deferred_against_general(self):
         on = os.path.join(self.dir.name, "on.cgt.jsonl")
         off = os.path.join(self.dir.name, "off.cgt.jsonl")
         rec, deferred, state_on = self.scenario(on)
@@ -1241,6 +1319,24 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertIn("error", [k for r in recs if r["op"] == "expect" for k in r])
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(on), [])
+
+    def test_a_replay_entering_run_twice_is_recorded_as_one_call(self):
+        # 2.11's _run ends the path and calls run() again before a root's
+        # replay: the recorder's _run wrapper is entered a second time
+        # inside the first, deferred or not; the trace is the one a tree
+        # entering it once gives.
+        twice = os.path.join(self.dir.name, "twice.cgt.jsonl")
+        once = os.path.join(self.dir.name, "once.cgt.jsonl")
+        _, deferred, state_twice = self.scenario(twice)
+        self.assertGreater(deferred, 60)
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        _, deferred_once, state_once = self.scenario(once, recurse=False)
+        self.assertEqual(deferred_once, deferred)
+        self.assertEqual(state_twice, state_once)
+        with open(twice) as a, open(once) as b:
+            self.assertEqual(a.read().splitlines()[1:], b.read().splitlines()[1:])
 
     @staticmethod
     def one_function():
@@ -1410,6 +1506,56 @@ class DeferredReplayTest(FakeTorchTest):
         calls = [r for r in recs[:reads[0]] if r["op"] == "call"]
         self.assertEqual(len(calls), 5)  # (after the fifth call, in which it was made)
         self.assertEqual(recs[reads[0]]["name"], calls[-1]["out"][0])
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(path), [])
+
+    def test_call_from_another_thread_during_a_steady_call_is_recorded(self):
+        """A call of the tree by another thread while a deferred replay runs
+        is the program's own call, not the steady call's re-entry: it waits
+        for the steady call, then is recorded."""
+        import threading
+        import time
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr, f, p, x = self.one_function()
+        g = mgr.add(1)
+        path = os.path.join(self.dir.name, "thread-call.cgt.jsonl")
+        in_call, calling = threading.Event(), threading.Event()
+        got = []
+        with cgtrace.record(path) as rec:
+            y = None
+            for _ in range(4):
+                cgt.mark_step_begin()
+                _invocation()
+                y, = mgr._run([p, x], f)
+
+            def during():
+                if not in_call.is_set():
+                    in_call.set()
+                    self.assertTrue(calling.wait(5))
+                    time.sleep(0.05)  # (the other thread's call is in the wrapper by now)
+
+            def caller():
+                self.assertTrue(in_call.wait(5))
+                calling.set()
+                got.append(mgr._run([Tensor([3])], g))
+
+            self.hooked_replay(mgr, f, during)
+            t = threading.Thread(target=caller)
+            t.start()
+            cgt.mark_step_begin()
+            _invocation()
+            y, = mgr._run([p, x], f)
+            t.join(5)
+            self.assertFalse(t.is_alive())
+            del y
+        self.assertIsNone(rec.error)
+        self.assertEqual(len(got), 1)
+        with open(path) as fh:
+            recs = [json.loads(line) for line in fh.read().splitlines()[1:]]
+        fns = [r["fn"] for r in recs if r["op"] == "call"]
+        self.assertEqual(len(fns), 6, fns)
+        self.assertEqual(fns[:5], fns[:1] * 5)  # (f's five calls, then the other thread's)
+        self.assertNotEqual(fns[5], fns[0])
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(path), [])
 

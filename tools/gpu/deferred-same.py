@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The recorder's deferred replays against its general path, on real
+PyTorch: records each program of traces/pytorch/programs twice, in
+processes of their own, as the recorder records by default (a steady
+replay checked by the _run wrapper's lean path and written later) and with
+CGTRACE_DEFER=0 (every call through the general path, which asks the tree
+about each tensor), and compares the two traces record by record.
+
+The lean path judges a cached output alive by its refcount, as the tree's
+own check would (cgtrace._refcount_rule), and a data pointer or an input by
+identity: a difference here is a liveness or an input the lean path judged
+otherwise than the tree. Input values a program draws unseeded differ from
+run to run, so `values` fields are left out of the comparison.
+
+    python3 tools/gpu/deferred-same.py --jobs 6            # every program
+    python3 tools/gpu/deferred-same.py graph_break host_reads
+
+Prints one line a program; exits 1 when any program's traces differ or a
+run failed, 2 for a NAME that is not a program. Needs a CUDA GPU and
+PyTorch 2.11 (the comparison, same_records, is tested without them)."""
+import argparse
+import concurrent.futures
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PROGRAMS = os.path.join(ROOT, "traces", "pytorch", "programs")
+
+
+def _programs():
+    spec = importlib.util.spec_from_file_location("graphs_unchanged", os.path.join(HERE, "graphs-unchanged.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with open(os.path.join(PROGRAMS, "record_all.sh"), encoding="utf-8") as fh:
+        return mod.programs(fh.read())
+
+
+def _without_values(v):
+    if isinstance(v, dict):
+        return {k: _without_values(x) for k, x in v.items() if k != "values"}
+    if isinstance(v, list):
+        return [_without_values(x) for x in v]
+    return v
+
+
+def same_records(deferred_lines, general_lines):
+    """(records compared, the differences as lines: none when the traces
+    agree). The first line of each is the header (it names the file); a
+    record's `values` are left out. At most the first five differences."""
+    a, b = deferred_lines[1:], general_lines[1:]
+    diff = []
+    if len(a) != len(b):
+        diff.append("%d records deferred, %d through the general path" % (len(a), len(b)))
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == y:
+            continue
+        try:
+            same = _without_values(json.loads(x)) == _without_values(json.loads(y))
+        except ValueError:
+            same = False
+        if not same:
+            diff.append("line %d: deferred %s" % (i + 2, x[:200]))
+            diff.append("line %d: general  %s" % (i + 2, y[:200]))
+            if len(diff) >= 10:
+                break
+    return min(len(a), len(b)), diff
+
+
+def record(name, script, args, path, defer, timeout):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "traces", "pytorch") + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if defer:
+        env.pop("CGTRACE_DEFER", None)
+    else:
+        env["CGTRACE_DEFER"] = "0"
+    cmd = [sys.executable, "-m", "cgtrace", "run", "-o", path, "--name", name,
+           os.path.join(PROGRAMS, script)] + list(args)
+    try:
+        p = subprocess.run(cmd, cwd=PROGRAMS, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "run past %d s" % timeout
+    if p.returncode != 0:
+        return "failed (%d): %s" % (p.returncode, p.stderr.strip()[-600:])
+    return None
+
+
+def run_one(name, script, args, tmp, timeout):
+    paths = {}
+    for defer in (True, False):
+        paths[defer] = os.path.join(tmp, "%s.%s.cgt.jsonl" % (name, "deferred" if defer else "general"))
+        err = record(name, script, args, paths[defer], defer, timeout)
+        if err is not None:
+            return None, "%s recording %s" % ("deferred" if defer else "general", err)
+    with open(paths[True], encoding="utf-8") as a, open(paths[False], encoding="utf-8") as b:
+        return same_records(a.read().splitlines(), b.read().splitlines()), None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("names", nargs="*", help="programs of record_all.sh (default: all)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds a recording may take")
+    ap.add_argument("--jobs", type=int, default=1, help="programs recorded at once (each its two runs in turn)")
+    opts = ap.parse_args(argv)
+    listed = _programs()
+    known = {n for n, _, _ in listed}
+    for n in opts.names:
+        if n not in known:
+            print("deferred-same: no program named %s" % n, file=sys.stderr)
+            return 2
+    import torch
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    todo = []
+    for name, script, args in listed:
+        if opts.names and name not in opts.names:
+            continue
+        if name == "two_gpus" and gpus < 2:
+            print("%-22s skipped: it needs two CUDA devices" % name)
+            continue
+        todo.append((name, script, args))
+    status = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
+            results = pool.map(lambda p: run_one(p[0], p[1], p[2], tmp, opts.timeout), todo)
+            for (name, _, _), (got, err) in zip(todo, results):
+                if err is not None:
+                    print("%-22s FAILED: %s" % (name, err))
+                    status = 1
+                    continue
+                n, diff = got
+                if diff:
+                    print("%-22s DIFFERENT (%d records compared)" % (name, n))
+                    print("\n".join("    " + d for d in diff))
+                    status = 1
+                else:
+                    print("%-22s same: %d records" % (name, n))
+                sys.stdout.flush()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""tools/gpu/deferred-same.py without a GPU: two traces agree when every
+record after the header is the same but for unseeded `values`; a record
+more, fewer, or any other field differing is reported."""
+import importlib.util
+import json
+import os
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("deferred_same", os.path.join(HERE, "..", "deferred-same.py"))
+ds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ds)
+
+
+def lines(*recs, header="a"):
+    return [json.dumps({"cgtrace": 1, "name": header})] + [json.dumps(r) for r in recs]
+
+
+class SameRecordsTest(unittest.TestCase):
+    def test_same_but_the_header_and_values(self):
+        a = lines({"op": "tensor", "name": "x", "values": [1.0]}, {"op": "call", "fn": "f", "args": ["x"]})
+        b = lines({"op": "tensor", "name": "x", "values": [2.5]}, {"op": "call", "fn": "f", "args": ["x"]},
+                  header="b")
+        self.assertEqual(ds.same_records(a, b), (2, []))
+
+    def test_differences(self):
+        a = lines({"op": "call", "fn": "f", "out": ["y"]}, {"op": "del", "names": ["y"]})
+        for b in (lines({"op": "call", "fn": "f", "out": ["y"]}),  # a del missing
+                  lines({"op": "call", "fn": "f", "out": ["z"]}, {"op": "del", "names": ["y"]}),
+                  lines({"op": "call", "fn": "f", "out": ["y"]}, "not json")):
+            n, diff = ds.same_records(a, b)
+            self.assertTrue(diff, b)
+        n, diff = ds.same_records(a, lines({"op": "call", "fn": "f", "out": ["z"]}, {"op": "del", "names": ["y"]}))
+        self.assertEqual(n, 2)
+        self.assertIn("line 2", diff[0])
+
+    def test_programs_listed(self):
+        names = [n for n, _, _ in ds._programs()]
+        self.assertIn("graph_break_mark_step", names)
+
+
+if __name__ == "__main__":
+    unittest.main()
