@@ -2297,13 +2297,15 @@ class Recorder:
                 mc = hot.mark_counter
                 left = hot.left
                 try:
-                    # Armed for this function, no 64th step since the arming (c: one
-                    # down a step, below low past a 64th) and the knobs'
-                    # probes read within 64 calls (left; or at this call,
-                    # probed, when their writes are not counted): _steady
-                    # looks at the knobs then; the same manager; the memo's
-                    # objects (by id when the session hears of each one's
-                    # death) at the same data pointers; nothing died.
+                    # Armed for this function, no 64th step since the
+                    # arming (c: one down a step, below low past a 64th)
+                    # and the knobs' probes read within 64 calls (left; or
+                    # at this call, probed, when their writes are not
+                    # counted): _steady looks at the knobs then; the same
+                    # manager; the memo's objects (by their weak
+                    # references: a tuple of their ids costs three times
+                    # as much in place) at the same data pointers; nothing
+                    # died.
                     ok = (function_id is fid and low <= c <= mc
                           and (left > 0 or probed) and mref() is mgr
                           and len(new_inputs) == nin and all(map(is_, map(call, in_refs), new_inputs))
