@@ -97,6 +97,26 @@ type Tensor struct {
 	Line    int
 	What    string
 	kept    uint64 // as Storage.kept
+	// shapeBuf backs Shape when its rank is at most 4 (most tensors'):
+	// a new tensor is then one allocation, not two, which at a warmup's
+	// and a recording's several tensors a node was ~4 of the tree's
+	// ~108 allocations a node. Shape is never written in place, so a
+	// copy of the struct sharing the original's array is harmless.
+	shapeBuf [4]int
+}
+
+// setShape sets t.Shape to a copy of shape, in t's own array when it fits
+// (nil for a scalar's, as a copy by append gives).
+func (t *Tensor) setShape(shape []int) {
+	if len(shape) == 0 {
+		t.Shape = nil
+		return
+	}
+	if len(shape) <= len(t.shapeBuf) {
+		t.Shape = append(t.shapeBuf[:0:len(shape)], shape...)
+		return
+	}
+	t.Shape = append([]int(nil), shape...)
 }
 
 // dataPtr is t.data_ptr(): where its first element is.
@@ -375,9 +395,10 @@ func (tt *tensorTable) clone() *tensorTable {
 	// its objects copied counts as saved in its next journal.
 	c.j.epoch = tt.j.epoch
 	for id, t := range tt.tensors.all() {
-		nt := *t
-		nt.Shape = append([]int(nil), t.Shape...)
-		c.tensors.set(id, &nt)
+		nt := new(Tensor)
+		*nt = *t
+		nt.setShape(t.Shape)
+		c.tensors.set(id, nt)
 	}
 	for id, s := range tt.storages.all() {
 		ns := *s
@@ -400,7 +421,8 @@ func (tt *tensorTable) newStorage(s Storage) *Storage {
 // newTensor makes a tensor on storage st, held once (by the caller).
 func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string) *Tensor {
 	tt.nextT++
-	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: append([]int(nil), shape...), Line: line, What: what, holds: 1}
+	t := &Tensor{ID: tt.nextT, Storage: st.ID, Line: line, What: what, holds: 1}
+	t.setShape(shape)
 	tt.setTensor(t)
 	tt.keepS(st)
 	st.Refs++
@@ -523,11 +545,18 @@ func (tt *tensorTable) namesOfStorage(id int) []string {
 	return out
 }
 
-// nameOf returns one name of the tensor viewing storage id, for messages.
+// nameOfStorage returns one name of the tensor viewing storage id, for
+// messages: the first of namesOfStorage, the least, found without the
+// list (a dealloc names every freed output of a generation).
 func (tt *tensorTable) nameOfStorage(id int) string {
-	ns := tt.namesOfStorage(id)
-	if len(ns) == 0 {
-		return ""
+	least, found := "", false
+	for n, tid := range tt.names {
+		if found && n >= least {
+			continue
+		}
+		if t := tt.tensors.get(tid); t != nil && t.Storage == id {
+			least, found = n, true
+		}
 	}
-	return ns[0]
+	return least
 }
