@@ -93,7 +93,12 @@ type planStmt struct {
 // compilePlan builds the plan of def for argument shapes and dtypes (nil:
 // every argument float32).
 func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
-	p := &plan{nParams: len(def.Params), body: def.Body}
+	// The slices sized at once: a slot a parameter or a statement at
+	// most, and a plan is built for every new FunctionID.
+	nSlots := len(def.Params) + len(def.Body)
+	p := &plan{nParams: len(def.Params), body: def.Body,
+		shapes: make([][]int, 0, nSlots), dtypes: make([]ops.DType, 0, nSlots),
+		stmts: make([]planStmt, 0, len(def.Body)), returns: make([]int, 0, len(def.Returns))}
 	slots := map[string]int{}
 	for i, name := range def.Params {
 		slots[name] = i
@@ -253,7 +258,15 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	tt := e.tt
 	slots := make([]*Tensor, p.nSlots)
 	copy(slots, args)
-	var locals []*Tensor
+	// locals are a statement's output at most: room for a short body's
+	// on the stack, which every warmup and recording runs.
+	var localBuf [8]*Tensor
+	locals := localBuf[:0]
+	// One launch for the body's statements, written anew for each: a
+	// device reads it during Launch and keeps no pointer to it (the sim
+	// copies a captured launch), so a body costs one allocation for its
+	// launches instead of one a kernel (none for a body of views).
+	var l *device.Launch
 	release := func() error {
 		var first error
 		for _, t := range locals {
@@ -307,7 +320,10 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		if ps.kind == "empty" {
 			continue
 		}
-		l := &device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
+		if l == nil {
+			l = new(device.Launch)
+		}
+		*l = device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
 		opaque := ps.opaque
 		if a != nil {
 			at := slots[ps.a]
@@ -422,7 +438,8 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		code, guard = "", bodyKey(def)
 	}
 	cs := m.compiles[code]
-	if cs == nil {
+	fresh := cs == nil
+	if fresh {
 		cs = &dynamo.Cache{}
 		m.compiles[code] = cs
 		m.eng.onUndo(func() { delete(m.compiles, code) })
@@ -436,8 +453,14 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			}
 			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}, true, nil
 		}
-		old := cs.Clone()
-		m.eng.onUndo(func() { *cs = *old })
+		if !fresh {
+			// A cache made by this record is dropped whole when it is
+			// undone: only an older one needs its state back (and a
+			// def's first call, each def's in a big program, copies
+			// nothing).
+			old := cs.Clone()
+			m.eng.onUndo(func() { *cs = *old })
+		}
 		// A compile may change what the cache's guards accept for any
 		// signature (a dynamic graph is looked up first): every dispatch
 		// entry of the device is stale. The epoch only grows, so an

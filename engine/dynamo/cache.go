@@ -126,6 +126,9 @@ var DefaultShapes = Shapes{Automatic: true, AssumeStatic: true}
 // Compile adds a compiled graph for shapes, with the static inputs of
 // this call, after merging shapes into the arguments' history.
 func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []int, static []bool, how Shapes) *Entry {
+	if len(c.frames) < len(shapes) {
+		c.frames = slices.Grow(c.frames, len(shapes)-len(c.frames))
+	}
 	for i, s := range shapes {
 		for len(c.frames) <= i {
 			c.frames = append(c.frames, nil)
@@ -185,9 +188,27 @@ func (c *Cache) Clone() *Cache {
 }
 
 func cloneDims(d [][]int) [][]int {
-	var out [][]int
+	if len(d) == 0 {
+		return nil
+	}
+	// Two allocations, the rows and one array they share (each capped,
+	// so that an append to one copies), instead of one a row and the
+	// outer slice's growths: a compile at each new FunctionID clones its
+	// shapes.
+	n := 0
 	for _, x := range d {
-		out = append(out, slices.Clone(x))
+		n += len(x)
+	}
+	out := make([][]int, len(d))
+	flat := make([]int, 0, n)
+	for i, x := range d {
+		if len(x) == 0 {
+			out[i] = slices.Clone(x) // nil or empty, as x, without an allocation
+			continue
+		}
+		start := len(flat)
+		flat = append(flat, x...)
+		out[i] = flat[start:len(flat):len(flat)]
 	}
 	return out
 }
