@@ -680,7 +680,10 @@ func appendSig(buf []int, shapes [][]int, dtypes []ops.DType, alias []int) []int
 // the record's undo.
 func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DType, alias []int) {
 	d := dispatchEntry{def: def, fid: fid, epoch: m.compileEpoch, n: sigLen(shapes)}
-	sig := appendSig(make([]int, 0, d.n), shapes, dtypes, alias)
+	// Built on the stack: it is copied into the entry, and only a
+	// signature too long for it is kept as it is (a copy).
+	var buf [len(d.small)]int
+	sig := appendSig(buf[:0], shapes, dtypes, alias)
 	fits := d.n <= len(d.small)
 	for _, x := range sig {
 		if int(int32(x)) != x {
@@ -692,7 +695,7 @@ func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DTyp
 			d.small[k] = int32(x)
 		}
 	} else {
-		d.big = sig
+		d.big = slices.Clone(sig)
 	}
 	setAt(m.eng, &m.dispatch, def.idx, d)
 }

@@ -18,8 +18,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	already := m.eng.warmed(c.f)
 	f := c.f
-	f.Warmups++
-	m.eng.onUndo(func() { f.Warmups-- })
+	f.Warmups++ // undone with the node's entry below
 	m.warmupCounter--
 	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
 	if cw := m.curWarmup(); cw != nil {
@@ -38,7 +37,8 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	}
 	m.warmups[w.ID] = w
 	ws, wid := m.warmups, w.ID
-	m.eng.onUndo(func() { delete(ws, wid) })
+	// One undo for both (a closure each was an allocation a warmup).
+	m.eng.onUndo(func() { delete(ws, wid); f.Warmups-- })
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	m.updateGeneration()
@@ -341,10 +341,10 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
 	}
 	m.nodes = append(m.nodes, n)
-	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
+		// One undo for both (a closure each was an allocation a node).
 		fid, order := c.f.ID, m.rootOrder
-		m.eng.onUndo(func() { m.rootOrder = order })
+		m.eng.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
 		if roots := m.rootsOf(fid); len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
 			setAt(m.eng, &m.roots, fid, m.firstRoot(id))
@@ -352,6 +352,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			setAt(m.eng, &m.roots, fid, append(roots, id))
 		}
 	} else {
+		m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
 			parent.childOrder = append(parent.childOrder, c.f.ID)
