@@ -97,26 +97,6 @@ type Tensor struct {
 	Line    int
 	What    string
 	kept    uint64 // as Storage.kept
-	// shapeBuf backs Shape when its rank is at most 4 (most tensors'):
-	// a new tensor is then one allocation, not two, which at a warmup's
-	// and a recording's several tensors a node was ~4 of the tree's
-	// ~108 allocations a node. Shape is never written in place, so a
-	// copy of the struct sharing the original's array is harmless.
-	shapeBuf [4]int
-}
-
-// setShape sets t.Shape to a copy of shape, in t's own array when it fits
-// (nil for a scalar's, as a copy by append gives).
-func (t *Tensor) setShape(shape []int) {
-	if len(shape) == 0 {
-		t.Shape = nil
-		return
-	}
-	if len(shape) <= len(t.shapeBuf) {
-		t.Shape = append(t.shapeBuf[:0:len(shape)], shape...)
-		return
-	}
-	t.Shape = append([]int(nil), shape...)
 }
 
 // dataPtr is t.data_ptr(): where its first element is.
@@ -395,10 +375,9 @@ func (tt *tensorTable) clone() *tensorTable {
 	// its objects copied counts as saved in its next journal.
 	c.j.epoch = tt.j.epoch
 	for id, t := range tt.tensors.all() {
-		nt := new(Tensor)
-		*nt = *t
-		nt.setShape(t.Shape)
-		c.tensors.set(id, nt)
+		nt := *t
+		nt.Shape = append([]int(nil), t.Shape...)
+		c.tensors.set(id, &nt)
 	}
 	for id, s := range tt.storages.all() {
 		ns := *s
@@ -418,11 +397,19 @@ func (tt *tensorTable) newStorage(s Storage) *Storage {
 	return p
 }
 
-// newTensor makes a tensor on storage st, held once (by the caller).
+// newTensor makes a tensor on storage st, held once (by the caller). It
+// keeps shape, not a copy: a Tensor's Shape is never written in place
+// (nor appended to), and the callers pass shapes that no one writes, a
+// plan's, a node output's or another tensor's (a record's, whose buffer
+// a reader may reuse, is copied first). A copy was one of a node's ~108
+// allocations at each of its tensors, and a shape shared is a few bytes
+// less live a tensor.
 func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string) *Tensor {
 	tt.nextT++
-	t := &Tensor{ID: tt.nextT, Storage: st.ID, Line: line, What: what, holds: 1}
-	t.setShape(shape)
+	if len(shape) == 0 {
+		shape = nil // a scalar's, as a copy by append made it
+	}
+	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: shape, Line: line, What: what, holds: 1}
 	tt.setTensor(t)
 	tt.keepS(st)
 	st.Refs++
