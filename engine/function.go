@@ -262,11 +262,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	// on the stack, which every warmup and recording runs.
 	var localBuf [8]*Tensor
 	locals := localBuf[:0]
-	// One launch for the body's statements, written anew for each: a
-	// device reads it during Launch and keeps no pointer to it (the sim
-	// copies a captured launch), so a body costs one allocation for its
-	// launches instead of one a kernel (none for a body of views).
-	var l *device.Launch
+	l := &e.scratch.launch
 	release := func() error {
 		var first error
 		for _, t := range locals {
@@ -319,9 +315,6 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		}
 		if ps.kind == "empty" {
 			continue
-		}
-		if l == nil {
-			l = new(device.Launch)
 		}
 		*l = device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
 		opaque := ps.opaque
