@@ -345,6 +345,12 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		// One undo for both (a closure each was an allocation a node).
 		fid, order := c.f.ID, m.rootOrder
 		m.eng.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
+		// Room for every FunctionID at once, as for the dispatch table.
+		if n := len(m.funcs); cap(m.roots) < n {
+			old := m.roots
+			m.roots = slices.Grow(m.roots, n-len(m.roots))
+			m.eng.onUndo(func() { m.roots = old })
+		}
 		if roots := m.rootsOf(fid); len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
 			setAt(m.eng, &m.roots, fid, m.firstRoot(id))
