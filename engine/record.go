@@ -346,9 +346,9 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		fid, order := c.f.ID, m.rootOrder
 		m.eng.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
 		// Room for every FunctionID at once, as for the dispatch table.
-		if n := len(m.funcs); cap(m.roots) < n {
+		if nf := len(m.funcs); cap(m.roots) < nf {
 			old := m.roots
-			m.roots = slices.Grow(m.roots, n-len(m.roots))
+			m.roots = slices.Grow(m.roots, nf-len(m.roots))
 			m.eng.onUndo(func() { m.roots = old })
 		}
 		if roots := m.rootsOf(fid); len(roots) == 0 {
