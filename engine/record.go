@@ -64,7 +64,9 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	w.OutWeak, w.OutShapes = make([]int, 0, len(outs)), make([][]int, 0, len(outs))
+	if len(outs) > 0 { // nil without outputs, as the appends left them
+		w.OutWeak, w.OutShapes = make([]int, 0, len(outs)), make([][]int, 0, len(outs))
+	}
 	for i, t := range outs {
 		s := m.eng.tt.storages.get(t.Storage)
 		if nonPath[s.ID] || s.Ptr == 0 {
