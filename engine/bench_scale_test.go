@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/gen"
@@ -168,16 +169,31 @@ func scaleSetup(n int) *traces.Trace {
 // `cgtviz run` does in the scale trace's first 50,001 records at 10,000
 // nodes): the defs, then a warmup and a recording for each, on a fresh
 // engine. us/node is the cost of a def, its warmup and its recording with
-// their steps; at 10 and 10,000 nodes it should be the same.
+// their steps; at 10 and 10,000 nodes it should be the same. live-B/node
+// is the heap the grown engine holds, after a collection, a node.
 func BenchmarkGrowScale(b *testing.B) {
+	benchGrow(b, Options{Devices: sim.Devices(1)})
+}
+
+// BenchmarkGrowScaleRun is BenchmarkGrowScale with `cgtviz run`'s options:
+// no allocator event log (cmd/cgtviz/run.go), whose entries are a part of
+// what a node costs in the TUI and in snapshots but not in a run.
+func BenchmarkGrowScaleRun(b *testing.B) {
+	benchGrow(b, Options{Devices: sim.Devices(1), AllocOptions: alloc.Options{TraceMax: -1}})
+}
+
+func benchGrow(b *testing.B, opts Options) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			tr := scaleSetup(n)
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
+			var live uint64
 			for i := 0; i < b.N; i++ {
-				e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
+				opts := opts
+				opts.Devices = sim.Devices(1)
+				e, err := New(tr.Header, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -187,8 +203,23 @@ func BenchmarkGrowScale(b *testing.B) {
 						b.Fatal(s.Err)
 					}
 				}
+				if i == b.N-1 {
+					// Outside the timer: the heap with the engine, and
+					// without it (the trace and the runtime's own).
+					b.StopTimer()
+					var with, without runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&with)
+					runtime.KeepAlive(e)
+					e = nil
+					runtime.GC()
+					runtime.ReadMemStats(&without)
+					live = with.HeapAlloc - min(with.HeapAlloc, without.HeapAlloc)
+					b.StartTimer()
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n*b.N), "us/node")
+			b.ReportMetric(float64(live)/float64(n), "live-B/node")
 		})
 	}
 }

@@ -248,6 +248,10 @@ type callScratch struct {
 	path []*Node
 	// vals are a tensor record's values on their way to the device.
 	vals []float32
+	// launch is runBody's, written anew for each statement: a device
+	// reads it during Launch and keeps no pointer to it (the sim copies
+	// a captured launch), so a body's launches allocate nothing.
+	launch device.Launch
 }
 
 // pathOf is m.path(n) in the engine's buffer: valid until the next call,

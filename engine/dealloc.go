@@ -58,8 +58,9 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		m.emit(Event{Kind: EvPreserve, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
 			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
 	}
-	var names []string
-	var ptrs []uint64
+	// Sized at once: a name and a pointer a live output at most.
+	names := make([]string, 0, len(live))
+	ptrs := make([]uint64, 0, len(live))
 	seen := map[device.Ptr]bool{}
 	for _, sid := range live {
 		if !liveSet[sid] {
@@ -90,7 +91,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 	}
 	if len(names) > 0 {
 		m.emit(Event{Kind: EvDealloc, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: names, Ptrs: ptrs,
-			Msg: "freed " + strconv.Itoa(len(names)) + " output(s) of the previous generation; reading them now raises the overwritten error"})
+			Msg: freedMsg(len(names))})
 	}
 	return nil
 }
@@ -146,4 +147,14 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 		m.eng.tt.dropStorage(old.ID)
 	}
 	return ns, nil
+}
+
+// freedMsg is the dealloc event's message for n outputs; the usual one
+// output's is a constant, not a string made at every generation.
+func freedMsg(n int) string {
+	const rest = " output(s) of the previous generation; reading them now raises the overwritten error"
+	if n == 1 {
+		return "freed 1" + rest
+	}
+	return "freed " + strconv.Itoa(n) + rest
 }

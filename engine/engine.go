@@ -478,7 +478,8 @@ func (e *Engine) applyTensor(rec *traces.Record) error {
 			return fmt.Errorf("copy values to the device: %w", err)
 		}
 	}
-	t := e.tt.newTensor(st, rec.Shape, rec.Line, what)
+	// The record's shape is copied: a reader may reuse its buffer.
+	t := e.tt.newTensor(st, slices.Clone(rec.Shape), rec.Line, what)
 	t.DType = dt
 	if err := e.tt.bind(rec.Name, t); err != nil {
 		return err

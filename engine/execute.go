@@ -16,8 +16,15 @@ import (
 // liveness returns the liveness of every output on path.
 func (e *Engine) liveness(path []*Node) [][]bool {
 	out := make([][]bool, len(path))
+	// One array for every depth's flags (each row capped, so that an
+	// append to one copies): taken at each recording, of a whole path.
+	total := 0
+	for _, x := range path {
+		total += len(x.OutWeak)
+	}
+	flags := make([]bool, total)
 	for d, x := range path {
-		out[d] = make([]bool, len(x.OutWeak))
+		out[d], flags = flags[:len(x.OutWeak):len(x.OutWeak)], flags[len(x.OutWeak):]
 		for i, sid := range x.OutWeak {
 			out[d][i] = sid != 0 && e.tt.storageLive(sid)
 		}

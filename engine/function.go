@@ -93,7 +93,12 @@ type planStmt struct {
 // compilePlan builds the plan of def for argument shapes and dtypes (nil:
 // every argument float32).
 func compilePlan(def *traces.Record, shapes [][]int, dtypes []ops.DType) (*plan, error) {
-	p := &plan{nParams: len(def.Params), body: def.Body}
+	// The slices sized at once: a slot a parameter or a statement at
+	// most, and a plan is built for every new FunctionID.
+	nSlots := len(def.Params) + len(def.Body)
+	p := &plan{nParams: len(def.Params), body: def.Body,
+		shapes: make([][]int, 0, nSlots), dtypes: make([]ops.DType, 0, nSlots),
+		stmts: make([]planStmt, 0, len(def.Body)), returns: make([]int, 0, len(def.Returns))}
 	slots := map[string]int{}
 	for i, name := range def.Params {
 		slots[name] = i
@@ -253,7 +258,11 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 	tt := e.tt
 	slots := make([]*Tensor, p.nSlots)
 	copy(slots, args)
-	var locals []*Tensor
+	// locals are a statement's output at most: room for a short body's
+	// on the stack, which every warmup and recording runs.
+	var localBuf [8]*Tensor
+	locals := localBuf[:0]
+	l := &e.scratch.launch
 	release := func() error {
 		var first error
 		for _, t := range locals {
@@ -307,7 +316,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		if ps.kind == "empty" {
 			continue
 		}
-		l := &device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
+		*l = device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
 		opaque := ps.opaque
 		if a != nil {
 			at := slots[ps.a]
@@ -422,7 +431,8 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		code, guard = "", bodyKey(def)
 	}
 	cs := m.compiles[code]
-	if cs == nil {
+	fresh := cs == nil
+	if fresh {
 		cs = &dynamo.Cache{}
 		m.compiles[code] = cs
 		m.eng.onUndo(func() { delete(m.compiles, code) })
@@ -436,8 +446,14 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			}
 			return &Function{ID: -1, Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}, true, nil
 		}
-		old := cs.Clone()
-		m.eng.onUndo(func() { *cs = *old })
+		if !fresh {
+			// A cache made by this record is dropped whole when it is
+			// undone: only an older one needs its state back (and a
+			// def's first call, each def's in a big program, copies
+			// nothing).
+			old := cs.Clone()
+			m.eng.onUndo(func() { *cs = *old })
+		}
 		// A compile may change what the cache's guards accept for any
 		// signature (a dynamic graph is looked up first): every dispatch
 		// entry of the device is stale. The epoch only grows, so an
@@ -657,7 +673,10 @@ func appendSig(buf []int, shapes [][]int, dtypes []ops.DType, alias []int) []int
 // the record's undo.
 func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DType, alias []int) {
 	d := dispatchEntry{def: def, fid: fid, epoch: m.compileEpoch, n: sigLen(shapes)}
-	sig := appendSig(make([]int, 0, d.n), shapes, dtypes, alias)
+	// Built on the stack: it is copied into the entry, and only a
+	// signature too long for it is kept as it is (a copy).
+	var buf [len(d.small)]int
+	sig := appendSig(buf[:0], shapes, dtypes, alias)
 	fits := d.n <= len(d.small)
 	for _, x := range sig {
 		if int(int32(x)) != x {
@@ -669,7 +688,17 @@ func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DTyp
 			d.small[k] = int32(x)
 		}
 	} else {
-		d.big = sig
+		d.big = slices.Clone(sig)
+	}
+	// Room for every def made so far at once: the table grows by a def
+	// at a time in a program's first calls, and append's growth of a long
+	// slice (a quarter) copied the entries four times over (4.3 MB of the
+	// 70 a growth of 10,000 nodes allocated). Undone, the table is the
+	// slice it was (nil before the first call), as setAt's own undo does.
+	if n := m.eng.nDefs; cap(m.dispatch) < n {
+		old := m.dispatch
+		m.dispatch = slices.Grow(m.dispatch, n-len(m.dispatch))
+		m.eng.onUndo(func() { m.dispatch = old })
 	}
 	setAt(m.eng, &m.dispatch, def.idx, d)
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
@@ -19,8 +18,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.eng.markHeavy()
 	already := m.eng.warmed(c.f)
 	f := c.f
-	f.Warmups++
-	m.eng.onUndo(func() { f.Warmups-- })
+	f.Warmups++ // undone with the node's entry below
 	m.warmupCounter--
 	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
 	if cw := m.curWarmup(); cw != nil {
@@ -39,7 +37,8 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	}
 	m.warmups[w.ID] = w
 	ws, wid := m.warmups, w.ID
-	m.eng.onUndo(func() { delete(ws, wid) })
+	// One undo for both (a closure each was an allocation a warmup).
+	m.eng.onUndo(func() { delete(ws, wid); f.Warmups-- })
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	m.updateGeneration()
@@ -52,7 +51,8 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		return nil, "", &keptError{err: err}
 	}
 	a := m.ds.alloc
-	what := "call " + c.f.Name + ": warmup " + strconv.Itoa(w.ID)
+	var buf [128]byte
+	what := text{buf[:0]}.s("call ").s(c.f.Name).s(": warmup ").i(w.ID).String()
 	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
@@ -64,6 +64,9 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if len(outs) > 0 { // nil without outputs, as the appends left them
+		w.OutWeak, w.OutShapes = make([]int, 0, len(outs)), make([][]int, 0, len(outs))
+	}
 	for i, t := range outs {
 		s := m.eng.tt.storages.get(t.Storage)
 		if nonPath[s.ID] || s.Ptr == 0 {
@@ -74,7 +77,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.OutShapes = append(w.OutShapes, outs[i].Shape)
 	}
 	m.eng.counters.Warmups++
-	msg := "Running warmup of function " + strconv.Itoa(c.f.ID)
+	msg := text{buf[:0]}.s("Running warmup of function ").i(c.f.ID).String()
 	if already {
 		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
 	}
@@ -153,7 +156,8 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		n.LivenessBefore = m.eng.liveness(parentPath)
 		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
 	}
-	what := "call " + c.f.Name + ": record #" + strconv.Itoa(id)
+	var buf [128]byte
+	what := text{buf[:0]}.s("call ").s(c.f.Name).s(": record #").i(id).String()
 	a.SetContext(c.rec.Line, what)
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", err
@@ -179,7 +183,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		}
 		// static_input: torch.empty_strided of the input's size and
 		// strides, so the placeholder spans the view, not its storage.
-		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, c.f.Name+" input "+strconv.Itoa(i)+" (placeholder of #"+strconv.Itoa(id)+")")
+		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, text{buf[:0]}.s(c.f.Name).s(" input ").i(i).s(" (placeholder of #").i(id).s(")").String())
 		if err != nil {
 			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
 		}
@@ -219,7 +223,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			n.CopySrc[i] = src
 		}
 	}
-	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (record #" + strconv.Itoa(id) + ")"})
+	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: text{buf[:0]}.s(c.f.Name).s(" (record #").i(id).s(")").String()})
 	// The owning input copies die with the body (the model clears its inputs).
 	for _, ct := range copies {
 		if rerr := tt.release(ct); rerr != nil && err == nil {
@@ -339,10 +343,16 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
 	}
 	m.nodes = append(m.nodes, n)
-	m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 	if parent == nil {
+		// One undo for both (a closure each was an allocation a node).
 		fid, order := c.f.ID, m.rootOrder
-		m.eng.onUndo(func() { m.rootOrder = order })
+		m.eng.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
+		// Room for every FunctionID at once, as for the dispatch table.
+		if nf := len(m.funcs); cap(m.roots) < nf {
+			old := m.roots
+			m.roots = slices.Grow(m.roots, nf-len(m.roots))
+			m.eng.onUndo(func() { m.roots = old })
+		}
 		if roots := m.rootsOf(fid); len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
 			setAt(m.eng, &m.roots, fid, m.firstRoot(id))
@@ -350,6 +360,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			setAt(m.eng, &m.roots, fid, append(roots, id))
 		}
 	} else {
+		m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
 		m.keepNode(parent)
 		if len(parent.Children[c.f.ID]) == 0 {
 			parent.childOrder = append(parent.childOrder, c.f.ID)
@@ -373,7 +384,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if parent != nil {
 		c.step.parentFn = m.funcs[parent.Fn].Name
 	}
-	msg := "Recording function " + strconv.Itoa(c.f.ID) + " of graph recording id " + strconv.Itoa(id)
+	msg := text{buf[:0]}.s("Recording function ").i(c.f.ID).s(" of graph recording id ").i(id).String()
 	if len(n.Kernels) == 0 {
 		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
 			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})

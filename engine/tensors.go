@@ -397,10 +397,19 @@ func (tt *tensorTable) newStorage(s Storage) *Storage {
 	return p
 }
 
-// newTensor makes a tensor on storage st, held once (by the caller).
+// newTensor makes a tensor on storage st, held once (by the caller). It
+// keeps shape, not a copy: a Tensor's Shape is never written in place
+// (nor appended to), and the callers pass shapes that no one writes, a
+// plan's, a node output's or another tensor's (a record's, whose buffer
+// a reader may reuse, is copied first). A copy was one of a node's ~108
+// allocations at each of its tensors, and a shape shared is a few bytes
+// less live a tensor.
 func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string) *Tensor {
 	tt.nextT++
-	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: append([]int(nil), shape...), Line: line, What: what, holds: 1}
+	if len(shape) == 0 {
+		shape = nil // a scalar's, as a copy by append made it
+	}
+	t := &Tensor{ID: tt.nextT, Storage: st.ID, Shape: shape, Line: line, What: what, holds: 1}
 	tt.setTensor(t)
 	tt.keepS(st)
 	st.Refs++
@@ -523,11 +532,18 @@ func (tt *tensorTable) namesOfStorage(id int) []string {
 	return out
 }
 
-// nameOf returns one name of the tensor viewing storage id, for messages.
+// nameOfStorage returns one name of the tensor viewing storage id, for
+// messages: the first of namesOfStorage, the least, found without the
+// list (a dealloc names every freed output of a generation).
 func (tt *tensorTable) nameOfStorage(id int) string {
-	ns := tt.namesOfStorage(id)
-	if len(ns) == 0 {
-		return ""
+	least, found := "", false
+	for n, tid := range tt.names {
+		if found && n >= least {
+			continue
+		}
+		if t := tt.tensors.get(tid); t != nil && t.Storage == id {
+			least, found = n, true
+		}
 	}
-	return ns[0]
+	return least
 }

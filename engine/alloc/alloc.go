@@ -762,7 +762,10 @@ func (a *Allocator) releaseCachedBlocks() error {
 	if err := a.releaseBlocks(&a.small); err != nil {
 		return err
 	}
-	for _, id := range a.sortedPoolIDs() {
+	// Sorted in a buffer on the stack: a recording empties the cache, and
+	// a program has a pool or a few.
+	var buf [8]PoolID
+	for _, id := range a.appendSortedPoolIDs(buf[:0]) {
 		pp := a.pools[id]
 		if pp.useCount != 0 {
 			continue
@@ -790,11 +793,16 @@ func (a *Allocator) capturing(id PoolID) bool {
 }
 
 func (a *Allocator) sortedPoolIDs() []PoolID {
-	ids := make([]PoolID, 0, len(a.pools))
+	return a.appendSortedPoolIDs(make([]PoolID, 0, len(a.pools)))
+}
+
+// appendSortedPoolIDs appends the private pools' ids to ids, sorted.
+func (a *Allocator) appendSortedPoolIDs(ids []PoolID) []PoolID {
+	start := len(ids)
 	for id := range a.pools {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, cmpPoolID)
+	slices.SortFunc(ids[start:], cmpPoolID)
 	return ids
 }
 

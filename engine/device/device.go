@@ -81,6 +81,8 @@ type Device interface {
 	MemInfo() (free, total int64)
 
 	// Launch enqueues a kernel on s, or records it when s is capturing.
+	// It keeps no pointer to l once it returns (the engine reuses one
+	// Launch for a body's statements).
 	Launch(s Stream, l *Launch) error
 	// CopyHtoD copies host values to dst (synchronously; never captured).
 	CopyHtoD(dst Ptr, src []float32) error

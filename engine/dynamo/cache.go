@@ -16,8 +16,11 @@ import (
 // and int key, so after a switch to dynamic shapes even a shape seen
 // before gets a new FunctionID (all checked against PyTorch 2.11).
 type Cache struct {
-	entries []*Entry    // oldest first
-	frames  []*argFrame // per argument, from the first compile on
+	entries []*Entry // oldest first
+	// frames are per argument, from the first compile on (by value, one
+	// array for a def's arguments: a def's first compile, each def's in
+	// a big program, made one object an argument).
+	frames []argFrame
 }
 
 // argFrame is Dynamo's FrameStateSizeEntry for one argument of a def: the
@@ -26,6 +29,7 @@ type Cache struct {
 // whole size becomes auto_dynamic (pgo.py's _merge_atom_tup), and every
 // later compile makes all its dims dynamic.
 type argFrame struct {
+	seen    bool // a compile has seen the argument (else the rest is zero)
 	dims    []int
 	anyRank bool
 }
@@ -126,15 +130,18 @@ var DefaultShapes = Shapes{Automatic: true, AssumeStatic: true}
 // Compile adds a compiled graph for shapes, with the static inputs of
 // this call, after merging shapes into the arguments' history.
 func (c *Cache) Compile(fn string, shapes [][]int, dtypes []ops.DType, alias []int, static []bool, how Shapes) *Entry {
+	if len(c.frames) < len(shapes) {
+		c.frames = slices.Grow(c.frames, len(shapes)-len(c.frames))
+	}
 	for i, s := range shapes {
 		for len(c.frames) <= i {
-			c.frames = append(c.frames, nil)
+			c.frames = append(c.frames, argFrame{})
 		}
 		switch {
 		case static[i] && how.StaticInputsStatic:
-		case c.frames[i] == nil:
+		case !c.frames[i].seen:
 			// The first compile that sees this argument position.
-			c.frames[i] = &argFrame{dims: slices.Clone(s)}
+			c.frames[i] = argFrame{seen: true, dims: slices.Clone(s)}
 		default:
 			c.frames[i].merge(s)
 		}
@@ -174,20 +181,37 @@ func (c *Cache) Clone() *Cache {
 	for _, e := range c.entries {
 		n.entries = append(n.entries, &Entry{Gen: e.Gen, fn: e.fn, dims: cloneDims(e.dims), alias: e.alias, dtypes: e.dtypes, Static: e.Static})
 	}
-	for _, a := range c.frames {
-		if a == nil {
-			n.frames = append(n.frames, nil)
-			continue
-		}
-		n.frames = append(n.frames, &argFrame{dims: slices.Clone(a.dims), anyRank: a.anyRank})
+	if len(c.frames) > 0 {
+		n.frames = make([]argFrame, len(c.frames))
+	}
+	for i, a := range c.frames {
+		n.frames[i] = argFrame{seen: a.seen, dims: slices.Clone(a.dims), anyRank: a.anyRank}
 	}
 	return n
 }
 
 func cloneDims(d [][]int) [][]int {
-	var out [][]int
+	if len(d) == 0 {
+		return nil
+	}
+	// Two allocations, the rows and one array they share (each capped,
+	// so that an append to one copies), instead of one a row and the
+	// outer slice's growths: a compile at each new FunctionID clones its
+	// shapes.
+	n := 0
 	for _, x := range d {
-		out = append(out, slices.Clone(x))
+		n += len(x)
+	}
+	out := make([][]int, len(d))
+	flat := make([]int, 0, n)
+	for i, x := range d {
+		if len(x) == 0 {
+			out[i] = slices.Clone(x) // nil or empty, as x, without an allocation
+			continue
+		}
+		start := len(flat)
+		flat = append(flat, x...)
+		out[i] = flat[start:len(flat):len(flat)]
 	}
 	return out
 }

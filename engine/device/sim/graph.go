@@ -201,8 +201,9 @@ func (n *node) fields() []string {
 // time a tree of 10,000 nodes took to grow.
 func (n *node) appendDetail(b []byte) []byte {
 	l := &n.l
+	start := len(b) // b may hold other nodes' details (GraphNodes)
 	sep := func() {
-		if len(b) > 0 {
+		if len(b) > start {
 			b = append(b, ' ')
 		}
 	}
@@ -276,12 +277,31 @@ func (d *Device) GraphNodes(g device.GraphHandle) ([]device.GraphNode, error) {
 		return nil, fmt.Errorf("sim: graph_nodes: no graph %d", g)
 	}
 	out := make([]device.GraphNode, len(gr.nodes))
-	var buf [128]byte
+	// Every node's detail is formatted into one buffer and made one
+	// string, which the details are substrings of; the dependencies share
+	// one array (each capped). A recording lists its graph's nodes, so a
+	// graph's listing is three allocations, not two more a node.
+	var buf [256]byte
+	b := buf[:0]
+	var endBuf [16]int
+	ends := endBuf[:0]
+	for i := range gr.nodes {
+		b = gr.nodes[i].appendDetail(b)
+		ends = append(ends, len(b))
+	}
+	all := string(b)
+	var deps []int
+	if len(gr.nodes) > 1 {
+		deps = make([]int, len(gr.nodes)-1)
+	}
+	start := 0
 	for i := range gr.nodes {
 		n := &gr.nodes[i]
-		out[i] = device.GraphNode{Kind: n.kindName(), Name: n.name(), Detail: string(n.appendDetail(buf[:0]))}
+		out[i] = device.GraphNode{Kind: n.kindName(), Name: n.name(), Detail: all[start:ends[i]]}
+		start = ends[i]
 		if i > 0 {
-			out[i].Deps = []int{i - 1}
+			deps[i-1] = i - 1
+			out[i].Deps = deps[i-1 : i : i]
 		}
 	}
 	return out, nil
