@@ -2390,7 +2390,10 @@ class Recorder:
             # or their probes at every call (hot.left stays 0).
             if hot.off or tls.depth or (hot.steady and owned()):
                 # _run re-entering itself, in this thread (the tree's call
-                # in progress); a recording stopped: passed through.
+                # in progress: a general one, tls.depth; a steady one is
+                # passed through by _run itself, and this test only keeps
+                # _steady right for any other caller); a recording
+                # stopped: passed through.
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
                 got = hot.got if function_id is hot.fid else fid_get(id(function_id))
