@@ -64,15 +64,15 @@ func BenchmarkRunTreeSize(b *testing.B) {
 }
 
 // ranEngine is an engine on a simulated device that has run all of tr.
-func ranEngine(b *testing.B, tr *traces.Trace) *Engine {
-	b.Helper()
+func ranEngine(tb testing.TB, tr *traces.Trace) *Engine {
+	tb.Helper()
 	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for i := range tr.Records {
 		if s := e.Apply(&tr.Records[i]); s.Err != nil {
-			b.Fatal(s.Err)
+			tb.Fatal(s.Err)
 		}
 	}
 	return e

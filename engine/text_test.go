@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cgtviz/cgtviz/engine/device/sim"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -46,15 +45,7 @@ func TestNameOfStorageIsLeast(t *testing.T) {
 	bl.TensorSeed("m", []int{4}, 1).TensorSeed("b", []int{4}, 2).TensorSeed("z", []int{4}, 3)
 	bl.Call("f", []string{"b"}, "q").Call("f", []string{"m"}, "a")
 	tr := bl.Trace()
-	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Records {
-		if s := e.Apply(&tr.Records[i]); s.Err != nil {
-			t.Fatal(s.Err)
-		}
-	}
+	e := ranEngine(t, tr)
 	// More names on m's tensor and on z's: the least of a storage's
 	// names is in neither the first nor the last place bound.
 	for _, alias := range []struct{ name, of string }{{"k", "m"}, {"c", "m"}, {"y2", "z"}, {"a0", "z"}} {
@@ -94,15 +85,7 @@ func TestTensorRecordShapeCopied(t *testing.T) {
 	bl := traces.NewBuilder("shape")
 	bl.TensorSeed("x", []int{2, 3}, 1)
 	tr := bl.Trace()
-	e, err := New(tr.Header, Options{Devices: sim.Devices(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Records {
-		if s := e.Apply(&tr.Records[i]); s.Err != nil {
-			t.Fatal(s.Err)
-		}
-	}
+	e := ranEngine(t, tr)
 	for i := range tr.Records {
 		for j := range tr.Records[i].Shape {
 			tr.Records[i].Shape[j] = 99

@@ -32,12 +32,15 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGRAMS = os.path.join(ROOT, "traces", "pytorch", "programs")
 
 
+# record_all.sh's programs, and the choice among them, as graphs-unchanged.py has them.
+_spec = importlib.util.spec_from_file_location("graphs_unchanged", os.path.join(HERE, "graphs-unchanged.py"))
+_gu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_gu)
+
+
 def _programs():
-    spec = importlib.util.spec_from_file_location("graphs_unchanged", os.path.join(HERE, "graphs-unchanged.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     with open(os.path.join(PROGRAMS, "record_all.sh"), encoding="utf-8") as fh:
-        return mod.programs(fh.read())
+        return _gu.programs(fh.read())
 
 
 def _without_values(v):
@@ -108,21 +111,15 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=1, help="programs recorded at once (each its two runs in turn)")
     opts = ap.parse_args(argv)
     listed = _programs()
-    known = {n for n, _, _ in listed}
-    for n in opts.names:
-        if n not in known:
-            print("deferred-same: no program named %s" % n, file=sys.stderr)
-            return 2
+    try:
+        _gu.select(listed, opts.names, 0)
+    except KeyError as e:
+        print("deferred-same: no program named %s" % e.args[0], file=sys.stderr)
+        return 2
     import torch
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    todo = []
-    for name, script, args in listed:
-        if opts.names and name not in opts.names:
-            continue
-        if name == "two_gpus" and gpus < 2:
-            print("%-22s skipped: it needs two CUDA devices" % name)
-            continue
-        todo.append((name, script, args))
+    todo, skipped = _gu.select(listed, opts.names, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    for line in skipped:
+        print(line)
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:

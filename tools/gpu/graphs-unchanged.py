@@ -53,6 +53,25 @@ def programs(record_all_text):
     return out
 
 
+def select(listed, names, gpus):
+    """The programs of listed (programs()) to run: those named (all when
+    none is), two_gpus only with two GPUs. Returns (todo, the lines for
+    those skipped), or raises KeyError with a name that is not listed."""
+    known = {n for n, _, _ in listed}
+    for n in names:
+        if n not in known:
+            raise KeyError(n)
+    todo, skipped = [], []
+    for name, script, args in listed:
+        if names and name not in names:
+            continue
+        if name == "two_gpus" and gpus < 2:
+            skipped.append("%-22s skipped: it needs two CUDA devices" % name)
+            continue
+        todo.append((name, script, args))
+    return todo, skipped
+
+
 def compare(plain, recorded):
     """The differences between two children's reports, as lines (none when
     the graphs are the same)."""
@@ -164,13 +183,15 @@ def main(argv=None):
     opts = ap.parse_args(argv)
     with open(os.path.join(PROGRAMS, "record_all.sh"), encoding="utf-8") as fh:
         listed = programs(fh.read())
-    known = {n for n, _, _ in listed}
-    for n in opts.names:
-        if n not in known:
-            print("graphs-unchanged: no program named %s" % n, file=sys.stderr)
-            return 2
+    try:
+        select(listed, opts.names, 0)
+    except KeyError as e:
+        print("graphs-unchanged: no program named %s" % e.args[0], file=sys.stderr)
+        return 2
     import torch
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    todo, skipped = select(listed, opts.names, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    for line in skipped:
+        print(line)
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         recorder_dir = os.path.join(ROOT, "traces", "pytorch")
@@ -178,14 +199,6 @@ def main(argv=None):
             recorder_dir = os.path.join(tmp, "recorder")
             os.mkdir(recorder_dir)
             shutil.copy(opts.recorder, os.path.join(recorder_dir, "cgtrace.py"))
-        todo = []
-        for name, script, args in listed:
-            if opts.names and name not in opts.names:
-                continue
-            if name == "two_gpus" and gpus < 2:
-                print("%-22s skipped: it needs two CUDA devices" % name)
-                continue
-            todo.append((name, script, args))
         with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
             results = pool.map(lambda p: run_one(p[0], p[1], p[2], tmp, opts.timeout, recorder_dir), todo)
             for (name, _, _), (reports, err) in zip(todo, results):

@@ -854,7 +854,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "nwatch", "cfg", "expect_line")
+                 "fs", "uses", "cfg", "expect_line")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -882,7 +882,6 @@ class _ReplayPlan:
         # Whether a polled output's tree check counts c10's own reference
         # (2.11's: _refcount_rule's USE_COUNT): the poll reads _use_count().
         self.uses = False
-        self.nwatch = 0  # how many names are polled, with polled
         self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
         self.set_args(args)
 
@@ -2257,7 +2256,7 @@ class Recorder:
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 tuple=tuple, map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
+                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -3001,7 +3000,6 @@ class Recorder:
         plan.wrappers = list(e.fact.probe.tree_ref for e in plan.entries)
         plan.polled = plan.out_refs if self._polled_by_outputs(plan, watch) else None
         plan.uses = plan.polled is not None and USE_COUNT in map(_refcount_rule, plan.wrappers)
-        plan.nwatch = len(watch)
         # The count of config writes now stands for the knobs' values the
         # general path last read: only if no probe moved since.
         knobs = self._knobs

@@ -24,6 +24,18 @@ class GraphsUnchangedTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             gu.programs("no list here")
 
+    def test_select(self):
+        listed = [("a", "a.py", []), ("two_gpus", "two_gpus.py", []), ("b", "b.py", ["--x"])]
+        for names, gpus, want, skipped in (
+                ([], 1, ["a", "b"], 1), ([], 2, ["a", "two_gpus", "b"], 0),
+                (["b"], 1, ["b"], 0), (["two_gpus"], 1, [], 1)):
+            todo, lines = gu.select(listed, names, gpus)
+            self.assertEqual([n for n, _, _ in todo], want, (names, gpus))
+            self.assertEqual(len(lines), skipped, (names, gpus))
+        self.assertEqual(gu.select(listed, ["b"], 1)[0], [("b", "b.py", ["--x"])])
+        with self.assertRaises(KeyError):
+            gu.select(listed, ["a", "c"], 2)
+
     def test_compare(self):
         base = {"graphs": ["def forward(self, x):\n    return (x + 1,)"],
                 "counters": {"stats": {"unique_graphs": 1}, "frames": {"total": 1, "ok": 1}},

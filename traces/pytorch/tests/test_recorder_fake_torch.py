@@ -1460,43 +1460,48 @@ class DeferredReplayTest(FakeTorchTest):
         node = mgr.roots[f][0]
         node.cached_tensor_outputs = Hooked(node.cached_tensor_outputs)
 
+    def other_thread_during_a_steady_call(self, mgr, f, p, x, other):
+        """Four steady calls of f(p, x), then a fifth during whose replay
+        another thread runs other(y) (y: the calls' output) while this one
+        holds the recorder's lock; returns once both are done."""
+        import threading
+        import time
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        in_call, started = threading.Event(), threading.Event()
+        y = None
+        for _ in range(4):
+            cgt.mark_step_begin()
+            _invocation()
+            y, = mgr._run([p, x], f)
+
+        def during():
+            if not in_call.is_set():
+                in_call.set()
+                self.assertTrue(started.wait(5))
+                time.sleep(0.05)  # (the other thread is waiting for the lock by now)
+
+        def run_other():
+            self.assertTrue(in_call.wait(5))
+            started.set()
+            other(y)
+
+        self.hooked_replay(mgr, f, during)
+        t = threading.Thread(target=run_other)
+        t.start()
+        cgt.mark_step_begin()
+        _invocation()
+        y, = mgr._run([p, x], f)
+        t.join(5)
+        self.assertFalse(t.is_alive())
+
     def test_read_from_another_thread_during_a_steady_call(self):
         """A host read made by another thread while a deferred replay runs
         is the program's (the steady call is not that thread's), and is
         recorded after the call, with the name the call gave the output."""
-        import threading
-        import time
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
         mgr, f, p, x = self.one_function()
         path = os.path.join(self.dir.name, "thread.cgt.jsonl")
-        in_call, reading = threading.Event(), threading.Event()
         with cgtrace.record(path) as rec:
-            y = None
-            for _ in range(4):
-                cgt.mark_step_begin()
-                _invocation()
-                y, = mgr._run([p, x], f)
-
-            def during():
-                if not in_call.is_set():
-                    in_call.set()
-                    self.assertTrue(reading.wait(5))
-                    time.sleep(0.05)  # (the reader is waiting for the lock by now)
-
-            def reader():
-                self.assertTrue(in_call.wait(5))
-                reading.set()
-                y.item()
-
-            self.hooked_replay(mgr, f, during)
-            t = threading.Thread(target=reader)
-            t.start()
-            cgt.mark_step_begin()
-            _invocation()
-            y, = mgr._run([p, x], f)
-            t.join(5)
-            self.assertFalse(t.is_alive())
-            del y
+            self.other_thread_during_a_steady_call(mgr, f, p, x, lambda y: y.item())
         self.assertIsNone(rec.error)
         self.assertGreater(rec.short_calls, 0)
         with open(path) as fh:
@@ -1513,41 +1518,12 @@ class DeferredReplayTest(FakeTorchTest):
         """A call of the tree by another thread while a deferred replay runs
         is the program's own call, not the steady call's re-entry: it waits
         for the steady call, then is recorded."""
-        import threading
-        import time
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
         mgr, f, p, x = self.one_function()
         g = mgr.add(1)
         path = os.path.join(self.dir.name, "thread-call.cgt.jsonl")
-        in_call, calling = threading.Event(), threading.Event()
         got = []
         with cgtrace.record(path) as rec:
-            y = None
-            for _ in range(4):
-                cgt.mark_step_begin()
-                _invocation()
-                y, = mgr._run([p, x], f)
-
-            def during():
-                if not in_call.is_set():
-                    in_call.set()
-                    self.assertTrue(calling.wait(5))
-                    time.sleep(0.05)  # (the other thread's call is in the wrapper by now)
-
-            def caller():
-                self.assertTrue(in_call.wait(5))
-                calling.set()
-                got.append(mgr._run([Tensor([3])], g))
-
-            self.hooked_replay(mgr, f, during)
-            t = threading.Thread(target=caller)
-            t.start()
-            cgt.mark_step_begin()
-            _invocation()
-            y, = mgr._run([p, x], f)
-            t.join(5)
-            self.assertFalse(t.is_alive())
-            del y
+            self.other_thread_during_a_steady_call(mgr, f, p, x, lambda y: got.append(mgr._run([Tensor([3])], g)))
         self.assertIsNone(rec.error)
         self.assertEqual(len(got), 1)
         with open(path) as fh:
