@@ -6,7 +6,8 @@
 #   1. the recorder's overhead, alone on the machine, against
 #      .bin/cgtrace_head.py when there is one, with the recorder's own time
 #      in place (tools/gpu/recorder-overhead.py; OVERHEAD_ARGS replaces
-#      the default arguments);
+#      the default arguments), then the same loop with a new input tensor
+#      at each call (--fresh);
 #   2. at once: PyTorch's own test_cudagraph_trees.py recorded test by test
 #      (peer suite, 12 workers), every program of traces/pytorch/programs
 #      recorded (record_all.sh), and the engine's cuda tests three times and
@@ -32,6 +33,10 @@ timeout 150 python3 tools/gpu/recorder-overhead.py $base \
 	${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside} >"$work/overhead.log" 2>&1
 say "overhead (exit $?):"
 grep -v -i warn "$work/overhead.log" | grep -v " round [0-9]*: " | sed "s/^/    /" | tee -a "$sum"
+# shellcheck disable=SC2086
+timeout 100 python3 tools/gpu/recorder-overhead.py --fresh $base --iters 1000 --rounds 7 >"$work/overhead-fresh.log" 2>&1
+say "overhead with a new input each call (exit $?):"
+grep -v -i warn "$work/overhead-fresh.log" | grep -v " round [0-9]*: " | sed "s/^/    /" | tee -a "$sum"
 root=$PWD
 peer=$work/peer
 rec=$work/recorded

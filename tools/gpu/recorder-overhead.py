@@ -24,7 +24,8 @@ Prints, per round and as medians:
 plus the trace's bytes per call, the time to write it, and how many calls
 took the recorder's short path for a replay like the last one (all but
 each recording's first, when the steady loop is steady as the recorder
-sees it: the figure to look at when `added` is high). Needs a CUDA GPU
+sees it: the figure to look at when `added` is high). --fresh times the
+same loop with a new input tensor at each call. Needs a CUDA GPU
 and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
@@ -226,9 +227,12 @@ def report(name, res, out=None):
                  res["base_added_with_exit_median"]), file=out)
 
 
-def mlp_workload(dim=1024, batch=64):
+def mlp_workload(dim=1024, batch=64, fresh=False):
     """The 3-layer MLP inference loop, compiled for CUDA graphs; returns
-    (step, sync)."""
+    (step, sync). fresh: each call on a new input tensor (torch.randn, in
+    both loops alike), as a loop over a data loader's batches or a
+    decoder's new tokens has it: a call the recorder's steady path cannot
+    take (an input new to the trace is named and written before the call)."""
     import torch
 
     torch._dynamo.reset()
@@ -246,13 +250,19 @@ def mlp_workload(dim=1024, batch=64):
         with torch.no_grad():
             box[0] = compiled(x)  # the previous output dies here, as in a real loop
 
-    return step, torch.cuda.synchronize
+    def step_fresh():
+        mark()
+        with torch.no_grad():
+            box[0] = compiled(torch.randn(batch, dim, device="cuda"))
+
+    return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
-def fake_workload():
+def fake_workload(fresh=False):
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/test_recorder_fake_torch.py), on CPU: three
-    static parameters and one input passed again, a step before each
+    static parameters and one input passed again (fresh: a new one at
+    each call), a step before each
     call, and as in PyTorch a replay hands out its node's cached output
     object (the previous binding of it is retired), judged alive by the
     tree's refcount check; the config modules answer through __getattr__
@@ -277,7 +287,15 @@ def fake_workload():
         fake._invocation()
         box[0] = mgr._run(params + [x], fid)
 
-    return step, lambda: None, lambda: fake.remove_fake_torch(saved)
+    def step_fresh():
+        cgt.mark_step_begin()
+        fake._invocation()
+        # held by this frame through the call, as a compiled module's
+        # argument is by its caller's: it dies after the call returns
+        new = fake.Tensor([64, 1024])
+        box[0] = mgr._run(params + [new], fid)
+
+    return (step_fresh if fresh else step), lambda: None, lambda: fake.remove_fake_torch(saved)
 
 
 # Where recorder_inside puts its clock: (what comes before, what it becomes)
@@ -388,6 +406,8 @@ def main(argv=None):
     p.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     p.add_argument("--fake", action="store_true",
                    help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
+    p.add_argument("--fresh", action="store_true",
+                   help="a new input tensor at every call (a data loader's batches), not the same one")
     p.add_argument("--baseline", metavar="CGTRACE_PY",
                    help="also time this other cgtrace.py (say, the one before a change: "
                         "git show REV:traces/pytorch/cgtrace.py > /tmp/cgtrace_before.py) in the same rounds")
@@ -405,13 +425,14 @@ def main(argv=None):
     baseline = load_baseline(a.baseline).record if a.baseline else None
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     if a.fake:
-        step, sync, restore = fake_workload()
+        step, sync, restore = fake_workload(a.fresh)
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
-            report("fake torch, replay + mark_step", res)
+            name = "fake torch, replay + mark_step" + (", a new input each call" if a.fresh else "")
+            report(name, res)
             if a.inside:
                 inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
-                report_inside("fake torch, replay + mark_step", inside)
+                report_inside(name, inside)
                 res = dict(res, inside=inside["median"])
             if a.profile:
                 profile_recorded(step, sync, a.iters, a.profile)
@@ -419,18 +440,19 @@ def main(argv=None):
             restore()
         workload = "fake"
     else:
-        step, sync = mlp_workload(a.dim, a.batch)
+        step, sync = mlp_workload(a.dim, a.batch, a.fresh)
+        name = "mlp3 reduce-overhead mark_step" + (", a new input each call" if a.fresh else "")
         res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
-        report("mlp3 reduce-overhead mark_step", res)
+        report(name, res)
         if a.inside:
             inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
-            report_inside("mlp3 reduce-overhead mark_step", inside)
+            report_inside(name, inside)
             res = dict(res, inside=inside["median"])
         if a.profile:
             profile_recorded(step, sync, a.iters, a.profile)
         workload = "mlp3"
     if a.json:
-        print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
+        print(json.dumps(dict(res, workload=workload, fresh=a.fresh, dim=a.dim, batch=a.batch,
                               clock="cpu" if a.cpu_clock else "wall")))
     return 0
 

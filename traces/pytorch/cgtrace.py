@@ -130,9 +130,26 @@ _REQUIRED = {
 }
 _STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
 _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
-# Ops made on every call, with plain fields: checked cheaply when made.
+# Ops made on every call (a loop's new input each call is a tensor record),
+# with fields the recorder's own code fills: checked cheaply when made, in
+# full when written (a JSON encoding each as it is made costs a fresh
+# input's call some 10 us).
 _ENTRY_NAME = operator.attrgetter("name")
-_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read"))
+_FACT_OF = operator.attrgetter("fact")
+_OBJ_REF_OF = operator.attrgetter("obj_ref")
+_PTR_OF = operator.attrgetter("ptr")
+# An input position no entry named (_FnState.last_entries): it names no
+# object (its reference gives None), so it matches no input.
+_NO_ENTRY = types.SimpleNamespace(name=None, fact=types.SimpleNamespace(obj_ref=lambda: None, ptr=None))
+_NAME_OR_NONE = (str, type(None))
+
+
+def _fact_positions(facts):
+    """The positions of the Facts among names (str) and Nones, in order, by
+    C-level passes (a model's inputs are mostly named parameters)."""
+    return list(itertools.compress(range(len(facts)),
+                                   map(operator.not_, map(isinstance, facts, itertools.repeat(_NAME_OR_NONE)))))
+_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read", "tensor", "param"))
 # The settings a trace's config (header or `config` record) may hold, with
 # their types; each mirrors one PyTorch knob (see KNOBS).
 _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
@@ -817,7 +834,8 @@ class _Entry:
 
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
-                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan")
+                 "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan",
+                 "last_entries")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -836,6 +854,10 @@ class _FnState:
         # The torch side's _ReplayPlan: what the last call, a replay, left
         # behind, for the next one to take the short path (or None).
         self.plan = None
+        # The torch side's entries that named the last call's inputs through
+        # Recorder._before_call's general path, by position (_NO_ENTRY where
+        # none did): where the next call looks first (or None).
+        self.last_entries = None
 
 
 class _ReplayPlan:
@@ -1409,15 +1431,14 @@ class Session:
         # expression made its new inputs (the usual `p.data = ...;
         # f(torch.rand(...))`), and the allocator hands out memory in that
         # order (a new input can take the old data's block).
-        order = range(len(inputs))
-        if any(self._swaps(f) for f in inputs if f is not None and not isinstance(f, str)):
-            order = sorted(order, key=lambda i: not (inputs[i] is not None and not isinstance(inputs[i], str)
-                                                     and self._swaps(inputs[i])))
+        # (The positions of the Facts: the inputs new to the trace, few
+        # among a model's named parameters.)
+        order = _fact_positions(inputs)
+        if any(self._swaps(inputs[i]) for i in order):
+            order.sort(key=lambda i: not self._swaps(inputs[i]))
         named = {}
         for idx in order:
             fact = inputs[idx]
-            if fact is None or isinstance(fact, str):
-                continue
             name = self.lookup(fact)
             if name is None:
                 name = self._saved_name(fact)
@@ -1439,7 +1460,14 @@ class Session:
                 self.counts["dels"] += len(self._swapped)
                 self.trace.add({"op": "del", "names": self._swapped})
                 self._swapped = []
-        for idx, fact in enumerate(inputs):
+        if fs.params is not None:
+            # (A str: the torch side found its name, Recorder._before_call.)
+            args = list(inputs)
+            for idx in order:
+                args[idx] = named[idx]
+            if None in args:
+                args = [a for a in args if a is not None]
+        for idx, fact in enumerate(inputs if fs.params is None else ()):
             if fact is None:
                 continue
             if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
@@ -2145,6 +2173,9 @@ class Recorder:
     # _run wrapper checks it and queues it, and its records are written
     # when anything else happens (_settle). Tests turn it off to compare.
     _defer = True
+    # The general path names a call's inputs by the entries that named the
+    # last call's first (_before_call): tests turn it off to compare.
+    _by_last_entries = True
 
     # (In _Hot: see there.)
     _off = _hot_attr("off")
@@ -3160,6 +3191,7 @@ class Recorder:
         # counts; anything else falls through to it, which then finds
         # nothing more to do for what was done here.
         got = self._fid_cache.get(id(function_id))
+        caught = False  # the manager checked, the steps and knobs caught up, the memo not the inputs
         if got is not None and got[0] is function_id and got[1]() is mgr:
             fs = got[3]
             memo = fs.memo
@@ -3189,27 +3221,35 @@ class Recorder:
                         else:
                             fs.last_args = args
                     return {"fn": fs, "args": args, "invocation": self._gen.generation}
+                # A loop's new input, say: what follows would check the
+                # manager, catch up, find the function and look at the
+                # knobs again, with nothing run since to change them, and
+                # compare the memo again.
+                caught = True
         Tensor = self.torch.Tensor
-        self._check_manager(mgr)
-        if self._box.mark_step_counter != self._mark_counter:
-            self._catch_up_steps()
-        # The function's state by the FunctionID object's identity (the
-        # tree passes the same one at every call), weakly held, so no key is
-        # built and hashed per call.
-        got = self._fid_cache.get(id(function_id))
-        if got is not None and got[0] is function_id and got[1]() is mgr:
+        if caught:
             info, fs = got[2], got[3]
         else:
-            info, fs = self._fn_info(mgr, function_id)
-            if fs is not None:
-                # The FunctionID itself, held: torch 2.11's is a frozen
-                # dataclass with slots, which no weak reference can point
-                # at, and it holds an int, so holding it keeps nothing else
-                # alive (and its id() is not given to another meanwhile).
-                # The manager weakly: a strong reference would keep its
-                # graphs and pool alive.
-                self._fid_cache[id(function_id)] = (function_id, weakref.ref(mgr), info, fs)
-        self._knob_check(fs)
+            self._check_manager(mgr)
+            if self._box.mark_step_counter != self._mark_counter:
+                self._catch_up_steps()
+            # The function's state by the FunctionID object's identity (the
+            # tree passes the same one at every call), weakly held, so no
+            # key is built and hashed per call.
+            got = self._fid_cache.get(id(function_id))
+            if got is not None and got[0] is function_id and got[1]() is mgr:
+                info, fs = got[2], got[3]
+            else:
+                info, fs = self._fn_info(mgr, function_id)
+                if fs is not None:
+                    # The FunctionID itself, held: torch 2.11's is a frozen
+                    # dataclass with slots, which no weak reference can
+                    # point at, and it holds an int, so holding it keeps
+                    # nothing else alive (and its id() is not given to
+                    # another meanwhile). The manager weakly: a strong
+                    # reference would keep its graphs and pool alive.
+                    self._fid_cache[id(function_id)] = (function_id, weakref.ref(mgr), info, fs)
+            self._knob_check(fs)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it). Once
         # the function is defined, an input the trace names by its object (a
@@ -3227,7 +3267,8 @@ class Recorder:
             memo = fs.memo
             # The data pointers too (one C-level pass): `param.data = new`
             # keeps the object and moves its data, which is a new tensor.
-            if (memo is not None and memo[2] == self.session.epoch and len(new_inputs) == len(memo[0])
+            if (not caught and memo is not None and memo[2] == self.session.epoch
+                    and len(new_inputs) == len(memo[0])
                     and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
                     and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
                 return self.session.begin_known_call(fs, memo[3], self._gen.generation)
@@ -3257,17 +3298,50 @@ class Recorder:
                 e = None
                 return ctx
             v = e = ref = None
-            facts = [None] * len(new_inputs)
+            # Each input the trace names by its object keeps that name; the
+            # others get a Fact. By position, first against the entries that
+            # named the last call's inputs (fs.last_entries), in C-level
+            # passes: a loop over a data loader's batches calls with the
+            # same parameters (hundreds, in a real model) and one new input.
+            # Then one by one, for every position those did not name.
+            facts = None
+            cand = fs.last_entries if self._by_last_entries else None
+            if cand is not None and len(cand) == len(new_inputs):
+                try:
+                    ptrs = list(map(Tensor.data_ptr, new_inputs))
+                    cf = list(map(_FACT_OF, cand))
+                    hits = list(map(operator.and_, map(operator.and_,
+                                                       map(operator.is_, map(known, map(id, new_inputs)), cand),
+                                                       map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                                           new_inputs)),
+                                    map(operator.eq, ptrs, map(_PTR_OF, cf))))
+                except TypeError:  # (an input that is no tensor: one by one)
+                    hits = None
+                cf = ptrs = None
+                if hits is not None:
+                    todo = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
+                    facts = list(map(_ENTRY_NAME, cand))
+                    for i in todo:
+                        facts[i] = None
+            if facts is None:
+                facts = [None] * len(new_inputs)
+                todo = range(len(new_inputs))
+                cand = None
+            last = list(cand) if cand is not None else [_NO_ENTRY] * len(new_inputs)
             fresh = False
-            for i, v in enumerate(new_inputs):
+            for i in todo:
+                v = new_inputs[i]
                 if isinstance(v, Tensor):
                     e = known(id(v))
                     ref = e.fact.obj_ref if e is not None else None
                     if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
                         facts[i] = e.name
+                        last[i] = e
                     else:
                         facts[i] = self._fact_or_none(v)
                         fresh = fresh or facts[i] is not None
+                        last[i] = _NO_ENTRY
+            fs.last_entries = last
             # No loop variable keeps the last input alive through the call
             # (that would change what dies in it).
             v = e = ref = None
@@ -3284,8 +3358,8 @@ class Recorder:
         # break run inside that invocation and see the same value, which is
         # what CUDAGraph Trees' get_curr_generation() falls back to.
         hints = None
-        if fresh and any(f is not None and not isinstance(f, str) for f in facts):
-            hints = self._param_hints(new_inputs, info)  # only tensors new to the trace need one
+        if fresh and not all(map(isinstance, facts, itertools.repeat(_NAME_OR_NONE))):
+            hints = self._param_hints(new_inputs, info, facts)  # only tensors new to the trace need one
         ctx = self.session.begin_call(info, facts, hints,
                                       invocation=self._gen.generation)
         del facts
@@ -3626,10 +3700,13 @@ class Recorder:
         for n, p in list(obj.named_parameters()) + list(obj.named_buffers()):
             self._param_names.setdefault(id(p), (weakref.ref(p), n))
 
-    def _param_hints(self, inputs, info):
+    def _param_hints(self, inputs, info, facts):
+        """Module paths for the static inputs new to the trace (a Fact in
+        facts; a name there is the input's already), by input index."""
         hints = {}
-        for idx in info.static:
-            if idx < len(inputs):
+        static = info.static
+        for idx in _fact_positions(facts):
+            if idx in static and idx < len(inputs):
                 v = inputs[idx]
                 got = self._param_names.get(id(v))
                 if got is not None and got[0]() is v:
@@ -3737,11 +3814,13 @@ class _Probe:
     alive while its object is, or, once the object is gone (autograd unpacks
     saved tensors into other objects), while its storage is."""
 
-    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact")
+    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact", "rule", "rule_of")
 
     def __init__(self, wr, sref, tls=None):
         self.wr, self.sref, self.tree_ref = wr, sref, None
         self.tls = tls
+        # _refcount_rule(tree_ref), and the tree_ref it was read from
+        self.rule = self.rule_of = None
         self.fact = None  # the recorder's _fact, for base()
 
     def read_values(self):
@@ -3770,6 +3849,21 @@ class _Probe:
     def alive(self):
         w = self.tree_ref
         if w is not None and w.extra_ref_check is not None:
+            # Alive for sure while something besides the tree's cache holds
+            # the cached output, by the tree's own test (_refcount_rule): the
+            # count here is one more, for o, and with USE_COUNT one more
+            # again while c10 holds it too. Otherwise the tree is asked
+            # (torch's Python: a few microseconds at every poll of every
+            # event).
+            if self.rule_of is not w:
+                self.rule, self.rule_of = _refcount_rule(w), w
+            if self.rule:
+                o = self.wr()
+                if o is not None:
+                    n = sys.getrefcount(o)
+                    if n > 4 or (n == 4 and not (self.rule == USE_COUNT and o._use_count() > 1)):
+                        return True
+                o = None
             return not w.expired()
         if self.wr() is not None:
             return True

@@ -119,6 +119,23 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(res["knobs_read_per_call"], [])
         self.assertIn("; short path 19 of 20 calls", lines[-4])
 
+    def test_fake_workload_with_a_new_input_each_call(self):
+        """--fresh: every call passes a new input tensor, which the trace
+        names before the call (a tensor record a call, and its del)."""
+        fake.remove_fake_torch(self.saved)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
+        finally:
+            self.saved = fake.install_fake_torch()
+        self.assertEqual(status, 0)
+        lines = out.getvalue().splitlines()
+        self.assertRegex(lines[-4], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
+        res = json.loads(lines[-1])
+        self.assertEqual((res["workload"], res["fresh"], res["calls_recorded"]), ("fake", True, [20, 20]))
+        # a tensor record, a call, its expect and dels: more than the same input's 317 B a call
+        self.assertGreater(res["trace_bytes_per_call"], 380)
+
     def test_baseline_and_profile(self):
         """--baseline times another cgtrace.py in the same rounds (its trace
         holds every call too); --profile prints where a recorded loop's

@@ -1294,6 +1294,108 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertEqual(cgtrace._refcount_rule(other), cgtrace.NO_RULE)
         self.assertEqual(cgtrace._refcount_rule(StorageWeakRefWrapper(t)), cgtrace.NO_RULE)
 
+    def named_inputs_scenario(self, path):
+        """A loop over new inputs with 40 parameters, through what changes a
+        named input: a parameter's data replaced, a parameter named again
+        (another function's output), a new parameter object,
+        a view of the input kept, the same input twice, an int input, the
+        input dying inside the call, a call that raises. Returns the trace's
+        text."""
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=list(range(1, 41)))
+        g = mgr.add(1)
+        mgr.models[0] = lambda ins: [Tensor([2, 4])]
+        mgr.models[1] = lambda ins: [ins[0]]  # (its warmup returns its input as is)
+        params = [Tensor([4, 4]) for _ in range(40)]
+        kept = []
+        with cgtrace.record(path) as rec:
+            y = x = None
+            for i in range(60):
+                cgt.mark_step_begin()
+                _invocation()
+                if i == 10:
+                    st = Storage(64)
+                    st._users.add(params[7])
+                    params[7]._storage = st  # `p.data = new`: the object keeps, its data moves
+                if i == 15:
+                    out, = mgr._run([params[3]], g)  # a parameter named again, as g's output
+                    out = None
+                if i == 20:
+                    params[30] = Tensor([4, 4])
+                if i != 31:
+                    x = Tensor([2, 4])  # (31: the same input again)
+                if i == 25:
+                    kept.append(Tensor([4], storage=x._storage))
+                ins = [x] + params
+                if i == 35:
+                    ins.append(3)
+                if 40 <= i < 45:
+                    x = None  # the new input dies inside the call
+                if i == 50:
+                    mgr.fail.add(0)
+                if i == 51:
+                    mgr.fail.discard(0)
+                try:
+                    y, = mgr._run(ins, f)
+                except RuntimeError:
+                    pass
+                ins = None
+            del y, x
+        self.assertIsNone(rec.error)
+        with open(path) as fh:
+            return fh.read()
+
+    def test_inputs_named_by_the_last_calls_entries_as_one_by_one(self):
+        """_before_call names a call's inputs by the entries that named the
+        last call's, checked in passes over all of them (Recorder.
+        _by_last_entries), and the rest one by one: the same trace as one
+        by one throughout."""
+        from unittest import mock
+        seen = []
+        real = cgtrace._FACT_OF
+
+        def counted(e):
+            seen.append(e)
+            return real(e)
+
+        with mock.patch.object(cgtrace, "_FACT_OF", counted):
+            by_last = self.named_inputs_scenario(os.path.join(self.dir.name, "last.cgt.jsonl"))
+        self.assertGreater(len(seen), 40 * 40)  # the passes named most calls' parameters
+        remove_fake_torch(self.saved)
+        self.saved = install_fake_torch()
+        MarkStepBox.mark_step_counter = 0
+        with mock.patch.object(cgtrace.Recorder, "_by_last_entries", False):
+            one_by_one = self.named_inputs_scenario(os.path.join(self.dir.name, "one.cgt.jsonl"))
+        strip = lambda t: t.split("\n", 1)[1]  # (the header names its file)
+        self.assertEqual(strip(by_last), strip(one_by_one))
+        self.assertEqual(strip(by_last).count('"op": "param"'), 42)  # 40, the new data, the new object
+
+    def test_probe_judges_a_cached_output_as_the_tree_does(self):
+        """_Probe.alive answers a cached output's liveness from its refcount
+        when that says alive for sure, and asks the tree's wrapper
+        otherwise: the answer is the wrapper's for every count of Python
+        holders, with c10 holding the tensor or not, under either check."""
+        for before in (False, True):
+            for holders in (0, 1, 2, 3):
+                for uses in (1, 2):
+                    with self.subTest(before_211=before, holders=holders, c10_uses=uses):
+                        node = Node(None, None)
+                        node.before_211 = before
+                        node.cache_outputs([Tensor([2])])
+                        out = node.cached_tensor_outputs[0]
+                        w = node.outputs_weakrefs[0]
+                        probe = cgtrace._Probe(weakref.ref(out), StorageWeakRef(out.untyped_storage()))
+                        probe.tree_ref = w
+                        out._c10_uses = uses
+                        keep = [out] * holders
+                        out = None
+                        if uses > 1 and not before and holders == 0:
+                            continue  # (the 2.11 check asserts a Python holder while c10 holds one)
+                        self.assertEqual(probe.alive(), not w.expired())
+                        del keep
+
     def deferred_against_general(self):
         on = os.path.join(self.dir.name, "on.cgt.jsonl")
         off = os.path.join(self.dir.name, "off.cgt.jsonl")
