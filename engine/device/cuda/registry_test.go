@@ -3,7 +3,9 @@ package cuda
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -464,5 +466,109 @@ func TestRegistryBackupsCounted(t *testing.T) {
 	}
 	if v.f.released != 1 {
 		t.Errorf("released %d times, want 1", v.f.released)
+	}
+}
+
+// TestRegistryRandomTimeTravel drives one registry through random
+// sequences of what the engine and the sessions do with clones and
+// snapshots (allocate, write, free, snapshot, restore, clone, and drop
+// either, their cleanups drained at the registry's next call) and checks
+// every live clone's contents against a model after every step: a clone
+// reads what it last wrote or restored, whoever had the GPU in between,
+// and no segment a live state holds is ever freed (the fake driver fails
+// a read of freed memory and a second free).
+func TestRegistryRandomTimeTravel(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		type snap struct {
+			st  *state
+			val map[device.Ptr]byte
+		}
+		type clone struct {
+			v   *view
+			val map[device.Ptr]byte
+		}
+		first := newRegistryView(t)
+		views := []*clone{{first, map[device.Ptr]byte{}}}
+		var snaps []*snap
+		copyVals := func(m map[device.Ptr]byte) map[device.Ptr]byte {
+			c := make(map[device.Ptr]byte, len(m))
+			for k, v := range m {
+				c[k] = v
+			}
+			return c
+		}
+		anySeg := func(m map[device.Ptr]byte) (device.Ptr, bool) {
+			keys := make([]device.Ptr, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			if len(keys) == 0 {
+				return 0, false
+			}
+			slices.Sort(keys)
+			return keys[r.IntN(len(keys))], true
+		}
+		var log []string
+		for step := 0; step < 60; step++ {
+			c := views[r.IntN(len(views))]
+			v := c.v
+			switch op := r.IntN(10); op {
+			case 0, 1:
+				p := v.malloc(int64(64 * (1 + r.IntN(4))))
+				b := byte(1 + r.IntN(250))
+				v.write(p, b)
+				c.val[p] = b
+				log = append(log, fmt.Sprintf("malloc %#x = %d", uint64(p), b))
+			case 2:
+				if p, ok := anySeg(c.val); ok {
+					b := byte(1 + r.IntN(250))
+					v.write(p, b)
+					c.val[p] = b
+					log = append(log, fmt.Sprintf("write %#x = %d", uint64(p), b))
+				}
+			case 3:
+				if p, ok := anySeg(c.val); ok {
+					v.free(p)
+					delete(c.val, p)
+					log = append(log, fmt.Sprintf("free %#x", uint64(p)))
+				}
+			case 4, 5:
+				snaps = append(snaps, &snap{v.snapshot(), copyVals(c.val)})
+				log = append(log, "snapshot")
+			case 6:
+				if len(snaps) > 0 {
+					s := snaps[r.IntN(len(snaps))]
+					v.restore(s.st)
+					c.val = copyVals(s.val)
+					log = append(log, "restore")
+				}
+			case 7:
+				views = append(views, &clone{v.clone(), copyVals(c.val)})
+				log = append(log, "clone")
+			case 8:
+				if len(snaps) > 0 {
+					k := r.IntN(len(snaps))
+					v.r.bury(snaps[k].st)
+					snaps = slices.Delete(snaps, k, k+1)
+					log = append(log, "drop a snapshot")
+				}
+			case 9:
+				if len(views) > 1 {
+					k := r.IntN(len(views))
+					v.r.buryView(views[k].v.st)
+					views = slices.Delete(views, k, k+1)
+					log = append(log, "drop a clone")
+				}
+			}
+			for i, x := range views {
+				for p, want := range x.val {
+					if got := x.v.read(p); got != want {
+						t.Fatalf("seed %d, step %d: clone %d reads %d at %#x, want %d; steps:\n%s",
+							seed, step, i, got, uint64(p), want, strings.Join(log, "\n"))
+					}
+				}
+			}
+		}
 	}
 }
