@@ -471,12 +471,13 @@ func TestRegistryBackupsCounted(t *testing.T) {
 
 // TestRegistryRandomTimeTravel drives one registry through random
 // sequences of what the engine and the sessions do with clones and
-// snapshots (allocate, write, free, snapshot, restore, clone, and drop
-// either, their cleanups drained at the registry's next call) and checks
-// every live clone's contents against a model after every step: a clone
-// reads what it last wrote or restored, whoever had the GPU in between,
-// and no segment a live state holds is ever freed (the fake driver fails
-// a read of freed memory and a second free).
+// snapshots (allocate, write, free, make an executable graph and point its
+// memcpy node elsewhere, snapshot, restore, clone, and drop either, their
+// cleanups drained at the registry's next call) and checks every live
+// clone against a model after every step: it reads what it last wrote or
+// restored, whoever had the GPU in between, its graphs are alive and copy
+// from where it says, and no segment a live state holds is ever freed (the
+// fake driver fails a read of freed memory and a second free).
 func TestRegistryRandomTimeTravel(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -510,10 +511,36 @@ func TestRegistryRandomTimeTravel(t *testing.T) {
 			return keys[r.IntN(len(keys))], true
 		}
 		var log []string
+		h := uint64(0x5000)
 		for step := 0; step < 60; step++ {
 			c := views[r.IntN(len(views))]
 			v := c.v
-			switch op := r.IntN(10); op {
+			switch op := r.IntN(12); op {
+			case 10:
+				// an executable graph whose memcpy node writes one of the
+				// clone's segments from another
+				dst, ok1 := anySeg(c.val)
+				src, ok2 := anySeg(c.val)
+				if ok1 && ok2 {
+					v.use()
+					v.exec(h, dst, src)
+					h += 2
+					log = append(log, fmt.Sprintf("exec %#x: %#x <- %#x", h-1, uint64(dst), uint64(src)))
+				}
+			case 11:
+				// the node pointed at another source (an input's new address)
+				if src, ok := anySeg(c.val); ok && len(v.st.execs) > 0 {
+					es := make([]device.ExecHandle, 0, len(v.st.execs))
+					for e := range v.st.execs {
+						es = append(es, e)
+					}
+					slices.Sort(es)
+					e := es[r.IntN(len(es))]
+					for dst := range v.st.execs[e].src {
+						v.updateCopy(e, dst, src)
+						log = append(log, fmt.Sprintf("copy of %#x: %#x <- %#x", uint64(e), uint64(dst), uint64(src)))
+					}
+				}
 			case 0, 1:
 				p := v.malloc(int64(64 * (1 + r.IntN(4))))
 				b := byte(1 + r.IntN(250))
@@ -566,6 +593,21 @@ func TestRegistryRandomTimeTravel(t *testing.T) {
 					if got := x.v.read(p); got != want {
 						t.Fatalf("seed %d, step %d: clone %d reads %d at %#x, want %d; steps:\n%s",
 							seed, step, i, got, uint64(p), want, strings.Join(log, "\n"))
+					}
+				}
+				// On the GPU, each of the clone's executable graphs is
+				// alive and copies from where the clone says.
+				x.v.use()
+				for e, info := range x.v.st.execs {
+					if slices.Contains(x.v.f.freed, resource{resExec, uint64(e)}) {
+						t.Fatalf("seed %d, step %d: clone %d's executable graph %#x was freed; steps:\n%s",
+							seed, step, i, uint64(e), strings.Join(log, "\n"))
+					}
+					for dst, want := range info.src {
+						if got := x.v.f.nodes[e][dst]; got != want {
+							t.Fatalf("seed %d, step %d: clone %d's graph %#x copies %#x from %#x, want %#x; steps:\n%s",
+								seed, step, i, uint64(e), uint64(dst), uint64(got.src), uint64(want.src), strings.Join(log, "\n"))
+						}
 					}
 				}
 			}
