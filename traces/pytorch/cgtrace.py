@@ -134,6 +134,7 @@ _HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
 # with fields the recorder's own code fills: checked cheaply when made, in
 # full when written (a JSON encoding each as it is made costs a fresh
 # input's call some 10 us).
+_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read", "tensor", "param"))
 _ENTRY_NAME = operator.attrgetter("name")
 _FACT_OF = operator.attrgetter("fact")
 _OBJ_REF_OF = operator.attrgetter("obj_ref")
@@ -149,7 +150,8 @@ def _fact_positions(facts):
     C-level passes (a model's inputs are mostly named parameters)."""
     return list(itertools.compress(range(len(facts)),
                                    map(operator.not_, map(isinstance, facts, itertools.repeat(_NAME_OR_NONE)))))
-_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read", "tensor", "param"))
+
+
 # The settings a trace's config (header or `config` record) may hold, with
 # their types; each mirrors one PyTorch knob (see KNOBS).
 _CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,

@@ -511,6 +511,13 @@ func TestRegistryRandomTimeTravel(t *testing.T) {
 			return keys[r.IntN(len(keys))], true
 		}
 		var log []string
+		// set writes a new byte all over segment p of c, in the model too.
+		set := func(c *clone, p device.Ptr, what string) {
+			b := byte(1 + r.IntN(250))
+			c.v.write(p, b)
+			c.val[p] = b
+			log = append(log, fmt.Sprintf("%s %#x = %d", what, uint64(p), b))
+		}
 		h := uint64(0x5000)
 		for step := 0; step < 60; step++ {
 			c := views[r.IntN(len(views))]
@@ -542,17 +549,10 @@ func TestRegistryRandomTimeTravel(t *testing.T) {
 					}
 				}
 			case 0, 1:
-				p := v.malloc(int64(64 * (1 + r.IntN(4))))
-				b := byte(1 + r.IntN(250))
-				v.write(p, b)
-				c.val[p] = b
-				log = append(log, fmt.Sprintf("malloc %#x = %d", uint64(p), b))
+				set(c, v.malloc(int64(64*(1+r.IntN(4)))), "malloc")
 			case 2:
 				if p, ok := anySeg(c.val); ok {
-					b := byte(1 + r.IntN(250))
-					v.write(p, b)
-					c.val[p] = b
-					log = append(log, fmt.Sprintf("write %#x = %d", uint64(p), b))
+					set(c, p, "write")
 				}
 			case 3:
 				if p, ok := anySeg(c.val); ok {

@@ -95,6 +95,17 @@ class MeasureTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "recording failed: before a call"):
             ro.measure(self.step, lambda: None, iters=2, rounds=1, warm=0, record=Broken)
 
+    def main_with_its_own_fake(self, args):
+        """main(args) with --fake, which installs the stand-in itself (this
+        test's is taken out meanwhile): its status and what it printed."""
+        fake.remove_fake_torch(self.saved)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(args)
+        finally:
+            self.saved = fake.install_fake_torch()
+        return status, out
+
     def test_fake_workload_runs_without_gpu(self):
         """--fake times the recorder against the stand-in: every recorded
         call is in its trace, and the stand-in is gone afterwards."""
@@ -122,12 +133,7 @@ class MeasureTest(unittest.TestCase):
     def test_fake_workload_with_a_new_input_each_call(self):
         """--fresh: every call passes a new input tensor, which the trace
         names before the call (a tensor record a call, and its del)."""
-        fake.remove_fake_torch(self.saved)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()) as out:
-                status = ro.main(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
-        finally:
-            self.saved = fake.install_fake_torch()
+        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
         self.assertEqual(status, 0)
         lines = out.getvalue().splitlines()
         self.assertRegex(lines[-4], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
@@ -162,12 +168,7 @@ class MeasureTest(unittest.TestCase):
         copy of cgtrace.py reading the clock: every mark is still in the
         recorder, the copy records as the recorder does, and the deferred
         calls are counted."""
-        fake.remove_fake_torch(self.saved)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()) as out:
-                status = ro.main(["--fake", "--iters", "30", "--rounds", "2", "--warm", "3", "--json", "--inside"])
-        finally:
-            self.saved = fake.install_fake_torch()
+        status, out = self.main_with_its_own_fake(["--fake", "--iters", "30", "--rounds", "2", "--warm", "3", "--json", "--inside"])
         self.assertEqual(status, 0)
         text = out.getvalue()
         self.assertRegex(text, r"the recorder's own time in place a deferred call: before the tree's call [\d.]+ us, "
