@@ -74,9 +74,15 @@ func TestCheckBoundedMemory(t *testing.T) {
 	runtime.GC()
 	var peak uint64
 	var ms runtime.MemStats
+	// What the checker keeps, sampled every megabyte: the heap's live
+	// bytes after a collection. (The heap in use also counts the garbage
+	// not yet collected, which the collector's pacing lets grow to about
+	// the live heap again: a test on it failed by 0.9 MB on a clean CI
+	// machine, 2026-12-02.)
 	g := &genTrace{size: size, sample: func() {
+		runtime.GC()
 		runtime.ReadMemStats(&ms)
-		peak = max(peak, ms.HeapInuse)
+		peak = max(peak, ms.HeapAlloc)
 	}}
 	ps, n := check(g, "gen")
 	if len(ps) > 0 {
@@ -87,9 +93,9 @@ func TestCheckBoundedMemory(t *testing.T) {
 	}
 	const limit = 32 << 20
 	if peak == 0 || peak > limit {
-		t.Errorf("heap in use peaked at %d bytes reading %d bytes (limit %d)", peak, size, limit)
+		t.Errorf("the live heap peaked at %d bytes reading %d bytes (limit %d)", peak, size, limit)
 	}
-	t.Logf("%d records, %d MB, peak heap in use %.1f MB", n, size>>20, float64(peak)/(1<<20))
+	t.Logf("%d records, %d MB, peak live heap %.1f MB", n, size>>20, float64(peak)/(1<<20))
 }
 
 // BenchmarkReader reads a generated trace of 100k records.
