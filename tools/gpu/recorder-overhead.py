@@ -24,8 +24,10 @@ Prints, per round and as medians:
 plus the trace's bytes per call, the time to write it, and how many calls
 took the recorder's short path for a replay like the last one (all but
 each recording's first, when the steady loop is steady as the recorder
-sees it: the figure to look at when `added` is high). --fresh times the
-same loop with a new input tensor at each call. Needs a CUDA GPU
+sees it: the figure to look at when `added` is high), and the host's
+speed before and after the rounds (sum(range(10**6)) in ms: the figures
+follow it). --fresh times the same loop with a new input tensor at each
+call. Needs a CUDA GPU
 and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
@@ -384,6 +386,24 @@ def report_inside(name, res, out=None):
                             res["rounds"][-1]["deferred"]), file=out)
 
 
+def host_ms(repeat=5):
+    """Milliseconds this host takes for sum(range(10**6)), the best of
+    `repeat`: what the host's speed was, to read the figures by (the same
+    loop's time unrecorded moved from 74 to 136 us within one run)."""
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sum(range(10 ** 6))
+        ms = (time.perf_counter() - t0) * 1e3
+        best = ms if best is None else min(best, ms)
+    return best
+
+
+def report_host(before, after, out=None):
+    out = out or sys.stdout
+    print("host: sum(range(10**6)) in %.1f ms before the rounds, %.1f ms after" % (before, after), file=out)
+
+
 def load_baseline(path):
     """Another cgtrace.py as a module of its own (not `cgtrace`, which stays
     this checkout's)."""
@@ -424,6 +444,7 @@ def main(argv=None):
         p.error("--iters and --rounds must be at least 1, --warm and --profile at least 0")
     baseline = load_baseline(a.baseline).record if a.baseline else None
     clock = time.thread_time if a.cpu_clock else time.perf_counter
+    host_before = host_ms()
     if a.fake:
         step, sync, restore = fake_workload(a.fresh)
         try:
@@ -451,6 +472,9 @@ def main(argv=None):
         if a.profile:
             profile_recorded(step, sync, a.iters, a.profile)
         workload = "mlp3"
+    host_after = host_ms()
+    report_host(host_before, host_after)
+    res = dict(res, host_ms_before=host_before, host_ms_after=host_after)
     if a.json:
         print(json.dumps(dict(res, workload=workload, fresh=a.fresh, dim=a.dim, batch=a.batch,
                               clock="cpu" if a.cpu_clock else "wall")))
