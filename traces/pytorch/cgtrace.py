@@ -3317,7 +3317,7 @@ class Recorder:
                                                        map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
                                                            new_inputs)),
                                     map(operator.eq, ptrs, map(_PTR_OF, cf))))
-                except TypeError:  # (an input that is no tensor: one by one)
+                except Exception:  # (an input that is no tensor, or has no storage: one by one)
                     hits = None
                 cf = ptrs = None
                 if hits is not None:

@@ -69,6 +69,17 @@ class Device:
 STRIDED = object()  # torch.strided
 
 
+class _Layout:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+SPARSE_COO = _Layout("torch.sparse_coo")
+
+
 class CPU:
     type, index = "cpu", None
 
@@ -104,6 +115,8 @@ class Tensor:
         return self._c10_uses
 
     def data_ptr(self):
+        if self.layout is not STRIDED:  # (torch's C method, called unbound or not)
+            raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
         return id(self._storage) + self._offset * self.dtype.size
 
     def element_size(self):
@@ -194,6 +207,16 @@ class Tensor:
 
     def __repr__(self):
         return "tensor(%s)" % self.tolist()
+
+
+
+class NoStorage(Tensor):
+    """A tensor the format cannot hold, whose data pointer torch refuses
+    (a sparse or meta tensor, a subclass without storage)."""
+
+    def __init__(self, shape):
+        super().__init__(shape)
+        self.layout = SPARSE_COO
 
 
 class StorageWeakRef:
@@ -1297,7 +1320,8 @@ class DeferredReplayTest(FakeTorchTest):
     def named_inputs_scenario(self, path):
         """A loop over new inputs with 40 parameters, through what changes a
         named input: a parameter's data replaced, a parameter named again
-        (another function's output), a new parameter object,
+        (another function's output), a new parameter object, a tensor
+        without storage,
         a view of the input kept, the same input twice, an int input, the
         input dying inside the call, a call that raises. Returns the trace's
         text."""
@@ -1310,6 +1334,7 @@ class DeferredReplayTest(FakeTorchTest):
         mgr.models[1] = lambda ins: [ins[0]]  # (its warmup returns its input as is)
         params = [Tensor([4, 4]) for _ in range(40)]
         kept = []
+        nostore = NoStorage([4])
         with cgtrace.record(path) as rec:
             y = x = None
             for i in range(60):
@@ -1331,6 +1356,8 @@ class DeferredReplayTest(FakeTorchTest):
                 ins = [x] + params
                 if i == 35:
                     ins.append(3)
+                if 36 <= i < 39:
+                    ins.append(nostore)  # a tensor without storage, left out
                 if 40 <= i < 45:
                     x = None  # the new input dies inside the call
                 if i == 50:
