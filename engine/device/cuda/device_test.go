@@ -642,10 +642,10 @@ func TestDevicesGiveBackTheirMemory(t *testing.T) {
 // (engine's TestRunStreamMatchesRun read zeros on cuda twice in 45 runs,
 // 2026-12-02, both times on s07-chain-handoff, once known to be at its
 // first expect, a warmup's values on a device just opened, and not with
-// the collector off. 22,956
-// devices dropped in 46 s did not disturb the long-lived one, docs/gpu-runs
-// run 54; the new devices' first kernels are checked since, not yet run
-// on the GPU.) CGTVIZ_DROP_SECONDS sets how long it runs (2 by default).
+// the collector off. 22,956 devices dropped in 46 s did not disturb the
+// long-lived one, docs/gpu-runs run 54; the new devices' first kernels
+// are checked since, not yet run on the GPU.) CGTVIZ_DROP_SECONDS sets
+// how long it runs (2 by default).
 func TestDroppedDevicesWhileAnotherWorks(t *testing.T) {
 	secs := 2.0
 	if s := os.Getenv("CGTVIZ_DROP_SECONDS"); s != "" {
