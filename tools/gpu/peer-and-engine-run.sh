@@ -52,7 +52,9 @@ rpid=$!
 (cd engine && CGTVIZ_DEVICE=cuda timeout 240 ../.bin/engine-cuda.test -test.count=3 \
 	-test.run 'TestScenarios|TestRunStreamMatchesRun|TestCloneSharesNodes|TestStateReusesNodeViews|TestCUDAMatchesSim|TestPeerSuite|TestJournal|TestDispatch|TestDefCache|TestDefByLineKey|TestTableUndo' -test.v) >"$work/engine-cuda.log" 2>&1
 say "engine-cuda x3 (exit $?): $(grep -c '^--- PASS' "$work/engine-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/engine-cuda.log") FAIL"
-grep -- '--- FAIL' "$work/engine-cuda.log" | head | tee -a "$sum"
+# A failure with what the test said before it (which trace, which step):
+# a flaky one is told by its message.
+grep -B 8 -- '--- FAIL' "$work/engine-cuda.log" | grep -v -- '--- PASS\|^=== RUN' | head -40 | cut -c1-200 | tee -a "$sum"
 (cd sessions && timeout 120 ../.bin/sessions-cuda.test -test.run CUDA -test.count=1 -test.v) >"$work/sessions-cuda.log" 2>&1
 say "sessions-cuda (exit $?): $(grep -c '^--- PASS' "$work/sessions-cuda.log") PASS, $(grep -c '^--- FAIL' "$work/sessions-cuda.log") FAIL"
 wait $ppid
