@@ -1469,14 +1469,15 @@ class Session:
                 args[idx] = named[idx]
             if None in args:
                 args = [a for a in args if a is not None]
-        for idx, fact in enumerate(inputs if fs.params is None else ()):
-            if fact is None:
-                continue
-            if isinstance(fact, str):  # the torch side found its name (Recorder._before_call)
-                args.append(fact)
-                continue
-            args.append(named[idx])
-            if fs.params is None:
+        else:
+            # The function's first call: its def's parameters too.
+            for idx, fact in enumerate(inputs):
+                if fact is None:
+                    continue
+                if isinstance(fact, str):
+                    args.append(fact)
+                    continue
+                args.append(named[idx])
                 pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
                 param_list.append(pname)
                 shapes.append(fit_shape(fact.shape))
@@ -3274,41 +3275,16 @@ class Recorder:
                     and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
                     and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
                 return self.session.begin_known_call(fs, memo[3], self._gen.generation)
-            # The steady case: every tensor input is one the trace names by
-            # its object (a parameter, a tensor passed again).
-            args, entries = [], []
-            for v in new_inputs:
-                if isinstance(v, Tensor):
-                    e = known(id(v))
-                    ref = e.fact.obj_ref if e is not None else None
-                    if ref is None or ref() is not v or (e.fact.ptr is not None and v.data_ptr() != e.fact.ptr):
-                        break
-                    args.append(e.name)
-                    entries.append(e)
-                else:
-                    entries = None  # (a memo holds tensors only: ints have no weak references)
-            else:
-                v = e = ref = None  # (no loop variable keeps an input alive through the call)
-                ctx = self.session.begin_known_call(fs, args, self._gen.generation)
-                fs.memo = None
-                if entries:
-                    for e in entries:
-                        e.in_memo = True
-                    fs.memo = (tuple(e.fact.obj_ref for e in entries), tuple(entries),
-                               self.session.epoch, ctx["args"],
-                               tuple(map(Tensor.data_ptr, new_inputs)))
-                e = None
-                return ctx
-            v = e = ref = None
             # Each input the trace names by its object keeps that name; the
             # others get a Fact. By position, first against the entries that
             # named the last call's inputs (fs.last_entries), in C-level
             # passes: a loop over a data loader's batches calls with the
             # same parameters (hundreds, in a real model) and one new input.
             # Then one by one, for every position those did not name.
-            facts = None
+            n = len(new_inputs)
+            facts = ptrs = None
             cand = fs.last_entries if self._by_last_entries else None
-            if cand is not None and len(cand) == len(new_inputs):
+            if cand is not None and len(cand) == n:
                 try:
                     ptrs = list(map(Tensor.data_ptr, new_inputs))
                     cf = list(map(_FACT_OF, cand))
@@ -3318,19 +3294,21 @@ class Recorder:
                                                            new_inputs)),
                                     map(operator.eq, ptrs, map(_PTR_OF, cf))))
                 except Exception:  # (an input that is no tensor, or has no storage: one by one)
-                    hits = None
-                cf = ptrs = None
+                    hits = ptrs = None
+                cf = None
                 if hits is not None:
-                    todo = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
+                    todo = list(itertools.compress(range(n), map(operator.not_, hits)))
                     facts = list(map(_ENTRY_NAME, cand))
                     for i in todo:
                         facts[i] = None
             if facts is None:
-                facts = [None] * len(new_inputs)
-                todo = range(len(new_inputs))
+                facts = [None] * n
+                todo = range(n)
                 cand = None
-            last = list(cand) if cand is not None else [_NO_ENTRY] * len(new_inputs)
+            last = list(cand) if cand is not None else [_NO_ENTRY] * n
             fresh = False
+            tensors = True  # every input is a tensor
+            left_out = False  # a tensor the format cannot hold
             for i in todo:
                 v = new_inputs[i]
                 if isinstance(v, Tensor):
@@ -3342,11 +3320,29 @@ class Recorder:
                     else:
                         facts[i] = self._fact_or_none(v)
                         fresh = fresh or facts[i] is not None
+                        left_out = left_out or facts[i] is None
                         last[i] = _NO_ENTRY
+                else:
+                    tensors = False
             fs.last_entries = last
             # No loop variable keeps the last input alive through the call
             # (that would change what dies in it).
             v = e = ref = None
+            if not fresh and not left_out:
+                # The steady case: every tensor input is one the trace names
+                # by its object (a parameter, a tensor passed again). When
+                # all of them are tensors, they are the memo the next call
+                # compares first.
+                ctx = self.session.begin_known_call(fs, [f for f in facts if f is not None],
+                                                    self._gen.generation)
+                fs.memo = None
+                if tensors and n:
+                    for e in last:
+                        e.in_memo = True
+                    fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"],
+                               tuple(ptrs) if ptrs is not None else tuple(map(Tensor.data_ptr, new_inputs)))
+                    e = None
+                return ctx
             if not fresh:
                 # Every tensor input has its name (one the format cannot hold
                 # was left out): nothing to name, no hints.
@@ -3707,8 +3703,8 @@ class Recorder:
         facts; a name there is the input's already), by input index."""
         hints = {}
         static = info.static
-        for idx in _fact_positions(facts):
-            if idx in static and idx < len(inputs):
+        for idx in _fact_positions(facts):  # (facts is by input position)
+            if idx in static:
                 v = inputs[idx]
                 got = self._param_names.get(id(v))
                 if got is not None and got[0]() is v:
@@ -3816,13 +3812,11 @@ class _Probe:
     alive while its object is, or, once the object is gone (autograd unpacks
     saved tensors into other objects), while its storage is."""
 
-    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact", "rule", "rule_of")
+    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact")
 
     def __init__(self, wr, sref, tls=None):
         self.wr, self.sref, self.tree_ref = wr, sref, None
         self.tls = tls
-        # _refcount_rule(tree_ref), and the tree_ref it was read from
-        self.rule = self.rule_of = None
         self.fact = None  # the recorder's _fact, for base()
 
     def read_values(self):
@@ -3857,13 +3851,12 @@ class _Probe:
             # again while c10 holds it too. Otherwise the tree is asked
             # (torch's Python: a few microseconds at every poll of every
             # event).
-            if self.rule_of is not w:
-                self.rule, self.rule_of = _refcount_rule(w), w
-            if self.rule:
+            rule = _refcount_rule(w)
+            if rule:
                 o = self.wr()
                 if o is not None:
                     n = sys.getrefcount(o)
-                    if n > 4 or (n == 4 and not (self.rule == USE_COUNT and o._use_count() > 1)):
+                    if n > 4 or (n == 4 and not (rule == USE_COUNT and o._use_count() > 1)):
                         return True
                 o = None
             return not w.expired()
