@@ -138,7 +138,9 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 			n.CopySrc[i] = src
 		}
 	}
-	if err := dev.LaunchGraph(n.Exec, device.SideStream); err != nil {
+	// On the default stream, as CUDAGraph.replay() runs on the current
+	// one: after the inputs' writers and before their readers (streams.go).
+	if err := dev.LaunchGraph(n.Exec, device.DefaultStream); err != nil {
 		return nil, "", fmt.Errorf("replay #%d: %w", n.ID, err)
 	}
 	// From here on nothing can fail: the replay happened.

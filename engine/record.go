@@ -54,14 +54,17 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	var buf [128]byte
 	what := text{buf[:0]}.s("call ").s(c.f.Name).s(": warmup ").i(w.ID).String()
 	a.SetContext(c.rec.Line, what)
-	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+	if err := m.enterTreeStream(); err != nil {
 		return nil, "", err
+	}
+	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
+		return nil, "", m.leaveTreeStream(err)
 	}
 	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (warmup)"})
 	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
 		err = endErr
 	}
-	if err != nil {
+	if err = m.leaveTreeStream(err); err != nil {
 		return nil, "", err
 	}
 	if len(outs) > 0 { // nil without outputs, as the appends left them
@@ -198,6 +201,18 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if err := a.EmptyCache(); err != nil {
 		return nil, "", err
 	}
+	// The capture stream waits for the default stream before the capture
+	// and is waited for after the first replay (streams.go); a failure
+	// between leaves through the deferred wait, after the capture's end.
+	if err := m.enterTreeStream(); err != nil {
+		return nil, "", fmt.Errorf("record #%d: %w", id, err)
+	}
+	onTreeStream := true
+	defer func() {
+		if onTreeStream {
+			_ = m.leaveTreeStream(nil) // (the record's own error is the one to tell)
+		}
+	}()
 	if err := dev.BeginCapture(device.SideStream); err != nil {
 		return nil, "", fmt.Errorf("record #%d: begin capture: %w", id, err)
 	}
@@ -341,6 +356,10 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	// The capture ran nothing: one replay makes the first outputs.
 	if err := dev.LaunchGraph(exec, device.SideStream); err != nil {
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
+	}
+	onTreeStream = false
+	if err := m.leaveTreeStream(nil); err != nil {
+		return nil, "", fmt.Errorf("record #%d: %w", id, err)
 	}
 	m.nodes = append(m.nodes, n)
 	if parent == nil {

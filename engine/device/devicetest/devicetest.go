@@ -621,6 +621,8 @@ func testHotPathAllocs(t *testing.T, open Open) {
 			t.Errorf("Launch %s: %v allocations per launch", l.K, n)
 		}
 	}
+	// The side stream's work below comes after the default stream's.
+	wantOK(t, "WaitStream", d.WaitStream(device.SideStream, device.DefaultStream))
 	if n := testing.AllocsPerRun(100, func() {
 		if err := d.CopyDtoD(device.SideStream, p, q, 1024); err != nil {
 			t.Fatal(err)

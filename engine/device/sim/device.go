@@ -89,6 +89,9 @@ type Device struct {
 	nextExec  device.ExecHandle
 
 	capture [numStreams]capture
+	// order is what each stream touched that the other has not waited
+	// for (order.go).
+	order streamOrder
 
 	faults []pending
 	calls  [numFaultOps]int
@@ -164,6 +167,7 @@ func (d *Device) Synchronize() error {
 			return fmt.Errorf("sim: synchronize: stream %d is capturing", s)
 		}
 	}
+	d.order.fence()
 	return nil
 }
 
@@ -183,5 +187,6 @@ func (d *Device) Close() error {
 	d.used = 0
 	d.graphs, d.execs = newTable[graph](), newTable[exec]()
 	d.capture = [numStreams]capture{}
+	d.order.fence()
 	return nil
 }

@@ -5,10 +5,12 @@
 // runs kernels with the CPU reference code of traces/ops, records
 // captured streams as chains of graph nodes that replay on the same
 // addresses, injects faults on request for reliability tests, and saves and
-// restores its whole state cheaply (copy-on-write per segment), and for
+// restores its whole state cheaply (copy-on-write per segment), refuses
+// work on one stream that races with the other's (order.go: the GPU would
+// run them in either order, where the simulation runs each at once), and for
 // the engine's rollback of one record journals the writes made under a
 // mark instead (journal.go: a record pays for what it overwrites, not for
 // what the segments hold). Its files read side by side with the CUDA
 // device's: device.go, memory.go, launch.go, graph.go, snapshot.go and
-// clone.go, plus fault.go and journal.go.
+// clone.go, plus fault.go, journal.go and order.go.
 package sim

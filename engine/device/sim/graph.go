@@ -152,8 +152,13 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 	}
 	var p plan
 	for i := range ex.nodes {
-		if err := d.planNode(&ex.nodes[i], &p); err != nil {
-			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, ex.nodes[i].name(), err)
+		n := &ex.nodes[i]
+		if err := d.planNode(n, &p); err != nil {
+			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
+		}
+		reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
+		if err := d.check(s, n.opName(), reads[:], writes[:]); err != nil {
+			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
 		}
 	}
 	// Every range is valid and no node allocates or frees, so the second
@@ -164,6 +169,8 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 		if err := d.planNode(n, &p); err != nil {
 			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
 		}
+		reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
+		d.note(s, n.opName(), reads[:], writes[:])
 		if n.kind == memcpyNode {
 			copy(d.writable(p.out), d.readable(p.a))
 			continue
@@ -173,6 +180,15 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 		}
 	}
 	return nil
+}
+
+// opName is what a stream-order error calls the node's access (the graph
+// and the node are said around it).
+func (n *node) opName() string {
+	if n.kind == memcpyNode {
+		return "copy"
+	}
+	return n.l.K.String()
 }
 
 func (n *node) kindName() string {

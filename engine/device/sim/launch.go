@@ -9,7 +9,7 @@ import (
 )
 
 // This file runs kernel launches: the checks of every operand, the CPU
-// reference kernels, and the (empty) ordering of streams.
+// reference kernels, and the ordering of streams (checked in order.go).
 
 // no input) without touching memory.
 func (d *Device) plan(l *device.Launch, p *plan) error {
@@ -143,14 +143,19 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		c.nodes = append(c.nodes, node{kind: kernelNode, l: *l})
 		return nil
 	}
+	reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
+	if err := d.touch(s, l.K.String(), reads[:], writes[:]); err != nil {
+		return fmt.Errorf("sim: launch %s: %w", l.K, err)
+	}
 	if err := d.run(l, &p); err != nil {
 		return fmt.Errorf("sim: launch %s: %w", l.K, err)
 	}
 	return nil
 }
 
-// WaitStream checks both streams. The simulated device runs every launch
-// when it is made, so there is nothing to wait for.
+// WaitStream orders the work queued on other so far before everything s
+// does next. The simulated device runs every launch when it is made, so
+// there is nothing to wait for, but the order is checked (order.go).
 func (d *Device) WaitStream(s, other device.Stream) error {
 	if err := d.alive(); err != nil {
 		return err
@@ -160,6 +165,9 @@ func (d *Device) WaitStream(s, other device.Stream) error {
 	}
 	if err := checkStream(other); err != nil {
 		return fmt.Errorf("sim: wait_stream: %w", err)
+	}
+	if s != other {
+		d.order.waited(other)
 	}
 	return nil
 }

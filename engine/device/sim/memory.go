@@ -206,6 +206,7 @@ func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {
 	if err != nil {
 		return fmt.Errorf("sim: copy HtoD: %w", err)
 	}
+	d.order.fence() // (the CUDA device's host copies wait for both streams)
 	copy(d.writable(sp), src)
 	return nil
 }
@@ -223,6 +224,7 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 	if err != nil {
 		return fmt.Errorf("sim: copy DtoH: %w", err)
 	}
+	d.order.fence() // (the CUDA device's host copies wait for both streams)
 	if sp.seg >= 0 && d.segs[sp.seg].data == nil {
 		clear(dst) // untouched: zeros, without giving the segment memory
 		return nil
@@ -251,6 +253,10 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 	if c := &d.capture[s]; c.active {
 		c.nodes = append(c.nodes, nd)
 		return nil
+	}
+	reads, writes := [1]span{p.a}, [1]span{p.out}
+	if err := d.touch(s, "copy", reads[:], writes[:]); err != nil {
+		return fmt.Errorf("sim: copy DtoD: %w", err)
 	}
 	copy(d.writable(p.out), d.readable(p.a))
 	return nil

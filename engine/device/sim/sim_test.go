@@ -723,6 +723,9 @@ func TestSnapshotRestore(t *testing.T) {
 	if _, err := d.EndCapture(0); err != nil {
 		t.Fatal(err)
 	}
+	if err := d.WaitStream(1, 0); err != nil { // (the script's add wrote q on stream 0)
+		t.Fatal(err)
+	}
 	if err := d.LaunchGraph(sc.e, 1); err != nil {
 		t.Fatal(err)
 	}

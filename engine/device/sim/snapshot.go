@@ -99,8 +99,11 @@ func (d *Device) Restore(snap any) error {
 }
 
 // restoreMeta puts back what a snapshot holds but the segments, and the
-// graph tables when tables is true (a mark's undo has put them back).
+// graph tables when tables is true (a mark's undo has put them back),
+// and orders both streams' work before all later work.
 func (d *Device) restoreMeta(s *snapshot, tables bool) {
+	// (The CUDA device's restore copies between fences of both streams.)
+	d.order.fence()
 	d.last = -1
 	d.used = s.used
 	d.next = s.next
