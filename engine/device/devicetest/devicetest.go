@@ -594,6 +594,30 @@ func testOrdering(t *testing.T, open Open) {
 			compare(t, fmt.Sprintf("after %d adds on stream %d", 8*(it+1), s), ops.Add, download(t, d, a, n), constant(n, float32(8*(it+1))))
 		}
 	})
+	// What the engine does between the tree's stream and the default one
+	// (engine/streams.go): work on one stream that reads or overwrites the
+	// other's results only after a WaitStream, no host copy between.
+	t.Run("wait orders the streams", func(t *testing.T) {
+		const n = 1600000
+		a, b := put(t, d, make([]float32, n)), Alloc(t, d, n)
+		for it := range 4 {
+			s := device.Stream(it % 2)
+			for range 8 {
+				launch(t, d, s, device.Launch{K: ops.Add, Out: a, A: a, BKind: ops.BScalar, Scalar: 1, N: n})
+			}
+			// Read after write: b = a, on the other stream, once it waits.
+			wantOK(t, "WaitStream", d.WaitStream(1-s, s))
+			wantOK(t, "CopyDtoD", d.CopyDtoD(1-s, b, a, n))
+			// Write after read: a is filled on s once s waits for the copy.
+			wantOK(t, "WaitStream", d.WaitStream(s, 1-s))
+			launch(t, d, s, device.Launch{K: ops.Fill, Out: a, Scalar: 0, N: n})
+			compare(t, fmt.Sprintf("iteration %d: b copied on stream %d after 8 adds on stream %d", it, 1-s, s), ops.Copy, download(t, d, b, n), constant(n, 8))
+			compare(t, fmt.Sprintf("iteration %d: a filled after the copy", it), ops.Fill, download(t, d, a, n), constant(n, 0))
+			if t.Failed() {
+				return
+			}
+		}
+	})
 }
 
 // testHotPathAllocs: kernel launches, copies and graph launches, through
