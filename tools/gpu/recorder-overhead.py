@@ -159,6 +159,12 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         # The median call's microseconds, by round, and their medians.
         "call_off": med_off, "call_on": med_on, "call_added": call_added,
         "call_added_median": statistics.median(call_added),
+        # What recording adds as a share of the unrecorded call, by round:
+        # a figure that does not move with the host's speed as the
+        # microseconds do (the same loop took 78 us a call where issue 13
+        # was measured, 101 to 125 us on the H200s of later runs).
+        "added_share_median": statistics.median(d / o for d, o in zip(added, off)),
+        "added_with_exit_share_median": statistics.median(w / o for w, o in zip(with_exit, off)),
     }
     if baseline is not None:
         base_added = [b - a for a, b in zip(off, base)]
@@ -199,6 +205,11 @@ def profile_recorded(step, sync, iters, top, record=None, out=None):
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
 
 
+# Issue 13 item 5: at most GOAL_US added to a call of this loop, which took
+# ISSUE_CALL_US a call unrecorded on the H200 where the issue measured it.
+GOAL_US, ISSUE_CALL_US = 10.0, 78.0
+
+
 def report(name, res, out=None):
     out = out or sys.stdout  # looked up now: a redirected stdout is honoured
     for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
@@ -218,6 +229,10 @@ def report(name, res, out=None):
              res["call_added_median"],
              "; baseline recorder added %.1f us" % res["call_base_added_median"] if "base" in res else ""),
           file=out)
+    print("%s: added as a share of the unrecorded call: %.1f%%, with the exit's writing %.1f%% (medians of the "
+          "rounds; issue 13's goal, %g us on the %g us call it measured: %.1f%%)"
+          % (name, 100 * res["added_share_median"], 100 * res["added_with_exit_share_median"],
+             GOAL_US, ISSUE_CALL_US, 100 * GOAL_US / ISSUE_CALL_US), file=out)
     if res.get("knobs_read_per_call"):
         print("%s: knobs read through the config module at every call: %s"
               % (name, ", ".join(res["knobs_read_per_call"])), file=out)
