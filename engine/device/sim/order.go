@@ -14,8 +14,8 @@ import (
 // either order unless one waits for the other, and such an engine reads
 // whatever was there before (engine's TestRunStreamMatchesRun read zeros
 // on the H200 twice in 87 runs for want of one: a warmup's output copied
-// out of the pool on the default stream while the side stream was still
-// writing it). Here the race is an error, every time.
+// out of the pool on the default stream while the side stream could still
+// be writing it). Here the race is an error, every time.
 //
 // Each stream keeps the memory it touched since the other stream last
 // waited for it (pending). An access on stream s to memory that the other
@@ -26,8 +26,9 @@ import (
 // streams); Restore and Undo replace the contents the accesses were to.
 
 // StreamOrderError is a launch or copy on one stream that touches memory
-// the other stream touched without either waiting for the other: on a GPU
-// the two may run in either order.
+// the other stream touched (one of the two writing) with no wait of the
+// first stream for the other since: on a GPU the two may run in either
+// order.
 type StreamOrderError struct {
 	Stream device.Stream // the stream of the access that found the race
 	Op     string        // what it ran: a kernel's name, "copy"
@@ -45,8 +46,8 @@ func (e *StreamOrderError) Error() string {
 		}
 		return "reads"
 	}
-	return fmt.Sprintf("stream order: %s on stream %d %s 0x%x, which %s on stream %d %s, and neither stream waited for the other (WaitStream): on a GPU the two may run in either order",
-		e.Op, e.Stream, verb(e.Write), uint64(e.Addr), e.Other, 1-e.Stream, verb(e.OtherWrite))
+	return fmt.Sprintf("stream order: %s on stream %d %s 0x%x, which %s on stream %d %s, and stream %d has not waited for stream %d since (WaitStream): on a GPU the two may run in either order",
+		e.Op, e.Stream, verb(e.Write), uint64(e.Addr), e.Other, 1-e.Stream, verb(e.OtherWrite), e.Stream, 1-e.Stream)
 }
 
 // ErrStreamOrder is what every *StreamOrderError matches with errors.Is.
