@@ -12,9 +12,11 @@ import (
 // the pool, replays: CUDAGraph.replay() runs on the current stream) runs
 // on the default stream. _use_cuda_memory_pool_manager makes the tree's
 // stream wait for the current one before a warmup and the current one
-// wait for the tree's after it, and torch.cuda.graph does the same around
-// a capture. Without these, a GPU runs the two streams' work in either
-// order: the simulated device checks it (device/sim/order.go).
+// wait for the tree's after it (and the warmup synchronizes after that);
+// record_function synchronizes the device before and after a recording,
+// which these waits stand for here: they order the same work without
+// stopping the host. Without them a GPU runs the two streams' work in
+// either order: the simulated device checks it (device/sim/order.go).
 
 // enterTreeStream makes the tree's stream wait for the default stream's
 // work (stream.wait_stream(torch.cuda.current_stream())).
