@@ -201,18 +201,6 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if err := a.EmptyCache(); err != nil {
 		return nil, "", err
 	}
-	// The capture stream waits for the default stream before the capture
-	// and is waited for after the first replay (streams.go); a failure
-	// between leaves through the deferred wait, after the capture's end.
-	if err := m.enterTreeStream(); err != nil {
-		return nil, "", fmt.Errorf("record #%d: %w", id, err)
-	}
-	onTreeStream := true
-	defer func() {
-		if onTreeStream {
-			_ = m.leaveTreeStream(nil) // (the record's own error is the one to tell)
-		}
-	}()
 	if err := dev.BeginCapture(device.SideStream); err != nil {
 		return nil, "", fmt.Errorf("record #%d: begin capture: %w", id, err)
 	}
@@ -353,13 +341,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	if kn, err := dev.GraphNodes(g); err == nil {
 		n.Kernels = kn
 	}
-	// The capture ran nothing: one replay makes the first outputs.
-	if err := dev.LaunchGraph(exec, device.SideStream); err != nil {
+	// The capture ran nothing: one replay makes the first outputs, on the
+	// default stream as every replay (streams.go), so the tree's stream,
+	// which only captured, needs no wait either way.
+	if err := dev.LaunchGraph(exec, device.DefaultStream); err != nil {
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
-	}
-	onTreeStream = false
-	if err := m.leaveTreeStream(nil); err != nil {
-		return nil, "", fmt.Errorf("record #%d: %w", id, err)
 	}
 	m.nodes = append(m.nodes, n)
 	if parent == nil {

@@ -7,16 +7,15 @@ import (
 )
 
 // This file orders the device's two streams as CUDAGraph Trees does. The
-// tree warms up and records on its own stream (the manager's self.stream,
+// tree warms up and captures on its own stream (the manager's self.stream,
 // device.SideStream here) and everything else (eager calls, copies out of
-// the pool, replays: CUDAGraph.replay() runs on the current stream) runs
-// on the default stream. _use_cuda_memory_pool_manager makes the tree's
-// stream wait for the current one before a warmup and the current one
-// wait for the tree's after it (and the warmup synchronizes after that);
-// record_function synchronizes the device before and after a recording,
-// which these waits stand for here: they order the same work without
-// stopping the host. Without them a GPU runs the two streams' work in
-// either order: the simulated device checks it (device/sim/order.go).
+// the pool, replays, a recording's first one too: CUDAGraph.replay() runs
+// on the current stream) runs on the default stream. A capture runs
+// nothing, so only a warmup needs waits: _use_cuda_memory_pool_manager
+// makes the tree's stream wait for the current one before it and the
+// current one wait for the tree's after it (and the warmup synchronizes
+// after that). Without them a GPU runs the two streams' work in either
+// order: the simulated device checks it (device/sim/order.go).
 
 // enterTreeStream makes the tree's stream wait for the default stream's
 // work (stream.wait_stream(torch.cuda.current_stream())).

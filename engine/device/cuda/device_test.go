@@ -733,7 +733,6 @@ func TestDevicesOpenedAsTheLastGoes(t *testing.T) {
 				t.Fatalf("iteration %d: Close: %v", i, err)
 			}
 		}
-		d = nil
 		if i%7 == 0 {
 			runtime.GC() // (this device's cleanup maybe before the next opens)
 		}

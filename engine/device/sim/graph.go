@@ -156,8 +156,7 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 		if err := d.planNode(n, &p); err != nil {
 			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
 		}
-		reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
-		if err := d.check(s, n.opName(), reads[:], writes[:]); err != nil {
+		if err := d.check(s, n.opName(), &p); err != nil {
 			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
 		}
 	}
@@ -169,8 +168,7 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 		if err := d.planNode(n, &p); err != nil {
 			return fmt.Errorf("sim: launch_graph exec %d: node %d (%s): %w", e, i, n.name(), err)
 		}
-		reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
-		d.note(s, n.opName(), reads[:], writes[:])
+		d.note(s, n.opName(), &p)
 		if n.kind == memcpyNode {
 			copy(d.writable(p.out), d.readable(p.a))
 			continue

@@ -143,8 +143,7 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		c.nodes = append(c.nodes, node{kind: kernelNode, l: *l})
 		return nil
 	}
-	reads, writes := [2]span{p.a, p.b}, [1]span{p.out}
-	if err := d.touch(s, l.K.String(), reads[:], writes[:]); err != nil {
+	if err := d.touch(s, l.K.String(), &p); err != nil {
 		return fmt.Errorf("sim: launch %s: %w", l.K, err)
 	}
 	if err := d.run(l, &p); err != nil {

@@ -254,8 +254,7 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 		c.nodes = append(c.nodes, nd)
 		return nil
 	}
-	reads, writes := [1]span{p.a}, [1]span{p.out}
-	if err := d.touch(s, "copy", reads[:], writes[:]); err != nil {
+	if err := d.touch(s, "copy", &p); err != nil {
 		return fmt.Errorf("sim: copy DtoD: %w", err)
 	}
 	copy(d.writable(p.out), d.readable(p.a))

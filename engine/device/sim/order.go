@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,47 +78,42 @@ type streamOrder struct {
 	limit [numStreams]int
 }
 
-// touch checks the accesses of one operation on s (check), then adds them
-// to s's pending ones (note). reads and writes are spans of d; noSpan
-// entries touch nothing.
-func (d *Device) touch(s device.Stream, op string, reads, writes []span) error {
-	if err := d.check(s, op, reads, writes); err != nil {
+// touch checks what a planned operation on s accesses (check), then adds
+// it to s's pending accesses (note): a plan writes p.out and reads p.a and
+// p.b (noSpan entries touch nothing).
+func (d *Device) touch(s device.Stream, op string, p *plan) error {
+	if err := d.check(s, op, p); err != nil {
 		return err
 	}
-	d.note(s, op, reads, writes)
+	d.note(s, op, p)
 	return nil
 }
 
 // check is touch's test against the other stream's pending accesses.
-func (d *Device) check(s device.Stream, op string, reads, writes []span) error {
+func (d *Device) check(s device.Stream, op string, p *plan) error {
 	other := d.order.pending[1-s]
 	if len(other) == 0 {
 		return nil
 	}
-	for _, w := range writes {
-		if err := d.race(s, op, w, true, other); err != nil {
-			return err
-		}
+	if err := d.race(s, op, p.out, true, other); err != nil {
+		return err
 	}
-	for _, r := range reads {
-		if err := d.race(s, op, r, false, other); err != nil {
-			return err
-		}
+	if err := d.race(s, op, p.a, false, other); err != nil {
+		return err
 	}
-	return nil
+	return d.race(s, op, p.b, false, other)
 }
 
 // note is touch's record of the accesses as s's pending ones.
-func (d *Device) note(s device.Stream, op string, reads, writes []span) {
-	for _, w := range writes {
-		if w.seg >= 0 {
-			d.order.add(s, d.accessOf(w, true, op))
-		}
-	}
-	for _, r := range reads {
-		if r.seg >= 0 {
-			d.order.add(s, d.accessOf(r, false, op))
-		}
+func (d *Device) note(s device.Stream, op string, p *plan) {
+	d.noteSpan(s, op, p.out, true)
+	d.noteSpan(s, op, p.a, false)
+	d.noteSpan(s, op, p.b, false)
+}
+
+func (d *Device) noteSpan(s device.Stream, op string, sp span, write bool) {
+	if sp.seg >= 0 {
+		d.order.add(s, d.accessOf(sp, write, op))
 	}
 }
 
@@ -167,19 +163,8 @@ func (o *streamOrder) add(s device.Stream, a access) {
 // writes); a merged range keeps the first op's name.
 func compact(p []access) []access {
 	slices.SortFunc(p, func(x, y access) int {
-		switch {
-		case x.write != y.write:
-			if x.write {
-				return -1
-			}
-			return 1
-		case x.lo != y.lo:
-			if x.lo < y.lo {
-				return -1
-			}
-			return 1
-		}
-		return 0
+		// writes first, then by address
+		return cmp.Or(-cmp.Compare(b2i(x.write), b2i(y.write)), cmp.Compare(x.lo, y.lo))
 	})
 	out := p[:0]
 	for _, a := range p {
@@ -203,4 +188,11 @@ func (o *streamOrder) fence() {
 	for s := range o.pending {
 		o.pending[s], o.limit[s] = o.pending[s][:0], 0
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
