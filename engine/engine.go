@@ -32,9 +32,11 @@ type Options struct {
 	AllocOptions alloc.Options
 	// Handoff says what a new generation does to a live output of the
 	// ending path that the incoming call takes as input (README,
-	// "Deviations"): HandoffPreserve (the default) moves it out of the
+	// "Deviations"): HandoffPreserve (the zero value) moves it out of the
 	// pool first, as PyTorch's fix after 2.11 does; HandoffRaise frees it,
-	// as PyTorch 2.11 does, and the call raises the overwritten error.
+	// as PyTorch 2.11 does, and the call raises the overwritten error;
+	// HandoffByVersion takes the rule of the PyTorch that recorded the
+	// trace (handoff_rule.go), what the command line does by default.
 	Handoff Handoff
 	// RecompileLimit is Dynamo's recompile_limit: compiled graphs one code
 	// object may hold; a call that needs another runs without compiling,
@@ -65,21 +67,26 @@ const (
 
 // String names the rule as the command line spells it.
 func (h Handoff) String() string {
-	if h == HandoffRaise {
+	switch h {
+	case HandoffRaise:
 		return "raise"
+	case HandoffByVersion:
+		return "version"
 	}
 	return "preserve"
 }
 
-// ParseHandoff reads "preserve" or "raise".
+// ParseHandoff reads "preserve", "raise" or "version".
 func ParseHandoff(s string) (Handoff, error) {
 	switch s {
 	case "preserve", "":
 		return HandoffPreserve, nil
 	case "raise":
 		return HandoffRaise, nil
+	case "version":
+		return HandoffByVersion, nil
 	}
-	return 0, fmt.Errorf("unknown handoff rule %q (want preserve or raise)", s)
+	return 0, fmt.Errorf("unknown handoff rule %q (want preserve, raise or version)", s)
 }
 
 // Engine runs trace records against CUDAGraph Trees: one tree manager, one
@@ -172,7 +179,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: opts.Handoff, defs: map[string]*defn{}, tt: newTensorTable(),
+	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: resolveHandoff(opts.Handoff, h), defs: map[string]*defn{}, tt: newTensorTable(),
 		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
 	if e.file == "" {
 		e.file = "trace"

@@ -81,3 +81,52 @@ func TestLoadBadHandoff(t *testing.T) {
 		t.Errorf("Load: %v", err)
 	}
 }
+
+// TestHandoffByVersionSession: a session asked for the recording PyTorch's
+// rule runs s07 recorded on 2.11 as --handoff raise does, says raise, and a
+// saved session keeps "version" (so a trace re-recorded on another PyTorch
+// gets that one's rule when it reopens).
+func TestHandoffByVersionSession(t *testing.T) {
+	data, err := os.ReadFile("../examples/s07-chain-handoff.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "s07-211.cgt.jsonl")
+	data = []byte(strings.Replace(string(data), `"meta": {`, `"meta": {"torch": "2.11.0+cu130", `, 1))
+	if err := os.WriteFile(trace, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, trace, Options{Handoff: engine.HandoffByVersion})
+	defer s.Close()
+	if s.Handoff() != engine.HandoffRaise {
+		t.Errorf("Handoff() = %v, want raise", s.Handoff())
+	}
+	for {
+		if _, ok := s.Step(); !ok {
+			break
+		}
+	}
+	if st := s.StepAt(4); st == nil || !strings.Contains(st.ErrText(), "overwritten") {
+		t.Fatalf("record 4 under 2.11's rule: %+v", st)
+	}
+	path := filepath.Join(dir, "s.json")
+	if err := s.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(saved), `"handoff": "version"`) && !strings.Contains(string(saved), `"handoff":"version"`) {
+		t.Errorf("saved session lacks handoff version:\n%s", saved)
+	}
+	l, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Handoff() != engine.HandoffRaise {
+		t.Errorf("loaded: Handoff() = %v, want raise", l.Handoff())
+	}
+}

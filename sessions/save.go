@@ -38,7 +38,7 @@ type file struct {
 	TraceSize   *int64         `json:"trace_size,omitempty"`
 	TraceSHA256 string         `json:"trace_sha256,omitempty"`
 	Position    int            `json:"position"`
-	Handoff     string         `json:"handoff,omitempty"` // "raise"; absent: "preserve"
+	Handoff     string         `json:"handoff,omitempty"` // "raise" or "version"; absent: "preserve"
 	Breakpoints []fileBreak    `json:"breakpoints,omitempty"`
 	Bookmarks   []fileBookmark `json:"bookmarks,omitempty"`
 }

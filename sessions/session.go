@@ -212,8 +212,15 @@ func (s *Session) Records() Records { return s.src }
 // Header returns the trace's header.
 func (s *Session) Header() traces.Header { return s.src.Header() }
 
-// Handoff returns the engine's handoff rule.
-func (s *Session) Handoff() engine.Handoff { return s.opts.Handoff }
+// Handoff returns the engine's handoff rule: Options.Handoff, with
+// engine.HandoffByVersion resolved from the trace's header.
+func (s *Session) Handoff() engine.Handoff {
+	if s.opts.Handoff == engine.HandoffByVersion {
+		rule, _ := engine.HandoffFor(s.src.Header())
+		return rule
+	}
+	return s.opts.Handoff
+}
 
 // Source returns where the trace came from (Options.Source).
 func (s *Session) Source() string { return s.opts.Source }

@@ -26,7 +26,7 @@ type Header struct {
 	Name    string // "name"
 	Devices int    // "devices", at least 1
 	Config  Config
-	// Meta is the free-form "meta" object, kept as raw JSON (never interpreted).
+	// Meta is the free-form "meta" object, kept as raw JSON; only its "torch" version is read (engine.HandoffFor).
 	Meta []byte
 }
 

@@ -81,7 +81,7 @@ func runComplete(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 // flagValues are the values a flag takes, where they are few.
 var flagValues = map[string][]string{
-	"handoff": {"preserve", "raise"},
+	"handoff": {"preserve", "raise", "version"},
 	"device":  {"sim", "cuda", "auto"},
 	"run-on":  {"sim", "cuda", "auto"},
 	"format":  {"dot", "svg"},

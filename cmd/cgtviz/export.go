@@ -18,7 +18,7 @@ import (
 
 // The export command's line in the command table.
 const (
-	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] [--handoff preserve|raise] -o FILE"
+	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] [--handoff preserve|raise|version] -o FILE"
 	exportSummary = "write the tree, or one node's CUDA graph, as Graphviz DOT or SVG"
 )
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,19 @@ func writeTraces(t *testing.T) string {
 
 func TestRun(t *testing.T) {
 	dir := writeTraces(t)
+	// s07v is examples/s07 as recorded on torch version v.
+	s07v := func(v string) string {
+		data, err := os.ReadFile("../../examples/s07-chain-handoff.cgt.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = bytes.Replace(data, []byte(`"meta": {`), []byte(`"meta": {"torch": "`+v+`", `), 1)
+		p := filepath.Join(dir, fmt.Sprintf("s07-%x.cgt.jsonl", v))
+		if err := os.WriteFile(p, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	clean, bad := filepath.Join(dir, "clean.cgt.jsonl"), filepath.Join(dir, "bad.cgt.jsonl")
 	const s07 = "../../examples/s07-chain-handoff.cgt.jsonl"
 	tests := []struct {
@@ -73,7 +87,18 @@ func TestRun(t *testing.T) {
 		{name: "run handoff raise", args: []string{"run", "--handoff", "raise", s07}, code: 1, contains: "AssertionError: the current path holds warmup -2"},
 		{name: "run handoff raise header", args: []string{"run", "--handoff=raise", s07}, code: 1, contains: "handoff: raise (PyTorch 2.11"},
 		{name: "run handoff preserve", args: []string{"run", "--handoff", "preserve", s07}, code: 0, contains: "expectations: 4 passed, 0 failed"},
-		{name: "run handoff bad", args: []string{"run", "--handoff", "2.11", s07}, code: 2, stderrPart: `unknown handoff rule "2.11" (want preserve or raise)`},
+		{name: "run handoff bad", args: []string{"run", "--handoff", "2.11", s07}, code: 2, stderrPart: `unknown handoff rule "2.11" (want preserve, raise or version)`},
+		// By default the rule is the recording PyTorch's (issue 33 item 4):
+		// s07 recorded on 2.11 raises as --handoff raise does; on 2.14, or
+		// with --handoff preserve, it keeps the output.
+		{name: "run handoff by version 2.11", args: []string{"run", s07v("2.11.0+cu130")}, code: 1, contains: "handoff: raise, the rule of torch 2.11.0+cu130 that recorded the trace"},
+		{name: "run handoff by version 2.11 raises", args: []string{"run", s07v("2.11.0+cu130")}, code: 1, contains: "AssertionError: the current path holds warmup -2"},
+		{name: "run handoff by version 2.12", args: []string{"run", s07v("2.12.1")}, code: 1, contains: "AssertionError: the current path holds warmup -2"},
+		{name: "run handoff by version overridden", args: []string{"run", "--handoff", "preserve", s07v("2.11.0+cu130")}, code: 0, contains: "expectations: 4 passed, 0 failed"},
+		{name: "run handoff by version 2.14", args: []string{"run", s07v("2.14.0")}, code: 0, contains: "handoff: preserve, the rule of torch 2.14.0 that recorded the trace"},
+		{name: "run handoff by version 2.14 keeps", args: []string{"run", s07v("2.14.0")}, code: 0, contains: "expectations: 4 passed, 0 failed"},
+		{name: "run handoff odd version", args: []string{"run", s07v(`2.11\u001b]0;x\u0007`)}, code: 0, contains: "expectations: 4 passed, 0 failed"},
+		{name: "export handoff by version", args: []string{"export", s07v("2.11.0"), "-o", "-"}, code: 0, contains: "its run raised (handoff raise)"},
 		{name: "export handoff raise", args: []string{"export", "--handoff", "raise", s07, "-o", "-"}, code: 0, contains: "its run raised (handoff raise)"},
 		{name: "snapshot handoff bad", args: []string{"snapshot", "--handoff", "x", "-o", "-", s07}, code: 2, stderrPart: "unknown handoff rule"},
 	}
@@ -165,5 +190,18 @@ func TestRunHandoffHint(t *testing.T) {
 		if code != tc.code || strings.Contains(stdout.String(), "--handoff raise to replay 2.11") != tc.hint {
 			t.Errorf("%v: exit %d (want %d), hint shown %v (want %v)\n%s%s", tc.args, code, tc.code, !tc.hint, tc.hint, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// TestRunHandoffSilentWithoutVersion: a trace that names no PyTorch version
+// runs under cgtviz's default rule, and run says nothing of it, as before
+// the rule followed the version.
+func TestRunHandoffSilentWithoutVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"run", "../../examples/s07-chain-handoff.cgt.jsonl"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "handoff:") {
+		t.Errorf("run printed a handoff line for a trace without a version:\n%s", out.String())
 	}
 }

@@ -88,6 +88,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	errOut := bufio.NewWriterSize(stderr, 16<<10)
 	flush := func() error { return errors.Join(out.Flush(), errOut.Flush()) }
 	defer flush()
+	rule, handoffText := resolveHandoffFlag(*handoff, hdr)
 	rep := report.New(name, devs[0].Name())
 	logw := out
 	if *asJSON {
@@ -101,8 +102,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		jsonSteps = rep.JSONSteps(out)
 	} else {
 		fmt.Fprintf(out, "trace: %s (device %s)\n", rep.Trace, rep.Device)
-		if *handoff == engine.HandoffRaise {
-			fmt.Fprintln(out, "handoff: raise (PyTorch 2.11: an output handed to the next call across a generation is freed)")
+		if handoffText != "" {
+			fmt.Fprintln(out, handoffText)
 		}
 	}
 	stopProgress := startProgress(stdout, stderr, "run", in)
@@ -132,7 +133,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// No allocator event log: a run's report never reads it (memory
 	// snapshots do: `cgtviz snapshot`, the TUI), and a big tree fills it
 	// (12 MB at 10,000 nodes).
-	opts := engine.Options{Devices: devs, Check: *check, File: file, Handoff: *handoff,
+	opts := engine.Options{Devices: devs, Check: *check, File: file, Handoff: rule,
 		AllocOptions: alloc.Options{TraceMax: -1}}
 	e, err := runEngine(runCtx, hdr, cr, opts, func(s *engine.Step) bool {
 		hint.see(s)
@@ -197,7 +198,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if hint.applies(*handoff) {
+	if hint.applies(rule) {
 		fmt.Fprintln(logw, handoffHintText)
 	}
 	if err := flush(); err != nil {

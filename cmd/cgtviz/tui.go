@@ -23,7 +23,7 @@ import (
 
 // The TUI's lines in the command table (`cgtviz [TRACE]` and `cgtviz open`).
 const (
-	tuiUsage   = "[-check] [-device sim|cuda|auto] [-follow] [-keyframe-mb N] [-handoff preserve|raise] [-save FILE] [-mouse=false] [TRACE]"
+	tuiUsage   = "[-check] [-device sim|cuda|auto] [-follow] [-keyframe-mb N] [-handoff preserve|raise|version] [-save FILE] [-mouse=false] [TRACE]"
 	tuiSummary = "step through a trace in the terminal debugger (no trace: the demo)"
 )
 
