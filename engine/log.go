@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // LogLine renders an event as a TORCH_LOGS=cudagraphs line, prefixed with
 // the trace location, or "" for events PyTorch does not log (tensor deaths).
@@ -15,7 +18,7 @@ func LogLine(file string, ev Event) string {
 		if ev.Rerecord {
 			for _, f := range ev.Failures {
 				if f.Status == StatusStaticInputIdxMismatch || f.Status == StatusCudagraphManagedIdxMismatch {
-					msg += fmt.Sprintf("\n[__cudagraphs] Re-recording function=%s, reason=%s", ev.Fn, f.Describe())
+					msg += fmt.Sprintf("\nRe-recording function=%s, reason=%s", ev.Fn, f.Describe())
 					break
 				}
 			}
@@ -39,5 +42,9 @@ func LogLine(file string, ev Event) string {
 	if msg == "" {
 		return ""
 	}
-	return fmt.Sprintf("%s:%d: [__cudagraphs] %s", file, ev.Line, msg)
+	// Every line of a message of several (a re-record's reason, an error's
+	// stack trace) carries the location, so that grep and an editor's
+	// error list find each one.
+	prefix := fmt.Sprintf("%s:%d: [__cudagraphs] ", file, ev.Line)
+	return prefix + strings.ReplaceAll(msg, "\n", "\n"+prefix)
 }
