@@ -13,11 +13,12 @@ import (
 func (o *TreeOptions) SetStep(s *engine.Step) {
 	o.StepAction, o.StepNode, o.StepDevice = StepNone, -1, 0
 	o.StepCheckpoint, o.StepCheckpointNode = false, -1
-	o.StepText = ""
+	o.StepText, o.StepLine = "", 0
 	if s == nil {
 		return
 	}
-	o.StepText = fmt.Sprintf("step %d, line %d: %s", s.Index+1, s.Line, s.Op)
+	o.StepLine = s.Line
+	o.StepText = fmt.Sprintf("line %d: %s", s.Line, s.Op)
 	if s.Fn != "" {
 		o.StepText += " " + s.Fn
 	}

@@ -55,6 +55,9 @@ type TreeOptions struct {
 	StepCheckpointNode int
 	// StepText describes the step in the caption ("line 33: call fee").
 	StepText string
+	// StepLine is the trace line of that step, which the caption says the
+	// picture is after (0: none given).
+	StepLine int
 }
 
 // Colours of the tree picture; the legend uses the same ones.
@@ -224,7 +227,17 @@ func caption(st *engine.State, opts TreeOptions) []string {
 	if opts.Subtree {
 		what = fmt.Sprintf("CUDAGraph subtree of #%d on device %d", opts.Root, opts.Device)
 	}
-	lines = append(lines, fmt.Sprintf("%s after %d records (generation %d, mark_steps %d)", what, st.Step, st.Generation, st.MarkSteps))
+	// One numbering (docs/tui.md): positions are trace lines, never counts
+	// of records.
+	when := fmt.Sprintf("after line %d", opts.StepLine)
+	switch {
+	case opts.StepLine > 0:
+	case st.Step == 0:
+		when = "at the start"
+	default:
+		when = fmt.Sprintf("after %d records", st.Step)
+	}
+	lines = append(lines, fmt.Sprintf("%s %s (generation %d, mark_steps %d)", what, when, st.Generation, st.MarkSteps))
 	if opts.StepText != "" {
 		lines = append(lines, opts.StepText)
 	}

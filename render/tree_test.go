@@ -16,10 +16,10 @@ func TestTreeDOTGolden(t *testing.T) {
 		opts  TreeOptions
 		files string
 	}{
-		{"hand recorded step", handState(), TreeOptions{Title: "hand", StepAction: StepRecorded, StepNode: 2, StepCheckpoint: true, StepCheckpointNode: 0, StepText: "step 33, line 33: call fee: record #2 after a checkpoint"}, "hand-recorded.dot"},
+		{"hand recorded step", handState(), TreeOptions{Title: "hand", StepAction: StepRecorded, StepNode: 2, StepCheckpoint: true, StepCheckpointNode: 0, StepLine: 33, StepText: "line 33: call fee: record #2 after a checkpoint"}, "hand-recorded.dot"},
 		{"hand LR no step", handState(), TreeOptions{RankDir: "lr"}, "hand-lr.dot"},
 		{"hand subtree", handState(), TreeOptions{Subtree: true, Root: 2, StepAction: StepReplayed, StepNode: 2}, "hand-subtree.dot"},
-		{"warmup chain two devices", warmState(), TreeOptions{StepAction: StepWarmed, StepText: "step 7, line 9: call fee: warmup"}, "warm.dot"},
+		{"warmup chain two devices", warmState(), TreeOptions{StepAction: StepWarmed, StepLine: 9, StepText: "line 9: call fee: warmup"}, "warm.dot"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

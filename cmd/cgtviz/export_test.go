@@ -34,14 +34,14 @@ func TestRunExport(t *testing.T) {
 		wantErr string
 	}{
 		{name: "tree at the end", args: []string{seedA, "-o", "OUT.dot"}, want: []string{
-			"digraph cgt {", `d0_n0 [label="#0 foo`, `d0_n2 [label="#2 fee`, "seed A: del a", "step 40, line 41: read",
+			"digraph cgt {", `d0_n0 [label="#0 foo`, `d0_n2 [label="#2 fee`, "seed A: del a", "CUDAGraph tree after line 41", "line 41: read",
 		}},
 		{name: "flags after and before the trace", args: []string{"--rankdir", "LR", seedA, "--max-nodes", "3", "-o", "OUT.dot"}, want: []string{"rankdir=LR"}},
 		{name: "checkpoint step by line", args: []string{seedA, "--line", "32", "-o", "OUT.dot"}, want: []string{
 			"line 32: call fee: record #2 after a checkpoint", "this step: recorded", "checkpoint restored",
 		}},
 		{name: "line of a non-call record", args: []string{seedA, "--line", "33", "-o", "OUT.dot"}, want: []string{"line 33: expect"}},
-		{name: "header line: nothing run", args: []string{seedA, "--line", "1", "-o", "OUT.dot"}, want: []string{"after 0 records"}, notWant: []string{"d0_n0"}},
+		{name: "header line: nothing run", args: []string{seedA, "--line", "1", "-o", "OUT.dot"}, want: []string{"CUDAGraph tree at the start"}, notWant: []string{"d0_n0", "records"}},
 		{name: "warmup step", args: []string{seedA, "--step", "6", "-o", "OUT.dot"}, want: []string{"line 7: call foo: warmup", "this step: warmed", "warmup -1 foo"}},
 		{name: "subtree", args: []string{seedA, "--node", "2", "-o", "OUT.dot"}, want: []string{"subtree of #2", "d0_n2 ["}, notWant: []string{"d0_n0 [", "d0_n1 ["}},
 		{name: "node graph", args: []string{seedA, "--graph", "--node", "0", "-o", "OUT.dot"}, want: []string{"digraph dot {", "CUDA graph of #0 foo", "KERNEL"}},
