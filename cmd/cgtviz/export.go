@@ -47,7 +47,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.IntVar(&f.line, "line", 0, "export the state after the record on trace line `L`")
 	fs.IntVar(&f.step, "step", 0, "export the state after record `N` (counted from 1)")
 	fs.StringVar(&f.format, "format", "", "output `format`: dot or svg (default: from -o's extension, .svg, .dot or .gv; else dot)")
-	fs.Var((*nodeFlag)(&f.node), "node", "export only the subtree of graph `ID` (with --graph: that node's CUDA graph)")
+	fs.Var(nodeFlag{&f.node}, "node", "export only the subtree of graph `ID` (with --graph: that node's CUDA graph)")
 	fs.BoolVar(&f.graph, "graph", false, "export the CUDA graph of the node given by --node")
 	fs.IntVar(&f.device, "device", 0, "the device `D` of --node")
 	fs.StringVar(&f.rankdir, "rankdir", "TB", "rank `direction` of the tree: TB or LR")
@@ -137,22 +137,25 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // nodeFlag is --node: a graph id, -1 until given. It prints no default in
-// the help, where "-1" would read as a valid choice.
-type nodeFlag int
+// the help, where "-1" would read as a valid choice: its zero value (no
+// int) prints "", as does -1, so flag sees the default as the zero one
+// (with a named int type the zero value printed "0", and the help read
+// "(default )").
+type nodeFlag struct{ n *int }
 
-func (n *nodeFlag) String() string {
-	if n == nil || *n < 0 {
+func (f nodeFlag) String() string {
+	if f.n == nil || *f.n < 0 {
 		return ""
 	}
-	return strconv.Itoa(int(*n))
+	return strconv.Itoa(*f.n)
 }
 
-func (n *nodeFlag) Set(s string) error {
+func (f nodeFlag) Set(s string) error {
 	v, err := strconv.Atoi(s)
 	if err != nil {
 		return fmt.Errorf("not a graph id: %q", s)
 	}
-	*n = nodeFlag(v)
+	*f.n = v
 	return nil
 }
 
