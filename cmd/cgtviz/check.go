@@ -17,6 +17,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if done {
 		return code
 	}
+	files = orStdin(files)
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "cgtviz check: no trace given\n")
 		commandUsage(fs, stderr)

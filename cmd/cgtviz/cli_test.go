@@ -120,6 +120,11 @@ func TestInputs(t *testing.T) {
 	const ok = "expectations: 4 passed, 0 failed"
 	runCases(t, []cliCase{
 		{name: "run -", args: []string{"run", "-"}, stdin: s07, stdout: ok},
+		// A pipe without "-" is read too (issue 34 item 12).
+		{name: "run pipe", args: []string{"run"}, stdin: s07, stdout: ok},
+		{name: "check pipe", args: []string{"check"}, stdin: s07, stdout: "<stdin>: ok (15 records)"},
+		{name: "fmt pipe", args: []string{"fmt"}, stdin: s07, stdout: `{"cgtviz": 1`},
+		{name: "export pipe", args: []string{"export", "-o", "-"}, stdin: s07, stdout: "digraph"},
 		{name: "run gzip pipe", args: []string{"run", "-"}, stdin: compress(t, "gz", s07), stdout: ok},
 		{name: "run gz", args: []string{"run", gz}, stdout: ok},
 		{name: "run zst", args: []string{"run", zst}, stdout: ok},

@@ -31,6 +31,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {
 		main() // exits
 	}
+	// The tests' standard input is /dev/null however go test was started:
+	// a command reads a piped one as its trace (orStdin), and the tests of
+	// a missing TRACE must not depend on it. withStdin gives a test a pipe.
+	if null, err := os.Open(os.DevNull); err == nil {
+		os.Stdin = null
+	}
 	// export to SVG and the TUI's export run cgtviz-graphviz: this tree's,
 	// found or built once for every test and the children they start.
 	os.Exit(graphviztest.Main(m))

@@ -59,6 +59,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if done {
 		return code
 	}
+	pos = orStdin(pos)
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	if msg := f.validate(pos); msg != "" {

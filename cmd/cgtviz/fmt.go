@@ -23,6 +23,7 @@ func runFmt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
+	files = orStdin(files)
 	if len(files) != 1 {
 		fmt.Fprintf(stderr, "cgtviz fmt: want one trace, got %d\n", len(files))
 		commandUsage(fs, stderr)

@@ -125,6 +125,21 @@ func newFlags(c string) *flag.FlagSet {
 // positional arguments and, when parsing ends the command (-h or a bad
 // flag), the exit status to return: 0 after help on stdout, 2 after an
 // error on stderr.
+// orStdin is pos, or "-" when pos is empty and standard input is a pipe
+// or a file (`cat t | cgtviz run`, `cgtviz check < t`): the commands that
+// take a trace read it then, as they read "-". A terminal or /dev/null
+// gives none, so that a forgotten TRACE still says so.
+func orStdin(pos []string) []string {
+	if len(pos) > 0 {
+		return pos
+	}
+	fi, err := os.Stdin.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 && !fi.Mode().IsRegular() {
+		return pos
+	}
+	return []string{"-"}
+}
+
 func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, int, bool) {
 	var pos []string
 	for {

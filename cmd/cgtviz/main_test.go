@@ -87,6 +87,7 @@ func TestRun(t *testing.T) {
 		{name: "run handoff raise", args: []string{"run", "--handoff", "raise", s07}, code: 1, contains: "AssertionError: the current path holds warmup -2"},
 		{name: "run handoff raise header", args: []string{"run", "--handoff=raise", s07}, code: 1, contains: "handoff: raise (PyTorch 2.11"},
 		{name: "run handoff preserve", args: []string{"run", "--handoff", "preserve", s07}, code: 0, contains: "expectations: 4 passed, 0 failed"},
+		{name: "run stop on error says so", args: []string{"run", "--stop-on-error", "--handoff", "raise", s07}, code: 1, contains: "stopped at line 6: its record raised an error (--stop-on-error); the records after it did not run"},
 		{name: "run handoff bad", args: []string{"run", "--handoff", "2.11", s07}, code: 2, stderrPart: `unknown handoff rule "2.11" (want preserve, raise or version)`},
 		// By default the rule is the recording PyTorch's (issue 33 item 4):
 		// s07 recorded on 2.11 raises as --handoff raise does; on 2.14, or

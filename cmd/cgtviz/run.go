@@ -43,6 +43,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
+	pos = orStdin(pos)
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "cgtviz run: want one TRACE, got %d arguments\n", len(pos))
 		commandUsage(fs, stderr)
@@ -116,6 +117,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var werr error
 	failedErr := false
+	stoppedAt := 0 // the line --stop-on-error stopped at
 	var hint handoffHint
 	var line []byte // the text report's line, reused
 	// The Steps are the engine's reused buffers (RunStream): nothing here
@@ -162,7 +164,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if s.Err != nil && *stopOnErr {
-			failedErr = true
+			failedErr, stoppedAt = true, s.Line
 			return false
 		}
 		return werr == nil
@@ -200,6 +202,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if hint.applies(rule) {
 		fmt.Fprintln(logw, handoffHintText)
+	}
+	if stoppedAt > 0 {
+		// The exit status is 1 for that error; say why beside the
+		// expectations' count, which only covers the records that ran.
+		fmt.Fprintf(logw, "stopped at line %d: its record raised an error (--stop-on-error); the records after it did not run\n", stoppedAt)
 	}
 	if err := flush(); err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)

@@ -25,6 +25,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if done {
 		return code
 	}
+	pos = orStdin(pos)
 	if len(pos) != 1 || *out == "" {
 		fmt.Fprintf(stderr, "cgtviz snapshot: want TRACE and -o FILE.pickle\n")
 		commandUsage(fs, stderr)
