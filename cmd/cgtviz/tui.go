@@ -45,6 +45,13 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
+	if *dev == "cuda" && !hasCUDA {
+		// As run says it, and with its exit status: a flag this binary
+		// cannot honour is a bad argument, not a failing terminal.
+		_, _, err := cudaDevices(1)
+		fmt.Fprintf(stderr, "cgtviz: -device cuda: %v\n", err)
+		return 2
+	}
 	if *kfmb < 0 {
 		fmt.Fprintf(stderr, "cgtviz: -keyframe-mb %d: want 0 (no cap) or more\n", *kfmb)
 		return 2
