@@ -352,11 +352,10 @@ gpu-build:
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 
-# On the GPU machine: the engine's GPU benchmarks and PyTorch's, one run.
+# On the GPU machine: the device's and the engine's GPU benchmarks and
+# PyTorch's, one run (tools/gpu/README.md has the other suites).
 bench-gpu:
-	cd engine && ../$(BIN)/engine-cuda.test -test.run '^$$' -test.bench GPU -test.benchmem -test.count 3 | tee ../$(BIN)/bench-gpu.log
-	python3 tools/gpu/torch-bench.py | tee $(BIN)/torch-bench.log
-	python3 tools/gpu/bench-table.py $(BIN)/bench-gpu.log $(BIN)/torch-bench.log
+	bash tools/gpu/gpu.sh bench
 
 # On a machine with nvcc: regenerate the committed PTX of the kernels.
 ptx:
