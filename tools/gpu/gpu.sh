@@ -101,7 +101,8 @@ step() {
 		grep -B 8 -E '^\s*--- FAIL|^panic|^fatal error|DATA RACE' "$log" | grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' |
 			head -n 40 | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
 	else
-		tail -n 6 "$log" | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
+		tail -n 12 "$log" | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
+		tailed=$name
 	fi
 	return 1
 }
@@ -126,6 +127,7 @@ shown() {
 # show NAME ERE [MAX]: the lines of NAME's log that matter, into the summary.
 show() {
 	((dry)) && return 0
+	[[ ${tailed:-} == "$1" ]] && return 0 # its failure printed its end
 	grep -E "$2" "$logs/$1.log" 2>/dev/null | head -n "${3:-40}" | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
 }
 
@@ -237,7 +239,7 @@ suite_oracle() {
 }
 
 suite_programs() {
-	need "$bin/cgtviz-cuda"
+	need "${CGTVIZ:-$bin/cgtviz-cuda}"
 	# PROGRAMS names some of record_all.sh's programs (default: all).
 	# shellcheck disable=SC2086
 	step record 330 . bash traces/pytorch/programs/record_all.sh "$logs/recorded" ${PROGRAMS:-}
@@ -297,7 +299,7 @@ suite_peer() {
 }
 
 suite_replay() {
-	need "$bin/cgtviz-cuda"
+	need "${CGTVIZ:-$bin/cgtviz-cuda}"
 	# shellcheck disable=SC2086
 	step replay 540 . @replay_dirs ${REPLAY_DIRS:-.bin/peer-traces examples/recorded}
 	show replay ': [0-9]+ traces; |^    ' 60
@@ -340,11 +342,13 @@ ptx_check() {
 }
 
 # replay_dirs DIR...: every trace of each DIR on sim and on the GPU
-# (JOBS at a time), a line a trace and a summary a folder; exit 1 when a
-# trace misses an expectation on either device.
+# (JOBS at a time), a line a trace; then, last, the traces that missed an
+# expectation and a summary a folder. Exit 1 when a trace missed one on
+# either device.
 replay_dirs() {
-	local cg=${CGTVIZ:-$bin/cgtviz-cuda} dir rc=0 lines
+	local cg=${CGTVIZ:-$bin/cgtviz-cuda} dir rc=0 lines summary
 	lines=$(mktemp)
+	summary=$(mktemp)
 	for dir in "$@"; do
 		ls "$dir"/*.cgt.jsonl 2>/dev/null |
 			CG=$cg xargs -P "${JOBS:-8}" -I{} sh -c 's=$(timeout 60 "$CG" run "{}" 2>&1 | grep "^expectations" | head -n 1); g=$(timeout 60 "$CG" run --device cuda "{}" 2>&1 | grep "^expectations\|^cgtviz" | head -n 1); echo "$(basename "{}") | sim ${s:-no expectations line} | cuda ${g:-no expectations line}"' >"$lines"
@@ -352,12 +356,15 @@ replay_dirs() {
 		n=$(wc -l <"$lines")
 		simok=$(grep -c '| sim expectations: [0-9]* passed, 0 failed' "$lines")
 		cudaok=$(grep -c '| cuda expectations: [0-9]* passed, 0 failed' "$lines")
-		echo "$dir: $n traces; every expectation met: $simok on sim, $cudaok on cuda"
-		((n == simok && n == cudaok)) || rc=1
-		grep -v '| sim expectations: [0-9]* passed, 0 failed | cuda expectations: [0-9]* passed, 0 failed' "$lines" | cut -c1-300 | sed 's/^/    /'
 		sort "$lines"
+		{
+			grep -v '| sim expectations: [0-9]* passed, 0 failed | cuda expectations: [0-9]* passed, 0 failed' "$lines" | sort | cut -c1-300 | sed 's/^/    /'
+			echo "$dir: $n traces; every expectation met: $simok on sim, $cudaok on cuda"
+		} >>"$summary"
+		((n == simok && n == cudaok)) || rc=1
 	done
-	rm -f "$lines"
+	cat "$summary"
+	rm -f "$lines" "$summary"
 	return $rc
 }
 
