@@ -17,6 +17,7 @@
 // device clones, so a cuda session goes back through keyframes too; only an
 // engine whose devices cannot be cloned has none, and going back then
 // re-runs the trace from the start on fresh devices. Breakpoints,
-// bookmarks and a small JSON save file complete it. The package knows
-// nothing of the UI.
+// bookmarks and a small JSON save file complete it; WriteFileAtomic, which
+// writes that file whole or not at all, is also what every output of
+// cgtviz is written through. The package knows nothing of the UI.
 package sessions

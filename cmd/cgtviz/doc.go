@@ -5,16 +5,36 @@
 // Usage:
 //
 //	cgtviz <command> [flags] [args]
+//	cgtviz [flags] [TRACE]
+//
+// The second form, with no command, is the terminal UI (tui) on TRACE, or
+// on the embedded demo trace.
 //
 // Commands:
 //
-//	check TRACE...     refuse malformed traces before anything runs: every
-//	                   problem as file:line: message; exit 0 when all are clean
-//	fmt [-w] TRACE     rewrite a trace in canonical form, to stdout or in place
+//	tui [TRACE]          step through a trace in the terminal debugger,
+//	                     forward and back (no trace: the demo)
+//	open SESSION.json    resume a session saved from the UI: trace,
+//	                     position, breakpoints, bookmarks
+//	run TRACE            run a trace and report what the tree did and why
+//	                     (text, --json, or --log as TORCH_LOGS=cudagraphs);
+//	                     exit 1 when an expect record failed
+//	check TRACE...       refuse malformed traces before anything runs: every
+//	                     problem as file:line: message; exit 0 when all are clean
+//	fmt [-w] TRACE       rewrite a trace in canonical form, to stdout or in place
+//	export TRACE -o F    the tree at a line or step, or one node's CUDA graph,
+//	                     as Graphviz DOT or SVG (SVG laid out by the
+//	                     cgtviz-graphviz child process)
+//	snapshot TRACE -o F  the caching allocator's state and events as a
+//	                     PyTorch memory snapshot pickle
+//	completion SHELL     the completion script for bash, zsh or fish
+//	version              the version and the device backends of this binary
 //
 // Traces are JSON Lines files ending in .cgt.jsonl; docs/trace-format.md
-// describes them. `cgtviz -h` lists the commands, `cgtviz <command> -h`
-// the flags of one. Flags may come before or after the trace arguments.
+// describes them. TRACE may also be - for standard input; gzip and zstd
+// traces are read as they are. `cgtviz -h` lists the commands, `cgtviz
+// <command> -h` the flags of one. Flags may come before or after the trace
+// arguments. Outputs are written whole or not at all.
 //
 // Exit status: 0 on success, 1 when a command fails, 2 for usage errors and
 // traces that do not check.

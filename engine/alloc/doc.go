@@ -7,6 +7,11 @@
 // Undo, Commit) puts it back as it was at a mark at the cost of what
 // changed since: the engine's rollback of a failed record.
 //
+// Read-only views (Segments, BlockAt, Allocated) and Stats are what the
+// report and the UI show; Clone copies it for the engine's keyframes. The
+// snapshot's pickle is written by engine/alloc/pickle, in the opcodes
+// memory_viz reads (internal/unpickle reads them back in tests).
+//
 // It owns the placement decisions only: the device provides the segment
 // addresses, so the same calls on the same device give the same addresses.
 // An Allocator is not safe for concurrent use; the engine drives one per

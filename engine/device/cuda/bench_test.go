@@ -13,7 +13,7 @@ import (
 )
 
 // The GPU benchmarks of the device, all named BenchmarkGPU... so that
-// -test.bench GPU runs them (tools/gpu/device-run.sh). BenchmarkLockedHandoff
+// -test.bench GPU runs them (tools/gpu/gpu.sh bench). BenchmarkLockedHandoff
 // (handoff_test.go) needs no GPU.
 
 // oneKernelGraph captures one small kernel on the side stream and

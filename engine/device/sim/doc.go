@@ -12,5 +12,8 @@
 // mark instead (journal.go: a record pays for what it overwrites, not for
 // what the segments hold). Its files read side by side with the CUDA
 // device's: device.go, memory.go, launch.go, graph.go, snapshot.go and
-// clone.go, plus fault.go, journal.go and order.go.
+// clone.go, plus fault.go, journal.go and order.go, table.go (the graph
+// and executable-graph handles, in chunks shared copy-on-write by
+// snapshots and clones, their writes logged under a mark) and devices.go
+// (Devices: the devices of a trace with "devices": n).
 package sim

@@ -1,0 +1,570 @@
+#!/usr/bin/env bash
+# gpu.sh: every check that needs the GPU machine, as named suites, in one
+# entry point (tools/gpu/README.md describes each suite, what it needs and
+# what it writes).
+#
+#     bash tools/gpu/gpu.sh list                  the suites, one line each
+#     bash tools/gpu/gpu.sh --dry-run SUITE...     what each would run, run nothing
+#     bash tools/gpu/gpu.sh SUITE...               run them, one after the other
+#     bash tools/gpu/gpu.sh device engine+peer     A+B: run A and B at once
+#
+# It runs on the GPU machine from a copy of this repository, where there is
+# no Go: the binaries come prebuilt in .bin/ (`make gpu-build` here, then
+# carry .bin). Each step runs under a time limit, its output in a log of its
+# own; $OUT/summary.txt gets a line a step (and the lines that matter of
+# its log), $OUT/gpu-run.tgz every log and output (oracle outputs, recorded
+# traces, the PTX nvcc made). $OUT defaults to .bin/gpu-run-DATE.
+#
+# Exit status: 0 when every step exited 0, 1 when one did not, 2 for a bad
+# argument or a missing piece found before anything ran.
+set -uo pipefail
+
+self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+root=$(cd "$(dirname "$self")/../.." && pwd)
+bin=$root/.bin
+# (A helper run by a step stays where the step put it.)
+[[ ${1:-} == __call ]] || cd "$root" || exit 2
+
+# The suites in the order `list` prints them: name, then what it answers.
+suites=(
+	"device:the CUDA device alone: its tests (plain and -race), the upload race proof, the committed PTX against nvcc's"
+	"engine:the engine's tests on the GPU (same decisions and values as sim), the sessions' GPU test, a node's CUDA graph as the driver prints it"
+	"tui:the TUI on the GPU: cmd/cgtviz's TestTUIDevices and the binary stepped in tmux with -device auto"
+	"multi:two GPUs (nvidia-h200-x2): the two-device trace, one tree and pool per GPU, decides as on sim"
+	"soak:the rare failures, again and again: devices dropped while others work, RunStream against Run under gctrace"
+	"bench:the device's and the engine's GPU benchmarks, PyTorch's on the same workloads, BENCHMARKS.md's table"
+	"oracle:PyTorch as the judge: its decisions for every example (both oracles), the recompile probes, the random-trace probes, training pairs, our memory snapshot read by its tools"
+	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU"
+	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path"
+	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
+	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
+	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call"
+)
+
+usage() {
+	cat <<EOF
+usage: bash tools/gpu/gpu.sh list
+       bash tools/gpu/gpu.sh [--dry-run] SUITE[+SUITE...]...
+suites: $(names | paste -sd' ')
+EOF
+}
+
+names() { printf '%s\n' "${suites[@]}" | cut -d: -f1; }
+
+about() { printf '%s\n' "${suites[@]}" | grep "^$1:" | cut -d: -f2-; }
+
+# ---- running a step ---------------------------------------------------
+
+status=0
+dry=0
+
+say() { echo "$*" | tee -a "$sum"; }
+
+# step NAME LIMIT DIR CMD...: CMD, from DIR, for at most LIMIT seconds,
+# into $logs/NAME.log; then one summary line (go test -v's counts when the
+# log has them) and, on failure, what failed. CMD may be @FN ARGS: a helper
+# of this script's (below), run in a bash of its own so that timeout can
+# stop it.
+step() {
+	local name=$1 limit=$2 dir=$3
+	shift 3
+	if ((dry)); then
+		printf '  %-20s %4s s  %s%s\n' "$name" "$limit" "$([[ $dir == . ]] || echo "(cd $dir) ")" "$(shown "$@")"
+		return 0
+	fi
+	local log=$logs/$name.log t0=$SECONDS rc
+	if [[ $1 == @* ]]; then
+		local fn=${1#@}
+		shift
+		(cd "$dir" && timeout "$limit" bash "$self" __call "$fn" "$@") >"$log" 2>&1
+	else
+		(cd "$dir" && timeout "$limit" "$@") >"$log" 2>&1
+	fi
+	rc=$?
+	local took=$((SECONDS - t0)) counts=""
+	if grep -qE '^=== RUN' "$log"; then
+		counts=", $(grep -cE '^\s*--- PASS' "$log") passed, $(grep -cE '^\s*--- FAIL' "$log") failed, $(grep -cE '^\s*--- SKIP' "$log") skipped"
+	fi
+	if ((rc == 0)); then
+		say "ok   $name: ${took} s$counts"
+		return 0
+	fi
+	status=1
+	if ((rc == 124)); then
+		say "FAIL $name: timed out after $limit s$counts"
+	else
+		say "FAIL $name: exit $rc, ${took} s$counts"
+	fi
+	# What the failing tests said before they failed (which trace, which
+	# step: a flaky one is told by its message), else the log's end.
+	if grep -qE '^\s*--- FAIL|^panic|^fatal error|DATA RACE' "$log"; then
+		grep -B 8 -E '^\s*--- FAIL|^panic|^fatal error|DATA RACE' "$log" | grep -vE '^\s*--- PASS|^=== (RUN|PAUSE|CONT)' |
+			head -n 40 | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
+	else
+		tail -n 12 "$log" | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
+		tailed=$name
+	fi
+	return 1
+}
+
+# shown CMD...: a step's command as a line of shell.
+shown() {
+	if [[ $1 == @into ]]; then
+		local file=$2
+		shift 2
+		echo "$(shown "$@") > $file"
+		return
+	fi
+	local out="" a
+	for a in "$@"; do
+		a=${a#"$root/"}
+		[[ $a == *[[:space:]\'\$\|\(\)\*]* ]] && a="'$a'"
+		out+="$a "
+	done
+	echo "${out% }"
+}
+
+# show NAME ERE [MAX]: the lines of NAME's log that matter, into the summary.
+show() {
+	((dry)) && return 0
+	[[ ${tailed:-} == "$1" ]] && return 0 # its failure printed its end
+	grep -E "$2" "$logs/$1.log" 2>/dev/null | head -n "${3:-40}" | cut -c1-240 | sed 's/^/    /' | tee -a "$sum"
+}
+
+# note TEXT: a line of the summary (in a dry run, of the listing).
+note() {
+	if ((dry)); then echo "  # $*"; else say "     $*"; fi
+}
+
+# need FILE...: say which prebuilt pieces are missing (their steps then fail).
+need() {
+	((dry)) && { echo "  needs: $(printf '%s\n' "$@" | sed "s|^$root/||" | paste -sd' ')"; return 0; }
+	local f
+	for f in "$@"; do
+		[[ -e $f ]] || say "missing ${f#"$root/"}: build it with make gpu-build and carry .bin"
+	done
+}
+
+# ---- the suites -----------------------------------------------------------
+
+dev=engine/device/cuda
+
+suite_device() {
+	need "$bin/cudadev.test" "$bin/cudadev-race.test"
+	step ptx 60 . @ptx_check "$logs/kernels.ptx"
+	step device-tests 560 $dev "$bin/cudadev.test" -test.v -test.count="${DEVICE_COUNT:-3}" -test.timeout=540s
+	step device-tests-race 560 $dev "$bin/cudadev-race.test" -test.v -test.count="${DEVICE_COUNT:-3}" -test.timeout=540s
+	# Large uploads followed at once by launches on either stream, downloads
+	# right after launches, every element checked: TestDevice/Fill failed 4
+	# times in 30 before the upload race was fixed (issue 16).
+	step race-proof 560 $dev "$bin/cudadev.test" -test.v -test.run '^TestDevice$/^(Ordering|Fill)$' -test.count=30 -test.timeout=540s
+}
+
+suite_engine() {
+	need "$bin/engine-cuda.test" "$bin/sessions-cuda.test" "$bin/cgtviz-cuda"
+	# ENGINE_RUN narrows the tests; CGTVIZ_GPU_TRACES and
+	# CGTVIZ_GPU_ADDITIONS, passed through, size the random traces.
+	step engine-cuda "${ENGINE_LIMIT:-560}" engine env CGTVIZ_DEVICE=cuda "$bin/engine-cuda.test" -test.v \
+		-test.count="${ENGINE_COUNT:-1}" -test.run "${ENGINE_RUN:-.}" -test.timeout="$((${ENGINE_LIMIT:-560} - 20))s"
+	step sessions-cuda 150 sessions "$bin/sessions-cuda.test" -test.v -test.run CUDA -test.count=1
+	step run-seed 60 . "$bin/cgtviz-cuda" run --device cuda examples/seed-a-checkpoint.cgt.jsonl
+	show run-seed '^(counters|expectations)'
+	step graph-dot 60 . "$bin/cgtviz-cuda" export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$logs/seed-a-node2-gpu.dot"
+	step graph-svg 60 . "$bin/cgtviz-cuda" export --run-on cuda --graph --node 2 examples/seed-a-checkpoint.cgt.jsonl -o "$logs/seed-a-node2-gpu.svg"
+}
+
+suite_tui() {
+	need "$bin/cmd-cuda.test" "$bin/cgtviz-cuda"
+	step tui-devices 90 cmd/cgtviz "$bin/cmd-cuda.test" -test.v -test.run TestTUIDevices -test.count=1
+	step tui-tmux 60 . @tui_walk "$logs/tui.txt"
+	show tui-tmux '^status line'
+}
+
+suite_multi() {
+	need "$bin/cgtviz-cuda" "$bin/sessions-cuda.test" "$bin/engine-cuda.test"
+	step s35-check 120 . "$bin/cgtviz-cuda" run --device cuda --check examples/s35-two-devices.cgt.jsonl
+	show s35-check '^(counters|expectations)'
+	step s35-same 120 . @s35_same "$logs"
+	show s35-same '^s35'
+	step s35-session 120 sessions "$bin/sessions-cuda.test" -test.v -test.run TestCUDASession -test.count=1
+	step s35-engine 300 engine env CGTVIZ_DEVICE=cuda "$bin/engine-cuda.test" -test.v -test.run 'TestCUDAMatchesSim|TestScenarios' -test.count=1
+	show s35-engine 's35'
+}
+
+suite_soak() {
+	need "$bin/cudadev.test" "$bin/engine-cuda.test"
+	local drop=${SOAK_DROP_S:-45} beside=${SOAK_BESIDE_S:-30} count=${SOAK_COUNT:-12}
+	# Devices opened and dropped with none held between them, so the
+	# primary context is reset and made again while the collector gives
+	# the dropped ones back; then the same beside a live device.
+	step drop-alone $((drop + 60)) $dev env CGTVIZ_DROP_SECONDS="$drop" "$bin/cudadev.test" -test.v -test.run '^TestDevicesOpenedAsTheLastGoes$'
+	show drop-alone 'devices (opened|dropped)|iteration' 5
+	step drop-beside $((beside + 60)) $dev env CGTVIZ_DROP_SECONDS="$beside" "$bin/cudadev.test" -test.v -test.run '^TestDroppedDevicesWhileAnotherWorks$'
+	show drop-beside 'devices (opened|dropped)|iteration' 5
+	# Values once read as zeros (docs/gpu-runs/2026-12-01-h200.md, runs 12
+	# and 51-54): gctrace puts a failure beside a collection.
+	step runstream "${SOAK_STREAM_S:-200}" engine env CGTVIZ_DEVICE=cuda GODEBUG=gctrace=1 "$bin/engine-cuda.test" -test.v \
+		-test.run '^TestRunStreamMatchesRun$' -test.count="$count"
+	((dry)) || say "     runstream: $(grep -c '^gc ' "$logs/runstream.log") collections"
+}
+
+suite_bench() {
+	need "$bin/cudadev.test" "$bin/engine-cuda.test"
+	step device-bench 300 $dev "$bin/cudadev.test" -test.run '^$' -test.bench GPU -test.benchmem -test.count=3 -test.timeout=290s
+	show device-bench '^Benchmark' 60
+	step engine-bench 300 engine "$bin/engine-cuda.test" -test.run '^$' -test.bench GPU -test.benchmem -test.count=3 -test.timeout=290s
+	show engine-bench '^Benchmark' 60
+	step torch-bench 300 . python3 tools/gpu/torch-bench.py
+	show torch-bench ':'
+	step bench-table 30 . python3 tools/gpu/bench-table.py "$logs/engine-bench.log" "$logs/torch-bench.log"
+	show bench-table '^\|' 40
+}
+
+suite_oracle() {
+	need "$bin/torch-oracle.py" "$bin/torch-oracle2.py" "$bin/cgtviz-cuda"
+	local probes=(examples/s37-recompile-limit.cgt.jsonl tools/gpu/probes/*.cgt.jsonl)
+	step oracle 300 . @into "$logs/oracle.jsonl" python3 "$bin/torch-oracle.py" examples/*.cgt.jsonl examples/recorded/*.cgt.jsonl
+	note "hold the engine to it here: CGTVIZ_ORACLE=\$PWD/oracle.jsonl go test ./engine -run TestOracle (make oracle writes it over the committed one)"
+	step oracle2 200 . @into "$logs/oracle2-examples.jsonl" python3 "$bin/torch-oracle2.py" --jobs 8 examples/*.cgt.jsonl
+	step probes-oracle1 150 . @into "$logs/probes-oracle1.jsonl" env TORCH_LOGS=recompiles python3 "$bin/torch-oracle.py" "${probes[@]}"
+	step probes-oracle2 150 . @into "$logs/probes-oracle2.jsonl" env TORCH_LOGS=recompiles python3 "$bin/torch-oracle2.py" "${probes[@]}"
+	step probe-random3 150 . @into "$logs/probe-random3.jsonl" python3 tools/gpu/oracle-probe.py "$bin/torch-oracle.py" engine/testdata/oracle/random3/*.cgt.jsonl
+	step probe-random1 120 . @into "$logs/probe-random1.jsonl" python3 tools/gpu/oracle-probe.py "$bin/torch-oracle.py" \
+		engine/testdata/oracle/random/r1195.cgt.jsonl engine/testdata/oracle/random/r1256.cgt.jsonl
+	note "compare a probe here: CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=\$PWD/probe-random3.jsonl go test ./engine -run TestOracle"
+	step train-oracle 120 . @into "$logs/train-oracle.jsonl" python3 tools/gpu/train-oracle.py \
+		examples/s24-pending-backward.cgt.jsonl examples/recorded/train_mlp.cgt.jsonl
+	step snapshot 120 . @snapshot_check "$logs"
+	show snapshot '^(pickle.load|trace_plot|Total)' 5
+}
+
+suite_programs() {
+	need "${CGTVIZ:-$bin/cgtviz-cuda}"
+	# PROGRAMS names some of record_all.sh's programs (default: all).
+	# shellcheck disable=SC2086
+	step record 330 . bash traces/pytorch/programs/record_all.sh "$logs/recorded" ${PROGRAMS:-}
+	show record 'recording stopped|^record_all' 20
+	step replay-recorded 300 . @replay_dirs "$logs/recorded"
+	show replay-recorded ': [0-9]+ traces; |^    ' 40
+}
+
+suite_unchanged() {
+	# shellcheck disable=SC2086
+	step graphs-unchanged 300 . python3 tools/gpu/graphs-unchanged.py --jobs 6 ${PROGRAMS:-}
+	show graphs-unchanged '.' 40
+	# shellcheck disable=SC2086
+	step deferred-same 300 . python3 tools/gpu/deferred-same.py --jobs 4 ${PROGRAMS:-}
+	show deferred-same '^[^Ww]' 40
+}
+
+# peer_inputs: the pieces the peer suite needs, found before anything runs
+# (exit 2 when one is missing: the suite would only fail on the GPU).
+peer_inputs() {
+	peer_file=${PEER_FILE:-peer/test_cudagraph_trees.py}
+	peer_suite=${PEER_SUITE:-}
+	local c
+	if [[ -z $peer_suite ]]; then
+		for c in "$root/../shared/tools/peer-suite" "$root/shared/tools/peer-suite" "$bin/peer-suite"; do
+			[[ -f $c/conftest.py ]] && peer_suite=$c && break
+		done
+	fi
+	peer_cgtviz=${CGTVIZ:-$bin/cgtviz-cuda}
+	((dry)) && return 0
+	[[ -f $peer_file ]] || { echo "gpu.sh peer: no test file $peer_file (PEER_FILE; tools/gpu/README.md says where it comes from)" >&2; return 2; }
+	[[ -n $peer_suite && -f $peer_suite/conftest.py ]] || { echo "gpu.sh peer: peer-suite not found (set PEER_SUITE)" >&2; return 2; }
+	[[ -f $peer_cgtviz && -x $peer_cgtviz ]] || { echo "gpu.sh peer: $peer_cgtviz is not an executable cgtviz (make gpu-build; CGTVIZ)" >&2; return 2; }
+	peer_file=$(cd "$(dirname "$peer_file")" && pwd)/$(basename "$peer_file")
+	peer_suite=$(cd "$peer_suite" && pwd)
+	peer_cgtviz=$(cd "$(dirname "$peer_cgtviz")" && pwd)/$(basename "$peer_cgtviz")
+	export peer_file peer_suite peer_cgtviz
+}
+
+suite_peer() {
+	local p=$logs
+	((dry)) || mkdir -p "$p"
+	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite}), CGTVIZ (${peer_cgtviz#"$root/"})"
+	step peer-guard 60 . @peer_guard "$p"
+	if [[ ${PEER_BASELINE:-0} == 1 ]]; then
+		step peer-baseline 330 . @peer_pytest "$p" baseline 0
+		show peer-baseline 'passed|failed' 1
+	fi
+	step peer-record 330 . @peer_pytest "$p" traces 1
+	show peer-record 'passed|failed' 1
+	step peer-recorder-errors 60 . @peer_errors "$p/traces"
+	show peer-recorder-errors 'with a recorder error|plugin errors'
+	step peer-replay-sim 300 . @peer_replay "$p" sim
+	show peer-replay-sim '.' 2
+	step peer-replay-cuda 300 . @peer_replay "$p" cuda
+	show peer-replay-cuda '.' 2
+}
+
+suite_replay() {
+	need "${CGTVIZ:-$bin/cgtviz-cuda}"
+	# shellcheck disable=SC2086
+	step replay 540 . @replay_dirs ${REPLAY_DIRS:-.bin/peer-traces examples/recorded}
+	show replay ': [0-9]+ traces; |^    ' 60
+}
+
+suite_overhead() {
+	local base=()
+	[[ -f $bin/cgtrace_head.py ]] && base=(--baseline "$bin/cgtrace_head.py")
+	# OVERHEAD_ARGS replaces the first run's arguments; .bin/cgtrace_head.py,
+	# when carried, is another recorder timed in the same rounds.
+	# shellcheck disable=SC2086
+	step overhead 150 . python3 tools/gpu/recorder-overhead.py "${base[@]}" ${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside}
+	show overhead '^[^ ]' 30
+	step overhead-fresh 100 . python3 tools/gpu/recorder-overhead.py --fresh "${base[@]}" --iters 1000 --rounds 7
+	show overhead-fresh '^[^ ]' 30
+}
+
+# ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------
+
+# into FILE CMD...: CMD's standard output into FILE (its errors in the log).
+into() {
+	local file=$1
+	shift
+	"$@" >"$file"
+	local rc=$?
+	echo "$(wc -l <"$file") lines into $(basename "$file")"
+	return $rc
+}
+
+ptx_check() {
+	command -v nvcc >/dev/null || { echo "no nvcc here: the PTX is not checked"; return 0; }
+	nvcc --version | tail -n 2
+	nvcc -arch=compute_75 -ptx -o "$1" $dev/kernels.cu || return 1
+	if cmp -s "$1" $dev/kernels.ptx; then
+		echo "the committed kernels.ptx is nvcc's"
+	else
+		echo "the committed kernels.ptx differs from nvcc's: copy kernels.ptx from gpu-run.tgz over $dev/kernels.ptx"
+		return 1
+	fi
+}
+
+# replay_dirs DIR...: every trace of each DIR on sim and on the GPU
+# (JOBS at a time), a line a trace; then, last, the traces that missed an
+# expectation and a summary a folder. Exit 1 when a trace missed one on
+# either device.
+replay_dirs() {
+	local cg=${CGTVIZ:-$bin/cgtviz-cuda} dir rc=0 lines summary
+	lines=$(mktemp)
+	summary=$(mktemp)
+	for dir in "$@"; do
+		ls "$dir"/*.cgt.jsonl 2>/dev/null |
+			CG=$cg xargs -P "${JOBS:-8}" -I{} sh -c 's=$(timeout 60 "$CG" run "{}" 2>&1 | grep "^expectations" | head -n 1); g=$(timeout 60 "$CG" run --device cuda "{}" 2>&1 | grep "^expectations\|^cgtviz" | head -n 1); echo "$(basename "{}") | sim ${s:-no expectations line} | cuda ${g:-no expectations line}"' >"$lines"
+		local n simok cudaok
+		n=$(wc -l <"$lines")
+		simok=$(grep -c '| sim expectations: [0-9]* passed, 0 failed' "$lines")
+		cudaok=$(grep -c '| cuda expectations: [0-9]* passed, 0 failed' "$lines")
+		sort "$lines"
+		{
+			grep -v '| sim expectations: [0-9]* passed, 0 failed | cuda expectations: [0-9]* passed, 0 failed' "$lines" | sort | cut -c1-300 | sed 's/^/    /'
+			echo "$dir: $n traces; every expectation met: $simok on sim, $cudaok on cuda"
+		} >>"$summary"
+		((n == simok && n == cudaok)) || rc=1
+	done
+	cat "$summary"
+	rm -f "$lines" "$summary"
+	return $rc
+}
+
+# tui_walk FILE: the cuda binary's TUI in tmux (-device auto, the default),
+# five steps, the screen into FILE; the status line must name the GPU.
+tui_walk() {
+	command -v tmux >/dev/null || { echo "no tmux here"; return 1; }
+	tmux -L cgt new-session -d -x 140 -y 40 "$bin/cgtviz-cuda examples/seed-a-checkpoint.cgt.jsonl; sleep 30"
+	sleep 3
+	local k
+	for k in n n n n n; do
+		tmux -L cgt send-keys "$k"
+		sleep 0.3
+	done
+	sleep 1
+	tmux -L cgt capture-pane -p >"$1"
+	tmux -L cgt kill-server
+	local line
+	line=$(grep -o 'cuda:0[^│]*' "$1" | head -n 1)
+	echo "status line: ${line:-no cuda:0 on the screen}"
+	[[ -n $line ]]
+}
+
+# s35_same DIR: the two-device trace's report on sim and on the GPU make
+# the same decisions.
+s35_same() {
+	"$bin/cgtviz-cuda" run --device sim examples/s35-two-devices.cgt.jsonl --json >"$1/s35-sim.json" &&
+		"$bin/cgtviz-cuda" run --device cuda examples/s35-two-devices.cgt.jsonl --json >"$1/s35-cuda.json" || return 1
+	python3 - "$1/s35-sim.json" "$1/s35-cuda.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+strip = lambda r: [(s["line"], s.get("action"), s.get("node"), s.get("parent"), s.get("checkpoint"), s["error"]) for s in r["steps"]]
+same = strip(a) == strip(b)
+print("s35 sim vs cuda reports:", "same decisions" if same else "DIFFERENT", "| devices:", b["device"], "| nodes:", [(n["device"], n["id"], n["fn"]) for n in b["nodes"]])
+sys.exit(0 if same else 1)
+PY
+}
+
+# snapshot_check DIR: a memory snapshot of cgtviz's opened by PyTorch's
+# own tools (pickle.load, torch.cuda._memory_viz stats and trace_plot).
+snapshot_check() {
+	"$bin/cgtviz-cuda" snapshot examples/seed-a-checkpoint.cgt.jsonl --line 33 -o "$1/seed-a.pickle" || return 1
+	python3 - "$1/seed-a.pickle" <<'PY' || return 1
+import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+print("pickle.load: %d segments, %d trace entries, pools %s" % (len(s["segments"]), len(s["device_traces"][0]), sorted({seg["segment_pool_id"] for seg in s["segments"]})))
+PY
+	python3 -m torch.cuda._memory_viz stats "$1/seed-a.pickle" | tail -n 5 || return 1
+	python3 -m torch.cuda._memory_viz trace_plot "$1/seed-a.pickle" -o "$1/seed-a-trace.html" &&
+		echo "trace_plot: $(wc -c <"$1/seed-a-trace.html") bytes of HTML"
+}
+
+# peer_guard DIR: PyTorch's test file with its imports guarded, into DIR.
+peer_guard() {
+	python3 -c "import torch, pytest, xdist, pytest_timeout; print('torch', torch.__version__, 'pytest', pytest.__version__)" &&
+		python3 "$peer_suite/guard_imports.py" "$peer_file" "$1/test_cudagraph_trees_guarded.py"
+}
+
+# peer_pytest DIR DEST RECORD: the guarded suite under pytest, PEER_JOBS
+# workers, one trace a test into DIR/DEST when RECORD is 1.
+peer_pytest() {
+	rm -rf "${1:?}/$2"
+	mkdir -p "$1/$2"
+	cd "$1" && PEER_OUT="$1/$2" PEER_RECORD="$3" \
+		PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
+		python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -q -n "${PEER_JOBS:-8}" --timeout "${PEER_TIMEOUT:-120}" \
+		-p no:cacheprovider -rfE
+}
+
+# peer_errors DIR: the recorder never raises into a test; its own failures
+# are in each trace's meta (recorder_error) and in the plugin's log.
+peer_errors() {
+	python3 - "$1" <<'PY'
+import glob, json, os, sys
+n = bad = 0
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "*.cgt.jsonl"))):
+    n += 1
+    try:
+        with open(p) as fh:
+            meta = json.loads(fh.readline()).get("meta", {})
+    except (OSError, ValueError) as e:
+        print("%s: unreadable header: %s" % (os.path.basename(p), e)); bad += 1; continue
+    if meta.get("recorder_error"):
+        bad += 1
+        print("%s: %s" % (os.path.basename(p), meta["recorder_error"]))
+print("%d traces, %d with a recorder error" % (n, bad))
+sys.exit(1 if bad else 0)
+PY
+	local rc=$?
+	[[ -s $1/cgtrace-errors.log ]] && echo "plugin errors: $(grep -c '^===' "$1/cgtrace-errors.log") (peer/traces/cgtrace-errors.log)"
+	return $rc
+}
+
+# peer_replay DIR DEV: the suite's replay.sh over DIR/traces on DEV (a
+# wrapper puts --device into every `cgtviz run`).
+peer_replay() {
+	local w=$1/cgtviz-$2
+	printf '#!/bin/sh\nif [ "$1" = run ]; then shift; exec "%s" run --device %s "$@"; fi\nexec "%s" "$@"\n' \
+		"$peer_cgtviz" "$2" "$peer_cgtviz" >"$w"
+	chmod +x "$w"
+	bash "$peer_suite/replay.sh" "$w" "$1/traces" >"$1/replay-$2.txt" 2>&1
+	local rc=$?
+	tail -n 2 "$1/replay-$2.txt"
+	return $rc
+}
+
+# ---- main -----------------------------------------------------------------
+
+if [[ ${1:-} == __call ]]; then
+	fn=$2
+	shift 2
+	"$fn" "$@"
+	exit
+fi
+
+case ${1:-} in
+"")
+	usage >&2
+	exit 2
+	;;
+-h | --help | help)
+	usage
+	exit 0
+	;;
+list)
+	printf '%s\n' "${suites[@]}" | awk -F: '{ n = $1; sub(/^[^:]*:/, ""); printf "%-10s %s\n", n, $0 }'
+	exit 0
+	;;
+--dry-run | -n)
+	dry=1
+	shift
+	;;
+esac
+[[ $# -gt 0 ]] || { usage >&2; exit 2; }
+for arg in "$@"; do
+	for s in ${arg//+/ }; do
+		names | grep -qx "$s" || { echo "gpu.sh: unknown suite $s" >&2; usage >&2; exit 2; }
+		if [[ $s == peer ]]; then
+			peer_inputs || exit 2
+		fi
+	done
+done
+
+# run_suite NAME: one suite, its logs in $work/NAME/.
+run_suite() {
+	if ((dry)); then
+		logs=LOGS/$1
+	else
+		logs=$work/$1
+		mkdir -p "$logs"
+	fi
+	if ((dry)); then echo "== $1: $(about "$1")"; else say "== $1"; fi
+	"suite_$1"
+}
+
+if ((dry)); then
+	sum=/dev/null
+	for arg in "$@"; do
+		[[ $arg == *+* ]] && echo "# at once: ${arg//+/, }"
+		for s in ${arg//+/ }; do
+			run_suite "$s"
+		done
+	done
+	exit 0
+fi
+
+OUT=${OUT:-$bin/gpu-run-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+work=$(mktemp -d)
+trap 'tar -czf "$OUT/gpu-run.tgz" -C "$work" . && rm -rf "$work"' EXIT
+sum=$OUT/summary.txt
+: >"$sum"
+export PYTHONUNBUFFERED=1
+say "gpu.sh $* $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" log -1 --format=%h 2>/dev/null || echo unknown)"
+say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 4 | paste -sd';')"
+
+for arg in "$@"; do
+	if [[ $arg != *+* ]]; then
+		run_suite "$arg"
+		continue
+	fi
+	# A+B: each suite in a process of its own, its summary printed whole
+	# when all have ended.
+	pids=()
+	for s in ${arg//+/ }; do
+		(
+			sum=$work/$s.summary
+			status=0
+			run_suite "$s" >/dev/null
+			exit $status
+		) &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || status=1
+	done
+	for s in ${arg//+/ }; do
+		cat "$work/$s.summary" | tee -a "$sum"
+	done
+done
+say "done $(date -u +%T): $([[ $status == 0 ]] && echo "every step passed" || echo "a step failed"); logs and outputs in $OUT/gpu-run.tgz"
+exit $status

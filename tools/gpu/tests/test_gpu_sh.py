@@ -1,0 +1,151 @@
+"""tools/gpu/gpu.sh, the GPU machine's one entry point, tested here where
+there is no GPU: its syntax, every suite's dry run (which must start
+nothing), the suites its page documents, what it refuses before anything
+runs, and a real run of a suite whose commands are stand-ins (the steps'
+summary, exit status and packed logs)."""
+import os
+import re
+import subprocess
+import tarfile
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.normpath(os.path.join(HERE, "..", "gpu.sh"))
+README = os.path.normpath(os.path.join(HERE, "..", "README.md"))
+
+
+def run(args, env=None, path_first=None):
+    e = dict(os.environ, **(env or {}))
+    if path_first:
+        e["PATH"] = path_first + os.pathsep + e["PATH"]
+    p = subprocess.run(["bash", SCRIPT] + args, capture_output=True, text=True, env=e, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def stand_in(folder, name, body):
+    """An executable NAME in folder running the shell body."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as fh:
+        fh.write("#!/bin/sh\n" + body + "\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+def suites():
+    code, out, err = run(["list"])
+    if code != 0:
+        raise AssertionError("gpu.sh list: exit %d: %s" % (code, err))
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+class GpuShTest(unittest.TestCase):
+    def test_syntax(self):
+        p = subprocess.run(["bash", "-n", SCRIPT], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_list_has_the_suites(self):
+        names = suites()
+        for want in ("device", "engine", "peer", "programs", "bench", "overhead", "oracle", "replay"):
+            self.assertIn(want, names)
+        self.assertEqual(len(names), len(set(names)), names)
+
+    def test_readme_documents_every_suite(self):
+        # The page's suite table: a row `| `name` | ...` for each suite,
+        # no more, no fewer.
+        with open(README) as fh:
+            doc = fh.read()
+        documented = re.findall(r"^\| `([a-z]+)` \|", doc, re.M)
+        self.assertEqual(sorted(documented), sorted(suites()))
+
+    def test_dry_run_of_every_suite_starts_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            marker = os.path.join(d, "ran")
+            fake = os.path.join(d, "bin")
+            os.mkdir(fake)
+            # Whatever a step would start first: a dry run calls none.
+            for name in ("timeout", "nvidia-smi", "nvcc", "python3", "tmux", "tar"):
+                stand_in(fake, name, 'echo "$0 $*" >> "%s"; exit 1' % marker)
+            out_dir = os.path.join(d, "out")
+            for suite in suites():
+                with self.subTest(suite=suite):
+                    code, out, err = run(["--dry-run", suite], env={"OUT": out_dir}, path_first=fake)
+                    self.assertEqual(code, 0, err)
+                    self.assertIn("== %s: " % suite, out)
+                    steps = [l for l in out.splitlines() if re.match(r"^  \S+ +\d+ s  ", l)]
+                    self.assertTrue(steps, "no step listed for %s:\n%s" % (suite, out))
+            self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
+            self.assertFalse(os.path.exists(out_dir), "a dry run made $OUT")
+
+    def test_dry_run_of_suites_at_once(self):
+        code, out, err = run(["--dry-run", "device+engine", "bench"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("# at once: device, engine", out)
+        self.assertEqual(re.findall(r"^== (\w+):", out, re.M), ["device", "engine", "bench"])
+
+    def test_refusals(self):
+        code, _, err = run([])
+        self.assertEqual(code, 2)
+        self.assertIn("usage:", err)
+        code, _, err = run(["--dry-run", "nosuch"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown suite nosuch", err)
+        code, _, err = run(["engine+nosuch"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown suite nosuch", err)
+
+    def test_peer_refusals(self):
+        # The peer suite's pieces are found before anything runs: a missing
+        # test file, peer-suite or cgtviz fails here, not on the GPU.
+        with tempfile.TemporaryDirectory() as d:
+            test_file = os.path.join(d, "test_cudagraph_trees.py")
+            open(test_file, "w").close()
+            suite = os.path.join(d, "suite")
+            os.mkdir(suite)
+            open(os.path.join(suite, "conftest.py"), "w").close()
+            exe = os.path.join(d, "cgtviz")
+            with open(exe, "w") as fh:
+                fh.write("#!/bin/sh\n")  # not executable
+            out_dir = os.path.join(d, "out")
+            cases = [
+                ({"PEER_FILE": os.path.join(d, "none.py"), "PEER_SUITE": suite, "CGTVIZ": exe}, "no test file"),
+                ({"PEER_FILE": test_file, "PEER_SUITE": os.path.join(d, "nosuite"), "CGTVIZ": exe}, "peer-suite not found"),
+                ({"PEER_FILE": test_file, "PEER_SUITE": suite, "CGTVIZ": exe}, "is not an executable cgtviz"),
+            ]
+            for env, want in cases:
+                env["OUT"] = out_dir
+                code, _, err = run(["overhead", "peer"], env)
+                self.assertEqual(code, 2, (env, err))
+                self.assertIn(want, err, env)
+                self.assertFalse(os.path.exists(out_dir), "refused after starting")
+
+    def test_run_with_stand_ins(self):
+        # The overhead suite runs python3 twice: with a stand-in that exits
+        # as told, a real run's summary, status and logs are checked here.
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "bin")
+            os.mkdir(fake)
+            stand_in(fake, "python3", 'echo "medians: off 10 us/call, recording 19 us/call, added 9 us/call"; '
+                     'echo "a warning" >&2; exit ${FAKE_RC:-0}')
+            stand_in(fake, "nvidia-smi", "echo 'NVIDIA H200, 580.00, 143771 MiB'")
+            for rc, want_code, want_line in (("0", 0, "ok   overhead: "), ("3", 1, "FAIL overhead: exit 3")):
+                with self.subTest(rc=rc):
+                    out_dir = os.path.join(d, "out" + rc)
+                    code, out, err = run(["overhead"], {"OUT": out_dir, "FAKE_RC": rc}, path_first=fake)
+                    self.assertEqual(code, want_code, out + err)
+                    with open(os.path.join(out_dir, "summary.txt")) as fh:
+                        summary = fh.read()
+                    self.assertIn("gpu: NVIDIA H200", summary)
+                    self.assertIn(want_line, summary)
+                    self.assertIn("added 9 us/call", summary)
+                    with tarfile.open(os.path.join(out_dir, "gpu-run.tgz")) as tf:
+                        logs = {os.path.normpath(n) for n in tf.getnames()}
+                    self.assertIn("overhead/overhead.log", logs)
+                    self.assertIn("overhead/overhead-fresh.log", logs)
+                    # Nothing but the summary and the archive: the device
+                    # tool brings back 8 files at most.
+                    self.assertEqual(sorted(os.listdir(out_dir)), ["gpu-run.tgz", "summary.txt"])
+
+
+if __name__ == "__main__":
+    unittest.main()
