@@ -2,9 +2,11 @@
 # One GPU call for the recorder, the engine and PyTorch's own suite (run
 # from the repository root on the GPU machine; carry .bin from
 # `make gpu-build` plus .bin/peer-suite, peer/test_cudagraph_trees.py and,
-# to compare with, another recorder as .bin/cgtrace_head.py):
+# to compare with, another recorder as .bin/cgtrace_head, its package
+# folder, or .bin/cgtrace_head.py, a recorder of one file from before the
+# package):
 #   1. the recorder's overhead, alone on the machine, against
-#      .bin/cgtrace_head.py when there is one, with the recorder's own time
+#      .bin/cgtrace_head(.py) when there is one, with the recorder's own time
 #      in place (tools/gpu/recorder-overhead.py; OVERHEAD_ARGS replaces
 #      the default arguments), then the same loop with a new input tensor
 #      at each call (--fresh);
@@ -27,7 +29,11 @@ sum=$out/run.txt
 say() { echo "$*" | tee -a "$sum"; }
 say "run $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git log -1 --format=%h 2>/dev/null)"
 base=""
-[ -f .bin/cgtrace_head.py ] && base="--baseline .bin/cgtrace_head.py"
+if [ -f .bin/cgtrace_head/__init__.py ]; then
+	base="--baseline .bin/cgtrace_head"
+elif [ -f .bin/cgtrace_head.py ]; then
+	base="--baseline .bin/cgtrace_head.py"
+fi
 # shellcheck disable=SC2086
 timeout 150 python3 tools/gpu/recorder-overhead.py $base \
 	${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside} >"$work/overhead.log" 2>&1

@@ -1,5 +1,5 @@
 """The package's build backend (_build/cgtrace_build.py) makes wheels pip
-accepts: the module, a console script, torch as an extra only, a RECORD
+accepts: the package's modules, a console script, torch as an extra only, a RECORD
 whose hashes hold. tests/venv_check.sh installs it for real."""
 
 import base64
@@ -39,9 +39,15 @@ class WheelTest(unittest.TestCase):
     def test_wheel(self):
         zf = self.build(cgtrace_build.build_wheel)
         info = cgtrace_build.DIST_INFO
-        self.assertIn("cgtrace.py", zf.namelist())
-        with open(os.path.join(os.path.dirname(HERE), "cgtrace.py"), "rb") as fh:
-            self.assertEqual(zf.read("cgtrace.py"), fh.read())
+        pkg = os.path.join(os.path.dirname(HERE), "cgtrace")
+        modules = sorted(f for f in os.listdir(pkg) if f.endswith(".py"))
+        self.assertIn("__init__.py", modules)
+        self.assertIn("__main__.py", modules)
+        self.assertEqual(sorted(n for n in zf.namelist() if n.startswith("cgtrace/")),
+                         ["cgtrace/" + f for f in modules])  # every module, no __pycache__
+        for f in modules:
+            with open(os.path.join(pkg, f), "rb") as fh:
+                self.assertEqual(zf.read("cgtrace/" + f), fh.read(), f)
         meta = zf.read(info + "/METADATA").decode()
         self.assertIn("Name: cgtrace", meta)
         self.assertIn('Requires-Dist: torch>=2.11; extra == "torch"', meta)
