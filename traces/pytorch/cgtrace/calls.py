@@ -117,140 +117,158 @@ class _Calls:
                 # knobs again, with nothing run since to change them, and
                 # compare the memo again.
                 caught = True
-        Tensor = self.torch.Tensor
         if caught:
             info, fs = got[2], got[3]
         else:
-            self._check_manager(mgr)
-            if self._box.mark_step_counter != self._mark_counter:
-                self._catch_up_steps()
-            # The function's state by the FunctionID object's identity (the
-            # tree passes the same one at every call), weakly held, so no
-            # key is built and hashed per call.
-            got = self._fid_cache.get(id(function_id))
-            if got is not None and got[0] is function_id and got[1]() is mgr:
-                info, fs = got[2], got[3]
-            else:
-                info, fs = self._fn_info(mgr, function_id)
-                if fs is not None:
-                    # The FunctionID itself, held: torch 2.11's is a frozen
-                    # dataclass with slots, which no weak reference can
-                    # point at, and it holds an int, so holding it keeps
-                    # nothing else alive (and its id() is not given to
-                    # another meanwhile). The manager weakly: a strong
-                    # reference would keep its graphs and pool alive.
-                    self._fid_cache[id(function_id)] = (function_id, weakref.ref(mgr), info, fs)
-            self._knob_check(fs)
+            info, fs = self._find_fn(mgr, function_id)
         # A comprehension leaves no loop variable holding the last input
         # alive through the call (that would change what dies in it). Once
         # the function is defined, an input the trace names by its object (a
         # parameter, a tensor passed again) needs no Fact: its name is enough.
-        fresh = True  # some input is new to the trace (a Fact, not a name)
         if fs is not None and fs.defined:
-            known = self.session.by_obj_entry.get
-            # The steadiest case: the inputs are the last call's tensors, in
-            # order (fs.memo: their weak references, the entries that named
-            # them, the session's epoch then, their names), and no name was
-            # bound, unbound or (one of these) renamed since (the epoch is
-            # the same): then they have the same names. Checked by map,
-            # without a Python step per input (a model's parameters are
-            # hundreds of inputs): each reference still gives its input.
-            memo = fs.memo
-            # The data pointers too (one C-level pass): `param.data = new`
-            # keeps the object and moves its data, which is a new tensor.
-            if (not caught and memo is not None and memo[2] == self.session.epoch
-                    and len(new_inputs) == len(memo[0])
-                    and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
-                    and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
-                return self.session.begin_known_call(fs, memo[3], self._gen.generation)
-            # Each input the trace names by its object keeps that name; the
-            # others get a Fact. By position, first against the entries that
-            # named the last call's inputs (fs.last_entries), in C-level
-            # passes: a loop over a data loader's batches calls with the
-            # same parameters (hundreds, in a real model) and one new input.
-            # Then one by one, for every position those did not name.
-            n = len(new_inputs)
-            facts = ptrs = None
-            cand = fs.last_entries if self._by_last_entries else None
-            if cand is not None and len(cand) == n:
-                try:
-                    ptrs = list(map(Tensor.data_ptr, new_inputs))
-                    cf = list(map(_FACT_OF, cand))
-                    hits = list(map(operator.and_, map(operator.and_,
-                                                       map(operator.is_, map(known, map(id, new_inputs)), cand),
-                                                       map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
-                                                           new_inputs)),
-                                    map(operator.eq, ptrs, map(_PTR_OF, cf))))
-                except Exception:  # (an input that is no tensor, or has no storage: one by one)
-                    hits = ptrs = None
-                cf = None
-                if hits is not None:
-                    todo = list(itertools.compress(range(n), map(operator.not_, hits)))
-                    facts = list(map(_ENTRY_NAME, cand))
-                    for i in todo:
-                        facts[i] = None
-            if facts is None:
-                facts = [None] * n
-                todo = range(n)
-                cand = None
-            last = list(cand) if cand is not None else [_NO_ENTRY] * n
-            fresh = False
-            tensors = True  # every input is a tensor
-            left_out = False  # a tensor the format cannot hold
-            for i in todo:
-                v = new_inputs[i]
-                if isinstance(v, Tensor):
-                    e = known(id(v))
-                    ref = e.fact.obj_ref if e is not None else None
-                    if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
-                        facts[i] = e.name
-                        last[i] = e
-                    else:
-                        facts[i] = self._fact_or_none(v)
-                        fresh = fresh or facts[i] is not None
-                        left_out = left_out or facts[i] is None
-                        last[i] = _NO_ENTRY
-                else:
-                    tensors = False
-            fs.last_entries = last
-            # No loop variable keeps the last input alive through the call
-            # (that would change what dies in it).
-            v = e = ref = None
-            if not fresh and not left_out:
-                # The steady case: every tensor input is one the trace names
-                # by its object (a parameter, a tensor passed again). When
-                # all of them are tensors, they are the memo the next call
-                # compares first.
-                ctx = self.session.begin_known_call(fs, [f for f in facts if f is not None],
-                                                    self._gen.generation)
-                fs.memo = None
-                if tensors and n:
-                    for e in last:
-                        e.in_memo = True
-                    fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"],
-                               tuple(ptrs) if ptrs is not None else tuple(map(Tensor.data_ptr, new_inputs)))
-                    e = None
+            ctx, facts = self._name_inputs(fs, new_inputs, caught)
+            if ctx is not None:
                 return ctx
-            if not fresh:
-                # Every tensor input has its name (one the format cannot hold
-                # was left out): nothing to name, no hints.
-                return self.session.begin_known_call(fs, [f for f in facts if f is not None],
-                                                     self._gen.generation)
         else:
+            Tensor = self.torch.Tensor
             facts = [self._fact_or_none(v) if isinstance(v, Tensor) else None for v in new_inputs]
-        # Dynamo bumps GenerationTracker.generation once per top-level
+        # Some input is new to the trace (a Fact, not a name): the static
+        # ones get their module paths as hints. Dynamo bumps GenerationTracker.generation once per top-level
         # torch.compile'd frame invocation (OptimizeContext's on_enter ->
         # install_generation_tagging_init); resume functions after a graph
         # break run inside that invocation and see the same value, which is
         # what CUDAGraph Trees' get_curr_generation() falls back to.
         hints = None
-        if fresh and not all(map(isinstance, facts, itertools.repeat(_NAME_OR_NONE))):
+        if not all(map(isinstance, facts, itertools.repeat(_NAME_OR_NONE))):
             hints = self._param_hints(new_inputs, info, facts)  # only tensors new to the trace need one
         ctx = self.session.begin_call(info, facts, hints,
                                       invocation=self._gen.generation)
         del facts
         return ctx
 
+    def _find_fn(self, mgr, function_id):
+        """The manager checked, the steps caught up, the function's
+        (FnInfo, state or None) found, the knobs looked at: what a call
+        that the steady start of _before_call did not take needs first."""
+        self._check_manager(mgr)
+        if self._box.mark_step_counter != self._mark_counter:
+            self._catch_up_steps()
+        # The function's state by the FunctionID object's identity (the
+        # tree passes the same one at every call), weakly held, so no
+        # key is built and hashed per call.
+        got = self._fid_cache.get(id(function_id))
+        if got is not None and got[0] is function_id and got[1]() is mgr:
+            info, fs = got[2], got[3]
+        else:
+            info, fs = self._fn_info(mgr, function_id)
+            if fs is not None:
+                # The FunctionID itself, held: torch 2.11's is a frozen
+                # dataclass with slots, which no weak reference can
+                # point at, and it holds an int, so holding it keeps
+                # nothing else alive (and its id() is not given to
+                # another meanwhile). The manager weakly: a strong
+                # reference would keep its graphs and pool alive.
+                self._fid_cache[id(function_id)] = (function_id, weakref.ref(mgr), info, fs)
+        self._knob_check(fs)
+        return info, fs
+
+    def _name_inputs(self, fs, new_inputs, caught):
+        """The inputs of a call of a defined function, named: (the call's
+        ctx, None) when every tensor input has a name the trace gave it
+        (a steady call: the memo is set for the next), else (None, facts
+        by position: a name, a Fact for a tensor new to the trace, or
+        None). caught: the memo was compared already (_before_call)."""
+        Tensor = self.torch.Tensor
+        known = self.session.by_obj_entry.get
+        # The steadiest case: the inputs are the last call's tensors, in
+        # order (fs.memo: their weak references, the entries that named
+        # them, the session's epoch then, their names), and no name was
+        # bound, unbound or (one of these) renamed since (the epoch is
+        # the same): then they have the same names. Checked by map,
+        # without a Python step per input (a model's parameters are
+        # hundreds of inputs): each reference still gives its input.
+        memo = fs.memo
+        # The data pointers too (one C-level pass): `param.data = new`
+        # keeps the object and moves its data, which is a new tensor.
+        if (not caught and memo is not None and memo[2] == self.session.epoch
+                and len(new_inputs) == len(memo[0])
+                and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
+            return self.session.begin_known_call(fs, memo[3], self._gen.generation), None
+        # Each input the trace names by its object keeps that name; the
+        # others get a Fact. By position, first against the entries that
+        # named the last call's inputs (fs.last_entries), in C-level
+        # passes: a loop over a data loader's batches calls with the
+        # same parameters (hundreds, in a real model) and one new input.
+        # Then one by one, for every position those did not name.
+        n = len(new_inputs)
+        facts = ptrs = None
+        cand = fs.last_entries if self._by_last_entries else None
+        if cand is not None and len(cand) == n:
+            try:
+                ptrs = list(map(Tensor.data_ptr, new_inputs))
+                cf = list(map(_FACT_OF, cand))
+                hits = list(map(operator.and_, map(operator.and_,
+                                                   map(operator.is_, map(known, map(id, new_inputs)), cand),
+                                                   map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                                       new_inputs)),
+                                map(operator.eq, ptrs, map(_PTR_OF, cf))))
+            except Exception:  # (an input that is no tensor, or has no storage: one by one)
+                hits = ptrs = None
+            cf = None
+            if hits is not None:
+                todo = list(itertools.compress(range(n), map(operator.not_, hits)))
+                facts = list(map(_ENTRY_NAME, cand))
+                for i in todo:
+                    facts[i] = None
+        if facts is None:
+            facts = [None] * n
+            todo = range(n)
+            cand = None
+        last = list(cand) if cand is not None else [_NO_ENTRY] * n
+        fresh = False
+        tensors = True  # every input is a tensor
+        left_out = False  # a tensor the format cannot hold
+        for i in todo:
+            v = new_inputs[i]
+            if isinstance(v, Tensor):
+                e = known(id(v))
+                ref = e.fact.obj_ref if e is not None else None
+                if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
+                    facts[i] = e.name
+                    last[i] = e
+                else:
+                    facts[i] = self._fact_or_none(v)
+                    fresh = fresh or facts[i] is not None
+                    left_out = left_out or facts[i] is None
+                    last[i] = _NO_ENTRY
+            else:
+                tensors = False
+        fs.last_entries = last
+        # No loop variable keeps the last input alive through the call
+        # (that would change what dies in it).
+        v = e = ref = None
+        if not fresh and not left_out:
+            # The steady case: every tensor input is one the trace names
+            # by its object (a parameter, a tensor passed again). When
+            # all of them are tensors, they are the memo the next call
+            # compares first.
+            ctx = self.session.begin_known_call(fs, [f for f in facts if f is not None],
+                                                self._gen.generation)
+            fs.memo = None
+            if tensors and n:
+                for e in last:
+                    e.in_memo = True
+                fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"],
+                           tuple(ptrs) if ptrs is not None else tuple(map(Tensor.data_ptr, new_inputs)))
+                e = None
+            return ctx, None
+        if not fresh:
+            # Every tensor input has its name (one the format cannot hold
+            # was left out): nothing to name, no hints.
+            return self.session.begin_known_call(fs, [f for f in facts if f is not None],
+                                                 self._gen.generation), None
+        return None, facts
 
     def _fast_after(self, ctx, fs, plan, mgr, out):
         """_general_after for a call that replayed the node of the plan, as
