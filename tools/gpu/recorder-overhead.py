@@ -277,7 +277,7 @@ def mlp_workload(dim=1024, batch=64, fresh=False):
 
 def fake_workload(fresh=False):
     """The same loop's shape against the recorder tests' stand-in for torch
-    (traces/pytorch/tests/test_recorder_fake_torch.py), on CPU: three
+    (traces/pytorch/tests/fake_torch.py), on CPU: three
     static parameters and one input passed again (fresh: a new one at
     each call), a step before each
     call, and as in PyTorch a replay hands out its node's cached output
@@ -287,7 +287,7 @@ def fake_workload(fresh=False):
     without torch's.
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
-    import test_recorder_fake_torch as fake
+    import fake_torch as fake
 
     saved = fake.install_fake_torch()
     cgt = sys.modules["torch._inductor.cudagraph_trees"]

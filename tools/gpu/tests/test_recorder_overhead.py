@@ -1,7 +1,7 @@
 """tools/gpu/recorder-overhead.py's timing core on CPU: the rounds
 alternate off and on, every recorded round's trace holds exactly its calls,
 and the report prints what the GPU run prints. PyTorch's tree is the
-recorder tests' stand-in (traces/pytorch/tests/test_recorder_fake_torch.py)."""
+recorder tests' stand-in (traces/pytorch/tests/fake_torch.py)."""
 import contextlib
 import importlib.util
 import io
@@ -18,7 +18,7 @@ spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(
 ro = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ro)
 
-import test_recorder_fake_torch as fake  # noqa: E402
+import fake_torch as fake  # noqa: E402
 
 
 class MeasureTest(unittest.TestCase):
