@@ -10,6 +10,7 @@ import unittest
 from fake_torch import (ConfigModule, _UNSET, install_fake_torch, remove_fake_torch)
 
 import cgtrace  # noqa: E402  (after fake_torch)
+from cgtrace import encode_record  # noqa: E402
 
 
 class KnobsTest(unittest.TestCase):
@@ -147,6 +148,37 @@ class KnobsTest(unittest.TestCase):
         self.assertEqual(cgtrace.settings_from_knobs(k.read(all_knobs=False)),
                          {"warmup_runs": 0, "recompile_limit": 2})
 
+
+
+class SettingsTest(unittest.TestCase):
+    def test_settings_from_knobs(self):
+        cases = [
+            ({}, {}),
+            ({"triton.skip_cudagraph_warmup": True}, {"warmup_runs": 0}),
+            ({"triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 5,
+              "inline_inbuilt_nn_modules": False},
+             {"warmup_runs": 1, "rerecord_limit": 5, "inline_inbuilt_nn_modules": False}),
+            ({"triton.cudagraph_unexpected_rerecord_limit": 5, "inline_inbuilt_nn_modules": True},
+             {"rerecord_limit": cgtrace.UNBOUNDED, "inline_inbuilt_nn_modules": True}),
+            ({"cache_size_limit": 4}, {"recompile_limit": 4}),
+            ({"recompile_limit": 2, "cache_size_limit": 4}, {"recompile_limit": 2}),
+            ({"triton.cudagraph_support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True},
+             {"support_input_mutation": False, "automatic_dynamic_shapes": False,
+              "assume_static_by_default": True}),
+            ({"recompile_limit": True, "automatic_dynamic_shapes": 1}, {}),  # wrong types: left out
+        ]
+        for raw, want in cases:
+            self.assertEqual(cgtrace.settings_from_knobs(raw), want, raw)
+
+    def test_config_record_checked(self):
+        self.assertEqual('{"op": "config", "warmup_runs": 0}',
+                         encode_record({"op": "config", "warmup_runs": 0}))
+        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, {}):
+            with self.assertRaises(ValueError):
+                encode_record(dict({"op": "config"}, **bad))
+        with self.assertRaises(ValueError):
+            cgtrace.encode_header({"cgtviz": 1, "name": "x", "config": {"rerecord_limit": "8"}})
 
 if __name__ == "__main__":
     unittest.main()
