@@ -51,7 +51,9 @@ Its modules, torch-free first (the tests drive them with fake tensors):
 
     jsonl.py      JSON writing: the format's records, checked and encoded; Trace
     shapes.py     shapes, strides and views; function bodies (synth_def)
-    session.py    the recording session: Facts, names, liveness, records
+    session.py    the recording session: each event's records, in order,
+                  with its mixins names.py (names, renames, deaths) and
+                  state.py (Fact, FnInfo: what it keeps of tensors, functions)
     liveness.py   a tensor's liveness as the tree judges it (_Probe)
     knobs.py      PyTorch's settings and their cheap reading (_Knobs)
     errors.py     the recorder's own trouble, told without raising
@@ -76,7 +78,8 @@ from .jsonl import (_STEP, DTYPES, FORMAT_VERSION, MAX_DIMS, SMALL_TENSOR, Trace
 from .knobs import KNOBS, UNBOUNDED, _Knobs, settings_from_knobs  # noqa: F401
 from .liveness import NO_RULE, REFCOUNT, USE_COUNT, _Probe, _refcount_rule  # noqa: F401
 from .recorder import Recorder, record  # noqa: F401
-from .session import _FACT_OF, Fact, FnInfo, Session  # noqa: F401
+from .session import Session  # noqa: F401
+from .state import _FACT_OF, Fact, FnInfo  # noqa: F401
 from .shapes import (OutSpec, check_body, contiguous_strides, dtype_name, extent, fit_shape,  # noqa: F401
                      is_contiguous, numel, sanitize, synth_def, view_fields)
 

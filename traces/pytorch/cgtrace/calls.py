@@ -11,7 +11,7 @@ import weakref
 from .errors import _error_text
 from .jsonl import _names_json
 from .liveness import _tree_stats
-from .session import (_ENTRY_NAME, _FACT_OF, _NAME_OR_NONE, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF, _ReplayPlan)
+from .state import (_ENTRY_NAME, _FACT_OF, _NAME_OR_NONE, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF, _ReplayPlan)
 
 # tls.actions of a call that replayed one node and did nothing else.
 _REPLAYED = ["replay"]

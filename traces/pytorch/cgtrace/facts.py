@@ -9,7 +9,7 @@ import weakref
 from . import torch_api
 from .errors import _Unsupported
 from .jsonl import DTYPES
-from .session import Fact, FnInfo, _fact_positions
+from .state import Fact, FnInfo, _fact_positions
 from .shapes import dtype_name
 from .liveness import _Probe
 
