@@ -22,6 +22,7 @@ from .knobs import _jsonable, _Knobs, settings_from_knobs
 from .liveness import _tree_stats
 from .session import Session
 
+# The recording in progress: one at a time, as the tree's wrappers are one.
 _ACTIVE = {"recorder": None}
 
 
@@ -99,17 +100,6 @@ def _is_fifo(path):
         return False
 
 
-def record(path, name=None, meta=None, follow=None):
-    """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
-    activity of the code inside into that file (written on exit, also when
-    the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
-    that is a named pipe) the file is written as the program runs, one
-    flush per compiled call or host read, for `cgtviz run --follow` or
-    `cgtviz -follow`; the counts then end the file as a note instead of
-    heading it."""
-    return Recorder(path, name=name, meta=meta, follow=follow)
-
-
 class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
@@ -120,7 +110,12 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
     `MarkStepBox.mark_step_counter` down by one, and the next event writes
     the steps since the last (`_catch_up_steps`). Nothing can see a step
     before the next call or host read does, and a call costs less without
-    a wrapper around every step."""
+    a wrapper around every step.
+
+    This class holds the state, start and stop; its mixins the work:
+    _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
+    general path, _Deferred (deferred.py) the steady replay, _Events
+    (events.py) every other event, _Facts (facts.py) torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
     # same inputs, handing out the same cached outputs) is deferred: the
@@ -355,3 +350,14 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         summary["trees"] = trees
         meta["recorded"] = summary
         meta["approximations"] = _APPROXIMATIONS
+
+
+def record(path, name=None, meta=None, follow=None):
+    """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
+    activity of the code inside into that file (written on exit, also when
+    the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
+    that is a named pipe) the file is written as the program runs, one
+    flush per compiled call or host read, for `cgtviz run --follow` or
+    `cgtviz -follow`; the counts then end the file as a note instead of
+    heading it."""
+    return Recorder(path, name=name, meta=meta, follow=follow)
