@@ -67,7 +67,9 @@ def _module_codes():
 
 
 class _Hooks:
-    """Recorder's installing of its wrappers."""
+    """Recorder's wrappers: what start patches into torch (the tree's entry
+    points, Tensor's read methods, the config modules' writes), each
+    original kept in _saved for stop to put back."""
 
     def _save_entry_points(self, torch, cgt):
         """The tree manager's entry points the recorder wraps, kept to be
