@@ -307,9 +307,15 @@ suite_replay() {
 
 suite_overhead() {
 	local base=()
-	[[ -f $bin/cgtrace_head.py ]] && base=(--baseline "$bin/cgtrace_head.py")
-	# OVERHEAD_ARGS replaces the first run's arguments; .bin/cgtrace_head.py,
-	# when carried, is another recorder timed in the same rounds.
+	if [[ -f $bin/cgtrace_head/__init__.py ]]; then
+		base=(--baseline "$bin/cgtrace_head")
+	elif [[ -f $bin/cgtrace_head.py ]]; then
+		base=(--baseline "$bin/cgtrace_head.py")
+	fi
+	# OVERHEAD_ARGS replaces the first run's arguments; .bin/cgtrace_head
+	# (a package folder) or .bin/cgtrace_head.py (a recorder of one file
+	# from before the package), when carried, is another recorder timed in
+	# the same rounds.
 	# shellcheck disable=SC2086
 	step overhead 150 . python3 tools/gpu/recorder-overhead.py "${base[@]}" ${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside}
 	show overhead '^[^ ]' 30

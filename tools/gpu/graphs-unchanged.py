@@ -15,7 +15,7 @@ than unrecorded) shows as a difference. Needs a CUDA GPU and PyTorch 2.11.
 
     python3 tools/gpu/graphs-unchanged.py --jobs 6       # every program
     python3 tools/gpu/graphs-unchanged.py graph_break host_reads
-    python3 tools/gpu/graphs-unchanged.py --recorder old/cgtrace.py graph_break
+    python3 tools/gpu/graphs-unchanged.py --recorder old/traces/pytorch/cgtrace graph_break
 
 Prints one line a program and, for a difference, what differs; exits 1
 when any program's graphs differ or a run failed, 2 for a NAME that is
@@ -178,7 +178,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="programs of record_all.sh (default: all)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a run may take")
-    ap.add_argument("--recorder", help="the cgtrace.py to record with (default: this tree's)")
+    ap.add_argument("--recorder", help="the recorder to record with: a cgtrace package folder, or a cgtrace.py "
+                                       "of one file from before the package (default: this tree's)")
     ap.add_argument("--jobs", type=int, default=1, help="programs run at once (each its two runs in turn)")
     opts = ap.parse_args(argv)
     with open(os.path.join(PROGRAMS, "record_all.sh"), encoding="utf-8") as fh:
@@ -198,7 +199,11 @@ def main(argv=None):
         if opts.recorder:
             recorder_dir = os.path.join(tmp, "recorder")
             os.mkdir(recorder_dir)
-            shutil.copy(opts.recorder, os.path.join(recorder_dir, "cgtrace.py"))
+            if os.path.isdir(opts.recorder):
+                shutil.copytree(opts.recorder, os.path.join(recorder_dir, "cgtrace"),
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(opts.recorder, os.path.join(recorder_dir, "cgtrace.py"))
         with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
             results = pool.map(lambda p: run_one(p[0], p[1], p[2], tmp, opts.timeout, recorder_dir), todo)
             for (name, _, _), (reports, err) in zip(todo, results):

@@ -15,7 +15,7 @@ paid once, not per call.
 
     python3 tools/gpu/recorder-overhead.py [--iters 2000] [--rounds 7] [--json]
     python3 tools/gpu/recorder-overhead.py --fake   # no GPU: the recorder's own CPU cost
-    python3 tools/gpu/recorder-overhead.py --baseline /tmp/cgtrace_before.py  # before/after, one run
+    python3 tools/gpu/recorder-overhead.py --baseline /tmp/before/traces/pytorch/cgtrace  # before/after, one run
     python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
     python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
 
@@ -277,7 +277,7 @@ def mlp_workload(dim=1024, batch=64, fresh=False):
 
 def fake_workload(fresh=False):
     """The same loop's shape against the recorder tests' stand-in for torch
-    (traces/pytorch/tests/test_recorder_fake_torch.py), on CPU: three
+    (traces/pytorch/tests/fake_torch.py), on CPU: three
     static parameters and one input passed again (fresh: a new one at
     each call), a step before each
     call, and as in PyTorch a replay hands out its node's cached output
@@ -287,7 +287,7 @@ def fake_workload(fresh=False):
     without torch's.
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
-    import test_recorder_fake_torch as fake
+    import fake_torch as fake
 
     saved = fake.install_fake_torch()
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
@@ -316,8 +316,8 @@ def fake_workload(fresh=False):
 
 
 # Where recorder_inside puts its clock: (what comes before, what it becomes)
-# in traces/pytorch/cgtrace.py's _run (the lean path) and execute_node
-# wrappers. A call the lean path hands to _steady is timed from its lean
+# in the recorder's _run (the lean path) and execute_node wrappers
+# (traces/pytorch/cgtrace/hooks.py). A call the lean path hands to _steady is timed from its lean
 # entry again (the clock restarts), once: what a steady call costs.
 _INSIDE_MARKS = (
     ("            if hot.steady:\n                # A call re-entering",
@@ -338,26 +338,75 @@ _INSIDE_MARKS = (
 
 
 def recorder_inside(path=None):
-    """A copy of cgtrace.py whose deferred-replay path reads the clock
+    """A copy of the recorder whose deferred-replay path reads the clock
     (perf_counter_ns) around its own code: before the tree's call, after
-    it, and in the execute_node wrapper, summed in the module's _IN
+    it, and in the execute_node wrapper, summed in the copy's _IN
     [before, after, execute_node ns, calls]. What the recorder costs in
     place, in the middle of torch's call, where each object it reads can
-    be a cache miss (a loop timed apart runs out of warm caches). Raises
-    ValueError when the recorder's code no longer has a mark."""
+    be a cache miss (a loop timed apart runs out of warm caches). path: the
+    recorder's package folder (default: this checkout's), or a recorder of
+    one file (cgtrace.py, before the package). Raises ValueError when the
+    recorder's code no longer has a mark."""
     import types
-    path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace.py")
-    with open(path) as fh:
-        src = fh.read()
+    path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace")
+    if os.path.isdir(path):
+        srcs = {}
+        for f in sorted(os.listdir(path)):
+            if f.endswith(".py"):
+                with open(os.path.join(path, f)) as fh:
+                    srcs[f] = fh.read()
+        # The marks' module: the package's file holding the first mark.
+        name = next((f for f in srcs if _INSIDE_MARKS[0][0] in srcs[f]), "__init__.py")
+        target, src = os.path.join(path, name), srcs.get(name, "")
+    else:
+        target = path
+        with open(path) as fh:
+            src = fh.read()
     for old, new in _INSIDE_MARKS:
         if src.count(old) != 1:
-            raise ValueError("recorder_inside: %s no longer has the mark %r" % (path, old[:60]))
+            raise ValueError("recorder_inside: %s no longer has the mark %r" % (target, old[:60]))
         src = src.replace(old, new)
+    marks = dict(_ns=time.perf_counter_ns, _IN=[0, 0, 0, 0])
+    if os.path.isdir(path):
+        mod = _load_package("cgtrace_inside", path, {os.path.basename(target): (src, marks)})
+        mod._IN = marks["_IN"]
+        return mod
     mod = types.ModuleType("cgtrace_inside")
     mod.__file__ = path
-    mod.__dict__.update(_ns=time.perf_counter_ns, _IN=[0, 0, 0, 0])
+    mod.__dict__.update(marks)
     exec(compile(src, path, "exec"), mod.__dict__)
     return mod
+
+
+def _load_package(name, folder, patched=None):
+    """The recorder package in folder, loaded as a package named name (not
+    `cgtrace`, which stays this checkout's: its modules import each other
+    relatively). patched: {file name: (source, globals)}, modules run from
+    that source instead of their file's, with those globals set first."""
+    import importlib.util
+    import types
+    for n in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+        del sys.modules[n]  # (a copy loaded before: this one replaces it)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules[name] = pkg
+    try:
+        for fname, (src, glob) in (patched or {}).items():
+            sub = name + "." + fname[:-3]
+            mod = types.ModuleType(sub)
+            mod.__file__ = os.path.join(folder, fname)
+            mod.__package__ = name
+            mod.__dict__.update(glob)
+            sys.modules[sub] = mod
+            exec(compile(src, mod.__file__, "exec"), mod.__dict__)
+            setattr(pkg, fname[:-3], mod)
+        spec.loader.exec_module(pkg)
+    except BaseException:
+        for n in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+            del sys.modules[n]
+        raise
+    return pkg
 
 
 def measure_inside(step, sync, iters, rounds, warm=50, folder=None):
@@ -420,9 +469,12 @@ def report_host(before, after, out=None):
 
 
 def load_baseline(path):
-    """Another cgtrace.py as a module of its own (not `cgtrace`, which stays
-    this checkout's)."""
+    """Another recorder as a module of its own (not `cgtrace`, which stays
+    this checkout's): a package folder (traces/pytorch/cgtrace of another
+    revision) or one file (cgtrace.py, before the package)."""
     import importlib.util
+    if os.path.isfile(os.path.join(path, "__init__.py")):
+        return _load_package("cgtrace_baseline", path)
     if not os.path.isfile(path):
         raise SystemExit("recorder-overhead: no such baseline recorder: %s" % path)
     spec = importlib.util.spec_from_file_location("cgtrace_baseline", path)
@@ -443,9 +495,11 @@ def main(argv=None):
                    help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
     p.add_argument("--fresh", action="store_true",
                    help="a new input tensor at every call (a data loader's batches), not the same one")
-    p.add_argument("--baseline", metavar="CGTRACE_PY",
-                   help="also time this other cgtrace.py (say, the one before a change: "
-                        "git show REV:traces/pytorch/cgtrace.py > /tmp/cgtrace_before.py) in the same rounds")
+    p.add_argument("--baseline", metavar="RECORDER",
+                   help="also time this other recorder in the same rounds: its package folder (say, the one "
+                        "before a change: mkdir /tmp/before && git archive REV traces/pytorch/cgtrace | "
+                        "tar -x -C /tmp/before; then /tmp/before/traces/pytorch/cgtrace), or a cgtrace.py "
+                        "of one file (before the package: git show REV:traces/pytorch/cgtrace.py)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")

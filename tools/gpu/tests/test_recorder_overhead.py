@@ -1,7 +1,7 @@
 """tools/gpu/recorder-overhead.py's timing core on CPU: the rounds
 alternate off and on, every recorded round's trace holds exactly its calls,
 and the report prints what the GPU run prints. PyTorch's tree is the
-recorder tests' stand-in (traces/pytorch/tests/test_recorder_fake_torch.py)."""
+recorder tests' stand-in (traces/pytorch/tests/fake_torch.py)."""
 import contextlib
 import importlib.util
 import io
@@ -18,7 +18,7 @@ spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(
 ro = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ro)
 
-import test_recorder_fake_torch as fake  # noqa: E402
+import fake_torch as fake  # noqa: E402
 
 
 class MeasureTest(unittest.TestCase):
@@ -154,14 +154,14 @@ class MeasureTest(unittest.TestCase):
         self.assertGreater(res["trace_bytes_per_call"], 380)
 
     def test_baseline_and_profile(self):
-        """--baseline times another cgtrace.py in the same rounds (its trace
+        """--baseline times another recorder in the same rounds (its trace
         holds every call too); --profile prints where a recorded loop's
         time went, the recorder's hooks among it."""
         fake.remove_fake_torch(self.saved)
         try:
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 status = ro.main(["--fake", "--iters", "20", "--rounds", "2", "--warm", "3", "--json",
-                                  "--baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace.py"),
+                                  "--baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"),
                                   "--profile", "5", "--cpu-clock"])
         finally:
             self.saved = fake.install_fake_torch()
@@ -169,14 +169,14 @@ class MeasureTest(unittest.TestCase):
         text = out.getvalue()
         self.assertRegex(text, r"baseline recorder: recording [\d.]+ us/call, added -?[\d.]+ us/call")
         self.assertIn("profile of 20 recorded calls, top 5 by own time:", text)
-        self.assertIn("cgtrace.py", text)
+        self.assertIn(os.path.join("cgtrace", "hooks.py"), text)  # the _run wrapper's module
         res = json.loads(text.splitlines()[-1])
         self.assertEqual((res["clock"], len(res["base"]), len(res["base_added"])), ("cpu", 2, 2))
         self.assertGreater(res["base_trace_bytes_per_call"], 50)
 
     def test_inside_times_the_recorder_in_place(self):
         """--inside times the recorder's own code inside the loop, from a
-        copy of cgtrace.py reading the clock: every mark is still in the
+        copy of the recorder reading the clock: every mark is still in the
         recorder, the copy records as the recorder does, and the deferred
         calls are counted."""
         status, out = self.main_with_its_own_fake(["--fake", "--iters", "30", "--rounds", "2", "--warm", "3", "--json", "--inside"])
@@ -197,6 +197,11 @@ class MeasureTest(unittest.TestCase):
                 ro.recorder_inside(fh.name)
         finally:
             os.unlink(fh.name)
+        with tempfile.TemporaryDirectory() as d:  # a package whose modules lack them
+            with open(os.path.join(d, "__init__.py"), "w") as fh:
+                fh.write("def record(path):\n    pass\n")
+            with self.assertRaisesRegex(ValueError, "__init__.py no longer has the mark"):
+                ro.recorder_inside(d)
 
     def test_missing_baseline_refused(self):
         with self.assertRaises(SystemExit) as cm:

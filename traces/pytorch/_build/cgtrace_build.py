@@ -3,10 +3,10 @@ installs), in the standard library alone.
 
 Why not setuptools: the machines the recorder is installed on reach no
 package index (the GPU machines reach nothing; CI's venv has no `wheel`, and
-setuptools before 70.1 cannot build a wheel without it). A package of one
-module needs no more than this: a wheel is a zip of the module and its
-.dist-info (PEP 427, PEP 376 RECORD), an editable one a .pth naming this
-folder. `requires = []` in pyproject.toml, so pip's build isolation has
+setuptools before 70.1 cannot build a wheel without it). A package of
+plain modules needs no more than this: a wheel is a zip of the package's
+files and its .dist-info (PEP 427, PEP 376 RECORD), an editable one a .pth
+naming this folder. `requires = []` in pyproject.toml, so pip's build isolation has
 nothing to fetch.
 """
 
@@ -70,9 +70,19 @@ def _write_wheel(wheel_directory, files):
     return name
 
 
-def _module():
-    with open(os.path.join(HERE, NAME + ".py"), "rb") as fh:
-        return fh.read()
+def _package_files():
+    """The package's modules, by their paths in an archive (cgtrace/x.py),
+    in order; nothing else of its folder (no __pycache__)."""
+    folder = os.path.join(HERE, NAME)
+    return sorted("%s/%s" % (NAME, f) for f in os.listdir(folder) if f.endswith(".py"))
+
+
+def _package():
+    files = {}
+    for rel in _package_files():
+        with open(os.path.join(HERE, rel), "rb") as fh:
+            files[rel] = fh.read()
+    return files
 
 
 def get_requires_for_build_wheel(config_settings=None):
@@ -100,11 +110,11 @@ prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return _write_wheel(wheel_directory, {NAME + ".py": _module()})
+    return _write_wheel(wheel_directory, _package())
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
-    # A .pth line puts this folder on sys.path: edits to cgtrace.py show at once.
+    # A .pth line puts this folder on sys.path: edits to the package show at once.
     return _write_wheel(wheel_directory, {"__editable__.%s.pth" % NAME: (HERE + "\n").encode("utf-8")})
 
 
@@ -114,7 +124,7 @@ def build_sdist(sdist_directory, config_settings=None):
     path = os.path.join(sdist_directory, name)
     tmp = path + ".part"
     with tarfile.open(tmp, "w:gz") as tf:
-        for rel in (NAME + ".py", "pyproject.toml", os.path.join("_build", "cgtrace_build.py")):
+        for rel in _package_files() + ["pyproject.toml", "_build/cgtrace_build.py"]:
             tf.add(os.path.join(HERE, rel), arcname="%s/%s" % (base, rel))
         info = tarfile.TarInfo("%s/PKG-INFO" % base)
         data = _metadata().encode("utf-8")

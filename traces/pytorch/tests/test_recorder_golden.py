@@ -19,7 +19,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import test_recorder_fake_torch as fake  # noqa: E402  (puts the recorder on sys.path)
+import fake_torch as fake  # noqa: E402  (puts the recorder on sys.path)
 
 import cgtrace  # noqa: E402
 

@@ -39,7 +39,7 @@ check() {
 	where=$(cd / && "$py" -c "import cgtrace; print(cgtrace.__file__)")
 	case "$mode:$where" in
 	copy:"$venv"/*) ;;
-	editable:"$here/cgtrace.py") ;;
+	editable:"$here/cgtrace/__init__.py") ;;
 	*) echo "venv_check: the $mode install imports cgtrace from $where" >&2; exit 1 ;;
 	esac
 	(cd "$here/tests" && CGTRACE_TEST_INSTALLED=1 "$py" -m unittest discover -s . -t . 2>&1 | tail -1)

@@ -1,5 +1,6 @@
-"""Tests of cgtrace's torch-free parts: JSON writing, body synthesis, and the
-Session that turns tree events into records, driven with fake tensors.
+"""The torch-free session (cgtrace/session.py), which turns the tree's
+events into records, driven with fake tensors (FakeTensor: what the
+session asks of a tensor's Fact).
 
     python3 -m unittest discover traces/pytorch/tests
 """
@@ -7,18 +8,16 @@ Session that turns tree events into records, driven with fake tensors.
 import json
 import os
 import sys
-import tempfile
 import unittest
 import weakref
 
 # CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
-# instead of the file beside these tests.
+# instead of the folder beside these tests.
 if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cgtrace  # noqa: E402
-from cgtrace import (Fact, FnInfo, OutSpec, Session, Trace, check_body,  # noqa: E402
-                     encode_record, fit_shape, sanitize, synth_def)
+from cgtrace import Fact, FnInfo, Session, Trace, check_body  # noqa: E402
 
 
 class FakeTensor:
@@ -94,227 +93,6 @@ def _contiguous(shape):
 
 def ops(trace):
     return [r["op"] for r in trace.records]
-
-
-class EncodeTest(unittest.TestCase):
-    def test_fields_in_spec_order(self):
-        line = encode_record({"out": ["a"], "args": ["x"], "fn": "foo", "op": "call"})
-        self.assertEqual(line, '{"op": "call", "fn": "foo", "args": ["x"], "out": ["a"]}')
-
-    def test_unknown_field_refused(self):
-        with self.assertRaisesRegex(ValueError, "unknown field.*colour"):
-            encode_record({"op": "step", "colour": "red"})
-
-    def test_unknown_op_refused(self):
-        with self.assertRaisesRegex(ValueError, "unknown op"):
-            encode_record({"op": "jump"})
-
-    def test_missing_field_refused(self):
-        with self.assertRaisesRegex(ValueError, "lacks 'names'"):
-            encode_record({"op": "del"})
-
-    def test_nan_refused(self):
-        with self.assertRaises(ValueError):
-            encode_record({"op": "tensor", "name": "t", "shape": [1], "init": "values",
-                           "values": [float("nan")]})
-
-    def test_bad_statement_field_refused(self):
-        with self.assertRaisesRegex(ValueError, "statement of def f"):
-            encode_record({"op": "def", "fn": "f", "params": [], "returns": [],
-                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "stride": [1]}]})
-
-    def test_unknown_dtype_refused(self):
-        for rec in ({"op": "tensor", "name": "t", "shape": [1], "init": "zeros", "dtype": "complex64"},
-                    {"op": "def", "fn": "f", "params": [], "returns": [],
-                     "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]}):
-            with self.assertRaisesRegex(ValueError, "unknown dtype"):
-                encode_record(rec)
-
-    def test_header_and_defs_first(self):
-        t = Trace("demo", meta={"source": "cgtrace", "torch": "2.11.0"})
-        t.add({"op": "step"})
-        t.set_def(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])]))
-        lines = [json.loads(x) for x in t.lines()]
-        self.assertEqual(lines[0], {"cgtviz": 1, "name": "demo", "devices": 1,
-                                    "meta": {"source": "cgtrace", "torch": "2.11.0"}})
-        self.assertEqual([x.get("op") for x in lines[1:]], ["def", "step"])
-
-    def test_unchecked_record_refused_at_write_costs_only_itself(self):
-        """The recorder's trace checks per-call records when written: one the
-        encoder refuses becomes a note saying so; the rest of the file stands."""
-        t = Trace("w", strict=False)
-        t.add({"op": "step"})
-        t.add({"op": "call", "fn": "f", "args": [], "bogus": 1})
-        t.add({"op": "step"})
-        lines = [json.loads(x) for x in t.lines()]
-        self.assertEqual([x.get("op") for x in lines[1:]], ["step", "note", "step"])
-        self.assertIn("unknown field(s) bogus", lines[2]["text"])
-        with self.assertRaisesRegex(ValueError, "unknown field"):
-            Trace("strict").add({"op": "call", "fn": "f", "args": [], "bogus": 1})
-
-    def test_write_is_whole(self):
-        t = Trace("w")
-        t.add({"op": "note", "text": "hi"})
-        with tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "x.cgt.jsonl")
-            t.write(p)
-            self.assertEqual(os.listdir(d), ["x.cgt.jsonl"])
-            with open(p) as fh:
-                self.assertEqual(len(fh.read().splitlines()), 2)
-
-
-class LineEncoderTest(unittest.TestCase):
-    """The writer's joined lines are encode_record's, byte for byte, and
-    what encode_record refuses the writer refuses."""
-
-    def same(self, rec, enc=None):
-        enc = enc or cgtrace._LineEncoder()
-        try:
-            want = cgtrace.encode_record(rec)
-        except (ValueError, TypeError) as e:
-            with self.assertRaises(type(e)):
-                enc.line(rec)
-            return
-        self.assertEqual(enc.line(rec), want)
-        self.assertEqual(enc.line(rec), want)  # again, from what it keeps
-
-    def test_records_as_encode_record_writes_them(self):
-        names = ["in", "x_1", "", "a\"b", "back\\slash", "caf\u00e9", "tab\there", "del\x7f", "\u2028"]
-        args = ["param", "in"]
-        recs = [
-            cgtrace._STEP, {"op": "step"},
-            {"op": "call", "fn": "f_0", "args": args, "out": ["f_0_c1_0", "_"], "invocation": 3},
-            {"op": "call", "fn": "f_0", "args": args},
-            {"op": "call", "fn": "f_0", "args": [], "out": []},
-            {"op": "call", "fn": "f_0", "args": args, "invocation": True},
-            {"op": "call", "fn": "f_0", "args": args, "invocation": 2 ** 70},
-            {"op": "call", "fn": "f_0", "args": args, "invocation": 1.5},
-            {"op": "call", "fn": "f_0", "args": ("a", "b")},
-            {"op": "call", "fn": "f_0", "args": [1, None]},
-            {"op": "call", "fn": 7, "args": args},
-            {"op": "call", "fn": "f_0"},
-            {"op": "call", "fn": "f_0", "args": args, "bogus": 1},
-            {"op": "call", "args": args, "fn": "f_0", "out": ["y"]},  # another key order
-            {"op": "del", "names": ["a", "b"]}, {"op": "del", "names": []}, {"op": "del"},
-            {"op": "del", "names": ["a"], "extra": 1}, {"op": "del", "names": "ab"},
-            {"op": "read", "name": "y"}, {"op": "read", "name": 3}, {"op": "read"},
-            {"op": "expect", "action": "replay", "node": {"fn": "f_0", "parent_fn": None}, "checkpoints": 0},
-            {"op": "expect", "action": "bogus"}, {"op": "expect", "error": None},
-            {"op": "note", "text": "n"}, {"op": "nope"},
-        ]
-        for n in names:
-            recs += [{"op": "call", "fn": n, "args": [n], "out": [n]}, {"op": "del", "names": [n, "a"]},
-                     {"op": "read", "name": n}]
-        for r in recs:
-            with self.subTest(rec=r):
-                self.same(r)
-        # one encoder across all of them, as a trace's writing has it
-        enc = cgtrace._LineEncoder()
-        for r in recs + recs:
-            with self.subTest(rec=r, shared=True):
-                self.same(r, enc)
-
-    def test_trace_lines_unchanged(self):
-        t = Trace("t", strict=False)
-        exp = {"op": "expect", "action": "replay", "checkpoints": 0}
-        args = ["in"]
-        for i in range(3):
-            t.add(cgtrace._STEP)
-            t.add({"op": "call", "fn": "f", "args": args, "out": ["y%d" % i], "invocation": i})
-            t.add(exp)
-            t.add({"op": "del", "names": ["y%d" % i]})
-        t.add({"op": "call", "fn": "f", "args": args, "oops": 1})
-        lines = t.lines()
-        want = [cgtrace.encode_header(t.header())]
-        for r in t.records[:-1]:
-            want.append(cgtrace.encode_record(r))
-        self.assertEqual(lines[:-1], want)
-        self.assertIn("cgtrace dropped a call record", lines[-1])
-
-
-class ShapeTest(unittest.TestCase):
-    def test_fit_shape(self):
-        self.assertEqual(fit_shape([2, 3, 4, 5]), [2, 3, 4, 5])
-        self.assertEqual(fit_shape([2, 3, 4, 5, 6]), [2, 3, 4, 5, 6])
-        self.assertEqual(fit_shape([1] * 8), [1] * 8)
-        self.assertEqual(fit_shape([2, 3, 1, 1, 1, 1, 1, 1, 4, 5]), [6, 1, 1, 1, 1, 1, 4, 5])
-        self.assertEqual(fit_shape([]), [])
-
-    def test_sanitize(self):
-        self.assertEqual(sanitize("fc1.weight", "p"), "fc1_weight")
-        self.assertEqual(sanitize("_", "p"), "p")
-        self.assertEqual(sanitize("0abc", "p"), "p_0abc")
-        self.assertEqual(sanitize(None, "fn"), "fn")
-
-
-class SynthTest(unittest.TestCase):
-    def test_fresh_outputs_depend_on_same_shape_input(self):
-        d = synth_def("foo_0", "inference", ["x"], [[4]], [OutSpec([4]), OutSpec([2, 2])])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "add", "a": "x", "b": 1},
-                                     {"out": "r1", "k": "fill", "shape": [2, 2], "value": 2}])
-        self.assertEqual(d["returns"], ["r0", "r1"])
-        self.assertEqual(d["mode"], "inference")
-
-    def test_alias_of_input_returns_param(self):
-        d = synth_def("f", "forward", ["w", "x"], [[4, 4], [4]],
-                      [OutSpec([4], ("param", 1), exact=True)])
-        # views alone would read as "nothing compiled": the [0] marker says a graph ran
-        self.assertEqual(d["body"], [{"out": "launch", "k": "empty", "shape": [0]}])
-        self.assertEqual(d["returns"], ["x"])
-
-    def test_view_of_input_with_other_shape(self):
-        d = synth_def("f", "inference", ["x"], [[2, 3]], [OutSpec([6], ("param", 0))])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [6]}, {"out": "launch", "k": "empty", "shape": [0]}])
-
-    def test_partial_alias_is_a_strided_view(self):
-        d = synth_def("f", "inference", ["x"], [[8]], [OutSpec([4], ("param", 0))])
-        # x[:4] of an [8]: the same storage, the first 4 elements
-        self.assertEqual(d["body"], [{"out": "r0", "k": "view", "a": "x", "shape": [4], "strides": [1]}, {"out": "launch", "k": "empty", "shape": [0]}])
-
-    def test_output_aliasing_output_repeats_name(self):
-        d = synth_def("f", "inference", ["x"], [[4]],
-                      [OutSpec([4]), OutSpec([4], ("output", 0), exact=True),
-                       OutSpec([2, 2], ("output", 0))])
-        self.assertEqual(d["returns"], ["r0", "r0", "r2"])
-        self.assertEqual(d["body"][-1], {"out": "r2", "k": "view", "a": "r0", "shape": [2, 2]})
-
-    def test_mutation_writes_into_param(self):
-        d = synth_def("f", "inference", ["buf", "x"], [[4], [4]], [OutSpec([4])], mutated=[0])
-        self.assertEqual(d["body"][0], {"out": "buf", "k": "add", "a": "buf", "b": 1})
-
-    def test_many_dims_folded(self):
-        d = synth_def("f", "inference", ["x"], [[1, 2, 3, 4, 5]], [OutSpec([1, 2, 3, 4, 5])])
-        self.assertEqual(d["params"], ["x"])
-        self.assertEqual(d["body"], [{"out": "r0", "k": "add", "a": "x", "b": 1}])
-
-    def test_equal_outputs_stay_distinct(self):
-        """PyTorch's compiler removes `x + 0` and merges equal expressions;
-        a trace run under PyTorch must keep outputs apart as the program's
-        were, so every synthesised output has its own constant."""
-        d = synth_def("f", "inference", ["x"], [[4]], [OutSpec([4]), OutSpec([4]), OutSpec([2])])
-        bs = [st.get("b", st.get("value")) for st in d["body"]]
-        self.assertEqual(len(set(bs)), 3)
-        self.assertNotIn(0, bs)
-
-    def test_param_named_like_output_is_not_clobbered(self):
-        d = synth_def("f", "inference", ["r0"], [[4]], [OutSpec([3])])
-        self.assertEqual(d["body"][0]["out"], "r0_1")
-        self.assertEqual(d["returns"], ["r0_1"])
-
-    def test_check_body_refuses_bad_shapes(self):
-        with self.assertRaisesRegex(ValueError, "does not fit"):
-            check_body(["x", "y"], {"x": [4], "y": [3]}, [{"out": "z", "k": "add", "a": "x", "b": "y"}], ["z"])
-        with self.assertRaisesRegex(ValueError, "element count"):
-            check_body(["x"], {"x": [4]}, [{"out": "z", "k": "view", "a": "x", "shape": [5]}], ["z"])
-        with self.assertRaisesRegex(ValueError, "not defined"):
-            check_body(["x"], {"x": [4]}, [], ["q"])
-        with self.assertRaisesRegex(ValueError, "writes"):
-            check_body(["x"], {"x": [4]}, [{"out": "x", "k": "fill", "shape": [2], "value": 1}], [])
-        env = check_body(["a", "b"], {"a": [2, 3], "b": [3, 5]},
-                         [{"out": "c", "k": "matmul", "a": "a", "b": "b"},
-                          {"out": "s", "k": "sum", "a": "c"}], ["c", "s"])
-        self.assertEqual(env["c"], [2, 5])
-        self.assertEqual(env["s"], [1])
 
 
 def info(fid, base="foo", mode="inference", static=(), mutated=(), placeholders=()):
@@ -712,56 +490,6 @@ class DTypeViewTest(unittest.TestCase):
         self.assertEqual(cgtrace.dtype_name("torch.bfloat16"), "bfloat16")
         self.assertEqual(cgtrace.dtype_name("torch.float8_e4m3fn", 1), "uint8")
         self.assertIsNone(cgtrace.dtype_name("torch.complex128", 16))
-
-
-class SettingsTest(unittest.TestCase):
-    def test_settings_from_knobs(self):
-        cases = [
-            ({}, {}),
-            ({"triton.skip_cudagraph_warmup": True}, {"warmup_runs": 0}),
-            ({"triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 5,
-              "inline_inbuilt_nn_modules": False},
-             {"warmup_runs": 1, "rerecord_limit": 5, "inline_inbuilt_nn_modules": False}),
-            ({"triton.cudagraph_unexpected_rerecord_limit": 5, "inline_inbuilt_nn_modules": True},
-             {"rerecord_limit": cgtrace.UNBOUNDED, "inline_inbuilt_nn_modules": True}),
-            ({"cache_size_limit": 4}, {"recompile_limit": 4}),
-            ({"recompile_limit": 2, "cache_size_limit": 4}, {"recompile_limit": 2}),
-            ({"triton.cudagraph_support_input_mutation": False, "automatic_dynamic_shapes": False,
-              "assume_static_by_default": True},
-             {"support_input_mutation": False, "automatic_dynamic_shapes": False,
-              "assume_static_by_default": True}),
-            ({"recompile_limit": True, "automatic_dynamic_shapes": 1}, {}),  # wrong types: left out
-        ]
-        for raw, want in cases:
-            self.assertEqual(cgtrace.settings_from_knobs(raw), want, raw)
-
-    def test_config_record_checked(self):
-        self.assertEqual('{"op": "config", "warmup_runs": 0}',
-                         encode_record({"op": "config", "warmup_runs": 0}))
-        for bad in ({"warmup": 0}, {"warmup_runs": -1}, {"support_input_mutation": 1}, {}):
-            with self.assertRaises(ValueError):
-                encode_record(dict({"op": "config"}, **bad))
-        with self.assertRaises(ValueError):
-            cgtrace.encode_header({"cgtviz": 1, "name": "x", "config": {"rerecord_limit": "8"}})
-
-
-class SummaryTest(unittest.TestCase):
-    def test_summary_counts(self):
-        t = Trace("s")
-        s = Session(t)
-        fi = info(0)
-        x = FakeTensor([4])
-        for act in ("warmup", "record", "replay", "replay"):
-            ctx = s.begin_call(fi, [x.fact()])
-            s.end_call(ctx, [act], ((0, 0, 0), None) if act != "warmup" else None, 1, [FakeTensor([4]).fact()])
-        s.step()
-        s.finish()
-        with tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "s.cgt.jsonl")
-            t.write(p)
-            got = cgtrace.summarise_file(p)["counts"]
-        self.assertEqual((got["calls"], got["warmup"], got["record"], got["replay"]), (4, 1, 1, 2))
-        self.assertEqual((got["defs"], got["steps"], got["checkpoints"]), (1, 1, 1))
 
 
 if __name__ == "__main__":

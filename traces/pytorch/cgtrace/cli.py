@@ -1,0 +1,81 @@
+"""The command line: `python3 -m cgtrace run SCRIPT` records a script,
+`summary TRACE` counts what a trace holds (no torch needed)."""
+
+import argparse
+import json
+import os
+import runpy
+import sys
+
+from .recorder import record
+
+
+def summarise_file(path):
+    """Counts of a trace's records and of PyTorch's decisions in its
+    expects; needs no torch."""
+    counts = {"defs": 0, "calls": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0,
+              "warmup": 0, "record": 0, "replay": 0, "eager": 0, "errors": 0}
+    checkpoints = 0
+    header = None
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            if header is None:
+                header = rec
+                continue
+            op = rec.get("op")
+            key = {"def": "defs", "call": "calls", "step": "steps", "tensor": "tensors",
+                   "param": "params"}.get(op)
+            if key:
+                counts[key] += 1
+            if op == "del":
+                counts["dels"] += len(rec["names"])
+            if op == "expect":
+                if "action" in rec:
+                    counts[rec["action"]] += 1
+                if rec.get("error") is not None:
+                    counts["errors"] += 1
+                checkpoints = max(checkpoints, rec.get("checkpoints", 0))
+    counts["checkpoints"] = checkpoints
+    return {"name": (header or {}).get("name"), "counts": counts}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m cgtrace",
+                                description="Record a PyTorch program's CUDAGraph Trees activity as a cgtviz trace.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a script and record it")
+    r.add_argument("-o", "--output", help="trace file (default: SCRIPT.cgt.jsonl in the current directory)")
+    r.add_argument("--name", help="the trace's title (default: the script's file name)")
+    r.add_argument("--follow", action="store_true",
+                   help="write the trace as the program runs, for cgtviz run --follow (also CGTRACE_FOLLOW=1; "
+                        "a named pipe always is)")
+    r.add_argument("script")
+    r.add_argument("args", nargs=argparse.REMAINDER)
+    s = sub.add_parser("summary", help="print what a recorded trace holds")
+    s.add_argument("traces", nargs="+")
+    a = p.parse_args(argv)
+    if a.cmd == "summary":
+        for t in a.traces:
+            print(json.dumps(dict(summarise_file(t), file=t)))
+        return 0
+    script = a.script
+    if not os.path.exists(script):
+        print("cgtrace: no such script: %s" % script, file=sys.stderr)
+        return 2
+    out = a.output or os.path.splitext(os.path.basename(script))[0] + ".cgt.jsonl"
+    name = a.name or os.path.basename(script)
+    sys.argv = [script] + list(a.args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    rec = record(out, name=name, meta={"source": "cgtrace", "script": os.path.basename(script),
+                                       "argv": list(a.args)}, follow=a.follow or None)
+    status = 0
+    with rec:
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    print("cgtrace: wrote %s (%d calls)" % (out, rec.session.counts["calls"]), file=sys.stderr)
+    return status

@@ -1,0 +1,171 @@
+"""The recorder's events besides a call: the tree's actions noted, the
+steps caught up, resets, a backward without cudagraphs, host reads, the
+knobs looked at, and the recorder's own failure (_fail)."""
+
+import weakref
+
+from .errors import _warn, _where
+from .knobs import _MAPPED_KNOBS, settings_from_knobs
+
+
+class _Events:
+    """Recorder's handlers of what happens between and around calls."""
+
+    def _in_call(self):
+        """Whether this thread is inside a tree call: the general path's
+        (tls.depth), or the steady path's (hot.steady, in the thread holding
+        the lock)."""
+        return getattr(self.tls, "depth", 0) > 0 or (self._hot.steady and self.lock._is_owned())
+
+    def _general_noting(self):
+        """A call the steady path let run (hot.steady, replays noted in
+        _Hot) did more than one replay: from here its actions are noted as
+        the general path notes them (depth 1), from what the tree did so
+        far."""
+        tls, hot = self.tls, self._hot
+        tls.actions = ["replay"] if hot.node is not None else []
+        tls.node = hot.node
+        tls.depth = 1
+        hot.other = True
+        hot.steady = False
+
+    def _note_action(self, mgr, action, node):
+        tls = self.tls
+        if self._hot.steady and self.lock._is_owned():
+            self._general_noting()
+        if tls.depth <= 0:
+            return
+        if action is not None:
+            tls.actions.append(action)
+        if node is not None:
+            tls.node = node
+
+    def _catch_up_steps(self):
+        """The steps since the last event: each decrement of
+        `MarkStepBox.mark_step_counter` is one (mark_step_begin, or a direct
+        change). Each is written after the deaths the session heard of
+        before it (the counter at each death says when), and the polled
+        names found dead before the first. Every 64th step all knobs are
+        due to be looked at (_knob_check), for the notes."""
+        c = self._box.mark_step_counter
+        mc = self._mark_counter
+        if c > mc:  # reset_cudagraph_trees set it back to 0
+            self.session.note("mark_step counter reset to %d (reset_cudagraph_trees)" % c)
+        else:
+            for i in range(mc - c):
+                self.session.step(upto=mc - i)
+            if c // 64 != mc // 64:
+                self._all_knobs_due = True
+            if c // 4096 != mc // 4096:
+                self._all_knobs_read = True
+        self._mark_counter = c
+
+    def _on_reset(self):
+        """reset_cudagraph_trees() ran (torch._dynamo.reset() calls it): every
+        tree is gone and the mark-step counter is back to 0."""
+        if self._off:
+            return
+        with self.lock:
+            self._settle()
+            try:
+                self._trees_reset()
+            except Exception as e:
+                self._fail("at a reset", e)
+
+    def _trees_reset(self):
+        """Every tree is gone (reset_cudagraph_trees): a reset record, no
+        manager known, the mark-step counter as the reset left it (0)."""
+        self.session.reset()
+        self._known_mgr.clear()
+        self._mark_counter = self._box.mark_step_counter
+
+    def _on_skipped_backward(self, mgr):
+        if self._off or self._in_call():
+            return
+        with self.lock:
+            self._settle()
+            try:
+                self._check_manager(mgr)
+                self.session.skipped_backward(mgr.device_index)
+            except Exception as e:
+                self._fail("at a backward without cudagraphs", e)
+
+    def _check_manager(self, mgr):
+        """A reset the wrapper did not see: the mark-step counter back at 0
+        (only reset_cudagraph_trees does that), or a new tree manager on the
+        device (its container let the old one go when the last of its
+        compiled functions died)."""
+        if self._box.mark_step_counter == 0 and self._mark_counter != 0:
+            self._trees_reset()
+        dev = mgr.device_index
+        last = self._known_mgr.get(dev)
+        if last is None or last() is not mgr:
+            if last is not None:
+                self.session.reset(dev)
+            self._known_mgr[dev] = weakref.ref(mgr)
+
+
+    def _on_read(self, name, error):
+        if self._off:
+            return
+        try:
+            with self.lock:
+                self._settle()
+                self._catch_up_steps()
+                self.session.read(name, error)
+                if self.follow:
+                    self._flush()
+        except Exception as e:
+            self._fail("recording a read", e)
+
+    def _on_knobs(self, raw):
+        """PyTorch's settings changed since the last call: a `config` record
+        with the format's settings that changed, a note for the other knobs."""
+        cfg = settings_from_knobs(raw)
+        changes = {k: v for k, v in cfg.items() if self._cfg.get(k) != v}
+        if changes:
+            self.session.config(changes)
+        mapped = _MAPPED_KNOBS
+        for k in sorted(set(raw) | set(self._raw)):
+            if k not in mapped and raw.get(k) != self._raw.get(k):
+                self.session.note("torch config %s changed to %r" % (k, raw.get(k)))
+        self._raw, self._cfg = raw, cfg
+
+
+    def _knob_check(self, fs):
+        """The knobs with a format key at every call (through their probes:
+        read only when one moved); all of them (the others are noted only)
+        at a function's first call (fs None) and after every 64th step,
+        read when a probe moved or, every 4096 steps, whatever the probes
+        say (a change a probe could miss)."""
+        knobs = self._knobs
+        due, self._all_knobs_due = self._all_knobs_due, False
+        force, self._all_knobs_read = self._all_knobs_read, False
+        if fs is None or (due and (knobs.changed(all_knobs=True) or force)):
+            raw = knobs.read()
+        elif knobs.changed():
+            raw = knobs.read(all_knobs=False)
+        else:
+            return
+        if raw is not self._raw and raw != self._raw:
+            self._on_knobs(raw)
+
+
+    def _fail(self, stage, e):
+        """The recorder's own error: warn once, note it in the trace, and stop
+        recording (the program goes on, unrecorded from here)."""
+        if self._off:
+            return
+        if self._pending:  # (what was deferred before the failure is the trace's)
+            try:
+                self._write_pending()
+            except Exception:
+                pass
+        self._off = True
+        self._hot.disarm()
+        self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
+        try:
+            self.session.note("cgtrace stopped recording here: %s" % self.error)
+        except Exception:
+            pass
+        _warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error)

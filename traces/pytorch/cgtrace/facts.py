@@ -1,0 +1,190 @@
+"""What the recorder asks torch about a tensor (its Fact) and a compiled
+function (its FnInfo and name, from the caller's frame; its parameters'
+module paths)."""
+
+import os
+import sys
+import weakref
+
+from . import torch_api
+from .errors import _Unsupported
+from .jsonl import DTYPES
+from .state import Fact, FnInfo, _fact_positions
+from .shapes import dtype_name
+from .liveness import _Probe
+
+_MODE_NAMES = {"FORWARD": "forward", "BACKWARD": "backward", "INFERENCE": "inference"}
+
+
+class _Facts:
+    """Recorder's questions to torch about tensors and functions."""
+
+    def _fn_key(self, mgr, function_id):
+        serial = self._mgr_serial.get(id(mgr))
+        if serial is None or serial[1]() is not mgr:
+            serial = (len(self._mgr_serial), weakref.ref(mgr))
+            self._mgr_serial[id(mgr)] = serial
+        return (serial[0], mgr.device_index, function_id.id)
+
+
+    def _fact_or_none(self, t):
+        """The Fact of a tensor, or None (with one note per kind) for one
+        the format cannot hold: it is left out of the trace, never an error
+        in the program."""
+        try:
+            return self._fact(t)
+        except Exception as e:
+            kind = str(e) if isinstance(e, _Unsupported) else "%s (%s)" % (type(t).__name__, type(e).__name__)
+            if kind not in self._skipped:
+                self._skipped.add(kind)
+                self.session.note("cgtrace left out a tensor it cannot record: %s" % kind)
+            return None
+
+
+    def _node_keys(self, mgr):
+        node = self.tls.node
+        if node is None:
+            return None
+        # A node's function and parent never change: looked up once per node
+        # (by id, with a weak reference saying the id is still that node's).
+        # Both by weak reference: a strong one to the manager would keep its
+        # graphs and private pool alive after the program (or
+        # torch._dynamo.reset()) let go of them, and the program would see
+        # cudagraph segments that PyTorch alone would have freed.
+        got = self._node_key_cache.get(id(node))
+        if got is not None and got[0]() is node and got[1]() is mgr:
+            return got[2]
+        parent = node.parent
+        pkey = self._fn_key(mgr, parent.wrapped_function.id) if parent is not None else None
+        keys = (self._fn_key(mgr, node.wrapped_function.id), pkey)
+        try:
+            self._node_key_cache[id(node)] = (weakref.ref(node), weakref.ref(mgr), keys)
+        except TypeError:  # a node without weak references: not cached
+            pass
+        return keys
+
+    def _fn_info(self, mgr, function_id):
+        """(FnInfo, the session's state of it or None before its first call)."""
+        key = self._fn_key(mgr, function_id)
+        st = self.session.fns.get(key)
+        if st is not None:
+            return st.info, st
+        wrapped = mgr.ids_to_funcs[function_id]
+        mode = mgr.id_to_mode.get(function_id)
+        mode = _MODE_NAMES.get(getattr(mode, "name", ""), "inference")
+        placeholders = [getattr(p, "name", "") or "" for p in (getattr(wrapped, "placeholders", None) or ())]
+        base = self._base_name(mgr, function_id, mode)
+        return FnInfo(key, base, mode, wrapped.static_input_idxs,
+                      getattr(wrapped, "mutated_input_idxs", ()) or (), placeholders,
+                      mgr.device_index), None
+
+    def _base_name(self, mgr, function_id, mode):
+        """The compiled function's name. A forward or inference graph runs
+        inside the user's function frame (Dynamo runs the transformed code in
+        it), so the first frame up the stack outside torch names it; a module's
+        forward is named after its class. A backward is named after the
+        forward compiled with it (same compile id)."""
+        if mode == "backward":
+            cid = getattr(mgr, "id_to_compile_id", {}).get(function_id)
+            for other, ocid in getattr(mgr, "id_to_compile_id", {}).items():
+                if other != function_id and ocid == cid and cid is not None:
+                    st = self.session.fns.get(self._fn_key(mgr, other))
+                    if st is not None:
+                        return st.info.base + "_bwd"
+            return "backward"
+        f = sys._getframe(1)
+        while f is not None:
+            path = f.f_code.co_filename
+            if not self._is_library_file(path):
+                name = f.f_code.co_name
+                self_obj = None
+                if name in ("forward", "__call__") and f.f_code.co_varnames[:1] == ("self",):
+                    # Only `self` is read: a frame's f_locals snapshot holds
+                    # references, and tensors must die when the program lets go.
+                    try:
+                        self_obj = f.f_locals.get("self")
+                    except Exception:
+                        self_obj = None
+                if self_obj is not None:
+                    self._learn_params(self_obj)
+                    return type(self_obj).__name__
+                if name.startswith("<"):
+                    return "fn"
+                return name
+            f = f.f_back
+        return "fn"
+
+    def _library_roots(self):
+        """Folders whose frames are PyTorch's, not the program's: torch
+        itself, the standard library, this package, and inductor's cache, where
+        the generated output code lives (with graph partitions its `call`
+        is what calls the tree)."""
+        roots = [os.path.dirname(self.torch.__file__), os.path.dirname(os.__file__),
+                 os.path.dirname(os.path.abspath(__file__))]
+        env = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        if env:
+            roots.append(env)
+        try:
+            roots.append(torch_api.inductor_cache_dir())
+        except Exception:  # an older layout: the marker below still applies
+            pass
+        return [os.path.abspath(r) for r in roots]
+
+    def _is_library_file(self, path):
+        if path.startswith("<"):  # generated code: <eval_with_key>, <string>
+            return True
+        if "torchinductor_" in path:  # the default cache: /tmp/torchinductor_USER
+            return True
+        if getattr(self, "_roots", None) is None:
+            self._roots = self._library_roots()
+        path = os.path.abspath(path)
+        return any(path == r or path.startswith(r + os.sep) for r in self._roots)
+
+    def _learn_params(self, obj):
+        """Module paths of the parameters and buffers of a module the compiled
+        function belongs to, to name `param` records after them."""
+        nn = self.torch.nn
+        if not isinstance(obj, nn.Module):
+            return
+        for n, p in list(obj.named_parameters()) + list(obj.named_buffers()):
+            self._param_names.setdefault(id(p), (weakref.ref(p), n))
+
+    def _param_hints(self, inputs, info, facts):
+        """Module paths for the static inputs new to the trace (a Fact in
+        facts; a name there is the input's already), by input index."""
+        hints = {}
+        static = info.static
+        for idx in _fact_positions(facts):  # (facts is by input position)
+            if idx in static:
+                v = inputs[idx]
+                got = self._param_names.get(id(v))
+                if got is not None and got[0]() is v:
+                    hints[idx] = got[1]
+        return hints
+
+    def _fact(self, t):
+        """A Fact for tensor t, holding no strong reference to it. Raises
+        _Unsupported for a tensor the format cannot hold. On every call's
+        outputs: it asks torch only what it needs (no device object, the
+        dtype's name cached)."""
+        if t.layout is not self._strided:
+            raise _Unsupported("layout %s" % (t.layout,))
+        if not t.is_cuda:
+            raise _Unsupported("%s tensor" % t.device.type)
+        dt = t.dtype
+        dtype = self._dtypes.get(dt)
+        if dtype is None:
+            dtype = dtype_name(dt, t.element_size())
+            if dtype is None:
+                raise _Unsupported("dtype %s" % (dt,))
+            self._dtypes[dt] = dtype
+        stor = t.untyped_storage()
+        probe = _Probe(weakref.ref(t), torch_api.StorageWeakRef(stor), self.tls)
+        itemsize = DTYPES[dtype]
+        fact = Fact(t.shape, t.get_device(), probe.wr, stor._cdata, t.storage_offset(), t.stride(),
+                    probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
+        probe.fact = self._fact
+        fact.probe = probe
+        fact.ptr = t.data_ptr()
+        fact.held = True
+        return fact

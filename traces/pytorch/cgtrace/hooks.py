@@ -1,0 +1,475 @@
+"""What the recorder puts into torch, and takes out at stop: the tree
+manager's wrappers (the _run wrapper's lean path, execute_node,
+record_function, run_eager, reset_cudagraph_trees,
+set_to_running_backward), the host-read wrappers of Tensor's methods,
+the counting of config writes, and the recorder's frames kept off
+Dynamo's frame hook."""
+
+import operator
+import os
+import sys
+import types
+
+from . import torch_api
+from .errors import _error_text
+
+# A patched attribute the class did not define itself.
+_ABSENT = object()
+# Tensor methods through which the host reads a tensor's values (print goes
+# through __repr__ or __format__, numpy's asarray through numpy, `if t:`
+# through __bool__); `to` only when it moves to the host.
+_READ_METHODS = ("item", "tolist", "cpu", "numpy", "__repr__", "__format__", "__bool__",
+                 "__float__", "__int__", "__index__", "to")
+
+
+def _to_host(args, kwargs):
+    dev = kwargs.get("device", args[0] if args else None)
+    if dev is None:
+        return False
+    if isinstance(dev, str):
+        return dev.split(":")[0] == "cpu"
+    return getattr(dev, "type", None) == "cpu"
+
+
+def _module_codes():
+    """Every code object of this package's functions and classes' methods,
+    the ones nested in them included (closures, lambdas, comprehensions)."""
+    seen, stack = set(), []
+    pkg = __name__.rpartition(".")[0]  # (cgtrace, or the name a copy was loaded under)
+    mods = [m for n, m in list(sys.modules.items()) if m is not None and (n == pkg or n.startswith(pkg + "."))]
+
+    def add(obj, name):
+        obj = getattr(obj, "__func__", obj)  # (staticmethod, classmethod)
+        if isinstance(obj, property):
+            for f in (obj.fget, obj.fset, obj.fdel):
+                if f is not None:
+                    add(f, name)
+            return
+        code = getattr(obj, "__code__", None)
+        if isinstance(code, types.CodeType) and getattr(obj, "__module__", None) == name:
+            stack.append(code)
+
+    for mod in mods:
+        name = mod.__name__
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, type) and obj.__module__ == name:
+                for member in vars(obj).values():
+                    add(member, name)
+            else:
+                add(obj, name)
+    while stack:
+        code = stack.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return seen
+
+
+class _Hooks:
+    """Recorder's wrappers: what start patches into torch (the tree's entry
+    points, Tensor's read methods, the config modules' writes), each
+    original kept in _saved for stop to put back."""
+
+    def _save_entry_points(self, torch, cgt):
+        """The tree manager's entry points the recorder wraps, kept to be
+        put back at stop; a torch without one is refused. Returns the
+        manager's class."""
+        M = cgt.CUDAGraphTreeManager
+        for attr in ("_run", "run_eager", "record_function", "execute_node"):
+            if attr not in M.__dict__:
+                raise RuntimeError("cgtrace: this torch (%s) has no CUDAGraphTreeManager.%s; "
+                                   "cgtrace follows torch 2.11" % (torch.__version__, attr))
+            self._saved[(M, attr)] = M.__dict__[attr]
+        if "set_to_running_backward" in M.__dict__:
+            self._saved[(M, "set_to_running_backward")] = M.__dict__["set_to_running_backward"]
+        if "reset_cudagraph_trees" in cgt.__dict__:
+            self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
+        return M
+
+    def _install_tree(self, torch, cgt, M):
+        """The tree's wrappers made and set, with the read wrappers between
+        (the order start always had)."""
+        _run = self._lean_run(torch, cgt, self._saved[(M, "_run")])
+        execute_node, record_function, run_eager = self._tree_wrappers(M)
+        self._wrap_reset_and_backward(cgt, M)
+        reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
+        self._skip_frames(reads)
+        M._run = _run
+        M.run_eager = run_eager
+        M.record_function = record_function
+        M.execute_node = execute_node
+
+    def _lean_run(self, torch, cgt, orig_run):
+        """The _run wrapper, with _steady, the part that arms it."""
+        rec = self
+        knobs = self._knobs
+        is_, call = operator.is_, operator.call
+
+        # What the steady path reads at every call is bound as defaults:
+        # locals of its frame, where closure cells would be objects of
+        # their own to reach (the tree calls _run(new_inputs, function_id)).
+        # Only what a steady replay reads: each default is touched at every
+        # call (the frame holds it), read or not.
+        # Two parts: _run, the lean path every steady replay takes, and
+        # _steady, which finds and checks the function's plan (once a
+        # serial, and every 64th call or step) and arms _run for it.
+        def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
+                 acquire=self.lock.acquire, owned=self.lock._is_owned,
+                 release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
+                 dead_objs=self.session._dead_objs, pend=self._pending.append,
+                 ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
+                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
+            # The steady replay, deferred (Recorder._defer): a defined
+            # function whose last call, a replay, left a plan (_make_plan),
+            # called again on the same inputs, nothing having died or
+            # changed since. _steady checked once a serial (_steady_holds)
+            # what only another event can change, and armed this path for
+            # the function (hot.armed: what it compares, in one tuple by
+            # the FunctionID's id, each function its own: a training step
+            # alternates several; emptied at every other event, _settle,
+            # and at every counted config write). What the program or the tree can
+            # change between two calls is checked here, by identity and
+            # C-level passes, touching as few objects and lines of code as
+            # it can: in the middle of torch's call each is a cache miss.
+            # The call is queued, written at the next other event
+            # (_settle); anything else goes back to _steady, or from it
+            # (probed) to the general path (_on_run). The lock is taken
+            # without waiting: a call while another thread holds it takes
+            # _steady, which waits.
+            if hot.steady:
+                # A call re-entering the tree's _run inside a steady call:
+                # 2.11's _run, finding no child to replay at a new
+                # generation, ends the path and calls run() again (so
+                # every replay of a root function passes here twice). In
+                # this thread it is part of the steady call (execute_node
+                # notes what it does); another thread's waits in _steady.
+                if owned():
+                    return orig_run(mgr, new_inputs, function_id)
+                return _steady(mgr, new_inputs, function_id)
+            if not acquire(False):
+                return _steady(mgr, new_inputs, function_id)
+            try:
+                lean = hot.lean if function_id is hot.lfid else armed(id(function_id))
+                if lean is None:
+                    return _steady(mgr, new_inputs, function_id)
+                fid, plan, mref, low, nin, in_refs, in_ptrs, in_idx, polled, uses, node_ref, nout, ckpt, out_refs, \
+                    wrappers = lean
+                c = box.mark_step_counter
+                mc = hot.mark_counter
+                left = hot.left
+                try:
+                    # Armed for this function, no 64th step since the
+                    # arming (c: one down a step, below low past a 64th)
+                    # and the knobs' probes read within 64 calls (left; or
+                    # at this call, probed, when their writes are not
+                    # counted): _steady looks at the knobs then; the same
+                    # manager; the memo's objects (by their weak
+                    # references: a tuple of their ids costs three times
+                    # as much in place) at the same data pointers; nothing
+                    # died.
+                    ok = (function_id is fid and low <= c <= mc
+                          and (left > 0 or probed) and mref() is mgr
+                          and len(new_inputs) == nin and all(map(is_, map(call, in_refs), new_inputs))
+                          and (ptrs_equal(new_inputs, in_ptrs, in_idx) if ptrs_equal is not None
+                               else list(map(hot.rec.torch.Tensor.data_ptr, new_inputs)) == in_ptrs)
+                          and not dead_objs)
+                    if ok:
+                        # What flush_deaths would find: no polled name died.
+                        # When the plan's outputs are polled with names their
+                        # storages keep alive (_steady_holds), each output is
+                        # alive while something besides the tree's cache
+                        # holds it (the tree's own test, _refcount_rule: the
+                        # count is one more here, for o; with uses, one more
+                        # again while c10 holds it too): one held only there
+                        # goes to the general path, which asks the tree.
+                        # Otherwise every polled name is asked. (The polled
+                        # names are the ones _steady_holds saw: only another
+                        # event changes them.)
+                        if polled is not None:
+                            for r in polled:
+                                o = r()
+                                n = 0 if o is None else refcount(o)
+                                if n <= 3 or (n == 4 and uses and o._use_count() > 1):
+                                    ok = False
+                                    break
+                            o = r = None
+                        else:
+                            for e in hot.rec.session._watch.values():
+                                if not e.fact.alive():
+                                    ok = False
+                                    break
+                            e = None
+                except Exception as e:
+                    hot.rec._fail("before a call", e)
+                    ok = False
+                if not ok:
+                    if probed:
+                        return hot.rec._on_run(orig_run, mgr, new_inputs, function_id)
+                    return _steady(mgr, new_inputs, function_id)
+                hot.left = left - 1
+                hot.mark_counter = c
+                inv = gen.generation
+                hot.steady = True  # (what the tree does is noted in hot: execute_node)
+                try:
+                    out = orig_run(mgr, new_inputs, function_id)
+                except BaseException as err:
+                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err)
+                    raise
+                hot.steady = False
+                node = hot.node
+                hot.node = None
+                try:
+                    # What _fast_after asks of the tree: the plan's node
+                    # replayed, and nothing else done, handing out the plan's
+                    # objects through the plan's wrappers, no checkpoint
+                    # taken, nothing died.
+                    if (not hot.other and node is node_ref() and type(out) is list and len(out) == nout
+                            and mgr.debug_checkpointing_counter == ckpt and not dead_objs
+                            and all(map(is_, map(call, out_refs), out)) and node.outputs_weakrefs == wrappers):
+                        pend((plan, mc - c, inv))
+                    else:
+                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node)
+                except Exception as e:
+                    hot.rec._fail("after a call", e)
+                return out
+            finally:
+                release()
+
+        def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
+                    box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
+                    hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
+                    versioned=knobs.homes is not None, call=call, rec=rec):
+            # The tree's call when _run is not armed for it: the function's
+            # plan found (by the FunctionID's identity) and checked, and
+            # _run armed for it and handed the call; or the general path.
+            # c: one down a step since the last event (back up, at 0, is a
+            # reset: the general path's). Every 64th step the knobs are
+            # looked at, and every 4096th read, as the general path would
+            # (_knob_check). The knobs: no write to their modules since the
+            # plan was checked (versioned), and within every 64 calls their
+            # probes too (hot.left: a write past __setattr__ is seen so);
+            # or their probes at every call (hot.left stays 0).
+            if hot.off or tls.depth or (hot.steady and owned()):
+                # _run re-entering itself, in this thread (the tree's call
+                # in progress: a general one, tls.depth; a steady one is
+                # passed through by _run itself, and this test only keeps
+                # _steady right for any other caller); a recording
+                # stopped: passed through.
+                return orig_run(mgr, new_inputs, function_id)
+            with lock:
+                got = hot.got if function_id is hot.fid else fid_get(id(function_id))
+                plan = got[3].plan if got is not None else None
+                if plan is None or not defer:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                c = box.mark_step_counter
+                mc = hot.mark_counter
+                try:
+                    # (probed: every probe read, the format's knobs' among them.)
+                    probed = c // 64 != mc // 64
+                    due = hot.left <= 0 or not versioned
+                    ok = ((plan.serial == hot.serial or rec._steady_holds(got[3], plan, got, mgr))
+                          and got[0] is function_id and got[1]() is mgr and c <= mc
+                          and (not probed or (c // 4096 == mc // 4096 and not knobs.moved(True)))
+                          and (hot.cfg == plan.cfg if versioned else True)
+                          and (not due or probed or list(map(call, probes)) == knobs.probe_vals))
+                except Exception as e:
+                    rec._fail("before a call", e)
+                    ok = False
+                if not ok:
+                    return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                if versioned and (due or probed):
+                    hot.left = 64
+                rec.armings += 1
+                # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
+                hot.armed[id(function_id)] = hot.lean = (function_id, plan, got[1], c - (c & 63), plan.nin,
+                                                         plan.in_refs, plan.in_ptrs, plan.in_idx, plan.polled,
+                                                         plan.uses, plan.node_ref, plan.nout, plan.ckpt,
+                                                         plan.out_refs, plan.wrappers)
+                hot.lfid = function_id
+                return _run(mgr, new_inputs, function_id, True)
+
+        return _run
+
+    def _tree_wrappers(self, M):
+        """The execute_node, record_function and run_eager wrappers, which
+        note what the tree did in a call."""
+        rec = self
+        orig_exec = self._saved[(M, "execute_node")]
+
+        def execute_node(mgr, node, new_inputs, tls=self.tls, hot=self._hot, orig_exec=orig_exec, rec=rec):
+            # Noted before running, so a replay that raises still says what
+            # ran (_note_action, inline: every replay passes here). A call
+            # the steady path let run notes its one replay in hot. (hot.steady
+            # is this thread's: the steady call holds the lock, and no other
+            # thread reaches the tree meanwhile.)
+            if hot.steady:
+                if hot.node is None:
+                    hot.node = node
+                    return orig_exec(mgr, node, new_inputs)
+                rec._general_noting()
+            if tls.depth:
+                tls.actions.append("replay")
+                tls.node = node
+            return orig_exec(mgr, node, new_inputs)
+
+        orig_record = self._saved[(M, "record_function")]
+
+        def record_function(mgr, new_inputs, function_id):
+            rec._note_action(mgr, "record", None)
+            out = orig_record(mgr, new_inputs, function_id)
+            rec._note_action(mgr, None, mgr.current_node)  # the node it made
+            return out
+
+        orig_warm = self._saved[(M, "run_eager")]
+
+        def run_eager(mgr, new_inputs, function_id):
+            rec._note_action(mgr, "warmup", None)
+            return orig_warm(mgr, new_inputs, function_id)
+
+        return execute_node, record_function, run_eager
+
+    def _wrap_reset_and_backward(self, cgt, M):
+        """reset_cudagraph_trees and set_to_running_backward, wrapped where
+        this torch has them."""
+        rec = self
+        orig_reset = self._saved.get((cgt, "reset_cudagraph_trees"))
+
+        def reset_cudagraph_trees(*args, **kwargs):
+            try:
+                return orig_reset(*args, **kwargs)
+            finally:
+                rec._on_reset()
+
+        if orig_reset is not None:
+            cgt.reset_cudagraph_trees = reset_cudagraph_trees
+        orig_back = self._saved.get((M, "set_to_running_backward"))
+
+        def set_to_running_backward(mgr, *args, **kwargs):
+            # Called by a compiled backward whose cudagraphs were skipped
+            # (compile_fx), before it runs eagerly outside the tree.
+            rec._on_skipped_backward(mgr)
+            return orig_back(mgr, *args, **kwargs)
+
+        if orig_back is not None:
+            M.set_to_running_backward = set_to_running_backward
+
+    def _install_reads(self, T):
+        """Wraps the Tensor methods through which the host reads values, so a
+        read of a tree output becomes a `read` record (and its error, if
+        PyTorch raised one, an expect). A read made by PyTorch inside a tree
+        call, or by the recorder itself, or nested in another read (print
+        calls item()), is not one. Returns the wrappers' code (one for all of
+        them), or None when no method was wrapped."""
+        rec = self
+        # Dynamo traces Python methods of Tensor: inside a compiled function
+        # the wrapper must read as the original method and nothing else
+        # (tracing the recorder's state would add guards and graph breaks,
+        # and so change the program's graphs). is_compiling() is True while
+        # Dynamo traces and constant-folds the branch away.
+        compiler = getattr(self.torch, "compiler", None)
+        is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        code = None
+        for name in _READ_METHODS:
+            orig = getattr(T, name, None)
+            if orig is None:
+                continue
+            self._saved[(T, name)] = T.__dict__.get(name, _ABSENT)
+
+            def wrapper(t, *args, _orig=orig, _name=name, **kwargs):
+                if is_compiling():
+                    return _orig(t, *args, **kwargs)
+                if _name == "to" and not _to_host(args, kwargs):
+                    return _orig(t, *args, **kwargs)
+                if rec._off or getattr(rec.tls, "busy", False) or rec._in_call():
+                    return _orig(t, *args, **kwargs)
+                # Under the lock from the name to the record: a compiled
+                # call in another thread, deferred or not, renames the
+                # tree's outputs it hands out again, and would otherwise
+                # land between the read's name and its record.
+                with rec.lock:
+                    try:
+                        target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                        if target is not None and rec._pending:
+                            # The deferred replays renamed the tree's outputs:
+                            # named as they stand once written.
+                            rec._settle()
+                            target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                    except Exception:
+                        target = None
+                    if target is not None:
+                        rec.tls.busy = True
+                        try:
+                            out = _orig(t, *args, **kwargs)
+                        except BaseException as e:
+                            rec._on_read(target, _error_text(e))
+                            raise
+                        finally:
+                            rec.tls.busy = False
+                        rec._on_read(target, None)
+                        return out
+                # (Not a tree output's: read without the lock, which a
+                # compiled call in another thread may want meanwhile.)
+                return _orig(t, *args, **kwargs)
+
+            wrapper.__name__ = getattr(orig, "__name__", name)
+            wrapper.__qualname__ = "Tensor." + wrapper.__name__
+            wrapper.__doc__ = getattr(orig, "__doc__", None)
+            setattr(T, name, wrapper)
+            code = wrapper.__code__
+        return code
+
+    def _skip_frames(self, wrapper):
+        """Keeps the recorder's frames off Dynamo's frame hook, which is set
+        while compiled code runs and converts every Python frame started
+        there (the `bool()` a graph break leaves, an `.item()` between two
+        graphs, a weak reference's callback, a knob set by eager code the
+        compiled code calls). A read wrapper converted is compiled with
+        is_compiling() True and its read lost (6 of graph_break's 12 reads
+        were lost so), and any recorder frame converted is a frame more
+        than the program has unrecorded.
+
+        The read wrappers a program enters (wrapper: their code) are
+        never converted themselves, and what they call is handed to the
+        hook as it is unrecorded (the original method's own frames: a
+        tensor's __repr__ in torch and what it calls). Every other code of
+        this package, and all it calls, is never handed to it: the recorder's
+        own work. Dynamo still inlines the wrappers when it traces user code
+        (where the read wrapper's guard folds it away): the strategies are
+        the frame hook's, not the tracer's. tools/gpu/graphs-unchanged.py
+        checks on the GPU that each program's graphs, graph breaks and
+        converted frames are the ones it has unrecorded."""
+        try:
+            set_code_exec_strategy, FrameAction, FrameExecStrategy = torch_api.frame_strategies()
+        except ImportError:
+            self.session.note("this torch cannot keep Dynamo's frame hook off the recorder's wrappers: "
+                              "host reads run from compiled code (after a graph break) may be missing")
+            return
+        entry = FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT)
+        skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+        for code in _module_codes():
+            set_code_exec_strategy(code, entry if code is wrapper else skip)
+
+
+    def _count_config_writes(self, homes):
+        """Counts every set and delete of a knob of the modules in homes
+        (hot.cfg), through their classes' __setattr__ and __delattr__, put
+        back at stop: a steady replay compares the count with its plan's.
+        The module's own bookkeeping (its _bypass_keys: the config's hash)
+        is not a knob."""
+        if not homes:
+            return
+        hot = self._hot
+        for cls in {type(m) for m in homes}:
+            for attr in ("__setattr__", "__delattr__"):
+                orig = getattr(cls, attr)
+                self._saved[(cls, attr)] = cls.__dict__.get(attr, _ABSENT)
+
+                def counted(mod, name, *value, _orig=orig):
+                    if name not in getattr(mod, "_bypass_keys", ()):
+                        hot.cfg += 1
+                        hot.disarm()  # (_steady compares the count)
+                    return _orig(mod, name, *value)
+
+                counted.__name__ = attr
+                setattr(cls, attr, counted)

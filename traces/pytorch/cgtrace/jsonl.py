@@ -1,0 +1,364 @@
+"""JSON writing: the format's limits, its records checked and encoded as
+lines (check_record, encode_record, encode_header), and the Trace that
+holds them and writes them whole or streams them. The standard library
+alone."""
+
+import json
+import os
+
+FORMAT_VERSION = 1
+# The trace format allows at most this many dimensions per shape.
+MAX_DIMS = 8
+# Element types the format knows, with their sizes in bytes (the engine sizes
+# allocations as numel * size, as PyTorch's caching allocator sees them).
+DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8,
+          "int32": 4, "int8": 1, "uint8": 1, "bool": 1}
+# A dtype the format lacks is written as the known one of its element size,
+# which keeps every allocation's byte count (the tree's decisions and the
+# allocator's block reuse depend on bytes, never on values).
+_DTYPE_BY_SIZE = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}
+# Tensors up to this many elements are written with their values ("init":
+# "values"); larger ones as "rand" with a seed, whose values are not the
+# program's: the tree's decisions do not depend on values.
+SMALL_TENSOR = 64
+
+
+# Fields each op may carry, in the order they are written. The checker
+# rejects unknown fields, so the writer refuses them first, with the cause.
+_FIELDS = {
+    "def": ("op", "fn", "params", "body", "returns", "mode", "static"),
+    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
+    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
+    "call": ("op", "fn", "args", "out", "invocation"),
+    "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
+    "del": ("op", "names"),
+    "step": ("op",),
+    "reset": ("op", "device"),
+    "skipped_backward": ("op", "device"),
+    "read": ("op", "name"),
+    "saved": ("op", "name", "of"),
+    "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
+               "recordings", "replays", "warmups", "live_blocks", "error",
+               "values", "device"),
+    "note": ("op", "text"),
+    # A config record holds its keys flat, as the Go reader wants them,
+    # in the canonical order of the header's config.
+    "config": ("op", "warmup_runs", "rerecord_limit", "max_tensor_bytes", "max_total_bytes",
+               "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
+               "support_input_mutation", "skip_dynamic_graphs", "dynamic_shape_warn_limit",
+               "inline_inbuilt_nn_modules", "cudagraph_or_error"),
+}
+_REQUIRED = {
+    "def": ("fn", "params", "body", "returns"),
+    "tensor": ("name", "shape", "init"),
+    "param": ("name", "shape", "init"),
+    "call": ("fn", "args"),
+    "eager": ("out", "k"),
+    "del": ("names",),
+    "read": ("name",),
+    "saved": ("name", "of"),
+    "note": ("text",),
+}
+_STMT_FIELDS = ("out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value")
+_HEADER_FIELDS = ("cgtviz", "name", "devices", "config", "meta")
+# Ops made on every call (a loop's new input each call is a tensor record),
+# with fields the recorder's own code fills: checked cheaply when made, in
+# full when written (a JSON encoding each as it is made costs a fresh
+# input's call some 10 us).
+_CHEAP_OPS = frozenset(("call", "expect", "del", "step", "read", "tensor", "param"))
+
+
+# The settings a trace's config (header or `config` record) may hold, with
+# their types; each mirrors one PyTorch knob (see KNOBS).
+_CONFIG_KEYS = {"warmup_runs": int, "rerecord_limit": int, "max_tensor_bytes": int,
+                "max_total_bytes": int, "recompile_limit": int,
+                "automatic_dynamic_shapes": bool, "assume_static_by_default": bool,
+                "support_input_mutation": bool, "skip_dynamic_graphs": bool,
+                "dynamic_shape_warn_limit": int, "inline_inbuilt_nn_modules": bool,
+                "cudagraph_or_error": bool}
+_ACTIONS = ("warmup", "record", "replay", "eager")
+_MODES = ("inference", "forward", "backward")
+
+
+_FIELD_SETS = {op: frozenset(f) for op, f in _FIELDS.items()}
+# Every step record is this one object (its line is encoded once).
+_STEP = {"op": "step"}
+
+
+def check_record(rec):
+    """The cheap part of encode_record, run as a record is made: a known op,
+    known and required fields. The full encoding (values, statements, NaN)
+    runs when the trace is written, once per record."""
+    op = rec.get("op")
+    fields = _FIELD_SETS.get(op)
+    if fields is None:
+        raise ValueError("record has unknown op %r" % (op,))
+    if not fields.issuperset(rec):
+        unknown = sorted(k for k in rec if k not in fields)
+        raise ValueError("%s record: unknown field(s) %s" % (op, ", ".join(unknown)))
+    for k in _REQUIRED.get(op, ()):
+        if k not in rec:
+            raise ValueError("%s record lacks %r: %r" % (op, k, rec))
+
+
+def _ordered(obj, fields, what):
+    unknown = [k for k in obj if k not in fields]
+    if unknown:
+        raise ValueError("%s: unknown field(s) %s" % (what, ", ".join(sorted(unknown))))
+    return {k: obj[k] for k in fields if k in obj}
+
+
+def encode_record(rec):
+    """One record as a JSON line, fields in the spec's order. Raises
+    ValueError for an unknown op, an unknown field or a missing one, so a
+    bad record is caught where it is made, not by the checker later."""
+    op = rec.get("op")
+    if op not in _FIELDS:
+        raise ValueError("record has unknown op %r" % (op,))
+    for k in _REQUIRED.get(op, ()):
+        if k not in rec:
+            raise ValueError("%s record lacks %r: %r" % (op, k, rec))
+    out = _ordered(rec, _FIELDS[op], "%s record" % op)
+    if op == "def":
+        out["body"] = [_ordered(st, _STMT_FIELDS, "statement of def %s" % rec["fn"])
+                       for st in rec["body"]]
+    if op == "expect" and "action" in out and out["action"] not in _ACTIONS:
+        raise ValueError("expect: unknown action %r" % out["action"])
+    if op == "config":
+        keys = {k: v for k, v in out.items() if k != "op"}
+        if not keys:
+            raise ValueError("config record sets no key: %r" % (rec,))
+        _check_config(keys, "config record")
+    if op == "def" and "mode" in out and out["mode"] not in _MODES:
+        raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
+    dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
+    for dt in dts:
+        if dt is not None and dt not in DTYPES:
+            raise ValueError("%s record: unknown dtype %r" % (op, dt))
+    return json.dumps(out, allow_nan=False)
+
+
+def _check_config(cfg, what):
+    if not isinstance(cfg, dict):
+        raise ValueError("%s: config must be an object, not %r" % (what, cfg))
+    for k, v in cfg.items():
+        want = _CONFIG_KEYS.get(k)
+        if want is None:
+            raise ValueError("%s: unknown config key %r" % (what, k))
+        if type(v) is not want or (want is int and v < 0):
+            raise ValueError("%s: config %s must be a%s %s, not %r" % (
+                what, k, " non-negative" if want is int else "", want.__name__, v))
+
+
+def encode_header(header):
+    if "config" in header:
+        _check_config(header["config"], "header")
+    return json.dumps(_ordered(header, _HEADER_FIELDS, "header"), allow_nan=False)
+
+
+def _names_json(names):
+    """A list of names as json.dumps writes it, built by joining, when every
+    name is a str json.dumps writes as is (printable ASCII, no quote or
+    backslash: the names the recorder makes); None otherwise."""
+    if type(names) is not list:
+        return None
+    try:
+        j = "".join(names)
+    except TypeError:
+        return None
+    if not (j.isascii() and j.isprintable()) or '"' in j or "\\" in j:
+        return None
+    return '["' + '", "'.join(names) + '"]' if names else "[]"
+
+
+_CALL_KEYS = frozenset(_FIELDS["call"])
+_STEP_LINE = json.dumps(_STEP)
+
+
+class _LineEncoder:
+    """encode_record for the records a trace holds, with what repeats
+    encoded once: a record object the trace holds many times (a steady
+    loop's expect, every step) by its identity, a call's args list (shared
+    by a loop's calls) and function name likewise. A call, del or read
+    whose fields are exactly the ones the session makes, of the types it
+    makes, is joined from those pieces, which is the line json.dumps would
+    write; anything else goes through encode_record, whose checks and
+    errors stay the writer's. Lives for one writing (ids of the records it
+    holds stay unique while the trace holds them)."""
+
+    def __init__(self, keep=False):
+        self.by_id = {}  # id(record or list) -> its JSON (keep: (it, its JSON))
+        self.fn = {}  # function name -> its JSON
+        # keep: the encoder outlives the records it saw (a streamed trace
+        # keeps none), so it holds each object it keyed by id, whose id no
+        # other object can then take.
+        self.keep = keep
+
+    def _cached(self, obj):
+        got = self.by_id.get(id(obj))
+        if got is None or not self.keep:
+            return got
+        return got[1] if got[0] is obj else None
+
+    def _cache(self, obj, text):
+        self.by_id[id(obj)] = (obj, text) if self.keep else text
+
+    def line(self, r):
+        if r is _STEP:
+            return _STEP_LINE
+        if type(r) is str:  # a line made whole where it was recorded (Recorder._fast_after)
+            return r
+        op = r.get("op")
+        if op == "call":
+            got = self._call(r)
+            if got is not None:
+                return got
+        elif op == "del" and len(r) == 2:
+            names = r.get("names")
+            j = _names_json(names)
+            if j is not None:
+                return '{"op": "del", "names": ' + j + "}"
+        elif op == "read" and len(r) == 2:
+            name = r.get("name")
+            if type(name) is str:
+                j = _names_json([name])
+                if j is not None:
+                    return '{"op": "read", "name": ' + j[1:-1] + "}"
+        elif op == "expect":
+            got = self._cached(r)
+            if got is None:
+                got = encode_record(r)
+                self._cache(r, got)
+            return got
+        return encode_record(r)
+
+    def _call(self, r):
+        if not _CALL_KEYS.issuperset(r):
+            return None
+        fn, args = r.get("fn"), r.get("args")
+        if type(fn) is not str or args is None:
+            return None
+        fj = self.fn.get(fn)
+        if fj is None:
+            fj = _names_json([fn])
+            if fj is None:
+                return None
+            fj = self.fn[fn] = fj[1:-1]
+        aj = self._cached(args)
+        if aj is None:
+            aj = _names_json(args)
+            if aj is None:
+                return None
+            self._cache(args, aj)
+        parts = ['{"op": "call", "fn": ', fj, ', "args": ', aj]
+        if "out" in r:
+            oj = _names_json(r["out"])
+            if oj is None:
+                return None
+            parts += [', "out": ', oj]
+        if "invocation" in r:
+            inv = r["invocation"]
+            if type(inv) is not int:
+                return None
+            parts += [', "invocation": ', str(inv)]
+        parts.append("}")
+        return "".join(parts)
+
+
+class Trace:
+    """A trace being built: the header's parts, the defs (written first, as
+    they run nothing and a body is only known after the function's first
+    call returned) and the records in program order.
+
+    Streamed (stream(): a trace followed as it is written, by `cgtviz run
+    --follow` or through a named pipe) it holds no records: the header is
+    written at once, each def just before the call that needs it, and the
+    records as they come, flushed by flush() (the recorder flushes after
+    each call and host read)."""
+
+    def __init__(self, name, meta=None, config=None, strict=True):
+        self.name = name
+        self.meta = dict(meta or {})
+        self.config = dict(config or {})
+        self.devices = 1
+        self.defs = {}  # fn name -> def record, in first-call order
+        self.records = []
+        # Check every record's fields as it is made (the tests); the
+        # recorder leaves the per-call ones to the writer.
+        self.strict = strict
+        self.out = None  # the streamed trace's file
+        self._enc = None
+
+    def stream(self, fh):
+        """Writes the header to fh now, then the records made so far, and
+        every record from here on at each flush()."""
+        self._enc = _LineEncoder(keep=True)
+        fh.write(encode_header(self.header()) + "\n")
+        self.out = fh
+        self.flush()
+        fh.flush()
+
+    def flush(self):
+        """Writes the records made since the last flush to the streamed file."""
+        if self.out is None or not self.records:
+            return
+        recs, self.records = self.records, []
+        self.out.write("\n".join(self._lines(self._enc, recs)) + "\n")
+        self.out.flush()
+
+    def add(self, rec):
+        # Refuse a bad record now, with its cause. The records made on every
+        # call (call, expect, del, step, read), whose fields are fixed by the
+        # code that makes them, are checked when written: a JSON encoding
+        # per record would cost more than the call it records.
+        if rec["op"] not in _CHEAP_OPS:
+            encode_record(rec)
+        elif self.strict:
+            check_record(rec)
+        self.records.append(rec)
+
+    def set_def(self, rec):
+        encode_record(rec)
+        self.defs[rec["fn"]] = rec
+        if self.out is not None:
+            self.records.append(rec)  # streamed: before the call that needs it
+
+    def header(self):
+        h = {"cgtviz": FORMAT_VERSION, "name": self.name, "devices": self.devices}
+        if self.config:
+            h["config"] = self.config
+        h["meta"] = self.meta
+        return h
+
+    def lines(self):
+        out = [encode_header(self.header())]
+        out.extend(encode_record(d) for d in self.defs.values())
+        out.extend(self._lines(_LineEncoder(), self.records))
+        return out
+
+    @classmethod
+    def _lines(cls, enc, records):
+        """The records' lines. A line made whole where it was recorded, and
+        a step, are taken as they are (_LineEncoder.line's first answers,
+        without its two calls): most of a long recording's records."""
+        line = cls._line
+        return [r if type(r) is str else _STEP_LINE if r is _STEP else line(enc, r) for r in records]
+
+    @staticmethod
+    def _line(enc, r):
+        try:
+            return enc.line(r)
+        except (ValueError, TypeError) as e:
+            # One record the encoder refuses costs that record, not the
+            # file: a note in its place says what was lost.
+            return encode_record({"op": "note", "text": "cgtrace dropped a %s record: %s"
+                                  % (r.get("op"), str(e)[:200])})
+
+    def write(self, path):
+        """Writes the file whole, through a temporary one, so an interrupted
+        write never leaves half a trace under the final name."""
+        text = "\n".join(self.lines()) + "\n"
+        tmp = "%s.tmp%d" % (path, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)

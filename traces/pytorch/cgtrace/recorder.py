@@ -1,0 +1,363 @@
+"""The Recorder: its state, start and stop, and the trace's output
+(written whole, or streamed for a follower). What it does at each event
+is in its mixins: hooks.py (what it installs), calls.py (a call's general
+path), deferred.py (the steady replay), events.py (everything else),
+facts.py (what it asks torch)."""
+
+import functools
+import json
+import os
+import stat
+import threading
+
+from . import torch_api
+from .calls import _Calls
+from .deferred import _Deferred
+from .errors import _warn
+from .events import _Events
+from .facts import _Facts
+from .hooks import _ABSENT, _Hooks
+from .jsonl import SMALL_TENSOR, Trace
+from .knobs import _jsonable, _Knobs, settings_from_knobs
+from .liveness import _tree_stats
+from .session import Session
+
+# The recording in progress: one at a time, as the tree's wrappers are one.
+_ACTIVE = {"recorder": None}
+
+
+class _Hot:
+    """The recorder's state that the _run wrapper's steady path reads at
+    every call, in one small object of slots (the Recorder's attributes of
+    the same names read and write it): in the middle of torch's call each
+    object the path touches is a cache miss, and an instance dict's lookup
+    is several. `node` and `other` are what the tree did in a call the
+    steady path let run (execute_node's node; anything else), and `steady`
+    says one is running (in the thread holding the recorder's lock)."""
+    __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
+                 "armed", "lfid", "lean", "rec")
+
+    def __init__(self):
+        # The FunctionID whose plan was last found to hold, and its cache
+        # entry (Recorder._fid_cache): the next call of it needs no lookup.
+        # Cleared at every other event (_settle), as the plan may change.
+        self.fid = self.got = None
+        # What the _run wrapper's lean path compares (_steady arms it), by
+        # id(FunctionID): the FunctionID, its plan, the manager's weak
+        # reference, the first mark-step count of the 64 the arming saw,
+        # and the plan's fields it reads. Emptied at every other event
+        # (_settle), at every counted config write, at a failure.
+        self.armed = {}
+        # The last function armed and its tuple (also in armed): a loop of
+        # one function finds it without hashing.
+        self.lfid = self.lean = None
+        self.rec = None  # the Recorder: what the lean path calls when it leaves
+        self.steady = False
+        self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
+        self.left = 0  # steady calls left before the knobs' probes are read (_steady)
+        self.off = False
+        self.serial = 0
+        self.mark_counter = 0
+        self.node = None
+        self.other = False
+
+    def disarm(self):
+        """Every function's lean path off until _steady arms it again."""
+        self.armed.clear()
+        self.lfid = self.lean = None
+
+
+def _hot_attr(name):
+    return property(lambda self: getattr(self._hot, name),
+                    lambda self, v: setattr(self._hot, name, v))
+
+
+_APPROXIMATIONS = (
+    "bodies are synthesised (one statement per output: alias, add of an input, or fill), "
+    "not inductor's kernels; tensors appear at their first use by a compiled call (a parameter whose data was replaced before the call's other new inputs); "
+    "values of tensors over %d elements, and of any dtype but float32, are not reproduced "
+    "(rand); tensors dying inside a call (saved activations in a backward, inputs the tree "
+    "let go of) are deleted right after its expect; view offsets are absolute, in elements "
+    "of the base's storage; a tensor the format cannot hold (sparse, CPU, meta, a subclass "
+    "without storage) is left out with a note" % SMALL_TENSOR)
+
+
+class _CallState(threading.local):
+    """The recorder's per-thread state of the call in progress: its depth
+    (a call re-entering the tree's _run is the same call), what the tree
+    did in it (actions) and the node it ran, and whether the recorder's
+    own read is in progress (busy). Class defaults: read without getattr."""
+    depth = 0
+    actions = None
+    node = None
+    busy = False
+
+
+def _is_fifo(path):
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
+    """Records the CUDAGraph Trees activity of the code run while it is
+    active. Use `with record(path):`; it patches the tree manager's entry
+    points (the class's `_run`, `run_eager`, `record_function`,
+    `execute_node`) and restores them on exit, then writes the trace.
+
+    Steps (`cudagraph_mark_step_begin`) are not wrapped: each one moves
+    `MarkStepBox.mark_step_counter` down by one, and the next event writes
+    the steps since the last (`_catch_up_steps`). Nothing can see a step
+    before the next call or host read does, and a call costs less without
+    a wrapper around every step.
+
+    This class holds the state, start and stop; its mixins the work:
+    _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
+    general path, _Deferred (deferred.py) the steady replay, _Events
+    (events.py) every other event, _Facts (facts.py) torch's answers."""
+
+    # A steady replay (the same node as the function's last call, on the
+    # same inputs, handing out the same cached outputs) is deferred: the
+    # _run wrapper checks it and queues it, and its records are written
+    # when anything else happens (_settle). Tests turn it off to compare.
+    _defer = True
+    # The general path names a call's inputs by the entries that named the
+    # last call's first (_before_call): tests turn it off to compare.
+    _by_last_entries = True
+
+    # (In _Hot: see there.)
+    _off = _hot_attr("off")
+    _serial = _hot_attr("serial")
+    _mark_counter = _hot_attr("mark_counter")
+
+    def __init__(self, path, name=None, meta=None, follow=None):
+        self.path = path
+        # Streamed as it is made (Trace.stream) for a follower: asked for,
+        # or CGTRACE_FOLLOW=1, or the path is a named pipe.
+        if follow is None:
+            follow = os.environ.get("CGTRACE_FOLLOW") == "1" or _is_fifo(path)
+        self.follow = bool(follow)
+        self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
+        self.session = Session(self.trace)
+        self.lock = threading.RLock()
+        # CGTRACE_DEFER=0: every call through the general path, to hold the
+        # deferred path's traces against (tools/gpu/deferred-same.py).
+        if os.environ.get("CGTRACE_DEFER") == "0":
+            self._defer = False
+        self._hot = _Hot()
+        self._hot.rec = self
+        self.tls = _CallState()
+        self._saved = {}
+        self._mgr_serial = {}
+        self._param_names = {}  # id(param) -> module path, filled lazily
+        self._gen = None  # torch._dynamo.mutation_guard.GenerationTracker, at start
+        self._off = False  # set by the recorder's own failure: calls pass through
+        self.error = None  # that failure, as text
+        self._skipped = set()  # kinds of tensors left out (noted once each)
+        self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
+        self._fid_cache = {}  # id(FunctionID) -> (it, the manager's weakref, FnInfo, _FnState)
+        self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
+        self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
+        # Calls that took the short path (_fast_after, or deferred): what
+        # tools/gpu/recorder-overhead.py reports, to show the path is taken.
+        self.short_calls = 0
+        self.armings = 0  # times _steady armed the _run wrapper's lean path
+        # Deferred replays (the _run wrapper's steady path): one
+        # (plan, the steps before it, its invocation) per call, written
+        # (and numbered, and counted) by _write_pending before anything
+        # else is.
+        self._pending = []
+        # Moves at every event but a deferred replay (_settle): a plan
+        # checked at this serial still holds as far as the session goes.
+        self._serial = 0
+        # Every knob is to be looked at (due) or read (read) at the next call
+        # (_catch_up_steps, _knob_check).
+        self._all_knobs_due = self._all_knobs_read = False
+
+
+    def start(self):
+        """Patches PyTorch's tree manager, and Tensor's read methods, in
+        phases: the settings read (_read_settings), the tree's entry
+        points saved (_save_entry_points) and wrapped (_install_tree), the
+        recording made active, then the header's facts (_begin)."""
+        if _ACTIVE["recorder"] is not None:
+            raise RuntimeError("cgtrace: a recording is already active (%s)" % _ACTIVE["recorder"].path)
+        torch, cgt, inductor_config, generation_tracker, dynamo_config = torch_api.load()
+        self.torch, self.cgt = torch, cgt
+        self._gen = generation_tracker
+        self._strided = torch.strided
+        self._dtypes = {}  # torch dtype -> the format's name
+        # The settings first: nothing is patched yet if reading them fails.
+        self._read_settings(inductor_config, dynamo_config)
+        M = self._save_entry_points(torch, cgt)
+        self._install_tree(torch, cgt, M)
+        _ACTIVE["recorder"] = self
+        self._box = cgt.MarkStepBox
+        self._mark_counter = cgt.MarkStepBox.mark_step_counter
+        self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
+        self._begin(torch, cgt)
+        return self
+
+    def _read_settings(self, inductor_config, dynamo_config):
+        """PyTorch's knobs: their probes set up, their writes counted, their
+        values read into the header's config and meta."""
+        self._knobs = _Knobs(inductor_config, dynamo_config)
+        self._count_config_writes(self._knobs.homes)
+        raw = self._knobs.read()
+        self._raw = raw
+        self._cfg = settings_from_knobs(raw)
+        # The probes' answers for what was just read: a change from here on
+        # moves one.
+        self._knobs.changed()
+        self._knobs.changed(all_knobs=True)
+        self.trace.config = dict(self._cfg)
+        meta = self.trace.meta
+        meta["torch_config"] = {k: _jsonable(v) for k, v in sorted(raw.items())}
+
+    def _begin(self, torch, cgt):
+        """The header's facts of the run (torch, the GPU), a note when the
+        tree already held functions, and the stream opened when followed."""
+        meta = self.trace.meta
+        meta.setdefault("source", "cgtrace")
+        meta["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            meta["gpu"] = torch.cuda.get_device_name(0)
+        existing = [d for d, c in getattr(cgt.local, "tree_manager_containers", {}).items()
+                    if getattr(c, "tree_manager", None) is not None
+                    and getattr(c.tree_manager, "ids_to_funcs", None)]
+        if existing:
+            self.session.note("recording started after the tree on device(s) %s already held "
+                              "functions: their warmups are not in this trace" % existing)
+        if self.follow:
+            self._open_stream(torch)
+
+    def _open_stream(self, torch):
+        """Starts the streamed trace: the header now (with every device the
+        program can use, and the approximations, since it is written before
+        anything is recorded). A file that cannot be opened is warned
+        about and the trace written whole at the end instead."""
+        try:
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 1
+        except Exception:
+            n = 1
+        self.trace.devices = max(1, min(int(n), 64))
+        self.trace.meta["approximations"] = _APPROXIMATIONS
+        self.trace.meta["streamed"] = True
+        try:
+            fh = open(self.path, "w", encoding="utf-8")
+        except OSError as e:
+            self.trace.meta.pop("streamed", None)
+            _warn("cgtrace: cannot stream the trace to %s (%s); it is written at the end" % (self.path, e))
+            return
+        try:
+            self.trace.stream(fh)
+        except Exception as e:
+            self._stream_failed(e)
+
+    def _flush(self):
+        """Writes what the last event recorded to a streamed trace (once per
+        call or host read, not per record: a follower sees whole events)."""
+        if self.trace.out is not None:
+            self._settle()
+            try:
+                self.trace.flush()
+            except Exception as e:
+                self._stream_failed(e)
+
+    def _stream_failed(self, e):
+        fh, self.trace.out = self.trace.out, None
+        try:
+            if fh is not None:
+                fh.close()
+        except Exception:
+            pass
+        self._fail("writing the trace to %s" % self.path, e)
+
+    def stop(self):
+        """Puts PyTorch's functions back and writes the trace. A failure to
+        finish or write is the recorder's: warned about and kept in
+        self.error, never raised into the program."""
+        for (owner, attr), val in self._saved.items():
+            if val is _ABSENT:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, attr, val)
+        self._saved.clear()
+        _ACTIVE["recorder"] = None
+        with self.lock:
+            self._settle()
+            try:
+                if not self._off:
+                    self._catch_up_steps()
+                    if self._all_knobs_due:
+                        self._knob_check(None)
+                self.session.finish()
+                self._summarise(self.torch, self.cgt)
+            except Exception as e:
+                self._fail("finishing the trace", e)
+            if self.trace.out is not None:
+                self._end_stream()
+                return
+            if self.follow and self.error and "streamed" in self.trace.meta:
+                return  # the stream broke: what it wrote is the trace, the warning said why
+            try:
+                if self.error:
+                    self.trace.meta["recorder_error"] = self.error
+                self.trace.write(self.path)
+            except Exception as e:
+                self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+                _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def _end_stream(self):
+        """The streamed trace's end: what the header would have held at the
+        end (the counts, the recorder's error) as notes, then the file is
+        closed."""
+        trace = self.trace
+        try:
+            if self.error:
+                self.session.note("cgtrace recorder_error: %s" % self.error)
+            self.session.note("cgtrace recorded: %s" % json.dumps(trace.meta.get("recorded", {}),
+                                                                  sort_keys=True))
+            trace.flush()
+            fh, trace.out = trace.out, None
+            fh.close()
+        except Exception as e:
+            trace.out = None
+            self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
+            _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+    def _summarise(self, torch, cgt):
+        s = self.session.counts
+        meta = self.trace.meta
+        summary = dict(s)
+        trees = dict(self._trees)
+        for dev, c in getattr(cgt.local, "tree_manager_containers", {}).items():
+            m = getattr(c, "tree_manager", None)
+            if m is not None and m.roots is not None:
+                trees[str(dev)] = _tree_stats(m)
+        summary["trees"] = trees
+        meta["recorded"] = summary
+        meta["approximations"] = _APPROXIMATIONS
+
+
+def record(path, name=None, meta=None, follow=None):
+    """`with cgtrace.record("run.cgt.jsonl"):` records the CUDAGraph Trees
+    activity of the code inside into that file (written on exit, also when
+    the code raised). With follow (default: CGTRACE_FOLLOW=1, or a path
+    that is a named pipe) the file is written as the program runs, one
+    flush per compiled call or host read, for `cgtviz run --follow` or
+    `cgtviz -follow`; the counts then end the file as a note instead of
+    heading it."""
+    return Recorder(path, name=name, meta=meta, follow=follow)

@@ -1,0 +1,429 @@
+"""The recording session, free of torch: it turns the tree's events into
+the trace's records (each call, its expect, the tensors new to the trace,
+steps, reads, resets), in order, written to a Trace; names and deaths are
+its mixins' (names.py), what it keeps of tensors and functions state.py's.
+The tests drive it with fake tensors."""
+
+import math
+import re
+
+from .jsonl import _STEP, SMALL_TENSOR
+from .names import _Deaths, _Names
+from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
+from .state import _FnState, _fact_positions, _known_name
+
+
+class Session(_Names, _Deaths):
+    """Turns tree events into trace records. The torch side (Recorder) gives
+    it Facts; it owns names, liveness bookkeeping and record order:
+
+      dels of names that died, new tensors for unseen inputs, the call,
+      its expect, then dels of names a call made redundant.
+
+    A name dies when its Fact's probe says so (the torch side mirrors the
+    tree's own liveness checks); deaths are polled at every event, so each
+    `del` lands before the first record that could see it."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.entries = {}  # name -> _Entry, live names only
+        self.by_obj = {}  # id(obj) -> name
+        self.by_obj_entry = {}  # id(obj) -> entry (what by_obj names), for the hot path
+        self.by_storage = {}  # storage identity -> {name: entry} of the live names over it
+        self.by_view = {}  # view key -> name
+        self.fns = {}  # FnInfo.key -> _FnState
+        self.out_storage = {}  # storage identity -> a live name of a tree output over it
+        self._watch = {}  # name -> entry, for names polled at every event
+        # id(weakref) -> name, for names alive while their object is. Keyed
+        # by id: a weakref hashes and compares as its live object does, and
+        # two names of one tensor (a parameter a forward returns) would
+        # make the dict compare tensors with ==, which raises in torch.
+        self._held_wr = {}
+        # (weakref, clock() then) of the objects that died since the last
+        # poll: the clock, the torch side's step counter, says which step
+        # each death came after (steps are written late: _catch_up_steps).
+        self._dead_objs = []
+        self.clock = None  # callable -> the step counter now; None: 0
+        # view key -> the entry of a replay's cached output that died to the
+        # tree (its last Python reference went) while autograd may keep it
+        # for a backward: a later input that is that very object is written
+        # as a `saved` record of it (_saved_name).
+        self._dead_cached = {}
+        self._argset = None  # (an args list, the set of its names), for _flush_dead
+        self.fn_names = set()
+        self.names_used = set()
+        self._fresh_next = {}  # base -> the suffix _fresh tries first
+        self._expects = {}
+        self._swapped = []  # names whose object took other data (lookup), to del after its new record  # (action, node, checkpoints, device) -> its expect record
+        self.order = 0
+        # Moves whenever a name is bound or unbound, or an entry a memo of
+        # inputs holds is renamed: a memo made at the same epoch is true.
+        self.epoch = 0
+        self.seed = 0
+        self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
+                       "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
+
+    def known(self, obj):
+        """The live name bound to this very object, or None."""
+        return _known_name(self.by_obj_entry.get(id(obj)), obj)
+
+    def read_target(self, obj, storage):
+        """The name a host read of `obj` reads, when it is a tree output or a
+        view of one (None otherwise: reading an eager tensor never fails).
+        `storage` is a callable giving obj's storage identity, asked only
+        when some tree output lives."""
+        if not self.out_storage:
+            return None
+        name = self.by_obj.get(id(obj))
+        if name is not None:
+            e = self.entries.get(name)
+            if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is obj:
+                return name if e.fact.storage in self.out_storage else None
+        return self.out_storage.get(storage())
+
+    def read(self, name, error=None):
+        """A host read (.item(), .cpu(), print) of a named tree output, and
+        whether PyTorch raised (an output a later replay overwrote)."""
+        self.flush_deaths()
+        if name not in self.entries:
+            return
+        self.counts["reads"] += 1
+        self.trace.add({"op": "read", "name": name})
+        if error is not None:
+            self.counts["errors"] += 1
+        self.trace.add({"op": "expect", "error": error})
+
+    def reset(self, device=None):
+        """The trees were dropped: every device's (device None:
+        reset_cudagraph_trees, from torch._dynamo.reset()) or one device's
+        (its manager ended with its last compiled function)."""
+        self._device_record("reset", device)
+
+    def skipped_backward(self, device):
+        """A compiled backward ran without CUDA graphs (its manager's
+        set_to_running_backward): no backward is pending any more. Device 0
+        is the format's default."""
+        self._device_record("skipped_backward", device or None)
+
+    def _device_record(self, op, device):
+        self.flush_deaths()
+        rec = {"op": op}
+        if device is not None:
+            rec["device"] = device
+        self.trace.add(rec)
+
+    def step(self, upto=None):
+        """A step (mark_step), after the deaths before it: with upto, the
+        step counter's value before this step (see flush_deaths)."""
+        self.flush_deaths(upto)
+        self.counts["steps"] += 1
+        self.trace.add(_STEP)  # records are never changed once added: one is enough
+
+    def note(self, text):
+        self.trace.add({"op": "note", "text": text})
+
+    def config(self, changes):
+        """Settings that changed since the last config the trace holds (a
+        test patching torch._inductor.config mid-program), in force from
+        here on."""
+        rec = {"op": "config"}
+        rec.update(changes)
+        self.trace.add(rec)
+
+    def _fn(self, info):
+        st = self.fns.get(info.key)
+        if st is None:
+            name = sanitize(info.base, "fn")
+            name = "%s_%s" % (name, info.key[-1]) if isinstance(info.key, tuple) else "%s_%s" % (name, info.key)
+            base, n = name, 0
+            while name in self.fn_names:
+                n += 1
+                name = "%s_%d" % (base, n)
+            self.fn_names.add(name)
+            st = _FnState(name, info)
+            self.fns[info.key] = st
+        return st
+
+    def fn_name(self, key):
+        st = self.fns.get(key)
+        return st.name if st is not None else None
+
+    def _tensor_record(self, fact, op, base):
+        name = self._fresh(base)
+        shape = fit_shape(fact.shape)
+        rec = {"op": op, "name": name, "shape": shape}
+        if fact.dtype != "float32":
+            rec["dtype"] = fact.dtype
+        values = None
+        # Values only for float32: the format computes no other dtype.
+        if numel(shape) <= SMALL_TENSOR and fact.read_values is not None and fact.dtype == "float32":
+            try:
+                values = fact.read_values()
+            except Exception:  # e.g. an overwritten cudagraph output: values unreadable
+                values = None
+            if values is not None and (len(values) != numel(shape)
+                                       or not all(math.isfinite(v) for v in values)):
+                values = None
+        if values is not None:
+            rec["init"] = "values"
+            # Whole numbers as ints (1, not 1.0): the form cgtviz fmt writes.
+            rec["values"] = [int(v) if float(v).is_integer() else v for v in values]
+        else:
+            self.seed += 1
+            rec["init"] = "rand"
+            rec["seed"] = self.seed
+        if fact.device:
+            rec["device"] = fact.device
+            self.trace.devices = max(self.trace.devices, fact.device + 1)
+        self.trace.add(rec)
+        self.counts["params" if op == "param" else "tensors"] += 1
+        self._bind(name, fact, op)
+        return name
+
+    def begin_call(self, info, inputs, param_names=None, invocation=None):
+        """Records everything before a call: deaths, the tensors it reads
+        that the trace has not named yet. `inputs` holds a Fact per tensor
+        input and None for the rest (SymInts, generators), by input index.
+        `param_names` maps an input index to a preferred name (a module's
+        parameter path). `invocation` is Dynamo's generation counter when
+        the call ran (calls with equal values are one top-level compiled
+        invocation). Returns the call's context for end_call."""
+        self.flush_deaths()
+        fs = self._fn(info)
+        args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
+        self._swapped = []
+        ph = info.placeholders
+        # A parameter whose data the program replaced (`param.data = new`)
+        # is written first: the replacement ran before the call's
+        # expression made its new inputs (the usual `p.data = ...;
+        # f(torch.rand(...))`), and the allocator hands out memory in that
+        # order (a new input can take the old data's block).
+        # (The positions of the Facts: the inputs new to the trace, few
+        # among a model's named parameters.)
+        order = _fact_positions(inputs)
+        if any(self._swaps(inputs[i]) for i in order):
+            order.sort(key=lambda i: not self._swaps(inputs[i]))
+        named = {}
+        for idx in order:
+            fact = inputs[idx]
+            name = self.lookup(fact)
+            if name is None:
+                name = self._saved_name(fact)
+            if name is None:
+                name = self._name_view(fact)
+            if name is None:
+                hint = (param_names or {}).get(idx)
+                if idx in info.static:
+                    name = self._tensor_record(fact, "param", sanitize(hint, "param") if hint else "param")
+                else:
+                    ph_name = ph[idx] if idx < len(ph) else ""
+                    if info.mode == "backward":
+                        base = "grad" if str(ph_name).startswith("tangents") else "saved"
+                    else:
+                        base = "in"
+                    name = self._tensor_record(fact, "tensor", base)
+            named[idx] = name
+            if self._swapped:
+                self.counts["dels"] += len(self._swapped)
+                self.trace.add({"op": "del", "names": self._swapped})
+                self._swapped = []
+        if fs.params is not None:
+            # (A str: the torch side found its name, Recorder._before_call.)
+            args = list(inputs)
+            for idx in order:
+                args[idx] = named[idx]
+            if None in args:
+                args = [a for a in args if a is not None]
+        else:
+            # The function's first call: its def's parameters too.
+            for idx, fact in enumerate(inputs):
+                if fact is None:
+                    continue
+                if isinstance(fact, str):
+                    args.append(fact)
+                    continue
+                args.append(named[idx])
+                pname = sanitize(ph[idx], "x") if idx < len(ph) and ph[idx] else "x%d" % idx
+                param_list.append(pname)
+                shapes.append(fit_shape(fact.shape))
+                pdtypes.append(fact.dtype)
+                pviews.append((fact.offset, tuple(fact.stride)))
+        if fs.params is None:
+            # Local names of the def: unique, and apart from the r<i> outputs.
+            seen, uniq = set(), []
+            for p in param_list:
+                q, n = p, 0
+                while q in seen or re.fullmatch(r"r\d+(_\d+)?", q):
+                    n += 1
+                    q = "%s_%d" % (p, n)
+                seen.add(q)
+                uniq.append(q)
+            fs.params, fs.shapes = uniq, shapes
+            fs.tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
+            fs.dtypes, fs.views = pdtypes, pviews
+            fs.info = info
+        fs.calls += 1
+        self.counts["calls"] += 1
+        if fs.defined:  # _define, which reads the inputs' Facts, has run
+            return {"fn": fs, "args": args, "invocation": invocation}
+        tensor_idx = [i for i, f in enumerate(inputs) if f is not None]
+        return {"fn": fs, "args": args, "tensor_idx": tensor_idx, "inputs": list(inputs),
+                "invocation": invocation}
+
+    def begin_known_call(self, fs, args, invocation=None):
+        """begin_call for a defined function (fs) whose every tensor input
+        the torch side found by its name (args, in input order): what is
+        left of begin_call then is deaths and counts. The steady loop's
+        path."""
+        self.flush_deaths()
+        fs.calls += 1
+        self.counts["calls"] += 1
+        # The same names as the function's last call (a loop's): that call's
+        # list, shared (records are never changed), so the trace holds, and
+        # the writer encodes, one list for all of them.
+        last = fs.last_args
+        if last is args:
+            pass
+        elif last is not None and last == args:
+            args = last
+        else:
+            fs.last_args = args
+        return {"fn": fs, "args": args, "invocation": invocation}
+
+    def end_call(self, ctx, actions, node=None, checkpoints=None, outputs=None,
+                 error=None, device=0):
+        """Records the call and PyTorch's decision about it. `outputs` holds,
+        by output position, a Fact per tensor output and None for anything
+        else (a SymInt, None, a tensor left out); it is None when the call
+        raised. `node` is (fn key, parent fn key or None) for record and
+        replay.
+
+        The def returns the positions that held tensors at the function's
+        first call; a later call binds each of them (`_` where it holds no
+        tensor this time), so `out` always has one name per returned value."""
+        fs = ctx["fn"]
+        if outputs is not None and not fs.defined:
+            fs.out_pos = [i for i, f in enumerate(outputs) if f is not None]
+            fs.out_dense = len(fs.out_pos) == len(outputs)
+            self._define(fs, ctx, [outputs[i] for i in fs.out_pos])
+        if outputs is not None and not (fs.out_dense and len(outputs) == len(fs.out_pos)):
+            # (Every position held a tensor at the first call and the count is
+            # the same: outputs is already what the def returns.)
+            extra = [i for i, f in enumerate(outputs) if f is not None and i not in fs.out_pos]
+            if extra and not fs.warned_extra:
+                fs.warned_extra = True
+                self.note("%s returned tensors at positions %s, which its first call did not: "
+                          "they are not in the trace" % (fs.name, extra))
+            outputs = [outputs[i] if i < len(outputs) else None for i in fs.out_pos]
+        call = {"op": "call", "fn": fs.name, "args": ctx["args"]}
+        outs = []
+        if outputs:
+            # An output's name is unique by its making (function, call,
+            # position): _fresh, which would give the same name, is asked
+            # only when the name is taken (by a tensor named so).
+            used = self.names_used
+            calls = fs.calls
+            for i, f in enumerate(outputs):
+                if f is None:
+                    outs.append("_")
+                    continue
+                n = "%s_c%d_%d" % (fs.name, calls, i)
+                if n in used:
+                    n = self._fresh(n)
+                else:
+                    used.add(n)
+                outs.append(n)
+            call["out"] = outs
+        inv = ctx["invocation"]
+        if inv is not None:
+            call["invocation"] = int(inv)
+        trace = self.trace
+        trace.add(call)
+        action = actions[-1] if actions else "eager"
+        self.counts[action] += 1
+        # A steady replay expects the same as the one before it: one record
+        # object per distinct expect, shared (records are never changed
+        # once added), built once.
+        ekey = (action, node, checkpoints, device) if error is None else None
+        exp = self._expects.get(ekey) if ekey is not None else None
+        if exp is not None:
+            trace.add(exp)
+            if self._watch or self._dead_objs:
+                self._flush_dead(ctx["args"])
+            if outputs:
+                self._bind_outputs(outs, outputs)
+            return
+        exp = {"op": "expect", "action": action}
+        if node is not None and action in ("record", "replay"):
+            fn = self.fn_name(node[0])
+            parent = self.fn_name(node[1]) if node[1] is not None else None
+            # A node of a function this trace never defined (recorded before
+            # recording began) cannot be named: leave the check out.
+            if fn is not None and (node[1] is None or parent is not None):
+                exp["node"] = {"fn": fn, "parent_fn": parent}
+        if checkpoints is not None:
+            exp["checkpoints"] = checkpoints
+        if error is not None:
+            self.counts["errors"] += 1
+            exp["error"] = error
+        if device:
+            exp["device"] = device
+        if ekey is not None and (node is None or "node" in exp):
+            # (A node left unnamed may be named later, once its function is.)
+            self._expects[ekey] = exp
+        self.trace.add(exp)
+        # Inputs that died inside the call (the tree clears its input list,
+        # autograd frees saved tensors in a backward): deleted right after
+        # the call's expect, before anything else happens, so no later
+        # record sees them alive and no output is mistaken for them.
+        self._flush_dead(ctx["args"])
+        self._bind_outputs(outs, outputs)
+
+    def _define(self, fs, ctx, outputs):
+        ins = ctx["inputs"]
+        tidx = ctx["tensor_idx"]
+        pos = {i: k for k, i in enumerate(tidx)}
+        specs = []
+        for i, f in enumerate(outputs):
+            alias, exact = None, False
+            for j in tidx:
+                # An input that died during the call cannot be aliased, and its
+                # storage's address may already be another's: check it lives.
+                if ins[j].storage == f.storage and ins[j].alive():
+                    alias = ("param", pos[j])
+                    exact = ins[j].view_key == f.view_key
+                    break
+            if alias is None:
+                for k in range(i):
+                    g = outputs[k]
+                    if g.storage == f.storage:
+                        alias = ("output", k)
+                        exact = g.view_key == f.view_key
+                        break
+            specs.append(OutSpec(f.shape, alias, exact, f.dtype, f.offset, f.stride,
+                                 f.storage_numel))
+        mutated = [pos[j] for j in fs.info.mutated if j in pos]
+        rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, specs, mutated,
+                        fs.dtypes, fs.views)
+        # The graph's static inputs (static_input_idxs), by def position: in
+        # a backward its saved tensors are, whatever made them.
+        rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+        self.trace.set_def(rec)
+        fs.defined = True
+
+    def finish(self):
+        """Emits the deaths seen at the end, and a def for every function
+        whose calls all raised before it returned outputs (with no results,
+        as nothing more was observed)."""
+        self.flush_deaths()
+        for fs in self.fns.values():
+            if not fs.defined and fs.params is not None:
+                # What the tree knew of the function: the inputs it mutates
+                # (a call that raised on them, as cudagraph_or_error makes
+                # it, still needs them) and its static inputs.
+                pos = {i: k for k, i in enumerate(fs.tensor_idx or ())}
+                mutated = [pos[j] for j in fs.info.mutated if j in pos]
+                rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], mutated)
+                rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+                self.trace.set_def(rec)
+                fs.defined = True

@@ -1,0 +1,156 @@
+"""JSON writing (cgtrace/jsonl.py): records checked and encoded as the
+format has them, the line encoder's shared lines, and a Trace's file."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+# CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
+# instead of the folder beside these tests.
+if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cgtrace  # noqa: E402
+from cgtrace import OutSpec, Trace, encode_record, synth_def  # noqa: E402
+
+
+class EncodeTest(unittest.TestCase):
+    def test_fields_in_spec_order(self):
+        line = encode_record({"out": ["a"], "args": ["x"], "fn": "foo", "op": "call"})
+        self.assertEqual(line, '{"op": "call", "fn": "foo", "args": ["x"], "out": ["a"]}')
+
+    def test_unknown_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "unknown field.*colour"):
+            encode_record({"op": "step", "colour": "red"})
+
+    def test_unknown_op_refused(self):
+        with self.assertRaisesRegex(ValueError, "unknown op"):
+            encode_record({"op": "jump"})
+
+    def test_missing_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "lacks 'names'"):
+            encode_record({"op": "del"})
+
+    def test_nan_refused(self):
+        with self.assertRaises(ValueError):
+            encode_record({"op": "tensor", "name": "t", "shape": [1], "init": "values",
+                           "values": [float("nan")]})
+
+    def test_bad_statement_field_refused(self):
+        with self.assertRaisesRegex(ValueError, "statement of def f"):
+            encode_record({"op": "def", "fn": "f", "params": [], "returns": [],
+                           "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "stride": [1]}]})
+
+    def test_unknown_dtype_refused(self):
+        for rec in ({"op": "tensor", "name": "t", "shape": [1], "init": "zeros", "dtype": "complex64"},
+                    {"op": "def", "fn": "f", "params": [], "returns": [],
+                     "body": [{"out": "a", "k": "fill", "shape": [1], "value": 0, "dtype": "f"}]}):
+            with self.assertRaisesRegex(ValueError, "unknown dtype"):
+                encode_record(rec)
+
+    def test_header_and_defs_first(self):
+        t = Trace("demo", meta={"source": "cgtrace", "torch": "2.11.0"})
+        t.add({"op": "step"})
+        t.set_def(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])]))
+        lines = [json.loads(x) for x in t.lines()]
+        self.assertEqual(lines[0], {"cgtviz": 1, "name": "demo", "devices": 1,
+                                    "meta": {"source": "cgtrace", "torch": "2.11.0"}})
+        self.assertEqual([x.get("op") for x in lines[1:]], ["def", "step"])
+
+    def test_unchecked_record_refused_at_write_costs_only_itself(self):
+        """The recorder's trace checks per-call records when written: one the
+        encoder refuses becomes a note saying so; the rest of the file stands."""
+        t = Trace("w", strict=False)
+        t.add({"op": "step"})
+        t.add({"op": "call", "fn": "f", "args": [], "bogus": 1})
+        t.add({"op": "step"})
+        lines = [json.loads(x) for x in t.lines()]
+        self.assertEqual([x.get("op") for x in lines[1:]], ["step", "note", "step"])
+        self.assertIn("unknown field(s) bogus", lines[2]["text"])
+        with self.assertRaisesRegex(ValueError, "unknown field"):
+            Trace("strict").add({"op": "call", "fn": "f", "args": [], "bogus": 1})
+
+    def test_write_is_whole(self):
+        t = Trace("w")
+        t.add({"op": "note", "text": "hi"})
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "x.cgt.jsonl")
+            t.write(p)
+            self.assertEqual(os.listdir(d), ["x.cgt.jsonl"])
+            with open(p) as fh:
+                self.assertEqual(len(fh.read().splitlines()), 2)
+
+
+class LineEncoderTest(unittest.TestCase):
+    """The writer's joined lines are encode_record's, byte for byte, and
+    what encode_record refuses the writer refuses."""
+
+    def same(self, rec, enc=None):
+        enc = enc or cgtrace._LineEncoder()
+        try:
+            want = cgtrace.encode_record(rec)
+        except (ValueError, TypeError) as e:
+            with self.assertRaises(type(e)):
+                enc.line(rec)
+            return
+        self.assertEqual(enc.line(rec), want)
+        self.assertEqual(enc.line(rec), want)  # again, from what it keeps
+
+    def test_records_as_encode_record_writes_them(self):
+        names = ["in", "x_1", "", "a\"b", "back\\slash", "caf\u00e9", "tab\there", "del\x7f", "\u2028"]
+        args = ["param", "in"]
+        recs = [
+            cgtrace._STEP, {"op": "step"},
+            {"op": "call", "fn": "f_0", "args": args, "out": ["f_0_c1_0", "_"], "invocation": 3},
+            {"op": "call", "fn": "f_0", "args": args},
+            {"op": "call", "fn": "f_0", "args": [], "out": []},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": True},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": 2 ** 70},
+            {"op": "call", "fn": "f_0", "args": args, "invocation": 1.5},
+            {"op": "call", "fn": "f_0", "args": ("a", "b")},
+            {"op": "call", "fn": "f_0", "args": [1, None]},
+            {"op": "call", "fn": 7, "args": args},
+            {"op": "call", "fn": "f_0"},
+            {"op": "call", "fn": "f_0", "args": args, "bogus": 1},
+            {"op": "call", "args": args, "fn": "f_0", "out": ["y"]},  # another key order
+            {"op": "del", "names": ["a", "b"]}, {"op": "del", "names": []}, {"op": "del"},
+            {"op": "del", "names": ["a"], "extra": 1}, {"op": "del", "names": "ab"},
+            {"op": "read", "name": "y"}, {"op": "read", "name": 3}, {"op": "read"},
+            {"op": "expect", "action": "replay", "node": {"fn": "f_0", "parent_fn": None}, "checkpoints": 0},
+            {"op": "expect", "action": "bogus"}, {"op": "expect", "error": None},
+            {"op": "note", "text": "n"}, {"op": "nope"},
+        ]
+        for n in names:
+            recs += [{"op": "call", "fn": n, "args": [n], "out": [n]}, {"op": "del", "names": [n, "a"]},
+                     {"op": "read", "name": n}]
+        for r in recs:
+            with self.subTest(rec=r):
+                self.same(r)
+        # one encoder across all of them, as a trace's writing has it
+        enc = cgtrace._LineEncoder()
+        for r in recs + recs:
+            with self.subTest(rec=r, shared=True):
+                self.same(r, enc)
+
+    def test_trace_lines_unchanged(self):
+        t = Trace("t", strict=False)
+        exp = {"op": "expect", "action": "replay", "checkpoints": 0}
+        args = ["in"]
+        for i in range(3):
+            t.add(cgtrace._STEP)
+            t.add({"op": "call", "fn": "f", "args": args, "out": ["y%d" % i], "invocation": i})
+            t.add(exp)
+            t.add({"op": "del", "names": ["y%d" % i]})
+        t.add({"op": "call", "fn": "f", "args": args, "oops": 1})
+        lines = t.lines()
+        want = [cgtrace.encode_header(t.header())]
+        for r in t.records[:-1]:
+            want.append(cgtrace.encode_record(r))
+        self.assertEqual(lines[:-1], want)
+        self.assertIn("cgtrace dropped a call record", lines[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()
