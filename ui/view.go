@@ -246,62 +246,24 @@ func (m *Model) Render() string {
 			body[y] = strings.Join(rows[y], "")
 		}
 	}
-	if m.mode == modeOverlay {
-		ov := m.overlayBox(w, sc.bodyH)
-		x := max((w-ansi.StringWidth(ov[0]))/2, 0)
-		body = overlay(body, ov, x, max((sc.bodyH-len(ov))/2, 0))
-	}
-	if m.mode == modePicker {
-		pk := m.pickerBox()
-		x := max((w-ansi.StringWidth(pk[0]))/2, 0)
-		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
-	}
+	body = m.drawOverlays(body, w)
 	out := append(body, m.timeline.view(m.styles, m.snap.n, w, m.snap.pos-1), m.statusLine(w), m.infoLine(w))
 	out = append(out, m.helpLines(w)...)
 	return strings.Join(out, "\n")
 }
 
-// paneBox renders pane p boxed into r.
+// paneBox renders pane p boxed into r, the matches of the query
+// highlighted.
 func (m *Model) paneBox(p pane, r rect) []string {
-	iw, ih := r.w-2, r.h-2
 	focused := p == m.focus
-	title := fmt.Sprintf("%d %s", p+1, paneTitles[p])
-	var body []string
-	st := m.snap.state
-	switch p {
-	case paneTree:
-		body = m.tree.view(st, m.styles, iw, ih, focused)
-	case panePool:
-		m.pool.layout(st, m.dev, iw)
-		if m.mem.on {
-			chart := m.mem.lines(m.styles, m.recs.len(), m.snap.pos, m.snap.executed, m.dev, iw)
-			chart = chart[:min(len(chart), max(ih-2, 0))]
-			body = append(chart, m.pool.view(m.styles, max(ih-len(chart), 0))...)
-		} else {
-			body = m.pool.view(m.styles, ih)
-		}
-		if st != nil && m.dev < len(st.Devices) {
-			title += fmt.Sprintf(" · dev %d", m.dev)
-		}
-	case paneDelta:
-		body = textWindow(&m.delta, deltaLines(&m.snap, m.styles, iw), ih)
-	case paneTrace:
-		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
-		title += fmt.Sprintf(" · %d records", m.recs.len())
-	case paneDetails:
-		body = textWindow(&m.details, m.detailsLines(iw), ih)
-	case paneTensors:
-		body = tensorLines(st, m.styles, &m.tensors.offset, &m.tensorsLeft, iw, ih)
-		m.tensors.cursor = m.tensors.offset
-	}
+	c := m.viewCtx()
+	comp := m.component(p)
+	body := comp.view(c, r.w-2, r.h-2, focused)
 	if m.query != "" {
 		// The cursor row of a list is drawn reversed already.
 		cur := -1
-		switch p {
-		case paneTrace:
-			cur = m.trace.cursor - m.trace.offset
-		case paneTree:
-			cur = m.tree.cursor - m.tree.offset
+		if l, ok := comp.(interface{ cursorRow() int }); ok {
+			cur = l.cursorRow()
 		}
 		for i := range body {
 			if i != cur || !focused {
@@ -309,50 +271,11 @@ func (m *Model) paneBox(p pane, r rect) []string {
 			}
 		}
 	}
-	return box(m.styles, title, body, r.w, r.h, focused)
+	return box(m.styles, fmt.Sprintf("%d %s", p+1, comp.title(c)), body, r.w, r.h, focused)
 }
 
-// detailsLines is the details pane's text: the trace row under the cursor
-// when it is not the step's, the step, and the node selected in the tree.
-func (m *Model) detailsLines(iw int) []string {
-	st := m.snap.state
-	var lines []string
-	if c := m.trace.cursor; c >= 0 && c < m.recs.len() && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
-		// The trace row under the cursor, whole: the trace pane cuts
-		// long rows (expects, notes) at its width.
-		r := m.recs.at(c)
-		lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
-		for _, l := range wrap(recordText(r), iw-2) {
-			lines = append(lines, "  "+l)
-		}
-		lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
-	}
-	step := stepLines(&m.snap, m.recs, m.styles, iw)
-	var node []string
-	if l, ok := m.tree.selected(); ok {
-		var call *traces.Record
-		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < m.recs.len() {
-			call = m.recs.at(stp.Index)
-		}
-		node = nodeLines(st, l, call, m.styles, iw)
-	}
-	// What the user looks at comes first: the node chosen in the focused
-	// tree, else the step just run.
-	if m.focus == paneTree && len(node) > 0 {
-		return append(append(append(lines, node...), ""), step...)
-	}
-	if len(node) > 0 {
-		step = append(append(step, ""), node...)
-	}
-	return append(lines, step...)
-}
-
-// textWindow clamps a text pane's scroll and returns the visible lines.
-func textWindow(s *scroll, lines []string, h int) []string {
-	s.offset = min(s.offset, max(len(lines)-h, 0))
-	s.cursor = s.offset
-	return window(lines, s.offset, h)
-}
+// detailsLines is the details pane's text at inner width iw.
+func (m *Model) detailsLines(iw int) []string { return m.details.lines(m.viewCtx(), iw) }
 
 // statusLine: position, device, path state, error count, generation,
 // counters. When the width cannot hold it all, the least telling parts go
@@ -420,36 +343,10 @@ func (m *Model) statusLine(w int) string {
 // it did.
 func (m *Model) infoLine(w int) string {
 	s := m.styles
-	switch m.mode {
-	case modeGoto:
-		lo, hi := m.lineRange()
-		return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
-	case modeSearch:
-		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
-	case modeMark:
-		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
-	case modeJump:
-		names := make([]string, len(m.marks))
-		for i, b := range m.marks {
-			names[i] = fmt.Sprintf("%s@%d", b.Name, m.lineOf(b.Pos))
+	if o := m.top(); o != nil {
+		if l := o.line(m, w); l != "" {
+			return l
 		}
-		hint := "no bookmarks yet (m sets one)"
-		if len(names) > 0 {
-			hint = strings.Join(names, " ")
-		}
-		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
-	case modePicker:
-		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
-	case modeOverlay:
-		if m.msg != "" {
-			break // what d just did
-		}
-		if m.over.bps != nil {
-			return fit(s.Prompt.Render("breakpoints: j/k choose, d deletes, esc closes"), w)
-		}
-		return fit(s.Prompt.Render("j/k scroll, esc closes"), w)
-	case modeCommand:
-		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
 	if m.msg != "" {
 		if m.msgErr {
@@ -487,24 +384,4 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Dim.Render(fmt.Sprintf("line %d: %s", st.Line, what)), w)
 	}
 	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
-}
-
-// pickerBox is the event-kind breakpoint picker.
-func (m *Model) pickerBox() []string {
-	items := m.pickerItems()
-	lines := make([]string, 0, len(items))
-	for i, b := range items {
-		on := "  "
-		if slices.Contains(m.snap.bps, b) {
-			on = "● "
-		}
-		l := on + b.String()
-		if i == m.picker {
-			l = m.styles.Selected.Render(fit("›"+l, 28))
-		} else {
-			l = " " + l
-		}
-		lines = append(lines, l)
-	}
-	return box(m.styles, "break on event", lines, 32, len(lines)+2, true)
 }
