@@ -86,8 +86,6 @@ type paneCtx struct {
 	dev    int
 	mem    *memChart
 	focus  pane
-	// query is the search's query, highlighted by the panes.
-	query string
 	// cursor is the trace cursor; node the tree's selection, if any: the
 	// details pane follows both.
 	cursor  int
@@ -108,27 +106,17 @@ type paneCtx struct {
 	rebuildTree func()
 }
 
-// ctx builds the context of the panes from the root's state.
+// ctx is the panes' context in Update: viewCtx, and the root's moves.
 func (m *Model) ctx() *paneCtx {
-	c := &paneCtx{
-		snap:   &m.snap,
-		recs:   m.recs,
-		styles: m.styles,
-		keys:   &m.keys,
-		dev:    m.dev,
-		mem:    &m.mem,
-		focus:  m.focus,
-		query:  m.query,
-		cursor: m.trace.cursor,
-		pageH:  max(m.layout().rects[m.focus].h-3, 1),
-	}
-	c.node, c.hasNode = m.tree.selected()
+	c := m.viewCtx()
+	c.pageH = max(m.layout().rects[m.focus].h-3, 1)
 	c.summary, c.runTo, c.refresh = m.sess.Summary, m.runTo, m.refresh
 	c.rebuildTree = func() { m.tree.rebuild(m.snap.state, m.snap.step) }
 	return c
 }
 
-// viewCtx is ctx for drawing: no layout (View has it), no moves.
+// viewCtx is the panes' context for drawing: what they read, and no way
+// to move the session.
 func (m *Model) viewCtx() *paneCtx {
 	c := &paneCtx{
 		snap:   &m.snap,
@@ -138,7 +126,6 @@ func (m *Model) viewCtx() *paneCtx {
 		dev:    m.dev,
 		mem:    &m.mem,
 		focus:  m.focus,
-		query:  m.query,
 		cursor: m.trace.cursor,
 	}
 	c.node, c.hasNode = m.tree.selected()

@@ -42,10 +42,6 @@ type searchMsg struct {
 	err   error
 }
 
-// traceRowText is what the trace pane shows of record i, as search reads
-// it; it reads the session, so it runs where the session may be used.
-func (m *Model) traceRowText(i int) string { return rowText(m.recs, m.sess.Summary, i) }
-
 // find starts a search for the next (dir 1) or previous (dir -1) match of
 // the query in the pane searched, wrapping around, in a command.
 func (m *Model) find(dir int) tea.Cmd {
@@ -70,7 +66,6 @@ func (m *Model) find(dir int) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.searchSeq++
 	m.busy, m.searching = true, cancel
-	m.msg, m.msgErr = "", false
 	msg := searchMsg{seq: m.searchSeq, pane: p, query: m.query, at: -1, n: n, span: span}
 	q := strings.ToLower(m.query)
 	return func() tea.Msg {
@@ -79,7 +74,7 @@ func (m *Model) find(dir int) tea.Cmd {
 			return msg
 		}
 		for k := 1; k <= span; k++ {
-			if k%1024 == 0 && ctx.Err() != nil {
+			if k%1024 == 1 && ctx.Err() != nil {
 				msg.err = ctx.Err()
 				return msg
 			}

@@ -319,7 +319,10 @@ func (m *Model) statusLine(w int) string {
 	for _, p := range m.progressParts() {
 		add(8, "%s", p)
 	}
-	if m.busy {
+	switch {
+	case m.searching != nil:
+		add(9, "searching… (esc cancels)")
+	case m.busy:
 		add(9, "running…")
 	}
 	width := func() int {
