@@ -90,7 +90,7 @@ func (m *Model) toggleHelp() {
 	if m.help.ShowAll {
 		// Too short a screen for every key under the panes: all of them
 		// in a popup instead, none cut.
-		all := m.fullHelpLines(max(m.width, 20) - 6)
+		all := m.help.fullLines(&m.keys, max(m.width, 20)-6)
 		if room := max(m.height, 8) - 4 - 3; len(all) > room {
 			m.help.ShowAll = false
 			m.openOverlay(popup{title: "keys (j/k scroll, esc closes; :help lists the commands)", lines: all})

@@ -110,7 +110,7 @@ type Model struct {
 	opts    Options
 	keys    KeyMap
 	styles  Styles
-	help    help.Model
+	help    helpBar
 
 	width, height int
 	focus         pane
@@ -130,10 +130,6 @@ type Model struct {
 	details  detailsPane
 	tensors  tensorsPane
 	timeline timeline
-	helpMemo struct {
-		key   helpKey
-		lines []string
-	}
 	// actions are the root's keys, tried after the focused pane's.
 	actions []action
 
@@ -146,15 +142,8 @@ type Model struct {
 	// input is the line typed into the prompt on top.
 	input string
 
-	query string
-	// searchPane is the pane the query searches: the one focused when
-	// it was typed.
-	searchPane pane
-	// searching cancels the search running in a command, nil when none
-	// runs; searchSeq numbers the searches, so that a late answer of
-	// one cancelled is dropped.
-	searching context.CancelFunc
-	searchSeq int
+	// search is the last query and the search running (search.go).
+	search search
 	// diffBase is the position v marked, nil before.
 	diffBase *diffMark
 	// mem is the memory timeline of the pool pane (M).
@@ -178,7 +167,7 @@ func New(s *sessions.Session, opts Options) *Model {
 		opts:    opts,
 		keys:    DefaultKeyMap(),
 		styles:  NewStyles(opts.Color),
-		help:    help.New(),
+		help:    helpBar{Model: help.New()},
 		width:   80,
 		height:  24,
 		focus:   paneTrace,
@@ -324,9 +313,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		// A key typed while a search runs ends it (a new search, or the
 		// user moved on); Esc only ends it.
-		if m.searching != nil {
-			m.searching()
-			m.searching = nil
+		if m.search.cancel != nil {
+			m.search.cancel()
+			m.search.cancel = nil
 			if msg.String() == "esc" {
 				return m, nil
 			}

@@ -351,7 +351,7 @@ func (p *prompt) enter(m *Model, in string) tea.Cmd {
 	case modeCommand:
 		return m.runLine(in)
 	case modeSearch:
-		m.query, m.searchPane = in, m.focus
+		m.search.query, m.search.pane = in, m.focus
 		if in == "" {
 			m.setMsg("search cleared", nil)
 			return nil

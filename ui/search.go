@@ -27,6 +27,18 @@ import (
 // what executed records did; a key typed meanwhile cancels it, Esc
 // without doing anything else.
 
+// search is the search's state: the query, the pane it searches (the one
+// focused when it was typed), and the search running.
+type search struct {
+	query string
+	pane  pane
+	// cancel cancels the search running in a command, nil when none
+	// runs; seq numbers the searches, so that a late answer of one
+	// cancelled is dropped.
+	cancel context.CancelFunc
+	seq    int
+}
+
 // searchMsg is the answer of a search: the line of the match, or where a
 // search that found nothing stopped.
 type searchMsg struct {
@@ -45,14 +57,14 @@ type searchMsg struct {
 // find starts a search for the next (dir 1) or previous (dir -1) match of
 // the query in the pane searched, wrapping around, in a command.
 func (m *Model) find(dir int) tea.Cmd {
-	if m.query == "" {
+	if m.search.query == "" {
 		m.setMsg("", errors.New("search: no query (press /)"))
 		return nil
 	}
 	if m.busy {
 		return nil
 	}
-	p := m.searchPane
+	p := m.search.pane
 	comp := m.component(p)
 	text := comp.text(m.ctx(), m.paneWidth(p))
 	from := comp.at()
@@ -64,10 +76,10 @@ func (m *Model) find(dir int) tea.Cmd {
 		span = searchSpan
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m.searchSeq++
-	m.busy, m.searching = true, cancel
-	msg := searchMsg{seq: m.searchSeq, pane: p, query: m.query, at: -1, n: n, span: span}
-	q := strings.ToLower(m.query)
+	m.search.seq++
+	m.busy, m.search.cancel = true, cancel
+	msg := searchMsg{seq: m.search.seq, pane: p, query: m.search.query, at: -1, n: n, span: span}
+	q := strings.ToLower(msg.query)
 	return func() tea.Msg {
 		defer cancel()
 		if n == 0 {
@@ -94,10 +106,10 @@ func (m *Model) find(dir int) tea.Cmd {
 // searched shows the answer of a search: the pane searched goes to the
 // match, or says where the search stopped.
 func (m *Model) searched(msg searchMsg) tea.Cmd {
-	if msg.seq != m.searchSeq || !m.busy {
+	if msg.seq != m.search.seq || !m.busy {
 		return nil
 	}
-	m.busy, m.searching = false, nil
+	m.busy, m.search.cancel = false, nil
 	p, c := msg.pane, m.ctx()
 	comp := m.component(p)
 	switch {

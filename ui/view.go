@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -36,88 +35,7 @@ const (
 // bottomLines is how many lines the timeline, status, message and help
 // take.
 func (m *Model) bottomLines() int {
-	return 3 + len(m.helpLines(max(m.width, 20)))
-}
-
-// helpLines is the help under the status lines: the short line, or the
-// full help in as many bands of columns as the width needs, so that no key
-// is cut off; a terminal too short for all of it shows what fits above
-// four lines of panes.
-func (m *Model) helpLines(w int) []string {
-	key := helpKey{w, m.height, m.help.Width(), m.help.ShowAll}
-	if m.helpMemo.lines == nil || m.helpMemo.key != key {
-		// layout() asks for the count several times a frame; the keys
-		// and their bindings never change, so one rendering per size does.
-		m.helpMemo.key, m.helpMemo.lines = key, m.renderHelp(w)
-	}
-	return m.helpMemo.lines
-}
-
-// helpKey is what the help's lines depend on.
-type helpKey struct {
-	w, h, helpW int
-	all         bool
-}
-
-// renderHelp draws the help lines (see helpLines).
-func (m *Model) renderHelp(w int) []string {
-	if !m.help.ShowAll {
-		// Drop keys from the middle, never "? help" and "q quit": the
-		// way to the rest must stay on screen at any width.
-		keys := m.keys.ShortHelp()
-		h := m.help
-		h.SetWidth(0)
-		km := m.keys
-		for _, drop := range []key.Binding{km.Reverse, km.Breakpoint, km.Goto, km.Prev, km.Continue, km.Command, km.Next} {
-			if ansi.StringWidth(h.ShortHelpView(keys)) <= w {
-				break
-			}
-			keys = slices.DeleteFunc(keys, func(b key.Binding) bool { return b.Help() == drop.Help() })
-		}
-		return []string{fit(h.ShortHelpView(keys), w)}
-	}
-	var out []string
-	for _, band := range m.helpBands(w) {
-		for _, l := range band {
-			out = append(out, fit(l, w))
-		}
-	}
-	if room := max(m.height, 8) - 4 - 3; len(out) > room {
-		out = out[:max(room, 1)]
-	}
-	return out
-}
-
-// fullHelpLines is the whole key help at width w, in bands of columns,
-// without styles: what ? shows, in a popup when the screen is too short
-// for it under the panes.
-func (m *Model) fullHelpLines(w int) []string {
-	var out []string
-	for _, band := range m.helpBands(w) {
-		for _, l := range band {
-			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
-		}
-		out = append(out, "")
-	}
-	return out
-}
-
-// helpBands lays the full key help out in bands of as many columns (key
-// groups) as fit in width w, at least one a band: each band's lines, as
-// the help bubble draws them.
-func (m *Model) helpBands(w int) [][]string {
-	h := m.help
-	h.SetWidth(0) // measure: no truncation
-	var bands [][]string
-	for groups := m.keys.FullHelp(); len(groups) > 0; {
-		n := len(groups)
-		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
-			n--
-		}
-		bands = append(bands, strings.Split(h.FullHelpView(groups[:n]), "\n"))
-		groups = groups[n:]
-	}
-	return bands
+	return 3 + len(m.help.lines(&m.keys, max(m.width, 20), m.height))
 }
 
 // widest is the width of the widest line of s.
@@ -248,7 +166,7 @@ func (m *Model) Render() string {
 	}
 	body = m.drawOverlays(body, w)
 	out := append(body, m.timeline.view(m.styles, m.snap.n, w, m.snap.pos-1), m.statusLine(w), m.infoLine(w))
-	out = append(out, m.helpLines(w)...)
+	out = append(out, m.help.lines(&m.keys, w, m.height)...)
 	return strings.Join(out, "\n")
 }
 
@@ -259,7 +177,7 @@ func (m *Model) paneBox(p pane, r rect) []string {
 	c := m.viewCtx()
 	comp := m.component(p)
 	body := comp.view(c, r.w-2, r.h-2, focused)
-	if m.query != "" {
+	if q := m.search.query; q != "" {
 		// The cursor row of a list is drawn reversed already.
 		cur := -1
 		if l, ok := comp.(interface{ cursorRow() int }); ok {
@@ -267,7 +185,7 @@ func (m *Model) paneBox(p pane, r rect) []string {
 		}
 		for i := range body {
 			if i != cur || !focused {
-				body[i] = highlight(body[i], m.query, m.styles.Match)
+				body[i] = highlight(body[i], q, m.styles.Match)
 			}
 		}
 	}
@@ -320,7 +238,7 @@ func (m *Model) statusLine(w int) string {
 		add(8, "%s", p)
 	}
 	switch {
-	case m.searching != nil:
+	case m.search.cancel != nil:
 		add(9, "searching… (esc cancels)")
 	case m.busy:
 		add(9, "running…")
