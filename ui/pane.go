@@ -81,7 +81,7 @@ func linesText(lines []string) paneText {
 type paneCtx struct {
 	snap   *snapshot
 	recs   records
-	styles Styles
+	styles *Styles
 	keys   *KeyMap
 	dev    int
 	mem    *memChart
@@ -121,7 +121,7 @@ func (m *Model) viewCtx() *paneCtx {
 	c := &paneCtx{
 		snap:   &m.snap,
 		recs:   m.recs,
-		styles: m.styles,
+		styles: &m.styles,
 		keys:   &m.keys,
 		dev:    m.dev,
 		mem:    &m.mem,
@@ -193,13 +193,13 @@ type deltaPane struct{ textPane }
 
 func (p *deltaPane) title(*paneCtx) string { return paneTitles[paneDelta] }
 func (p *deltaPane) view(c *paneCtx, w, h int, _ bool) []string {
-	return p.window(deltaLines(c.snap, c.styles, w), h)
+	return p.window(deltaLines(c.snap, *c.styles, w), h)
 }
 func (p *deltaPane) text(c *paneCtx, w int) paneText {
-	return linesText(plainLines(deltaLines(c.snap, c.styles, w)))
+	return linesText(plainLines(deltaLines(c.snap, *c.styles, w)))
 }
 func (p *deltaPane) selection(c *paneCtx, w int) string {
-	return selectionOf(deltaLines(c.snap, c.styles, w))
+	return selectionOf(deltaLines(c.snap, *c.styles, w))
 }
 
 // detailsPane shows the trace row under the cursor, the step just run and
@@ -216,7 +216,7 @@ func (p *detailsPane) selection(c *paneCtx, w int) string { return selectionOf(p
 // lines is the details pane's text: the trace row under the cursor when
 // it is not the step's, the step, and the node selected in the tree.
 func (p *detailsPane) lines(c *paneCtx, iw int) []string {
-	snap, recs, s := c.snap, c.recs, c.styles
+	snap, recs, s := c.snap, c.recs, *c.styles
 	st := snap.state
 	var lines []string
 	if cur := c.cursor; cur >= 0 && cur < recs.len() && cur != snap.pos-1 && (cur > 0 || snap.pos > 0) {
@@ -270,7 +270,7 @@ func (p *tensorsPane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, true
 }
 func (p *tensorsPane) view(c *paneCtx, w, h int, _ bool) []string {
-	body := tensorLines(c.snap.state, c.styles, &p.offset, &p.left, w, h)
+	body := tensorLines(c.snap.state, *c.styles, &p.offset, &p.left, w, h)
 	p.cursor = p.offset
 	return body
 }
@@ -282,7 +282,7 @@ func (p *tensorsPane) all(c *paneCtx) []string {
 		return nil
 	}
 	off, left := 0, 0
-	return tensorLines(st, c.styles, &off, &left, 1<<20, len(st.Tensors)+1)
+	return tensorLines(st, *c.styles, &off, &left, 1<<20, len(st.Tensors)+1)
 }
 func (p *tensorsPane) text(c *paneCtx, _ int) paneText    { return linesText(plainLines(p.all(c))) }
 func (p *tensorsPane) selection(c *paneCtx, _ int) string { return selectionOf(p.all(c)) }

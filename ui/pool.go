@@ -753,11 +753,11 @@ func (p *poolPane) title(c *paneCtx) string {
 func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	p.layout(c.snap.state, c.dev, w)
 	if !c.mem.on {
-		return p.draw(c.styles, h)
+		return p.draw(*c.styles, h)
 	}
-	chart := c.mem.lines(c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w)
+	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w)
 	chart = chart[:min(len(chart), max(h-2, 0))]
-	return append(chart, p.draw(c.styles, max(h-len(chart), 0))...)
+	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
 }
 
 func (p *poolPane) keys(*KeyMap) []key.Binding { return nil }

@@ -183,7 +183,7 @@ func (p *tracePane) title(c *paneCtx) string {
 }
 
 func (p *tracePane) view(c *paneCtx, w, h int, focused bool) []string {
-	return p.draw(c.recs, c.snap, c.styles, w, h, focused)
+	return p.draw(c.recs, c.snap, *c.styles, w, h, focused)
 }
 
 func (p *tracePane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Trace.RunTo} }

@@ -256,7 +256,7 @@ func (p *treePane) selStyle(line string, sel, focused bool, s Styles, w int) str
 func (p *treePane) title(*paneCtx) string { return paneTitles[paneTree] }
 
 func (p *treePane) view(c *paneCtx, w, h int, focused bool) []string {
-	return p.draw(c.snap.state, c.styles, w, h, focused)
+	return p.draw(c.snap.state, *c.styles, w, h, focused)
 }
 
 func (p *treePane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Tree.Fold} }
@@ -275,7 +275,7 @@ func (p *treePane) scrollBy(_ *paneCtx, d int) { p.cursor = clampAdd(p.cursor, d
 func (p *treePane) text(c *paneCtx, w int) paneText {
 	saved := p.scroll
 	p.offset = 0
-	lines := p.draw(c.snap.state, c.styles, w, len(p.lines), false)
+	lines := p.draw(c.snap.state, *c.styles, w, len(p.lines), false)
 	p.scroll = saved
 	return linesText(plainLines(lines))
 }
@@ -285,7 +285,7 @@ func (p *treePane) selection(c *paneCtx, _ int) string {
 	if !ok {
 		return ""
 	}
-	return selectionOf(nodeLines(c.snap.state, l, nil, c.styles, 1<<16))
+	return selectionOf(nodeLines(c.snap.state, l, nil, *c.styles, 1<<16))
 }
 
 func (p *treePane) at() int                { return p.cursor }

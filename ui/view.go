@@ -139,12 +139,13 @@ func (m *Model) Render() string {
 	// crossing it, left to right.
 	order := []pane{paneTree, paneTrace, panePool, paneDetails, paneDelta, paneTensors}
 	xs := make([][]int, sc.bodyH)
+	c := m.viewCtx()
 	for _, p := range order {
 		if !sc.shown[p] {
 			continue
 		}
 		r := sc.rects[p]
-		lines := m.paneBox(p, r)
+		lines := m.paneBox(c, p, r)
 		for i, l := range lines {
 			y := r.y + i
 			if y >= sc.bodyH {
@@ -172,9 +173,8 @@ func (m *Model) Render() string {
 
 // paneBox renders pane p boxed into r, the matches of the query
 // highlighted.
-func (m *Model) paneBox(p pane, r rect) []string {
+func (m *Model) paneBox(c *paneCtx, p pane, r rect) []string {
 	focused := p == m.focus
-	c := m.viewCtx()
 	comp := m.component(p)
 	body := comp.view(c, r.w-2, r.h-2, focused)
 	if q := m.search.query; q != "" {
