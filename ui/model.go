@@ -101,8 +101,9 @@ type (
 	}
 )
 
-// Model is the root model: it owns the session, the layout, the focus and
-// the panes.
+// Model is the root model: it owns the session and its moves, the layout,
+// the focus, the overlay stack and the root's keys; each pane owns its
+// own state (pane.go).
 type Model struct {
 	sess    *sessions.Session
 	recs    records        // the trace, read through the session

@@ -42,7 +42,7 @@ type component interface {
 	// keys are the bindings the pane answers when focused, beyond
 	// scrolling (which every pane answers).
 	keys(km *KeyMap) []key.Binding
-	// key handles a key when the pane has the focus; false leaves it to
+	// onKey handles a key when the pane has the focus; false leaves it to
 	// the root. It runs in Update: a pane asks the root for a move
 	// through c, never runs one itself.
 	onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool)
@@ -63,8 +63,9 @@ type component interface {
 }
 
 // paneText is a pane's text as search reads it: n lines, line(i) each.
-// line may be called from a tea.Cmd while the root holds the session for
-// the search (busy), so it reads nothing a move could change meanwhile.
+// The search calls line in its tea.Cmd, while the root holds the session
+// for it (busy): line may read the trace and the session, and nothing of
+// the model that Update or View could change meanwhile.
 type paneText struct {
 	n    int
 	line func(i int) string
@@ -102,8 +103,6 @@ type paneCtx struct {
 	// refresh asks the root to re-read the summaries of the trace rows
 	// shown (after the trace cursor moved; Update only).
 	refresh func()
-	// rebuildTree asks the root to lay the tree out again (after a fold).
-	rebuildTree func()
 }
 
 // ctx is the panes' context in Update: viewCtx, and the root's moves.
@@ -111,7 +110,6 @@ func (m *Model) ctx() *paneCtx {
 	c := m.viewCtx()
 	c.pageH = max(m.layout().rects[m.focus].h-3, 1)
 	c.summary, c.runTo, c.refresh = m.sess.Summary, m.runTo, m.refresh
-	c.rebuildTree = func() { m.tree.rebuild(m.snap.state, m.snap.step) }
 	return c
 }
 
@@ -149,8 +147,8 @@ func (m *Model) component(p pane) component {
 	return &m.tensors
 }
 
-// scrollKey handles the scroll keys every pane answers; page is the
-// pane's page height.
+// scrollKey handles the scroll keys every pane answers: a page is the
+// focused pane's height (c.pageH).
 func scrollKey(p component, c *paneCtx, k tea.KeyPressMsg) bool {
 	sk := &c.keys.Scroll
 	switch {

@@ -266,7 +266,7 @@ func (p *treePane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, false
 	}
 	p.toggle()
-	c.rebuildTree()
+	p.rebuild(c.snap.state, c.snap.step)
 	return nil, true
 }
 
