@@ -87,11 +87,11 @@ type paneCtx struct {
 	dev    int
 	mem    *memChart
 	focus  pane
-	// cursor is the trace cursor; node the tree's selection, if any: the
-	// details pane follows both.
-	cursor  int
-	node    treeLine
-	hasNode bool
+	// tree and trace are the panes the details pane follows (the
+	// tree's selection, the trace's cursor), read when it is drawn: after
+	// them, once they have clamped their cursors to what they show.
+	tree  *treePane
+	trace *tracePane
 	// pageH is the body height of the focused pane, for page keys.
 	pageH int
 	// summary is the session's summary of an executed record, for the
@@ -124,9 +124,9 @@ func (m *Model) viewCtx() *paneCtx {
 		dev:    m.dev,
 		mem:    &m.mem,
 		focus:  m.focus,
-		cursor: m.trace.cursor,
+		tree:   &m.tree,
+		trace:  &m.trace,
 	}
-	c.node, c.hasNode = m.tree.selected()
 	return c
 }
 
@@ -217,7 +217,7 @@ func (p *detailsPane) lines(c *paneCtx, iw int) []string {
 	snap, recs, s := c.snap, c.recs, *c.styles
 	st := snap.state
 	var lines []string
-	if cur := c.cursor; cur >= 0 && cur < recs.len() && cur != snap.pos-1 && (cur > 0 || snap.pos > 0) {
+	if cur := c.trace.cursor; cur >= 0 && cur < recs.len() && cur != snap.pos-1 && (cur > 0 || snap.pos > 0) {
 		// The trace row under the cursor, whole: the trace pane cuts
 		// long rows (expects, notes) at its width.
 		r := recs.at(cur)
@@ -229,7 +229,7 @@ func (p *detailsPane) lines(c *paneCtx, iw int) []string {
 	}
 	step := stepLines(snap, recs, s, iw)
 	var node []string
-	if l := c.node; c.hasNode {
+	if l, ok := c.tree.selected(); ok {
 		call := callOf(snap, recs, l)
 		node = nodeLines(st, l, call, s, iw)
 	}

@@ -136,3 +136,24 @@ func TestPaneKeys(t *testing.T) {
 		t.Error("enter is not the trace's and the tree's")
 	}
 }
+
+// TestDetailsFollowDrawnCursors: the details pane reads the tree's
+// selection and the trace's cursor when it is drawn, after those panes
+// clamped them to what they show. Stepping back shrinks the tree under
+// its cursor; the selection the details show is the clamped one.
+func TestDetailsFollowDrawnCursors(t *testing.T) {
+	m := newModel(t, seedA, 120, 40, Options{})
+	press(t, m, "g", "3", "2", "enter", "1", "j", "enter", "k", "w", "v", "N", "N")
+	node, step := -1, -1
+	for i, l := range strings.Split(screenText(m), "\n") {
+		if node < 0 && strings.Contains(l, "node #0 foo (function 0") {
+			node = i
+		}
+		if step < 0 && strings.Contains(l, "│line 17 ") {
+			step = i
+		}
+	}
+	if node < 0 || step >= 0 && step < node {
+		t.Errorf("the focused tree's node is not first in the details (node at row %d, the step at %d):\n%s", node, step, screenText(m))
+	}
+}
