@@ -173,10 +173,15 @@ func cmdLine(m *Model, args []string) (tea.Cmd, error) {
 func (m *Model) gotoLine(l int, info string) (tea.Cmd, error) {
 	pos, ok := m.stepOfLine(l)
 	if !ok {
-		lo, hi := m.lineRange()
-		return nil, fmt.Errorf("no record at line %d (the trace has lines %d-%d, 0 is the start)", l, lo, hi)
+		return nil, m.noLine(l)
 	}
 	return m.move(func(s *sessions.Session) (string, error) { return info, s.Goto(pos) }), nil
+}
+
+// noLine is the error of a line no record is at.
+func (m *Model) noLine(l int) error {
+	lo, hi := m.lineRange()
+	return fmt.Errorf("no record at line %d (the trace has lines %d-%d, 0 is the start)", l, lo, hi)
 }
 
 func cmdNode(m *Model, args []string) (tea.Cmd, error) {
@@ -281,15 +286,24 @@ func cmdTensor(m *Model, args []string) (tea.Cmd, error) {
 			if tv.Line <= 0 {
 				return nil, fmt.Errorf("%s has no trace line (%s)", name, tv.Producer)
 			}
-			info := fmt.Sprintf("line %d made %s: %s; at %s it is %s, %s pool, owner %s",
-				tv.Line, name, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
-			if l := m.lastBinding(name, m.snap.pos); l > 0 && l != tv.Line {
-				// The name was bound again since, to the same object: a
-				// replay hands back its cached output tensor.
-				info = fmt.Sprintf("line %d bound %s again, to the same cached replay object line %d made (%s); at %s it is %s, %s pool, owner %s",
-					l, name, tv.Line, tv.Producer, m.where(m.snap.pos), tv.State, tv.Pool, tv.Owner)
+			pos, ok := m.stepOfLine(tv.Line)
+			if !ok {
+				return nil, m.noLine(tv.Line)
 			}
-			return m.gotoLine(tv.Line, info)
+			at, here, recs := m.snap.pos, m.where(m.snap.pos), m.recs
+			// Looking back for the name's last binding reads the trace,
+			// record by record: in the move's command, not in Update.
+			return m.move(func(s *sessions.Session) (string, error) {
+				info := fmt.Sprintf("line %d made %s: %s; at %s it is %s, %s pool, owner %s",
+					tv.Line, name, tv.Producer, here, tv.State, tv.Pool, tv.Owner)
+				if l := lastBinding(recs, name, at); l > 0 && l != tv.Line {
+					// The name was bound again since, to the same object:
+					// a replay hands back its cached output tensor.
+					info = fmt.Sprintf("line %d bound %s again, to the same cached replay object line %d made (%s); at %s it is %s, %s pool, owner %s",
+						l, name, tv.Line, tv.Producer, here, tv.State, tv.Pool, tv.Owner)
+				}
+				return info, s.Goto(pos)
+			}), nil
 		}
 	}
 	return nil, fmt.Errorf("no tensor is bound to %q at %s", name, m.where(m.snap.pos))
@@ -496,10 +510,11 @@ func cmdHelp(m *Model, args []string) (tea.Cmd, error) {
 }
 
 // lastBinding is the trace line of the last record before position pos
-// that bound name, 0 when none did.
-func (m *Model) lastBinding(name string, pos int) int {
-	for i := min(pos, m.recs.len()) - 1; i >= 0; i-- {
-		r := m.recs.at(i)
+// that bound name, 0 when none did. It reads the trace: call it in a
+// command.
+func lastBinding(recs records, name string, pos int) int {
+	for i := min(pos, recs.len()) - 1; i >= 0; i-- {
+		r := recs.at(i)
 		switch r.Op {
 		case traces.OpCall:
 			if slices.Contains(r.Out, name) {

@@ -59,7 +59,7 @@ func blank(w, h int) []string {
 }
 
 // overlay draws top over base with its top-left corner at (x, y).
-func overlay(base, top []string, x, y int) []string {
+func overlayLines(base, top []string, x, y int) []string {
 	out := append([]string(nil), base...)
 	for i, line := range top {
 		r := y + i

@@ -3,7 +3,10 @@ package ui
 import "charm.land/bubbles/v2/key"
 
 // KeyMap holds every key binding of the UI. Stepping follows gdb's SingleKey
-// convention: lowercase goes forward, shift goes back.
+// convention: lowercase goes forward, shift goes back. The flat bindings
+// are the root's (rootActions): they work whatever pane has the focus. The
+// sections are the panes' own: Scroll every pane answers, the others only
+// the pane named, when focused.
 type KeyMap struct {
 	Next, Prev         key.Binding
 	Continue, Reverse  key.Binding
@@ -12,11 +15,6 @@ type KeyMap struct {
 	KindBreak          key.Binding
 	NextPane, PrevPane key.Binding
 	Pane               key.Binding
-	Up, Down           key.Binding
-	Left, Right        key.Binding
-	PageUp, PageDown   key.Binding
-	Top, Bottom        key.Binding
-	Toggle             key.Binding
 	Search, NextMatch  key.Binding
 	PrevMatch          key.Binding
 	Mark, Jump         key.Binding
@@ -30,6 +28,36 @@ type KeyMap struct {
 	Why                key.Binding
 	Help               key.Binding
 	Quit               key.Binding
+
+	Scroll  ScrollKeys
+	Tree    TreeKeys
+	Trace   TraceKeys
+	Tensors TensorKeys
+}
+
+// ScrollKeys move the cursor of a list pane, or scroll a text pane; the
+// popups scroll with them too.
+type ScrollKeys struct {
+	Up, Down         key.Binding
+	PageUp, PageDown key.Binding
+	Top, Bottom      key.Binding
+}
+
+// TreeKeys are the tree pane's.
+type TreeKeys struct {
+	Fold key.Binding
+}
+
+// TraceKeys are the trace pane's.
+type TraceKeys struct {
+	// RunTo runs to the record under the cursor (the help lists enter
+	// once, as Fold).
+	RunTo key.Binding
+}
+
+// TensorKeys are the tensors pane's: its table scrolls sideways.
+type TensorKeys struct {
+	Left, Right key.Binding
 }
 
 // DefaultKeyMap returns the bindings documented in docs/tui.md.
@@ -45,15 +73,6 @@ func DefaultKeyMap() KeyMap {
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
-		Up:         key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
-		Down:       key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
-		Left:       key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")),
-		Right:      key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)")),
-		PageUp:     key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
-		PageDown:   key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
-		Top:        key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
-		Bottom:     key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
-		Toggle:     key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node")),
 		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the pane")),
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
 		PrevMatch:  key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "previous match")),
@@ -72,6 +91,17 @@ func DefaultKeyMap() KeyMap {
 		Why:        key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "why: go to the node's recording")),
 		Help:       key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:       key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Scroll: ScrollKeys{
+			Up:       key.NewBinding(key.WithKeys("k", "up"), key.WithHelp("k/↑", "up")),
+			Down:     key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
+			PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
+			PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
+			Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
+			Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
+		},
+		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node"))},
+		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "run to cursor"))},
+		Tensors: TensorKeys{Left: key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")), Right: key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)"))},
 	}
 }
 
@@ -85,8 +115,8 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
-		{k.NextPane, k.PrevPane, k.Pane, k.Toggle, k.Device},
-		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Device},
+		{k.Scroll.Up, k.Scroll.Down, k.Tensors.Left, k.Tensors.Right, k.Scroll.PageUp, k.Scroll.PageDown, k.Scroll.Top, k.Scroll.Bottom},
 		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
 	}

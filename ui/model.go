@@ -12,7 +12,6 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
@@ -50,35 +49,6 @@ type Options struct {
 	// otherwise clicks focus panes and pick lines, and the wheel scrolls.
 	NoMouse bool
 }
-
-// pane names a pane; the numbers people press are pane+1.
-type pane int
-
-const (
-	paneTree pane = iota
-	panePool
-	paneDelta
-	paneTrace
-	paneDetails
-	paneTensors
-	numPanes
-)
-
-var paneTitles = [numPanes]string{"Tree", "Pool", "Checkpoint delta", "Trace", "Details", "Tensors"}
-
-// mode is what keys go to.
-type mode int
-
-const (
-	modeNormal  mode = iota
-	modeGoto         // the "go to step" prompt
-	modeSearch       // the trace search prompt
-	modePicker       // the event-kind breakpoint picker
-	modeMark         // the bookmark name prompt
-	modeJump         // the "go to bookmark" prompt
-	modeCommand      // the ':' command line
-	modeOverlay      // a popup over the panes (:help, the breakpoint list)
-)
 
 // snapshot is everything View needs from the session, taken after each
 // move (in the move's tea.Cmd) so that View never touches the session.
@@ -131,8 +101,9 @@ type (
 	}
 )
 
-// Model is the root model: it owns the session, the layout, the focus and
-// the panes.
+// Model is the root model: it owns the session and its moves, the layout,
+// the focus, the overlay stack and the root's keys; each pane owns its
+// own state (pane.go).
 type Model struct {
 	sess    *sessions.Session
 	recs    records        // the trace, read through the session
@@ -140,7 +111,7 @@ type Model struct {
 	opts    Options
 	keys    KeyMap
 	styles  Styles
-	help    help.Model
+	help    helpBar
 
 	width, height int
 	focus         pane
@@ -151,29 +122,29 @@ type Model struct {
 	pending []tea.KeyPressMsg // keys typed while busy, handled in order after
 	snap    snapshot
 
+	// The panes, each a component (pane.go) that owns its cursor,
+	// scroll, keys, view and text.
 	tree     treePane
 	pool     poolPane
+	delta    deltaPane
 	trace    tracePane
+	details  detailsPane
+	tensors  tensorsPane
 	timeline timeline
-	helpMemo struct {
-		key   helpKey
-		lines []string
-	}
-	delta   scroll
-	details scroll
-	tensors scroll
-	// tensorsLeft is how far the tensors table is scrolled sideways.
-	tensorsLeft int
+	// actions are the root's keys, tried after the focused pane's.
+	actions []action
 
-	mode  mode
+	// overlays is the stack of prompts and popups over the panes
+	// (overlay.go): the top one gets the keys. mode and over mirror its
+	// top (restack): the mode it puts the UI in, and the popup shown.
+	overlays []overlay
+	mode     mode
+	over     *popup
+	// input is the line typed into the prompt on top.
 	input string
-	marks []sessions.Bookmark // listed by the "go to bookmark" prompt
-	query string
-	// searchPane is the pane the query searches: the one focused when
-	// it was typed.
-	searchPane pane
-	picker     int
-	over       popup
+
+	// search is the last query and the search running (search.go).
+	search search
 	// diffBase is the position v marked, nil before.
 	diffBase *diffMark
 	// mem is the memory timeline of the pool pane (M).
@@ -197,13 +168,14 @@ func New(s *sessions.Session, opts Options) *Model {
 		opts:    opts,
 		keys:    DefaultKeyMap(),
 		styles:  NewStyles(opts.Color),
-		help:    help.New(),
+		help:    helpBar{Model: help.New()},
 		width:   80,
 		height:  24,
 		focus:   paneTrace,
 		other:   paneTree,
 	}
 	m.help.Styles = m.styles.Help
+	m.actions = rootActions(&m.keys)
 	if opts.Export == nil {
 		m.keys.Export.SetEnabled(false)
 	}
@@ -334,9 +306,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
+	case searchMsg:
+		return m, m.searched(msg)
 	case tea.KeyPressMsg:
 		if msg.String() == "ctrl+c" {
 			return m, tea.Quit
+		}
+		// A key typed while a search runs ends it (a new search, or the
+		// user moved on); Esc only ends it.
+		if m.search.cancel != nil {
+			m.search.cancel()
+			m.search.cancel = nil
+			if msg.String() == "esc" {
+				return m, nil
+			}
 		}
 		// Keys typed while a command runs wait their turn, in order: n
 		// pressed ten times steps ten times, and "g31⏎" typed ahead still
@@ -379,160 +362,28 @@ func (m *Model) setMsg(info string, err error) {
 	m.msg, m.msgErr = info, false
 }
 
-// key handles a key press.
+// key handles a key press: the overlay on top takes every key; else the
+// focused pane takes its own keys and the scroll keys, and the root the
+// rest (rootActions).
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if k.String() == "ctrl+c" {
 		return tea.Quit
 	}
-	switch m.mode {
-	case modeGoto, modeSearch, modeMark, modeJump, modeCommand:
-		return m.prompt(k)
-	case modePicker:
-		return m.pick(k)
-	case modeOverlay:
-		return m.overlayKey(k)
+	if o := m.top(); o != nil {
+		return m.overlayKey(o, k)
 	}
-	km := m.keys
-	switch {
-	case key.Matches(k, km.Quit):
-		return tea.Quit
-	case key.Matches(k, km.Help):
-		m.help.ShowAll = !m.help.ShowAll
-		if m.help.ShowAll {
-			// Too short a screen for every key under the panes: all of
-			// them in a popup instead, none cut.
-			all := m.fullHelpLines(max(m.width, 20) - 6)
-			if room := max(m.height, 8) - 4 - 3; len(all) > room {
-				m.help.ShowAll = false
-				m.openOverlay(popup{title: "keys (j/k scroll, esc closes; :help lists the commands)", lines: all})
-			}
-		}
-		m.refresh()
-	case key.Matches(k, km.Device):
-		if st := m.snap.state; st != nil && len(st.Devices) > 0 {
-			m.dev = (m.dev + 1) % len(st.Devices)
-			m.setMsg(fmt.Sprintf("pool and tensors of dev %d (a step shows its own device again)", m.dev), nil)
-		}
-	case key.Matches(k, km.NextPane):
-		m.focusPane((m.focus + 1) % numPanes)
-	case key.Matches(k, km.PrevPane):
-		m.focusPane((m.focus + numPanes - 1) % numPanes)
-	case key.Matches(k, km.Pane):
-		if d, err := strconv.Atoi(k.String()); err == nil {
-			m.focusPane(pane(d - 1))
-		}
-	case key.Matches(k, km.Next):
-		return m.move(func(s *sessions.Session) (string, error) {
-			if _, ok := s.Step(); !ok {
-				if h := s.Horizon(); h != "" {
-					return h, nil
-				}
-				return "end of trace", nil
-			}
-			return "", nil
-		})
-	case key.Matches(k, km.Prev):
-		return m.move(func(s *sessions.Session) (string, error) {
-			if err := s.Back(); errors.Is(err, sessions.ErrAtStart) {
-				return "at the start of the trace", nil
-			} else if err != nil {
-				return "", err
-			}
-			return "", nil
-		})
-	case key.Matches(k, km.Continue):
-		return m.move(func(s *sessions.Session) (string, error) {
-			h, err := s.Continue()
-			end := "end of trace: no breakpoint hit"
-			if hz := s.Horizon(); hz != "" {
-				end = hz + ": no breakpoint hit"
-			}
-			return m.hitText(h, end), err
-		})
-	case key.Matches(k, km.Reverse):
-		return m.move(func(s *sessions.Session) (string, error) {
-			h, err := s.ReverseContinue()
-			return m.hitText(h, "start of trace: no breakpoint hit"), err
-		})
-	case key.Matches(k, km.Goto):
-		m.mode, m.input = modeGoto, ""
-	case key.Matches(k, km.Search):
-		m.mode, m.input = modeSearch, ""
-	case key.Matches(k, km.Mark):
-		m.mode, m.input = modeMark, ""
-	case key.Matches(k, km.Jump):
-		m.mode, m.input = modeJump, ""
-		m.marks = m.sess.Bookmarks()
-	case key.Matches(k, km.Command):
-		m.mode, m.input = modeCommand, ""
-	case key.Matches(k, km.Why):
-		cmd, err := m.why()
-		if err != nil {
-			m.setMsg("", fmt.Errorf("why: %w", err))
-		}
+	c := m.ctx()
+	p := m.component(m.focus)
+	if cmd, ok := p.onKey(c, k); ok {
 		return cmd
-	case key.Matches(k, km.NextMatch):
-		m.find(1)
-	case key.Matches(k, km.PrevMatch):
-		m.find(-1)
-	case key.Matches(k, km.Breakpoint):
-		m.toggleLineBreakpoint()
-	case key.Matches(k, km.KindBreak):
-		m.mode, m.picker = modePicker, 0
-	case key.Matches(k, km.Toggle):
-		switch m.focus {
-		case paneTree:
-			m.tree.toggle()
-			m.tree.rebuild(m.snap.state, m.snap.step)
-		case paneTrace:
-			// Run to cursor: up to the record under the cursor, stopping
-			// at a breakpoint on the way as gdb's until does.
-			if m.trace.cursor >= 0 && m.trace.cursor < m.recs.len() {
-				return m.runTo(m.trace.cursor + 1)
-			}
+	}
+	if scrollKey(p, c, k) {
+		return nil
+	}
+	for _, a := range m.actions {
+		if key.Matches(k, *a.key) {
+			return a.do(m, k)
 		}
-	case key.Matches(k, km.Copy):
-		return m.copyOut(m.selectionText())
-	case key.Matches(k, km.CopyMsg):
-		if m.msg == "" {
-			m.setMsg("", errors.New("copy: no message to copy"))
-			return nil
-		}
-		return m.copyOut(m.msg)
-	case key.Matches(k, km.Memory):
-		return m.toggleMemory()
-	case key.Matches(k, km.MemPool):
-		if m.mem.on {
-			m.mem.pool = 1 - m.mem.pool
-		}
-	case key.Matches(k, km.Mark2):
-		m.markDiff()
-	case key.Matches(k, km.Diff):
-		m.showDiff()
-	case key.Matches(k, km.Save):
-		return m.save()
-	case key.Matches(k, km.Export):
-		return m.export()
-	case key.Matches(k, km.Left):
-		if m.focus == paneTensors {
-			m.tensorsLeft = max(m.tensorsLeft-8, 0)
-		}
-	case key.Matches(k, km.Right):
-		if m.focus == paneTensors {
-			m.tensorsLeft += 8
-		}
-	case key.Matches(k, km.Up):
-		m.scrollFocused(-1)
-	case key.Matches(k, km.Down):
-		m.scrollFocused(1)
-	case key.Matches(k, km.PageUp):
-		m.scrollFocused(-max(m.layout().rects[m.focus].h-3, 1))
-	case key.Matches(k, km.PageDown):
-		m.scrollFocused(max(m.layout().rects[m.focus].h-3, 1))
-	case key.Matches(k, km.Top):
-		m.scrollFocused(-1 << 30)
-	case key.Matches(k, km.Bottom):
-		m.scrollFocused(1 << 30)
 	}
 	return nil
 }
@@ -555,99 +406,12 @@ func (m *Model) focusPane(p pane) {
 	m.refresh()
 }
 
-// scrollFocused moves the cursor of the focused list pane or scrolls the
-// focused text pane.
-func (m *Model) scrollFocused(d int) { m.scrollPane(m.focus, d) }
-
-// scrollPane moves the cursor of a list pane or scrolls a text pane.
-func (m *Model) scrollPane(p pane, d int) {
-	switch p {
-	case paneTree:
-		m.tree.cursor = clampAdd(m.tree.cursor, d, len(m.tree.lines))
-	case paneTrace:
-		m.trace.cursor = clampAdd(m.trace.cursor, d, m.recs.len())
-		m.refresh()
-	case panePool:
-		textScroll(&m.pool.scroll, d)
-	case paneDelta:
-		textScroll(&m.delta, d)
-	case paneDetails:
-		textScroll(&m.details, d)
-	case paneTensors:
-		textScroll(&m.tensors, d)
-	}
-}
-
 func clampAdd(v, d, n int) int {
 	v += d
 	if v >= n {
 		v = n - 1
 	}
 	return max(v, 0)
-}
-
-// textScroll moves a text pane's first line; View clamps it to the text.
-func textScroll(s *scroll, d int) {
-	s.offset = max(s.offset+d, 0)
-	if d > 1<<20 {
-		s.offset = 1 << 30
-	}
-	s.cursor = s.offset
-}
-
-// prompt edits the line of a prompt (go to, search, bookmarks, commands).
-func (m *Model) prompt(k tea.KeyPressMsg) tea.Cmd {
-	switch k.String() {
-	case "esc":
-		m.mode = modeNormal
-	case "tab":
-		if m.mode == modeCommand {
-			m.input = completeCommand(m.input)
-		}
-	case "enter":
-		in := strings.TrimSpace(m.input)
-		md := m.mode
-		m.mode = modeNormal
-		switch md {
-		case modeCommand:
-			return m.runLine(in)
-		case modeSearch:
-			m.query, m.searchPane = in, m.focus
-			if in == "" {
-				m.setMsg("search cleared", nil)
-				return nil
-			}
-			m.find(1)
-			return nil
-		case modeMark:
-			if err := m.sess.Bookmark(in); err != nil {
-				m.setMsg("", err)
-			} else {
-				m.setMsg(fmt.Sprintf("bookmark %q at %s", in, m.where(m.snap.pos)), nil)
-			}
-			return nil
-		case modeJump:
-			return m.move(func(s *sessions.Session) (string, error) {
-				return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
-			})
-		}
-		// g says nothing on arrival: the message line shows why the
-		// step did what it did, and the status line where it is.
-		cmd, err := m.gotoLineText(in, false)
-		if err != nil {
-			m.setMsg("", fmt.Errorf("go to line: %w", err))
-		}
-		return cmd
-	case "backspace":
-		if r := []rune(m.input); len(r) > 0 {
-			m.input = string(r[:len(r)-1])
-		}
-	default:
-		if k.Text != "" && len(m.input) < 200 {
-			m.input += k.Text
-		}
-	}
-	return nil
 }
 
 // toggleLineBreakpoint toggles a breakpoint on the trace line under the
@@ -689,24 +453,6 @@ func (m *Model) pickerItems() []sessions.Breakpoint {
 		}
 	}
 	return out
-}
-
-func (m *Model) pick(k tea.KeyPressMsg) tea.Cmd {
-	items := m.pickerItems()
-	switch {
-	case k.String() == "esc" || k.String() == "B" || key.Matches(k, m.keys.Quit):
-		m.mode = modeNormal
-	case key.Matches(k, m.keys.Up):
-		m.picker = clampAdd(m.picker, -1, len(items))
-	case key.Matches(k, m.keys.Down):
-		m.picker = clampAdd(m.picker, 1, len(items))
-	case k.String() == "enter" || k.String() == "space":
-		if m.picker >= 0 && m.picker < len(items) {
-			m.toggleBreakpoint(items[m.picker])
-		}
-		m.mode = modeNormal
-	}
-	return nil
 }
 
 // save writes the session file in a command.
@@ -855,27 +601,12 @@ func (m *Model) copyOut(text string) tea.Cmd {
 // selectionText is what y copies from the focused pane: the trace row
 // under the cursor, the selected node's details, or the pane's whole text.
 func (m *Model) selectionText() string {
-	var lines []string
-	switch m.focus {
-	case paneTrace:
-		if c := m.trace.cursor; c >= 0 && c < m.recs.len() {
-			return strings.TrimSpace(m.traceRowText(c))
-		}
-		return ""
-	case paneTree:
-		l, ok := m.tree.selected()
-		if !ok {
-			return ""
-		}
-		lines = nodeLines(m.snap.state, l, nil, m.styles, 1<<16)
-	default:
-		lines = m.paneText(m.focus)
-	}
-	for i := range lines {
-		lines[i] = strings.TrimRight(ansi.Strip(lines[i]), " ")
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
+	return m.component(m.focus).selection(m.ctx(), m.paneWidth(m.focus))
 }
+
+// paneWidth is the inner width of pane p as laid out now (8 at least, for
+// a pane the compact layout hides).
+func (m *Model) paneWidth(p pane) int { return max(m.layout().rects[p].w-2, 8) }
 
 // poolWidth is the inner width of the pool pane as it is drawn when
 // focused (the compact layout shows it then).

@@ -44,9 +44,9 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		if p, _, ok := m.paneAt(ms.X, ms.Y); ok {
 			switch ms.Button {
 			case tea.MouseWheelUp:
-				m.scrollPane(p, -wheelLines)
+				m.component(p).scrollBy(m.ctx(), -wheelLines)
 			case tea.MouseWheelDown:
-				m.scrollPane(p, wheelLines)
+				m.component(p).scrollBy(m.ctx(), wheelLines)
 			}
 		}
 		return nil

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -683,8 +685,8 @@ func (c cells) line() poolLine {
 	return l
 }
 
-// view styles the visible lines.
-func (p *poolPane) view(s Styles, h int) []string {
+// draw styles the visible lines.
+func (p *poolPane) draw(s Styles, h int) []string {
 	p.offset = max(p.offset, 0)
 	p.cursor = p.offset
 	lines := p.window(h)
@@ -738,3 +740,47 @@ func wrap(text string, w int) []string {
 	}
 	return out
 }
+
+// The pool as a component: the memory timeline (M) on top when it is on.
+
+func (p *poolPane) title(c *paneCtx) string {
+	if st := c.snap.state; st != nil && c.dev < len(st.Devices) {
+		return fmt.Sprintf("%s · dev %d", paneTitles[panePool], c.dev)
+	}
+	return paneTitles[panePool]
+}
+
+func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
+	p.layout(c.snap.state, c.dev, w)
+	if !c.mem.on {
+		return p.draw(*c.styles, h)
+	}
+	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w)
+	chart = chart[:min(len(chart), max(h-2, 0))]
+	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
+}
+
+func (p *poolPane) keys(*KeyMap) []key.Binding { return nil }
+
+func (p *poolPane) onKey(*paneCtx, tea.KeyPressMsg) (tea.Cmd, bool) { return nil, false }
+
+func (p *poolPane) scrollBy(_ *paneCtx, d int) { textScroll(&p.scroll, d) }
+
+// plain is every line of the pool at width w, without styles.
+func (p *poolPane) plain(c *paneCtx, w int) []string {
+	p.layout(c.snap.state, c.dev, w)
+	var lines []string
+	for _, l := range p.allLines() {
+		var b strings.Builder
+		for _, r := range l {
+			b.WriteString(r.text)
+		}
+		lines = append(lines, b.String())
+	}
+	return lines
+}
+
+func (p *poolPane) text(c *paneCtx, w int) paneText    { return linesText(p.plain(c, w)) }
+func (p *poolPane) selection(c *paneCtx, w int) string { return selectionOf(p.plain(c, w)) }
+func (p *poolPane) at() int                            { return p.offset }
+func (p *poolPane) show(_ *paneCtx, i int)             { p.offset, p.cursor = i, i }

@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	tea "charm.land/bubbletea/v2"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -16,161 +19,123 @@ import (
 // pane that has the focus; ctrl+n and ctrl+p go to the next and previous
 // match, and every pane highlights the matches it shows.
 
-// traceRowText is what the trace pane shows of record i, as search reads
-// it. It runs in Update, where the session may be read.
-func (m *Model) traceRowText(i int) string {
-	rec := m.recs.at(i)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d ", rec.Line)
-	if sum, ok := m.sess.Summary(i); ok {
-		res, _ := result(rec, sum)
-		b.WriteString(res + " ")
-		if sum.Checkpoint {
-			b.WriteString("◆ checkpoint ")
-		}
-		if sum.Rerecord {
-			b.WriteString("re-record ")
-		}
-		if sum.Err != "" {
-			b.WriteString(sum.Err + " ")
-		}
-	}
-	b.WriteString(recordText(rec))
-	return b.String()
+// Search runs as a command, as moves do: a trace read on demand may have
+// millions of records, each parsed from the file to be searched, so Update
+// only asks the searched pane for its text (paneText, read lazily) and
+// starts the command; the match comes back in a searchMsg. The command
+// holds the session as a move does (busy), since the trace's rows show
+// what executed records did; a key typed meanwhile cancels it, Esc
+// without doing anything else.
+
+// search is the search's state: the query, the pane it searches (the one
+// focused when it was typed), and the search running.
+type search struct {
+	query string
+	pane  pane
+	// cancel cancels the search running in a command, nil when none
+	// runs; seq numbers the searches, so that a late answer of one
+	// cancelled is dropped.
+	cancel context.CancelFunc
+	seq    int
 }
 
-// paneText is every line pane p would draw at its current width, without
-// styles: the text search runs over.
-func (m *Model) paneText(p pane) []string {
-	r := m.layout().rects[p]
-	iw := max(r.w-2, 8)
-	st := m.snap.state
-	var lines []string
-	switch p {
-	case paneTree:
-		saved := m.tree.scroll
-		m.tree.offset = 0
-		lines = m.tree.view(st, m.styles, iw, len(m.tree.lines), false)
-		m.tree.scroll = saved
-	case panePool:
-		m.pool.layout(st, m.dev, iw)
-		for _, l := range m.pool.allLines() {
-			var b strings.Builder
-			for _, r := range l {
-				b.WriteString(r.text)
-			}
-			lines = append(lines, b.String())
-		}
-	case paneDelta:
-		lines = deltaLines(&m.snap, m.styles, iw)
-	case paneDetails:
-		lines = m.detailsLines(iw)
-	case paneTensors:
-		if st != nil {
-			off, left := 0, 0
-			lines = tensorLines(st, m.styles, &off, &left, 1<<20, len(st.Tensors)+1)
-		}
-	}
-	for i, l := range lines {
-		lines[i] = ansi.Strip(l)
-	}
-	return lines
+// searchMsg is the answer of a search: the line of the match, or where a
+// search that found nothing stopped.
+type searchMsg struct {
+	seq   int
+	pane  pane
+	query string
+	// at is the match's line when found; else the last line read when
+	// the search stopped short of the whole text (span < n), or -1.
+	at    int
+	found bool
+	n     int // the text's lines
+	span  int // the lines the search could read
+	err   error
 }
 
-// at is the line of pane p a search starts after: the cursor of a list,
-// the first visible line of a text.
-func (m *Model) at(p pane) int {
-	switch p {
-	case paneTree:
-		return m.tree.cursor
-	case paneTrace:
-		return m.trace.cursor
-	case panePool:
-		return m.pool.offset
-	case paneDelta:
-		return m.delta.offset
-	case paneDetails:
-		return m.details.offset
-	case paneTensors:
-		return m.tensors.offset // row 0 of the table is its header
-	}
-	return 0
-}
-
-// show moves pane p to line i: the cursor of a list, the top of a text.
-func (m *Model) show(p pane, i int) {
-	switch p {
-	case paneTree:
-		m.tree.cursor = i
-	case paneTrace:
-		m.trace.cursor = i
-		m.refresh()
-	case panePool:
-		m.pool.offset, m.pool.cursor = i, i
-	case paneDelta:
-		m.delta.offset = i
-	case paneDetails:
-		m.details.offset = i
-	case paneTensors:
-		m.tensors.offset = max(i-1, 0)
-	}
-}
-
-// find goes to the next (dir 1) or previous (dir -1) match of the query
-// in the pane searched, wrapping around.
-func (m *Model) find(dir int) {
-	if m.query == "" {
+// find starts a search for the next (dir 1) or previous (dir -1) match of
+// the query in the pane searched, wrapping around, in a command.
+func (m *Model) find(dir int) tea.Cmd {
+	if m.search.query == "" {
 		m.setMsg("", errors.New("search: no query (press /)"))
-		return
+		return nil
 	}
-	p := m.searchPane
-	q := strings.ToLower(m.query)
-	var n int
-	var text func(i int) string
-	if p == paneTrace {
-		n, text = m.recs.len(), m.traceRowText
-	} else {
-		lines := m.paneText(p)
-		n, text = len(lines), func(i int) string { return lines[i] }
+	if m.busy {
+		return nil
 	}
-	from := m.at(p)
-	if p == paneTensors {
-		from++ // the header
-	}
-	// A trace read on demand may have millions of records, each parsed
-	// from the file to be searched: one press searches at most searchSpan
-	// of them (about half a second), and the next goes on from there.
+	p := m.search.pane
+	comp := m.component(p)
+	text := comp.text(m.ctx(), m.paneWidth(p))
+	from := comp.at()
+	n := text.n
+	// One search reads at most searchSpan records of the trace (about
+	// half a second of parsing); the next goes on from where it stopped.
 	span := n
 	if p == paneTrace && n > searchSpan {
 		span = searchSpan
 	}
-	for k := 1; k <= span; k++ {
-		i := ((from+dir*k)%n + n) % n
-		if !strings.Contains(strings.ToLower(text(i)), q) {
-			continue
+	ctx, cancel := context.WithCancel(context.Background())
+	m.search.seq++
+	m.busy, m.search.cancel = true, cancel
+	msg := searchMsg{seq: m.search.seq, pane: p, query: m.search.query, at: -1, n: n, span: span}
+	q := strings.ToLower(msg.query)
+	return func() tea.Msg {
+		defer cancel()
+		if n == 0 {
+			return msg
 		}
-		m.focusPane(p)
-		m.show(p, i)
-		where := fmt.Sprintf("row %d of %d", i+1, n)
-		switch p {
-		case paneTrace:
-			where = fmt.Sprintf("line %d", m.recs.line(i))
-		case paneTensors:
-			where = fmt.Sprintf("tensor %d of %d", i, n-1) // row 0 is the header
+		for k := 1; k <= span; k++ {
+			if k%1024 == 1 && ctx.Err() != nil {
+				msg.err = ctx.Err()
+				return msg
+			}
+			i := ((from+dir*k)%n + n) % n
+			if strings.Contains(strings.ToLower(text.line(i)), q) {
+				msg.at, msg.found = i, true
+				return msg
+			}
 		}
-		m.setMsg(fmt.Sprintf("/%s in %s: %s (ctrl+n next, ctrl+p previous)", m.query, paneTitles[p], where), nil)
-		return
+		if span < n {
+			msg.at = ((from+dir*span)%n + n) % n
+		}
+		return msg
 	}
-	if span < n {
-		last := ((from+dir*span)%n + n) % n
-		m.show(p, last)
-		m.setMsg("", fmt.Errorf("search: %q not found in the %d records up to line %d (ctrl+n/ctrl+p search on)", m.query, span, m.recs.line(last)))
-		return
-	}
-	m.setMsg("", fmt.Errorf("search: %q not found in %s", m.query, paneTitles[p]))
 }
 
-// searchSpan is the most trace records one search press reads.
+// searched shows the answer of a search: the pane searched goes to the
+// match, or says where the search stopped.
+func (m *Model) searched(msg searchMsg) tea.Cmd {
+	if msg.seq != m.search.seq || !m.busy {
+		return nil
+	}
+	m.busy, m.search.cancel = false, nil
+	p, c := msg.pane, m.ctx()
+	comp := m.component(p)
+	switch {
+	case errors.Is(msg.err, context.Canceled):
+		m.setMsg(fmt.Sprintf("search: /%s cancelled", msg.query), nil)
+	case msg.found:
+		m.focusPane(p)
+		comp.show(m.ctx(), msg.at)
+		where := fmt.Sprintf("row %d of %d", msg.at+1, msg.n)
+		switch p {
+		case paneTrace:
+			where = fmt.Sprintf("line %d", m.recs.line(msg.at))
+		case paneTensors:
+			where = fmt.Sprintf("tensor %d of %d", msg.at, msg.n-1) // row 0 is the header
+		}
+		m.setMsg(fmt.Sprintf("/%s in %s: %s (ctrl+n next, ctrl+p previous)", msg.query, paneTitles[p], where), nil)
+	case msg.at >= 0:
+		comp.show(c, msg.at)
+		m.setMsg("", fmt.Errorf("search: %q not found in the %d records up to line %d (ctrl+n/ctrl+p search on)", msg.query, msg.span, m.recs.line(msg.at)))
+	default:
+		m.setMsg("", fmt.Errorf("search: %q not found in %s", msg.query, paneTitles[p]))
+	}
+	return m.drain()
+}
+
+// searchSpan is the most trace records one search reads.
 const searchSpan = 200_000
 
 // highlight marks the matches of the query in a drawn line. A line with a

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
@@ -74,8 +77,8 @@ const (
 	resAction
 )
 
-// view renders the visible records.
-func (p *tracePane) view(recs records, snap *snapshot, s Styles, w, h int, focused bool) []string {
+// draw renders the visible records.
+func (p *tracePane) draw(recs records, snap *snapshot, s Styles, w, h int, focused bool) []string {
 	n := recs.len()
 	p.clamp(n, h)
 	lw := len(strconv.Itoa(maxLine(recs, n)))
@@ -170,4 +173,83 @@ func problemMsg(err error) string {
 		return p.Msg
 	}
 	return err.Error()
+}
+
+// The trace as a component: enter runs to the record under the cursor, y
+// copies its row, and search reads the rows as drawn, in its tea.Cmd.
+
+func (p *tracePane) title(c *paneCtx) string {
+	return fmt.Sprintf("%s · %d records", paneTitles[paneTrace], c.recs.len())
+}
+
+func (p *tracePane) view(c *paneCtx, w, h int, focused bool) []string {
+	return p.draw(c.recs, c.snap, *c.styles, w, h, focused)
+}
+
+func (p *tracePane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Trace.RunTo} }
+
+func (p *tracePane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if !key.Matches(k, c.keys.Trace.RunTo) {
+		return nil, false
+	}
+	// Run to cursor: up to the record under the cursor, stopping at a
+	// breakpoint on the way as gdb's until does.
+	if p.cursor >= 0 && p.cursor < c.recs.len() {
+		return c.runTo(p.cursor + 1), true
+	}
+	return nil, true
+}
+
+func (p *tracePane) scrollBy(c *paneCtx, d int) {
+	p.cursor = clampAdd(p.cursor, d, c.recs.len())
+	c.refresh()
+}
+
+// text reads the rows lazily: a trace read on demand may have millions of
+// records, each parsed from the file, so line runs in the search's Cmd.
+func (p *tracePane) text(c *paneCtx, _ int) paneText {
+	recs, summary := c.recs, c.summary
+	return paneText{n: recs.len(), line: func(i int) string { return rowText(recs, summary, i) }}
+}
+
+func (p *tracePane) selection(c *paneCtx, _ int) string {
+	if i := p.cursor; i >= 0 && i < c.recs.len() {
+		return strings.TrimSpace(rowText(c.recs, c.summary, i))
+	}
+	return ""
+}
+
+func (p *tracePane) at() int { return p.cursor }
+
+func (p *tracePane) show(c *paneCtx, i int) {
+	p.cursor = i
+	c.refresh()
+}
+
+// cursorRow is the cursor's row in the body, drawn reversed already.
+func (p *tracePane) cursorRow() int { return p.cursor - p.offset }
+
+// rowText is what the trace pane shows of record i, as search reads it:
+// the line number, what the record did ("record #2"), the word
+// "checkpoint" on the rows the ◆ marks, and its text. summary is the
+// session's, read where the session may be used.
+func rowText(recs records, summary func(int) (sessions.Summary, bool), i int) string {
+	rec := recs.at(i)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ", rec.Line)
+	if sum, ok := summary(i); ok {
+		res, _ := result(rec, sum)
+		b.WriteString(res + " ")
+		if sum.Checkpoint {
+			b.WriteString("◆ checkpoint ")
+		}
+		if sum.Rerecord {
+			b.WriteString("re-record ")
+		}
+		if sum.Err != "" {
+			b.WriteString(sum.Err + " ")
+		}
+	}
+	b.WriteString(recordText(rec))
+	return b.String()
 }

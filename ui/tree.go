@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/cgtviz/cgtviz/engine"
 )
 
@@ -160,8 +163,8 @@ func (p *treePane) toggle() {
 	p.folded[k] = !p.folded[k]
 }
 
-// view renders the visible lines.
-func (p *treePane) view(st *engine.State, s Styles, w, h int, focused bool) []string {
+// draw renders the visible lines.
+func (p *treePane) draw(st *engine.State, s Styles, w, h int, focused bool) []string {
 	p.clamp(len(p.lines), h)
 	if st == nil || len(p.lines) == 0 {
 		return []string{"(no state)"}
@@ -246,3 +249,47 @@ func (p *treePane) selStyle(line string, sel, focused bool, s Styles, w int) str
 	}
 	return line
 }
+
+// The tree as a component: enter folds, and y copies the selected node's
+// details.
+
+func (p *treePane) title(*paneCtx) string { return paneTitles[paneTree] }
+
+func (p *treePane) view(c *paneCtx, w, h int, focused bool) []string {
+	return p.draw(c.snap.state, *c.styles, w, h, focused)
+}
+
+func (p *treePane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Tree.Fold} }
+
+func (p *treePane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if !key.Matches(k, c.keys.Tree.Fold) {
+		return nil, false
+	}
+	p.toggle()
+	p.rebuild(c.snap.state, c.snap.step)
+	return nil, true
+}
+
+func (p *treePane) scrollBy(_ *paneCtx, d int) { p.cursor = clampAdd(p.cursor, d, len(p.lines)) }
+
+func (p *treePane) text(c *paneCtx, w int) paneText {
+	saved := p.scroll
+	p.offset = 0
+	lines := p.draw(c.snap.state, *c.styles, w, len(p.lines), false)
+	p.scroll = saved
+	return linesText(plainLines(lines))
+}
+
+func (p *treePane) selection(c *paneCtx, _ int) string {
+	l, ok := p.selected()
+	if !ok {
+		return ""
+	}
+	return selectionOf(nodeLines(c.snap.state, l, nil, *c.styles, 1<<16))
+}
+
+func (p *treePane) at() int                { return p.cursor }
+func (p *treePane) show(_ *paneCtx, i int) { p.cursor = i }
+
+// cursorRow is the cursor's row in the body, drawn reversed already.
+func (p *treePane) cursorRow() int { return p.cursor - p.offset }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -36,88 +35,7 @@ const (
 // bottomLines is how many lines the timeline, status, message and help
 // take.
 func (m *Model) bottomLines() int {
-	return 3 + len(m.helpLines(max(m.width, 20)))
-}
-
-// helpLines is the help under the status lines: the short line, or the
-// full help in as many bands of columns as the width needs, so that no key
-// is cut off; a terminal too short for all of it shows what fits above
-// four lines of panes.
-func (m *Model) helpLines(w int) []string {
-	key := helpKey{w, m.height, m.help.Width(), m.help.ShowAll}
-	if m.helpMemo.lines == nil || m.helpMemo.key != key {
-		// layout() asks for the count several times a frame; the keys
-		// and their bindings never change, so one rendering per size does.
-		m.helpMemo.key, m.helpMemo.lines = key, m.renderHelp(w)
-	}
-	return m.helpMemo.lines
-}
-
-// helpKey is what the help's lines depend on.
-type helpKey struct {
-	w, h, helpW int
-	all         bool
-}
-
-// renderHelp draws the help lines (see helpLines).
-func (m *Model) renderHelp(w int) []string {
-	if !m.help.ShowAll {
-		// Drop keys from the middle, never "? help" and "q quit": the
-		// way to the rest must stay on screen at any width.
-		keys := m.keys.ShortHelp()
-		h := m.help
-		h.SetWidth(0)
-		km := m.keys
-		for _, drop := range []key.Binding{km.Reverse, km.Breakpoint, km.Goto, km.Prev, km.Continue, km.Command, km.Next} {
-			if ansi.StringWidth(h.ShortHelpView(keys)) <= w {
-				break
-			}
-			keys = slices.DeleteFunc(keys, func(b key.Binding) bool { return b.Help() == drop.Help() })
-		}
-		return []string{fit(h.ShortHelpView(keys), w)}
-	}
-	var out []string
-	for _, band := range m.helpBands(w) {
-		for _, l := range band {
-			out = append(out, fit(l, w))
-		}
-	}
-	if room := max(m.height, 8) - 4 - 3; len(out) > room {
-		out = out[:max(room, 1)]
-	}
-	return out
-}
-
-// fullHelpLines is the whole key help at width w, in bands of columns,
-// without styles: what ? shows, in a popup when the screen is too short
-// for it under the panes.
-func (m *Model) fullHelpLines(w int) []string {
-	var out []string
-	for _, band := range m.helpBands(w) {
-		for _, l := range band {
-			out = append(out, strings.TrimRight(ansi.Strip(l), " "))
-		}
-		out = append(out, "")
-	}
-	return out
-}
-
-// helpBands lays the full key help out in bands of as many columns (key
-// groups) as fit in width w, at least one a band: each band's lines, as
-// the help bubble draws them.
-func (m *Model) helpBands(w int) [][]string {
-	h := m.help
-	h.SetWidth(0) // measure: no truncation
-	var bands [][]string
-	for groups := m.keys.FullHelp(); len(groups) > 0; {
-		n := len(groups)
-		for n > 1 && widest(h.FullHelpView(groups[:n])) > w {
-			n--
-		}
-		bands = append(bands, strings.Split(h.FullHelpView(groups[:n]), "\n"))
-		groups = groups[n:]
-	}
-	return bands
+	return 3 + len(m.help.lines(&m.keys, max(m.width, 20), m.height))
 }
 
 // widest is the width of the widest line of s.
@@ -221,12 +139,13 @@ func (m *Model) Render() string {
 	// crossing it, left to right.
 	order := []pane{paneTree, paneTrace, panePool, paneDetails, paneDelta, paneTensors}
 	xs := make([][]int, sc.bodyH)
+	c := m.viewCtx()
 	for _, p := range order {
 		if !sc.shown[p] {
 			continue
 		}
 		r := sc.rects[p]
-		lines := m.paneBox(p, r)
+		lines := m.paneBox(c, p, r)
 		for i, l := range lines {
 			y := r.y + i
 			if y >= sc.bodyH {
@@ -246,113 +165,35 @@ func (m *Model) Render() string {
 			body[y] = strings.Join(rows[y], "")
 		}
 	}
-	if m.mode == modeOverlay {
-		ov := m.overlayBox(w, sc.bodyH)
-		x := max((w-ansi.StringWidth(ov[0]))/2, 0)
-		body = overlay(body, ov, x, max((sc.bodyH-len(ov))/2, 0))
-	}
-	if m.mode == modePicker {
-		pk := m.pickerBox()
-		x := max((w-ansi.StringWidth(pk[0]))/2, 0)
-		body = overlay(body, pk, x, max((sc.bodyH-len(pk))/2, 0))
-	}
+	body = m.drawOverlays(body, w)
 	out := append(body, m.timeline.view(m.styles, m.snap.n, w, m.snap.pos-1), m.statusLine(w), m.infoLine(w))
-	out = append(out, m.helpLines(w)...)
+	out = append(out, m.help.lines(&m.keys, w, m.height)...)
 	return strings.Join(out, "\n")
 }
 
-// paneBox renders pane p boxed into r.
-func (m *Model) paneBox(p pane, r rect) []string {
-	iw, ih := r.w-2, r.h-2
+// paneBox renders pane p boxed into r, the matches of the query
+// highlighted.
+func (m *Model) paneBox(c *paneCtx, p pane, r rect) []string {
 	focused := p == m.focus
-	title := fmt.Sprintf("%d %s", p+1, paneTitles[p])
-	var body []string
-	st := m.snap.state
-	switch p {
-	case paneTree:
-		body = m.tree.view(st, m.styles, iw, ih, focused)
-	case panePool:
-		m.pool.layout(st, m.dev, iw)
-		if m.mem.on {
-			chart := m.mem.lines(m.styles, m.recs.len(), m.snap.pos, m.snap.executed, m.dev, iw)
-			chart = chart[:min(len(chart), max(ih-2, 0))]
-			body = append(chart, m.pool.view(m.styles, max(ih-len(chart), 0))...)
-		} else {
-			body = m.pool.view(m.styles, ih)
-		}
-		if st != nil && m.dev < len(st.Devices) {
-			title += fmt.Sprintf(" · dev %d", m.dev)
-		}
-	case paneDelta:
-		body = textWindow(&m.delta, deltaLines(&m.snap, m.styles, iw), ih)
-	case paneTrace:
-		body = m.trace.view(m.recs, &m.snap, m.styles, iw, ih, focused)
-		title += fmt.Sprintf(" · %d records", m.recs.len())
-	case paneDetails:
-		body = textWindow(&m.details, m.detailsLines(iw), ih)
-	case paneTensors:
-		body = tensorLines(st, m.styles, &m.tensors.offset, &m.tensorsLeft, iw, ih)
-		m.tensors.cursor = m.tensors.offset
-	}
-	if m.query != "" {
+	comp := m.component(p)
+	body := comp.view(c, r.w-2, r.h-2, focused)
+	if q := m.search.query; q != "" {
 		// The cursor row of a list is drawn reversed already.
 		cur := -1
-		switch p {
-		case paneTrace:
-			cur = m.trace.cursor - m.trace.offset
-		case paneTree:
-			cur = m.tree.cursor - m.tree.offset
+		if l, ok := comp.(interface{ cursorRow() int }); ok {
+			cur = l.cursorRow()
 		}
 		for i := range body {
 			if i != cur || !focused {
-				body[i] = highlight(body[i], m.query, m.styles.Match)
+				body[i] = highlight(body[i], q, m.styles.Match)
 			}
 		}
 	}
-	return box(m.styles, title, body, r.w, r.h, focused)
+	return box(m.styles, fmt.Sprintf("%d %s", p+1, comp.title(c)), body, r.w, r.h, focused)
 }
 
-// detailsLines is the details pane's text: the trace row under the cursor
-// when it is not the step's, the step, and the node selected in the tree.
-func (m *Model) detailsLines(iw int) []string {
-	st := m.snap.state
-	var lines []string
-	if c := m.trace.cursor; c >= 0 && c < m.recs.len() && c != m.snap.pos-1 && (c > 0 || m.snap.pos > 0) {
-		// The trace row under the cursor, whole: the trace pane cuts
-		// long rows (expects, notes) at its width.
-		r := m.recs.at(c)
-		lines = append(lines, m.styles.Bold.Render(fmt.Sprintf("cursor: line %d", r.Line)))
-		for _, l := range wrap(recordText(r), iw-2) {
-			lines = append(lines, "  "+l)
-		}
-		lines = append(lines, m.styles.Dim.Render("  (enter runs to it; n steps)"), "")
-	}
-	step := stepLines(&m.snap, m.recs, m.styles, iw)
-	var node []string
-	if l, ok := m.tree.selected(); ok {
-		var call *traces.Record
-		if stp := m.snap.step; stp != nil && stp.Node == l.id && stp.Device == l.dev && l.kind == treeNode && stp.Index >= 0 && stp.Index < m.recs.len() {
-			call = m.recs.at(stp.Index)
-		}
-		node = nodeLines(st, l, call, m.styles, iw)
-	}
-	// What the user looks at comes first: the node chosen in the focused
-	// tree, else the step just run.
-	if m.focus == paneTree && len(node) > 0 {
-		return append(append(append(lines, node...), ""), step...)
-	}
-	if len(node) > 0 {
-		step = append(append(step, ""), node...)
-	}
-	return append(lines, step...)
-}
-
-// textWindow clamps a text pane's scroll and returns the visible lines.
-func textWindow(s *scroll, lines []string, h int) []string {
-	s.offset = min(s.offset, max(len(lines)-h, 0))
-	s.cursor = s.offset
-	return window(lines, s.offset, h)
-}
+// detailsLines is the details pane's text at inner width iw.
+func (m *Model) detailsLines(iw int) []string { return m.details.lines(m.viewCtx(), iw) }
 
 // statusLine: position, device, path state, error count, generation,
 // counters. When the width cannot hold it all, the least telling parts go
@@ -396,7 +237,10 @@ func (m *Model) statusLine(w int) string {
 	for _, p := range m.progressParts() {
 		add(8, "%s", p)
 	}
-	if m.busy {
+	switch {
+	case m.search.cancel != nil:
+		add(9, "searching… (esc cancels)")
+	case m.busy:
 		add(9, "running…")
 	}
 	width := func() int {
@@ -420,36 +264,10 @@ func (m *Model) statusLine(w int) string {
 // it did.
 func (m *Model) infoLine(w int) string {
 	s := m.styles
-	switch m.mode {
-	case modeGoto:
-		lo, hi := m.lineRange()
-		return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
-	case modeSearch:
-		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
-	case modeMark:
-		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
-	case modeJump:
-		names := make([]string, len(m.marks))
-		for i, b := range m.marks {
-			names[i] = fmt.Sprintf("%s@%d", b.Name, m.lineOf(b.Pos))
+	if o := m.top(); o != nil {
+		if l := o.line(m, w); l != "" {
+			return l
 		}
-		hint := "no bookmarks yet (m sets one)"
-		if len(names) > 0 {
-			hint = strings.Join(names, " ")
-		}
-		return fit(s.Prompt.Render("go to bookmark: ")+m.input+"█  "+s.Dim.Render(hint), w)
-	case modePicker:
-		return fit(s.Prompt.Render("breakpoint on an event: j/k choose, enter toggles, esc closes"), w)
-	case modeOverlay:
-		if m.msg != "" {
-			break // what d just did
-		}
-		if m.over.bps != nil {
-			return fit(s.Prompt.Render("breakpoints: j/k choose, d deletes, esc closes"), w)
-		}
-		return fit(s.Prompt.Render("j/k scroll, esc closes"), w)
-	case modeCommand:
-		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
 	if m.msg != "" {
 		if m.msgErr {
@@ -487,24 +305,4 @@ func (m *Model) infoLine(w int) string {
 		return fit(s.Dim.Render(fmt.Sprintf("line %d: %s", st.Line, what)), w)
 	}
 	return fit(s.Dim.Render("the start: n runs the first record, g a line, : a command"), w)
-}
-
-// pickerBox is the event-kind breakpoint picker.
-func (m *Model) pickerBox() []string {
-	items := m.pickerItems()
-	lines := make([]string, 0, len(items))
-	for i, b := range items {
-		on := "  "
-		if slices.Contains(m.snap.bps, b) {
-			on = "● "
-		}
-		l := on + b.String()
-		if i == m.picker {
-			l = m.styles.Selected.Render(fit("›"+l, 28))
-		} else {
-			l = " " + l
-		}
-		lines = append(lines, l)
-	}
-	return box(m.styles, "break on event", lines, 32, len(lines)+2, true)
 }
