@@ -45,12 +45,11 @@ type TreeOptions struct {
 	OneDevice bool
 	// Title is an optional first line of the graph's caption (a trace name).
 	Title string
-	// NodeURL, when set, links each graph node to the URL it returns for
-	// the node's device and graph id ("" for none): the SVG wraps the node
-	// in a link (cgtviz report links them to the node's decisions). Only
-	// URLs of letters, digits and "#-_./:" are written; DOT needs no
-	// quoting for them.
-	NodeURL func(dev, id int) string
+	// NodeLinks, when set, links each graph node to NodeLinks followed by
+	// "d<device>-<graph id>" (cgtviz report's "#n-" links node 3 of
+	// device 0 to "#n-d0-3", its row in the page). Only links of letters,
+	// digits and "#-_./:" are written; DOT needs no quoting for them.
+	NodeLinks string
 
 	// The step to highlight: StepAction on node StepNode of device
 	// StepDevice (for StepWarmed, the device's current warmup node).
@@ -315,8 +314,8 @@ func writeDevice(b *bytes.Buffer, st *engine.State, t devTree, ids []int, opts T
 		if fill != "" {
 			attrs += fmt.Sprintf(" fillcolor=%q", fill)
 		}
-		if opts.NodeURL != nil {
-			if u := opts.NodeURL(d.Index, n.ID); plainURL(u) {
+		if opts.NodeLinks != "" {
+			if u := opts.NodeLinks + "d" + strconv.Itoa(d.Index) + "-" + strconv.Itoa(n.ID); plainURL(u) {
 				attrs += fmt.Sprintf(" URL=%q", u)
 			}
 		}

@@ -112,6 +112,7 @@ func (w *writer) lineLink(line int) string {
 	return fmt.Sprintf("line %d", line)
 }
 
+// nodeID is a node's row's id; the trees link to it (TreeOptions.NodeLinks "#n-").
 func nodeID(dev, id int) string { return fmt.Sprintf("n-d%d-%d", dev, id) }
 
 // nodeLink is "#id", linked to the node's row when the page lists it.
@@ -341,7 +342,7 @@ func (w *writer) trees(ctx context.Context) error {
 			continue
 		}
 		dot, err := render.TreeDOT(st, render.TreeOptions{OneDevice: true, Device: d.Index, MaxNodes: w.opts.MaxNodes, Title: w.p.Report.Trace,
-			NodeURL: func(dev, id int) string { return "#" + nodeID(dev, id) }})
+			NodeLinks: "#n-"})
 		if err != nil {
 			return fmt.Errorf("render: html: device %d: %w", d.Index, err)
 		}
@@ -353,7 +354,7 @@ func (w *writer) trees(ctx context.Context) error {
 			w.warnings = append(w.warnings, fmt.Errorf("device %d's tree not drawn: %w", d.Index, err))
 			w.f("<p class=\"note\">The tree is not drawn: %s</p>\n", esc(err.Error()))
 		} else {
-			w.f("<div class=\"tree\">%s</div>\n", inlineSVG(svg))
+			w.f("<div class=\"tree\" id=\"tree-d%d\">%s</div>\n", d.Index, inlineSVG(svg, fmt.Sprintf("t%d-", d.Index)))
 		}
 		w.nodeTable(&d)
 	}
@@ -400,9 +401,11 @@ var (
 // inlineSVG makes Graphviz's SVG document an element of the page: no XML
 // prolog or DOCTYPE (whose DTD address a page must not name), no namespace
 // declarations (HTML puts <svg> in SVG's namespace itself), comments out,
-// and SVG 2's href for xlink:href.
-func inlineSVG(svg []byte) string {
+// SVG 2's href for xlink:href, and Graphviz's ids ("node1", "graph0")
+// prefixed, so that the trees of two devices do not share them.
+func inlineSVG(svg []byte, idPrefix string) string {
 	s := svgProlog.ReplaceAllString(string(svg), "$1")
+	s = strings.ReplaceAll(s, ` id="`, ` id="`+idPrefix)
 	s = svgNote.ReplaceAllString(s, "")
 	s = svgXMLNS.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "xlink:href=", "href=")
