@@ -22,8 +22,8 @@ const (
 // series is one line of the chart.
 type series struct {
 	name, color, dash string
-	area             bool
-	val              func(engine.MemoryView) int64
+	area              bool
+	val               func(engine.MemoryView) int64
 }
 
 var chartSeries = []series{
