@@ -116,11 +116,13 @@ type Function struct {
 	// Warmups, Recordings, Replays and Eager count the calls by action
 	// (what the run's report says of each); they sum to Counters'.
 	Warmups, Recordings, Replays, Eager int
-	// Rerecords are the recordings PyTorch counts as re-records (an input
+	// Replaced counts the recordings made because an existing graph could
+	// not replay (its invariants failed; the Recorded reason says which);
+	// Rerecords those of them PyTorch counts as re-records (an input
 	// pointer changed); Checkpoints the checkpoints its calls restored;
 	// Errors its calls that raised, Overwritten those with PyTorch's
 	// overwritten error.
-	Rerecords, Checkpoints, Errors, Overwritten int
+	Replaced, Rerecords, Checkpoints, Errors, Overwritten int
 	// Recorded says why each recording happened; RerecordReasons which
 	// invariant failed for a re-record; Skips why a call ran without a
 	// graph (eager) or a skip was logged; Warnings PyTorch's warnings.
@@ -307,7 +309,12 @@ func (c *Collector) Step(s *engine.Step) {
 		switch ev.Kind {
 		case engine.EvRecord:
 			if ef != nil {
-				ef.Recorded = addReason(ef.Recorded, ev.Cause.String(), s.Line)
+				why := ev.Cause.String()
+				if ev.Cause == engine.CauseInvariants || ev.Rerecord {
+					ef.Replaced++
+					why += ": " + rerecordReason(ev)
+				}
+				ef.Recorded = addReason(ef.Recorded, why, s.Line)
 				if ev.Rerecord {
 					ef.Rerecords++
 					ef.RerecordReasons = addReason(ef.RerecordReasons, rerecordReason(ev), s.Line)
@@ -457,6 +464,7 @@ func (c *Collector) Finish(st *engine.State) *Analysis {
 			o.Recordings += f.Recordings
 			o.Replays += f.Replays
 			o.Eager += f.Eager
+			o.Replaced += f.Replaced
 			o.Rerecords += f.Rerecords
 			o.Checkpoints += f.Checkpoints
 			o.Errors += f.Errors
@@ -474,7 +482,7 @@ func (c *Collector) Finish(st *engine.State) *Analysis {
 // problems counts what went wrong with f, to choose which functions a
 // big report details.
 func (f *Function) problems() int {
-	return f.Rerecords + f.Eager + f.Errors + f.PendingBackward + f.Checkpoints
+	return f.Replaced + f.Rerecords + f.Eager + f.Errors + f.PendingBackward + f.Checkpoints
 }
 
 // verdicts says one sentence per problem found.
@@ -488,23 +496,21 @@ func (c *Collector) verdicts(st *engine.State, a *Analysis) []Verdict {
 	total := 0
 	for i := range a.Functions {
 		f := &a.Functions[i]
-		n := 0
+		n := max(f.Replaced, f.Rerecords)
+		if n == 0 {
+			continue
+		}
+		total += n
+		why := ""
 		for _, r := range f.Recorded {
-			if r.Text == engine.CauseInvariants.String() {
-				n += r.Count
+			if _, t, ok := strings.Cut(r.Text, ": "); ok {
+				if why == "" {
+					why = " (" + t + ")"
+				}
 				if rrLine == 0 || r.Line < rrLine {
 					rrLine = r.Line
 				}
 			}
-		}
-		if n == 0 && f.Rerecords == 0 {
-			continue
-		}
-		n = max(n, f.Rerecords)
-		total += n
-		why := ""
-		if len(f.RerecordReasons) > 0 {
-			why = ": " + f.RerecordReasons[0].Text
 		}
 		rr = append(rr, fmt.Sprintf("%s %d×%s", f.Fn, n, why))
 	}
