@@ -40,23 +40,32 @@ func (w *writer) pool() {
 		w.s("<p>No memory was sampled.</p>\n</section>\n")
 		return
 	}
-	w.f("<p class=\"note\">%s samples, one every %s records and one after the last; markers: ▼ a checkpoint, ● an error, each linked to its row of the log.</p>\n",
-		num(len(a.Memory)), num(a.SampleEvery))
+	every := "after every record"
+	if a.SampleEvery > 1 {
+		every = "every " + num(a.SampleEvery) + " records and after the last"
+	}
+	w.f("<p class=\"note\">%s samples, %s; markers: ▼ a checkpoint, ● an error, each linked to its row of the log.</p>\n",
+		num(len(a.Memory)), every)
 	w.s("<ul class=\"legend\">")
 	for _, s := range chartSeries {
 		w.f("<li><span class=\"swatch\" style=\"background:%s\"></span>%s</li>", s.color, esc(s.name))
 	}
 	w.s("</ul>\n")
+	marked := 0
 	for d := range w.p.State.Devices {
-		w.chart(d)
+		marked += w.chart(d)
+	}
+	if all := a.CheckpointRecords + a.ErrorRecords; all > marked {
+		w.f("<p class=\"note\">%s of %s checkpoints and errors are marked: those whose rows the log keeps.</p>\n", num(marked), num(all))
 	}
 	w.s("</section>\n")
 }
 
 func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
-// chart draws device d's memory as an SVG of its own.
-func (w *writer) chart(d int) {
+// chart draws device d's memory as an SVG of its own, and returns how
+// many checkpoints and errors it marked.
+func (w *writer) chart(d int) int {
 	a := w.a
 	ss := a.Memory
 	last := max(ss[len(ss)-1].Index, 1)
@@ -121,19 +130,18 @@ func (w *writer) chart(d int) {
 		if !ckpt && r.Error == nil {
 			continue
 		}
-		n++
 		xx := x(r.Index)
 		if ckpt {
+			n++
 			w.f("<a href=\"#l-%d\"><path class=\"mk-ckpt\" d=\"M%s %sl-5 -8h10z\"><title>line %d: checkpoint</title></path></a>\n", r.Line, f1(xx), f1(padT+2), r.Line)
 		}
 		if r.Error != nil {
+			n++
 			w.f("<a href=\"#l-%d\"><circle class=\"mk-err\" cx=\"%s\" cy=\"%s\" r=\"4\"><title>line %d: %s</title></circle></a>\n", r.Line, f1(xx), f1(chartH-padB-4), r.Line, esc(firstLine(*r.Error)))
 		}
 	}
 	w.s("</svg>\n")
-	if a.CheckpointRecords+a.ErrorRecords > n {
-		w.f("<p class=\"note\">%d of %d checkpoints and errors are marked: those whose rows the log keeps.</p>\n", n, a.CheckpointRecords+a.ErrorRecords)
-	}
+	return n
 }
 
 // axisSize writes a tick's bytes in the largest unit that divides them

@@ -265,7 +265,7 @@ func TestPageBounded(t *testing.T) {
 	if len(a.Rows) != 100 || a.RowsTotal <= 100 {
 		t.Fatalf("%d rows of %d, want 100 of more", len(a.Rows), a.RowsTotal)
 	}
-	for _, want := range []string{"The log shows 100 of 3,", "model.py:73:forward", "2.11.0", "samples, one every"} {
+	for _, want := range []string{"The log shows 100 of 3,", "model.py:73:forward", "2.11.0", "samples, every "} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("the page does not say %q", want)
 		}
