@@ -20,17 +20,19 @@ th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-alig
 th{background:var(--soft);font-weight:600}
 table.kv th{width:9em}
 table.counters td{text-align:right;min-width:5.5em;font-variant-numeric:tabular-nums}
-td.zero{color:var(--dim)}
+td.zero{color:#8c959f}
 ul.verdicts{list-style:none;padding:0}
 ul.verdicts li{border-left:4px solid var(--bad);background:#fff5f5;padding:6px 10px;margin:6px 0}
 ul.verdicts li.warn{border-color:var(--warn);background:#fff8e5}
 ul.verdicts li.ok{border-color:var(--ok);background:#f0fff4}
-.fn{border:1px solid var(--line);border-radius:6px;padding:2px 12px 8px;margin:10px 0}
-.fn h3 code{font-size:15px}
-.fn h3 .src{font-weight:400;color:var(--dim);font-size:13px}
-ul.facts li.bad{color:var(--bad)}
-ul.facts li.warn{color:#7d4e00}
-ul.facts ul{color:var(--fg)}
+table.fns{font-size:13px}
+table.fns td:first-child{white-space:nowrap}
+table.fns a.filter{margin-left:0}
+table.fns td.n{text-align:right;font-variant-numeric:tabular-nums}
+table.fns tr.bad td:first-child{box-shadow:inset 3px 0 var(--bad)}
+table.fns .src{color:var(--dim);font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+table.fns div.bad{color:var(--bad)}
+table.fns div.warn{color:#7d4e00}
 .dim{color:var(--dim)}
 a.filter{font-size:12px;font-weight:400;margin-left:8px}
 .note{color:var(--dim);font-style:italic}
@@ -52,6 +54,7 @@ form.filters{position:sticky;top:0;background:var(--bg);padding:6px 0;border-bot
 form.filters label{margin-right:10px}
 #f-node button{font-size:12px}
 table.log{font-size:13px;width:100%}
+table.log td:nth-child(3){white-space:nowrap}
 table.log td:first-child,table.log td:nth-child(2){text-align:right;font-variant-numeric:tabular-nums}
 table.log tr.err td{background:#fff5f5}
 table.log tr.ckpt td{background:#fff8e5}

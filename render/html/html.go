@@ -183,7 +183,7 @@ func (w *writer) summary() {
 		devs = append(devs, fmt.Sprintf("%d: %s (%d nodes)", d.Index, esc(d.Name), len(d.Nodes)))
 	}
 	kv("replayed on", strings.Join(devs, "; "))
-	kv("records", fmt.Sprintf("%s (%d mark_steps)", num(a.Records), st.MarkSteps))
+	kv("records", fmt.Sprintf("%s (%s mark_steps)", num(a.Records), num(st.MarkSteps)))
 	kv("cgtviz", esc(w.p.Version))
 	w.s("</table>\n")
 
@@ -220,10 +220,14 @@ func (w *writer) summary() {
 	w.s("</ul>\n</section>\n")
 }
 
-func reasons(rs []report.Reason) string {
+// reasons lists rs, each with its count and the line it was first given.
+func (w *writer) reasons(label, cls string, rs []report.Reason) string {
+	if len(rs) == 0 {
+		return ""
+	}
 	var b strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&b, "<li>%s× %s <span class=\"dim\">(first at line %d)</span></li>", num(r.Count), esc(firstLine(r.Text)), r.Line)
+		fmt.Fprintf(&b, "<div class=\"%s\">%s %s× %s <span class=\"dim\">(first at %s)</span></div>", cls, label, num(r.Count), esc(firstLine(r.Text)), w.lineLink(r.Line))
 	}
 	return b.String()
 }
@@ -248,82 +252,86 @@ func shapes(ss [][]int) string {
 	return strings.Join(parts, " ")
 }
 
+// functions is a table of the compiled functions, a row each: what the
+// tree did with its calls, why, the shapes it saw and its graphs.
 func (w *writer) functions() {
 	a := w.a
+	multi := len(w.p.State.Devices) > 1
 	w.f("<section id=\"functions\"><h2>Compiled functions</h2>\n")
 	if len(a.Functions) == 0 {
-		w.s("<p>The trace calls no compiled function.</p>\n")
+		w.s("<p>The trace calls no compiled function.</p>\n</section>\n")
+		return
 	}
 	if a.OtherFunctionsCount > 0 {
-		w.f("<p class=\"note\">%d functions are detailed here, those with the most problems, then the most calls; the %s others are summed at the end.</p>\n",
-			len(a.Functions), num(a.OtherFunctionsCount))
+		w.f("<p class=\"note\">%s functions are detailed here, those with the most problems, then the most calls; the %s others are summed in the last row.</p>\n",
+			num(len(a.Functions)), num(a.OtherFunctionsCount))
 	}
+	w.s("<table class=\"fns\"><thead><tr><th>function</th><th>calls</th><th>warmups</th><th>recordings</th><th>replays</th><th>eager</th><th>re-records</th><th>checkpoints</th><th>errors</th><th>why</th><th title=\"one FunctionID per input shapes\">shapes seen</th><th>graphs</th></tr></thead><tbody>\n")
 	for i, f := range a.Functions {
-		w.f("<div class=\"fn\" id=\"fn-%d\"><h3><code>%s</code>", i, esc(f.Fn))
+		cls := ""
+		if f.Replaced+f.Eager+f.Errors+f.PendingBackward > 0 {
+			cls = " class=\"bad\""
+		}
+		w.f("<tr id=\"fn-%d\"%s><td><code>%s</code>", i, cls, esc(f.Fn))
 		if f.Source != "" {
-			w.f(" <span class=\"src\">%s</span>", esc(f.Source))
+			w.f("<div class=\"src\">%s</div>", esc(f.Source))
 		}
-		w.f(" <a class=\"filter\" href=\"#log\" data-fn=\"%s\">its decisions</a></h3>\n", esc(f.Fn))
+		w.f("<div class=\"dim\">first at %s</div><div><a class=\"filter\" href=\"#log\" data-fn=\"%s\">its decisions</a></div></td>", w.lineLink(f.FirstLine), esc(f.Fn))
 		w.counts(&f)
-		w.s("<ul class=\"facts\">")
-		if len(f.Recorded) > 0 {
-			w.f("<li>recorded because: <ul>%s</ul></li>", reasons(f.Recorded))
+		w.s("<td>")
+		w.s(w.reasons("recorded:", "", f.Recorded))
+		w.s(w.reasons("re-recorded:", "bad", f.RerecordReasons))
+		w.s(w.reasons("ran without a graph:", "bad", f.Skips))
+		w.s(w.reasons("PyTorch warned:", "warn", f.Warnings))
+		if f.Overwritten > 0 {
+			w.f("<div class=\"bad\">%s overwritten error(s)</div>", num(f.Overwritten))
 		}
-		if len(f.RerecordReasons) > 0 {
-			w.f("<li class=\"bad\">re-recorded because: <ul>%s</ul></li>", reasons(f.RerecordReasons))
-		}
-		if len(f.Skips) > 0 {
-			w.f("<li class=\"bad\">skipped (ran without a graph) because: <ul>%s</ul></li>", reasons(f.Skips))
-		}
-		if len(f.Warnings) > 0 {
-			w.f("<li class=\"warn\">PyTorch warned: <ul>%s</ul></li>", reasons(f.Warnings))
-		}
-		if len(f.IDs) > 0 {
-			w.s("<li>shapes seen (one FunctionID each): <ul>")
-			for _, id := range f.IDs {
-				w.f("<li>function %d on device %d: %s</li>", id.ID, id.Device, esc(shapes(id.Shapes)))
+		w.s("</td><td>")
+		for j, id := range f.IDs {
+			if j == 20 {
+				w.f("<div>and %d more</div>", len(f.IDs)-j)
+				break
 			}
-			w.s("</ul></li>")
-		}
-		if len(f.Nodes) > 0 {
-			w.s("<li>graph nodes: ")
-			for j, n := range f.Nodes {
-				if j == 50 {
-					w.f(" and %d more", len(f.Nodes)-j)
-					break
-				}
-				if j > 0 {
-					w.s(", ")
-				}
-				w.s(w.nodeLink(n.Device, n.ID))
-				if len(w.p.State.Devices) > 1 {
-					w.f(" (device %d)", n.Device)
-				}
+			dev := ""
+			if multi {
+				dev = fmt.Sprintf(" on device %d", id.Device)
 			}
-			w.s("</li>")
+			w.f("<div>%d%s: %s</div>", id.ID, dev, esc(shapes(id.Shapes)))
 		}
-		w.f("<li>first called at %s</li>", w.lineLink(f.FirstLine))
-		w.s("</ul></div>\n")
+		w.s("</td><td>")
+		for j, n := range f.Nodes {
+			if j == 50 {
+				w.f(" and %d more", len(f.Nodes)-j)
+				break
+			}
+			if j > 0 {
+				w.s(", ")
+			}
+			w.s(w.nodeLink(n.Device, n.ID))
+			if multi {
+				w.f(" (device %d)", n.Device)
+			}
+		}
+		w.s("</td></tr>\n")
 	}
 	if a.OtherFunctionsCount > 0 {
 		o := a.OtherFunctions
-		w.f("<div class=\"fn\"><h3>%s</h3>\n", esc(o.Fn))
+		w.f("<tr><td>%s</td>", esc(o.Fn))
 		w.counts(&o)
-		w.s("</div>\n")
+		w.s("<td></td><td></td><td></td></tr>\n")
 	}
-	w.s("</section>\n")
+	w.s("</tbody></table>\n</section>\n")
 }
 
+// counts are a function's cells of counts.
 func (w *writer) counts(f *report.Function) {
-	w.s("<table class=\"counters\"><tr><th>calls</th><th>warmups</th><th>recordings</th><th>replays</th><th>eager</th><th>re-records</th><th>checkpoints</th><th>errors</th><th>overwritten</th></tr>\n<tr>")
-	for _, n := range []int{f.Calls, f.Warmups, f.Recordings, f.Replays, f.Eager, f.Rerecords, f.Checkpoints, f.Errors, f.Overwritten} {
-		cls := ""
+	for _, n := range []int{f.Calls, f.Warmups, f.Recordings, f.Replays, f.Eager, f.Rerecords, f.Checkpoints, f.Errors} {
+		cls := "n"
 		if n == 0 {
-			cls = " class=\"zero\""
+			cls = "n zero"
 		}
-		w.f("<td%s>%s</td>", cls, num(n))
+		w.f("<td class=\"%s\">%s</td>", cls, num(n))
 	}
-	w.s("</tr></table>\n")
 }
 
 // trees draws each device's tree and lists its nodes.
