@@ -674,6 +674,14 @@ func eagerReason(msg string) string {
 	return msg
 }
 
+// maxReasons bounds the distinct reasons a function keeps of one kind: a
+// message that names a line or pointer would otherwise make a reason per
+// call, and the list (and its linear search) grow with the trace.
+const maxReasons = 20
+
+// otherReasons is the last reason kept, counting those past maxReasons.
+const otherReasons = "other reasons"
+
 // addReason counts text in rs, adding it at line when new.
 func addReason(rs []Reason, text string, line int) []Reason {
 	for i := range rs {
@@ -681,6 +689,12 @@ func addReason(rs []Reason, text string, line int) []Reason {
 			rs[i].Count++
 			return rs
 		}
+	}
+	if len(rs) == maxReasons-1 {
+		text = otherReasons
+	} else if len(rs) == maxReasons {
+		rs[len(rs)-1].Count++
+		return rs
 	}
 	return append(rs, Reason{Text: text, Count: 1, Line: line})
 }

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -219,5 +220,18 @@ func TestParseMeta(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReasonsBounded checks that a function given a new reason at every
+// call keeps maxReasons of them, the last counting the rest.
+func TestReasonsBounded(t *testing.T) {
+	var rs []report.Reason
+	for i := range 100 {
+		rs = report.AddReason(rs, fmt.Sprintf("reason %d", i), i+1)
+	}
+	rs = report.AddReason(rs, "reason 3", 200)
+	if len(rs) != 20 || rs[19].Text != "other reasons" || rs[19].Count != 81 || rs[3].Count != 2 {
+		t.Fatalf("%d reasons, the last %+v, the fourth %+v", len(rs), rs[len(rs)-1], rs[3])
 	}
 }

@@ -88,6 +88,7 @@ var b=document.createElement('button');b.type='button';b.textContent='node #'+n.
 b.onclick=function(){setNode(null);apply()};nodeBox.appendChild(b);
 }
 fn.onchange=act.onchange=dev.onchange=nt.onchange=apply;
+q('filters').addEventListener('submit',function(e){e.preventDefault()});
 document.addEventListener('click',function(e){
 var a=e.target.closest&&e.target.closest('a.filter');
 if(!a)return;
