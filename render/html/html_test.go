@@ -242,7 +242,7 @@ func TestPageExamples(t *testing.T) {
 // its first iterations, and a source line for its function in the meta.
 func loopTrace(n int) string {
 	var b strings.Builder
-	b.WriteString(`{"cgtviz": 1, "name": "loop", "meta": {"torch": "2.11.0", "sources": {"foo": "model.py:73:forward"}}}` + "\n")
+	b.WriteString(`{"cgtviz": 1, "name": "loop <b>x</b> & \"q\"", "meta": {"torch": "2.11.0", "sources": {"foo": "model.py:73:forward"}}}` + "\n")
 	b.WriteString(`{"op": "def", "fn": "foo", "params": ["x"], "body": [{"out": "a", "k": "add", "a": "x", "b": 1}], "returns": ["a"]}` + "\n")
 	b.WriteString(`{"op": "tensor", "name": "inp", "shape": [4], "init": "rand", "seed": 1}` + "\n")
 	b.WriteString(`{"op": "call", "fn": "foo", "args": ["inp"], "out": ["y"]}` + "\n")
@@ -264,6 +264,9 @@ func TestPageBounded(t *testing.T) {
 	a := pg.Analysis
 	if len(a.Rows) != 100 || a.RowsTotal <= 100 {
 		t.Fatalf("%d rows of %d, want 100 of more", len(a.Rows), a.RowsTotal)
+	}
+	if bytes.Contains(page, []byte("<b>x</b>")) || !bytes.Contains(page, []byte("loop &lt;b&gt;x&lt;/b&gt; &amp; &#34;q&#34;")) {
+		t.Error("the trace's name is not escaped")
 	}
 	for _, want := range []string{"The log shows 100 of 3,", "model.py:73:forward", "2.11.0", "samples, every "} {
 		if !bytes.Contains(page, []byte(want)) {
