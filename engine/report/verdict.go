@@ -135,4 +135,3 @@ func memoryGrowth(ss []Sample) (Verdict, bool) {
 		"Memory growth: the allocator reserved %s more in the trace's second half (%s at line %d, %s at line %d); a steady loop reserves nothing new after its first iterations.",
 		alloc.FormatSize(b-a), alloc.FormatSize(a), mid.Line, alloc.FormatSize(b), last.Line)}, true
 }
-
