@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -233,5 +234,37 @@ func TestReasonsBounded(t *testing.T) {
 	rs = report.AddReason(rs, "reason 3", 200)
 	if len(rs) != 20 || rs[19].Text != "other reasons" || rs[19].Count != 81 || rs[3].Count != 2 {
 		t.Fatalf("%d reasons, the last %+v, the fourth %+v", len(rs), rs[len(rs)-1], rs[3])
+	}
+}
+
+// TestMemoryGrowthVerdict checks the verdict on a loop that keeps a new
+// tensor every iteration, and its absence on one that keeps nothing.
+func TestMemoryGrowthVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep bool
+	}{{"growing", true}, {"steady", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString(`{"cgtviz": 1}` + "\n")
+			for i := range 40 {
+				fmt.Fprintf(&b, `{"op": "tensor", "name": "t%d", "shape": [262144], "init": "zeros"}`+"\n", i)
+				if !tc.keep {
+					fmt.Fprintf(&b, `{"op": "del", "names": ["t%d"]}`+"\n", i)
+				}
+			}
+			path := filepath.Join(t.TempDir(), "t.cgt.jsonl")
+			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, a, _ := analyze(t, path, report.Limits{})
+			found := false
+			for _, v := range a.Verdicts {
+				found = found || v.Kind == report.VerdictMemoryGrowth
+			}
+			if found != tc.keep {
+				t.Errorf("memory growth verdict %v, want %v: %+v", found, tc.keep, a.Verdicts)
+			}
+		})
 	}
 }
