@@ -108,6 +108,11 @@ func EventKinds() []EventKind {
 	return out
 }
 
+// WarnPendingBackward is the Msg of the EvWarning PyTorch gives, once per
+// function, when a call cannot replay because forwards still wait for
+// their backward: a reader tells this warning from the others by it.
+const WarnPendingBackward = "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"
+
 // InvariantStatus is the result of check_invariants (PyTorch's
 // CheckInvariantStatus).
 type InvariantStatus uint8

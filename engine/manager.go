@@ -507,7 +507,7 @@ func (m *manager) checkWarnOnUnableToStart(c *call) {
 	m.warnedFns[fid] = true
 	m.eng.onUndo(func() { delete(m.warnedFns, fid) })
 	m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
-		Msg: "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. Consider running with torch.no_grad() or using torch.compiler.cudagraph_mark_step_begin() before each model invocation"})
+		Msg: WarnPendingBackward})
 }
 
 func (m *manager) nodesOrNil(id int) *Node {

@@ -106,6 +106,14 @@ func RunStream(ctx context.Context, hdr traces.Header, src Records, opts Options
 	if err != nil {
 		return nil, err
 	}
+	return e.Stream(ctx, src, each)
+}
+
+// Stream is RunStream on an engine made with New and not run yet, for a
+// caller whose each reads the engine as it runs (cgtviz report samples
+// Memory every few records). Only read-only views (Memory, Counters,
+// State) may be called from each.
+func (e *Engine) Stream(ctx context.Context, src Records, each func(*Step) bool) (*Engine, error) {
 	e.transient = &transientSteps{}
 	if runtime.GOMAXPROCS(0) < 2 {
 		return e.run(ctx, src, each)

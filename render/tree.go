@@ -40,8 +40,16 @@ type TreeOptions struct {
 	Subtree bool
 	Device  int
 	Root    int
+	// OneDevice draws only device Device's tree, all of it (Subtree
+	// draws one node's subtree).
+	OneDevice bool
 	// Title is an optional first line of the graph's caption (a trace name).
 	Title string
+	// NodeLinks, when set, links each graph node to NodeLinks followed by
+	// "d<device>-<graph id>" (cgtviz report's "#n-" links node 3 of
+	// device 0 to "#n-d0-3", its row in the page). Only links of letters,
+	// digits and "#-_./:" are written; DOT needs no quoting for them.
+	NodeLinks string
 
 	// The step to highlight: StepAction on node StepNode of device
 	// StepDevice (for StepWarmed, the device's current warmup node).
@@ -174,7 +182,7 @@ func TreeDOT(st *engine.State, opts TreeOptions) ([]byte, error) {
 	total := 0
 	for i := range st.Devices {
 		d := &st.Devices[i]
-		if opts.Subtree && d.Index != opts.Device {
+		if (opts.Subtree || opts.OneDevice) && d.Index != opts.Device {
 			continue
 		}
 		t, err := indexDevice(d)
@@ -195,7 +203,7 @@ func TreeDOT(st *engine.State, opts TreeOptions) ([]byte, error) {
 		total += len(ids)
 		parts = append(parts, part{t, ids})
 	}
-	if opts.Subtree && len(parts) == 0 {
+	if (opts.Subtree || opts.OneDevice) && len(parts) == 0 {
 		return nil, fmt.Errorf("render: tree: no device %d (the state has %d)", opts.Device, len(st.Devices))
 	}
 	if total > limit {
@@ -318,6 +326,11 @@ func writeDevice(b *bytes.Buffer, st *engine.State, t devTree, ids []int, opts T
 		}
 		if fill != "" {
 			attrs += fmt.Sprintf(" fillcolor=%q", fill)
+		}
+		if opts.NodeLinks != "" {
+			if u := opts.NodeLinks + "d" + strconv.Itoa(d.Index) + "-" + strconv.Itoa(n.ID); plainURL(u) {
+				attrs += fmt.Sprintf(" URL=%q", u)
+			}
 		}
 		fmt.Fprintf(b, "\t\t%sn%d [label=%s%s];\n", pre, n.ID, label(lines...), attrs)
 	}
@@ -460,4 +473,20 @@ func (t devTree) outputName(n *engine.NodeView, o engine.OutputIndex) string {
 		cur = t.byID[cur.Parent]
 	}
 	return ""
+}
+
+// plainURL reports whether u is a non-empty URL of letters, digits and
+// "#-_./:" only: written between quotes in DOT (and by Graphviz into SVG)
+// it needs no escaping anywhere.
+func plainURL(u string) bool {
+	if u == "" {
+		return false
+	}
+	for _, c := range u {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("#-_./:", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -255,3 +255,46 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeOneDeviceAndLinks checks OneDevice (one device's whole tree) and
+// NodeLinks (each node linked to its row of a page).
+func TestTreeOneDeviceAndLinks(t *testing.T) {
+	tests := []struct {
+		name      string
+		st        *engine.State
+		opts      TreeOptions
+		want, not []string
+		err       string
+	}{
+		{"links", handState(), TreeOptions{NodeLinks: "#n-"},
+			[]string{`d0_n0 [label=`, `URL="#n-d0-0"`, `URL="#n-d0-2"`}, nil, ""},
+		{"no links by default", handState(), TreeOptions{}, nil, []string{"URL="}, ""},
+		{"a link that needs quoting is left out", handState(), TreeOptions{NodeLinks: `#"x`}, nil, []string{"URL="}, ""},
+		{"one device", warmState(), TreeOptions{OneDevice: true, Device: 1}, []string{"cluster_dev1"}, []string{"cluster_dev0"}, ""},
+		{"one missing device", handState(), TreeOptions{OneDevice: true, Device: 3}, nil, nil, "no device 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dot, err := TreeDOT(tc.st, tc.opts)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(dot), w) {
+					t.Errorf("DOT lacks %q", w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(string(dot), w) {
+					t.Errorf("DOT has %q", w)
+				}
+			}
+		})
+	}
+}

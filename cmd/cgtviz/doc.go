@@ -27,6 +27,9 @@
 //	                     cgtviz-graphviz child process)
 //	snapshot TRACE -o F  the caching allocator's state and events as a
 //	                     PyTorch memory snapshot pickle
+//	report TRACE -o F    the tree's story as one self-contained HTML page
+//	                     to attach to an issue (summary, functions, trees,
+//	                     the pool over time, the decision log)
 //	completion SHELL     the completion script for bash, zsh or fish
 //	version              the version and the device backends of this binary
 //

@@ -197,7 +197,7 @@ func isFullCommand(args []string) bool {
 		return true
 	case "run", "check", "fmt":
 		return hasTrace
-	case "export", "snapshot":
+	case "export", "snapshot", "report":
 		return hasTrace && hasOut
 	}
 	return false

@@ -39,6 +39,7 @@ var commands = []command{
 	{"snapshot", "[--line L] [--device D] [--handoff preserve|raise|version] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},
 	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise|version] [--follow [--follow-timeout D]] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"report", reportUsage, reportSummary, runReport},
 	{"completion", "bash|zsh|fish", "print the shell completion script (commands, flags, trace files)", runCompletion},
 }
 

@@ -1,0 +1,270 @@
+package report_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device/sim"
+	"github.com/cgtviz/cgtviz/engine/report"
+	"github.com/cgtviz/cgtviz/traces"
+)
+
+// exampleFiles are every example trace, the recorded ones included.
+func exampleFiles(t *testing.T) []string {
+	t.Helper()
+	a, _ := filepath.Glob("../../examples/*.cgt.jsonl")
+	b, _ := filepath.Glob("../../examples/recorded/*.cgt.jsonl")
+	if len(a) == 0 || len(b) == 0 {
+		t.Fatal("no example traces")
+	}
+	return append(a, b...)
+}
+
+// analyze streams path as cgtviz report does and returns the report, its
+// analysis, and the report made the plain way (Add on every Step).
+func analyze(t *testing.T, path string, lim report.Limits) (*report.Report, *report.Analysis, *report.Report) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := traces.NewReader(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := r.Header()
+	e, err := engine.New(hdr, engine.Options{Devices: sim.Devices(max(hdr.Devices, 1)), File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, whole := report.New(hdr.Name, "sim"), report.New(hdr.Name, "sim")
+	col := rep.Collect(hdr, e, lim)
+	if _, err := e.Stream(t.Context(), r, func(s *engine.Step) bool {
+		col.Step(s)
+		whole.Add(s)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.State()
+	whole.Finish(st)
+	return rep, col.Finish(st), whole
+}
+
+// TestAnalysisAgreesWithReport checks, on every example, that the
+// analysis says what the run's report says: its functions' counts sum to
+// the report's counters, its rows are the report's entries, and the
+// report it filled equals the one made with Add.
+func TestAnalysisAgreesWithReport(t *testing.T) {
+	for _, path := range exampleFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			rep, a, whole := analyze(t, path, report.Limits{})
+			var sum engine.Counters
+			calls := 0
+			for _, f := range a.Functions {
+				sum.Warmups += f.Warmups
+				sum.Recordings += f.Recordings
+				sum.Replays += f.Replays
+				sum.Eager += f.Eager
+				sum.Rerecords += f.Rerecords
+				sum.Checkpoints += f.Checkpoints
+				calls += f.Calls
+				if f.Warmups+f.Recordings+f.Replays+f.Eager > f.Calls {
+					t.Errorf("%s: %d actions in %d calls", f.Fn, f.Warmups+f.Recordings+f.Replays+f.Eager, f.Calls)
+				}
+			}
+			c := rep.Counters
+			want := engine.Counters{Warmups: c.Warmups, Recordings: c.Recordings, Replays: c.Replays, Eager: c.Eager, Rerecords: c.Rerecords, Checkpoints: c.Checkpoints}
+			if sum != want {
+				t.Errorf("functions sum to %+v, the counters say %+v", sum, want)
+			}
+			if !reflect.DeepEqual(rep.Counters, whole.Counters) || !reflect.DeepEqual(rep.Nodes, whole.Nodes) || !reflect.DeepEqual(rep.Expectations, whole.Expectations) {
+				t.Error("the collected report differs from the one made with Add")
+			}
+			if a.Records != len(whole.Steps) {
+				t.Errorf("Records %d, the report has %d steps", a.Records, len(whole.Steps))
+			}
+			byLine := map[int]report.Step{}
+			rowsWanted := 0
+			for _, s := range whole.Steps {
+				byLine[s.Line] = s
+				if s.Op == "call" {
+					rowsWanted++
+				}
+			}
+			if len(a.Rows) < rowsWanted || a.RowsTotal != len(a.Rows) {
+				t.Errorf("%d rows (of %d), want every call's (%d) and no more than there are", len(a.Rows), a.RowsTotal, rowsWanted)
+			}
+			for i, r := range a.Rows {
+				if i > 0 && a.Rows[i-1].Index >= r.Index {
+					t.Fatalf("rows out of order at %d", i)
+				}
+				if !reflect.DeepEqual(r.Step, byLine[r.Line]) {
+					t.Errorf("row of line %d is %+v, the report's entry %+v", r.Line, r.Step, byLine[r.Line])
+				}
+				if (r.Error != nil || (r.Action != nil && *r.Action == "record")) && (!r.Notable || r.Note == "") {
+					t.Errorf("line %d: a recording or error row is not notable, or says no why", r.Line)
+				}
+			}
+			if len(a.Memory) == 0 || a.Memory[len(a.Memory)-1].Index != a.Records-1 {
+				t.Errorf("memory not sampled after the last record")
+			}
+			if len(a.Verdicts) == 0 {
+				t.Error("no verdict")
+			}
+		})
+	}
+}
+
+// TestAnalysisVerdicts checks the verdicts on examples that show each
+// problem, and on one that shows none.
+func TestAnalysisVerdicts(t *testing.T) {
+	tests := []struct {
+		file string
+		want []report.VerdictKind
+	}{
+		{"s18-managed-input-rerecord.cgt.jsonl", []report.VerdictKind{report.VerdictRerecord, report.VerdictCheckpoint}},
+		{"s28-param-swap.cgt.jsonl", []report.VerdictKind{report.VerdictRerecord}},
+		{"s25-mutation-skip.cgt.jsonl", []report.VerdictKind{report.VerdictSkip}},
+		{"s30-rerecord-limit.cgt.jsonl", []report.VerdictKind{report.VerdictSkip}},
+		{"s24-pending-backward.cgt.jsonl", []report.VerdictKind{report.VerdictPendingBackward}},
+		{"s08-overwritten-errors.cgt.jsonl", []report.VerdictKind{report.VerdictOverwritten}},
+		{"seed-a-checkpoint.cgt.jsonl", []report.VerdictKind{report.VerdictCheckpoint}},
+		{"recorded/train_mlp.cgt.jsonl", []report.VerdictKind{report.VerdictNone}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			_, a, _ := analyze(t, filepath.Join("../../examples", tc.file), report.Limits{})
+			var got []report.VerdictKind
+			for _, v := range a.Verdicts {
+				got = append(got, v.Kind)
+				if v.Text == "" {
+					t.Errorf("%s: no text", v.Kind)
+				}
+			}
+			for _, k := range tc.want {
+				if !slices.Contains(got, k) {
+					t.Errorf("verdicts %v, want %s among them", got, k)
+				}
+			}
+			if slices.Contains(got, report.VerdictNone) && len(got) > 1 {
+				t.Errorf("verdicts %v: no problem and a problem", got)
+			}
+		})
+	}
+}
+
+// TestAnalysisLimits checks that a small budget bounds the rows and
+// samples, keeps the notable rows first, and keeps samples evenly spread.
+func TestAnalysisLimits(t *testing.T) {
+	path := "../../examples/recorded/train_compiled_opt.cgt.jsonl"
+	_, full, _ := analyze(t, path, report.Limits{})
+	_, a, _ := analyze(t, path, report.Limits{Rows: 4, Samples: 6, Functions: 1})
+	if len(a.Rows) != 4 || a.RowsTotal != full.RowsTotal {
+		t.Errorf("%d rows of %d, want 4 of %d", len(a.Rows), a.RowsTotal, full.RowsTotal)
+	}
+	notable := 0
+	for _, r := range a.Rows {
+		if r.Notable {
+			notable++
+		}
+	}
+	if notable != min(4, full.NotableTotal) {
+		t.Errorf("%d notable rows kept, want %d", notable, min(4, full.NotableTotal))
+	}
+	if len(a.Memory) > 6 || len(a.Memory) < 3 {
+		t.Errorf("%d samples, want 3 to 6", len(a.Memory))
+	}
+	for i, s := range a.Memory[:len(a.Memory)-1] {
+		if s.Index != i*a.SampleEvery {
+			t.Errorf("sample %d at record %d, want %d", i, s.Index, i*a.SampleEvery)
+		}
+	}
+	if len(full.Functions) > 1 {
+		if len(a.Functions) != 1 || a.OtherFunctionsCount != len(full.Functions)-1 {
+			t.Errorf("%d functions detailed and %d summed, want 1 and %d", len(a.Functions), a.OtherFunctionsCount, len(full.Functions)-1)
+		}
+		calls := a.Functions[0].Calls + a.OtherFunctions.Calls
+		all := 0
+		for _, f := range full.Functions {
+			all += f.Calls
+		}
+		if calls != all {
+			t.Errorf("detailed and summed calls %d, want %d", calls, all)
+		}
+	}
+}
+
+func TestParseMeta(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  string
+		want report.Meta
+	}{
+		{"none", ``, report.Meta{}},
+		{"not an object", `[1, 2]`, report.Meta{}},
+		{"recorded", `{"source": "cgtrace", "torch": "2.11.0+cu130", "gpu": "NVIDIA H200", "script": "train.py"}`,
+			report.Meta{Torch: "2.11.0+cu130", GPU: "NVIDIA H200", Script: "train.py"}},
+		{"wrong types left out", `{"torch": 2, "sources": ["a"]}`, report.Meta{}},
+		{"sources", `{"sources": {"fwd": "model.py:73:forward"}}`, report.Meta{Sources: map[string]string{"fwd": "model.py:73:forward"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := report.ParseMeta([]byte(tc.raw)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReasonsBounded checks that a function given a new reason at every
+// call keeps maxReasons of them, the last counting the rest.
+func TestReasonsBounded(t *testing.T) {
+	var rs []report.Reason
+	for i := range 100 {
+		rs = report.AddReason(rs, fmt.Sprintf("reason %d", i), i+1)
+	}
+	rs = report.AddReason(rs, "reason 3", 200)
+	if len(rs) != 20 || rs[19].Text != "other reasons" || rs[19].Count != 81 || rs[3].Count != 2 {
+		t.Fatalf("%d reasons, the last %+v, the fourth %+v", len(rs), rs[len(rs)-1], rs[3])
+	}
+}
+
+// TestMemoryGrowthVerdict checks the verdict on a loop that keeps a new
+// tensor every iteration, and its absence on one that keeps nothing.
+func TestMemoryGrowthVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep bool
+	}{{"growing", true}, {"steady", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString(`{"cgtviz": 1}` + "\n")
+			for i := range 40 {
+				fmt.Fprintf(&b, `{"op": "tensor", "name": "t%d", "shape": [262144], "init": "zeros"}`+"\n", i)
+				if !tc.keep {
+					fmt.Fprintf(&b, `{"op": "del", "names": ["t%d"]}`+"\n", i)
+				}
+			}
+			path := filepath.Join(t.TempDir(), "t.cgt.jsonl")
+			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, a, _ := analyze(t, path, report.Limits{})
+			found := false
+			for _, v := range a.Verdicts {
+				found = found || v.Kind == report.VerdictMemoryGrowth
+			}
+			if found != tc.keep {
+				t.Errorf("memory growth verdict %v, want %v: %+v", found, tc.keep, a.Verdicts)
+			}
+		})
+	}
+}

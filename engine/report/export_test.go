@@ -1,0 +1,4 @@
+package report
+
+// AddReason is addReason, for the external tests.
+var AddReason = addReason
