@@ -175,6 +175,7 @@ type Verdict struct {
 type Analysis struct {
 	Meta      Meta
 	Records   int // records run
+	LastLine  int // the trace line of the last record run (0: none ran)
 	Functions []Function
 	// OtherFunctions sums the functions past Limits.Functions (Fn is
 	// empty, Calls 0 when there are none).
@@ -417,7 +418,7 @@ func (c *Collector) Finish(st *engine.State) *Analysis {
 	if c.mem != nil && c.lastIndex >= 0 && !c.sampledLast {
 		c.sample(c.lastIndex, c.lastLine)
 	}
-	a := &Analysis{Meta: c.meta, Records: c.lastIndex + 1, Memory: c.samples, SampleEvery: c.stride,
+	a := &Analysis{Meta: c.meta, Records: c.lastIndex + 1, LastLine: c.lastLine, Memory: c.samples, SampleEvery: c.stride,
 		RowsTotal: c.rowsTotal, NotableTotal: c.notableTotal, NotableKept: len(c.notable),
 		CheckpointRecords: c.checkpoints, ErrorRecords: c.errs, Limits: c.lim}
 	// Rows: every notable row kept, then plain ones (the first) up to the

@@ -350,7 +350,7 @@ func (w *writer) trees(ctx context.Context) error {
 			continue
 		}
 		dot, err := render.TreeDOT(st, render.TreeOptions{OneDevice: true, Device: d.Index, MaxNodes: w.opts.MaxNodes, Title: w.p.Report.Trace,
-			NodeLinks: "#n-"})
+			NodeLinks: "#n-", StepLine: w.p.Analysis.LastLine})
 		if err != nil {
 			return fmt.Errorf("render: html: device %d: %w", d.Index, err)
 		}
