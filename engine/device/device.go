@@ -171,3 +171,33 @@ type SnapshotSizer interface {
 // ErrOutOfMemory is returned (wrapped) by MallocSegment when the device is
 // out of memory.
 var ErrOutOfMemory = errors.New("out of memory")
+
+// ErrValuesUnknown is returned (wrapped) by CopyDtoH, and reported by
+// ValueKnower, when the device does not hold the values asked for: the
+// simulated device computes values only where they mean something
+// (docs/real-size.md), and a read of the rest must not invent numbers.
+var ErrValuesUnknown = errors.New("values not modelled at this size")
+
+// ValueKnower is implemented by devices that do not hold every value (the
+// simulated device at real size). Devices without it hold them all.
+type ValueKnower interface {
+	// ValuesKnown reports whether the n float32 values at p are known,
+	// that is whether CopyDtoH of them would succeed. It fails as
+	// CopyDtoH does on a range outside the live segments.
+	ValuesKnown(p Ptr, n int64) (bool, error)
+}
+
+// Initializer is implemented by devices that can set a tensor's initial
+// values on the device, as torch.full, torch.rand and torch.arange do,
+// where the engine would otherwise generate them on the host and copy them
+// (gigabytes for a real model's parameters). Each call is synchronous and
+// never captured, as CopyHtoD; the values are those the host would have
+// copied, bit for bit.
+type Initializer interface {
+	// InitFill sets the n float32 values at dst to v.
+	InitFill(dst Ptr, n int64, v float32) error
+	// InitRand sets value i of the n at dst to traces.Rand(seed, i).
+	InitRand(dst Ptr, n int64, seed int64) error
+	// InitArange sets value i of the n at dst to float32(i).
+	InitArange(dst Ptr, n int64) error
+}
