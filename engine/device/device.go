@@ -37,6 +37,12 @@ type Launch struct {
 	// BKind says whether B, one element at B, or Scalar is the second
 	// operand of a binary kernel.
 	BKind ops.BKind
+	// Opaque says that the engine does not model the output's values (a
+	// dtype other than float32, a strided operand): K is Fill, which
+	// writes the output's bytes as the real kernel would, and a device
+	// that knows which values it holds (ValueKnower) marks them unknown
+	// rather than zeros.
+	Opaque bool
 	// Scalar is the number of a binary kernel with BScalar, and fill's value.
 	Scalar float32
 	// N is the element count of Out for elementwise kernels, copy and fill,

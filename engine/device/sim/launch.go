@@ -104,11 +104,14 @@ func mul(x, y int64) (int64, bool) {
 // inputs is folded into a fill, and any other output becomes unknown.
 func (d *Device) run(l *device.Launch, p *plan) error {
 	k := l.K
-	switch k {
-	case ops.Fill:
+	switch {
+	case l.Opaque:
+		d.unknown(p.out)
+		return nil
+	case k == ops.Fill:
 		d.fill(p.out, l.Scalar)
 		return nil
-	case ops.Copy:
+	case k == ops.Copy:
 		d.copySpan(p.out, p.a)
 		return nil
 	}
