@@ -32,6 +32,10 @@ const (
 	MaxMatmulMACs = 1 << 27
 	// DefaultValueBytes is the default of Options.ValueBytes.
 	DefaultValueBytes int64 = 256 << 20
+	// InitValueElems is the most elements of a rand or arange init that
+	// are computed when it is made (within ValueBytes); a larger one is an
+	// extent whose values are computed where they are read.
+	InitValueElems = 1 << 16
 )
 
 // contentKind is what an extent holds.

@@ -43,6 +43,16 @@ func (d *Device) init(what string, dst device.Ptr, n int64, x extent) error {
 		d.fill(sp, x.v)
 		return nil
 	}
+	// A small init is computed now, once, as the host did: the kernels of
+	// every replay that read it then read data in place rather than
+	// computing traces.Rand again.
+	if sp.n <= InitValueElems {
+		if out := d.target(sp, false); out != nil {
+			x.off, x.end = sp.off, sp.off+sp.n
+			d.materialise(&segment{ext: []extent{x}}, sp.off, out)
+			return nil
+		}
+	}
 	d.set(sp, x)
 	return nil
 }
