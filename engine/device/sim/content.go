@@ -30,8 +30,11 @@ const (
 	MaxValueElems = 1 << 21
 	// MaxMatmulMACs is the most multiply-adds a matmul computes.
 	MaxMatmulMACs = 1 << 27
-	// DefaultValueBytes is the default of Options.ValueBytes.
-	DefaultValueBytes int64 = 256 << 20
+	// DefaultValueBytes is the default of Options.ValueBytes: room for
+	// every value the tests and recorded programs compute (the device
+	// suite holds about 32 MiB on one device), and a bound on what a real
+	// model's small tensors cost the host.
+	DefaultValueBytes int64 = 64 << 20
 	// InitValueElems is the most elements of a rand or arange init that
 	// are computed when it is made (within ValueBytes); a larger one is an
 	// extent whose values are computed where they are read.
