@@ -229,6 +229,15 @@ func (d *Device) target(sp span, force bool) []float32 {
 	return data
 }
 
+// roomFor reports whether target(sp, false) would give an array: sp is
+// written in place, or a new array stays within ValueBytes.
+func (d *Device) roomFor(sp span) bool {
+	if sp.seg < 0 || d.inPlace(sp) != nil {
+		return true
+	}
+	return (d.dataElems-d.dataIn(sp)+sp.n)*4 <= d.valueBytes
+}
+
 // dataIn counts the data elements within sp.
 func (d *Device) dataIn(sp span) int64 {
 	s := &d.segs[sp.seg]

@@ -126,7 +126,9 @@ func (d *Device) run(l *device.Launch, p *plan) error {
 			work = MaxValueElems + 1
 		}
 	}
-	if work <= MaxValueElems {
+	// The inputs are read only when the output has room (in place, or
+	// within ValueBytes): reading a rand extent computes it.
+	if work <= MaxValueElems && d.roomFor(p.out) {
 		a, okA := d.values(p.a, &d.bufA)
 		b, okB := d.values(p.b, &d.bufB)
 		if okA && okB {
