@@ -64,6 +64,48 @@ func writeBigModel(t testing.TB, dir, dtype string, layers int) string {
 	return path
 }
 
+// writeTrainLike writes a trace of a GPT-2-medium-sized training loop's
+// memory: 292 float32 params of [1024, 1024] (rand), a def that makes one
+// gradient per param and one that updates every param in place with it,
+// ten steps.
+func writeTrainLike(t testing.TB, dir string) string {
+	t.Helper()
+	const n = 292
+	var b bytes.Buffer
+	line := func(v any) {
+		buf, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(buf)
+		b.WriteByte('\n')
+	}
+	line(map[string]any{"cgtviz": 1, "name": "train-like: 292 params of 1M"})
+	var params, grads []string
+	var static []int
+	var gbody, ubody []any
+	for i := range n {
+		p, g := fmt.Sprintf("p%d", i), fmt.Sprintf("g%d", i)
+		params, grads, static = append(params, p), append(grads, g), append(static, i)
+		line(map[string]any{"op": "param", "name": p, "shape": []int{1024, 1024}, "init": "rand", "seed": i + 1})
+		gbody = append(gbody, map[string]any{"out": g, "k": "mul", "a": p, "b": 0.5})
+		ubody = append(ubody, map[string]any{"out": p, "k": "sub", "a": p, "b": g})
+	}
+	line(map[string]any{"op": "def", "fn": "grads", "params": params, "body": gbody, "returns": grads, "static": static})
+	line(map[string]any{"op": "def", "fn": "update", "params": append(append([]string{}, params...), grads...), "body": ubody, "returns": []string{}, "static": static})
+	for range 10 {
+		line(map[string]any{"op": "step"})
+		line(map[string]any{"op": "call", "fn": "grads", "args": params, "out": grads})
+		line(map[string]any{"op": "call", "fn": "update", "args": append(append([]string{}, params...), grads...), "out": []string{}})
+		line(map[string]any{"op": "del", "names": grads})
+	}
+	path := filepath.Join(dir, "train-like.cgt.jsonl")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // writeTensors writes a trace of n tensors of [1024, 1024, 64] float32
 // (256 MiB each) made with init, under config (nil: the default limits).
 func writeTensors(t testing.TB, dir string, n int, init string, config map[string]any) string {
@@ -156,6 +198,7 @@ func TestRunAtRealSize(t *testing.T) {
 		stderr string
 	}{
 		{"2B params", []string{"run", big}, 0, "98 replays", ""},
+		{"a GPT-2-sized training loop", []string{"run", writeTrainLike(t, dir)}, 0, "16 replays", ""},
 		{"400 x 256 MiB: refused by the limits", []string{"run", t400}, 2, "", "over max_total_bytes"},
 		// A step error, as any error the program raises: exit 0.
 		{"600 x 256 MiB: out of device memory", []string{"run", t600}, 0,
@@ -212,6 +255,7 @@ func BenchmarkRealSize(b *testing.B) {
 	}{
 		{"2B", writeBigModel(b, dir, "float32", 8), 0},
 		{"8B", writeBigModel(b, dir, "float32", 32), 0},
+		{"train-like", writeTrainLike(b, dir), 0},
 		{"400x256MiB", writeTensors(b, dir, 400, "zeros", nil), 2},
 	}
 	for _, tr := range traces {
