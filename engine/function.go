@@ -337,7 +337,8 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		case opaque:
 			// A strided (non-contiguous) operand is not modelled either.
 			// Values of this dtype are not modelled: one kernel writes
-			// the output's bytes, so the graph still holds one kernel.
+			// the output's bytes, so the graph still holds one kernel,
+			// and Opaque has the sim mark them unknown, not zeros.
 			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes), Opaque: true}
 		case ps.k == ops.Matmul:
 			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
