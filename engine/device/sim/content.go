@@ -345,11 +345,15 @@ func (d *Device) copySpan(dst, src span) {
 	// The pieces of src, read before dst is written (they may overlap).
 	s := &d.segs[src.seg]
 	end := src.off + src.n
-	var pieces []extent
+	pieces := d.pieces[:0]
 	for i := s.search(src.off); i < len(s.ext) && s.ext[i].off < end; i++ {
 		x := s.ext[i]
 		pieces = append(pieces, x.cut(max(x.off, src.off), min(x.end, end)))
 	}
+	defer func() {
+		clear(pieces) // (they may hold arrays the device no longer does)
+		d.pieces = pieces[:0]
+	}()
 	d.set(dst, extent{kind: kindFill}) // the gaps: zeros
 	shift := dst.off - src.off
 	for _, p := range pieces {

@@ -156,3 +156,32 @@ func TestFoldKeepsNaN(t *testing.T) {
 		t.Fatalf("sqrt(fill(-1)) = %v, want NaN", got)
 	}
 }
+
+// TestRealSizeLaunchAllocatesNothing: a kernel over real-size tensors
+// (unknown output), a fill and a copy of a rand init cost no allocation
+// once their extents exist, as the hot path of a replay must.
+func TestRealSizeLaunchAllocatesNothing(t *testing.T) {
+	d := New(Options{})
+	const n = 1 << 26
+	w, out, c := malloc(t, d, n*4), malloc(t, d, n*4), malloc(t, d, n*4)
+	if err := d.InitRand(w, n, 1); err != nil {
+		t.Fatal(err)
+	}
+	launches := []device.Launch{
+		{K: ops.Exp, Out: out, A: w, N: n},
+		{K: ops.Fill, Out: out, Scalar: 2, N: n},
+		{K: ops.Mul, Out: out, A: out, BKind: ops.BScalar, Scalar: 3, N: n},
+	}
+	for _, l := range launches {
+		if got := testing.AllocsPerRun(50, func() { launch(t, d, device.DefaultStream, l) }); got != 0 {
+			t.Errorf("%s over %d elements: %v allocations", l.K, n, got)
+		}
+	}
+	if got := testing.AllocsPerRun(50, func() {
+		if err := d.CopyDtoD(device.DefaultStream, c, w, n); err != nil {
+			t.Fatal(err)
+		}
+	}); got != 0 {
+		t.Errorf("a copy of a rand init: %v allocations", got)
+	}
+}

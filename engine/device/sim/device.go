@@ -86,6 +86,8 @@ type Device struct {
 	// bufA and bufB hold a kernel's inputs when they are not one data
 	// extent each (content.go: values).
 	bufA, bufB []float32
+	// pieces holds a copy's source extents (content.go: copySpan).
+	pieces []extent
 
 	// txn is the open mark (journal.go), nil when none.
 	txn *mark
