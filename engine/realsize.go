@@ -38,7 +38,7 @@ func (e *ValuesUnknownError) Error() string {
 	if e.TooLarge {
 		return fmt.Sprintf("tensor %q: values not modelled at this size (%d elements, over the %d the host reads)", e.Name, e.Elems, MaxHostValues)
 	}
-	return fmt.Sprintf("tensor %q: values not modelled at this size (%d elements; the simulated device computes small tensors and what is computed from them: docs/real-size.md)", e.Name, e.Elems)
+	return fmt.Sprintf("tensor %q: values not modelled at this size (the simulated device computes the values of small tensors and of what is computed from them; these come from larger ones: docs/real-size.md)", e.Name)
 }
 
 // Unwrap lets errors.Is find device.ErrValuesUnknown.
