@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -77,6 +78,9 @@ func TestCUDARandomTraces(t *testing.T) {
 		for _, name := range es.Names() {
 			sv, serr := es.Values(name)
 			gv, gerr := eg.Values(name)
+			if errors.Is(serr, device.ErrValuesUnknown) {
+				continue // the sim does not compute them (docs/real-size.md)
+			}
 			if (serr != nil) != (gerr != nil) {
 				t.Fatalf("seed %d: %s: sim error %v, cuda error %v", seed, name, serr, gerr)
 			}

@@ -337,8 +337,9 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		case opaque:
 			// A strided (non-contiguous) operand is not modelled either.
 			// Values of this dtype are not modelled: one kernel writes
-			// the output's bytes, so the graph still holds one kernel.
-			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes)}
+			// the output's bytes, so the graph still holds one kernel,
+			// and Opaque has the sim mark them unknown, not zeros.
+			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes), Opaque: true}
 		case ps.k == ops.Matmul:
 			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
 		case ps.k == ops.Sum:
@@ -360,6 +361,8 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		st := tt.storages.get(src.Storage)
 		outs[i] = tt.newTensor(st, p.shapes[s], r.line, r.what+" output "+strconv.Itoa(i))
 		outs[i].DType = p.dtypes[s]
+		// A view keeps its place in the storage (issue 31 item 4).
+		outs[i].Offset, outs[i].Strides = src.Offset, src.Strides
 	}
 	if err := release(); err != nil {
 		for _, o := range outs {

@@ -14,14 +14,10 @@ func (e *Engine) RawValues(name string) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, numElems(t.Shape))
-	if len(out) == 0 {
-		return out, nil
+	if st == nil {
+		return nil, fmt.Errorf("tensor %q has no storage", name)
 	}
-	if err := e.devs[st.Dev].dev.CopyDtoH(out, st.Ptr); err != nil {
-		return nil, fmt.Errorf("peek %s: %w", name, err)
-	}
-	return out, nil
+	return e.tensorValues("peek", name, t, st)
 }
 
 // Names returns the names bound now, sorted.

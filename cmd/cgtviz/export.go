@@ -18,7 +18,7 @@ import (
 
 // The export command's line in the command table.
 const (
-	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] [--handoff preserve|raise|version] -o FILE"
+	exportUsage   = "TRACE [--line L | --step N] [--format dot|svg] [--node ID] [--graph] [--device D] [--rankdir TB|LR] [--max-nodes N] [--handoff preserve|raise|version] [--device-memory BYTES] -o FILE"
 	exportSummary = "write the tree, or one node's CUDA graph, as Graphviz DOT or SVG"
 )
 
@@ -34,6 +34,7 @@ type exportFlags struct {
 	out        string
 	runOn      string          // the backend the trace runs on
 	handoff    *engine.Handoff // the engine's handoff rule
+	devMem     *int64          // --device-memory (0: simMemory's default)
 	set        map[string]bool // flags given on the command line
 }
 
@@ -55,6 +56,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&f.out, "o", "", "write to `FILE` (- for stdout)")
 	fs.StringVar(&f.runOn, "run-on", "sim", "run the trace on `backend` "+deviceChoices+"; with --graph on a GPU the graph is the driver's cuGraphDebugDotPrint")
 	f.handoff = addHandoffFlag(fs)
+	f.devMem = addDeviceMemoryFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -79,7 +81,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn, *f.handoff)
+	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn, *f.handoff, *f.devMem)
 	defer closeDevs()
 	var st *engine.State
 	if e != nil {
@@ -254,10 +256,11 @@ func recordsToLine(tr *traces.Trace, line int) (int, string) {
 
 // runPrefix runs the first n records of tr on devices of the named backend
 // and returns the engine after them, the last step (nil when n is 0) and a function that closes the devices.
-func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string, handoff engine.Handoff) (*engine.Engine, *engine.Step, func(), error) {
+// devMem is --device-memory (0: the default of simMemory).
+func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string, handoff engine.Handoff, devMem int64) (*engine.Engine, *engine.Step, func(), error) {
 	prefix := *tr
 	prefix.Records = tr.Records[:n]
-	devs, closeDevs, err := openDevices(backend, tr.Header.Devices)
+	devs, closeDevs, err := openDevices(backend, tr.Header.Devices, simMemory(devMem, tr.Header))
 	if err != nil {
 		return nil, nil, func() {}, err
 	}

@@ -36,9 +36,9 @@ var commands = []command{
 	{"tui", tuiUsage, tuiSummary, runTUI},
 	{"open", openUsage, "resume a saved debugging session in the terminal UI", runOpen},
 	{"export", exportUsage, exportSummary, runExport},
-	{"snapshot", "[--line L] [--device D] [--handoff preserve|raise|version] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
+	{"snapshot", "[--line L] [--device D] [--device-memory BYTES] [--handoff preserve|raise|version] -o FILE.pickle TRACE", "write the allocator's state and events as a PyTorch memory snapshot", runSnapshot},
 	{"version", "", "print the version and the device backends of this binary", runVersion},
-	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise|version] [--follow [--follow-timeout D]] TRACE", "run a trace and report what the tree did and why", runRun},
+	{"run", "[--json] [--log] [--device sim|cuda|auto] [--stop-on-error] [--check] [--handoff preserve|raise|version] [--device-memory BYTES] [--follow [--follow-timeout D]] TRACE", "run a trace and report what the tree did and why", runRun},
 	{"report", reportUsage, reportSummary, runReport},
 	{"completion", "bash|zsh|fish", "print the shell completion script (commands, flags, trace files)", runCompletion},
 }

@@ -19,6 +19,7 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	check := fs.Bool("check", false, "run the engine's invariant checker after every record")
 	dev := fs.String("device", "auto", tuiDeviceHelp)
 	mouse := fs.Bool("mouse", true, mouseHelp)
+	devMem := addDeviceMemoryFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -31,7 +32,7 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
-	s, err := sessions.Load(pos[0], sessions.Options{Check: *check, NewDevices: tuiDevices(*dev)})
+	s, err := sessions.Load(pos[0], sessions.Options{Check: *check, NewDevices: tuiDevicesOf(*dev, devMem)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
 		return 2

@@ -18,7 +18,7 @@ import (
 
 // The report command's line in the command table.
 const (
-	reportUsage   = "[--handoff preserve|raise|version] [--max-rows N] [--max-nodes N] -o FILE.html TRACE"
+	reportUsage   = "[--handoff preserve|raise|version] [--device-memory BYTES] [--max-rows N] [--max-nodes N] -o FILE.html TRACE"
 	reportSummary = "write a self-contained HTML page of what the tree did and why, to share"
 )
 
@@ -33,10 +33,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	maxRows := fs.Int("max-rows", report.DefaultRows, "keep at most `N` rows in the decision log")
 	maxNodes := fs.Int("max-nodes", html.DefaultMaxNodes, "draw a device's tree when it has at most `N` nodes")
 	handoff := addHandoffFlag(fs)
+	devMem := addDeviceMemoryFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
 	}
+	pos = orStdin(pos)
 	msg := ""
 	switch {
 	case len(pos) != 1:
@@ -71,7 +73,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	hdr := cr.Header()
 	// The simulated device: a page is read after the fact, and a real one
 	// would only run slower (run --device cuda replays on a GPU).
-	devs, closeDevs, err := openDevices("sim", hdr.Devices)
+	devs, closeDevs, err := openDevices("sim", hdr.Devices, simMemory(*devMem, hdr))
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz report: %v\n", err)
 		return 2

@@ -39,6 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	follow := fs.Bool("follow", false, "follow a trace still being written (as less +F): wait at its end for more records; a pipe ends when its writer closes it, a file on Ctrl-C or after --follow-timeout")
 	idle := fs.Duration("follow-timeout", 0, "with --follow, end after this `duration` with nothing new (0: wait until Ctrl-C)")
 	handoff := addHandoffFlag(fs)
+	devMem := addDeviceMemoryFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -72,7 +73,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	hdr := cr.Header()
-	devs, closeDevs, err := openDevices(*devName, hdr.Devices)
+	devs, closeDevs, err := openDevices(*devName, hdr.Devices, simMemory(*devMem, hdr))
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: %v\n", err)
 		return 2

@@ -21,6 +21,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	out := fs.String("o", "", "the pickle file to write (- for stdout)")
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
 	handoff := addHandoffFlag(fs)
+	devMem := addDeviceMemoryFlag(fs)
 	pos, code, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return code
@@ -54,7 +55,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return 2
 		}
 	}
-	e, _, closeDevs, err := runPrefix(ctx, tr, n, *devName, *handoff)
+	e, _, closeDevs, err := runPrefix(ctx, tr, n, *devName, *handoff, *devMem)
 	defer closeDevs()
 	if err != nil {
 		fmt.Fprintf(stderr, "cgtviz snapshot: %v\n", err)

@@ -60,7 +60,7 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		src = pos[0]
 	}
-	opts := sessions.Options{Source: src, Check: *check, NewDevices: tuiDevices(*dev), Handoff: *handoff, KeyframeBytes: keyframeBytes(*kfmb)}
+	opts := sessions.Options{Source: src, Check: *check, NewDevices: tuiDevicesOf(*dev, f.devMem), Handoff: *handoff, KeyframeBytes: keyframeBytes(*kfmb)}
 	recs, closeRecs, code := tuiRecords(ctx, src, *follow, &opts, stderr)
 	if recs == nil {
 		return code
@@ -142,6 +142,7 @@ type tuiFlags struct {
 	handoff      *engine.Handoff
 	keyframeMB   *int64
 	follow       *bool
+	devMem       *int64
 }
 
 // newTUIFlags defines the TUI's flags; `cgtviz -h` prints them too.
@@ -155,6 +156,7 @@ func newTUIFlags() (*flag.FlagSet, tuiFlags) {
 	f.mouse = fs.Bool("mouse", true, mouseHelp)
 	f.follow = fs.Bool("follow", false, "follow a trace still being written: new records appear as they land (as less +F does)")
 	f.handoff = addHandoffFlag(fs)
+	f.devMem = addDeviceMemoryFlag(fs)
 	return fs, f
 }
 
@@ -218,6 +220,12 @@ func tuiDeviceOK(name string) bool {
 // GPU when it opens, else sim, and the same backend at every later call,
 // so that a re-run never moves the session from one backend to another.
 func tuiDevices(name string) func(n int) ([]device.Device, error) {
+	return tuiDevicesOf(name, new(int64))
+}
+
+// tuiDevicesOf is tuiDevices with --device-memory (0: an H200's: the
+// session opens its devices before a caller could see the header).
+func tuiDevicesOf(name string, devMem *int64) func(n int) ([]device.Device, error) {
 	return func(n int) ([]device.Device, error) {
 		if name == "auto" {
 			if !hasCUDA {
@@ -230,7 +238,7 @@ func tuiDevices(name string) func(n int) ([]device.Device, error) {
 				name = "sim"
 			}
 		}
-		devs, _, err := openDevices(name, n)
+		devs, _, err := openDevices(name, n, simMemory(*devMem, traces.Header{}))
 		return devs, err
 	}
 }

@@ -37,6 +37,12 @@ type Launch struct {
 	// BKind says whether B, one element at B, or Scalar is the second
 	// operand of a binary kernel.
 	BKind ops.BKind
+	// Opaque says that the engine does not model the output's values (a
+	// dtype other than float32, a strided operand): K is Fill, which
+	// writes the output's bytes as the real kernel would, and a device
+	// that knows which values it holds (ValueKnower) marks them unknown
+	// rather than zeros.
+	Opaque bool
 	// Scalar is the number of a binary kernel with BScalar, and fill's value.
 	Scalar float32
 	// N is the element count of Out for elementwise kernels, copy and fill,
@@ -171,3 +177,33 @@ type SnapshotSizer interface {
 // ErrOutOfMemory is returned (wrapped) by MallocSegment when the device is
 // out of memory.
 var ErrOutOfMemory = errors.New("out of memory")
+
+// ErrValuesUnknown is returned (wrapped) by CopyDtoH, and reported by
+// ValueKnower, when the device does not hold the values asked for: the
+// simulated device computes values only where they mean something
+// (docs/real-size.md), and a read of the rest must not invent numbers.
+var ErrValuesUnknown = errors.New("values not modelled at this size")
+
+// ValueKnower is implemented by devices that do not hold every value (the
+// simulated device at real size). Devices without it hold them all.
+type ValueKnower interface {
+	// ValuesKnown reports whether the n float32 values at p are known,
+	// that is whether CopyDtoH of them would succeed. It fails as
+	// CopyDtoH does on a range outside the live segments.
+	ValuesKnown(p Ptr, n int64) (bool, error)
+}
+
+// Initializer is implemented by devices that can set a tensor's initial
+// values on the device, as torch.full, torch.rand and torch.arange do,
+// where the engine would otherwise generate them on the host and copy them
+// (gigabytes for a real model's parameters). Each call is synchronous and
+// never captured, as CopyHtoD; the values are those the host would have
+// copied, bit for bit.
+type Initializer interface {
+	// InitFill sets the n float32 values at dst to v.
+	InitFill(dst Ptr, n int64, v float32) error
+	// InitRand sets value i of the n at dst to traces.Rand(seed, i).
+	InitRand(dst Ptr, n int64, seed int64) error
+	// InitArange sets value i of the n at dst to float32(i).
+	InitArange(dst Ptr, n int64) error
+}

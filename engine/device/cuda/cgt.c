@@ -496,3 +496,37 @@ CUresult cgt_graph_upload(CUcontext ctx, uint64_t e, CUstream st) {
 
 CUstream cgt_legacy_stream(void) { return CU_STREAM_LEGACY; }
 CUstream cgt_per_thread_stream(void) { return CU_STREAM_PER_THREAD; }
+
+// cgt_init runs a tensor init kernel (kind: CGT_INIT_*) on s0, ordered as
+// cgt_upload orders the copy it replaces: after the work queued on s0 and
+// s1 so far and before any work queued on either later (s1 waits on e0,
+// recorded on s0 after the kernel). fence = 0 when a stream is capturing:
+// the kernel runs on s0, which is not, and the host waits for it.
+CUresult cgt_init(CUcontext ctx, CUfunction fn, int kind, unsigned int gx, unsigned int bx,
+		CUdeviceptr out, float s, long long n, long long seed, long long first,
+		CUstream s0, CUstream s1, CUevent e0, CUevent e1, int fence) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	void *args[4];
+	switch (kind) {
+	case CGT_INIT_FILL:
+		args[0] = &out; args[1] = &s; args[2] = &n;
+		break;
+	case CGT_INIT_RAND:
+		args[0] = &out; args[1] = &n; args[2] = &seed; args[3] = &first;
+		break;
+	case CGT_INIT_ARANGE:
+		args[0] = &out; args[1] = &n; args[2] = &first;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (fence) {
+		r = cgt_wait(s0, s1, e1);
+		if (r != CUDA_SUCCESS) return r;
+	}
+	r = cuLaunchKernel(fn, gx, 1, 1, bx, 1, 1, 0, s0, args, NULL);
+	if (r != CUDA_SUCCESS) return r;
+	if (!fence) return cuStreamSynchronize(s0);
+	return cgt_wait(s1, s0, e0);
+}

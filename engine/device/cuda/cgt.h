@@ -19,6 +19,13 @@ enum {
 	CGT_SIG_MATMUL = 4  // (float *out, const float *a, const float *b, i64 m, i64 kd, i64 cols)
 };
 
+// Tensor inits (cgt_init): which kernel and parameters.
+enum {
+	CGT_INIT_FILL = 0,  // cgtviz_fill (float *out, float s, i64 n)
+	CGT_INIT_RAND = 1,  // cgtviz_rand (float *out, i64 n, i64 seed, i64 first)
+	CGT_INIT_ARANGE = 2 // cgtviz_arange (float *out, i64 n, i64 first)
+};
+
 // cgt_kernel_params has the layout of CUDA 12's CUDA_KERNEL_NODE_PARAMS_v2:
 // the 11.8 struct plus two trailing fields, so it can receive either form.
 typedef struct {
@@ -77,6 +84,9 @@ CUresult cgt_event_create(CUcontext ctx, CUevent *ev);
 CUresult cgt_event_destroy(CUcontext ctx, CUevent ev);
 CUresult cgt_wait_stream(CUcontext ctx, CUstream st, CUstream other, CUevent ev);
 CUresult cgt_mem_free(CUcontext ctx, CUdeviceptr p);
+CUresult cgt_init(CUcontext ctx, CUfunction fn, int kind, unsigned int gx, unsigned int bx,
+		CUdeviceptr out, float s, long long n, long long seed, long long first,
+		CUstream s0, CUstream s1, CUevent e0, CUevent e1, int fence);
 CUresult cgt_staging_free(CUcontext ctx, cgt_staging *sg);
 CUresult cgt_upload(CUcontext ctx, cgt_staging *sg, CUdeviceptr dst, const void *src, size_t bytes,
 	CUstream s0, CUstream s1, CUevent e1, int fence);

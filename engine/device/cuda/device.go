@@ -37,6 +37,8 @@ type gpu struct {
 	module  C.CUmodule
 	kernels [][3]kernelEntry // by kernel, then by BKind (index 0 for non-binary)
 	byFunc  map[uintptr]kernelEntry
+	// inits are the init kernels (InitSymbols), by CGT_INIT_* kind.
+	inits [3]kernelEntry
 	// capturing is per stream, and streams are shared by the clones.
 	capturing [2]bool
 

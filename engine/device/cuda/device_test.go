@@ -17,6 +17,7 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/device/devicetest"
+	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
@@ -815,6 +816,44 @@ func TestDroppedDevicesWhileAnotherWorks(t *testing.T) {
 	for _, err := range []error{live.DestroyExec(e), live.DestroyGraph(g)} {
 		if err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestInitKernelsFirst: cgtviz_rand and cgtviz_arange start their
+// sequences at any index (the devicetest suite's Init starts at 0), with
+// counts that are not a multiple of a block, and past 2^32.
+func TestInitKernelsFirst(t *testing.T) {
+	d := open(t)
+	for _, n := range []int{1, 257, 1000, 70001} {
+		for _, first := range []int64{1, 255, 1<<33 + 5} {
+			p := devicetest.Alloc(t, d, n)
+			for _, seed := range []int64{3, -1} {
+				if err := d.init(initRand, p, int64(n), 0, seed, first); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]float32, n)
+				if err := d.CopyDtoH(got, p); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range got {
+					if w := traces.Rand(seed, first+int64(i)); v != w {
+						t.Fatalf("n %d first %d seed %d: rand[%d] = %v, want %v", n, first, seed, i, v, w)
+					}
+				}
+			}
+			if err := d.init(initArange, p, int64(n), 0, 0, first); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, n)
+			if err := d.CopyDtoH(got, p); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range got {
+				if w := float32(first + int64(i)); v != w {
+					t.Fatalf("n %d first %d: arange[%d] = %v, want %v", n, first, i, v, w)
+				}
+			}
 		}
 	}
 }

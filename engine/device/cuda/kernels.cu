@@ -13,6 +13,8 @@
 //   cgtviz_sum             out[0] = sum of a[0..n)
 //   cgtviz_copy            out[i] = a[i]
 //   cgtviz_fill            out[i] = s
+//   cgtviz_rand            out[i] = traces.Rand(seed, first+i)   (tensor init)
+//   cgtviz_arange          out[i] = (float)(first+i)             (tensor init)
 //
 // The file includes no header, so that nvcc and NVRTC both compile it as it
 // is. Regenerate the PTX with (make ptx):
@@ -80,6 +82,29 @@ extern "C" __global__ void cgtviz_copy(float *out, const float *a, i64 n) {
 
 extern "C" __global__ void cgtviz_fill(float *out, float s, i64 n) {
 	CGT_GRID_STRIDE(i, n) { out[i] = s; }
+}
+
+// cgtviz_rand is traces.Rand (traces/rand.go) bit for bit: a splitmix64
+// finaliser of seed and the element's index in 64-bit unsigned integer
+// arithmetic (wrapping as Go's uint64 does), whose top 24 bits, exact in a
+// float, are scaled by 2^-24 (exact too). The engine initialises a
+// tensor's rand values with it on the GPU instead of generating them on
+// the host and copying them.
+extern "C" __global__ void cgtviz_rand(float *out, i64 n, i64 seed, i64 first) {
+	CGT_GRID_STRIDE(i, n) {
+		unsigned long long k = (unsigned long long)seed * 0x9E3779B97F4A7C15ULL +
+			(unsigned long long)(first + i) * 0xD1B54A32D192ED03ULL + 0x2545F4914F6CDD1DULL;
+		k = (k ^ (k >> 30)) * 0xBF58476D1CE4E5B9ULL;
+		k = (k ^ (k >> 27)) * 0x94D049BB133111EBULL;
+		k ^= k >> 31;
+		out[i] = __fmul_rn((float)(k >> 40), 5.9604644775390625e-8f); // 2^-24
+	}
+}
+
+// cgtviz_arange writes first, first+1, ... rounded to float as Go's
+// float32(int64) rounds (to nearest even).
+extern "C" __global__ void cgtviz_arange(float *out, i64 n, i64 first) {
+	CGT_GRID_STRIDE(i, n) { out[i] = (float)(first + i); }
 }
 
 // cgtviz_matmul: one thread per element of out, launched with a 2-D grid of

@@ -44,7 +44,7 @@ func (g *gpu) lookupKernels() error {
 	}
 	g.kernels = make([][3]kernelEntry, int(top)+1)
 	g.byFunc = make(map[uintptr]kernelEntry)
-	return ForEachEntry(func(k ops.Kernel, b ops.BKind, symbol string) error {
+	err := ForEachEntry(func(k ops.Kernel, b ops.BKind, symbol string) error {
 		cname := C.CString(symbol)
 		var fn C.CUfunction
 		r := C.cgt_module_function(g.module, cname, &fn)
@@ -57,6 +57,10 @@ func (g *gpu) lookupKernels() error {
 		g.byFunc[uintptr(unsafe.Pointer(fn))] = e
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return g.lookupInits()
 }
 
 // signature says how kernel k's parameters are laid out (kernels.cu).

@@ -57,6 +57,10 @@ func Symbol(k ops.Kernel, b ops.BKind) (string, error) {
 	return "", fmt.Errorf("cuda: no PTX entry for kernel %s", k)
 }
 
+// InitSymbols are the PTX entries of tensor inits (device.Initializer)
+// beside the op set's fill: traces.Rand's values and arange's.
+func InitSymbols() []string { return []string{"cgtviz_rand", "cgtviz_arange"} }
+
 // Forms returns the forms of operand b that kernel k has a PTX entry for:
 // every form for binary kernels, BTensor (standing for "no b") otherwise.
 func Forms(k ops.Kernel) []ops.BKind {

@@ -28,7 +28,8 @@ type Open func(t testing.TB) device.Device
 
 // Run runs the suite on the devices open makes, one subtest per property.
 // Subtests of optional interfaces (device.Snapshotter, device.Cloner,
-// device.SnapshotSizer) skip on devices without them.
+// device.SnapshotSizer, device.Initializer, device.ValueKnower) skip on
+// devices without them.
 func Run(t *testing.T, open Open) {
 	tests := []struct {
 		name string
@@ -51,6 +52,8 @@ func Run(t *testing.T, open Open) {
 		{"RestoreErrors", testRestoreErrors},
 		{"Clone", testClone},
 		{"SnapshotBytes", testSnapshotBytes},
+		{"Init", testInit},
+		{"UnknownValues", testUnknownValues},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })

@@ -12,12 +12,12 @@ import (
 // keyframes of a session's history) rely on it.
 func (d *Device) Clone() *Device {
 	s := d.Snapshot().(*snapshot)
-	c := &Device{name: d.name, total: d.total, last: -1}
+	c := &Device{name: d.name, total: d.total, valueBytes: d.valueBytes, last: -1}
 	// Every segment's generation is below d.gen now; above it in the clone
 	// too, so the clone copies a segment before its first write.
 	c.gen = d.gen + 1
 	c.segs = slices.Clone(s.segs)
-	c.used, c.next = s.used, s.next
+	c.used, c.next, c.dataElems = s.used, s.next, s.dataElems
 	c.graphs, c.execs = s.graphs.share(), s.execs.share()
 	c.nextGraph, c.nextExec = s.nextGraph, s.nextExec
 	c.capture = s.capture

@@ -35,6 +35,10 @@ type Options struct {
 	TotalBytes int64
 	// Name is what Name returns. Default DefaultName.
 	Name string
+	// ValueBytes bounds the values the device computes and holds at once
+	// (content.go): a kernel whose output would take it over leaves its
+	// output unknown. Default DefaultValueBytes.
+	ValueBytes int64
 }
 
 // segment is one live allocation. Segments are values in Device.segs so
@@ -42,12 +46,13 @@ type Options struct {
 type segment struct {
 	addr device.Ptr
 	size int64 // bytes asked for; the address space spends a multiple of SegmentAlign
-	// data holds size/4 elements. It is nil until the segment is first
-	// touched, so that reserving a large segment costs no Go memory.
-	data []float32
-	// gen is the device generation that owns data. When it differs from
-	// Device.gen, data is shared with a snapshot and must be copied before
-	// it is written (copy-on-write).
+	// ext is the contents (content.go): extents sorted by offset, gaps
+	// reading as zeros. It is empty until the segment is first written,
+	// so that reserving a large segment costs no Go memory.
+	ext []extent
+	// gen is the device generation that owns ext. When it differs from
+	// Device.gen, ext is shared with a snapshot and is copied before it
+	// is changed (copy-on-write).
 	gen uint64
 }
 
@@ -74,14 +79,21 @@ type Device struct {
 
 	gen uint64 // bumped by Snapshot and Restore; see segment.gen
 
-	// txn is the open mark (journal.go), nil when none: while it is open,
-	// every write saves the old contents of its span in journal and jbuf.
+	// dataElems counts the elements of the data extents of the live
+	// segments, which valueBytes bounds (content.go).
+	dataElems  int64
+	valueBytes int64
+	// bufA and bufB hold a kernel's inputs when they are not one data
+	// extent each (content.go: values).
+	bufA, bufB []float32
+	// pieces holds a copy's source extents (content.go: copySpan).
+	pieces []extent
+
+	// txn is the open mark (journal.go), nil when none.
 	txn *mark
 	// spare is the snapshot of the last committed mark, for the next
 	// Mark to fill.
-	spare   *snapshot
-	journal []undoEntry
-	jbuf    []float32
+	spare *snapshot
 
 	graphs    table[graph] // by GraphHandle, copy-on-write (table.go)
 	execs     table[exec]  // by ExecHandle
@@ -111,6 +123,8 @@ var (
 	_ device.Snapshotter   = (*Device)(nil)
 	_ device.Cloner        = (*Device)(nil)
 	_ device.SnapshotSizer = (*Device)(nil)
+	_ device.ValueKnower   = (*Device)(nil)
+	_ device.Initializer   = (*Device)(nil)
 )
 
 var errClosed = errors.New("sim: device is closed")
@@ -118,18 +132,22 @@ var errClosed = errors.New("sim: device is closed")
 // New returns a device with no segments and no graphs.
 func New(opts Options) *Device {
 	d := &Device{
-		name:   opts.Name,
-		total:  opts.TotalBytes,
-		next:   BaseAddress,
-		last:   -1,
-		graphs: newTable[graph](),
-		execs:  newTable[exec](),
+		name:       opts.Name,
+		total:      opts.TotalBytes,
+		valueBytes: opts.ValueBytes,
+		next:       BaseAddress,
+		last:       -1,
+		graphs:     newTable[graph](),
+		execs:      newTable[exec](),
 	}
 	if d.name == "" {
 		d.name = DefaultName
 	}
 	if d.total <= 0 {
 		d.total = DefaultTotalBytes
+	}
+	if d.valueBytes <= 0 {
+		d.valueBytes = DefaultValueBytes
 	}
 	return d
 }
@@ -185,6 +203,7 @@ func (d *Device) Close() error {
 	d.segs = nil
 	d.last = -1
 	d.used = 0
+	d.dataElems = 0
 	d.graphs, d.execs = newTable[graph](), newTable[exec]()
 	d.capture = [numStreams]capture{}
 	d.order.fence()

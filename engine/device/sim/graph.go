@@ -170,7 +170,7 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 		}
 		d.note(s, n.opName(), &p)
 		if n.kind == memcpyNode {
-			copy(d.writable(p.out), d.readable(p.a))
+			d.copySpan(p.out, p.a)
 			continue
 		}
 		if err := d.run(&n.l, &p); err != nil {

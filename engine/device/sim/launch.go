@@ -95,28 +95,92 @@ func mul(x, y int64) (int64, bool) {
 	return p, p/y == x && p > 0
 }
 
-// run executes a planned launch. The output segment is made writable before
-// the inputs are sliced, so that an input in the same segment reads the
-// array that is written (in-place kernels see their own writes as the CPU
-// reference expects).
+// run executes a planned launch. A fill and a copy cost what their extents
+// do at any size (content.go). Another kernel computes its output when its
+// inputs are known and its work is within MaxValueElems (MaxMatmulMACs),
+// reading the inputs first, in place where they are plain data: an output
+// written in place over an input of the same array sees its own writes as
+// the CPU reference expects. Otherwise an elementwise kernel of uniform
+// inputs is folded into a fill, and any other output becomes unknown.
 func (d *Device) run(l *device.Launch, p *plan) error {
-	out := d.writable(p.out)
-	a := d.readable(p.a)
-	b := d.readable(p.b)
+	k := l.K
+	switch {
+	case l.Opaque:
+		d.unknown(p.out)
+		return nil
+	case k == ops.Fill:
+		d.fill(p.out, l.Scalar)
+		return nil
+	case k == ops.Copy:
+		d.copySpan(p.out, p.a)
+		return nil
+	}
+	work := p.out.n
+	switch k {
+	case ops.Sum:
+		work = p.a.n
+	case ops.Matmul:
+		// m*k*n multiply-adds, compared without overflowing.
+		work = 0
+		if (l.Kd > 0 && p.out.n > MaxMatmulMACs/l.Kd) || p.out.n > MaxValueElems || p.a.n > MaxValueElems || p.b.n > MaxValueElems {
+			work = MaxValueElems + 1
+		}
+	}
+	// The inputs are read only when the output has room (in place, or
+	// within ValueBytes): reading a rand extent computes it.
+	if work <= MaxValueElems && d.roomFor(p.out) {
+		a, okA := d.values(p.a, &d.bufA)
+		b, okB := d.values(p.b, &d.bufB)
+		if okA && okB {
+			if out := d.target(p.out, false); out != nil || p.out.seg < 0 {
+				return d.compute(l, out, a, b)
+			}
+		}
+	}
+	if k.IsBinary() || k.IsUnary() {
+		if v, ok := d.fold(l, p); ok {
+			d.fill(p.out, v)
+			return nil
+		}
+	}
+	d.unknown(p.out)
+	return nil
+}
+
+// compute runs the CPU reference kernel of l.
+func (d *Device) compute(l *device.Launch, out, a, b []float32) error {
 	switch k := l.K; {
 	case k.IsBinary(), k.IsUnary():
 		return ops.Elementwise(k, out, a, b, l.BKind, l.Scalar)
-	case k == ops.Copy:
-		return ops.CopyCPU(out, a)
-	case k == ops.Fill:
-		ops.FillCPU(out, l.Scalar)
-		return nil
 	case k == ops.Sum:
 		return ops.SumCPU(out, a)
 	case k == ops.Matmul:
 		return ops.MatmulCPU(out, a, b, int(l.M), int(l.Kd), int(l.Cols))
 	}
 	return fmt.Errorf("unknown kernel %d", uint8(l.K))
+}
+
+// fold computes an elementwise kernel whose operands are each one value
+// throughout (fills, untouched memory, a scalar): its output is one value
+// too, computed by the reference kernel on one element, so it is the same
+// float32 the elementwise computation gives.
+func (d *Device) fold(l *device.Launch, p *plan) (float32, bool) {
+	var a, b, out [1]float32
+	var ok bool
+	if a[0], ok = d.uniform(p.a); !ok {
+		return 0, false
+	}
+	var bs []float32
+	if l.K.IsBinary() && l.BKind != ops.BScalar {
+		if b[0], ok = d.uniform(p.b); !ok {
+			return 0, false
+		}
+		bs = b[:]
+	}
+	if err := ops.Elementwise(l.K, out[:], a[:], bs, l.BKind, l.Scalar); err != nil {
+		return 0, false
+	}
+	return out[0], true
 }
 
 // Launch runs l now on the CPU, or records it when s is capturing. Every

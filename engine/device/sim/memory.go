@@ -59,6 +59,11 @@ func (d *Device) FreeSegment(p device.Ptr) error {
 		return fmt.Errorf("sim: free_segment 0x%x: inside segment 0x%x, not its start", p, d.segs[i].addr)
 	}
 	d.used -= d.segs[i].size
+	for j := range d.segs[i].ext {
+		if x := &d.segs[i].ext[j]; x.kind == kindData {
+			d.dataElems -= x.end - x.off
+		}
+	}
 	d.segs = slices.Delete(d.segs, i, i+1)
 	d.last = -1
 	return nil
@@ -135,60 +140,6 @@ func bytes(n int64) string {
 	return fmt.Sprintf("%d B", n*4)
 }
 
-// writable returns the elements of sp for writing, first giving the
-// segment its own copy of data if a snapshot shares it.
-func (d *Device) writable(sp span) []float32 {
-	if sp.seg < 0 {
-		return nil
-	}
-	s := &d.segs[sp.seg]
-	d.ensure(s, sp.off+sp.n, true)
-	if d.txn != nil {
-		d.journalWrite(s, sp)
-	}
-	return s.data[sp.off : sp.off+sp.n : sp.off+sp.n]
-}
-
-// readable returns the elements of sp for reading. An untouched segment
-// reads as zeros (cudaMalloc promises nothing; zeros keep runs
-// deterministic).
-func (d *Device) readable(sp span) []float32 {
-	if sp.seg < 0 {
-		return nil
-	}
-	s := &d.segs[sp.seg]
-	d.ensure(s, sp.off+sp.n, false)
-	return s.data[sp.off : sp.off+sp.n : sp.off+sp.n]
-}
-
-// ensure makes s.data cover the first need elements, and owned by the
-// device (not shared with a snapshot) when write is set. data only covers
-// the part of the segment touched so far (growing by doubling): most
-// segments are mostly unused, so copy-on-write after a snapshot copies
-// kilobytes rather than whole 2 or 20 MiB segments.
-func (d *Device) ensure(s *segment, need int64, write bool) {
-	shared := s.gen != d.gen
-	have := int64(len(s.data))
-	if have >= need && !(write && shared) {
-		return
-	}
-	n := have
-	if n < need {
-		n = max(need, 2*have, 1024)
-		if lim := s.size / 4; n > lim {
-			n = lim
-		}
-	}
-	if shared || int64(cap(s.data)) < n {
-		nd := make([]float32, n)
-		copy(nd, s.data)
-		s.data = nd
-	} else {
-		s.data = s.data[:n]
-	}
-	s.gen = d.gen
-}
-
 // plan holds a launch's checked operands.
 type plan struct{ out, a, b span }
 
@@ -207,12 +158,14 @@ func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {
 		return fmt.Errorf("sim: copy HtoD: %w", err)
 	}
 	d.order.fence() // (the CUDA device's host copies wait for both streams)
-	copy(d.writable(sp), src)
+	// Literal values are kept whatever their size: the caller holds them.
+	copy(d.target(sp, true), src)
 	return nil
 }
 
 // CopyDtoH copies len(dst) elements at src to dst, synchronously; it is
-// never captured.
+// never captured. When some of them were not computed (content.go) it
+// fails with device.ErrValuesUnknown and leaves dst alone.
 func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 	if err := d.alive(); err != nil {
 		return err
@@ -225,11 +178,12 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 		return fmt.Errorf("sim: copy DtoH: %w", err)
 	}
 	d.order.fence() // (the CUDA device's host copies wait for both streams)
-	if sp.seg >= 0 && d.segs[sp.seg].data == nil {
-		clear(dst) // untouched: zeros, without giving the segment memory
-		return nil
+	if !d.known(sp) {
+		return fmt.Errorf("sim: copy DtoH: src 0x%x+%s: %w", src, bytes(sp.n), device.ErrValuesUnknown)
 	}
-	copy(dst, d.readable(sp))
+	if sp.seg >= 0 {
+		d.materialise(&d.segs[sp.seg], sp.off, dst)
+	}
 	return nil
 }
 
@@ -257,6 +211,6 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 	if err := d.touch(s, "copy", &p); err != nil {
 		return fmt.Errorf("sim: copy DtoD: %w", err)
 	}
-	copy(d.writable(p.out), d.readable(p.a))
+	d.copySpan(p.out, p.a)
 	return nil
 }

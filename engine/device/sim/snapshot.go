@@ -15,6 +15,7 @@ type snapshot struct {
 	dev       *Device
 	segs      []segment
 	used      int64
+	dataElems int64
 	next      device.Ptr
 	graphs    table[graph]
 	execs     table[exec]
@@ -56,6 +57,7 @@ func (d *Device) metaSnapshotInto(s *snapshot, tables bool) {
 		dev:       d,
 		segs:      append(s.segs[:0], d.segs...),
 		used:      d.used,
+		dataElems: d.dataElems,
 		next:      d.next,
 		nextGraph: d.nextGraph,
 		nextExec:  d.nextExec,
@@ -106,6 +108,7 @@ func (d *Device) restoreMeta(s *snapshot, tables bool) {
 	d.order.fence()
 	d.last = -1
 	d.used = s.used
+	d.dataElems = s.dataElems
 	d.next = s.next
 	if tables {
 		d.graphs, d.execs = s.graphs.share(), s.execs.share()
@@ -118,13 +121,15 @@ func (d *Device) restoreMeta(s *snapshot, tables bool) {
 }
 
 // SnapshotBytes is the most memory one more snapshot or clone can cost:
-// the contents of the segments that hold data, each of which the device
-// copies at most once, before its first write after the snapshot.
-// Untouched segments hold no data and cost nothing.
+// the segments' extents and the data they hold (content.go), which the
+// device copies at most once each, when it writes them after the
+// snapshot. Untouched segments, fills and rand inits of any size cost next
+// to nothing: a snapshot costs what the extents hold, not the device's
+// bytes.
 func (d *Device) SnapshotBytes() int64 {
 	var n int64
 	for i := range d.segs {
-		n += int64(len(d.segs[i].data)) * 4
+		n += d.segs[i].contentBytes()
 	}
 	return n
 }

@@ -1,0 +1,134 @@
+package engine_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/engine/device"
+)
+
+// expectResult runs src and returns the failures of the expect record at
+// line (nil when it passed) and the step's error.
+func expectResult(t *testing.T, src string, line int) ([]string, *engine.Error) {
+	t.Helper()
+	steps, _ := runText(t, src, engine.Options{})
+	st := steps[line]
+	if st == nil {
+		t.Fatalf("no step at line %d", line)
+	}
+	return st.ExpectMessages(), st.Err
+}
+
+// TestViewValues: a view's values are read through its offset and
+// strides, as the op set's reference (PyTorch's as_strided) reads them
+// (issue 31 item 4).
+func TestViewValues(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"a column of a matrix", `{"op": "tensor", "name": "m", "shape": [2, 3], "init": "arange"}
+{"op": "eager", "out": "col", "k": "view", "a": "m", "shape": [2], "strides": [3], "offset": 2}
+`, `{"op": "expect", "values": {"name": "col", "values": [2, 5]}}`},
+		{"a row at an offset", `{"op": "tensor", "name": "m", "shape": [2, 3], "init": "arange"}
+{"op": "eager", "out": "row", "k": "view", "a": "m", "shape": [3], "offset": 3}
+`, `{"op": "expect", "values": {"name": "row", "values": [3, 4, 5]}}`},
+		{"a transpose", `{"op": "tensor", "name": "m", "shape": [2, 3], "init": "arange"}
+{"op": "eager", "out": "mt", "k": "view", "a": "m", "shape": [3, 2], "strides": [1, 3]}
+`, `{"op": "expect", "values": {"name": "mt", "values": [0, 3, 1, 4, 2, 5]}}`},
+		{"an expand", `{"op": "tensor", "name": "o", "shape": [1], "init": "ones"}
+{"op": "eager", "out": "e", "k": "view", "a": "o", "shape": [4], "strides": [0]}
+`, `{"op": "expect", "values": {"name": "e", "values": [1, 1, 1, 1]}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "{\"cgtviz\": 1}\n" + tc.body + tc.want + "\n"
+			line := strings.Count(src, "\n")
+			failed, err := expectResult(t, src, line)
+			if err != nil || len(failed) != 0 {
+				t.Fatalf("err %v, failed %v", err, failed)
+			}
+		})
+	}
+}
+
+// TestExpectNaN: a NaN fails an expect of numbers (issue 31 item 3:
+// math.Abs(NaN-w) > tol is never true). (A trace cannot expect a NaN:
+// JSON has no NaN.)
+func TestExpectNaN(t *testing.T) {
+	pre := `{"cgtviz": 1}
+{"op": "tensor", "name": "m", "shape": [2], "init": "ones"}
+{"op": "eager", "out": "neg", "k": "mul", "a": "m", "b": -1}
+{"op": "eager", "out": "r", "k": "sqrt", "a": "neg"}
+`
+	failed, _ := expectResult(t, pre+`{"op": "expect", "values": {"name": "r", "values": [123, 456]}}`+"\n", 5)
+	if len(failed) != 1 || !strings.Contains(failed[0], "values of r") {
+		t.Errorf("NaN against [123, 456]: failures %q, want one on the values of r", failed)
+	}
+}
+
+// TestValuesAtRealSize: a tensor of real size is initialised on the
+// simulated device for free; kernels over it leave unknown values, which
+// a read passes over, an expect of values fails on, and a peek reports
+// (never numbers); small tensors still compute exactly.
+func TestValuesAtRealSize(t *testing.T) {
+	src := `{"cgtviz": 1}
+{"op": "tensor", "name": "w", "shape": [8192, 8192], "init": "rand", "seed": 3}
+{"op": "tensor", "name": "s", "shape": [3], "init": "arange"}
+{"op": "def", "fn": "f", "params": ["w", "s"], "body": [{"out": "y", "k": "mul", "a": "w", "b": 2}, {"out": "z", "k": "add", "a": "s", "b": 1}, {"out": "f", "k": "fill", "shape": [8192, 4096], "value": 2}, {"out": "g", "k": "mul", "a": "f", "b": 3}, {"out": "t", "k": "sum", "a": "y"}], "returns": ["y", "z", "g", "t"]}
+{"op": "call", "fn": "f", "args": ["w", "s"], "out": ["y", "z", "g", "t"]}
+{"op": "read", "name": "y"}
+{"op": "expect", "values": {"name": "z", "values": [1, 2, 3]}}
+{"op": "expect", "values": {"name": "t", "values": [0]}}
+`
+	steps, e := runText(t, src, engine.Options{})
+	for line := 2; line <= 7; line++ {
+		if st := steps[line]; st == nil || st.Err != nil || (line != 8 && len(st.ExpectFailures) > 0) {
+			t.Fatalf("line %d: %+v", line, st)
+		}
+	}
+	failed := steps[8].ExpectMessages()
+	if len(failed) != 1 || !strings.Contains(failed[0], "values not modelled at this size") {
+		t.Errorf("expect of t (sum of y): failures %q, want values not modelled", failed)
+	}
+	_, err := e.Values("y")
+	var vu *engine.ValuesUnknownError
+	if !errors.As(err, &vu) || !errors.Is(err, device.ErrValuesUnknown) {
+		t.Errorf("Values(y) = %v, want a ValuesUnknownError", err)
+	}
+	if _, err := e.RawValues("y"); !errors.As(err, &vu) {
+		t.Errorf("RawValues(y) = %v, want a ValuesUnknownError", err)
+	}
+	// A fill times 3 is folded into a fill, at any size: known, but more
+	// than the host reads.
+	if _, err := e.Values("g"); !errors.As(err, &vu) || !vu.TooLarge {
+		t.Errorf("Values(g) = %v, want a ValuesUnknownError for its size", err)
+	}
+}
+
+// TestKernelOfStridedView: a kernel over a strided view is not computed
+// (the device's kernels read contiguous operands): its output is unknown,
+// the same in an eager record and in a def, never a wrong number.
+func TestKernelOfStridedView(t *testing.T) {
+	src := `{"cgtviz": 1}
+{"op": "tensor", "name": "m", "shape": [2, 3], "init": "arange"}
+{"op": "eager", "out": "col", "k": "view", "a": "m", "shape": [2], "strides": [3], "offset": 2}
+{"op": "eager", "out": "s", "k": "sum", "a": "col"}
+{"op": "def", "fn": "f", "params": ["m"], "body": [{"out": "c", "k": "view", "a": "m", "shape": [2], "strides": [3], "offset": 2}, {"out": "t", "k": "sum", "a": "c"}], "returns": ["t"]}
+{"op": "call", "fn": "f", "args": ["m"], "out": ["t"]}
+{"op": "read", "name": "t"}
+`
+	steps, e := runText(t, src, engine.Options{})
+	for line := 2; line <= 7; line++ {
+		if st := steps[line]; st == nil || st.Err != nil {
+			t.Fatalf("line %d: %+v", line, st)
+		}
+	}
+	for _, name := range []string{"s", "t"} {
+		var vu *engine.ValuesUnknownError
+		if v, err := e.Values(name); !errors.As(err, &vu) {
+			t.Errorf("Values(%s) = %v, %v; want values not modelled", name, v, err)
+		}
+	}
+}
