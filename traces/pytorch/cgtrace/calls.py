@@ -37,7 +37,7 @@ class _Calls:
             finally:
                 tls.depth = 0
                 tls.node = None
-                if self.follow:
+                if self.trace.out is not None:
                     self._flush()
 
     def _record_call(self, orig, mgr, new_inputs, function_id):

@@ -46,6 +46,8 @@ def torch_missing():
     """None when this Python can import torch; otherwise the one line that
     says what to install (a recording needs torch; `summary` does not)."""
     import importlib.util
+    if sys.modules.get("torch") is not None:  # (imported already: by the program's launcher, a test)
+        return None
     try:
         found = importlib.util.find_spec("torch") is not None
     except (ImportError, ValueError):  # a broken or blocked torch

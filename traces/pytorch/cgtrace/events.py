@@ -113,7 +113,7 @@ class _Events:
                 self._settle()
                 self._catch_up_steps()
                 self.session.read(name, error)
-                if self.follow:
+                if self.trace.out is not None:
                     self._flush()
         except Exception as e:
             self._fail("recording a read", e)

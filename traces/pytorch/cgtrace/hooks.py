@@ -13,6 +13,9 @@ import types
 from . import torch_api
 from .errors import _error_text
 
+# Deferred replays a journaled trace may hold before writing them (in
+# _steady, which the lean path enters at least every 64 calls).
+_JOURNAL_BOUND = 32
 # A patched attribute the class did not define itself.
 _ABSENT = object()
 # Tensor methods through which the host reads a tensor's values (print goes
@@ -239,7 +242,8 @@ class _Hooks:
         def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
                     box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
                     hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
-                    versioned=knobs.homes is not None, call=call, rec=rec):
+                    versioned=knobs.homes is not None, call=call, rec=rec, pending=self._pending,
+                    bound=_JOURNAL_BOUND, trace=self.trace):
             # The tree's call when _run is not armed for it: the function's
             # plan found (by the FunctionID's identity) and checked, and
             # _run armed for it and handed the call; or the general path.
@@ -258,6 +262,11 @@ class _Hooks:
                 # stopped: passed through.
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
+                if len(pending) >= bound and trace.out is not None:
+                    # A journaled trace's deferred replays written (every
+                    # 64 calls at most: the lean path comes here at least
+                    # that often): a program that dies loses no more.
+                    rec._flush()
                 got = hot.got if function_id is hot.fid else fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
                 if plan is None or not defer:

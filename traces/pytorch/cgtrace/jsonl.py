@@ -3,6 +3,7 @@ lines (check_record, encode_record, encode_header), and the Trace that
 holds them and writes them whole or streams them. The standard library
 alone."""
 
+import itertools
 import json
 import os
 
@@ -265,6 +266,37 @@ class _LineEncoder:
         return "".join(parts)
 
 
+def _not_def(r):
+    return type(r) is not dict or r.get("op") != "def"
+
+
+def _write_all(fd, data):
+    """os.write until all of data is written (a write may take part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Journal:
+    """The journal's file as Trace.flush writes it: text, through no
+    buffer of Python's (os.write), so what was flushed is the kernel's
+    once written: a SIGKILL, a segfault or os._exit loses none of it."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def write(self, text):
+        _write_all(self.fd, text.encode("utf-8"))
+
+    def flush(self):
+        pass
+
+    def close(self):
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class Trace:
     """A trace being built: the header's parts, the defs (written first, as
     they run nothing and a body is only known after the function's first
@@ -288,6 +320,10 @@ class Trace:
         self.strict = strict
         self.out = None  # the streamed trace's file
         self._enc = None
+        # Journaled (journal()): the lines written so far of the records
+        # but defs, in order, which the whole file written at the end
+        # reuses (None: not journaled).
+        self.done = None
 
     def stream(self, fh):
         """Writes the header to fh now, then the records made so far, and
@@ -298,12 +334,29 @@ class Trace:
         self.flush()
         fh.flush()
 
+    def journal(self, fd, header):
+        """Writes the records to the file descriptor fd as they are flushed
+        (flush()), each batch in one os.write, so that a program that dies
+        however it dies (SIGKILL, SIGSEGV, os._exit, the OOM killer) leaves
+        a trace up to its last flush: `header` (the journal's header
+        record) now, each def just before the call that needs it. The
+        records are kept as their lines, for the whole file written at the
+        end (write()), which replaces the journal."""
+        self._enc = _LineEncoder(keep=True)
+        self.done = []
+        _write_all(fd, (encode_header(header) + "\n").encode("utf-8"))
+        self.out = _Journal(fd)
+        self.flush()
+
     def flush(self):
         """Writes the records made since the last flush to the streamed file."""
         if self.out is None or not self.records:
             return
         recs, self.records = self.records, []
-        self.out.write("\n".join(self._lines(self._enc, recs)) + "\n")
+        lines = self._lines(self._enc, recs)
+        if self.done is not None:  # (kept first: a failed write loses no record of the whole file)
+            self.done.extend(itertools.compress(lines, map(_not_def, recs)))
+        self.out.write("\n".join(lines) + "\n")
         self.out.flush()
 
     def add(self, rec):
@@ -333,7 +386,11 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        out.extend(self._lines(_LineEncoder(), self.records))
+        if self.done is None:
+            out.extend(self._lines(_LineEncoder(), self.records))
+        else:  # journaled: the lines written, and the rest but its defs
+            out.extend(self.done)
+            out.extend(self._lines(self._enc, [r for r in self.records if _not_def(r)]))
         return out
 
     @classmethod
