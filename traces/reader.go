@@ -48,6 +48,7 @@ type Reader struct {
 	records    int
 	maxRecords int
 	done       bool
+	unended    bool // the last line read had no line ending (the file's last)
 	hdr        Header
 	// cfg is the config in force: the header's, changed by each config
 	// record read so far (its byte limit bounds later shapes).
@@ -196,6 +197,12 @@ func (r *Reader) Next() (Record, error) {
 		}
 		rec, p := r.parseRecord(line)
 		rec.Line = r.line
+		if p != nil && r.unended {
+			if c := cutLine(r.file, r.line, r.records-1, line); c != nil {
+				r.done = true
+				return rec, c
+			}
+		}
 		if p != nil {
 			r.follow(-1)
 			return rec, p
@@ -300,6 +307,7 @@ func (r *Reader) readLine() ([]byte, error) {
 				return nil, io.EOF
 			}
 			r.line++
+			r.unended = true
 			r.buf = append(r.buf, chunk...)
 			return trimEOL(r.buf), nil
 		default:

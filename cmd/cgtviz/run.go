@@ -208,6 +208,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// expectations' count, which only covers the records that ran.
 		fmt.Fprintf(logw, "stopped at line %d: its record raised an error (--stop-on-error); the records after it did not run\n", stoppedAt)
 	}
+	if c := cr.Cut(); c != nil {
+		// The records before it ran: say the trace stopped there.
+		fmt.Fprintf(logw, "%s\n", c)
+	}
 	if err := flush(); err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 		return 2
