@@ -84,9 +84,10 @@ class _Hooks:
                 raise RuntimeError("cgtrace: this torch (%s) has no CUDAGraphTreeManager.%s; "
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
-        if "set_to_running_backward" in M.__dict__:
+        skip = self._compat.skip if self._compat is not None else ()
+        if "set_to_running_backward" in M.__dict__ and "set_to_running_backward" not in skip:
             self._saved[(M, "set_to_running_backward")] = M.__dict__["set_to_running_backward"]
-        if "reset_cudagraph_trees" in cgt.__dict__:
+        if "reset_cudagraph_trees" in cgt.__dict__ and "reset_cudagraph_trees" not in skip:
             self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
         return M
 

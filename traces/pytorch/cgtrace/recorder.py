@@ -12,7 +12,7 @@ import signal
 import stat
 import threading
 
-from . import torch_api
+from . import compat, torch_api
 from .calls import _Calls
 from .deferred import _Deferred
 from .errors import _warn
@@ -177,6 +177,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         # (_catch_up_steps, _knob_check).
         self._all_knobs_due = self._all_knobs_read = False
         self._signals = {}  # signal -> the handler before the journal's (_exit_guards)
+        self._compat = None  # what compat.check found of this torch, at start
 
 
     def start(self):
@@ -189,18 +190,67 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         torch, cgt, inductor_config, generation_tracker, dynamo_config = torch_api.load()
         self.torch, self.cgt = torch, cgt
         self._gen = generation_tracker
-        self._strided = torch.strided
+        self._strided = getattr(torch, "strided", None)
         self._dtypes = {}  # torch dtype -> the format's name
-        # The settings first: nothing is patched yet if reading them fails.
-        self._read_settings(inductor_config, dynamo_config)
-        M = self._save_entry_points(torch, cgt)
-        self._install_tree(torch, cgt, M)
+        # What of this torch the recorder can wrap, looked at before
+        # anything is patched (compat.py): a torch it was not made for is
+        # said so once, on stderr, and what it lacks is in the trace.
+        version = getattr(torch, "__version__", "unknown")
+        found = compat.check(version, cgt, dynamo_config)
+        compat.say_made_for(version)
+        self._compat = found
+        if found.meta() is not None:
+            self.trace.meta["cgtrace_compat"] = found.meta()
+            for text in found.notes():
+                self.session.note("cgtrace on torch %s: %s" % (version, text))
+        if found.fatal:
+            return self._start_off(torch, cgt, "this torch (%s) is not one cgtrace can record: %s"
+                                   % (version, "; ".join(found.fatal)))
+        try:
+            # The settings first: nothing is patched yet if reading them fails.
+            self._read_settings(inductor_config, dynamo_config)
+            M = self._save_entry_points(torch, cgt)
+            self._install_tree(torch, cgt, M)
+        except Exception as e:
+            # Something of this torch the checks did not foresee: whatever
+            # was patched is put back, and the program runs unrecorded.
+            self._unpatch()
+            return self._start_off(torch, cgt, "starting the recording on torch %s: %s: %s"
+                                   % (version, type(e).__name__, e))
         _ACTIVE["recorder"] = self
         self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
         self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
         self._begin(torch, cgt)
         return self
+
+    def _start_off(self, torch, cgt, why):
+        """A recording that cannot start: nothing patched, the program runs
+        as unrecorded, and the trace written at stop holds the header's
+        facts and why (meta.recorder_error, a note), never an exception
+        in the program."""
+        self._off = True
+        self.error = why
+        meta = self.trace.meta
+        meta.setdefault("source", "cgtrace")
+        meta["torch"] = getattr(torch, "__version__", "unknown")
+        self.session.note("cgtrace recorded nothing: %s" % why)
+        _warn("cgtrace: %s; the program runs unrecorded" % why)
+        self._mark_counter = getattr(getattr(cgt, "MarkStepBox", None), "mark_step_counter", 0)
+        return self
+
+    def _unpatch(self):
+        """Puts back what start patched (the tree's entry points, Tensor's
+        read methods)."""
+        for (owner, attr), val in self._saved.items():
+            if val is _ABSENT:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, attr, val)
+        self._saved.clear()
 
     def _read_settings(self, inductor_config, dynamo_config):
         """PyTorch's knobs: their probes set up, their writes counted, their
@@ -226,7 +276,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         meta["torch"] = torch.__version__
         if torch.cuda.is_available():
             meta["gpu"] = torch.cuda.get_device_name(0)
-        existing = [d for d, c in getattr(cgt.local, "tree_manager_containers", {}).items()
+        existing = [d for d, c in getattr(getattr(cgt, "local", None), "tree_manager_containers", {}).items()
                     if getattr(c, "tree_manager", None) is not None
                     and getattr(c.tree_manager, "ids_to_funcs", None)]
         if existing:
@@ -381,16 +431,9 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         """Puts PyTorch's functions back and writes the trace. A failure to
         finish or write is the recorder's: warned about and kept in
         self.error, never raised into the program."""
-        for (owner, attr), val in self._saved.items():
-            if val is _ABSENT:
-                try:
-                    delattr(owner, attr)
-                except AttributeError:
-                    pass
-            else:
-                setattr(owner, attr, val)
-        self._saved.clear()
-        _ACTIVE["recorder"] = None
+        self._unpatch()
+        if _ACTIVE["recorder"] is self:
+            _ACTIVE["recorder"] = None
         self._drop_exit_guards()
         with self.lock:
             self._settle()
@@ -464,7 +507,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         meta = self.trace.meta
         summary = dict(s)
         trees = dict(self._trees)
-        for dev, c in getattr(cgt.local, "tree_manager_containers", {}).items():
+        for dev, c in getattr(getattr(cgt, "local", None), "tree_manager_containers", {}).items():
             m = getattr(c, "tree_manager", None)
             if m is not None and m.roots is not None:
                 trees[str(dev)] = _tree_stats(m)
