@@ -106,6 +106,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if handoffText != "" {
 			fmt.Fprintln(out, handoffText)
 		}
+		if note := versionNote(*handoff, hdr); note != "" {
+			fmt.Fprintln(out, note)
+		}
 	}
 	stopProgress := startProgress(stdout, stderr, "run", in)
 	defer stopProgress()
