@@ -123,7 +123,8 @@ class _Hooks:
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
+                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount,
+                 getframe=sys._getframe):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -207,6 +208,22 @@ class _Hooks:
                 except Exception as e:
                     hot.rec._fail("before a call", e)
                     ok = False
+                src = None
+                if ok and plan.src_code is not None:
+                    # The call's src, where its general calls found it
+                    # (plan.src_d frames past the tree's frame that called
+                    # _run: one up from here, three when _steady armed
+                    # this call): a frame of the same code there, at a
+                    # line whose src a general call saw; else the general
+                    # path finds it.
+                    try:
+                        f = getframe(plan.src_d + (3 if probed else 1))
+                    except ValueError:  # (a shallower stack)
+                        f = None
+                    if f is not None and f.f_code is plan.src_code:
+                        src = plan.src_lines.get(f.f_lineno)
+                    f = None
+                    ok = src is not None
                 if not ok:
                     if probed:
                         return hot.rec._on_run(orig_run, mgr, new_inputs, function_id)
@@ -218,7 +235,7 @@ class _Hooks:
                 try:
                     out = orig_run(mgr, new_inputs, function_id)
                 except BaseException as err:
-                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err)
+                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err, src)
                     raise
                 hot.steady = False
                 node = hot.node
@@ -231,9 +248,9 @@ class _Hooks:
                     if (not hot.other and node is node_ref() and type(out) is list and len(out) == nout
                             and mgr.debug_checkpointing_counter == ckpt and not dead_objs
                             and all(map(is_, map(call, out_refs), out)) and node.outputs_weakrefs == wrappers):
-                        pend((plan, mc - c, inv))
+                        pend((plan, mc - c, inv, src))
                     else:
-                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node)
+                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node, src)
                 except Exception as e:
                     hot.rec._fail("after a call", e)
                 return out

@@ -27,16 +27,16 @@ SMALL_TENSOR = 64
 # Fields each op may carry, in the order they are written. The checker
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
-    "def": ("op", "fn", "params", "body", "returns", "mode", "static"),
-    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
-    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
-    "call": ("op", "fn", "args", "out", "invocation"),
+    "def": ("op", "fn", "params", "body", "returns", "mode", "static", "src"),
+    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
+    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
+    "call": ("op", "fn", "args", "out", "invocation", "src"),
     "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
     "reset": ("op", "device"),
     "skipped_backward": ("op", "device"),
-    "read": ("op", "name"),
+    "read": ("op", "name", "src"),
     "saved": ("op", "name", "of"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
@@ -130,6 +130,8 @@ def encode_record(rec):
         if not keys:
             raise ValueError("config record sets no key: %r" % (rec,))
         _check_config(keys, "config record")
+    if "src" in out:
+        encode_src(out["src"])
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
     dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
@@ -149,6 +151,18 @@ def _check_config(cfg, what):
         if type(v) is not want or (want is int and v < 0):
             raise ValueError("%s: config %s must be a%s %s, not %r" % (
                 what, k, " non-negative" if want is int else "", want.__name__, v))
+
+
+_SRC_FIELDS = ("file", "line", "fn")
+
+
+def encode_src(src):
+    """A record's src as JSON, its fields checked and in order (the
+    recorder's own are made by facts._make_src, already checked)."""
+    out = _ordered(src, _SRC_FIELDS, "src")
+    if type(out.get("file")) is not str or not out["file"] or type(out.get("line")) is not int or out["line"] < 1:
+        raise ValueError("src must have a non-empty file and a line of 1 or more: %r" % (src,))
+    return json.dumps(out, allow_nan=False)
 
 
 def encode_header(header):
@@ -262,6 +276,15 @@ class _LineEncoder:
             if type(inv) is not int:
                 return None
             parts += [', "invocation": ', str(inv)]
+        if "src" in r:
+            src = r["src"]
+            sj = self._cached(src)
+            if sj is None:
+                if type(src) is not dict:
+                    return None
+                sj = encode_src(src)
+                self._cache(src, sj)
+            parts += [', "src": ', sj]
         parts.append("}")
         return "".join(parts)
 

@@ -178,6 +178,9 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         self._all_knobs_due = self._all_knobs_read = False
         self._signals = {}  # signal -> the handler before the journal's (_exit_guards)
         self._compat = None  # what compat.check found of this torch, at start
+        self._lib_code = {}  # code object -> whether it is the library's (_frames_outside)
+        self._src_cache = {}  # (code object, line) -> (src dict, its JSON) or None (_src_of)
+        self._own_code = {}  # code object -> whether it is this package's (_call_srcs)
 
 
     def start(self):

@@ -60,6 +60,9 @@ class Session(_Names, _Deaths):
         # inputs holds is renamed: a memo made at the same epoch is true.
         self.epoch = 0
         self.seed = 0
+        # The src (dict, JSON) of the call being begun, or None: the tensors
+        # new to the trace that it passes are met there (_tensor_record).
+        self.src = None
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
                        "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
 
@@ -81,14 +84,16 @@ class Session(_Names, _Deaths):
                 return name if e.fact.storage in self.out_storage else None
         return self.out_storage.get(storage())
 
-    def read(self, name, error=None):
+    def read(self, name, error=None, src=None):
         """A host read (.item(), .cpu(), print) of a named tree output, and
-        whether PyTorch raised (an output a later replay overwrote)."""
+        whether PyTorch raised (an output a later replay overwrote); src:
+        the line that read it ((dict, JSON) or None)."""
         self.flush_deaths()
         if name not in self.entries:
             return
         self.counts["reads"] += 1
-        self.trace.add({"op": "read", "name": name})
+        self.trace.add({"op": "read", "name": name} if src is None else
+                       {"op": "read", "name": name, "src": src[0]})
         if error is not None:
             self.counts["errors"] += 1
         self.trace.add({"op": "expect", "error": error})
@@ -175,6 +180,8 @@ class Session(_Names, _Deaths):
         if fact.device:
             rec["device"] = fact.device
             self.trace.devices = max(self.trace.devices, fact.device + 1)
+        if self.src is not None:
+            rec["src"] = self.src[0]
         self.trace.add(rec)
         self.counts["params" if op == "param" else "tensors"] += 1
         self._bind(name, fact, op)
@@ -337,6 +344,9 @@ class Session(_Names, _Deaths):
         inv = ctx["invocation"]
         if inv is not None:
             call["invocation"] = int(inv)
+        src = ctx.get("src")
+        if src is not None:
+            call["src"] = src[0]
         trace = self.trace
         trace.add(call)
         action = actions[-1] if actions else "eager"
@@ -408,6 +418,8 @@ class Session(_Names, _Deaths):
         # The graph's static inputs (static_input_idxs), by def position: in
         # a backward its saved tensors are, whatever made them.
         rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+        if ctx.get("def_src") is not None:
+            rec["src"] = ctx["def_src"][0]
         self.trace.set_def(rec)
         fs.defined = True
 

@@ -677,6 +677,15 @@ def shape_as(version):
     return CUDAGraphTreeManager
 
 
+def at_one_line(program, *args, **kwargs):
+    """program(*args, **kwargs), called from this one line. A call's src is
+    the line that called the function that called the tree (that function
+    stands for the compiled one: Dynamo runs a compiled function's code in
+    its own frame), so two recordings of one program that a test compares
+    line by line call it through here, from one line."""
+    return program(*args, **kwargs)
+
+
 def remove_fake_torch(saved):
     for k, v in saved.items():
         if v is None:
