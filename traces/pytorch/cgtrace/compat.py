@@ -112,7 +112,7 @@ class Compat:
                 "degraded": list(self.degraded), "later": list(self.later)}
 
 
-def check(version, cgt, dynamo_config=None):
+def check(version, cgt):
     """Looks at the internals the recorder wraps in this torch's
     cudagraph_trees module (cgt) before anything is patched."""
     c = Compat(version)

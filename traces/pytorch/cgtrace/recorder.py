@@ -199,7 +199,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         # anything is patched (compat.py): a torch it was not made for is
         # said so once, on stderr, and what it lacks is in the trace.
         version = getattr(torch, "__version__", "unknown")
-        found = compat.check(version, cgt, dynamo_config)
+        found = compat.check(version, cgt)
         compat.say_made_for(version)
         self._compat = found
         if found.meta() is not None:

@@ -10,7 +10,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 import unittest
 from contextlib import redirect_stderr
 
