@@ -170,6 +170,8 @@ class _Events:
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
+            if self.trace.done is not None:  # (journaled: a later crash keeps the note)
+                self.trace.flush()
         except Exception:
             pass
         _warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error)
