@@ -295,7 +295,10 @@ def _not_def(r):
 
 def _write_all(fd, data):
     """os.write until all of data is written (a write may take part)."""
-    view = memoryview(data)
+    n = os.write(fd, data)
+    if n == len(data):
+        return
+    view = memoryview(data)[n:]
     while view:
         view = view[os.write(fd, view):]
 
@@ -347,6 +350,7 @@ class Trace:
         # but defs, in order, which the whole file written at the end
         # reuses (None: not journaled).
         self.done = None
+        self._defs_flushed = 0  # defs in self.defs when the journal last flushed
 
     def stream(self, fh):
         """Writes the header to fh now, then the records made so far, and
@@ -378,7 +382,11 @@ class Trace:
         recs, self.records = self.records, []
         lines = self._lines(self._enc, recs)
         if self.done is not None:  # (kept first: a failed write loses no record of the whole file)
-            self.done.extend(itertools.compress(lines, map(_not_def, recs)))
+            if self._defs_flushed == len(self.defs):
+                self.done.extend(lines)
+            else:  # (a def in the batch: the whole file has it among the defs)
+                self._defs_flushed = len(self.defs)
+                self.done.extend(itertools.compress(lines, map(_not_def, recs)))
         self.out.write("\n".join(lines) + "\n")
         self.out.flush()
 
