@@ -60,7 +60,7 @@ func check(r io.Reader, file string) ([]Problem, int) {
 	n := 0
 	for !c.full {
 		rec, err := rd.Next()
-		if err == io.EOF {
+		if err == io.EOF || IsCut(err) {
 			break
 		}
 		n++

@@ -21,7 +21,12 @@ type CheckedReader struct {
 	c    *checker
 	n    int
 	done bool
+	cut  *Cut
 }
+
+// Cut returns how the trace was cut, once Next has returned io.EOF for a
+// trace that ends mid-record (nil otherwise).
+func (cr *CheckedReader) Cut() *Cut { return cr.cut }
 
 // NewCheckedReader reads the header of a trace from r; file names it in
 // problems. A bad header is a *Problem.
@@ -64,6 +69,10 @@ func (cr *CheckedReader) Next() (Record, error) {
 		cr.done = true
 		return Record{}, io.EOF
 	}
+	if c := (*Cut)(nil); errors.As(err, &c) {
+		cr.done, cr.cut = true, c
+		return Record{}, io.EOF
+	}
 	cr.n++
 	if err != nil {
 		cr.c.add(*asProblem(err, cr.c.file))
@@ -80,6 +89,9 @@ func (cr *CheckedReader) Next() (Record, error) {
 	for !cr.c.full {
 		rec, err := cr.rd.Next()
 		if err == io.EOF {
+			break
+		}
+		if IsCut(err) {
 			break
 		}
 		cr.n++

@@ -231,7 +231,7 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 		}
 		rec, err := rd.Next()
 		end := cnt.n - int64(rd.br.Buffered())
-		if err == io.EOF {
+		if err == io.EOF || IsCut(err) { // (a cut trace: the records before it)
 			break
 		}
 		probs := len(c.probs)

@@ -178,7 +178,7 @@ func FuzzIndex(f *testing.F) {
 		}
 		for i := 0; ; i++ {
 			rec, err := r.Next()
-			if err == io.EOF {
+			if err == io.EOF || IsCut(err) { // (a cut trace's records are the ones before it)
 				if ix.Len() != i {
 					t.Fatalf("%d records indexed, the reader has %d", ix.Len(), i)
 				}

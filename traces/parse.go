@@ -53,6 +53,8 @@ type rawRecord struct {
 	Warmups     *int            `json:"warmups"`
 	LiveBlocks  *int            `json:"live_blocks"`
 	Error       json.RawMessage `json:"error"`
+	// Src is def's, tensor's, param's, call's and read's (source.go).
+	Src json.RawMessage `json:"src"`
 }
 
 type rawStmt struct {
@@ -162,14 +164,14 @@ type rawValues struct {
 // opFields lists, per op, the fields it may have (besides "op") and which
 // of them are required, in the spec's order (the writer's order too).
 var opFields = map[Op]struct{ allowed, required []string }{
-	OpDef:             {[]string{"fn", "params", "body", "returns", "mode", "static"}, []string{"fn", "params", "body", "returns"}},
-	OpTensor:          {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpParam:           {[]string{"name", "shape", "dtype", "init", "seed", "values", "device"}, []string{"name", "shape", "init"}},
-	OpCall:            {[]string{"fn", "args", "out", "invocation"}, []string{"fn", "args"}},
+	OpDef:             {[]string{"fn", "params", "body", "returns", "mode", "static", "src"}, []string{"fn", "params", "body", "returns"}},
+	OpTensor:          {[]string{"name", "shape", "dtype", "init", "seed", "values", "device", "src"}, []string{"name", "shape", "init"}},
+	OpParam:           {[]string{"name", "shape", "dtype", "init", "seed", "values", "device", "src"}, []string{"name", "shape", "init"}},
+	OpCall:            {[]string{"fn", "args", "out", "invocation", "src"}, []string{"fn", "args"}},
 	OpEager:           {[]string{"out", "k", "a", "b", "shape", "strides", "offset", "value", "dtype"}, []string{"out", "k"}},
 	OpDel:             {[]string{"names"}, []string{"names"}},
 	OpStep:            {nil, nil},
-	OpRead:            {[]string{"name"}, []string{"name"}},
+	OpRead:            {[]string{"name", "src"}, []string{"name"}},
 	OpExpect:          {[]string{"action", "node", "nodes", "roots", "checkpoints", "recordings", "replays", "warmups", "live_blocks", "error", "values", "device"}, nil},
 	OpNote:            {[]string{"text"}, []string{"text"}},
 	OpConfig:          {ConfigKeys, nil},
@@ -282,6 +284,9 @@ func (r *Reader) parseRecord(line []byte) (Record, *Problem) {
 			rec.Device, rec.OneDevice = *raw.Device, true
 			msg = r.deviceMsg(rec.Device)
 		}
+	}
+	if msg == "" && len(raw.Src) > 0 && !isNull(raw.Src) {
+		rec.Src, msg = parseSource(raw.Src)
 	}
 	if msg != "" {
 		return fail("%s", msg)

@@ -48,6 +48,7 @@ type Reader struct {
 	records    int
 	maxRecords int
 	done       bool
+	unended    bool // the last line read had no line ending (the file's last)
 	hdr        Header
 	// cfg is the config in force: the header's, changed by each config
 	// record read so far (its byte limit bounds later shapes).
@@ -196,6 +197,12 @@ func (r *Reader) Next() (Record, error) {
 		}
 		rec, p := r.parseRecord(line)
 		rec.Line = r.line
+		if p != nil && r.unended {
+			if c := cutLine(r.file, r.line, r.records-1, line); c != nil {
+				r.done = true
+				return rec, c
+			}
+		}
 		if p != nil {
 			r.follow(-1)
 			return rec, p
@@ -300,6 +307,7 @@ func (r *Reader) readLine() ([]byte, error) {
 				return nil, io.EOF
 			}
 			r.line++
+			r.unended = true
 			r.buf = append(r.buf, chunk...)
 			return trimEOL(r.buf), nil
 		default:
@@ -469,7 +477,7 @@ var fieldWant = map[string]string{
 	"config": "an object", "meta": "an object", "warmup_runs": "an integer", "rerecord_limit": "an integer",
 	"max_tensor_bytes": "an integer", "max_total_bytes": "an integer",
 	// Added to version 1 (issue 13).
-	"invocation": "an integer", "dtype": "a string", "of": "a name (a string)", "static": "a list of ints", "offset": "an integer", "strides": "a list of ints",
+	"invocation": "an integer", "src": "an object {\"file\": ..., \"line\": ...}", "dtype": "a string", "of": "a name (a string)", "static": "a list of ints", "offset": "an integer", "strides": "a list of ints",
 	"recompile_limit": "an integer", "automatic_dynamic_shapes": "true or false", "assume_static_by_default": "true or false",
 	"support_input_mutation": "true or false", "skip_dynamic_graphs": "true or false", "dynamic_shape_warn_limit": "an integer",
 	"inline_inbuilt_nn_modules": "true or false", "cudagraph_or_error": "true or false",

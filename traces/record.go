@@ -302,6 +302,10 @@ type Record struct {
 	// config: the keys the record sets (Config.Set) and their values.
 	Config *Config
 
+	// Src is where in the user's program the record came from (def,
+	// tensor, param, call, read: "src", source.go); nil when absent.
+	Src *Source
+
 	// memoKey is the reader's number for the record's line text while
 	// its memo holds the line (LineKey).
 	memoKey int32

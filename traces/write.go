@@ -254,6 +254,10 @@ func (w *Writer) WriteRecord(r Record) error {
 	default:
 		return fmt.Errorf("write record line %d: unknown op %q", r.Line, r.Op)
 	}
+	switch r.Op {
+	case OpDef, OpTensor, OpParam, OpCall, OpRead:
+		e.src(r.Src)
+	}
 	if e.err != nil {
 		return fmt.Errorf("write record line %d (%s): %w", r.Line, recordLabel(r), e.err)
 	}

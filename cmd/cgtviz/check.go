@@ -28,7 +28,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if ctx.Err() != nil {
 			return 1
 		}
-		name, n, err := checkOne(stdout, stderr, f)
+		name, n, cut, err := checkOne(stdout, stderr, f)
+		if cut != nil {
+			// Not a problem: what a crashed recording leaves (exit 0 when
+			// the records before it check).
+			fmt.Fprintf(stderr, "cgtviz check: %s\n", cut)
+		}
 		if err != nil {
 			printProblems(stderr, "cgtviz check: ", err)
 			status = 2
@@ -42,26 +47,35 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // checkOne checks one trace (a file, "-" or "demo") in one pass and
-// returns its name and how many records it has, or its problems.
-func checkOne(stdout, stderr io.Writer, path string) (string, int, error) {
+// returns its name and how many records it has, or its problems; and the
+// cut, when the trace ends mid-record.
+func checkOne(stdout, stderr io.Writer, path string) (string, int, *traces.Cut, error) {
+	name, n, cr, err := checkRecords(stdout, stderr, path)
+	if cr == nil {
+		return name, n, nil, err
+	}
+	return name, n, cr.Cut(), err
+}
+
+func checkRecords(stdout, stderr io.Writer, path string) (string, int, *traces.CheckedReader, error) {
 	in, err := openInput(path)
 	if err != nil {
-		return path, 0, err
+		return path, 0, nil, err
 	}
 	defer in.Close()
 	stop := startProgress(stdout, stderr, "check "+in.Name(), in)
 	defer stop()
 	cr, err := traces.NewCheckedReader(in, in.Name())
 	if err != nil {
-		return in.Name(), 0, err
+		return in.Name(), 0, nil, err
 	}
 	for {
 		_, err := cr.Next()
 		if err == io.EOF {
-			return in.Name(), cr.Records(), nil
+			return in.Name(), cr.Records(), cr, nil
 		}
 		if err != nil {
-			return in.Name(), cr.Records(), err
+			return in.Name(), cr.Records(), cr, err
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/traces"
@@ -63,4 +64,27 @@ func resolveHandoffFlag(choice engine.Handoff, h traces.Header) (engine.Handoff,
 		}
 	}
 	return choice, ""
+}
+
+// versionNote is the line run's report gives a trace recorded on a
+// PyTorch other than 2.11, whose decisions cgtviz models (issue 33 item
+// 7): "" for 2.11.x and for a trace that names no version. rule is the
+// --handoff asked for (HandoffByVersion: the recording version's rule).
+func versionNote(choice engine.Handoff, h traces.Header) string {
+	rule, v := engine.HandoffFor(h)
+	if v == "" || isTorch211(v) {
+		return ""
+	}
+	follows := fmt.Sprintf("the handoff rule follows %s: %s", v, rule)
+	if choice != engine.HandoffByVersion {
+		follows = fmt.Sprintf("the handoff rule is --handoff's: %s", choice)
+	}
+	return fmt.Sprintf("note: recorded on torch %s; cgtviz models 2.11's decisions (%s)", v, follows)
+}
+
+// isTorch211 reports whether a version (as engine.HandoffFor gives it:
+// plain) is 2.11 ("2.11", "2.11.0+cu130", "2.11rc1").
+func isTorch211(v string) bool {
+	rest, ok := strings.CutPrefix(v, "2.11")
+	return ok && (rest == "" || rest[0] < '0' || rest[0] > '9')
 }

@@ -107,6 +107,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if handoffText != "" {
 			fmt.Fprintln(out, handoffText)
 		}
+		if note := versionNote(*handoff, hdr); note != "" {
+			fmt.Fprintln(out, note)
+		}
 	}
 	stopProgress := startProgress(stdout, stderr, "run", in)
 	defer stopProgress()
@@ -208,6 +211,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// The exit status is 1 for that error; say why beside the
 		// expectations' count, which only covers the records that ran.
 		fmt.Fprintf(logw, "stopped at line %d: its record raised an error (--stop-on-error); the records after it did not run\n", stoppedAt)
+	}
+	if c := cr.Cut(); c != nil {
+		// The records before it ran: say the trace stopped there.
+		fmt.Fprintf(logw, "%s\n", c)
 	}
 	if err := flush(); err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)

@@ -28,10 +28,16 @@ tensor it cannot hold is left out with a note, and its own failure stops the
 recording with a warning (Recorder.error), never an exception in the program.
 CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
 
-The trace is written whole when the recording ends (a temporary file
-renamed over the name), unless it is followed: record(..., follow=True),
-`run --follow`, CGTRACE_FOLLOW=1 or a named pipe as the path stream it as
-the program runs, for `cgtviz run --follow` (one write per compiled call).
+The trace is written to its path as the program runs (the journal: one
+os.write per compiled call or host read, steady replays at least every 64
+calls), so a program that crashes or is killed leaves what was recorded;
+it is written whole over the journal when the recording ends (a temporary
+file renamed over the name; CGTRACE_JOURNAL=0: only then). A followed
+recording (record(..., follow=True), `run --follow`, CGTRACE_FOLLOW=1 or a
+named pipe as the path) streams it for `cgtviz run --follow` instead (one
+write per compiled call). Calls, defs, tensors and reads carry the user's
+source line (`src`). On a torch other than 2.11 the recorder says so once
+and records what it can (compat.py), never raising into the program.
 
 What a recorded call costs the program is measured by
 tools/gpu/recorder-overhead.py: a steady replay loop's call goes through
@@ -57,6 +63,7 @@ Its modules, torch-free first (the tests drive them with fake tensors):
     liveness.py   a tensor's liveness as the tree judges it (_Probe)
     knobs.py      PyTorch's settings and their cheap reading (_Knobs)
     errors.py     the recorder's own trouble, told without raising
+    compat.py     the torch it was made for; what of another it can wrap
     torch_api.py  every import of torch
     recorder.py   Recorder (start, stop, the trace's output) and record(),
                   with its mixins: hooks.py (what it patches into torch),

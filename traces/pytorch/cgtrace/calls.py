@@ -8,6 +8,7 @@ import itertools
 import operator
 import weakref
 
+from .deferred import _call_tail
 from .errors import _error_text
 from .jsonl import _names_json
 from .liveness import _tree_stats
@@ -37,7 +38,7 @@ class _Calls:
             finally:
                 tls.depth = 0
                 tls.node = None
-                if self.follow:
+                if self.trace.out is not None:
                     self._flush()
 
     def _record_call(self, orig, mgr, new_inputs, function_id):
@@ -47,8 +48,17 @@ class _Calls:
         the program's, untouched. (tls.actions, a new list per call, is
         left as the call made it: only a call reads it, after its own.)"""
         try:
+            # Where in the program the call came from (its src, and its
+            # function's def's): the tensors new to the trace are met there.
+            backward = getattr(mgr.id_to_mode.get(function_id), "name", "") == "BACKWARD"
+            src, def_src, at = self._call_srcs("backward" if backward else None)
+            self.session.src = src
             ctx = self._before_call(mgr, new_inputs, function_id)
+            self.session.src = None
+            if ctx is not None:
+                ctx["src"], ctx["def_src"], ctx["src_at"] = src, def_src, at
         except Exception as e:
+            self.session.src = None
             self._fail("before a call", e)
             ctx = None
         try:
@@ -314,12 +324,16 @@ class _Calls:
         if args is not plan.args:
             plan.set_args(args)
         head = plan.head
+        src = ctx.get("src")
+        plan.see_src(ctx.get("src_at"), src)
         if head is not None:
-            recs.append(head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+            recs.append(head + '", "'.join(outs) + _call_tail(inv, src))
         else:
             call = {"op": "call", "fn": fs.name, "args": args, "out": outs}
             if inv is not None:
                 call["invocation"] = int(inv)
+            if src is not None:
+                call["src"] = src[0]
             recs.append(call)
         counts = session.counts
         counts["replay"] += 1
@@ -398,6 +412,8 @@ class _Calls:
                                   tuple(names), fs.name, ctx["args"])
         except TypeError:  # a node without weak references: no plan
             fs.plan = None
+            return
+        fs.plan.see_src(ctx.get("src_at"), ctx.get("src"))
 
     def _general_after(self, ctx, mgr, out):
         Tensor = self.torch.Tensor

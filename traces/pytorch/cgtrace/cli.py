@@ -42,6 +42,23 @@ def summarise_file(path):
     return {"name": (header or {}).get("name"), "counts": counts}
 
 
+def torch_missing():
+    """None when this Python can import torch; otherwise the one line that
+    says what to install (a recording needs torch; `summary` does not)."""
+    import importlib.util
+    if sys.modules.get("torch") is not None:  # (imported already: by the program's launcher, a test)
+        return None
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken or blocked torch
+        found = False
+    if found:
+        return None
+    return ("cgtrace: PyTorch is not installed in this Python (%s): pip install torch "
+            "(cgtrace run records a program that uses torch.compile; "
+            "cgtrace summary needs no torch)" % sys.executable)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m cgtrace",
                                 description="Record a PyTorch program's CUDAGraph Trees activity as a cgtviz trace.")
@@ -64,6 +81,10 @@ def main(argv=None):
     script = a.script
     if not os.path.exists(script):
         print("cgtrace: no such script: %s" % script, file=sys.stderr)
+        return 2
+    missing = torch_missing()
+    if missing is not None:
+        print(missing, file=sys.stderr)
         return 2
     out = a.output or os.path.splitext(os.path.basename(script))[0] + ".cgt.jsonl"
     name = a.name or os.path.basename(script)

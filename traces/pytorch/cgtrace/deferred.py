@@ -66,10 +66,10 @@ class _Deferred:
         recs = self.trace.records
         head, exp = plan.head, plan.exp_line()
         prev = plan.names[0]
-        for (_, steps, inv), n in zip(run, names):
+        for (_, steps, inv, src), n in zip(run, names):
             if steps:
                 recs.extend([_STEP] * steps)
-            recs.append(head + n + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+            recs.append(head + n + _call_tail(inv, src))
             recs.append(exp)
             recs.append('{"op": "del", "names": ["' + prev + '"]}')
             prev = n
@@ -86,7 +86,7 @@ class _Deferred:
 
     def _write_one(self, plan, tok, renamed):
         """One deferred replay's records (its steps, call, expect, del)."""
-        _, steps, inv = tok
+        _, steps, inv, src = tok
         session = self.session
         used = session.names_used
         counts = session.counts
@@ -99,7 +99,7 @@ class _Deferred:
             counts["steps"] += steps
             recs.extend([_STEP] * steps)
         outs = session._replay_names(plan, calls)
-        recs.append(plan.head + '", "'.join(outs) + ('"]}' if inv is None else '"], "invocation": %d}' % inv))
+        recs.append(plan.head + '", "'.join(outs) + _call_tail(inv, src))
         counts["replay"] += 1
         recs.append(plan.exp_line())
         entries = plan.entries
@@ -197,16 +197,17 @@ class _Deferred:
                 return False
         return True
 
-    def _steady_ctx(self, plan, inv):
+    def _steady_ctx(self, plan, inv, src):
         """What Session.begin_known_call gives a call of plan's function on
         its args (no name died before it: the _run wrapper checked), for a
         call the _run wrapper let run that is not to be deferred."""
         fs = plan.fs
         fs.calls += 1
         self.session.counts["calls"] += 1
-        return {"fn": fs, "args": plan.args, "invocation": inv}
+        return {"fn": fs, "args": plan.args, "invocation": inv, "src": src,
+                "src_at": (plan.src_d, plan.src_code) if src is not None else None}
 
-    def _steady_raised(self, plan, steps, inv, mgr, err):
+    def _steady_raised(self, plan, steps, inv, mgr, err, src):
         """A deferred call raised: the queue, its steps, then the call with
         its error, as _record_call writes a call that raised."""
         tls, hot = self.tls, self._hot
@@ -217,7 +218,7 @@ class _Deferred:
                 return
             self._settle()
             self._write_steps(steps)
-            ctx = self._steady_ctx(plan, inv)
+            ctx = self._steady_ctx(plan, inv, src)
             self.session.end_call(ctx, list(tls.actions), self._node_keys(mgr),
                                   mgr.debug_checkpointing_counter, None, _error_text(err),
                                   mgr.device_index)
@@ -228,7 +229,7 @@ class _Deferred:
             hot.node = tls.node = None
             tls.depth = 0
 
-    def _steady_other(self, plan, steps, inv, mgr, out, node):
+    def _steady_other(self, plan, steps, inv, mgr, out, node, src):
         """A call the steady path let run that was not its plan's deferred
         replay: what the tree did, as the general path notes it, then the
         call written as the general path writes it (_steady_fallback)."""
@@ -240,18 +241,28 @@ class _Deferred:
             tls.actions = ["replay"] if node is not None else []
             tls.node = node
         try:
-            self._steady_fallback(plan, steps, inv, mgr, out)
+            self._steady_fallback(plan, steps, inv, mgr, out, src)
         finally:
             tls.node = None
 
-    def _steady_fallback(self, plan, steps, inv, mgr, out):
+    def _steady_fallback(self, plan, steps, inv, mgr, out, src):
         """A deferred call that was not its plan's replay (the tree recorded
         again, or handed out other objects, or an input died in it): the
         queue, its steps, then the call as the general path writes it."""
         self._settle()
         self._write_steps(steps)
-        ctx = self._steady_ctx(plan, inv)
+        ctx = self._steady_ctx(plan, inv, src)
         fs = plan.fs
         fs.plan = None
         self._general_after(ctx, mgr, out)
         self._make_plan(ctx, fs, mgr, out)
+
+
+def _call_tail(inv, src):
+    """A template call line's end, after its last output name: the
+    invocation and the src (dict, JSON) when there are."""
+    if src is None:
+        return '"]}' if inv is None else '"], "invocation": %d}' % inv
+    if inv is None:
+        return '"], "src": ' + src[1] + "}"
+    return '"], "invocation": %d, "src": %s}' % (inv, src[1])

@@ -2,6 +2,7 @@
 steps caught up, resets, a backward without cudagraphs, host reads, the
 knobs looked at, and the recorder's own failure (_fail)."""
 
+import sys
 import weakref
 
 from .errors import _warn, _where
@@ -112,8 +113,11 @@ class _Events:
             with self.lock:
                 self._settle()
                 self._catch_up_steps()
-                self.session.read(name, error)
-                if self.follow:
+                got = self._frames_outside(sys._getframe(1), 1)
+                src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
+                got = None
+                self.session.read(name, error, src)
+                if self.trace.out is not None:
                     self._flush()
         except Exception as e:
             self._fail("recording a read", e)
@@ -166,6 +170,8 @@ class _Events:
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))
         try:
             self.session.note("cgtrace stopped recording here: %s" % self.error)
+            if self.trace.done is not None:  # (journaled: a later crash keeps the note)
+                self.trace.flush()
         except Exception:
             pass
         _warn("cgtrace: recording stopped (%s); the program continues unrecorded" % self.error)

@@ -2,6 +2,7 @@
 function (its FnInfo and name, from the caller's frame; its parameters'
 module paths)."""
 
+import json
 import os
 import sys
 import weakref
@@ -114,6 +115,86 @@ class _Facts:
             f = f.f_back
         return "fn"
 
+    def _frames_outside(self, f, n):
+        """The first n frames from f up the stack whose code is not the
+        library's (torch, the standard library, this package, inductor's
+        generated code), each with its depth from f, fewer where the stack
+        has fewer. Each code object is judged once (_lib_code): the walk
+        is a dict lookup a frame."""
+        lib = self._lib_code
+        got = []
+        depth = 0
+        while f is not None:
+            code = f.f_code
+            is_lib = lib.get(code)
+            if is_lib is None:
+                is_lib = lib[code] = self._is_library_file(code.co_filename)
+            if not is_lib:
+                got.append((f, depth))
+                if len(got) == n:
+                    break
+            f = f.f_back
+            depth += 1
+        return got
+
+    def _src_of(self, code, line):
+        """The src of a line of code: (its record dict, its JSON), shared
+        by every record of that line (records are never changed once
+        made); None where the format cannot hold it (a control
+        character, a path over the format's limit, no line)."""
+        key = (code, line)
+        got = self._src_cache.get(key)
+        if got is None and key not in self._src_cache:
+            got = _make_src(code.co_filename, line, code.co_name)
+            self._src_cache[key] = got
+        return got
+
+    def _call_srcs(self, mode):
+        """(the call's src, its function's def src, where the call's src
+        frame is), the srcs (dict, JSON) or None, from the Python stack of a
+        call the tree was given. A forward or inference graph runs inside
+        the user's function frame (Dynamo runs its transformed code there:
+        _base_name), so the first frame outside the library is the compiled
+        function's own, whose code says where it was defined, and the next
+        is the line that called it. A backward runs from autograd, called by
+        no compiled frame: the first frame outside is the line that ran the
+        backward (`loss.backward()`), when autograd runs it in the
+        program's thread. Where: (depth, code) of the call's src frame,
+        the depth counted from the frame that called the tree's _run (the
+        first frame past this package's own at the stack's top), which is
+        what the _run wrapper's steady path compares (_run_src)."""
+        f = None
+        try:
+            f = sys._getframe(2)
+            mine = self._own_code
+            while f is not None:
+                own = mine.get(f.f_code)
+                if own is None:
+                    own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+                if not own:
+                    break
+                f = f.f_back
+            got = self._frames_outside(f, 1 if mode == "backward" else 2)
+            f = None
+            if mode == "backward":
+                if not got:
+                    return None, None, None
+                g, d = got[0]
+                return self._src_of(g.f_code, g.f_lineno), None, (d, g.f_code)
+            if not got:
+                return None, None, None
+            code = got[0][0].f_code
+            call = at = None
+            if len(got) > 1:
+                g, d = got[1]
+                call = self._src_of(g.f_code, g.f_lineno)
+                at = (d, g.f_code)
+            return call, self._src_of(code, code.co_firstlineno), at
+        except Exception:  # (a frame that cannot be read: no src, never a failure)
+            return None, None, None
+        finally:
+            f = got = g = None  # no frame outlives the call
+
     def _library_roots(self):
         """Folders whose frames are PyTorch's, not the program's: torch
         itself, the standard library, this package, and inductor's cache, where
@@ -188,3 +269,20 @@ class _Facts:
         fact.ptr = t.data_ptr()
         fact.held = True
         return fact
+
+
+# This package's folder: its frames are the recorder's (_call_srcs).
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The format's limits of a src's strings (traces.MaxSrcFileLen, MaxSrcFnLen).
+_MAX_SRC_FILE, _MAX_SRC_FN = 4096, 1024
+
+
+def _make_src(path, line, fn):
+    """({"file", "line", "fn"}, its JSON) for a frame's line, or None where
+    the format refuses it (it reaches terminals: no control characters)."""
+    if (not path or type(line) is not int or line < 1 or len(path.encode("utf-8", "replace")) > _MAX_SRC_FILE
+            or len(fn.encode("utf-8", "replace")) > _MAX_SRC_FN
+            or any(c < " " or "\x7f" <= c <= "\x9f" for c in path + fn)):
+        return None
+    rec = {"file": path, "line": line, "fn": fn} if fn else {"file": path, "line": line}
+    return rec, json.dumps(rec)

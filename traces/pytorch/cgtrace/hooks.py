@@ -13,6 +13,9 @@ import types
 from . import torch_api
 from .errors import _error_text
 
+# Deferred replays a journaled trace may hold before writing them (in
+# _steady, which the lean path enters at least every 64 calls).
+_JOURNAL_BOUND = 32
 # A patched attribute the class did not define itself.
 _ABSENT = object()
 # Tensor methods through which the host reads a tensor's values (print goes
@@ -81,9 +84,10 @@ class _Hooks:
                 raise RuntimeError("cgtrace: this torch (%s) has no CUDAGraphTreeManager.%s; "
                                    "cgtrace follows torch 2.11" % (torch.__version__, attr))
             self._saved[(M, attr)] = M.__dict__[attr]
-        if "set_to_running_backward" in M.__dict__:
+        skip = self._compat.skip if self._compat is not None else ()
+        if "set_to_running_backward" in M.__dict__ and "set_to_running_backward" not in skip:
             self._saved[(M, "set_to_running_backward")] = M.__dict__["set_to_running_backward"]
-        if "reset_cudagraph_trees" in cgt.__dict__:
+        if "reset_cudagraph_trees" in cgt.__dict__ and "reset_cudagraph_trees" not in skip:
             self._saved[(cgt, "reset_cudagraph_trees")] = cgt.reset_cudagraph_trees
         return M
 
@@ -119,7 +123,8 @@ class _Hooks:
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount):
+                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount,
+                 getframe=sys._getframe):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -203,6 +208,22 @@ class _Hooks:
                 except Exception as e:
                     hot.rec._fail("before a call", e)
                     ok = False
+                src = None
+                if ok and plan.src_code is not None:
+                    # The call's src, where its general calls found it
+                    # (plan.src_d frames past the tree's frame that called
+                    # _run: one up from here, three when _steady armed
+                    # this call): a frame of the same code there, at a
+                    # line whose src a general call saw; else the general
+                    # path finds it.
+                    try:
+                        f = getframe(plan.src_d + (3 if probed else 1))
+                    except ValueError:  # (a shallower stack)
+                        f = None
+                    if f is not None and f.f_code is plan.src_code:
+                        src = plan.src_lines.get(f.f_lineno)
+                    f = None
+                    ok = src is not None
                 if not ok:
                     if probed:
                         return hot.rec._on_run(orig_run, mgr, new_inputs, function_id)
@@ -214,7 +235,7 @@ class _Hooks:
                 try:
                     out = orig_run(mgr, new_inputs, function_id)
                 except BaseException as err:
-                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err)
+                    hot.rec._steady_raised(plan, mc - c, inv, mgr, err, src)
                     raise
                 hot.steady = False
                 node = hot.node
@@ -227,9 +248,9 @@ class _Hooks:
                     if (not hot.other and node is node_ref() and type(out) is list and len(out) == nout
                             and mgr.debug_checkpointing_counter == ckpt and not dead_objs
                             and all(map(is_, map(call, out_refs), out)) and node.outputs_weakrefs == wrappers):
-                        pend((plan, mc - c, inv))
+                        pend((plan, mc - c, inv, src))
                     else:
-                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node)
+                        hot.rec._steady_other(plan, mc - c, inv, mgr, out, node, src)
                 except Exception as e:
                     hot.rec._fail("after a call", e)
                 return out
@@ -239,7 +260,8 @@ class _Hooks:
         def _steady(mgr, new_inputs, function_id, orig_run=orig_run, fid_get=self._fid_cache.get,
                     box=cgt.MarkStepBox, lock=self.lock, owned=self.lock._is_owned, tls=self.tls,
                     hot=self._hot, defer=self._defer, knobs=knobs, probes=knobs.probes,
-                    versioned=knobs.homes is not None, call=call, rec=rec):
+                    versioned=knobs.homes is not None, call=call, rec=rec, pending=self._pending,
+                    bound=_JOURNAL_BOUND, trace=self.trace):
             # The tree's call when _run is not armed for it: the function's
             # plan found (by the FunctionID's identity) and checked, and
             # _run armed for it and handed the call; or the general path.
@@ -258,6 +280,11 @@ class _Hooks:
                 # stopped: passed through.
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
+                if len(pending) >= bound and trace.out is not None:
+                    # A journaled trace's deferred replays written (every
+                    # 64 calls at most: the lean path comes here at least
+                    # that often): a program that dies loses no more.
+                    rec._flush()
                 got = hot.got if function_id is hot.fid else fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
                 if plan is None or not defer:

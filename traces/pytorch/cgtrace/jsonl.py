@@ -3,6 +3,7 @@ lines (check_record, encode_record, encode_header), and the Trace that
 holds them and writes them whole or streams them. The standard library
 alone."""
 
+import itertools
 import json
 import os
 
@@ -26,16 +27,16 @@ SMALL_TENSOR = 64
 # Fields each op may carry, in the order they are written. The checker
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
-    "def": ("op", "fn", "params", "body", "returns", "mode", "static"),
-    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
-    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device"),
-    "call": ("op", "fn", "args", "out", "invocation"),
+    "def": ("op", "fn", "params", "body", "returns", "mode", "static", "src"),
+    "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
+    "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
+    "call": ("op", "fn", "args", "out", "invocation", "src"),
     "eager": ("op", "out", "k", "a", "b", "shape", "dtype", "offset", "strides", "value"),
     "del": ("op", "names"),
     "step": ("op",),
     "reset": ("op", "device"),
     "skipped_backward": ("op", "device"),
-    "read": ("op", "name"),
+    "read": ("op", "name", "src"),
     "saved": ("op", "name", "of"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",
                "recordings", "replays", "warmups", "live_blocks", "error",
@@ -129,6 +130,8 @@ def encode_record(rec):
         if not keys:
             raise ValueError("config record sets no key: %r" % (rec,))
         _check_config(keys, "config record")
+    if "src" in out:
+        encode_src(out["src"])
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
     dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
@@ -148,6 +151,18 @@ def _check_config(cfg, what):
         if type(v) is not want or (want is int and v < 0):
             raise ValueError("%s: config %s must be a%s %s, not %r" % (
                 what, k, " non-negative" if want is int else "", want.__name__, v))
+
+
+_SRC_FIELDS = ("file", "line", "fn")
+
+
+def encode_src(src):
+    """A record's src as JSON, its fields checked and in order (the
+    recorder's own are made by facts._make_src, already checked)."""
+    out = _ordered(src, _SRC_FIELDS, "src")
+    if type(out.get("file")) is not str or not out["file"] or type(out.get("line")) is not int or out["line"] < 1:
+        raise ValueError("src must have a non-empty file and a line of 1 or more: %r" % (src,))
+    return json.dumps(out, allow_nan=False)
 
 
 def encode_header(header):
@@ -261,8 +276,51 @@ class _LineEncoder:
             if type(inv) is not int:
                 return None
             parts += [', "invocation": ', str(inv)]
+        if "src" in r:
+            src = r["src"]
+            sj = self._cached(src)
+            if sj is None:
+                if type(src) is not dict:
+                    return None
+                sj = encode_src(src)
+                self._cache(src, sj)
+            parts += [', "src": ', sj]
         parts.append("}")
         return "".join(parts)
+
+
+def _not_def(r):
+    return type(r) is not dict or r.get("op") != "def"
+
+
+def _write_all(fd, data):
+    """os.write until all of data is written (a write may take part)."""
+    n = os.write(fd, data)
+    if n == len(data):
+        return
+    view = memoryview(data)[n:]
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class _Journal:
+    """The journal's file as Trace.flush writes it: text, through no
+    buffer of Python's (os.write), so what was flushed is the kernel's
+    once written: a SIGKILL, a segfault or os._exit loses none of it."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def write(self, text):
+        _write_all(self.fd, text.encode("utf-8"))
+
+    def flush(self):
+        pass
+
+    def close(self):
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class Trace:
@@ -288,6 +346,11 @@ class Trace:
         self.strict = strict
         self.out = None  # the streamed trace's file
         self._enc = None
+        # Journaled (journal()): the lines written so far of the records
+        # but defs, in order, which the whole file written at the end
+        # reuses (None: not journaled).
+        self.done = None
+        self._defs_flushed = 0  # defs in self.defs when the journal last flushed
 
     def stream(self, fh):
         """Writes the header to fh now, then the records made so far, and
@@ -298,12 +361,33 @@ class Trace:
         self.flush()
         fh.flush()
 
+    def journal(self, fd, header):
+        """Writes the records to the file descriptor fd as they are flushed
+        (flush()), each batch in one os.write, so that a program that dies
+        however it dies (SIGKILL, SIGSEGV, os._exit, the OOM killer) leaves
+        a trace up to its last flush: `header` (the journal's header
+        record) now, each def just before the call that needs it. The
+        records are kept as their lines, for the whole file written at the
+        end (write()), which replaces the journal."""
+        self._enc = _LineEncoder(keep=True)
+        self.done = []
+        _write_all(fd, (encode_header(header) + "\n").encode("utf-8"))
+        self.out = _Journal(fd)
+        self.flush()
+
     def flush(self):
         """Writes the records made since the last flush to the streamed file."""
         if self.out is None or not self.records:
             return
         recs, self.records = self.records, []
-        self.out.write("\n".join(self._lines(self._enc, recs)) + "\n")
+        lines = self._lines(self._enc, recs)
+        if self.done is not None:  # (kept first: a failed write loses no record of the whole file)
+            if self._defs_flushed == len(self.defs):
+                self.done.extend(lines)
+            else:  # (a def in the batch: the whole file has it among the defs)
+                self._defs_flushed = len(self.defs)
+                self.done.extend(itertools.compress(lines, map(_not_def, recs)))
+        self.out.write("\n".join(lines) + "\n")
         self.out.flush()
 
     def add(self, rec):
@@ -333,7 +417,11 @@ class Trace:
     def lines(self):
         out = [encode_header(self.header())]
         out.extend(encode_record(d) for d in self.defs.values())
-        out.extend(self._lines(_LineEncoder(), self.records))
+        if self.done is None:
+            out.extend(self._lines(_LineEncoder(), self.records))
+        else:  # journaled: the lines written, and the rest but its defs
+            out.extend(self.done)
+            out.extend(self._lines(self._enc, [r for r in self.records if _not_def(r)]))
         return out
 
     @classmethod

@@ -4,13 +4,15 @@ is in its mixins: hooks.py (what it installs), calls.py (a call's general
 path), deferred.py (the steady replay), events.py (everything else),
 facts.py (what it asks torch)."""
 
+import atexit
 import functools
 import json
 import os
+import signal
 import stat
 import threading
 
-from . import torch_api
+from . import compat, torch_api
 from .calls import _Calls
 from .deferred import _Deferred
 from .errors import _warn
@@ -174,6 +176,11 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         # Every knob is to be looked at (due) or read (read) at the next call
         # (_catch_up_steps, _knob_check).
         self._all_knobs_due = self._all_knobs_read = False
+        self._signals = {}  # signal -> the handler before the journal's (_exit_guards)
+        self._compat = None  # what compat.check found of this torch, at start
+        self._lib_code = {}  # code object -> whether it is the library's (_frames_outside)
+        self._src_cache = {}  # (code object, line) -> (src dict, its JSON) or None (_src_of)
+        self._own_code = {}  # code object -> whether it is this package's (_call_srcs)
 
 
     def start(self):
@@ -186,18 +193,67 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         torch, cgt, inductor_config, generation_tracker, dynamo_config = torch_api.load()
         self.torch, self.cgt = torch, cgt
         self._gen = generation_tracker
-        self._strided = torch.strided
+        self._strided = getattr(torch, "strided", None)
         self._dtypes = {}  # torch dtype -> the format's name
-        # The settings first: nothing is patched yet if reading them fails.
-        self._read_settings(inductor_config, dynamo_config)
-        M = self._save_entry_points(torch, cgt)
-        self._install_tree(torch, cgt, M)
+        # What of this torch the recorder can wrap, looked at before
+        # anything is patched (compat.py): a torch it was not made for is
+        # said so once, on stderr, and what it lacks is in the trace.
+        version = getattr(torch, "__version__", "unknown")
+        found = compat.check(version, cgt)
+        compat.say_made_for(version)
+        self._compat = found
+        if found.meta() is not None:
+            self.trace.meta["cgtrace_compat"] = found.meta()
+            for text in found.notes():
+                self.session.note("cgtrace on torch %s: %s" % (version, text))
+        if found.fatal:
+            return self._start_off(torch, cgt, "this torch (%s) is not one cgtrace can record: %s"
+                                   % (version, "; ".join(found.fatal)))
+        try:
+            # The settings first: nothing is patched yet if reading them fails.
+            self._read_settings(inductor_config, dynamo_config)
+            M = self._save_entry_points(torch, cgt)
+            self._install_tree(torch, cgt, M)
+        except Exception as e:
+            # Something of this torch the checks did not foresee: whatever
+            # was patched is put back, and the program runs unrecorded.
+            self._unpatch()
+            return self._start_off(torch, cgt, "starting the recording on torch %s: %s: %s"
+                                   % (version, type(e).__name__, e))
         _ACTIVE["recorder"] = self
         self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
         self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
         self._begin(torch, cgt)
         return self
+
+    def _start_off(self, torch, cgt, why):
+        """A recording that cannot start: nothing patched, the program runs
+        as unrecorded, and the trace written at stop holds the header's
+        facts and why (meta.recorder_error, a note), never an exception
+        in the program."""
+        self._off = True
+        self.error = why
+        meta = self.trace.meta
+        meta.setdefault("source", "cgtrace")
+        meta["torch"] = getattr(torch, "__version__", "unknown")
+        self.session.note("cgtrace recorded nothing: %s" % why)
+        _warn("cgtrace: %s; the program runs unrecorded" % why)
+        self._mark_counter = getattr(getattr(cgt, "MarkStepBox", None), "mark_step_counter", 0)
+        return self
+
+    def _unpatch(self):
+        """Puts back what start patched (the tree's entry points, Tensor's
+        read methods)."""
+        for (owner, attr), val in self._saved.items():
+            if val is _ABSENT:
+                try:
+                    delattr(owner, attr)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, attr, val)
+        self._saved.clear()
 
     def _read_settings(self, inductor_config, dynamo_config):
         """PyTorch's knobs: their probes set up, their writes counted, their
@@ -223,7 +279,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         meta["torch"] = torch.__version__
         if torch.cuda.is_available():
             meta["gpu"] = torch.cuda.get_device_name(0)
-        existing = [d for d, c in getattr(cgt.local, "tree_manager_containers", {}).items()
+        existing = [d for d, c in getattr(getattr(cgt, "local", None), "tree_manager_containers", {}).items()
                     if getattr(c, "tree_manager", None) is not None
                     and getattr(c.tree_manager, "ids_to_funcs", None)]
         if existing:
@@ -231,6 +287,95 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
                               "functions: their warmups are not in this trace" % existing)
         if self.follow:
             self._open_stream(torch)
+        elif os.environ.get("CGTRACE_JOURNAL", "1") != "0":
+            self._open_journal(torch)
+
+    def _open_journal(self, torch):
+        """The trace written to its path as the program runs (Trace.journal,
+        at every flush: _flush), so that a program that dies leaves what
+        was recorded up to then; rewritten whole at stop. Its header is
+        the streamed trace's (every device the program can use, the
+        approximations, `streamed`, and `journal`, which says the program
+        did not reach the recording's end); the final header is the one
+        written today. A file that cannot be opened is no journal: the
+        trace is written at the end, as it always was."""
+        try:
+            n = torch.cuda.device_count() if torch.cuda.is_available() else 1
+        except Exception:
+            n = 1
+        header = self.trace.header()
+        header["devices"] = max(1, min(int(n), 64))
+        header["meta"] = dict(self.trace.meta, approximations=_APPROXIMATIONS, streamed=True,
+                              journal="written as the program ran; the recording did not end "
+                                      "(the program died): the trace holds what was recorded "
+                                      "up to its last line")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        except OSError:
+            return
+        try:
+            self.trace.journal(fd, header)
+        except Exception as e:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            self.trace.out = self.trace.done = None
+            _warn("cgtrace: cannot write the trace to %s as the program runs (%s); "
+                  "it is written at the end" % (self.path, e))
+            return
+        self._exit_guards()
+
+    def _exit_guards(self):
+        """What writes the journal's last records when the program leaves
+        without stopping the recording: at exit (atexit: a script that
+        started a recording and never stopped it), and at SIGTERM or SIGHUP
+        when the program left them to their default (death): the records
+        flushed, then the signal's default action, as without the recorder.
+        A program killed otherwise (SIGKILL, a segfault, os._exit) keeps
+        what the journal holds: each call's records are written when it
+        returns (a steady replay's at most _JOURNAL_BOUND calls later)."""
+        atexit.register(self._at_exit)
+        self._signals = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in ("SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    signal.signal(sig, self._on_fatal)
+                    self._signals[sig] = signal.SIG_DFL
+            except (ValueError, OSError):
+                pass
+
+    def _on_fatal(self, sig, frame):
+        # A signal lands between two bytecodes of the main thread: inside
+        # the recorder's own work (its lock held here) the records are
+        # half made, and the journal keeps what its last flush wrote.
+        try:
+            if _ACTIVE["recorder"] is self and not self.lock._is_owned():
+                with self.lock:
+                    self._flush()
+        except Exception:
+            pass
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+
+    def _at_exit(self):
+        if _ACTIVE["recorder"] is self:
+            self.stop()
+
+    def _drop_exit_guards(self):
+        atexit.unregister(self._at_exit)
+        for sig, old in getattr(self, "_signals", {}).items():
+            try:
+                if signal.getsignal(sig) == self._on_fatal:
+                    signal.signal(sig, old)
+            except (ValueError, OSError):
+                pass
+        self._signals = {}
 
     def _open_stream(self, torch):
         """Starts the streamed trace: the header now (with every device the
@@ -266,6 +411,17 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
                 self._stream_failed(e)
 
     def _stream_failed(self, e):
+        if self.trace.done is not None:
+            # The journal only: the records are kept, and written whole at
+            # the end as without one.
+            fh, self.trace.out = self.trace.out, None
+            try:
+                fh.close()
+            except Exception:
+                pass
+            _warn("cgtrace: stopped writing the trace to %s as the program runs (%s: %s); "
+                  "it is written at the end" % (self.path, type(e).__name__, e))
+            return
         fh, self.trace.out = self.trace.out, None
         try:
             if fh is not None:
@@ -278,16 +434,10 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         """Puts PyTorch's functions back and writes the trace. A failure to
         finish or write is the recorder's: warned about and kept in
         self.error, never raised into the program."""
-        for (owner, attr), val in self._saved.items():
-            if val is _ABSENT:
-                try:
-                    delattr(owner, attr)
-                except AttributeError:
-                    pass
-            else:
-                setattr(owner, attr, val)
-        self._saved.clear()
-        _ACTIVE["recorder"] = None
+        self._unpatch()
+        if _ACTIVE["recorder"] is self:
+            _ACTIVE["recorder"] = None
+        self._drop_exit_guards()
         with self.lock:
             self._settle()
             try:
@@ -299,6 +449,8 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
                 self._summarise(self.torch, self.cgt)
             except Exception as e:
                 self._fail("finishing the trace", e)
+            if self.trace.done is not None:
+                self._end_journal()
             if self.trace.out is not None:
                 self._end_stream()
                 return
@@ -311,6 +463,21 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
             except Exception as e:
                 self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
                 _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def _end_journal(self):
+        """The journal's last records written and its file closed: the whole
+        trace, written next, replaces it (and if that write fails, the
+        journal is the trace)."""
+        trace = self.trace
+        try:
+            trace.flush()
+        except Exception:
+            pass
+        fh, trace.out = trace.out, None
+        try:
+            fh.close()
+        except Exception:
+            pass
 
     def _end_stream(self):
         """The streamed trace's end: what the header would have held at the
@@ -343,7 +510,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         meta = self.trace.meta
         summary = dict(s)
         trees = dict(self._trees)
-        for dev, c in getattr(cgt.local, "tree_manager_containers", {}).items():
+        for dev, c in getattr(getattr(cgt, "local", None), "tree_manager_containers", {}).items():
             m = getattr(c, "tree_manager", None)
             if m is not None and m.roots is not None:
                 trees[str(dev)] = _tree_stats(m)

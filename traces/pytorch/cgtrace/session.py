@@ -7,7 +7,7 @@ The tests drive it with fake tensors."""
 import math
 import re
 
-from .jsonl import _STEP, SMALL_TENSOR
+from .jsonl import _STEP, SMALL_TENSOR, encode_record
 from .names import _Deaths, _Names
 from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
 from .state import _FnState, _fact_positions, _known_name
@@ -23,6 +23,10 @@ class Session(_Names, _Deaths):
     A name dies when its Fact's probe says so (the torch side mirrors the
     tree's own liveness checks); deaths are polled at every event, so each
     `del` lands before the first record that could see it."""
+
+    # A new tensor like the last one made for its slot is written from that
+    # record's line (_tensor_record): tests turn it off to compare.
+    templates = True
 
     def __init__(self, trace):
         self.trace = trace
@@ -60,6 +64,15 @@ class Session(_Names, _Deaths):
         # inputs holds is renamed: a memo made at the same epoch is true.
         self.epoch = 0
         self.seed = 0
+        # The src (dict, JSON) of the call being begun, or None: the tensors
+        # new to the trace that it passes are met there (_tensor_record).
+        self.src = None
+        # (op, shape, dtype, device, src) -> a rand tensor record's line in
+        # three parts, around its name and its seed (_tensor_record).
+        self._tensor_lines = {}
+        # Off for a strict trace (the tests that read its records as dicts)
+        # and for the tests that compare (Session.templates).
+        self.tensor_templates = self.templates and not getattr(trace, "strict", True)
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
                        "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
 
@@ -81,14 +94,16 @@ class Session(_Names, _Deaths):
                 return name if e.fact.storage in self.out_storage else None
         return self.out_storage.get(storage())
 
-    def read(self, name, error=None):
+    def read(self, name, error=None, src=None):
         """A host read (.item(), .cpu(), print) of a named tree output, and
-        whether PyTorch raised (an output a later replay overwrote)."""
+        whether PyTorch raised (an output a later replay overwrote); src:
+        the line that read it ((dict, JSON) or None)."""
         self.flush_deaths()
         if name not in self.entries:
             return
         self.counts["reads"] += 1
-        self.trace.add({"op": "read", "name": name})
+        self.trace.add({"op": "read", "name": name} if src is None else
+                       {"op": "read", "name": name, "src": src[0]})
         if error is not None:
             self.counts["errors"] += 1
         self.trace.add({"op": "expect", "error": error})
@@ -150,6 +165,20 @@ class Session(_Names, _Deaths):
 
     def _tensor_record(self, fact, op, base):
         name = self._fresh(base)
+        # A loop's new input at every call (a batch, a token) is a tensor
+        # like the last one made for it: its line is that record's, the
+        # name and seed put in (the encoding of a record dict costs a
+        # new input's call more than the rest of its record).
+        key = (op, tuple(fact.shape), fact.dtype, fact.device, self.src[1] if self.src is not None else None)
+        tmpl = self._tensor_lines.get(key) if self.tensor_templates else None
+        if tmpl is not None and name.isidentifier() and name.isascii():
+            self.seed += 1
+            self.trace.records.append(tmpl[0] + name + tmpl[1] + str(self.seed) + tmpl[2])
+            if fact.device:
+                self.trace.devices = max(self.trace.devices, fact.device + 1)
+            self.counts["params" if op == "param" else "tensors"] += 1
+            self._bind(name, fact, op)
+            return name
         shape = fit_shape(fact.shape)
         rec = {"op": op, "name": name, "shape": shape}
         if fact.dtype != "float32":
@@ -175,7 +204,11 @@ class Session(_Names, _Deaths):
         if fact.device:
             rec["device"] = fact.device
             self.trace.devices = max(self.trace.devices, fact.device + 1)
+        if self.src is not None:
+            rec["src"] = self.src[0]
         self.trace.add(rec)
+        if values is None and self.tensor_templates and len(self._tensor_lines) < 4096:
+            self._tensor_lines[key] = _tensor_template(rec, name)
         self.counts["params" if op == "param" else "tensors"] += 1
         self._bind(name, fact, op)
         return name
@@ -337,6 +370,9 @@ class Session(_Names, _Deaths):
         inv = ctx["invocation"]
         if inv is not None:
             call["invocation"] = int(inv)
+        src = ctx.get("src")
+        if src is not None:
+            call["src"] = src[0]
         trace = self.trace
         trace.add(call)
         action = actions[-1] if actions else "eager"
@@ -408,6 +444,8 @@ class Session(_Names, _Deaths):
         # The graph's static inputs (static_input_idxs), by def position: in
         # a backward its saved tensors are, whatever made them.
         rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+        if ctx.get("def_src") is not None:
+            rec["src"] = ctx["def_src"][0]
         self.trace.set_def(rec)
         fs.defined = True
 
@@ -427,3 +465,20 @@ class Session(_Names, _Deaths):
                 rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
                 self.trace.set_def(rec)
                 fs.defined = True
+
+
+def _tensor_template(rec, name):
+    """A rand tensor or param record's line in three parts, around its name
+    and seed: what encode_record writes for a record like it (the same
+    fields, the same values but those two), or None when the line cannot
+    be split so (the encoder refuses the record: the writer says why)."""
+    try:
+        line = encode_record(rec)
+    except (ValueError, TypeError):
+        return None
+    head = '{"op": "%s", "name": "%s", ' % (rec["op"], name)
+    seed = '"init": "rand", "seed": %d' % rec["seed"]
+    if not line.startswith(head) or line.count(seed) != 1:
+        return None
+    mid, _, tail = line[len(head):].partition(seed)
+    return ('{"op": "%s", "name": "' % rec["op"], '", ' + mid + '"init": "rand", "seed": ', tail)

@@ -138,7 +138,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "cfg", "expect_line")
+                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -167,7 +167,29 @@ class _ReplayPlan:
         # (2.11's: _refcount_rule's USE_COUNT): the poll reads _use_count().
         self.uses = False
         self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
+        # Where the calls' src frame is (Facts._call_srcs): its depth from
+        # the frame that called the tree's _run, and its code (None: the
+        # calls had no src); and the srcs of that code's lines seen, by
+        # line: what a deferred replay's src is when its frame there has
+        # that code (the _run wrapper's check).
+        self.src_d = self.src_code = None
+        self.src_lines = {}
         self.set_args(args)
+
+    def see_src(self, at, src):
+        """A call of the plan's function came from `at` ((depth, code), or
+        None) with `src`: the src of that line, kept for deferred replays
+        from the same frame (a frame elsewhere starts over)."""
+        if at is None:
+            if self.src_code is not None:
+                self.src_d = self.src_code = None
+                self.src_lines = {}
+            return
+        d, code = at
+        if d != self.src_d or code is not self.src_code:
+            self.src_d, self.src_code, self.src_lines = d, code, {}
+        if src is not None:
+            self.src_lines[src[0]["line"]] = src
 
     def exp_line(self):
         """The expect record's line, encoded once for all the deferred

@@ -609,7 +609,81 @@ def install_fake_torch():
             "torch._C._dynamo.eval_frame": c_eval, "torch._dynamo.types": dtypes}
     saved = {k: sys.modules.get(k) for k in mods}
     sys.modules.update(mods)
+    # The start-up line (a torch the recorder was not made for) is the
+    # user's, once per process; a stand-in is no user's torch.
+    cgtrace.compat._SAID[0] = True
     return saved
+
+
+class CUDAGraphTreeManager214(CUDAGraphTreeManager):
+    """The manager as torch 2.14's cudagraph_trees.py has it, in what the
+    recorder can see: the same entry points and signatures as 2.11's, and
+    what 2.12-2.14 added (generation cloning's flag, the active warmup
+    function that mark_warmup_incomplete reads, kernel-free and
+    user-visible outputs on the wrapped function)."""
+
+    def __init__(self):
+        super().__init__()
+        self.has_live_user_visible_output_cloning = False
+        self.active_warmup_function = None
+
+    def add(self, fid, mode="INFERENCE", **kw):
+        f = super().add(fid, mode, **kw)
+        w = self.ids_to_funcs[f]
+        w.kernel_free_cudagraph = False
+        w.user_visible_output_idxs = frozenset()
+        return f
+
+    def run_eager(self, new_inputs, function_id):
+        self.active_warmup_function = function_id
+        try:
+            return super().run_eager(new_inputs, function_id)
+        finally:
+            self.active_warmup_function = None
+
+    def mark_warmup_incomplete(self):
+        self.active_warmup_function = None
+
+    # The entry points are the class's own, as in torch (the recorder
+    # patches the class's attributes).
+    def _run(self, new_inputs, function_id):
+        return super()._run(new_inputs, function_id)
+
+    def record_function(self, new_inputs, function_id):
+        return super().record_function(new_inputs, function_id)
+
+    def execute_node(self, node, new_inputs):
+        return super().execute_node(node, new_inputs)
+
+    def set_to_running_backward(self):
+        return super().set_to_running_backward()
+
+
+def shape_as(version):
+    """Makes the installed stand-in look like that torch: "2.14.0" has
+    2.14's names (mark_warmup_incomplete, generation cloning's config knob,
+    CUDAGraphTreeManager214). Returns the manager class programs use."""
+    torch = sys.modules["torch"]
+    torch.__version__ = version
+    if version.startswith("2.14"):
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        cgt.CUDAGraphTreeManager = CUDAGraphTreeManager214
+
+        def mark_warmup_incomplete():
+            pass
+
+        cgt.mark_warmup_incomplete = mark_warmup_incomplete
+        return CUDAGraphTreeManager214
+    return CUDAGraphTreeManager
+
+
+def at_one_line(program, *args, **kwargs):
+    """program(*args, **kwargs), called from this one line. A call's src is
+    the line that called the function that called the tree (that function
+    stands for the compiled one: Dynamo runs a compiled function's code in
+    its own frame), so two recordings of one program that a test compares
+    line by line call it through here, from one line."""
+    return program(*args, **kwargs)
 
 
 def remove_fake_torch(saved):

@@ -1,6 +1,7 @@
 """The command line (cgtrace/cli.py): `summary` counts what a trace holds."""
 
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -32,6 +33,58 @@ class SummaryTest(unittest.TestCase):
             got = cgtrace.summarise_file(p)["counts"]
         self.assertEqual((got["calls"], got["warmup"], got["record"], got["replay"]), (4, 1, 1, 2))
         self.assertEqual((got["defs"], got["steps"], got["checkpoints"]), (1, 1, 1))
+
+
+# Runs cgtrace's command line with torch made unimportable (a finder that
+# refuses it, whether or not this Python has torch).
+_NO_TORCH = """
+import sys
+class NoTorch:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return None
+sys.meta_path.insert(0, NoTorch)
+from cgtrace.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _cli_without_torch(*args, cwd=None):
+    env = dict(os.environ)
+    if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = here + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", _NO_TORCH] + list(args), cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+class NoTorchTest(unittest.TestCase):
+    """Issue 34 item 13: `cgtrace run` on a Python without torch says what
+    to install, in one line, and exits 2; `summary` needs no torch."""
+
+    def test_run_names_what_to_install(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "train.py")
+            with open(script, "w") as fh:
+                fh.write("import torch\n")
+            p = _cli_without_torch("run", script, cwd=d)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn("PyTorch is not installed", p.stderr)
+            self.assertIn("pip install torch", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "train.cgt.jsonl")))
+
+    def test_summary_works_without_torch(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "s.cgt.jsonl")
+            t = Trace("s")
+            t.write(p)
+            got = _cli_without_torch("summary", p, cwd=d)
+            self.assertEqual(got.returncode, 0, got.stderr)
+            self.assertIn('"calls": 0', got.stdout)
 
 
 if __name__ == "__main__":

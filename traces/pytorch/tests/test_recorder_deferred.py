@@ -12,7 +12,7 @@ import unittest
 import weakref
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (CUDAGraphTreeManager, ConfigModule, FakeTorchTest, FunctionID, MarkStepBox,
+from fake_torch import (at_one_line, CUDAGraphTreeManager, ConfigModule, FakeTorchTest, FunctionID, MarkStepBox,
                         NoStorage, Node, Storage, StorageWeakRef, StorageWeakRefWrapper, Tensor,
                         TraceFileTest, Wrapped, _invocation, install_fake_torch, remove_fake_torch)
 
@@ -182,14 +182,14 @@ class FastPathTest(FakeTorchTest):
     def test_short_path_writes_what_the_general_path_writes(self):
         fast_path = os.path.join(self.dir.name, "fast.cgt.jsonl")
         slow_path = os.path.join(self.dir.name, "slow.cgt.jsonl")
-        _, took = self.scenario(fast_path)
+        _, took = at_one_line(self.scenario, fast_path)
         self.assertGreater(took, 60)  # most of the 115 calls: the test compares something
         from unittest import mock
         remove_fake_torch(self.saved)
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
         with mock.patch.object(cgtrace.Recorder, "_fast_after", lambda *a: False):
-            _, none = self.scenario(slow_path)
+            _, none = at_one_line(self.scenario, slow_path)
         self.assertEqual(none, 0)
         fast, slow = self.read(fast_path), self.read(slow_path)
         self.assertEqual(len(fast), len(slow))
@@ -204,11 +204,11 @@ class FastPathTest(FakeTorchTest):
         a stream places otherwise)."""
         whole = os.path.join(self.dir.name, "whole.cgt.jsonl")
         streamed = os.path.join(self.dir.name, "streamed.cgt.jsonl")
-        _, took = self.scenario(whole)
+        _, took = at_one_line(self.scenario, whole)
         remove_fake_torch(self.saved)
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
-        _, took_streamed = self.scenario(streamed, follow=True)
+        _, took_streamed = at_one_line(self.scenario, streamed, follow=True)
         # (Unfollowed, some of the replays _fast_after takes when followed
         # are deferred instead: DeferredReplayTest.)
         self.assertGreater(took_streamed, 60)
@@ -461,13 +461,13 @@ class DeferredReplayTest(FakeTorchTest):
             return real(e)
 
         with mock.patch.object(cgtrace.calls, "_FACT_OF", counted):  # (where _before_call reads it)
-            by_last = self.named_inputs_scenario(os.path.join(self.dir.name, "last.cgt.jsonl"))
+            by_last = at_one_line(self.named_inputs_scenario, os.path.join(self.dir.name, "last.cgt.jsonl"))
         self.assertGreater(len(seen), 40 * 40)  # the passes named most calls' parameters
         remove_fake_torch(self.saved)
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
         with mock.patch.object(cgtrace.Recorder, "_by_last_entries", False):
-            one_by_one = self.named_inputs_scenario(os.path.join(self.dir.name, "one.cgt.jsonl"))
+            one_by_one = at_one_line(self.named_inputs_scenario, os.path.join(self.dir.name, "one.cgt.jsonl"))
         strip = lambda t: t.split("\n", 1)[1]  # (the header names its file)
         self.assertEqual(strip(by_last), strip(one_by_one))
         self.assertEqual(strip(by_last).count('"op": "param"'), 42)  # 40, the new data, the new object
@@ -499,14 +499,14 @@ class DeferredReplayTest(FakeTorchTest):
     def deferred_against_general(self):
         on = os.path.join(self.dir.name, "on.cgt.jsonl")
         off = os.path.join(self.dir.name, "off.cgt.jsonl")
-        rec, deferred, state_on = self.scenario(on)
+        rec, deferred, state_on = at_one_line(self.scenario, on)
         self.assertGreater(deferred, 60)  # most replays: the test compares something
         remove_fake_torch(self.saved)
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
         from unittest import mock
         with mock.patch.object(cgtrace.Recorder, "_defer", False):
-            _, none, state_off = self.scenario(off)
+            _, none, state_off = at_one_line(self.scenario, off)
         self.assertEqual(none, 0)
         self.assertEqual(state_on, state_off)
         with open(on) as a, open(off) as b:
@@ -529,12 +529,12 @@ class DeferredReplayTest(FakeTorchTest):
         # entering it once gives.
         twice = os.path.join(self.dir.name, "twice.cgt.jsonl")
         once = os.path.join(self.dir.name, "once.cgt.jsonl")
-        _, deferred, state_twice = self.scenario(twice)
+        _, deferred, state_twice = at_one_line(self.scenario, twice)
         self.assertGreater(deferred, 60)
         remove_fake_torch(self.saved)
         self.saved = install_fake_torch()
         MarkStepBox.mark_step_counter = 0
-        _, deferred_once, state_once = self.scenario(once, recurse=False)
+        _, deferred_once, state_once = at_one_line(self.scenario, once, recurse=False)
         self.assertEqual(deferred_once, deferred)
         self.assertEqual(state_twice, state_once)
         with open(twice) as a, open(once) as b:
@@ -582,7 +582,7 @@ class DeferredReplayTest(FakeTorchTest):
     def test_config_writes_between_deferred_replays(self):
         on = os.path.join(self.dir.name, "on.cgt.jsonl")
         off = os.path.join(self.dir.name, "off.cgt.jsonl")
-        rec = self.steady_with_writes(on)
+        rec = at_one_line(self.steady_with_writes, on)
         self.assertIsNotNone(rec._knobs.homes)  # the writes are counted, not probed
         self.assertGreater(rec.short_calls, 40)
         remove_fake_torch(self.saved)
@@ -590,7 +590,7 @@ class DeferredReplayTest(FakeTorchTest):
         MarkStepBox.mark_step_counter = 0
         from unittest import mock
         with mock.patch.object(cgtrace.Recorder, "_defer", False):
-            self.steady_with_writes(off)
+            at_one_line(self.steady_with_writes, off)
         with open(on) as a, open(off) as b:
             got, want = a.read().splitlines()[1:], b.read().splitlines()[1:]
         self.assertEqual(got, want)

@@ -9,7 +9,7 @@ import unittest
 import warnings
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (CUDAGraphTreeManager, MarkStepBox, Tensor, install_fake_torch, remove_fake_torch)
+from fake_torch import (at_one_line, CUDAGraphTreeManager, MarkStepBox, Tensor, install_fake_torch, remove_fake_torch)
 
 import cgtrace  # noqa: E402  (after fake_torch)
 
@@ -55,10 +55,10 @@ class FollowTest(unittest.TestCase):
     def test_streamed_trace_holds_the_same_records(self):
         whole = os.path.join(self.dir.name, "whole.cgt.jsonl")
         streamed = os.path.join(self.dir.name, "streamed.cgt.jsonl")
-        self.program(whole, False)
+        at_one_line(self.program, whole, False)
         MarkStepBox.mark_step_counter = 0
         seen = []
-        self.program(streamed, True, seen)
+        at_one_line(self.program, streamed, True, seen)
         # written while the program ran: the first call, its expect, and
         # the del of its input, which died inside it
         first = seen[0]

@@ -1,0 +1,175 @@
+"""A program that dies mid-run keeps its trace (issue 33 item 1): the
+recorder writes the trace to its path as the program runs (the journal,
+Trace.journal), so a death by os._exit, SIGKILL or SIGSEGV leaves every
+call recorded before it, each line whole JSON but perhaps the last.
+Each test runs a program against the stand-in torch in a child process."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The program: a loop of calls of one function on a new input every 5th
+# call (the general path) and the same input otherwise (steady replays,
+# deferred), a host read at call 7, then the death named by argv[2] after
+# call argv[3]. It prints the number of calls made before dying.
+PROGRAM = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, %(here)r)
+    import fake_torch as fake
+    import cgtrace
+    fake.install_fake_torch()
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fid = mgr.add(0, static=[0])
+    w = fake.Tensor([8, 8])
+    x = fake.Tensor([2, 8])
+    mgr.models[0] = lambda ins: [fake.Tensor([2, 8])]
+    path, how, upto = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rec = cgtrace.record(path)
+    rec.start()
+    for i in range(upto):
+        cgt.mark_step_begin()
+        fake._invocation()
+        if i %% 5 == 0:
+            x = fake.Tensor([2, 8])
+        out = mgr._run([w, x], fid)
+        if i == 7:
+            out[0].item()
+    sys.stdout.write("%%d\\n" %% upto)
+    sys.stdout.flush()
+    if how == "exit":
+        os._exit(3)
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if how == "segv":
+        import ctypes
+        ctypes.string_at(0)
+    if how == "term":
+        os.kill(os.getpid(), signal.SIGTERM)
+        import time
+        time.sleep(5)
+    if how == "atexit":
+        sys.exit(0)  # the recording never stopped
+""")
+
+
+class CrashTest(unittest.TestCase):
+    def run_program(self, how, upto):
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "prog.py")
+            with open(prog, "w") as fh:
+                fh.write(PROGRAM % {"here": HERE})
+            path = os.path.join(d, "t.cgt.jsonl")
+            env = dict(os.environ)
+            env.pop("CGTRACE_JOURNAL", None)
+            env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
+            p = subprocess.run([sys.executable, prog, path, how, str(upto)], capture_output=True,
+                               text=True, timeout=60, env=env)
+            self.assertEqual(p.stdout.strip(), str(upto), p.stderr)
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        return p, text
+
+    def check(self, text, upto, whole):
+        """Every full line is JSON, the header first; the calls recorded are
+        the ones made (up to the journal's bound of steady replays not yet
+        written when the recording did not end). Returns the records."""
+        lines = text.split("\n")
+        last = lines.pop()  # after the final newline: "" unless cut mid-line
+        self.assertEqual(last, "", "the journal writes whole lines")
+        recs = [json.loads(x) for x in lines]
+        self.assertIn("cgtviz", recs[0])
+        calls = [r for r in recs[1:] if r.get("op") == "call"]
+        expects = [r for r in recs[1:] if r.get("op") == "expect"]
+        reads = [r for r in recs[1:] if r.get("op") == "read"]
+        self.assertEqual(len(reads), 1)
+        self.assertEqual(len(expects), len(calls) + len(reads), "each call's expect is written with it")
+        if whole:
+            self.assertEqual(len(calls), upto)
+        else:
+            # The last general call (a new input, every 5th) and everything
+            # before it: steady replays after it may wait for the bound.
+            general = upto - 1 - (upto - 1) % 5
+            self.assertGreaterEqual(len(calls), general + 1)
+            self.assertLessEqual(len(calls), upto)
+        self.assertEqual(sum(1 for r in recs if r.get("op") == "def"), 1)
+        return recs
+
+    def test_os_exit_keeps_the_calls(self):
+        p, text = self.run_program("exit", 23)
+        self.assertEqual(p.returncode, 3)
+        recs = self.check(text, 23, whole=False)
+        self.assertTrue(recs[0]["meta"].get("journal"), "the journal's header says the recording did not end")
+
+    def test_sigkill_keeps_the_calls(self):
+        p, text = self.run_program("kill", 31)
+        self.assertEqual(p.returncode, -signal.SIGKILL)
+        self.check(text, 31, whole=False)
+
+    def test_sigsegv_keeps_the_calls(self):
+        p, text = self.run_program("segv", 16)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
+        self.check(text, 16, whole=False)
+
+    def test_many_steady_replays_are_written_within_the_bound(self):
+        # 200 calls: the deferred replays are written at least every 64.
+        p, text = self.run_program("kill", 200)
+        recs = self.check(text, 200, whole=False)
+        calls = sum(1 for r in recs if r.get("op") == "call")
+        self.assertGreaterEqual(calls, 200 - 64)
+
+    def test_sigterm_writes_what_was_recorded_and_still_dies(self):
+        p, text = self.run_program("term", 23)
+        self.assertEqual(p.returncode, -signal.SIGTERM, "the program dies of the signal, as unrecorded")
+        self.check(text, 23, whole=True)
+
+    def test_exit_without_stop_writes_the_whole_trace(self):
+        p, text = self.run_program("atexit", 12)
+        self.assertEqual(p.returncode, 0)
+        recs = self.check(text, 12, whole=True)
+        meta = recs[0]["meta"]
+        self.assertNotIn("journal", meta, "the recording ended at exit: the whole trace replaced the journal")
+        self.assertEqual(meta["recorded"]["calls"], 12)
+
+    def test_normal_end_is_the_whole_trace(self):
+        # The journal replaced by the trace written whole (as without one).
+        sys.path.insert(0, HERE)
+        import fake_torch as fake
+        import cgtrace
+        saved = fake.install_fake_torch()
+        try:
+            fake.MarkStepBox.mark_step_counter = 0
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            with tempfile.TemporaryDirectory() as d:
+                texts = []
+                for journal in ("1", "0"):
+                    os.environ["CGTRACE_JOURNAL"] = journal
+                    mgr = fake.CUDAGraphTreeManager()
+                    fid = mgr.add(0)
+                    path = os.path.join(d, "t%s.cgt.jsonl" % journal)
+                    try:
+                        with cgtrace.record(path, name="t"):
+                            x = fake.Tensor([2])
+                            for _ in range(6):
+                                cgt.mark_step_begin()
+                                mgr._run([x], fid)
+                    finally:
+                        os.environ.pop("CGTRACE_JOURNAL", None)
+                    with open(path) as fh:
+                        texts.append(fh.read())
+                self.assertEqual(texts[0], texts[1])
+                self.assertNotIn('"journal"', texts[0])
+        finally:
+            fake.remove_fake_torch(saved)
+
+
+if __name__ == "__main__":
+    unittest.main()

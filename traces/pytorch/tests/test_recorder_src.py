@@ -1,0 +1,102 @@
+"""The user's source lines in the trace (issue 33 item 3): each call's
+src is the line that called the compiled function, each def's src the
+function's definition, a tensor's the call that first passed it, a read's
+the line that read. The stand-in's "compiled function" is a Python
+function calling the tree, as Dynamo runs a compiled function's code in
+its own frame."""
+
+import json
+import linecache
+import os
+import sys
+import unittest
+
+import fake_torch as fake  # (puts the recorder on sys.path)
+
+import cgtrace  # noqa: E402
+from cgtrace.facts import _make_src  # noqa: E402
+
+MGR = FID = None
+
+
+def model(x):
+    """The compiled function: its frame calls the tree."""
+    return MGR._run([W, x], FID)
+
+
+W = None
+
+
+def line_of(text):
+    """The line of this file holding text (once)."""
+    here = os.path.abspath(__file__)
+    got = [i for i, line in enumerate(linecache.getlines(here), start=1) if text in line]
+    assert len(got) == 1, (text, got)
+    return got[0]
+
+
+class SrcTest(fake.FakeTorchTest):
+    def setUp(self):
+        super().setUp()
+        global MGR, FID, W
+        MGR = fake.CUDAGraphTreeManager()
+        MGR.cache_replays = True
+        FID = MGR.add(0, static=[0])
+        MGR.models[0] = lambda ins: [fake.Tensor([2, 4])]
+        W = fake.Tensor([4, 4])
+
+    def record(self, defer=True):
+        from unittest import mock
+        path = os.path.join(self.dir.name, "src%d.cgt.jsonl" % defer)
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with mock.patch.object(cgtrace.Recorder, "_defer", defer):
+            with cgtrace.record(path) as rec:
+                x = fake.Tensor([2, 4])
+                for i in range(12):
+                    cgt.mark_step_begin()
+                    fake._invocation()
+                    if i == 6:
+                        x = fake.Tensor([2, 4])
+                    out, = model(x)  # the training step's line
+                    if i == 3:
+                        out.item()  # the read's line
+        self.assertIsNone(rec.error)
+        with open(path) as fh:
+            return [json.loads(x) for x in fh][1:], rec
+
+    def test_srcs_name_the_users_lines(self):
+        recs, rec = self.record()
+        self.assertGreater(rec.short_calls, 4)  # deferred replays among them
+        here = os.path.abspath(__file__)
+        step = {"file": here, "line": line_of("out, = model" + "(x)"), "fn": "record"}
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 12)
+        for c in calls:
+            self.assertEqual(c.get("src"), step)
+        (d,) = [r for r in recs if r["op"] == "def"]
+        self.assertEqual(d["src"], {"file": here, "line": model.__code__.co_firstlineno, "fn": "model"})
+        for r in recs:
+            if r["op"] in ("tensor", "param"):
+                self.assertEqual(r["src"], step, r)
+        (read,) = [r for r in recs if r["op"] == "read"]
+        self.assertEqual(read["src"], {"file": here, "line": line_of("out.item" + "()"), "fn": "record"})
+
+    def test_deferred_replays_carry_the_general_paths_src(self):
+        deferred, _ = fake.at_one_line(self.record, True)
+        self.tearDown()
+        self.setUp()
+        general, _ = fake.at_one_line(self.record, False)
+        self.assertEqual(deferred, general)
+
+    def test_src_the_format_cannot_hold_is_left_out(self):
+        self.assertIsNone(_make_src("a\x1b]0;x\x07.py", 3, "f"))
+        self.assertIsNone(_make_src("a.py", 3, "f\n"))
+        self.assertIsNone(_make_src("a.py", 0, "f"))
+        self.assertIsNone(_make_src("a.py", None, "f"))
+        self.assertIsNone(_make_src("a" * 4097, 3, "f"))
+        self.assertEqual(_make_src("a.py", 3, "f")[1], '{"file": "a.py", "line": 3, "fn": "f"}')
+        self.assertEqual(_make_src("a.py", 3, "")[1], '{"file": "a.py", "line": 3}')
+
+
+if __name__ == "__main__":
+    unittest.main()
