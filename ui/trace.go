@@ -169,5 +169,5 @@ func problemMsg(err error) string {
 	if errors.As(err, &p) {
 		return p.Msg
 	}
-	return err.Error()
+	return traces.Printable(err.Error())
 }
