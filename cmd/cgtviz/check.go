@@ -24,10 +24,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	status := 0
 	for _, f := range files {
-		if ctx.Err() != nil {
-			return 1
+		name, n, err := checkOne(ctx, stdout, stderr, f)
+		if interrupted(ctx, stderr, "check") {
+			return exitInterrupted
 		}
-		name, n, err := checkOne(stdout, stderr, f)
 		if err != nil {
 			printProblems(stderr, "cgtviz check: ", err)
 			status = 2
@@ -42,8 +42,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // checkOne checks one trace (a file, "-" or "demo") in one pass and
 // returns its name and how many records it has, or its problems.
-func checkOne(stdout, stderr io.Writer, path string) (string, int, error) {
-	in, err := openInput(path)
+func checkOne(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, error) {
+	in, err := openInputCtx(ctx, path)
 	if err != nil {
 		return path, 0, err
 	}

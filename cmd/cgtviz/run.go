@@ -57,9 +57,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *follow {
 		in, err = traces.OpenFollow(ctx, pos[0], *idle)
 	} else {
-		in, err = openInput(pos[0])
+		in, err = openInputCtx(ctx, pos[0])
 	}
 	if err != nil {
+		if interrupted(ctx, stderr, "run") {
+			return exitInterrupted
+		}
 		printProblems(stderr, "", err)
 		return 2
 	}
@@ -99,8 +102,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var jsonSteps *report.StepWriter
 	if *asJSON {
 		jsonSteps = rep.JSONSteps(out)
-	} else {
-		fmt.Fprintf(out, "trace: %s (device %s)\n", rep.Trace, rep.Device)
+	}
+	// The text report's first lines are printed once the first record
+	// has checked (or at the end of a trace with none): a trace refused
+	// at its first record prints nothing on stdout.
+	started := *asJSON
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		fmt.Fprintf(out, "trace: %s (device %s)\n", traces.Printable(rep.Trace), rep.Device)
 		if *handoff == engine.HandoffRaise {
 			fmt.Fprintln(out, "handoff: raise (PyTorch 2.11: an output handed to the next call across a generation is freed)")
 		}
@@ -136,6 +148,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		AllocOptions: alloc.Options{TraceMax: -1}}
 	e, err := runEngine(runCtx, hdr, cr, opts, func(s *engine.Step) bool {
 		hint.see(s)
+		start()
 		if jsonSteps != nil {
 			if err := jsonSteps.Step(s); err != nil && werr == nil {
 				werr = err
@@ -169,9 +182,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopProgress()
 	if err != nil {
 		flush()
+		if interrupted(ctx, stderr, "run") {
+			return exitInterrupted
+		}
 		printProblems(stderr, "cgtviz run: ", err)
 		return 2
 	}
+	start()
 	if werr != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", werr)
 		return 2
@@ -261,29 +278,6 @@ func openInput(path string) (*traces.Input, error) {
 		return traces.NewInput(examples.OpenDemo())
 	}
 	return traces.Open(path)
-}
-
-// readTrace checks and reads a whole trace in one pass: a file, "-" or
-// "demo". The error is traces.Problems.
-func readTrace(path string) (*traces.Trace, error) {
-	in, err := openInput(path)
-	if err != nil {
-		return nil, traces.Problems{problemOf(err, path)}
-	}
-	defer in.Close()
-	return traces.ReadChecked(in, in.Name())
-}
-
-// readTraceProgress is readTrace with a progress bar (on a terminal).
-func readTraceProgress(stdout, stderr io.Writer, label, path string) (*traces.Trace, error) {
-	in, err := openInput(path)
-	if err != nil {
-		return nil, traces.Problems{problemOf(err, path)}
-	}
-	defer in.Close()
-	stop := startProgress(stdout, stderr, label, in)
-	defer stop()
-	return traces.ReadChecked(in, in.Name())
 }
 
 // problemOf is err as a problem about file.
