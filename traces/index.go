@@ -310,6 +310,9 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 		if err == io.EOF {
 			break
 		}
+		if err != nil && ix.ctx.Err() != nil {
+			break // closed while the read waited: not a problem of the trace
+		}
 		probs := len(c.probs)
 		if err != nil {
 			var p *Problem
@@ -332,6 +335,11 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 			if badLine <= 0 || badLine > rec.Line {
 				badLine = rec.Line
 			}
+		}
+		if err != nil && ix.fol != nil && ix.fol.truncated.Load() {
+			// The truncation is said (a problem at the line after the
+			// last); there is no record there.
+			break
 		}
 		if err == nil {
 			if rec.Op == OpDef {
