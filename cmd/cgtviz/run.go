@@ -101,7 +101,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// report.StepWriter): no entry is made per record.
 	var jsonSteps *report.StepWriter
 	if *asJSON {
-		jsonSteps = rep.JSONSteps(out)
+		jsonSteps = rep.JSONSteps(&jsonControls{w: out})
 	}
 	// The text report's first lines are printed once the first record
 	// has checked (or at the end of a trace with none): a trace refused
@@ -337,4 +337,38 @@ func setRunGC() (restore func()) {
 			debug.SetGCPercent(runGC.old)
 		}
 	}
+}
+
+// jsonControls escapes the control characters encoding/json leaves raw in
+// its strings, DEL and the C1 controls (U+0080 to U+009F: CSI is
+// U+009B), as \u00XX: the same JSON, which can no longer drive a terminal
+// it is printed on. They can only stand within strings, so the escape
+// means what the raw character meant. Each Write must be whole UTF-8 (the
+// report writes whole entries).
+type jsonControls struct{ w io.Writer }
+
+func (j *jsonControls) Write(p []byte) (int, error) {
+	clean := true
+	for i := 0; i < len(p) && clean; i++ {
+		clean = p[i] != 0x7f && !(p[i] == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f)
+	}
+	if clean {
+		return j.w.Write(p)
+	}
+	b := make([]byte, 0, len(p)+16)
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == 0x7f:
+			b = append(b, `\u007f`...)
+		case p[i] == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f:
+			b = fmt.Appendf(b, `\u%04x`, p[i+1])
+			i++
+		default:
+			b = append(b, p[i])
+		}
+	}
+	if _, err := j.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
