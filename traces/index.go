@@ -229,6 +229,17 @@ func startIndex(ctx context.Context, cancel context.CancelFunc, file string, f *
 	go func() {
 		defer close(ix.done)
 		defer closeScan()
+		// A panic here, in a pass over any input, would end the process
+		// with the terminal UI's screen still set up: it ends the pass,
+		// with what was indexed, as an I/O error does.
+		defer func() {
+			if r := recover(); r != nil {
+				ix.mu.Lock()
+				ix.err = fmt.Errorf("internal error indexing %s: %v", file, r)
+				ix.fin = true
+				ix.mu.Unlock()
+			}
+		}()
 		ix.scan(rd, cnt)
 	}()
 	return ix, nil

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -70,7 +69,7 @@ func TestEndlessLineRefused(t *testing.T) {
 func TestOpenContextStops(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Skipf("no FIFOs here: %v", err)
 	}
 	t.Run("open", func(t *testing.T) {
@@ -236,7 +235,7 @@ func TestSpoolIndex(t *testing.T) {
 	gzPath := filepath.Join(dir, "t.cgt.jsonl.gz")
 	os.WriteFile(gzPath, gz.Bytes(), 0o644)
 	fifo := filepath.Join(dir, "fifo")
-	haveFIFO := syscall.Mkfifo(fifo, 0o600) == nil
+	haveFIFO := mkfifo(fifo) == nil
 	for _, path := range []string{gzPath, fifo} {
 		if path == fifo && !haveFIFO {
 			continue

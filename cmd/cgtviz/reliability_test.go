@@ -269,3 +269,26 @@ func TestCommandsBoundedMemory(t *testing.T) {
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestRunFollowTruncated truncates a trace that run --follow is following
+// and requires run to stop and say so at the line after the last it read,
+// rather than read on at the old offset (issue 31 item 8).
+func TestRunFollowTruncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.cgt.jsonl")
+	if err := os.WriteFile(path, []byte(`{"cgtviz": 1}`+"\n"+strings.Repeat(`{"op": "step"}`+"\n", 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, func() {
+		os.WriteFile(path, []byte(`{"cgtviz": 1}`+"\n"), 0o644)
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"run", "--follow", path}, &stdout, &stderr)
+	if want := path + ":5: file truncated"; code != 2 || !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), want)
+	}
+	if ctx.Err() != nil {
+		t.Error("run --follow did not notice the truncation")
+	}
+}
