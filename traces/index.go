@@ -113,6 +113,12 @@ func OpenIndex(ctx context.Context, path string, follow bool) (*Index, error) {
 	if path == Stdin {
 		return nil, ErrNotIndexable
 	}
+	// Looked at before it is opened: opening a FIFO waits for its writer
+	// and takes that writer's data, which a second open (SpoolIndex's)
+	// would never see.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return nil, ErrNotIndexable
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, pathProblem(path, err)

@@ -84,6 +84,27 @@ func TestOpenContextStops(t *testing.T) {
 			t.Errorf("the open took %v after ctx ended at 50ms", d)
 		}
 	})
+	t.Run("index", func(t *testing.T) {
+		// OpenIndex must not open a FIFO to find it is one: the open
+		// would wait for a writer and take its data from SpoolIndex.
+		done := make(chan error, 1)
+		go func() {
+			_, err := OpenIndex(context.Background(), fifo, false)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotIndexable) {
+				t.Errorf("OpenIndex of a FIFO: %v, want ErrNotIndexable", err)
+			}
+		case <-time.After(5 * time.Second):
+			// Let the open go, for the next test.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+			t.Fatal("OpenIndex of a FIFO opened it, and waits for its writer")
+		}
+	})
 	t.Run("read", func(t *testing.T) {
 		// A writer that opens and writes the header, then nothing.
 		go func() {
