@@ -187,8 +187,9 @@ func (e errTarget) Error() string { return e.msg }
 // runs unless all of it checks and the checker's limits (tensor bytes,
 // total bytes) bound what runs; standard input or a pipe is checked as it
 // runs, as `cgtviz run` does, and the rest after the target is still
-// checked. check says whether targetOf's range is right for the summary;
-// it returns a message when it is not.
+// checked. targetOf gives the records to run for a summary, or a message
+// when the summary has not the records asked for (a summary of -1 records
+// is one not known yet: only the target is wanted).
 //
 // The error is traces.Problems (or a *Problem), errTarget, errRun, or
 // ctx's.
@@ -201,7 +202,7 @@ func runTracePrefix(ctx context.Context, stdout, stderr io.Writer, label, path s
 		}
 		sum = &s
 	}
-	target := prefixTarget{n: -1}
+	var target prefixTarget
 	if sum != nil {
 		t, msg := targetOf(*sum)
 		if msg != "" {
