@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // maxNameRunes bounds a function or tensor name in a label, so that a
@@ -32,17 +34,17 @@ func cut(s string, n int) string {
 // structure the caller chose, and invalid UTF-8 is replaced because Graphviz
 // rejects it.
 func escLine(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	// Printable writes control characters as Go escapes (\x01) and
+	// invalid UTF-8 as U+FFFD; the escape's backslash is then escaped
+	// with the rest, so Graphviz shows \x01 as typed.
+	s = traces.Printable(s)
 	var b strings.Builder
 	for _, r := range s {
-		switch {
-		case r == '\\':
+		switch r {
+		case '\\':
 			b.WriteString(`\\`)
-		case r == '"':
+		case '"':
 			b.WriteString(`\"`)
-		case r < 0x20 || r == 0x7f:
-			q := strconv.QuoteRune(r) // e.g. '\n' or '\x01'
-			b.WriteString(strings.ReplaceAll(q[1:len(q)-1], `\`, `\\`))
 		default:
 			b.WriteRune(r)
 		}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +18,17 @@ import (
 //
 // The session file, `cgtviz export -o` and `cgtviz snapshot -o` all write
 // through it.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	return WriteFileAtomicFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFrom is WriteFileAtomic for content that write streams
+// (a trace rewritten record by record), so that it is never held whole in
+// memory. An error from write leaves path as it was.
+func WriteFileAtomicFrom(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
 	if st, err := os.Stat(path); err == nil {
 		if !st.Mode().IsRegular() {
 			return fmt.Errorf("write %s: not a regular file", path)
@@ -34,7 +45,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
 	}
 	if err := tmp.Chmod(perm); err != nil {

@@ -102,7 +102,7 @@ func (x indexRecords) Progress() (traces.IndexProgress, bool) {
 // waiting for more. "" at the end of a trace wholly checked.
 func (s *Session) Horizon() string {
 	if s.readErr != nil {
-		return s.readErr.Error()
+		return traces.Printable(s.readErr.Error())
 	}
 	p, ok := s.src.Progress()
 	switch {
@@ -110,7 +110,7 @@ func (s *Session) Horizon() string {
 		return ""
 	case len(p.Problems) > 0 && s.Len() < p.Records:
 		pr := p.Problems[0]
-		return fmt.Sprintf("stopped before line %d, which does not check: %s", pr.Line, pr.Msg)
+		return fmt.Sprintf("stopped before line %d, which does not check: %s", pr.Line, traces.Printable(pr.Msg))
 	case p.Err != nil:
 		return fmt.Sprintf("stopped where the trace could not be read: %v", p.Err)
 	case !p.Done && p.Size < 0:

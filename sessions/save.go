@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -140,6 +141,14 @@ func fingerprintOf(src string) (Fingerprint, error) {
 			return Fingerprint{}, err
 		}
 		defer f.Close()
+		// A pipe's bytes are gone once read, and /dev/zero never ends:
+		// only a file can be found again as it was.
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			if err != nil {
+				return Fingerprint{}, err
+			}
+			return Fingerprint{}, fmt.Errorf("%s is not a regular file: it cannot be read again to be recognised", src)
+		}
 		r = f
 	}
 	h := sha256.New()
@@ -210,6 +219,13 @@ func (s *Session) Save(path string) error {
 // bookmarks and moves to the saved position. opts.Source and opts.Handoff
 // are taken from the file.
 func Load(path string, opts Options) (*Session, error) {
+	return LoadContext(context.Background(), path, opts)
+}
+
+// LoadContext is Load, given up when ctx is done. The trace is read on
+// demand (traces.Index), not held: its whole check is waited for, as a
+// session is resumed only on a trace that checks.
+func LoadContext(ctx context.Context, path string, opts Options) (*Session, error) {
 	f, err := readFile(path)
 	if err != nil {
 		return nil, err
@@ -219,19 +235,22 @@ func Load(path string, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
 	opts.Handoff = h
-	tr, fp, err := OpenTraceFingerprint(f.Trace)
+	src, closeSrc, fp, err := openSaved(ctx, f.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
 	if err := f.sameTrace(fp); err != nil {
+		closeSrc()
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
 	opts.Source = f.Trace
 	opts.Fingerprint = fp
-	s, err := New(tr, opts)
+	s, err := NewRecords(src, opts)
 	if err != nil {
+		closeSrc()
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
+	s.closeSrc = closeSrc
 	for i, fb := range f.Breakpoints {
 		b := Breakpoint{Line: fb.Line, Fn: fb.Fn, Node: AnyNode}
 		if fb.Kind != "" {
@@ -260,6 +279,60 @@ func Load(path string, opts Options) (*Session, error) {
 		return nil, fmt.Errorf("load session %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openSaved opens the trace of a saved session: the demo in memory, a file
+// read on demand once its check has ended (a trace with problems is
+// refused with them), with the fingerprint of its bytes.
+func openSaved(ctx context.Context, src string) (Records, func() error, Fingerprint, error) {
+	if src == DemoSource {
+		tr, fp, err := OpenTraceFingerprint(src)
+		if err != nil {
+			return nil, nil, Fingerprint{}, err
+		}
+		return InMemory(tr), func() error { return nil }, fp, nil
+	}
+	fp, err := fingerprintOf(src)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = traces.Problems{{File: src, Msg: pe.Err.Error()}}
+		}
+		return nil, nil, Fingerprint{}, fmt.Errorf("open trace: %w", err)
+	}
+	ix, err := OpenIndexed(ctx, src, false)
+	if err != nil {
+		return nil, nil, Fingerprint{}, fmt.Errorf("open trace: %w", err)
+	}
+	select {
+	case <-ix.Done():
+	case <-ctx.Done():
+		ix.Close()
+		return nil, nil, Fingerprint{}, ctx.Err()
+	}
+	pr := ix.Progress()
+	if len(pr.Problems) > 0 {
+		ix.Close()
+		return nil, nil, Fingerprint{}, fmt.Errorf("open trace: %w", traces.Problems(pr.Problems))
+	}
+	if pr.Err != nil {
+		ix.Close()
+		return nil, nil, Fingerprint{}, fmt.Errorf("open trace: %w", pr.Err)
+	}
+	return Indexed(ix), ix.Close, fp, nil
+}
+
+// OpenIndexed opens a trace to be read on demand: a plain file indexed in
+// place (traces.OpenIndex; followed with follow), anything else (standard
+// input, a pipe or FIFO, a gzip or zstd file) read once into a temporary
+// file and indexed there (traces.SpoolIndex). A followed trace must be a
+// plain file (traces.ErrNotIndexable).
+func OpenIndexed(ctx context.Context, src string, follow bool) (*traces.Index, error) {
+	ix, err := traces.OpenIndex(ctx, src, follow)
+	if err == nil || follow || !errors.Is(err, traces.ErrNotIndexable) {
+		return ix, err
+	}
+	return traces.SpoolIndex(ctx, src)
 }
 
 // looksLikeTrace reports whether data starts as a trace does: a first line

@@ -81,9 +81,12 @@ func SimDevices(n int) ([]device.Device, error) {
 // what every executed record did. Methods must be called from one goroutine
 // at a time.
 type Session struct {
-	src  Records
-	opts Options
-	file string
+	src Records
+	// closeSrc closes what the session opened to read src (Load's
+	// index); nil when the caller owns src.
+	closeSrc func() error
+	opts     Options
+	file     string
 
 	eng  *engine.Engine
 	devs []device.Device // the devices New made for eng, closed on a re-run
@@ -203,6 +206,10 @@ func (s *Session) Close() error {
 		}
 	}
 	s.devs = nil
+	if s.closeSrc != nil {
+		errs = append(errs, s.closeSrc())
+		s.closeSrc = nil
+	}
 	return errors.Join(errs...)
 }
 

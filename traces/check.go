@@ -278,6 +278,7 @@ func (c *checker) add(p Problem) {
 		c.full = true
 		return
 	}
+	p.Msg = Printable(p.Msg) // it may quote the trace
 	c.probs = append(c.probs, p)
 }
 

@@ -57,6 +57,9 @@ type Index struct {
 
 	cache    map[int]*Record
 	cacheAge []int // insertion order, for eviction
+
+	fol       *follower    // the followed file's reader; nil when not followed
+	closeFile func() error // closes f (and a spool's input)
 }
 
 // offsets is a growing list of 32-bit offsets kept in fixed chunks: one
@@ -104,9 +107,16 @@ var ErrNotIndexable = errors.New("not a plain file: cannot be read on demand")
 // OpenIndex opens the plain trace file at path, reads its header and
 // starts indexing and checking it in the background. With follow, the pass
 // waits at the end of the file for more until ctx is done or Close. A bad
-// header is a *Problem; a pipe or compressed file is ErrNotIndexable.
+// header is a *Problem; a pipe or compressed file is ErrNotIndexable
+// (SpoolIndex reads those).
 func OpenIndex(ctx context.Context, path string, follow bool) (*Index, error) {
 	if path == Stdin {
+		return nil, ErrNotIndexable
+	}
+	// Looked at before it is opened: opening a FIFO waits for its writer
+	// and takes that writer's data, which a second open (SpoolIndex's)
+	// would never see.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
 		return nil, ErrNotIndexable
 	}
 	f, err := os.Open(path)
@@ -135,24 +145,107 @@ func OpenIndex(ctx context.Context, path string, follow bool) (*Index, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var src io.Reader = scan
 	size := st.Size()
+	var fol *follower
 	if follow {
-		src = &follower{ctx: ctx, r: scan}
+		fol = &follower{ctx: ctx, r: scan, f: scan, path: path}
+		src = fol
 		size = -1
 	}
-	ix := &Index{file: path, f: f, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{}), cache: map[int]*Record{}, defSeen: map[string]bool{}}
+	return startIndex(ctx, cancel, path, f, src, size, fol, scan.Close)
+}
+
+// SpoolIndex indexes a trace that cannot be read at random, what
+// OpenIndex refuses: standard input ("-"), a pipe or FIFO (opened once:
+// its first writer's data is what is read), a gzip or zstd file. The
+// input is read once, as it comes, and its text copied to a temporary
+// file, unlinked at once, that the Index reads records from: memory stays
+// that of an Index (about 4 bytes a record), and the disk holds the text
+// (decompressed) until Close. It returns once the header is read, or
+// with ctx's error when ctx ends first (a FIFO with no writer waits).
+// The pass reads until the input ends, as a followed file's would: a
+// pipe's records appear as they land.
+func SpoolIndex(ctx context.Context, path string) (*Index, error) {
+	// The input is read under the index's own ctx, so that Close ends a
+	// read that waits on a pipe.
+	ctx, cancel := context.WithCancel(ctx)
+	in, err := OpenContext(ctx, path)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	tmp, err := os.CreateTemp("", "cgtviz-spool-*.cgt.jsonl")
+	if err != nil {
+		cancel()
+		in.Close()
+		return nil, &Problem{File: in.Name(), Msg: "spool the trace to a temporary file: " + err.Error()}
+	}
+	// Unlinked while open: nothing is left behind, whatever ends the
+	// process. (Where the system will not remove an open file, Close
+	// does.)
+	removed := os.Remove(tmp.Name()) == nil
+	closeAll := func() error {
+		err := errors.Join(in.Close(), tmp.Close())
+		if !removed {
+			os.Remove(tmp.Name())
+		}
+		return err
+	}
+	ix, err := startIndex(ctx, cancel, in.Name(), tmp, &spoolWriter{r: in, w: tmp}, -1, nil, func() error { return nil })
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	ix.closeFile = closeAll
+	return ix, nil
+}
+
+// spoolWriter is the text of a spooled input as it is read, written to
+// the spool file first, so that a record the pass indexes is there to be
+// read back.
+type spoolWriter struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s *spoolWriter) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		if _, werr := s.w.Write(p[:n]); werr != nil {
+			return 0, fmt.Errorf("spool to a temporary file: %w", werr)
+		}
+	}
+	return n, err
+}
+
+// startIndex reads the header from src and starts the pass; f is read at
+// random for records, closeScan ends what src reads.
+func startIndex(ctx context.Context, cancel context.CancelFunc, file string, f *os.File, src io.Reader, size int64, fol *follower, closeScan func() error) (*Index, error) {
+	ix := &Index{file: file, f: f, size: size, ctx: ctx, cancel: cancel, done: make(chan struct{}), cache: map[int]*Record{}, defSeen: map[string]bool{}, fol: fol}
+	ix.closeFile = f.Close
 	cnt := &indexCounter{r: src}
-	rd, err := NewReader(cnt, path)
+	rd, err := NewReader(cnt, file)
 	if err != nil {
 		cancel()
 		f.Close()
-		scan.Close()
+		closeScan()
 		return nil, err
 	}
 	ix.hdr = rd.Header()
 	ix.end = cnt.n - int64(rd.br.Buffered())
 	go func() {
 		defer close(ix.done)
-		defer scan.Close()
+		defer closeScan()
+		// A panic here, in a pass over any input, would end the process
+		// with the terminal UI's screen still set up: it ends the pass,
+		// with what was indexed, as an I/O error does.
+		defer func() {
+			if r := recover(); r != nil {
+				ix.mu.Lock()
+				ix.err = fmt.Errorf("internal error indexing %s: %v", file, r)
+				ix.fin = true
+				ix.mu.Unlock()
+			}
+		}()
 		ix.scan(rd, cnt)
 	}()
 	return ix, nil
@@ -234,6 +327,9 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 		if err == io.EOF || IsCut(err) { // (a cut trace: the records before it)
 			break
 		}
+		if err != nil && ix.ctx.Err() != nil {
+			break // closed while the read waited: not a problem of the trace
+		}
 		probs := len(c.probs)
 		if err != nil {
 			var p *Problem
@@ -256,6 +352,11 @@ func (ix *Index) scan(rd *Reader, cnt *indexCounter) {
 			if badLine <= 0 || badLine > rec.Line {
 				badLine = rec.Line
 			}
+		}
+		if err != nil && ix.fol != nil && ix.fol.truncated.Load() {
+			// The truncation is said (a problem at the line after the
+			// last); there is no record there.
+			break
 		}
 		if err == nil {
 			if rec.Op == OpDef {
@@ -387,13 +488,24 @@ func (ix *Index) Wait() { <-ix.done }
 func (ix *Index) Close() error {
 	ix.cancel()
 	<-ix.done
-	return ix.f.Close()
+	return ix.closeFile()
 }
 
 // Record parses record i (0 ≤ i < Len) from the file. Records are
 // read-only and may be shared. A record with a problem returns it as a
 // *Problem with what could be decoded, as Reader.Next does.
 func (ix *Index) Record(i int) (*Record, error) {
+	if ix.fol != nil && ix.fol.truncated.Load() {
+		ix.mu.Lock()
+		r, ok := ix.cache[i]
+		ix.mu.Unlock()
+		if ok {
+			return r, nil
+		}
+		// The offsets are the old file's: what lies there now is not
+		// record i.
+		return nil, &Problem{File: ix.file, Line: ix.Line(i), Msg: (&TruncatedError{File: ix.file, Read: ix.fol.off}).Error()}
+	}
 	ix.mu.Lock()
 	if i < 0 || i >= ix.rel.n {
 		n := ix.rel.n
@@ -416,13 +528,22 @@ func (ix *Index) Record(i int) (*Record, error) {
 	}
 	ix.mu.Unlock()
 
-	buf := make([]byte, end-start)
-	if n, err := ix.f.ReadAt(buf, start); n < len(buf) {
-		return nil, &Problem{File: ix.file, Line: line, Msg: fmt.Sprintf("read error: %d of %d bytes at offset %d: %v", n, len(buf), start, err)}
+	// The record is the last line of its span (blank lines may come
+	// before it): no more than the longest line is read, so that a line
+	// over the limit is refused without being read whole.
+	from := start
+	if end-start > MaxLineBytes+2 {
+		from = end - (MaxLineBytes + 2)
+	}
+	buf := make([]byte, end-from)
+	if n, err := ix.f.ReadAt(buf, from); n < len(buf) {
+		return nil, &Problem{File: ix.file, Line: line, Msg: fmt.Sprintf("read error: %d of %d bytes at offset %d: %v", n, len(buf), from, err)}
 	}
 	text := trimEOL(buf)
 	if k := bytes.LastIndexByte(text, '\n'); k >= 0 {
 		text = text[k+1:] // the blank lines before the record
+	} else if from > start {
+		text = buf // no line's start in reach: too long
 	}
 	text = trimEOL(text)
 	if len(text) > MaxLineBytes {

@@ -40,11 +40,21 @@ func Open(path string) (*Input, error) {
 	return open(context.Background(), path, false, 0)
 }
 
+// OpenContext is Open for a reader that must stop when ctx is done (a
+// command on SIGINT): from then on Read fails with an error that wraps
+// ctx.Err(). An input that can keep a read waiting (a pipe, a FIFO with
+// no writer yet, a terminal, /dev/zero's like) is opened and read on a
+// goroutine of its own, so that the wait is given up at once too.
+func OpenContext(ctx context.Context, path string) (*Input, error) {
+	return open(ctx, path, false, 0)
+}
+
 // OpenFollow opens the trace at path to follow it while it is still being
 // written, as `tail -f` and `less +F` do: at the end of a regular file it
 // waits for more instead of ending. It ends (io.EOF) when ctx is done, or
 // when nothing new has come for idle (0: wait for ever). A pipe or FIFO
-// ends when its writer closes it, as it always does.
+// ends when its writer closes it, as it always does. A file truncated or
+// replaced while followed ends the reading with a *TruncatedError.
 func OpenFollow(ctx context.Context, path string, idle time.Duration) (*Input, error) {
 	return open(ctx, path, true, idle)
 }
@@ -57,8 +67,8 @@ func open(ctx context.Context, path string, follow bool, idle time.Duration) (*I
 		in.name = StdinName
 	} else {
 		var err error
-		if f, err = os.Open(path); err != nil {
-			return nil, pathProblem(path, err)
+		if f, err = openFile(ctx, path); err != nil {
+			return nil, err
 		}
 		in.close = append(in.close, f.Close)
 	}
@@ -72,17 +82,73 @@ func open(ctx context.Context, path string, follow bool, idle time.Duration) (*I
 		return nil, &Problem{File: in.name, Msg: "is a directory, not a trace"}
 	}
 	var raw io.Reader = f
-	if st.Mode().IsRegular() {
+	switch {
+	case st.Mode().IsRegular():
 		in.size = st.Size()
 		if follow {
-			raw = &follower{ctx: ctx, r: f, idle: idle}
+			raw = &follower{ctx: ctx, r: f, f: f, path: path, idle: idle}
+		} else if ctx.Done() != nil {
+			raw = &ctxReader{ctx: ctx, r: f}
 		}
+	case ctx.Done() != nil:
+		// A pipe ends when its writer closes it (followed or not), or
+		// when ctx is done: a followed one then ends as a followed file
+		// does, at io.EOF.
+		a := newAsyncReader(ctx, f)
+		a.eofOnDone = follow
+		raw = a
+		in.close = append(in.close, a.Close)
 	}
 	if err := in.wrap(&counter{r: raw, n: &in.read}); err != nil {
 		in.Close()
 		return nil, err
 	}
 	return in, nil
+}
+
+// openFile opens path for reading. Opening a FIFO waits for its writer,
+// in the kernel: with a ctx that can end, the open is made on a goroutine
+// so that the wait can be given up (the goroutine closes what it opens
+// late).
+func openFile(ctx context.Context, path string) (*os.File, error) {
+	if ctx.Done() == nil {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, pathProblem(path, err)
+		}
+		return f, nil
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	var gaveUp atomic.Bool
+	go func() {
+		f, err := os.Open(path)
+		if err == nil && gaveUp.Load() {
+			f.Close()
+			return
+		}
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, pathProblem(path, o.err)
+		}
+		return o.f, nil
+	case <-ctx.Done():
+		gaveUp.Store(true)
+		select {
+		case o := <-ch: // opened meanwhile
+			if o.f != nil {
+				o.f.Close()
+			}
+		default:
+		}
+		return nil, &Problem{File: path, Msg: "open: " + ctx.Err().Error()}
+	}
 }
 
 // NewInput reads a trace from r (named file in problems), decompressing it
@@ -228,21 +294,53 @@ func (d *decompressErr) Read(p []byte) (int, error) {
 // followPoll is how often a followed file is looked at for new data.
 const followPoll = 100 * time.Millisecond
 
+// TruncatedError ends the reading of a followed file that became shorter
+// than what was read of it, or was replaced by another file (a new inode
+// at its path), as `tail -F` notices. The lines read so far are no longer
+// the file's, and the new content's lines would be numbered on from the
+// old ones: the reading stops rather than tell wrong line numbers.
+type TruncatedError struct {
+	File     string
+	Replaced bool  // a new file at the path, rather than this one cut
+	Read     int64 // bytes read before
+}
+
+func (e *TruncatedError) Error() string {
+	if e.Replaced {
+		return "file replaced while followed (a new file at its path): following stopped; open it again to read it from the start"
+	}
+	return fmt.Sprintf("file truncated while followed (shorter than the %d bytes read): following stopped; open it again to read it from the start", e.Read)
+}
+
 // follower reads a file that is still growing: at its end it waits for
 // more rather than ending, until ctx is done or idle has passed with
-// nothing new.
+// nothing new. Each time it finds nothing new it checks that the file was
+// not truncated or replaced (TruncatedError).
 type follower struct {
 	ctx  context.Context
 	r    io.Reader
+	f    *os.File // the file r reads, for its size; nil: not checked
+	path string   // its path, to notice a new file there
 	idle time.Duration
+	off  int64 // bytes read
+	// truncated is set once a TruncatedError was returned.
+	truncated atomic.Bool
 }
 
 func (f *follower) Read(p []byte) (int, error) {
 	var quiet time.Duration
 	for {
+		if err := f.ctx.Err(); err != nil {
+			return 0, io.EOF
+		}
 		n, err := f.r.Read(p)
+		f.off += int64(n)
 		if n > 0 || (err != nil && err != io.EOF) {
 			return n, err
+		}
+		if te := f.changed(); te != nil {
+			f.truncated.Store(true)
+			return 0, te
 		}
 		if f.idle > 0 && quiet >= f.idle {
 			return 0, io.EOF
@@ -256,4 +354,117 @@ func (f *follower) Read(p []byte) (int, error) {
 		}
 		quiet += followPoll
 	}
+}
+
+// changed returns a TruncatedError when the file is shorter than what was
+// read of it, or its path now names another file; nil otherwise.
+func (f *follower) changed() *TruncatedError {
+	if f.f == nil {
+		return nil
+	}
+	st, err := f.f.Stat()
+	if err != nil {
+		return nil
+	}
+	if st.Size() < f.off {
+		return &TruncatedError{File: f.path, Read: f.off}
+	}
+	if f.path != "" {
+		if pst, err := os.Stat(f.path); err == nil && !os.SameFile(st, pst) {
+			return &TruncatedError{File: f.path, Replaced: true, Read: f.off}
+		}
+	}
+	return nil
+}
+
+// ctxReader stops reading a file once ctx is done: its reads never wait
+// long, so a look at ctx before each is enough.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("read stopped: %w", err)
+	}
+	return c.r.Read(p)
+}
+
+// asyncReader reads an input whose reads can wait for ever (a pipe with a
+// quiet writer, a FIFO, a terminal) on a goroutine of its own, one read at
+// a time, so that Read can give up the wait when ctx is done. The
+// goroutine ends at the input's end or error; one left waiting in a read
+// ends when the input is closed (or with the process, for standard input).
+type asyncReader struct {
+	ctx  context.Context
+	req  chan struct{}
+	res  chan asyncChunk
+	buf  []byte // what is left of the last chunk
+	err  error  // the input's error, after buf
+	busy bool   // a read was asked for and not answered yet
+	// eofOnDone ends the input at io.EOF when ctx is done, rather than
+	// with an error (a followed pipe).
+	eofOnDone bool
+}
+
+type asyncChunk struct {
+	b   []byte
+	err error
+}
+
+func newAsyncReader(ctx context.Context, r io.Reader) *asyncReader {
+	a := &asyncReader{ctx: ctx, req: make(chan struct{}, 1), res: make(chan asyncChunk, 1)}
+	go func() {
+		// One buffer: the next read is only asked for once Read has
+		// handed out all of the last one.
+		buf := make([]byte, 64<<10)
+		for range a.req {
+			n, err := r.Read(buf)
+			a.res <- asyncChunk{buf[:n], err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return a
+}
+
+// stopped is what Read returns once ctx is done.
+func (a *asyncReader) stopped() error {
+	if a.eofOnDone {
+		return io.EOF
+	}
+	return fmt.Errorf("read stopped: %w", a.ctx.Err())
+}
+
+// Close ends the goroutine once its read in progress, if any, returns.
+func (a *asyncReader) Close() error {
+	close(a.req)
+	return nil
+}
+
+func (a *asyncReader) Read(p []byte) (int, error) {
+	for len(a.buf) == 0 {
+		if a.err != nil {
+			return 0, a.err
+		}
+		if a.ctx.Err() != nil {
+			return 0, a.stopped()
+		}
+		if !a.busy {
+			a.busy = true
+			a.req <- struct{}{}
+		}
+		select {
+		case <-a.ctx.Done():
+			return 0, a.stopped()
+		case c := <-a.res:
+			a.busy = false
+			a.buf, a.err = c.b, c.err
+		}
+	}
+	n := copy(p, a.buf)
+	a.buf = a.buf[n:]
+	return n, nil
 }

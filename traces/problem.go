@@ -22,7 +22,10 @@ type Problem struct {
 func (p *Problem) Error() string { return p.String() }
 
 // String returns the problem as file:line: msg (or file:line:col: msg).
+// File and Msg are printed through Printable: a message quotes what the
+// trace holds, which must not reach a terminal as control characters.
 func (p Problem) String() string {
+	p.File, p.Msg = Printable(p.File), Printable(p.Msg)
 	switch {
 	case p.Line <= 0:
 		return fmt.Sprintf("%s: %s", p.File, p.Msg)

@@ -32,6 +32,12 @@ const (
 	MaxDevices = 64
 )
 
+// maxSkipBytes is how far a line over MaxLineBytes is skipped to find
+// its end, so that the lines after it are still checked: an endless
+// line (/dev/zero) is refused once it has run this far, and the input is
+// not read further. 64 MiB is read in tens of milliseconds.
+const maxSkipBytes = 64 << 20
+
 // Reader reads a trace one record at a time, so memory stays flat however
 // long the file is. Each record is validated on its own (fields, types,
 // names, shapes, limits); what needs the whole file (names bound, functions
@@ -269,7 +275,7 @@ func unmarshal(data []byte, v any) error {
 }
 
 func (r *Reader) problem(line int, msg string) *Problem {
-	return &Problem{File: r.file, Line: line, Msg: msg}
+	return &Problem{File: r.file, Line: line, Msg: Printable(msg)}
 }
 
 // readLine returns the next line without its line ending. The slice is
@@ -281,13 +287,22 @@ func (r *Reader) readLine() ([]byte, error) {
 		chunk, err := r.br.ReadSlice('\n')
 		if len(r.buf)+len(chunk) > MaxLineBytes+2 { // +2: room for "\r\n"
 			r.line++
+			r.buf = nil // let a 4 MiB buffer go
+			skipped := int64(len(chunk))
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.br.ReadSlice('\n')
+				if skipped > maxSkipBytes {
+					// A line with no end in sight (/dev/zero, a binary
+					// file): reading on would never end, so nothing
+					// after it is read.
+					r.done = true
+					return nil, r.problem(r.line, fmt.Sprintf("line is longer than %s (MaxLineBytes) and has no end within %s: the rest of the input is not read", formatBytes(MaxLineBytes), formatBytes(maxSkipBytes)))
+				}
+				chunk, err = r.br.ReadSlice('\n')
+				skipped += int64(len(chunk))
 			}
 			if err != nil && err != io.EOF {
 				return nil, r.ioError(err)
 			}
-			r.buf = nil // let a 4 MiB buffer go
 			return nil, r.problem(r.line, fmt.Sprintf("line is longer than %s (MaxLineBytes)", formatBytes(MaxLineBytes)))
 		}
 		switch {
@@ -318,6 +333,10 @@ func (r *Reader) readLine() ([]byte, error) {
 
 func (r *Reader) ioError(err error) *Problem {
 	r.done = true
+	var te *TruncatedError
+	if errors.As(err, &te) {
+		return r.problem(r.line+1, te.Error())
+	}
 	return r.problem(r.line+1, "read error: "+err.Error())
 }
 

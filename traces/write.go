@@ -451,7 +451,8 @@ func appendSpaced(b, compact []byte) []byte {
 }
 
 // appendString appends s as a JSON string. Unlike encoding/json it leaves
-// <, > and & alone: a trace is not HTML.
+// <, > and & alone (a trace is not HTML) and escapes DEL and the C1
+// controls.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -468,6 +469,13 @@ func appendString(b []byte, s string) []byte {
 			b = append(b, '\\', 't')
 		case c < 0x20 || c == 0x7f:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		case c == 0xc2 && i+1 < len(s) && s[i+1] >= 0x80 && s[i+1] <= 0x9f:
+			// A C1 control (U+0080 to U+009F, CSI among them) is escaped
+			// as the C0 ones are: a canonical trace printed on a terminal
+			// cannot drive it.
+			c = s[i+1]
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			i++
 		default:
 			b = append(b, c)
 		}

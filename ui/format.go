@@ -77,7 +77,7 @@ func recordText(r *traces.Record) string {
 	case traces.OpExpect:
 		return "expect " + expectText(r.Expect)
 	case traces.OpNote:
-		return "# " + r.Text
+		return "# " + traces.Printable(r.Text)
 	}
 	return string(r.Op)
 }

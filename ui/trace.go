@@ -172,7 +172,7 @@ func problemMsg(err error) string {
 	if errors.As(err, &p) {
 		return p.Msg
 	}
-	return err.Error()
+	return traces.Printable(err.Error())
 }
 
 // The trace as a component: enter runs to the record under the cursor, y

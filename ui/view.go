@@ -125,7 +125,7 @@ func (m *Model) View() tea.View {
 	if !m.opts.NoMouse {
 		v.MouseMode = tea.MouseModeCellMotion
 	}
-	v.WindowTitle = "cgtviz " + m.sess.Header().Name
+	v.WindowTitle = "cgtviz " + traces.Printable(m.sess.Header().Name)
 	return v
 }
 

@@ -25,10 +25,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	status := 0
 	for _, f := range files {
-		if ctx.Err() != nil {
-			return 1
+		name, n, cut, err := checkOne(ctx, stdout, stderr, f)
+		if interrupted(ctx, stderr, "check") {
+			return exitInterrupted
 		}
-		name, n, cut, err := checkOne(stdout, stderr, f)
 		if cut != nil {
 			// Not a problem: what a crashed recording leaves (exit 0 when
 			// the records before it check).
@@ -49,16 +49,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // checkOne checks one trace (a file, "-" or "demo") in one pass and
 // returns its name and how many records it has, or its problems; and the
 // cut, when the trace ends mid-record.
-func checkOne(stdout, stderr io.Writer, path string) (string, int, *traces.Cut, error) {
-	name, n, cr, err := checkRecords(stdout, stderr, path)
+func checkOne(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.Cut, error) {
+	name, n, cr, err := checkRecords(ctx, stdout, stderr, path)
 	if cr == nil {
 		return name, n, nil, err
 	}
 	return name, n, cr.Cut(), err
 }
 
-func checkRecords(stdout, stderr io.Writer, path string) (string, int, *traces.CheckedReader, error) {
-	in, err := openInput(path)
+func checkRecords(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.CheckedReader, error) {
+	in, err := openInputCtx(ctx, path)
 	if err != nil {
 		return path, 0, nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/render"
 	"github.com/cgtviz/cgtviz/sessions"
-	"github.com/cgtviz/cgtviz/traces"
 )
 
 // The export command's line in the command table.
@@ -70,27 +69,15 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	tr, err := readTraceProgress(stdout, stderr, "export", pos[0])
-	if err != nil {
-		printProblems(stderr, "cgtviz export: ", err)
-		return 2
-	}
-	n, msg := f.records(tr)
-	if msg != "" {
-		fmt.Fprintf(stderr, "cgtviz export: %s\n", msg)
-		return 2
-	}
-
-	e, last, closeDevs, err := runPrefix(ctx, tr, n, f.runOn, *f.handoff, *f.devMem)
-	defer closeDevs()
-	var st *engine.State
-	if e != nil {
-		st = e.State()
+	pr, err := runTracePrefix(ctx, stdout, stderr, "export", pos[0], f.target, f.runOn, *f.handoff, *f.devMem)
+	if pr != nil {
+		defer pr.closeDevs()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz export: %v\n", err)
-		return 1
+		return prefixExit(ctx, stderr, "export", err)
 	}
+	e, last := pr.e, pr.last
+	st := e.State()
 	if msg := f.checkTarget(st); msg != "" {
 		fmt.Fprintf(stderr, "cgtviz export: %s\n", msg)
 		return 2
@@ -113,7 +100,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			Subtree:  f.node >= 0,
 			Device:   f.device,
 			Root:     f.node,
-			Title:    title(tr),
+			Title:    title(pr.sum),
 		}
 		opts.SetStep(last)
 		out, err = render.TreeDOT(st, opts)
@@ -221,58 +208,20 @@ func (f *exportFlags) validate(pos []string) string {
 	return ""
 }
 
-// records returns how many records of tr to run: all of them, those up to
-// and including line --line, or the first --step.
-func (f *exportFlags) records(tr *traces.Trace) (int, string) {
+// target returns which records to run: all of them, those up to and
+// including line --line, or the first --step; with a message when the
+// trace (sum.records < 0: not known yet) has not that many.
+func (f *exportFlags) target(sum traceSummary) (prefixTarget, string) {
 	switch {
 	case f.set["step"]:
-		if f.step > len(tr.Records) {
-			return 0, fmt.Sprintf("--step %d: %s has %d records", f.step, tr.File, len(tr.Records))
+		if sum.records >= 0 && f.step > sum.records {
+			return prefixTarget{}, fmt.Sprintf("--step %d: %s has %d records", f.step, sum.file, sum.records)
 		}
-		return f.step, ""
+		return prefixTarget{n: f.step}, ""
 	case f.set["line"]:
-		return recordsToLine(tr, f.line)
+		return lineTarget(sum, f.line)
 	}
-	return len(tr.Records), ""
-}
-
-// recordsToLine returns how many records of tr a --line L asks for: those
-// up to and including line L. A line past the end is refused with the
-// range there is, by every command that takes --line.
-func recordsToLine(tr *traces.Trace, line int) (int, string) {
-	last := 1 // the header
-	if len(tr.Records) > 0 {
-		last = max(last, tr.Records[len(tr.Records)-1].Line)
-	}
-	if line < 1 || line > last {
-		return 0, fmt.Sprintf("--line %d: out of range: %s has lines 1 to %d", line, tr.File, last)
-	}
-	n := 0
-	for n < len(tr.Records) && tr.Records[n].Line <= line {
-		n++
-	}
-	return n, ""
-}
-
-// runPrefix runs the first n records of tr on devices of the named backend
-// and returns the engine after them, the last step (nil when n is 0) and a function that closes the devices.
-// devMem is --device-memory (0: the default of simMemory).
-func runPrefix(ctx context.Context, tr *traces.Trace, n int, backend string, handoff engine.Handoff, devMem int64) (*engine.Engine, *engine.Step, func(), error) {
-	prefix := *tr
-	prefix.Records = tr.Records[:n]
-	devs, closeDevs, err := openDevices(backend, tr.Header.Devices, simMemory(devMem, tr.Header))
-	if err != nil {
-		return nil, nil, func() {}, err
-	}
-	var last *engine.Step
-	e, err := engine.RunTrace(ctx, &prefix, engine.Options{Devices: devs, File: tr.File, Handoff: handoff}, func(s *engine.Step) bool {
-		last = s
-		return true
-	})
-	if err != nil {
-		return nil, nil, closeDevs, err
-	}
-	return e, last, closeDevs, nil
+	return prefixTarget{n: -1}, ""
 }
 
 // checkTarget checks --device and --node against the state, so that a
@@ -294,9 +243,9 @@ func (f *exportFlags) checkTarget(st *engine.State) string {
 }
 
 // title names the trace in the picture: the header's name, else the file.
-func title(tr *traces.Trace) string {
-	if tr.Header.Name != "" {
-		return tr.Header.Name
+func title(sum traceSummary) string {
+	if sum.hdr.Name != "" {
+		return sum.hdr.Name
 	}
-	return filepath.Base(tr.File)
+	return filepath.Base(sum.file)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,35 +37,83 @@ func runFmt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz fmt: -w would write text into the compressed %s: leave out -w and compress stdout\n", path)
 		return 2
 	}
-	t, err := readTrace(path)
-	if err != nil {
-		var ps traces.Problems
-		if errors.As(err, &ps) {
-			for _, p := range ps {
-				fmt.Fprintln(stderr, p.String())
-			}
-		} else {
-			fmt.Fprintf(stderr, "cgtviz fmt: %v\n", err)
-		}
+	// Streamed, record by record, never held: into a temporary file,
+	// which becomes the trace (-w) or goes to stdout once the whole trace
+	// has checked, so that a trace refused at its last line prints
+	// nothing and overwrites nothing.
+	format := func(w io.Writer) error { return formatTrace(ctx, path, w) }
+	var err error
+	if *write {
+		err = sessions.WriteFileAtomicFrom(path, 0o644, format)
+	} else {
+		err = formatToStdout(stdout, format)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case interrupted(ctx, stderr, "fmt"):
+		return exitInterrupted
+	case traces.IsProblems(err):
+		printProblems(stderr, "cgtviz fmt: ", err)
 		return 2
 	}
-	var buf bytes.Buffer
-	if err := t.Write(&buf); err != nil {
-		fmt.Fprintf(stderr, "cgtviz fmt: %s: %v\n", path, err)
-		return 1
+	fmt.Fprintf(stderr, "cgtviz fmt: %v\n", err)
+	return 1
+}
+
+// formatTrace checks the trace at path and writes it in canonical form to
+// w, as it streams. The error is the trace's problems (traces.Problems)
+// or w's.
+func formatTrace(ctx context.Context, path string, w io.Writer) error {
+	in, err := openInputCtx(ctx, path)
+	if err != nil {
+		return traces.Problems{problemOf(err, path)}
 	}
-	if !*write {
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
-			fmt.Fprintf(stderr, "cgtviz fmt: %v\n", err)
-			return 1
+	defer in.Close()
+	cr, err := traces.NewCheckedReader(in, in.Name())
+	if err != nil {
+		return traces.Problems{problemOf(err, in.Name())}
+	}
+	tw := traces.NewWriter(w)
+	if err := tw.WriteHeader(cr.Header()); err != nil {
+		return err
+	}
+	for {
+		rec, err := cr.Next()
+		if err == io.EOF {
+			return tw.Flush()
 		}
-		return 0
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteRecord(rec); err != nil {
+			return err
+		}
 	}
-	if err := sessions.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
-		fmt.Fprintf(stderr, "cgtviz fmt: %v\n", err)
-		return 1
+}
+
+// formatToStdout runs format into a temporary file (unlinked at once) and
+// copies that to stdout when format succeeds.
+func formatToStdout(stdout io.Writer, format func(io.Writer) error) error {
+	tmp, err := os.CreateTemp("", "cgtviz-fmt-*.cgt.jsonl")
+	if err != nil {
+		return fmt.Errorf("temporary file: %w", err)
 	}
-	return 0
+	defer tmp.Close()
+	removed := os.Remove(tmp.Name()) == nil
+	if !removed {
+		defer os.Remove(tmp.Name())
+	}
+	if err := format(tmp); err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("temporary file: %w", err)
+	}
+	if _, err := io.Copy(stdout, tmp); err != nil {
+		return fmt.Errorf("write stdout: %w", err)
+	}
+	return nil
 }
 
 // isCompressed reports whether the file at path starts as gzip or zstd.

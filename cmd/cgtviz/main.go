@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/cgtviz/cgtviz/examples"
 	"github.com/charmbracelet/x/term"
@@ -55,10 +57,45 @@ func init() {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Value // the first signal
+	go func() {
+		sig := <-sigs
+		got.Store(sig)
+		// Every command's loops watch ctx, and its reads end with it
+		// (traces.OpenContext): it stops within milliseconds.
+		cancel()
+		// A second signal, or a command that has not stopped within
+		// stopGrace, ends the process at once: a signal must always stop
+		// cgtviz.
+		t := time.NewTimer(stopGrace)
+		select {
+		case <-sigs:
+		case <-t.C:
+			fmt.Fprintf(os.Stderr, "cgtviz: still running %v after %v: exiting\n", stopGrace, sig)
+		}
+		os.Exit(signalStatus(sig))
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if sig, ok := got.Load().(os.Signal); ok && code == exitInterrupted {
+		code = signalStatus(sig)
+	}
 	os.Exit(code)
+}
+
+// stopGrace is how long a command may take to stop after SIGINT or
+// SIGTERM before the process exits without it.
+const stopGrace = 2 * time.Second
+
+// signalStatus is the exit status of a process ended by sig, as a shell
+// reports it: 128 + the signal's number.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitInterrupted
 }
 
 // run is the whole program, testable: it returns the exit status.

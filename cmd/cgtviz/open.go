@@ -32,9 +32,14 @@ func runOpen(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz: unknown device %q (want %s)\n", *dev, deviceChoices)
 		return 2
 	}
-	s, err := sessions.Load(pos[0], sessions.Options{Check: *check, NewDevices: tuiDevicesOf(*dev, devMem)})
+	s, err := sessions.LoadContext(ctx, pos[0], sessions.Options{Check: *check, NewDevices: tuiDevicesOf(*dev, devMem)})
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		// A trace's problems as every command prints them, file:line:
+		// msg; anything else with what was being done.
+		printProblems(stderr, "cgtviz: ", err)
 		return 2
 	}
 	return tuiRun(ctx, s, pos[0], *mouse, stdout, stderr)

@@ -59,9 +59,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *follow {
 		in, err = traces.OpenFollow(ctx, pos[0], *idle)
 	} else {
-		in, err = openInput(pos[0])
+		in, err = openInputCtx(ctx, pos[0])
 	}
 	if err != nil {
+		if interrupted(ctx, stderr, "run") {
+			return exitInterrupted
+		}
 		printProblems(stderr, "", err)
 		return 2
 	}
@@ -101,9 +104,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// report.StepWriter): no entry is made per record.
 	var jsonSteps *report.StepWriter
 	if *asJSON {
-		jsonSteps = rep.JSONSteps(out)
-	} else {
-		fmt.Fprintf(out, "trace: %s (device %s)\n", rep.Trace, rep.Device)
+		jsonSteps = rep.JSONSteps(&jsonControls{w: out})
+	}
+	// The text report's first lines are printed once the first record
+	// has checked (or at the end of a trace with none): a trace refused
+	// at its first record prints nothing on stdout.
+	started := *asJSON
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		fmt.Fprintf(out, "trace: %s (device %s)\n", traces.Printable(rep.Trace), rep.Device)
 		if handoffText != "" {
 			fmt.Fprintln(out, handoffText)
 		}
@@ -143,6 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		AllocOptions: alloc.Options{TraceMax: -1}}
 	e, err := runEngine(runCtx, hdr, cr, opts, func(s *engine.Step) bool {
 		hint.see(s)
+		start()
 		if jsonSteps != nil {
 			if err := jsonSteps.Step(s); err != nil && werr == nil {
 				werr = err
@@ -176,9 +189,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopProgress()
 	if err != nil {
 		flush()
+		if interrupted(ctx, stderr, "run") {
+			return exitInterrupted
+		}
 		printProblems(stderr, "cgtviz run: ", err)
 		return 2
 	}
+	start()
 	if werr != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", werr)
 		return 2
@@ -279,29 +296,6 @@ func openInput(path string) (*traces.Input, error) {
 	return traces.Open(path)
 }
 
-// readTrace checks and reads a whole trace in one pass: a file, "-" or
-// "demo". The error is traces.Problems.
-func readTrace(path string) (*traces.Trace, error) {
-	in, err := openInput(path)
-	if err != nil {
-		return nil, traces.Problems{problemOf(err, path)}
-	}
-	defer in.Close()
-	return traces.ReadChecked(in, in.Name())
-}
-
-// readTraceProgress is readTrace with a progress bar (on a terminal).
-func readTraceProgress(stdout, stderr io.Writer, label, path string) (*traces.Trace, error) {
-	in, err := openInput(path)
-	if err != nil {
-		return nil, traces.Problems{problemOf(err, path)}
-	}
-	defer in.Close()
-	stop := startProgress(stdout, stderr, label, in)
-	defer stop()
-	return traces.ReadChecked(in, in.Name())
-}
-
 // problemOf is err as a problem about file.
 func problemOf(err error, file string) traces.Problem {
 	var p *traces.Problem
@@ -359,4 +353,38 @@ func setRunGC() (restore func()) {
 			debug.SetGCPercent(runGC.old)
 		}
 	}
+}
+
+// jsonControls escapes the control characters encoding/json leaves raw in
+// its strings, DEL and the C1 controls (U+0080 to U+009F: CSI is
+// U+009B), as \u00XX: the same JSON, which can no longer drive a terminal
+// it is printed on. They can only stand within strings, so the escape
+// means what the raw character meant. Each Write must be whole UTF-8 (the
+// report writes whole entries).
+type jsonControls struct{ w io.Writer }
+
+func (j *jsonControls) Write(p []byte) (int, error) {
+	clean := true
+	for i := 0; i < len(p) && clean; i++ {
+		clean = p[i] != 0x7f && !(p[i] == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f)
+	}
+	if clean {
+		return j.w.Write(p)
+	}
+	b := make([]byte, 0, len(p)+16)
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == 0x7f:
+			b = append(b, `\u007f`...)
+		case p[i] == 0xc2 && i+1 < len(p) && p[i+1] >= 0x80 && p[i+1] <= 0x9f:
+			b = fmt.Appendf(b, `\u%04x`, p[i+1])
+			i++
+		default:
+			b = append(b, p[i])
+		}
+	}
+	if _, err := j.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

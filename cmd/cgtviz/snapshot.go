@@ -42,25 +42,20 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "cgtviz snapshot: --device %s: want %s\n", *devName, deviceChoices)
 		return 2
 	}
-	tr, err := readTraceProgress(stdout, stderr, "snapshot", pos[0])
-	if err != nil {
-		printProblems(stderr, "cgtviz snapshot: ", err)
-		return 2
-	}
-	n := len(tr.Records)
-	if set["line"] {
-		var msg string
-		if n, msg = recordsToLine(tr, *line); msg != "" {
-			fmt.Fprintf(stderr, "cgtviz snapshot: %s\n", msg)
-			return 2
+	target := func(sum traceSummary) (prefixTarget, string) {
+		if set["line"] {
+			return lineTarget(sum, *line)
 		}
+		return prefixTarget{n: -1}, ""
 	}
-	e, _, closeDevs, err := runPrefix(ctx, tr, n, *devName, *handoff, *devMem)
-	defer closeDevs()
+	pr, err := runTracePrefix(ctx, stdout, stderr, "snapshot", pos[0], target, *devName, *handoff, *devMem)
+	if pr != nil {
+		defer pr.closeDevs()
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz snapshot: %v\n", err)
-		return 1
+		return prefixExit(ctx, stderr, "snapshot", err)
 	}
+	e := pr.e
 	var allocs []*alloc.Allocator
 	for i := 0; i < e.NumDevices(); i++ {
 		allocs = append(allocs, e.Allocator(i))

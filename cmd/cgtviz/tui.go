@@ -61,14 +61,14 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		src = pos[0]
 	}
 	opts := sessions.Options{Source: src, Check: *check, NewDevices: tuiDevicesOf(*dev, f.devMem), Handoff: *handoff, KeyframeBytes: keyframeBytes(*kfmb)}
-	recs, closeRecs, code := tuiRecords(ctx, src, *follow, &opts, stderr)
+	recs, closeRecs, code := tuiRecords(ctx, src, *follow, &opts, stdout, stderr)
 	if recs == nil {
 		return code
 	}
 	defer closeRecs()
 	s, err := sessions.NewRecords(recs, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+		printProblems(stderr, "cgtviz: ", err)
 		return 1
 	}
 	return tuiRun(ctx, s, *save, *mouse, stdout, stderr)
@@ -81,44 +81,51 @@ func runTUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // when the check reaches them.
 const tuiQuickCheck = 100 * time.Millisecond
 
-// tuiRecords opens the trace the TUI steps through: a plain file read on
-// demand (traces.Index: indexed and checked in the background, followed
-// with -follow), anything else (the demo, standard input, a compressed
-// file) read whole. It returns nil and the exit code when it cannot; the
-// returned function closes what it opened.
-func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Options, stderr io.Writer) (sessions.Records, func(), int) {
-	if src != sessions.DemoSource {
-		ix, err := traces.OpenIndex(ctx, src, follow)
-		switch {
-		case err == nil:
-			if ps := quickProblems(ix, tuiQuickCheck); len(ps) > 0 {
-				ix.Close()
-				fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", traces.Problems(ps))
-				return nil, nil, 2
-			}
-			// A followed trace has no size to go by; a user's GOMEMLIMIT
-			// stands.
-			if fi, err := os.Stat(src); err == nil && !follow && os.Getenv("GOMEMLIMIT") == "" && opts.KeyframeBytes > 0 {
-				kf, size := opts.KeyframeBytes, fi.Size()
-				debug.SetMemoryLimit(tuiMemoryLimit(kf, size, 0))
-				opts.OnGrow = func(nodes int) { debug.SetMemoryLimit(tuiMemoryLimit(kf, size, nodes)) }
-			}
-			return sessions.Indexed(ix), func() { ix.Close() }, 0
-		case follow && errors.Is(err, traces.ErrNotIndexable):
-			fmt.Fprintf(stderr, "cgtviz: -follow: %s: %v (follow a plain file)\n", src, err)
-			return nil, nil, 2
-		case !errors.Is(err, traces.ErrNotIndexable):
-			fmt.Fprintf(stderr, "cgtviz: open trace: %v\n", err)
+// tuiRecords opens the trace the TUI steps through: the demo in memory,
+// anything else read on demand (sessions.OpenIndexed): a plain file
+// indexed and checked in the background (followed with -follow); standard
+// input, a pipe or FIFO, a compressed file read once into a temporary
+// file and indexed there, so that memory is bounded as for a plain file.
+// An input that keeps the TUI waiting for its header (a FIFO with no
+// writer yet) shows a waiting screen that q and ctrl+c leave. It returns
+// nil and the exit code when it cannot; the returned function closes what
+// it opened.
+func tuiRecords(ctx context.Context, src string, follow bool, opts *sessions.Options, stdout, stderr io.Writer) (sessions.Records, func(), int) {
+	if src == sessions.DemoSource {
+		tr, fp, err := sessions.OpenTraceFingerprint(src)
+		if err != nil {
+			printProblems(stderr, "cgtviz: ", err)
 			return nil, nil, 2
 		}
+		opts.Fingerprint = fp
+		return sessions.InMemory(tr), func() {}, 0
 	}
-	tr, fp, err := sessions.OpenTraceFingerprint(src)
-	if err != nil {
-		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+	ix, quit, err := openIndexWaiting(ctx, src, follow, stdout)
+	switch {
+	case quit:
+		return nil, nil, 0
+	case ctx.Err() != nil:
+		return nil, nil, exitInterrupted
+	case follow && errors.Is(err, traces.ErrNotIndexable):
+		fmt.Fprintf(stderr, "cgtviz: -follow: %s: %v (follow a plain file)\n", src, err)
+		return nil, nil, 2
+	case err != nil:
+		printProblems(stderr, "cgtviz: ", err)
 		return nil, nil, 2
 	}
-	opts.Fingerprint = fp
-	return sessions.InMemory(tr), func() {}, 0
+	if ps := quickProblems(ix, tuiQuickCheck); len(ps) > 0 {
+		ix.Close()
+		printProblems(stderr, "cgtviz: ", traces.Problems(ps))
+		return nil, nil, 2
+	}
+	// A followed or spooled trace has no size to go by; a user's
+	// GOMEMLIMIT stands.
+	if fi, err := os.Stat(src); err == nil && fi.Mode().IsRegular() && !follow && os.Getenv("GOMEMLIMIT") == "" && opts.KeyframeBytes > 0 && ix.Progress().Size >= 0 {
+		kf, size := opts.KeyframeBytes, fi.Size()
+		debug.SetMemoryLimit(tuiMemoryLimit(kf, size, 0))
+		opts.OnGrow = func(nodes int) { debug.SetMemoryLimit(tuiMemoryLimit(kf, size, nodes)) }
+	}
+	return sessions.Indexed(ix), func() { ix.Close() }, 0
 }
 
 // quickProblems waits up to d for an index's check to end and returns its
@@ -255,23 +262,36 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 		ExportGraph: tuiExportGraph,
 		NoMouse:     !mouse,
 	})
-	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(stdout)}
-	if s.Source() == traces.Stdin && !term.IsTerminal(os.Stdin.Fd()) {
-		// The trace came down a pipe: the keys come from the terminal.
-		tty, err := os.Open("/dev/tty")
-		if err != nil {
-			fmt.Fprintf(stderr, "cgtviz: the trace came from standard input and there is no terminal for the keys: %v\n", err)
-			return 1
-		}
-		defer tty.Close()
-		opts = append(opts, tea.WithInput(tty))
+	opts, closeTTY, err := teaOptions(ctx, s.Source(), stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "cgtviz: %v\n", err)
+		return 1
 	}
+	defer closeTTY()
 	p := tea.NewProgram(m, opts...)
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
+		// Bubble Tea has put the terminal back (it does on every
+		// way out of Run, a panic included); the error is printed on
+		// the screen the user had.
 		fmt.Fprintf(stderr, "cgtviz: terminal: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// teaOptions are the options of the TUI's programs: ctx ends them, and
+// when the trace comes down standard input the keys come from the
+// terminal (/dev/tty; the returned function closes it).
+func teaOptions(ctx context.Context, src string, stdout io.Writer) ([]tea.ProgramOption, func(), error) {
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithOutput(stdout)}
+	if src == traces.Stdin && !term.IsTerminal(os.Stdin.Fd()) {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return nil, nil, fmt.Errorf("the trace came from standard input and there is no terminal for the keys: %w", err)
+		}
+		return append(opts, tea.WithInput(tty)), func() { tty.Close() }, nil
+	}
+	return opts, func() {}, nil
 }
 
 // tuiExportGraph renders a node's CUDA graph as SVG, as the simulated
