@@ -250,10 +250,9 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 	switch l.kind {
 	case treeDevice:
 		add(s.Bold.Render(fmt.Sprintf("dev %d %s", ds.Index, ds.Name)))
-		add(fmt.Sprintf("path %s · current gen %d · checkpoints %d", ds.PathState, ds.CurrentGen, ds.Checkpoints))
-		if ds.CurrentGen < 0 {
-			wrapped("", fmt.Sprintf("gen %d is negative as PyTorch counts it: once the trace calls mark_step_begin (step records), the generation is that counter, -1, -2, … one down per step; this is the %s step.", ds.CurrentGen, ordinal(-ds.CurrentGen)), rs(s.Dim))
-		}
+		g, why := lastCallGen(st, ds)
+		add(fmt.Sprintf("path %s · %s · checkpoints %d", ds.PathState, g, ds.Checkpoints))
+		wrapped("", why, rs(s.Dim))
 		add(fmt.Sprintf("nodes %d · roots %d", len(ds.Nodes), len(ds.Roots)))
 		if ds.PendingBackward {
 			add("forwards pending their backwards")
@@ -339,6 +338,25 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 		}
 	}
 	return out
+}
+
+// lastCallGen tells the manager's current_gen: the generation of the last
+// call the tree manager saw on the device. PyTorch starts it at -1 before
+// any call, which is not a step: only once a call has run under
+// mark_step_begin is a negative value the step counter (-1, -2, …). The
+// status line's "gen" is the generation now (get_curr_generation), which
+// a step record changes before the next call reads it.
+func lastCallGen(st *engine.State, ds *engine.DeviceState) (short, why string) {
+	c := st.Counters
+	called := c.Warmups+c.Recordings+c.Replays+c.Eager > 0 || len(ds.Nodes) > 0
+	short = fmt.Sprintf("last call's gen %d", ds.CurrentGen)
+	switch {
+	case !called || (ds.CurrentGen == -1 && st.MarkSteps == 0):
+		return "no call yet", fmt.Sprintf("no call has run on this device yet (current_gen -1, PyTorch's start value); the generation now is %d", st.Generation)
+	case ds.CurrentGen < 0:
+		return short, fmt.Sprintf("gen %d is negative as PyTorch counts it: with mark_step_begin (step records) the generation is that counter, -1, -2, … one down per step; the last call on this device ran in the %s step, and the generation now is %d", ds.CurrentGen, ordinal(-ds.CurrentGen), st.Generation)
+	}
+	return short, fmt.Sprintf("the generation now is %d", st.Generation)
 }
 
 func outputText(o engine.OutputView) string {

@@ -50,8 +50,8 @@ type TreeKeys struct {
 
 // TraceKeys are the trace pane's.
 type TraceKeys struct {
-	// RunTo runs to the record under the cursor (the help lists enter
-	// once, as Fold).
+	// RunTo runs to the record under the cursor: forward, stopping at a
+	// breakpoint on the way, or back to it.
 	RunTo key.Binding
 }
 
@@ -96,11 +96,11 @@ func DefaultKeyMap() KeyMap {
 			Down:     key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
 			PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 			PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
-			Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
+			Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home/gg", "top")),
 			Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		},
-		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node"))},
-		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "run to cursor"))},
+		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "tree: fold node"))},
+		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "trace: run to cursor"))},
 		Tensors: TensorKeys{Left: key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")), Right: key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)"))},
 	}
 }
@@ -115,7 +115,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
-		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Device},
+		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Trace.RunTo, k.Device},
 		{k.Scroll.Up, k.Scroll.Down, k.Tensors.Left, k.Tensors.Right, k.Scroll.PageUp, k.Scroll.PageDown, k.Scroll.Top, k.Scroll.Bottom},
 		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},

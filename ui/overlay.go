@@ -338,11 +338,30 @@ func (p *prompt) onKey(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.input = string(r[:len(r)-1])
 		}
 	default:
+		if p.what == modeGoto && m.input == "" && k.Text != "" && !isLineStart(k.Text) {
+			// g is vim's and less's prefix as well as the prompt: gg
+			// goes to the top of the focused pane (G, its bottom), and
+			// any other letter leaves the prompt and means what it
+			// means alone, so that g never swallows keys.
+			m.pop()
+			if k.Text == "g" {
+				c := m.ctx()
+				m.component(m.focus).scrollBy(c, -1<<30)
+				return nil, false
+			}
+			return m.key(k), false
+		}
 		if k.Text != "" && len(m.input) < 200 {
 			m.input += k.Text
 		}
 	}
 	return nil, false
+}
+
+// isLineStart reports whether text may begin a line number typed into the
+// g prompt (digits, or the L of "L32").
+func isLineStart(text string) bool {
+	return text == "L" || (len(text) == 1 && text[0] >= '0' && text[0] <= '9')
 }
 
 // enter does what the typed line asks.
@@ -399,5 +418,5 @@ func (p *prompt) line(m *Model, w int) string {
 		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
 	lo, hi := m.lineRange()
-	return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
+	return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start; g again: top of the pane): ", lo, hi))+m.input+"█", w)
 }

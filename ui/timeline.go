@@ -107,7 +107,9 @@ func (tl *timeline) draw(s Styles, n, w, cur int) string {
 	b.WriteString(" ")
 	for i := range k {
 		lo, hi := cellRange(i, k, n)
-		top, _ := tl.top(lo, hi)
+		// Records after the position have not run, whatever the session
+		// remembers of them from before a step back.
+		top, _ := tl.top(lo, min(hi, cur+1))
 		st := s.markStyle(top)
 		if cur >= lo && cur < hi {
 			st = st.Reverse(true)

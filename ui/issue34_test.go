@@ -1,0 +1,113 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Issue 34: the TUI on real programs. The screens are goldens of a
+// recorded program (train_compiled_opt: a compiled training step with its
+// optimizer, 16 params) at the three sizes.
+
+const trainOpt = "../examples/recorded/train_compiled_opt.cgt.jsonl"
+
+// issue34Sizes are the sizes the issue tried.
+var issue34Sizes = []struct{ w, h int }{{80, 24}, {120, 40}, {200, 60}}
+
+// screenAt renders a moment of trace at every size, checks its width and
+// height and the texts it must (and must not) show, and compares it with
+// its golden.
+func screenAt(t *testing.T, trace, name string, opts Options, setup func(*testing.T, *Model), want, unwanted []string) {
+	t.Helper()
+	for _, sz := range issue34Sizes {
+		t.Run(fmt.Sprintf("%s-%dx%d", name, sz.w, sz.h), func(t *testing.T) {
+			m := newModel(t, trace, sz.w, sz.h, opts)
+			setup(t, m)
+			got := screenText(m)
+			lines := strings.Split(got, "\n")
+			if len(lines) != sz.h {
+				t.Errorf("%d lines, want %d", len(lines), sz.h)
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w > sz.w {
+					t.Errorf("line %d is %d cells wide, more than %d", i+1, w, sz.w)
+				}
+			}
+			flat := strings.Join(strings.Fields(got), " ")
+			for _, w := range want {
+				if !strings.Contains(flat, w) {
+					t.Errorf("screen lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range unwanted {
+				if strings.Contains(flat, w) {
+					t.Errorf("screen shows %q:\n%s", w, got)
+				}
+			}
+			checkGolden(t, fmt.Sprintf("i34-%s-%dx%d", name, sz.w, sz.h), got)
+		})
+	}
+}
+
+// TestIssue34Start (item 1): at the start, one generation on screen. The
+// device has seen no call, so its details say so instead of "current gen
+// -1 ... the 1st step".
+func TestIssue34Start(t *testing.T) {
+	screenAt(t, trainOpt, "start", Options{}, func(t *testing.T, m *Model) {
+		press(t, m, "1") // the tree, so that its device line is selected and details show it
+	}, []string{"no call yet", "generation now is 0"}, []string{"current gen -1", "1st step"})
+	// After the first step record and before any call: still no call.
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	command(t, m, "line 5")
+	press(t, m, "1")
+	if d := strings.Join(m.detailsLines(1000), " "); !strings.Contains(d, "no call yet") || !strings.Contains(d, "generation now is -1") {
+		t.Errorf("after the step record, before any call:\n%s", d)
+	}
+}
+
+// TestIssue34StepBack (item 2): after going back, records not run at the
+// position show no outcome, in the trace pane nor in the timeline.
+func TestIssue34StepBack(t *testing.T) {
+	for _, opts := range []Options{{}, {Color: true}} {
+		name := "stepback"
+		if opts.Color {
+			name += "-color"
+		}
+		screenAt(t, seedA, name, opts, func(t *testing.T, m *Model) {
+			command(t, m, "line 32")
+			command(t, m, "line 15")
+		}, []string{"line 15/41", "·····"}, []string{"record #1", "R──R", "replay #0"})
+	}
+}
+
+// TestIssue34GG (item 10): gg goes to the top of the focused pane and G to
+// its bottom; g then digits and enter is still the prompt; g then another
+// letter does what the letter does.
+func TestIssue34GG(t *testing.T) {
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	press(t, m, "G")
+	if m.trace.cursor != m.recs.len()-1 {
+		t.Fatalf("G: trace cursor %d, want the last record %d", m.trace.cursor, m.recs.len()-1)
+	}
+	press(t, m, "g", "g")
+	if m.trace.cursor != 0 || m.mode != modeNormal {
+		t.Fatalf("gg: trace cursor %d mode %d, want 0 and no prompt", m.trace.cursor, m.mode)
+	}
+	if m.msgErr {
+		t.Errorf("gg says %q", m.msg)
+	}
+	press(t, m, "g", "1", "1", "enter")
+	if m.lineOf(m.Pos()) != 11 {
+		t.Errorf("g 11 enter: at line %d", m.lineOf(m.Pos()))
+	}
+	press(t, m, "g", "n") // g then n: the prompt leaves, n steps
+	if m.mode != modeNormal || m.lineOf(m.Pos()) != 12 {
+		t.Errorf("g n: mode %d, line %d, want no prompt and line 12", m.mode, m.lineOf(m.Pos()))
+	}
+	if h := strings.Join(m.help.fullLines(&m.keys, 200), "\n"); !strings.Contains(h, "trace: run to cursor") || !strings.Contains(h, "home/gg") {
+		t.Errorf("the help does not say what enter does in the trace, or gg:\n%s", h)
+	}
+}
