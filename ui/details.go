@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -15,7 +16,9 @@ import (
 func eventText(ev *engine.Event) string {
 	switch ev.Kind {
 	case engine.EvWarmup:
-		return withMsg(fmt.Sprintf("warmup %d %s", ev.WarmupID, ev.Fn), ev.Text())
+		// PyTorch's warmup ids (-1, -2, …) are internal: the function
+		// names the node, and the tree shows where it sits in the chain.
+		return withMsg("warmup of "+ev.Fn, ev.Text())
 	case engine.EvRecord:
 		s := fmt.Sprintf("record #%d %s: %s", ev.Node, ev.Fn, ev.Cause)
 		if ev.Parent >= 0 {
@@ -52,13 +55,31 @@ func eventText(ev *engine.Event) string {
 		}
 		return "invariant failed"
 	case engine.EvTensorDied:
-		s := "a storage died, its last tensor gone: the one made by " + strings.Join(ev.Tensors, ", ")
+		made := make([]string, len(ev.Tensors))
+		for i, t := range ev.Tensors {
+			made[i] = placeholderWords(t)
+		}
+		s := "a storage died, its last tensor gone: the one made by " + strings.Join(made, ", ")
 		if len(ev.Ptrs) > 0 {
 			s += " at " + hex(ev.Ptrs[0])
 		}
 		return s
 	}
 	return withMsg(ev.Kind.String(), ev.Text())
+}
+
+// placeholderRe is how the engine names the storage a recording makes for
+// a copied input: "foo input 0 (placeholder of #0)".
+var placeholderRe = regexp.MustCompile(`^(.+) input (\d+) \(placeholder of #(\d+)\)$`)
+
+// placeholderWords says what such a storage is: the graph's own copy of an
+// input, which each replay refills.
+func placeholderWords(made string) string {
+	m := placeholderRe.FindStringSubmatch(made)
+	if m == nil {
+		return made
+	}
+	return fmt.Sprintf("#%s's recording, as its own copy of %s's input %s (each replay copies the input there)", m[3], m[1], m[2])
 }
 
 func withMsg(s, msg string) string {
@@ -68,8 +89,18 @@ func withMsg(s, msg string) string {
 	return s + ": " + msg
 }
 
-// stepLines describes the record just run and everything it decided.
+// stepLines describes the record just run and everything it decided,
+// with every argument of a call listed.
 func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
+	return stepLinesFold(snap, recs, s, w, true)
+}
+
+// stepLinesFold describes the record just run: what it did and why first
+// (the decision, its cause, the checkpoint, the warnings), then, for a
+// call, its arguments; full lists them all, else the params among them
+// are one count ("in + 16 params"), since on a real program they are most
+// of a call and would push the decision off the pane.
+func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []string {
 	var out []string
 	add := func(st bool, text string, style func(string) string) {
 		for i, l := range wrap(text, w-2) {
@@ -88,8 +119,14 @@ func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
 	st := snap.step
 	head := fmt.Sprintf("line %d", st.Line)
 	out = append(out, s.Bold.Render(head))
+	var call *traces.Record
 	if st.Index >= 0 && st.Index < recs.len() {
-		add(true, recordText(recs.at(st.Index)), plain)
+		if r := recs.at(st.Index); r.Op == traces.OpCall {
+			call = r
+			add(true, "call "+r.Fn, plain) // its arguments after the story
+		} else {
+			add(true, recordText(r), plain)
+		}
 	}
 	if st.Action != engine.ActionNone {
 		a := string(st.Action)
@@ -140,6 +177,62 @@ func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
 			}
 		}
 		add(false, "• "+eventText(ev), plain)
+	}
+	if call != nil {
+		args, folded := callArgs(call, snap.state, full)
+		add(true, "args: "+args, plain)
+		if len(call.Out) > 0 {
+			add(true, "returns: "+strings.Join(call.Out, ", "), plain)
+		}
+		if folded {
+			out = append(out, s.Dim.Render("  (enter in this pane lists every argument)"))
+		}
+	}
+	return out
+}
+
+// callArgs is a call's arguments as the details list them: all of them
+// when full, else the params among them as one count ("in, x + 16
+// params"); folded says whether any were.
+func callArgs(r *traces.Record, st *engine.State, full bool) (string, bool) {
+	params := paramNames(st)
+	var mine []string
+	n := 0
+	for _, a := range r.Args {
+		if !full && params[a] {
+			n++
+			continue
+		}
+		mine = append(mine, a)
+	}
+	s := strings.Join(mine, ", ")
+	if n > 0 {
+		if s != "" {
+			s += " + "
+		}
+		s += fmt.Sprintf("%d param", n)
+		if n > 1 {
+			s += "s"
+		}
+	}
+	if s == "" {
+		s = "none"
+	}
+	return s, n > 0
+}
+
+// paramNames are the names bound to the parameters of a state.
+func paramNames(st *engine.State) map[string]bool {
+	out := map[string]bool{}
+	if st == nil {
+		return out
+	}
+	for i := range st.Tensors {
+		if st.Tensors[i].Owner == "param" {
+			for _, n := range st.Tensors[i].Names {
+				out[n] = true
+			}
+		}
 	}
 	return out
 }
@@ -231,6 +324,13 @@ func byImportance(evs []engine.Event) []*engine.Event {
 // the node: its argument names are this call's names for the node's
 // inputs, which may differ from those bound when it was recorded.
 func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w int) []string {
+	return nodeLinesFold(st, l, call, s, w, true)
+}
+
+// nodeLinesFold is nodeLines; unless full, a node's static inputs (the
+// params, whose pointers the graph burns in) are one line, so that its
+// outputs and what it expects dead show without scrolling.
+func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, w int, full bool) []string {
 	if st == nil || l.dev < 0 || l.dev >= len(st.Devices) {
 		return nil
 	}
@@ -270,7 +370,7 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 			if wv.ID != l.id {
 				continue
 			}
-			add(s.Bold.Render(fmt.Sprintf("warmup node %d %s (function %d)", wv.ID, wv.Fn, wv.FnID)))
+			add(s.Bold.Render("warmup of "+wv.Fn) + fmt.Sprintf(" (function %d; PyTorch's warmup id %d)", wv.FnID, wv.ID))
 			add(fmt.Sprintf("ran eagerly in the graph pool at line %d", wv.Line))
 			if wv.Failed {
 				wrapped("", "its run raised: the new generation freed an input (-handoff raise, PyTorch 2.11). The node stays on the path with no outputs, so every new generation fails with an AssertionError until the path's outputs are all dead.", func(t string) string { return s.Err.Render(t) })
@@ -308,7 +408,12 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 		} else {
 			add(fmt.Sprintf("inputs (%d), names as bound when recorded at line %d:", len(n.Inputs), n.RecordedAtLine))
 		}
+		statics := 0
 		for i, in := range n.Inputs {
+			if !full && in.Kind == engine.InputStatic {
+				statics++
+				continue
+			}
 			name := orDefault(in.Name, "?")
 			was := ""
 			if now {
@@ -319,18 +424,21 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 			}
 			wrapped("  ", fmt.Sprintf("%d %-8s %-7s %s %s%s", in.Index, name, in.Kind, hex(in.Ptr), shape(in.Shape), was), plain)
 		}
+		if statics > 0 {
+			add(s.Dim.Render(fmt.Sprintf("  + %d static inputs (params: their addresses are burned into the graph; enter lists them)", statics)))
+		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
 			add("  " + outputText(o))
 		}
 		if len(n.ExpectedDeadBefore) > 0 {
-			wrapped("", "expected dead before replay: "+indexes(n.ExpectedDeadBefore), plain)
+			wrapped("", "expected dead before replay: "+outputNames(ds, n, n.ExpectedDeadBefore), plain)
 		}
 		if len(n.ExpectedDeadAfter) > 0 {
-			wrapped("", "died during recording: "+indexes(n.ExpectedDeadAfter), plain)
+			wrapped("", "died during recording: "+outputNames(ds, n, n.ExpectedDeadAfter), plain)
 		}
 		if len(n.LiveAfter) > 0 {
-			wrapped("", "live after recording: "+indexes(n.LiveAfter), plain)
+			wrapped("", "outputs of the path still live after recording: "+outputNames(ds, n, n.LiveAfter), plain)
 		}
 		add(fmt.Sprintf("CUDA graph (%d nodes):", len(n.Kernels)))
 		for _, k := range n.Kernels {
@@ -374,13 +482,36 @@ func outputText(o engine.OutputView) string {
 	return s
 }
 
-func indexes(xs []engine.OutputIndex) string {
+// outputNames names outputs of the path to node n, given as PyTorch's
+// (depth, index) pairs: the name bound to each now, or "#id output i"
+// when none is, the node at that depth of n's path, the output i of it.
+func outputNames(ds *engine.DeviceState, n *engine.NodeView, xs []engine.OutputIndex) string {
+	// The path to n, root first: its ancestors by depth.
+	path := make([]*engine.NodeView, n.Depth+1)
+	for a := n; a != nil; {
+		if a.Depth >= 0 && a.Depth < len(path) {
+			path[a.Depth] = a
+		}
+		if a.Parent < 0 || a.Parent >= len(ds.Nodes) || a.Parent == a.ID {
+			break
+		}
+		a = &ds.Nodes[a.Parent]
+	}
 	p := make([]string, len(xs))
 	for i, x := range xs {
 		p[i] = x.String()
+		if x.Depth < 0 || x.Depth >= len(path) || path[x.Depth] == nil {
+			continue
+		}
+		at := path[x.Depth]
+		p[i] = fmt.Sprintf("#%d output %d", at.ID, x.Index)
+		if x.Index >= 0 && x.Index < len(at.Outputs) && at.Outputs[x.Index].Tensor != "" {
+			p[i] = at.Outputs[x.Index].Tensor + " (" + p[i] + ")"
+		}
 	}
-	return strings.Join(p, " ")
+	return strings.Join(p, ", ")
 }
+
 
 func orDefault(s, d string) string {
 	if s == "" {

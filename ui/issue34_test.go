@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/cgtviz/cgtviz/engine"
 )
 
 // Issue 34: the TUI on real programs. The screens are goldens of a
@@ -109,5 +111,45 @@ func TestIssue34GG(t *testing.T) {
 	}
 	if h := strings.Join(m.help.fullLines(&m.keys, 200), "\n"); !strings.Contains(h, "trace: run to cursor") || !strings.Contains(h, "home/gg") {
 		t.Errorf("the help does not say what enter does in the trace, or gg:\n%s", h)
+	}
+}
+
+// TestIssue34DecisionFirst (item 4): on a call with params, the details
+// tell the decision and its cause before the arguments, and fold the
+// params into a count that enter in the pane expands.
+func TestIssue34DecisionFirst(t *testing.T) {
+	screenAt(t, trainOpt, "decision-first", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 39")
+		press(t, m, "5")
+	}, []string{"record #0 fn_0: new root", "args: in + 4 params"}, nil)
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	command(t, m, "line 39")
+	d := strings.Join(plainLines(m.detailsLines(116)), "\n")
+	if strings.Index(d, "new root") > strings.Index(d, "args:") {
+		t.Errorf("the arguments come before the decision:\n%s", d)
+	}
+	press(t, m, "5", "enter")
+	if d := strings.Join(plainLines(m.detailsLines(116)), "\n"); !strings.Contains(d, "args: in, param, param_1, param_2, param_3") || !strings.Contains(d, "1 param ") {
+		t.Errorf("enter in the details does not list every argument and input:\n%s", d)
+	}
+}
+
+// TestIssue34Words (item 9): warmup nodes by their function, not
+// PyTorch's negative ids; a placeholder's death in words; the path's
+// outputs by name.
+func TestIssue34Words(t *testing.T) {
+	screenAt(t, trainOpt, "warmup-words", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 35")
+	}, []string{"warmup of opt_step_2"}, []string{"warmup -"})
+	if got := placeholderWords("foo input 0 (placeholder of #0)"); got != "#0's recording, as its own copy of foo's input 0 (each replay copies the input there)" {
+		t.Errorf("placeholderWords: %q", got)
+	}
+	ds := &engine.DeviceState{Nodes: []engine.NodeView{
+		{ID: 0, Parent: -1, Depth: 0, Outputs: []engine.OutputView{{Index: 0, Tensor: "k_cache"}, {Index: 1}}},
+		{ID: 1, Parent: 0, Depth: 1, Outputs: []engine.OutputView{{Index: 0, Tensor: "logits"}}},
+	}}
+	got := outputNames(ds, &ds.Nodes[1], []engine.OutputIndex{{Depth: 0, Index: 0}, {Depth: 0, Index: 1}, {Depth: 1, Index: 0}, {Depth: 5, Index: 0}})
+	if want := "k_cache (#0 output 0), #0 output 1, logits (#1 output 0), (5,0)"; got != want {
+		t.Errorf("outputNames: %q, want %q", got, want)
 	}
 }

@@ -33,6 +33,13 @@ type KeyMap struct {
 	Tree    TreeKeys
 	Trace   TraceKeys
 	Tensors TensorKeys
+	Details DetailsKeys
+}
+
+// DetailsKeys are the details pane's.
+type DetailsKeys struct {
+	// Expand lists every argument and input, or folds the params again.
+	Expand key.Binding
 }
 
 // ScrollKeys move the cursor of a list pane, or scroll a text pane; the
@@ -101,6 +108,7 @@ func DefaultKeyMap() KeyMap {
 		},
 		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "tree: fold node"))},
 		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "trace: run to cursor"))},
+		Details: DetailsKeys{Expand: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "details: list every argument"))},
 		Tensors: TensorKeys{Left: key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")), Right: key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)"))},
 	}
 }
@@ -115,7 +123,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
 		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
-		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Trace.RunTo, k.Device},
+		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Trace.RunTo, k.Details.Expand, k.Device},
 		{k.Scroll.Up, k.Scroll.Down, k.Tensors.Left, k.Tensors.Right, k.Scroll.PageUp, k.Scroll.PageDown, k.Scroll.Top, k.Scroll.Bottom},
 		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},

@@ -202,7 +202,21 @@ func (p *deltaPane) selection(c *paneCtx, w int) string {
 
 // detailsPane shows the trace row under the cursor, the step just run and
 // the node selected in the tree (detailsLines).
-type detailsPane struct{ textPane }
+type detailsPane struct {
+	textPane
+	// full lists every argument of a call and every input of a node;
+	// folded (the default), the params are one count (enter toggles).
+	full bool
+}
+
+func (p *detailsPane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Details.Expand} }
+func (p *detailsPane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if !key.Matches(k, c.keys.Details.Expand) {
+		return nil, false
+	}
+	p.full = !p.full
+	return nil, true
+}
 
 func (p *detailsPane) title(*paneCtx) string { return paneTitles[paneDetails] }
 func (p *detailsPane) view(c *paneCtx, w, h int, _ bool) []string {
@@ -227,11 +241,11 @@ func (p *detailsPane) lines(c *paneCtx, iw int) []string {
 		}
 		lines = append(lines, s.Dim.Render("  (enter runs to it; n steps)"), "")
 	}
-	step := stepLines(snap, recs, s, iw)
+	step := stepLinesFold(snap, recs, s, iw, p.full)
 	var node []string
 	if l, ok := c.tree.selected(); ok {
 		call := callOf(snap, recs, l)
-		node = nodeLines(st, l, call, s, iw)
+		node = nodeLinesFold(st, l, call, s, iw, p.full)
 	}
 	// What the user looks at comes first: the node chosen in the focused
 	// tree, else the step just run.

@@ -177,6 +177,10 @@ func (p *poolPane) legend(w int) {
 		{int(engine.BlockFree), blockGlyphs[engine.BlockFree] + " free"},
 		{int(engine.BlockUnowned), blockGlyphs[engine.BlockUnowned] + " unowned"},
 		{runChanged, changedGlyph + " changed by last checkpoint"},
+		// One unit in every list: the bytes of pool a span covers (an
+		// allocated block's, rounded as the allocator rounds; a tensor's
+		// own where it lies in a block the allocator believes free).
+		{runDim, "sizes: pool bytes each span covers"},
 	}
 	var line poolLine
 	used := 0
