@@ -512,7 +512,6 @@ func outputNames(ds *engine.DeviceState, n *engine.NodeView, xs []engine.OutputI
 	return strings.Join(p, ", ")
 }
 
-
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
