@@ -570,16 +570,13 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 // are as wide as what they hold, and a row wider than the pane scrolls
 // sideways by left cells (h/l in the pane). A stale row says "× stale":
 // without color it must not read as a live one.
-func tensorLines(st *engine.State, s Styles, offset *int, left *int, w, h int) []string {
-	if st == nil {
-		return nil
-	}
-	if len(st.Tensors) == 0 {
+func tensorLines(all []engine.TensorView, s Styles, offset *int, left *int, w, h int) []string {
+	if len(all) == 0 {
 		return []string{s.Dim.Render("no tensors")}
 	}
 	rows := max(h-1, 1)
-	*offset = min(max(*offset, 0), max(len(st.Tensors)-rows, 0))
-	vis := st.Tensors[*offset:min(*offset+rows, len(st.Tensors))]
+	*offset = min(max(*offset, 0), max(len(all)-rows, 0))
+	vis := all[*offset:min(*offset+rows, len(all))]
 	cells := make([][6]string, 0, len(vis)+1)
 	cells = append(cells, [6]string{"name", "state", "owner", "pool", "shape", "address"})
 	for _, t := range vis {

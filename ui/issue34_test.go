@@ -153,3 +153,57 @@ func TestIssue34Words(t *testing.T) {
 		t.Errorf("outputNames: %q, want %q", got, want)
 	}
 }
+
+// TestIssue34Tensors (item 5): the params come last by default; o orders
+// the rows otherwise, f filters them, and the title says so.
+func TestIssue34Tensors(t *testing.T) {
+	screenAt(t, trainOpt, "tensors", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 39")
+		press(t, m, "6")
+	}, []string{"Tensors · 22 · outputs first", "fn_0_c2_0"}, nil)
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	command(t, m, "line 39")
+	press(t, m, "6")
+	rows := m.tensors.rows(m.snap.state)
+	if rows[0].Owner == "param" || rows[len(rows)-1].Owner != "param" {
+		t.Errorf("outputs first: the first row is %v, the last %v", rows[0].Names, rows[len(rows)-1].Names)
+	}
+	press(t, m, "o") // by size
+	rows = m.tensors.rows(m.snap.state)
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Bytes > rows[i-1].Bytes {
+			t.Fatalf("by size: row %d (%d B) after a smaller one (%d B)", i, rows[i].Bytes, rows[i-1].Bytes)
+		}
+	}
+	press(t, m, append(append([]string{"f"}, typed("fn_0")...), "enter")...)
+	rows = m.tensors.rows(m.snap.state)
+	if len(rows) == 0 {
+		t.Fatal("the filter fn_0 keeps no row")
+	}
+	for _, r := range rows {
+		if !strings.Contains(tensorRowText(&r), "fn_0") {
+			t.Errorf("the filter fn_0 keeps %v", r.Names)
+		}
+	}
+	if got := m.tensors.title(m.ctx()); !strings.Contains(got, fmt.Sprintf("%d of 22 match \"fn_0\"", len(rows))) || !strings.Contains(got, "by size") {
+		t.Errorf("title %q", got)
+	}
+	press(t, m, "f", "enter")
+	if len(m.tensors.rows(m.snap.state)) != 22 {
+		t.Error("an empty filter does not show every row again")
+	}
+}
+
+// TestIssue34Zoom (item 6): + gives the focused pane the whole body, so a
+// call's arguments show whole at 80x24; + again lays every pane out.
+func TestIssue34Zoom(t *testing.T) {
+	screenAt(t, trainOpt, "zoom", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 39")
+		press(t, m, "4", "+")
+	}, []string{"call fn_0(in, param, param_1, param_2, param_3)", "Trace zoomed"}, []string{"1 Tree"})
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	press(t, m, "+", "+")
+	if !strings.Contains(screenText(m), "1 Tree") {
+		t.Error("+ twice does not show every pane again")
+	}
+}

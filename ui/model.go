@@ -116,6 +116,7 @@ type Model struct {
 	width, height int
 	focus         pane
 	other         pane // the last focused pane other than the trace (compact layout)
+	zoom          bool // + : the focused pane takes the whole body
 	dev           int  // the device the pool shows: the last step's, or the one d chose
 
 	busy    bool

@@ -43,6 +43,7 @@ const (
 	modeJump         // the "go to bookmark" prompt
 	modeCommand      // the ':' command line
 	modeOverlay      // a popup over the panes (:help, the breakpoint list)
+	modeFilter       // the tensors pane's filter prompt
 )
 
 // push puts an overlay on top of the stack.
@@ -383,6 +384,14 @@ func (p *prompt) enter(m *Model, in string) tea.Cmd {
 			m.setMsg(fmt.Sprintf("bookmark %q at %s", in, m.where(m.snap.pos)), nil)
 		}
 		return nil
+	case modeFilter:
+		m.tensors.filter, m.tensors.offset = in, 0
+		if in == "" {
+			m.setMsg("tensors: filter cleared", nil)
+		} else {
+			m.setMsg(fmt.Sprintf("tensors: only the rows that contain %q (f, then enter on an empty line, clears it)", in), nil)
+		}
+		return nil
 	case modeJump:
 		return m.move(func(s *sessions.Session) (string, error) {
 			return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
@@ -402,6 +411,8 @@ func (p *prompt) line(m *Model, w int) string {
 	switch p.what {
 	case modeSearch:
 		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
+	case modeFilter:
+		return fit(s.Prompt.Render("filter tensors (name, state, owner, pool, maker): ")+m.input+"█", w)
 	case modeMark:
 		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
 	case modeJump:
