@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -205,5 +206,37 @@ func TestIssue34Zoom(t *testing.T) {
 	press(t, m, "+", "+")
 	if !strings.Contains(screenText(m), "1 Tree") {
 		t.Error("+ twice does not show every pane again")
+	}
+}
+
+// TestIssue34MemoryAxis (item 11): the memory timeline has an x-axis of
+// trace lines, its labels whole at 120 columns, and a click on a column
+// goes to that column's position.
+func TestIssue34MemoryAxis(t *testing.T) {
+	screenAt(t, trainOpt, "memory", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 90")
+		press(t, m, "M")
+	}, []string{"trace line │start", "max 2.0 MiB", "M: hide"}, nil)
+	m := newModel(t, trainOpt, 120, 40, Options{})
+	command(t, m, "line 90")
+	press(t, m, "M")
+	r := m.layout().rects[panePool]
+	for _, l := range plainLines(m.mem.lines(m.styles, m.recs.len(), m.Pos(), m.snap.executed, 0, r.w-2, m.lineOf)) {
+		if strings.Contains(l, "…") {
+			t.Errorf("a label of the chart is cut at 120 columns: %q", l)
+		}
+	}
+	col := 20
+	want := memColumnAt(col, m.recs.len(), r.w-2)
+	x, y := r.x+1+memLabelW+col, r.y+1+m.mem.titleRows+1
+	_, cmd := m.Update(tea.MouseClickMsg{X: x, Y: y, Button: tea.MouseLeft})
+	runCmd(m, cmd)
+	if m.Pos() != want || want <= 0 {
+		t.Errorf("a click on column %d of the chart: at position %d, want %d", col, m.Pos(), want)
+	}
+	// The axis labels the column clicked with the line gone to.
+	axis := memAxis(memPositions(m.recs.len(), memChartCols(r.w-2)), r.w-2, m.lineOf)
+	if !strings.Contains(axis, fmt.Sprintf("│%d", m.lineOf(memColumnAt(20, m.recs.len(), r.w-2)))) {
+		t.Errorf("axis %q lacks the line of column 20 (%d)", axis, m.lineOf(want))
 	}
 }

@@ -759,7 +759,13 @@ func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	if !c.mem.on {
 		return p.draw(*c.styles, h)
 	}
-	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w)
+	lineOf := func(pos int) int {
+		if pos <= 0 || pos > c.recs.len() {
+			return 0
+		}
+		return c.recs.line(pos - 1)
+	}
+	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w, lineOf)
 	chart = chart[:min(len(chart), max(h-2, 0))]
 	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
 }
