@@ -158,7 +158,7 @@ func (c *memChart) lines(s Styles, n, pos, executed, dev, w int, lineOf func(pos
 		name = "default pool"
 	}
 	var out []string
-	for _, l := range wrap(fmt.Sprintf("memory, %s, dev %d · click: go to a line · p: other pool · M: hide", name, dev), w) {
+	for _, l := range wrap(fmt.Sprintf("memory of the %s, dev %d · click: go to a line · p: other pool · M: hide", name, dev), w) {
 		out = append(out, s.Bold.Render(l))
 	}
 	// The title's rows shift the chart's: a click reads them (chartTop).
