@@ -216,7 +216,7 @@ func TestIssue34MemoryAxis(t *testing.T) {
 	screenAt(t, trainOpt, "memory", Options{}, func(t *testing.T, m *Model) {
 		command(t, m, "line 90")
 		press(t, m, "M")
-	}, []string{"trace line │start", "max 2.0 MiB", "click: go to"}, nil)
+	}, []string{"trace line │start", "max 2.0 MiB"}, nil)
 	m := newModel(t, trainOpt, 120, 40, Options{})
 	command(t, m, "line 90")
 	press(t, m, "M")
