@@ -95,6 +95,9 @@ type Session struct {
 	ckpts   []int // indexes of executed records that checkpointed, ascending
 	errs    map[int]*engine.Error
 	expects map[int][]engine.ExpectFailure
+	// overwrites are the records checked for a silent cached-object
+	// overwrite (overwrite.go), by index.
+	overwrites map[int]bool
 
 	// cloneable is false when the engine's devices cannot be snapshotted
 	// (a device without Cloner): going back then re-runs from the start on fresh devices.

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -651,30 +652,10 @@ func ordinal(n int) string {
 // still holds. Both names are one tensor; the replay rewrote it, so the
 // older name's values changed without the overwritten error.
 func sharedOutputs(st *engine.State, rec *traces.Record) []string {
-	if rec.Op != traces.OpCall || len(rec.Out) == 0 || st == nil {
-		return nil
-	}
-	// One pass over the tensors, looking only at those with several
-	// names (rare): this runs on every frame after a replay.
 	var out []string
-	for i := range st.Tensors {
-		t := &st.Tensors[i]
-		if len(t.Names) < 2 || t.State != engine.TensorLive {
-			continue
-		}
-		var mine, others []string
-		for _, n := range t.Names {
-			if slices.Contains(rec.Out, n) {
-				mine = append(mine, n)
-			} else {
-				others = append(others, n)
-			}
-		}
-		if len(mine) == 0 || len(others) == 0 {
-			continue
-		}
+	for _, so := range sessions.SharedOutputs(st, rec) {
 		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
-			joinAnd(mine), joinAnd(others), t.Line, joinAnd(others)))
+			joinAnd(so.Mine), joinAnd(so.Others), so.Line, joinAnd(so.Others)))
 	}
 	return out
 }

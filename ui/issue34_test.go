@@ -240,3 +240,38 @@ func TestIssue34MemoryAxis(t *testing.T) {
 		t.Errorf("axis %q lacks the line of column 20 (%d)", axis, m.lineOf(want))
 	}
 }
+
+// TestIssue34Overwrite (item 8): the silent cached-object overwrite is a
+// breakpoint kind and a timeline mark, and :freed finds a del.
+func TestIssue34Overwrite(t *testing.T) {
+	const s08 = "../examples/s08-overwritten-errors.cgt.jsonl"
+	m := newModel(t, s08, 120, 40, Options{})
+	command(t, m, "b overwrite")
+	press(t, m, "c")
+	if got := m.lineOf(m.Pos()); got != 14 {
+		t.Fatalf("c with an overwrite breakpoint stops at line %d, want 14 (%s)", got, m.Message())
+	}
+	if !strings.Contains(m.Message(), "breakpoint overwrite hit at line 14") {
+		t.Errorf("message %q", m.Message())
+	}
+	if !strings.Contains(strings.Join(plainLines(m.detailsLines(116)), " "), "same cached object") {
+		t.Error("the details do not warn of the overwrite the breakpoint stopped on")
+	}
+	m.timeline.drawnFor = stripKey{}
+	strip := ansi.Strip(m.timeline.view(m.styles, m.snap.n, 120, m.snap.pos-1))
+	if !strings.Contains(strip, "O") || !strings.Contains(strip, "O overw") {
+		t.Errorf("the timeline does not mark the overwrite: %q", strip)
+	}
+	screenAt(t, s08, "overwrite", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "b overwrite")
+		press(t, m, "c")
+	}, []string{"breakpoint overwrite hit at line 14", "is the same cached object as"}, nil)
+
+	// :freed right after del a: the del freed it.
+	d := newModel(t, seedA, 120, 40, Options{})
+	command(t, d, "line 18")
+	command(t, d, "freed a")
+	if d.lineOf(d.Pos()) != 17 || !strings.Contains(d.Message(), "line 17 deleted a, the last reference to its tensor") {
+		t.Errorf(":freed a after del a: at line %d, %q", d.lineOf(d.Pos()), d.Message())
+	}
+}

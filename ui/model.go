@@ -67,6 +67,15 @@ func takeSnapshot(s *sessions.Session) snapshot {
 	snap := snapshot{pos: s.Pos(), n: s.Len(), state: s.State(), bps: s.Breakpoints(), executed: s.Executed(), ckptIdx: -1}
 	if snap.pos > 0 {
 		snap.step = s.StepAt(snap.pos - 1)
+		// What the details warn of, the timeline marks: the session keeps
+		// it for the cell and for overwrite breakpoints.
+		if st := snap.step; st != nil && st.Action == engine.ActionReplay {
+			if _, known := s.Overwrote(snap.pos - 1); !known {
+				if rec, err := s.Records().Record(snap.pos - 1); err == nil {
+					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputs(snap.state, rec)) > 0)
+				}
+			}
+		}
 	}
 	if i := s.LastCheckpoint(snap.pos); i >= 0 {
 		if st := s.StepAt(i); st != nil {
