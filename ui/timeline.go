@@ -71,7 +71,7 @@ type timeline struct {
 // stripKey is what a drawn strip depends on.
 type stripKey struct {
 	n, w, cur, marks, overwrites int
-	color, valid     bool
+	color, valid                 bool
 }
 
 // update reads the marks of records executed since the last update. It
