@@ -175,7 +175,10 @@ func (s *Session) Continue() (Hit, error) {
 	if err := s.Goto(max(s.pos, s.hist.len())); err != nil {
 		return Hit{}, err
 	}
-	for s.pos < s.src.Len() {
+	for from := s.pos; s.pos < s.src.Len(); {
+		if err := s.watched(s.pos-from, 0); err != nil {
+			return Hit{}, err
+		}
 		if _, err := s.apply(); err != nil {
 			return Hit{}, err
 		}

@@ -98,6 +98,8 @@ type Session struct {
 	// overwrites are the records checked for a silent cached-object
 	// overwrite (overwrite.go), by index.
 	overwrites map[int]bool
+	// watch is told the progress of long moves (watch.go).
+	watch MoveWatcher
 
 	// cloneable is false when the engine's devices cannot be snapshotted
 	// (a device without Cloner): going back then re-runs from the start on fresh devices.
@@ -389,7 +391,11 @@ func (s *Session) Goto(target int) error {
 			return fmt.Errorf("go to step %d: re-run: %w", target, err)
 		}
 	}
+	from := s.pos
 	for s.pos < target {
+		if err := s.watched(s.pos-from, target-from); err != nil {
+			return err
+		}
 		if _, err := s.apply(); err != nil {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}

@@ -249,7 +249,7 @@ func (m *Model) statusLine(w int) string {
 	case m.search.cancel != nil:
 		add(9, "searching… (esc cancels)")
 	case m.busy:
-		add(9, "running…")
+		add(9, "%s", m.prog.text())
 	}
 	width := func() int {
 		n := 0

@@ -259,6 +259,7 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 		opts = append(opts, tea.WithInput(tty))
 	}
 	p := tea.NewProgram(m, opts...)
+	m.SetSend(p.Send)
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "cgtviz: terminal: %v\n", err)
 		return 1
