@@ -175,6 +175,7 @@ func (s *Session) Continue() (Hit, error) {
 	if err := s.Goto(max(s.pos, s.hist.len())); err != nil {
 		return Hit{}, err
 	}
+	defer s.startAhead(s.pos, s.src.Len())()
 	for from := s.pos; s.pos < s.src.Len(); {
 		if err := s.watched(s.pos-from, 0); err != nil {
 			return Hit{}, err

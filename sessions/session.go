@@ -100,6 +100,8 @@ type Session struct {
 	overwrites map[int]bool
 	// watch is told the progress of long moves (watch.go).
 	watch MoveWatcher
+	// ahead reads the records of a long move ahead (readahead.go).
+	ahead *readAhead
 
 	// cloneable is false when the engine's devices cannot be snapshotted
 	// (a device without Cloner): going back then re-runs from the start on fresh devices.
@@ -280,7 +282,10 @@ func (s *Session) Err() error { return s.readErr }
 
 // record reads record i; a failure is kept for Err.
 func (s *Session) record(i int) (*traces.Record, error) {
-	rec, err := s.src.Record(i)
+	rec, err, ok := s.fromAhead(i)
+	if !ok {
+		rec, err = s.src.Record(i)
+	}
 	if err != nil {
 		s.readErr = fmt.Errorf("session %s: %w", s.file, err)
 		return nil, s.readErr
@@ -392,6 +397,7 @@ func (s *Session) Goto(target int) error {
 		}
 	}
 	from := s.pos
+	defer s.startAhead(s.pos, target)()
 	for s.pos < target {
 		if err := s.watched(s.pos-from, target-from); err != nil {
 			return err

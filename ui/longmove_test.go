@@ -32,9 +32,13 @@ func BenchmarkFirstLongMove(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		devs, err := sessions.SimDevices(cr.Header().Devices)
+		if err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		n := 0
-		_, err = engine.RunStream(context.Background(), cr.Header(), cr, engine.Options{File: path, AllocOptions: alloc.Options{TraceMax: -1}}, func(*engine.Step) bool { n++; return true })
+		_, err = engine.RunStream(context.Background(), cr.Header(), cr, engine.Options{Devices: devs, File: path, AllocOptions: alloc.Options{TraceMax: -1}}, func(*engine.Step) bool { n++; return true })
 		f.Close()
 		if err != nil {
 			b.Fatal(err)

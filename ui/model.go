@@ -136,7 +136,7 @@ type Model struct {
 	prog *moveProgress
 	// send is the program's Send (SetSend), nil in tests.
 	send func(tea.Msg)
-	snap    snapshot
+	snap snapshot
 
 	// The panes, each a component (pane.go) that owns its cursor,
 	// scroll, keys, view and text.
