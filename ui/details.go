@@ -69,6 +69,120 @@ func eventText(ev *engine.Event) string {
 	return withMsg(ev.Kind.String(), ev.Text())
 }
 
+// compiledRe splits a compiled function's name as the recorder writes it:
+// the module or function Dynamo compiled, then the compile's index
+// ("Block_3", "MLP_bwd_1").
+var compiledRe = regexp.MustCompile(`^(.+)_(\d+)$`)
+
+// resumeRe is Dynamo's name of a resume function: the code of fn after a
+// graph break at a line of the program, compiled on its own
+// ("torch_dynamo_resume_in_forward_at_26_1"; older PyTorch:
+// "__resume_at_26_1").
+var resumeRe = regexp.MustCompile(`^(?:torch_dynamo_resume_in_(.+)_at_(\d+)|__resume_at_(\d+))(?:_\d+)?$`)
+
+// recordWhy says, in PyTorch's terms, what a recorded node is when the
+// cause alone stops short: Dynamo's resume function after a graph break
+// (recorded in the same invocation as its parent when the path was still
+// recording), or one of several compiled graphs of one module, one per
+// input shape. "" when there is nothing to add.
+func recordWhy(st *engine.State, dev, id int) string {
+	if st == nil || dev < 0 || dev >= len(st.Devices) || id < 0 || id >= len(st.Devices[dev].Nodes) {
+		return ""
+	}
+	ds := &st.Devices[dev]
+	n := &ds.Nodes[id]
+	if m := resumeRe.FindStringSubmatch(n.Fn); m != nil {
+		s := "Dynamo's resume function: the code after a graph break"
+		switch {
+		case m[1] != "":
+			s += fmt.Sprintf(" in %s at line %s of the program", m[1], m[2])
+		case m[3] != "":
+			s += fmt.Sprintf(" at line %s of the program", m[3])
+		}
+		s += ", compiled as a function of its own"
+		if n.Cause == engine.CauseRecordingPath && n.Parent >= 0 && n.Parent < len(ds.Nodes) {
+			// A new invocation would have ended the path (a new
+			// generation): still recording, this call is the same one.
+			s += fmt.Sprintf(". It ran in the same invocation as #%d %s, whose recording was still going on, so it was recorded as its child", n.Parent, ds.Nodes[n.Parent].Fn)
+		}
+		return s
+	}
+	m := compiledRe.FindStringSubmatch(n.Fn)
+	if m == nil {
+		return ""
+	}
+	var kin []string
+	for _, f := range st.Functions {
+		if f.Device == dev {
+			if fm := compiledRe.FindStringSubmatch(f.Fn); fm != nil && fm[1] == m[1] && !slices.Contains(kin, f.Fn) {
+				kin = append(kin, f.Fn)
+			}
+		}
+	}
+	if len(kin) < 2 || n.Cause != engine.CauseNewRoot {
+		return ""
+	}
+	var shapes []string
+	for _, in := range n.Inputs {
+		if in.Kind != engine.InputStatic {
+			shapes = append(shapes, shape(in.Shape))
+		}
+	}
+	s := fmt.Sprintf("a new compiled graph of %s", m[1])
+	if len(shapes) > 0 {
+		s += " for input shape " + strings.Join(shapes, ", ")
+	}
+	return s + fmt.Sprintf(": the trace defines %d compiled graphs of %s (%s), each a function of its own with its own root in the tree; under static shapes Dynamo compiles again for each new input shape", len(kin), m[1], joinAnd(kin))
+}
+
+// namedAlias names the input an output aliases: "(alias input 3)" says
+// "(alias input 3, param_3)".
+func namedAlias(text string, o engine.OutputView, n *engine.NodeView) string {
+	var i int
+	if _, err := fmt.Sscanf(o.Alias, "input %d", &i); err != nil || i < 0 || i >= len(n.Inputs) || n.Inputs[i].Name == "" {
+		return text
+	}
+	return strings.Replace(text, "(alias "+o.Alias+")", fmt.Sprintf("(alias %s, %s)", o.Alias, n.Inputs[i].Name), 1)
+}
+
+// nodeAddrs names the addresses a node's CUDA graph reads and writes: its
+// inputs (a copied one's placeholder), its outputs.
+func nodeAddrs(n *engine.NodeView) map[string]string {
+	out := map[string]string{}
+	for _, in := range n.Inputs {
+		if in.Name == "" {
+			continue
+		}
+		name := in.Name
+		if in.Kind == engine.InputCopied {
+			name += "'s placeholder"
+		}
+		out[hex(in.Ptr)] = name
+	}
+	for _, o := range n.Outputs {
+		if _, ok := out[hex(o.Ptr)]; !ok {
+			out[hex(o.Ptr)] = fmt.Sprintf("output %d", o.Index)
+		}
+	}
+	return out
+}
+
+// nameAddrs follows each address in a kernel's detail that the node names
+// with its name: "a=0x7f000000a200" reads "a=0x7f000000a200 (param_3)".
+func nameAddrs(detail string, addrs map[string]string) string {
+	f := strings.Fields(detail)
+	for i, w := range f {
+		k := strings.IndexByte(w, '=')
+		if k < 0 {
+			continue
+		}
+		if name, ok := addrs[w[k+1:]]; ok {
+			f[i] = w + " (" + name + ")"
+		}
+	}
+	return strings.Join(f, " ")
+}
+
 // placeholderRe is how the engine names the storage a recording makes for
 // a copied input: "foo input 0 (placeholder of #0)".
 var placeholderRe = regexp.MustCompile(`^(.+) input (\d+) \(placeholder of #(\d+)\)$`)
@@ -172,10 +286,17 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 			add(false, "• "+checkpointStory(ev), rs(s.Checkpoint))
 			continue
 		case engine.EvRecord, engine.EvWarmup:
+			text := eventText(ev)
 			if ckpt {
-				add(false, "• then "+eventText(ev), plain)
-				continue
+				text = "then " + text
 			}
+			add(false, "• "+text, plain)
+			if ev.Kind == engine.EvRecord {
+				if w := recordWhy(snap.state, ev.Device, ev.Node); w != "" {
+					add(false, "  "+w, plain)
+				}
+			}
+			continue
 		}
 		add(false, "• "+eventText(ev), plain)
 	}
@@ -400,6 +521,9 @@ func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, 
 		}
 		add(fmt.Sprintf("%s · depth %d · replays %d%s", rel, n.Depth, n.Replays, where))
 		wrapped("why: ", fmt.Sprintf("recorded at line %d: %s", n.RecordedAtLine, n.Cause), plain)
+		if w := recordWhy(st, l.dev, n.ID); w != "" {
+			wrapped("     ", w, plain)
+		}
 		for _, f := range n.Failures {
 			wrapped("  ", f.Describe(), rs(s.Warn))
 		}
@@ -430,7 +554,7 @@ func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, 
 		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
-			add("  " + outputText(o))
+			add("  " + namedAlias(outputText(o), o, n))
 		}
 		if len(n.ExpectedDeadBefore) > 0 {
 			wrapped("", "expected dead before replay: "+outputNames(ds, n, n.ExpectedDeadBefore), plain)
@@ -442,8 +566,9 @@ func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, 
 			wrapped("", "outputs of the path still live after recording: "+outputNames(ds, n, n.LiveAfter), plain)
 		}
 		add(fmt.Sprintf("CUDA graph (%d nodes):", len(n.Kernels)))
+		addrs := nodeAddrs(n)
 		for _, k := range n.Kernels {
-			add(fmt.Sprintf("  %s %s %s", k.Kind, k.Name, k.Detail))
+			wrapped("  ", fmt.Sprintf("%s %s %s", k.Kind, k.Name, nameAddrs(k.Detail, addrs)), plain)
 		}
 	}
 	return out

@@ -275,3 +275,38 @@ func TestIssue34Overwrite(t *testing.T) {
 		t.Errorf(":freed a after del a: at line %d, %q", d.lineOf(d.Pos()), d.Message())
 	}
 }
+
+// TestIssue34WhyRecorded (item 7): why a node was recorded, in PyTorch's
+// terms: a module compiled per shape, Dynamo's resume function after a
+// graph break in the same invocation; the addresses of a node's CUDA graph
+// and the inputs its outputs alias, by name.
+func TestIssue34WhyRecorded(t *testing.T) {
+	const kv = "../examples/recorded/inference_kv.cgt.jsonl"
+	const gb = "../examples/recorded/graph_break.cgt.jsonl"
+	screenAt(t, kv, "why-shape", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 50")
+		press(t, m, "5")
+	}, []string{"a new compiled"}, nil)
+	screenAt(t, gb, "why-resume", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 24")
+		press(t, m, "1")
+	}, []string{"Dynamo's resume"}, nil)
+	for _, tc := range []struct{ trace, line, want string }{
+		{kv, "line 50", "a new compiled graph of Block for input shape [1,9,64]: the trace defines 7 compiled graphs of Block (Block_0, Block_1,"},
+		{gb, "line 24", "Dynamo's resume function: the code after a graph break in forward at line 26 of the program, compiled as a function of its own. It ran in the same invocation as #0 Gate_0"},
+	} {
+		m := newModel(t, tc.trace, 120, 40, Options{})
+		command(t, m, tc.line)
+		if d := strings.Join(strings.Fields(strings.Join(plainLines(m.detailsLines(300)), " ")), " "); !strings.Contains(d, tc.want) {
+			t.Errorf("%s %s: the details lack %q:\n%s", tc.trace, tc.line, tc.want, d)
+		}
+	}
+	m := newModel(t, "../examples/recorded/train_mlp.cgt.jsonl", 200, 60, Options{})
+	command(t, m, "line 28")
+	d := strings.Join(plainLines(nodeLines(m.snap.state, treeLine{kind: treeNode, dev: 0, id: 0}, nil, m.styles, 300)), "\n")
+	for _, w := range []string{"(alias input 3, fc2_weight)", "dst=0x7f0000200000 (in_1's placeholder)"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("node #0 of train_mlp lacks %q:\n%s", w, d)
+		}
+	}
+}
