@@ -25,7 +25,7 @@ GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
 include mk/test.mk
 
-.PHONY: run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: screenshot run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -149,6 +149,11 @@ bench:
 # The scaling table of BENCHMARKS.md (cgtviz run on 10k-10M records, trees
 # of 10-10,000 nodes) in one run; SCALE_RECORDS, SCALE_NODES, SCALE_TIMEOUT
 # and SCALE_ARGS narrow it (tools/scale-table.sh).
+# The README's screenshot and docs/tui-demo.ansi, retaken (tools/screenshot.sh:
+# tmux, aha, chromium).
+screenshot:
+	tools/screenshot.sh docs/tui.png docs/tui-demo.ansi
+
 scale-table: build
 	CGTVIZ_BIN=./cgtviz bash tools/scale-table.sh
 

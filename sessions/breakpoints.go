@@ -20,7 +20,7 @@ const AnyNode = -1
 //   - Fn: a call of this function;
 //   - Kind: a record that raised an event of this kind (engine.EvRecord,
 //     EvReplay, EvCheckpoint, EvEager, EvSkip, EvDealloc, EvError,
-//     EvExpectFailed, ...) or KindRerecord;
+//     EvExpectFailed, ...), KindRerecord or KindOverwrite (overwrite.go);
 //   - Node: with Kind EvReplay, the graph id replayed; AnyNode for any. It is
 //     ignored (and normalized to AnyNode) for other kinds.
 //
@@ -144,6 +144,18 @@ func (s *Session) match(i int) (Breakpoint, bool) {
 	}
 	e := s.hist.at(i)
 	for _, b := range s.bps {
+		if b.Kind == KindOverwrite {
+			// Not in the history's kinds: read from the state after i.
+			k := b
+			k.Kind = 0
+			if (k.Line > 0 || k.Fn != "") && !k.matches(rec, e) {
+				continue
+			}
+			if ok, err := s.overwriteAt(i); err == nil && ok {
+				return b, true
+			}
+			continue
+		}
 		if b.matches(rec, e) {
 			return b, true
 		}
@@ -163,7 +175,11 @@ func (s *Session) Continue() (Hit, error) {
 	if err := s.Goto(max(s.pos, s.hist.len())); err != nil {
 		return Hit{}, err
 	}
-	for s.pos < s.src.Len() {
+	defer s.startAhead(s.pos, s.src.Len())()
+	for from := s.pos; s.pos < s.src.Len(); {
+		if err := s.watched(s.pos-from, 0); err != nil {
+			return Hit{}, err
+		}
 		if _, err := s.apply(); err != nil {
 			return Hit{}, err
 		}

@@ -35,8 +35,11 @@ func (s KindSet) Kinds() []engine.EventKind {
 // KindName returns the name of an event kind as breakpoints spell it,
 // including the pseudo kind KindRerecord.
 func KindName(k engine.EventKind) string {
-	if k == KindRerecord {
+	switch k {
+	case KindRerecord:
 		return "rerecord"
+	case KindOverwrite:
+		return "overwrite"
 	}
 	return k.String()
 }
@@ -44,15 +47,18 @@ func KindName(k engine.EventKind) string {
 // ParseKind returns the kind named s: an engine kind ("replay",
 // "checkpoint", ...) or "rerecord".
 func ParseKind(s string) (engine.EventKind, bool) {
-	if s == "rerecord" {
+	switch s {
+	case "rerecord":
 		return KindRerecord, true
+	case "overwrite":
+		return KindOverwrite, true
 	}
 	return engine.ParseEventKind(s)
 }
 
 // BreakpointKinds lists the kinds a breakpoint may stop on, for pickers.
 func BreakpointKinds() []engine.EventKind {
-	return append(engine.EventKinds(), KindRerecord)
+	return append(engine.EventKinds(), KindRerecord, KindOverwrite)
 }
 
 // Flags of an entry (an error or a failed expectation is in its kinds).

@@ -98,6 +98,13 @@ type Session struct {
 	ckpts   []int // indexes of executed records that checkpointed, ascending
 	errs    map[int]*engine.Error
 	expects map[int][]engine.ExpectFailure
+	// overwrites are the records checked for a silent cached-object
+	// overwrite (overwrite.go), by index.
+	overwrites map[int]bool
+	// watch is told the progress of long moves (watch.go).
+	watch MoveWatcher
+	// ahead reads the records of a long move ahead (readahead.go).
+	ahead *readAhead
 
 	// cloneable is false when the engine's devices cannot be snapshotted
 	// (a device without Cloner): going back then re-runs from the start on fresh devices.
@@ -282,7 +289,10 @@ func (s *Session) Err() error { return s.readErr }
 
 // record reads record i; a failure is kept for Err.
 func (s *Session) record(i int) (*traces.Record, error) {
-	rec, err := s.src.Record(i)
+	rec, err, ok := s.fromAhead(i)
+	if !ok {
+		rec, err = s.src.Record(i)
+	}
 	if err != nil {
 		s.readErr = fmt.Errorf("session %s: %w", s.file, err)
 		return nil, s.readErr
@@ -393,7 +403,12 @@ func (s *Session) Goto(target int) error {
 			return fmt.Errorf("go to step %d: re-run: %w", target, err)
 		}
 	}
+	from := s.pos
+	defer s.startAhead(s.pos, target)()
 	for s.pos < target {
+		if err := s.watched(s.pos-from, target-from); err != nil {
+			return err
+		}
 		if _, err := s.apply(); err != nil {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}

@@ -43,6 +43,15 @@ func rootActions(km *KeyMap) []action {
 			}
 			return nil
 		}},
+		{&km.Zoom, do(func(m *Model) {
+			m.zoom = !m.zoom
+			if m.zoom {
+				m.setMsg(fmt.Sprintf("%s zoomed: + again shows every pane", paneTitles[m.focus]), nil)
+			} else {
+				m.setMsg("", nil)
+			}
+			m.refresh()
+		})},
 		{&km.Next, cmd((*Model).stepForward)},
 		{&km.Prev, cmd((*Model).stepBack)},
 		{&km.Continue, cmd((*Model).continueForward)},

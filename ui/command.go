@@ -317,10 +317,26 @@ func cmdFreed(m *Model, args []string) (tea.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	recs := m.recs
 	return m.move(func(s *sessions.Session) (string, error) {
 		for i := s.Pos() - 1; i >= 0; i-- {
 			sum, ok := s.Summary(i)
-			if !ok || !sum.Kinds.Has(engine.EvDealloc) {
+			if !ok {
+				continue
+			}
+			// A del of the name frees its tensor when it held the last
+			// reference (the storage died: PyTorch's refcount); either
+			// way it is the answer, since nothing is bound to it after.
+			if rec := recs.at(i); rec.Op == traces.OpDel && slices.Contains(rec.Names, name) {
+				what := fmt.Sprintf("line %d deleted %s", rec.Line, name)
+				if sum.Kinds.Has(engine.EvTensorDied) {
+					what += ", the last reference to its tensor: its storage died there"
+				} else {
+					what += "; its tensor lives on under another name or as a graph's output"
+				}
+				return what, s.Goto(i + 1)
+			}
+			if !sum.Kinds.Has(engine.EvDealloc) {
 				continue
 			}
 			st := s.StepAt(i)

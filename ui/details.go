@@ -2,12 +2,14 @@ package ui
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -15,7 +17,9 @@ import (
 func eventText(ev *engine.Event) string {
 	switch ev.Kind {
 	case engine.EvWarmup:
-		return withMsg(fmt.Sprintf("warmup %d %s", ev.WarmupID, ev.Fn), ev.Text())
+		// PyTorch's warmup ids (-1, -2, …) are internal: the function
+		// names the node, and the tree shows where it sits in the chain.
+		return withMsg("warmup of "+ev.Fn, ev.Text())
 	case engine.EvRecord:
 		s := fmt.Sprintf("record #%d %s: %s", ev.Node, ev.Fn, ev.Cause)
 		if ev.Parent >= 0 {
@@ -52,13 +56,145 @@ func eventText(ev *engine.Event) string {
 		}
 		return "invariant failed"
 	case engine.EvTensorDied:
-		s := "a storage died, its last tensor gone: the one made by " + strings.Join(ev.Tensors, ", ")
+		made := make([]string, len(ev.Tensors))
+		for i, t := range ev.Tensors {
+			made[i] = placeholderWords(t)
+		}
+		s := "a storage died, its last tensor gone: the one made by " + strings.Join(made, ", ")
 		if len(ev.Ptrs) > 0 {
 			s += " at " + hex(ev.Ptrs[0])
 		}
 		return s
 	}
 	return withMsg(ev.Kind.String(), ev.Text())
+}
+
+// compiledRe splits a compiled function's name as the recorder writes it:
+// the module or function Dynamo compiled, then the compile's index
+// ("Block_3", "MLP_bwd_1").
+var compiledRe = regexp.MustCompile(`^(.+)_(\d+)$`)
+
+// resumeRe is Dynamo's name of a resume function: the code of fn after a
+// graph break at a line of the program, compiled on its own
+// ("torch_dynamo_resume_in_forward_at_26_1"; older PyTorch:
+// "__resume_at_26_1").
+var resumeRe = regexp.MustCompile(`^(?:torch_dynamo_resume_in_(.+)_at_(\d+)|__resume_at_(\d+))(?:_\d+)?$`)
+
+// recordWhy says, in PyTorch's terms, what a recorded node is when the
+// cause alone stops short: Dynamo's resume function after a graph break
+// (recorded in the same invocation as its parent when the path was still
+// recording), or one of several compiled graphs of one module, one per
+// input shape. "" when there is nothing to add.
+func recordWhy(st *engine.State, dev, id int) string {
+	if st == nil || dev < 0 || dev >= len(st.Devices) || id < 0 || id >= len(st.Devices[dev].Nodes) {
+		return ""
+	}
+	ds := &st.Devices[dev]
+	n := &ds.Nodes[id]
+	if m := resumeRe.FindStringSubmatch(n.Fn); m != nil {
+		s := "Dynamo's resume function: the code after a graph break"
+		switch {
+		case m[1] != "":
+			s += fmt.Sprintf(" in %s at line %s of the program", m[1], m[2])
+		case m[3] != "":
+			s += fmt.Sprintf(" at line %s of the program", m[3])
+		}
+		s += ", compiled as a function of its own"
+		if n.Cause == engine.CauseRecordingPath && n.Parent >= 0 && n.Parent < len(ds.Nodes) {
+			// A new invocation would have ended the path (a new
+			// generation): still recording, this call is the same one.
+			s += fmt.Sprintf(". It ran in the same invocation as #%d %s, whose recording was still going on, so it was recorded as its child", n.Parent, ds.Nodes[n.Parent].Fn)
+		}
+		return s
+	}
+	m := compiledRe.FindStringSubmatch(n.Fn)
+	if m == nil {
+		return ""
+	}
+	var kin []string
+	for _, f := range st.Functions {
+		if f.Device == dev {
+			if fm := compiledRe.FindStringSubmatch(f.Fn); fm != nil && fm[1] == m[1] && !slices.Contains(kin, f.Fn) {
+				kin = append(kin, f.Fn)
+			}
+		}
+	}
+	if len(kin) < 2 || n.Cause != engine.CauseNewRoot {
+		return ""
+	}
+	var shapes []string
+	for _, in := range n.Inputs {
+		if in.Kind != engine.InputStatic {
+			shapes = append(shapes, shape(in.Shape))
+		}
+	}
+	s := fmt.Sprintf("a new compiled graph of %s", m[1])
+	if len(shapes) > 0 {
+		s += " for input shape " + strings.Join(shapes, ", ")
+	}
+	return s + fmt.Sprintf(": the trace defines %d compiled graphs of %s (%s), each a function of its own with its own root in the tree; under static shapes Dynamo compiles again for each new input shape", len(kin), m[1], joinAnd(kin))
+}
+
+// namedAlias names the input an output aliases: "(alias input 3)" says
+// "(alias input 3, param_3)".
+func namedAlias(text string, o engine.OutputView, n *engine.NodeView) string {
+	var i int
+	if _, err := fmt.Sscanf(o.Alias, "input %d", &i); err != nil || i < 0 || i >= len(n.Inputs) || n.Inputs[i].Name == "" {
+		return text
+	}
+	return strings.Replace(text, "(alias "+o.Alias+")", fmt.Sprintf("(alias %s, %s)", o.Alias, n.Inputs[i].Name), 1)
+}
+
+// nodeAddrs names the addresses a node's CUDA graph reads and writes: its
+// inputs (a copied one's placeholder), its outputs.
+func nodeAddrs(n *engine.NodeView) map[string]string {
+	out := map[string]string{}
+	for _, in := range n.Inputs {
+		if in.Name == "" {
+			continue
+		}
+		name := in.Name
+		if in.Kind == engine.InputCopied {
+			name += "'s placeholder"
+		}
+		out[hex(in.Ptr)] = name
+	}
+	for _, o := range n.Outputs {
+		if _, ok := out[hex(o.Ptr)]; !ok {
+			out[hex(o.Ptr)] = fmt.Sprintf("output %d", o.Index)
+		}
+	}
+	return out
+}
+
+// nameAddrs follows each address in a kernel's detail that the node names
+// with its name: "a=0x7f000000a200" reads "a=0x7f000000a200 (param_3)".
+func nameAddrs(detail string, addrs map[string]string) string {
+	f := strings.Fields(detail)
+	for i, w := range f {
+		k := strings.IndexByte(w, '=')
+		if k < 0 {
+			continue
+		}
+		if name, ok := addrs[w[k+1:]]; ok {
+			f[i] = w + " (" + name + ")"
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// placeholderRe is how the engine names the storage a recording makes for
+// a copied input: "foo input 0 (placeholder of #0)".
+var placeholderRe = regexp.MustCompile(`^(.+) input (\d+) \(placeholder of #(\d+)\)$`)
+
+// placeholderWords says what such a storage is: the graph's own copy of an
+// input, which each replay refills.
+func placeholderWords(made string) string {
+	m := placeholderRe.FindStringSubmatch(made)
+	if m == nil {
+		return made
+	}
+	return fmt.Sprintf("#%s's recording, as its own copy of %s's input %s (each replay copies the input there)", m[3], m[1], m[2])
 }
 
 func withMsg(s, msg string) string {
@@ -68,8 +204,18 @@ func withMsg(s, msg string) string {
 	return s + ": " + msg
 }
 
-// stepLines describes the record just run and everything it decided.
+// stepLines describes the record just run and everything it decided,
+// with every argument of a call listed.
 func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
+	return stepLinesFold(snap, recs, s, w, true)
+}
+
+// stepLinesFold describes the record just run: what it did and why first
+// (the decision, its cause, the checkpoint, the warnings), then, for a
+// call, its arguments; full lists them all, else the params among them
+// are one count ("in + 16 params"), since on a real program they are most
+// of a call and would push the decision off the pane.
+func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []string {
 	var out []string
 	add := func(st bool, text string, style func(string) string) {
 		for i, l := range wrap(text, w-2) {
@@ -88,8 +234,14 @@ func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
 	st := snap.step
 	head := fmt.Sprintf("line %d", st.Line)
 	out = append(out, s.Bold.Render(head))
+	var call *traces.Record
 	if st.Index >= 0 && st.Index < recs.len() {
-		add(true, recordText(recs.at(st.Index)), plain)
+		if r := recs.at(st.Index); r.Op == traces.OpCall {
+			call = r
+			add(true, "call "+r.Fn, plain) // its arguments after the story
+		} else {
+			add(true, recordText(r), plain)
+		}
 	}
 	if st.Action != engine.ActionNone {
 		a := string(st.Action)
@@ -134,12 +286,75 @@ func stepLines(snap *snapshot, recs records, s Styles, w int) []string {
 			add(false, "• "+checkpointStory(ev), rs(s.Checkpoint))
 			continue
 		case engine.EvRecord, engine.EvWarmup:
+			text := eventText(ev)
 			if ckpt {
-				add(false, "• then "+eventText(ev), plain)
-				continue
+				text = "then " + text
 			}
+			add(false, "• "+text, plain)
+			if ev.Kind == engine.EvRecord {
+				if w := recordWhy(snap.state, ev.Device, ev.Node); w != "" {
+					add(false, "  "+w, plain)
+				}
+			}
+			continue
 		}
 		add(false, "• "+eventText(ev), plain)
+	}
+	if call != nil {
+		args, folded := callArgs(call, snap.state, full)
+		add(true, "args: "+args, plain)
+		if len(call.Out) > 0 {
+			add(true, "returns: "+strings.Join(call.Out, ", "), plain)
+		}
+		if folded {
+			out = append(out, s.Dim.Render("  (enter in this pane lists every argument)"))
+		}
+	}
+	return out
+}
+
+// callArgs is a call's arguments as the details list them: all of them
+// when full, else the params among them as one count ("in, x + 16
+// params"); folded says whether any were.
+func callArgs(r *traces.Record, st *engine.State, full bool) (string, bool) {
+	params := paramNames(st)
+	var mine []string
+	n := 0
+	for _, a := range r.Args {
+		if !full && params[a] {
+			n++
+			continue
+		}
+		mine = append(mine, a)
+	}
+	s := strings.Join(mine, ", ")
+	if n > 0 {
+		if s != "" {
+			s += " + "
+		}
+		s += fmt.Sprintf("%d param", n)
+		if n > 1 {
+			s += "s"
+		}
+	}
+	if s == "" {
+		s = "none"
+	}
+	return s, n > 0
+}
+
+// paramNames are the names bound to the parameters of a state.
+func paramNames(st *engine.State) map[string]bool {
+	out := map[string]bool{}
+	if st == nil {
+		return out
+	}
+	for i := range st.Tensors {
+		if st.Tensors[i].Owner == "param" {
+			for _, n := range st.Tensors[i].Names {
+				out[n] = true
+			}
+		}
 	}
 	return out
 }
@@ -231,6 +446,13 @@ func byImportance(evs []engine.Event) []*engine.Event {
 // the node: its argument names are this call's names for the node's
 // inputs, which may differ from those bound when it was recorded.
 func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w int) []string {
+	return nodeLinesFold(st, l, call, s, w, true)
+}
+
+// nodeLinesFold is nodeLines; unless full, a node's static inputs (the
+// params, whose pointers the graph burns in) are one line, so that its
+// outputs and what it expects dead show without scrolling.
+func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, w int, full bool) []string {
 	if st == nil || l.dev < 0 || l.dev >= len(st.Devices) {
 		return nil
 	}
@@ -250,10 +472,9 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 	switch l.kind {
 	case treeDevice:
 		add(s.Bold.Render(fmt.Sprintf("dev %d %s", ds.Index, ds.Name)))
-		add(fmt.Sprintf("path %s · current gen %d · checkpoints %d", ds.PathState, ds.CurrentGen, ds.Checkpoints))
-		if ds.CurrentGen < 0 {
-			wrapped("", fmt.Sprintf("gen %d is negative as PyTorch counts it: once the trace calls mark_step_begin (step records), the generation is that counter, -1, -2, … one down per step; this is the %s step.", ds.CurrentGen, ordinal(-ds.CurrentGen)), rs(s.Dim))
-		}
+		g, why := lastCallGen(st, ds)
+		add(fmt.Sprintf("path %s · %s · checkpoints %d", ds.PathState, g, ds.Checkpoints))
+		wrapped("", why, rs(s.Dim))
 		add(fmt.Sprintf("nodes %d · roots %d", len(ds.Nodes), len(ds.Roots)))
 		if ds.PendingBackward {
 			add("forwards pending their backwards")
@@ -271,7 +492,7 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 			if wv.ID != l.id {
 				continue
 			}
-			add(s.Bold.Render(fmt.Sprintf("warmup node %d %s (function %d)", wv.ID, wv.Fn, wv.FnID)))
+			add(s.Bold.Render("warmup of "+wv.Fn) + fmt.Sprintf(" (function %d; PyTorch's warmup id %d)", wv.FnID, wv.ID))
 			add(fmt.Sprintf("ran eagerly in the graph pool at line %d", wv.Line))
 			if wv.Failed {
 				wrapped("", "its run raised: the new generation freed an input (-handoff raise, PyTorch 2.11). The node stays on the path with no outputs, so every new generation fails with an AssertionError until the path's outputs are all dead.", func(t string) string { return s.Err.Render(t) })
@@ -300,6 +521,9 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 		}
 		add(fmt.Sprintf("%s · depth %d · replays %d%s", rel, n.Depth, n.Replays, where))
 		wrapped("why: ", fmt.Sprintf("recorded at line %d: %s", n.RecordedAtLine, n.Cause), plain)
+		if w := recordWhy(st, l.dev, n.ID); w != "" {
+			wrapped("     ", w, plain)
+		}
 		for _, f := range n.Failures {
 			wrapped("  ", f.Describe(), rs(s.Warn))
 		}
@@ -309,7 +533,12 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 		} else {
 			add(fmt.Sprintf("inputs (%d), names as bound when recorded at line %d:", len(n.Inputs), n.RecordedAtLine))
 		}
+		statics := 0
 		for i, in := range n.Inputs {
+			if !full && in.Kind == engine.InputStatic {
+				statics++
+				continue
+			}
 			name := orDefault(in.Name, "?")
 			was := ""
 			if now {
@@ -320,25 +549,48 @@ func nodeLines(st *engine.State, l treeLine, call *traces.Record, s Styles, w in
 			}
 			wrapped("  ", fmt.Sprintf("%d %-8s %-7s %s %s%s", in.Index, name, in.Kind, hex(in.Ptr), shape(in.Shape), was), plain)
 		}
+		if statics > 0 {
+			add(s.Dim.Render(fmt.Sprintf("  + %d static inputs (params: their addresses are burned into the graph; enter lists them)", statics)))
+		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
-			add("  " + outputText(o))
+			add("  " + namedAlias(outputText(o), o, n))
 		}
 		if len(n.ExpectedDeadBefore) > 0 {
-			wrapped("", "expected dead before replay: "+indexes(n.ExpectedDeadBefore), plain)
+			wrapped("", "expected dead before replay: "+outputNames(ds, n, n.ExpectedDeadBefore), plain)
 		}
 		if len(n.ExpectedDeadAfter) > 0 {
-			wrapped("", "died during recording: "+indexes(n.ExpectedDeadAfter), plain)
+			wrapped("", "died during recording: "+outputNames(ds, n, n.ExpectedDeadAfter), plain)
 		}
 		if len(n.LiveAfter) > 0 {
-			wrapped("", "live after recording: "+indexes(n.LiveAfter), plain)
+			wrapped("", "outputs of the path still live after recording: "+outputNames(ds, n, n.LiveAfter), plain)
 		}
 		add(fmt.Sprintf("CUDA graph (%d nodes):", len(n.Kernels)))
+		addrs := nodeAddrs(n)
 		for _, k := range n.Kernels {
-			add(fmt.Sprintf("  %s %s %s", k.Kind, k.Name, k.Detail))
+			wrapped("  ", fmt.Sprintf("%s %s %s", k.Kind, k.Name, nameAddrs(k.Detail, addrs)), plain)
 		}
 	}
 	return out
+}
+
+// lastCallGen tells the manager's current_gen: the generation of the last
+// call the tree manager saw on the device. PyTorch starts it at -1 before
+// any call, which is not a step: only once a call has run under
+// mark_step_begin is a negative value the step counter (-1, -2, …). The
+// status line's "gen" is the generation now (get_curr_generation), which
+// a step record changes before the next call reads it.
+func lastCallGen(st *engine.State, ds *engine.DeviceState) (short, why string) {
+	c := st.Counters
+	called := c.Warmups+c.Recordings+c.Replays+c.Eager > 0 || len(ds.Nodes) > 0
+	short = fmt.Sprintf("last call's gen %d", ds.CurrentGen)
+	switch {
+	case !called || (ds.CurrentGen == -1 && st.MarkSteps == 0):
+		return "no call yet", fmt.Sprintf("no call has run on this device yet (current_gen -1, PyTorch's start value); the generation now is %d", st.Generation)
+	case ds.CurrentGen < 0:
+		return short, fmt.Sprintf("gen %d is negative as PyTorch counts it: with mark_step_begin (step records) the generation is that counter, -1, -2, … one down per step; the last call on this device ran in the %s step, and the generation now is %d", ds.CurrentGen, ordinal(-ds.CurrentGen), st.Generation)
+	}
+	return short, fmt.Sprintf("the generation now is %d", st.Generation)
 }
 
 func outputText(o engine.OutputView) string {
@@ -356,12 +608,34 @@ func outputText(o engine.OutputView) string {
 	return s
 }
 
-func indexes(xs []engine.OutputIndex) string {
+// outputNames names outputs of the path to node n, given as PyTorch's
+// (depth, index) pairs: the name bound to each now, or "#id output i"
+// when none is, the node at that depth of n's path, the output i of it.
+func outputNames(ds *engine.DeviceState, n *engine.NodeView, xs []engine.OutputIndex) string {
+	// The path to n, root first: its ancestors by depth.
+	path := make([]*engine.NodeView, n.Depth+1)
+	for a := n; a != nil; {
+		if a.Depth >= 0 && a.Depth < len(path) {
+			path[a.Depth] = a
+		}
+		if a.Parent < 0 || a.Parent >= len(ds.Nodes) || a.Parent == a.ID {
+			break
+		}
+		a = &ds.Nodes[a.Parent]
+	}
 	p := make([]string, len(xs))
 	for i, x := range xs {
 		p[i] = x.String()
+		if x.Depth < 0 || x.Depth >= len(path) || path[x.Depth] == nil {
+			continue
+		}
+		at := path[x.Depth]
+		p[i] = fmt.Sprintf("#%d output %d", at.ID, x.Index)
+		if x.Index >= 0 && x.Index < len(at.Outputs) && at.Outputs[x.Index].Tensor != "" {
+			p[i] = at.Outputs[x.Index].Tensor + " (" + p[i] + ")"
+		}
 	}
-	return strings.Join(p, " ")
+	return strings.Join(p, ", ")
 }
 
 func orDefault(s, d string) string {
@@ -422,16 +696,13 @@ func deltaLines(snap *snapshot, s Styles, w int) []string {
 // are as wide as what they hold, and a row wider than the pane scrolls
 // sideways by left cells (h/l in the pane). A stale row says "× stale":
 // without color it must not read as a live one.
-func tensorLines(st *engine.State, s Styles, offset *int, left *int, w, h int) []string {
-	if st == nil {
-		return nil
-	}
-	if len(st.Tensors) == 0 {
+func tensorLines(all []engine.TensorView, s Styles, offset *int, left *int, w, h int) []string {
+	if len(all) == 0 {
 		return []string{s.Dim.Render("no tensors")}
 	}
 	rows := max(h-1, 1)
-	*offset = min(max(*offset, 0), max(len(st.Tensors)-rows, 0))
-	vis := st.Tensors[*offset:min(*offset+rows, len(st.Tensors))]
+	*offset = min(max(*offset, 0), max(len(all)-rows, 0))
+	vis := all[*offset:min(*offset+rows, len(all))]
 	cells := make([][6]string, 0, len(vis)+1)
 	cells = append(cells, [6]string{"name", "state", "owner", "pool", "shape", "address"})
 	for _, t := range vis {
@@ -506,30 +777,10 @@ func ordinal(n int) string {
 // still holds. Both names are one tensor; the replay rewrote it, so the
 // older name's values changed without the overwritten error.
 func sharedOutputs(st *engine.State, rec *traces.Record) []string {
-	if rec.Op != traces.OpCall || len(rec.Out) == 0 || st == nil {
-		return nil
-	}
-	// One pass over the tensors, looking only at those with several
-	// names (rare): this runs on every frame after a replay.
 	var out []string
-	for i := range st.Tensors {
-		t := &st.Tensors[i]
-		if len(t.Names) < 2 || t.State != engine.TensorLive {
-			continue
-		}
-		var mine, others []string
-		for _, n := range t.Names {
-			if slices.Contains(rec.Out, n) {
-				mine = append(mine, n)
-			} else {
-				others = append(others, n)
-			}
-		}
-		if len(mine) == 0 || len(others) == 0 {
-			continue
-		}
+	for _, so := range sessions.SharedOutputs(st, rec) {
 		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
-			joinAnd(mine), joinAnd(others), t.Line, joinAnd(others)))
+			joinAnd(so.Mine), joinAnd(so.Others), so.Line, joinAnd(so.Others)))
 	}
 	return out
 }

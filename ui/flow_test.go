@@ -378,7 +378,8 @@ func TestWarmupSelected(t *testing.T) {
 	if !ok || l.kind != treeWarmup || l.id != -2 {
 		t.Fatalf("selected %+v, want warmup node -2", l)
 	}
-	if got := screenText(m); !strings.Contains(got, "warmup node -2 fee") || !strings.Contains(got, "← warmed up") {
+	if got := screenText(m); !strings.Contains(got, "warmup of fee") || !strings.Contains(got, "← warmed up") ||
+		!strings.Contains(strings.Join(plainLines(m.detailsLines(200)), "\n"), "warmup of fee (function 1; PyTorch's warmup id -2)") {
 		t.Errorf("screen lacks the warmup node's details:\n%s", got)
 	}
 }

@@ -15,6 +15,7 @@ type KeyMap struct {
 	KindBreak          key.Binding
 	NextPane, PrevPane key.Binding
 	Pane               key.Binding
+	Zoom               key.Binding
 	Search, NextMatch  key.Binding
 	PrevMatch          key.Binding
 	Mark, Jump         key.Binding
@@ -33,6 +34,13 @@ type KeyMap struct {
 	Tree    TreeKeys
 	Trace   TraceKeys
 	Tensors TensorKeys
+	Details DetailsKeys
+}
+
+// DetailsKeys are the details pane's.
+type DetailsKeys struct {
+	// Expand lists every argument and input, or folds the params again.
+	Expand key.Binding
 }
 
 // ScrollKeys move the cursor of a list pane, or scroll a text pane; the
@@ -50,14 +58,17 @@ type TreeKeys struct {
 
 // TraceKeys are the trace pane's.
 type TraceKeys struct {
-	// RunTo runs to the record under the cursor (the help lists enter
-	// once, as Fold).
+	// RunTo runs to the record under the cursor: forward, stopping at a
+	// breakpoint on the way, or back to it.
 	RunTo key.Binding
 }
 
 // TensorKeys are the tensors pane's: its table scrolls sideways.
 type TensorKeys struct {
 	Left, Right key.Binding
+	// Sort cycles the rows' order; Filter keeps the rows that contain a
+	// text.
+	Sort, Filter key.Binding
 }
 
 // DefaultKeyMap returns the bindings documented in docs/tui.md.
@@ -73,6 +84,7 @@ func DefaultKeyMap() KeyMap {
 		NextPane:   key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevPane:   key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 		Pane:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6"), key.WithHelp("1-6", "pane")),
+		Zoom:       key.NewBinding(key.WithKeys("+"), key.WithHelp("+", "zoom the pane")),
 		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search the pane")),
 		NextMatch:  key.NewBinding(key.WithKeys("ctrl+n"), key.WithHelp("ctrl+n", "next match")),
 		PrevMatch:  key.NewBinding(key.WithKeys("ctrl+p"), key.WithHelp("ctrl+p", "previous match")),
@@ -96,12 +108,14 @@ func DefaultKeyMap() KeyMap {
 			Down:     key.NewBinding(key.WithKeys("j", "down"), key.WithHelp("j/↓", "down")),
 			PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+u"), key.WithHelp("pgup", "page up")),
 			PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+d"), key.WithHelp("pgdn", "page down")),
-			Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "top")),
+			Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home/gg", "top")),
 			Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "bottom")),
 		},
-		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "fold node"))},
-		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "run to cursor"))},
-		Tensors: TensorKeys{Left: key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")), Right: key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)"))},
+		Tree:    TreeKeys{Fold: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "tree: fold node"))},
+		Trace:   TraceKeys{RunTo: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "trace: run to cursor"))},
+		Details: DetailsKeys{Expand: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "details: list every argument"))},
+		Tensors: TensorKeys{Left: key.NewBinding(key.WithKeys("h", "left"), key.WithHelp("h/←", "scroll left (tensors)")), Right: key.NewBinding(key.WithKeys("l", "right"), key.WithHelp("l/→", "scroll right (tensors)")),
+			Sort: key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "tensors: order (outputs first, size, state, id)")), Filter: key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "tensors: filter"))},
 	}
 }
 
@@ -110,14 +124,16 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto, k.Command, k.Breakpoint, k.Help, k.Quit}
 }
 
-// FullHelp is the help `?` shows, in columns.
+// FullHelp is the help `?` shows, in columns: moving, then the commands
+// and the way out (on a short screen the first band is what shows first),
+// then the rest.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Next, k.Prev, k.Continue, k.Reverse, k.Goto},
-		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
-		{k.NextPane, k.PrevPane, k.Pane, k.Tree.Fold, k.Device},
-		{k.Scroll.Up, k.Scroll.Down, k.Tensors.Left, k.Tensors.Right, k.Scroll.PageUp, k.Scroll.PageDown, k.Scroll.Top, k.Scroll.Bottom},
-		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 		{k.Why, k.Command, k.Export, k.Save, k.Help, k.Quit},
+		{k.Breakpoint, k.KindBreak, k.Search, k.NextMatch, k.PrevMatch, k.Mark, k.Jump},
+		{k.NextPane, k.PrevPane, k.Pane, k.Zoom, k.Tree.Fold, k.Trace.RunTo, k.Details.Expand, k.Device},
+		{k.Scroll.Up, k.Scroll.Down, k.Tensors.Left, k.Tensors.Right, k.Tensors.Sort, k.Tensors.Filter, k.Scroll.PageUp, k.Scroll.PageDown, k.Scroll.Top, k.Scroll.Bottom},
+		{k.Memory, k.MemPool, k.Mark2, k.Diff, k.Copy, k.CopyMsg},
 	}
 }

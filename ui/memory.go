@@ -39,6 +39,8 @@ type memChart struct {
 	on      bool
 	pool    int // 0 the graph pool, 1 the default pool
 	samples map[memKey]memSample
+	// titleRows is how many rows the title took when last drawn.
+	titleRows int
 }
 
 // poolSample reads the samples of every device and pool of a state.
@@ -72,8 +74,27 @@ func poolSamples(st *engine.State, pos int, into map[memKey]memSample) {
 	}
 }
 
+// memLabelW is the width of the chart's label column: "max 124.5 KiB"
+// and the like whole, and a space.
+const memLabelW = 15
+
 // memChartCols is how many sample columns a pane of inner width w draws.
-func memChartCols(w int) int { return max(w-13, 4) }
+func memChartCols(w int) int { return max(w-memLabelW-1, 4) }
+
+// memChartRows is how many rows of the chart a click on goes somewhere,
+// after its title: the bars (three series of two rows), the marker and
+// the axis.
+const memChartRows = 8
+
+// memColumnAt is the position of chart column col (0-based inside the
+// columns) in a pane of inner width w over n records, -1 off the columns.
+func memColumnAt(col, n, w int) int {
+	k := memChartCols(w)
+	if col < 0 || col >= k {
+		return -1
+	}
+	return memPositions(n, k)[col]
+}
 
 // memPositions are the sample positions of k columns over n records.
 func memPositions(n, k int) []int {
@@ -129,14 +150,19 @@ func sampleMemory(s *sessions.Session, positions []int, have map[memKey]memSampl
 // eighth blocks two rows high, each on its own scale (a toy trace reserves
 // a 2 MiB segment for a few KiB of tensors: one scale would flatten the
 // two that matter), the marker of the position, and the values there.
-func (c *memChart) lines(s Styles, n, pos, executed, dev, w int) []string {
+func (c *memChart) lines(s Styles, n, pos, executed, dev, w int, lineOf func(pos int) int) []string {
 	k := memChartCols(w)
 	positions := memPositions(n, k)
 	name := "graph pool"
 	if c.pool == 1 {
 		name = "default pool"
 	}
-	out := []string{s.Bold.Render(fmt.Sprintf("memory of the %s, dev %d, over the trace (p: other pool, M hides)", name, dev))}
+	var out []string
+	for _, l := range wrap(fmt.Sprintf("memory of the %s, dev %d · click: go to a line · p: other pool · M: hide", name, dev), w) {
+		out = append(out, s.Bold.Render(l))
+	}
+	// The title's rows shift the chart's: a click reads them (chartTop).
+	c.titleRows = len(out)
 	cur := -1
 	for i, p := range positions {
 		if p <= pos {
@@ -173,7 +199,7 @@ func (c *memChart) lines(s Styles, n, pos, executed, dev, w int) []string {
 				label = "max " + human(top)
 			}
 			var b strings.Builder
-			b.WriteString(fmt.Sprintf("%-12.12s", label))
+			b.WriteString(fmt.Sprintf("%-*.*s", memLabelW, memLabelW, label))
 			for i, p := range positions {
 				v, ok := c.samples[memKey{p, dev, c.pool}]
 				g := " "
@@ -201,16 +227,46 @@ func (c *memChart) lines(s Styles, n, pos, executed, dev, w int) []string {
 			out = append(out, b.String())
 		}
 	}
-	marker := strings.Repeat(" ", 12)
+	marker := strings.Repeat(" ", memLabelW)
 	if cur >= 0 {
 		marker += strings.Repeat(" ", cur) + "▲ here"
 	}
-	out = append(out, marker)
+	out = append(out, fit(marker, w))
+	out = append(out, s.Dim.Render(memAxis(positions, w, lineOf)))
 	if v, ok := c.samples[memKey{pos, dev, c.pool}]; ok {
-		out = append(out, s.Dim.Render(fmt.Sprintf("here: reserved %s · allocated %s · live but believed free %s", human(v.reserved), human(v.allocated), human(v.invisible))))
+		for _, l := range wrap(fmt.Sprintf("here: reserved %s · allocated %s · live but believed free %s", human(v.reserved), human(v.allocated), human(v.invisible)), w) {
+			out = append(out, s.Dim.Render(l))
+		}
 	}
 	if executed < n {
-		out = append(out, s.Dim.Render("records not run yet are blank (c runs on)"))
+		for _, l := range wrap("records not run yet are blank (c runs on)", w) {
+			out = append(out, s.Dim.Render(l))
+		}
 	}
 	return out
+}
+
+// memAxis is the chart's x-axis: "line" under the labels, then the trace
+// line of the column's position at ticks as far apart as their numbers
+// need (the first column, then every tenth or so, each label starting at
+// its tick │).
+func memAxis(positions []int, w int, lineOf func(int) int) string {
+	row := []rune(fmt.Sprintf("%-*s", memLabelW, "trace line"))
+	cols := make([]rune, len(positions))
+	for i := range cols {
+		cols[i] = ' '
+	}
+	for i := 0; i < len(positions); {
+		l := "start"
+		if p := positions[i]; p > 0 {
+			l = fmt.Sprint(lineOf(p))
+		}
+		lab := []rune("│" + l)
+		if i+len(lab) > len(cols) {
+			break
+		}
+		copy(cols[i:], lab)
+		i += max(len(lab)+2, 10)
+	}
+	return fit(string(append(row, cols...)), w)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -67,6 +68,15 @@ func takeSnapshot(s *sessions.Session) snapshot {
 	snap := snapshot{pos: s.Pos(), n: s.Len(), state: s.State(), bps: s.Breakpoints(), executed: s.Executed(), ckptIdx: -1}
 	if snap.pos > 0 {
 		snap.step = s.StepAt(snap.pos - 1)
+		// What the details warn of, the timeline marks: the session keeps
+		// it for the cell and for overwrite breakpoints.
+		if st := snap.step; st != nil && st.Action == engine.ActionReplay {
+			if _, known := s.Overwrote(snap.pos - 1); !known {
+				if rec, err := s.Records().Record(snap.pos - 1); err == nil {
+					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputs(snap.state, rec)) > 0)
+				}
+			}
+		}
 	}
 	if i := s.LastCheckpoint(snap.pos); i >= 0 {
 		if st := s.StepAt(i); st != nil {
@@ -116,11 +126,17 @@ type Model struct {
 	width, height int
 	focus         pane
 	other         pane // the last focused pane other than the trace (compact layout)
+	zoom          bool // + : the focused pane takes the whole body
 	dev           int  // the device the pool shows: the last step's, or the one d chose
 
 	busy    bool
 	pending []tea.KeyPressMsg // keys typed while busy, handled in order after
-	snap    snapshot
+	// prog is the progress of the move running (progress.go), nil when
+	// none runs.
+	prog *moveProgress
+	// send is the program's Send (SetSend), nil in tests.
+	send func(tea.Msg)
+	snap snapshot
 
 	// The panes, each a component (pane.go) that owns its cursor,
 	// scroll, keys, view and text.
@@ -258,8 +274,33 @@ func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
 		positions = memPositions(m.recs.len(), memChartCols(m.poolWidth()))
 	}
 	have := m.mem.samples
+	prog := newMoveProgress()
+	m.prog = prog
+	send := m.send
 	return func() tea.Msg {
+		if send != nil {
+			// Redraw the status line's progress while the move runs.
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				t := time.NewTicker(moveTick)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+						send(moveTickMsg{prog})
+					}
+				}
+			}()
+		}
+		s.Watch(prog.watch)
 		info, err := op(s)
+		s.Watch(nil)
+		if errors.Is(err, sessions.ErrCanceled) {
+			info, err = fmt.Sprintf("canceled (esc) after %d records: stopped at %s", prog.done.Load(), m.where(s.Pos())), nil
+		}
 		msg := movedMsg{info: info, err: err}
 		if positions != nil {
 			got, merr := sampleMemory(s, positions, have)
@@ -273,6 +314,11 @@ func (m *Model) move(op func(*sessions.Session) (string, error)) tea.Cmd {
 	}
 }
 
+// SetSend gives the UI the program's Send, through which it redraws the
+// progress of a long move while the move runs (without it, the status
+// line says only "running…" until the move ends).
+func (m *Model) SetSend(send func(tea.Msg)) { m.send = send }
+
 // Update implements tea.Model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -281,8 +327,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width)
 		m.refresh()
 		return m, nil
+	case moveTickMsg:
+		return m, nil // a redraw of the move's progress
 	case movedMsg:
 		m.busy = false
+		m.prog = nil
 		if m.mem.samples == nil {
 			m.mem.samples = map[memKey]memSample{}
 		}
@@ -320,6 +369,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.String() == "esc" {
 				return m, nil
 			}
+		}
+		// Esc stops a long move where it has got to; the keys typed
+		// ahead of it go too (they were meant for after it).
+		if m.busy && m.prog != nil && msg.String() == "esc" {
+			m.prog.cancel.Store(true)
+			m.pending = m.pending[:0]
+			return m, nil
 		}
 		// Keys typed while a command runs wait their turn, in order: n
 		// pressed ten times steps ten times, and "g31⏎" typed ahead still

@@ -74,6 +74,18 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 		return nil
 	}
 	switch p {
+	case panePool:
+		// A click on the memory timeline's bars or axis goes to the
+		// position of the column clicked.
+		if !m.mem.on || row < m.mem.titleRows || row >= m.mem.titleRows+memChartRows {
+			return nil
+		}
+		r := m.layout().rects[panePool]
+		at := memColumnAt(ms.X-r.x-1-memLabelW, m.recs.len(), r.w-2)
+		if at < 0 {
+			return nil
+		}
+		return m.move(func(s *sessions.Session) (string, error) { return "", s.Goto(at) })
 	case paneTree:
 		if i := m.tree.offset + row; i < len(m.tree.lines) {
 			m.tree.cursor = i

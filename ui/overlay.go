@@ -43,6 +43,7 @@ const (
 	modeJump         // the "go to bookmark" prompt
 	modeCommand      // the ':' command line
 	modeOverlay      // a popup over the panes (:help, the breakpoint list)
+	modeFilter       // the tensors pane's filter prompt
 )
 
 // push puts an overlay on top of the stack.
@@ -338,11 +339,30 @@ func (p *prompt) onKey(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.input = string(r[:len(r)-1])
 		}
 	default:
+		if p.what == modeGoto && m.input == "" && k.Text != "" && !isLineStart(k.Text) {
+			// g is vim's and less's prefix as well as the prompt: gg
+			// goes to the top of the focused pane (G, its bottom), and
+			// any other letter leaves the prompt and means what it
+			// means alone, so that g never swallows keys.
+			m.pop()
+			if k.Text == "g" {
+				c := m.ctx()
+				m.component(m.focus).scrollBy(c, -1<<30)
+				return nil, false
+			}
+			return m.key(k), false
+		}
 		if k.Text != "" && len(m.input) < 200 {
 			m.input += k.Text
 		}
 	}
 	return nil, false
+}
+
+// isLineStart reports whether text may begin a line number typed into the
+// g prompt (digits, or the L of "L32").
+func isLineStart(text string) bool {
+	return text == "L" || (len(text) == 1 && text[0] >= '0' && text[0] <= '9')
 }
 
 // enter does what the typed line asks.
@@ -364,6 +384,14 @@ func (p *prompt) enter(m *Model, in string) tea.Cmd {
 			m.setMsg(fmt.Sprintf("bookmark %q at %s", in, m.where(m.snap.pos)), nil)
 		}
 		return nil
+	case modeFilter:
+		m.tensors.filter, m.tensors.offset = in, 0
+		if in == "" {
+			m.setMsg("tensors: filter cleared", nil)
+		} else {
+			m.setMsg(fmt.Sprintf("tensors: only the rows that contain %q (f, then enter on an empty line, clears it)", in), nil)
+		}
+		return nil
 	case modeJump:
 		return m.move(func(s *sessions.Session) (string, error) {
 			return fmt.Sprintf("at bookmark %q", in), s.GotoBookmark(in)
@@ -383,6 +411,8 @@ func (p *prompt) line(m *Model, w int) string {
 	switch p.what {
 	case modeSearch:
 		return fit(s.Prompt.Render(fmt.Sprintf("search %s: /", paneTitles[m.focus]))+m.input+"█", w)
+	case modeFilter:
+		return fit(s.Prompt.Render("filter tensors (name, state, owner, pool, maker): ")+m.input+"█", w)
 	case modeMark:
 		return fit(s.Prompt.Render(fmt.Sprintf("bookmark %s as: ", m.where(m.snap.pos)))+m.input+"█", w)
 	case modeJump:
@@ -399,5 +429,5 @@ func (p *prompt) line(m *Model, w int) string {
 		return fit(s.Prompt.Render(":")+m.input+"█  "+s.Dim.Render(commandHint(m.input)), w)
 	}
 	lo, hi := m.lineRange()
-	return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start): ", lo, hi))+m.input+"█", w)
+	return fit(s.Prompt.Render(fmt.Sprintf("go to line (%d-%d, 0 the start; g again: top of the pane): ", lo, hi))+m.input+"█", w)
 }

@@ -1,13 +1,16 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -103,13 +106,15 @@ type paneCtx struct {
 	// refresh asks the root to re-read the summaries of the trace rows
 	// shown (after the trace cursor moved; Update only).
 	refresh func()
+	// openPrompt asks the root to open a prompt (Update only).
+	openPrompt func(*prompt)
 }
 
 // ctx is the panes' context in Update: viewCtx, and the root's moves.
 func (m *Model) ctx() *paneCtx {
 	c := m.viewCtx()
 	c.pageH = max(m.layout().rects[m.focus].h-3, 1)
-	c.summary, c.runTo, c.refresh = m.sess.Summary, m.runTo, m.refresh
+	c.summary, c.runTo, c.refresh, c.openPrompt = m.sess.Summary, m.runTo, m.refresh, m.openPrompt
 	return c
 }
 
@@ -202,7 +207,21 @@ func (p *deltaPane) selection(c *paneCtx, w int) string {
 
 // detailsPane shows the trace row under the cursor, the step just run and
 // the node selected in the tree (detailsLines).
-type detailsPane struct{ textPane }
+type detailsPane struct {
+	textPane
+	// full lists every argument of a call and every input of a node;
+	// folded (the default), the params are one count (enter toggles).
+	full bool
+}
+
+func (p *detailsPane) keys(km *KeyMap) []key.Binding { return []key.Binding{km.Details.Expand} }
+func (p *detailsPane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if !key.Matches(k, c.keys.Details.Expand) {
+		return nil, false
+	}
+	p.full = !p.full
+	return nil, true
+}
 
 func (p *detailsPane) title(*paneCtx) string { return paneTitles[paneDetails] }
 func (p *detailsPane) view(c *paneCtx, w, h int, _ bool) []string {
@@ -227,11 +246,11 @@ func (p *detailsPane) lines(c *paneCtx, iw int) []string {
 		}
 		lines = append(lines, s.Dim.Render("  (enter runs to it; n steps)"), "")
 	}
-	step := stepLines(snap, recs, s, iw)
+	step := stepLinesFold(snap, recs, s, iw, p.full)
 	var node []string
 	if l, ok := c.tree.selected(); ok {
 		call := callOf(snap, recs, l)
-		node = nodeLines(st, l, call, s, iw)
+		node = nodeLinesFold(st, l, call, s, iw, p.full)
 	}
 	// What the user looks at comes first: the node chosen in the focused
 	// tree, else the step just run.
@@ -245,16 +264,110 @@ func (p *detailsPane) lines(c *paneCtx, iw int) []string {
 }
 
 // tensorsPane lists the shown state's tensors (tensorLines), a table that
-// also scrolls sideways.
+// also scrolls sideways, sorted (o) and filtered (f).
 type tensorsPane struct {
 	textPane
 	// left is how far the table is scrolled sideways.
 	left int
+	// order is the rows' order, filter the text a row must contain
+	// ("" for every row).
+	order  tensorOrder
+	filter string
+	// memo keeps the last rows: View draws far more often than the
+	// state, the order or the filter change.
+	memo struct {
+		st     *engine.State
+		order  tensorOrder
+		filter string
+		rows   []engine.TensorView
+	}
 }
 
-func (p *tensorsPane) title(*paneCtx) string { return paneTitles[paneTensors] }
+// tensorOrder is how the tensors table sorts its rows.
+type tensorOrder int
+
+const (
+	// orderOutputs: what the compiled calls made first (the tensors of
+	// the graph pool), then the program's own tensors, then the params (on a real program most of the rows, and
+	// the least telling).
+	orderOutputs tensorOrder = iota
+	orderSize                // the largest first
+	orderState               // the stale first, then the replay outputs, then the rest
+	orderID                  // as the engine made them
+	numOrders
+)
+
+var orderNames = [numOrders]string{"outputs first", "by size", "by state", "by id"}
+
+// rows are the state's tensors in the pane's order, those the filter
+// keeps.
+func (p *tensorsPane) rows(st *engine.State) []engine.TensorView {
+	if st == nil {
+		return nil
+	}
+	if p.memo.st == st && p.memo.order == p.order && p.memo.filter == p.filter && p.memo.rows != nil {
+		return p.memo.rows
+	}
+	rows := make([]engine.TensorView, 0, len(st.Tensors))
+	q := strings.ToLower(p.filter)
+	for _, t := range st.Tensors {
+		if q != "" && !strings.Contains(strings.ToLower(tensorRowText(&t)), q) {
+			continue
+		}
+		rows = append(rows, t)
+	}
+	rank := func(t *engine.TensorView) int {
+		switch {
+		case p.order == orderState && t.State == engine.TensorStale:
+			return 0
+		case p.order == orderState && t.Owner != "allocator" && t.Owner != "param":
+			return 1
+		case p.order == orderOutputs && t.Owner == "param":
+			return 2
+		case p.order == orderOutputs && t.Pool != "graph":
+			// What the graphs return lives in the graph pool; the
+			// program's own tensors in the default one.
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(rows, func(a, b engine.TensorView) int {
+		switch p.order {
+		case orderSize:
+			return cmp.Compare(b.Bytes, a.Bytes)
+		case orderID:
+			return cmp.Compare(a.ID, b.ID)
+		}
+		return cmp.Compare(rank(&a), rank(&b))
+	})
+	p.memo.st, p.memo.order, p.memo.filter, p.memo.rows = st, p.order, p.filter, rows
+	return rows
+}
+
+// tensorRowText is what the filter matches: the names, state, owner,
+// pool and producer of a tensor.
+func tensorRowText(t *engine.TensorView) string {
+	state := "live"
+	if t.State == engine.TensorStale {
+		state = "stale"
+	}
+	return strings.Join(t.Names, ",") + " " + state + " " + t.Owner + " " + t.Pool + " " + t.Producer
+}
+
+func (p *tensorsPane) title(c *paneCtx) string {
+	t := paneTitles[paneTensors]
+	if st := c.snap.state; st != nil {
+		n := len(p.rows(st))
+		if p.filter != "" {
+			t += fmt.Sprintf(" · %d of %d match %q", n, len(st.Tensors), p.filter)
+		} else {
+			t += fmt.Sprintf(" · %d", n)
+		}
+	}
+	return t + " · " + orderNames[p.order]
+}
 func (p *tensorsPane) keys(km *KeyMap) []key.Binding {
-	return []key.Binding{km.Tensors.Left, km.Tensors.Right}
+	return []key.Binding{km.Tensors.Left, km.Tensors.Right, km.Tensors.Sort, km.Tensors.Filter}
 }
 func (p *tensorsPane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch {
@@ -262,13 +375,23 @@ func (p *tensorsPane) onKey(c *paneCtx, k tea.KeyPressMsg) (tea.Cmd, bool) {
 		p.left = max(p.left-8, 0)
 	case key.Matches(k, c.keys.Tensors.Right):
 		p.left += 8
+	case key.Matches(k, c.keys.Tensors.Sort):
+		p.order = (p.order + 1) % numOrders
+		p.offset = 0
+	case key.Matches(k, c.keys.Tensors.Filter):
+		if c.openPrompt != nil {
+			c.openPrompt(&prompt{what: modeFilter})
+		}
 	default:
 		return nil, false
 	}
 	return nil, true
 }
 func (p *tensorsPane) view(c *paneCtx, w, h int, _ bool) []string {
-	body := tensorLines(c.snap.state, *c.styles, &p.offset, &p.left, w, h)
+	if c.snap.state == nil {
+		return nil
+	}
+	body := tensorLines(p.rows(c.snap.state), *c.styles, &p.offset, &p.left, w, h)
 	p.cursor = p.offset
 	return body
 }
@@ -280,7 +403,8 @@ func (p *tensorsPane) all(c *paneCtx) []string {
 		return nil
 	}
 	off, left := 0, 0
-	return tensorLines(st, *c.styles, &off, &left, 1<<20, len(st.Tensors)+1)
+	rows := p.rows(st)
+	return tensorLines(rows, *c.styles, &off, &left, 1<<20, len(rows)+1)
 }
 func (p *tensorsPane) text(c *paneCtx, _ int) paneText    { return linesText(plainLines(p.all(c))) }
 func (p *tensorsPane) selection(c *paneCtx, _ int) string { return selectionOf(p.all(c)) }

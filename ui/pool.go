@@ -177,6 +177,10 @@ func (p *poolPane) legend(w int) {
 		{int(engine.BlockFree), blockGlyphs[engine.BlockFree] + " free"},
 		{int(engine.BlockUnowned), blockGlyphs[engine.BlockUnowned] + " unowned"},
 		{runChanged, changedGlyph + " changed by last checkpoint"},
+		// One unit in every list: the bytes of pool a span covers (an
+		// allocated block's, rounded as the allocator rounds; a tensor's
+		// own where it lies in a block the allocator believes free).
+		{runDim, "sizes: pool bytes each span covers"},
 	}
 	var line poolLine
 	used := 0
@@ -755,7 +759,13 @@ func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	if !c.mem.on {
 		return p.draw(*c.styles, h)
 	}
-	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w)
+	lineOf := func(pos int) int {
+		if pos <= 0 || pos > c.recs.len() {
+			return 0
+		}
+		return c.recs.line(pos - 1)
+	}
+	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w, lineOf)
 	chart = chart[:min(len(chart), max(h-2, 0))]
 	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
 }

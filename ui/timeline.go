@@ -20,12 +20,13 @@ const (
 	markEager                  // an eager run (a skip, a mutation, the recompile limit, views only)
 	markWarmup                 // a warmup
 	markRecord                 // a recording
+	markOverwrite              // a replay that silently overwrote a cached output an older name holds
 	markCheckpoint             // a checkpoint of the pool before a warmup or recording
 	markError                  // an error or a failed expectation
 )
 
 // markGlyphs are the cells' glyphs, by mark; they read without color.
-var markGlyphs = [...]string{"·", "─", "r", "e", "w", "R", "C", "!"}
+var markGlyphs = [...]string{"·", "─", "r", "e", "w", "R", "O", "C", "!"}
 
 // markOf is the mark of a record's summary.
 func markOf(sum sessions.Summary) mark {
@@ -57,6 +58,10 @@ type timeline struct {
 	// marks has one mark per executed record. Executed records never
 	// change what they did, so it only grows (update).
 	marks []mark
+	// overwrites are the records the session knows overwrote a cached
+	// output silently (sessions.KindOverwrite): known only once checked,
+	// so they are kept apart from marks and re-read on each update.
+	overwrites []int
 	// drawn memoizes the last strip: aggregating a million records takes
 	// a millisecond, and frames are drawn far more often than steps run.
 	drawn    string
@@ -65,8 +70,8 @@ type timeline struct {
 
 // stripKey is what a drawn strip depends on.
 type stripKey struct {
-	n, w, cur, marks int
-	color, valid     bool
+	n, w, cur, marks, overwrites int
+	color, valid                 bool
 }
 
 // update reads the marks of records executed since the last update. It
@@ -75,6 +80,14 @@ func (tl *timeline) update(s *sessions.Session) {
 	for i := len(tl.marks); i < s.Executed(); i++ {
 		sum, _ := s.Summary(i)
 		tl.marks = append(tl.marks, markOf(sum))
+	}
+	if hits := s.OverwriteHits(); len(hits) != len(tl.overwrites) {
+		tl.overwrites = hits
+		for _, i := range hits {
+			if i < len(tl.marks) && tl.marks[i] < markOverwrite {
+				tl.marks[i] = markOverwrite
+			}
+		}
 	}
 }
 
@@ -92,7 +105,7 @@ func cellRange(i, k, n int) (lo, hi int) {
 // view draws the strip for n records, width w, with the record just run at
 // index cur (-1 for none).
 func (tl *timeline) view(s Styles, n, w, cur int) string {
-	key := stripKey{n, w, cur, len(tl.marks), s.Color, true}
+	key := stripKey{n, w, cur, len(tl.marks), len(tl.overwrites), s.Color, true}
 	if key != tl.drawnFor {
 		tl.drawn, tl.drawnFor = tl.draw(s, n, w, cur), key
 	}
@@ -107,7 +120,9 @@ func (tl *timeline) draw(s Styles, n, w, cur int) string {
 	b.WriteString(" ")
 	for i := range k {
 		lo, hi := cellRange(i, k, n)
-		top, _ := tl.top(lo, hi)
+		// Records after the position have not run, whatever the session
+		// remembers of them from before a step back.
+		top, _ := tl.top(lo, min(hi, cur+1))
 		st := s.markStyle(top)
 		if cur >= lo && cur < hi {
 			st = st.Reverse(true)
@@ -123,8 +138,8 @@ func (tl *timeline) draw(s Styles, n, w, cur int) string {
 // The legends name the glyphs (ASCII only, so len is their width): the
 // long one on wide terminals, the short one down to 60 columns.
 const (
-	timelineLegend      = "r replay  e eager  w warmup  R record  C checkpoint  ! error "
-	timelineLegendShort = "r rep e eager w warm R rec C ckpt ! err "
+	timelineLegend      = "r replay  e eager  w warmup  R record  O overwrite  C checkpoint  ! error "
+	timelineLegendShort = "r rep e eager w warm R rec O overw C ckpt ! err "
 )
 
 // legendFor is the legend a strip of width w shows.
@@ -181,6 +196,8 @@ func (s Styles) markStyle(m mark) lipgloss.Style {
 		return s.Warmup
 	case markRecord:
 		return s.Record
+	case markOverwrite:
+		return s.Warn
 	case markCheckpoint:
 		return s.Checkpoint
 	case markError:

@@ -49,9 +49,17 @@ func TestTimelineCells(t *testing.T) {
 		{0, 10, strings.Repeat(" ", 10)},
 	}
 	for _, tc := range tests {
-		if got := ansi.Strip(tl.view(s, tc.n, tc.w, -1)); got != tc.want {
+		if got := ansi.Strip(tl.view(s, tc.n, tc.w, 5)); got != tc.want {
 			t.Errorf("n %d w %d: %q, want %q", tc.n, tc.w, got, tc.want)
 		}
+	}
+	// Back at record 2 (issue 34, item 2): the session remembers what
+	// records 3-5 did, but they have not run at this position.
+	if got := ansi.Strip(tl.view(s, 8, 12, 2)); got != " ─wr·····   " {
+		t.Errorf("after a step back: %q, want the records after the position unrun", got)
+	}
+	if got := ansi.Strip(tl.view(s, 8, 12, -1)); got != " ········   " {
+		t.Errorf("at the start: %q, want every record unrun", got)
 	}
 	got := tl.view(s, 8, 12, 3)
 	if !strings.Contains(got, "\x1b[7mR") {

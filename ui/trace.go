@@ -110,7 +110,11 @@ func (p *tracePane) draw(recs records, snap *snapshot, s Styles, w, h int, focus
 		}
 		b.WriteString(bp)
 		mark(i == snap.pos-1, "▶")
+		// Only records before the position have run: after a step back
+		// the session still knows what later records did, but on screen
+		// they are not run yet (the timeline draws them ·).
 		sum, done := p.summary(i)
+		done = done && i < snap.pos
 		mark(done && sum.Checkpoint, "◆")
 		fmt.Fprintf(&b, "%*d ", lw, rec.Line)
 		res, kind := "", resNone
@@ -208,13 +212,13 @@ func (p *tracePane) scrollBy(c *paneCtx, d int) {
 // text reads the rows lazily: a trace read on demand may have millions of
 // records, each parsed from the file, so line runs in the search's Cmd.
 func (p *tracePane) text(c *paneCtx, _ int) paneText {
-	recs, summary := c.recs, c.summary
+	recs, summary := c.recs, ranSummary(c.summary, c.snap.pos)
 	return paneText{n: recs.len(), line: func(i int) string { return rowText(recs, summary, i) }}
 }
 
 func (p *tracePane) selection(c *paneCtx, _ int) string {
 	if i := p.cursor; i >= 0 && i < c.recs.len() {
-		return strings.TrimSpace(rowText(c.recs, c.summary, i))
+		return strings.TrimSpace(rowText(c.recs, ranSummary(c.summary, c.snap.pos), i))
 	}
 	return ""
 }
@@ -224,6 +228,17 @@ func (p *tracePane) at() int { return p.cursor }
 func (p *tracePane) show(c *paneCtx, i int) {
 	p.cursor = i
 	c.refresh()
+}
+
+// ranSummary is summary limited to the records run at position pos: what
+// the trace pane shows, and so what search and copy read.
+func ranSummary(summary func(int) (sessions.Summary, bool), pos int) func(int) (sessions.Summary, bool) {
+	return func(i int) (sessions.Summary, bool) {
+		if i >= pos {
+			return sessions.Summary{}, false
+		}
+		return summary(i)
+	}
 }
 
 // cursorRow is the cursor's row in the body, drawn reversed already.

@@ -222,7 +222,7 @@ func (p *treePane) draw(st *engine.State, s Styles, w, h int, focused bool) []st
 			if ds.CurrentWarmup == l.id {
 				mark = "●"
 			}
-			text := b.String() + mark + " " + s.Warmup.Render(fmt.Sprintf("warmup %d %s", l.id, fnOf(wv)))
+			text := b.String() + mark + " " + s.Warmup.Render("warmup of "+fnOf(wv))
 			if wv != nil && wv.Failed {
 				text += " " + s.Err.Render("✗ raised")
 			}

@@ -55,6 +55,14 @@ func (m *Model) layout() screen {
 	var sc screen
 	sc.bodyH = max(h-m.bottomLines(), 4)
 	bh := sc.bodyH
+	if m.zoom {
+		// + : the focused pane takes the whole body (lazygit's screen
+		// mode), so that long names show whole at any size.
+		sc.compact = true
+		sc.rects[m.focus] = rect{0, 0, w, bh}
+		sc.shown[m.focus] = true
+		return sc
+	}
 	if w >= wideMinWidth && h >= wideMinHeight {
 		// Wide and tall: the trace, which has the most to show, takes
 		// the left column from top to bottom; the tree and the pool,
@@ -241,7 +249,7 @@ func (m *Model) statusLine(w int) string {
 	case m.search.cancel != nil:
 		add(9, "searching… (esc cancels)")
 	case m.busy:
-		add(9, "running…")
+		add(9, "%s", m.prog.text())
 	}
 	width := func() int {
 		n := 0

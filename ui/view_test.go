@@ -175,7 +175,7 @@ func TestHandoffRaiseOnScreen(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	gotoStep(t, m, "5") // line 6: fee(b) raises
 	scr := screenText(m)
-	for _, want := range []string{"2.11 handoff", "warmup -2 fee ✗ raised", "has been overwritten by a"} {
+	for _, want := range []string{"2.11 handoff", "warmup of fee ✗ raised", "has been overwritten by a"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the screen lacks %q:\n%s", want, scr)
 		}

@@ -269,6 +269,7 @@ func tuiRun(ctx context.Context, s *sessions.Session, savePath string, mouse boo
 	}
 	defer closeTTY()
 	p := tea.NewProgram(m, opts...)
+	m.SetSend(p.Send)
 	if _, err := p.Run(); err != nil && ctx.Err() == nil {
 		// Bubble Tea has put the terminal back (it does on every
 		// way out of Run, a panic included); the error is printed on
