@@ -242,6 +242,11 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 		} else {
 			add(true, recordText(r), plain)
 		}
+		// The user's own line, when the recorder noted it (issue 33
+		// item 3): what PyTorch's errors name.
+		if r := recs.at(st.Index); r.Src != nil {
+			add(true, "at "+traces.Printable(r.Src.String()), rs(s.Dim))
+		}
 	}
 	if st.Action != engine.ActionNone {
 		a := string(st.Action)
