@@ -38,3 +38,17 @@ func TestLogLinesLocated(t *testing.T) {
 		t.Error("no example logged a re-record's reason: the test no longer sees a message of several lines")
 	}
 }
+
+// TestLogNamesUserLine: --log names the user's line of a step whose record
+// carries one, before the step's own lines (issue 33 item 3).
+func TestLogNamesUserLine(t *testing.T) {
+	const f = "../../traces/testdata/good/src.cgt.jsonl"
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--log", f}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := f + ":5: [__cudagraphs] from train.py:73 (in step)\n" + f + ":5: [__cudagraphs] Running warmup of function 0\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("--log lacks\n%s in\n%s", want, out.String())
+	}
+}

@@ -153,7 +153,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// (12 MB at 10,000 nodes).
 	opts := engine.Options{Devices: devs, Check: *check, File: file, Handoff: rule,
 		AllocOptions: alloc.Options{TraceMax: -1}}
-	e, err := runEngine(runCtx, hdr, cr, opts, func(s *engine.Step) bool {
+	var recs engine.Records = cr
+	var notes *srcNotes
+	if *logLines {
+		notes = newSrcNotes(cr)
+		recs = notes
+	}
+	e, err := runEngine(runCtx, hdr, recs, opts, func(s *engine.Step) bool {
 		hint.see(s)
 		start()
 		if jsonSteps != nil {
@@ -169,8 +175,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if *logLines {
+			src := notes.take(s.Line)
 			for _, ev := range s.Events {
 				if l := engine.LogLine(file, ev); l != "" {
+					if src != nil {
+						// The user's line before the step's first line.
+						fmt.Fprintln(logw, srcLogLine(file, s.Line, src))
+						src = nil
+					}
 					fmt.Fprintln(logw, l)
 				}
 			}
