@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +51,22 @@ func TestLogNamesUserLine(t *testing.T) {
 	want := f + ":5: [__cudagraphs] from train.py:73 (in step)\n" + f + ":5: [__cudagraphs] Running warmup of function 0\n"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("--log lacks\n%s in\n%s", want, out.String())
+	}
+}
+
+// TestReportNamesDefSource: the report's table of compiled functions says
+// where each is defined, from its def record's src (issue 33 item 3).
+func TestReportNamesDefSource(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.html")
+	var so, se bytes.Buffer
+	if code := run(context.Background(), []string{"report", "../../traces/testdata/good/src.cgt.jsonl", "-o", out}, &so, &se); code != 0 {
+		t.Fatalf("exit %d: %s", code, se.String())
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "model.py:12 (in forward)") {
+		t.Error("the report does not name forward_0's definition, model.py:12 (in forward)")
 	}
 }

@@ -94,7 +94,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	rep := report.New(name, devs[0].Name())
 	col := rep.Collect(hdr, e, report.Limits{Rows: *maxRows})
-	_, err = e.Stream(ctx, cr, func(s *engine.Step) bool {
+	defs := newDefSources(cr)
+	col.Sources(defs.of)
+	_, err = e.Stream(ctx, defs, func(s *engine.Step) bool {
 		col.Step(s)
 		return true
 	})

@@ -48,3 +48,33 @@ func (n *srcNotes) take(line int) *traces.Source {
 func srcLogLine(file string, line int, src *traces.Source) string {
 	return file + ":" + strconv.Itoa(line) + ": [__cudagraphs] from " + traces.Printable(src.String())
 }
+
+// defSources passes a run's records through, keeping where each compiled
+// function is defined (a def record's "src") for the report's table of
+// functions. Records are read ahead of the steps, hence the lock.
+type defSources struct {
+	recs engine.Records
+	mu   sync.Mutex
+	at   map[string]string
+}
+
+func newDefSources(recs engine.Records) *defSources {
+	return &defSources{recs: recs, at: map[string]string{}}
+}
+
+func (d *defSources) Next() (traces.Record, error) {
+	r, err := d.recs.Next()
+	if err == nil && r.Op == traces.OpDef && r.Src != nil {
+		d.mu.Lock()
+		d.at[r.Fn] = traces.Printable(r.Src.String())
+		d.mu.Unlock()
+	}
+	return r, err
+}
+
+// of returns the source of fn's def, or "".
+func (d *defSources) of(fn string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.at[fn]
+}

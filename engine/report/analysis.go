@@ -206,6 +206,9 @@ type Collector struct {
 
 	fns   map[string]*Function
 	order []*Function
+	// sourceOf, when set (Sources), gives a compiled function's
+	// definition as its def record's "src" says.
+	sourceOf func(fn string) string
 	// lastFn caches the last function looked up: a loop calls the same
 	// few functions, and a map lookup per record is most of Step's cost.
 	lastFn *Function
@@ -236,6 +239,11 @@ func (r *Report) Collect(hdr traces.Header, mem MemorySource, lim Limits) *Colle
 	return &Collector{r: r, lim: lim.withDefaults(), mem: mem, meta: ParseMeta(hdr.Meta), fns: map[string]*Function{}, stride: 1, lastIndex: -1}
 }
 
+// Sources gives the collector where each compiled function is defined,
+// from the def records' "src" (issue 33 item 3): sourceOf(fn) is "" for a
+// def without one, and then the header's meta "sources" is used.
+func (c *Collector) Sources(sourceOf func(fn string) string) { c.sourceOf = sourceOf }
+
 func (c *Collector) fn(name string, line int) *Function {
 	if f := c.lastFn; f != nil && f.Fn == name {
 		return f
@@ -243,6 +251,11 @@ func (c *Collector) fn(name string, line int) *Function {
 	f := c.fns[name]
 	if f == nil {
 		f = &Function{Fn: name, FirstLine: line, Source: c.meta.Sources[name]}
+		if c.sourceOf != nil {
+			if src := c.sourceOf(name); src != "" {
+				f.Source = src
+			}
+		}
 		c.fns[name] = f
 		c.order = append(c.order, f)
 	}
