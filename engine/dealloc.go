@@ -72,7 +72,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		}
 		seen[s.Ptr] = true
 		m.sh.tt.keepS(s)
-		// Its message is made when an access raises (Engine.staleErr):
+		// Its message is made when an access raises (shared.staleErr):
 		// every generation marks its outputs, few are touched again.
 		s.Stale = true
 		if s.Owned {

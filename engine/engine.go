@@ -85,7 +85,7 @@ type Engine struct {
 	transient *transientSteps
 	// arena holds the small slices of frequent events (events.go).
 	arena eventArena
-	// cur is applyCall's call (see there).
+	// cur is the call runInTree hands the tree (see there).
 	cur call
 	// failAfter, set by tests only, fails a record that succeeded (under
 	// Options.Check, which snapshots every record), so that a test can

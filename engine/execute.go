@@ -197,7 +197,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			n.OutWeak[i] = st.ID
 		}
 	}
-	// The outputs' slice is the engine's (applyCall binds them and keeps
+	// The outputs' slice is the engine's (runInTree binds them and keeps
 	// nothing), so a replay allocates none; the path only where an output
 	// aliases an earlier node's.
 	outs := slices.Grow(m.sh.scratch.outs[:0], len(n.Outputs))[:len(n.Outputs)]

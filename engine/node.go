@@ -152,6 +152,20 @@ func (n *Node) clone() *Node {
 	return &c
 }
 
+// nodeView is a node's view as a State last built it (OnPath and Current
+// left unset), and what that depended on that can change after the
+// recording: the replay count, the children, and per output its storage,
+// its Cached flag, and whether and by what name it is alive. A State
+// reuses it while all of these are the same, so the cost of a State
+// follows what changed since the last one, not the size of the tree. It is
+// never written once made: States share its slices.
+type nodeView struct {
+	v         NodeView
+	children  int
+	lastChild int
+	weak      []int
+}
+
 // keepNode saves n as it is, once per record, before the record changes
 // it. Without a snapshot (the replay fast path) it saves nothing: what
 // execute_node changes there comes after the last point where the record

@@ -69,7 +69,7 @@ type callScratch struct {
 	dtypes []ops.DType
 	alias  []int
 	// outs are a replay's outputs (reconstructOutputs): bound and
-	// released by applyCall, kept by nothing after the record.
+	// released by runInTree, kept by nothing after the record.
 	outs []*Tensor
 	// path is the path of the node being checked or replayed (pathOf).
 	path []*Node
