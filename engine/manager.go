@@ -11,10 +11,11 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
-// This file is CUDAGraphTreeManager itself: its state, generations, _run
-// (the decision for every call), the mutation and re-record limits, and the
-// ends of a path (try_end_curr_recording, try_end_curr_warmup,
-// try_end_curr_execution, check_warn_on_unable_to_start_executing).
+// This file is CUDAGraphTreeManager itself: its state and the call it is
+// handed, generations, run and _run (the decision for every call, in its
+// phases), the mutation and re-record limits, the ends of a path
+// (try_end_curr_recording, try_end_curr_warmup, try_end_curr_execution,
+// check_warn_on_unable_to_start_executing), and its copy for a clone.
 
 // noNode is the key of "no current node" in the per-position maps
 // (PyTorch uses None).

@@ -219,6 +219,8 @@ func (e *Engine) rollback() {
 func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.spareSaved = nil // the engine's own to fill again
+	// The managers' hook takes the clone's snapshot, and no record of the
+	// clone is under way.
 	c.snapshot = c.markHeavy
 	c.snapshotted, c.kept = false, nil
 	c.tt = e.tt.clone()
