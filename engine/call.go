@@ -153,10 +153,16 @@ func (e *Engine) runInTree(rec *traces.Record, step *Step, m *manager, def *defn
 	// the replay path then allocates no call.
 	e.cur = call{f: f, def: def, args: args, rec: rec, out: noCallOut}
 	outs, act, err := m.runFunction(&e.cur)
-	out := &e.cur.out
-	step.Node, step.Parent, step.Checkpoint = out.node, out.parent, out.checkpoint
-	step.nodeFn, step.parentFn, step.hasParentFn = out.nodeFn, out.parentFn, out.hasParentFn
+	out := e.cur.out
 	e.cur = call{}
+	step.Node, step.Parent, step.Checkpoint = out.node, out.parent, out.checkpoint
+	if out.node >= 0 {
+		// The functions an expect record names (expect.go).
+		step.nodeFn, step.hasParentFn = m.funcs[m.nodes[out.node].Fn].Name, true
+		if out.parent >= 0 {
+			step.parentFn = m.funcs[m.nodes[out.parent].Fn].Name
+		}
+	}
 	for _, t := range args {
 		e.tt.release(t)
 	}

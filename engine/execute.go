@@ -165,11 +165,6 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	n.Replays++
 	m.sh.counters.Replays++
 	c.out.node, c.out.parent = n.ID, n.Parent
-	c.out.nodeFn = m.funcs[n.Fn].Name
-	c.out.hasParentFn = true
-	if n.Parent >= 0 {
-		c.out.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
-	}
 	m.emit(Event{Kind: EvReplay, Line: c.rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
 	return outs, ActionReplay, nil
 }

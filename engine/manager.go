@@ -121,13 +121,12 @@ type call struct {
 
 // callOut is what the tree did with a call besides its outputs and action:
 // the node it recorded or replayed and that node's parent (-1 when none),
-// their functions' names (for expect records), and whether it checkpointed
-// the allocator. Engine.runInTree puts it into the Step.
+// and whether it checkpointed the allocator. Engine.runInTree puts it into
+// the Step. It holds no pointer: the engine's one call is written twice a
+// call, and the collector's write barriers then have nothing to do.
 type callOut struct {
-	node, parent     int
-	nodeFn, parentFn string
-	hasParentFn      bool
-	checkpoint       bool
+	node, parent int
+	checkpoint   bool
 }
 
 // noCallOut is a call's out before the tree touched it.

@@ -160,11 +160,6 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		m.sh.counters.Rerecords++
 	}
 	c.out.node, c.out.parent = id, n.Parent
-	c.out.nodeFn = c.f.Name
-	c.out.hasParentFn = true
-	if parent != nil {
-		c.out.parentFn = m.funcs[parent.Fn].Name
-	}
 	var buf [128]byte
 	msg := text{buf[:0]}.s("Recording function ").i(c.f.ID).s(" of graph recording id ").i(id).String()
 	if len(n.Kernels) == 0 {
