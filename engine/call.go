@@ -45,8 +45,8 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		return e.staleCall(rec, f, limited, stale)
 	}
 	step.Fn = rec.Fn // the def's name
-	if ran, err := e.runOutsideTree(rec, step, ds, f, limited); ran {
-		return err
+	if limited || f.viewsOnly || f.Dynamic && e.cfg.SkipDynamicGraphs {
+		return e.runOutsideTree(rec, step, ds, f, limited)
 	}
 	return e.runInTree(rec, step, ds.m, def, f)
 }
@@ -116,27 +116,25 @@ func (e *Engine) staleCall(rec *traces.Record, f *Function, limited bool, stale 
 	return &keptError{err: stale}
 }
 
-// runOutsideTree runs a call that never reaches the tree, and reports
-// whether the call was one: past Dynamo's recompile limit (plain Python),
-// a function of views only (nothing compiled), or a graph of symbolic
-// shapes under cudagraph_skip_dynamic_graphs (compiled, not cudagraphed).
-func (e *Engine) runOutsideTree(rec *traces.Record, step *Step, ds *devState, f *Function, limited bool) (bool, error) {
+// runOutsideTree runs a call that never reaches the tree: past Dynamo's
+// recompile limit (plain Python), of a function of views only (nothing
+// compiled), or of a graph of symbolic shapes under
+// cudagraph_skip_dynamic_graphs (compiled, not cudagraphed).
+func (e *Engine) runOutsideTree(rec *traces.Record, step *Step, ds *devState, f *Function, limited bool) error {
 	args := e.scratch.args
 	switch {
 	case limited:
-		return true, e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
+		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
 			fmt.Sprintf("torch._dynamo hit config.recompile_limit (%d) for %s: no compiled graph accepts these inputs, so the call runs eagerly, without cudagraphs", e.recompileLimitNow(), f.Name))
 	case f.viewsOnly:
-		return true, e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
 			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
-	case f.Dynamic && e.cfg.SkipDynamicGraphs:
-		// The compiled graph runs, but not through cudagraphs: Dynamo's
-		// generation hook still fires for the frame.
-		e.enterCompiled(rec, f)
-		return true, e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
-			"skipping cudagraphs due to graph with symbolic shapes inputs (torch._inductor.config.triton.cudagraph_skip_dynamic_graphs)")
 	}
-	return false, nil
+	// The compiled graph of symbolic shapes runs, but not through
+	// cudagraphs: Dynamo's generation hook still fires for the frame.
+	e.enterCompiled(rec, f)
+	return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+		"skipping cudagraphs due to graph with symbolic shapes inputs (torch._inductor.config.triton.cudagraph_skip_dynamic_graphs)")
 }
 
 // runInTree is the call of a cudagraphified function: Dynamo's generation

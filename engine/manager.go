@@ -281,7 +281,8 @@ func (m *manager) mutationSkip(c *call, nid int, stale error) (bool, error) {
 // replayOrRecord is _run past warmup, off a recording path: the function's
 // recordings at this position (current_node.children[fid], or roots[fid]
 // at none) are checked in order, and the first whose invariants hold
-// replays (execute_node). When none does, recordOrSkip goes on.
+// replays (execute_node). When none does, a root function may start again
+// from the roots, where the path ends; else recordOrSkip goes on.
 func (m *manager) replayOrRecord(c *call) ([]*Tensor, Action, error) {
 	var candidates []int
 	if cn := m.curNode(); cn != nil {
@@ -311,15 +312,6 @@ func (m *manager) replayOrRecord(c *call) ([]*Tensor, Action, error) {
 	if len(candidates) > 0 {
 		cause = CauseInvariants
 	}
-	return m.recordOrSkip(c, cause, failures, rerecord)
-}
-
-// recordOrSkip is the rest of _run when no recording at this position
-// replayed: a root function may start again from the roots (the path
-// ended); the function may yet run eagerly (its mutation hint here, or an
-// unexpected re-record past the limit); else the path ends or checkpoints
-// (apply_checkpoint_execution_state_in_allocator) and the function records.
-func (m *manager) recordOrSkip(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
 	if m.cur != noNode && len(m.rootsOf(c.f.ID)) > 0 {
 		// A root function: maybe restart from the roots.
 		m.tryEndCurrExecution(c)
@@ -327,6 +319,15 @@ func (m *manager) recordOrSkip(c *call, cause RecordCause, failures []InvariantF
 			return m.run(c)
 		}
 	}
+	return m.recordOrSkip(c, cause, failures, rerecord)
+}
+
+// recordOrSkip is the rest of _run when no recording at this position
+// replayed: the function may yet run eagerly (its mutation hint here, or
+// an unexpected re-record past the limit); else the path ends or
+// checkpoints (apply_checkpoint_execution_state_in_allocator) and the
+// function records.
+func (m *manager) recordOrSkip(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
 	if len(c.f.Mutated) > 0 {
 		if err := m.updateMutationHint(c); err != nil {
 			return nil, "", err
