@@ -6,27 +6,12 @@ import (
 
 	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/traces"
-	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
-// call is one call record on its way through a device's tree manager: what
-// PyTorch's CUDAGraphTreeManager._run receives (the function and its
-// inputs), plus the record it came from, for messages and events, and the
-// Step it fills in.
-type call struct {
-	f    *Function
-	args []*Tensor
-	rec  *traces.Record
-	step *Step
-}
-
-// line is the trace line of the call.
-func (c *call) line() int { return c.rec.Line }
-
-// emit adds an event of the current record.
-func (m *manager) emit(ev Event) { m.eng.emit(ev) }
-
-// applyCall runs a call record through the device's tree manager.
+// applyCall runs a call record: Dynamo's part first (the arguments as its
+// guards see them, then the compiled graph and FunctionID they select),
+// then, unless the call never reaches the tree, the device's
+// CUDAGraphTreeManager.run.
 func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	// The def's cache slot answers what is checked here without the def
 	// itself (defcache.go).
@@ -41,9 +26,39 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	if rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
 		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
 	}
-	// The call's signature is read, or copied where it is kept (a new
-	// Function, a compiled graph): one set of buffers serves every call,
-	// so a replay allocates none.
+	dev, stale, err := e.callArgs(rec, ref)
+	if err != nil {
+		return err
+	}
+	step.Device = dev
+	ds, err := e.dev(dev)
+	if err != nil {
+		return err
+	}
+	sc := &e.scratch
+	sc.alias = aliasPattern(sc.alias, sc.args)
+	f, limited, err := ds.m.function(def, int(ref.idx), rec.Line, sc.shapes, sc.dtypes, sc.static, sc.alias)
+	if err != nil {
+		return err
+	}
+	if stale != nil {
+		return e.staleCall(rec, f, limited, stale)
+	}
+	step.Fn = rec.Fn // the def's name
+	if limited || f.viewsOnly || f.Dynamic && e.cfg.SkipDynamicGraphs {
+		return e.runOutsideTree(rec, step, ds, f, limited)
+	}
+	return e.runInTree(rec, step, ds.m, def, f)
+}
+
+// callArgs reads a call's arguments as Dynamo's guards see them (the
+// tensors, their shapes and dtypes, which are static, their device) into
+// the engine's scratch: one set of buffers serves every call, so a replay
+// allocates none, and what is kept (a new Function, a compiled graph) is
+// copied from them. stale is the overwritten error of an argument whose
+// storage alone a new generation marked: a data access raises it, Dynamo's
+// compile from the metadata does not.
+func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err error) {
 	n := len(rec.Args)
 	sc := &e.scratch
 	sc.args = slices.Grow(sc.args[:0], n)[:n]
@@ -51,18 +66,16 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	sc.static = slices.Grow(sc.static[:0], n)[:n]
 	sc.dtypes = slices.Grow(sc.dtypes[:0], n)[:n]
 	args, shapes, static, dtypes := sc.args, sc.shapes, sc.static, sc.dtypes
-	dev := 0
-	var stale error // an argument whose storage alone was marked
 	for i, n := range rec.Args {
 		t, s, err := e.tt.lookup(n)
 		if err != nil {
-			return fmt.Errorf("argument %d: %w", i, err)
+			return 0, nil, fmt.Errorf("argument %d: %w", i, err)
 		}
 		if s.Stale {
 			if t.Tracked {
 				// The object itself was marked: Dynamo fails on it
 				// before anything compiles.
-				return e.staleErr(s)
+				return 0, nil, e.staleErr(s)
 			}
 			if stale == nil {
 				stale = e.staleErr(s)
@@ -71,7 +84,7 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		if i == 0 {
 			dev = s.Dev
 		} else if s.Dev != dev {
-			return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
+			return 0, nil, fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
@@ -79,38 +92,36 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 		// The def says which inputs the compiled graph takes as static
 		// (a backward's saved tensors are, whatever made them).
 		clear(static)
-		for _, k := range def.static {
+		for _, k := range ref.d.static {
 			if k < len(static) {
 				static[k] = true
 			}
 		}
 	}
-	step.Device = dev
-	ds, err := e.dev(dev)
-	if err != nil {
-		return err
+	return dev, stale, nil
+}
+
+// staleCall ends a call with a stale argument (callArgs). Dynamo compiled
+// from the tensors' metadata; the first data access at run time raises.
+// PyTorch 2.11 keeps the compile (and the generation hook's bump): so does
+// HandoffRaise, which replays 2.11's failures as they are. By default the
+// record rolls back whole, as every failing record does.
+func (e *Engine) staleCall(rec *traces.Record, f *Function, limited bool, stale error) error {
+	if e.handoff != HandoffRaise {
+		return stale
 	}
-	m := ds.m
-	sc.alias = aliasPattern(sc.alias, args)
-	f, limited, err := m.function(def, int(ref.idx), rec.Line, shapes, dtypes, static, sc.alias)
-	if err != nil {
-		return err
+	if !limited && !f.viewsOnly {
+		e.enterCompiled(rec, f)
 	}
-	if stale != nil {
-		// Dynamo compiled from the tensors' metadata; the first data
-		// access at run time raises. PyTorch 2.11 keeps the compile (and
-		// the generation hook's bump): so does HandoffRaise, which
-		// replays 2.11's failures as they are. By default the record
-		// rolls back whole, as every failing record does.
-		if e.handoff != HandoffRaise {
-			return stale
-		}
-		if !limited && !f.viewsOnly {
-			e.enterCompiled(rec, f)
-		}
-		return &keptError{err: stale}
-	}
-	step.Fn = rec.Fn // the def's name
+	return &keptError{err: stale}
+}
+
+// runOutsideTree runs a call that never reaches the tree: past Dynamo's
+// recompile limit (plain Python), of a function of views only (nothing
+// compiled), or of a graph of symbolic shapes under
+// cudagraph_skip_dynamic_graphs (compiled, not cudagraphed).
+func (e *Engine) runOutsideTree(rec *traces.Record, step *Step, ds *devState, f *Function, limited bool) error {
+	args := e.scratch.args
 	switch {
 	case limited:
 		return e.runPlain(rec, step, ds, f, args, f.Name+" (eager)", -1,
@@ -118,23 +129,38 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	case f.viewsOnly:
 		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
 			fmt.Sprintf("%s launches no kernel (its outputs are views of its inputs): nothing is compiled, it runs as plain Python", f.Name))
-	case f.Dynamic && e.cfg.SkipDynamicGraphs:
-		// The compiled graph runs, but not through cudagraphs: Dynamo's
-		// generation hook still fires for the frame.
-		e.enterCompiled(rec, f)
-		return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
-			"skipping cudagraphs due to graph with symbolic shapes inputs (torch._inductor.config.triton.cudagraph_skip_dynamic_graphs)")
 	}
-	mode := f.Mode
+	// The compiled graph of symbolic shapes runs, but not through
+	// cudagraphs: Dynamo's generation hook still fires for the frame.
+	e.enterCompiled(rec, f)
+	return e.runPlain(rec, step, ds, f, args, f.Name, f.ID,
+		"skipping cudagraphs due to graph with symbolic shapes inputs (torch._inductor.config.triton.cudagraph_skip_dynamic_graphs)")
+}
+
+// runInTree is the call of a cudagraphified function: Dynamo's generation
+// hook, then the device's CUDAGraphTreeManager.run with the arguments held
+// (the caller's references while it runs), then the results bound. What
+// the tree says of the call (its node, a checkpoint) goes into the Step.
+func (e *Engine) runInTree(rec *traces.Record, step *Step, m *manager, def *defn, f *Function) error {
+	args := e.scratch.args
 	e.enterCompiled(rec, f)
 	for _, t := range args {
 		e.tt.hold(t)
 	}
 	// One call value per engine: nothing keeps it past the record, and
 	// the replay path then allocates no call.
-	e.cur = call{f: f, args: args, rec: rec, step: step}
-	outs, act, err := m.run(&e.cur)
+	e.cur = call{f: f, def: def, args: args, rec: rec, out: noCallOut}
+	outs, act, err := m.runFunction(&e.cur)
+	out := e.cur.out
 	e.cur = call{}
+	step.Node, step.Parent, step.Checkpoint = out.node, out.parent, out.checkpoint
+	if out.node >= 0 {
+		// The functions an expect record names (expect.go).
+		step.nodeFn, step.hasParentFn = m.funcs[m.nodes[out.node].Fn].Name, true
+		if out.parent >= 0 {
+			step.parentFn = m.funcs[m.nodes[out.parent].Fn].Name
+		}
+	}
 	for _, t := range args {
 		e.tt.release(t)
 	}
@@ -147,12 +173,6 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 			e.tt.keepT(t)
 			t.Tracked = true
 		}
-	}
-	switch mode {
-	case traces.ModeForward:
-		m.pendingBackward = true
-	case traces.ModeBackward:
-		m.pendingBackward = false
 	}
 	return e.bindResults(rec, outs)
 }
@@ -220,47 +240,4 @@ func (e *Engine) enterCompiled(rec *traces.Record, f *Function) {
 		e.lastInvocation, e.hasInvocation = *inv, true
 	}
 	e.genTracker++
-}
-
-// recompileLimitNow is Dynamo's recompile_limit in force: Options'
-// when given, else the trace's config.
-func (e *Engine) recompileLimitNow() int {
-	switch {
-	case e.recompileLimit > 0:
-		return e.recompileLimit
-	case e.cfg.Set[traces.KeyRecompileLimit] || e.cfg.RecompileLimit > 0:
-		return e.cfg.RecompileLimit
-	}
-	return DefaultRecompileLimit
-}
-
-// callScratch holds a call's signature while it is looked up.
-type callScratch struct {
-	args   []*Tensor
-	shapes [][]int
-	static []bool
-	dtypes []ops.DType
-	alias  []int
-	// outs are a replay's outputs (reconstructOutputs): bound and
-	// released by applyCall, kept by nothing after the record.
-	outs []*Tensor
-	// path is the path of the node being checked or replayed (pathOf).
-	path []*Node
-	// vals are a tensor record's values on their way to the device.
-	vals []float32
-	// launch is runBody's, written anew for each statement: a device
-	// reads it during Launch and keeps no pointer to it (the sim copies
-	// a captured launch), so a body's launches allocate nothing.
-	launch device.Launch
-}
-
-// pathOf is m.path(n) in the engine's buffer: valid until the next call,
-// for the replay path, which looks at the path of each candidate once.
-func (e *Engine) pathOf(m *manager, n *Node) []*Node {
-	p := slices.Grow(e.scratch.path[:0], n.Depth+1)[:n.Depth+1]
-	for x := n; x != nil; x = m.nodesOrNil(x.Parent) {
-		p[x.Depth] = x
-	}
-	e.scratch.path = p
-	return p
 }

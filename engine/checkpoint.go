@@ -15,24 +15,24 @@ import (
 // outputs of the path become owners of their blocks again, and blocks of
 // outputs that died since are freed.
 func (m *manager) applyCheckpoint(c *call) error {
-	m.eng.markHeavy()
+	m.sh.snapshot()
 	n := m.curNode()
 	if n == nil {
 		return fmt.Errorf("checkpoint without a current graph node")
 	}
 	m.checkpoints++
-	m.eng.counters.Checkpoints++
-	c.step.Checkpoint = true
+	m.sh.counters.Checkpoints++
+	c.out.checkpoint = true
 	path := m.path(n)
 	// remove_path_cached_tensors
 	for _, x := range path {
 		m.keepNode(x)
-		m.eng.dropCachedTensors(x)
+		m.dropCachedTensors(x)
 	}
 	var livePtrs []device.Ptr
 	liveOwner := map[device.Ptr]int{}
 	for _, sid := range m.nodePathLive(n) {
-		s := m.eng.tt.storages.get(sid)
+		s := m.sh.tt.storages.get(sid)
 		if _, dup := liveOwner[s.Ptr]; !dup {
 			liveOwner[s.Ptr] = sid
 			livePtrs = append(livePtrs, s.Ptr)
@@ -42,7 +42,7 @@ func (m *manager) applyCheckpoint(c *call) error {
 	seenDead := map[device.Ptr]bool{}
 	for _, oi := range n.LiveAfter {
 		sid := path[oi.Depth].OutWeak[oi.Index]
-		if sid == 0 || m.eng.tt.storageLive(sid) {
+		if sid == 0 || m.sh.tt.storageLive(sid) {
 			continue
 		}
 		p := path[oi.Depth].Outputs[oi.Index].Ptr
@@ -60,13 +60,13 @@ func (m *manager) applyCheckpoint(c *call) error {
 	// The live outputs own their blocks again: the restored state
 	// allocated them.
 	for _, sid := range liveOwner {
-		m.eng.tt.keepS(m.eng.tt.storages.get(sid))
-		m.eng.tt.storages.get(sid).Owned = true
+		m.sh.tt.keepS(m.sh.tt.storages.get(sid))
+		m.sh.tt.storages.get(sid).Owned = true
 	}
 	view := &CheckpointView{Node: n.ID}
 	for _, b := range delta.DataPtrsAllocd {
 		if sid, ok := liveOwner[b.Addr]; ok {
-			view.Reallocated = append(view.Reallocated, DeltaBlock{Ptr: uint64(b.Addr), Size: b.Size, Tensor: m.eng.storageLabel(sid)})
+			view.Reallocated = append(view.Reallocated, DeltaBlock{Ptr: uint64(b.Addr), Size: b.Size, Tensor: m.storageLabel(sid)})
 		}
 	}
 	for _, p := range deadPtrs {
@@ -86,11 +86,14 @@ func (m *manager) applyCheckpoint(c *call) error {
 	return nil
 }
 
-func (e *Engine) storageLabel(sid int) string {
-	if n := e.tt.nameOfStorage(sid); n != "" {
+// storageLabel names a storage in a checkpoint's delta: by a name bound
+// to it, else by where it was made.
+func (m *manager) storageLabel(sid int) string {
+	tt := m.sh.tt
+	if n := tt.nameOfStorage(sid); n != "" {
 		return n
 	}
-	if s := e.tt.storages.get(sid); s != nil {
+	if s := tt.storages.get(sid); s != nil {
 		return s.What
 	}
 	return ""
@@ -108,26 +111,27 @@ func (m *manager) deadOutputLabel(n *Node, p device.Ptr) string {
 }
 
 // dropCachedTensors is remove_path_cached_tensors for one node.
-func (e *Engine) dropCachedTensors(n *Node) {
+func (m *manager) dropCachedTensors(n *Node) {
+	tt := m.sh.tt
 	for _, tid := range n.Cached {
 		if tid == 0 {
 			continue
 		}
-		t := e.tt.tensors.get(tid)
+		t := tt.tensors.get(tid)
 		if t == nil {
 			continue
 		}
-		e.tt.keepT(t)
+		tt.keepT(t)
 		t.Cached = false
-		if s := e.tt.storages.get(t.Storage); s != nil {
-			e.tt.keepS(s)
+		if s := tt.storages.get(t.Storage); s != nil {
+			tt.keepS(s)
 			s.Pins--
 			if s.Refs == 0 && s.Pins == 0 {
-				e.tt.dropStorage(s.ID)
+				tt.dropStorage(s.ID)
 			}
 		}
 		if !t.live() {
-			e.tt.dropTensor(tid)
+			tt.dropTensor(tid)
 		}
 	}
 	n.Cached = nil

@@ -25,7 +25,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		return &keptError{err: &assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
 			w.ID, w.Line)}}
 	}
-	m.eng.markHeavy()
+	m.sh.snapshot()
 	live := m.pathLive()
 	if len(live) == 0 {
 		return nil
@@ -39,10 +39,10 @@ func (m *manager) deallocCurrentPath(c *call) error {
 	var kept []string
 	var keptPtrs []uint64
 	for _, t := range c.args {
-		if m.eng.handoff == HandoffRaise || !liveSet[t.Storage] {
+		if m.sh.handoff == HandoffRaise || !liveSet[t.Storage] {
 			continue
 		}
-		old := m.eng.tt.storages.get(t.Storage)
+		old := m.sh.tt.storages.get(t.Storage)
 		if old == nil {
 			continue
 		}
@@ -51,7 +51,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 			return err
 		}
 		delete(liveSet, old.ID)
-		kept = append(kept, m.eng.tt.nameOfStorage(moved.ID))
+		kept = append(kept, m.sh.tt.nameOfStorage(moved.ID))
 		keptPtrs = append(keptPtrs, uint64(old.Ptr))
 	}
 	if len(kept) > 0 {
@@ -66,13 +66,13 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		if !liveSet[sid] {
 			continue
 		}
-		s := m.eng.tt.storages.get(sid)
+		s := m.sh.tt.storages.get(sid)
 		if s == nil || s.Refs == 0 || seen[s.Ptr] {
 			continue
 		}
 		seen[s.Ptr] = true
-		m.eng.tt.keepS(s)
-		// Its message is made when an access raises (Engine.staleErr):
+		m.sh.tt.keepS(s)
+		// Its message is made when an access raises (shared.staleErr):
 		// every generation marks its outputs, few are touched again.
 		s.Stale = true
 		if s.Owned {
@@ -82,7 +82,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 				return fmt.Errorf("free output of the previous generation at %#x: %w", s.Ptr, err)
 			}
 		}
-		n := m.eng.tt.nameOfStorage(sid)
+		n := m.sh.tt.nameOfStorage(sid)
 		if n == "" {
 			n = s.What
 		}
@@ -117,7 +117,7 @@ func (m *manager) failedWarmupOnPath() *WarmupNode {
 func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 	ds := m.ds
 	ds.alloc.SetContext(c.line(), "preserve "+old.What)
-	ns, err := m.eng.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
+	ns, err := m.sh.allocStorage(ds, old.Bytes, device.DefaultStream, poolDefault, old.Line, old.What)
 	if err != nil {
 		return nil, err
 	}
@@ -126,16 +126,16 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 			return nil, err
 		}
 	}
-	for _, t := range m.eng.tt.tensors.all() {
+	for _, t := range m.sh.tt.tensors.all() {
 		if t.Storage == old.ID {
-			m.eng.tt.keepT(t)
+			m.sh.tt.keepT(t)
 			t.Storage = ns.ID
 			if t.live() {
 				ns.Refs++
 			}
 		}
 	}
-	m.eng.tt.keepS(old)
+	m.sh.tt.keepS(old)
 	old.Refs = 0
 	if old.Owned {
 		old.Owned = false
@@ -144,7 +144,7 @@ func (m *manager) moveOutOfPool(old *Storage, c *call) (*Storage, error) {
 		}
 	}
 	if old.Pins == 0 {
-		m.eng.tt.dropStorage(old.ID)
+		m.sh.tt.dropStorage(old.ID)
 	}
 	return ns, nil
 }

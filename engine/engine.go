@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
@@ -50,82 +49,24 @@ type Options struct {
 	SharedCode bool
 }
 
-// DefaultRecompileLimit is torch._dynamo.config.recompile_limit.
-const DefaultRecompileLimit = 8
-
-// Handoff is the engine's rule for a live output handed to the next
-// compiled call across a generation boundary.
-type Handoff uint8
-
-const (
-	// HandoffPreserve keeps the handed-off output (PyTorch PR #184102).
-	HandoffPreserve Handoff = iota
-	// HandoffRaise is PyTorch 2.11: the output is freed with the rest of
-	// the path, the call raises, and the tree is left as 2.11 leaves it.
-	HandoffRaise
-)
-
-// String names the rule as the command line spells it.
-func (h Handoff) String() string {
-	switch h {
-	case HandoffRaise:
-		return "raise"
-	case HandoffByVersion:
-		return "version"
-	}
-	return "preserve"
-}
-
-// ParseHandoff reads "preserve", "raise" or "version".
-func ParseHandoff(s string) (Handoff, error) {
-	switch s {
-	case "preserve", "":
-		return HandoffPreserve, nil
-	case "raise":
-		return HandoffRaise, nil
-	case "version":
-		return HandoffByVersion, nil
-	}
-	return 0, fmt.Errorf("unknown handoff rule %q (want preserve, raise or version)", s)
-}
-
 // Engine runs trace records against CUDAGraph Trees: one tree manager, one
 // caching allocator and one graph pool per device. It is not safe for
 // concurrent use; Clone gives an independent copy (which shares the tree's
 // nodes copy-on-write: use an engine and its clones from one goroutine).
 type Engine struct {
-	hdr     traces.Header
-	cfg     traces.Config
-	file    string
-	check   bool
-	handoff Handoff
-	// recompileLimit and sharedCode are Options.RecompileLimit and
-	// Options.SharedCode.
-	recompileLimit int
-	sharedCode     bool
-	devs           []*devState
-	defs           map[string]*defn
-	// nDefs numbers the defs in the order they were made (defn.idx).
-	nDefs int
+	hdr   traces.Header
+	check bool
+	devs  []*devState
+	defs  map[string]*defn
 	// defCache is the call path's cache in front of defs (defcache.go).
 	defCache defCache
-	tt       *tensorTable
-	// genTracker is Dynamo's GenerationTracker.generation: bumped by every
-	// top-level call of a compiled function (not by backward calls).
-	genTracker int
 	// lastInvocation is the invocation of the last call that named one
 	// (hasInvocation: some call did).
 	lastInvocation int64
 	hasInvocation  bool
-	// markStep is MarkStepBox.mark_step_counter: 0, then -1, -2, ... at
-	// each step record.
-	markStep int
-	steps    int
-	counters Counters
+	steps          int
 	// last is the last non-expect step, which expect records look at.
 	last *Step
-	// events collects the current record's events.
-	events []Event
 	// saved is the snapshot of the state before the current record, taken
 	// lazily before its first heavy mutation (see snapshot.go).
 	saved *snapshot
@@ -142,28 +83,18 @@ type Engine struct {
 	transient *transientSteps
 	// arena holds the small slices of frequent events (events.go).
 	arena eventArena
-	// scratch and cur are applyCall's buffers (see there).
-	scratch callScratch
-	cur     call
-	// undo puts back, newest first, what the current record changed in
-	// the managers: their trees, functions, Dynamo caches and hints.
-	undo []func()
+	// cur is the call runInTree hands the tree (see there).
+	cur call
 	// failAfter, set by tests only, fails a record that succeeded (under
 	// Options.Check, which snapshots every record), so that a test can
 	// prove the rollback of any record complete.
 	failAfter func(*traces.Record) bool
-	// checkDispatch, set by tests only, is called at every call that a
-	// dispatch entry answered (manager.function), with the FunctionID it
-	// gave, so that a test can check it against the full lookup.
-	checkDispatch func(m *manager, def *defn, fid int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int)
-}
-
-// devState is one device: the device, its caching allocator and its tree.
-type devState struct {
-	index int
-	dev   device.Device
-	alloc *alloc.Allocator
-	m     *manager
+	// shared is what the devices' tree managers see of the engine: the
+	// tensors, the events, the undo log, the config and options, Dynamo's
+	// generation (shared.go). Last: first, it moved the Engine's own
+	// fields that every record reads away from each other (the replay
+	// benchmarks measured it).
+	shared
 }
 
 // New makes an engine for a trace with header h.
@@ -179,12 +110,14 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 	if cfg.MaxTensorBytes == 0 && cfg.MaxTotalBytes == 0 && cfg.Set == nil && cfg.WarmupRuns == 0 && cfg.RerecordLimit == 0 {
 		cfg = traces.DefaultConfig()
 	}
-	e := &Engine{hdr: h, cfg: cfg, file: opts.File, check: opts.Check, handoff: resolveHandoff(opts.Handoff, h), defs: map[string]*defn{}, tt: newTensorTable(),
+	e := &Engine{hdr: h, check: opts.Check, defs: map[string]*defn{}}
+	e.shared = shared{tt: newTensorTable(), cfg: cfg, file: opts.File, handoff: resolveHandoff(opts.Handoff, h),
 		recompileLimit: opts.RecompileLimit, sharedCode: opts.SharedCode}
 	if e.file == "" {
 		e.file = "trace"
 	}
 	e.tt.onStorageDeath = e.storageDied
+	e.snapshot = e.markHeavy
 	for i, d := range opts.Devices {
 		if d == nil {
 			return nil, fmt.Errorf("engine: device %d is nil", i)
@@ -195,7 +128,7 @@ func New(h traces.Header, opts Options) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("engine: device %d: %w", i, err)
 		}
-		ds.m = newManager(e, ds, pool)
+		ds.m = newManager(&e.shared, ds, pool)
 		e.devs = append(e.devs, ds)
 	}
 	return e, nil
@@ -269,6 +202,14 @@ type Step struct {
 	// for expect records.
 	nodeFn, parentFn string
 	hasParentFn      bool
+}
+
+// ErrText is the record's error message, "" when it ran.
+func (s *Step) ErrText() string {
+	if s.Err == nil {
+		return ""
+	}
+	return s.Err.Error()
 }
 
 // Apply runs one record. It never panics on a record, and when the record
@@ -425,7 +366,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 			return err
 		}
 		step.Device = rec.Device
-		ds.m.pendingBackward = false
+		ds.m.setToRunningBackward()
 		e.emit(Event{Kind: EvSkip, Line: rec.Line, Node: -1, Parent: -1, Device: rec.Device,
 			Msg: "a backward ran without CUDA graphs (set_to_running_backward): no backward is pending"})
 		return nil
@@ -439,8 +380,6 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 	}
 	return fmt.Errorf("unknown op %q", rec.Op)
 }
-
-func (e *Engine) emit(ev Event) { e.events = append(e.events, ev) }
 
 func (e *Engine) dev(i int) (*devState, error) {
 	if i < 0 || i >= len(e.devs) {
@@ -518,57 +457,6 @@ func initValues(rec *traces.Record, buf []float32) ([]float32, error) {
 		return nil, fmt.Errorf("unknown init %q", rec.Init)
 	}
 	return v, nil
-}
-
-// staleErr is PyTorch's error for any data access to a deallocated output:
-// its stack trace is where the storage was made.
-func (e *Engine) staleErr(s *Storage) error {
-	return &OverwrittenError{overwrittenMsg(e.file + ":" + strconv.Itoa(s.Line) + ", in " + s.What)}
-}
-
-// keptError is an error raised after the record changed the engine, where
-// PyTorch 2.11 keeps the change (HandoffRaise): Apply reports it without
-// rolling back. It is returned as it is, never wrapped: Apply finds it with
-// a type assertion, which, unlike errors.As, costs no allocation on the
-// replay path.
-type keptError struct {
-	err error
-	// action is the step's action, when the error leaves one ("" for none).
-	action Action
-}
-
-func (k *keptError) Error() string { return k.err.Error() }
-func (k *keptError) Unwrap() error { return k.err }
-
-// raiseStaleArg is staleArg under HandoffRaise, and nil otherwise: only
-// 2.11's rule frees a call's input as its generation starts (the default
-// rule moves it out of the pool first), and the replay path need not look.
-func (e *Engine) raiseStaleArg(args []*Tensor) error {
-	if e.handoff != HandoffRaise {
-		return nil
-	}
-	return e.staleArg(args)
-}
-
-// staleArg returns the overwritten error of the first argument whose
-// storage a new generation has just freed, or nil.
-func (e *Engine) staleArg(args []*Tensor) error {
-	for _, t := range args {
-		if s := e.tt.storages.get(t.Storage); s != nil && s.Stale {
-			return e.staleErr(s)
-		}
-	}
-	return nil
-}
-
-// overwrittenMsg is PyTorch 2.11's message, with the trace line that
-// produced the tensor as its stack trace.
-func overwrittenMsg(stack string) string {
-	if stack == "" {
-		stack = "[Could not find stack trace]"
-	}
-	return "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. Stack trace: " +
-		stack + ". To prevent overwriting, clone the tensor outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() before each model invocation."
 }
 
 // readValues returns a named tensor's values (the read op: t.cpu()).

@@ -69,6 +69,30 @@ type OverwrittenError struct{ Msg string }
 
 func (e *OverwrittenError) Error() string { return e.Msg }
 
+// overwrittenMsg is PyTorch 2.11's message, with the trace line that
+// produced the tensor as its stack trace.
+func overwrittenMsg(stack string) string {
+	if stack == "" {
+		stack = "[Could not find stack trace]"
+	}
+	return "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. Stack trace: " +
+		stack + ". To prevent overwriting, clone the tensor outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() before each model invocation."
+}
+
+// keptError is an error raised after the record changed the engine, where
+// PyTorch 2.11 keeps the change (HandoffRaise): Apply reports it without
+// rolling back. It is returned as it is, never wrapped: Apply finds it with
+// a type assertion, which, unlike errors.As, costs no allocation on the
+// replay path.
+type keptError struct {
+	err error
+	// action is the step's action, when the error leaves one ("" for none).
+	action Action
+}
+
+func (k *keptError) Error() string { return k.err.Error() }
+func (k *keptError) Unwrap() error { return k.err }
+
 // raisedError is an error PyTorch raised while running a graph node (a
 // replay's check_static_inputs_are_stable): the record still fails and is
 // rolled back, but its step says which action and node raised, as the
@@ -121,14 +145,6 @@ func kindOf(err error) ErrorKind {
 		return ErrOutOfMemory
 	}
 	return ErrRecord
-}
-
-// ErrText is the record's error message, "" when it ran.
-func (s *Step) ErrText() string {
-	if s.Err == nil {
-		return ""
-	}
-	return s.Err.Error()
 }
 
 // unmodelledError: the values of a dtype other than float32 are not

@@ -13,8 +13,9 @@ import (
 // liveness, then execute_node (copy the inputs, launch the graph, hand out
 // its cached outputs).
 
-// liveness returns the liveness of every output on path.
-func (e *Engine) liveness(path []*Node) [][]bool {
+// liveness is _get_liveness: the liveness of every output on path.
+func (m *manager) liveness(path []*Node) [][]bool {
+	tt := m.sh.tt
 	out := make([][]bool, len(path))
 	// One array for every depth's flags (each row capped, so that an
 	// append to one copies): taken at each recording, of a whole path.
@@ -26,7 +27,7 @@ func (e *Engine) liveness(path []*Node) [][]bool {
 	for d, x := range path {
 		out[d], flags = flags[:len(x.OutWeak):len(x.OutWeak)], flags[len(x.OutWeak):]
 		for i, sid := range x.OutWeak {
-			out[d][i] = sid != 0 && e.tt.storageLive(sid)
+			out[d][i] = sid != 0 && tt.storageLive(sid)
 		}
 	}
 	return out
@@ -49,26 +50,26 @@ func differentIndices(prev, curr [][]bool) []OutputIndex {
 // checkInvariants is CUDAGraphNode.check_invariants.
 func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
 	fail := InvariantFailure{Node: n.ID, Input: -1}
-	if m.eng.inputMoved(&fail, n, c.args, n.Managed, c.rec) {
+	if m.inputMoved(&fail, n, c.args, n.Managed, c.rec) {
 		fail.Status = StatusCudagraphManagedIdxMismatch
 		return fail
 	}
 	var path []*Node
 	if len(n.ExpectedDeadBefore) > 0 {
-		path = m.eng.pathOf(m, n)
+		path = m.pathOf(n)
 	}
 	for _, oi := range n.ExpectedDeadBefore {
 		sid := path[oi.Depth].OutWeak[oi.Index]
-		if sid != 0 && m.eng.tt.storageLive(sid) {
+		if sid != 0 && m.sh.tt.storageLive(sid) {
 			fail.Outputs = append(fail.Outputs, oi)
-			fail.OutputNames = append(fail.OutputNames, m.eng.tt.nameOfStorage(sid))
+			fail.OutputNames = append(fail.OutputNames, m.sh.tt.nameOfStorage(sid))
 		}
 	}
 	if len(fail.Outputs) > 0 {
 		fail.Status = StatusExpectedDeadIndicesBeforeGraphMismatch
 		return fail
 	}
-	if n.RerecordIfStatic && m.eng.inputMoved(&fail, n, c.args, n.Static, c.rec) {
+	if n.RerecordIfStatic && m.inputMoved(&fail, n, c.args, n.Static, c.rec) {
 		fail.Status = StatusStaticInputIdxMismatch
 		return fail
 	}
@@ -78,12 +79,12 @@ func (m *manager) checkInvariants(n *Node, c *call) InvariantFailure {
 
 // inputMoved reports whether an input marked in which has another address
 // than when n was recorded, and puts the first such input into fail.
-func (e *Engine) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, which []bool, rec *traces.Record) bool {
+func (m *manager) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, which []bool, rec *traces.Record) bool {
 	for i, t := range args {
 		if !which[i] {
 			continue
 		}
-		if p := e.tt.dataPtr(t); p != n.Ptrs[i] {
+		if p := m.sh.tt.dataPtr(t); p != n.Ptrs[i] {
 			fail.Input, fail.Old, fail.New = i, uint64(n.Ptrs[i]), uint64(p)
 			fail.InputName = argName(rec, i)
 			return true
@@ -92,6 +93,18 @@ func (e *Engine) inputMoved(fail *InvariantFailure, n *Node, args []*Tensor, whi
 	return false
 }
 
+// pathOf is m.path(n) in the call's buffer: valid until the next call,
+// for the replay path, which looks at the path of each candidate once.
+func (m *manager) pathOf(n *Node) []*Node {
+	p := slices.Grow(m.sh.scratch.path[:0], n.Depth+1)[:n.Depth+1]
+	for x := n; x != nil; x = m.nodesOrNil(x.Parent) {
+		p[x.Depth] = x
+	}
+	m.sh.scratch.path = p
+	return p
+}
+
+// argName is the call's name for its argument i ("" when it has none).
 func argName(rec *traces.Record, i int) string {
 	if i < len(rec.Args) {
 		return rec.Args[i]
@@ -109,7 +122,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 			if !n.Static[i] || n.Managed[i] {
 				continue
 			}
-			if p := m.eng.tt.dataPtr(t); p != n.Ptrs[i] {
+			if p := m.sh.tt.dataPtr(t); p != n.Ptrs[i] {
 				re := &raisedError{action: ActionReplay, node: n.ID, parent: n.Parent, nodeFn: m.funcs[n.Fn].Name}
 				if n.Parent >= 0 {
 					re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
@@ -129,7 +142,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 		if n.Static[i] {
 			continue
 		}
-		src := m.eng.tt.dataPtr(t)
+		src := m.sh.tt.dataPtr(t)
 		if cnt := words(t.extentBytes()); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
@@ -150,13 +163,8 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	m.updateGeneration()
 	outs := m.reconstructOutputs(n, c)
 	n.Replays++
-	m.eng.counters.Replays++
-	c.step.Node, c.step.Parent = n.ID, n.Parent
-	c.step.nodeFn = m.funcs[n.Fn].Name
-	c.step.hasParentFn = true
-	if n.Parent >= 0 {
-		c.step.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
-	}
+	m.sh.counters.Replays++
+	c.out.node, c.out.parent = n.ID, n.Parent
 	m.emit(Event{Kind: EvReplay, Line: c.rec.Line, Device: m.ds.index, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Node: n.ID, Parent: n.Parent})
 	return outs, ActionReplay, nil
 }
@@ -165,7 +173,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 // tensor objects every replay; the others are rebuilt on non-owning storages
 // at the recorded pointers.
 func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
-	tt := m.eng.tt
+	tt := m.sh.tt
 	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
 		n.Cached = n.newCached()
@@ -184,12 +192,12 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			n.OutWeak[i] = st.ID
 		}
 	}
-	// The outputs' slice is the engine's (applyCall binds them and keeps
+	// The outputs' slice is the engine's (runInTree binds them and keeps
 	// nothing), so a replay allocates none; the path only where an output
 	// aliases an earlier node's.
-	outs := slices.Grow(m.eng.scratch.outs[:0], len(n.Outputs))[:len(n.Outputs)]
+	outs := slices.Grow(m.sh.scratch.outs[:0], len(n.Outputs))[:len(n.Outputs)]
 	clear(outs)
-	m.eng.scratch.outs = outs
+	m.sh.scratch.outs = outs
 	var path []*Node
 	for i := range n.Outputs {
 		// A cached output needs nothing of the output's metadata: its
@@ -223,7 +231,7 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 		switch o.Alias {
 		case aliasPrior:
 			if path == nil {
-				path = m.eng.pathOf(m, n)
+				path = m.pathOf(n)
 			}
 			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
 				st = tt.storages.get(sid)

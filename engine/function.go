@@ -253,16 +253,16 @@ type bodyRun struct {
 // runBody runs f's body on args (held by the caller). It returns the output
 // tensors, each held once. Intermediates that are not returned die at the
 // end, inside the pool they were allocated in, as the spec says.
-func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) ([]*Tensor, error) {
+func (sh *shared) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) ([]*Tensor, error) {
 	p := f.plan
-	tt := e.tt
+	tt := sh.tt
 	slots := make([]*Tensor, p.nSlots)
 	copy(slots, args)
 	// locals are a statement's output at most: room for a short body's
 	// on the stack, which every warmup and recording runs.
 	var localBuf [8]*Tensor
 	locals := localBuf[:0]
-	l := &e.scratch.launch
+	l := &sh.scratch.launch
 	release := func() error {
 		var first error
 		for _, t := range locals {
@@ -302,7 +302,7 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 		if ps.inPlace {
 			out = tt.storages.get(slots[ps.out].Storage)
 		} else {
-			st, err := e.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
+			st, err := sh.allocStorage(ds, bytesOf(ps.shape, p.dtypes[ps.out]), r.stream, r.pool, r.line, r.what)
 			if err != nil {
 				release()
 				return nil, fmt.Errorf("statement %d (%s): %w", i+1, p.text(i), err)
@@ -376,18 +376,18 @@ func (e *Engine) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) (
 // allocStorage allocates a new storage of n bytes on stream s (the pool is
 // chosen by the allocator's routing: the side stream goes to the graph pool
 // while the engine allocates to it).
-func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolKind, line int, what string) (*Storage, error) {
+func (sh *shared) allocStorage(ds *devState, n int64, s device.Stream, pool poolKind, line int, what string) (*Storage, error) {
 	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what}
 	if n == 0 {
 		st.Pool = poolNone
-		return e.tt.newStorage(st), nil
+		return sh.tt.newStorage(st), nil
 	}
 	ptr, err := ds.alloc.Malloc(n, s)
 	if err != nil {
 		return nil, err
 	}
 	st.Ptr, st.Owned = ptr, true
-	return e.tt.newStorage(st), nil
+	return sh.tt.newStorage(st), nil
 }
 
 // function returns the FunctionID for def called with these shapes and
@@ -407,8 +407,8 @@ func (e *Engine) allocStorage(ds *devState, n int64, s device.Stream, pool poolK
 func (m *manager) function(def *defn, idx int, line int, shapes [][]int, dtypes []ops.DType, static []bool, alias []int) (f *Function, limited bool, err error) {
 	if idx < len(m.dispatch) {
 		if d := &m.dispatch[idx]; d.def == def && d.epoch == m.compileEpoch && d.matches(shapes, dtypes, alias) {
-			if m.eng.checkDispatch != nil {
-				m.eng.checkDispatch(m, def, d.fid, shapes, dtypes, static, alias)
+			if m.sh.checkDispatch != nil {
+				m.sh.checkDispatch(m, def, d.fid, shapes, dtypes, static, alias)
 			}
 			return m.ownFunc(d.fid), false, nil
 		}
@@ -430,7 +430,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	// with the same body run through one graph and one FunctionID
 	// (checked on PyTorch 2.11 with tools/gpu/probes, torch-oracle.py).
 	code, guard := def.Fn, def.Fn
-	if m.eng.sharedCode {
+	if m.sh.sharedCode {
 		code, guard = "", bodyKey(def)
 	}
 	cs := m.compiles[code]
@@ -438,11 +438,11 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	if fresh {
 		cs = &dynamo.Cache{}
 		m.compiles[code] = cs
-		m.eng.onUndo(func() { delete(m.compiles, code) })
+		m.sh.onUndo(func() { delete(m.compiles, code) })
 	}
 	ent := cs.Lookup(guard, shapes, dtypes, alias)
 	if ent == nil {
-		if cs.Len() >= m.eng.recompileLimitNow() {
+		if cs.Len() >= m.sh.recompileLimitNow() {
 			p, err := compilePlan(def, shapes, dtypes)
 			if err != nil {
 				return nil, false, err
@@ -455,7 +455,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			// def's first call, each def's in a big program, copies
 			// nothing).
 			old := cs.Clone()
-			m.eng.onUndo(func() { *cs = *old })
+			m.sh.onUndo(func() { *cs = *old })
 		}
 		// A compile may change what the cache's guards accept for any
 		// signature (a dynamic graph is looked up first): every dispatch
@@ -463,7 +463,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		// undone compile leaves them stale too (the rollback restores the
 		// entries this record wrote, and they are looked up again).
 		m.compileEpoch++
-		ent = cs.Compile(guard, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.eng.cfg.AutomaticDynamicShapes, AssumeStatic: m.eng.cfg.AssumeStaticByDefault, StaticInputsStatic: m.eng.sharedCode})
+		ent = cs.Compile(guard, shapes, dtypes, alias, static, dynamo.Shapes{Automatic: m.sh.cfg.AutomaticDynamicShapes, AssumeStatic: m.sh.cfg.AssumeStaticByDefault, StaticInputsStatic: m.sh.sharedCode})
 	}
 	// The static inputs are those of the compiled graph: Dynamo does not
 	// guard on mark_static_address, so a later call with a plain tensor in
@@ -507,7 +507,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)
 	m.fnBySig[sig] = append(m.fnBySig[sig], f.ID)
-	m.eng.onUndo(func() {
+	m.sh.onUndo(func() {
 		m.funcs = m.funcs[:nfuncs]
 		if m.sizes[gk]--; m.sizes[gk] == 0 {
 			delete(m.sizes, gk)
@@ -529,7 +529,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 // cudagraph_dynamic_shape_warn_limit of them PyTorch says so, at every new
 // size.
 func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
-	limit := m.eng.cfg.DynamicShapeWarnLimit
+	limit := m.sh.cfg.DynamicShapeWarnLimit
 	if limit <= 0 {
 		return
 	}
@@ -698,12 +698,12 @@ func (m *manager) remember(def *defn, fid int, shapes [][]int, dtypes []ops.DTyp
 	// slice (a quarter) copied the entries four times over (4.3 MB of the
 	// 70 a growth of 10,000 nodes allocated). Undone, the table is the
 	// slice it was (nil before the first call), as setAt's own undo does.
-	if n := m.eng.nDefs; cap(m.dispatch) < n {
+	if n := m.sh.nDefs; cap(m.dispatch) < n {
 		old := m.dispatch
 		m.dispatch = slices.Grow(m.dispatch, n-len(m.dispatch))
-		m.eng.onUndo(func() { m.dispatch = old })
+		m.sh.onUndo(func() { m.dispatch = old })
 	}
-	setAt(m.eng, &m.dispatch, def.idx, d)
+	setAt(m.sh, &m.dispatch, def.idx, d)
 }
 
 // graphKey is one compiled graph of a def: its guard and Compile number.
@@ -739,8 +739,6 @@ func sameSignature(f *Function, shapes [][]int, dtypes []ops.DType, static []boo
 	}
 	return true
 }
-
-func (e *Engine) warmed(f *Function) bool { return f.Warmups >= e.cfg.WarmupRuns }
 
 // sigHash hashes a call's signature (FNV-1a over the guard, the graph and
 // every argument's shape, dtype and static flag) without allocating: the

@@ -8,18 +8,16 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
-// HandoffByVersion follows the rule of the PyTorch that recorded the trace,
-// as the header's meta "torch" names it (cgtrace writes it): HandoffRaise
-// for 2.12 and older, HandoffPreserve for 2.13 and newer and for a trace
-// that names no version (a hand-written one). New resolves it; Engine.Handoff
-// returns the rule in force.
+// HandoffByVersion (shared.go) follows the rule of the PyTorch that
+// recorded the trace, as the header's meta "torch" names it (cgtrace
+// writes it): HandoffRaise for 2.12 and older, HandoffPreserve for 2.13
+// and newer and for a trace that names no version (a hand-written one).
+// New resolves it; Engine.Handoff returns the rule in force.
 //
-// Why 2.13: the fix (PyTorch PR #184102, "keep an output handed to the next
-// call", 2026) landed after the 2.12 branch cut of 2026-04-15; the pull
-// requests around it (#183569, #184003) shipped in 2.13.
-const HandoffByVersion Handoff = 2
-
-// firstPreservingMinor is the first 2.x release with PR #184102.
+// firstPreservingMinor is the first 2.x release with the fix (PyTorch PR
+// #184102, "keep an output handed to the next call", 2026): it landed
+// after the 2.12 branch cut of 2026-04-15, and the pull requests around it
+// (#183569, #184003) shipped in 2.13.
 const firstPreservingMinor = 13
 
 // HandoffFor returns the rule of the PyTorch version that recorded h, and

@@ -58,7 +58,7 @@ func (m *manager) setMutationHint(nid, fid int, eager bool) {
 		if eager {
 			h = hintTrue
 		}
-		setAt(m.eng, &m.rootHints, fid, h)
+		setAt(m.sh, &m.rootHints, fid, h)
 	case nid >= 0:
 		var hints map[int]bool
 		if nid < len(m.nodeHints) {
@@ -66,9 +66,9 @@ func (m *manager) setMutationHint(nid, fid int, eager bool) {
 		}
 		if hints == nil {
 			hints = map[int]bool{}
-			setAt(m.eng, &m.nodeHints, nid, hints)
+			setAt(m.sh, &m.nodeHints, nid, hints)
 		}
-		setKey(m.eng, hints, fid, eager)
+		setKey(m.sh, hints, fid, eager)
 	default:
 		// A warmup node's id (negative): few, and never reused.
 		if m.warmupHints == nil {
@@ -78,8 +78,8 @@ func (m *manager) setMutationHint(nid, fid int, eager bool) {
 		if hints == nil {
 			hints = map[int]bool{}
 			m.warmupHints[nid] = hints
-			m.eng.onUndo(func() { delete(m.warmupHints, nid) })
+			m.sh.onUndo(func() { delete(m.warmupHints, nid) })
 		}
-		setKey(m.eng, hints, fid, eager)
+		setKey(m.sh, hints, fid, eager)
 	}
 }

@@ -3,29 +3,41 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
+	"github.com/cgtviz/cgtviz/engine/device"
 	"github.com/cgtviz/cgtviz/engine/dynamo"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
-// This file is CUDAGraphTreeManager itself: its state, generations, _run
-// (the decision for every call), the mutation and re-record limits, and the
-// ends of a path (try_end_curr_recording, try_end_curr_warmup,
-// try_end_curr_execution, check_warn_on_unable_to_start_executing).
+// This file is CUDAGraphTreeManager itself: its state and the call it is
+// handed, generations, run and _run (the decision for every call, in its
+// phases), the mutation and re-record limits, the ends of a path
+// (try_end_curr_recording, try_end_curr_warmup, try_end_curr_execution,
+// check_warn_on_unable_to_start_executing), and its copy for a clone.
 
 // noNode is the key of "no current node" in the per-position maps
 // (PyTorch uses None).
 const noNode = math.MinInt32
 
+// devState is one device: the device, its caching allocator and its tree.
+type devState struct {
+	index int
+	dev   device.Device
+	alloc *alloc.Allocator
+	m     *manager
+}
+
 // manager is one device's CUDAGraphTreeManager. The methods named after
 // PyTorch's (run, recordFunction, executeNode, ...) live in the files of
 // their concern: manager.go, record.go, execute.go, checkpoint.go,
-// dealloc.go (see docs/architecture.md).
+// dealloc.go (see docs/architecture.md). It sees of the Engine only what
+// the devices share (sh).
 type manager struct {
-	// eng is what every device's manager shares: the tensors, the events,
-	// the config, Dynamo's generation counter.
-	eng  *Engine
+	// sh is what every device's manager shares: the tensors, the events
+	// and the undo log, the config, Dynamo's generation counter.
+	sh   *shared
 	ds   *devState
 	pool alloc.PoolID
 	// pathScalars are the fields a replay changes before it can fail; the
@@ -86,14 +98,45 @@ type pathScalars struct {
 	checkpoints     int
 }
 
-func newManager(e *Engine, ds *devState, pool alloc.PoolID) *manager {
+func newManager(sh *shared, ds *devState, pool alloc.PoolID) *manager {
 	return &manager{
-		eng: e, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
+		sh: sh, ds: ds, pool: pool, pathScalars: pathScalars{cur: noNode, currentGen: -1, warmups: map[int]*WarmupNode{}},
 		fnBySig: map[uint64][]int{}, compiles: map[string]*dynamo.Cache{},
 		warnedFns: map[int]bool{}, warnedMutation: map[int]bool{},
 		numRerecord: map[int]map[int]int{},
 	}
 }
+
+// call is one call record on its way through a device's tree manager: what
+// PyTorch's CUDAGraphTreeManager.run receives (the function and its
+// inputs), plus the def and the record it came from, for messages and
+// events, and what the tree says of it for the record's Step (out).
+type call struct {
+	f    *Function
+	def  *defn
+	args []*Tensor
+	rec  *traces.Record
+	out  callOut
+}
+
+// callOut is what the tree did with a call besides its outputs and action:
+// the node it recorded or replayed and that node's parent (-1 when none),
+// and whether it checkpointed the allocator. Engine.runInTree puts it into
+// the Step. It holds no pointer: the engine's one call is written twice a
+// call, and the collector's write barriers then have nothing to do.
+type callOut struct {
+	node, parent int
+	checkpoint   bool
+}
+
+// noCallOut is a call's out before the tree touched it.
+var noCallOut = callOut{node: -1, parent: -1}
+
+// line is the trace line of the call.
+func (c *call) line() int { return c.rec.Line }
+
+// emit adds an event of the current record.
+func (m *manager) emit(ev Event) { m.sh.emit(ev) }
 
 // curNode returns the current graph node, nil when the current node is none
 // or a warmup node.
@@ -118,31 +161,49 @@ func (m *manager) setCurrentNone() {
 	m.warmups = nil
 }
 
-func (e *Engine) currGeneration() int {
-	if e.markStep != 0 {
-		return e.markStep
-	}
-	return e.genTracker
-}
-
-func (m *manager) inNewInvocation() bool { return m.currentGen != m.eng.currGeneration() }
+func (m *manager) inNewInvocation() bool { return m.currentGen != m.sh.currGeneration() }
 
 func (m *manager) canStartNewGeneration() bool {
 	if !m.inNewInvocation() {
 		return false
 	}
-	if m.eng.markStep != 0 {
+	if m.sh.markStep != 0 {
 		return true
 	}
 	return !m.pendingBackward
 }
 
-func (m *manager) updateGeneration() { m.currentGen = m.eng.currGeneration() }
+func (m *manager) updateGeneration() { m.currentGen = m.sh.currGeneration() }
 
 // nodeKey is _get_node_id(): the current node's id, or noNode.
 func (m *manager) nodeKey() int { return m.cur }
 
-// run is CUDAGraphTreeManager._run, in PyTorch 2.11's order.
+// runFunction is CUDAGraphTreeManager.run, what a cudagraphified
+// function's call runs: _run, then the function's mode says whether a
+// backward is pending (running_forwards_with_pending_backwards).
+func (m *manager) runFunction(c *call) ([]*Tensor, Action, error) {
+	outs, act, err := m.run(c)
+	if err != nil {
+		return nil, "", err
+	}
+	switch c.f.Mode {
+	case traces.ModeForward:
+		m.pendingBackward = true
+	case traces.ModeBackward:
+		m.pendingBackward = false
+	}
+	return outs, act, nil
+}
+
+// setToRunningBackward is set_to_running_backward: a backward ran without
+// CUDA graphs (compile_fx skipped them for it), and no backward is pending.
+func (m *manager) setToRunningBackward() { m.pendingBackward = false }
+
+// run is CUDAGraphTreeManager._run, in PyTorch 2.11's order: the current
+// path ends where a new generation or its dead outputs allow it; then the
+// function runs eagerly outside the tree (a mutation or the re-record
+// limit), warms up, or, past warmup, replays or records at this position
+// (replayOrRecord; while recording, nothing replays).
 func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	if m.pathState == PathRecording {
 		if err := m.tryEndCurrRecording(c); err != nil {
@@ -159,7 +220,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	// where 2.11 first touches the input's data: the mutation check, an
 	// eager run, the warmup run (after its node became current), or the
 	// invariant checks and the recording (the tree unchanged).
-	stale := m.eng.raiseStaleArg(c.args)
+	stale := m.sh.raiseStaleArg(c.args)
 	nid := m.nodeKey()
 	// A function that mutates no input has the hint false wherever it is
 	// called (_update_non_cudagraph_managed_mutation finds nothing to
@@ -168,16 +229,9 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	// making, a map of hints.
 	eager := false
 	if len(c.f.Mutated) > 0 {
-		var known bool
-		eager, known = m.mutationHint(nid, c.f.ID)
-		if !known {
-			if stale != nil {
-				return nil, "", &keptError{err: stale}
-			}
-			if err := m.updateMutationHint(c); err != nil {
-				return nil, "", err
-			}
-			eager, _ = m.mutationHint(nid, c.f.ID)
+		var err error
+		if eager, err = m.mutationSkip(c, nid, stale); err != nil {
+			return nil, "", err
 		}
 	}
 	if eager || m.exceedRerecordLimit(nid, c.f) {
@@ -186,7 +240,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 		}
 		return m.runEagerOutside(c, "")
 	}
-	if !m.eng.warmed(c.f) || m.pathState == PathWarmup {
+	if !m.sh.warmed(c.f) || m.pathState == PathWarmup {
 		if m.pathState == PathExecution {
 			if err := m.applyCheckpoint(c); err != nil {
 				return nil, "", err
@@ -197,88 +251,136 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	if stale != nil {
 		return nil, "", &keptError{err: stale}
 	}
+	if m.pathState == PathRecording {
+		// Recording is contagious: each call records a child of the last
+		// until the path ends.
+		return m.recordFunction(c, CauseRecordingPath, nil, false)
+	}
+	return m.replayOrRecord(c)
+}
+
+// mutationSkip is _run's non_cudagraph_managed_mutation_hint[nid][fid] for
+// a function that mutates an input: whether it runs eagerly at this
+// position, worked out (and the skip logged) at its first call here
+// (_update_non_cudagraph_managed_mutation).
+func (m *manager) mutationSkip(c *call, nid int, stale error) (bool, error) {
+	eager, known := m.mutationHint(nid, c.f.ID)
+	if known {
+		return eager, nil
+	}
+	if stale != nil {
+		return false, &keptError{err: stale}
+	}
+	if err := m.updateMutationHint(c); err != nil {
+		return false, err
+	}
+	eager, _ = m.mutationHint(nid, c.f.ID)
+	return eager, nil
+}
+
+// replayOrRecord is _run past warmup, off a recording path: the function's
+// recordings at this position (current_node.children[fid], or roots[fid]
+// at none) are checked in order, and the first whose invariants hold
+// replays (execute_node). When none does, a root function may start again
+// from the roots, where the path ends; else recordOrSkip goes on.
+func (m *manager) replayOrRecord(c *call) ([]*Tensor, Action, error) {
 	var candidates []int
 	if cn := m.curNode(); cn != nil {
 		candidates = cn.Children[c.f.ID]
 	} else {
 		candidates = m.rootsOf(c.f.ID)
 	}
-	cause := CauseRecordingPath
+	cause := CauseFirstChild
+	if m.cur == noNode {
+		cause = CauseNewRoot
+	}
 	var failures []InvariantFailure
 	rerecord := false
-	if m.pathState != PathRecording {
-		cause = CauseFirstChild
-		if m.cur == noNode {
-			cause = CauseNewRoot
+	for _, id := range candidates {
+		child := m.nodes[id]
+		fail := m.checkInvariants(child, c)
+		if fail.Status == StatusSuccess {
+			return m.executeNode(child, c)
 		}
-		for _, id := range candidates {
-			child := m.nodes[id]
-			fail := m.checkInvariants(child, c)
-			if fail.Status == StatusSuccess {
-				return m.executeNode(child, c)
-			}
-			failures = append(failures, fail)
-			m.emit(Event{Kind: EvInvariantFailed, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: child.Parent,
-				Failures: []InvariantFailure{fail}, Msg: fail.Describe()})
-			if fail.Status == StatusStaticInputIdxMismatch || fail.Status == StatusCudagraphManagedIdxMismatch {
-				rerecord = true
-			}
-		}
-		if len(candidates) > 0 {
-			cause = CauseInvariants
-		}
-		if m.cur != noNode && len(m.rootsOf(c.f.ID)) > 0 {
-			// A root function: maybe restart from the roots.
-			m.tryEndCurrExecution(c)
-			if m.cur == noNode {
-				return m.run(c)
-			}
-		}
-		if len(c.f.Mutated) > 0 {
-			if err := m.updateMutationHint(c); err != nil {
-				return nil, "", err
-			}
-			if eager, _ := m.mutationHint(m.nodeKey(), c.f.ID); eager {
-				return m.runEagerOutside(c, "")
-			}
-		}
-		if rerecord {
-			nid := m.nodeKey()
-			if m.numRerecord[nid] == nil {
-				m.numRerecord[nid] = map[int]int{}
-				m.eng.onUndo(func() { delete(m.numRerecord, nid) })
-			}
-			counts, fid := m.numRerecord[nid], c.f.ID
-			setKey(m.eng, counts, fid, counts[fid]+1)
-			if m.exceedRerecordLimit(nid, c.f) {
-				reason := ""
-				for _, fl := range failures {
-					if fl.Status != StatusExpectedDeadIndicesBeforeGraphMismatch {
-						reason = rerecordReason(fl)
-					}
-				}
-				node := "None"
-				if nid != noNode {
-					node = fmt.Sprint(nid)
-				}
-				msg := fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.ID, m.eng.cfg.RerecordLimit, node, reason)
-				if err := m.logSkip(c, msg); err != nil {
-					return nil, "", err
-				}
-				return m.runEagerOutside(c, msg)
-			}
-		}
-		m.tryEndCurrExecution(c)
-		if m.cur != noNode {
-			if err := m.applyCheckpoint(c); err != nil {
-				return nil, "", err
-			}
-		}
-		if m.cur == noNode {
-			cause = CauseNewRoot
+		failures = append(failures, fail)
+		m.emit(Event{Kind: EvInvariantFailed, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: child.Parent,
+			Failures: []InvariantFailure{fail}, Msg: fail.Describe()})
+		if fail.Status == StatusStaticInputIdxMismatch || fail.Status == StatusCudagraphManagedIdxMismatch {
+			rerecord = true
 		}
 	}
+	if len(candidates) > 0 {
+		cause = CauseInvariants
+	}
+	if m.cur != noNode && len(m.rootsOf(c.f.ID)) > 0 {
+		// A root function: maybe restart from the roots.
+		m.tryEndCurrExecution(c)
+		if m.cur == noNode {
+			return m.run(c)
+		}
+	}
+	return m.recordOrSkip(c, cause, failures, rerecord)
+}
+
+// recordOrSkip is the rest of _run when no recording at this position
+// replayed: the function may yet run eagerly (its mutation hint here, or
+// an unexpected re-record past the limit); else the path ends or
+// checkpoints (apply_checkpoint_execution_state_in_allocator) and the
+// function records.
+func (m *manager) recordOrSkip(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
+	if len(c.f.Mutated) > 0 {
+		if err := m.updateMutationHint(c); err != nil {
+			return nil, "", err
+		}
+		if eager, _ := m.mutationHint(m.nodeKey(), c.f.ID); eager {
+			return m.runEagerOutside(c, "")
+		}
+	}
+	if rerecord {
+		if msg := m.countRerecord(c, failures); msg != "" {
+			if err := m.logSkip(c, msg); err != nil {
+				return nil, "", err
+			}
+			return m.runEagerOutside(c, msg)
+		}
+	}
+	m.tryEndCurrExecution(c)
+	if m.cur != noNode {
+		if err := m.applyCheckpoint(c); err != nil {
+			return nil, "", err
+		}
+	}
+	if m.cur == noNode {
+		cause = CauseNewRoot
+	}
 	return m.recordFunction(c, cause, failures, rerecord)
+}
+
+// countRerecord counts an unexpected re-record (num_rerecord[nid][fid] +=
+// 1) and, past the limit (exceed_rerecord_limit), returns the skip's
+// message: the function runs eagerly at this position from now on.
+func (m *manager) countRerecord(c *call, failures []InvariantFailure) string {
+	nid := m.nodeKey()
+	if m.numRerecord[nid] == nil {
+		m.numRerecord[nid] = map[int]int{}
+		m.sh.onUndo(func() { delete(m.numRerecord, nid) })
+	}
+	counts, fid := m.numRerecord[nid], c.f.ID
+	setKey(m.sh, counts, fid, counts[fid]+1)
+	if !m.exceedRerecordLimit(nid, c.f) {
+		return ""
+	}
+	reason := ""
+	for _, fl := range failures {
+		if fl.Status != StatusExpectedDeadIndicesBeforeGraphMismatch {
+			reason = rerecordReason(fl)
+		}
+	}
+	node := "None"
+	if nid != noNode {
+		node = fmt.Sprint(nid)
+	}
+	return fmt.Sprintf("skipping cudagraph due to function %d exceeding max re-recording limit (=%d) on cudagraph node %s due to %s.", c.f.ID, m.sh.cfg.RerecordLimit, node, reason)
 }
 
 func rerecordReason(f InvariantFailure) string {
@@ -290,7 +392,7 @@ func rerecordReason(f InvariantFailure) string {
 }
 
 func (m *manager) exceedRerecordLimit(nid int, f *Function) bool {
-	return m.numRerecord[nid][f.ID] > m.eng.cfg.RerecordLimit
+	return m.numRerecord[nid][f.ID] > m.sh.cfg.RerecordLimit
 }
 
 // updateMutationHint is _update_non_cudagraph_managed_mutation: a function
@@ -306,7 +408,7 @@ func (m *manager) updateMutationHint(c *call) error {
 		}
 		// With cudagraph_support_input_mutation off, a mutated output of
 		// the path is a skip like any other (check_for_mutation).
-		if m.eng.cfg.SupportInputMutation && m.isRecordedTensor(c.args[i]) {
+		if m.sh.cfg.SupportInputMutation && m.isRecordedTensor(c.args[i]) {
 			continue
 		}
 		bad = append(bad, i)
@@ -319,10 +421,11 @@ func (m *manager) updateMutationHint(c *call) error {
 		return nil
 	}
 	m.warnedMutation[fid] = true
-	m.eng.onUndo(func() { delete(m.warnedMutation, fid) })
-	def := m.eng.defs[c.f.Name]
+	m.sh.onUndo(func() { delete(m.warnedMutation, fid) })
+	// The call's own def: a def of another name that shares c.f (under
+	// SharedCode) has the same params and body (bodyKey).
 	msg := fmt.Sprintf("skipping cudagraphs due to mutated inputs (%d instances). Found from : \n   %s:%d, in %s\n    %s",
-		len(bad), m.eng.file, c.rec.Line, c.f.Name, mutationText(&def.Record, bad))
+		len(bad), m.sh.file, c.rec.Line, c.f.Name, mutationText(&c.def.Record, bad))
 	return m.logSkip(c, msg)
 }
 
@@ -334,7 +437,7 @@ func (m *manager) updateMutationHint(c *call) error {
 // step's action is eager, as the recorder says of a call no tree node ran.
 func (m *manager) logSkip(c *call, msg string) error {
 	m.emit(Event{Kind: EvSkip, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1, Msg: msg})
-	if !m.eng.cfg.CudagraphOrError {
+	if !m.sh.cfg.CudagraphOrError {
 		return nil
 	}
 	return &keptError{err: fmt.Errorf("RuntimeError (triton.cudagraph_or_error): %s", msg), action: ActionEager}
@@ -352,13 +455,13 @@ func mutationText(def *traces.Record, idx []int) string {
 // isRecordedTensor is _is_cuda_graph_recorded_tensor at the current node:
 // does t's storage lie at a pointer recorded as an output of the path?
 func (m *manager) isRecordedTensor(t *Tensor) bool {
-	st := m.eng.tt.storages.get(t.Storage)
+	st := m.sh.tt.storages.get(t.Storage)
 	if st == nil || st.Ptr == 0 {
 		return false
 	}
 	if w := m.curWarmup(); w != nil {
 		for _, sid := range m.warmupPathLive(w) {
-			if s := m.eng.tt.storages.get(sid); s != nil && s.Ptr == st.Ptr {
+			if s := m.sh.tt.storages.get(sid); s != nil && s.Ptr == st.Ptr {
 				return true
 			}
 		}
@@ -431,7 +534,7 @@ func (m *manager) allOutputsDead() bool {
 	}
 	path := m.path(n)
 	for _, oi := range n.LiveAfter {
-		if m.eng.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
+		if m.sh.tt.storageLive(path[oi.Depth].OutWeak[oi.Index]) {
 			return false
 		}
 	}
@@ -505,7 +608,7 @@ func (m *manager) checkWarnOnUnableToStart(c *call) {
 	}
 	fid := c.f.ID
 	m.warnedFns[fid] = true
-	m.eng.onUndo(func() { delete(m.warnedFns, fid) })
+	m.sh.onUndo(func() { delete(m.warnedFns, fid) })
 	m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: -1,
 		Msg: WarnPendingBackward})
 }
@@ -533,7 +636,7 @@ func (m *manager) nodePathLive(n *Node) []int {
 	var out []int
 	for _, x := range m.path(n) {
 		for _, sid := range x.OutWeak {
-			if sid != 0 && m.eng.tt.storageLive(sid) {
+			if sid != 0 && m.sh.tt.storageLive(sid) {
 				out = append(out, sid)
 			}
 		}
@@ -565,7 +668,7 @@ func (m *manager) warmupPathLive(w *WarmupNode) []int {
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for _, sid := range chain[i].OutWeak {
-			if sid != 0 && m.eng.tt.storageLive(sid) {
+			if sid != 0 && m.sh.tt.storageLive(sid) {
 				out = append(out, sid)
 			}
 		}
@@ -587,4 +690,75 @@ func (m *manager) firstRoot(id int) []int {
 	r[0] = id
 	m.rootSlab = m.rootSlab[1:]
 	return r
+}
+
+// clone deep-copies a manager. Nodes are copied (their mutable parts);
+// functions are shared except for their warmup counts.
+func (m *manager) clone() *manager {
+	c := *m
+	// The nodes are shared, copied by the first of the two managers to
+	// change one (unshare); Clone registers the copy (share).
+	c.nodes = slices.Clone(m.nodes)
+	// The copy's roots are one allocation, each function's slice a part
+	// of it (its capacity its length); the slab is the original's.
+	c.roots = make([][]int, len(m.roots))
+	total := 0
+	for _, v := range m.roots {
+		total += len(v)
+	}
+	all := make([]int, 0, total)
+	for k, v := range m.roots {
+		if v != nil {
+			off := len(all)
+			all = append(all, v...)
+			c.roots[k] = all[off:len(all):len(all)]
+		}
+	}
+	c.rootSlab = nil
+	c.rootOrder = append([]int(nil), m.rootOrder...)
+	c.warmups = make(map[int]*WarmupNode, len(m.warmups))
+	for k, w := range m.warmups {
+		nw := *w
+		nw.OutWeak = append([]int(nil), w.OutWeak...)
+		c.warmups[k] = &nw
+	}
+	// The function tables and the Functions are shared (shareFuncs).
+	m.shareFuncs(&c)
+	// The dispatch entries name the FunctionIDs, which the clone shares,
+	// and nothing of the Dynamo caches, which it copies: they hold for it.
+	c.dispatch = slices.Clone(m.dispatch)
+	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
+	for k, v := range m.compiles {
+		c.compiles[k] = v.Clone()
+	}
+	c.warnedFns = copySet(m.warnedFns)
+	c.warnedMutation = copySet(m.warnedMutation)
+	c.warmupHints = make(map[int]map[int]bool, len(m.warmupHints))
+	for k, v := range m.warmupHints {
+		c.warmupHints[k] = copySet(v)
+	}
+	c.rootHints = slices.Clone(m.rootHints)
+	c.nodeHints = make([]map[int]bool, len(m.nodeHints))
+	for k, v := range m.nodeHints {
+		if v != nil {
+			c.nodeHints[k] = copySet(v)
+		}
+	}
+	c.numRerecord = make(map[int]map[int]int, len(m.numRerecord))
+	for k, v := range m.numRerecord {
+		nv := make(map[int]int, len(v))
+		for a, b := range v {
+			nv[a] = b
+		}
+		c.numRerecord[k] = nv
+	}
+	return &c
+}
+
+func copySet(s map[int]bool) map[int]bool {
+	c := make(map[int]bool, len(s))
+	for k, v := range s {
+		c[k] = v
+	}
+	return c
 }

@@ -152,6 +152,92 @@ func (n *Node) clone() *Node {
 	return &c
 }
 
+// nodeView is a node's view as a State last built it (OnPath and Current
+// left unset), and what that depended on that can change after the
+// recording: the replay count, the children, and per output its storage,
+// its Cached flag, and whether and by what name it is alive. A State
+// reuses it while all of these are the same, so the cost of a State
+// follows what changed since the last one, not the size of the tree. It is
+// never written once made: States share its slices.
+type nodeView struct {
+	v         NodeView
+	children  int
+	lastChild int
+	weak      []int
+}
+
+// keepNode saves n as it is, once per record, before the record changes
+// it. Without a snapshot (the replay fast path) it saves nothing: what
+// execute_node changes there comes after the last point where the record
+// can fail.
+func (m *manager) keepNode(n *Node) {
+	m.unshare(n)
+	sh := m.sh
+	if !sh.snapshotted || sh.kept[n] {
+		return
+	}
+	if sh.kept == nil {
+		sh.kept = map[*Node]bool{}
+	}
+	sh.kept[n] = true
+	old := n.clone()
+	sh.onUndo(func() {
+		owners := n.owners // who shares n now, not then
+		*n = *old
+		n.owners = owners
+	})
+}
+
+// unshare gives every other manager that shares n (clones: a session's
+// keyframes) a copy of n as it is now, before m changes it: a Clone shares
+// the nodes rather than copying them (nodes are most of a big tree), and
+// every change to a node is preceded by keepNode. A node that only m holds
+// costs one length check.
+func (m *manager) unshare(n *Node) {
+	if len(n.owners) < 2 {
+		return
+	}
+	me := weak.Make(m)
+	var cp *Node
+	for _, w := range n.owners {
+		if w == me {
+			continue
+		}
+		o := w.Value()
+		if o == nil || n.ID >= len(o.nodes) || o.nodes[n.ID] != n {
+			continue
+		}
+		if cp == nil {
+			cp = n.clone()
+			cp.owners = nil
+		}
+		o.nodes[n.ID] = cp
+		cp.owners = append(cp.owners, w)
+	}
+	n.owners = append(n.owners[:0], me)
+}
+
+// share registers c, a clone of m, as an owner of m's nodes, which it
+// shares, and drops owners that the collector has buried.
+func (m *manager) share(c *manager) {
+	me, cw := weak.Make(m), weak.Make(c)
+	for _, n := range m.nodes {
+		if len(n.owners) == 0 {
+			n.owners = append(n.owners, me)
+		} else if len(n.owners) >= 8 {
+			live := n.owners[:0]
+			for _, w := range n.owners {
+				if w.Value() != nil {
+					live = append(live, w)
+				}
+			}
+			clear(n.owners[len(live):])
+			n.owners = live
+		}
+		n.owners = append(n.owners, cw)
+	}
+}
+
 // WarmupNode is a CUDAWarmupNode: one eager run inside the pool.
 type WarmupNode struct {
 	ID          int // negative

@@ -22,7 +22,7 @@ var peerDifferences = map[string]string{
 
 // TestPeerSuite replays PyTorch's test/inductor/test_cudagraph_trees.py
 // (bbus/pytorch at 35f093e4, about the 2.11 branch cut) as recorded test by
-// test on the H200 with traces/pytorch/cgtrace (tools/gpu/peer-and-engine-run.sh,
+// test on the H200 with traces/pytorch/cgtrace (tools/gpu/gpu.sh peer,
 // docs/gpu-runs/2026-12-01-h200.md, run 14): every expectation PyTorch's
 // tree met must hold here, on sim, and on the GPU under CGTVIZ_DEVICE=cuda.
 func TestPeerSuite(t *testing.T) {

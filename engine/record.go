@@ -15,8 +15,8 @@ import (
 // runWarmup is run_eager: a warmup node runs the function eagerly with
 // every allocation in the graph pool.
 func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
-	m.eng.markHeavy()
-	already := m.eng.warmed(c.f)
+	m.sh.snapshot()
+	already := m.sh.warmed(c.f)
 	f := c.f
 	f.Warmups++ // undone with the node's entry below
 	m.warmupCounter--
@@ -38,11 +38,11 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.warmups[w.ID] = w
 	ws, wid := m.warmups, w.ID
 	// One undo for both (a closure each was an allocation a warmup).
-	m.eng.onUndo(func() { delete(ws, wid); f.Warmups-- })
+	m.sh.onUndo(func() { delete(ws, wid); f.Warmups-- })
 	m.cur = w.ID
 	m.pathState = PathWarmup
 	m.updateGeneration()
-	if err := m.eng.raiseStaleArg(c.args); err != nil {
+	if err := m.sh.raiseStaleArg(c.args); err != nil {
 		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
 		// and the warmup run raises on it, its node already current.
 		w.Failed = true
@@ -60,7 +60,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
 		return nil, "", m.leaveTreeStream(err)
 	}
-	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (warmup)"})
+	outs, err := m.sh.runBody(m.ds, c.f, c.args, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: c.f.Name + " (warmup)"})
 	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
 		err = endErr
 	}
@@ -71,7 +71,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.OutWeak, w.OutShapes = make([]int, 0, len(outs)), make([][]int, 0, len(outs))
 	}
 	for i, t := range outs {
-		s := m.eng.tt.storages.get(t.Storage)
+		s := m.sh.tt.storages.get(t.Storage)
 		if nonPath[s.ID] || s.Ptr == 0 {
 			w.OutWeak = append(w.OutWeak, 0)
 		} else {
@@ -79,7 +79,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		}
 		w.OutShapes = append(w.OutShapes, outs[i].Shape)
 	}
-	m.eng.counters.Warmups++
+	m.sh.counters.Warmups++
 	msg := text{buf[:0]}.s("Running warmup of function ").i(c.f.ID).String()
 	if already {
 		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
@@ -91,13 +91,13 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 // runEagerOutside runs the model eagerly outside the pool: the tree is not
 // touched (a mutation skip or the re-record limit).
 func (m *manager) runEagerOutside(c *call, why string) ([]*Tensor, Action, error) {
-	m.eng.markHeavy()
+	m.sh.snapshot()
 	m.ds.alloc.SetContext(c.rec.Line, fmt.Sprintf("call %s: eager", c.f.Name))
-	outs, err := m.eng.runBody(m.ds, c.f, c.args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: c.rec.Line, what: fmt.Sprintf("%s (eager)", c.f.Name)})
+	outs, err := m.sh.runBody(m.ds, c.f, c.args, bodyRun{stream: device.DefaultStream, pool: poolDefault, line: c.rec.Line, what: fmt.Sprintf("%s (eager)", c.f.Name)})
 	if err != nil {
 		return nil, "", err
 	}
-	m.eng.counters.Eager++
+	m.sh.counters.Eager++
 	if why == "" {
 		why = "mutates an input that is neither static nor an output of the current path"
 	}
@@ -123,27 +123,70 @@ func savedInput(f *Function, n *Node, j int, t, arg *Tensor) bool {
 	return t.Offset == arg.Offset && slices.Equal(t.Shape, arg.Shape) && slices.Equal(t.Strides, arg.Strides)
 }
 
-// recordFunction is record_function + CUDAGraphNode.__init__: the inputs
-// are classified and copied into the pool, the body is captured, outputs
-// are classified, the pool's state is checkpointed, and the graph replays
-// once to produce the first outputs.
+// recordFunction is record_function: a new CUDAGraphNode, made by its
+// __init__ in PyTorch's phases (initNode, recordInPool, addFirstOutputs,
+// then one replay for the first outputs), becomes a root or the current
+// node's child (addToTree), and the current node.
 func (m *manager) recordFunction(c *call, cause RecordCause, failures []InvariantFailure, rerecord bool) ([]*Tensor, Action, error) {
-	m.eng.markHeavy()
-	tt := m.eng.tt
-	dev := m.ds.dev
-	a := m.ds.alloc
+	m.sh.snapshot()
 	parent := m.curNode()
-	id := len(m.nodes)
-	n := &Node{ID: id, Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
+	parentPath := m.path(parent)
+	n := m.initNode(c, parent, parentPath, cause, failures)
+	id := n.ID
+	bodyArgs, outs, err := m.recordInPool(c, n)
+	if err != nil {
+		return nil, "", err
+	}
+	if outs, err = m.addFirstOutputs(c, n, parentPath, bodyArgs, outs); err != nil {
+		return nil, "", err
+	}
+	dev := m.ds.dev
+	if kn, err := dev.GraphNodes(n.Graph); err == nil {
+		n.Kernels = kn
+	}
+	// The capture ran nothing: one replay makes the first outputs, on the
+	// default stream as every replay (streams.go), so the tree's stream,
+	// which only captured, needs no wait either way.
+	if err := dev.LaunchGraph(n.Exec, device.DefaultStream); err != nil {
+		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
+	}
+	m.addToTree(n, parent, c.f.ID)
+	m.cur = id
+	m.pathState = PathRecording
+	m.warmups = nil
+	m.updateGeneration()
+	m.sh.counters.Recordings++
+	if rerecord {
+		m.sh.counters.Rerecords++
+	}
+	c.out.node, c.out.parent = id, n.Parent
+	var buf [128]byte
+	msg := text{buf[:0]}.s("Recording function ").i(c.f.ID).s(" of graph recording id ").i(id).String()
+	if len(n.Kernels) == 0 {
+		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
+			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
+	}
+	m.emit(Event{Kind: EvRecord, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
+		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
+	return outs, ActionRecord, nil
+}
+
+// initNode is CUDAGraphNode.__init__ up to the recording: the node's place
+// under parent, its inputs classified (cudagraph_managed_idxs: outputs of
+// the path; static_input_idxs: those and the function's static inputs,
+// whose pointers it keeps), and the path's liveness before the graph
+// (recorded_liveness_before_graph, expected_dead_indices_before_graph).
+func (m *manager) initNode(c *call, parent *Node, parentPath []*Node, cause RecordCause, failures []InvariantFailure) *Node {
+	tt := m.sh.tt
+	n := &Node{ID: len(m.nodes), Fn: c.f.ID, Parent: -1, Line: c.rec.Line, Mode: c.f.Mode, Cause: cause, Failures: failures,
 		InputShapes: c.f.Shapes}
 	if parent != nil {
 		n.Parent, n.Depth = parent.ID, parent.Depth+1
 	}
-	parentPath := m.path(parent)
 	nIn := len(c.args)
 	n.carveReplayData(nIn, len(c.f.plan.returns))
 	n.InputNames = make([]string, nIn)
-	n.RerecordIfStatic = m.eng.cfg.InlineInbuiltNNModules || m.eng.cfg.SupportInputMutation
+	n.RerecordIfStatic = m.sh.cfg.InlineInbuiltNNModules || m.sh.cfg.SupportInputMutation
 	for i, t := range c.args {
 		s := tt.storages.get(t.Storage)
 		n.InputNames[i] = argName(c.rec, i)
@@ -156,39 +199,57 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		}
 	}
 	if parent != nil {
-		n.LivenessBefore = m.eng.liveness(parentPath)
+		n.LivenessBefore = m.liveness(parentPath)
 		n.ExpectedDeadBefore = differentIndices(parent.LivenessAfter, n.LivenessBefore)
 	}
+	return n
+}
+
+// recordInPool is what CUDAGraphNode.__init__ does inside the graph pool
+// (_use_cuda_memory_pool_manager): the inputs copied into it
+// (allocateRecordingInputs), then the capture (record). It returns the
+// body's arguments (the static inputs themselves, placeholders for the
+// others) and its outputs.
+func (m *manager) recordInPool(c *call, n *Node) (bodyArgs, outs []*Tensor, err error) {
+	a := m.ds.alloc
 	var buf [128]byte
-	what := text{buf[:0]}.s("call ").s(c.f.Name).s(": record #").i(id).String()
-	a.SetContext(c.rec.Line, what)
+	a.SetContext(c.rec.Line, text{buf[:0]}.s("call ").s(c.f.Name).s(": record #").i(n.ID).String())
 	if err := a.BeginAllocateToPool(m.pool, device.SideStream); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	ended := false
-	endPool := func() error {
-		if ended {
-			return nil
-		}
-		ended = true
-		return a.EndAllocateToPool(m.pool)
+	bodyArgs, copies, err := m.allocateRecordingInputs(c, n)
+	if err == nil {
+		m.warnClobberedInputs(c, n)
+		outs, err = m.record(c, n, bodyArgs, copies)
 	}
-	defer endPool()
-	// Copy the non-static inputs into the pool. The copies own their
-	// blocks only until the body returns: replays copy into the same
-	// placeholders.
-	bodyArgs := make([]*Tensor, nIn)
-	var copies []*Tensor
+	// Ended after a failure too, its own failure then unreported.
+	if endErr := a.EndAllocateToPool(m.pool); err == nil && endErr != nil {
+		err = endErr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return bodyArgs, outs, nil
+}
+
+// allocateRecordingInputs is _allocate_and_copy_recording_inputs: every
+// non-static input gets a placeholder in the pool, torch.empty_strided of
+// the input's size and strides (so it spans the view, not its storage),
+// whose address the node keeps. The placeholders (copies) own their
+// blocks only until the body returns: replays copy into the same
+// addresses. The values are copied by the graph itself (record).
+func (m *manager) allocateRecordingInputs(c *call, n *Node) (bodyArgs, copies []*Tensor, err error) {
+	tt := m.sh.tt
+	var buf [128]byte
+	bodyArgs = make([]*Tensor, len(c.args))
 	for i, t := range c.args {
 		if n.Static[i] {
 			bodyArgs[i] = t
 			continue
 		}
-		// static_input: torch.empty_strided of the input's size and
-		// strides, so the placeholder spans the view, not its storage.
-		cs, err := m.eng.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, text{buf[:0]}.s(c.f.Name).s(" input ").i(i).s(" (placeholder of #").i(id).s(")").String())
+		cs, err := m.sh.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, text{buf[:0]}.s(c.f.Name).s(" input ").i(i).s(" (placeholder of #").i(n.ID).s(")").String())
 		if err != nil {
-			return nil, "", fmt.Errorf("record #%d: copy input %d into the pool: %w", id, i, err)
+			return nil, nil, fmt.Errorf("record #%d: copy input %d into the pool: %w", n.ID, i, err)
 		}
 		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
 		ct.DType, ct.Strides = t.DType, t.Strides
@@ -196,13 +257,22 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		bodyArgs[i] = ct
 		n.Ptrs[i] = cs.Ptr
 	}
-	m.warnClobberedInputs(c, n)
+	return bodyArgs, copies, nil
+}
+
+// record is CUDAGraphNode._record: torch.cuda.graph empties the cache and
+// captures on the tree's stream the input copies (the graph's first nodes:
+// every replay copies the inputs' current values into the placeholders)
+// and one run of the body; the graph is instantiated. The placeholders die
+// with the body (the model clears its inputs).
+func (m *manager) record(c *call, n *Node, bodyArgs, copies []*Tensor) ([]*Tensor, error) {
+	tt, dev, id := m.sh.tt, m.ds.dev, n.ID
 	// torch.cuda.graph's __enter__ empties the cache on every recording.
-	if err := a.EmptyCache(); err != nil {
-		return nil, "", err
+	if err := m.ds.alloc.EmptyCache(); err != nil {
+		return nil, err
 	}
 	if err := dev.BeginCapture(device.SideStream); err != nil {
-		return nil, "", fmt.Errorf("record #%d: begin capture: %w", id, err)
+		return nil, fmt.Errorf("record #%d: begin capture: %w", id, err)
 	}
 	capturing := true
 	defer func() {
@@ -212,8 +282,6 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			}
 		}
 	}()
-	// The input copies are the graph's first nodes: every replay copies
-	// the inputs' current values into the placeholders.
 	for i, t := range c.args {
 		if n.Static[i] {
 			continue
@@ -221,47 +289,79 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		src := tt.dataPtr(t)
 		if cnt := words(t.extentBytes()); cnt > 0 {
 			if err := dev.CopyDtoD(device.SideStream, n.Ptrs[i], src, cnt); err != nil {
-				return nil, "", fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
+				return nil, fmt.Errorf("record #%d: copy input %d: %w", id, i, err)
 			}
 			n.CopySrc[i] = src
 		}
 	}
-	outs, err := m.eng.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: text{buf[:0]}.s(c.f.Name).s(" (record #").i(id).s(")").String()})
-	// The owning input copies die with the body (the model clears its inputs).
+	var buf [128]byte
+	outs, err := m.sh.runBody(m.ds, c.f, bodyArgs, bodyRun{stream: device.SideStream, pool: poolGraph, line: c.rec.Line, what: text{buf[:0]}.s(c.f.Name).s(" (record #").i(id).s(")").String()})
 	for _, ct := range copies {
 		if rerr := tt.release(ct); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("record #%d: %w", id, err)
+		return nil, fmt.Errorf("record #%d: %w", id, err)
 	}
 	capturing = false
 	g, err := dev.EndCapture(device.SideStream)
 	if err != nil {
-		return nil, "", fmt.Errorf("record #%d: end capture: %w", id, err)
+		return nil, fmt.Errorf("record #%d: end capture: %w", id, err)
 	}
 	exec, err := dev.Instantiate(g)
 	if err != nil {
 		dev.DestroyGraph(g)
-		return nil, "", fmt.Errorf("record #%d: instantiate: %w", id, err)
+		return nil, fmt.Errorf("record #%d: instantiate: %w", id, err)
 	}
 	n.Graph, n.Exec = g, exec
-	if err := endPool(); err != nil {
-		return nil, "", err
+	return outs, nil
+}
+
+// addFirstOutputs is CUDAGraphNode._add_first_outputs, in its order: the
+// path outputs that died during the recording
+// (expected_dead_indices_after_graph), each output's alias class and weak
+// reference (classifyOutputs), the liveness after the graph, the pool's
+// checkpoint state, and the live indices after the graph. It returns the
+// outputs the caller gets (rebuildInputAliases).
+func (m *manager) addFirstOutputs(c *call, n *Node, parentPath []*Node, bodyArgs, outs []*Tensor) ([]*Tensor, error) {
+	if n.Parent >= 0 {
+		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, m.liveness(parentPath))
 	}
-	// _add_first_outputs
-	if parent != nil {
-		n.ExpectedDeadAfter = differentIndices(n.LivenessBefore, m.eng.liveness(parentPath))
+	saved, err := m.rebuildInputAliases(c, n, bodyArgs, outs)
+	if err != nil {
+		return nil, err
 	}
-	// Outputs that are (views of) inputs: AOTAutograd rebuilds them from
-	// the caller's tensors outside the graph. Point them at the caller's
-	// input (not at a placeholder), and keep them out of the tree.
+	m.classifyOutputs(c, n, parentPath, outs, saved)
+	path := append(append([]*Node(nil), parentPath...), n)
+	n.LivenessAfter = m.liveness(path)
+	st, err := m.ds.alloc.GetCheckpointState(m.pool)
+	if err != nil {
+		return nil, fmt.Errorf("record #%d: checkpoint state: %w", n.ID, err)
+	}
+	n.CheckpointState = st
+	for d, lv := range n.LivenessAfter {
+		for i, live := range lv {
+			if live {
+				n.LiveAfter = append(n.LiveAfter, OutputIndex{d, i})
+			}
+		}
+	}
+	return outs, nil
+}
+
+// rebuildInputAliases handles the outputs that are (views of) inputs:
+// AOTAutograd rebuilds them from the caller's tensors outside the graph,
+// so each is pointed at the caller's input (not at a placeholder) and
+// kept out of the tree; but an input the forward saved for its backward
+// is the graph's own output (savedInput), marked in saved.
+func (m *manager) rebuildInputAliases(c *call, n *Node, bodyArgs, outs []*Tensor) (saved []bool, err error) {
+	tt := m.sh.tt
 	inputOf := map[int]int{}
 	for i, t := range bodyArgs {
 		inputOf[t.Storage] = i
 	}
-	saved := make([]bool, len(outs))
+	saved = make([]bool, len(outs))
 	for i, t := range outs {
 		j, ok := inputOf[t.Storage]
 		if !ok {
@@ -274,10 +374,19 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		nt := tt.newTensor(tt.storages.get(c.args[j].Storage), t.Shape, t.Line, t.What)
 		nt.DType = t.DType
 		if err := tt.release(t); err != nil {
-			return nil, "", fmt.Errorf("record #%d: %w", id, err)
+			return nil, fmt.Errorf("record #%d: %w", n.ID, err)
 		}
 		outs[i] = nt
 	}
+	return saved, nil
+}
+
+// classifyOutputs gives each output its alias class, in PyTorch's order
+// (an input's alias; a static or empty storage; AliasesPriorGraphOutput;
+// AliasesNewOutput; else unaliased, to be cached), and a weak reference
+// to the outputs the tree tracks (outputs_weakrefs).
+func (m *manager) classifyOutputs(c *call, n *Node, parentPath []*Node, outs []*Tensor, saved []bool) {
+	tt := m.sh.tt
 	newIndex := map[device.Ptr]int{}
 	n.Outputs = make([]outputInfo, len(outs))
 	if len(n.OutWeak) != len(outs) {
@@ -305,8 +414,8 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			tt.keepS(s)
 			t.Cached = true
 			s.Pins++
-		case m.eng.priorOutput(parentPath, s) != nil:
-			oi := *m.eng.priorOutput(parentPath, s)
+		case m.priorOutput(parentPath, s) != nil:
+			oi := *m.priorOutput(parentPath, s)
 			o.Alias, o.Prior = aliasPrior, oi
 			m.keepNode(parentPath[oi.Depth])
 			parentPath[oi.Depth].Outputs[oi.Index].Unaliased = false
@@ -324,87 +433,50 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		}
 		n.Outputs[i] = o
 	}
-	path := append(append([]*Node(nil), parentPath...), n)
-	n.LivenessAfter = m.eng.liveness(path)
-	st, err := a.GetCheckpointState(m.pool)
-	if err != nil {
-		return nil, "", fmt.Errorf("record #%d: checkpoint state: %w", id, err)
-	}
-	n.CheckpointState = st
-	for d, lv := range n.LivenessAfter {
-		for i, live := range lv {
-			if live {
-				n.LiveAfter = append(n.LiveAfter, OutputIndex{d, i})
-			}
-		}
-	}
-	if kn, err := dev.GraphNodes(g); err == nil {
-		n.Kernels = kn
-	}
-	// The capture ran nothing: one replay makes the first outputs, on the
-	// default stream as every replay (streams.go), so the tree's stream,
-	// which only captured, needs no wait either way.
-	if err := dev.LaunchGraph(exec, device.DefaultStream); err != nil {
-		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
-	}
+}
+
+// addToTree is record_function's insertion of the new node n: appended to
+// roots[fid] when there is no current node (parent nil), else to the
+// current node's children[fid] (add_child), under the record's undo.
+func (m *manager) addToTree(n, parent *Node, fid int) {
+	id := n.ID
 	m.nodes = append(m.nodes, n)
 	if parent == nil {
 		// One undo for both (a closure each was an allocation a node).
-		fid, order := c.f.ID, m.rootOrder
-		m.eng.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
+		order := m.rootOrder
+		m.sh.onUndo(func() { m.nodes, m.rootOrder = m.nodes[:id], order })
 		// Room for every FunctionID at once, as for the dispatch table.
 		if nf := len(m.funcs); cap(m.roots) < nf {
 			old := m.roots
 			m.roots = slices.Grow(m.roots, nf-len(m.roots))
-			m.eng.onUndo(func() { m.roots = old })
+			m.sh.onUndo(func() { m.roots = old })
 		}
 		if roots := m.rootsOf(fid); len(roots) == 0 {
 			m.rootOrder = append(m.rootOrder, fid)
-			setAt(m.eng, &m.roots, fid, m.firstRoot(id))
+			setAt(m.sh, &m.roots, fid, m.firstRoot(id))
 		} else {
-			setAt(m.eng, &m.roots, fid, append(roots, id))
+			setAt(m.sh, &m.roots, fid, append(roots, id))
 		}
-	} else {
-		m.eng.onUndo(func() { m.nodes = m.nodes[:id] })
-		m.keepNode(parent)
-		if len(parent.Children[c.f.ID]) == 0 {
-			parent.childOrder = append(parent.childOrder, c.f.ID)
-		}
-		if parent.Children == nil {
-			parent.Children = map[int][]int{}
-		}
-		parent.Children[c.f.ID] = append(parent.Children[c.f.ID], id)
+		return
 	}
-	m.cur = id
-	m.pathState = PathRecording
-	m.warmups = nil
-	m.updateGeneration()
-	m.eng.counters.Recordings++
-	if rerecord {
-		m.eng.counters.Rerecords++
+	m.sh.onUndo(func() { m.nodes = m.nodes[:id] })
+	m.keepNode(parent)
+	if len(parent.Children[fid]) == 0 {
+		parent.childOrder = append(parent.childOrder, fid)
 	}
-	c.step.Node, c.step.Parent = id, n.Parent
-	c.step.nodeFn = c.f.Name
-	c.step.hasParentFn = true
-	if parent != nil {
-		c.step.parentFn = m.funcs[parent.Fn].Name
+	if parent.Children == nil {
+		parent.Children = map[int][]int{}
 	}
-	msg := text{buf[:0]}.s("Recording function ").i(c.f.ID).s(" of graph recording id ").i(id).String()
-	if len(n.Kernels) == 0 {
-		m.emit(Event{Kind: EvWarning, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
-			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
-	}
-	m.emit(Event{Kind: EvRecord, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
-		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
-	return outs, ActionRecord, nil
+	parent.Children[fid] = append(parent.Children[fid], id)
 }
 
 // priorOutput is _is_alias_of_live_recorded_tensor: the live path output
 // whose storage s is, if any.
-func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
+func (m *manager) priorOutput(path []*Node, s *Storage) *OutputIndex {
+	tt := m.sh.tt
 	for d, x := range path {
 		for i, sid := range x.OutWeak {
-			if sid != 0 && e.tt.storageLive(sid) && e.tt.storages.get(sid).Ptr == s.Ptr && s.Ptr != 0 {
+			if sid != 0 && tt.storageLive(sid) && tt.storages.get(sid).Ptr == s.Ptr && s.Ptr != 0 {
 				return &OutputIndex{d, i}
 			}
 		}
@@ -419,7 +491,7 @@ func (e *Engine) priorOutput(path []*Node, s *Storage) *OutputIndex {
 // place). PyTorch 2.11 does the same silently; a debugger says so.
 func (m *manager) warnClobberedInputs(c *call, n *Node) {
 	for i, t := range c.args {
-		s := m.eng.tt.storages.get(t.Storage)
+		s := m.sh.tt.storages.get(t.Storage)
 		if s == nil || s.Pool != poolGraph || s.Owned || s.Ptr == 0 {
 			continue
 		}
@@ -428,7 +500,7 @@ func (m *manager) warnClobberedInputs(c *call, n *Node) {
 				continue
 			}
 			p := n.Ptrs[j]
-			pb := m.eng.tt.storages.get(c.args[j].Storage).Bytes
+			pb := m.sh.tt.storages.get(c.args[j].Storage).Bytes
 			if p >= s.Ptr+device.Ptr(s.Bytes) || s.Ptr >= p+device.Ptr(pb) {
 				continue
 			}

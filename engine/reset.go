@@ -45,10 +45,10 @@ func (e *Engine) applyReset(rec *traces.Record) error {
 		graphs := len(old.nodes)
 		for _, n := range old.nodes {
 			old.keepNode(n)
-			e.dropCachedTensors(n)
+			old.dropCachedTensors(n)
 		}
 		e.onUndo(func() { ds.m = old })
-		ds.m = newManager(e, ds, pools[i])
+		ds.m = newManager(&e.shared, ds, pools[i])
 		why := "torch._dynamo.reset(): reset_cudagraph_trees() shut the tree manager down"
 		if rec.OneDevice {
 			why = "the tree manager ended (the last of its compiled functions died)"

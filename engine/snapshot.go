@@ -2,12 +2,9 @@ package engine
 
 import (
 	"fmt"
-	"slices"
-	"weak"
 
 	"github.com/cgtviz/cgtviz/engine/alloc"
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/engine/dynamo"
 	"github.com/cgtviz/cgtviz/traces"
 )
 
@@ -28,7 +25,8 @@ import (
 //     journal (alloc.Allocator.Mark); a device that journals (sim) saves
 //     only what the record overwrites (journaler), any other Snapshotter
 //     is snapshotted; the managers log the undo of each mutation (onUndo,
-//     keepNode), and so do the defs. Nothing is copied whole: a record
+//     keepNode: the tree calls markHeavy through shared.snapshot), and so
+//     do the defs. Nothing is copied whole: a record
 //     costs what it changes, the same in a tree of ten nodes or ten
 //     thousand.
 
@@ -61,8 +59,6 @@ type snapshot struct {
 	// (journaler.Mark), else its snapshot, or nil.
 	devSnaps []any
 	marked   []bool
-	// kept are the nodes whose copy Engine.undo holds already.
-	kept map[*Node]bool
 }
 
 func (e *Engine) saveLight() {
@@ -135,6 +131,7 @@ func (e *Engine) markHeavy() {
 		e.light.marks = append(e.light.marks, mark)
 	}
 	e.saved = s
+	e.snapshotted = true
 }
 
 // dropSaved ends the record's snapshot: the device snapshots in it that
@@ -145,7 +142,7 @@ func (e *Engine) dropSaved() {
 	if s == nil {
 		return
 	}
-	e.saved = nil
+	e.saved, e.snapshotted = nil, false
 	for i, snap := range s.devSnaps {
 		if r, ok := snap.(device.Releaser); ok && !s.marked[i] {
 			r.Release()
@@ -156,10 +153,10 @@ func (e *Engine) dropSaved() {
 	s.allocs, s.devSnaps, s.marked = s.allocs[:0], s.devSnaps[:0], s.marked[:0]
 	// A map that grew big (a checkpoint keeps every node of the path)
 	// is dropped: clearing it would cost its size at every record after.
-	if len(s.kept) > 64 {
-		s.kept = nil
+	if len(e.kept) > 64 {
+		e.kept = nil
 	} else {
-		clear(s.kept)
+		clear(e.kept)
 	}
 	e.spareSaved = s
 }
@@ -213,188 +210,6 @@ func (e *Engine) rollback() {
 	}
 }
 
-// onUndo logs how to put back a change the record makes to a manager.
-func (e *Engine) onUndo(f func()) { e.undo = append(e.undo, f) }
-
-// setAt sets (*s)[i] = v under the record's undo, growing *s to hold i
-// (the tables kept by dense id: roots, hints, dispatch entries). Undone,
-// the slot has its old value again, or *s is the slice it was, with what
-// it grew by cleared so that a later growth over the same array finds
-// zeros.
-func setAt[T any](e *Engine, s *[]T, i int, v T) {
-	prev := *s
-	if i >= len(prev) {
-		*s = slices.Grow(prev, i+1-len(prev))[:i+1]
-	}
-	old := (*s)[i]
-	e.onUndo(func() {
-		if i >= len(prev) {
-			clear((*s)[len(prev):])
-			*s = prev
-			return
-		}
-		(*s)[i] = old
-	})
-	(*s)[i] = v
-}
-
-// setKey sets m[k] = v under the record's undo: undone, k has its old
-// value again, or is absent again.
-func setKey[K comparable, V any](e *Engine, m map[K]V, k K, v V) {
-	old, had := m[k]
-	e.onUndo(func() {
-		if had {
-			m[k] = old
-		} else {
-			delete(m, k)
-		}
-	})
-	m[k] = v
-}
-
-// keepNode saves n as it is, once per record, before the record changes
-// it. Without a snapshot (the replay fast path) it saves nothing: what
-// execute_node changes there comes after the last point where the record
-// can fail.
-func (m *manager) keepNode(n *Node) {
-	m.unshare(n)
-	s := m.eng.saved
-	if s == nil || s.kept[n] {
-		return
-	}
-	if s.kept == nil {
-		s.kept = map[*Node]bool{}
-	}
-	s.kept[n] = true
-	old := n.clone()
-	m.eng.onUndo(func() {
-		owners := n.owners // who shares n now, not then
-		*n = *old
-		n.owners = owners
-	})
-}
-
-// unshare gives every other manager that shares n (clones: a session's
-// keyframes) a copy of n as it is now, before m changes it: a Clone shares
-// the nodes rather than copying them (nodes are most of a big tree), and
-// every change to a node is preceded by keepNode. A node that only m holds
-// costs one length check.
-func (m *manager) unshare(n *Node) {
-	if len(n.owners) < 2 {
-		return
-	}
-	me := weak.Make(m)
-	var cp *Node
-	for _, w := range n.owners {
-		if w == me {
-			continue
-		}
-		o := w.Value()
-		if o == nil || n.ID >= len(o.nodes) || o.nodes[n.ID] != n {
-			continue
-		}
-		if cp == nil {
-			cp = n.clone()
-			cp.owners = nil
-		}
-		o.nodes[n.ID] = cp
-		cp.owners = append(cp.owners, w)
-	}
-	n.owners = append(n.owners[:0], me)
-}
-
-// share registers c, a clone of m, as an owner of m's nodes, which it
-// shares, and drops owners that the collector has buried.
-func (m *manager) share(c *manager) {
-	me, cw := weak.Make(m), weak.Make(c)
-	for _, n := range m.nodes {
-		if len(n.owners) == 0 {
-			n.owners = append(n.owners, me)
-		} else if len(n.owners) >= 8 {
-			live := n.owners[:0]
-			for _, w := range n.owners {
-				if w.Value() != nil {
-					live = append(live, w)
-				}
-			}
-			clear(n.owners[len(live):])
-			n.owners = live
-		}
-		n.owners = append(n.owners, cw)
-	}
-}
-
-// clone deep-copies a manager. Nodes are copied (their mutable parts);
-// functions are shared except for their warmup counts.
-func (m *manager) clone() *manager {
-	c := *m
-	// The nodes are shared, copied by the first of the two managers to
-	// change one (unshare); Clone registers the copy (share).
-	c.nodes = slices.Clone(m.nodes)
-	// The copy's roots are one allocation, each function's slice a part
-	// of it (its capacity its length); the slab is the original's.
-	c.roots = make([][]int, len(m.roots))
-	total := 0
-	for _, v := range m.roots {
-		total += len(v)
-	}
-	all := make([]int, 0, total)
-	for k, v := range m.roots {
-		if v != nil {
-			off := len(all)
-			all = append(all, v...)
-			c.roots[k] = all[off:len(all):len(all)]
-		}
-	}
-	c.rootSlab = nil
-	c.rootOrder = append([]int(nil), m.rootOrder...)
-	c.warmups = make(map[int]*WarmupNode, len(m.warmups))
-	for k, w := range m.warmups {
-		nw := *w
-		nw.OutWeak = append([]int(nil), w.OutWeak...)
-		c.warmups[k] = &nw
-	}
-	// The function tables and the Functions are shared (shareFuncs).
-	m.shareFuncs(&c)
-	// The dispatch entries name the FunctionIDs, which the clone shares,
-	// and nothing of the Dynamo caches, which it copies: they hold for it.
-	c.dispatch = slices.Clone(m.dispatch)
-	c.compiles = make(map[string]*dynamo.Cache, len(m.compiles))
-	for k, v := range m.compiles {
-		c.compiles[k] = v.Clone()
-	}
-	c.warnedFns = copySet(m.warnedFns)
-	c.warnedMutation = copySet(m.warnedMutation)
-	c.warmupHints = make(map[int]map[int]bool, len(m.warmupHints))
-	for k, v := range m.warmupHints {
-		c.warmupHints[k] = copySet(v)
-	}
-	c.rootHints = slices.Clone(m.rootHints)
-	c.nodeHints = make([]map[int]bool, len(m.nodeHints))
-	for k, v := range m.nodeHints {
-		if v != nil {
-			c.nodeHints[k] = copySet(v)
-		}
-	}
-	c.numRerecord = make(map[int]map[int]int, len(m.numRerecord))
-	for k, v := range m.numRerecord {
-		nv := make(map[int]int, len(v))
-		for a, b := range v {
-			nv[a] = b
-		}
-		c.numRerecord[k] = nv
-	}
-	return &c
-}
-
-func copySet(s map[int]bool) map[int]bool {
-	c := make(map[int]bool, len(s))
-	for k, v := range s {
-		c[k] = v
-	}
-	return c
-}
-
 // Clone returns an independent engine in the same state, on independent
 // copies of its devices. The two share the tree's nodes until either
 // changes one (unshare), so an engine and its clones must be used from one
@@ -404,6 +219,10 @@ func copySet(s map[int]bool) map[int]bool {
 func (e *Engine) Clone() (*Engine, error) {
 	c := *e
 	c.spareSaved = nil // the engine's own to fill again
+	// The managers' hook takes the clone's snapshot, and no record of the
+	// clone is under way.
+	c.snapshot = c.markHeavy
+	c.snapshotted, c.kept = false, nil
 	c.tt = e.tt.clone()
 	c.tt.onStorageDeath = c.storageDied
 	// The clone makes its own cache as its calls go: a shared one would
@@ -427,7 +246,7 @@ func (e *Engine) Clone() (*Engine, error) {
 		}
 		nds := &devState{index: i, dev: nd, alloc: ds.alloc.Clone(nd)}
 		nds.m = ds.m.clone()
-		nds.m.ds, nds.m.eng = nds, &c
+		nds.m.ds, nds.m.sh = nds, &c.shared
 		ds.m.share(nds.m)
 		c.devs[i] = nds
 	}

@@ -46,7 +46,7 @@ type Storage struct {
 	Param bool
 	// Stale is set when the tree deallocated the storage at the end of a
 	// generation: its block was freed and any data access raises (with
-	// the message of Engine.staleErr, which names Line and What).
+	// the message of shared.staleErr, which names Line and What).
 	Stale bool
 	// Refs counts live tensors viewing the storage.
 	Refs int

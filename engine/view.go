@@ -154,20 +154,6 @@ func (e *Engine) deviceState(ds *devState, names map[int][]string, oldest map[in
 	return dv
 }
 
-// nodeView is a node's view as a State last built it (OnPath and Current
-// left unset), and what that depended on that can change after the
-// recording: the replay count, the children, and per output its storage,
-// its Cached flag, and whether and by what name it is alive. A State
-// reuses it while all of these are the same, so the cost of a State
-// follows what changed since the last one, not the size of the tree. It is
-// never written once made: States share its slices.
-type nodeView struct {
-	v         NodeView
-	children  int
-	lastChild int
-	weak      []int
-}
-
 // nodeView returns n's view now, from n.view when that still holds.
 func (e *Engine) nodeView(m *manager, n *Node, names map[int][]string, oldest map[int]int) NodeView {
 	children, last := 0, -1
