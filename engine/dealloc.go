@@ -74,7 +74,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		m.sh.tt.keepS(s)
 		// Its message is made when an access raises (shared.staleErr):
 		// every generation marks its outputs, few are touched again.
-		s.Stale = true
+		s.Stale, s.StaleLine, s.StaleFn = true, c.rec.Line, c.rec.Fn
 		if s.Owned {
 			s.Owned = false
 			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")

@@ -295,6 +295,11 @@ func (e *Engine) recordError(rec *traces.Record, err error) *Error {
 }
 
 func (e *Engine) apply(rec *traces.Record, step *Step) error {
+	e.curSrc = nil
+	if rec.Src != nil {
+		src := *rec.Src // a reader may reuse the record's memory
+		e.curSrc = &src
+	}
 	switch rec.Op {
 	case traces.OpDef:
 		if _, dup := e.defs[rec.Fn]; dup {

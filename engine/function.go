@@ -377,7 +377,7 @@ func (sh *shared) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) 
 // chosen by the allocator's routing: the side stream goes to the graph pool
 // while the engine allocates to it).
 func (sh *shared) allocStorage(ds *devState, n int64, s device.Stream, pool poolKind, line int, what string) (*Storage, error) {
-	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what}
+	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what, Src: sh.curSrc}
 	if n == 0 {
 		st.Pool = poolNone
 		return sh.tt.newStorage(st), nil

@@ -21,6 +21,10 @@ import (
 
 // shared is what the devices share.
 type shared struct {
+	// curSrc is the user's source line of the record being applied
+	// (traces.Record.Src), nil when it has none: the storages it makes
+	// keep it for PyTorch's error texts.
+	curSrc *traces.Source
 	tt  *tensorTable
 	cfg traces.Config
 	// file names the trace in messages; handoff, recompileLimit and
@@ -192,7 +196,24 @@ func ParseHandoff(s string) (Handoff, error) {
 // staleErr is PyTorch's error for any data access to a deallocated output:
 // its stack trace is where the storage was made.
 func (sh *shared) staleErr(s *Storage) error {
-	return &OverwrittenError{overwrittenMsg(sh.file + ":" + strconv.Itoa(s.Line) + ", in " + s.What)}
+	// PyTorch's stack trace is the user's frame that made the tensor:
+	// the record's src when the trace has it, with the trace's line after
+	// it; else the trace's line alone.
+	stack := sh.file + ":" + strconv.Itoa(s.Line) + ", in " + s.What
+	if s.Src != nil {
+		stack = fmt.Sprintf("File %q, line %d", traces.Printable(s.Src.File), s.Src.Line)
+		if s.Src.Fn != "" {
+			stack += ", in " + traces.Printable(s.Src.Fn)
+		}
+		stack += " (" + sh.file + ":" + strconv.Itoa(s.Line) + ", " + s.What + ")"
+	}
+	msg := overwrittenMsg(stack)
+	if s.StaleLine > 0 {
+		// Which call overwrote it, which PyTorch does not say (issue 34
+		// item 8): the call whose new generation freed it.
+		msg += fmt.Sprintf(" [cgtviz: it was freed at line %d, when the call of %s there began a new generation]", s.StaleLine, s.StaleFn)
+	}
+	return &OverwrittenError{msg}
 }
 
 // raiseStaleArg is staleArg under HandoffRaise, and nil otherwise: only

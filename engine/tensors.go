@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/cgtviz/cgtviz/traces"
 	"github.com/cgtviz/cgtviz/traces/ops"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -48,6 +49,14 @@ type Storage struct {
 	// generation: its block was freed and any data access raises (with
 	// the message of shared.staleErr, which names Line and What).
 	Stale bool
+	// StaleLine and StaleFn are the call that freed it when Stale: the
+	// line of the call whose new generation deallocated it, and its
+	// function (for the error's "which call overwrote it").
+	StaleLine int
+	StaleFn   string
+	// Src is the user's source line of the record that made it, when the
+	// trace carries one (traces.Record.Src): PyTorch's errors name it.
+	Src *traces.Source
 	// Refs counts live tensors viewing the storage.
 	Refs int
 	// Pins counts node caches holding a tensor on this storage (cached
