@@ -25,8 +25,8 @@ type shared struct {
 	// (traces.Record.Src), nil when it has none: the storages it makes
 	// keep it for PyTorch's error texts.
 	curSrc *traces.Source
-	tt  *tensorTable
-	cfg traces.Config
+	tt     *tensorTable
+	cfg    traces.Config
 	// file names the trace in messages; handoff, recompileLimit and
 	// sharedCode are Options.Handoff, Options.RecompileLimit and
 	// Options.SharedCode.
