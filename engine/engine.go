@@ -295,11 +295,9 @@ func (e *Engine) recordError(rec *traces.Record, err error) *Error {
 }
 
 func (e *Engine) apply(rec *traces.Record, step *Step) error {
-	e.curSrc = nil
-	if rec.Src != nil {
-		src := *rec.Src // a reader may reuse the record's memory
-		e.curSrc = &src
-	}
+	// Only while the record runs: a reader may reuse its memory after, so
+	// a storage that keeps it copies it (allocStorage).
+	e.curSrc = rec.Src
 	switch rec.Op {
 	case traces.OpDef:
 		if _, dup := e.defs[rec.Fn]; dup {

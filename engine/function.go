@@ -377,7 +377,11 @@ func (sh *shared) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) 
 // chosen by the allocator's routing: the side stream goes to the graph pool
 // while the engine allocates to it).
 func (sh *shared) allocStorage(ds *devState, n int64, s device.Stream, pool poolKind, line int, what string) (*Storage, error) {
-	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what, Src: sh.curSrc}
+	st := Storage{Dev: ds.index, Bytes: n, Pool: pool, Line: line, What: what}
+	if sh.curSrc != nil {
+		src := *sh.curSrc
+		st.Src = &src
+	}
 	if n == 0 {
 		st.Pool = poolNone
 		return sh.tt.newStorage(st), nil

@@ -22,8 +22,8 @@ import (
 // shared is what the devices share.
 type shared struct {
 	// curSrc is the user's source line of the record being applied
-	// (traces.Record.Src), nil when it has none: the storages it makes
-	// keep it for PyTorch's error texts.
+	// (traces.Record.Src, valid while it runs), nil when it has none: the
+	// storages it makes keep a copy for PyTorch's error texts.
 	curSrc *traces.Source
 	tt     *tensorTable
 	cfg    traces.Config
