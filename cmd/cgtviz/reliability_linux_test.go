@@ -62,7 +62,7 @@ func feedSteps(fifo string) {
 // the line limit.
 func TestSignalsStopCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: starts 20 processes")
+		t.Skip("-short: starts 24 processes")
 	}
 	commands := [][]string{
 		{"check", "F"},
@@ -70,6 +70,7 @@ func TestSignalsStopCommands(t *testing.T) {
 		{"export", "F", "-o", "out.dot"},
 		{"fmt", "F"},
 		{"snapshot", "F", "-o", "out.pickle"},
+		{"report", "F", "-o", "out.html"},
 	}
 	for _, args := range commands {
 		for _, stream := range []bool{false, true} {

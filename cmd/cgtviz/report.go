@@ -58,8 +58,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	in, err := openInput(pos[0])
+	in, err := openInputCtx(ctx, pos[0])
 	if err != nil {
+		if interrupted(ctx, stderr, "report") {
+			return exitInterrupted
+		}
 		printProblems(stderr, "", err)
 		return 2
 	}
@@ -101,6 +104,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return true
 	})
 	stopProgress()
+	if interrupted(ctx, stderr, "report") {
+		return exitInterrupted
+	}
 	if err != nil {
 		printProblems(stderr, "cgtviz report: ", err)
 		return 2
