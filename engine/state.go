@@ -144,7 +144,10 @@ type NodeView struct {
 	Failures       []InvariantFailure
 	Replays        int
 	Inputs         []InputView
-	Outputs        []OutputView
+	// Mutated are the positions of the inputs its graph writes in place
+	// (PyTorch's mutated_input_idxs): a KV cache, BatchNorm's buffers.
+	Mutated []int
+	Outputs []OutputView
 	// ExpectedDeadBefore are path outputs that must be dead for a replay
 	// (expected_dead_indices_before_graph); ExpectedDeadAfter died during
 	// the recording; LiveAfter were live when it recorded.

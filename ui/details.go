@@ -557,6 +557,21 @@ func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, 
 		if statics > 0 {
 			add(s.Dim.Render(fmt.Sprintf("  + %d static inputs (params: their addresses are burned into the graph; enter lists them)", statics)))
 		}
+		if len(n.Mutated) > 0 {
+			// By name, as the program knows them (issue 34 item 7).
+			var ws []string
+			for _, i := range n.Mutated {
+				name := "?"
+				if i >= 0 && i < len(n.Inputs) {
+					name = orDefault(n.Inputs[i].Name, "?")
+					if now && i < len(call.Args) {
+						name = call.Args[i]
+					}
+				}
+				ws = append(ws, fmt.Sprintf("%s (input %d)", name, i))
+			}
+			wrapped("writes in place: ", strings.Join(ws, ", "), plain)
+		}
 		add(fmt.Sprintf("outputs (%d):", len(n.Outputs)))
 		for _, o := range n.Outputs {
 			add("  " + namedAlias(outputText(o), o, n))
