@@ -25,7 +25,7 @@ GRAPHVIZ_BIN := $(BIN)/cgtviz-graphviz
 
 include mk/test.mk
 
-.PHONY: screenshot run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
+.PHONY: screenshot run test test-jobs staticcheck-bin build gpu lint gofmt vet staticcheck lint-race unit unit-race unit-race-pkgs unit-race-tests race-deps unit-plain unit-plain-pkgs unit-serial pyunit graphviz-helper fuzz fuzz-build fuzz-run bench scale-table size-table bench-gpu ptx gpu-build oracle oracle-probe e2e reliability clean
 
 run: build
 	./cgtviz
@@ -156,6 +156,11 @@ screenshot:
 
 scale-table: build
 	CGTVIZ_BIN=./cgtviz bash tools/scale-table.sh
+
+# BENCHMARKS.md's table by model size: run and the TUI on training loops
+# from toy to 1B parameters and an 8B model (tools/size-table.sh).
+size-table: build
+	CGTVIZ_BIN=./cgtviz bash tools/size-table.sh
 
 # The cuda-tagged binary (needs cuda.h and the libcuda stub: run
 # ../shared/tools/cuda-sdk.sh once). It runs only where a driver is.
