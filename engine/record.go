@@ -48,7 +48,9 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		w.Failed = true
 		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
 			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
-		return nil, "", &keptError{err: err}
+		// PyTorch reports the call as the warmup it was, with its error
+		// (issue 33 item 6: run_eager made the node current, then raised).
+		return nil, "", &keptError{err: err, action: ActionWarmup}
 	}
 	a := m.ds.alloc
 	var buf [128]byte

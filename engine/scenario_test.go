@@ -43,8 +43,9 @@ func scenarioFiles(t *testing.T) []string {
 }
 
 // TestScenarios runs every scenario trace on the simulated device with the
-// invariant checker on: every expectation must hold, and a record may fail
-// only where the next expect record names its error.
+// invariant checker on, under the handoff rule of the PyTorch that recorded
+// it (as the command line does): every expectation must hold, and a record
+// may fail only where the next expect record names its error.
 func TestScenarios(t *testing.T) {
 	for _, f := range scenarioFiles(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -53,7 +54,7 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			var steps []*engine.Step
-			_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(tr.Header.Devices), Check: true}, func(s *engine.Step) bool {
+			_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(tr.Header.Devices), Check: true, Handoff: engine.HandoffByVersion}, func(s *engine.Step) bool {
 				steps = append(steps, s)
 				return true
 			})
