@@ -37,6 +37,7 @@ suites=(
 	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU"
 	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path"
 	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
+	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
 	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call"
 )
@@ -298,6 +299,25 @@ suite_peer() {
 	show peer-replay-cuda '.' 2
 }
 
+# suite_peer_compare is issue 33 item 2: PEER_ROUNDS (2) rounds of the
+# suite unrecorded, then recorded, alternating, each with JUnit XML; then
+# tools/gpu/peer_compare.py names each test whose outcome recording
+# changed, and each flaky one (rounds of one mode disagreeing).
+suite_peer-compare() {
+	local p=$logs r
+	((dry)) || mkdir -p "$p"
+	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
+	step peer-guard 60 . @peer_guard "$p"
+	for ((r = 1; r <= ${PEER_ROUNDS:-2}; r++)); do
+		step "peer-unrecorded-$r" 330 . @peer_pytest "$p" "unrecorded-$r" 0 "$p/unrecorded-$r.xml"
+		show "peer-unrecorded-$r" 'passed|failed' 1
+		step "peer-recorded-$r" 330 . @peer_pytest "$p" "recorded-$r" 1 "$p/recorded-$r.xml"
+		show "peer-recorded-$r" 'passed|failed' 1
+	done
+	step peer-compare 60 . @peer_compare_rounds "$p" "${PEER_ROUNDS:-2}"
+	show peer-compare '^(changed|flaky)|tests in' 40
+}
+
 suite_replay() {
 	need "${CGTVIZ:-$bin/cgtviz-cuda}"
 	# shellcheck disable=SC2086
@@ -429,7 +449,18 @@ peer_guard() {
 		python3 "$peer_suite/guard_imports.py" "$peer_file" "$1/test_cudagraph_trees_guarded.py"
 }
 
-# peer_pytest DIR DEST RECORD: the guarded suite under pytest, PEER_JOBS
+# peer_compare_rounds DIR N: the N unrecorded and N recorded rounds'
+# JUnit XML compared test by test.
+peer_compare_rounds() {
+	local u=() r=() i
+	for ((i = 1; i <= $2; i++)); do
+		u+=("$1/unrecorded-$i.xml")
+		r+=("$1/recorded-$i.xml")
+	done
+	python3 "$root/tools/gpu/peer_compare.py" --unrecorded "${u[@]}" --recorded "${r[@]}"
+}
+
+# peer_pytest DIR DEST RECORD [JUNIT]: the guarded suite under pytest, PEER_JOBS
 # workers, one trace a test into DIR/DEST when RECORD is 1.
 peer_pytest() {
 	rm -rf "${1:?}/$2"
@@ -437,7 +468,7 @@ peer_pytest() {
 	cd "$1" && PEER_OUT="$1/$2" PEER_RECORD="$3" \
 		PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
 		python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -q -n "${PEER_JOBS:-8}" --timeout "${PEER_TIMEOUT:-120}" \
-		-p no:cacheprovider -rfE
+		-p no:cacheprovider -rfE ${4:+--junitxml "$4"}
 }
 
 # peer_errors DIR: the recorder never raises into a test; its own failures
@@ -508,7 +539,7 @@ esac
 for arg in "$@"; do
 	for s in ${arg//+/ }; do
 		names | grep -qx "$s" || { echo "gpu.sh: unknown suite $s" >&2; usage >&2; exit 2; }
-		if [[ $s == peer ]]; then
+		if [[ $s == peer || $s == peer-compare ]]; then
 			peer_inputs || exit 2
 		fi
 	done

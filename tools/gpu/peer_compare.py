@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""peer_compare.py: does recording change PyTorch's own tree suite?
+
+Reads the JUnit XML files that pytest wrote (--junitxml) for rounds of the
+suite run unrecorded and recorded in one GPU call (gpu.sh's peer-compare
+suite: PEER_ROUNDS rounds of each, alternating), and says test by test
+whether recording changed the outcome (issue 33 item 2):
+
+  changed   every unrecorded round agrees, every recorded round agrees, and
+            the two differ: recording changes the program;
+  flaky     the rounds of one mode disagree among themselves: the test is
+            flaky, whatever recording does;
+  same      otherwise.
+
+    python3 tools/gpu/peer_compare.py --unrecorded u1.xml u2.xml --recorded r1.xml r2.xml
+
+Exit status 1 when a test changed, else 0 (flaky tests are listed, not
+failed: recording cannot be blamed for them). Needs nothing but Python.
+"""
+import argparse
+import sys
+import xml.etree.ElementTree as ET
+
+
+def outcomes(path):
+    """Test id -> outcome ("passed", "failed", "error", "skipped") of one
+    JUnit XML file."""
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        tid = "%s::%s" % (case.get("classname", ""), case.get("name", ""))
+        kind = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                kind = {"failure": "failed"}.get(child.tag, child.tag)
+                break
+        out[tid] = kind
+    return out
+
+
+def compare(unrecorded, recorded):
+    """Per test: (verdict, unrecorded outcomes, recorded outcomes), for the
+    rounds' outcome maps. A test missing from a round counts as "missing"
+    there (a crash of the worker that ran it)."""
+    ids = set()
+    for m in unrecorded + recorded:
+        ids.update(m)
+    rows = {}
+    for tid in sorted(ids):
+        u = [m.get(tid, "missing") for m in unrecorded]
+        r = [m.get(tid, "missing") for m in recorded]
+        if len(set(u)) > 1 or len(set(r)) > 1:
+            verdict = "flaky"
+        elif u and r and u[0] != r[0]:
+            verdict = "changed"
+        else:
+            verdict = "same"
+        rows[tid] = (verdict, u, r)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--unrecorded", nargs="+", required=True, help="JUnit XML of each unrecorded round")
+    ap.add_argument("--recorded", nargs="+", required=True, help="JUnit XML of each recorded round")
+    a = ap.parse_args(argv)
+    try:
+        rows = compare([outcomes(p) for p in a.unrecorded], [outcomes(p) for p in a.recorded])
+    except (OSError, ET.ParseError) as e:
+        print("peer_compare: %s" % e, file=sys.stderr)
+        return 2
+    counts = {"same": 0, "changed": 0, "flaky": 0}
+    for tid, (verdict, u, r) in rows.items():
+        counts[verdict] += 1
+        if verdict != "same":
+            print("%-7s %s: unrecorded %s, recorded %s" % (verdict, tid, "/".join(u), "/".join(r)))
+    print("%d tests in %d unrecorded and %d recorded rounds: %d same, %d changed by recording, %d flaky"
+          % (len(rows), len(a.unrecorded), len(a.recorded), counts["same"], counts["changed"], counts["flaky"]))
+    return 1 if counts["changed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""peer_compare.py tells a test recording changes from a flaky one, on
+JUnit XML as pytest writes it."""
+
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import peer_compare  # noqa: E402
+
+
+def junit(cases):
+    """A pytest-like JUnit XML file of {name: outcome}."""
+    body = []
+    for name, outcome in cases.items():
+        inner = {"passed": "", "failed": "<failure message='x'>x</failure>", "error": "<error message='e'/>",
+                 "skipped": "<skipped message='s'/>"}[outcome]
+        body.append("<testcase classname='test_cudagraph_trees.CudaGraphTreeTests' name='%s' time='0.1'>%s</testcase>" % (name, inner))
+    xml = "<?xml version='1.0'?><testsuites><testsuite name='pytest'>%s</testsuite></testsuites>" % "".join(body)
+    f = tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False)
+    f.write(xml)
+    f.close()
+    return f.name
+
+
+class PeerCompareTest(unittest.TestCase):
+    def run_main(self, unrec, rec):
+        files_u = [junit(c) for c in unrec]
+        files_r = [junit(c) for c in rec]
+        self.addCleanup(lambda: [os.remove(p) for p in files_u + files_r])
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = peer_compare.main(["--unrecorded"] + files_u + ["--recorded"] + files_r)
+        return code, out.getvalue()
+
+    def test_changed_flaky_same(self):
+        unrec = [{"a": "passed", "b": "passed", "c": "passed", "d": "skipped"}, {"a": "passed", "b": "passed", "c": "failed", "d": "skipped"}]
+        rec = [{"a": "passed", "b": "failed", "c": "passed", "d": "skipped"}, {"a": "passed", "b": "failed", "c": "passed"}]
+        code, out = self.run_main(unrec, rec)
+        self.assertEqual(code, 1)
+        self.assertIn("changed test_cudagraph_trees.CudaGraphTreeTests::b: unrecorded passed/passed, recorded failed/failed", out)
+        self.assertIn("flaky   test_cudagraph_trees.CudaGraphTreeTests::c", out)
+        # d vanished from a recorded round (a crashed worker): not the same.
+        self.assertIn("flaky   test_cudagraph_trees.CudaGraphTreeTests::d: unrecorded skipped/skipped, recorded skipped/missing", out)
+        self.assertIn("4 tests in 2 unrecorded and 2 recorded rounds: 1 same, 1 changed by recording, 2 flaky", out)
+
+    def test_all_same(self):
+        rounds = [{"a": "passed", "b": "failed"}] * 2
+        code, out = self.run_main(rounds, rounds)
+        self.assertEqual(code, 0)
+        self.assertIn("2 same, 0 changed by recording, 0 flaky", out)
+
+    def test_bad_file(self):
+        p = junit({"a": "passed"})
+        self.addCleanup(os.remove, p)
+        with redirect_stdout(io.StringIO()), open(os.devnull, "w") as null:
+            old, sys.stderr = sys.stderr, null
+            try:
+                code = peer_compare.main(["--unrecorded", p, "--recorded", "/nonexistent.xml"])
+            finally:
+                sys.stderr = old
+        self.assertEqual(code, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
