@@ -58,21 +58,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 
-	in, err := openInputCtx(ctx, pos[0])
-	if err != nil {
-		if interrupted(ctx, stderr, "report") {
-			return exitInterrupted
-		}
-		printProblems(stderr, "", err)
-		return 2
+	in, cr, code := openChecked(ctx, stderr, "report", func() (*traces.Input, error) { return openInputCtx(ctx, pos[0]) })
+	if cr == nil {
+		return code
 	}
 	defer in.Close()
 	file := in.Name()
-	cr, err := traces.NewCheckedReader(in, file)
-	if err != nil {
-		printProblems(stderr, "", err)
-		return 2
-	}
 	hdr := cr.Header()
 	// The simulated device: a page is read after the fact, and a real one
 	// would only run slower (run --device cuda replays on a GPU).

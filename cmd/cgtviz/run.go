@@ -54,27 +54,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cgtviz run: --follow-timeout %v: want 0 or more\n", *idle)
 		return 2
 	}
-	var in *traces.Input
-	var err error
-	if *follow {
-		in, err = traces.OpenFollow(ctx, pos[0], *idle)
-	} else {
-		in, err = openInputCtx(ctx, pos[0])
-	}
-	if err != nil {
-		if interrupted(ctx, stderr, "run") {
-			return exitInterrupted
+	in, cr, code := openChecked(ctx, stderr, "run", func() (*traces.Input, error) {
+		if *follow {
+			return traces.OpenFollow(ctx, pos[0], *idle)
 		}
-		printProblems(stderr, "", err)
-		return 2
+		return openInputCtx(ctx, pos[0])
+	})
+	if cr == nil {
+		return code
 	}
 	defer in.Close()
 	file := in.Name()
-	cr, err := traces.NewCheckedReader(in, file)
-	if err != nil {
-		printProblems(stderr, "", err)
-		return 2
-	}
 	hdr := cr.Header()
 	devs, closeDevs, err := openDevices(*devName, hdr.Devices, simMemory(*devMem, hdr))
 	if err != nil {

@@ -290,3 +290,26 @@ func lineTarget(sum traceSummary, line int) (prefixTarget, string) {
 	}
 	return prefixTarget{n: -1, line: line}, ""
 }
+
+// openChecked is how a streaming command (run, report) starts on a trace:
+// the input open returns (a file, "-", a pipe, a followed file) and its
+// checked reader, whose header is read. On failure it prints the problem
+// as every command does and returns the exit status: 2, or
+// exitInterrupted when a signal cut the open short.
+func openChecked(ctx context.Context, stderr io.Writer, cmd string, open func() (*traces.Input, error)) (*traces.Input, *traces.CheckedReader, int) {
+	in, err := open()
+	if err != nil {
+		if interrupted(ctx, stderr, cmd) {
+			return nil, nil, exitInterrupted
+		}
+		printProblems(stderr, "", err)
+		return nil, nil, 2
+	}
+	cr, err := traces.NewCheckedReader(in, in.Name())
+	if err != nil {
+		in.Close()
+		printProblems(stderr, "", err)
+		return nil, nil, 2
+	}
+	return in, cr, 0
+}
