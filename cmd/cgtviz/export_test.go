@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,45 +72,11 @@ func TestRunExport(t *testing.T) {
 			wantErr: "cgtviz export: tree has 3 nodes; over the limit of 2: export a subtree with --node ID or raise --max-nodes"},
 		{name: "unwritable output", args: []string{seedA, "-o", filepath.Join(dir, "no", "such", "dir.dot")}, code: 1, wantErr: "cgtviz export: write "},
 	}
-	for i, tc := range tests {
+	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
-			args := make([]string, len(tc.args))
-			var file string
-			for j, a := range tc.args {
-				if strings.HasPrefix(a, "OUT") {
-					file = out + strings.TrimPrefix(a, "OUT")
-					a = file
-				}
-				args[j] = a
-			}
-			var stdout, stderr bytes.Buffer
-			code := runExport(context.Background(), args, &stdout, &stderr)
-			t.Logf("stderr:\n%s", stderr.String())
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
-			}
-			if tc.wantErr != "" && !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, stderr.String())
-			}
-			if tc.code != 0 {
-				if file != "" {
-					if _, err := os.Stat(file); err == nil {
-						t.Errorf("a failed export wrote %s", file)
-					}
-				}
+			got, ok := writeCase(t, runExport, "export", dir, tc.name, tc.args, tc.code, tc.wantErr)
+			if !ok {
 				return
-			}
-			got := stdout.Bytes()
-			if file != "" {
-				b, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatalf("test %d: %v", i, err)
-				}
-				got = b
-				if stdout.Len() != 0 {
-					t.Errorf("stdout not empty with -o FILE: %q", stdout.String())
-				}
 			}
 			for _, w := range tc.want {
 				if !bytes.Contains(got, []byte(w)) {

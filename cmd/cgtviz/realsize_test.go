@@ -17,6 +17,18 @@ import (
 	"github.com/cgtviz/cgtviz/traces"
 )
 
+// jsonLines returns a function that writes v to b as one JSON line.
+func jsonLines(t testing.TB, b *bytes.Buffer) func(v any) {
+	return func(v any) {
+		buf, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(buf)
+		b.WriteByte('\n')
+	}
+}
+
 // writeBigModel writes a trace of a model at real size, as
 // /work/shared/tools/bigmodel-trace.py does: layers transformer layers of
 // Llama-3-8B's shapes (218M parameters a layer) as static params with
@@ -27,14 +39,7 @@ func writeBigModel(t testing.TB, dir, dtype string, layers int) string {
 	t.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("big-%s-%d.cgt.jsonl", dtype, layers))
 	var b bytes.Buffer
-	line := func(v any) {
-		buf, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(buf)
-		b.WriteByte('\n')
-	}
+	line := jsonLines(t, &b)
 	line(map[string]any{"cgtviz": 1, "name": fmt.Sprintf("big model %s x%d", dtype, layers), "devices": 1})
 	var params []string
 	var static []int
@@ -72,14 +77,7 @@ func writeTrainLike(t testing.TB, dir string) string {
 	t.Helper()
 	const n = 292
 	var b bytes.Buffer
-	line := func(v any) {
-		buf, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Write(buf)
-		b.WriteByte('\n')
-	}
+	line := jsonLines(t, &b)
 	line(map[string]any{"cgtviz": 1, "name": "train-like: 292 params of 1M"})
 	var params, grads []string
 	var static []int

@@ -73,10 +73,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	defer closeDevs()
-	name := hdr.Name
-	if name == "" {
-		name = file
-	}
+	name := traceTitle(hdr, file)
 	stopProgress := startProgress(stdout, stderr, "report", in)
 	defer stopProgress()
 	defer setRunGC()()

@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -39,42 +39,11 @@ func TestRunReport(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
-			var file string
-			args := make([]string, len(tc.args))
-			for j, a := range tc.args {
-				if strings.HasPrefix(a, "OUT") {
-					file = out + strings.TrimPrefix(a, "OUT")
-					a = file
-				}
-				args[j] = a
-			}
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"report"}, args...), &stdout, &stderr)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
-			}
-			if tc.wantErr != "" && !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr lacks %q:\n%s", tc.wantErr, stderr.String())
-			}
-			if tc.code != 0 {
-				if file != "" {
-					if _, err := os.Stat(file); err == nil {
-						t.Errorf("a failed report wrote %s", file)
-					}
-				}
+			got, ok := writeCase(t, func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+				return run(ctx, append([]string{"report"}, args...), stdout, stderr)
+			}, "report", dir, tc.name, tc.args, tc.code, tc.wantErr)
+			if !ok {
 				return
-			}
-			got := stdout.Bytes()
-			if file != "" {
-				b, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = b
-				if stdout.Len() != 0 {
-					t.Errorf("stdout not empty with -o FILE: %.200q", stdout.String())
-				}
 			}
 			for _, w := range tc.want {
 				if !bytes.Contains(got, []byte(w)) {

@@ -72,10 +72,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer closeDevs()
-	name := hdr.Name
-	if name == "" {
-		name = file
-	}
+	name := traceTitle(hdr, file)
 	// Output is buffered (one write(2) per 64 KiB, not per record) and
 	// flushed at the end, on every error path and, when following, after
 	// each record so that a followed run shows records as they land.

@@ -313,3 +313,12 @@ func openChecked(ctx context.Context, stderr io.Writer, cmd string, open func() 
 	}
 	return in, cr, 0
 }
+
+// traceTitle is how a report names its trace: the header's name, else the
+// file it came from.
+func traceTitle(hdr traces.Header, file string) string {
+	if hdr.Name != "" {
+		return hdr.Name
+	}
+	return file
+}
