@@ -27,16 +27,22 @@ const (
 	initArange = C.CGT_INIT_ARANGE
 )
 
+// moduleFunction finds a kernel of the loaded module by its symbol.
+func (g *gpu) moduleFunction(symbol string) (C.CUfunction, error) {
+	cname := C.CString(symbol)
+	var fn C.CUfunction
+	r := C.cgt_module_function(g.module, cname, &fn)
+	C.free(unsafe.Pointer(cname))
+	return fn, check("cuModuleGetFunction("+symbol+")", r)
+}
+
 // lookupInits finds the init kernels: fill is the op set's, rand and
 // arange are InitSymbols.
 func (g *gpu) lookupInits() error {
 	g.inits[initFill] = g.kernels[ops.Fill][0]
 	for i, symbol := range InitSymbols() {
-		cname := C.CString(symbol)
-		var fn C.CUfunction
-		r := C.cgt_module_function(g.module, cname, &fn)
-		C.free(unsafe.Pointer(cname))
-		if err := check("cuModuleGetFunction("+symbol+")", r); err != nil {
+		fn, err := g.moduleFunction(symbol)
+		if err != nil {
 			return err
 		}
 		g.inits[initRand+i] = kernelEntry{fn: fn, symbol: symbol}

@@ -45,11 +45,8 @@ func (g *gpu) lookupKernels() error {
 	g.kernels = make([][3]kernelEntry, int(top)+1)
 	g.byFunc = make(map[uintptr]kernelEntry)
 	err := ForEachEntry(func(k ops.Kernel, b ops.BKind, symbol string) error {
-		cname := C.CString(symbol)
-		var fn C.CUfunction
-		r := C.cgt_module_function(g.module, cname, &fn)
-		C.free(unsafe.Pointer(cname))
-		if err := check("cuModuleGetFunction("+symbol+")", r); err != nil {
+		fn, err := g.moduleFunction(symbol)
+		if err != nil {
 			return err
 		}
 		e := kernelEntry{fn: fn, sig: signature(k, b), symbol: symbol}
