@@ -22,7 +22,9 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		// none, so the path can never end through a new generation.
 		// Kept, not rolled back: what the call did before (Dynamo's
 		// compile, its FunctionID, the generation hook) stays, as in 2.11.
-		return &keptError{err: &assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
+		// It raises in _run before any entry point: the call is eager, as
+		// cgtrace writes it.
+		return &keptError{action: ActionEager, err: &assertionError{fmt.Sprintf("AssertionError: the current path holds warmup %d, whose run raised at line %d (PyTorch 2.11: assert len(node.tensor_weakrefs) == len(node.stack_traces) in dealloc_current_path_weakrefs); every new generation fails here until the path's outputs are all dead",
 			w.ID, w.Line)}}
 	}
 	m.sh.snapshot()

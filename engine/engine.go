@@ -254,6 +254,10 @@ func (e *Engine) Apply(rec *traces.Record) (step *Step) {
 		if kept.action != "" {
 			step.Action = kept.action
 		}
+		if raised, ok := kept.err.(*raisedError); ok {
+			step.Action, step.Node, step.Parent = raised.action, raised.node, raised.parent
+			step.nodeFn, step.parentFn, step.hasParentFn = raised.nodeFn, raised.parentFn, true
+		}
 		err = nil
 	}
 	if err == nil && e.check {

@@ -93,10 +93,12 @@ type keptError struct {
 func (k *keptError) Error() string { return k.err.Error() }
 func (k *keptError) Unwrap() error { return k.err }
 
-// raisedError is an error PyTorch raised while running a graph node (a
-// replay's check_static_inputs_are_stable): the record still fails and is
-// rolled back, but its step says which action and node raised, as the
-// recorder's expect does.
+// raisedError is an error PyTorch raised inside CUDAGraphTreeManager.run:
+// inside one of its entry points (run_eager, record_function, execute_node)
+// or before any (action eager). Its step says which action, and for a
+// replay which node, raised, as the recorder's expect does (manager.raiseIn).
+// Returned as it is, the record fails and is rolled back; wrapped in a
+// keptError (HandoffRaise), what PyTorch 2.11 changed before it raised stays.
 type raisedError struct {
 	err              error
 	action           Action
@@ -106,6 +108,18 @@ type raisedError struct {
 
 func (e *raisedError) Error() string { return e.err.Error() }
 func (e *raisedError) Unwrap() error { return e.err }
+
+// pytorchRaised reports whether err is one PyTorch itself raises while a
+// function runs (out of memory, the overwritten error), as opposed to a
+// failure of cgtviz's device or of the trace, which never leaves PyTorch's
+// state behind.
+func pytorchRaised(err error) bool {
+	var (
+		ow  *OverwrittenError
+		oom *alloc.OutOfMemoryError
+	)
+	return errors.As(err, &ow) || errors.As(err, &oom)
+}
 
 // assertionError is PyTorch 2.11's AssertionError (dealloc_current_path_weakrefs).
 type assertionError struct{ msg string }

@@ -123,13 +123,15 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 				continue
 			}
 			if p := m.sh.tt.dataPtr(t); p != n.Ptrs[i] {
-				re := &raisedError{action: ActionReplay, node: n.ID, parent: n.Parent, nodeFn: m.funcs[n.Fn].Name}
-				if n.Parent >= 0 {
-					re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
-				}
-				re.err = fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
+				// execute_node made the node current before node.run
+				// raised (kept under HandoffRaise).
+				m.cur = n.ID
+				m.pathState = PathExecution
+				m.warmups = nil
+				m.updateGeneration()
+				err := fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
 					argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
-				return nil, ActionReplay, re
+				return nil, ActionReplay, m.raiseIn(err, ActionReplay, n)
 			}
 		}
 	}

@@ -172,3 +172,45 @@ func TestParseHandoff(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorInsideTheTreeByRule runs the failing warmup of
+// testdata/warmup-out-of-memory under both rules: the call is the warmup
+// it was, with its error, under either; PyTorch 2.11's rule keeps its failed
+// node current (the next new generation then fails with the AssertionError),
+// and the default rule rolls the record back whole, so the next call warms up
+// again and fails the same way.
+func TestErrorInsideTheTreeByRule(t *testing.T) {
+	tr, err := traces.ReadFile("testdata/warmup-out-of-memory.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		h        engine.Handoff
+		next     engine.Action
+		nextErr  string
+		warmups  int
+		pathWarm bool
+	}{
+		{engine.HandoffRaise, engine.ActionEager, "AssertionError", 1, true},
+		{engine.HandoffPreserve, engine.ActionWarmup, "out of memory", 0, false},
+	} {
+		steps := map[int]*engine.Step{}
+		e, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(1), Check: true, Handoff: tc.h}, func(s *engine.Step) bool {
+			steps[s.Line] = s
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := steps[6]; s.Action != engine.ActionWarmup || s.Err == nil || s.Err.Kind != engine.ErrOutOfMemory {
+			t.Errorf("%s: line 6: %s %v, want warmup, out of memory", tc.h, s.Action, s.Err)
+		}
+		if s := steps[10]; s.Action != tc.next || !strings.Contains(s.ErrText(), tc.nextErr) {
+			t.Errorf("%s: line 10: %s %q, want %s, %q", tc.h, s.Action, s.Err, tc.next, tc.nextErr)
+		}
+		d := e.State().Devices[0]
+		if len(d.Warmups) != tc.warmups || (d.PathState == engine.PathWarmup) != tc.pathWarm {
+			t.Errorf("%s: final path %s, warmups %+v", tc.h, d.PathState, d.Warmups)
+		}
+	}
+}

@@ -236,7 +236,8 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	}
 	if eager || m.exceedRerecordLimit(nid, c.f) {
 		if stale != nil {
-			return nil, "", &keptError{err: stale}
+			// The model run outside the tree raises: no entry point ran.
+			return nil, "", &keptError{err: stale, action: ActionEager}
 		}
 		return m.runEagerOutside(c, "")
 	}
@@ -249,7 +250,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 		return m.runWarmup(c)
 	}
 	if stale != nil {
-		return nil, "", &keptError{err: stale}
+		return nil, "", m.staleWarm(c, stale)
 	}
 	if m.pathState == PathRecording {
 		// Recording is contagious: each call records a child of the last
@@ -269,13 +270,53 @@ func (m *manager) mutationSkip(c *call, nid int, stale error) (bool, error) {
 		return eager, nil
 	}
 	if stale != nil {
-		return false, &keptError{err: stale}
+		return false, &keptError{err: stale, action: ActionEager}
 	}
 	if err := m.updateMutationHint(c); err != nil {
 		return false, err
 	}
 	eager, _ = m.mutationHint(nid, c.f.ID)
 	return eager, nil
+}
+
+// staleWarm is where PyTorch 2.11 raises for a warmed-up function whose
+// input the new generation has just freed (HandoffRaise). That generation
+// ended the path, so the candidates are the function's roots, in order:
+// check_invariants reads the pointers of a root's static inputs when it
+// re-records on them (rerecord_if_static_inputs_change), and raises at a
+// freed one before any entry point (eager); a root whose invariants hold
+// replays, and execute_node, its node already current, raises copying the
+// inputs (replay); with none, record_function raises in
+// CUDAGraphNode.__init__ before the node joins the tree (record).
+func (m *manager) staleWarm(c *call, stale error) error {
+	tt := m.sh.tt
+	for _, id := range m.rootsOf(c.f.ID) {
+		n := m.nodes[id]
+		if n.RerecordIfStatic {
+			// _tensors_data_ptrs_at_indices_equal: the first freed
+			// input raises, the first moved one is a mismatch.
+			for i, t := range c.args {
+				if !n.Static[i] {
+					continue
+				}
+				if s := tt.storages.get(t.Storage); s != nil && s.Stale {
+					return &keptError{err: stale, action: ActionEager}
+				}
+				if tt.dataPtr(t) != n.Ptrs[i] {
+					break
+				}
+			}
+		}
+		if m.checkInvariants(n, c).Status != StatusSuccess {
+			continue
+		}
+		m.cur = n.ID
+		m.pathState = PathExecution
+		m.warmups = nil
+		m.updateGeneration()
+		return m.raiseIn(stale, ActionReplay, n)
+	}
+	return m.raiseIn(stale, ActionRecord, nil)
 }
 
 // replayOrRecord is _run past warmup, off a recording path: the function's
@@ -441,6 +482,27 @@ func (m *manager) logSkip(c *call, msg string) error {
 		return nil
 	}
 	return &keptError{err: fmt.Errorf("RuntimeError (triton.cudagraph_or_error): %s", msg), action: ActionEager}
+}
+
+// raiseIn is an error PyTorch raised inside CUDAGraphTreeManager.run: in
+// the entry point the step names (run_eager: warmup, record_function:
+// record, execute_node: replay, with n the node it made current) or, as
+// eager, before any, which is what cgtrace writes of such a call (the last
+// entry point it noted, else eager). Under HandoffRaise what 2.11 changed
+// before it raised stays (docs/pytorch-bridge.md, "Errors inside a call");
+// otherwise the record rolls back whole, as every failing record does.
+func (m *manager) raiseIn(err error, action Action, n *Node) error {
+	re := &raisedError{err: err, action: action, node: -1, parent: -1}
+	if n != nil {
+		re.node, re.parent, re.nodeFn = n.ID, n.Parent, m.funcs[n.Fn].Name
+		if n.Parent >= 0 {
+			re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+		}
+	}
+	if m.sh.handoff == HandoffRaise {
+		return &keptError{err: re, action: action}
+	}
+	return re
 }
 
 func mutationText(def *traces.Record, idx []int) string {

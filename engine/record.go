@@ -45,12 +45,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	if err := m.sh.raiseStaleArg(c.args); err != nil {
 		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
 		// and the warmup run raises on it, its node already current.
-		w.Failed = true
-		m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
-			Msg: fmt.Sprintf("warmup of function %d raised: an input was freed by the new generation (PyTorch 2.11); the failed warmup node stays current", c.f.ID)})
-		// PyTorch reports the call as the warmup it was, with its error
-		// (issue 33 item 6: run_eager made the node current, then raised).
-		return nil, "", &keptError{err: err, action: ActionWarmup}
+		return nil, "", m.failWarmup(c, w, err, "an input was freed by the new generation")
 	}
 	a := m.ds.alloc
 	var buf [128]byte
@@ -67,6 +62,11 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		err = endErr
 	}
 	if err = m.leaveTreeStream(err); err != nil {
+		if pytorchRaised(err) {
+			// The model raised (out of memory in the pool) inside
+			// CUDAWarmupNode.run: runBody freed what it had made.
+			return nil, "", m.failWarmup(c, w, err, "the model raised")
+		}
 		return nil, "", err
 	}
 	if len(outs) > 0 { // nil without outputs, as the appends left them
@@ -88,6 +88,19 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	}
 	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
 	return outs, ActionWarmup, nil
+}
+
+// failWarmup is a warmup whose run raised (err): run_eager has made its
+// node w current and the function warm, and node.run raised before the node
+// held a weak reference to any output. PyTorch reports the call as the
+// warmup it was, with its error (issue 33 item 6). Under HandoffRaise the
+// node stays current with no outputs (2.11: the next new generation then
+// fails in dealloc_current_path_weakrefs); otherwise the record rolls back.
+func (m *manager) failWarmup(c *call, w *WarmupNode, err error, why string) error {
+	w.Failed = true
+	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
+		Msg: fmt.Sprintf("warmup of function %d raised: %s (PyTorch 2.11); the failed warmup node stays current", c.f.ID, why)})
+	return m.raiseIn(err, ActionWarmup, nil)
 }
 
 // runEagerOutside runs the model eagerly outside the pool: the tree is not
@@ -137,6 +150,12 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	id := n.ID
 	bodyArgs, outs, err := m.recordInPool(c, n)
 	if err != nil {
+		if pytorchRaised(err) {
+			// CUDAGraphNode.__init__ raised (out of memory copying the
+			// inputs into the pool or capturing): record_function never
+			// adds the node, and what _run did before it stays.
+			return nil, "", m.raiseIn(err, ActionRecord, nil)
+		}
 		return nil, "", err
 	}
 	if outs, err = m.addFirstOutputs(c, n, parentPath, bodyArgs, outs); err != nil {
@@ -251,6 +270,11 @@ func (m *manager) allocateRecordingInputs(c *call, n *Node) (bodyArgs, copies []
 		}
 		cs, err := m.sh.allocStorage(m.ds, t.extentBytes(), device.SideStream, poolGraph, c.rec.Line, text{buf[:0]}.s(c.f.Name).s(" input ").i(i).s(" (placeholder of #").i(n.ID).s(")").String())
 		if err != nil {
+			// The copies made so far die with the failed __init__ (kept
+			// under HandoffRaise, where nothing rolls back).
+			for _, ct := range copies {
+				tt.release(ct)
+			}
 			return nil, nil, fmt.Errorf("record #%d: copy input %d into the pool: %w", n.ID, i, err)
 		}
 		ct := tt.newTensor(cs, t.Shape, c.rec.Line, cs.What)
