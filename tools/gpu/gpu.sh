@@ -235,6 +235,15 @@ suite_oracle() {
 	note "compare a probe here: CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=\$PWD/probe-random3.jsonl go test ./engine -run TestOracle"
 	step train-oracle 120 . @into "$logs/train-oracle.jsonl" python3 tools/gpu/train-oracle.py \
 		examples/s24-pending-backward.cgt.jsonl examples/recorded/train_mlp.cgt.jsonl
+	# Errors raised inside the tree (issue 33 item 6): the actions and
+	# states docs/pytorch-bridge.md reads from 2.11's source, each trace's
+	# expectations held by PyTorch (train-oracle gives a raised call its action).
+	local raised=(engine/testdata/mark-step-between-forward-and-backward.cgt.jsonl engine/testdata/warmup-out-of-memory.cgt.jsonl
+		engine/testdata/recording-out-of-memory.cgt.jsonl engine/testdata/chained-call-of-a-warm-function.cgt.jsonl
+		engine/testdata/static-input-moved-2.11.cgt.jsonl)
+	step raised-oracle 150 . @into "$logs/raised-oracle.jsonl" python3 tools/gpu/train-oracle.py "${raised[@]}"
+	show raised-oracle 'expectation|Traceback|Error' 20
+	note "hold the engine to it here: CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=\$PWD/raised-oracle.jsonl go test ./engine -run 'TestOracle\$'"
 	step snapshot 120 . @snapshot_check "$logs"
 	show snapshot '^(pickle.load|trace_plot|Total)' 5
 }

@@ -10,8 +10,7 @@ torch-oracle2's format, so the Go side compares them as it compares the rest.
 torch-oracle2.py (found at --oracle2, $TORCH_ORACLE2, ../shared/tools/,
 shared/tools/ or .bin/ of this checkout) is imported, not copied: its source generation,
 tensors, expect checks, tree bookkeeping, time limits and workers are used
-as they are. Traces without a forward or backward def run exactly as
-torch-oracle2 runs them. In the others:
+as they are. In traces with forward or backward defs:
 
 - The tensors a forward call takes that are `param` records require grad
   (a module's parameters), so torch.compile makes a forward graph (mode
@@ -35,6 +34,24 @@ torch-oracle2 runs them. In the others:
 
 Each result also has "training": {"pairs": [[forward line, backward line],
 ...], "unpaired": [lines], "notes": [...]}.
+
+Every trace given runs through this loop, a trace without forward or
+backward defs as torch-oracle2 runs it, with three additions (issue 33
+item 6):
+
+- A call that raised has the action PyTorch took before raising, as cgtrace
+  writes it: the last of the tree's entry points it entered (run_eager:
+  warmup, record_function: record, execute_node: replay, with node_fn and
+  parent_fn of the node execute_node made current), "eager" when it raised
+  in CUDAGraphTreeManager.run before any of them, and null when it never
+  reached the tree. torch-oracle2 gives such a call no action, so an
+  expect record's action after a raised call fails there; here PyTorch is
+  held to it.
+- The header's config keys that are PyTorch knobs (KNOBS) are set for the
+  trace and restored after it; the others (cgtviz's own limits) are left
+  out, and a note names the ones PyTorch has no knob for.
+- Each trace whose expectations PyTorch failed is named on stderr (the
+  step's log in tools/gpu/gpu.sh).
 """
 import importlib.util
 import os
@@ -154,16 +171,72 @@ def differentiable_def(d):
     return dict(d, body=body + extra, returns=returns)
 
 
+# The header config keys that name PyTorch knobs: key -> (the knob's object
+# under torch, its attribute, the knob's value for the key's value).
+KNOBS = {
+    "support_input_mutation": ("_inductor.config.triton", "cudagraph_support_input_mutation", bool),
+    "inline_inbuilt_nn_modules": ("_dynamo.config", "inline_inbuilt_nn_modules", bool),
+    "cudagraph_or_error": ("_inductor.config.triton", "cudagraph_or_error", bool),
+    "warmup_runs": ("_inductor.config.triton", "skip_cudagraph_warmup", lambda n: n == 0),
+}
+
+
+def knob_settings(header):
+    """The knobs a trace's header config sets, [(object path, attribute,
+    value)], and notes for the keys PyTorch has no knob for."""
+    sets, notes = [], []
+    for key, value in sorted((header.get("config") or {}).items()):
+        k = KNOBS.get(key)
+        if k is None or (key == "warmup_runs" and value not in (0, 1)):
+            notes.append("config %s=%r: PyTorch has no knob for it, left out" % (key, value))
+            continue
+        sets.append((k[0], k[1], k[2](value)))
+    return sets, notes
+
+
+def raised_action(actions, entered):
+    """The action of a call that raised, as cgtrace writes it (see above)."""
+    if actions:
+        return actions[-1]
+    return "eager" if entered else None
+
+
+class Entered:
+    """Whether the current call entered CUDAGraphTreeManager.run."""
+    flag = False
+
+
+def _patch_entered(M):
+    if getattr(M, "_train_oracle_entered", False):
+        return
+    orig = M.run
+
+    def run(self, *a, **k):
+        Entered.flag = True
+        return orig(self, *a, **k)
+
+    M.run = run
+    M._train_oracle_entered = True
+
+
+def _knob_object(torch, path):
+    obj = torch
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 # ---------------------------------------------------------------- the run
 
 def make_runner(o2):
-    original = o2.run_trace
-
     def run_trace(path, builder):
         header, recs = o2.read_trace(path)
-        if not is_training(recs):
-            return original(path, builder)
-        return run_training(o2, path, builder, header, recs)
+        res = run_training(o2, path, builder, header, recs)
+        failed = res.get("expect_failures") or []
+        if failed:
+            print("%s: PyTorch failed %d expectation(s): %s" % (path, len(failed), "; ".join(
+                "line %d: %s" % (f["line"], ", ".join(f["failed"])) for f in failed)), file=sys.stderr)
+        return res
 
     return run_trace
 
@@ -171,11 +244,27 @@ def make_runner(o2):
 def run_training(o2, path, builder, header, recs):
     torch = o2.torch
     o2.fresh_state()
+    _patch_entered(o2.cgt.CUDAGraphTreeManager)
+    knobs, notes = knob_settings(header)
+    saved = []
+    for obj_path, attr, value in knobs:
+        obj = _knob_object(torch, obj_path)
+        saved.append((obj, attr, getattr(obj, attr)))
+        setattr(obj, attr, value)
+    try:
+        return _run_loop(o2, path, builder, header, recs, notes)
+    finally:
+        for obj, attr, value in reversed(saved):
+            setattr(obj, attr, value)
+
+
+def _run_loop(o2, path, builder, header, recs, notes):
+    torch = o2.torch
     modes = def_modes(recs)
     pairs, unpaired, grad_names = plan(recs)
     fns, names, rand_names = {}, {}, set()
     handles = {}  # forward call line -> (scalar holding its graph, [grad-requiring input names])
-    steps, expect_failures, notes = [], [], []
+    steps, expect_failures = [], []
     last = {}
     for lineno, rec in recs:
         op = rec["op"]
@@ -202,6 +291,7 @@ def run_training(o2, path, builder, header, recs):
             elif op == "call":
                 o2.LOG.actions = []
                 o2.LOG.current_fn = rec["fn"]
+                Entered.flag = False
                 mode = modes.get(rec["fn"], "inference")
                 if mode == "backward" and lineno in pairs:
                     fwd = pairs[lineno]
@@ -245,6 +335,15 @@ def run_training(o2, path, builder, header, recs):
             step["error"] = None
         except Exception as e:  # the trace's error, as PyTorch raised it
             o2.LOG.current_fn = None
+            if op == "call":
+                acts = list(o2.LOG.actions)
+                step["actions"] = acts
+                step["action"] = raised_action(acts, Entered.flag)
+                m = o2.mgr()
+                node = m.current_node if m is not None else None
+                if step["action"] == "replay" and node is not None:
+                    step["node_fn"] = o2.fn_name(node)
+                    step["parent_fn"] = o2.fn_name(node.parent)
             step["error"] = o2.error_text(e)
             step["trace"] = traceback.format_exc(limit=2)[-600:]
             e.__traceback__ = None

@@ -1,7 +1,8 @@
 """tools/gpu/train-oracle.py without a GPU: the pairing of backward calls
 with forward calls, the differentiable rewrite of forward bodies (valid
-source for torch-oracle2, values unchanged), the dispatch that leaves
-inference traces to torch-oracle2, and the wiring of its workers (run with
+source for torch-oracle2, values unchanged), the dispatch that runs every
+trace through its loop, the action of a call that raised, the header's
+knobs, and the wiring of its workers (run with
 ORACLE2_SELFTEST, torch-oracle2's stand-in for PyTorch)."""
 import importlib.util
 import json
@@ -76,15 +77,61 @@ class DifferentiableTest(unittest.TestCase):
 
 
 class DispatchTest(unittest.TestCase):
-    def test_inference_traces_run_as_oracle2_runs_them(self):
+    def test_every_trace_runs_through_the_loop(self):
         ran = []
         o2 = types.SimpleNamespace(
             read_trace=lambda p: ({"name": p}, recs({"op": "def", "fn": "f", "params": [], "body": [],
                                                      "returns": []})),
-            run_trace=lambda p, b: ran.append(p) or {"trace": p})
-        run = to.make_runner(o2)
-        self.assertEqual(run("t.cgt.jsonl", None), {"trace": "t.cgt.jsonl"})
-        self.assertEqual(ran, ["t.cgt.jsonl"])
+            run_trace=lambda p, b: self.fail("an inference trace went to torch-oracle2's own loop"))
+        saved = to.run_training
+        to.run_training = lambda o, p, b, h, r: ran.append((p, h["name"])) or {"trace": p, "expect_failures": []}
+        try:
+            run = to.make_runner(o2)
+            self.assertEqual(run("t.cgt.jsonl", None), {"trace": "t.cgt.jsonl", "expect_failures": []})
+        finally:
+            to.run_training = saved
+        self.assertEqual(ran, [("t.cgt.jsonl", "t.cgt.jsonl")])
+
+
+class RaisedTest(unittest.TestCase):
+    def test_the_action_of_a_call_that_raised(self):
+        # cgtrace's rule: the last entry point entered; eager inside run
+        # before any; none when the call never reached the tree.
+        self.assertEqual(to.raised_action(["warmup"], True), "warmup")
+        self.assertEqual(to.raised_action(["replay", "record"], True), "record")
+        self.assertEqual(to.raised_action([], True), "eager")
+        self.assertIsNone(to.raised_action([], False))
+
+    def test_the_entered_flag_wraps_run_once(self):
+        class M:
+            def run(self, x):
+                return x + 1
+        to._patch_entered(M)
+        wrapped = M.run
+        to._patch_entered(M)
+        self.assertIs(M.run, wrapped)
+        to.Entered.flag = False
+        self.assertEqual(M().run(1), 2)
+        self.assertTrue(to.Entered.flag)
+
+
+class KnobTest(unittest.TestCase):
+    def test_header_config_sets_pytorch_knobs(self):
+        sets, notes = to.knob_settings({"config": {
+            "support_input_mutation": False, "inline_inbuilt_nn_modules": False,
+            "warmup_runs": 0, "max_tensor_bytes": 1 << 40, "cudagraph_or_error": True}})
+        self.assertEqual(sets, [
+            ("_inductor.config.triton", "cudagraph_or_error", True),
+            ("_dynamo.config", "inline_inbuilt_nn_modules", False),
+            ("_inductor.config.triton", "cudagraph_support_input_mutation", False),
+            ("_inductor.config.triton", "skip_cudagraph_warmup", True),
+        ])
+        self.assertEqual(len(notes), 1)
+        self.assertIn("max_tensor_bytes", notes[0])
+        sets, notes = to.knob_settings({"config": {"warmup_runs": 2}})
+        self.assertEqual(sets, [])
+        self.assertIn("warmup_runs=2", notes[0])
+        self.assertEqual(to.knob_settings({}), ([], []))
 
 
 class WiringTest(unittest.TestCase):
