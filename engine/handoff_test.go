@@ -214,3 +214,28 @@ func TestErrorInsideTheTreeByRule(t *testing.T) {
 		}
 	}
 }
+
+// TestMutationCheckReadsNoData: under 2.11's rule a mutating function called
+// on an input its call's new generation freed is found to mutate (the skip
+// logged, the hint kept) before its eager run raises, as check_for_mutation
+// reads no data; the next call at that position runs eagerly without
+// logging the skip again.
+func TestMutationCheckReadsNoData(t *testing.T) {
+	tr, err := traces.ReadFile("testdata/chained-call-of-a-mutating-function.cgt.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[int]*engine.Step{}
+	if _, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(1), Check: true, Handoff: engine.HandoffRaise}, func(s *engine.Step) bool {
+		steps[s.Line] = s
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if s := steps[10]; s.Action != engine.ActionEager || !strings.Contains(s.ErrText(), "overwritten") || !hasEvent(s, engine.EvSkip, "mutated inputs") {
+		t.Errorf("line 10: %s %q, events %+v; want eager, overwritten, the skip logged", s.Action, s.Err, s.Events)
+	}
+	if s := steps[12]; s.Err != nil || s.Action != engine.ActionEager || hasEvent(s, engine.EvSkip, "") {
+		t.Errorf("line 12: %s %q, events %+v; want eager without the skip logged again", s.Action, s.Err, s.Events)
+	}
+}

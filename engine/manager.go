@@ -217,9 +217,9 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	}
 	// Under HandoffRaise the new generation may just have freed an input
 	// (PyTorch 2.11). What raises then, and what stays changed, follows
-	// where 2.11 first touches the input's data: the mutation check, an
-	// eager run, the warmup run (after its node became current), or the
-	// invariant checks and the recording (the tree unchanged).
+	// where 2.11 first touches the input's data: an eager run, the warmup
+	// run (after its node became current), or, for a warm function, the
+	// invariant checks, a replay or the recording (staleWarm).
 	stale := m.sh.raiseStaleArg(c.args)
 	nid := m.nodeKey()
 	// A function that mutates no input has the hint false wherever it is
@@ -230,7 +230,7 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 	eager := false
 	if len(c.f.Mutated) > 0 {
 		var err error
-		if eager, err = m.mutationSkip(c, nid, stale); err != nil {
+		if eager, err = m.mutationSkip(c, nid); err != nil {
 			return nil, "", err
 		}
 	}
@@ -263,14 +263,13 @@ func (m *manager) run(c *call) ([]*Tensor, Action, error) {
 // mutationSkip is _run's non_cudagraph_managed_mutation_hint[nid][fid] for
 // a function that mutates an input: whether it runs eagerly at this
 // position, worked out (and the skip logged) at its first call here
-// (_update_non_cudagraph_managed_mutation).
-func (m *manager) mutationSkip(c *call, nid int, stale error) (bool, error) {
+// (_update_non_cudagraph_managed_mutation). check_for_mutation reads no
+// tensor's data (after a new generation the path has ended, so nothing is
+// a recorded tensor): an input that generation freed raises later.
+func (m *manager) mutationSkip(c *call, nid int) (bool, error) {
 	eager, known := m.mutationHint(nid, c.f.ID)
 	if known {
 		return eager, nil
-	}
-	if stale != nil {
-		return false, &keptError{err: stale, action: ActionEager}
 	}
 	if err := m.updateMutationHint(c); err != nil {
 		return false, err

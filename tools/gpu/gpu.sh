@@ -240,7 +240,7 @@ suite_oracle() {
 	# expectations held by PyTorch (train-oracle gives a raised call its action).
 	local raised=(engine/testdata/mark-step-between-forward-and-backward.cgt.jsonl engine/testdata/warmup-out-of-memory.cgt.jsonl
 		engine/testdata/recording-out-of-memory.cgt.jsonl engine/testdata/chained-call-of-a-warm-function.cgt.jsonl
-		engine/testdata/static-input-moved-2.11.cgt.jsonl)
+		engine/testdata/chained-call-of-a-mutating-function.cgt.jsonl engine/testdata/static-input-moved-2.11.cgt.jsonl)
 	step raised-oracle 150 . @into "$logs/raised-oracle.jsonl" python3 tools/gpu/train-oracle.py "${raised[@]}"
 	show raised-oracle 'expectation|Traceback|Error' 20
 	note "hold the engine to it here: CGTVIZ_SHARED_CODE=0 CGTVIZ_ORACLE=\$PWD/raised-oracle.jsonl go test ./engine -run 'TestOracle\$'"
