@@ -276,15 +276,19 @@ func (c *Collector) Step(s *engine.Step) {
 		if len(f.Devices) == 0 || f.Devices[len(f.Devices)-1] != s.Device {
 			f.Devices = addInt(f.Devices, s.Device)
 		}
-		switch s.Action {
-		case engine.ActionWarmup:
-			f.Warmups++
-		case engine.ActionRecord:
-			f.Recordings++
-		case engine.ActionReplay:
-			f.Replays++
-		case engine.ActionEager:
-			f.Eager++
+		// A call that raised still names the action it raised in
+		// (engine.Step.Action): only the ones that ran count.
+		if s.Err == nil {
+			switch s.Action {
+			case engine.ActionWarmup:
+				f.Warmups++
+			case engine.ActionRecord:
+				f.Recordings++
+			case engine.ActionReplay:
+				f.Replays++
+			case engine.ActionEager:
+				f.Eager++
+			}
 		}
 	}
 	if s.Checkpoint {
