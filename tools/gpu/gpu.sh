@@ -238,8 +238,7 @@ suite_oracle() {
 	# Errors raised inside the tree (issue 33 item 6): the actions and
 	# states docs/pytorch-bridge.md reads from 2.11's source, each trace's
 	# expectations held by PyTorch (train-oracle gives a raised call its action).
-	local raised=(engine/testdata/mark-step-between-forward-and-backward.cgt.jsonl engine/testdata/warmup-out-of-memory.cgt.jsonl
-		engine/testdata/recording-out-of-memory.cgt.jsonl engine/testdata/chained-call-of-a-warm-function.cgt.jsonl
+	local raised=(engine/testdata/warmup-out-of-memory.cgt.jsonl engine/testdata/recording-out-of-memory.cgt.jsonl engine/testdata/chained-call-of-a-warm-function.cgt.jsonl
 		engine/testdata/chained-call-of-a-mutating-function.cgt.jsonl engine/testdata/static-input-moved-2.11.cgt.jsonl)
 	step raised-oracle 150 . @into "$logs/raised-oracle.jsonl" python3 tools/gpu/train-oracle.py "${raised[@]}"
 	show raised-oracle 'expectation|Traceback|Error' 20
