@@ -23,7 +23,7 @@ func LogLine(file string, ev Event) string {
 				}
 			}
 		}
-		note := ev.Origin.Note(ev.Fn, ev.Kind, ev.Cause)
+		note := ev.Origin.NoteAt(ev.Fn, ev.Kind, ev.Cause)
 		switch {
 		case ev.Cause == CauseNewRoot && note != "":
 			msg += fmt.Sprintf(" (new root: %s)", note)
@@ -36,7 +36,7 @@ func LogLine(file string, ev Event) string {
 		}
 	case EvWarmup:
 		msg = ev.Text()
-		if note := ev.Origin.Note(ev.Fn, ev.Kind, ev.Cause); note != "" {
+		if note := ev.Origin.NoteAt(ev.Fn, ev.Kind, ev.Cause); note != "" {
 			msg += " (" + note + ")"
 		}
 	case EvCheckpoint:
@@ -63,12 +63,13 @@ func LogLine(file string, ev Event) string {
 // (EvRecord, with its cause) of function fn is beyond its cause, from the
 // facts of o; "" where they add nothing. The --log lines and the report
 // use it, so the two say the same; it holds no ": ", which the report
-// keeps for a re-record's reason.
+// keeps for a re-record's reason, and no line, so that the report can
+// count the recordings it explains alike (NoteAt names the line).
 //
 //   - a backward: "the backward of MLP_0 (#0)";
 //   - a call in the same invocation as the call before it on the path:
-//     "a graph after a graph break in Gate_0, in the same invocation as
-//     line 19" (Dynamo's resume function);
+//     "a graph after a graph break in Gate_0, in the same invocation"
+//     (Dynamo's resume function);
 //   - a new root that is the function's first recording: "a new compiled
 //     graph of f (compile 2) for input shape [40,40], dynamic shapes", or
 //     "input shape [2,2], a new size of the dynamic compiled graph 2 of f"
@@ -76,6 +77,16 @@ func LogLine(file string, ev Event) string {
 //     "the first recording of f, for input shape [4]"; a warmup says the
 //     first two only.
 func (o *Origin) Note(fn string, kind EventKind, cause RecordCause) string {
+	return o.note(fn, kind, cause, false)
+}
+
+// NoteAt is Note with the line of the call it names: "a graph after a
+// graph break in Gate_0, in the same invocation as line 19".
+func (o *Origin) NoteAt(fn string, kind EventKind, cause RecordCause) string {
+	return o.note(fn, kind, cause, true)
+}
+
+func (o *Origin) note(fn string, kind EventKind, cause RecordCause, line bool) string {
 	switch {
 	case o == nil:
 		return ""
@@ -85,7 +96,11 @@ func (o *Origin) Note(fn string, kind EventKind, cause RecordCause) string {
 		}
 		return "the backward of " + o.Forward
 	case !o.Backward && o.Prev != nil && o.Prev.SameInvocation:
-		return fmt.Sprintf("a graph after a graph break in %s, in the same invocation as line %d", o.Prev.Fn, o.Prev.Line)
+		s := "a graph after a graph break in " + o.Prev.Fn + ", in the same invocation"
+		if line {
+			s += fmt.Sprintf(" as line %d", o.Prev.Line)
+		}
+		return s
 	case !o.First || kind == EvRecord && cause != CauseNewRoot:
 		return ""
 	case o.Size > 1:
