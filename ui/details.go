@@ -168,7 +168,9 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 	if len(kin) > 3 {
 		names = kin[0] + " … " + kin[len(kin)-1]
 	}
-	return fmt.Sprintf("a new compiled graph of %s%s%s: %s, one of %d defs of %s (%s), one per PyTorch FunctionID (a recompile, or a new size of a graph of dynamic shapes)",
+	// Which of the two the trace does not say: a new function, not
+	// necessarily a new compile.
+	return fmt.Sprintf("a new function of %s%s%s: %s, one of %d defs of %s (%s), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)",
 		m[1], shapes, ownRoot, fn, len(kin), m[1], names)
 }
 

@@ -297,7 +297,7 @@ func TestIssue34WhyRecorded(t *testing.T) {
 	screenAt(t, kv, "why-shape", Options{}, func(t *testing.T, m *Model) {
 		command(t, m, "line 50")
 		press(t, m, "5")
-	}, []string{"a new compiled graph of Block"}, []string{"static shapes"})
+	}, []string{"a new function of Block for"}, []string{"static shapes"})
 	screenAt(t, gb, "why-resume", Options{}, func(t *testing.T, m *Model) {
 		command(t, m, "line 24")
 		press(t, m, "1")
@@ -312,7 +312,7 @@ func TestIssue34WhyRecorded(t *testing.T) {
 		press(t, m, "5")
 	}, []string{"the backward of MLP_0 (#0)"}, []string{"resume function"})
 	for _, tc := range []struct{ trace, line, want, unwanted string }{
-		{kv, "line 50", "a new compiled graph of Block for shape [1,9,64], not yet recorded, so a root of its own: Block_1, one of 7 defs of Block (Block_0 … Block_6), one per PyTorch FunctionID", ""},
+		{kv, "line 50", "a new function of Block for shape [1,9,64], not yet recorded, so a root of its own: Block_1, one of 7 defs of Block (Block_0 … Block_6), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)", "compiled graph of Block"},
 		{gb, "line 14", "warmup of torch_dynamo_resume_in_forward_at_26_1: Running warmup of function 1 resume function after a graph break in Gate_0, same invocation as line 7 (Dynamo's code of forward after line 26)", ""},
 		{gb, "line 24", "resume function after a graph break in Gate_0, same invocation as line 19 (Dynamo's code of forward after line 26): one invocation starts no new generation, so the path was still recording and it is the child of #0 Gate_0", ""},
 		{mlp, "line 28", "the backward of MLP_0 (#0), whose saved tensors it takes: a backward starts no generation of its own, so the path was still recording", "resume function"},
