@@ -224,6 +224,65 @@ func (c RecordCause) String() string {
 	return "unknown"
 }
 
+// Origin is what the engine knows of a warmup or a recording beyond its
+// Cause, taken where it decided: which compiled graph the function is
+// (Dynamo's part: a new root may be a new compiled graph, not only a new
+// step), and the call before it on the device's tree when it continues a
+// path (so that a graph after a graph break, run in the same invocation,
+// is told from a backward and from a later invocation that found the path
+// still recording). EvRecord and EvWarmup events carry it, and so does a
+// recorded node's view. It is never changed once made.
+type Origin struct {
+	// Compile numbers the function's compiled graph among its def's, from
+	// 1: 2 and up are Dynamo's recompiles of the def (a new shape, dtype or
+	// aliasing of its arguments). Dynamic: the graph has symbolic shapes
+	// (automatic_dynamic_shapes after a size changed, or
+	// assume_static_by_default off); cudagraphify still makes one
+	// FunctionID per size.
+	Compile int
+	Dynamic bool
+	// Size numbers the FunctionID among its compiled graph's, from 1:
+	// cudagraphify records a dynamic graph once per distinct input size,
+	// so 2 and up is a new size of a graph compiled before, not a compile.
+	Size int
+	// Shapes are the shapes of the function's inputs that are not static,
+	// those a new FunctionID is made for (a parameter's never change).
+	Shapes [][]int
+	// First: the function's first warmup (EvWarmup), or its first
+	// recording anywhere in the tree (EvRecord).
+	First bool
+	// Prev is the call before this one on its path, the one that ran the
+	// node or warmup it becomes the child of; nil when the call starts a
+	// path (a root, or a warmup with no parent).
+	Prev *PrevCall
+	// Backward: the function is a backward graph, which autograd runs in
+	// its forward's invocation (never a resume function). Forward is the
+	// forward on the path whose outputs it takes (the tensors autograd
+	// saved): the backward of Forward, whose node (graph id, or negative
+	// warmup id) is ForwardNode. "" and -1 when no forward on the path
+	// made its inputs.
+	Backward    bool
+	Forward     string
+	ForwardNode int
+}
+
+// PrevCall is the call a warmup or a recording follows on its path.
+type PrevCall struct {
+	// Line is the trace line of the call, Fn its function; Node the graph
+	// it recorded or replayed, or the (negative) id of its warmup.
+	Line int
+	Fn   string
+	Node int
+	// Invocations says both calls name their invocation (the trace's
+	// `invocation`, Dynamo's GenerationTracker.generation when each ran);
+	// SameInvocation that the values are equal: one top-level call of the
+	// compiled callable ran both. A call in the same invocation is a graph
+	// after a graph break in the one before (Dynamo's resume function),
+	// unless it is a backward, which runs in its forward's invocation.
+	Invocations    bool
+	SameInvocation bool
+}
+
 // Event is one decision or effect of the engine, with its reason. Which
 // fields are set depends on Kind; the rest are zero (Node and Parent are -1
 // when not meaningful).
@@ -248,6 +307,9 @@ type Event struct {
 	// Rerecord is true for a recording caused by a pointer change of a
 	// static or managed input (PyTorch counts these in num_rerecord).
 	Rerecord bool
+	// Origin (Record, Warmup): the compiled graph and the call before
+	// it on the path (nil for the other kinds).
+	Origin *Origin
 
 	// Checkpoint: the allocator's delta.
 	Delta *CheckpointView

@@ -160,6 +160,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	}
 	// From here on nothing can fail: the replay happened.
 	m.cur = n.ID
+	m.ranCurrent(c)
 	m.pathState = PathExecution
 	m.warmups = nil
 	m.updateGeneration()

@@ -45,9 +45,16 @@ type Function struct {
 	// Compile numbers the compiled graph of the def this function belongs
 	// to (Dynamo recompiles when shapes change; see engine/dynamo).
 	Compile int
-	plan    *plan
+	// Size numbers the function among its compiled graph's FunctionIDs,
+	// from 1: cudagraphify records a dynamic graph once per distinct
+	// input size, so 2 and up is a new size of a graph compiled before.
+	Size int
+	plan *plan
 	// view is the function as the last State showed it (view.go).
 	view *FunctionView
+	// recordings counts the function's recordings in the tree so far
+	// (Origin.First).
+	recordings int
 }
 
 // plan is a function body compiled for fixed argument shapes: statements
@@ -507,6 +514,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		m.sizes = map[graphKey]int{}
 	}
 	m.sizes[gk]++
+	f.Size = m.sizes[gk]
 	nfuncs := len(m.funcs)
 	bySig, hadSig := m.fnBySig[sig], m.fnBySig[sig] != nil
 	m.funcs = append(m.funcs, f)

@@ -96,6 +96,12 @@ type pathScalars struct {
 	pendingBackward bool
 	warmupCounter   int
 	checkpoints     int
+	// curLine and curInv are the call that made the current node or
+	// warmup current (its trace line, its invocation where it names one:
+	// curHasInv), which a call continuing the path follows (Origin.Prev).
+	curLine   int
+	curInv    int64
+	curHasInv bool
 }
 
 func newManager(sh *shared, ds *devState, pool alloc.PoolID) *manager {
@@ -159,6 +165,16 @@ func (m *manager) setCurrentNone() {
 	m.cur = noNode
 	m.pathState = PathNone
 	m.warmups = nil
+}
+
+// ranCurrent notes that call c made the current node or warmup current.
+func (m *manager) ranCurrent(c *call) {
+	m.curLine = c.rec.Line
+	if inv := c.rec.Invocation; inv != nil {
+		m.curInv, m.curHasInv = *inv, true
+	} else {
+		m.curInv, m.curHasInv = 0, false
+	}
 }
 
 func (m *manager) inNewInvocation() bool { return m.currentGen != m.sh.currGeneration() }

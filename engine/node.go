@@ -108,6 +108,7 @@ type Node struct {
 	Mode        traces.Mode
 	Cause       RecordCause
 	Failures    []InvariantFailure
+	Origin      *Origin // never changed once made: a clone shares it
 	InputShapes [][]int
 	InputNames  []string
 

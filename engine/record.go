@@ -18,6 +18,8 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	m.sh.snapshot()
 	already := m.sh.warmed(c.f)
 	f := c.f
+	// Taken before the warmup becomes current: the path it continues.
+	org := m.origin(c, f.Warmups == 0)
 	f.Warmups++ // undone with the node's entry below
 	m.warmupCounter--
 	w := &WarmupNode{ID: m.warmupCounter, Fn: c.f.ID, ParentGraph: -1, Line: c.rec.Line, AlreadyWarm: already}
@@ -40,12 +42,13 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	// One undo for both (a closure each was an allocation a warmup).
 	m.sh.onUndo(func() { delete(ws, wid); f.Warmups-- })
 	m.cur = w.ID
+	m.ranCurrent(c)
 	m.pathState = PathWarmup
 	m.updateGeneration()
 	if err := m.sh.raiseStaleArg(c.args); err != nil {
 		// PyTorch 2.11 (HandoffRaise): the new generation freed an input
 		// and the warmup run raises on it, its node already current.
-		return nil, "", m.failWarmup(c, w, err, "an input was freed by the new generation")
+		return nil, "", m.failWarmup(c, w, org, err, "an input was freed by the new generation")
 	}
 	a := m.ds.alloc
 	var buf [128]byte
@@ -65,7 +68,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 		if pytorchRaised(err) {
 			// The model raised (out of memory in the pool) inside
 			// CUDAWarmupNode.run: runBody freed what it had made.
-			return nil, "", m.failWarmup(c, w, err, "the model raised")
+			return nil, "", m.failWarmup(c, w, org, err, "the model raised")
 		}
 		return nil, "", err
 	}
@@ -86,7 +89,7 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 	if already {
 		msg = fmt.Sprintf("Running eager of function %d because ancestor needed to warm up", c.f.ID)
 	}
-	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Msg: msg})
+	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Origin: org, Msg: msg})
 	return outs, ActionWarmup, nil
 }
 
@@ -96,9 +99,9 @@ func (m *manager) runWarmup(c *call) ([]*Tensor, Action, error) {
 // warmup it was, with its error (issue 33 item 6). Under HandoffRaise the
 // node stays current with no outputs (2.11: the next new generation then
 // fails in dealloc_current_path_weakrefs); otherwise the record rolls back.
-func (m *manager) failWarmup(c *call, w *WarmupNode, err error, why string) error {
+func (m *manager) failWarmup(c *call, w *WarmupNode, org *Origin, err error, why string) error {
 	w.Failed = true
-	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID,
+	m.emit(Event{Kind: EvWarmup, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: -1, Parent: w.ParentGraph, WarmupID: w.ID, Origin: org,
 		Msg: fmt.Sprintf("warmup of function %d raised: %s (PyTorch 2.11); the failed warmup node stays current", c.f.ID, why)})
 	return m.raiseIn(err, ActionWarmup, nil)
 }
@@ -147,6 +150,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 	parent := m.curNode()
 	parentPath := m.path(parent)
 	n := m.initNode(c, parent, parentPath, cause, failures)
+	n.Origin = m.origin(c, c.f.recordings == 0)
 	id := n.ID
 	bodyArgs, outs, err := m.recordInPool(c, n)
 	if err != nil {
@@ -172,7 +176,11 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 		return nil, "", fmt.Errorf("record #%d: first replay: %w", id, err)
 	}
 	m.addToTree(n, parent, c.f.ID)
+	f := c.f
+	f.recordings++
+	m.sh.onUndo(func() { f.recordings-- })
 	m.cur = id
+	m.ranCurrent(c)
 	m.pathState = PathRecording
 	m.warmups = nil
 	m.updateGeneration()
@@ -188,8 +196,78 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 			Msg: "The CUDA Graph is empty. This usually means that the graph was attempted to be captured on wrong device or stream."})
 	}
 	m.emit(Event{Kind: EvRecord, Line: c.rec.Line, Device: m.ds.index, Fn: c.f.Name, FnID: c.f.ID, Node: id, Parent: n.Parent,
-		Cause: cause, Failures: failures, Rerecord: rerecord, Msg: msg})
+		Cause: cause, Failures: failures, Rerecord: rerecord, Origin: n.Origin, Msg: msg})
 	return outs, ActionRecord, nil
+}
+
+// origin is what the engine knows of call c's warmup or recording beyond
+// its cause (Origin), taken before the call's node becomes current: the
+// compiled graph Dynamo gave it, the call that ran the current node or
+// warmup (the one c follows on the path), and for a backward the forward
+// whose outputs it takes. first says whether this is the function's first
+// warmup or recording.
+func (m *manager) origin(c *call, first bool) *Origin {
+	f := c.f
+	o := &Origin{Compile: f.Compile, Dynamic: f.Dynamic, Size: f.Size, First: first, ForwardNode: -1}
+	for i, s := range f.Shapes {
+		if i >= len(f.Static) || !f.Static[i] {
+			o.Shapes = append(o.Shapes, s)
+		}
+	}
+	if m.cur != noNode {
+		p := &PrevCall{Line: m.curLine, Node: m.cur}
+		if w := m.curWarmup(); w != nil {
+			p.Fn = m.funcs[w.Fn].Name
+		} else if n := m.curNode(); n != nil {
+			p.Fn = m.funcs[n.Fn].Name
+		}
+		if inv := c.rec.Invocation; inv != nil && m.curHasInv {
+			p.Invocations, p.SameInvocation = true, *inv == m.curInv
+		}
+		o.Prev = p
+	}
+	if f.Mode == traces.ModeBackward {
+		o.Backward = true
+		o.Forward, o.ForwardNode = m.forwardOf(c)
+	}
+	return o
+}
+
+// forwardOf finds the forward on the current path whose outputs a
+// backward call takes (the tensors autograd saved for it), nearest first:
+// a warmup's outputs by the storages it keeps, a recorded node's by its
+// outputs' storages. It returns the forward's function and its node (a
+// graph id, or a negative warmup id), or "" and -1.
+func (m *manager) forwardOf(c *call) (string, int) {
+	takes := func(out []int) bool {
+		for _, sid := range out {
+			if sid == 0 {
+				continue
+			}
+			for _, t := range c.args {
+				if t.Storage == sid {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	n := m.curNode()
+	if w := m.curWarmup(); w != nil {
+		var chain []*WarmupNode
+		chain, n = m.warmupChain(w)
+		for _, x := range chain {
+			if m.funcs[x.Fn].Mode == traces.ModeForward && takes(x.OutWeak) {
+				return m.funcs[x.Fn].Name, x.ID
+			}
+		}
+	}
+	for x := n; x != nil; x = m.nodesOrNil(x.Parent) {
+		if x.Mode == traces.ModeForward && takes(x.OutWeak) {
+			return m.funcs[x.Fn].Name, x.ID
+		}
+	}
+	return "", -1
 }
 
 // initNode is CUDAGraphNode.__init__ up to the recording: the node's place

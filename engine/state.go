@@ -142,8 +142,11 @@ type NodeView struct {
 	RecordedAtLine int
 	Cause          RecordCause
 	Failures       []InvariantFailure
-	Replays        int
-	Inputs         []InputView
+	// Origin is what the engine knew of the recording beyond its cause
+	// (the compiled graph, the call it followed); shared, read-only.
+	Origin  *Origin
+	Replays int
+	Inputs  []InputView
 	// Mutated are the positions of the inputs its graph writes in place
 	// (PyTorch's mutated_input_idxs): a KV cache, BatchNorm's buffers.
 	Mutated []int

@@ -167,7 +167,7 @@ func (e *Engine) nodeView(m *manager, n *Node, names map[int][]string, oldest ma
 		return c.v
 	}
 	nv := NodeView{ID: n.ID, Fn: m.funcs[n.Fn].Name, FnID: n.Fn, Parent: n.Parent, Depth: n.Depth, Mode: string(n.Mode),
-		RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Replays: n.Replays,
+		RecordedAtLine: n.Line, Cause: n.Cause, Failures: n.Failures, Origin: n.Origin, Replays: n.Replays,
 		ExpectedDeadBefore: n.ExpectedDeadBefore, ExpectedDeadAfter: n.ExpectedDeadAfter, LiveAfter: n.LiveAfter,
 		Mutated: m.funcs[n.Fn].Mutated}
 	if children > 0 {

@@ -69,9 +69,10 @@ func eventText(ev *engine.Event) string {
 	return withMsg(ev.Kind.String(), ev.Text())
 }
 
-// compiledRe splits a compiled function's name as the recorder writes it:
-// the module or function Dynamo compiled, then the compile's index
-// ("Block_3", "MLP_bwd_1").
+// compiledRe splits a compiled function's name as the recorder writes it
+// (docs/pytorch-bridge.md: one def per PyTorch FunctionID, named after
+// the module or function Dynamo compiled and the id: "Block_3",
+// "MLP_bwd_1").
 var compiledRe = regexp.MustCompile(`^(.+)_(\d+)$`)
 
 // resumeRe is Dynamo's name of a resume function: the code of fn after a
@@ -80,35 +81,76 @@ var compiledRe = regexp.MustCompile(`^(.+)_(\d+)$`)
 // "__resume_at_26_1").
 var resumeRe = regexp.MustCompile(`^(?:torch_dynamo_resume_in_(.+)_at_(\d+)|__resume_at_(\d+))(?:_\d+)?$`)
 
-// recordWhy says, in PyTorch's terms, what a recorded node is when the
-// cause alone stops short: Dynamo's resume function after a graph break
-// (recorded in the same invocation as its parent when the path was still
-// recording), or one of several compiled graphs of one module, one per
-// input shape. "" when there is nothing to add.
-func recordWhy(st *engine.State, dev, id int) string {
-	if st == nil || dev < 0 || dev >= len(st.Devices) || id < 0 || id >= len(st.Devices[dev].Nodes) {
+// originWhy says, in PyTorch's terms, what a warmup or a recording (kind,
+// with its cause) of fn on device dev is where the cause alone stops
+// short, from the engine's facts (engine.Origin): the resume function
+// after a graph break, run in the same invocation as the call before it;
+// the backward of a forward; a new compiled graph, or a new size of a
+// dynamic one, or one of several defs the recorder wrote for one module,
+// as a new root. "" when the facts add nothing.
+func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, cause engine.RecordCause, o *engine.Origin) string {
+	if o == nil {
 		return ""
 	}
-	ds := &st.Devices[dev]
-	n := &ds.Nodes[id]
-	if m := resumeRe.FindStringSubmatch(n.Fn); m != nil {
-		s := "Dynamo's resume function: the code after a graph break"
-		switch {
-		case m[1] != "":
-			s += fmt.Sprintf(" in %s at line %s of the program", m[1], m[2])
-		case m[3] != "":
-			s += fmt.Sprintf(" at line %s of the program", m[3])
+	stillRecording := kind == engine.EvRecord && cause == engine.CauseRecordingPath
+	switch {
+	case o.Backward && o.Forward != "":
+		s := "the backward of " + o.Forward
+		if o.ForwardNode >= 0 {
+			s += fmt.Sprintf(" (#%d)", o.ForwardNode)
 		}
-		s += ", compiled as a function of its own"
-		if n.Cause == engine.CauseRecordingPath && n.Parent >= 0 && n.Parent < len(ds.Nodes) {
-			// A new invocation would have ended the path (a new
-			// generation): still recording, this call is the same one.
-			s += fmt.Sprintf(". It ran in the same invocation as #%d %s, whose recording was still going on, so it was recorded as its child", n.Parent, ds.Nodes[n.Parent].Fn)
+		s += ", whose saved tensors it takes"
+		if stillRecording {
+			// Autograd runs it, not a frame of its own: Dynamo's
+			// counter does not move, and under mark_step_begin a step
+			// between would have ended the path (another cause).
+			s += ": a backward starts no generation of its own, so the path was still recording"
+		}
+		return s
+	case !o.Backward && o.Prev != nil && o.Prev.SameInvocation:
+		s := fmt.Sprintf("resume function after a graph break in %s, same invocation as line %d", o.Prev.Fn, o.Prev.Line)
+		if m := resumeRe.FindStringSubmatch(fn); m != nil {
+			switch {
+			case m[1] != "":
+				s += fmt.Sprintf(" (Dynamo's code of %s after line %s)", m[1], m[2])
+			case m[3] != "":
+				s += fmt.Sprintf(" (Dynamo's code after line %s)", m[3])
+			}
+		}
+		if stillRecording && o.Prev.Node >= 0 {
+			s += fmt.Sprintf(": one invocation starts no new generation, so the path was still recording and it is the child of #%d %s", o.Prev.Node, o.Prev.Fn)
+		}
+		return s
+	case !o.First || kind == engine.EvRecord && cause != engine.CauseNewRoot:
+		return ""
+	}
+	shapes := ""
+	if len(o.Shapes) > 0 {
+		shapes = " for shape " + shapeList(o.Shapes)
+	}
+	dynamic := ""
+	if o.Dynamic {
+		dynamic = " (dynamic shapes)"
+	}
+	ownRoot := ""
+	if kind == engine.EvRecord {
+		ownRoot = ", not yet recorded, so a root of its own"
+	}
+	switch {
+	case o.Size > 1:
+		return fmt.Sprintf("a new size of %s's compiled graph %d%s%s%s: cudagraphify records a graph of dynamic shapes once per distinct input size", fn, o.Compile, dynamic, shapes, ownRoot)
+	case o.Compile > 1 || o.Dynamic:
+		s := fmt.Sprintf("a new compiled graph of %s%s%s%s: Dynamo's compile %d of %s", fn, shapes, dynamic, ownRoot, o.Compile, fn)
+		if o.Dynamic && o.Compile > 1 {
+			s += ", made dynamic where the sizes changed (automatic_dynamic_shapes)"
 		}
 		return s
 	}
-	m := compiledRe.FindStringSubmatch(n.Fn)
-	if m == nil {
+	// A def's first graph: the recorder writes one def per FunctionID, so
+	// one module compiled again (or recorded at a new size) is a def of
+	// its own, named after the module.
+	m := compiledRe.FindStringSubmatch(fn)
+	if m == nil || kind != engine.EvRecord {
 		return ""
 	}
 	var kin []string
@@ -119,20 +161,26 @@ func recordWhy(st *engine.State, dev, id int) string {
 			}
 		}
 	}
-	if len(kin) < 2 || n.Cause != engine.CauseNewRoot {
+	if len(kin) < 2 {
 		return ""
 	}
-	var shapes []string
-	for _, in := range n.Inputs {
-		if in.Kind != engine.InputStatic {
-			shapes = append(shapes, shape(in.Shape))
-		}
+	names := joinAnd(kin)
+	if len(kin) > 3 {
+		names = kin[0] + " … " + kin[len(kin)-1]
 	}
-	s := fmt.Sprintf("a new compiled graph of %s", m[1])
-	if len(shapes) > 0 {
-		s += " for input shape " + strings.Join(shapes, ", ")
+	// Which of the two the trace does not say: a new function, not
+	// necessarily a new compile.
+	return fmt.Sprintf("a new function of %s%s%s: %s, one of %d defs of %s (%s), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)",
+		m[1], shapes, ownRoot, fn, len(kin), m[1], names)
+}
+
+// shapeList is shapes as "[1,9,64]", several joined by ", ".
+func shapeList(shapes [][]int) string {
+	parts := make([]string, len(shapes))
+	for i, s := range shapes {
+		parts[i] = shape(s)
 	}
-	return s + fmt.Sprintf(": the trace defines %d compiled graphs of %s (%s), each a function of its own with its own root in the tree; under static shapes Dynamo compiles again for each new input shape", len(kin), m[1], joinAnd(kin))
+	return strings.Join(parts, ", ")
 }
 
 // namedAlias names the input an output aliases: "(alias input 3)" says
@@ -296,10 +344,8 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 				text = "then " + text
 			}
 			add(false, "• "+text, plain)
-			if ev.Kind == engine.EvRecord {
-				if w := recordWhy(snap.state, ev.Device, ev.Node); w != "" {
-					add(false, "  "+w, plain)
-				}
+			if w := originWhy(snap.state, ev.Device, ev.Fn, ev.Kind, ev.Cause, ev.Origin); w != "" {
+				add(false, "  "+w, plain)
 			}
 			continue
 		}
@@ -526,7 +572,7 @@ func nodeLinesFold(st *engine.State, l treeLine, call *traces.Record, s Styles, 
 		}
 		add(fmt.Sprintf("%s · depth %d · replays %d%s", rel, n.Depth, n.Replays, where))
 		wrapped("why: ", fmt.Sprintf("recorded at line %d: %s", n.RecordedAtLine, n.Cause), plain)
-		if w := recordWhy(st, l.dev, n.ID); w != "" {
+		if w := originWhy(st, l.dev, n.Fn, engine.EvRecord, n.Cause, n.Origin); w != "" {
 			wrapped("     ", w, plain)
 		}
 		for _, f := range n.Failures {

@@ -25,7 +25,13 @@ var issue34Sizes = []struct{ w, h int }{{80, 24}, {120, 40}, {200, 60}}
 // its golden.
 func screenAt(t *testing.T, trace, name string, opts Options, setup func(*testing.T, *Model), want, unwanted []string) {
 	t.Helper()
-	for _, sz := range issue34Sizes {
+	screenAtSizes(t, issue34Sizes, trace, name, opts, setup, want, unwanted)
+}
+
+// screenAtSizes is screenAt at the given sizes only.
+func screenAtSizes(t *testing.T, sizes []struct{ w, h int }, trace, name string, opts Options, setup func(*testing.T, *Model), want, unwanted []string) {
+	t.Helper()
+	for _, sz := range sizes {
 		t.Run(fmt.Sprintf("%s-%dx%d", name, sz.w, sz.h), func(t *testing.T) {
 			m := newModel(t, trace, sz.w, sz.h, opts)
 			setup(t, m)
@@ -277,28 +283,54 @@ func TestIssue34Overwrite(t *testing.T) {
 }
 
 // TestIssue34WhyRecorded (item 7): why a node was recorded, in PyTorch's
-// terms: a module compiled per shape, Dynamo's resume function after a
-// graph break in the same invocation; the addresses of a node's CUDA graph
-// and the inputs its outputs alias, by name.
+// terms, from the engine's facts (engine.Origin): a new compiled graph per
+// shape (a def of its own, Dynamo's recompile with dynamic shapes, a new
+// size of a dynamic graph), the resume function after a graph break in
+// the same invocation, a backward; the old wording where the facts say
+// none of these. Then the addresses of a node's CUDA graph and the inputs
+// its outputs alias, by name.
 func TestIssue34WhyRecorded(t *testing.T) {
 	const kv = "../examples/recorded/inference_kv.cgt.jsonl"
 	const gb = "../examples/recorded/graph_break.cgt.jsonl"
+	const mlp = "../examples/recorded/train_mlp.cgt.jsonl"
+	const dyn = "../examples/s36-rank-change-dynamic.cgt.jsonl"
 	screenAt(t, kv, "why-shape", Options{}, func(t *testing.T, m *Model) {
 		command(t, m, "line 50")
 		press(t, m, "5")
-	}, []string{"a new compiled"}, nil)
+	}, []string{"a new function of Block for"}, []string{"static shapes"})
 	screenAt(t, gb, "why-resume", Options{}, func(t *testing.T, m *Model) {
 		command(t, m, "line 24")
 		press(t, m, "1")
-	}, []string{"Dynamo's resume"}, nil)
-	for _, tc := range []struct{ trace, line, want string }{
-		{kv, "line 50", "a new compiled graph of Block for input shape [1,9,64]: the trace defines 7 compiled graphs of Block (Block_0, Block_1,"},
-		{gb, "line 24", "Dynamo's resume function: the code after a graph break in forward at line 26 of the program, compiled as a function of its own. It ran in the same invocation as #0 Gate_0"},
+	}, []string{"resume function after a"}, nil)
+	at120 := []struct{ w, h int }{{120, 40}}
+	screenAtSizes(t, at120, dyn, "why-recompile", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 18")
+		press(t, m, "5")
+	}, []string{"a new compiled graph of f for"}, nil)
+	screenAtSizes(t, at120, mlp, "why-backward", Options{}, func(t *testing.T, m *Model) {
+		command(t, m, "line 28")
+		press(t, m, "5")
+	}, []string{"the backward of MLP_0 (#0)"}, []string{"resume function"})
+	for _, tc := range []struct{ trace, line, want, unwanted string }{
+		{kv, "line 50", "a new function of Block for shape [1,9,64], not yet recorded, so a root of its own: Block_1, one of 7 defs of Block (Block_0 … Block_6), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)", "compiled graph of Block"},
+		{gb, "line 14", "warmup of torch_dynamo_resume_in_forward_at_26_1: Running warmup of function 1 resume function after a graph break in Gate_0, same invocation as line 7 (Dynamo's code of forward after line 26)", ""},
+		{gb, "line 24", "resume function after a graph break in Gate_0, same invocation as line 19 (Dynamo's code of forward after line 26): one invocation starts no new generation, so the path was still recording and it is the child of #0 Gate_0", ""},
+		{mlp, "line 28", "the backward of MLP_0 (#0), whose saved tensors it takes: a backward starts no generation of its own, so the path was still recording", "resume function"},
+		{dyn, "line 15", "a new compiled graph of f for shape [3,3] (dynamic shapes): Dynamo's compile 2 of f, made dynamic where the sizes changed", "not yet recorded"},
+		{dyn, "line 27", "a new size of f's compiled graph 2 (dynamic shapes) for shape [2,2], not yet recorded, so a root of its own: cudagraphify records a graph of dynamic shapes once per distinct input size", ""},
+		// Another invocation found the path recording: no graph break.
+		{trainOpt, "line 50", "record #2 opt_step_2: path is recording (parent #1) • a storage died", "resume function"},
+		// No invocations in the trace: nothing said of them.
+		{"../examples/s24-pending-backward.cgt.jsonl", "line 6", "warmup of fwd: Running eager of function 0 because ancestor needed to warm up args:", "resume function"},
 	} {
 		m := newModel(t, tc.trace, 120, 40, Options{})
 		command(t, m, tc.line)
-		if d := strings.Join(strings.Fields(strings.Join(plainLines(m.detailsLines(300)), " ")), " "); !strings.Contains(d, tc.want) {
+		d := strings.Join(strings.Fields(strings.Join(plainLines(m.detailsLines(300)), " ")), " ")
+		if !strings.Contains(d, tc.want) {
 			t.Errorf("%s %s: the details lack %q:\n%s", tc.trace, tc.line, tc.want, d)
+		}
+		if tc.unwanted != "" && strings.Contains(d, tc.unwanted) {
+			t.Errorf("%s %s: the details say %q:\n%s", tc.trace, tc.line, tc.unwanted, d)
 		}
 	}
 	m := newModel(t, "../examples/recorded/train_mlp.cgt.jsonl", 200, 60, Options{})

@@ -327,6 +327,12 @@ func (c *Collector) Step(s *engine.Step) {
 		case engine.EvRecord:
 			if ef != nil {
 				why := ev.Cause.String()
+				if n := ev.Origin.Note(ev.Fn, ev.Kind, ev.Cause); n != "" {
+					// What the cause leaves out, as the --log line
+					// says it (without its line, so that alike
+					// recordings count as one reason).
+					why += " (" + n + ")"
+				}
 				if ev.Cause == engine.CauseInvariants || ev.Rerecord {
 					ef.Replaced++
 					why += ": " + rerecordReason(ev)
@@ -513,6 +519,9 @@ func note(s *engine.Step) string {
 			t := ev.Cause.String()
 			if ev.Rerecord {
 				t = "re-record: " + rerecordReason(ev)
+			}
+			if n := ev.Origin.NoteAt(ev.Fn, ev.Kind, ev.Cause); n != "" {
+				t += " (" + n + ")"
 			}
 			parts = append(parts, t)
 		case engine.EvEager:

@@ -272,3 +272,57 @@ func TestMemoryGrowthVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestAnalysisSaysOrigin checks that the report explains a recording as
+// the --log line does (engine.Origin.Note, issue 34 item 7): a function's
+// reasons, counted alike without the line, and the decision's row, with
+// it; a re-record's verdict still reads its own reason.
+func TestAnalysisSaysOrigin(t *testing.T) {
+	tests := []struct {
+		file, fn, reason string
+		line             int
+		note             string
+	}{
+		{"recorded/graph_break.cgt.jsonl", "torch_dynamo_resume_in_forward_at_26_1",
+			"path is recording (a graph after a graph break in Gate_0, in the same invocation)",
+			24, "path is recording (a graph after a graph break in Gate_0, in the same invocation as line 19)"},
+		{"recorded/train_mlp.cgt.jsonl", "MLP_bwd_1", "path is recording (the backward of MLP_0 (#0))",
+			28, "path is recording (the backward of MLP_0 (#0))"},
+		{"s12-shapes-are-functions.cgt.jsonl", "f", "new root (a new compiled graph of f (compile 2) for input shapes [40,40], [40,40], dynamic shapes)",
+			15, "new root (a new compiled graph of f (compile 2) for input shapes [40,40], [40,40], dynamic shapes)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			_, a, _ := analyze(t, filepath.Join("../../examples", tc.file), report.Limits{})
+			var reasons []string
+			for _, f := range a.Functions {
+				if f.Fn == tc.fn {
+					for _, r := range f.Recorded {
+						reasons = append(reasons, r.Text)
+					}
+				}
+			}
+			if !slices.Contains(reasons, tc.reason) {
+				t.Errorf("%s recorded: %q, want %q among them", tc.fn, reasons, tc.reason)
+			}
+			found := false
+			for _, r := range a.Rows {
+				if r.Step.Line == tc.line {
+					found = true
+					if r.Note != tc.note {
+						t.Errorf("line %d: note %q, want %q", tc.line, r.Note, tc.note)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no row of line %d", tc.line)
+			}
+		})
+	}
+	_, a, _ := analyze(t, "../../examples/s18-managed-input-rerecord.cgt.jsonl", report.Limits{})
+	for _, v := range a.Verdicts {
+		if v.Kind == report.VerdictRerecord && strings.Contains(v.Text, "first recording") {
+			t.Errorf("the re-record verdict reads a new root's note: %s", v.Text)
+		}
+	}
+}

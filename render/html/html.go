@@ -377,7 +377,11 @@ func (w *writer) nodeTable(d *engine.DeviceState) {
 		if n.Parent >= 0 {
 			parent = w.nodeLink(d.Index, n.Parent)
 		}
-		why := []string{esc(n.Cause.String())}
+		cause := n.Cause.String()
+		if note := n.Origin.NoteAt(n.Fn, engine.EvRecord, n.Cause); note != "" {
+			cause += " (" + note + ")" // as the --log line says it
+		}
+		why := []string{esc(cause)}
 		for _, f := range n.Failures {
 			why = append(why, esc(f.Describe()))
 		}
