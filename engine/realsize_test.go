@@ -175,3 +175,21 @@ func TestKernelOfStridedViewNotModelled(t *testing.T) {
 		})
 	}
 }
+
+// TestStridedFoldAtRealSize: an elementwise kernel over a transposed view
+// of a real-size fill is a fill of its own at any size, as over a
+// contiguous one (docs/real-size.md).
+func TestStridedFoldAtRealSize(t *testing.T) {
+	src := `{"cgtviz": 1}
+{"op": "tensor", "name": "w", "shape": [8192, 4096], "init": "ones"}
+{"op": "eager", "out": "wt", "k": "view", "a": "w", "shape": [4096, 8192], "strides": [1, 4096]}
+{"op": "eager", "out": "y", "k": "mul", "a": "wt", "b": 3}
+{"op": "eager", "out": "col", "k": "view", "a": "y", "shape": [2], "strides": [8192], "offset": 5}
+{"op": "eager", "out": "c", "k": "copy", "a": "col"}
+{"op": "expect", "values": {"name": "c", "values": [3, 3]}}
+`
+	failed, err := expectResult(t, src, 7)
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("err %v, failed %v", err, failed)
+	}
+}

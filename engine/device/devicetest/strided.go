@@ -40,14 +40,11 @@ func geo(shape []int64, out, a, b []int64) ops.Geometry {
 // stridedCase is a layout of a kernel's operands in one segment: element
 // offsets of out, a and b, and the geometry.
 type stridedCase struct {
-	name          string
-	size          int // elements of the segment
-	out, a, b     int
-	g             ops.Geometry
-	m, kd, cols   int64 // matmul's sizes (its geometry uses the last two dims)
-	sumOut        bool  // (sum) out is one element at out
-	broadcastAt   int   // where a broadcast b's element is
-	elementwiseOK bool  // usable by elementwise kernels, copy and fill
+	name        string
+	size        int // elements of the segment
+	out, a, b   int
+	g           ops.Geometry
+	broadcastAt int // where a broadcast b's element is
 }
 
 // elementwiseCases cross the GPU's block edges (256 threads) and grid

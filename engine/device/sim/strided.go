@@ -101,8 +101,9 @@ func (d *Device) planStrided(l *device.Launch, p *plan) error {
 // computed when its inputs are known and within the value limits; when
 // out's strides leave elements of its extent unwritten (a column of a
 // matrix), those keep their values, so they must be known too. A fill
-// whose elements cover their extent stays a fill at any size. Otherwise
-// the output's extent becomes unknown.
+// whose elements cover their extent stays a fill at any size, and so does
+// an elementwise kernel of operands that are each one value (fold).
+// Otherwise the output's extent becomes unknown.
 func (d *Device) runStrided(l *device.Launch, p *plan) error {
 	g := l.Geom
 	elems, dense := g.Elems(), false
@@ -141,6 +142,14 @@ func (d *Device) runStrided(l *device.Launch, p *plan) error {
 					return ops.ElementwiseStrided(k, out, a, b, l.BKind, l.Scalar, g)
 				}
 			}
+		}
+	}
+	if dense && (l.K.IsBinary() || l.K.IsUnary()) {
+		// Operands each one value throughout their extents: so is the
+		// output, which covers its own (as run folds a contiguous one).
+		if v, ok := d.fold(l, p); ok {
+			d.fill(p.out, v)
+			return nil
 		}
 	}
 	d.unknown(p.out)
