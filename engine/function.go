@@ -325,34 +325,42 @@ func (sh *shared) runBody(ds *devState, f *Function, args []*Tensor, r bodyRun) 
 		}
 		*l = device.Launch{K: ps.k, Out: out.Ptr, BKind: ps.bk, Scalar: ps.scalar}
 		opaque := ps.opaque
+		strided := false
+		var at, bt, ot *Tensor
 		if a != nil {
-			at := slots[ps.a]
+			at = slots[ps.a]
 			l.A = a.Ptr + device.Ptr(at.Offset)
-			opaque = opaque || at.Strides != nil
+			strided = at.Strides != nil
 		}
 		if b != nil {
-			bt := slots[ps.b]
+			bt = slots[ps.b]
 			l.B = b.Ptr + device.Ptr(bt.Offset)
-			opaque = opaque || bt.Strides != nil
+			strided = strided || bt.Strides != nil
 		}
 		if ps.inPlace {
-			ot := slots[ps.out]
+			ot = slots[ps.out]
 			l.Out = out.Ptr + device.Ptr(ot.Offset)
-			opaque = opaque || ot.Strides != nil
+			strided = strided || ot.Strides != nil
 		}
 		switch {
-		case opaque:
-			// A strided (non-contiguous) operand is not modelled either.
-			// Values of this dtype are not modelled: one kernel writes
-			// the output's bytes, so the graph still holds one kernel,
-			// and Opaque has the sim mark them unknown, not zeros.
-			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes), Opaque: true}
+		case !opaque && strided:
+			// A view's elements are where its strides put them: the
+			// launch carries them (strided.go), still one kernel.
+			opaque = !stridedGeom(l, &sh.scratch.geom, ps.k, ps.bk, ps.shape, at, bt, ot)
 		case ps.k == ops.Matmul:
 			l.M, l.Kd, l.Cols = int64(p.shapes[ps.a][0]), int64(p.shapes[ps.a][1]), int64(p.shapes[ps.b][1])
 		case ps.k == ops.Sum:
 			l.N = numElems(p.shapes[ps.a])
 		default:
 			l.N = numElems(ps.shape)
+		}
+		if opaque {
+			// Values of this dtype, or of a view the launch cannot
+			// describe (docs/trace-format.md), are not modelled: one
+			// kernel writes the output's bytes, so the graph still holds
+			// one kernel, and Opaque has the sim mark them unknown, not
+			// zeros.
+			*l = device.Launch{K: ops.Fill, Out: out.Ptr, N: words(out.Bytes), Opaque: true}
 		}
 		if l.N == 0 && l.K != ops.Matmul {
 			continue

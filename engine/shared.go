@@ -83,6 +83,9 @@ type callScratch struct {
 	// reads it during Launch and keeps no pointer to it (the sim copies
 	// a captured launch), so a body's launches allocate nothing.
 	launch device.Launch
+	// geom is launch's geometry when an operand is a strided view
+	// (strided.go): the device copies what it keeps, so it is reused too.
+	geom ops.Geometry
 }
 
 // emit adds an event of the current record.

@@ -38,11 +38,20 @@ type Launch struct {
 	// operand of a binary kernel.
 	BKind ops.BKind
 	// Opaque says that the engine does not model the output's values (a
-	// dtype other than float32, a strided operand): K is Fill, which
-	// writes the output's bytes as the real kernel would, and a device
-	// that knows which values it holds (ValueKnower) marks them unknown
-	// rather than zeros.
+	// dtype other than float32, a view of more dims than ops.MaxRank can
+	// describe): K is Fill, which writes the output's bytes as the real
+	// kernel would, and a device that knows which values it holds
+	// (ValueKnower) marks them unknown rather than zeros.
 	Opaque bool
+	// Geom places the elements of strided operands (views): nil when
+	// every operand is contiguous, the hot path. Otherwise Out, A and B
+	// are each operand's first element and Geom says where the others
+	// are, as ops.Geometry defines for each kernel (ops.ElementwiseStrided,
+	// SumStrided and MatmulStrided are the reference); N is then Geom's
+	// element count for elementwise kernels, copy, fill and sum. The
+	// geometry belongs to the caller: a device copies what it keeps (a
+	// captured launch) before Launch returns.
+	Geom *ops.Geometry
 	// Scalar is the number of a binary kernel with BScalar, and fill's value.
 	Scalar float32
 	// N is the element count of Out for elementwise kernels, copy and fill,

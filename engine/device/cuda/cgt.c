@@ -59,6 +59,35 @@ CUresult cgt_launch(CUcontext ctx, CUfunction fn, int sig,
 	return cuLaunchKernel(fn, gx, gy, 1, bx, by, 1, 0, st, args, NULL);
 }
 
+// cgt_launch_strided launches a kernel over strided operands: the
+// geometry is the last parameter, by value (cuLaunchKernel copies its
+// bytes, as the others', before it returns).
+CUresult cgt_launch_strided(CUcontext ctx, CUfunction fn, int sig,
+		unsigned int gx, unsigned int gy, unsigned int bx, unsigned int by, CUstream st,
+		CUdeviceptr out, CUdeviceptr a, CUdeviceptr b, float s,
+		long long n, long long m, long long kd, long long cols, int op, int bform, const cgt_geom *g) {
+	CUresult r = cgt_bind(ctx);
+	if (r != CUDA_SUCCESS) return r;
+	cgt_geom geom = *g;
+	void *args[8];
+	switch (sig) {
+	case CGT_SIG_STRIDED:
+		args[0] = &out; args[1] = &a; args[2] = &b; args[3] = &s; args[4] = &n;
+		args[5] = &op; args[6] = &bform; args[7] = &geom;
+		break;
+	case CGT_SIG_STRIDED_SUM:
+		args[0] = &out; args[1] = &a; args[2] = &n; args[3] = &geom;
+		break;
+	case CGT_SIG_STRIDED_MATMUL:
+		args[0] = &out; args[1] = &a; args[2] = &b; args[3] = &m; args[4] = &kd; args[5] = &cols;
+		args[6] = &geom;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return cuLaunchKernel(fn, gx, gy, 1, bx, by, 1, 0, st, args, NULL);
+}
+
 CUresult cgt_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st) {
 	CUresult r = cgt_bind(ctx);
 	if (r != CUDA_SUCCESS) return r;

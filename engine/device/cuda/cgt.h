@@ -16,8 +16,23 @@ enum {
 	CGT_SIG_SCALAR = 1, // (float *out, const float *a, float s, i64 n)
 	CGT_SIG_UNARY = 2,  // (float *out, const float *a, i64 n)
 	CGT_SIG_FILL = 3,   // (float *out, float s, i64 n)
-	CGT_SIG_MATMUL = 4  // (float *out, const float *a, const float *b, i64 m, i64 kd, i64 cols)
+	CGT_SIG_MATMUL = 4, // (float *out, const float *a, const float *b, i64 m, i64 kd, i64 cols)
+	// Strided operands (cgt_launch_strided), the geometry last, by value:
+	CGT_SIG_STRIDED = 5,        // (out, a, b, float s, i64 n, int op, int bform, cgt_geom g)
+	CGT_SIG_STRIDED_SUM = 6,    // (out, a, i64 n, cgt_geom g)
+	CGT_SIG_STRIDED_MATMUL = 7  // (out, a, b, i64 m, i64 kd, i64 cols, cgt_geom g)
 };
+
+// CGT_MAX_RANK and cgt_geom are kernels.cu's, and ops.MaxRank and
+// ops.Geometry field for field (launch.go checks the size).
+#define CGT_MAX_RANK 6
+
+typedef struct {
+	long long shape[CGT_MAX_RANK];
+	long long out[CGT_MAX_RANK];
+	long long a[CGT_MAX_RANK];
+	long long b[CGT_MAX_RANK];
+} cgt_geom;
 
 // Tensor inits (cgt_init): which kernel and parameters.
 enum {
@@ -54,6 +69,10 @@ CUresult cgt_launch(CUcontext ctx, CUfunction fn, int sig,
 	unsigned int gx, unsigned int gy, unsigned int bx, unsigned int by, CUstream st,
 	CUdeviceptr out, CUdeviceptr a, CUdeviceptr b, float s,
 	long long n, long long m, long long kd, long long cols);
+CUresult cgt_launch_strided(CUcontext ctx, CUfunction fn, int sig,
+	unsigned int gx, unsigned int gy, unsigned int bx, unsigned int by, CUstream st,
+	CUdeviceptr out, CUdeviceptr a, CUdeviceptr b, float s,
+	long long n, long long m, long long kd, long long cols, int op, int bform, const cgt_geom *g);
 CUresult cgt_memcpy_dtod(CUcontext ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream st);
 CUresult cgt_mem_alloc(CUcontext ctx, size_t size, CUdeviceptr *p);
 CUresult cgt_module_load(CUcontext ctx, const char *image, CUmodule *mod, char *log, size_t logSize);

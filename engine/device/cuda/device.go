@@ -37,6 +37,9 @@ type gpu struct {
 	module  C.CUmodule
 	kernels [][3]kernelEntry // by kernel, then by BKind (index 0 for non-binary)
 	byFunc  map[uintptr]kernelEntry
+	// strided are the entries of launches over strided operands
+	// (StridedSymbols): elementwise, sum, matmul.
+	strided [3]kernelEntry
 	// inits are the init kernels (InitSymbols), by CGT_INIT_* kind.
 	inits [3]kernelEntry
 	// capturing is per stream, and streams are shared by the clones.

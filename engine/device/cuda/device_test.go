@@ -116,6 +116,84 @@ func TestGridStride(t *testing.T) {
 	}
 }
 
+// TestStridedGridStride: a strided launch of more elements than one grid
+// covers (the grid loop), with a transposed operand and an output that
+// skips every other element, against the reference.
+func TestStridedGridStride(t *testing.T) {
+	d := open(t)
+	rows, cols := int64(maxBlocks), int64(elementwiseThreads+3)
+	n := rows * cols
+	a := values(12, int(n), -4, 4) // a [cols, rows], read transposed
+	g, ok := ops.NewGeometry([]int{int(rows), int(cols)}, []int64{2 * cols, 2}, []int64{1, rows}, nil)
+	if !ok {
+		t.Fatal("NewGeometry: not ok")
+	}
+	l := device.Launch{K: ops.Mul, BKind: ops.BScalar, Scalar: 3, N: n, Geom: &g}
+	l.A = upload(t, d, a)
+	l.Out = upload(t, d, make([]float32, 2*n))
+	if err := d.Launch(device.DefaultStream, &l); err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	want := make([]float32, 2*n)
+	if err := ops.ElementwiseStrided(ops.Mul, want, a, nil, ops.BScalar, 3, &g); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, d, l.Out, int(2*n))
+	bad := 0
+	for i := range want {
+		if got[i] != want[i] {
+			if bad < 5 {
+				t.Errorf("element %d = %v, want %v", i, got[i], want[i])
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d elements wrong", bad, len(want))
+	}
+}
+
+// TestStridedIntrospection: a captured strided launch is one kernel node
+// of cgtviz_strided, whose detail names the op and the geometry as the
+// simulated device's does.
+func TestStridedIntrospection(t *testing.T) {
+	d := open(t)
+	x := upload(t, d, []float32{0, 1, 2, 3, 4, 5})
+	y := upload(t, d, make([]float32, 2))
+	g, _ := ops.NewGeometry([]int{2}, []int64{1}, []int64{3}, nil)
+	l := device.Launch{K: ops.Mul, Out: y, A: x + 8, BKind: ops.BScalar, Scalar: 2, N: 2, Geom: &g}
+	if err := d.WaitStream(device.SideStream, device.DefaultStream); err != nil {
+		t.Fatalf("WaitStream: %v", err)
+	}
+	if err := d.BeginCapture(device.SideStream); err != nil {
+		t.Fatalf("BeginCapture: %v", err)
+	}
+	if err := d.Launch(device.SideStream, &l); err != nil {
+		t.Fatalf("Launch during capture: %v", err)
+	}
+	gr, err := d.EndCapture(device.SideStream)
+	if err != nil {
+		t.Fatalf("EndCapture: %v", err)
+	}
+	defer func() {
+		if err := d.DestroyGraph(gr); err != nil {
+			t.Errorf("DestroyGraph: %v", err)
+		}
+	}()
+	nodes, err := d.GraphNodes(gr)
+	if err != nil {
+		t.Fatalf("GraphNodes: %v", err)
+	}
+	if len(nodes) != 1 || nodes[0].Kind != "kernel" || nodes[0].Name != StridedSymbol {
+		t.Fatalf("nodes %+v, want one kernel node %s", nodes, StridedSymbol)
+	}
+	for _, want := range []string{"op=mul", fmt.Sprintf("out=%#x a=%#x", uint64(y), uint64(x+8)), "n=2", "shape=[2] strides=[1]/[3]/[0]"} {
+		if !strings.Contains(nodes[0].Detail, want) {
+			t.Errorf("detail %q lacks %q", nodes[0].Detail, want)
+		}
+	}
+}
+
 // TestGraphIntrospection captures kernels and a copy on the side stream
 // and reads the graph back: the driver's node kinds, the kernels' PTX
 // symbols, dependencies, operands, and cuGraphDebugDotPrint's text.

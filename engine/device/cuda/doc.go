@@ -2,7 +2,8 @@
 // API, through gorgonia.org/cu and a small cgo file of its own (cgt.c) for
 // stream capture, graphs and the launch hot path. It owns the kernels of the
 // op set as CUDA C (kernels.cu), their PTX (kernels.ptx, embedded), and the
-// mapping from a kernel and its form of operand b to a PTX entry.
+// mapping from a kernel and its form of operand b to a PTX entry (and of
+// a launch over strided operands to one of the three strided entries).
 //
 // Its files read side by side with the simulated device's: device.go (the
 // device, its context and streams), memory.go (segments and copies),

@@ -15,10 +15,12 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // Kernel signatures, as cgt_launch spells them.
@@ -28,10 +30,15 @@ const (
 	sigUnary  = C.CGT_SIG_UNARY
 	sigFill   = C.CGT_SIG_FILL
 	sigMatmul = C.CGT_SIG_MATMUL
+
+	sigStrided       = C.CGT_SIG_STRIDED
+	sigStridedSum    = C.CGT_SIG_STRIDED_SUM
+	sigStridedMatmul = C.CGT_SIG_STRIDED_MATMUL
 )
 
 // sigArgs is the number of parameters of each signature.
-var sigArgs = map[C.int]int{sigBinary: 4, sigScalar: 4, sigUnary: 3, sigFill: 3, sigMatmul: 6}
+var sigArgs = map[C.int]int{sigBinary: 4, sigScalar: 4, sigUnary: 3, sigFill: 3, sigMatmul: 6,
+	sigStrided: 8, sigStridedSum: 4, sigStridedMatmul: 7}
 
 var resolveOnce sync.Once
 
@@ -199,8 +206,30 @@ func kernelNode(node C.CUgraphNode, names map[uintptr]kernelEntry) (name, detail
 		detail = fmt.Sprintf("out=%s s=%g n=%d", ptr(0), f32(1), i64(2))
 	case sigMatmul:
 		detail = fmt.Sprintf("out=%s a=%s b=%s m=%d k=%d n=%d", ptr(0), ptr(1), ptr(2), i64(3), i64(4), i64(5))
+	case sigStrided:
+		i32 := func(i int) int32 { return int32(*(*C.int)(args[i])) }
+		op := "op=" + fmt.Sprint(i32(5))
+		if k, ok := StridedKernel(i32(5)); ok {
+			op = "op=" + k.String()
+		}
+		detail = fmt.Sprintf("%s out=%s a=%s b=%s bform=%d s=%g n=%d %s", op, ptr(0), ptr(1), ptr(2), i32(6), f32(3), i64(4), geomDetail(args[7]))
+	case sigStridedSum:
+		detail = fmt.Sprintf("out=%s a=%s n=%d %s", ptr(0), ptr(1), i64(2), geomDetail(args[3]))
+	case sigStridedMatmul:
+		detail = fmt.Sprintf("out=%s a=%s b=%s m=%d k=%d n=%d %s", ptr(0), ptr(1), ptr(2), i64(3), i64(4), i64(5), geomDetail(args[6]))
 	}
 	return e.symbol, detail + " " + grid, nil
+}
+
+// geomDetail describes a strided launch's geometry parameter as the sim
+// does: "shape=[...] strides=[out]/[a]/[b]" over the dims it uses.
+func geomDetail(p unsafe.Pointer) string {
+	g := (*ops.Geometry)(p)
+	r := g.Dims()
+	list := func(x *[ops.MaxRank]int64) string {
+		return strings.ReplaceAll(fmt.Sprint(x[ops.MaxRank-r:]), " ", ",")
+	}
+	return "shape=" + list(&g.Shape) + " strides=" + list(&g.Out) + "/" + list(&g.A) + "/" + list(&g.B)
 }
 
 // memcpyNode names a copy by its direction ("DtoD").

@@ -57,7 +57,29 @@ func (g *gpu) lookupKernels() error {
 	if err != nil {
 		return err
 	}
+	if err := g.lookupStrided(); err != nil {
+		return err
+	}
 	return g.lookupInits()
+}
+
+// lookupStrided finds the entries of strided launches (StridedSymbols).
+func (g *gpu) lookupStrided() error {
+	// The geometry crosses to C by address, as a cgt_geom.
+	if unsafe.Sizeof(ops.Geometry{}) != C.sizeof_cgt_geom || ops.MaxRank != C.CGT_MAX_RANK {
+		return fmt.Errorf("cuda: ops.Geometry (%d B, rank %d) is not cgt.h's cgt_geom (%d B, rank %d)",
+			unsafe.Sizeof(ops.Geometry{}), ops.MaxRank, C.sizeof_cgt_geom, C.CGT_MAX_RANK)
+	}
+	sigs := [3]C.int{sigStrided, sigStridedSum, sigStridedMatmul}
+	for i, symbol := range StridedSymbols() {
+		fn, err := g.moduleFunction(symbol)
+		if err != nil {
+			return err
+		}
+		g.strided[i] = kernelEntry{fn: fn, sig: sigs[i], symbol: symbol}
+		g.byFunc[uintptr(unsafe.Pointer(fn))] = g.strided[i]
+	}
+	return nil
 }
 
 // signature says how kernel k's parameters are laid out (kernels.cu).
@@ -100,6 +122,9 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		}
 		bi = int(l.BKind)
 	}
+	if l.Geom != nil {
+		return g.launchStrided(st, l)
+	}
 	e := &g.kernels[l.K][bi]
 	gx, gy, bx, by := uint32(1), uint32(1), uint32(elementwiseThreads), uint32(1)
 	switch {
@@ -137,6 +162,77 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 	r := C.cgt_launch(g.cctx, e.fn, e.sig, C.uint(gx), C.uint(gy), C.uint(bx), C.uint(by), st,
 		C.CUdeviceptr(l.Out), C.CUdeviceptr(l.A), C.CUdeviceptr(l.B), C.float(l.Scalar),
 		C.longlong(l.N), C.longlong(l.M), C.longlong(l.Kd), C.longlong(l.Cols))
+	if r != C.CUDA_SUCCESS {
+		return check("cuLaunchKernel("+e.symbol+")", r)
+	}
+	return nil
+}
+
+// launchStrided launches l over strided operands (l.Geom): the checks of
+// the sim's planStrided that need no memory map, then one of the strided
+// entries with the geometry as its last parameter, by value.
+func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
+	geom := l.Geom
+	if err := geom.Check(); err != nil {
+		return fmt.Errorf("cuda: launch %s: %w", l.K, err)
+	}
+	e := &g.strided[0]
+	op, bform := int32(-1), int32(ops.BScalar) // BScalar: b is not read
+	gx, gy, bx, by := uint32(1), uint32(1), uint32(elementwiseThreads), uint32(1)
+	switch k := l.K; {
+	case k == ops.Matmul:
+		e = &g.strided[2]
+		if l.M < 0 || l.Kd < 0 || l.Cols < 0 {
+			return fmt.Errorf("cuda: launch matmul: sizes [%d,%d]x[%d,%d]", l.M, l.Kd, l.Kd, l.Cols)
+		}
+		if !ops.MatmulDistinct(&geom.Out, l.M, l.Cols) {
+			return fmt.Errorf("cuda: launch matmul: out's strides write one element twice")
+		}
+		if l.M == 0 || l.Cols == 0 {
+			return nil
+		}
+		rows := (l.M + matmulTile - 1) / matmulTile
+		if rows > maxGridY {
+			return fmt.Errorf("cuda: launch matmul: %d rows is more than %d", l.M, maxGridY*matmulTile)
+		}
+		gx, gy = uint32(min((l.Cols+matmulTile-1)/matmulTile, 1<<31-1)), uint32(rows)
+		bx, by = matmulTile, matmulTile
+	case k == ops.Sum:
+		e = &g.strided[1]
+		if l.N != geom.Elems() {
+			return fmt.Errorf("cuda: launch sum: n is %d, the geometry holds %d elements", l.N, geom.Elems())
+		}
+		bx = sumThreads
+	default:
+		code, ok := StridedOp(k)
+		if !ok {
+			return fmt.Errorf("cuda: launch: no strided entry for kernel %s", k)
+		}
+		op = code
+		if k.IsBinary() {
+			bform = int32(l.BKind)
+		}
+		if l.N != geom.Elems() {
+			return fmt.Errorf("cuda: launch %s: n is %d, the geometry holds %d elements", k, l.N, geom.Elems())
+		}
+		if !geom.Distinct(&geom.Out) {
+			return fmt.Errorf("cuda: launch %s: out's strides write one element twice", k)
+		}
+		if l.N == 0 {
+			return nil
+		}
+		gx = uint32(min((l.N+elementwiseThreads-1)/elementwiseThreads, maxBlocks))
+	}
+	if l.Out == 0 || (l.K != ops.Fill && l.A == 0) ||
+		((l.K == ops.Matmul || (l.K.IsBinary() && l.BKind != ops.BScalar)) && l.B == 0) {
+		return fmt.Errorf("cuda: launch %s: null operand (out %#x a %#x b %#x)", l.K, uint64(l.Out), uint64(l.A), uint64(l.B))
+	}
+	// The geometry holds no Go pointer, so C may read it for the call;
+	// cgt_launch_strided copies it before the launch.
+	r := C.cgt_launch_strided(g.cctx, e.fn, e.sig, C.uint(gx), C.uint(gy), C.uint(bx), C.uint(by), st,
+		C.CUdeviceptr(l.Out), C.CUdeviceptr(l.A), C.CUdeviceptr(l.B), C.float(l.Scalar),
+		C.longlong(l.N), C.longlong(l.M), C.longlong(l.Kd), C.longlong(l.Cols),
+		C.int(op), C.int(bform), (*C.cgt_geom)(unsafe.Pointer(geom)))
 	if r != C.CUDA_SUCCESS {
 		return check("cuLaunchKernel("+e.symbol+")", r)
 	}

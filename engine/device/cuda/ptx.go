@@ -61,6 +61,47 @@ func Symbol(k ops.Kernel, b ops.BKind) (string, error) {
 // beside the op set's fill: traces.Rand's values and arange's.
 func InitSymbols() []string { return []string{"cgtviz_rand", "cgtviz_arange"} }
 
+// The PTX entries of launches over strided operands (Launch.Geom): one
+// for every elementwise kernel, copy and fill (the op a parameter, as
+// StridedOp numbers it), one for sum and one for matmul.
+const (
+	StridedSymbol       = "cgtviz_strided"
+	StridedSumSymbol    = "cgtviz_strided_sum"
+	StridedMatmulSymbol = "cgtviz_strided_matmul"
+)
+
+// StridedSymbols lists the entries of strided launches.
+func StridedSymbols() []string {
+	return []string{StridedSymbol, StridedSumSymbol, StridedMatmulSymbol}
+}
+
+// stridedOps are kernels.cu's CGT_OP_* codes of cgtviz_strided, by code.
+var stridedOps = [...]ops.Kernel{
+	ops.Add, ops.Sub, ops.Mul, ops.Div, ops.Max, ops.Min,
+	ops.Neg, ops.Relu, ops.Exp, ops.Sqrt, ops.Tanh, ops.Abs,
+	ops.Copy, ops.Fill,
+}
+
+// StridedOp returns the op code cgtviz_strided runs kernel k with; ok is
+// false for sum, matmul and kernels outside the op set, which have
+// entries of their own or none.
+func StridedOp(k ops.Kernel) (code int32, ok bool) {
+	for i, x := range stridedOps {
+		if x == k {
+			return int32(i), true
+		}
+	}
+	return -1, false
+}
+
+// StridedKernel is StridedOp's inverse, for graph introspection.
+func StridedKernel(code int32) (ops.Kernel, bool) {
+	if code < 0 || int(code) >= len(stridedOps) {
+		return ops.Invalid, false
+	}
+	return stridedOps[code], true
+}
+
 // Forms returns the forms of operand b that kernel k has a PTX entry for:
 // every form for binary kernels, BTensor (standing for "no b") otherwise.
 func Forms(k ops.Kernel) []ops.BKind {

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -108,4 +110,69 @@ func TestEntries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEmbeddedPTXDefinesStridedKernels: the entries of strided launches
+// are in the module, with the parameters kernels.cu gives them (the
+// geometry last, 4 x ops.MaxRank int64s by value).
+func TestEmbeddedPTXDefinesStridedKernels(t *testing.T) {
+	entries := Entries(PTX)
+	params := map[string]int{StridedSymbol: 8, StridedSumSymbol: 4, StridedMatmulSymbol: 7}
+	for _, s := range StridedSymbols() {
+		if !slices.Contains(entries, s) {
+			t.Errorf("the embedded PTX has no .entry %s", s)
+			continue
+		}
+		i := strings.Index(PTX, ".entry "+s+"(")
+		head := PTX[i : i+strings.Index(PTX[i:], ")")]
+		if got := strings.Count(head, ".param "); got != params[s] {
+			t.Errorf("%s has %d parameters, want %d", s, got, params[s])
+		}
+		geom := fmt.Sprintf(".param .align 8 .b8 %s_param_%d[%d]", s, params[s]-1, 4*8*ops.MaxRank)
+		if !strings.Contains(head, geom) {
+			t.Errorf("%s's last parameter is not %q", s, geom)
+		}
+	}
+}
+
+// TestStridedOpCodes: every elementwise kernel, copy and fill has a code
+// of cgtviz_strided, and the codes are kernels.cu's (CGT_OP_*). (The
+// PTX's branches are checked on the GPU, by devicetest's Strided.)
+func TestStridedOpCodes(t *testing.T) {
+	cu := kernelsCU(t)
+	for _, k := range ops.All() {
+		code, ok := StridedOp(k)
+		if k == ops.Sum || k == ops.Matmul {
+			if ok {
+				t.Errorf("%s has op code %d; it has an entry of its own", k, code)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("%s has no op code", k)
+			continue
+		}
+		if back, _ := StridedKernel(code); back != k {
+			t.Errorf("StridedKernel(%d) = %s, want %s", code, back, k)
+		}
+		def := fmt.Sprintf("#define CGT_OP_%s %d\n", strings.ToUpper(k.String()), code)
+		if !strings.Contains(cu, def) {
+			t.Errorf("kernels.cu lacks %q", strings.TrimSpace(def))
+		}
+	}
+	if !strings.Contains(cu, fmt.Sprintf("#define CGT_MAX_RANK %d\n", ops.MaxRank)) {
+		t.Errorf("kernels.cu's CGT_MAX_RANK is not ops.MaxRank (%d)", ops.MaxRank)
+	}
+	if _, ok := StridedKernel(int32(len(stridedOps))); ok {
+		t.Error("StridedKernel past the last code: ok")
+	}
+}
+
+func kernelsCU(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

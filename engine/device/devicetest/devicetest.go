@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"Fill", testFill},
 		{"Matmul", testMatmul},
 		{"Sum", testSum},
+		{"Strided", testStrided},
 		{"BadLaunches", testBadLaunches},
 		{"OutOfMemory", testOutOfMemory},
 		{"CaptureReplay", testCaptureReplay},

@@ -86,6 +86,9 @@ type Device struct {
 	// bufA and bufB hold a kernel's inputs when they are not one data
 	// extent each (content.go: values).
 	bufA, bufB []float32
+	// bufO holds the elements a strided kernel leaves in its output's
+	// extent (strided.go).
+	bufO []float32
 	// pieces holds a copy's source extents (content.go: copySpan).
 	pieces []extent
 

@@ -7,7 +7,7 @@
 // computes values only where they mean something (docs/real-size.md: which
 // values, and why; reading the others is device.ErrValuesUnknown). It
 // bounds-checks every access, runs kernels with the CPU reference code of
-// traces/ops within value limits, initialises tensors (init.go), records
+// traces/ops within value limits (strided.go: over views' strides too), initialises tensors (init.go), records
 // captured streams as chains of graph nodes that replay on the same
 // addresses, injects faults on request for reliability tests, saves and
 // restores its whole state cheaply (copy-on-write of extent lists), refuses

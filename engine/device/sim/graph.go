@@ -275,6 +275,9 @@ func (n *node) appendDetail(b []byte) []byte {
 		hex("a", l.A)
 		cnt("n", l.N)
 	}
+	if l.Geom != nil {
+		b = appendGeom(b, l.Geom)
+	}
 	return b
 }
 

@@ -13,6 +13,9 @@ import (
 
 // no input) without touching memory.
 func (d *Device) plan(l *device.Launch, p *plan) error {
+	if l.Geom != nil {
+		return d.planStrided(l, p)
+	}
 	var err error
 	k := l.K
 	switch {
@@ -108,6 +111,8 @@ func (d *Device) run(l *device.Launch, p *plan) error {
 	case l.Opaque:
 		d.unknown(p.out)
 		return nil
+	case l.Geom != nil:
+		return d.runStrided(l, p)
 	case k == ops.Fill:
 		d.fill(p.out, l.Scalar)
 		return nil
@@ -204,7 +209,13 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		return fmt.Errorf("sim: launch %s: %w", l.K, err)
 	}
 	if c := &d.capture[s]; c.active {
-		c.nodes = append(c.nodes, node{kind: kernelNode, l: *l})
+		nd := node{kind: kernelNode, l: *l}
+		if l.Geom != nil {
+			// The geometry is the caller's: the node keeps its own.
+			g := *l.Geom
+			nd.l.Geom = &g
+		}
+		c.nodes = append(c.nodes, nd)
 		return nil
 	}
 	if err := d.touch(s, l.K.String(), &p); err != nil {

@@ -1084,3 +1084,30 @@ func segValues(d *Device, s *segment) []float32 {
 	}
 	return out
 }
+
+// TestGraphNodesStrided: a captured strided launch names its kernel and
+// adds its geometry to the detail, over the dims it uses (the cuda
+// device prints the same "shape=... strides=out/a/b").
+func TestGraphNodesStrided(t *testing.T) {
+	d := New(Options{})
+	p := malloc(t, d, 4096)
+	if err := d.BeginCapture(1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := ops.NewGeometry([]int{2}, []int64{1}, []int64{3}, nil)
+	launch(t, d, 1, device.Launch{K: ops.Mul, Out: p + 0x200, A: p + 8, BKind: ops.BScalar, Scalar: 2, N: 2, Geom: &g})
+	gr, err := d.EndCapture(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.GraphNodes(gr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []device.GraphNode{
+		{Kind: "kernel", Name: "mul", Detail: "out=0x7f0000000200 a=0x7f0000000008 b=2 n=2 shape=[2] strides=[1]/[3]/[0]"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("GraphNodes:\ngot  %+v\nwant %+v", got, want)
+	}
+}
