@@ -29,9 +29,11 @@ import (
 // scalar are unused. len(a) must equal len(out).
 //
 // Special values follow CUDA's float32 functions: x/0 is ±Inf and 0/0 NaN;
-// sqrt of a negative number is NaN (sqrtf); max and min are fmaxf and fminf:
-// when one operand is NaN the other one wins (NaN only when both are), and
-// max(-0, +0) is +0, min(-0, +0) is -0. relu keeps NaN (PyTorch's relu is
+// sqrt of a negative number is NaN (sqrtf); max and min propagate NaN, as
+// torch.maximum, torch.minimum and the clamps do (fmaxf and fminf would drop
+// it), and otherwise pick x when it is strictly larger (smaller), else y, as
+// the CUDA kernels (kernels.cu's cgt_max, cgt_min) do: max(-0, +0) is +0,
+// max(+0, -0) is -0. relu keeps NaN (PyTorch's relu is
 // clamp_min, which propagates NaN) and maps everything not above zero,
 // -0 included, to +0. neg and abs only flip or clear the sign bit.
 func Elementwise(k Kernel, out, a, b []float32, bk BKind, scalar float32) error {
@@ -87,11 +89,11 @@ func binaryTensor(k Kernel, out, a, b []float32) {
 		}
 	case Max:
 		for i := range out {
-			out[i] = fmaxf(a[i], b[i])
+			out[i] = maxf(a[i], b[i])
 		}
 	case Min:
 		for i := range out {
-			out[i] = fminf(a[i], b[i])
+			out[i] = minf(a[i], b[i])
 		}
 	}
 }
@@ -116,11 +118,11 @@ func binaryScalar(k Kernel, out, a []float32, y float32) {
 		}
 	case Max:
 		for i := range out {
-			out[i] = fmaxf(a[i], y)
+			out[i] = maxf(a[i], y)
 		}
 	case Min:
 		for i := range out {
-			out[i] = fminf(a[i], y)
+			out[i] = minf(a[i], y)
 		}
 	}
 }
@@ -160,35 +162,25 @@ func unary(k Kernel, out, a []float32) {
 	}
 }
 
-// fmaxf is CUDA's fmaxf: NaN loses to a number, +0 beats -0.
-func fmaxf(x, y float32) float32 {
-	switch {
-	case x != x:
-		return y
-	case y != y:
-		return x
-	case x > y:
-		return x
-	case y > x:
-		return y
-	case math.Signbit(float64(x)):
-		return y // equal: x is -0 or both are; y is at least as large
+// maxf is kernels.cu's cgt_max: NaN when either operand is NaN (x+y is
+// one), else x when it is larger, else y.
+func maxf(x, y float32) float32 {
+	if x != x || y != y {
+		return x + y
 	}
-	return x
+	if x > y {
+		return x
+	}
+	return y
 }
 
-// fminf is CUDA's fminf: NaN loses to a number, -0 beats +0.
-func fminf(x, y float32) float32 {
-	switch {
-	case x != x:
-		return y
-	case y != y:
-		return x
-	case x < y:
-		return x
-	case y < x:
-		return y
-	case math.Signbit(float64(x)):
+// minf is kernels.cu's cgt_min: NaN when either operand is NaN, else x
+// when it is smaller, else y.
+func minf(x, y float32) float32 {
+	if x != x || y != y {
+		return x + y
+	}
+	if x < y {
 		return x
 	}
 	return y

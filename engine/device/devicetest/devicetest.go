@@ -173,7 +173,7 @@ func wantOK(t testing.TB, what string, err error) {
 // testKernelTable runs each kernel on a few numbers with known results,
 // special values included.
 func testKernelTable(t *testing.T, open Open) {
-	inf := float32(math.Inf(1))
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	tests := []struct {
 		name string
 		l    device.Launch // Out, A, B filled in below
@@ -186,6 +186,12 @@ func testKernelTable(t *testing.T, open Open) {
 		{"div", device.Launch{K: ops.Div, N: 2}, []float32{1, -1}, []float32{0, 4}, []float32{inf, -0.25}},
 		{"max", device.Launch{K: ops.Max, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{3, 5}},
 		{"min", device.Launch{K: ops.Min, N: 2}, []float32{1, 5}, []float32{3, 2}, []float32{1, 2}},
+		// max and min propagate NaN as torch.maximum, torch.minimum and the
+		// clamps do: a device that drops it (fmaxf) disagrees with PyTorch.
+		{"max NaN", device.Launch{K: ops.Max, N: 3}, []float32{nan, 1, nan}, []float32{2, nan, nan}, []float32{nan, nan, nan}},
+		{"min NaN", device.Launch{K: ops.Min, N: 3}, []float32{nan, 1, nan}, []float32{2, nan, nan}, []float32{nan, nan, nan}},
+		{"max scalar NaN", device.Launch{K: ops.Max, N: 2, BKind: ops.BScalar, Scalar: nan}, []float32{1, nan}, nil, []float32{nan, nan}},
+		{"min broadcast NaN", device.Launch{K: ops.Min, N: 2, BKind: ops.BBroadcast}, []float32{1, -inf}, []float32{nan}, []float32{nan, nan}},
 		{"neg", device.Launch{K: ops.Neg, N: 2}, []float32{1, -2}, nil, []float32{-1, 2}},
 		{"relu", device.Launch{K: ops.Relu, N: 2}, []float32{1, -2}, nil, []float32{1, 0}},
 		{"exp", device.Launch{K: ops.Exp, N: 1}, []float32{0}, nil, []float32{1}},
