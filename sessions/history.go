@@ -223,18 +223,41 @@ func (k *keyframes) add(f keyframe) {
 	k.total += f.bytes
 	for k.over() {
 		k.every *= 2
-		kept := k.list[:0]
-		k.total = 0
-		for _, f := range k.list {
-			if f.pos%k.every == 0 {
-				kept = append(kept, f)
-				k.total += f.bytes
-			}
+		k.thin()
+	}
+}
+
+// thin drops the keyframes off the spacing.
+func (k *keyframes) thin() {
+	kept := k.list[:0]
+	k.total = 0
+	for _, f := range k.list {
+		if f.pos%k.every == 0 {
+			kept = append(kept, f)
+			k.total += f.bytes
 		}
-		// The dropped clones go to the collector; on the GPU their device
-		// memory is given back when it buries them.
-		clear(k.list[len(kept):])
-		k.list = kept
+	}
+	// The dropped clones go to the collector; on the GPU their device
+	// memory is given back when it buries them.
+	clear(k.list[len(kept):])
+	k.list = kept
+}
+
+// reach widens the spacing, before a move that will take keyframes up to
+// pos, to what add would have doubled it to by pos under the count cap
+// (one keyframe at each multiple of it, 0 included, at most max): the
+// move then clones only the keyframes that stay, where doubling on the
+// way cloned about four times as many, each a copy of the engine's
+// tables, to drop three in four (issue 34 item 15). The byte cap still
+// doubles the spacing as the keyframes come, as before.
+func (k *keyframes) reach(pos int) {
+	every := k.every
+	for pos/every+1 > k.max {
+		every *= 2
+	}
+	if every != k.every {
+		k.every = every
+		k.thin()
 	}
 }
 
