@@ -19,7 +19,8 @@ import (
 // that stepped there record by record: the same summaries, the same full
 // Steps (cached or recomputed), the same keyframes, the same states when
 // going back; and so after a move that starts past the frontier's start
-// and after a canceled one.
+// and after a canceled one. Continue, which runs live the same way, stops
+// on a breakpoint with the Step of the record it stops on.
 func TestLongMoveSameAsSteps(t *testing.T) {
 	for _, seed := range []int64{3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -88,6 +89,38 @@ func TestLongMoveSameAsSteps(t *testing.T) {
 			for i := n - 1; i >= 0; i -= 1 + i%397 {
 				if got := digest(s.StepAt(i)); got != steps[i] {
 					t.Fatalf("StepAt(%d):\n%s\nwant\n%s", i, got, steps[i])
+				}
+			}
+			// Continue runs live as a long move does: it stops on a
+			// breakpoint near the end with that record's Step, then
+			// runs to the end with the last one's.
+			c, err := NewRecords(Indexed(ix), Options{Source: path, MaxKeyframes: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := n - 10
+			if err := c.AddBreakpoint(Breakpoint{Line: tr.Records[stop].Line}); err != nil {
+				t.Fatal(err)
+			}
+			hit, err := c.Continue()
+			if err != nil || !hit.Found || hit.Index != stop || c.Pos() != stop+1 {
+				t.Fatalf("continue: %+v, %v at %d, want a hit at %d", hit, err, c.Pos(), stop)
+			}
+			if got := digest(c.StepAt(stop)); got != steps[stop] {
+				t.Fatalf("StepAt(%d) after continue:\n%s\nwant\n%s", stop, got, steps[stop])
+			}
+			c.RemoveBreakpoint(Breakpoint{Line: tr.Records[stop].Line})
+			if hit, err := c.Continue(); err != nil || hit.Found || c.Pos() != n {
+				t.Fatalf("continue to the end: %+v, %v at %d", hit, err, c.Pos())
+			}
+			for _, i := range []int{n - 1, n - 2, stop, n / 3} {
+				if got := digest(c.StepAt(i)); got != steps[i] {
+					t.Fatalf("StepAt(%d) after continue:\n%s\nwant\n%s", i, got, steps[i])
+				}
+				a, _ := c.Summary(i)
+				b, _ := ref.Summary(i)
+				if !reflect.DeepEqual(a, b) {
+					t.Fatalf("summary %d after continue: %+v, want %+v", i, a, b)
 				}
 			}
 			for _, p := range []int{n - stepCache - 3, n / 2} {

@@ -301,19 +301,23 @@ func (s *Session) record(i int) (*traces.Record, error) {
 }
 
 // apply runs record s.pos and extends the history when it is new.
-func (s *Session) apply() (*engine.Step, error) { return s.run(true) }
+func (s *Session) apply() (*engine.Step, error) {
+	st, _, err := s.run(true)
+	return st, err
+}
 
 // run runs record s.pos and extends the history when it is new. keep says
 // whether the record's full Step is wanted (StepAt's cache keeps it);
 // without, the engine reuses its Step's buffers, as `cgtviz run`'s does,
 // and the Step returned is valid only until the next record runs: a long
 // move runs most of its records so, as only its last stepCache Steps
-// would stay in the cache.
-func (s *Session) run(keep bool) (*engine.Step, error) {
+// would stay in the cache. The record is returned too, valid until the
+// next record runs.
+func (s *Session) run(keep bool) (*engine.Step, *traces.Record, error) {
 	i := s.pos
 	rec, err := s.record(i)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.eng.ReuseSteps(!keep)
 	st := s.eng.Apply(rec)
@@ -351,7 +355,7 @@ func (s *Session) run(keep bool) (*engine.Step, error) {
 	if keep {
 		s.cacheStep(i, st)
 	}
-	return st, nil
+	return st, rec, nil
 }
 
 func (s *Session) cacheStep(i int, st *engine.Step) {
@@ -425,7 +429,7 @@ func (s *Session) Goto(target int) error {
 		if err := s.watched(s.pos-from, target-from); err != nil {
 			return err
 		}
-		if _, err := s.run(s.pos >= keepFrom); err != nil {
+		if _, _, err := s.run(s.pos >= keepFrom); err != nil {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}
 		if back {
