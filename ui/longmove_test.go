@@ -24,7 +24,8 @@ import (
 // tools/scalegen's shape at 10 nodes (each its own function, replayed
 // round robin), the trace of the 50M-record measurement. It reports the
 // records/s of both, their ratio, and what the move holds: the peak heap
-// in use while it runs (sampled) and the live heap it added, a record.
+// in use while it runs (sampled), the live heap it added and the
+// keyframes it took (at most DefaultMaxKeyframes).
 func BenchmarkFirstLongMove(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -32,10 +33,12 @@ func BenchmarkFirstLongMove(b *testing.B) {
 	}{
 		{"replay-1M", func(dir string) string { return replayHeavy(b, dir, 1_000_000) }},
 		{"scale10-2M", func(dir string) string { return scaleShape(b, dir, 10, 2_000_000) }},
+		// 2.5 times as long: what the move holds must not grow with it.
+		{"scale10-5M", func(dir string) string { return scaleShape(b, dir, 10, 5_000_000) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			path := traceFile(b, c.name, c.make)
-			var runRate, moveRate, peak, added float64
+			var runRate, moveRate, peak, added, keyframes float64
 			for b.Loop() {
 				runRate = runLikeRun(b, path)
 				// The TUI's first long move, through the root model's move.
@@ -54,14 +57,16 @@ func BenchmarkFirstLongMove(b *testing.B) {
 				if m.Pos() != target {
 					b.Fatalf("the move ended at %d, want %d (%s)", m.Pos(), target, m.Message())
 				}
-				added /= float64(target)
+				n, _ := m.sess.Keyframes()
+				keyframes = float64(n)
 				ix.Close()
 			}
 			b.ReportMetric(runRate, "run-records/s")
 			b.ReportMetric(moveRate, "move-records/s")
 			b.ReportMetric(moveRate/runRate, "move/run")
 			b.ReportMetric(peak/(1<<20), "move-peak-heap-MB")
-			b.ReportMetric(added, "held-bytes/record")
+			b.ReportMetric(added/(1<<20), "held-MB")
+			b.ReportMetric(keyframes, "keyframes")
 		})
 	}
 }
