@@ -101,6 +101,14 @@ type history struct {
 	codes Seq[uint32]
 	dict  []entry
 	ids   map[entry]uint32
+	// recent caches ids's answers by a cheap hash of the entry: a loop
+	// pushes its few entries over and over, and the map's lookup was
+	// half of what the history cost a record.
+	recent [64]struct {
+		e  entry
+		id uint32
+		ok bool
+	}
 }
 
 func (h *history) len() int { return h.codes.Len() }
@@ -108,6 +116,11 @@ func (h *history) len() int { return h.codes.Len() }
 func (h *history) at(i int) entry { return h.dict[h.codes.At(i)] }
 
 func (h *history) push(e entry) {
+	r := &h.recent[(uint32(e.node)*0x9e3779b1^uint32(e.kinds)*0x85ebca6b^uint32(e.action)<<3^uint32(e.flags))>>26]
+	if r.ok && r.e == e {
+		h.codes.Push(r.id)
+		return
+	}
 	id, ok := h.ids[e]
 	if !ok {
 		if h.ids == nil {
@@ -117,6 +130,7 @@ func (h *history) push(e entry) {
 		h.dict = append(h.dict, e)
 		h.ids[e] = id
 	}
+	r.e, r.id, r.ok = e, id, true
 	h.codes.Push(id)
 }
 
