@@ -81,6 +81,9 @@ type Engine struct {
 	// transient, set by RunStream, hands out reused Steps instead (see
 	// transientSteps).
 	transient *transientSteps
+	// parked is transient's buffers while ReuseSteps has them off, kept
+	// for the next time it turns them on.
+	parked *transientSteps
 	// arena holds the small slices of frequent events (events.go).
 	arena eventArena
 	// cur is the call runInTree hands the tree (see there).

@@ -131,6 +131,24 @@ func (e *Engine) Stream(ctx context.Context, src Records, each func(*Step) bool)
 	return e.loop(ctx, p.next, each)
 }
 
+// ReuseSteps makes the Steps that Apply returns from now on reused
+// buffers, as Stream's are (on), or Steps of their own again (off): for a
+// caller that keeps only a summary of most records (a debugging session's
+// long move), which then allocates nothing per record for them. A reused
+// Step is valid until the second Apply after it; one returned before the
+// switch stays as it was. A Clone starts with Steps of its own.
+func (e *Engine) ReuseSteps(on bool) {
+	switch {
+	case on && e.transient == nil:
+		if e.parked == nil {
+			e.parked = &transientSteps{}
+		}
+		e.transient, e.parked = e.parked, nil
+	case !on && e.transient != nil:
+		e.transient, e.parked = nil, e.transient
+	}
+}
+
 // transientSteps are the two Step buffers of RunStream. An expect record
 // reads the last non-expect Step (Engine.last) and State reads its events,
 // so a new Step never takes the buffer e.last points to: with two buffers

@@ -258,8 +258,8 @@ func (e *Engine) Clone() (*Engine, error) {
 	// The chunks belong to the original's steps; a clone (a keyframe of a
 	// session's history) must not pin them.
 	c.stepChunk, c.eventChunk = nil, nil
-	c.transient = nil      // its buffers are the original's (RunStream)
-	c.arena = eventArena{} // so are the arena's chunks, which both would append to
+	c.transient, c.parked = nil, nil // their buffers are the original's (RunStream, ReuseSteps)
+	c.arena = eventArena{}           // so are the arena's chunks, which both would append to
 	if e.last != nil {
 		l := *e.last
 		l.Events = append([]Event(nil), e.last.Events...)

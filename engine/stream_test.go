@@ -166,3 +166,82 @@ func maskAddrs(ss []string) []string {
 	}
 	return out
 }
+
+// TestReuseSteps applies scenario and random traces with ReuseSteps
+// switched on and off every few records (as a session's long move does):
+// every step, read when Apply returns, and the final state are those of
+// an engine that never reuses; a Step kept from before the switch (Steps
+// of their own) is unchanged by the records after it, and a clone taken
+// while Steps are reused is unaffected by the original's next records.
+func TestReuseSteps(t *testing.T) {
+	var trs []*traces.Trace
+	for _, f := range scenarioFiles(t) {
+		tr, err := traces.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, tr)
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		trs = append(trs, gen.Trace(seed, gen.Options{Records: 400, Additions: seed%2 == 0}))
+	}
+	for _, tr := range trs {
+		newEngine := func() *engine.Engine {
+			e, err := engine.New(tr.Header, engine.Options{Devices: simDevices(tr.Header.Devices), File: tr.File})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		plain, reused := newEngine(), newEngine()
+		var kept *engine.Step
+		var keptDigest string
+		var clone *engine.Engine
+		cloneAt := -1
+		for i := range tr.Records {
+			on := i/3%2 == 1 // three records each way
+			reused.ReuseSteps(on)
+			want := stepDigest(plain.Apply(&tr.Records[i]))
+			got := reused.Apply(&tr.Records[i])
+			if d := stepDigest(got); d != want {
+				t.Fatalf("%s: record %d (reused %v):\n%s\nwant\n%s", tr.File, i, on, d, want)
+			}
+			if !on && kept == nil && len(got.Events) > 0 {
+				kept, keptDigest = got, want
+			}
+			if on && clone == nil && i > len(tr.Records)/2 {
+				c, err := reused.Clone()
+				if err != nil {
+					t.Fatal(err)
+				}
+				clone, cloneAt = c, i+1
+			}
+		}
+		if kept != nil && stepDigest(kept) != keptDigest {
+			t.Errorf("%s: a Step of its own changed after reuse:\n%s\nwas\n%s", tr.File, stepDigest(kept), keptDigest)
+		}
+		state := func(e *engine.Engine) string {
+			b, err := json.Marshal(e.State())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		if got, want := state(reused), state(plain); got != want {
+			t.Errorf("%s: reused ends in %s, plain in %s", tr.File, got, want)
+		}
+		if clone == nil {
+			continue
+		}
+		// The clone runs the rest as the original did.
+		ref := newEngine()
+		for i := range cloneAt {
+			ref.Apply(&tr.Records[i])
+		}
+		for i := cloneAt; i < len(tr.Records); i++ {
+			if got, want := stepDigest(clone.Apply(&tr.Records[i])), stepDigest(ref.Apply(&tr.Records[i])); got != want {
+				t.Fatalf("%s: the clone's record %d:\n%s\nwant\n%s", tr.File, i, got, want)
+			}
+		}
+	}
+}

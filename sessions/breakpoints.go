@@ -138,10 +138,18 @@ type Hit struct {
 
 // match returns the first breakpoint that stops on record i.
 func (s *Session) match(i int) (Breakpoint, bool) {
+	if len(s.bps) == 0 {
+		return Breakpoint{}, false
+	}
 	rec, err := s.src.Record(i)
 	if err != nil {
 		return Breakpoint{}, false
 	}
+	return s.matchRec(i, rec)
+}
+
+// matchRec is match with record i read.
+func (s *Session) matchRec(i int, rec *traces.Record) (Breakpoint, bool) {
 	e := s.hist.at(i)
 	for _, b := range s.bps {
 		if b.Kind == KindOverwrite {
@@ -176,18 +184,40 @@ func (s *Session) Continue() (Hit, error) {
 		return Hit{}, err
 	}
 	defer s.startAhead(s.pos, s.src.Len())()
+	// As a long Goto, the records run with reused Steps (where to it
+	// stops is not known ahead: only the Step it stops on is kept) and
+	// are matched as read for the engine, not read again.
+	var last *engine.Step
+	defer func() {
+		if last != nil {
+			s.cacheStep(s.pos-1, ownStep(last))
+		}
+	}()
 	for from := s.pos; s.pos < s.src.Len(); {
 		if err := s.watched(s.pos-from, 0); err != nil {
 			return Hit{}, err
 		}
-		if _, err := s.apply(); err != nil {
+		st, rec, err := s.run(false)
+		if err != nil {
 			return Hit{}, err
 		}
-		if b, ok := s.match(s.pos - 1); ok {
+		last = st
+		if len(s.bps) == 0 {
+			continue
+		}
+		if b, ok := s.matchRec(s.pos-1, rec); ok {
 			return Hit{Found: true, Index: s.pos - 1, Breakpoint: b}, nil
 		}
 	}
 	return Hit{}, nil
+}
+
+// ownStep is a copy of a reused Step (Engine.ReuseSteps) that stays as
+// it is: its events are the buffer's, the slices of each event its own.
+func ownStep(st *engine.Step) *engine.Step {
+	c := *st
+	c.Events = slices.Clone(st.Events)
+	return &c
 }
 
 // ReverseContinue moves back to just after the latest earlier record that

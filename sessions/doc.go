@@ -5,7 +5,9 @@
 // from its file (NewRecords with Indexed over a traces.Index), whose
 // runnable length grows while a background pass checks it or follows a
 // file still being written; Horizon says what holds a session at its end.
-// The history costs 4 bytes a record (dictionary-coded summaries).
+// The history costs 4 bytes a record (dictionary-coded summaries), and
+// next to nothing where the records repeat a loop (Seq, which the UI's
+// timeline uses too).
 //
 // Going forward applies the next record to the live engine. The history keeps
 // a compact summary of every executed record (what it did, to which node,

@@ -93,19 +93,34 @@ type entry struct {
 // history is one entry per executed record, dictionary-coded: a long run
 // is mostly repetition (the same call replaying the same node step after
 // step), so the distinct entries are few and each record costs a 4-byte
-// code: 200 MB for the 50M records a trace may have, where 16-byte entries
-// would cost 800 MB.
+// code, and the codes repeat with the period of the program's loop, which
+// a Seq stores in next to nothing: a steady loop of 50M records costs a
+// few hundred KB where the codes alone were 200 MB, and 16-byte entries
+// 800 MB.
 type history struct {
-	codes []uint32
+	codes Seq[uint32]
 	dict  []entry
 	ids   map[entry]uint32
+	// recent caches ids's answers by a cheap hash of the entry: a loop
+	// pushes its few entries over and over, and the map's lookup was
+	// half of what the history cost a record.
+	recent [64]struct {
+		e  entry
+		id uint32
+		ok bool
+	}
 }
 
-func (h *history) len() int { return len(h.codes) }
+func (h *history) len() int { return h.codes.Len() }
 
-func (h *history) at(i int) entry { return h.dict[h.codes[i]] }
+func (h *history) at(i int) entry { return h.dict[h.codes.At(i)] }
 
 func (h *history) push(e entry) {
+	r := &h.recent[(uint32(e.node)*0x9e3779b1^uint32(e.kinds)*0x85ebca6b^uint32(e.action)<<3^uint32(e.flags))>>26]
+	if r.ok && r.e == e {
+		h.codes.Push(r.id)
+		return
+	}
 	id, ok := h.ids[e]
 	if !ok {
 		if h.ids == nil {
@@ -115,7 +130,8 @@ func (h *history) push(e entry) {
 		h.dict = append(h.dict, e)
 		h.ids[e] = id
 	}
-	h.codes = append(h.codes, id)
+	r.e, r.id, r.ok = e, id, true
+	h.codes.Push(id)
 }
 
 // Summary is the compact result of one executed record.
@@ -223,18 +239,41 @@ func (k *keyframes) add(f keyframe) {
 	k.total += f.bytes
 	for k.over() {
 		k.every *= 2
-		kept := k.list[:0]
-		k.total = 0
-		for _, f := range k.list {
-			if f.pos%k.every == 0 {
-				kept = append(kept, f)
-				k.total += f.bytes
-			}
+		k.thin()
+	}
+}
+
+// thin drops the keyframes off the spacing.
+func (k *keyframes) thin() {
+	kept := k.list[:0]
+	k.total = 0
+	for _, f := range k.list {
+		if f.pos%k.every == 0 {
+			kept = append(kept, f)
+			k.total += f.bytes
 		}
-		// The dropped clones go to the collector; on the GPU their device
-		// memory is given back when it buries them.
-		clear(k.list[len(kept):])
-		k.list = kept
+	}
+	// The dropped clones go to the collector; on the GPU their device
+	// memory is given back when it buries them.
+	clear(k.list[len(kept):])
+	k.list = kept
+}
+
+// reach widens the spacing, before a move that will take keyframes up to
+// pos, to what add would have doubled it to by pos under the count cap
+// (one keyframe at each multiple of it, 0 included, at most max): the
+// move then clones only the keyframes that stay, where doubling on the
+// way cloned about four times as many, each a copy of the engine's
+// tables, to drop three in four (issue 34 item 15). The byte cap still
+// doubles the spacing as the keyframes come, as before.
+func (k *keyframes) reach(pos int) {
+	every := k.every
+	for pos/every+1 > k.max {
+		every *= 2
+	}
+	if every != k.every {
+		k.every = every
+		k.thin()
 	}
 }
 

@@ -44,6 +44,11 @@ type readAhead struct {
 	cur  batch
 	at   int // the next of cur's records
 	ch   chan batch
+	// free takes the batches fromAhead is done with back to the reader,
+	// which fills them again: a batch a 256 records (records are a few
+	// hundred bytes) was most of what a move allocated, and the
+	// collector's work for it slowed the engine beside it.
+	free chan batch
 	stop chan struct{}
 }
 
@@ -54,17 +59,29 @@ func (s *Session) startAhead(from, to int) func() {
 	if !ok || to-from < aheadMin || s.ahead != nil {
 		return func() {}
 	}
-	a := &readAhead{next: from, ch: make(chan batch, aheadBuf/aheadBatch), stop: make(chan struct{})}
+	n := aheadBuf / aheadBatch
+	a := &readAhead{next: from, ch: make(chan batch, n), free: make(chan batch, n+2), stop: make(chan struct{})}
 	go func() {
 		defer close(a.ch)
-		b := batch{recs: make([]traces.Record, 0, aheadBatch), items: make([]aheadItem, 0, aheadBatch)}
+		// A fresh batch until the first ones come back: n in the
+		// channel, one with fromAhead, one filling.
+		empty := func() batch {
+			select {
+			case b := <-a.free:
+				clear(b.recs) // what the records' slices held goes
+				return batch{recs: b.recs[:0], items: b.items[:0]}
+			default:
+				return batch{recs: make([]traces.Record, 0, aheadBatch), items: make([]aheadItem, 0, aheadBatch)}
+			}
+		}
+		b := empty()
 		send := func() bool {
 			select {
 			case a.ch <- b:
 			case <-a.stop:
 				return false
 			}
-			b = batch{recs: make([]traces.Record, 0, aheadBatch), items: make([]aheadItem, 0, aheadBatch)}
+			b = empty()
 			return true
 		}
 		// A read error ends the batches: fromAhead then falls back to
@@ -100,6 +117,14 @@ func (s *Session) fromAhead(i int) (*traces.Record, error, bool) {
 		b, open := <-a.ch
 		if !open {
 			return nil, nil, false
+		}
+		// The last record given out is done with: Apply keeps no
+		// pointer into it past its call.
+		if a.cur.recs != nil {
+			select {
+			case a.free <- a.cur:
+			default:
+			}
 		}
 		a.cur, a.at = b, 0
 	}

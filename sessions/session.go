@@ -302,11 +302,24 @@ func (s *Session) record(i int) (*traces.Record, error) {
 
 // apply runs record s.pos and extends the history when it is new.
 func (s *Session) apply() (*engine.Step, error) {
+	st, _, err := s.run(true)
+	return st, err
+}
+
+// run runs record s.pos and extends the history when it is new. keep says
+// whether the record's full Step is wanted (StepAt's cache keeps it);
+// without, the engine reuses its Step's buffers, as `cgtviz run`'s does,
+// and the Step returned is valid only until the next record runs: a long
+// move runs most of its records so, as only its last stepCache Steps
+// would stay in the cache. The record is returned too, valid until the
+// next record runs.
+func (s *Session) run(keep bool) (*engine.Step, *traces.Record, error) {
 	i := s.pos
 	rec, err := s.record(i)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	s.eng.ReuseSteps(!keep)
 	st := s.eng.Apply(rec)
 	s.pos++
 	if i == s.hist.len() {
@@ -339,8 +352,10 @@ func (s *Session) apply() (*engine.Step, error) {
 			}
 		}
 	}
-	s.cacheStep(i, st)
-	return st, nil
+	if keep {
+		s.cacheStep(i, st)
+	}
+	return st, rec, nil
 }
 
 func (s *Session) cacheStep(i int, st *engine.Step) {
@@ -405,11 +420,16 @@ func (s *Session) Goto(target int) error {
 	}
 	from := s.pos
 	defer s.startAhead(s.pos, target)()
+	if target > s.hist.len() && s.cloneable {
+		s.kf.reach(target)
+	}
+	// Only the last stepCache Steps of the move would stay in the cache.
+	keepFrom := target - stepCache
 	for s.pos < target {
 		if err := s.watched(s.pos-from, target-from); err != nil {
 			return err
 		}
-		if _, err := s.apply(); err != nil {
+		if _, _, err := s.run(s.pos >= keepFrom); err != nil {
 			return fmt.Errorf("go to step %d: %w", target, err)
 		}
 		if back {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -116,13 +117,16 @@ func TestBigStateRender(t *testing.T) {
 // run, at 160 columns: what a frame costs after a step (other frames reuse
 // the strip).
 func BenchmarkTimeline1M(b *testing.B) {
-	tl := timeline{marks: make([]mark, 1_000_000)}
-	for i := range tl.marks {
-		tl.marks[i] = mark(i % int(markError+1))
+	// Marks at random: no chunk repeats, the most a strip can cost (a
+	// loop's repeating marks are read a period a chunk).
+	var tl timeline
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		tl.marks.Push(mark(r.IntN(int(markError + 1))))
 	}
 	s := NewStyles(true)
 	b.ReportAllocs()
 	for b.Loop() {
-		tl.draw(s, len(tl.marks), 160, 500_000)
+		tl.draw(s, tl.marks.Len(), 160, 500_000)
 	}
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -56,11 +57,14 @@ func markOf(sum sessions.Summary) mark {
 // a click on a cell goes there (rr's event counter, drawn).
 type timeline struct {
 	// marks has one mark per executed record. Executed records never
-	// change what they did, so it only grows (update).
-	marks []mark
+	// change what they did, so it only grows (update). A Seq: a long
+	// loop's marks take next to nothing, and a cell's top reads a period
+	// of them a chunk.
+	marks sessions.Seq[mark]
 	// overwrites are the records the session knows overwrote a cached
-	// output silently (sessions.KindOverwrite): known only once checked,
-	// so they are kept apart from marks and re-read on each update.
+	// output silently (sessions.KindOverwrite), ascending: known only
+	// once checked, so they are kept apart from marks, re-read on each
+	// update, and count as markOverwrite where that is more.
 	overwrites []int
 	// drawn memoizes the last strip: aggregating a million records takes
 	// a millisecond, and frames are drawn far more often than steps run.
@@ -77,17 +81,12 @@ type stripKey struct {
 // update reads the marks of records executed since the last update. It
 // runs in Update, where the session may be read.
 func (tl *timeline) update(s *sessions.Session) {
-	for i := len(tl.marks); i < s.Executed(); i++ {
+	for i := tl.marks.Len(); i < s.Executed(); i++ {
 		sum, _ := s.Summary(i)
-		tl.marks = append(tl.marks, markOf(sum))
+		tl.marks.Push(markOf(sum))
 	}
 	if hits := s.OverwriteHits(); len(hits) != len(tl.overwrites) {
 		tl.overwrites = hits
-		for _, i := range hits {
-			if i < len(tl.marks) && tl.marks[i] < markOverwrite {
-				tl.marks[i] = markOverwrite
-			}
-		}
 	}
 }
 
@@ -105,7 +104,7 @@ func cellRange(i, k, n int) (lo, hi int) {
 // view draws the strip for n records, width w, with the record just run at
 // index cur (-1 for none).
 func (tl *timeline) view(s Styles, n, w, cur int) string {
-	key := stripKey{n, w, cur, len(tl.marks), len(tl.overwrites), s.Color, true}
+	key := stripKey{n, w, cur, tl.marks.Len(), len(tl.overwrites), s.Color, true}
 	if key != tl.drawnFor {
 		tl.drawn, tl.drawnFor = tl.draw(s, n, w, cur), key
 	}
@@ -175,9 +174,15 @@ func (tl *timeline) recordAt(x, n, w int) int {
 // that has it; markUnrun and the last record when none of them ran.
 func (tl *timeline) top(lo, hi int) (mark, int) {
 	best, at := markUnrun, hi-1
-	for j := lo; j < hi && j < len(tl.marks); j++ {
-		if tl.marks[j] > best {
-			best, at = tl.marks[j], j
+	tl.marks.Skim(lo, hi, func(j int, m mark) {
+		if m > best {
+			best, at = m, j
+		}
+	})
+	// An overwrite is known of a replay, whose own mark is less.
+	if k, _ := slices.BinarySearch(tl.overwrites, lo); k < len(tl.overwrites) {
+		if j := tl.overwrites[k]; j < hi && j < tl.marks.Len() && markOverwrite > best {
+			best, at = markOverwrite, j
 		}
 	}
 	return best, at

@@ -36,7 +36,7 @@ func TestMarkOf(t *testing.T) {
 // most telling mark, the cell of the record just run is reversed, and a
 // click on a cell picks that cell's most telling record.
 func TestTimelineCells(t *testing.T) {
-	tl := timeline{marks: []mark{markRan, markWarmup, markReplay, markRecord, markReplay, markError}}
+	tl := timelineOf(markRan, markWarmup, markReplay, markRecord, markReplay, markError)
 	s := NewStyles(false)
 	// 8 records (2 not run), 6 cells: one each, then two per cell for 4.
 	tests := []struct {
@@ -100,7 +100,7 @@ func TestTimelineOnScreen(t *testing.T) {
 // legend, the short one on narrow terminals, the long one on wide ones;
 // the cells share the rest, and a click still finds its record.
 func TestTimelineLegendStays(t *testing.T) {
-	tl := timeline{marks: make([]mark, 500)}
+	tl := timelineOf(make([]mark, 500)...)
 	s := NewStyles(false)
 	for _, tc := range []struct {
 		w      int
@@ -119,6 +119,40 @@ func TestTimelineLegendStays(t *testing.T) {
 		}
 		if at := tl.recordAt(k+1, 500, tc.w); at != -1 {
 			t.Errorf("width %d: a click on the legend goes to record %d", tc.w, at)
+		}
+	}
+}
+
+// timelineOf is a timeline of the marks given.
+func timelineOf(ms ...mark) timeline {
+	var tl timeline
+	for _, m := range ms {
+		tl.marks.Push(m)
+	}
+	return tl
+}
+
+// TestTimelineOverwrites: a replay the session found to overwrite a
+// cached output silently shows as one, in its cell and as the record a
+// click picks, unless the cell holds something more telling.
+func TestTimelineOverwrites(t *testing.T) {
+	tl := timelineOf(markReplay, markReplay, markReplay, markCheckpoint, markReplay)
+	tl.overwrites = []int{1, 4}
+	for _, tc := range []struct {
+		lo, hi int
+		want   mark
+		at     int
+	}{
+		{0, 1, markReplay, 0},
+		{0, 2, markOverwrite, 1},
+		{1, 3, markOverwrite, 1},
+		{2, 3, markReplay, 2},
+		{0, 5, markCheckpoint, 3},
+		{4, 5, markOverwrite, 4},
+		{2, 4, markCheckpoint, 3},
+	} {
+		if got, at := tl.top(tc.lo, tc.hi); got != tc.want || at != tc.at {
+			t.Errorf("top(%d, %d) = %s at %d, want %s at %d", tc.lo, tc.hi, markGlyphs[got], at, markGlyphs[tc.want], tc.at)
 		}
 	}
 }
