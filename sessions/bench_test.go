@@ -108,3 +108,25 @@ func ranToEnd(b *testing.B) *Session {
 	}
 	return s
 }
+
+// BenchmarkSummaries reads the summaries of the million-record trace once
+// run, one record at a time (Summary) and in bulk (Summaries), as the
+// timeline does after a long move: ns/op is a million records' worth.
+func BenchmarkSummaries(b *testing.B) {
+	s := ranToEnd(b)
+	var sink int
+	b.Run("one-by-one", func(b *testing.B) {
+		for b.Loop() {
+			for i := range s.Executed() {
+				sum, _ := s.Summary(i)
+				sink += sum.Node
+			}
+		}
+	})
+	b.Run("bulk", func(b *testing.B) {
+		for b.Loop() {
+			s.Summaries(0, s.Executed(), func(sum Summary) { sink += sum.Node })
+		}
+	})
+	runtime.KeepAlive(sink)
+}

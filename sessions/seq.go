@@ -73,6 +73,26 @@ func (q *Seq[T]) Skim(lo, hi int, f func(i int, v T)) {
 	}
 }
 
+// Each calls f with every value of [lo, hi) in order: At for a range,
+// without At's index arithmetic per value.
+func (q *Seq[T]) Each(lo, hi int, f func(i int, v T)) {
+	hi = min(hi, q.Len())
+	for i := max(lo, 0); i < hi; {
+		c := i >> seqChunkBits
+		end := min(hi, (c+1)<<seqChunkBits)
+		ch := q.tail
+		if c < len(q.chunks) {
+			ch = q.chunks[c]
+		}
+		for k := (i & seqMask) % max(len(ch), 1); i < end; i++ {
+			f(i, ch[k])
+			if k++; k == len(ch) {
+				k = 0
+			}
+		}
+	}
+}
+
 // Push appends v.
 func (q *Seq[T]) Push(v T) {
 	if q.tail == nil {

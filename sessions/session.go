@@ -548,6 +548,45 @@ func (s *Session) Summary(i int) (Summary, bool) {
 	}, true
 }
 
+// Summaries calls f with Summary(i) for each executed record i of [lo, hi),
+// in order. It is the bulk form for a reader that takes every record of a
+// long range once (the timeline after a 25M-record move): each distinct
+// history entry is turned into a Summary once, and the error maps are read
+// only when they hold something, where Summary(i) costs all of that per
+// record.
+func (s *Session) Summaries(lo, hi int, f func(Summary)) {
+	hi = min(hi, s.hist.len())
+	lo = max(lo, 0)
+	if lo >= hi {
+		return
+	}
+	base := make([]Summary, len(s.hist.dict))
+	made := make([]bool, len(s.hist.dict))
+	checkErrs := len(s.errs) > 0 || len(s.expects) > 0
+	s.hist.codes.Each(lo, hi, func(i int, c uint32) {
+		if !made[c] {
+			e := s.hist.dict[c]
+			base[c] = Summary{
+				Action:     actionCodes[e.action],
+				Node:       int(e.node),
+				Parent:     int(e.parent),
+				Device:     int(e.device),
+				Kinds:      e.kinds,
+				Checkpoint: e.flags&flagCheckpoint != 0,
+				Rerecord:   e.flags&flagRerecord != 0,
+			}
+			made[c] = true
+		}
+		sum := base[c]
+		sum.Index = i
+		if checkErrs {
+			sum.Err = errText(s.errs[i])
+			sum.ExpectFailures = expectMessages(s.expects[i])
+		}
+		f(sum)
+	})
+}
+
 // Keyframes returns how many keyframes the history holds and their spacing.
 func (s *Session) Keyframes() (n, every int) { return len(s.kf.list), s.kf.every }
 

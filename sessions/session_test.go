@@ -472,3 +472,46 @@ func recAt(t *testing.T, s *Session, i int) traces.Record {
 	}
 	return *r
 }
+
+// TestSummariesAsSummary holds the bulk reader to Summary(i), record by
+// record, over traces with errors, failed expectations, re-records and
+// checkpoints, from several starting points (a range may start anywhere).
+func TestSummariesAsSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tr   *traces.Trace
+	}{{"kinds", kindsTrace()}, {"replay", replayTrace(40_000)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(tc.tr, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Goto(s.Len()); err != nil {
+				t.Fatal(err)
+			}
+			n := s.Executed()
+			for _, lo := range []int{-3, 0, 1, n / 2, n - 1, n, n + 5} {
+				i := max(lo, 0)
+				s.Summaries(lo, n+10, func(got Summary) {
+					want, ok := s.Summary(i)
+					if !ok || !reflect.DeepEqual(got, want) {
+						t.Fatalf("from %d: record %d: got %+v, want %+v", lo, i, got, want)
+					}
+					i++
+				})
+				if i != max(n, max(lo, 0)) {
+					t.Errorf("from %d: %d summaries, want up to %d", lo, i, n)
+				}
+			}
+			errs := 0
+			s.Summaries(0, n, func(sum Summary) {
+				if sum.Err != "" || len(sum.ExpectFailures) > 0 {
+					errs++
+				}
+			})
+			if tc.name == "kinds" && errs == 0 {
+				t.Error("the kinds trace gave no error or failed expectation: the test does not look at them")
+			}
+		})
+	}
+}

@@ -81,10 +81,9 @@ type stripKey struct {
 // update reads the marks of records executed since the last update. It
 // runs in Update, where the session may be read.
 func (tl *timeline) update(s *sessions.Session) {
-	for i := tl.marks.Len(); i < s.Executed(); i++ {
-		sum, _ := s.Summary(i)
+	s.Summaries(tl.marks.Len(), s.Executed(), func(sum sessions.Summary) {
 		tl.marks.Push(markOf(sum))
-	}
+	})
 	if hits := s.OverwriteHits(); len(hits) != len(tl.overwrites) {
 		tl.overwrites = hits
 	}
