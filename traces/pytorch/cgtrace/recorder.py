@@ -18,6 +18,7 @@ from .deferred import _Deferred
 from .errors import _warn
 from .events import _Events
 from .facts import _Facts
+from .fresh import _Fresh
 from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace
 from .knobs import _jsonable, _Knobs, settings_from_knobs
@@ -102,7 +103,7 @@ def _is_fifo(path):
         return False
 
 
-class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
+class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
@@ -164,6 +165,7 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
+        self.fresh_calls = 0  # calls whose new inputs took _fresh_before
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
         # (plan, the steps before it, its invocation) per call, written

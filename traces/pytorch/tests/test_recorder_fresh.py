@@ -62,5 +62,107 @@ class FreshInputTest(fake.FakeTorchTest):
         self.assertEqual({r.get("dtype", "float32") for r in tensors}, {"bfloat16", "float32"})
 
 
+def fresh_scenario(path):
+    """A loop over new inputs through what a short path before the call
+    (Recorder._fresh_before) must see as the general path does: inputs
+    dying after their call, kept a while, kept by a view of their storage,
+    a view of a named tensor's storage as the new input, two new inputs
+    at once, none or several steps (a 64th among them), a knob set, a host
+    read, a call that raises, another shape, a swapped parameter, another
+    function between, an output the program drops, and a new input dying
+    inside its call. Returns (the trace's text, the session's state at the
+    end, the calls the short path took)."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    ind = sys.modules["torch._inductor.config"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    f = mgr.add(0, static=[0])
+    g = mgr.add(1)
+    two = mgr.add(2, static=[0])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[2] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([2])]
+    w = fake.Tensor([8, 8])
+    with cgtrace.record(path) as rec:
+        kept, keep, y = [], None, None
+        for i in range(150):
+            for _ in range({7: 0, 9: 3, 70: 64}.get(i, 1)):
+                cgt.mark_step_begin()
+            fake._invocation()
+            x = fake.Tensor([16, 8])
+            if i in (12, 13):
+                kept.append(x)  # kept past its call, let go at 20
+            if i == 20:
+                kept = []  # between two steps
+                cgt.mark_step_begin()
+            if i == 25:
+                keep = fake.Tensor([128], storage=x._storage)  # its storage kept by a view
+            if i == 31:
+                keep = None
+            if i == 40 and y is not None:
+                x = fake.Tensor([16, 8], storage=y._storage)  # over a named output's storage
+            if i == 45:
+                ind.triton.skip_cudagraph_warmup = True
+            if i == 50:
+                mgr.fail.add(0)
+            if i == 51:
+                mgr.fail.discard(0)
+            if i == 55:
+                x = fake.Tensor([32, 8])  # another shape: a template of its own
+            if i == 60:
+                w = fake.Tensor([8, 8])  # the parameter swapped for another
+            if i == 80:
+                y = None  # the program drops the output before the call
+            ins = [w, x]
+            if 90 <= i < 95:
+                x = None  # the new input dies inside the call (the tree clears its list)
+            try:
+                y, = mgr._run(ins, f)
+            except RuntimeError:
+                pass
+            ins = None
+            if i == 33:
+                y.item()
+            if 100 <= i < 110:
+                pair = mgr._run([w, fake.Tensor([16, 8]), fake.Tensor([16, 8])], two)
+                pair = None
+            if 120 <= i < 130:
+                z, = mgr._run([fake.Tensor([16, 8])], g)  # g between f's calls
+                z = None
+            x = None
+        del y, kept
+        with rec.lock:
+            rec._settle()
+        ss = rec.session
+        state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
+                 sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
+                 dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
+                 sorted(ss._held_wr.values()), rec._mark_counter)
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read(), state, rec.fresh_calls
+
+
+class FreshPathTest(fake.FakeTorchTest):
+    """Recorder._fresh_before writes what the general path writes before a
+    call with new inputs, and leaves the session as it does."""
+
+    def test_fresh_path_writes_what_the_general_path_writes(self):
+        on, on_state, took = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "on.cgt.jsonl"))
+        self.assertGreater(took, 100)  # most of the 150 calls of f: the test compares something
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+        self.tearDown()
+        self.setUp()
+        with mock.patch.object(cgtrace.Recorder, "_fresh_path", False):
+            off, off_state, none = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "off.cgt.jsonl"))
+        self.assertEqual(none, 0)
+        on, off = on.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
+        self.assertEqual(len(on), len(off))
+        for i, (a, b) in enumerate(zip(on, off)):
+            self.assertEqual(a, b, "line %d" % (i + 2))
+        self.assertEqual(on_state, off_state)
+
+
 if __name__ == "__main__":
     unittest.main()
