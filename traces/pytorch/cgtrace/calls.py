@@ -353,7 +353,7 @@ class _Calls:
             recs.append(call)
         counts = session.counts
         counts["replay"] += 1
-        recs.append(plan.expect)
+        recs.append(plan.exp_line())  # (its line, as the deferred replays write it)
         if session._dead_objs or not plan.argset.isdisjoint(session._watch):
             # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch

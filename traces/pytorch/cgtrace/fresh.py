@@ -20,6 +20,10 @@ class _Fresh:
 
     # Tests turn it off to compare with the general path.
     _fresh_path = True
+    # (shape, strides) -> the elements of a contiguous tensor of that
+    # shape, or -1 when the strides are not contiguous ones: a loop's new
+    # inputs are of a few shapes.
+    _whole = None
 
     def _fresh_before(self, mgr, new_inputs, function_id):
         """_before_call (and _call_srcs) for a call of a defined function
@@ -115,7 +119,7 @@ class _Fresh:
         # The src, where the plan's general calls found it (Facts._call_srcs):
         # the frame plan.src_d frames past the one that called the tree's
         # _run, of the same code, at a line they saw.
-        f = sys._getframe(1)
+        f = sys._getframe(4)  # (past _fresh_before, _record_call, _on_run: this package's)
         mine = self._own_code
         while f is not None:
             own = mine.get(f.f_code)
@@ -183,14 +187,20 @@ class _Fresh:
         storages = set()
         lines = session._tensor_lines
         entries = session.entries
+        whole = self._whole
         for i in fresh:
             fact = self._fact(new_inputs[i])
             vk = fact.view_key
-            if (session.by_view.get(vk) in entries or vk in session._dead_cached
-                    or session.by_storage.get(fact.storage) or fact.storage in storages
-                    or fact.offset != 0 or not is_contiguous(fact.shape, fact.stride)
-                    or (fact.storage_numel is not None and fact.storage_numel > numel(fact.shape))
-                    or ("tensor", tuple(fact.shape), fact.dtype, fact.device, src[1]) not in lines):
+            shape = vk[2]
+            n = whole.get((shape, fact.stride))
+            if n is None:
+                n = numel(shape) if is_contiguous(shape, fact.stride) else -1
+                if len(whole) < 256:
+                    whole[(shape, fact.stride)] = n
+            if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
+                    or ("tensor", shape, fact.dtype, fact.device, src[1]) not in lines
+                    or session.by_view.get(vk) in entries or vk in session._dead_cached
+                    or session.by_storage.get(fact.storage) or fact.storage in storages):
                 return None
             storages.add(fact.storage)
             facts.append(fact)

@@ -166,6 +166,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
         self.fresh_calls = 0  # calls whose new inputs took _fresh_before
+        self._whole = {}  # (_Fresh._whole)
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
         # (plan, the steps before it, its invocation) per call, written
@@ -406,7 +407,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
-            self._settle()
+            if self._pending:
+                # (A call's own flush finds none: _on_run settled before it,
+                # and nothing is deferred while it holds the lock.)
+                self._settle()
             try:
                 self.trace.flush()
             except Exception as e:
