@@ -77,6 +77,8 @@ class _Calls:
                     fs.plan = None
                     self._general_after(ctx, mgr, out)
                     self._make_plan(ctx, fs, mgr, out)
+                elif "fresh" in ctx:
+                    self._fresh_done(fs, ctx["fresh"])
             except Exception as e:
                 self._fail("after a call", e)
         return out

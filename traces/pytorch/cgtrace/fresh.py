@@ -82,7 +82,101 @@ class _Fresh:
         fs.calls += 1
         counts["calls"] += 1
         return {"fn": fs, "args": names, "invocation": self._gen.generation, "src": src,
-                "def_src": None, "src_at": at}
+                "def_src": None, "src_at": at, "fresh": base}
+
+    def _fresh_inputs(self, fs, cand, new_inputs):
+        """The inputs by position, as _name_inputs names them: (the args,
+        None at the new tensors' positions; the entries by position,
+        _NO_ENTRY there; those positions; the new tensors' name base), or
+        None where an input is no tensor, or a named one whose data moved,
+        or none is new, or a new one is a static input. First against the
+        entries that named the last call's inputs (cand, C-level passes),
+        then one by one; or, when nothing was named, renamed or forgotten
+        since the function's last call through this path (fs.fresh_tok:
+        the session's epoch and order then), the positions that call found
+        new are the ones to look at, the others compared by their objects
+        and data pointers alone."""
+        session = self.session
+        Tensor = self.torch.Tensor
+        known = session.by_obj_entry.get
+        n = len(new_inputs)
+        tok = fs.fresh_tok
+        if (tok is not None and tok[2] is cand and tok[0] == session.epoch and tok[1] == session.order
+                and all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, tok[3])))
+                and list(map(Tensor.data_ptr, map(new_inputs.__getitem__, tok[3]))) == tok[5]):
+            # (The entries of the other positions still name those objects:
+            # nothing was bound or forgotten since.)
+            for i in tok[6]:
+                v = new_inputs[i]
+                if not isinstance(v, Tensor):
+                    return None
+                e = known(id(v))
+                if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v:
+                    return None  # (a named tensor: _name_inputs' one by one)
+            v = e = None
+            return list(tok[7]), cand, tok[6], tok[8]
+        fs.fresh_tok = None
+        cf = list(map(_FACT_OF, cand))
+        hits = list(map(operator.and_, map(operator.and_,
+                                           map(operator.is_, map(known, map(id, new_inputs)), cand),
+                                           map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                               new_inputs)),
+                        map(operator.eq, map(Tensor.data_ptr, new_inputs), map(_PTR_OF, cf))))
+        cf = None
+        names = list(map(_ENTRY_NAME, cand))
+        last = list(cand)
+        fresh = []
+        for i in itertools.compress(range(n), map(operator.not_, hits)):
+            v = new_inputs[i]
+            if not isinstance(v, Tensor):
+                return None
+            e = known(id(v))
+            ref = e.fact.obj_ref if e is not None else None
+            if ref is not None and ref() is v:
+                if e.fact.ptr is not None and v.data_ptr() != e.fact.ptr:
+                    return None  # (`param.data = new`: begin_call's swap)
+                names[i] = e.name
+                last[i] = e
+            else:
+                names[i] = None
+                last[i] = _NO_ENTRY
+                fresh.append(i)
+        v = e = ref = None
+        if not fresh:
+            return None
+        info = fs.info
+        if not info.static.isdisjoint(fresh):
+            return None  # (a parameter: begin_call names it after its module's path)
+        base = "in"
+        if info.mode == "backward":
+            ph = info.placeholders
+            for i in fresh:
+                b = "grad" if i < len(ph) and str(ph[i]).startswith("tangents") else "saved"
+                if base != "in" and b != base:
+                    return None
+                base = b
+        return names, last, fresh, base
+
+    def _fresh_done(self, fs, base):
+        """After a call through this path whose replay took _fast_after:
+        what the next one may take for granted while nothing is named,
+        renamed or forgotten (_fresh_inputs)."""
+        session = self.session
+        cand = fs.last_entries
+        tok = fs.fresh_tok
+        if tok is not None and tok[2] is cand:  # (the same positions new: _fresh_inputs' short way)
+            fs.fresh_tok = (session.epoch, session.order) + tok[2:]
+            return
+        keep = [i for i, e in enumerate(cand) if e is not _NO_ENTRY]
+        fresh = tuple(i for i, e in enumerate(cand) if e is _NO_ENTRY)
+        kept = [cand[i] for i in keep]
+        refs = tuple(e.fact.obj_ref for e in kept)
+        ptrs = [e.fact.ptr for e in kept]
+        if not fresh or None in refs or None in ptrs:
+            fs.fresh_tok = None
+            return
+        names = [None if e is _NO_ENTRY else e.name for e in cand]
+        fs.fresh_tok = (session.epoch, session.order, cand, tuple(keep), refs, ptrs, fresh, tuple(names), base)
 
     def _check_fresh(self, mgr, new_inputs, function_id):
         """What _fresh_before takes for granted, looked at without changing
@@ -136,50 +230,10 @@ class _Fresh:
         f = None
         if src is None:
             return None
-        # The inputs by position, as _name_inputs names them: first against
-        # the entries that named the last call's (C-level passes), then one
-        # by one.
-        Tensor = self.torch.Tensor
-        known = session.by_obj_entry.get
-        cf = list(map(_FACT_OF, cand))
-        hits = list(map(operator.and_, map(operator.and_,
-                                           map(operator.is_, map(known, map(id, new_inputs)), cand),
-                                           map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
-                                               new_inputs)),
-                        map(operator.eq, map(Tensor.data_ptr, new_inputs), map(_PTR_OF, cf))))
-        cf = None
-        names = list(map(_ENTRY_NAME, cand))
-        last = list(cand)
-        fresh = []
-        for i in itertools.compress(range(n), map(operator.not_, hits)):
-            v = new_inputs[i]
-            if not isinstance(v, Tensor):
-                return None
-            e = known(id(v))
-            ref = e.fact.obj_ref if e is not None else None
-            if ref is not None and ref() is v:
-                if e.fact.ptr is not None and v.data_ptr() != e.fact.ptr:
-                    return None  # (`param.data = new`: begin_call's swap)
-                names[i] = e.name
-                last[i] = e
-            else:
-                names[i] = None
-                last[i] = _NO_ENTRY
-                fresh.append(i)
-        v = e = ref = None
-        if not fresh:
+        got = self._fresh_inputs(fs, cand, new_inputs)
+        if got is None:
             return None
-        info = fs.info
-        if not info.static.isdisjoint(fresh):
-            return None  # (a parameter: begin_call names it after its module's path)
-        base = "in"
-        if info.mode == "backward":
-            ph = info.placeholders
-            for i in fresh:
-                b = "grad" if i < len(ph) and str(ph[i]).startswith("tangents") else "saved"
-                if base != "in" and b != base:
-                    return None
-                base = b
+        names, last, fresh, base = got
         # Each new tensor as begin_call sees it: no name over its view or
         # storage (lookup, _saved_name, _view_source), the whole of its
         # storage (_name_view), a record like one before it (a template).
