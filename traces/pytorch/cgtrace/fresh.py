@@ -57,7 +57,7 @@ class _Fresh:
             if steps:
                 recs.extend([_STEP] * steps)
         else:
-            k = len(session._dead_objs)
+            k = groups[-1]
             for i in range(steps + 1):
                 dead = groups.get(i)
                 if dead is not None:
@@ -183,7 +183,8 @@ class _Fresh:
         anything; None where something does not hold, else (fs, the step
         counter now and at the last event, the args with None at the new
         inputs' positions, the entries by position, those positions, their
-        Facts, the deaths by the step they come before (None: none), the
+        Facts, the deaths by the step they come before (None: none; at -1,
+        how many of session._dead_objs were looked at), the
         call's src and where it is, the new tensors' name base)."""
         got = self._fid_cache.get(id(function_id))
         if got is None or got[0] is not function_id or got[1]() is not mgr:
@@ -266,12 +267,15 @@ class _Fresh:
             if not e.fact.alive():
                 return None
         groups = None
-        if session._dead_objs:
+        dead = session._dead_objs
+        if dead:
             steps = mc - c
-            groups = {}
+            # (Those seen now: a death a collection adds meanwhile is the
+            # next event's.)
+            groups = {-1: len(dead)}
             held = session._held_wr
             seen = set()
-            for wr, when in session._dead_objs:
+            for wr, when in dead[:groups[-1]]:
                 name = held.get(id(wr))
                 e = entries.get(name) if name is not None else None
                 if e is None or e.wr is not wr or id(e) in seen:
