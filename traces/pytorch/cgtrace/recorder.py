@@ -1,7 +1,7 @@
 """The Recorder: its state, start and stop, and the trace's output
 (written whole, or streamed for a follower). What it does at each event
 is in its mixins: hooks.py (what it installs), calls.py (a call's general
-path), deferred.py (the steady replay), events.py (everything else),
+path), fresh.py (a call on new inputs, before it), deferred.py (the steady replay), events.py (everything else),
 facts.py (what it asks torch)."""
 
 import atexit
@@ -117,7 +117,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
 
     This class holds the state, start and stop; its mixins the work:
     _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
-    general path, _Deferred (deferred.py) the steady replay, _Events
+    general path, _Fresh (fresh.py) a call on new inputs before the
+    tree's call, _Deferred (deferred.py) the steady replay, _Events
     (events.py) every other event, _Facts (facts.py) torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
