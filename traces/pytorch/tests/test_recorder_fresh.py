@@ -62,7 +62,7 @@ class FreshInputTest(fake.FakeTorchTest):
         self.assertEqual({r.get("dtype", "float32") for r in tensors}, {"bfloat16", "float32"})
 
 
-def fresh_scenario(path):
+def fresh_scenario(path, follow=False):
     """A loop over new inputs through what a short path before the call
     (Recorder._fresh_before) must see as the general path does: inputs
     dying after their call, kept a while, kept by a view of their storage,
@@ -70,7 +70,8 @@ def fresh_scenario(path):
     at once, none or several steps (a 64th among them), a knob set, a host
     read, a call that raises, another shape, a swapped parameter, another
     function between, an output the program drops, and a new input dying
-    inside its call. Returns (the trace's text, the session's state at the
+    inside its call. follow: the trace streamed for a follower. Returns
+    (the trace's text, the session's state at the
     end, the calls the short path took)."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     ind = sys.modules["torch._inductor.config"]
@@ -83,7 +84,7 @@ def fresh_scenario(path):
     mgr.models[1] = lambda ins: [fake.Tensor([16, 8])]
     mgr.models[2] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([2])]
     w = fake.Tensor([8, 8])
-    with cgtrace.record(path) as rec:
+    with cgtrace.record(path, follow=follow) as rec:
         kept, keep, y = [], None, None
         for i in range(150):
             for _ in range({7: 0, 9: 3, 70: 64}.get(i, 1)):
@@ -111,6 +112,10 @@ def fresh_scenario(path):
                 x = fake.Tensor([32, 8])  # another shape: a template of its own
             if i == 60:
                 w = fake.Tensor([8, 8])  # the parameter swapped for another
+            if i == 65:
+                st = fake.Storage(256)
+                st._users.add(w)
+                w._storage = st  # `w.data = new`: the object keeps, its data moves
             if i == 80:
                 y = None  # the program drops the output before the call
             ins = [w, x]
@@ -147,21 +152,28 @@ class FreshPathTest(fake.FakeTorchTest):
     """Recorder._fresh_before writes what the general path writes before a
     call with new inputs, and leaves the session as it does."""
 
-    def test_fresh_path_writes_what_the_general_path_writes(self):
-        on, on_state, took = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "on.cgt.jsonl"))
+    def against_general(self, follow):
+        on, on_state, took = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "on.cgt.jsonl"), follow)
         self.assertGreater(took, 100)  # most of the 150 calls of f: the test compares something
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
         self.tearDown()
         self.setUp()
         with mock.patch.object(cgtrace.Recorder, "_fresh_path", False):
-            off, off_state, none = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "off.cgt.jsonl"))
+            off, off_state, none = fake.at_one_line(fresh_scenario, os.path.join(self.dir.name, "off.cgt.jsonl"),
+                                                    follow)
         self.assertEqual(none, 0)
         on, off = on.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
         self.assertEqual(len(on), len(off))
         for i, (a, b) in enumerate(zip(on, off)):
             self.assertEqual(a, b, "line %d" % (i + 2))
         self.assertEqual(on_state, off_state)
+
+    def test_fresh_path_writes_what_the_general_path_writes(self):
+        self.against_general(follow=False)
+
+    def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
+        self.against_general(follow=True)
 
 
 if __name__ == "__main__":
