@@ -114,7 +114,9 @@ class _Fresh:
                 if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v:
                     return None  # (a named tensor: _name_inputs' one by one)
             v = e = None
-            return list(tok[7]), cand, tok[6], tok[8]
+            # (Their names as they are now: the function's own output
+            # passed back, a recurrent state, was renamed by its call.)
+            return list(map(_ENTRY_NAME, cand)), cand, tok[6], tok[7]
         fs.fresh_tok = None
         cf = list(map(_FACT_OF, cand))
         hits = list(map(operator.and_, map(operator.and_,
@@ -175,8 +177,7 @@ class _Fresh:
         if not fresh or None in refs or None in ptrs:
             fs.fresh_tok = None
             return
-        names = [None if e is _NO_ENTRY else e.name for e in cand]
-        fs.fresh_tok = (session.epoch, session.order, cand, tuple(keep), refs, ptrs, fresh, tuple(names), base)
+        fs.fresh_tok = (session.epoch, session.order, cand, tuple(keep), refs, ptrs, fresh, base)
 
     def _check_fresh(self, mgr, new_inputs, function_id):
         """What _fresh_before takes for granted, looked at without changing

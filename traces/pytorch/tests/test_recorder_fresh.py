@@ -80,9 +80,11 @@ def fresh_scenario(path, follow=False):
     f = mgr.add(0, static=[0])
     g = mgr.add(1)
     two = mgr.add(2, static=[0])
+    rnn = mgr.add(3, static=[0])
     mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
     mgr.models[1] = lambda ins: [fake.Tensor([16, 8])]
     mgr.models[2] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([2])]
+    mgr.models[3] = lambda ins: [fake.Tensor([16, 8])]
     w = fake.Tensor([8, 8])
     with cgtrace.record(path, follow=follow) as rec:
         kept, keep, y = [], None, None
@@ -134,8 +136,20 @@ def fresh_scenario(path, follow=False):
             if 120 <= i < 130:
                 z, = mgr._run([fake.Tensor([16, 8])], g)  # g between f's calls
                 z = None
+            if i >= 130:
+                # a new input and the function's own last output (a
+                # recurrent state, renamed at every call)
+                xr = fake.Tensor([16, 8])
+                state, = mgr._run([w, xr, state if i > 130 else fake.Tensor([16, 8])], rnn)
+                xr = None
             x = None
-        del y, kept
+        for _ in range(10):  # the recurrent function alone: its state renamed between its calls only
+            cgt.mark_step_begin()
+            fake._invocation()
+            xr = fake.Tensor([16, 8])
+            state, = mgr._run([w, xr, state], rnn)
+            xr = None
+        del y, kept, state
         with rec.lock:
             rec._settle()
         ss = rec.session
