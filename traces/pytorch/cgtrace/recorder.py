@@ -1,8 +1,9 @@
 """The Recorder: its state, start and stop, and the trace's output
 (written whole, or streamed for a follower). What it does at each event
 is in its mixins: hooks.py (what it installs), calls.py (a call's general
-path), fresh.py (a call on new inputs, before it), deferred.py (the steady replay), events.py (everything else),
-facts.py (what it asks torch)."""
+path), fresh.py (a call on new inputs, before it), deferred.py (the
+steady replay), events.py (everything else), facts.py (what it asks
+torch)."""
 
 import atexit
 import functools
