@@ -70,7 +70,7 @@ class _Fresh:
                     recs.append(_STEP)
             del session._dead_objs[:k]
         counts["steps"] += steps
-        self._mark_counter = c
+        self._hot.mark_counter = c  # (Recorder._mark_counter)
         session.src = src
         try:
             for i, f in zip(fresh, facts):
@@ -202,7 +202,7 @@ class _Fresh:
         # manager, no reset; the knobs as _knob_check would find them.
         known = self._known_mgr.get(mgr.device_index)
         c = self._box.mark_step_counter
-        mc = self._mark_counter
+        mc = self._hot.mark_counter  # (Recorder._mark_counter)
         if known is None or known() is not mgr or c > mc or (c == 0 and mc != 0):
             return None
         if self._all_knobs_due or self._all_knobs_read:
