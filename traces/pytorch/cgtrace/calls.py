@@ -75,10 +75,15 @@ class _Calls:
                 plan = fs.plan
                 if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
                     fs.plan = None
+                    fs.fresh_tok = None
                     self._general_after(ctx, mgr, out)
                     self._make_plan(ctx, fs, mgr, out)
                 elif "fresh" in ctx:
                     self._fresh_done(fs, ctx["fresh"])
+                else:
+                    # (Set only while the function's calls take the fresh
+                    # path: the _run wrapper arms no steady replay then.)
+                    fs.fresh_tok = None
             except Exception as e:
                 self._fail("after a call", e)
         return out

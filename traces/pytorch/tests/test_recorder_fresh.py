@@ -183,6 +183,37 @@ class FreshPathTest(fake.FakeTorchTest):
             self.assertEqual(a, b, "line %d" % (i + 2))
         self.assertEqual(on_state, off_state)
 
+    def test_steady_replays_after_new_inputs_are_deferred(self):
+        # A loop over new inputs, then the same input again: the function
+        # leaves the fresh path and its replays are deferred again.
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        w = fake.Tensor([8, 8])
+        seen = {}
+
+        def loop(rec):  # (called from one line: the calls' src, which the fresh path needs)
+            for i in range(120):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i < 40 or i == 41:
+                    x = fake.Tensor([16, 8])
+                y, = mgr._run([w, x], f)
+                if i == 39:
+                    seen["fresh"], seen["short"] = rec.fresh_calls, rec.short_calls
+
+        with cgtrace.record(os.path.join(self.dir.name, "t.cgt.jsonl")) as rec:
+            fake.at_one_line(loop, rec)
+        self.assertIsNone(rec.error)
+        fresh = seen["fresh"]
+        self.assertEqual(fresh, 37)  # (warmup, record, the first replay: the general path's)
+        self.assertEqual(seen["short"], 37)
+        self.assertEqual(rec.fresh_calls, fresh + 1)  # (call 41's new input)
+        self.assertGreater(rec.armings, 0)
+        self.assertGreater(rec.short_calls, 37 + 70)  # (the steady replays: deferred, each a short call)
+
     def test_fresh_path_writes_what_the_general_path_writes(self):
         self.against_general(follow=False)
 
