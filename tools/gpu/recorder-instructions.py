@@ -13,7 +13,10 @@ that start-up, compile and the trace's writing at the end cancel out in
 the differences. Prints the instructions per call unrecorded, recorded
 and added (recorded - unrecorded), and the added ones as a multiple of
 the unrecorded call. RECORDER: another recorder's package folder, as
-recorder-overhead.py --baseline takes it. Needs valgrind; the GPU loop
+recorder-overhead.py --baseline takes it; count a copy of this checkout's
+(git archive HEAD traces/pytorch/cgtrace | tar -x -C /tmp/x) when it may
+be edited meanwhile: each of the four runs loads the recorder anew, and
+runs of two versions give a difference of nothing. Needs valgrind; the GPU loop
 is timed by recorder-overhead.py (what a GPU call costs is not the CPU's
 instructions alone)."""
 import argparse
