@@ -18,6 +18,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --baseline /tmp/before/traces/pytorch/cgtrace  # before/after, one run
     python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
     python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
+    python3 tools/gpu/recorder-overhead.py --both [--fake]  # the steady and the new-input loop, one run
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -27,7 +28,9 @@ each recording's first, when the steady loop is steady as the recorder
 sees it: the figure to look at when `added` is high), and the host's
 speed before and after the rounds (sum(range(10**6)) in ms: the figures
 follow it). --fresh times the same loop with a new input tensor at each
-call. Needs a CUDA GPU
+call; --both times the steady loop, then the new-input one, in one run,
+and ends with a table of the two (issue 33 item 5: at most 10 us added in
+both, each beside its own unrecorded loop). Needs a CUDA GPU
 and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
@@ -450,6 +453,25 @@ def report_inside(name, res, out=None):
                             res["rounds"][-1]["deferred"]), file=out)
 
 
+def report_table(rows, out=None):
+    """The loops of one run side by side (--both): per loop (its name, its
+    measure() result), its unrecorded and recorded time a call, what
+    recording added (in the loop, with the exit's writing, the median
+    call), as a share of the unrecorded call, and the baseline recorder's
+    figure when one was timed in the same rounds (medians of the rounds)."""
+    out = out or sys.stdout
+    base = any("base" in r for _, r in rows)
+    print("| loop | unrecorded | recording | added | with the exit's writing | the median call added | share%s |"
+          % (" | baseline added" if base else ""), file=out)
+    print("| --- | --- | --- | --- | --- | --- | ---%s |" % (" | ---" if base else ""), file=out)
+    for name, r in rows:
+        print("| %s | %.1f us | %.1f us | %.1f us | %.1f us | %.1f us | %.1f%%%s |"
+              % (name, r["off_median"], r["on_median"], r["added_median"], r["added_with_exit_median"],
+                 r["call_added_median"], 100 * r["added_share_median"],
+                 (" | %.1f us" % r["base_added_median"] if "base" in r else " | -") if base else ""),
+              file=out)
+
+
 def host_ms(repeat=5):
     """Milliseconds this host takes for sum(range(10**6)), the best of
     `repeat`: what the host's speed was, to read the figures by (the same
@@ -495,6 +517,8 @@ def main(argv=None):
                    help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
     p.add_argument("--fresh", action="store_true",
                    help="a new input tensor at every call (a data loader's batches), not the same one")
+    p.add_argument("--both", action="store_true",
+                   help="the steady loop and then the new-input one (--fresh) in one run, with a table of both")
     p.add_argument("--baseline", metavar="RECORDER",
                    help="also time this other recorder in the same rounds: its package folder (say, the one "
                         "before a change: mkdir /tmp/before && git archive REV traces/pytorch/cgtrace | "
@@ -514,11 +538,19 @@ def main(argv=None):
     baseline = load_baseline(a.baseline).record if a.baseline else None
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     host_before = host_ms()
-    if a.fake:
-        step, sync, restore = fake_workload(a.fresh)
+    rows = []
+    for fresh in ((False, True) if a.both else (a.fresh,)):
+        if a.fake:
+            step, sync, restore = fake_workload(fresh)
+            name = "fake torch, replay + mark_step" + (", a new input each call" if fresh else "")
+            workload = "fake"
+        else:
+            step, sync = mlp_workload(a.dim, a.batch, fresh)
+            restore = None
+            name = "mlp3 reduce-overhead mark_step" + (", a new input each call" if fresh else "")
+            workload = "mlp3"
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
-            name = "fake torch, replay + mark_step" + (", a new input each call" if a.fresh else "")
             report(name, res)
             if a.inside:
                 inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
@@ -527,26 +559,18 @@ def main(argv=None):
             if a.profile:
                 profile_recorded(step, sync, a.iters, a.profile)
         finally:
-            restore()
-        workload = "fake"
-    else:
-        step, sync = mlp_workload(a.dim, a.batch, a.fresh)
-        name = "mlp3 reduce-overhead mark_step" + (", a new input each call" if a.fresh else "")
-        res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
-        report(name, res)
-        if a.inside:
-            inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
-            report_inside(name, inside)
-            res = dict(res, inside=inside["median"])
-        if a.profile:
-            profile_recorded(step, sync, a.iters, a.profile)
-        workload = "mlp3"
+            if restore is not None:
+                restore()
+        rows.append(("a new input each call" if fresh else "the same input (steady)", dict(res, fresh=fresh)))
     host_after = host_ms()
+    if a.both:
+        report_table(rows)
     report_host(host_before, host_after)
-    res = dict(res, host_ms_before=host_before, host_ms_after=host_after)
-    if a.json:
-        print(json.dumps(dict(res, workload=workload, fresh=a.fresh, dim=a.dim, batch=a.batch,
-                              clock="cpu" if a.cpu_clock else "wall")))
+    for _, res in rows:
+        res = dict(res, host_ms_before=host_before, host_ms_after=host_after)
+        if a.json:
+            print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
+                                  clock="cpu" if a.cpu_clock else "wall")))
     return 0
 
 

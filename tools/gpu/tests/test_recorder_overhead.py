@@ -153,6 +153,21 @@ class MeasureTest(unittest.TestCase):
         # a tensor record, a call, its expect and dels: more than the same input's 317 B a call
         self.assertGreater(res["trace_bytes_per_call"], 380)
 
+    def test_both_loops_in_one_run(self):
+        """--both: the steady loop, then the new-input one, each against its
+        own unrecorded loops, and a table of the two (issue 33 item 5's
+        figures, one run)."""
+        status, out = self.main_with_its_own_fake(["--fake", "--both", "--iters", "20", "--rounds", "2", "--warm", "3",
+                                                   "--json"])
+        self.assertEqual(status, 0)
+        lines = out.getvalue().splitlines()
+        table = [x for x in lines if x.startswith("| ")]
+        self.assertEqual(len(table), 4, lines)
+        self.assertRegex(table[2], r"^\| the same input \(steady\) \| [\d.]+ us \| [\d.]+ us \| -?[\d.]+ us \|")
+        self.assertRegex(table[3], r"^\| a new input each call \| [\d.]+ us \| [\d.]+ us \| -?[\d.]+ us \|")
+        res = [json.loads(x) for x in lines[-2:]]
+        self.assertEqual([(r["fresh"], r["calls_recorded"]) for r in res], [(False, [20, 20]), (True, [20, 20])])
+
     def test_baseline_and_profile(self):
         """--baseline times another recorder in the same rounds (its trace
         holds every call too); --profile prints where a recorded loop's

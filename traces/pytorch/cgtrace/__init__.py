@@ -49,7 +49,12 @@ and asks torch nothing about a tensor it already holds. A replay like its
 function's last one (the memo's inputs, the same node handing out the same
 cached outputs) takes a short path, _ReplayPlan and Recorder._fast_after:
 its call and del are lines joined from a template, no record dict, Fact or
-list built, and the general path's records, in its order, the result.
+list built, and the general path's records, in its order, the result. A
+call like its function's last one but for new tensors (a data loader's
+batch, a decoder's token) is named before the call by _Fresh._fresh_before
+(fresh.py) without the general path's search, when all the search would
+find is steps, deaths of named tensors and tensors new to the trace that a
+template writes; anything else takes the general path.
 
 The package needs only the standard library until recording starts; torch
 is imported then, by torch_api.py alone (the one module that imports it).
@@ -67,7 +72,8 @@ Its modules, torch-free first (the tests drive them with fake tensors):
     torch_api.py  every import of torch
     recorder.py   Recorder (start, stop, the trace's output) and record(),
                   with its mixins: hooks.py (what it patches into torch),
-                  calls.py (a call's general path), deferred.py (the steady
+                  calls.py (a call's general path), fresh.py (a call on new
+                  inputs, before it), deferred.py (the steady
                   replay), events.py (steps, resets, reads, knobs, failure),
                   facts.py (what it asks torch about tensors and functions)
     cli.py        the command line (__main__.py: python3 -m cgtrace)

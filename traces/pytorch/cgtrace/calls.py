@@ -48,18 +48,15 @@ class _Calls:
         the program's, untouched. (tls.actions, a new list per call, is
         left as the call made it: only a call reads it, after its own.)"""
         try:
-            # Where in the program the call came from (its src, and its
-            # function's def's): the tensors new to the trace are met there.
-            backward = getattr(mgr.id_to_mode.get(function_id), "name", "") == "BACKWARD"
-            src, def_src, at = self._call_srcs("backward" if backward else None)
-            self.session.src = src
-            ctx = self._before_call(mgr, new_inputs, function_id)
-            self.session.src = None
-            if ctx is not None:
-                ctx["src"], ctx["def_src"], ctx["src_at"] = src, def_src, at
+            # A call on new tensors, its function's last one's otherwise
+            # (fresh.py); else the general path.
+            ctx = self._fresh_before(mgr, new_inputs, function_id) if self._fresh_path else None
         except Exception as e:
-            self.session.src = None
             self._fail("before a call", e)
+            ctx = False
+        if ctx is None:
+            ctx = self._general_before(mgr, new_inputs, function_id)
+        elif ctx is False:
             ctx = None
         try:
             out = orig(mgr, new_inputs, function_id)
@@ -78,11 +75,37 @@ class _Calls:
                 plan = fs.plan
                 if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
                     fs.plan = None
+                    fs.fresh_tok = None
                     self._general_after(ctx, mgr, out)
                     self._make_plan(ctx, fs, mgr, out)
+                elif "fresh" in ctx:
+                    self._fresh_done(fs, ctx["fresh"])
+                else:
+                    # (Set only while the function's calls take the fresh
+                    # path: the _run wrapper arms no steady replay then.)
+                    fs.fresh_tok = None
             except Exception as e:
                 self._fail("after a call", e)
         return out
+
+    def _general_before(self, mgr, new_inputs, function_id):
+        """The general path's part before the tree's call: the call's src
+        and _before_call. Returns its ctx, or None (the recorder failed)."""
+        try:
+            # Where in the program the call came from (its src, and its
+            # function's def's): the tensors new to the trace are met there.
+            backward = getattr(mgr.id_to_mode.get(function_id), "name", "") == "BACKWARD"
+            src, def_src, at = self._call_srcs("backward" if backward else None)
+            self.session.src = src
+            ctx = self._before_call(mgr, new_inputs, function_id)
+            self.session.src = None
+            if ctx is not None:
+                ctx["src"], ctx["def_src"], ctx["src_at"] = src, def_src, at
+        except Exception as e:
+            self.session.src = None
+            self._fail("before a call", e)
+            ctx = None
+        return ctx
 
     def _before_call(self, mgr, new_inputs, function_id):
         # The steady call first: a defined function called through the same
@@ -337,7 +360,7 @@ class _Calls:
             recs.append(call)
         counts = session.counts
         counts["replay"] += 1
-        recs.append(plan.expect)
+        recs.append(plan.exp_line())  # (its line, as the deferred replays write it)
         if session._dead_objs or not plan.argset.isdisjoint(session._watch):
             # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch

@@ -18,8 +18,8 @@ class _Deferred:
         """Before every event but a deferred replay: the deferred replays'
         records are written, and each plan is checked again before its
         next deferral (this event may change what it holds)."""
-        self._serial += 1
         hot = self._hot
+        hot.serial += 1  # (Recorder._serial, without its property's two calls)
         hot.fid = hot.got = None
         hot.disarm()
         if self._pending:

@@ -287,7 +287,9 @@ class _Hooks:
                     rec._flush()
                 got = hot.got if function_id is hot.fid else fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
-                if plan is None or not defer:
+                # (A function whose last call took the fresh path, a loop
+                # over new inputs: no steady replay to arm; _on_run's.)
+                if plan is None or not defer or got[3].fresh_tok is not None:
                     return rec._on_run(orig_run, mgr, new_inputs, function_id)
                 c = box.mark_step_counter
                 mc = hot.mark_counter

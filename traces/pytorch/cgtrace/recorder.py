@@ -1,8 +1,9 @@
 """The Recorder: its state, start and stop, and the trace's output
 (written whole, or streamed for a follower). What it does at each event
 is in its mixins: hooks.py (what it installs), calls.py (a call's general
-path), deferred.py (the steady replay), events.py (everything else),
-facts.py (what it asks torch)."""
+path), fresh.py (a call on new inputs, before it), deferred.py (the
+steady replay), events.py (everything else), facts.py (what it asks
+torch)."""
 
 import atexit
 import functools
@@ -18,6 +19,7 @@ from .deferred import _Deferred
 from .errors import _warn
 from .events import _Events
 from .facts import _Facts
+from .fresh import _Fresh
 from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace
 from .knobs import _jsonable, _Knobs, settings_from_knobs
@@ -102,7 +104,7 @@ def _is_fifo(path):
         return False
 
 
-class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
+class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
@@ -116,7 +118,8 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
 
     This class holds the state, start and stop; its mixins the work:
     _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
-    general path, _Deferred (deferred.py) the steady replay, _Events
+    general path, _Fresh (fresh.py) a call on new inputs before the
+    tree's call, _Deferred (deferred.py) the steady replay, _Events
     (events.py) every other event, _Facts (facts.py) torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
@@ -164,6 +167,8 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
+        self.fresh_calls = 0  # calls whose new inputs took _fresh_before
+        self._whole = {}  # (_Fresh._whole)
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
         # (plan, the steps before it, its invocation) per call, written
@@ -404,7 +409,10 @@ class Recorder(_Hooks, _Calls, _Deferred, _Events, _Facts):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
-            self._settle()
+            if self._pending:
+                # (A call's own flush finds none: _on_run settled before it,
+                # and nothing is deferred while it holds the lock.)
+                self._settle()
             try:
                 self.trace.flush()
             except Exception as e:

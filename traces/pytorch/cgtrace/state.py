@@ -97,7 +97,7 @@ class _Entry:
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
                  "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan",
-                 "last_entries")
+                 "last_entries", "fresh_tok")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -120,6 +120,9 @@ class _FnState:
         # Recorder._before_call's general path, by position (_NO_ENTRY where
         # none did): where the next call looks first (or None).
         self.last_entries = None
+        # What a call on new inputs through the recorder's fresh path left
+        # for the next one (Recorder._fresh_done), or None.
+        self.fresh_tok = None
 
 
 class _ReplayPlan:

@@ -1,0 +1,54 @@
+"""tools/gpu/recorder-instructions.py: the program it counts runs (the
+fake loop, recorded or not), and the counts of its four runs give the
+instructions a call as their differences say. valgrind itself is the
+tool's to run; here a stand-in answers for it."""
+import importlib.util
+import os
+import subprocess
+import sys
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.path.join(HERE, "..", "recorder-instructions.py")
+spec = importlib.util.spec_from_file_location("recorder_instructions", TOOL)
+ri = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ri)
+
+
+class InstructionsTest(unittest.TestCase):
+    def test_child_runs_the_loops(self):
+        for args in (["--child", "5"], ["--child", "-5", "--fresh"], ["--child", "5", "--fresh"]):
+            p = subprocess.run([sys.executable, TOOL] + args, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_counts_are_the_runs_differences(self):
+        # A stand-in for valgrind: 1,000 instructions of start-up, 100 a
+        # call unrecorded, 250 recorded, and what a recording's start and
+        # end cost (300) in every run.
+        seen = []
+
+        def run(cmd, **kw):
+            seen.append(cmd)
+            self.assertEqual(kw["env"]["PYTHONHASHSEED"], "0")
+            calls = int(cmd[cmd.index("--child") + 1])
+            n = 1000 + 300 + (250 if calls > 0 else 100) * abs(calls)
+            return types.SimpleNamespace(returncode=0, stderr="==1== Collected : %d\n" % n)
+
+        r = ri.measure(True, 10, "/some/recorder", run=run)
+        self.assertEqual(r, {"off": 100.0, "on": 250.0, "added": 150.0})
+        self.assertEqual(len(seen), 4)
+        self.assertTrue(all(c[0] == "valgrind" and "--fresh" in c and c[-2:] == ["--baseline", "/some/recorder"]
+                            for c in seen))
+
+    def test_failed_run_is_an_error(self):
+        def run(cmd, **kw):
+            return types.SimpleNamespace(returncode=1, stderr="valgrind: no such tool")
+
+        with self.assertRaises(SystemExit) as cm:
+            ri.measure(False, 10, run=run)
+        self.assertIn("no such tool", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,288 @@
+"""A call like its function's last one but for new tensors at some of its
+positions (a loop over a data loader's batches, a decoder's new token:
+every training and decode step): the records before the tree's call made
+without the general path's search (_Fresh._fresh_before), the same
+records and the same session state as Recorder._before_call leaves, or
+nothing at all when any of what it takes for granted does not hold."""
+
+import itertools
+import operator
+import sys
+
+from .jsonl import _STEP
+from .shapes import is_contiguous, numel
+from .state import _ENTRY_NAME, _FACT_OF, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF
+from .facts import _PKG_DIR
+
+
+class _Fresh:
+    """Recorder's short path before a call with new inputs."""
+
+    # Tests turn it off to compare with the general path.
+    _fresh_path = True
+    # (shape, strides) -> the elements of a contiguous tensor of that
+    # shape, or -1 when the strides are not contiguous ones: a loop's new
+    # inputs are of a few shapes.
+    _whole = None
+
+    def _fresh_before(self, mgr, new_inputs, function_id):
+        """_before_call (and _call_srcs) for a call of a defined function
+        whose last call left a plan (_make_plan) and named its inputs by
+        the entries fs.last_entries holds, when each input is either the
+        tensor an entry names (as _name_inputs finds it) or a tensor new to
+        the trace that begin_call would write from a template
+        (Session._tensor_record): its own storage, whole, at offset 0,
+        contiguous, no view or dead cached output of a named one, not a
+        static input. What happened since the last event is only steps
+        (no reset, no other manager) and deaths of named tensors whose
+        storage is gone (not tree outputs), no polled name died, and no
+        knob moved. Returns the call's ctx for _record_call, having
+        written what begin_call writes (the deaths and steps in the order
+        _catch_up_steps and flush_deaths give them, the new tensors'
+        records); or None, having changed nothing: the general path
+        runs."""
+        try:
+            got = self._check_fresh(mgr, new_inputs, function_id)
+        except Exception:  # (an input or frame it cannot read: the general path's)
+            got = None
+        if got is None:
+            return None
+        fs, c, mc, names, last, fresh, facts, groups, src, at, base = got
+        got = None
+        session = self.session
+        recs = self.trace.records
+        steps = mc - c
+        counts = session.counts
+        if groups is None:
+            if steps:
+                recs.extend([_STEP] * steps)
+        else:
+            k = groups[-1]
+            for i in range(steps + 1):
+                dead = groups.get(i)
+                if dead is not None:
+                    held = session._held_wr
+                    for wr, e in dead:
+                        held.pop(id(wr), None)
+                        e.wr = None
+                    session._emit_dels([e for _, e in dead])
+                if i < steps:
+                    recs.append(_STEP)
+            del session._dead_objs[:k]
+        counts["steps"] += steps
+        self._hot.mark_counter = c  # (Recorder._mark_counter)
+        session.src = src
+        try:
+            for i, f in zip(fresh, facts):
+                names[i] = session._tensor_record(f, "tensor", base)
+        finally:
+            session.src = None
+        fs.last_entries = last
+        self.fresh_calls += 1
+        fs.calls += 1
+        counts["calls"] += 1
+        return {"fn": fs, "args": names, "invocation": self._gen.generation, "src": src,
+                "def_src": None, "src_at": at, "fresh": base}
+
+    def _fresh_inputs(self, fs, cand, new_inputs):
+        """The inputs by position, as _name_inputs names them: (the args,
+        None at the new tensors' positions; the entries by position,
+        _NO_ENTRY there; those positions; the new tensors' name base), or
+        None where an input is no tensor, or a named one whose data moved,
+        or none is new, or a new one is a static input. First against the
+        entries that named the last call's inputs (cand, C-level passes),
+        then one by one; or, when nothing was named, renamed or forgotten
+        since the function's last call through this path (fs.fresh_tok:
+        the session's epoch and order then), the positions that call found
+        new are the ones to look at, the others compared by their objects
+        and data pointers alone."""
+        session = self.session
+        Tensor = self.torch.Tensor
+        known = session.by_obj_entry.get
+        n = len(new_inputs)
+        tok = fs.fresh_tok
+        if (tok is not None and tok[2] is cand and tok[0] == session.epoch and tok[1] == session.order
+                and all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, tok[3])))
+                and list(map(Tensor.data_ptr, map(new_inputs.__getitem__, tok[3]))) == tok[5]):
+            # (The entries of the other positions still name those objects:
+            # nothing was bound or forgotten since.)
+            for i in tok[6]:
+                v = new_inputs[i]
+                if not isinstance(v, Tensor):
+                    return None
+                e = known(id(v))
+                if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v:
+                    return None  # (a named tensor: _name_inputs' one by one)
+            v = e = None
+            # (Their names as they are now: the function's own output
+            # passed back, a recurrent state, was renamed by its call.)
+            return list(map(_ENTRY_NAME, cand)), cand, tok[6], tok[7]
+        fs.fresh_tok = None
+        cf = list(map(_FACT_OF, cand))
+        hits = list(map(operator.and_, map(operator.and_,
+                                           map(operator.is_, map(known, map(id, new_inputs)), cand),
+                                           map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                               new_inputs)),
+                        map(operator.eq, map(Tensor.data_ptr, new_inputs), map(_PTR_OF, cf))))
+        cf = None
+        names = list(map(_ENTRY_NAME, cand))
+        last = list(cand)
+        fresh = []
+        for i in itertools.compress(range(n), map(operator.not_, hits)):
+            v = new_inputs[i]
+            if not isinstance(v, Tensor):
+                return None
+            e = known(id(v))
+            ref = e.fact.obj_ref if e is not None else None
+            if ref is not None and ref() is v:
+                if e.fact.ptr is not None and v.data_ptr() != e.fact.ptr:
+                    return None  # (`param.data = new`: begin_call's swap)
+                names[i] = e.name
+                last[i] = e
+            else:
+                names[i] = None
+                last[i] = _NO_ENTRY
+                fresh.append(i)
+        v = e = ref = None
+        if not fresh:
+            return None
+        info = fs.info
+        if not info.static.isdisjoint(fresh):
+            return None  # (a parameter: begin_call names it after its module's path)
+        base = "in"
+        if info.mode == "backward":
+            ph = info.placeholders
+            for i in fresh:
+                b = "grad" if i < len(ph) and str(ph[i]).startswith("tangents") else "saved"
+                if base != "in" and b != base:
+                    return None
+                base = b
+        return names, last, fresh, base
+
+    def _fresh_done(self, fs, base):
+        """After a call through this path whose replay took _fast_after:
+        what the next one may take for granted while nothing is named,
+        renamed or forgotten (_fresh_inputs)."""
+        session = self.session
+        cand = fs.last_entries
+        tok = fs.fresh_tok
+        if tok is not None and tok[2] is cand:  # (the same positions new: _fresh_inputs' short way)
+            fs.fresh_tok = (session.epoch, session.order) + tok[2:]
+            return
+        keep = [i for i, e in enumerate(cand) if e is not _NO_ENTRY]
+        fresh = tuple(i for i, e in enumerate(cand) if e is _NO_ENTRY)
+        kept = [cand[i] for i in keep]
+        refs = tuple(e.fact.obj_ref for e in kept)
+        ptrs = [e.fact.ptr for e in kept]
+        if not fresh or None in refs or None in ptrs:
+            fs.fresh_tok = None
+            return
+        fs.fresh_tok = (session.epoch, session.order, cand, tuple(keep), refs, ptrs, fresh, base)
+
+    def _check_fresh(self, mgr, new_inputs, function_id):
+        """What _fresh_before takes for granted, looked at without changing
+        anything; None where something does not hold, else (fs, the step
+        counter now and at the last event, the args with None at the new
+        inputs' positions, the entries by position, those positions, their
+        Facts, the deaths by the step they come before (None: none; at -1,
+        how many of session._dead_objs were looked at), the
+        call's src and where it is, the new tensors' name base)."""
+        got = self._fid_cache.get(id(function_id))
+        if got is None or got[0] is not function_id or got[1]() is not mgr:
+            return None
+        fs = got[3]
+        plan = fs.plan
+        cand = fs.last_entries
+        n = len(new_inputs)
+        session = self.session
+        if (plan is None or plan.src_code is None or not fs.defined or cand is None or len(cand) != n
+                or not session.tensor_templates or self._pending):
+            return None
+        # What _check_manager and _catch_up_steps would find: the device's
+        # manager, no reset; the knobs as _knob_check would find them.
+        known = self._known_mgr.get(mgr.device_index)
+        c = self._box.mark_step_counter
+        mc = self._hot.mark_counter  # (Recorder._mark_counter)
+        if known is None or known() is not mgr or c > mc or (c == 0 and mc != 0):
+            return None
+        if self._all_knobs_due or self._all_knobs_read:
+            return None
+        knobs = self._knobs
+        if c // 64 != mc // 64 and (c // 4096 != mc // 4096 or knobs.moved(True)):
+            return None
+        if knobs.moved():
+            return None
+        # The src, where the plan's general calls found it (Facts._call_srcs):
+        # the frame plan.src_d frames past the one that called the tree's
+        # _run, of the same code, at a line they saw.
+        f = sys._getframe(4)  # (past _fresh_before, _record_call, _on_run: this package's)
+        mine = self._own_code
+        while f is not None:
+            own = mine.get(f.f_code)
+            if own is None:
+                own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+            if not own:
+                break
+            f = f.f_back
+        for _ in range(plan.src_d):
+            if f is None:
+                break
+            f = f.f_back
+        src = plan.src_lines.get(f.f_lineno) if f is not None and f.f_code is plan.src_code else None
+        f = None
+        if src is None:
+            return None
+        got = self._fresh_inputs(fs, cand, new_inputs)
+        if got is None:
+            return None
+        names, last, fresh, base = got
+        # Each new tensor as begin_call sees it: no name over its view or
+        # storage (lookup, _saved_name, _view_source), the whole of its
+        # storage (_name_view), a record like one before it (a template).
+        facts = []
+        storages = set()
+        lines = session._tensor_lines
+        entries = session.entries
+        whole = self._whole
+        for i in fresh:
+            fact = self._fact(new_inputs[i])
+            vk = fact.view_key
+            shape = vk[2]
+            n = whole.get((shape, fact.stride))
+            if n is None:
+                n = numel(shape) if is_contiguous(shape, fact.stride) else -1
+                if len(whole) < 256:
+                    whole[(shape, fact.stride)] = n
+            if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
+                    or ("tensor", shape, fact.dtype, fact.device, src[1]) not in lines
+                    or session.by_view.get(vk) in entries or vk in session._dead_cached
+                    or session.by_storage.get(fact.storage) or fact.storage in storages):
+                return None
+            storages.add(fact.storage)
+            facts.append(fact)
+        # Every polled name alive; the named objects that died since the
+        # last event, each with its storage gone (so dead as the poll
+        # finds it), by the step before which _catch_up_steps writes its
+        # del (steps alone when none).
+        for e in session._watch.values():
+            if not e.fact.alive():
+                return None
+        groups = None
+        dead = session._dead_objs
+        if dead:
+            steps = mc - c
+            # (Those seen now: a death a collection adds meanwhile is the
+            # next event's.)
+            groups = {-1: len(dead)}
+            held = session._held_wr
+            seen = set()
+            for wr, when in dead[:groups[-1]]:
+                name = held.get(id(wr))
+                e = entries.get(name) if name is not None else None
+                if e is None or e.wr is not wr or id(e) in seen:
+                    continue  # (what _poll_dead_objs passes over)
+                if e.kind == "out" or e.fact.alive():
+                    return None
+                seen.add(id(e))
+                groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))
+        return fs, c, mc, names, last, fresh, facts, groups, src, (plan.src_d, plan.src_code), base
