@@ -157,6 +157,20 @@ class _Hooks:
             try:
                 lean = hot.lean if function_id is hot.lfid else armed(id(function_id))
                 if lean is None:
+                    # Not armed. Two calls need none of _steady's checks
+                    # (what it would do with them, without its frame and
+                    # second taking of the lock): 2.11's _run re-entering
+                    # itself inside a general call (tls.depth), passed
+                    # through; and a call of a function whose calls take
+                    # the fresh path (fs.fresh_tok: a loop over new
+                    # inputs), which _steady hands to _on_run at once
+                    # (_on_run settles and writes what is queued).
+                    rec = hot.rec
+                    if rec.tls.depth:
+                        return orig_run(mgr, new_inputs, function_id)
+                    got = rec._fid_cache.get(id(function_id))
+                    if got is not None and got[3].fresh_tok is not None and not hot.off:
+                        return rec._on_run(orig_run, mgr, new_inputs, function_id)
                     return _steady(mgr, new_inputs, function_id)
                 fid, plan, mref, low, nin, in_refs, in_ptrs, in_idx, polled, uses, node_ref, nout, ckpt, out_refs, \
                     wrappers = lean
