@@ -73,8 +73,8 @@ class _Fresh:
         self._hot.mark_counter = c  # (Recorder._mark_counter)
         session.src = src
         try:
-            for i, f in zip(fresh, facts):
-                names[i] = session._tensor_record(f, "tensor", base)
+            for i, (f, tmpl) in zip(fresh, facts):
+                names[i] = session._tensor_record(f, "tensor", base, tmpl)
         finally:
             session.src = None
         fs.last_entries = last
@@ -186,7 +186,8 @@ class _Fresh:
         inputs' positions, the entries by position, those positions, their
         Facts, the deaths by the step they come before (None: none; at -1,
         how many of session._dead_objs were looked at), the
-        call's src and where it is, the new tensors' name base)."""
+        call's src and where it is, the new tensors' name base); each Fact
+        with its record's template as _tensor_record would look it up."""
         got = self._fid_cache.get(id(function_id))
         if got is None or got[0] is not function_id or got[1]() is not mgr:
             return None
@@ -210,7 +211,9 @@ class _Fresh:
         knobs = self._knobs
         if c // 64 != mc // 64 and (c // 4096 != mc // 4096 or knobs.moved(True)):
             return None
-        if knobs.moved():
+        # (knobs.moved(), without its two frames: _check_fresh's caller
+        # takes a probe that raises for the general path's.)
+        if list(map(operator.call, knobs.probes)) != knobs.probe_vals:
             return None
         # The src, where the plan's general calls found it (Facts._call_srcs):
         # the frame plan.src_d frames past the one that called the tree's
@@ -253,13 +256,14 @@ class _Fresh:
                 n = numel(shape) if is_contiguous(shape, fact.stride) else -1
                 if len(whole) < 256:
                     whole[(shape, fact.stride)] = n
+            tmpl = lines.get(("tensor", shape, fact.dtype, fact.device, src[1]), lines)
             if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
-                    or ("tensor", shape, fact.dtype, fact.device, src[1]) not in lines
+                    or tmpl is lines
                     or session.by_view.get(vk) in entries or vk in session._dead_cached
                     or session.by_storage.get(fact.storage) or fact.storage in storages):
                 return None
             storages.add(fact.storage)
-            facts.append(fact)
+            facts.append((fact, tmpl))
         # Every polled name alive; the named objects that died since the
         # last event, each with its storage gone (so dead as the poll
         # finds it), by the step before which _catch_up_steps writes its

@@ -423,7 +423,8 @@ class _Deaths:
         """One `del` for the dead entries, in binding order, names forgotten."""
         if not dead:
             return
-        dead.sort(key=lambda e: e.order)
+        if len(dead) > 1:  # (one, a loop's last input: no key function's call)
+            dead.sort(key=lambda e: e.order)
         names = [e.name for e in dead]
         for e in dead:
             if e.kind == "out" and _cached_output(e.fact):

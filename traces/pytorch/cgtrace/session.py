@@ -13,6 +13,10 @@ from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
 from .state import _FnState, _fact_positions, _known_name
 
 
+# _tensor_record's tmpl when its caller did not look the template up.
+_LOOK = object()
+
+
 class Session(_Names, _Deaths):
     """Turns tree events into trace records. The torch side (Recorder) gives
     it Facts; it owns names, liveness bookkeeping and record order:
@@ -163,14 +167,19 @@ class Session(_Names, _Deaths):
         st = self.fns.get(key)
         return st.name if st is not None else None
 
-    def _tensor_record(self, fact, op, base):
+    def _tensor_record(self, fact, op, base, tmpl=_LOOK):
+        """Names a tensor new to the trace and writes its record. tmpl: its
+        template as _tensor_lines has it under the record's key, where the
+        caller looked it up (Recorder._check_fresh), else looked up here."""
         name = self._fresh(base)
         # A loop's new input at every call (a batch, a token) is a tensor
         # like the last one made for it: its line is that record's, the
         # name and seed put in (the encoding of a record dict costs a
         # new input's call more than the rest of its record).
-        key = (op, tuple(fact.shape), fact.dtype, fact.device, self.src[1] if self.src is not None else None)
-        tmpl = self._tensor_lines.get(key) if self.tensor_templates else None
+        key = None
+        if tmpl is _LOOK:
+            key = (op, tuple(fact.shape), fact.dtype, fact.device, self.src[1] if self.src is not None else None)
+            tmpl = self._tensor_lines.get(key) if self.tensor_templates else None
         if tmpl is not None and name.isidentifier() and name.isascii():
             self.seed += 1
             self.trace.records.append(tmpl[0] + name + tmpl[1] + str(self.seed) + tmpl[2])
@@ -208,6 +217,8 @@ class Session(_Names, _Deaths):
             rec["src"] = self.src[0]
         self.trace.add(rec)
         if values is None and self.tensor_templates and len(self._tensor_lines) < 4096:
+            if key is None:
+                key = (op, tuple(fact.shape), fact.dtype, fact.device, self.src[1] if self.src is not None else None)
             self._tensor_lines[key] = _tensor_template(rec, name)
         self.counts["params" if op == "param" else "tensors"] += 1
         self._bind(name, fact, op)
