@@ -20,6 +20,9 @@ class _Fresh:
 
     # Tests turn it off to compare with the general path.
     _fresh_path = True
+    # True while the _run wrapper's call of _on_run (a fresh-path
+    # function's, hooks.py) is in progress: _check_fresh's frame 4 is it.
+    _via_run = False
     # (shape, strides) -> the elements of a contiguous tensor of that
     # shape, or -1 when the strides are not contiguous ones: a loop's new
     # inputs are of a few shapes.
@@ -218,19 +221,34 @@ class _Fresh:
         # The src, where the plan's general calls found it (Facts._call_srcs):
         # the frame plan.src_d frames past the one that called the tree's
         # _run, of the same code, at a line they saw.
-        f = sys._getframe(4)  # (past _fresh_before, _record_call, _on_run: this package's)
         mine = self._own_code
-        while f is not None:
+        f = None
+        if self._via_run:
+            # Frame 4 is the _run wrapper, which called _on_run itself: the
+            # frame past it found without making a frame object of each
+            # one between (torch's own, on a GPU: src_d of them), when it
+            # is not this package's (else the walk below).
+            f = sys._getframe(5)
             own = mine.get(f.f_code)
             if own is None:
                 own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
-            if not own:
-                break
-            f = f.f_back
-        for _ in range(plan.src_d):
-            if f is None:
-                break
-            f = f.f_back
+            if own:
+                f = None
+            elif plan.src_d:
+                f = sys._getframe(5 + plan.src_d)  # (ValueError past the stack's top: the general path's)
+        if f is None:
+            f = sys._getframe(4)  # (past _fresh_before, _record_call, _on_run: this package's)
+            while f is not None:
+                own = mine.get(f.f_code)
+                if own is None:
+                    own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+                if not own:
+                    break
+                f = f.f_back
+            for _ in range(plan.src_d):
+                if f is None:
+                    break
+                f = f.f_back
         src = plan.src_lines.get(f.f_lineno) if f is not None and f.f_code is plan.src_code else None
         f = None
         if src is None:

@@ -170,7 +170,11 @@ class _Hooks:
                         return orig_run(mgr, new_inputs, function_id)
                     got = rec._fid_cache.get(id(function_id))
                     if got is not None and got[3].fresh_tok is not None and not hot.off:
-                        return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                        rec._via_run = True  # (the lock held: no other thread's call between)
+                        try:
+                            return rec._on_run(orig_run, mgr, new_inputs, function_id)
+                        finally:
+                            rec._via_run = False
                     return _steady(mgr, new_inputs, function_id)
                 fid, plan, mref, low, nin, in_refs, in_ptrs, in_idx, polled, uses, node_ref, nout, ckpt, out_refs, \
                     wrappers = lean
