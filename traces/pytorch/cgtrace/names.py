@@ -5,6 +5,7 @@ Session (session.py), free of torch."""
 
 import weakref
 
+from .jsonl import _names_json
 from .liveness import _cached_output
 from .shapes import extent, fit_shape, is_contiguous, numel, view_fields
 from .state import Fact, _Entry
@@ -297,7 +298,7 @@ class _Names:
         for n in drop:
             self._forget(n)
         self.counts["dels"] += len(names)
-        self.trace.add({"op": "del", "names": names})
+        _add_del(self.trace, names)
 
     def _rename(self, e, name, obj):
         """Binds `name` to the tensor of output entry e, whose name retires:
@@ -432,7 +433,7 @@ class _Deaths:
         for n in names:
             self._forget(n)
         self.counts["dels"] += len(names)
-        self.trace.add({"op": "del", "names": names})
+        _add_del(self.trace, names)
 
     def _poll_dead_objs(self, upto=None):
         """Names whose object died since the last event join the polled ones
@@ -470,3 +471,15 @@ class _Deaths:
                     dead.append(e)
         if dead is not None:
             self._emit_dels(dead)
+
+
+def _add_del(trace, names):
+    """A del record of names: its line, as the writer's encoder joins it
+    for the record's dict (_LineEncoder.line), where the names need no
+    escaping and the trace checks no record (the recorder's): no dict,
+    no check, no encoding at the write (a loop's dead input, every call)."""
+    j = _names_json(names) if not trace.strict else None
+    if j is not None:
+        trace.records.append('{"op": "del", "names": ' + j + "}")
+    else:
+        trace.add({"op": "del", "names": names})

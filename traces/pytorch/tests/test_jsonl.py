@@ -151,6 +151,20 @@ class LineEncoderTest(unittest.TestCase):
         self.assertEqual(lines[:-1], want)
         self.assertIn("cgtrace dropped a call record", lines[-1])
 
+    def test_del_line_is_the_records_line(self):
+        # A del the session adds as its line (names._add_del) is the line
+        # the record's dict is written as; names that need escaping, and
+        # a trace that checks its records, keep the dict.
+        from cgtrace.names import _add_del
+        for names in (["in"], ["in_1", "step_fresh_0_c3_0"], ["a b", "x.y[0]"], ['q"uote'], ["back\\slash"],
+                      ["caf\u00e9"], ["tab\there"], []):
+            for strict in (False, True):
+                t = Trace("x", strict=strict)
+                _add_del(t, list(names))
+                self.assertEqual(t.lines()[1:], [encode_record({"op": "del", "names": names})], (names, strict))
+                self.assertEqual(type(t.records[0]) is str, not strict and all(
+                    n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names))
+
 
 if __name__ == "__main__":
     unittest.main()
