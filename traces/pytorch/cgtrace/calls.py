@@ -371,6 +371,12 @@ class _Calls:
                 session._bind_outputs(outs, [e.fact for e in entries])
                 self._tree_after(mgr, _REPLAYED, plan.ckpt)
                 fs.plan = None
+                if "fresh" in ctx:
+                    # A loop whose new input only the tree's list held:
+                    # the plan its next call's fresh path needs, as the
+                    # general path's call would make it (else every other
+                    # call is the general path's).
+                    self._make_plan(ctx, fs, mgr, out)
                 return True
         gone = plan.names
         if len(entries) == 1:

@@ -181,8 +181,8 @@ def src_scenario(path, follow=False):
     frame (_tree), through one the recorder takes for its own (_own), in
     runs and alternating, so that the src frame the fresh path finds by
     its depth (Recorder._check_fresh) is sometimes at another depth than
-    the plan's, or past a frame of this package. Returns what
-    fresh_scenario returns."""
+    the plan's, or past a frame of this package; then 40 calls whose new
+    input dies inside the call. Returns what fresh_scenario returns."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     mgr = fake.CUDAGraphTreeManager()
     mgr.cache_replays = True
@@ -199,6 +199,10 @@ def src_scenario(path, follow=False):
             x = fake.Tensor([16, 8])  # (held past the call, as a caller holds its batch)
             y, = way([w, x])
             x = None
+        for i in range(40):  # then a new input only the tree's list holds: it dies inside its call
+            cgt.mark_step_begin()
+            fake._invocation()
+            y, = ways[(i // 10) % 3]([w, fake.Tensor([16, 8])])
         del y
         with rec.lock:
             rec._settle()
@@ -270,13 +274,16 @@ class FreshPathTest(fake.FakeTorchTest):
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
-        # the walk past this package's frames) is the general path's. Of
-        # the 120 calls, 93 take the fresh path (the others: the first
-        # ones, and each call from another depth than its function's
-        # last, which the general path takes); with the frame past the
-        # wrapper taken for the user's even when it is this package's,
-        # 80 (declined: the frame's code is not the plan's).
-        self.against_general(follow=False, scenario=src_scenario, least=90)
+        # the walk past this package's frames) is the general path's; so
+        # is a call after one whose new input died inside it. Of the 160
+        # calls, 127 take the fresh path (the others: the first ones, and
+        # each call from another depth than its function's last, which
+        # the general path takes). With the frame past the wrapper taken
+        # for the user's even when it is this package's, 108 (declined:
+        # the frame's code is not the plan's); without a plan made after
+        # an input died in its call (_fast_after), 110 (every other one
+        # of those calls is the general path's).
+        self.against_general(follow=False, scenario=src_scenario, least=124)
 
 
 if __name__ == "__main__":
