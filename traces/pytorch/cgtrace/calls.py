@@ -24,7 +24,7 @@ class _Calls:
 
     def _on_run(self, orig, mgr, new_inputs, function_id):
         tls = self.tls
-        if self._off or getattr(tls, "depth", 0) > 0:
+        if self._hot.off or getattr(tls, "depth", 0) > 0:  # (hot.off: Recorder._off, without its property)
             # _run re-entering itself (the roots restart) is one call; a
             # recording stopped by its own error only passes calls through.
             return orig(mgr, new_inputs, function_id)
@@ -61,7 +61,7 @@ class _Calls:
         try:
             out = orig(mgr, new_inputs, function_id)
         except BaseException as e:
-            if ctx is not None and not self._off:
+            if ctx is not None and not self._hot.off:
                 try:
                     self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr),
                                           mgr.debug_checkpointing_counter, None,
@@ -69,7 +69,7 @@ class _Calls:
                 except Exception as e2:
                     self._fail("after a call that raised", e2)
             raise
-        if ctx is not None and not self._off:
+        if ctx is not None and not self._hot.off:
             try:
                 fs = ctx["fn"]
                 plan = fs.plan
