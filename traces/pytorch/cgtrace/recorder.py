@@ -147,9 +147,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         self.session = Session(self.trace)
         self.lock = threading.RLock()
         # CGTRACE_DEFER=0: every call through the general path, to hold the
-        # deferred path's traces against (tools/gpu/deferred-same.py).
+        # deferred path's traces against (tools/gpu/deferred-same.py), and
+        # the fresh path's (fresh.py): neither is taken.
         if os.environ.get("CGTRACE_DEFER") == "0":
             self._defer = False
+            self._fresh_path = False
         self._hot = _Hot()
         self._hot.rec = self
         self.tls = _CallState()

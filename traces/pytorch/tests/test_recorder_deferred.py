@@ -379,6 +379,41 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertEqual(deferred, 0)
         self.assertEqual(rec.armings, 0)
 
+    def test_cgtrace_defer_0_takes_no_fresh_path(self):
+        # A loop over new inputs: the fresh path's by default, the general
+        # path's under CGTRACE_DEFER=0 (what deferred-same.py holds both
+        # short paths against on the GPU).
+        from unittest import mock
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+
+        def loop(path):
+            mgr = CUDAGraphTreeManager()
+            mgr.cache_replays = True
+            f = mgr.add(0, static=[0])
+            mgr.models[0] = lambda ins: [Tensor([16, 8])]
+            w = Tensor([8, 8])
+            with cgtrace.record(path) as rec:
+                for _ in range(20):
+                    cgt.mark_step_begin()
+                    _invocation()
+                    x = Tensor([16, 8])  # (over SMALL_TENSOR: a rand record, a template)
+                    y, = mgr._run([w, x], f)
+                    x = None
+                del y
+            self.assertIsNone(rec.error)
+            with open(path) as fh:
+                return rec.fresh_calls, fh.read().split("\n")[1:]
+
+        took, default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
+        self.assertGreater(took, 10)
+        self.tearDown()
+        self.setUp()  # (the stand-in's counters from 0 again)
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
+            took, general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
+        self.assertEqual(took, 0)
+        self.assertEqual(default, general)
+
     def test_refcount_rules_read_from_the_check(self):
         t = Tensor([2])
         for before, want in ((False, cgtrace.USE_COUNT), (True, cgtrace.REFCOUNT)):
