@@ -478,7 +478,7 @@ def _add_del(trace, names):
     for the record's dict (_LineEncoder.line), where the names need no
     escaping and the trace checks no record (the recorder's): no dict,
     no check, no encoding at the write (a loop's dead input, every call)."""
-    j = _names_json(names) if not trace.strict else None
+    j = _names_json(names) if not getattr(trace, "strict", True) else None
     if j is not None:
         trace.records.append('{"op": "del", "names": ' + j + "}")
     else:
