@@ -361,6 +361,42 @@ func (p *tensorsPane) sorted(st *engine.State) []int32 {
 	return idx
 }
 
+// count is how many rows the table has: every tensor unless a filter
+// drops some.
+func (p *tensorsPane) count(st *engine.State) int {
+	if p.filter == "" || st == nil {
+		if st == nil {
+			return 0
+		}
+		return len(st.Tensors)
+	}
+	return len(p.sorted(st))
+}
+
+// window is rows [off, off+n) of the table (off within it). The first
+// screen of an order by rank, unfiltered, is the first n tensors of rank
+// 0 when there are that many: a scan that stops there, where the whole
+// order would look at every tensor of a state that each step makes anew.
+func (p *tensorsPane) window(st *engine.State, off, n int) []engine.TensorView {
+	vis := make([]engine.TensorView, 0, n)
+	memo := p.memo.st == st && p.memo.order == p.order && p.memo.filter == p.filter && p.memo.idx != nil
+	if !memo && off == 0 && p.filter == "" && (p.order == orderOutputs || p.order == orderState) {
+		for i := range st.Tensors {
+			if t := &st.Tensors[i]; rank(p.order, t) == 0 {
+				if vis = append(vis, *t); len(vis) == n {
+					return vis
+				}
+			}
+		}
+		vis = vis[:0]
+	}
+	idx := p.sorted(st)
+	for _, k := range idx[off:min(off+n, len(idx))] {
+		vis = append(vis, st.Tensors[k])
+	}
+	return vis
+}
+
 // rank is t's bucket in the orders by rank (0 in the others): by state,
 // the stale first, then the replay outputs, then the rest; outputs first,
 // what the graphs made, then the program's own tensors, then the params.
@@ -393,7 +429,7 @@ func tensorRowText(t *engine.TensorView) string {
 func (p *tensorsPane) title(c *paneCtx) string {
 	t := paneTitles[paneTensors]
 	if st := c.snap.state; st != nil {
-		n := len(p.sorted(st))
+		n := p.count(st)
 		if p.filter != "" {
 			t += fmt.Sprintf(" · %d of %d match %q", n, len(st.Tensors), p.filter)
 		} else {
@@ -430,15 +466,10 @@ func (p *tensorsPane) view(c *paneCtx, w, h int, _ bool) []string {
 	// The rows shown, as tensorLines would pick them from the whole
 	// table.
 	st := c.snap.state
-	idx := p.sorted(st)
 	n := max(h-1, 1)
-	p.offset = min(max(p.offset, 0), max(len(idx)-n, 0))
-	vis := make([]engine.TensorView, 0, min(n, len(idx)-p.offset))
-	for _, k := range idx[p.offset:min(p.offset+n, len(idx))] {
-		vis = append(vis, st.Tensors[k])
-	}
+	p.offset = min(max(p.offset, 0), max(p.count(st)-n, 0))
 	off := 0
-	body := tensorLines(vis, *c.styles, &off, &p.left, w, h)
+	body := tensorLines(p.window(st, p.offset, n), *c.styles, &off, &p.left, w, h)
 	p.cursor = p.offset
 	return body
 }
