@@ -69,7 +69,7 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 	for i, n := range rec.Args {
 		t, s, err := e.tt.lookup(n)
 		if err != nil {
-			return 0, nil, fmt.Errorf("argument %d: %w", i, err)
+			return 0, nil, argErr(i, err)
 		}
 		if s.Stale {
 			if t.Tracked {
@@ -84,7 +84,7 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 		if i == 0 {
 			dev = s.Dev
 		} else if s.Dev != dev {
-			return 0, nil, fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
+			return 0, nil, devicesErr(dev, s.Dev)
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
@@ -99,6 +99,14 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 		}
 	}
 	return dev, stale, nil
+}
+
+// argErr and devicesErr are callArgs' errors, formatted out of line so
+// that the loop every call runs stays short.
+func argErr(i int, err error) error { return fmt.Errorf("argument %d: %w", i, err) }
+
+func devicesErr(a, b int) error {
+	return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", a, b)
 }
 
 // staleCall ends a call with a stale argument (callArgs). Dynamo compiled

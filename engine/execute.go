@@ -112,6 +112,29 @@ func argName(rec *traces.Record, i int) string {
 	return ""
 }
 
+// staticMoved is executeNode's error for static input i of c, found at p
+// rather than where n recorded it. It is out of line, as the replay's
+// other errors are (replayErr): formatting inline was most of
+// executeNode's code, between the instructions every replay runs.
+func (m *manager) staticMoved(n *Node, c *call, i int, t *Tensor, p device.Ptr) error {
+	re := &raisedError{action: ActionReplay, node: n.ID, parent: n.Parent, nodeFn: m.funcs[n.Fn].Name}
+	if n.Parent >= 0 {
+		re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
+	}
+	re.err = fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
+		argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
+	return re
+}
+
+// replayErr is executeNode's error when the device refuses a step of
+// node id's replay (what, "" for the launch).
+func replayErr(id int, what string, i int, err error) error {
+	if what == "" {
+		return fmt.Errorf("replay #%d: %w", id, err)
+	}
+	return fmt.Errorf("replay #%d: %s %d: %w", id, what, i, err)
+}
+
 // executeNode replays n (execute_node + CUDAGraphNode.run).
 func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
@@ -123,13 +146,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 				continue
 			}
 			if p := m.sh.tt.dataPtr(t); p != n.Ptrs[i] {
-				re := &raisedError{action: ActionReplay, node: n.ID, parent: n.Parent, nodeFn: m.funcs[n.Fn].Name}
-				if n.Parent >= 0 {
-					re.parentFn = m.funcs[m.nodes[n.Parent].Fn].Name
-				}
-				re.err = fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
-					argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
-				return nil, ActionReplay, re
+				return nil, ActionReplay, m.staticMoved(n, c, i, t, p)
 			}
 		}
 	}
@@ -146,7 +163,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 		if cnt := words(t.extentBytes()); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
-				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
+				return nil, "", replayErr(n.ID, "copy input", i, err)
 			}
 			n.CopySrc[i] = src
 		}
@@ -154,7 +171,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	// On the default stream, as CUDAGraph.replay() runs on the current
 	// one: after the inputs' writers and before their readers (streams.go).
 	if err := dev.LaunchGraph(n.Exec, device.DefaultStream); err != nil {
-		return nil, "", fmt.Errorf("replay #%d: %w", n.ID, err)
+		return nil, "", replayErr(n.ID, "", 0, err)
 	}
 	// From here on nothing can fail: the replay happened.
 	m.cur = n.ID
