@@ -17,14 +17,8 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	// itself (defcache.go).
 	ref := e.defOf(rec)
 	def := ref.d
-	if def == nil {
-		return fmt.Errorf("function %q is not defined", rec.Fn)
-	}
-	if len(rec.Args) != int(ref.nParams) {
-		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), ref.nParams)
-	}
-	if rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
-		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
+	if def == nil || len(rec.Args) != int(ref.nParams) || rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
+		return badCall(rec, ref)
 	}
 	dev, stale, err := e.callArgs(rec, ref)
 	if err != nil {
@@ -99,6 +93,18 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 		}
 	}
 	return dev, stale, nil
+}
+
+// badCall is applyCall's error for a call that does not fit its def, out
+// of line (as argErr).
+func badCall(rec *traces.Record, ref defRef) error {
+	if ref.d == nil {
+		return fmt.Errorf("function %q is not defined", rec.Fn)
+	}
+	if len(rec.Args) != int(ref.nParams) {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), ref.nParams)
+	}
+	return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
 }
 
 // argErr and devicesErr are callArgs' errors, formatted out of line so

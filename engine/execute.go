@@ -188,26 +188,13 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 
 // reconstructOutputs is reconstruct_outputs: cached outputs are the same
 // tensor objects every replay; the others are rebuilt on non-owning storages
-// at the recorded pointers.
+// at the recorded pointers. The first replay's caching and the rebuilding
+// are functions of their own: the replay path runs neither most of the
+// time, and inline they sat between the instructions it does run.
 func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	tt := m.sh.tt
-	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
-		n.Cached = n.newCached()
-		for i, o := range n.Outputs {
-			if !o.Unaliased {
-				continue
-			}
-			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
-				Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
-			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-			t.DType = o.DType
-			t.holds = 0
-			t.Cached = true
-			st.Refs = 0
-			n.Cached[i] = t.ID
-			n.OutWeak[i] = st.ID
-		}
+		m.cacheOutputs(n, c)
 	}
 	// The outputs' slice is the engine's (runInTree binds them and keeps
 	// nothing), so a replay allocates none; the path only where an output
@@ -225,44 +212,76 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			outs[i] = t
 			continue
 		}
-		o := &n.Outputs[i]
-		if o.Alias == aliasInput {
-			outs[i] = tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
-			outs[i].DType = o.DType
-			continue
-		}
-		if o.Alias == aliasStatic {
-			t := tt.tensors.get(o.StaticTensor)
-			if t == nil {
-				// The static tensor object died; rebuild a view of its storage.
-				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
-				outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-				outs[i].DType = o.DType
-				continue
-			}
-			tt.hold(t)
-			outs[i] = t
-			continue
-		}
-		var st *Storage
-		switch o.Alias {
-		case aliasPrior:
-			if path == nil {
-				path = m.pathOf(n)
-			}
-			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
-				st = tt.storages.get(sid)
-			}
-		case aliasNew:
-			st = tt.storages.get(outs[o.New].Storage)
-		}
-		if st == nil {
-			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
-				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
-		}
-		outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-		outs[i].DType = o.DType
-		n.OutWeak[i] = st.ID
+		outs[i] = m.rebuildOutput(n, c, i, outs, &path)
 	}
 	return outs
+}
+
+// cacheOutputs makes, at n's first replay, the tensors of its unaliased
+// outputs that every later replay hands back (n.Cached).
+func (m *manager) cacheOutputs(n *Node, c *call) {
+	tt := m.sh.tt
+	fname := m.funcs[n.Fn].Name
+	n.Cached = n.newCached()
+	for i, o := range n.Outputs {
+		if !o.Unaliased {
+			continue
+		}
+		st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
+			Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
+		t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+		t.DType = o.DType
+		t.holds = 0
+		t.Cached = true
+		st.Refs = 0
+		n.Cached[i] = t.ID
+		n.OutWeak[i] = st.ID
+	}
+}
+
+// rebuildOutput is reconstructOutputs' output i of n that is not cached:
+// a view of an input, a static tensor, or a tensor on the storage of an
+// earlier output (of the path, *path made on first need, or of this
+// replay, outs) or on a new one at the recorded pointer.
+func (m *manager) rebuildOutput(n *Node, c *call, i int, outs []*Tensor, path *[]*Node) *Tensor {
+	tt := m.sh.tt
+	fname := m.funcs[n.Fn].Name
+	o := &n.Outputs[i]
+	if o.Alias == aliasInput {
+		t := tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
+		t.DType = o.DType
+		return t
+	}
+	if o.Alias == aliasStatic {
+		t := tt.tensors.get(o.StaticTensor)
+		if t == nil {
+			// The static tensor object died; rebuild a view of its storage.
+			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
+			t = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+			t.DType = o.DType
+			return t
+		}
+		tt.hold(t)
+		return t
+	}
+	var st *Storage
+	switch o.Alias {
+	case aliasPrior:
+		if *path == nil {
+			*path = m.pathOf(n)
+		}
+		if sid := (*path)[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
+			st = tt.storages.get(sid)
+		}
+	case aliasNew:
+		st = tt.storages.get(outs[o.New].Storage)
+	}
+	if st == nil {
+		st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
+			Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+	}
+	t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+	t.DType = o.DType
+	n.OutWeak[i] = st.ID
+	return t
 }
