@@ -17,14 +17,8 @@ func (e *Engine) applyCall(rec *traces.Record, step *Step) error {
 	// itself (defcache.go).
 	ref := e.defOf(rec)
 	def := ref.d
-	if def == nil {
-		return fmt.Errorf("function %q is not defined", rec.Fn)
-	}
-	if len(rec.Args) != int(ref.nParams) {
-		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), ref.nParams)
-	}
-	if rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
-		return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
+	if def == nil || len(rec.Args) != int(ref.nParams) || rec.Out != nil && len(rec.Out) != int(ref.nReturns) {
+		return badCall(rec, ref)
 	}
 	dev, stale, err := e.callArgs(rec, ref)
 	if err != nil {
@@ -69,7 +63,7 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 	for i, n := range rec.Args {
 		t, s, err := e.tt.lookup(n)
 		if err != nil {
-			return 0, nil, fmt.Errorf("argument %d: %w", i, err)
+			return 0, nil, argErr(i, err)
 		}
 		if s.Stale {
 			if t.Tracked {
@@ -84,7 +78,7 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 		if i == 0 {
 			dev = s.Dev
 		} else if s.Dev != dev {
-			return 0, nil, fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", dev, s.Dev)
+			return 0, nil, devicesErr(dev, s.Dev)
 		}
 		args[i], shapes[i], static[i], dtypes[i] = t, t.Shape, s.Param, t.DType
 	}
@@ -99,6 +93,26 @@ func (e *Engine) callArgs(rec *traces.Record, ref defRef) (dev int, stale, err e
 		}
 	}
 	return dev, stale, nil
+}
+
+// badCall is applyCall's error for a call that does not fit its def, out
+// of line (as argErr).
+func badCall(rec *traces.Record, ref defRef) error {
+	if ref.d == nil {
+		return fmt.Errorf("function %q is not defined", rec.Fn)
+	}
+	if len(rec.Args) != int(ref.nParams) {
+		return fmt.Errorf("%d arguments for %d parameters", len(rec.Args), ref.nParams)
+	}
+	return fmt.Errorf("out binds %d names for %d results", len(rec.Out), ref.nReturns)
+}
+
+// argErr and devicesErr are callArgs' errors, formatted out of line so
+// that the loop every call runs stays short.
+func argErr(i int, err error) error { return fmt.Errorf("argument %d: %w", i, err) }
+
+func devicesErr(a, b int) error {
+	return fmt.Errorf("arguments on devices %d and %d: skipping cudagraphs due to multiple devices", a, b)
 }
 
 // staleCall ends a call with a stale argument (callArgs). Dynamo compiled

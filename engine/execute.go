@@ -112,6 +112,31 @@ func argName(rec *traces.Record, i int) string {
 	return ""
 }
 
+// staticMoved is executeNode's error for static input i of c, found at p
+// rather than where n recorded it. It is out of line, as the replay's
+// other errors are (replayErr): formatting inline was most of
+// executeNode's code, between the instructions every replay runs.
+func (m *manager) staticMoved(n *Node, c *call, i int, t *Tensor, p device.Ptr) error {
+	// execute_node made the node current before node.run raised (kept
+	// under HandoffRaise).
+	m.cur = n.ID
+	m.pathState = PathExecution
+	m.warmups = nil
+	m.updateGeneration()
+	err := fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
+		argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
+	return m.raiseIn(err, ActionReplay, n)
+}
+
+// replayErr is executeNode's error when the device refuses a step of
+// node id's replay (what, "" for the launch).
+func replayErr(id int, what string, i int, err error) error {
+	if what == "" {
+		return fmt.Errorf("replay #%d: %w", id, err)
+	}
+	return fmt.Errorf("replay #%d: %s %d: %w", id, what, i, err)
+}
+
 // executeNode replays n (execute_node + CUDAGraphNode.run).
 func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	dev := m.ds.dev
@@ -123,15 +148,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 				continue
 			}
 			if p := m.sh.tt.dataPtr(t); p != n.Ptrs[i] {
-				// execute_node made the node current before node.run
-				// raised (kept under HandoffRaise).
-				m.cur = n.ID
-				m.pathState = PathExecution
-				m.warmups = nil
-				m.updateGeneration()
-				err := fmt.Errorf("static input data pointer changed.\ninput name: %s. data pointer changed from %#x to %#x. input stack trace: line %d (%s)",
-					argName(c.rec, i), uint64(n.Ptrs[i]), uint64(p), t.Line, t.What)
-				return nil, ActionReplay, m.raiseIn(err, ActionReplay, n)
+				return nil, ActionReplay, m.staticMoved(n, c, i, t, p)
 			}
 		}
 	}
@@ -148,7 +165,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 		if cnt := words(t.extentBytes()); cnt > 0 && src != n.CopySrc[i] {
 			if err := dev.UpdateCopy(n.Exec, n.Ptrs[i], src, cnt); err != nil {
 				n.CopySrc[i] = 0
-				return nil, "", fmt.Errorf("replay #%d: copy input %d: %w", n.ID, i, err)
+				return nil, "", replayErr(n.ID, "copy input", i, err)
 			}
 			n.CopySrc[i] = src
 		}
@@ -156,7 +173,7 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 	// On the default stream, as CUDAGraph.replay() runs on the current
 	// one: after the inputs' writers and before their readers (streams.go).
 	if err := dev.LaunchGraph(n.Exec, device.DefaultStream); err != nil {
-		return nil, "", fmt.Errorf("replay #%d: %w", n.ID, err)
+		return nil, "", replayErr(n.ID, "", 0, err)
 	}
 	// From here on nothing can fail: the replay happened.
 	m.cur = n.ID
@@ -174,26 +191,13 @@ func (m *manager) executeNode(n *Node, c *call) ([]*Tensor, Action, error) {
 
 // reconstructOutputs is reconstruct_outputs: cached outputs are the same
 // tensor objects every replay; the others are rebuilt on non-owning storages
-// at the recorded pointers.
+// at the recorded pointers. The first replay's caching and the rebuilding
+// are functions of their own: the replay path runs neither most of the
+// time, and inline they sat between the instructions it does run.
 func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 	tt := m.sh.tt
-	fname := m.funcs[n.Fn].Name
 	if n.Cached == nil {
-		n.Cached = n.newCached()
-		for i, o := range n.Outputs {
-			if !o.Unaliased {
-				continue
-			}
-			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
-				Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
-			t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-			t.DType = o.DType
-			t.holds = 0
-			t.Cached = true
-			st.Refs = 0
-			n.Cached[i] = t.ID
-			n.OutWeak[i] = st.ID
-		}
+		m.cacheOutputs(n, c)
 	}
 	// The outputs' slice is the engine's (runInTree binds them and keeps
 	// nothing), so a replay allocates none; the path only where an output
@@ -211,44 +215,76 @@ func (m *manager) reconstructOutputs(n *Node, c *call) []*Tensor {
 			outs[i] = t
 			continue
 		}
-		o := &n.Outputs[i]
-		if o.Alias == aliasInput {
-			outs[i] = tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
-			outs[i].DType = o.DType
-			continue
-		}
-		if o.Alias == aliasStatic {
-			t := tt.tensors.get(o.StaticTensor)
-			if t == nil {
-				// The static tensor object died; rebuild a view of its storage.
-				st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
-				outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-				outs[i].DType = o.DType
-				continue
-			}
-			tt.hold(t)
-			outs[i] = t
-			continue
-		}
-		var st *Storage
-		switch o.Alias {
-		case aliasPrior:
-			if path == nil {
-				path = m.pathOf(n)
-			}
-			if sid := path[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
-				st = tt.storages.get(sid)
-			}
-		case aliasNew:
-			st = tt.storages.get(outs[o.New].Storage)
-		}
-		if st == nil {
-			st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
-				Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
-		}
-		outs[i] = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
-		outs[i].DType = o.DType
-		n.OutWeak[i] = st.ID
+		outs[i] = m.rebuildOutput(n, c, i, outs, &path)
 	}
 	return outs
+}
+
+// cacheOutputs makes, at n's first replay, the tensors of its unaliased
+// outputs that every later replay hands back (n.Cached).
+func (m *manager) cacheOutputs(n *Node, c *call) {
+	tt := m.sh.tt
+	fname := m.funcs[n.Fn].Name
+	n.Cached = n.newCached()
+	for i, o := range n.Outputs {
+		if !o.Unaliased {
+			continue
+		}
+		st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph, Pins: 1,
+			Line: c.rec.Line, What: fname + " output " + strconv.Itoa(i) + " (replay of #" + strconv.Itoa(n.ID) + ")"})
+		t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+		t.DType = o.DType
+		t.holds = 0
+		t.Cached = true
+		st.Refs = 0
+		n.Cached[i] = t.ID
+		n.OutWeak[i] = st.ID
+	}
+}
+
+// rebuildOutput is reconstructOutputs' output i of n that is not cached:
+// a view of an input, a static tensor, or a tensor on the storage of an
+// earlier output (of the path, *path made on first need, or of this
+// replay, outs) or on a new one at the recorded pointer.
+func (m *manager) rebuildOutput(n *Node, c *call, i int, outs []*Tensor, path *[]*Node) *Tensor {
+	tt := m.sh.tt
+	fname := m.funcs[n.Fn].Name
+	o := &n.Outputs[i]
+	if o.Alias == aliasInput {
+		t := tt.newTensor(tt.storages.get(c.args[o.Input].Storage), o.Shape, c.rec.Line, fmt.Sprintf("%s output %d", fname, i))
+		t.DType = o.DType
+		return t
+	}
+	if o.Alias == aliasStatic {
+		t := tt.tensors.get(o.StaticTensor)
+		if t == nil {
+			// The static tensor object died; rebuild a view of its storage.
+			st := tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolDefault, Param: true, Line: c.rec.Line, What: fmt.Sprintf("%s output %d", fname, i)})
+			t = tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+			t.DType = o.DType
+			return t
+		}
+		tt.hold(t)
+		return t
+	}
+	var st *Storage
+	switch o.Alias {
+	case aliasPrior:
+		if *path == nil {
+			*path = m.pathOf(n)
+		}
+		if sid := (*path)[o.Prior.Depth].OutWeak[o.Prior.Index]; sid != 0 && tt.storageLive(sid) {
+			st = tt.storages.get(sid)
+		}
+	case aliasNew:
+		st = tt.storages.get(outs[o.New].Storage)
+	}
+	if st == nil {
+		st = tt.newStorage(Storage{Dev: m.ds.index, Ptr: o.Ptr, Bytes: o.Bytes, Pool: poolGraph,
+			Line: c.rec.Line, What: fmt.Sprintf("%s output %d (replay of #%d)", fname, i, n.ID)})
+	}
+	t := tt.newTensor(st, o.Shape, c.rec.Line, st.What)
+	t.DType = o.DType
+	n.OutWeak[i] = st.ID
+	return t
 }

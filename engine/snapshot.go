@@ -81,8 +81,14 @@ func (e *Engine) saveLight() {
 	}
 	clear(l.marks)
 	l.marks = l.marks[:0]
-	l.genTracker, l.lastInvocation, l.hasInvocation = e.genTracker, e.lastInvocation, e.hasInvocation
-	l.markStep, l.counters, l.cfg = e.markStep, e.counters, e.cfg
+	// One field a statement: a tuple assignment copies its right side
+	// aside first (the counters and the config are 128 bytes).
+	l.genTracker = e.genTracker
+	l.lastInvocation = e.lastInvocation
+	l.hasInvocation = e.hasInvocation
+	l.markStep = e.markStep
+	l.counters = e.counters
+	l.cfg = e.cfg
 	l.mgrs = l.mgrs[:0]
 	for _, ds := range e.devs {
 		l.mgrs = append(l.mgrs, ds.m.pathScalars)

@@ -273,14 +273,20 @@ type tensorsPane struct {
 	// ("" for every row).
 	order  tensorOrder
 	filter string
-	// memo keeps the last rows: View draws far more often than the
-	// state, the order or the filter change.
+	// memo keeps the last order: View draws far more often than the
+	// state, the order or the filter change. idx are the rows as indexes
+	// into the state's Tensors (a step's table orders 4-byte indexes, not
+	// its 160-byte views; a frame copies only the rows it shows); rows
+	// are the views themselves, made when the whole table is asked for.
 	memo struct {
 		st     *engine.State
 		order  tensorOrder
 		filter string
+		idx    []int32
 		rows   []engine.TensorView
 	}
+	// buckets are sorted's, kept for their arrays.
+	buckets [3][]int32
 }
 
 // tensorOrder is how the tensors table sorts its rows.
@@ -302,46 +308,112 @@ var orderNames = [numOrders]string{"outputs first", "by size", "by state", "by i
 // rows are the state's tensors in the pane's order, those the filter
 // keeps.
 func (p *tensorsPane) rows(st *engine.State) []engine.TensorView {
+	idx := p.sorted(st)
+	if idx == nil {
+		return nil
+	}
+	if p.memo.rows == nil {
+		rows := make([]engine.TensorView, len(idx))
+		for i, k := range idx {
+			rows[i] = st.Tensors[k]
+		}
+		p.memo.rows = rows
+	}
+	return p.memo.rows
+}
+
+// sorted is rows as indexes into st.Tensors. The orders by rank (outputs
+// first, by state) are a stable partition into three buckets; by size
+// and by id a stable sort. The buckets and the result reuse the last
+// order's arrays: every step brings a new state, its table as long.
+func (p *tensorsPane) sorted(st *engine.State) []int32 {
 	if st == nil {
 		return nil
 	}
-	if p.memo.st == st && p.memo.order == p.order && p.memo.filter == p.filter && p.memo.rows != nil {
-		return p.memo.rows
+	if p.memo.st == st && p.memo.order == p.order && p.memo.filter == p.filter && p.memo.idx != nil {
+		return p.memo.idx
 	}
-	rows := make([]engine.TensorView, 0, len(st.Tensors))
 	q := strings.ToLower(p.filter)
-	for _, t := range st.Tensors {
-		if q != "" && !strings.Contains(strings.ToLower(tensorRowText(&t)), q) {
+	var b [3][]int32
+	for r := range b {
+		b[r] = p.buckets[r][:0]
+	}
+	for i := range st.Tensors {
+		t := &st.Tensors[i]
+		if q != "" && !strings.Contains(strings.ToLower(tensorRowText(t)), q) {
 			continue
 		}
-		rows = append(rows, t)
+		r := rank(p.order, t)
+		b[r] = append(b[r], int32(i))
 	}
-	rank := func(t *engine.TensorView) int {
-		switch {
-		case p.order == orderState && t.State == engine.TensorStale:
+	p.buckets = b
+	idx := append(append(append(p.memo.idx[:0], b[0]...), b[1]...), b[2]...)
+	if idx == nil {
+		idx = []int32{}
+	}
+	switch p.order {
+	case orderSize:
+		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(st.Tensors[b].Bytes, st.Tensors[a].Bytes) })
+	case orderID:
+		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(st.Tensors[a].ID, st.Tensors[b].ID) })
+	}
+	p.memo.st, p.memo.order, p.memo.filter, p.memo.idx, p.memo.rows = st, p.order, p.filter, idx, nil
+	return idx
+}
+
+// count is how many rows the table has: every tensor unless a filter
+// drops some.
+func (p *tensorsPane) count(st *engine.State) int {
+	if p.filter == "" || st == nil {
+		if st == nil {
 			return 0
-		case p.order == orderState && t.Owner != "allocator" && t.Owner != "param":
-			return 1
-		case p.order == orderOutputs && t.Owner == "param":
-			return 2
-		case p.order == orderOutputs && t.Pool != "graph":
-			// What the graphs return lives in the graph pool; the
-			// program's own tensors in the default one.
-			return 1
 		}
-		return 0
+		return len(st.Tensors)
 	}
-	slices.SortStableFunc(rows, func(a, b engine.TensorView) int {
-		switch p.order {
-		case orderSize:
-			return cmp.Compare(b.Bytes, a.Bytes)
-		case orderID:
-			return cmp.Compare(a.ID, b.ID)
+	return len(p.sorted(st))
+}
+
+// window is rows [off, off+n) of the table (off within it). The first
+// screen of an order by rank, unfiltered, is the first n tensors of rank
+// 0 when there are that many: a scan that stops there, where the whole
+// order would look at every tensor of a state that each step makes anew.
+func (p *tensorsPane) window(st *engine.State, off, n int) []engine.TensorView {
+	vis := make([]engine.TensorView, 0, n)
+	memo := p.memo.st == st && p.memo.order == p.order && p.memo.filter == p.filter && p.memo.idx != nil
+	if !memo && off == 0 && p.filter == "" && (p.order == orderOutputs || p.order == orderState) {
+		for i := range st.Tensors {
+			if t := &st.Tensors[i]; rank(p.order, t) == 0 {
+				if vis = append(vis, *t); len(vis) == n {
+					return vis
+				}
+			}
 		}
-		return cmp.Compare(rank(&a), rank(&b))
-	})
-	p.memo.st, p.memo.order, p.memo.filter, p.memo.rows = st, p.order, p.filter, rows
-	return rows
+		vis = vis[:0]
+	}
+	idx := p.sorted(st)
+	for _, k := range idx[off:min(off+n, len(idx))] {
+		vis = append(vis, st.Tensors[k])
+	}
+	return vis
+}
+
+// rank is t's bucket in the orders by rank (0 in the others): by state,
+// the stale first, then the replay outputs, then the rest; outputs first,
+// what the graphs made, then the program's own tensors, then the params.
+func rank(o tensorOrder, t *engine.TensorView) int {
+	switch {
+	case o == orderState && t.State == engine.TensorStale:
+		return 0
+	case o == orderState && t.Owner != "allocator" && t.Owner != "param":
+		return 1
+	case o == orderOutputs && t.Owner == "param":
+		return 2
+	case o == orderOutputs && t.Pool != "graph":
+		// What the graphs return lives in the graph pool; the
+		// program's own tensors in the default one.
+		return 1
+	}
+	return 0
 }
 
 // tensorRowText is what the filter matches: the names, state, owner,
@@ -357,7 +429,7 @@ func tensorRowText(t *engine.TensorView) string {
 func (p *tensorsPane) title(c *paneCtx) string {
 	t := paneTitles[paneTensors]
 	if st := c.snap.state; st != nil {
-		n := len(p.rows(st))
+		n := p.count(st)
 		if p.filter != "" {
 			t += fmt.Sprintf(" · %d of %d match %q", n, len(st.Tensors), p.filter)
 		} else {
@@ -391,7 +463,13 @@ func (p *tensorsPane) view(c *paneCtx, w, h int, _ bool) []string {
 	if c.snap.state == nil {
 		return nil
 	}
-	body := tensorLines(p.rows(c.snap.state), *c.styles, &p.offset, &p.left, w, h)
+	// The rows shown, as tensorLines would pick them from the whole
+	// table.
+	st := c.snap.state
+	n := max(h-1, 1)
+	p.offset = min(max(p.offset, 0), max(p.count(st)-n, 0))
+	off := 0
+	body := tensorLines(p.window(st, p.offset, n), *c.styles, &off, &p.left, w, h)
 	p.cursor = p.offset
 	return body
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/cgtviz/cgtviz/engine"
 	"github.com/cgtviz/cgtviz/sessions"
 	"github.com/cgtviz/cgtviz/traces"
 )
@@ -156,4 +158,53 @@ func TestDetailsFollowDrawnCursors(t *testing.T) {
 	if node < 0 || step >= 0 && step < node {
 		t.Errorf("the focused tree's node is not first in the details (node at row %d, the step at %d):\n%s", node, step, screenText(m))
 	}
+}
+
+// TestTensorsWindow holds the tensors pane's window (the rows a frame
+// shows, found by a scan that stops early on an unfiltered first screen)
+// and its count to the whole table that rows makes, in every order, with
+// and without a filter, on a state that mixes the ranks.
+func TestTensorsWindow(t *testing.T) {
+	st := &engine.State{}
+	owners := []string{"", "param", "allocator", "", "param"}
+	pools := []string{"graph", "default", "graph", "default", "graph"}
+	for i := range 23 {
+		tv := engine.TensorView{ID: 100 - i, Names: []string{fmt.Sprintf("t%d", i)}, Bytes: int64(i%4) * 512,
+			Owner: owners[i%5], Pool: pools[(i/2)%5], State: engine.TensorLive}
+		if i%6 == 5 {
+			tv.State = engine.TensorStale
+		}
+		st.Tensors = append(st.Tensors, tv)
+	}
+	for o := range numOrders {
+		for _, filter := range []string{"", "t1"} {
+			for _, n := range []int{1, 2, 3, 5, 30} {
+				var p tensorsPane
+				p.order, p.filter = o, filter
+				// Asked first, before rows has made the order.
+				first := p.window(st, 0, n)
+				all := p.rows(st)
+				if p.count(st) != len(all) {
+					t.Fatalf("%s %q: count %d, rows %d", orderNames[o], filter, p.count(st), len(all))
+				}
+				if want := all[:min(n, len(all))]; !slices.EqualFunc(first, want, func(a, b engine.TensorView) bool { return a.ID == b.ID }) {
+					t.Fatalf("%s %q n=%d: first window %v, rows %v", orderNames[o], filter, n, ids(first), ids(want))
+				}
+				for off := 0; off < len(all); off++ {
+					got, want := p.window(st, off, n), all[off:min(off+n, len(all))]
+					if !slices.EqualFunc(got, want, func(a, b engine.TensorView) bool { return a.ID == b.ID }) {
+						t.Fatalf("%s %q n=%d off=%d: window %v, rows %v", orderNames[o], filter, n, off, ids(got), ids(want))
+					}
+				}
+			}
+		}
+	}
+}
+
+func ids(ts []engine.TensorView) []int {
+	var out []int
+	for _, t := range ts {
+		out = append(out, t.ID)
+	}
+	return out
 }

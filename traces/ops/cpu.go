@@ -68,23 +68,57 @@ func Elementwise(k Kernel, out, a, b []float32, bk BKind, scalar float32) error 
 }
 
 // binaryTensor has one loop per kernel, rather than one loop calling a
-// function value, so that the compiler can inline the operation.
+// function value, so that the compiler can inline the operation. The
+// arithmetic loops take four elements a round (unrolled below).
 func binaryTensor(k Kernel, out, a, b []float32) {
+	a, b = a[:len(out)], b[:len(out)]
 	switch k {
 	case Add:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x, z := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
+			o[0] = x[0] + z[0]
+			o[1] = x[1] + z[1]
+			o[2] = x[2] + z[2]
+			o[3] = x[3] + z[3]
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] + b[i]
 		}
 	case Sub:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x, z := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
+			o[0] = x[0] - z[0]
+			o[1] = x[1] - z[1]
+			o[2] = x[2] - z[2]
+			o[3] = x[3] - z[3]
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] - b[i]
 		}
 	case Mul:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x, z := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
+			o[0] = x[0] * z[0]
+			o[1] = x[1] * z[1]
+			o[2] = x[2] * z[2]
+			o[3] = x[3] * z[3]
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] * b[i]
 		}
 	case Div:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x, z := out[i:i+4:i+4], a[i:i+4:i+4], b[i:i+4:i+4]
+			o[0] = x[0] / z[0]
+			o[1] = x[1] / z[1]
+			o[2] = x[2] / z[2]
+			o[3] = x[3] / z[3]
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] / b[i]
 		}
 	case Max:
@@ -98,22 +132,63 @@ func binaryTensor(k Kernel, out, a, b []float32) {
 	}
 }
 
+// binaryScalar is binaryTensor with one operand y for every element. Its
+// arithmetic loops take four elements a round, element by element in
+// order (each read before it is written, as the one-element loop does,
+// so that in-place and overlapping use give what that loop gives), over
+// slices resliced to out's length so that no element's index is checked:
+// in the replay benchmarks' 256-element add, the loop's counter and the
+// checks had cost more than the adds, and the loop's cost moved with
+// where the linker happened to place it.
 func binaryScalar(k Kernel, out, a []float32, y float32) {
+	a = a[:len(out)]
 	switch k {
 	case Add:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x := out[i:i+4:i+4], a[i:i+4:i+4]
+			o[0] = x[0] + y
+			o[1] = x[1] + y
+			o[2] = x[2] + y
+			o[3] = x[3] + y
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] + y
 		}
 	case Sub:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x := out[i:i+4:i+4], a[i:i+4:i+4]
+			o[0] = x[0] - y
+			o[1] = x[1] - y
+			o[2] = x[2] - y
+			o[3] = x[3] - y
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] - y
 		}
 	case Mul:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x := out[i:i+4:i+4], a[i:i+4:i+4]
+			o[0] = x[0] * y
+			o[1] = x[1] * y
+			o[2] = x[2] * y
+			o[3] = x[3] * y
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] * y
 		}
 	case Div:
-		for i := range out {
+		i := 0
+		for ; i+4 <= len(out); i += 4 {
+			o, x := out[i:i+4:i+4], a[i:i+4:i+4]
+			o[0] = x[0] / y
+			o[1] = x[1] / y
+			o[2] = x[2] / y
+			o[3] = x[3] / y
+		}
+		for ; i < len(out); i++ {
 			out[i] = a[i] / y
 		}
 	case Max:

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -125,6 +126,85 @@ func TestElementwiseInPlaceOnB(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameSlice(t, y, []float32{2, -2, 1})
+}
+
+// TestElementwiseSequential checks the unrolled arithmetic loops against
+// the one-element loop the package's doc promises, at lengths around the
+// unroll's width, separate and in place, and with out overlapping a or b
+// one element either side (which the doc says gives what a sequential
+// loop gives).
+func TestElementwiseSequential(t *testing.T) {
+	ref := func(k Kernel, x, y float32) float32 {
+		switch k {
+		case Add:
+			return x + y
+		case Sub:
+			return x - y
+		case Mul:
+			return x * y
+		case Div:
+			return x / y
+		case Max:
+			return fmaxf(x, y)
+		}
+		return fminf(x, y)
+	}
+	// seq is the reference over one buffer: out, a and b are offsets into
+	// it (b -1 for the scalar).
+	seq := func(k Kernel, buf []float32, out, a, b, n int, y float32) {
+		for i := 0; i < n; i++ {
+			z := y
+			if b >= 0 {
+				z = buf[b+i]
+			}
+			buf[out+i] = ref(k, buf[a+i], z)
+		}
+	}
+	for _, k := range []Kernel{Add, Sub, Mul, Div, Max, Min} {
+		for n := 0; n <= 13; n++ {
+			// Offsets within a buffer of n+2: out at 1, a and b at 0, 1 or 2.
+			for _, c := range []struct {
+				name string
+				a, b int
+			}{
+				{"separate", -1, -1}, {"in place", 1, -1}, {"a before out", 0, -1}, {"a after out", 2, -1},
+				{"b in place", -1, 1}, {"b before out", -1, 0}, {"b after out", -1, 2},
+			} {
+				for _, bk := range []BKind{BTensor, BScalar} {
+					if bk == BScalar && c.b >= 0 {
+						continue
+					}
+					init := func() []float32 {
+						buf := make([]float32, 3*(n+2))
+						for i := range buf {
+							buf[i] = float32(i%7) - 2.5 + float32(i)/8
+						}
+						return buf
+					}
+					// Separate operands live past the shared window.
+					a, b := c.a, c.b
+					if a < 0 {
+						a = n + 2
+					}
+					if b < 0 && bk == BTensor {
+						b = 2 * (n + 2)
+					}
+					got, want := init(), init()
+					var bs []float32
+					if bk == BTensor {
+						bs = got[b : b+n]
+					} else {
+						b = -1
+					}
+					if err := Elementwise(k, got[1:1+n], got[a:a+n], bs, bk, 1.75); err != nil {
+						t.Fatal(err)
+					}
+					seq(k, want, 1, a, b, n, 1.75)
+					t.Run(fmt.Sprintf("%s/%d/%s/%d", k, n, c.name, bk), func(t *testing.T) { sameSlice(t, got, want) })
+				}
+			}
+		}
+	}
 }
 
 func TestElementwiseErrors(t *testing.T) {

@@ -342,6 +342,14 @@ func (d *Device) copySpan(dst, src span) {
 			}
 		}
 	}
+	d.copyPieces(dst, src)
+}
+
+// copyPieces is copySpan extent by extent. It is a function of its own so
+// that copySpan, which every replay's input copy runs, stays a few
+// instructions long: the replay path's code outgrew the instruction cache,
+// and its misses grew with it.
+func (d *Device) copyPieces(dst, src span) {
 	// The pieces of src, read before dst is written (they may overlap).
 	s := &d.segs[src.seg]
 	end := src.off + src.n

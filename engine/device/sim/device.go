@@ -91,6 +91,9 @@ type Device struct {
 	bufO []float32
 	// pieces holds a copy's source extents (content.go: copySpan).
 	pieces []extent
+	// plans holds a graph launch's node plans from its checking pass to
+	// its running pass (graph.go: LaunchGraph).
+	plans []plan
 
 	// txn is the open mark (journal.go), nil when none.
 	txn *mark

@@ -132,13 +132,24 @@ func (d *Device) run(l *device.Launch, p *plan) error {
 		}
 	}
 	// The inputs are read only when the output has room (in place, or
-	// within ValueBytes): reading a rand extent computes it.
-	if work <= MaxValueElems && d.roomFor(p.out) {
-		a, okA := d.values(p.a, &d.bufA)
-		b, okB := d.values(p.b, &d.bufB)
-		if okA && okB {
-			if out := d.target(p.out, false); out != nil || p.out.seg < 0 {
-				return d.compute(l, out, a, b)
+	// within ValueBytes): reading a rand extent computes it. The output's
+	// place in memory is looked up once: reading the inputs does not move
+	// it, and only target's new array (after them) would.
+	if work <= MaxValueElems {
+		var out []float32
+		if p.out.seg >= 0 {
+			out = d.inPlace(p.out)
+		}
+		if out != nil || d.roomFor(p.out) {
+			a, okA := d.values(p.a, &d.bufA)
+			b, okB := d.values(p.b, &d.bufB)
+			if okA && okB {
+				if out == nil {
+					out = d.target(p.out, false)
+				}
+				if out != nil || p.out.seg < 0 {
+					return d.compute(l, out, a, b)
+				}
 			}
 		}
 	}
