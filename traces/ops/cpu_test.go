@@ -145,9 +145,9 @@ func TestElementwiseSequential(t *testing.T) {
 		case Div:
 			return x / y
 		case Max:
-			return fmaxf(x, y)
+			return maxf(x, y)
 		}
-		return fminf(x, y)
+		return minf(x, y)
 	}
 	// seq is the reference over one buffer: out, a and b are offsets into
 	// it (b -1 for the scalar).
