@@ -428,7 +428,10 @@ func (tt *tensorTable) newTensor(st *Storage, shape []int, line int, what string
 // storageLive reports whether storage id is alive.
 func (tt *tensorTable) storageLive(id int) bool {
 	s := tt.storages.get(id)
-	return s != nil && s.Refs > 0
+	// PyTorch's is_live also compares the storage's data pointer with the
+	// recorded one: a storage the tree deallocated (Stale) points at
+	// nothing, so it is dead to the path even while a tensor holds it.
+	return s != nil && s.Refs > 0 && !s.Stale
 }
 
 // hold adds a transient owner to t, reviving it (and its storage) if it was
