@@ -533,19 +533,25 @@ func (s *Session) Summary(i int) (Summary, bool) {
 	if i < 0 || i >= s.hist.len() {
 		return Summary{}, false
 	}
-	e := s.hist.at(i)
+	sum := summaryOf(s.hist.at(i))
+	sum.Index = i
+	sum.Err = errText(s.errs[i])
+	sum.ExpectFailures = expectMessages(s.expects[i])
+	return sum, true
+}
+
+// summaryOf is what a history entry says of its record: a Summary less
+// its index and messages.
+func summaryOf(e entry) Summary {
 	return Summary{
-		Index:          i,
-		Action:         actionCodes[e.action],
-		Node:           int(e.node),
-		Parent:         int(e.parent),
-		Device:         int(e.device),
-		Kinds:          e.kinds,
-		Checkpoint:     e.flags&flagCheckpoint != 0,
-		Rerecord:       e.flags&flagRerecord != 0,
-		Err:            errText(s.errs[i]),
-		ExpectFailures: expectMessages(s.expects[i]),
-	}, true
+		Action:     actionCodes[e.action],
+		Node:       int(e.node),
+		Parent:     int(e.parent),
+		Device:     int(e.device),
+		Kinds:      e.kinds,
+		Checkpoint: e.flags&flagCheckpoint != 0,
+		Rerecord:   e.flags&flagRerecord != 0,
+	}
 }
 
 // Summaries calls f with Summary(i) for each executed record i of [lo, hi),
@@ -565,17 +571,7 @@ func (s *Session) Summaries(lo, hi int, f func(Summary)) {
 	checkErrs := len(s.errs) > 0 || len(s.expects) > 0
 	s.hist.codes.Each(lo, hi, func(i int, c uint32) {
 		if !made[c] {
-			e := s.hist.dict[c]
-			base[c] = Summary{
-				Action:     actionCodes[e.action],
-				Node:       int(e.node),
-				Parent:     int(e.parent),
-				Device:     int(e.device),
-				Kinds:      e.kinds,
-				Checkpoint: e.flags&flagCheckpoint != 0,
-				Rerecord:   e.flags&flagRerecord != 0,
-			}
-			made[c] = true
+			base[c], made[c] = summaryOf(s.hist.dict[c]), true
 		}
 		sum := base[c]
 		sum.Index = i

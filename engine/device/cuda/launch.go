@@ -155,9 +155,8 @@ func (d *Device) Launch(s device.Stream, l *device.Launch) error {
 		}
 		gx = uint32(min((l.N+elementwiseThreads-1)/elementwiseThreads, maxBlocks))
 	}
-	if l.Out == 0 || (l.K != ops.Fill && l.A == 0) ||
-		((l.K == ops.Matmul || (l.K.IsBinary() && l.BKind != ops.BScalar)) && l.B == 0) {
-		return fmt.Errorf("cuda: launch %s: null operand (out %#x a %#x b %#x)", l.K, uint64(l.Out), uint64(l.A), uint64(l.B))
+	if err := nullOperand(l); err != nil {
+		return err
 	}
 	r := C.cgt_launch(g.cctx, e.fn, e.sig, C.uint(gx), C.uint(gy), C.uint(bx), C.uint(by), st,
 		C.CUdeviceptr(l.Out), C.CUdeviceptr(l.A), C.CUdeviceptr(l.B), C.float(l.Scalar),
@@ -223,9 +222,8 @@ func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
 		}
 		gx = uint32(min((l.N+elementwiseThreads-1)/elementwiseThreads, maxBlocks))
 	}
-	if l.Out == 0 || (l.K != ops.Fill && l.A == 0) ||
-		((l.K == ops.Matmul || (l.K.IsBinary() && l.BKind != ops.BScalar)) && l.B == 0) {
-		return fmt.Errorf("cuda: launch %s: null operand (out %#x a %#x b %#x)", l.K, uint64(l.Out), uint64(l.A), uint64(l.B))
+	if err := nullOperand(l); err != nil {
+		return err
 	}
 	// The geometry holds no Go pointer, so C may read it for the call;
 	// cgt_launch_strided copies it before the launch.
@@ -259,4 +257,14 @@ func (d *Device) WaitStream(s, other device.Stream) error {
 		return nil
 	}
 	return check("cuStreamWaitEvent", C.cgt_wait_stream(g.cctx, st, ot, g.events[other]))
+}
+
+// nullOperand refuses a launch missing an operand its kernel reads or
+// writes (a zero pointer would fault on the device, not here).
+func nullOperand(l *device.Launch) error {
+	if l.Out == 0 || (l.K != ops.Fill && l.A == 0) ||
+		((l.K == ops.Matmul || (l.K.IsBinary() && l.BKind != ops.BScalar)) && l.B == 0) {
+		return fmt.Errorf("cuda: launch %s: null operand (out %#x a %#x b %#x)", l.K, uint64(l.Out), uint64(l.A), uint64(l.B))
+	}
+	return nil
 }
