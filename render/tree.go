@@ -419,6 +419,12 @@ func outputsLine(outs []engine.OutputView) string {
 // those outputs.
 func edgeLines(t devTree, n *engine.NodeView) []string {
 	lines := []string{n.Cause.String()}
+	// What the engine knows beyond the cause (a graph-break resume
+	// function, a backward, a recompile), as the log and the report say
+	// it; a def's first recording says nothing the node's label does not.
+	if note := n.Origin.Note(n.Fn, engine.EvRecord, n.Cause); note != "" && !strings.HasPrefix(note, "the first recording of ") {
+		lines = append(lines, wrapWords(note, maxEdgeWidth)...)
+	}
 	for i, f := range n.Failures {
 		if i == maxEdgeFailed {
 			lines = append(lines, fmt.Sprintf("+%d more failed", len(n.Failures)-i))
@@ -489,4 +495,30 @@ func plainURL(u string) bool {
 		}
 	}
 	return true
+}
+
+// maxEdgeWidth is the widest line of an edge label's note, in characters:
+// about the width of a node, so that edges stay narrow.
+const maxEdgeWidth = 36
+
+// wrapWords breaks s at spaces into lines of at most w characters (a
+// longer word takes a line of its own).
+func wrapWords(s string, w int) []string {
+	var lines []string
+	cur := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = word
+		case len(cur)+1+len(word) <= w:
+			cur += " " + word
+		default:
+			lines = append(lines, cur)
+			cur = word
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }

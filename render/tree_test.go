@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -296,5 +297,50 @@ func TestTreeOneDeviceAndLinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTreeDOTOrigin: an edge says what the engine knows beyond the cause,
+// as the log and the report do (a resume function after a graph break, a
+// backward, a recompile), wrapped narrow; a def's first recording adds
+// nothing to the edge.
+func TestTreeDOTOrigin(t *testing.T) {
+	st := handState()
+	nodes := st.Devices[0].Nodes
+	nodes[0].Origin = &engine.Origin{First: true, Compile: 1, Shapes: [][]int{{4}}}
+	nodes[1].Origin = &engine.Origin{Prev: &engine.PrevCall{Line: 19, Fn: "foo", Node: 0, SameInvocation: true}}
+	nodes[2].Origin = &engine.Origin{Backward: true, Forward: "foo", ForwardNode: 0}
+	got, err := TreeDOT(st, TreeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(got)
+	for _, want := range []string{
+		`d0_start -> d0_n0 [label="new root"`,
+		`d0_n0 -> d0_n1 [label="path is recording\na graph after a graph break in foo,\nin the same invocation\nexpects (0,0) a dead"]`,
+		`d0_n0 -> d0_n2 [label="no existing recording passed its invariants\nthe backward of foo (#0)\n#1:`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("DOT lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestWrapWords(t *testing.T) {
+	tests := []struct {
+		s    string
+		w    int
+		want []string
+	}{
+		{"", 10, nil},
+		{"one", 10, []string{"one"}},
+		{"one two three", 7, []string{"one two", "three"}},
+		{"a longwordthatdoesnotfit b", 5, []string{"a", "longwordthatdoesnotfit", "b"}},
+		{"  spaced   out  ", 20, []string{"spaced out"}},
+	}
+	for _, tt := range tests {
+		if got := wrapWords(tt.s, tt.w); !slices.Equal(got, tt.want) {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", tt.s, tt.w, got, tt.want)
+		}
 	}
 }
