@@ -261,6 +261,12 @@ func causeText(n engine.NodeView) string {
 	if len(n.Failures) > 0 {
 		s += " (" + n.Failures[0].Describe() + ")"
 	}
+	// The log's words for what the engine knows beyond the cause (a graph
+	// after a graph break, a backward, a recompile); a def's first
+	// recording adds nothing the message does not say.
+	if note := n.Origin.NoteAt(n.Fn, engine.EvRecord, n.Cause); note != "" && !strings.HasPrefix(note, "the first recording of ") {
+		s += "; " + note
+	}
 	return s
 }
 

@@ -340,3 +340,16 @@ func TestCommandExportGraph(t *testing.T) {
 		t.Errorf(":export graph on a warmup: %q", m.Message())
 	}
 }
+
+// TestWhyKeySaysOrigin: `w` on a graph-break resume function's node says
+// so after its cause, in the log's words, with the line of the call before.
+func TestWhyKeySaysOrigin(t *testing.T) {
+	m := newModel(t, "../examples/recorded/graph_break.cgt.jsonl", 120, 40, Options{})
+	gotoStep(t, m, "70")
+	command(t, m, "graph #1")
+	press(t, m, "w")
+	want := "recorded #1 torch_dynamo_resume_in_forward_at_26_1: path is recording; a graph after a graph break in Gate_0, in the same invocation as line 19"
+	if !strings.Contains(m.Message(), want) {
+		t.Errorf("w on #1: %q, want %q in it", m.Message(), want)
+	}
+}
