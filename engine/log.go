@@ -129,13 +129,14 @@ func (o *Origin) note(fn string, kind EventKind, cause RecordCause, line bool) s
 // inputShapes is "input shape [4]", or "input shapes [4], [2,3]".
 func inputShapes(shapes [][]int) string {
 	if len(shapes) == 1 {
-		return "input shape " + shapesText(shapes)
+		return "input shape " + ShapesText(shapes)
 	}
-	return "input shapes " + shapesText(shapes)
+	return "input shapes " + ShapesText(shapes)
 }
 
-// shapesText is shapes as "[1,9,64]", several joined by ", ".
-func shapesText(shapes [][]int) string {
+// ShapesText is shapes as "[1,9,64]", several joined by ", ": the words
+// of the log, and of the UI, which says the same facts.
+func ShapesText(shapes [][]int) string {
 	var b strings.Builder
 	for i, s := range shapes {
 		if i > 0 {

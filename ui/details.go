@@ -126,7 +126,7 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 	}
 	shapes := ""
 	if len(o.Shapes) > 0 {
-		shapes = " for shape " + shapeList(o.Shapes)
+		shapes = " for shape " + engine.ShapesText(o.Shapes)
 	}
 	dynamic := ""
 	if o.Dynamic {
@@ -172,15 +172,6 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 	// necessarily a new compile.
 	return fmt.Sprintf("a new function of %s%s%s: %s, one of %d defs of %s (%s), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)",
 		m[1], shapes, ownRoot, fn, len(kin), m[1], names)
-}
-
-// shapeList is shapes as "[1,9,64]", several joined by ", ".
-func shapeList(shapes [][]int) string {
-	parts := make([]string, len(shapes))
-	for i, s := range shapes {
-		parts[i] = shape(s)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // namedAlias names the input an output aliases: "(alias input 3)" says
