@@ -165,15 +165,7 @@ class _Facts:
         what the _run wrapper's steady path compares (_run_src)."""
         f = None
         try:
-            f = sys._getframe(2)
-            mine = self._own_code
-            while f is not None:
-                own = mine.get(f.f_code)
-                if own is None:
-                    own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
-                if not own:
-                    break
-                f = f.f_back
+            f = first_outside(sys._getframe(2), self._own_code)
             got = self._frames_outside(f, 1 if mode == "backward" else 2)
             f = None
             if mode == "backward":
@@ -273,6 +265,20 @@ class _Facts:
 
 # This package's folder: its frames are the recorder's (_call_srcs).
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def first_outside(f, mine):
+    """f, or the first frame above it whose code is not this package's
+    (the user's, or torch's); None past the stack's top. mine caches the
+    answer per code object, so a loop's frames cost a dict lookup each."""
+    while f is not None:
+        own = mine.get(f.f_code)
+        if own is None:
+            own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+        if not own:
+            return f
+        f = f.f_back
+    return None
 # The format's limits of a src's strings (traces.MaxSrcFileLen, MaxSrcFnLen).
 _MAX_SRC_FILE, _MAX_SRC_FN = 4096, 1024
 

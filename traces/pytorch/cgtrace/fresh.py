@@ -12,7 +12,7 @@ import sys
 from .jsonl import _STEP
 from .shapes import is_contiguous, numel
 from .state import _ENTRY_NAME, _FACT_OF, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF
-from .facts import _PKG_DIR
+from .facts import _PKG_DIR, first_outside
 
 
 class _Fresh:
@@ -237,14 +237,8 @@ class _Fresh:
             elif plan.src_d:
                 f = sys._getframe(5 + plan.src_d)  # (ValueError past the stack's top: the general path's)
         if f is None:
-            f = sys._getframe(4)  # (past _fresh_before, _record_call, _on_run: this package's)
-            while f is not None:
-                own = mine.get(f.f_code)
-                if own is None:
-                    own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
-                if not own:
-                    break
-                f = f.f_back
+            # (past _fresh_before, _record_call, _on_run: this package's)
+            f = first_outside(sys._getframe(4), mine)
             for _ in range(plan.src_d):
                 if f is None:
                     break
