@@ -15,6 +15,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 )
 
 // gpu is what every clone of one opened device shares: the device's
@@ -44,6 +45,10 @@ type gpu struct {
 	inits [3]kernelEntry
 	// capturing is per stream, and streams are shared by the clones.
 	capturing [2]bool
+	// captured is the effect of each capture's launches and copies so
+	// far, by stream, and programs each graph's (opaque.go).
+	captured [2][]opaque.Op
+	programs map[device.GraphHandle]*opaque.Program
 
 	// registry is the bookkeeping of the clones and snapshots
 	// (registry.go); gpu is its driver (snapshot.go).

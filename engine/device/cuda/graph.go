@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 )
 
 // BeginCapture starts capturing s in thread-local mode and pins the calling
@@ -39,6 +40,7 @@ func (d *Device) BeginCapture(s device.Stream) error {
 		return err
 	}
 	g.capturing[s] = true
+	g.captured[s] = nil // the last capture's slice went to its program
 	return nil
 }
 
@@ -65,6 +67,8 @@ func (d *Device) EndCapture(s device.Stream) (device.GraphHandle, error) {
 	}
 	g.capturing[s] = false
 	runtime.UnlockOSThread()
+	ops := g.captured[s]
+	g.captured[s] = nil
 	if err := check("cuStreamEndCapture", r); err != nil {
 		if cg != 0 {
 			C.cgt_graph_destroy(g.cctx, cg)
@@ -72,6 +76,10 @@ func (d *Device) EndCapture(s device.Stream) (device.GraphHandle, error) {
 		return 0, err
 	}
 	h := device.GraphHandle(cg)
+	if g.programs == nil {
+		g.programs = map[device.GraphHandle]*opaque.Program{}
+	}
+	g.programs[h] = opaque.NewProgram(ops)
 	d.st.graphs[h] = true
 	g.refs[resource{resGraph, uint64(h)}] = 1
 	return h, nil
@@ -102,7 +110,7 @@ func (d *Device) Instantiate(gh device.GraphHandle) (device.ExecHandle, error) {
 	for k, v := range srcs {
 		own[k] = v
 	}
-	d.st.execs[h] = &execInfo{src: own}
+	d.st.execs[h] = &execInfo{src: own, opq: g.programs[gh].Exec()}
 	return h, nil
 }
 
@@ -137,13 +145,15 @@ func (d *Device) LaunchGraph(e device.ExecHandle, s device.Stream) error {
 	if s != device.DefaultStream && s != device.SideStream {
 		return fmt.Errorf("cuda: no stream %d", s)
 	}
-	if _, ok := d.st.execs[e]; !ok {
+	info, ok := d.st.execs[e]
+	if !ok {
 		return fmt.Errorf("cuda: launch of %#x, not an executable graph of this device", uint64(e))
 	}
 	r := C.cgt_graph_launch(d.g.cctx, C.uint64_t(e), d.g.cstream[s])
 	if r != C.CUDA_SUCCESS {
 		return check("cuGraphLaunch", r)
 	}
+	d.st.unknown.Run(info.opq) // a check while nothing is opaque (opaque.go)
 	return nil
 }
 
@@ -170,6 +180,7 @@ func (d *Device) UpdateCopy(e device.ExecHandle, dst, src device.Ptr, n int64) e
 		ni.src[k] = v
 	}
 	ni.src[dst] = c
+	ni.opq = info.opq.WithCopy(dst, src, n)
 	d.st.execs[e] = ni
 	return nil
 }

@@ -93,5 +93,9 @@ func (d *Device) init(kind C.int, dst device.Ptr, n int64, v float32, seed, firs
 	r := C.cgt_init(g.cctx, e.fn, kind, C.uint(gx), C.uint(elementwiseThreads),
 		C.CUdeviceptr(dst), C.float(v), C.longlong(n), C.longlong(seed), C.longlong(first),
 		g.cstream[s], g.cstream[o], g.events[s], g.events[o], fence)
-	return check("cuLaunchKernel("+what+")", r)
+	if err := check("cuLaunchKernel("+what+")", r); err != nil {
+		return err
+	}
+	d.st.unknown.Written(dst, n)
+	return nil
 }

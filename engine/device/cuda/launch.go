@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
@@ -99,8 +100,18 @@ func signature(k ops.Kernel, b ops.BKind) C.int {
 
 // Launch enqueues a kernel on s, or records it when s is capturing. Kernels
 // with nothing to compute (n = 0, an empty matrix) launch nothing; sum of
-// nothing still writes its 0.
+// nothing still writes its 0. What it writes is noted (opaque.go).
 func (d *Device) Launch(s device.Stream, l *device.Launch) error {
+	if err := d.launch(s, l); err != nil {
+		return err
+	}
+	if d.noting(s, l.Opaque) {
+		d.noteOp(s, opaque.LaunchOp(l))
+	}
+	return nil
+}
+
+func (d *Device) launch(s device.Stream, l *device.Launch) error {
 	if err := d.use(); err != nil {
 		return err
 	}

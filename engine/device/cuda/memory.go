@@ -16,6 +16,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 )
 
 // MallocSegment reserves size bytes with cuMemAlloc, in relaxed capture
@@ -57,6 +58,9 @@ func (d *Device) FreeSegment(p device.Ptr) error {
 	if _, ok := d.st.segs[p]; !ok {
 		return check(fmt.Sprintf("cuMemFree(%#x): not a segment of this device", uint64(p)), C.CUDA_ERROR_INVALID_VALUE)
 	}
+	// Its bytes are no one's now: a segment allocated there later starts
+	// modelled, as fresh memory does.
+	d.st.unknown.Written(p, d.st.segs[p]/4)
 	delete(d.st.segs, p)
 	return d.g.drop(resource{resSegment, uint64(p)})
 }
@@ -108,7 +112,11 @@ func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {
 	}
 	r := C.cgt_upload(g.cctx, g.staging, C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)*4),
 		g.cstream[s], g.cstream[o], g.events[o], fence)
-	return check(fmt.Sprintf("cuMemcpyHtoDAsync(%#x, %d floats)", uint64(dst), len(src)), r)
+	if err := check(fmt.Sprintf("cuMemcpyHtoDAsync(%#x, %d floats)", uint64(dst), len(src)), r); err != nil {
+		return err
+	}
+	d.st.unknown.Written(dst, int64(len(src)))
+	return nil
 }
 
 // CopyDtoH copies len(dst) values from src once all work queued on both
@@ -119,6 +127,10 @@ func (d *Device) CopyDtoH(dst []float32, src device.Ptr) error {
 	}
 	if err := d.use(); err != nil {
 		return err
+	}
+	if !d.st.unknown.Known(src, int64(len(dst))) {
+		// The bytes are there, but not values the engine models.
+		return fmt.Errorf("cuda: copy DtoH: %#x+%d floats: %w", uint64(src), len(dst), device.ErrValuesUnknown)
 	}
 	g := d.g
 	s, o, fence, err := g.hostCopyStreams(fmt.Sprintf("cuMemcpyDtoH(%#x, %d floats)", uint64(src), len(dst)))
@@ -149,6 +161,9 @@ func (d *Device) CopyDtoD(s device.Stream, dst, src device.Ptr, n int64) error {
 	r := C.cgt_memcpy_dtod(d.g.cctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n*4), st)
 	if r != C.CUDA_SUCCESS {
 		return check(fmt.Sprintf("cuMemcpyDtoDAsync(%#x <- %#x, %d floats)", uint64(dst), uint64(src), n), r)
+	}
+	if d.noting(s, false) {
+		d.noteOp(s, opaque.CopyOp(dst, src, n))
 	}
 	return nil
 }

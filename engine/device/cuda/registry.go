@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 )
 
 // resource names a segment, graph or executable graph in registry.refs.
@@ -64,6 +65,10 @@ type state struct {
 	segs   map[device.Ptr]int64 // segment address -> bytes
 	graphs map[device.GraphHandle]bool
 	execs  map[device.ExecHandle]*execInfo
+	// unknown is the bytes whose values the engine does not model
+	// (package opaque): the GPU holds a number there, but not one the
+	// engine may show (opaque.go).
+	unknown opaque.Set
 	// backup holds the contents of segs while the state is not the
 	// owner; nil while it is (or when it has no segments).
 	backup *backup
@@ -73,6 +78,9 @@ type state struct {
 // destination, in one state.
 type execInfo struct {
 	src map[device.Ptr]copySrc
+	// opq is the graph's effect on which values are modelled, with the
+	// same copy sources (opaque.go).
+	opq *opaque.Exec
 }
 
 type copySrc struct {
@@ -92,6 +100,8 @@ func copyState(s *state) *state {
 		graphs: make(map[device.GraphHandle]bool, len(s.graphs)),
 		execs:  make(map[device.ExecHandle]*execInfo, len(s.execs)),
 		backup: s.backup,
+		// The set is the state's, as its contents are.
+		unknown: s.unknown.Clone(),
 	}
 	for k, v := range s.segs {
 		c.segs[k] = v

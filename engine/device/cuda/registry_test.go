@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/engine/device/opaque"
 )
 
 // fakeDriver is the registry's driver with device memory in Go: every
@@ -612,5 +613,29 @@ func TestRegistryRandomTimeTravel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRegistryUnknownTravels: which bytes are not modelled is part of a
+// state, as its contents are: a snapshot keeps the set it was taken with,
+// a restore brings it back, and a clone's set is its own.
+func TestRegistryUnknownTravels(t *testing.T) {
+	v := newRegistryView(t)
+	a := v.malloc(64)
+	opq := opaque.Op{Out: opaque.Range{Lo: a, Hi: a + 16}, Opaque: true, Whole: true}
+	v.st.unknown.Apply(&opq)
+	s := v.snapshot()
+	v.st.unknown.Written(a, 4)
+	if !v.st.unknown.Known(a, 4) || s.unknown.Known(a, 4) {
+		t.Fatal("a write after the snapshot reached the snapshot's set")
+	}
+	v.restore(s)
+	if v.st.unknown.Known(a, 4) {
+		t.Fatal("the restore did not bring back the snapshot's set")
+	}
+	c := v.clone()
+	c.st.unknown.Written(a, 4)
+	if v.st.unknown.Known(a, 4) || !c.st.unknown.Known(a, 4) {
+		t.Fatal("a clone's set is not its own")
 	}
 }

@@ -23,6 +23,7 @@ func (g *gpu) freeResource(r resource) error {
 	case resSegment:
 		return check(fmt.Sprintf("cuMemFree(%#x)", r.h), C.cgt_mem_free(g.cctx, C.CUdeviceptr(r.h)))
 	case resGraph:
+		delete(g.programs, device.GraphHandle(r.h))
 		return check("cuGraphDestroy", C.cgt_graph_destroy(g.cctx, C.uint64_t(r.h)))
 	}
 	return check("cuGraphExecDestroy", C.cgt_exec_destroy(g.cctx, C.uint64_t(r.h)))

@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"SnapshotBytes", testSnapshotBytes},
 		{"Init", testInit},
 		{"UnknownValues", testUnknownValues},
+		{"UnknownValuesReplayed", testUnknownValuesReplayed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })

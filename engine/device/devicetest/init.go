@@ -115,3 +115,86 @@ func testUnknownValues(t *testing.T, open Open) {
 		t.Error("ValuesKnown past the segment: no error")
 	}
 }
+
+// testUnknownValuesReplayed: a captured graph carries unknown values as
+// eager work does. Its replay makes an opaque node's output unknown and
+// what a node computes from unknown values unknown; a replay from known
+// inputs makes them known again; an input copy pointed at unknown values
+// (UpdateCopy) carries those; a snapshot and a clone keep which values
+// were known with the contents.
+func testUnknownValuesReplayed(t *testing.T, open Open) {
+	d := open(t)
+	k, ok := d.(device.ValueKnower)
+	if !ok {
+		t.Skipf("%s is not a device.ValueKnower", d.Name())
+	}
+	known := func(what string, p device.Ptr, n int64, want bool) {
+		t.Helper()
+		got, err := k.ValuesKnown(p, n)
+		if err != nil {
+			t.Fatalf("%s: ValuesKnown(%#x, %d): %v", what, uint64(p), n, err)
+		}
+		if got != want {
+			t.Fatalf("%s: ValuesKnown(%#x, %d) = %v, want %v", what, uint64(p), n, got, want)
+		}
+	}
+	const n = 64
+	x, y := put(t, d, constant(n, 1)), put(t, d, constant(n, 2))
+	ph, out, opq := Alloc(t, d, n), Alloc(t, d, n), Alloc(t, d, n)
+	// The graph: x copied into its placeholder, out = ph + 1, and an
+	// opaque output of its own.
+	_, e := capture(t, d, func() {
+		wantOK(t, "CopyDtoD", d.CopyDtoD(device.SideStream, ph, x, n))
+		launch(t, d, device.SideStream, device.Launch{K: ops.Add, Out: out, A: ph, BKind: ops.BScalar, Scalar: 1, N: n})
+		launch(t, d, device.SideStream, device.Launch{K: ops.Fill, Out: opq, N: n, Opaque: true})
+	})
+	replay := func() {
+		t.Helper()
+		wantOK(t, "WaitStream", d.WaitStream(device.SideStream, device.DefaultStream))
+		wantOK(t, "LaunchGraph", d.LaunchGraph(e, device.SideStream))
+		wantOK(t, "WaitStream", d.WaitStream(device.DefaultStream, device.SideStream))
+	}
+	known("captured, not replayed", opq, n, true)
+	replay()
+	known("the opaque node, replayed", opq, n, false)
+	known("out from a known x", out, n, true)
+	compare(t, "out from a known x", ops.Add, download(t, d, out, n), constant(n, 2))
+	// x becomes unknown (an opaque launch): the next replay carries it.
+	launch(t, d, device.DefaultStream, device.Launch{K: ops.Fill, Out: x, N: n, Opaque: true})
+	replay()
+	known("the placeholder of an unknown x", ph, n, false)
+	known("out from an unknown x", out, n, false)
+	// A snapshot here keeps out unknown.
+	var snap any
+	if sn, ok := d.(device.Snapshotter); ok {
+		snap = sn.Snapshot()
+		if r, ok := snap.(device.Releaser); ok {
+			t.Cleanup(r.Release)
+		}
+	}
+	// The copy reads y instead: known again.
+	wantOK(t, "UpdateCopy", d.UpdateCopy(e, ph, y, n))
+	replay()
+	known("out from y", out, n, true)
+	compare(t, "out from y", ops.Add, download(t, d, out, n), constant(n, 3))
+	if c, ok := d.(device.Cloner); ok {
+		cd := clone(t, c)
+		ck := cd.(device.ValueKnower)
+		launch(t, cd, device.DefaultStream, device.Launch{K: ops.Fill, Out: out, N: n, Opaque: true})
+		if got, err := ck.ValuesKnown(out, n); err != nil || got {
+			t.Fatalf("the clone's out after an opaque launch: known %v, %v", got, err)
+		}
+		known("the original's out after its clone's opaque launch", out, n, true)
+	}
+	if snap != nil {
+		wantOK(t, "Restore", d.(device.Snapshotter).Restore(snap))
+		known("out after the restore", out, n, false)
+		// The restored exec copies x again, still unknown.
+		replay()
+		known("out replayed after the restore", out, n, false)
+		upload(t, d, x, constant(n, 5))
+		replay()
+		known("out from a written x", out, n, true)
+		compare(t, "out from a written x", ops.Add, download(t, d, out, n), constant(n, 6))
+	}
+}
