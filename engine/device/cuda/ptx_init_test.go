@@ -44,18 +44,3 @@ func TestRandKernelConstants(t *testing.T) {
 		t.Error("the embedded PTX is not nvcc's output (make ptx)")
 	}
 }
-
-// entryBody returns the text of one .entry of the embedded PTX.
-func entryBody(t *testing.T, name string) string {
-	t.Helper()
-	i := strings.Index(PTX, ".entry "+name+"(")
-	if i < 0 {
-		t.Fatalf("no .entry %s", name)
-	}
-	rest := PTX[i:]
-	j := strings.Index(rest, "\n}\n")
-	if j < 0 {
-		t.Fatalf(".entry %s has no end", name)
-	}
-	return rest[:j]
-}

@@ -194,7 +194,7 @@ func (v *view) exec(h uint64, dst, src device.Ptr) device.ExecHandle {
 	c := copySrc{src: src, bytes: 64}
 	v.r.addExec(e, g, map[device.Ptr]copySrc{dst: c})
 	v.f.nodes[e] = map[device.Ptr]copySrc{dst: c}
-	v.st.execs[e] = &execInfo{src: map[device.Ptr]copySrc{dst: c}}
+	v.st.execs[e] = &execInfo{src: map[device.Ptr]copySrc{dst: c}, opq: opaque.NewProgram([]opaque.Op{opaque.CopyOp(dst, src, 16)}).Exec()}
 	return e
 }
 
@@ -205,7 +205,7 @@ func (v *view) updateCopy(e device.ExecHandle, dst, src device.Ptr) {
 	if err := v.r.setCopy(e, dst, c); err != nil {
 		v.t.Fatal(err)
 	}
-	ni := &execInfo{src: map[device.Ptr]copySrc{}}
+	ni := &execInfo{src: map[device.Ptr]copySrc{}, opq: v.st.execs[e].opq.WithCopy(dst, src, 16)}
 	for k, x := range v.st.execs[e].src {
 		ni.src[k] = x
 	}
