@@ -76,7 +76,7 @@ func TestCUDAMatchesSim(t *testing.T) {
 			for i := range sims {
 				sims[i] = sim.New(sim.Options{})
 			}
-			es, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: sims, Check: true}, func(s *engine.Step) bool { simSteps = append(simSteps, s); return true })
+			es, err := engine.RunTrace(context.Background(), tr, scenarioOptions(sims), func(s *engine.Step) bool { simSteps = append(simSteps, s); return true })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestCUDAMatchesSim(t *testing.T) {
 					d.Close()
 				}
 			}()
-			eg, err := engine.RunTrace(context.Background(), tr, engine.Options{Devices: gpus, Check: true}, func(s *engine.Step) bool { gpuSteps = append(gpuSteps, s); return true })
+			eg, err := engine.RunTrace(context.Background(), tr, scenarioOptions(gpus), func(s *engine.Step) bool { gpuSteps = append(gpuSteps, s); return true })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +95,9 @@ func TestCUDAMatchesSim(t *testing.T) {
 				if a.Action != b.Action || a.Node != b.Node || a.Parent != b.Parent || a.Checkpoint != b.Checkpoint || sameDeviceError(a.ErrText()) != sameDeviceError(b.ErrText()) {
 					t.Errorf("line %d: sim %s #%d<-#%d ckpt=%v err=%q; cuda %s #%d<-#%d ckpt=%v err=%q", a.Line,
 						a.Action, a.Node, a.Parent, a.Checkpoint, a.Err, b.Action, b.Node, b.Parent, b.Checkpoint, b.Err)
+				}
+				if len(a.ExpectFailures) > 0 {
+					t.Errorf("line %d: on sim: %v", a.Line, a.ExpectFailures)
 				}
 				if len(b.ExpectFailures) > 0 {
 					t.Errorf("line %d: on cuda: %v", b.Line, b.ExpectFailures)

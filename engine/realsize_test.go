@@ -91,7 +91,10 @@ func TestValuesAtRealSize(t *testing.T) {
 		}
 	}
 	failed := steps[8].ExpectMessages()
-	if len(failed) != 1 || !strings.Contains(failed[0], "values not modelled at this size") {
+	// The GPU (CGTVIZ_DEVICE=cuda) computes every value: t is then a sum
+	// of 2^26 doubled rands, which is not 0.
+	computed := testDevices != nil && len(failed) == 1 && strings.HasPrefix(failed[0], "values of t: want [0], got [")
+	if len(failed) != 1 || !(strings.Contains(failed[0], "values not modelled at this size") || computed) {
 		t.Errorf("expect of t (sum of y): failures %q, want values not modelled", failed)
 	}
 	_, err := e.Values("y")

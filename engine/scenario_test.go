@@ -54,7 +54,7 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			var steps []*engine.Step
-			_, err = engine.RunTrace(context.Background(), tr, engine.Options{Devices: simDevices(tr.Header.Devices), Check: true, Handoff: engine.HandoffByVersion}, func(s *engine.Step) bool {
+			_, err = engine.RunTrace(context.Background(), tr, scenarioOptions(simDevices(tr.Header.Devices)), func(s *engine.Step) bool {
 				steps = append(steps, s)
 				return true
 			})
@@ -71,6 +71,13 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scenarioOptions are the options every run of a scenario trace uses, on
+// any device: the invariant checker on, the handoff rule of the PyTorch
+// that recorded it (as the command line does).
+func scenarioOptions(devs []device.Device) engine.Options {
+	return engine.Options{Devices: devs, Check: true, Handoff: engine.HandoffByVersion}
 }
 
 // errorExpected reports whether record i is followed by an expect record
