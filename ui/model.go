@@ -61,6 +61,17 @@ type snapshot struct {
 	ckptIdx  int
 	bps      []sessions.Breakpoint
 	executed int
+	// index is the state's tensors as the panes ask for them, found on
+	// first need (tensors): once a state, not once a pane and frame.
+	index *lazyIndex
+}
+
+// tensors is the index of the snapshot's state's tensors, built once.
+func (s *snapshot) tensors() *lazyIndex {
+	if s.index == nil || s.index.st != s.state {
+		s.index = newLazyIndex(s.state)
+	}
+	return s.index
 }
 
 // takeSnapshot reads the session; it runs where the session may be used.
