@@ -62,6 +62,9 @@ type poolPane struct {
 	shared func() *lazyIndex
 	// lines is the buffer the layout functions append to.
 	lines []poolLine
+	// memo holds short runs styled with memoOf (styled).
+	memo   map[run]string
+	memoOf *Styles
 }
 
 // poolItem is a run of lines of the pool pane: fixed text, or one segment
@@ -743,7 +746,7 @@ func (c cells) line() poolLine {
 }
 
 // draw styles the visible lines.
-func (p *poolPane) draw(s Styles, h int) []string {
+func (p *poolPane) draw(s *Styles, h int) []string {
 	p.offset = max(p.offset, 0)
 	p.cursor = p.offset
 	lines := p.window(h)
@@ -751,9 +754,34 @@ func (p *poolPane) draw(s Styles, h int) []string {
 	for _, l := range lines {
 		var b strings.Builder
 		for _, r := range l {
-			b.WriteString(styled(runStyle(s, r.style), r.text))
+			b.WriteString(p.styled(s, r))
 		}
 		out = append(out, b.String())
+	}
+	return out
+}
+
+// Bounds of the pool's memo of styled runs.
+const (
+	memoText = 64   // bytes: longer runs are styled each time
+	memoRuns = 4096 // runs kept before the memo starts again
+)
+
+// styled is a run styled. A pool's bars are rows of the same few glyph
+// runs, the same at every frame and most steps, and lipgloss styles each
+// anew (most of a step's drawing of 50,000 blocks): the short runs are
+// kept, by style and text, for the styles they were made with.
+func (p *poolPane) styled(s *Styles, r run) string {
+	if len(r.text) > memoText {
+		return styled(runStyle(*s, r.style), r.text)
+	}
+	if p.memo == nil || p.memoOf != s || len(p.memo) >= memoRuns {
+		p.memo, p.memoOf = make(map[run]string, 64), s
+	}
+	out, ok := p.memo[r]
+	if !ok {
+		out = styled(runStyle(*s, r.style), r.text)
+		p.memo[r] = out
 	}
 	return out
 }
@@ -810,7 +838,7 @@ func (p *poolPane) title(c *paneCtx) string {
 func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	p.layout(c.snap.state, c.dev, w, c.snap.tensors)
 	if !c.mem.on {
-		return p.draw(*c.styles, h)
+		return p.draw(c.styles, h)
 	}
 	lineOf := func(pos int) int {
 		if pos <= 0 || pos > c.recs.len() {
@@ -820,7 +848,7 @@ func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	}
 	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w, lineOf)
 	chart = chart[:min(len(chart), max(h-2, 0))]
-	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
+	return append(chart, p.draw(c.styles, max(h-len(chart), 0))...)
 }
 
 func (p *poolPane) keys(*KeyMap) []key.Binding { return nil }
