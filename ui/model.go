@@ -80,11 +80,12 @@ func takeSnapshot(s *sessions.Session) snapshot {
 	if snap.pos > 0 {
 		snap.step = s.StepAt(snap.pos - 1)
 		// What the details warn of, the timeline marks: the session keeps
-		// it for the cell and for overwrite breakpoints.
+		// it for the cell and for overwrite breakpoints. The state's index
+		// made for it here travels with the snapshot to the panes.
 		if st := snap.step; st != nil && st.Action == engine.ActionReplay {
 			if _, known := s.Overwrote(snap.pos - 1); !known {
 				if rec, err := s.Records().Record(snap.pos - 1); err == nil {
-					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputs(snap.state, rec)) > 0)
+					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputsAmong(snap.state, rec, snap.tensors().multi)) > 0)
 				}
 			}
 		}
