@@ -26,28 +26,63 @@ type SharedOutput struct {
 // just after it ran: a live tensor bound to one of the call's outputs and
 // to an older name too.
 func SharedOutputs(st *engine.State, rec *traces.Record) []SharedOutput {
-	if rec == nil || rec.Op != traces.OpCall || len(rec.Out) == 0 || st == nil {
+	if !mayShare(st, rec) {
 		return nil
 	}
 	var out []SharedOutput
-	// Only the tensors with several names (rare) are looked at.
 	for i := range st.Tensors {
-		t := &st.Tensors[i]
-		if len(t.Names) < 2 || t.State != engine.TensorLive {
-			continue
+		out = sharedOutput(out, &st.Tensors[i], rec)
+	}
+	return out
+}
+
+// SharedOutputsAmong is SharedOutputs looking only at the tensors at the
+// given indexes of st.Tensors, in increasing order: a caller that keeps the
+// live tensors of several names (MayShare) finds the overwrites of a
+// state of tens of thousands of tensors without a pass over them all.
+// An index out of range is skipped; the rest are checked as SharedOutputs
+// checks them, so extra candidates change nothing.
+func SharedOutputsAmong(st *engine.State, rec *traces.Record, candidates []int) []SharedOutput {
+	if !mayShare(st, rec) {
+		return nil
+	}
+	var out []SharedOutput
+	for _, i := range candidates {
+		if i >= 0 && i < len(st.Tensors) {
+			out = sharedOutput(out, &st.Tensors[i], rec)
 		}
-		var so SharedOutput
-		for _, n := range t.Names {
-			if slices.Contains(rec.Out, n) {
-				so.Mine = append(so.Mine, n)
-			} else {
-				so.Others = append(so.Others, n)
-			}
+	}
+	return out
+}
+
+// MayShare reports whether t may be one of SharedOutputs' finds: a live
+// tensor with several names (rare).
+func MayShare(t *engine.TensorView) bool {
+	return len(t.Names) >= 2 && t.State == engine.TensorLive
+}
+
+// mayShare reports whether rec, run in st, can have overwritten: a call
+// that binds outputs.
+func mayShare(st *engine.State, rec *traces.Record) bool {
+	return rec != nil && rec.Op == traces.OpCall && len(rec.Out) > 0 && st != nil
+}
+
+// sharedOutput appends t's silent overwrite by rec to out, if it is one.
+func sharedOutput(out []SharedOutput, t *engine.TensorView, rec *traces.Record) []SharedOutput {
+	if !MayShare(t) {
+		return out
+	}
+	var so SharedOutput
+	for _, n := range t.Names {
+		if slices.Contains(rec.Out, n) {
+			so.Mine = append(so.Mine, n)
+		} else {
+			so.Others = append(so.Others, n)
 		}
-		if len(so.Mine) > 0 && len(so.Others) > 0 {
-			so.Line = t.Line
-			out = append(out, so)
-		}
+	}
+	if len(so.Mine) > 0 && len(so.Others) > 0 {
+		so.Line = t.Line
+		out = append(out, so)
 	}
 	return out
 }

@@ -302,7 +302,7 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 	}
 	// Only a replay hands back a cached output object.
 	if st.Action == engine.ActionReplay && st.Index >= 0 && st.Index < recs.len() {
-		for _, w := range sharedOutputs(snap.state, recs.at(st.Index)) {
+		for _, w := range sharedOutputs(snap, recs.at(st.Index)) {
 			add(true, "⚠ "+w, rs(s.Warn))
 		}
 	}
@@ -343,7 +343,7 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 		add(false, "• "+eventText(ev), plain)
 	}
 	if call != nil {
-		args, folded := callArgs(call, snap.state, full)
+		args, folded := callArgs(call, snap.tensors().params, full)
 		add(true, "args: "+args, plain)
 		if len(call.Out) > 0 {
 			add(true, "returns: "+strings.Join(call.Out, ", "), plain)
@@ -356,10 +356,10 @@ func stepLinesFold(snap *snapshot, recs records, s Styles, w int, full bool) []s
 }
 
 // callArgs is a call's arguments as the details list them: all of them
-// when full, else the params among them as one count ("in, x + 16
-// params"); folded says whether any were.
-func callArgs(r *traces.Record, st *engine.State, full bool) (string, bool) {
-	params := paramNames(st)
+// when full, else the params among them (params: the names bound to the
+// state's parameters) as one count ("in, x + 16 params"); folded says
+// whether any were.
+func callArgs(r *traces.Record, params map[string]bool, full bool) (string, bool) {
 	var mine []string
 	n := 0
 	for _, a := range r.Args {
@@ -383,22 +383,6 @@ func callArgs(r *traces.Record, st *engine.State, full bool) (string, bool) {
 		s = "none"
 	}
 	return s, n > 0
-}
-
-// paramNames are the names bound to the parameters of a state.
-func paramNames(st *engine.State) map[string]bool {
-	out := map[string]bool{}
-	if st == nil {
-		return out
-	}
-	for i := range st.Tensors {
-		if st.Tensors[i].Owner == "param" {
-			for _, n := range st.Tensors[i].Names {
-				out[n] = true
-			}
-		}
-	}
-	return out
 }
 
 // failureStory tells why a recorded graph could not replay, in the terms
@@ -833,9 +817,14 @@ func ordinal(n int) string {
 // whose replay handed back the cached output object that an older name
 // still holds. Both names are one tensor; the replay rewrote it, so the
 // older name's values changed without the overwritten error.
-func sharedOutputs(st *engine.State, rec *traces.Record) []string {
+// The snapshot keeps the state's candidates, so that a step costs no pass
+// over every tensor.
+func sharedOutputs(snap *snapshot, rec *traces.Record) []string {
+	if rec == nil || rec.Op != traces.OpCall || len(rec.Out) == 0 || snap.state == nil {
+		return nil // nothing to find: no need to index the state
+	}
 	var out []string
-	for _, so := range sessions.SharedOutputs(st, rec) {
+	for _, so := range sessions.SharedOutputsAmong(snap.state, rec, snap.tensors().multi) {
 		out = append(out, fmt.Sprintf("%s is the same cached object as %s (one tensor, made at line %d): this replay rewrote it in place, so %s changed too, silently — the steady state raises no overwritten error",
 			joinAnd(so.Mine), joinAnd(so.Others), so.Line, joinAnd(so.Others)))
 	}

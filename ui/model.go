@@ -61,6 +61,17 @@ type snapshot struct {
 	ckptIdx  int
 	bps      []sessions.Breakpoint
 	executed int
+	// index is the state's tensors as the panes ask for them, found on
+	// first need (tensors): once a state, not once a pane and frame.
+	index *lazyIndex
+}
+
+// tensors is the index of the snapshot's state's tensors, built once.
+func (s *snapshot) tensors() *lazyIndex {
+	if s.index == nil || s.index.st != s.state {
+		s.index = newLazyIndex(s.state)
+	}
+	return s.index
 }
 
 // takeSnapshot reads the session; it runs where the session may be used.
@@ -69,11 +80,12 @@ func takeSnapshot(s *sessions.Session) snapshot {
 	if snap.pos > 0 {
 		snap.step = s.StepAt(snap.pos - 1)
 		// What the details warn of, the timeline marks: the session keeps
-		// it for the cell and for overwrite breakpoints.
+		// it for the cell and for overwrite breakpoints. The state's index
+		// made for it here travels with the snapshot to the panes.
 		if st := snap.step; st != nil && st.Action == engine.ActionReplay {
 			if _, known := s.Overwrote(snap.pos - 1); !known {
 				if rec, err := s.Records().Record(snap.pos - 1); err == nil {
-					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputs(snap.state, rec)) > 0)
+					s.NoteOverwrite(snap.pos-1, len(sessions.SharedOutputsAmong(snap.state, rec, snap.tensors().multi)) > 0)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/cgtviz/cgtviz/engine"
+	"github.com/cgtviz/cgtviz/sessions"
 )
 
 // blockGlyphs are the cells of each engine.BlockState. They differ without
@@ -56,8 +57,14 @@ type poolPane struct {
 	key   poolKey
 	items []poolItem
 	where *lazyIndex // the state's tensors by name, built on first need
+	// shared is where the layout finds the index of its state ready (the
+	// snapshot's), nil to build its own.
+	shared func() *lazyIndex
 	// lines is the buffer the layout functions append to.
 	lines []poolLine
+	// memo holds short runs styled with memoOf (styled).
+	memo   map[run]string
+	memoOf *Styles
 }
 
 // poolItem is a run of lines of the pool pane: fixed text, or one segment
@@ -74,13 +81,15 @@ type poolKey struct {
 	width int
 }
 
-// layout starts a new layout when the state, device or width changed.
-func (p *poolPane) layout(st *engine.State, dev, w int) {
+// layout starts a new layout when the state, device or width changed;
+// shared gives the state's tensor index when it is ready elsewhere (nil:
+// the layout builds its own).
+func (p *poolPane) layout(st *engine.State, dev, w int, shared func() *lazyIndex) {
 	k := poolKey{st, dev, w}
 	if k == p.key && p.items != nil {
 		return
 	}
-	p.key, p.items, p.where = k, p.items[:0], nil
+	p.key, p.items, p.where, p.shared = k, p.items[:0], nil, shared
 	p.fixed(func() { p.legend(w) })
 	if st == nil || dev < 0 || dev >= len(st.Devices) {
 		return
@@ -123,13 +132,18 @@ func (p *poolPane) item(i int) []poolLine {
 }
 
 // tensors indexes the state's tensors by name, once per layout: the stale
-// names at once, the full index when a block first needs it.
+// names at once, the full index when a block first needs it. The index is
+// the snapshot's, shared with the other panes, when it is of this state.
 func (p *poolPane) tensors() *lazyIndex {
 	if p.where == nil {
-		if p.key.st == nil {
-			return &lazyIndex{st: &engine.State{}, stale: map[string]bool{}}
+		if p.shared != nil {
+			if l := p.shared(); l.st == p.key.st {
+				p.where = l
+			}
 		}
-		p.where = newLazyIndex(p.key.st)
+		if p.where == nil {
+			p.where = newLazyIndex(p.key.st)
+		}
 	}
 	return p.where
 }
@@ -202,10 +216,11 @@ func (p *poolPane) legend(w int) {
 // for when replay outputs are invisible to the allocator, then segments.
 func (p *poolPane) pool(name string, pv *engine.PoolView, dropped bool, w int) {
 	var counts [len(blockGlyphs)]int
-	for _, sg := range pv.Segments {
-		for _, b := range sg.Blocks {
-			if int(b.State) < len(counts) {
-				counts[b.State]++
+	for i := range pv.Segments {
+		bs := pv.Segments[i].Blocks
+		for j := range bs {
+			if s := bs[j].State; int(s) < len(counts) {
+				counts[s]++
 			}
 		}
 	}
@@ -504,22 +519,40 @@ func (x tensorIndex) get(n string) (*engine.TensorView, bool) {
 	return &x.st.Tensors[i], true
 }
 
-// lazyIndex is what the block lists need of a state's tensors: the names
-// of its stale tensors at once (few, and enough for most blocks), the full
-// index by name on first need.
+// lazyIndex is what the panes need of a state's tensors, found in one
+// pass when first asked and kept for the state (a state holds tens of
+// thousands of tensors, and each step brings a new one): the names of its
+// stale tensors (few, and enough for most blocks), the names bound to
+// parameters (a call's arguments fold them), the live tensors of several
+// names (the only ones a silent overwrite can show in); the full index by
+// name on first need.
 type lazyIndex struct {
-	st    *engine.State
-	stale map[string]bool
-	full  *tensorIndex
+	st     *engine.State
+	stale  map[string]bool
+	params map[string]bool
+	multi  []int // indexes in st.Tensors, in order (sessions.MayShare)
+	full   *tensorIndex
 }
 
 func newLazyIndex(st *engine.State) *lazyIndex {
-	l := &lazyIndex{st: st, stale: map[string]bool{}}
+	l := &lazyIndex{st: st, stale: map[string]bool{}, params: map[string]bool{}}
+	if st == nil {
+		return l
+	}
 	for i := range st.Tensors {
-		if t := &st.Tensors[i]; t.State != engine.TensorLive {
+		t := &st.Tensors[i]
+		if t.State != engine.TensorLive {
 			for _, n := range t.Names {
 				l.stale[n] = true
 			}
+		}
+		if t.Owner == "param" {
+			for _, n := range t.Names {
+				l.params[n] = true
+			}
+		}
+		if sessions.MayShare(t) {
+			l.multi = append(l.multi, i)
 		}
 	}
 	return l
@@ -535,27 +568,50 @@ func (l *lazyIndex) index() tensorIndex {
 }
 
 // tensorsByName indexes a state's tensors by each of their names; a live
-// tensor wins over a stale one of the same name.
+// tensor wins over a stale one of the same name. Most names belong to one
+// tensor, so the pass stores each name once, blind (one hash a name: the
+// index is built afresh at each step of a state of tens of thousands of
+// tensors); a name met again is noted, and a second pass gathers every
+// tensor of the noted names, only when there are any.
 func tensorsByName(st *engine.State) tensorIndex {
+	if st == nil {
+		return tensorIndex{st: &engine.State{}, pos: map[string]int32{}}
+	}
 	m := make(map[string]int32, len(st.Tensors))
-	var more map[string][]int32
+	var again []string
 	for i := range st.Tensors {
-		t := &st.Tensors[i]
-		for _, n := range t.Names {
-			if old, ok := m[n]; ok {
-				if more == nil {
-					more = map[string][]int32{}
-				}
-				if len(more[n]) == 0 {
-					more[n] = append(more[n], old)
-				}
-				more[n] = append(more[n], int32(i))
-				if st.Tensors[old].State == engine.TensorLive {
-					continue
-				}
-			}
+		for _, n := range st.Tensors[i].Names {
+			k := len(m)
 			m[n] = int32(i)
+			if len(m) == k {
+				again = append(again, n)
+			}
 		}
+	}
+	if len(again) == 0 {
+		return tensorIndex{st: st, pos: m}
+	}
+	more := make(map[string][]int32, len(again))
+	for _, n := range again {
+		more[n] = nil
+	}
+	for i := range st.Tensors {
+		for _, n := range st.Tensors[i].Names {
+			if js, ok := more[n]; ok {
+				more[n] = append(js, int32(i))
+			}
+		}
+	}
+	// The name's tensor is its first live one, else its last.
+	for n, js := range more {
+		at := js[len(js)-1]
+		for _, j := range js {
+			if st.Tensors[j].State == engine.TensorLive {
+				at = j
+				break
+			}
+		}
+		m[n] = at
 	}
 	return tensorIndex{st: st, pos: m, more: more}
 }
@@ -690,7 +746,7 @@ func (c cells) line() poolLine {
 }
 
 // draw styles the visible lines.
-func (p *poolPane) draw(s Styles, h int) []string {
+func (p *poolPane) draw(s *Styles, h int) []string {
 	p.offset = max(p.offset, 0)
 	p.cursor = p.offset
 	lines := p.window(h)
@@ -698,9 +754,34 @@ func (p *poolPane) draw(s Styles, h int) []string {
 	for _, l := range lines {
 		var b strings.Builder
 		for _, r := range l {
-			b.WriteString(styled(runStyle(s, r.style), r.text))
+			b.WriteString(p.styled(s, r))
 		}
 		out = append(out, b.String())
+	}
+	return out
+}
+
+// Bounds of the pool's memo of styled runs.
+const (
+	memoText = 64   // bytes: longer runs are styled each time
+	memoRuns = 4096 // runs kept before the memo starts again
+)
+
+// styled is a run styled. A pool's bars are rows of the same few glyph
+// runs, the same at every frame and most steps, and lipgloss styles each
+// anew (most of a step's drawing of 50,000 blocks): the short runs are
+// kept, by style and text, for the styles they were made with.
+func (p *poolPane) styled(s *Styles, r run) string {
+	if len(r.text) > memoText {
+		return styled(runStyle(*s, r.style), r.text)
+	}
+	if p.memo == nil || p.memoOf != s || len(p.memo) >= memoRuns {
+		p.memo, p.memoOf = make(map[run]string, 64), s
+	}
+	out, ok := p.memo[r]
+	if !ok {
+		out = styled(runStyle(*s, r.style), r.text)
+		p.memo[r] = out
 	}
 	return out
 }
@@ -755,9 +836,9 @@ func (p *poolPane) title(c *paneCtx) string {
 }
 
 func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
-	p.layout(c.snap.state, c.dev, w)
+	p.layout(c.snap.state, c.dev, w, c.snap.tensors)
 	if !c.mem.on {
-		return p.draw(*c.styles, h)
+		return p.draw(c.styles, h)
 	}
 	lineOf := func(pos int) int {
 		if pos <= 0 || pos > c.recs.len() {
@@ -767,7 +848,7 @@ func (p *poolPane) view(c *paneCtx, w, h int, _ bool) []string {
 	}
 	chart := c.mem.lines(*c.styles, c.recs.len(), c.snap.pos, c.snap.executed, c.dev, w, lineOf)
 	chart = chart[:min(len(chart), max(h-2, 0))]
-	return append(chart, p.draw(*c.styles, max(h-len(chart), 0))...)
+	return append(chart, p.draw(c.styles, max(h-len(chart), 0))...)
 }
 
 func (p *poolPane) keys(*KeyMap) []key.Binding { return nil }
@@ -778,7 +859,7 @@ func (p *poolPane) scrollBy(_ *paneCtx, d int) { textScroll(&p.scroll, d) }
 
 // plain is every line of the pool at width w, without styles.
 func (p *poolPane) plain(c *paneCtx, w int) []string {
-	p.layout(c.snap.state, c.dev, w)
+	p.layout(c.snap.state, c.dev, w, c.snap.tensors)
 	var lines []string
 	for _, l := range p.allLines() {
 		var b strings.Builder

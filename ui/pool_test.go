@@ -1,8 +1,12 @@
 package ui
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cgtviz/cgtviz/engine"
 )
 
 // TestPoolListsLiveHolders opens the two cases: a block lists the
@@ -42,5 +46,44 @@ func TestPoolListsLiveHolders(t *testing.T) {
 			}
 			checkGolden(t, "pool-"+c.name+"-120x40", got)
 		})
+	}
+}
+
+// TestTensorsByName: a name's tensor is its first live one, else its
+// last; every tensor of a name several carry is listed, in order; the
+// index of a state without repeated names lists none.
+func TestTensorsByName(t *testing.T) {
+	live, stale := engine.TensorLive, engine.TensorStale
+	st := &engine.State{Tensors: []engine.TensorView{
+		{Names: []string{"a"}, State: stale},      // 0
+		{Names: []string{"a", "b"}, State: live},  // 1
+		{Names: []string{"a"}, State: live},       // 2
+		{Names: []string{"c"}, State: stale},      // 3
+		{Names: []string{"c"}, State: stale},      // 4
+		{Names: []string{"d", "d"}, State: stale}, // 5: one tensor, the name twice
+		{Names: []string{"e"}, State: live},       // 6
+		{Names: []string{"e"}, State: stale},      // 7
+	}}
+	x := tensorsByName(st)
+	wantPos := map[string]int32{"a": 1, "b": 1, "c": 4, "d": 5, "e": 6}
+	wantMore := map[string][]int32{"a": {0, 1, 2}, "c": {3, 4}, "d": {5, 5}, "e": {6, 7}}
+	if !maps.Equal(x.pos, wantPos) {
+		t.Errorf("pos = %v, want %v", x.pos, wantPos)
+	}
+	if !maps.EqualFunc(x.more, wantMore, slices.Equal) {
+		t.Errorf("more = %v, want %v", x.more, wantMore)
+	}
+	if ts := x.all("a"); len(ts) != 3 || ts[2] != &st.Tensors[2] {
+		t.Errorf("all(a) = %v", ts)
+	}
+	if x.liveIn("c", 0, 1<<40) || !x.liveIn("e", 0, 1<<40) {
+		t.Error("c has no live tensor, e has one")
+	}
+	one := tensorsByName(&engine.State{Tensors: st.Tensors[6:7]})
+	if len(one.more) != 0 || one.pos["e"] != 0 {
+		t.Errorf("one tensor: %+v", one)
+	}
+	if empty := tensorsByName(nil); len(empty.pos) != 0 || len(empty.all("a")) != 0 {
+		t.Errorf("no state: %+v", empty)
 	}
 }

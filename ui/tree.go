@@ -26,11 +26,30 @@ const (
 
 // treeLine is one line of the tree pane.
 type treeLine struct {
-	kind   treeKind
-	dev    int
-	id     int // graph id, or warmup id (negative)
-	prefix string
+	kind treeKind
+	dev  int
+	id   int // graph id, or warmup id (negative)
+	// indent, last and depth make the node's connector prefix (prefix),
+	// made only for the lines drawn: a tree of thousands of nodes is
+	// rebuilt at each step and shows a screenful.
+	indent string
+	last   bool
+	depth  int
 	hidden int // descendants hidden by a fold
+}
+
+// prefix is what precedes a node's mark: the connectors of its ancestors
+// and its own, or its depth past maxIndent.
+func (l treeLine) prefix() string {
+	switch {
+	case l.depth == 0:
+		return ""
+	case l.depth > maxIndent:
+		return fmt.Sprintf("┆d%d ", l.depth)
+	case l.last:
+		return l.indent + "└─ "
+	}
+	return l.indent + "├─ "
 }
 
 // nodeKey names a node across devices.
@@ -90,17 +109,7 @@ func (p *treePane) walk(ds *engine.DeviceState, dev, id int, indent string, last
 		return
 	}
 	n := &ds.Nodes[id]
-	conn := "├─ "
-	if last {
-		conn = "└─ "
-	}
-	prefix := indent + conn
-	if depth == 0 {
-		prefix = ""
-	} else if depth > maxIndent {
-		prefix = fmt.Sprintf("┆d%d ", depth)
-	}
-	line := treeLine{kind: treeNode, dev: dev, id: id, prefix: prefix}
+	line := treeLine{kind: treeNode, dev: dev, id: id, indent: indent, last: last, depth: depth}
 	if p.folded[nodeKey{dev, id}] {
 		line.hidden = countDescendants(ds, id)
 		p.lines = append(p.lines, line)
@@ -198,7 +207,7 @@ func (p *treePane) draw(st *engine.State, s Styles, w, h int, focused bool) []st
 			case n.OnPath:
 				mark, ns = "○", s.OnPath
 			}
-			b.WriteString(mark + " " + l.prefix)
+			b.WriteString(mark + " " + l.prefix())
 			label := fmt.Sprintf("#%d %s", n.ID, n.Fn)
 			text := b.String() + ns.Render(label)
 			if n.Replays > 0 {
