@@ -12,6 +12,7 @@ import types
 
 from . import torch_api
 from .errors import _error_text
+from .fresh import DECLINED
 
 # Deferred replays a journaled trace may hold before writing them (in
 # _steady, which the lean path enters at least every 64 calls).
@@ -124,7 +125,7 @@ class _Hooks:
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
                  map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount,
-                 getframe=sys._getframe):
+                 getframe=sys._getframe, declined=DECLINED):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -170,6 +171,11 @@ class _Hooks:
                         return orig_run(mgr, new_inputs, function_id)
                     got = rec._fid_cache.get(id(function_id))
                     if got is not None and got[3].fresh_tok is not None and not hot.off:
+                        # The call whole, in one frame, when it is what
+                        # the fresh path's short way takes (fresh.py).
+                        out = rec._fresh_call(orig_run, mgr, new_inputs, function_id, got)
+                        if out is not declined:
+                            return out
                         rec._via_run = True  # (the lock held: no other thread's call between)
                         try:
                             return rec._on_run(orig_run, mgr, new_inputs, function_id)

@@ -169,7 +169,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
-        self.fresh_calls = 0  # calls whose new inputs took _fresh_before
+        self.fresh_calls = 0  # calls whose new inputs took _fresh_before (or _fresh_call)
+        self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
+        # Calls through _fresh_call whose records a journaled trace holds
+        # unwritten (fresh._WRITE_BOUND): 0 at every flush.
+        self._unwritten = 0
         self._whole = {}  # (_Fresh._whole)
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
@@ -415,6 +419,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
                 # (A call's own flush finds none: _on_run settled before it,
                 # and nothing is deferred while it holds the lock.)
                 self._settle()
+            self._unwritten = 0
             try:
                 self.trace.flush()
             except Exception as e:

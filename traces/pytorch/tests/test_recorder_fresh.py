@@ -214,26 +214,185 @@ def src_scenario(path, follow=False):
         return fh.read(), state, rec.fresh_calls
 
 
-class FreshPathTest(fake.FakeTorchTest):
-    """Recorder._fresh_before writes what the general path writes before a
-    call with new inputs, and leaves the session as it does."""
+def mixed_scenario(path, follow=False):
+    """A loop over new inputs (f's, through the _run wrapper's whole call,
+    Recorder._fresh_call) interleaved with everything else the recorder
+    sees: runs of steady replays of f on one input (deferred) between
+    runs of new ones, g's steady replays (deferred) between f's calls, a
+    host read of f's output, an input kept over calls and let go, one
+    kept by a view of its storage, an input passed again, a knob set
+    and set back, a call that raises, a reset of the trees, no step and
+    several steps before a call (a 64th among them), a swapped
+    parameter, calls from another thread (one at a time), and the
+    journal's bound of calls held unwritten crossed many times. Returns
+    (the trace's text, the session's state at the end, the calls the
+    fresh path took)."""
+    import threading
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    ind = sys.modules["torch._inductor.config"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    f = mgr.add(0, static=[0])
+    g = mgr.add(1)
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([4])]
+    w = fake.Tensor([8, 8])
+    u = fake.Tensor([4])
+    box = {}
 
-    def against_general(self, follow, scenario=fresh_scenario, least=100):
-        on, on_state, took = fake.at_one_line(scenario, os.path.join(self.dir.name, "on.cgt.jsonl"), follow)
-        self.assertGreater(took, least)  # most of the calls: the test compares something
-        import test_recorded_examples
-        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+    def call(i, x):
+        for _ in range({30: 0, 31: 0, 44: 2, 70: 65}.get(i, 1)):
+            cgt.mark_step_begin()
+        fake._invocation()
+        try:
+            box["y"], = mgr._run([w, x], f)
+        except RuntimeError:
+            pass
+
+    with cgtrace.record(path, follow=follow) as rec:
+        kept, view, same = [], None, None
+        for i in range(220):
+            x = fake.Tensor([16, 8])
+            if 50 <= i < 60 or 150 <= i < 158:
+                if same is None:
+                    same = x
+                x = same  # the same input again: steady replays, deferred
+            elif same is not None:
+                same = None
+            if i == 20:
+                kept.append(x)  # kept past its call, let go at 40
+            if i == 40:
+                kept = []
+            if i == 25:
+                view = fake.Tensor([16], storage=x._storage)  # its storage kept, let go at 35
+            if i == 35:
+                view = None
+            if i == 64:
+                x = box_x  # noqa: F821 (the input of call 63 passed again)
+            box_x = x
+            if i == 80:
+                ind.triton.skip_cudagraph_warmup = True
+            if i == 84:
+                ind.triton.skip_cudagraph_warmup = False
+            if i == 90:
+                mgr.fail.add(0)
+            if i == 91:
+                mgr.fail.discard(0)
+            if i == 100:
+                cgt.reset_cudagraph_trees()
+            if i == 120:
+                w = fake.Tensor([8, 8])  # the parameter swapped for another
+            if 160 <= i < 170:
+                t = threading.Thread(target=call, args=(i, x))
+                t.start()
+                t.join()
+            else:
+                call(i, x)
+            if i == 33:
+                box["y"].item()
+            if 130 <= i < 140:
+                cgt.mark_step_begin()
+                z, = mgr._run([u], g)  # g's steady replays between f's calls
+                z = None
+            x = None
+        box.clear()
+        del kept, view, same, box_x
+        with rec.lock:
+            rec._settle()
+        ss = rec.session
+        state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
+                 sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
+                 dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
+                 sorted(ss._held_wr.values()), rec._mark_counter)
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read(), state, rec.fresh_calls
+
+
+class FreshPathTest(fake.FakeTorchTest):
+    """Recorder._fresh_before, and the _run wrapper's whole call on new
+    inputs (Recorder._fresh_call), write what the general path writes
+    for a call with new inputs, and leave the session as it does."""
+
+    def recorded(self, scenario, name, follow, **off):
+        """scenario's (text, state, fresh calls, calls _fresh_call took),
+        with the Recorder's attributes in off set so."""
         self.tearDown()
         self.setUp()
-        with mock.patch.object(cgtrace.Recorder, "_fresh_path", False):
-            off, off_state, none = fake.at_one_line(scenario, os.path.join(self.dir.name, "off.cgt.jsonl"),
-                                                    follow)
+        took = {}
+        real = cgtrace.Recorder.stop
+
+        def stop(rec):  # (the counts of the recording the scenario made)
+            took["lean"] = rec.lean_fresh_calls
+            return real(rec)
+
+        with mock.patch.multiple(cgtrace.Recorder, stop=stop, **off):
+            got = fake.at_one_line(scenario, os.path.join(self.dir.name, name), follow)
+        return got + (took["lean"],)
+
+    def against_general(self, follow, scenario=fresh_scenario, least=100, lean=None):
+        """The trace and state with the fresh path and _fresh_call, with
+        the fresh path alone, and with neither (the general path), line by
+        line the same; the fresh path taken for more than least calls,
+        _fresh_call for more than lean."""
+        on, on_state, took, whole = self.recorded(scenario, "on.cgt.jsonl", follow)
+        self.assertGreater(took, least)  # most of the calls: the test compares something
+        if lean is not None:
+            self.assertGreater(whole, lean)
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+        part, part_state, took_part, none = self.recorded(scenario, "part.cgt.jsonl", follow, _fresh_lean=False)
         self.assertEqual(none, 0)
-        on, off = on.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
-        self.assertEqual(len(on), len(off))
-        for i, (a, b) in enumerate(zip(on, off)):
-            self.assertEqual(a, b, "line %d" % (i + 2))
-        self.assertEqual(on_state, off_state)
+        self.assertGreater(took_part, least)
+        off, off_state, none, _ = self.recorded(scenario, "off.cgt.jsonl", follow, _fresh_path=False)
+        self.assertEqual(none, 0)
+        on, part, off = on.split("\n")[1:], part.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
+        for other, other_state in ((part, part_state), (off, off_state)):
+            self.assertEqual(len(on), len(other))
+            for i, (a, b) in enumerate(zip(on, other)):
+                self.assertEqual(a, b, "line %d" % (i + 2))
+            self.assertEqual(on_state, other_state)
+
+    def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
+        # A journaled trace of a loop over new inputs: after every call the
+        # file holds every call but the last few held (at most the bound,
+        # fresh._WRITE_BOUND, not all of them: the bound is reached), and
+        # after a host read or a steady replay all of them.
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        w = fake.Tensor([8, 8])
+        path = os.path.join(self.dir.name, "journal.cgt.jsonl")
+
+        def written():
+            with open(path) as fh:
+                return fh.read().count('"op": "call"')
+
+        held = []
+
+        def loop(rec):
+            y = x = None
+            for i in range(300):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i != 201:
+                    x = fake.Tensor([16, 8])
+                y, = mgr._run([w, x], f)
+                held.append(i + 1 - written())
+                if i == 150:
+                    y.item()
+                    self.assertEqual(written(), i + 1)
+
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1"}):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop, rec)
+        self.assertIsNone(rec.error)
+        self.assertGreater(rec.lean_fresh_calls, 250)
+        self.assertEqual(max(held), 32)
+        self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
+        self.assertEqual(min(held[160:]), 0)
 
     def test_steady_replays_after_new_inputs_are_deferred(self):
         # A loop over new inputs, then the same input again: the function
@@ -267,10 +426,19 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertGreater(rec.short_calls, 37 + 70)  # (the steady replays: deferred, each a short call)
 
     def test_fresh_path_writes_what_the_general_path_writes(self):
-        self.against_general(follow=False)
+        self.against_general(follow=False, lean=90)
 
     def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
-        self.against_general(follow=True)
+        self.against_general(follow=True, lean=90)
+
+    def test_fresh_call_among_other_events_writes_what_the_general_path_writes(self):
+        # (Of 220 calls of f, 173 take the fresh path, 158 through _fresh_call: the others are the
+        # first ones, those after another event changed what its checks
+        # take for granted, the steady runs, each 64th step's.)
+        self.against_general(follow=False, scenario=mixed_scenario, least=170, lean=150)
+
+    def test_fresh_call_among_other_events_streamed(self):
+        self.against_general(follow=True, scenario=mixed_scenario, least=170, lean=150)
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
@@ -283,7 +451,7 @@ class FreshPathTest(fake.FakeTorchTest):
         # the frame's code is not the plan's); without a plan made after
         # an input died in its call (_fast_after), 110 (every other one
         # of those calls is the general path's).
-        self.against_general(follow=False, scenario=src_scenario, least=124)
+        self.against_general(follow=False, scenario=src_scenario, least=124, lean=70)
 
 
 if __name__ == "__main__":
