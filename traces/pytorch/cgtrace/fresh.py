@@ -62,7 +62,7 @@ class _Fresh:
         hot = self._hot
         session = self.session
         if (not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not cand
-                or len(tok[6]) != 1 or not fs.defined
+                or len(tok[6]) != 1 or not fs.defined or (self._fq and self._fq_fs is not fs)
                 or self._pending or not session.tensor_templates or tok[0] != session.epoch
                 or tok[1] != session.order or self._all_knobs_due or self._all_knobs_read
                 or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(cand)):
@@ -74,11 +74,17 @@ class _Fresh:
         if got is None:
             return DECLINED
         # _on_run's part, then _record_call's, with the ctx _fresh_before
-        # would make.
+        # would make; or the call deferred (freshq.py).
         tls = self.tls
         tls.depth = 1
         tls.actions = []
         tls.node = None
+        if self._fq or self._fq_start(fs, plan, tok, got[1], session):
+            try:
+                return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
+            finally:
+                tls.depth = 0
+                tls.node = None
         try:
             try:
                 ctx = self._fresh_call_write(fs, tok, plan, hot, session, got)
@@ -162,6 +168,9 @@ class _Fresh:
         e = session.by_obj_entry.get(id(v))
         if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v:
             return None
+        e = self._fq_ids.get(id(v))  # (a deferred call's new input, passed again)
+        if e is not None and e.wr() is v:  # (a gone one's gives None)
+            return None
         # The new tensor as _check_fresh sees it: the whole of a storage no
         # name is over, contiguous, at offset 0, a template's.
         fact = self._fact(v)
@@ -180,12 +189,17 @@ class _Fresh:
                 or tmpl is None or session.by_view.get(vk) in entries or vk in session._dead_cached
                 or session.by_storage.get(fact.storage)):
             return None
+        e = self._fq_stor.get(fact.storage)
+        if e is not None and not e.gone:  # (a deferred call's input over it, bound till its del)
+            return None
         for e in session._watch.values():
             if not e.fact.alive():
                 return None
         e = None
         # The deaths since the last event, each an object whose storage is
-        # gone, by the step before which its del comes (_check_fresh's).
+        # gone, by the step before which its del comes (_check_fresh's):
+        # a named tensor's (its entry), or a deferred call's new input's
+        # (its _Queued).
         dead = session._dead_objs
         steps = mc - c
         groups = None
@@ -193,13 +207,20 @@ class _Fresh:
             k = len(dead)
             groups = {-1: k}  # (how many were looked at: a death meanwhile is the next event's)
             held = session._held_wr
+            queued = self._fq_wrs
             seen = set()
             for wr, when in dead[:k]:
                 name = held.get(id(wr))
                 e = entries.get(name) if name is not None else None
-                if e is None or e.wr is not wr or id(e) in seen:
+                if e is None:
+                    e = queued.get(id(wr))
+                    if e is None or e.gone or id(e) in seen:
+                        continue  # (what _poll_dead_objs passes over)
+                    if e.fact.alive():
+                        return None
+                elif e.wr is not wr or id(e) in seen:
                     continue
-                if e.kind == "out" or e.fact.alive():
+                elif e.kind == "out" or e.fact.alive():
                     return None
                 seen.add(id(e))
                 groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))

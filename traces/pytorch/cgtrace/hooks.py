@@ -125,7 +125,7 @@ class _Hooks:
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
                  map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount,
-                 getframe=sys._getframe, declined=DECLINED):
+                 getframe=sys._getframe):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -174,7 +174,7 @@ class _Hooks:
                         # The call whole, in one frame, when it is what
                         # the fresh path's short way takes (fresh.py).
                         out = rec._fresh_call(orig_run, mgr, new_inputs, function_id, got)
-                        if out is not declined:
+                        if out is not DECLINED:  # (a global: only this branch reads it)
                             return out
                         rec._via_run = True  # (the lock held: no other thread's call between)
                         try:
@@ -304,6 +304,10 @@ class _Hooks:
                 # stopped: passed through.
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
+                if rec._fq:
+                    # Deferred calls on new inputs: written first (the plan
+                    # is checked against the session as they leave it).
+                    rec._settle()
                 if len(pending) >= bound and trace.out is not None:
                     # A journaled trace's deferred replays written (every
                     # 64 calls at most: the lean path comes here at least
@@ -443,7 +447,7 @@ class _Hooks:
                 with rec.lock:
                     try:
                         target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
-                        if target is not None and rec._pending:
+                        if target is not None and (rec._pending or rec._fq):
                             # The deferred replays renamed the tree's outputs:
                             # named as they stand once written.
                             rec._settle()

@@ -20,6 +20,7 @@ from .errors import _warn
 from .events import _Events
 from .facts import _Facts
 from .fresh import _Fresh
+from .freshq import _FreshQueue
 from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace
 from .knobs import _jsonable, _Knobs, settings_from_knobs
@@ -104,7 +105,7 @@ def _is_fifo(path):
         return False
 
 
-class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
+class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
@@ -171,6 +172,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         self.short_calls = 0
         self.fresh_calls = 0  # calls whose new inputs took _fresh_before (or _fresh_call)
         self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
+        self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
         # Calls through _fresh_call whose records a journaled trace holds
         # unwritten (fresh._WRITE_BOUND): 0 at every flush.
         self._unwritten = 0
@@ -181,6 +183,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         # (and numbered, and counted) by _write_pending before anything
         # else is.
         self._pending = []
+        # Deferred calls on new inputs (freshq.py), and by what the checks
+        # of the next one find their new inputs: id(object), id(its weak
+        # reference), storage -> the _Queued (while not gone).
+        self._fq = []
+        self._fq_ids, self._fq_wrs, self._fq_stor = {}, {}, {}
         # Moves at every event but a deferred replay (_settle): a plan
         # checked at this serial still holds as far as the session goes.
         self._serial = 0
@@ -415,7 +422,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
-            if self._pending:
+            if self._pending or self._fq:
                 # (A call's own flush finds none: _on_run settled before it,
                 # and nothing is deferred while it holds the lock.)
                 self._settle()

@@ -353,6 +353,43 @@ class FreshPathTest(fake.FakeTorchTest):
                 self.assertEqual(a, b, "line %d" % (i + 2))
             self.assertEqual(on_state, other_state)
 
+    def test_recorder_failure_keeps_the_deferred_calls(self):
+        # The recorder's own failure (here at a host read) while calls on
+        # new inputs are deferred: they are written before its note, the
+        # trace the general path's, and the calls after it unrecorded.
+        def failing(scenario):
+            def run(path, follow):
+                def read(session, *a, **k):
+                    raise RuntimeError("injected")
+                with mock.patch.object(cgtrace.Session, "read", read), \
+                        mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+                    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+                    mgr = fake.CUDAGraphTreeManager()
+                    mgr.cache_replays = True
+                    f = mgr.add(0, static=[0])
+                    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+                    w = fake.Tensor([8, 8])
+                    with cgtrace.record(path, follow=follow) as rec:
+                        for i in range(60):
+                            cgt.mark_step_begin()
+                            fake._invocation()
+                            y, = mgr._run([w, fake.Tensor([16, 8])], f)
+                            if i == 40:
+                                y.item()
+                    assert rec.error is not None and "injected" in rec.error, rec.error
+                    with open(path) as fh:
+                        return fh.read(), rec.session.counts["calls"], rec.fresh_calls
+            return run
+
+        on, off = [], []
+        for got, patch in ((on, {}), (off, {"_fresh_path": False})):
+            text, calls, took = self.recorded(failing(None), "t.cgt.jsonl", False, **patch)[:3]
+            got.extend([text.split("\n")[1:], calls, took])
+        self.assertEqual(on[1], 41)  # (the calls up to the failing read)
+        self.assertGreater(on[2], 30)
+        self.assertEqual(on[0], off[0])
+        self.assertIn("cgtrace stopped recording here: recording a read: RuntimeError: injected", "\n".join(on[0]))
+
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
         # file holds every call but the last few held (at most the bound,
@@ -413,6 +450,8 @@ class FreshPathTest(fake.FakeTorchTest):
                     x = fake.Tensor([16, 8])
                 y, = mgr._run([w, x], f)
                 if i == 39:
+                    with rec.lock:  # (deferred calls are counted when written)
+                        rec._settle()
                     seen["fresh"], seen["short"] = rec.fresh_calls, rec.short_calls
 
         with cgtrace.record(os.path.join(self.dir.name, "t.cgt.jsonl")) as rec:
