@@ -3,7 +3,9 @@ positions (a loop over a data loader's batches, a decoder's new token:
 every training and decode step): the records before the tree's call made
 without the general path's search (_Fresh._fresh_before), the same
 records and the same session state as Recorder._before_call leaves, or
-nothing at all when any of what it takes for granted does not hold."""
+nothing at all when any of what it takes for granted does not hold; and
+the _run wrapper's whole call of one new input (_Fresh._fresh_call),
+queued when it can be (freshq.py)."""
 
 import itertools
 import operator
@@ -45,13 +47,14 @@ class _Fresh:
         call is one _on_run would take through _fresh_before's short way
         (fs.fresh_tok: nothing named, renamed or forgotten since the
         function's last call, which took this path) with one new input:
-        the checks of _check_fresh, narrowed to that case, then what
-        _on_run and _record_call do with the ctx _fresh_before makes, in
-        one frame. Its records are written to a journaled trace once
-        _WRITE_BOUND calls are held (and at every other event's flush,
-        at exit, at SIGTERM, at a failure), as the deferred replays are:
-        the records themselves are made in the call, as _fresh_before
-        makes them, so the trace is the same. Returns the tree's output,
+        the checks of _check_fresh, narrowed to that case (and aware of
+        the queued calls' inputs), then the call queued (freshq.py) when
+        _fq_start finds it may be, else what _on_run and _record_call do
+        with the ctx _fresh_before makes, in one frame: then its records
+        are made in the call, as _fresh_before makes them, and written to
+        a journaled trace once _WRITE_BOUND calls are held (and at every
+        other event's flush, at exit, at SIGTERM, at a failure), as the
+        deferred replays are. Returns the tree's output,
         or DECLINED, having changed nothing, for _on_run. Called with the
         recorder's lock held, from the _run wrapper's frame (the src frame
         is found by its depth from it, as _check_fresh finds it)."""

@@ -18,9 +18,9 @@ from .liveness import _tree_stats
 from .names import _add_del
 from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 
-# Deferred calls on new inputs a recording holds before writing them:
-# hooks._JOURNAL_BOUND's, so a program that dies loses no more of them
-# than of the steady replays.
+# Deferred calls on new inputs a recording holds at most (the next one
+# writes them): hooks._JOURNAL_BOUND's, so a program that dies loses no
+# more of them than of the steady replays.
 _FQ_BOUND = 32
 _ORDER = operator.itemgetter(0)
 

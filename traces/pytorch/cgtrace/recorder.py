@@ -1,8 +1,9 @@
 """The Recorder: its state, start and stop, and the trace's output
 (written whole, or streamed for a follower). What it does at each event
 is in its mixins: hooks.py (what it installs), calls.py (a call's general
-path), fresh.py (a call on new inputs, before it), deferred.py (the
-steady replay), events.py (everything else), facts.py (what it asks
+path), fresh.py (a call on new inputs, before it, and the _run wrapper's
+whole call of it), freshq.py (that call, queued), deferred.py (the
+steady replay, queued), events.py (everything else), facts.py (what it asks
 torch)."""
 
 import atexit
@@ -120,7 +121,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     This class holds the state, start and stop; its mixins the work:
     _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
     general path, _Fresh (fresh.py) a call on new inputs before the
-    tree's call, _Deferred (deferred.py) the steady replay, _Events
+    tree's call (and the _run wrapper's whole call of it), _FreshQueue
+    (freshq.py) that call queued, _Deferred (deferred.py) the steady
+    replay, _Events
     (events.py) every other event, _Facts (facts.py) torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
