@@ -61,17 +61,23 @@ class _Fresh:
         fs = got[3]
         tok = fs.fresh_tok
         plan = fs.plan
-        cand = fs.last_entries
         hot = self._hot
         session = self.session
-        if (not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not cand
-                or len(tok[6]) != 1 or not fs.defined or (self._fq and self._fq_fs is not fs)
+        fq = self._fq
+        if fq and self._fq_fs is fs:
+            # A call after the queued ones, of their function: what the
+            # others below look at is as the queue's first call found it
+            # (only another event changes it, and writes the queue first).
+            if got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2]):
+                return DECLINED
+        elif (fq or not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not fs.last_entries
+                or len(tok[6]) != 1 or not fs.defined
                 or self._pending or not session.tensor_templates or tok[0] != session.epoch
                 or tok[1] != session.order or self._all_knobs_due or self._all_knobs_read
-                or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(cand)):
+                or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2])):
             return DECLINED
         try:
-            got = self._fresh_call_check(tok, plan, mgr, new_inputs, hot, session)
+            got = self._fresh_call_check(tok, plan, mgr, new_inputs, hot, session, fq)
         except Exception:  # (an input or frame it cannot read: _on_run's)
             got = None
         if got is None:
@@ -82,7 +88,7 @@ class _Fresh:
         tls.depth = 1
         tls.actions = []
         tls.node = None
-        if self._fq or self._fq_start(fs, plan, tok, got[1], session):
+        if fq or self._fq_start(fs, plan, tok, got[1], session):
             try:
                 return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
             finally:
@@ -128,18 +134,22 @@ class _Fresh:
                 else:
                     self._unwritten += 1
 
-    def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session):
+    def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session, fq):
         """_fresh_call's checks, changing nothing: None where one fails,
         else (the step counter now, the new input's position, its Fact and
         template, the deaths by the step they come before as _check_fresh
         groups them, the src). Each check is one _check_fresh makes (and
         _fresh_inputs' short way), or narrower: a 64th step, a src frame
         of this package past the wrapper, or a new tensor with no template
-        line are left to it."""
-        known = self._known_mgr.get(mgr.device_index)
+        line are left to it. fq: the queued calls (the manager was found
+        the device's for the first of them)."""
+        if not fq:
+            known = self._known_mgr.get(mgr.device_index)
+            if known is None or known() is not mgr:
+                return None
         c = self._box.mark_step_counter
         mc = hot.mark_counter
-        if (known is None or known() is not mgr or c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
+        if (c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
                 or list(map(operator.call, self._knobs.probes)) != self._knobs.probe_vals):
             return None
         # The src: frame 3 is the one that called the _run wrapper (frame 2,
