@@ -64,6 +64,7 @@ class _Fresh:
         hot = self._hot
         session = self.session
         fq = self._fq
+        short = True  # (nothing named, renamed or forgotten since the function's last call)
         if fq and self._fq_fs is fs:
             # A call after the queued ones, of their function: what the
             # others below look at is as the queue's first call found it
@@ -72,12 +73,16 @@ class _Fresh:
                 return DECLINED
         elif (fq or not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not fs.last_entries
                 or len(tok[6]) != 1 or not fs.defined
-                or self._pending or not session.tensor_templates or tok[0] != session.epoch
-                or tok[1] != session.order or self._all_knobs_due or self._all_knobs_read
+                or self._pending or not session.tensor_templates or self._all_knobs_due or self._all_knobs_read
                 or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2])):
             return DECLINED
+        else:
+            # Another function's call since (a training step's backward):
+            # the inputs as _fresh_inputs' other way finds them, where it
+            # finds the same positions new (_fresh_call_check).
+            short = tok[0] == session.epoch and tok[1] == session.order
         try:
-            got = self._fresh_call_check(tok, plan, mgr, new_inputs, hot, session, fq)
+            got = self._fresh_call_check(tok, plan, mgr, new_inputs, hot, session, fq, short)
         except Exception:  # (an input or frame it cannot read: _on_run's)
             got = None
         if got is None:
@@ -88,7 +93,7 @@ class _Fresh:
         tls.depth = 1
         tls.actions = []
         tls.node = None
-        if fq or self._fq_start(fs, plan, tok, got[1], session):
+        if fq or (short and self._fq_start(fs, plan, tok, got[1], session)):
             try:
                 return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
             finally:
@@ -96,7 +101,7 @@ class _Fresh:
                 tls.node = None
         try:
             try:
-                ctx = self._fresh_call_write(fs, tok, plan, hot, session, got)
+                ctx = self._fresh_call_write(fs, tok, plan, hot, session, got, short)
             except Exception as e:
                 self._fail("before a call", e)
                 ctx = None
@@ -134,7 +139,7 @@ class _Fresh:
                 else:
                     self._unwritten += 1
 
-    def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session, fq):
+    def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session, fq, short):
         """_fresh_call's checks, changing nothing: None where one fails,
         else (the step counter now, the new input's position, its Fact and
         template, the deaths by the step they come before as _check_fresh
@@ -142,7 +147,10 @@ class _Fresh:
         _fresh_inputs' short way), or narrower: a 64th step, a src frame
         of this package past the wrapper, or a new tensor with no template
         line are left to it. fq: the queued calls (the manager was found
-        the device's for the first of them)."""
+        the device's for the first of them). short: nothing was named,
+        renamed or forgotten since the function's last call (else each
+        kept input is also the one its entry's object is named by, as
+        _fresh_inputs' other way finds it)."""
         if not fq:
             known = self._known_mgr.get(mgr.device_index)
             if known is None or known() is not mgr:
@@ -173,6 +181,9 @@ class _Fresh:
         kept = tok[3]
         if (not all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, kept)))
                 or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
+            return None
+        if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
+                                     map(tok[2].__getitem__, kept))):
             return None
         i = tok[6][0]
         v = new_inputs[i]
@@ -240,7 +251,7 @@ class _Fresh:
             e = None
         return c, i, fact, tmpl, groups, src
 
-    def _fresh_call_write(self, fs, tok, plan, hot, session, got):
+    def _fresh_call_write(self, fs, tok, plan, hot, session, got, short):
         """What _on_run's _settle (nothing is deferred: _fresh_call
         checked) and _fresh_before write for the call _fresh_call_check
         found: the steps and deaths, the new tensor's record. Returns the
@@ -275,6 +286,9 @@ class _Fresh:
         counts["steps"] += steps
         hot.mark_counter = c
         names = list(map(_ENTRY_NAME, tok[2]))
+        if not short:  # (_fresh_inputs' other way: the entries anew, the token made after the call)
+            fs.fresh_tok = None
+            fs.last_entries = list(tok[2])
         base = tok[7]
         session.src = src
         try:
