@@ -93,7 +93,7 @@ class _Fresh:
         tls.depth = 1
         tls.actions = []
         tls.node = None
-        if fq or (short and self._fq_start(fs, plan, tok, got[1], session)):
+        if fq or (short and not got[6] and self._fq_start(fs, plan, tok, got[1], session)):
             try:
                 return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
             finally:
@@ -216,9 +216,16 @@ class _Fresh:
         e = self._fq_stor.get(fact.storage)
         if e is not None and not e.gone:  # (a deferred call's input over it, bound till its del)
             return None
+        # The polled names dead now, as _check_fresh finds them (none while
+        # calls are queued: the queue's session has not forgotten them).
+        polled = None
         for e in session._watch.values():
             if not e.fact.alive():
-                return None
+                if fq or e in tok[2]:
+                    return None
+                if polled is None:
+                    polled = []
+                polled.append((None, e))
         e = None
         # The deaths since the last event, each an object whose storage is
         # gone, by the step before which its del comes (_check_fresh's):
@@ -226,10 +233,12 @@ class _Fresh:
         # (its _Queued).
         dead = session._dead_objs
         steps = mc - c
-        groups = None
+        groups = None if polled is None else {-1: 0, 0: polled}
         if dead:
             k = len(dead)
-            groups = {-1: k}  # (how many were looked at: a death meanwhile is the next event's)
+            if groups is None:
+                groups = {}
+            groups[-1] = k  # (how many were looked at: a death meanwhile is the next event's)
             held = session._held_wr
             queued = self._fq_wrs
             seen = set()
@@ -249,14 +258,14 @@ class _Fresh:
                 seen.add(id(e))
                 groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))
             e = None
-        return c, i, fact, tmpl, groups, src
+        return c, i, fact, tmpl, groups, src, polled is not None
 
     def _fresh_call_write(self, fs, tok, plan, hot, session, got, short):
         """What _on_run's _settle (nothing is deferred: _fresh_call
         checked) and _fresh_before write for the call _fresh_call_check
         found: the steps and deaths, the new tensor's record. Returns the
         call's ctx, as _fresh_before's."""
-        c, i, fact, tmpl, groups, src = got
+        c, i, fact, tmpl, groups, src, _ = got
         got = None
         mc = hot.mark_counter
         steps = mc - c
@@ -276,8 +285,9 @@ class _Fresh:
                 gone = groups.get(j)
                 if gone is not None:
                     for wr, e in gone:
-                        held.pop(id(wr), None)
-                        e.wr = None
+                        if wr is not None:  # (None: a polled name's)
+                            held.pop(id(wr), None)
+                            e.wr = None
                     session._emit_dels([e for _, e in gone])
                 if j < steps:
                     recs.append(_STEP)
@@ -340,8 +350,9 @@ class _Fresh:
                 if dead is not None:
                     held = session._held_wr
                     for wr, e in dead:
-                        held.pop(id(wr), None)
-                        e.wr = None
+                        if wr is not None:  # (None: a polled name's)
+                            held.pop(id(wr), None)
+                            e.wr = None
                     session._emit_dels([e for _, e in dead])
                 if i < steps:
                     recs.append(_STEP)
@@ -550,20 +561,30 @@ class _Fresh:
                 return None
             storages.add(fact.storage)
             facts.append((fact, tmpl))
-        # Every polled name alive; the named objects that died since the
-        # last event, each with its storage gone (so dead as the poll
-        # finds it), by the step before which _catch_up_steps writes its
-        # del (steps alone when none).
+        # The polled names dead now, none of them an input of this call
+        # (the general path would name it anew), with their dels before the
+        # first step (the first poll, Session.step's, finds them); the
+        # named objects that died since the last event, each with its
+        # storage gone (so dead as the poll finds it), by the step before
+        # which _catch_up_steps writes its del (steps alone when none).
+        polled = None
         for e in session._watch.values():
             if not e.fact.alive():
-                return None
-        groups = None
+                if e in last:
+                    return None
+                if polled is None:
+                    polled = []
+                polled.append((None, e))
+        e = None
+        groups = None if polled is None else {-1: 0, 0: polled}
         dead = session._dead_objs
         if dead:
             steps = mc - c
             # (Those seen now: a death a collection adds meanwhile is the
             # next event's.)
-            groups = {-1: len(dead)}
+            if groups is None:
+                groups = {}
+            groups[-1] = len(dead)
             held = session._held_wr
             seen = set()
             for wr, when in dead[:groups[-1]]:

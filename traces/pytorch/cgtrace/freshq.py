@@ -79,7 +79,7 @@ class _FreshQueue:
         Otherwise (or when the tree raised) the queue is written with
         this call's part before the tree's, and the call is ended as
         _fresh_call ends it."""
-        c, i, fact, tmpl, groups, src = got
+        c, i, fact, tmpl, groups, src, _ = got  # (no polled name dead: _fresh_call)
         got = None
         mc = hot.mark_counter
         fq = self._fq
