@@ -83,36 +83,41 @@ class _FreshQueue:
         got = None
         mc = hot.mark_counter
         fq = self._fq
-        if not fq:
-            # _settle's, as _on_run's call would do it (nothing is
-            # deferred); while the queue holds nothing else is armed or
-            # checked, so once is enough.
-            hot.serial += 1
-            hot.fid = hot.got = None
-            hot.disarm()
-        t = _Queued()
-        t.steps = mc - c
-        t.fact, t.tmpl, t.src = fact, tmpl, src
-        t.inv = self._gen.generation
-        v = new_inputs[i]
-        t.oid = id(v)
-        t.wr = weakref.ref(v, session._died)
-        v = None
-        t.gone = False
-        t.groups = groups
-        if groups is not None:
-            # (A gone one stays in the maps by which the checks find the
-            # queued inputs: they pass over it.)
-            del session._dead_objs[:groups.pop(-1)]
-            for items in groups.values():
-                for wr, x in items:
-                    if type(x) is _Queued:
-                        x.gone = True
-            x = items = None
-        hot.mark_counter = c
-        self._fq_ids[t.oid] = t
-        self._fq_wrs[id(t.wr)] = t
-        self._fq_stor[fact.storage] = t
+        try:
+            if not fq:
+                # _settle's, as _on_run's call would do it (nothing is
+                # deferred); while the queue holds nothing else is armed
+                # or checked, so once is enough.
+                hot.serial += 1
+                hot.fid = hot.got = None
+                hot.disarm()
+            t = _Queued()
+            t.steps = mc - c
+            t.fact, t.tmpl, t.src = fact, tmpl, src
+            t.inv = self._gen.generation
+            v = new_inputs[i]
+            t.oid = id(v)
+            t.wr = weakref.ref(v, session._died)
+            v = None
+            t.gone = False
+            t.groups = groups
+            if groups is not None:
+                # (A gone one stays in the maps by which the checks find
+                # the queued inputs: they pass over it.)
+                del session._dead_objs[:groups.pop(-1)]
+                for items in groups.values():
+                    for wr, x in items:
+                        if type(x) is _Queued:
+                            x.gone = True
+                x = items = None
+            hot.mark_counter = c
+            self._fq_ids[t.oid] = t
+            self._fq_wrs[id(t.wr)] = t
+            self._fq_stor[fact.storage] = t
+        except Exception as e:  # (the recorder's own failure: the call runs unrecorded, as _record_call's)
+            v = None
+            self._fail("before a call", e)
+            return orig_run(mgr, new_inputs, function_id)
         fact = None
         tls = self.tls
         try:

@@ -476,6 +476,47 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertEqual(on[0], off[0])
         self.assertIn("cgtrace stopped recording here: recording a read: RuntimeError: injected", "\n".join(on[0]))
 
+    def test_failure_queuing_a_call_never_reaches_the_program(self):
+        # The recorder failing as it queues a call (here its weak reference
+        # to the new input): the call runs, its output is the program's,
+        # the calls queued before are written, and recording stops.
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        w = fake.Tensor([8, 8])
+        path = os.path.join(self.dir.name, "fail.cgt.jsonl")
+        outs = []
+
+        class Refs:
+            ref = None
+
+        def loop(rec):
+            for i in range(30):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i == 20:
+                    Refs.ref = lambda *a: (_ for _ in ()).throw(TypeError("no weak reference"))
+                y, = mgr._run([w, fake.Tensor([16, 8])], f)
+                outs.append(y)
+
+        real = sys.modules["cgtrace.freshq"].weakref
+        Refs.ref = real.ref
+        with mock.patch.object(sys.modules["cgtrace.freshq"], "weakref", Refs), \
+                mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop, rec)
+        self.assertEqual(len(outs), 30)
+        self.assertIsInstance(outs[-1], fake.Tensor)
+        self.assertIn("before a call: TypeError: no weak reference", rec.error)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().splitlines()[1:]]
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 20)  # (the queued ones written, then nothing)
+        self.assertEqual(recs[-1]["op"], "note")
+        self.assertIn("cgtrace stopped recording here", recs[-1]["text"])
+
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
         # file holds every call but the last few held (at most the bound,
