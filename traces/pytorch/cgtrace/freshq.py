@@ -164,7 +164,7 @@ class _FreshQueue:
             node = None
             if ok:
                 fq.append(t)  # (counted when written: _fq_write)
-                if len(fq) > _FQ_BOUND:
+                if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write()
                     self._flush()
                 return out
