@@ -171,8 +171,9 @@ class _Hooks:
                         return orig_run(mgr, new_inputs, function_id)
                     got = rec._fid_cache.get(id(function_id))
                     if got is not None and got[3].fresh_tok is not None and not hot.off:
-                        # The call whole, in one frame, when it is what
-                        # the fresh path's short way takes (fresh.py).
+                        # The call whole, in one frame, when it is one
+                        # of one new input the fresh path takes (fresh.py;
+                        # queued, freshq.py).
                         out = rec._fresh_call(orig_run, mgr, new_inputs, function_id, got)
                         if out is not DECLINED:  # (a global: only this branch reads it)
                             return out

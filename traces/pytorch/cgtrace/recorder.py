@@ -123,8 +123,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     general path, _Fresh (fresh.py) a call on new inputs before the
     tree's call (and the _run wrapper's whole call of it), _FreshQueue
     (freshq.py) that call queued, _Deferred (deferred.py) the steady
-    replay, _Events
-    (events.py) every other event, _Facts (facts.py) torch's answers."""
+    replay, _Events (events.py) every other event, _Facts (facts.py)
+    torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
     # same inputs, handing out the same cached outputs) is deferred: the
@@ -188,7 +188,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self._pending = []
         # Deferred calls on new inputs (freshq.py), and by what the checks
         # of the next one find their new inputs: id(object), id(its weak
-        # reference), storage -> the _Queued (while not gone).
+        # reference), storage -> the _Queued (a gone one stays: the checks
+        # pass over it). Counted (short_calls, fresh_calls) when written.
         self._fq = []
         self._fq_ids, self._fq_wrs, self._fq_stor = {}, {}, {}
         # Moves at every event but a deferred replay (_settle): a plan
