@@ -210,45 +210,61 @@ class _FreshQueue:
         counts = session.counts
         plan = fs.plan
         prev = plan.names[0]
-        last = None
         used = session.names_used
         prefix, sfx = plan.prefix, plan.suffixes[0]
+        exp = plan.exp_line() if q else None
+        calls = fs.calls  # (each call's number, as _fresh_call_write counts it before the call)
         for t in q:
-            args = self._fq_before(t, fs, session, trace, counts, base, names, i)
-            out = prefix + str(fs.calls) + sfx  # (_replay_names', for one output)
+            self._fq_before(t, session, trace, counts, base)
+            calls += 1
+            out = prefix + str(calls) + sfx  # (_replay_names', for one output)
             if out in used:
                 out = session._fresh(out)
             else:
                 used.add(out)
             recs.append(pre + t.name + post + out + _call_tail(t.inv, t.src))
-            counts["replay"] += 1
-            recs.append(plan.exp_line())
+            recs.append(exp)
             session.order += 1
-            counts["dels"] += 1
             recs.append('{"op": "del", "names": ["' + prev + '"]}')
             prev = out
-            last = args
-        if last is not None:
+        if q:
+            # (The counts of the calls' records, once: nothing between
+            # reads them.)
+            k = len(q)
+            fs.calls = calls
+            counts["calls"] += k
+            counts["tensors"] += k
+            counts["replay"] += k
+            counts["dels"] += k
+            counts["steps"] += sum(t.steps for t in q)
             e = plan.entries[0]
             if e.in_memo:  # (each rename moves the epoch: _rename_replayed moves it once)
-                session.epoch += len(q) - 1
+                session.epoch += k - 1
             session._rename_replayed(e, prev, session.order)
             plan.names = (prev,)
-            plan.set_args(last)
+            args = names[:]
+            args[i] = q[-1].name
+            plan.set_args(args)
             tok = fs.fresh_tok
             fs.fresh_tok = (session.epoch, session.order) + tok[2:]  # (_fresh_done's)
         if partial is None:
             return None
-        args = self._fq_before(partial, fs, session, trace, counts, base, names, i)
+        self._fq_before(partial, session, trace, counts, base)
+        fs.calls += 1
+        counts["calls"] += 1
+        counts["tensors"] += 1
+        counts["steps"] += partial.steps
+        args = names[:]
+        args[i] = partial.name
         return {"fn": fs, "args": args, "invocation": partial.inv, "src": partial.src, "def_src": None,
                 "src_at": (plan.src_d, plan.src_code), "fresh": base}
 
-    def _fq_before(self, t, fs, session, trace, counts, base, names, i):
+    def _fq_before(self, t, session, trace, counts, base):
         """A deferred call's part before the tree's, as _fresh_call_write
-        writes it: its deaths and steps, its new tensor's record and
-        binding (_bind's, by the object's id and weak reference taken at
-        the call; a gone one's only as far as its forgetting leaves it).
-        Returns the call's args."""
+        writes it: its deaths and steps, its new tensor's record (t.name)
+        and binding (_bind's, by the object's id and weak reference taken
+        at the call; a gone one's only as far as its forgetting leaves
+        it). The counts of its steps, tensor and call are the caller's."""
         recs = trace.records
         steps = t.steps
         groups = t.groups
@@ -271,7 +287,6 @@ class _FreshQueue:
                     x = None
                 if j < steps:
                     recs.append(_STEP)
-        counts["steps"] += steps
         name = session._fresh(base)
         session.seed += 1
         tmpl = t.tmpl
@@ -279,7 +294,6 @@ class _FreshQueue:
         fact = t.fact
         if fact.device:
             trace.devices = max(trace.devices, fact.device + 1)
-        counts["tensors"] += 1
         session.order += 1
         session.epoch += 1
         t.name, t.order = name, session.order
@@ -300,11 +314,6 @@ class _FreshQueue:
             session.by_view[fact.view_key] = name
             e.wr = t.wr
             session._held_wr[id(t.wr)] = name
-        fs.calls += 1
-        counts["calls"] += 1
-        args = names[:]
-        args[i] = name
-        return args
 
     def _fq_dels(self, gone, session, trace):
         """The del of the names whose objects died before a deferred call,
