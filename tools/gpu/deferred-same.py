@@ -3,7 +3,8 @@
 PyTorch: records each program of traces/pytorch/programs twice, in
 processes of their own, as the recorder records by default (a steady
 replay checked by the _run wrapper's lean path and written later, a call
-on new inputs through the fresh path, fresh.py) and with CGTRACE_DEFER=0
+on new inputs through the fresh path, fresh.py, taken whole by the _run
+wrapper and queued, freshq.py) and with CGTRACE_DEFER=0
 (every call through the general path, which asks the tree about each
 tensor), and compares the two traces record by record.
 

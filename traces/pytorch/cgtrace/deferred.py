@@ -27,6 +27,11 @@ class _Deferred:
                 self._write_pending()
             except Exception as e:
                 self._fail("writing the deferred replays", e)
+        if self._fq:
+            try:
+                self._fq_write()
+            except Exception as e:
+                self._fail("writing the deferred calls on new inputs", e)
 
     def _write_pending(self):
         """The records of the deferred replays, in order, as _fast_after

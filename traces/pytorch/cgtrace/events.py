@@ -165,6 +165,11 @@ class _Events:
                 self._write_pending()
             except Exception:
                 pass
+        if self._fq:
+            try:
+                self._fq_write()
+            except Exception:
+                pass
         self._off = True
         self._hot.disarm()
         self.error = "%s: %s: %s%s" % (stage, type(e).__name__, e, _where(e))

@@ -3,16 +3,27 @@ positions (a loop over a data loader's batches, a decoder's new token:
 every training and decode step): the records before the tree's call made
 without the general path's search (_Fresh._fresh_before), the same
 records and the same session state as Recorder._before_call leaves, or
-nothing at all when any of what it takes for granted does not hold."""
+nothing at all when any of what it takes for granted does not hold; and
+the _run wrapper's whole call of one new input (_Fresh._fresh_call),
+queued when it can be (freshq.py)."""
 
 import itertools
 import operator
 import sys
 
+from .errors import _error_text
 from .jsonl import _STEP
 from .shapes import is_contiguous, numel
 from .state import _ENTRY_NAME, _FACT_OF, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF
 from .facts import _PKG_DIR, first_outside
+
+# What _fresh_call answers when it took no part in the call (nothing
+# changed): the _run wrapper hands the call to _on_run.
+DECLINED = object()
+# Calls through _fresh_call whose records a journaled trace may hold
+# before writing them (the deferred replays' bound, hooks._JOURNAL_BOUND:
+# a program that dies loses no more of either).
+_WRITE_BOUND = 32
 
 
 class _Fresh:
@@ -20,6 +31,9 @@ class _Fresh:
 
     # Tests turn it off to compare with the general path.
     _fresh_path = True
+    # The _run wrapper's whole call on new inputs (_fresh_call): tests
+    # turn it off to compare with _on_run's way through _fresh_before.
+    _fresh_lean = True
     # True while the _run wrapper's call of _on_run (a fresh-path
     # function's, hooks.py) is in progress: _check_fresh's frame 4 is it.
     _via_run = False
@@ -27,6 +41,276 @@ class _Fresh:
     # shape, or -1 when the strides are not contiguous ones: a loop's new
     # inputs are of a few shapes.
     _whole = None
+
+    def _fresh_call(self, orig_run, mgr, new_inputs, function_id, got):
+        """The whole of a call on new inputs, for the _run wrapper, when the
+        call is one _on_run would take through _fresh_before's short way
+        (fs.fresh_tok: nothing named, renamed or forgotten since the
+        function's last call, which took this path) with one new input:
+        the checks of _check_fresh, narrowed to that case (and aware of
+        the queued calls' inputs), then the call queued (freshq.py) when
+        _fq_start finds it may be, else what _on_run and _record_call do
+        with the ctx _fresh_before makes, in one frame: then its records
+        are made in the call, as _fresh_before makes them, and written to
+        a journaled trace once _WRITE_BOUND calls are held (and at every
+        other event's flush, at exit, at SIGTERM, at a failure), as the
+        deferred replays are. Returns the tree's output,
+        or DECLINED, having changed nothing, for _on_run. Called with the
+        recorder's lock held, from the _run wrapper's frame (the src frame
+        is found by its depth from it, as _check_fresh finds it)."""
+        fs = got[3]
+        tok = fs.fresh_tok
+        plan = fs.plan
+        hot = self._hot
+        session = self.session
+        fq = self._fq
+        short = True  # (nothing named, renamed or forgotten since the function's last call)
+        if fq and self._fq_fs is fs:
+            # A call after the queued ones, of their function: what the
+            # others below look at is as the queue's first call found it
+            # (only another event changes it, and writes the queue first).
+            if got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2]):
+                return DECLINED
+        elif (fq or not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not fs.last_entries
+                or len(tok[6]) != 1 or not fs.defined
+                or self._pending or not session.tensor_templates or self._all_knobs_due or self._all_knobs_read
+                or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2])):
+            return DECLINED
+        else:
+            # Another function's call since (a training step's backward):
+            # the inputs as _fresh_inputs' other way finds them, where it
+            # finds the same positions new (_fresh_call_check).
+            short = tok[0] == session.epoch and tok[1] == session.order
+        try:
+            got = self._fresh_call_check(tok, plan, mgr, new_inputs, hot, session, fq, short)
+        except Exception:  # (an input or frame it cannot read: _on_run's)
+            got = None
+        if got is None:
+            return DECLINED
+        # _on_run's part, then _record_call's, with the ctx _fresh_before
+        # would make; or the call deferred (freshq.py).
+        tls = self.tls
+        tls.depth = 1
+        tls.actions = []
+        tls.node = None
+        if fq or (short and not got[6] and self._fq_start(fs, plan, tok, got[1], session)):
+            try:
+                return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
+            finally:
+                tls.depth = 0
+                tls.node = None
+        try:
+            try:
+                ctx = self._fresh_call_write(fs, tok, plan, hot, session, got, short)
+            except Exception as e:
+                self._fail("before a call", e)
+                ctx = None
+            got = None
+            try:
+                out = orig_run(mgr, new_inputs, function_id)
+            except BaseException as e:
+                if ctx is not None and not hot.off:
+                    try:
+                        session.end_call(ctx, list(tls.actions), self._node_keys(mgr),
+                                         mgr.debug_checkpointing_counter, None, _error_text(e), mgr.device_index)
+                    except Exception as e2:
+                        self._fail("after a call that raised", e2)
+                raise
+            if ctx is not None and not hot.off:
+                try:
+                    plan = fs.plan
+                    if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
+                        fs.plan = None
+                        fs.fresh_tok = None
+                        self._general_after(ctx, mgr, out)
+                        self._make_plan(ctx, fs, mgr, out)
+                    else:
+                        self._fresh_done(fs, ctx["fresh"])
+                except Exception as e:
+                    self._fail("after a call", e)
+            return out
+        finally:
+            tls.depth = 0
+            tls.node = None
+            trace = self.trace
+            if trace.out is not None:
+                if trace.done is None or self._unwritten >= _WRITE_BOUND:
+                    self._flush()
+                else:
+                    self._unwritten += 1
+
+    def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session, fq, short):
+        """_fresh_call's checks, changing nothing: None where one fails,
+        else (the step counter now, the new input's position, its Fact and
+        template, the deaths by the step they come before as _check_fresh
+        groups them, the src). Each check is one _check_fresh makes (and
+        _fresh_inputs' short way), or narrower: a 64th step, a src frame
+        of this package past the wrapper, or a new tensor with no template
+        line are left to it. fq: the queued calls (the manager was found
+        the device's for the first of them). short: nothing was named,
+        renamed or forgotten since the function's last call (else each
+        kept input is also the one its entry's object is named by, as
+        _fresh_inputs' other way finds it)."""
+        if not fq:
+            known = self._known_mgr.get(mgr.device_index)
+            if known is None or known() is not mgr:
+                return None
+        c = self._box.mark_step_counter
+        mc = hot.mark_counter
+        if (c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
+                or list(map(operator.call, self._knobs.probes)) != self._knobs.probe_vals):
+            return None
+        # The src: frame 3 is the one that called the _run wrapper (frame 2,
+        # which called _fresh_call).
+        f = sys._getframe(3)
+        mine = self._own_code
+        own = mine.get(f.f_code)
+        if own is None:
+            own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+        if own:
+            return None
+        if plan.src_d:
+            f = sys._getframe(3 + plan.src_d)  # (ValueError past the stack's top: _on_run's)
+        src = plan.src_lines.get(f.f_lineno) if f.f_code is plan.src_code else None
+        f = None
+        if src is None:
+            return None
+        # _fresh_inputs' short way: the kept positions' objects at the same
+        # data pointers, the new one no tensor the trace names.
+        Tensor = self.torch.Tensor
+        kept = tok[3]
+        if (not all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, kept)))
+                or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
+            return None
+        if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
+                                     map(tok[2].__getitem__, kept))):
+            return None
+        i = tok[6][0]
+        v = new_inputs[i]
+        if not isinstance(v, Tensor):
+            return None
+        e = session.by_obj_entry.get(id(v))
+        if e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v:
+            return None
+        e = self._fq_ids.get(id(v))  # (a deferred call's new input, passed again)
+        if e is not None and e.wr() is v:  # (a gone one's gives None)
+            return None
+        # The new tensor as _check_fresh sees it: the whole of a storage no
+        # name is over, contiguous, at offset 0, a template's.
+        fact = self._fact(v)
+        v = e = None
+        vk = fact.view_key
+        shape = vk[2]
+        whole = self._whole
+        n = whole.get((shape, fact.stride))
+        if n is None:
+            n = numel(shape) if is_contiguous(shape, fact.stride) else -1
+            if len(whole) < 256:
+                whole[(shape, fact.stride)] = n
+        tmpl = session._tensor_lines.get(("tensor", shape, fact.dtype, fact.device, src[1]))
+        entries = session.entries
+        if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
+                or tmpl is None or session.by_view.get(vk) in entries or vk in session._dead_cached
+                or session.by_storage.get(fact.storage)):
+            return None
+        e = self._fq_stor.get(fact.storage)
+        if e is not None and not e.gone:  # (a deferred call's input over it, bound till its del)
+            return None
+        # The polled names dead now, as _check_fresh finds them (none while
+        # calls are queued: the queue's session has not forgotten them).
+        polled = None
+        for e in session._watch.values():
+            if not e.fact.alive():
+                if fq or e in tok[2]:
+                    return None
+                if polled is None:
+                    polled = []
+                polled.append((None, e))
+        e = None
+        # The deaths since the last event, each an object whose storage is
+        # gone, by the step before which its del comes (_check_fresh's):
+        # a named tensor's (its entry), or a deferred call's new input's
+        # (its _Queued).
+        dead = session._dead_objs
+        steps = mc - c
+        groups = None if polled is None else {-1: 0, 0: polled}
+        if dead:
+            k = len(dead)
+            if groups is None:
+                groups = {}
+            groups[-1] = k  # (how many were looked at: a death meanwhile is the next event's)
+            held = session._held_wr
+            queued = self._fq_wrs
+            seen = set()
+            for wr, when in dead[:k]:
+                name = held.get(id(wr))
+                e = entries.get(name) if name is not None else None
+                if e is None:
+                    e = queued.get(id(wr))
+                    if e is None or e.gone or id(e) in seen:
+                        continue  # (what _poll_dead_objs passes over)
+                    if e.fact.alive():
+                        return None
+                elif e.wr is not wr or id(e) in seen:
+                    continue
+                elif e.kind == "out" or e.fact.alive():
+                    return None
+                seen.add(id(e))
+                groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))
+            e = None
+        return c, i, fact, tmpl, groups, src, polled is not None
+
+    def _fresh_call_write(self, fs, tok, plan, hot, session, got, short):
+        """What _on_run's _settle (nothing is deferred: _fresh_call
+        checked) and _fresh_before write for the call _fresh_call_check
+        found: the steps and deaths, the new tensor's record. Returns the
+        call's ctx, as _fresh_before's."""
+        c, i, fact, tmpl, groups, src, _ = got
+        got = None
+        mc = hot.mark_counter
+        steps = mc - c
+        hot.serial += 1
+        hot.fid = hot.got = None
+        hot.disarm()
+        recs = self.trace.records
+        counts = session.counts
+        if groups is None:
+            if steps:
+                recs.extend([_STEP] * steps)
+        else:
+            held = session._held_wr
+            dead = session._dead_objs
+            k = groups.pop(-1)
+            for j in range(steps + 1):
+                gone = groups.get(j)
+                if gone is not None:
+                    for wr, e in gone:
+                        if wr is not None:  # (None: a polled name's)
+                            held.pop(id(wr), None)
+                            e.wr = None
+                    session._emit_dels([e for _, e in gone])
+                if j < steps:
+                    recs.append(_STEP)
+            del dead[:k]
+            gone = e = None
+        counts["steps"] += steps
+        hot.mark_counter = c
+        names = list(map(_ENTRY_NAME, tok[2]))
+        if not short:  # (_fresh_inputs' other way: the entries anew, the token made after the call)
+            fs.fresh_tok = None
+            fs.last_entries = list(tok[2])
+        base = tok[7]
+        session.src = src
+        try:
+            names[i] = session._tensor_record(fact, "tensor", base, tmpl)
+        finally:
+            session.src = None
+        self.fresh_calls += 1
+        self.lean_fresh_calls += 1
+        fs.calls += 1
+        counts["calls"] += 1
+        return {"fn": fs, "args": names, "invocation": self._gen.generation, "src": src,
+                "def_src": None, "src_at": (plan.src_d, plan.src_code), "fresh": base}
 
     def _fresh_before(self, mgr, new_inputs, function_id):
         """_before_call (and _call_srcs) for a call of a defined function
@@ -66,8 +350,9 @@ class _Fresh:
                 if dead is not None:
                     held = session._held_wr
                     for wr, e in dead:
-                        held.pop(id(wr), None)
-                        e.wr = None
+                        if wr is not None:  # (None: a polled name's)
+                            held.pop(id(wr), None)
+                            e.wr = None
                     session._emit_dels([e for _, e in dead])
                 if i < steps:
                     recs.append(_STEP)
@@ -276,20 +561,30 @@ class _Fresh:
                 return None
             storages.add(fact.storage)
             facts.append((fact, tmpl))
-        # Every polled name alive; the named objects that died since the
-        # last event, each with its storage gone (so dead as the poll
-        # finds it), by the step before which _catch_up_steps writes its
-        # del (steps alone when none).
+        # The polled names dead now, none of them an input of this call
+        # (the general path would name it anew), with their dels before the
+        # first step (the first poll, Session.step's, finds them); the
+        # named objects that died since the last event, each with its
+        # storage gone (so dead as the poll finds it), by the step before
+        # which _catch_up_steps writes its del (steps alone when none).
+        polled = None
         for e in session._watch.values():
             if not e.fact.alive():
-                return None
-        groups = None
+                if e in last:
+                    return None
+                if polled is None:
+                    polled = []
+                polled.append((None, e))
+        e = None
+        groups = None if polled is None else {-1: 0, 0: polled}
         dead = session._dead_objs
         if dead:
             steps = mc - c
             # (Those seen now: a death a collection adds meanwhile is the
             # next event's.)
-            groups = {-1: len(dead)}
+            if groups is None:
+                groups = {}
+            groups[-1] = len(dead)
             held = session._held_wr
             seen = set()
             for wr, when in dead[:groups[-1]]:

@@ -12,6 +12,7 @@ import types
 
 from . import torch_api
 from .errors import _error_text
+from .fresh import DECLINED
 
 # Deferred replays a journaled trace may hold before writing them (in
 # _steady, which the lean path enters at least every 64 calls).
@@ -170,6 +171,12 @@ class _Hooks:
                         return orig_run(mgr, new_inputs, function_id)
                     got = rec._fid_cache.get(id(function_id))
                     if got is not None and got[3].fresh_tok is not None and not hot.off:
+                        # The call whole, in one frame, when it is one
+                        # of one new input the fresh path takes (fresh.py;
+                        # queued, freshq.py).
+                        out = rec._fresh_call(orig_run, mgr, new_inputs, function_id, got)
+                        if out is not DECLINED:  # (a global: only this branch reads it)
+                            return out
                         rec._via_run = True  # (the lock held: no other thread's call between)
                         try:
                             return rec._on_run(orig_run, mgr, new_inputs, function_id)
@@ -298,6 +305,10 @@ class _Hooks:
                 # stopped: passed through.
                 return orig_run(mgr, new_inputs, function_id)
             with lock:
+                if rec._fq:
+                    # Deferred calls on new inputs: written first (the plan
+                    # is checked against the session as they leave it).
+                    rec._settle()
                 if len(pending) >= bound and trace.out is not None:
                     # A journaled trace's deferred replays written (every
                     # 64 calls at most: the lean path comes here at least
@@ -437,7 +448,7 @@ class _Hooks:
                 with rec.lock:
                     try:
                         target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
-                        if target is not None and rec._pending:
+                        if target is not None and (rec._pending or rec._fq):
                             # The deferred replays renamed the tree's outputs:
                             # named as they stand once written.
                             rec._settle()

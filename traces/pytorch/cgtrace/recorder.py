@@ -1,8 +1,9 @@
 """The Recorder: its state, start and stop, and the trace's output
 (written whole, or streamed for a follower). What it does at each event
 is in its mixins: hooks.py (what it installs), calls.py (a call's general
-path), fresh.py (a call on new inputs, before it), deferred.py (the
-steady replay), events.py (everything else), facts.py (what it asks
+path), fresh.py (a call on new inputs, before it, and the _run wrapper's
+whole call of it), freshq.py (that call, queued), deferred.py (the
+steady replay, queued), events.py (everything else), facts.py (what it asks
 torch)."""
 
 import atexit
@@ -20,6 +21,7 @@ from .errors import _warn
 from .events import _Events
 from .facts import _Facts
 from .fresh import _Fresh
+from .freshq import _FreshQueue
 from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace
 from .knobs import _jsonable, _Knobs, settings_from_knobs
@@ -104,7 +106,7 @@ def _is_fifo(path):
         return False
 
 
-class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
+class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
@@ -119,8 +121,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
     This class holds the state, start and stop; its mixins the work:
     _Hooks (hooks.py) what is patched in, _Calls (calls.py) a call's
     general path, _Fresh (fresh.py) a call on new inputs before the
-    tree's call, _Deferred (deferred.py) the steady replay, _Events
-    (events.py) every other event, _Facts (facts.py) torch's answers."""
+    tree's call (and the _run wrapper's whole call of it), _FreshQueue
+    (freshq.py) that call queued, _Deferred (deferred.py) the steady
+    replay, _Events (events.py) every other event, _Facts (facts.py)
+    torch's answers."""
 
     # A steady replay (the same node as the function's last call, on the
     # same inputs, handing out the same cached outputs) is deferred: the
@@ -169,7 +173,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
-        self.fresh_calls = 0  # calls whose new inputs took _fresh_before
+        self.fresh_calls = 0  # calls whose new inputs took _fresh_before (or _fresh_call)
+        self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
+        self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
+        # Calls through _fresh_call whose records a journaled trace holds
+        # unwritten (fresh._WRITE_BOUND): 0 at every flush.
+        self._unwritten = 0
         self._whole = {}  # (_Fresh._whole)
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
@@ -177,6 +186,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         # (and numbered, and counted) by _write_pending before anything
         # else is.
         self._pending = []
+        # Deferred calls on new inputs (freshq.py), and by what the checks
+        # of the next one find their new inputs: id(object), id(its weak
+        # reference), storage -> the _Queued (a gone one stays: the checks
+        # pass over it). Counted (short_calls, fresh_calls) when written.
+        self._fq = []
+        self._fq_ids, self._fq_wrs, self._fq_stor = {}, {}, {}
         # Moves at every event but a deferred replay (_settle): a plan
         # checked at this serial still holds as far as the session goes.
         self._serial = 0
@@ -411,10 +426,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _Deferred, _Events, _Facts):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events)."""
         if self.trace.out is not None:
-            if self._pending:
+            if self._pending or self._fq:
                 # (A call's own flush finds none: _on_run settled before it,
                 # and nothing is deferred while it holds the lock.)
                 self._settle()
+            self._unwritten = 0
             try:
                 self.trace.flush()
             except Exception as e:

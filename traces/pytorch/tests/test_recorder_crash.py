@@ -16,9 +16,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The program: a loop of calls of one function on a new input every 5th
-# call (the general path) and the same input otherwise (steady replays,
-# deferred), a host read at call 7, then the death named by argv[2] after
-# call argv[3]. It prints the number of calls made before dying.
+# call (the general path; argv[4]: every so many calls, 1: a new input at
+# every call, the fresh path's loop, whose records a journal holds up to
+# its bound) and the same input otherwise (steady replays, deferred), a
+# host read at call 7, then the death named by argv[2] after call argv[3].
+# It prints the number of calls made before dying.
 PROGRAM = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, %(here)r)
@@ -33,12 +35,13 @@ PROGRAM = textwrap.dedent("""
     x = fake.Tensor([2, 8])
     mgr.models[0] = lambda ins: [fake.Tensor([2, 8])]
     path, how, upto = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    every = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     rec = cgtrace.record(path)
     rec.start()
     for i in range(upto):
         cgt.mark_step_begin()
         fake._invocation()
-        if i %% 5 == 0:
+        if i %% every == 0:
             x = fake.Tensor([2, 8])
         out = mgr._run([w, x], fid)
         if i == 7:
@@ -62,7 +65,7 @@ PROGRAM = textwrap.dedent("""
 
 
 class CrashTest(unittest.TestCase):
-    def run_program(self, how, upto):
+    def run_program(self, how, upto, every=5):
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.py")
             with open(prog, "w") as fh:
@@ -71,17 +74,18 @@ class CrashTest(unittest.TestCase):
             env = dict(os.environ)
             env.pop("CGTRACE_JOURNAL", None)
             env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
-            p = subprocess.run([sys.executable, prog, path, how, str(upto)], capture_output=True,
+            p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every)], capture_output=True,
                                text=True, timeout=60, env=env)
             self.assertEqual(p.stdout.strip(), str(upto), p.stderr)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
         return p, text
 
-    def check(self, text, upto, whole):
+    def check(self, text, upto, whole, every=5):
         """Every full line is JSON, the header first; the calls recorded are
-        the ones made (up to the journal's bound of steady replays not yet
-        written when the recording did not end). Returns the records."""
+        the ones made (up to the journal's bound of steady replays, or of
+        calls on new inputs, not yet written when the recording did not
+        end). Returns the records."""
         lines = text.split("\n")
         last = lines.pop()  # after the final newline: "" unless cut mid-line
         self.assertEqual(last, "", "the journal writes whole lines")
@@ -94,6 +98,11 @@ class CrashTest(unittest.TestCase):
         self.assertEqual(len(expects), len(calls) + len(reads), "each call's expect is written with it")
         if whole:
             self.assertEqual(len(calls), upto)
+        elif every == 1:
+            # Calls on new inputs: at most the bound's held unwritten
+            # (fresh._WRITE_BOUND), the last call's records at the least.
+            self.assertGreaterEqual(len(calls), upto - 32)
+            self.assertLessEqual(len(calls), upto)
         else:
             # The last general call (a new input, every 5th) and everything
             # before it: steady replays after it may wait for the bound.
@@ -125,6 +134,23 @@ class CrashTest(unittest.TestCase):
         recs = self.check(text, 200, whole=False)
         calls = sum(1 for r in recs if r.get("op") == "call")
         self.assertGreaterEqual(calls, 200 - 64)
+
+    def test_new_inputs_killed_keeps_the_calls_within_the_bound(self):
+        # A new input at every call (the fresh path, its records written
+        # every 32 calls): SIGKILL and a segfault keep all but the held ones.
+        for how, sig in (("kill", signal.SIGKILL), ("segv", signal.SIGSEGV)):
+            p, text = self.run_program(how, 150, every=1)
+            self.assertEqual(p.returncode, -sig)
+            recs = self.check(text, 150, whole=False, every=1)
+            self.assertGreater(sum(1 for r in recs if r.get("op") == "tensor"), 100)
+
+    def test_new_inputs_sigterm_and_exit_write_every_call(self):
+        p, text = self.run_program("term", 150, every=1)
+        self.assertEqual(p.returncode, -signal.SIGTERM)
+        self.check(text, 150, whole=True, every=1)
+        p, text = self.run_program("atexit", 150, every=1)
+        self.assertEqual(p.returncode, 0)
+        self.check(text, 150, whole=True, every=1)
 
     def test_sigterm_writes_what_was_recorded_and_still_dies(self):
         p, text = self.run_program("term", 23)

@@ -214,26 +214,349 @@ def src_scenario(path, follow=False):
         return fh.read(), state, rec.fresh_calls
 
 
-class FreshPathTest(fake.FakeTorchTest):
-    """Recorder._fresh_before writes what the general path writes before a
-    call with new inputs, and leaves the session as it does."""
+def mixed_scenario(path, follow=False):
+    """A loop over new inputs (f's, through the _run wrapper's whole call,
+    Recorder._fresh_call) interleaved with everything else the recorder
+    sees: runs of steady replays of f on one input (deferred) between
+    runs of new ones, g's steady replays (deferred) between f's calls, h
+    called on f's output (its memo holds f's output entry), a
+    host read of f's output, an input kept over calls and let go, one
+    kept by a view of its storage, an input passed again, a knob set
+    and set back, a call that raises, a reset of the trees, no step and
+    several steps before a call (a 64th among them), a swapped
+    parameter, calls from another thread (one at a time), and the
+    journal's bound of calls held unwritten crossed many times, a new
+    input over the storage of the last one (kept alive), one over a new
+    storage at the address of an earlier one's (dead), and the parameter's
+    data swapped and back around another function's call. Returns
+    (the trace's text, the session's state at the end, the calls the
+    fresh path took)."""
+    import threading
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    ind = sys.modules["torch._inductor.config"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    f = mgr.add(0, static=[0])
+    g = mgr.add(1)
+    h = mgr.add(2)
+    k = mgr.add(3, static=[0])
+    mgr.models[3] = lambda ins: [fake.Tensor([2])]
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([4])]
+    mgr.models[2] = lambda ins: [fake.Tensor([2])]
+    w = fake.Tensor([8, 8])
+    u = fake.Tensor([4])
+    box = {}
 
-    def against_general(self, follow, scenario=fresh_scenario, least=100):
-        on, on_state, took = fake.at_one_line(scenario, os.path.join(self.dir.name, "on.cgt.jsonl"), follow)
-        self.assertGreater(took, least)  # most of the calls: the test compares something
-        import test_recorded_examples
-        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+    def call(i, x):
+        for _ in range({30: 0, 31: 0, 44: 2, 70: 65}.get(i, 1)):
+            cgt.mark_step_begin()
+        fake._invocation()
+        try:
+            box["y"], = mgr._run([w, x], f)
+        except RuntimeError:
+            pass
+
+    with cgtrace.record(path, follow=follow) as rec:
+        kept, view, same, cdatas = [], None, None, {}
+        for i in range(220):
+            x = fake.Tensor([16, 8])
+            if 50 <= i < 60 or 150 <= i < 158:
+                if same is None:
+                    same = x
+                x = same  # the same input again: steady replays, deferred
+            elif same is not None:
+                same = None
+            if i == 20:
+                kept.append(x)  # kept past its call, let go at 40
+            if i == 40:
+                kept = []
+            if i == 25:
+                view = fake.Tensor([16], storage=x._storage)  # its storage kept, let go at 35
+            if i == 35:
+                view = None
+            if i == 64:
+                x = box_x  # noqa: F821 (the input of call 63 passed again)
+            if i == 180:
+                # A new storage where the last input's was (it dies on the
+                # next line): the allocator giving its address again.
+                gone = box_x._storage._cdata  # noqa: F821
+                st = fake.Storage(16 * 8 * 4)
+                fake.Storage._live[gone] = st
+                st._cdata = gone
+                x = fake.Tensor([16, 8], storage=st)
+                st = None
+            if i == 185:
+                kept = [box_x]  # noqa: F821 (the last input kept, till 190)
+                x = fake.Tensor([16, 8], storage=box_x._storage)  # (over the last input's storage)
+            if i == 190:
+                kept = []
+            if i == 196:
+                # A new storage where call 194's input's was, dead before
+                # call 195 (its del written there).
+                st = fake.Storage(16 * 8 * 4)
+                fake.Storage._live[cdatas[194]] = st
+                st._cdata = cdatas[194]
+                x = fake.Tensor([16, 8], storage=st)
+                st = None
+            cdatas[i] = x._storage._cdata
+            box_x = x
+            if i == 80:
+                ind.triton.skip_cudagraph_warmup = True
+            if i == 84:
+                ind.triton.skip_cudagraph_warmup = False
+            if i == 90:
+                mgr.fail.add(0)
+            if i == 91:
+                mgr.fail.discard(0)
+            if i == 100:
+                cgt.reset_cudagraph_trees()
+            if i == 120:
+                w = fake.Tensor([8, 8])  # the parameter swapped for another
+            if i == 200:
+                # The parameter's data swapped, named so by another
+                # function's call (a new entry for it), and swapped back:
+                # its old data pointer under the new entry.
+                old = w._storage
+                st = fake.Storage(8 * 8 * 4)
+                st._users.add(w)
+                w._storage = st
+                box["k"], = mgr._run([w], k)  # (its output kept: a polled death would decline the next call)
+                w._storage = old
+                st = old = None
+            if 160 <= i < 170:
+                t = threading.Thread(target=call, args=(i, x))
+                t.start()
+                t.join()
+            else:
+                call(i, x)
+            if i == 33:
+                box["y"].item()
+            if 130 <= i < 140:
+                cgt.mark_step_begin()
+                z, = mgr._run([u], g)  # g's steady replays between f's calls
+                box["g"] = z  # (the last one kept till 147: a polled name dying while f's calls are queued)
+                z = None
+            if i == 147:
+                del box["g"]
+            if i in (141, 142):
+                # h on f's output: its memo holds f's output entry, whose
+                # every rename from here on moves the epoch.
+                z, = mgr._run([box["y"]], h)
+                z = None
+            x = None
+        box.clear()
+        del kept, view, same, box_x
+        with rec.lock:
+            rec._settle()
+        ss = rec.session
+        state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
+                 sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
+                 dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
+                 sorted(ss._held_wr.values()), rec._mark_counter)
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read(), state, rec.fresh_calls
+
+
+def train_scenario(path, follow=False):
+    """A training loop's shape: each step a forward on a new batch and the
+    parameter, then its backward on the forward's output (saved) and a new
+    gradient (tangents), a host read of the loss every 10th step: two
+    functions alternating, each with a new input at every call, so that
+    between two calls of one the other named and renamed tensors (the
+    fresh path's other way, and _fresh_call's). Returns what
+    fresh_scenario returns."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([8, 8])]
+    w = fake.Tensor([8, 8])
+    with cgtrace.record(path, follow=follow) as rec:
+        for i in range(120):
+            cgt.mark_step_begin()
+            fake._invocation()
+            y, = mgr._run([w, fake.Tensor([16, 8])], fwd)
+            dw, = mgr._run([y, fake.Tensor([16, 8])], bwd)
+            if i % 10 == 9:
+                y.item()
+            dw = None
+        del y
+        with rec.lock:
+            rec._settle()
+        ss = rec.session
+        state = (list(ss.entries), list(ss._watch), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
+                 dict(ss.counts), sorted(ss._held_wr.values()), [(e.name, e.order) for e in ss.entries.values()])
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read(), state, rec.fresh_calls
+
+
+class FreshPathTest(fake.FakeTorchTest):
+    """Recorder._fresh_before, and the _run wrapper's whole call on new
+    inputs (Recorder._fresh_call), write what the general path writes
+    for a call with new inputs, and leave the session as it does."""
+
+    def recorded(self, scenario, name, follow, **off):
+        """scenario's (text, state, fresh calls, calls _fresh_call took),
+        with the Recorder's attributes in off set so."""
         self.tearDown()
         self.setUp()
-        with mock.patch.object(cgtrace.Recorder, "_fresh_path", False):
-            off, off_state, none = fake.at_one_line(scenario, os.path.join(self.dir.name, "off.cgt.jsonl"),
-                                                    follow)
+        took = {}
+        real = cgtrace.Recorder.stop
+
+        def stop(rec):  # (the counts of the recording the scenario made)
+            took["lean"] = rec.lean_fresh_calls
+            return real(rec)
+
+        with mock.patch.multiple(cgtrace.Recorder, stop=stop, **off):
+            got = fake.at_one_line(scenario, os.path.join(self.dir.name, name), follow)
+        return got + (took["lean"],)
+
+    def against_general(self, follow, scenario=fresh_scenario, least=100, lean=None):
+        """The trace and state with the fresh path and _fresh_call, with
+        the fresh path alone, and with neither (the general path), line by
+        line the same; the fresh path taken for more than least calls,
+        _fresh_call for more than lean."""
+        on, on_state, took, whole = self.recorded(scenario, "on.cgt.jsonl", follow)
+        self.assertGreater(took, least)  # most of the calls: the test compares something
+        if lean is not None:
+            self.assertGreater(whole, lean)
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+        part, part_state, took_part, none = self.recorded(scenario, "part.cgt.jsonl", follow, _fresh_lean=False)
         self.assertEqual(none, 0)
-        on, off = on.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
-        self.assertEqual(len(on), len(off))
-        for i, (a, b) in enumerate(zip(on, off)):
-            self.assertEqual(a, b, "line %d" % (i + 2))
-        self.assertEqual(on_state, off_state)
+        self.assertGreater(took_part, least)
+        off, off_state, none, _ = self.recorded(scenario, "off.cgt.jsonl", follow, _fresh_path=False)
+        self.assertEqual(none, 0)
+        on, part, off = on.split("\n")[1:], part.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
+        for other, other_state in ((part, part_state), (off, off_state)):
+            self.assertEqual(len(on), len(other))
+            for i, (a, b) in enumerate(zip(on, other)):
+                self.assertEqual(a, b, "line %d" % (i + 2))
+            self.assertEqual(on_state, other_state)
+
+    def test_recorder_failure_keeps_the_deferred_calls(self):
+        # The recorder's own failure (here at a host read) while calls on
+        # new inputs are deferred: they are written before its note, the
+        # trace the general path's, and the calls after it unrecorded.
+        def failing(scenario):
+            def run(path, follow):
+                def read(session, *a, **k):
+                    raise RuntimeError("injected")
+                with mock.patch.object(cgtrace.Session, "read", read), \
+                        mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+                    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+                    mgr = fake.CUDAGraphTreeManager()
+                    mgr.cache_replays = True
+                    f = mgr.add(0, static=[0])
+                    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+                    w = fake.Tensor([8, 8])
+                    with cgtrace.record(path, follow=follow) as rec:
+                        for i in range(60):
+                            cgt.mark_step_begin()
+                            fake._invocation()
+                            y, = mgr._run([w, fake.Tensor([16, 8])], f)
+                            if i == 40:
+                                y.item()
+                    assert rec.error is not None and "injected" in rec.error, rec.error
+                    with open(path) as fh:
+                        return fh.read(), rec.session.counts["calls"], rec.fresh_calls
+            return run
+
+        on, off = [], []
+        for got, patch in ((on, {}), (off, {"_fresh_path": False})):
+            text, calls, took = self.recorded(failing(None), "t.cgt.jsonl", False, **patch)[:3]
+            got.extend([text.split("\n")[1:], calls, took])
+        self.assertEqual(on[1], 41)  # (the calls up to the failing read)
+        self.assertGreater(on[2], 30)
+        self.assertEqual(on[0], off[0])
+        self.assertIn("cgtrace stopped recording here: recording a read: RuntimeError: injected", "\n".join(on[0]))
+
+    def test_failure_queuing_a_call_never_reaches_the_program(self):
+        # The recorder failing as it queues a call (here its weak reference
+        # to the new input): the call runs, its output is the program's,
+        # the calls queued before are written, and recording stops.
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        w = fake.Tensor([8, 8])
+        path = os.path.join(self.dir.name, "fail.cgt.jsonl")
+        outs = []
+
+        class Refs:
+            ref = None
+
+        def loop(rec):
+            for i in range(30):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i == 20:
+                    Refs.ref = lambda *a: (_ for _ in ()).throw(TypeError("no weak reference"))
+                y, = mgr._run([w, fake.Tensor([16, 8])], f)
+                outs.append(y)
+
+        real = sys.modules["cgtrace.freshq"].weakref
+        Refs.ref = real.ref
+        with mock.patch.object(sys.modules["cgtrace.freshq"], "weakref", Refs), \
+                mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop, rec)
+        self.assertEqual(len(outs), 30)
+        self.assertIsInstance(outs[-1], fake.Tensor)
+        self.assertIn("before a call: TypeError: no weak reference", rec.error)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().splitlines()[1:]]
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 20)  # (the queued ones written, then nothing)
+        self.assertEqual(recs[-1]["op"], "note")
+        self.assertIn("cgtrace stopped recording here", recs[-1]["text"])
+
+    def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
+        # A journaled trace of a loop over new inputs: after every call the
+        # file holds every call but the last few held (at most the bound,
+        # fresh._WRITE_BOUND, not all of them: the bound is reached), and
+        # after a host read or a steady replay all of them.
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        f = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        w = fake.Tensor([8, 8])
+        path = os.path.join(self.dir.name, "journal.cgt.jsonl")
+
+        def written():
+            with open(path) as fh:
+                return fh.read().count('"op": "call"')
+
+        held = []
+
+        def loop(rec):
+            y = x = None
+            for i in range(300):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i != 201:
+                    x = fake.Tensor([16, 8])
+                y, = mgr._run([w, x], f)
+                held.append(i + 1 - written())
+                if i == 150:
+                    y.item()
+                    self.assertEqual(written(), i + 1)
+
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1"}):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop, rec)
+        self.assertIsNone(rec.error)
+        self.assertGreater(rec.lean_fresh_calls, 250)
+        self.assertEqual(max(held), 32)
+        self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
+        self.assertEqual(min(held[160:]), 0)
 
     def test_steady_replays_after_new_inputs_are_deferred(self):
         # A loop over new inputs, then the same input again: the function
@@ -254,6 +577,8 @@ class FreshPathTest(fake.FakeTorchTest):
                     x = fake.Tensor([16, 8])
                 y, = mgr._run([w, x], f)
                 if i == 39:
+                    with rec.lock:  # (deferred calls are counted when written)
+                        rec._settle()
                     seen["fresh"], seen["short"] = rec.fresh_calls, rec.short_calls
 
         with cgtrace.record(os.path.join(self.dir.name, "t.cgt.jsonl")) as rec:
@@ -267,10 +592,32 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertGreater(rec.short_calls, 37 + 70)  # (the steady replays: deferred, each a short call)
 
     def test_fresh_path_writes_what_the_general_path_writes(self):
-        self.against_general(follow=False)
+        self.against_general(follow=False, lean=120)
 
     def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
-        self.against_general(follow=True)
+        self.against_general(follow=True, lean=120)
+
+    def test_fresh_call_among_other_events_writes_what_the_general_path_writes(self):
+        # (Of 220 calls of f, 173 take the fresh path, 158 through _fresh_call: the others are the
+        # first ones, those after another event changed what its checks
+        # take for granted, the steady runs, each 64th step's.)
+        self.against_general(follow=False, scenario=mixed_scenario, least=160, lean=145)
+
+    def test_training_loop_writes_what_the_general_path_writes(self):
+        # Two functions alternating on new inputs, the backward's output
+        # dying at every step (a polled name's death, its del before the
+        # step). Of 240 calls the fresh path takes 234 (117 when it left
+        # a polled death to the general path), _fresh_call 115 (the
+        # forward's: the backward's replay hands out an output whose name
+        # died, which _fast_after leaves to the general path). The same
+        # trace all three ways.
+        self.against_general(follow=False, scenario=train_scenario, least=230, lean=110)
+
+    def test_training_loop_streamed(self):
+        self.against_general(follow=True, scenario=train_scenario, least=230, lean=110)
+
+    def test_fresh_call_among_other_events_streamed(self):
+        self.against_general(follow=True, scenario=mixed_scenario, least=160, lean=145)
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
@@ -283,7 +630,7 @@ class FreshPathTest(fake.FakeTorchTest):
         # the frame's code is not the plan's); without a plan made after
         # an input died in its call (_fast_after), 110 (every other one
         # of those calls is the general path's).
-        self.against_general(follow=False, scenario=src_scenario, least=124)
+        self.against_general(follow=False, scenario=src_scenario, least=124, lean=70)
 
 
 if __name__ == "__main__":
