@@ -71,22 +71,27 @@ class _Calls:
             raise
         if ctx is not None and not self._hot.off:
             try:
-                fs = ctx["fn"]
-                plan = fs.plan
-                if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
-                    fs.plan = None
-                    fs.fresh_tok = None
-                    self._general_after(ctx, mgr, out)
-                    self._make_plan(ctx, fs, mgr, out)
-                elif "fresh" in ctx:
-                    self._fresh_done(fs, ctx["fresh"])
-                else:
-                    # (Set only while the function's calls take the fresh
-                    # path: the _run wrapper arms no steady replay then.)
-                    fs.fresh_tok = None
+                self._after_call(ctx, ctx["fn"], mgr, out)
             except Exception as e:
                 self._fail("after a call", e)
         return out
+
+    def _after_call(self, ctx, fs, mgr, out):
+        """The recorder's part after the tree's call of fs's function,
+        whichever path took it before: the short one when the call is the
+        plan's replay (_fast_after), else the general one and a new plan."""
+        plan = fs.plan
+        if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
+            fs.plan = None
+            fs.fresh_tok = None
+            self._general_after(ctx, mgr, out)
+            self._make_plan(ctx, fs, mgr, out)
+        elif "fresh" in ctx:
+            self._fresh_done(fs, ctx["fresh"])
+        else:
+            # (Set only while the function's calls take the fresh path:
+            # the _run wrapper arms no steady replay then.)
+            fs.fresh_tok = None
 
     def _general_before(self, mgr, new_inputs, function_id):
         """The general path's part before the tree's call: the call's src

@@ -26,6 +26,31 @@ DECLINED = object()
 _WRITE_BOUND = 32
 
 
+def _write_steps(session, recs, groups, steps):
+    """The steps since the function's last call and the deaths between
+    them, in the order _catch_up_steps and flush_deaths give them: groups
+    holds the deaths by the step they came before (a polled name's with
+    no weak reference), and at -1 how many of session._dead_objs they
+    are; None when nothing died."""
+    if groups is None:
+        if steps:
+            recs.extend([_STEP] * steps)
+    else:
+        held = session._held_wr
+        for j in range(steps + 1):
+            gone = groups.get(j)
+            if gone is not None:
+                for wr, e in gone:
+                    if wr is not None:  # (None: a polled name's)
+                        held.pop(id(wr), None)
+                        e.wr = None
+                session._emit_dels([e for _, e in gone])
+            if j < steps:
+                recs.append(_STEP)
+        del session._dead_objs[:groups[-1]]
+    session.counts["steps"] += steps
+
+
 class _Fresh:
     """Recorder's short path before a call with new inputs."""
 
@@ -118,14 +143,7 @@ class _Fresh:
                 raise
             if ctx is not None and not hot.off:
                 try:
-                    plan = fs.plan
-                    if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
-                        fs.plan = None
-                        fs.fresh_tok = None
-                        self._general_after(ctx, mgr, out)
-                        self._make_plan(ctx, fs, mgr, out)
-                    else:
-                        self._fresh_done(fs, ctx["fresh"])
+                    self._after_call(ctx, fs, mgr, out)
                 except Exception as e:
                     self._fail("after a call", e)
             return out
@@ -274,26 +292,7 @@ class _Fresh:
         hot.disarm()
         recs = self.trace.records
         counts = session.counts
-        if groups is None:
-            if steps:
-                recs.extend([_STEP] * steps)
-        else:
-            held = session._held_wr
-            dead = session._dead_objs
-            k = groups.pop(-1)
-            for j in range(steps + 1):
-                gone = groups.get(j)
-                if gone is not None:
-                    for wr, e in gone:
-                        if wr is not None:  # (None: a polled name's)
-                            held.pop(id(wr), None)
-                            e.wr = None
-                    session._emit_dels([e for _, e in gone])
-                if j < steps:
-                    recs.append(_STEP)
-            del dead[:k]
-            gone = e = None
-        counts["steps"] += steps
+        _write_steps(session, recs, groups, steps)
         hot.mark_counter = c
         names = list(map(_ENTRY_NAME, tok[2]))
         if not short:  # (_fresh_inputs' other way: the entries anew, the token made after the call)
@@ -340,24 +339,7 @@ class _Fresh:
         recs = self.trace.records
         steps = mc - c
         counts = session.counts
-        if groups is None:
-            if steps:
-                recs.extend([_STEP] * steps)
-        else:
-            k = groups[-1]
-            for i in range(steps + 1):
-                dead = groups.get(i)
-                if dead is not None:
-                    held = session._held_wr
-                    for wr, e in dead:
-                        if wr is not None:  # (None: a polled name's)
-                            held.pop(id(wr), None)
-                            e.wr = None
-                    session._emit_dels([e for _, e in dead])
-                if i < steps:
-                    recs.append(_STEP)
-            del session._dead_objs[:k]
-        counts["steps"] += steps
+        _write_steps(session, recs, groups, steps)
         self._hot.mark_counter = c  # (Recorder._mark_counter)
         session.src = src
         try:

@@ -168,15 +168,7 @@ class _FreshQueue:
                     self._fq_write()
                     self._flush()
                 return out
-            ctx = self._fq_write(t)
-            plan = fs.plan
-            if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
-                fs.plan = None
-                fs.fresh_tok = None
-                self._general_after(ctx, mgr, out)
-                self._make_plan(ctx, fs, mgr, out)
-            else:
-                self._fresh_done(fs, ctx["fresh"])
+            self._after_call(self._fq_write(t), fs, mgr, out)
         except Exception as e:
             self._fail("after a call", e)
         self._flush()
