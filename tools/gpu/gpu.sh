@@ -40,6 +40,7 @@ suites=(
 	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
 	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call"
+	"pool-leak:the tests PEER_K names recorded alone, what keeps a graph pool's block alive at each tearDown (issue 33 item 2)"
 )
 
 usage() {
@@ -281,7 +282,8 @@ peer_inputs() {
 	((dry)) && return 0
 	[[ -f $peer_file ]] || { echo "gpu.sh peer: no test file $peer_file (PEER_FILE; tools/gpu/README.md says where it comes from)" >&2; return 2; }
 	[[ -n $peer_suite && -f $peer_suite/conftest.py ]] || { echo "gpu.sh peer: peer-suite not found (set PEER_SUITE)" >&2; return 2; }
-	[[ -f $peer_cgtviz && -x $peer_cgtviz ]] || { echo "gpu.sh peer: $peer_cgtviz is not an executable cgtviz (make gpu-build; CGTVIZ)" >&2; return 2; }
+	# (only the peer suite replays: peer-compare and pool-leak record)
+	[[ -z ${need_cgtviz:-} || (-f $peer_cgtviz && -x $peer_cgtviz) ]] || { echo "gpu.sh peer: $peer_cgtviz is not an executable cgtviz (make gpu-build; CGTVIZ)" >&2; return 2; }
 	peer_file=$(cd "$(dirname "$peer_file")" && pwd)/$(basename "$peer_file")
 	peer_suite=$(cd "$peer_suite" && pwd)
 	peer_cgtviz=$(cd "$(dirname "$peer_cgtviz")" && pwd)/$(basename "$peer_cgtviz")
@@ -324,6 +326,20 @@ suite_peer-compare() {
 	done
 	step peer-compare 60 . @peer_compare_rounds "$p" "${PEER_ROUNDS:-2}"
 	show peer-compare '^(changed|flaky)|tests in' 40
+}
+
+# suite_pool-leak: the peer tests PEER_K names (default the two that
+# recording changed on 2026-12-05), recorded in one process with
+# tools/gpu/pool_leak.py, which prints what holds each live block of the
+# graph pools before each tearDown; CGTRACE_DEFER and CGTRACE_READS pass
+# through to compare the recorder's paths.
+suite_pool-leak() {
+	local p=$logs
+	((dry)) || mkdir -p "$p"
+	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
+	step peer-guard 60 . @peer_guard "$p"
+	step pool-leak 300 . @pool_leak "$p"
+	show pool-leak '^\[pool-leak\] (test|[0-9]+ Python|  no Python)|passed|failed' 20
 }
 
 suite_replay() {
@@ -479,6 +495,16 @@ peer_pytest() {
 		-p no:cacheprovider -rfE ${4:+--junitxml "$4"}
 }
 
+# pool_leak DIR: the tests PEER_K names recorded, tools/gpu/pool_leak.py
+# loaded, in one process.
+pool_leak() {
+	mkdir -p "$1/pool-leak"
+	cd "$1" && PEER_OUT="$1/pool-leak" PEER_RECORD=1 \
+		PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim:$root/tools/gpu${PYTHONPATH:+:$PYTHONPATH}" \
+		python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -p pool_leak -q -s -p no:cacheprovider \
+		-k "${PEER_K:-test_fallback_to_eager_if_recompiling_too_many_times and not warn_only}"
+}
+
 # peer_errors DIR: the recorder never raises into a test; its own failures
 # are in each trace's meta (recorder_error) and in the plugin's log.
 peer_errors() {
@@ -547,7 +573,8 @@ esac
 for arg in "$@"; do
 	for s in ${arg//+/ }; do
 		names | grep -qx "$s" || { echo "gpu.sh: unknown suite $s" >&2; usage >&2; exit 2; }
-		if [[ $s == peer || $s == peer-compare ]]; then
+		if [[ $s == peer || $s == peer-compare || $s == pool-leak ]]; then
+			[[ $s == peer ]] && need_cgtviz=1
 			peer_inputs || exit 2
 		fi
 	done

@@ -1,0 +1,129 @@
+"""pool_leak: a pytest plugin that says what keeps a CUDA graph pool's
+block alive when a test of PyTorch's test_cudagraph_trees.py ends with
+live blocks (its tearDown's `all_live_block_count() == 0`).
+
+Before each unittest tearDown it resets Dynamo (which shuts the tree
+managers down), collects garbage, lists the active blocks of every
+private pool's segments, and for each tensor or storage object on one of
+them prints its referrers up the chain: Python containers, frames (their
+code and line) and, where none holds it, that the reference is C++'s
+(PyTorch keeps a storage's Python object alive while C++ holds the
+storage: an autograd graph, the tree's cached tensors). Issue 33 item 2:
+two tests of the suite ended with a live block only when recorded.
+
+Load with `-p pool_leak` (this folder on PYTHONPATH); `gpu.sh pool-leak`
+does, for the tests PEER_K names. The lines it prints start with
+"[pool-leak]", on stderr (pytest -s)."""
+
+import gc
+import sys
+import types
+
+_done = set()
+
+
+def live_blocks(torch):
+    """(address, size) of each active block of the private pools."""
+    out = []
+    for seg in torch.cuda.memory_snapshot():
+        if seg["segment_pool_id"] == (0, 0):
+            continue
+        addr = seg["address"]
+        for b in seg["blocks"]:
+            if b["state"] == "active_allocated":
+                out.append((addr, b["size"]))
+            addr += b["size"]
+    return out
+
+
+def describe(r):
+    """One line for a referrer."""
+    try:
+        if isinstance(r, types.FrameType):
+            return "frame %s %s:%d" % (r.f_code.co_name, r.f_code.co_filename, r.f_lineno)
+        if isinstance(r, dict):
+            return "dict of %d: %s" % (len(r), [str(k)[:40] for k in list(r)[:8]])
+        if isinstance(r, (list, tuple, set, frozenset)):
+            return "%s of %d" % (type(r).__name__, len(r))
+        if isinstance(r, types.FunctionType):
+            return "function %s (%s)" % (r.__qualname__, r.__code__.co_filename)
+        if isinstance(r, types.CellType):
+            return "closure cell"
+        return "%s.%s" % (type(r).__module__, type(r).__qualname__)
+    except Exception as e:  # (a referrer that cannot be described)
+        return "%s (%s)" % (type(r).__name__, e)
+
+
+def _say(*parts):
+    print("[pool-leak]", *parts, file=sys.stderr)
+
+
+def chain(obj, mine, depth=0, seen=None, limit=6):
+    """Prints obj's referrers, then theirs, up to limit levels; mine holds
+    the ids of this module's own lists, which are never shown."""
+    seen = set() if seen is None else seen
+    refs = gc.get_referrers(obj)
+    mine.add(id(refs))
+    refs = [r for r in refs if id(r) not in mine
+            and not (isinstance(r, types.FrameType) and r.f_code.co_filename == __file__)]
+    mine.add(id(refs))
+    if not refs and depth == 0:
+        _say("  no Python object refers to it: C++ holds it")
+    for r in refs[:8]:
+        _say("  " * (depth + 1) + "<- " + describe(r))
+        if id(r) in seen or isinstance(r, types.ModuleType) or depth + 1 >= limit:
+            continue
+        seen.add(id(r))
+        chain(r, mine, depth + 1, seen, limit)
+
+
+def report(test_id):
+    import torch
+    torch._dynamo.reset()
+    gc.collect()
+    live = live_blocks(torch)
+    _say("%s: %d live blocks in the graph pools %s" % (test_id, len(live), [(hex(a), n) for a, n in live]))
+    if not live:
+        return
+    objs = gc.get_objects()
+    mine = {id(objs)}
+    hits = []
+    mine.add(id(hits))
+    for o in objs:
+        try:
+            if isinstance(o, torch.Tensor):
+                p = o.untyped_storage().data_ptr()
+            elif isinstance(o, torch.UntypedStorage):
+                p = o.data_ptr()
+            else:
+                continue
+        except Exception:  # (a tensor without storage)
+            continue
+        if any(a <= p < a + n for a, n in live):
+            hits.append(o)
+    del objs
+    _say("%d Python objects on them" % len(hits))
+    while hits:
+        o = hits.pop()
+        _say("%s %s at %#x, refcount %d" % (type(o).__name__, tuple(getattr(o, "shape", ())),
+                                          o.data_ptr() if isinstance(o, torch.UntypedStorage) else o.untyped_storage().data_ptr(),
+                                          sys.getrefcount(o) - 2))
+        chain(o, mine)
+        o = None
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        cls = getattr(item, "cls", None)
+        if cls is None or cls in _done or "tearDown" not in vars(cls):
+            continue
+        _done.add(cls)
+        orig = cls.tearDown
+
+        def tearDown(self, orig=orig):
+            try:
+                report(self.id())
+            except Exception as e:  # (the report's own failure never fails a test)
+                _say("report failed: %r" % (e,))
+            return orig(self)
+        cls.tearDown = tearDown
