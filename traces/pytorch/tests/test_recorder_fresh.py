@@ -14,6 +14,17 @@ import fake_torch as fake  # (puts the recorder on sys.path)
 import cgtrace  # noqa: E402
 
 
+def one_function():
+    """The loops' tree: one function f on a static [8, 8] param w, a new
+    [16, 8] output at each call, replays handing out cached outputs.
+    Returns (the cudagraph_trees module, the manager, f, w)."""
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    f = mgr.add(0, static=[0])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    return sys.modules["torch._inductor.cudagraph_trees"], mgr, f, fake.Tensor([8, 8])
+
+
 def fresh_loop(path, n=24):
     """Calls of two functions: f on a static param and a new [64, 1024]
     input at every call (a data loader's batches), some bfloat16, the last
@@ -183,12 +194,7 @@ def src_scenario(path, follow=False):
     its depth (Recorder._check_fresh) is sometimes at another depth than
     the plan's, or past a frame of this package; then 40 calls whose new
     input dies inside the call. Returns what fresh_scenario returns."""
-    cgt = sys.modules["torch._inductor.cudagraph_trees"]
-    mgr = fake.CUDAGraphTreeManager()
-    mgr.cache_replays = True
-    f = mgr.add(0, static=[0])
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-    w = fake.Tensor([8, 8])
+    cgt, mgr, f, w = one_function()
     ways = [lambda ins: mgr._run(ins, f), lambda ins: _tree(mgr, ins, f), lambda ins: _own(mgr, ins, f)]
     with cgtrace.record(path, follow=follow) as rec:
         rec._own_code[_own.__code__] = True
@@ -449,12 +455,7 @@ class FreshPathTest(fake.FakeTorchTest):
                     raise RuntimeError("injected")
                 with mock.patch.object(cgtrace.Session, "read", read), \
                         mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
-                    cgt = sys.modules["torch._inductor.cudagraph_trees"]
-                    mgr = fake.CUDAGraphTreeManager()
-                    mgr.cache_replays = True
-                    f = mgr.add(0, static=[0])
-                    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-                    w = fake.Tensor([8, 8])
+                    cgt, mgr, f, w = one_function()
                     with cgtrace.record(path, follow=follow) as rec:
                         for i in range(60):
                             cgt.mark_step_begin()
@@ -480,12 +481,7 @@ class FreshPathTest(fake.FakeTorchTest):
         # The recorder failing as it queues a call (here its weak reference
         # to the new input): the call runs, its output is the program's,
         # the calls queued before are written, and recording stops.
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        mgr = fake.CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        f = mgr.add(0, static=[0])
-        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-        w = fake.Tensor([8, 8])
+        cgt, mgr, f, w = one_function()
         path = os.path.join(self.dir.name, "fail.cgt.jsonl")
         outs = []
 
@@ -522,12 +518,7 @@ class FreshPathTest(fake.FakeTorchTest):
         # file holds every call but the last few held (at most the bound,
         # fresh._WRITE_BOUND, not all of them: the bound is reached), and
         # after a host read or a steady replay all of them.
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        mgr = fake.CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        f = mgr.add(0, static=[0])
-        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-        w = fake.Tensor([8, 8])
+        cgt, mgr, f, w = one_function()
         path = os.path.join(self.dir.name, "journal.cgt.jsonl")
 
         def written():
@@ -561,12 +552,7 @@ class FreshPathTest(fake.FakeTorchTest):
     def test_steady_replays_after_new_inputs_are_deferred(self):
         # A loop over new inputs, then the same input again: the function
         # leaves the fresh path and its replays are deferred again.
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        mgr = fake.CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        f = mgr.add(0, static=[0])
-        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-        w = fake.Tensor([8, 8])
+        cgt, mgr, f, w = one_function()
         seen = {}
 
         def loop(rec):  # (called from one line: the calls' src, which the fresh path needs)
