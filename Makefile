@@ -171,15 +171,18 @@ gpu:
 # Test binaries for the GPU machine, carried there in $(BIN) (see README);
 # cgtviz-graphviz (8 MB stripped) lies beside cmd-cuda.test, whose SVG tests
 # find it there.
+# The binaries are stripped (-s -w: no symbol table or DWARF; panics still
+# name their functions) so that the device tool's 64 MiB carry holds the
+# tree and the binaries a run needs together.
 gpu-build:
 	$(GO) vet -tags cuda ./...
 	mkdir -p $(BIN)
-	$(GO) test -c -tags cuda -o $(BIN)/cudadev.test ./engine/device/cuda
-	$(GO) test -c -race -tags cuda -o $(BIN)/cudadev-race.test ./engine/device/cuda
-	$(GO) test -c -tags cuda -o $(BIN)/engine-cuda.test ./engine
-	$(GO) test -c -tags cuda -o $(BIN)/sessions-cuda.test ./sessions
-	$(GO) test -c -tags cuda -o $(BIN)/cmd-cuda.test ./cmd/cgtviz
-	$(GO) build -tags cuda -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
+	$(GO) test -c -tags cuda -ldflags "-s -w" -o $(BIN)/cudadev.test ./engine/device/cuda
+	$(GO) test -c -race -tags cuda -ldflags "-s -w" -o $(BIN)/cudadev-race.test ./engine/device/cuda
+	$(GO) test -c -tags cuda -ldflags "-s -w" -o $(BIN)/engine-cuda.test ./engine
+	$(GO) test -c -tags cuda -ldflags "-s -w" -o $(BIN)/sessions-cuda.test ./sessions
+	$(GO) test -c -tags cuda -ldflags "-s -w" -o $(BIN)/cmd-cuda.test ./cmd/cgtviz
+	$(GO) build -tags cuda -ldflags "-s -w" -o $(BIN)/cgtviz-cuda ./cmd/cgtviz
 	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cgtviz-graphviz ./cmd/cgtviz/cgtviz-graphviz
 	cp ../shared/tools/torch-oracle.py ../shared/tools/torch-oracle2.py $(BIN)/
 
