@@ -339,7 +339,7 @@ suite_pool-leak() {
 	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
 	step peer-guard 60 . @peer_guard "$p"
 	step pool-leak 300 . @pool_leak "$p"
-	show pool-leak '^\[pool-leak\] (test|[0-9]+ Python|  no Python)|passed|failed' 20
+	show pool-leak '^\[pool-leak\] (test|[0-9]+ Python|[0-9]+ of the tree|  no Python)|passed|failed' 20
 }
 
 suite_replay() {

@@ -21,6 +21,10 @@ import types
 
 _done = set()
 
+# Types of torch/_inductor/cudagraph_trees.py (and the graph they wrap)
+# whose objects should all be gone after torch._dynamo.reset().
+_TREE_TYPES = frozenset(("CUDAGraphTreeManager", "CUDAGraphNode", "CUDAWarmupNode", "CUDAGraph"))
+
 
 def live_blocks(torch):
     """(address, size) of each active block of the private pools."""
@@ -103,6 +107,15 @@ def report(test_id):
             hits.append(o)
     del objs
     _say("%d Python objects on them" % len(hits))
+    # The tree's own objects still alive after the reset: a node or a
+    # manager kept by someone holds graphs, pools and cached tensors.
+    tree = [o for o in gc.get_objects() if type(o).__name__ in _TREE_TYPES]
+    mine.add(id(tree))
+    _say("%d of the tree's objects alive: %s" % (len(tree), sorted(type(o).__name__ for o in tree)))
+    for o in tree[:4]:
+        _say(type(o).__name__)
+        chain(o, mine, limit=3)
+    del tree
     while hits:
         o = hits.pop()
         _say("%s %s at %#x, refcount %d" % (type(o).__name__, tuple(getattr(o, "shape", ())),
