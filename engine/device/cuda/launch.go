@@ -146,11 +146,9 @@ func (d *Device) launch(s device.Stream, l *device.Launch) error {
 		if l.M == 0 || l.Cols == 0 {
 			return nil
 		}
-		rows := (l.M + matmulTile - 1) / matmulTile
-		if rows > maxGridY {
-			return fmt.Errorf("cuda: launch matmul: %d rows is more than %d", l.M, maxGridY*matmulTile)
+		if gx, gy, err = matmulGrid(l); err != nil {
+			return err
 		}
-		gx, gy = uint32(min((l.Cols+matmulTile-1)/matmulTile, 1<<31-1)), uint32(rows)
 		bx, by = matmulTile, matmulTile
 	case l.K == ops.Sum:
 		if l.N < 0 {
@@ -183,7 +181,9 @@ func (d *Device) launch(s device.Stream, l *device.Launch) error {
 // entries with the geometry as its last parameter, by value.
 func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
 	geom := l.Geom
-	if err := geom.Check(); err != nil {
+	// The geometry's checks are every device's (a malformed geometry, n
+	// not its elements, an output element written twice).
+	if _, err := device.LaunchOperands(l); err != nil {
 		return fmt.Errorf("cuda: launch %s: %w", l.K, err)
 	}
 	e := &g.strided[0]
@@ -192,26 +192,16 @@ func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
 	switch k := l.K; {
 	case k == ops.Matmul:
 		e = &g.strided[2]
-		if l.M < 0 || l.Kd < 0 || l.Cols < 0 {
-			return fmt.Errorf("cuda: launch matmul: sizes [%d,%d]x[%d,%d]", l.M, l.Kd, l.Kd, l.Cols)
-		}
-		if !ops.MatmulDistinct(&geom.Out, l.M, l.Cols) {
-			return fmt.Errorf("cuda: launch matmul: out's strides write one element twice")
-		}
 		if l.M == 0 || l.Cols == 0 {
 			return nil
 		}
-		rows := (l.M + matmulTile - 1) / matmulTile
-		if rows > maxGridY {
-			return fmt.Errorf("cuda: launch matmul: %d rows is more than %d", l.M, maxGridY*matmulTile)
+		var err error
+		if gx, gy, err = matmulGrid(l); err != nil {
+			return err
 		}
-		gx, gy = uint32(min((l.Cols+matmulTile-1)/matmulTile, 1<<31-1)), uint32(rows)
 		bx, by = matmulTile, matmulTile
 	case k == ops.Sum:
 		e = &g.strided[1]
-		if l.N != geom.Elems() {
-			return fmt.Errorf("cuda: launch sum: n is %d, the geometry holds %d elements", l.N, geom.Elems())
-		}
 		bx = sumThreads
 	default:
 		code, ok := StridedOp(k)
@@ -221,12 +211,6 @@ func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
 		op = code
 		if k.IsBinary() {
 			bform = int32(l.BKind)
-		}
-		if l.N != geom.Elems() {
-			return fmt.Errorf("cuda: launch %s: n is %d, the geometry holds %d elements", k, l.N, geom.Elems())
-		}
-		if !geom.Distinct(&geom.Out) {
-			return fmt.Errorf("cuda: launch %s: out's strides write one element twice", k)
 		}
 		if l.N == 0 {
 			return nil
@@ -246,6 +230,16 @@ func (g *gpu) launchStrided(st C.CUstream, l *device.Launch) error {
 		return check("cuLaunchKernel("+e.symbol+")", r)
 	}
 	return nil
+}
+
+// matmulGrid is the grid of a matmul launch: a block of matmulTile x
+// matmulTile threads for each tile of the output.
+func matmulGrid(l *device.Launch) (gx, gy uint32, err error) {
+	rows := (l.M + matmulTile - 1) / matmulTile
+	if rows > maxGridY {
+		return 0, 0, fmt.Errorf("cuda: launch matmul: %d rows is more than %d", l.M, maxGridY*matmulTile)
+	}
+	return uint32(min((l.Cols+matmulTile-1)/matmulTile, 1<<31-1)), uint32(rows), nil
 }
 
 // WaitStream makes s wait for the work queued on other so far (an event

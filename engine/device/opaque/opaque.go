@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/cgtviz/cgtviz/engine/device"
-	"github.com/cgtviz/cgtviz/traces/ops"
 )
 
 // Range is the bytes [Lo, Hi) of device memory; Lo >= Hi is empty.
@@ -37,82 +36,15 @@ type Op struct {
 	Copy bool
 }
 
-// LaunchOp is l's effect, with the operand extents the simulated device
-// checks (sim.plan and planStrided) and each input counted by the bytes
-// it may read. A launch the device refuses has no effect; the caller
-// calls this only for a launch it ran or captured.
+// LaunchOp is l's effect: its operands as device.LaunchOperands counts
+// them, each input by the bytes it may read. A launch no device runs has
+// none; the caller calls this only for a launch it ran or captured.
 func LaunchOp(l *device.Launch) Op {
-	if l.Opaque {
-		return Op{Out: span(l.Out, l.N), Opaque: true, Whole: true}
+	o, err := device.LaunchOperands(l)
+	if err != nil {
+		return Op{}
 	}
-	if g := l.Geom; g != nil {
-		return stridedOp(l, g)
-	}
-	k := l.K
-	switch {
-	case k == ops.Fill:
-		return Op{Out: span(l.Out, l.N), Whole: true}
-	case k == ops.Sum:
-		return Op{Out: span(l.Out, 1), In: [2]Range{span(l.A, l.N)}, Whole: true}
-	case k == ops.Matmul:
-		return Op{Out: span(l.Out, l.M*l.Cols), In: [2]Range{span(l.A, l.M*l.Kd), span(l.B, l.Kd*l.Cols)}, Whole: true}
-	}
-	op := Op{Out: span(l.Out, l.N), In: [2]Range{span(l.A, l.N)}, Whole: true}
-	if k.IsBinary() {
-		switch l.BKind {
-		case ops.BTensor:
-			op.In[1] = span(l.B, l.N)
-		case ops.BBroadcast:
-			op.In[1] = span(l.B, 1)
-		}
-	}
-	return op
-}
-
-// stridedOp is LaunchOp of a launch over strided operands: each operand's
-// range is the extent its strides reach, and Out is written whole only
-// when its elements fill that extent.
-func stridedOp(l *device.Launch, g *ops.Geometry) Op {
-	ext := func(p device.Ptr, n int64, ok bool) Range {
-		if !ok {
-			return Range{}
-		}
-		return span(p, n)
-	}
-	var op Op
-	k := l.K
-	switch {
-	case k == ops.Sum:
-		n, ok := g.Extent(&g.A)
-		return Op{Out: span(l.Out, 1), In: [2]Range{ext(l.A, n, ok)}, Whole: true}
-	case k == ops.Matmul:
-		n, ok := ops.MatmulExtent(&g.Out, l.M, l.Cols)
-		op.Out = ext(l.Out, n, ok)
-		op.Whole = ok && n == l.M*l.Cols
-		n, ok = ops.MatmulExtent(&g.A, l.M, l.Kd)
-		op.In[0] = ext(l.A, n, ok)
-		n, ok = ops.MatmulExtent(&g.B, l.Kd, l.Cols)
-		op.In[1] = ext(l.B, n, ok)
-		return op
-	}
-	n, ok := g.Extent(&g.Out)
-	op.Out = ext(l.Out, n, ok)
-	op.Whole = ok && n == g.Elems()
-	if k == ops.Fill {
-		return op
-	}
-	n, ok = g.Extent(&g.A)
-	op.In[0] = ext(l.A, n, ok)
-	if k.IsBinary() {
-		switch l.BKind {
-		case ops.BTensor:
-			n, ok = g.Extent(&g.B)
-			op.In[1] = ext(l.B, n, ok)
-		case ops.BBroadcast:
-			op.In[1] = span(l.B, 1)
-		}
-	}
-	return op
+	return Op{Out: span(l.Out, o.Out), In: [2]Range{span(l.A, o.A), span(l.B, o.B)}, Opaque: l.Opaque, Whole: o.OutWhole}
 }
 
 // CopyOp is the effect of a copy of n float32 values from src to dst.

@@ -11,75 +11,32 @@ import (
 // This file runs kernel launches: the checks of every operand, the CPU
 // reference kernels, and the ordering of streams (checked in order.go).
 
-// no input) without touching memory.
+// plan checks l (device.LaunchOperands: the launch itself) and every
+// operand range it writes and reads against the live segments, and that
+// matmul's output overlaps no input, without touching memory.
 func (d *Device) plan(l *device.Launch, p *plan) error {
-	if l.Geom != nil {
-		return d.planStrided(l, p)
+	o, err := device.LaunchOperands(l)
+	if err != nil {
+		return err
 	}
-	var err error
-	k := l.K
-	switch {
-	case k.IsBinary(), k.IsUnary(), k == ops.Copy:
-		if p.out, err = d.span("out", l.Out, l.N); err != nil {
-			return err
-		}
-		if p.a, err = d.span("a", l.A, l.N); err != nil {
-			return err
-		}
-		p.b = noSpan
-		if !k.IsBinary() {
-			return nil
-		}
-		switch l.BKind {
-		case ops.BTensor:
-			p.b, err = d.span("b", l.B, l.N)
-		case ops.BBroadcast:
-			p.b, err = d.span("b", l.B, 1)
-		case ops.BScalar:
-		default:
-			err = fmt.Errorf("unknown form of b (%d)", l.BKind)
-		}
+	if p.out, err = d.span("out", l.Out, o.Out); err != nil {
 		return err
-	case k == ops.Fill:
-		p.a, p.b = noSpan, noSpan
-		p.out, err = d.span("out", l.Out, l.N)
-		return err
-	case k == ops.Sum:
-		p.b = noSpan
-		if p.out, err = d.span("out", l.Out, 1); err != nil {
-			return err
-		}
-		p.a, err = d.span("a", l.A, l.N)
-		return err
-	case k == ops.Matmul:
-		m, kd, n := l.M, l.Kd, l.Cols
-		if m < 0 || kd < 0 || n < 0 {
-			return fmt.Errorf("negative size m=%d k=%d n=%d", m, kd, n)
-		}
-		mn, ok1 := mul(m, n)
-		mk, ok2 := mul(m, kd)
-		kn, ok3 := mul(kd, n)
-		if !ok1 || !ok2 || !ok3 {
-			return fmt.Errorf("sizes m=%d k=%d n=%d overflow", m, kd, n)
-		}
-		if p.out, err = d.span("out", l.Out, mn); err != nil {
-			return err
-		}
-		if p.a, err = d.span("a", l.A, mk); err != nil {
-			return err
-		}
-		if p.b, err = d.span("b", l.B, kn); err != nil {
-			return err
-		}
-		if overlap(l.Out, mn, l.A, mk) {
-			return fmt.Errorf("out 0x%x+%s overlaps a 0x%x+%s", l.Out, bytes(mn), l.A, bytes(mk))
-		}
-		if overlap(l.Out, mn, l.B, kn) {
-			return fmt.Errorf("out 0x%x+%s overlaps b 0x%x+%s", l.Out, bytes(mn), l.B, bytes(kn))
-		}
-		return nil
 	}
-	return fmt.Errorf("unknown kernel %d", uint8(k))
+	if p.a, err = d.span("a", l.A, o.A); err != nil {
+		return err
+	}
+	if p.b, err = d.span("b", l.B, o.B); err != nil {
+		return err
+	}
+	if l.K == ops.Matmul {
+		if overlap(l.Out, p.out.n, l.A, p.a.n) {
+			return fmt.Errorf("out 0x%x+%s overlaps a 0x%x+%s", l.Out, bytes(p.out.n), l.A, bytes(p.a.n))
+		}
+		if overlap(l.Out, p.out.n, l.B, p.b.n) {
+			return fmt.Errorf("out 0x%x+%s overlaps b 0x%x+%s", l.Out, bytes(p.out.n), l.B, bytes(p.b.n))
+		}
+	}
+	return nil
 }
 
 // overlap reports whether two checked element ranges share a byte.
@@ -88,14 +45,6 @@ func overlap(p device.Ptr, n int64, q device.Ptr, m int64) bool {
 		return false
 	}
 	return p < q+device.Ptr(m*4) && q < p+device.Ptr(n*4)
-}
-
-func mul(x, y int64) (int64, bool) {
-	if x == 0 || y == 0 {
-		return 0, true
-	}
-	p := x * y
-	return p, p/y == x && p > 0
 }
 
 // run executes a planned launch. A fill and a copy cost what their extents

@@ -143,7 +143,6 @@ func bytes(n int64) string {
 // plan holds a launch's checked operands.
 type plan struct{ out, a, b span }
 
-// plan checks every operand range of l (and that matmul's output overlaps
 // CopyHtoD copies src to dst, synchronously; it is never captured, even
 // while a stream is (relaxed capture mode allows it).
 func (d *Device) CopyHtoD(dst device.Ptr, src []float32) error {

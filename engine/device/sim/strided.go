@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
@@ -12,90 +11,6 @@ import (
 // operand's span is the extent its strides reach from its first element,
 // and the values are the reference's (ops.ElementwiseStrided, SumStrided,
 // MatmulStrided). Contiguous launches never come here.
-
-// planStrided checks a strided launch's geometry and operand extents, as
-// plan does for a contiguous one.
-func (d *Device) planStrided(l *device.Launch, p *plan) error {
-	g := l.Geom
-	if err := g.Check(); err != nil {
-		return err
-	}
-	ext := func(role string, ptr device.Ptr, n int64, ok bool) (span, error) {
-		if !ok {
-			return noSpan, fmt.Errorf("%s 0x%x: the extent of its strides overflows", role, ptr)
-		}
-		return d.span(role, ptr, n)
-	}
-	var err error
-	p.a, p.b = noSpan, noSpan
-	k := l.K
-	switch {
-	case k.IsBinary(), k.IsUnary(), k == ops.Copy, k == ops.Fill:
-		if l.N != g.Elems() {
-			return fmt.Errorf("n is %d, the geometry holds %d elements", l.N, g.Elems())
-		}
-		if !g.Distinct(&g.Out) {
-			return fmt.Errorf("out's strides write one element twice")
-		}
-		n, ok := g.Extent(&g.Out)
-		if p.out, err = ext("out", l.Out, n, ok); err != nil || k == ops.Fill {
-			return err
-		}
-		n, ok = g.Extent(&g.A)
-		if p.a, err = ext("a", l.A, n, ok); err != nil || !k.IsBinary() {
-			return err
-		}
-		switch l.BKind {
-		case ops.BTensor:
-			n, ok = g.Extent(&g.B)
-			p.b, err = ext("b", l.B, n, ok)
-		case ops.BBroadcast:
-			p.b, err = d.span("b", l.B, 1)
-		case ops.BScalar:
-		default:
-			err = fmt.Errorf("unknown form of b (%d)", l.BKind)
-		}
-		return err
-	case k == ops.Sum:
-		if l.N != g.Elems() {
-			return fmt.Errorf("n is %d, the geometry holds %d elements", l.N, g.Elems())
-		}
-		if p.out, err = d.span("out", l.Out, 1); err != nil {
-			return err
-		}
-		n, ok := g.Extent(&g.A)
-		p.a, err = ext("a", l.A, n, ok)
-		return err
-	case k == ops.Matmul:
-		m, kd, c := l.M, l.Kd, l.Cols
-		if m < 0 || kd < 0 || c < 0 {
-			return fmt.Errorf("negative size m=%d k=%d n=%d", m, kd, c)
-		}
-		if !ops.MatmulDistinct(&g.Out, m, c) {
-			return fmt.Errorf("out's strides write one element twice")
-		}
-		n, ok := ops.MatmulExtent(&g.Out, m, c)
-		if p.out, err = ext("out", l.Out, n, ok); err != nil {
-			return err
-		}
-		n, ok = ops.MatmulExtent(&g.A, m, kd)
-		if p.a, err = ext("a", l.A, n, ok); err != nil {
-			return err
-		}
-		n, ok = ops.MatmulExtent(&g.B, kd, c)
-		if p.b, err = ext("b", l.B, n, ok); err != nil {
-			return err
-		}
-		if overlap(l.Out, p.out.n, l.A, p.a.n) {
-			return fmt.Errorf("out 0x%x+%s overlaps a 0x%x+%s", l.Out, bytes(p.out.n), l.A, bytes(p.a.n))
-		}
-		if overlap(l.Out, p.out.n, l.B, p.b.n) {
-			return fmt.Errorf("out 0x%x+%s overlaps b 0x%x+%s", l.Out, bytes(p.out.n), l.B, bytes(p.b.n))
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown kernel %d", uint8(k))
-}
 
 // runStrided executes a planned strided launch. Its output's values are
 // computed when its inputs are known and within the value limits; when
