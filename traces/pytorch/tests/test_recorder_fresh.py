@@ -73,6 +73,26 @@ class FreshInputTest(fake.FakeTorchTest):
         self.assertEqual({r.get("dtype", "float32") for r in tensors}, {"bfloat16", "float32"})
 
 
+def settled_state(rec):
+    """The session's state once what the recorder holds is written: what
+    the scenarios compare between the recorder's paths."""
+    with rec.lock:
+        rec._settle()
+    ss = rec.session
+    return (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
+            sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
+            dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
+            sorted(ss._held_wr.values()), rec._mark_counter)
+
+
+def written(rec, path, state):
+    """A scenario's result: the trace's text, the session's state at the
+    end, the calls the short path took."""
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read(), state, rec.fresh_calls
+
+
 def fresh_scenario(path, follow=False):
     """A loop over new inputs through what a short path before the call
     (Recorder._fresh_before) must see as the general path does: inputs
@@ -161,16 +181,8 @@ def fresh_scenario(path, follow=False):
             state, = mgr._run([w, xr, state], rnn)
             xr = None
         del y, kept, state
-        with rec.lock:
-            rec._settle()
-        ss = rec.session
-        state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
-                 sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
-                 dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
-                 sorted(ss._held_wr.values()), rec._mark_counter)
-    assert rec.error is None, rec.error
-    with open(path) as fh:
-        return fh.read(), state, rec.fresh_calls
+        state = settled_state(rec)
+    return written(rec, path, state)
 
 
 def _tree(mgr, ins, fid):
@@ -210,14 +222,8 @@ def src_scenario(path, follow=False):
             fake._invocation()
             y, = ways[(i // 10) % 3]([w, fake.Tensor([16, 8])])
         del y
-        with rec.lock:
-            rec._settle()
-        ss = rec.session
-        state = (list(ss.entries), list(ss._watch), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
-                 dict(ss.counts), sorted(ss._held_wr.values()))
-    assert rec.error is None, rec.error
-    with open(path) as fh:
-        return fh.read(), state, rec.fresh_calls
+        state = settled_state(rec)
+    return written(rec, path, state)
 
 
 def mixed_scenario(path, follow=False):
@@ -353,16 +359,8 @@ def mixed_scenario(path, follow=False):
             x = None
         box.clear()
         del kept, view, same, box_x
-        with rec.lock:
-            rec._settle()
-        ss = rec.session
-        state = (list(ss.entries), [list(v) for v in ss.by_storage.values()], list(ss._watch),
-                 sorted(ss.by_view.values()), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
-                 dict(ss.counts), [(e.name, e.order) for e in ss.entries.values()],
-                 sorted(ss._held_wr.values()), rec._mark_counter)
-    assert rec.error is None, rec.error
-    with open(path) as fh:
-        return fh.read(), state, rec.fresh_calls
+        state = settled_state(rec)
+    return written(rec, path, state)
 
 
 def train_scenario(path, follow=False):
@@ -391,14 +389,8 @@ def train_scenario(path, follow=False):
                 y.item()
             dw = None
         del y
-        with rec.lock:
-            rec._settle()
-        ss = rec.session
-        state = (list(ss.entries), list(ss._watch), ss.order, ss.epoch, ss.seed, sorted(ss.names_used),
-                 dict(ss.counts), sorted(ss._held_wr.values()), [(e.name, e.order) for e in ss.entries.values()])
-    assert rec.error is None, rec.error
-    with open(path) as fh:
-        return fh.read(), state, rec.fresh_calls
+        state = settled_state(rec)
+    return written(rec, path, state)
 
 
 class FreshPathTest(fake.FakeTorchTest):
