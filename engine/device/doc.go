@@ -4,7 +4,9 @@
 // backend may add, Snapshotter and Releaser (the state saved and put back
 // when a record fails), Cloner (an independent device in the same state,
 // for engine.Clone) and SnapshotSizer (what one more snapshot costs in
-// bytes). Its value types (Ptr, Stream, Launch, GraphNode) are what both
-// backends speak: engine/device/sim, pure Go, and engine/device/cuda
+// bytes), ValueKnower and Initializer. Its value types (Ptr, Stream,
+// Launch, GraphNode) are what both backends speak, and LaunchOperands
+// (operands.go) what a launch writes and reads, checked the same way by
+// both: engine/device/sim, pure Go, and engine/device/cuda
 // (build tag cuda); engine/device/devicetest is the suite both pass.
 package device
