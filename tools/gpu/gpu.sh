@@ -339,7 +339,7 @@ suite_pool-leak() {
 	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
 	step peer-guard 60 . @peer_guard "$p"
 	step pool-leak 300 . @pool_leak "$p"
-	show pool-leak '^\[pool-leak\] (test|[0-9]+ Python|[0-9]+ of the tree|  no Python)|passed|failed' 20
+	show pool-leak '^== |^\[pool-leak\] (test|block|[0-9]+ |before|  no Python)|passed|failed' 60
 }
 
 suite_replay() {
@@ -495,14 +495,35 @@ peer_pytest() {
 		-p no:cacheprovider -rfE ${4:+--junitxml "$4"}
 }
 
-# pool_leak DIR: the tests PEER_K names recorded, tools/gpu/pool_leak.py
-# loaded, in one process.
+# pool_leak DIR: pool_leak.py over each test of PEER_TESTS (default the
+# two recording changed) recorded and unrecorded, each in a process of its
+# own, the four at once; or, where PEER_K is set, the tests it selects
+# recorded in one process. Each run's log is DIR/pool-leak/NAME.log.
 pool_leak() {
-	mkdir -p "$1/pool-leak"
-	cd "$1" && PEER_OUT="$1/pool-leak" PEER_RECORD=1 \
-		PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim:$root/tools/gpu${PYTHONPATH:+:$PYTHONPATH}" \
-		python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -p pool_leak -q -s -p no:cacheprovider \
-		-k "${PEER_K:-test_fallback_to_eager_if_recompiling_too_many_times and not warn_only}"
+	local d=$1/pool-leak t m pids=() rc=0 logsin=()
+	mkdir -p "$d"
+	cd "$1" || return 1
+	export PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim:$root/tools/gpu${PYTHONPATH:+:$PYTHONPATH}"
+	if [[ -n ${PEER_K:-} ]]; then
+		PEER_OUT="$d" PEER_RECORD=1 python3 -m pytest test_cudagraph_trees_guarded.py -p conftest -p pool_leak -q -s \
+			-p no:cacheprovider -k "$PEER_K"
+		return
+	fi
+	for t in ${PEER_TESTS:-test_fallback_to_eager_if_recompiling_too_many_times test_fallback_to_eager_if_recompiling_too_many_times_due_to_cudagraph_managed_tensor}; do
+		for m in 1 0; do
+			mkdir -p "$d/$t-$m"
+			PEER_OUT="$d/$t-$m" PEER_RECORD=$m python3 -m pytest "test_cudagraph_trees_guarded.py::CudaGraphTreeTests::$t" \
+				-p conftest -p pool_leak -q -s -p no:cacheprovider >"$d/$t-$m.log" 2>&1 &
+			pids+=($!)
+			logsin+=("$d/$t-$m.log")
+		done
+	done
+	for t in "${pids[@]}"; do wait "$t" || rc=1; done
+	for t in "${logsin[@]}"; do
+		echo "== $(basename "$t" .log) (-1 recorded, -0 not)"
+		grep -E '^\[pool-leak\]|passed|failed|Error' "$t" | head -80
+	done
+	return $rc
 }
 
 # peer_errors DIR: the recorder never raises into a test; its own failures

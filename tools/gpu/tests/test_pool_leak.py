@@ -48,6 +48,17 @@ class PoolLeakTest(unittest.TestCase):
             pool_leak.chain(object(), set())
         self.assertIn("no Python object refers to it: C++ holds it", err.getvalue())
 
+    def test_owners_names_the_graph_that_made_a_block(self):
+        class Node:
+            pass
+        kept = Node()
+        rows = [(3, 1, False, [(0, 0x8200, 16, True), (1, 0x9000, 16, False)]),
+                (4, 2, True, [(0, 0x8800, 16, False)])]
+        refs = [lambda: kept, lambda: None]
+        self.assertEqual(pool_leak.owners(rows, refs, 0x8200, 1024),
+                         ["output 0 (16 bytes) of node 3, function 1: NOT reached from the roots, cached, node alive after the reset"])
+        self.assertIn("no node's output", pool_leak.owners(rows, refs, 0xa000, 512)[0])
+
 
 if __name__ == "__main__":
     unittest.main()
