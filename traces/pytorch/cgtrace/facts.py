@@ -119,16 +119,16 @@ class _Facts:
         """The first n frames from f up the stack whose code is not the
         library's (torch, the standard library, this package, inductor's
         generated code), each with its depth from f, fewer where the stack
-        has fewer. Each code object is judged once (_lib_code): the walk
-        is a dict lookup a frame."""
-        lib = self._lib_code
+        has fewer. Each file is judged once (_lib_file): the walk is a
+        dict lookup a frame."""
+        lib = self._lib_file
         got = []
         depth = 0
         while f is not None:
-            code = f.f_code
-            is_lib = lib.get(code)
+            path = f.f_code.co_filename
+            is_lib = lib.get(path)
             if is_lib is None:
-                is_lib = lib[code] = self._is_library_file(code.co_filename)
+                is_lib = lib[path] = self._is_library_file(path)
             if not is_lib:
                 got.append((f, depth))
                 if len(got) == n:
@@ -142,7 +142,7 @@ class _Facts:
         by every record of that line (records are never changed once
         made); None where the format cannot hold it (a control
         character, a path over the format's limit, no line)."""
-        key = (code, line)
+        key = (code.co_filename, line, code.co_name)
         got = self._src_cache.get(key)
         if got is None and key not in self._src_cache:
             got = _make_src(code.co_filename, line, code.co_name)
@@ -165,14 +165,14 @@ class _Facts:
         what the _run wrapper's steady path compares (_run_src)."""
         f = None
         try:
-            f = first_outside(sys._getframe(2), self._own_code)
+            f = first_outside(sys._getframe(2), self._own_file)
             got = self._frames_outside(f, 1 if mode == "backward" else 2)
             f = None
             if mode == "backward":
                 if not got:
                     return None, None, None
                 g, d = got[0]
-                return self._src_of(g.f_code, g.f_lineno), None, (d, g.f_code)
+                return self._src_of(g.f_code, g.f_lineno), None, (d, weakref.ref(g.f_code))
             if not got:
                 return None, None, None
             code = got[0][0].f_code
@@ -180,7 +180,7 @@ class _Facts:
             if len(got) > 1:
                 g, d = got[1]
                 call = self._src_of(g.f_code, g.f_lineno)
-                at = (d, g.f_code)
+                at = (d, weakref.ref(g.f_code))
             return call, self._src_of(code, code.co_firstlineno), at
         except Exception:  # (a frame that cannot be read: no src, never a failure)
             return None, None, None
@@ -270,11 +270,14 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def first_outside(f, mine):
     """f, or the first frame above it whose code is not this package's
     (the user's, or torch's); None past the stack's top. mine caches the
-    answer per code object, so a loop's frames cost a dict lookup each."""
+    answer per file name, so a loop's frames cost a dict lookup each (by
+    name, not code object: a cache holding the program's code objects
+    would keep what Dynamo frees with them, see Recorder.__init__)."""
     while f is not None:
-        own = mine.get(f.f_code)
+        path = f.f_code.co_filename
+        own = mine.get(path)
         if own is None:
-            own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+            own = mine[path] = path.startswith(_PKG_DIR)
         if not own:
             return f
         f = f.f_back

@@ -181,15 +181,16 @@ class _Fresh:
         # The src: frame 3 is the one that called the _run wrapper (frame 2,
         # which called _fresh_call).
         f = sys._getframe(3)
-        mine = self._own_code
-        own = mine.get(f.f_code)
+        mine = self._own_file
+        path = f.f_code.co_filename
+        own = mine.get(path)
         if own is None:
-            own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+            own = mine[path] = path.startswith(_PKG_DIR)
         if own:
             return None
         if plan.src_d:
             f = sys._getframe(3 + plan.src_d)  # (ValueError past the stack's top: _on_run's)
-        src = plan.src_lines.get(f.f_lineno) if f.f_code is plan.src_code else None
+        src = plan.src_lines.get(f.f_lineno) if f.f_code is plan.src_code() else None
         f = None
         if src is None:
             return None
@@ -488,7 +489,7 @@ class _Fresh:
         # The src, where the plan's general calls found it (Facts._call_srcs):
         # the frame plan.src_d frames past the one that called the tree's
         # _run, of the same code, at a line they saw.
-        mine = self._own_code
+        mine = self._own_file
         f = None
         if self._via_run:
             # Frame 4 is the _run wrapper, which called _on_run itself: the
@@ -496,9 +497,10 @@ class _Fresh:
             # one between (torch's own, on a GPU: src_d of them), when it
             # is not this package's (else the walk below).
             f = sys._getframe(5)
-            own = mine.get(f.f_code)
+            path = f.f_code.co_filename
+            own = mine.get(path)
             if own is None:
-                own = mine[f.f_code] = f.f_code.co_filename.startswith(_PKG_DIR)
+                own = mine[path] = path.startswith(_PKG_DIR)
             if own:
                 f = None
             elif plan.src_d:
@@ -510,7 +512,7 @@ class _Fresh:
                 if f is None:
                     break
                 f = f.f_back
-        src = plan.src_lines.get(f.f_lineno) if f is not None and f.f_code is plan.src_code else None
+        src = plan.src_lines.get(f.f_lineno) if f is not None and f.f_code is plan.src_code() else None
         f = None
         if src is None:
             return None

@@ -245,7 +245,7 @@ class _Hooks:
                         f = getframe(plan.src_d + (3 if probed else 1))
                     except ValueError:  # (a shallower stack)
                         f = None
-                    if f is not None and f.f_code is plan.src_code:
+                    if f is not None and f.f_code is plan.src_code():
                         src = plan.src_lines.get(f.f_lineno)
                     f = None
                     ok = src is not None

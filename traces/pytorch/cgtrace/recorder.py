@@ -200,9 +200,17 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self._all_knobs_due = self._all_knobs_read = False
         self._signals = {}  # signal -> the handler before the journal's (_exit_guards)
         self._compat = None  # what compat.check found of this torch, at start
-        self._lib_code = {}  # code object -> whether it is the library's (_frames_outside)
-        self._src_cache = {}  # (code object, line) -> (src dict, its JSON) or None (_src_of)
-        self._own_code = {}  # code object -> whether it is this package's (_call_srcs)
+        # The caches of what the Python stack says are keyed by file name
+        # and line, never by code object, and a plan keeps its src frame's
+        # code by weak reference: Dynamo frees a compiled frame's globals
+        # (its compiled graph, and the graph's parameters and their grads,
+        # in the tree's pool) when the frame's transformed code object
+        # dies, so a recorder holding that code would keep them alive
+        # (issue 33 item 2: the peer suite's tearDown found the pool's
+        # block of a grad after torch._dynamo.reset()).
+        self._lib_file = {}  # file name -> whether it is the library's (_frames_outside)
+        self._src_cache = {}  # (file name, line, function name) -> (src dict, its JSON) or None (_src_of)
+        self._own_file = {}  # file name -> whether it is this package's (_call_srcs)
 
 
     def start(self):

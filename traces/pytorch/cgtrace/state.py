@@ -171,8 +171,9 @@ class _ReplayPlan:
         self.uses = False
         self.cfg = None  # the count of config writes (Recorder._count_config_writes) it was checked at
         # Where the calls' src frame is (Facts._call_srcs): its depth from
-        # the frame that called the tree's _run, and its code (None: the
-        # calls had no src); and the srcs of that code's lines seen, by
+        # the frame that called the tree's _run, and a weak reference to
+        # its code (None: the calls had no src; weak: see
+        # Recorder.__init__'s caches); and the srcs of that code's lines seen, by
         # line: what a deferred replay's src is when its frame there has
         # that code (the _run wrapper's check).
         self.src_d = self.src_code = None
@@ -180,17 +181,17 @@ class _ReplayPlan:
         self.set_args(args)
 
     def see_src(self, at, src):
-        """A call of the plan's function came from `at` ((depth, code), or
-        None) with `src`: the src of that line, kept for deferred replays
+        """A call of the plan's function came from `at` ((depth, a weak
+        reference to the code), or None) with `src`: the src of that line, kept for deferred replays
         from the same frame (a frame elsewhere starts over)."""
         if at is None:
             if self.src_code is not None:
                 self.src_d = self.src_code = None
                 self.src_lines = {}
             return
-        d, code = at
-        if d != self.src_d or code is not self.src_code:
-            self.src_d, self.src_code, self.src_lines = d, code, {}
+        d, ref = at
+        if d != self.src_d or self.src_code is None or ref() is not self.src_code():
+            self.src_d, self.src_code, self.src_lines = d, ref, {}
         if src is not None:
             self.src_lines[src[0]["line"]] = src
 

@@ -191,11 +191,14 @@ def _tree(mgr, ins, fid):
     return mgr._run(ins, fid)
 
 
-def _own(mgr, ins, fid):
-    """The tree's _run called from a frame the test makes the recorder
-    take for its own (Recorder._own_code): the src is looked for past it,
-    as if the tree were called directly."""
-    return mgr._run(ins, fid)
+# _own: the tree's _run called from a frame the test makes the recorder
+# take for its own (Recorder._own_file, which judges frames by their
+# file: so _own is made from a file of its own name): the src is looked
+# for past it, as if the tree were called directly.
+_OWN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<own frames>.py")
+_own_ns = {}
+exec(compile("def _own(mgr, ins, fid):\n    return mgr._run(ins, fid)\n", _OWN_FILE, "exec"), _own_ns)
+_own = _own_ns["_own"]
 
 
 def src_scenario(path, follow=False):
@@ -209,7 +212,7 @@ def src_scenario(path, follow=False):
     cgt, mgr, f, w = one_function()
     ways = [lambda ins: mgr._run(ins, f), lambda ins: _tree(mgr, ins, f), lambda ins: _own(mgr, ins, f)]
     with cgtrace.record(path, follow=follow) as rec:
-        rec._own_code[_own.__code__] = True
+        rec._own_file[_OWN_FILE] = True
         for i in range(120):
             cgt.mark_step_begin()
             fake._invocation()

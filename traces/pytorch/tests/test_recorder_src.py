@@ -88,6 +88,54 @@ class SrcTest(fake.FakeTorchTest):
         general, _ = fake.at_one_line(self.record, False)
         self.assertEqual(deferred, general)
 
+    def test_keeps_no_code_object_of_the_program(self):
+        """Dynamo frees a compiled frame's globals (the compiled graph, and
+        with it the graph's parameters and their grads in the tree's pool)
+        when the frame's transformed code object dies; a recorder that kept
+        the program's code objects alive changed what the program frees
+        (issue 33 item 2). Here the program's functions are made at run
+        time, called on every path (general, deferred, a new input each
+        call), then dropped: their code must die while the recording goes
+        on."""
+        import gc
+        import weakref
+        from unittest import mock
+        program = (
+            "def model(x):\n"
+            "    return MGR._run([W, x], FID)\n"
+            "def loop(cgt, fake, n, fresh):\n"
+            "    x = fake.Tensor([2, 4])\n"
+            "    for i in range(n):\n"
+            "        cgt.mark_step_begin()\n"
+            "        fake._invocation()\n"
+            "        if fresh:\n"
+            "            x = fake.Tensor([2, 4])\n"
+            "        out, = mod" "el(x)\n"
+            "        if i == 3:\n"
+            "            out.it" "em()\n")
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        for defer in (True, False):
+            with self.subTest(defer=defer), mock.patch.object(cgtrace.Recorder, "_defer", defer):
+                path = os.path.join(self.dir.name, "code%d.cgt.jsonl" % defer)
+                with cgtrace.record(path) as rec:
+                    ns = {"MGR": MGR, "W": W, "FID": FID}
+                    exec(compile(program, os.path.join(self.dir.name, "program%d.py" % defer), "exec"), ns)
+                    codes = [weakref.ref(ns["model"].__code__), weakref.ref(ns["loop"].__code__)]
+                    ns["loop"](cgt, fake, 20, False)
+                    ns["loop"](cgt, fake, 20, True)
+                    with rec.lock:
+                        rec._settle()
+                    ns = None
+                    gc.collect()
+                    self.assertEqual([c() for c in codes], [None, None])
+                    # The calls' srcs were found, on every path.
+                    self.assertGreater(rec.short_calls + rec.fresh_calls, 4 if defer else -1)
+                self.assertIsNone(rec.error)
+                with open(path) as fh:
+                    calls = [r for r in map(json.loads, fh) if r.get("op") == "call"]
+                self.assertEqual(len(calls), 40)
+                self.assertTrue(all(c["src"]["fn"] == "loop" for c in calls), calls[-1])
+
     def test_src_the_format_cannot_hold_is_left_out(self):
         self.assertIsNone(_make_src("a\x1b]0;x\x07.py", 3, "f"))
         self.assertIsNone(_make_src("a.py", 3, "f\n"))
