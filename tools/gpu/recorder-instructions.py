@@ -18,7 +18,23 @@ recorder-overhead.py --baseline takes it; count a copy of this checkout's
 be edited meanwhile: each of the four runs loads the recorder anew, and
 runs of two versions give a difference of nothing. Needs valgrind; the GPU loop
 is timed by recorder-overhead.py (what a GPU call costs is not the CPU's
-instructions alone)."""
+instructions alone).
+
+    python3 tools/gpu/recorder-instructions.py --cold [--fresh] [--calls 300]
+
+also counts the last-level cache misses a call adds, with a buffer of
+twice the (simulated, 1 MiB) last-level cache read between two calls:
+what torch's own code does between two of a real program's calls (Dynamo's
+guards, the AOT and Inductor wrappers, the driver), so that the recorder's
+objects and code are cold at every call. On a GPU host that is most of
+what recording costs: the CPU stand-in with its caches emptied between
+calls loses about what the H200 loses (a new input a call: about 100 us
+added with an 8 MiB buffer read between calls on the 16 MiB L3 of the
+development machine, 106 us on the H200 on 2026-12-05, about 50 us with
+warm caches: recorder-overhead.py --fake --evict-mb). The misses are not a time (the CPU overlaps them, and
+prefetches), but they do not move with the machine's load as the
+microseconds do, and fewer of them is what a faster recorder on a GPU
+host needs (issue 33 item 5)."""
 import argparse
 import os
 import re
@@ -29,16 +45,25 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def child(fresh, calls, baseline):
+# The simulated caches of --cold (valgrind's size,associativity,line):
+# a last-level cache small enough that reading twice its size between
+# calls stays cheap under the simulation.
+_LL_BYTES = 1 << 20
+_CACHES = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=%d,16,64" % _LL_BYTES]
+
+
+def child(fresh, calls, baseline, evict=0):
     """The measured program: the fake loop's warm-up, then `calls` calls
     recorded (calls > 0) or unrecorded (calls < 0, after an empty
-    recording, so both start and write a recording alike)."""
+    recording, so both start and write a recording alike); evict: the
+    bytes read between two calls (--cold)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(HERE, "recorder-overhead.py"))
     ro = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ro)
     record = ro.load_baseline(baseline).record if baseline else ro.cgtrace.record
     step, _, restore = ro.fake_workload(fresh)
+    step = ro.evicting(step, evict)
     try:
         for _ in range(50):
             step()
@@ -52,15 +77,23 @@ def child(fresh, calls, baseline):
         restore()
 
 
-_COLLECTED = re.compile(r"Collected : (\d+)")
+_COLLECTED = re.compile(r"Collected : ([\d ]+)")
+# callgrind's events with --cache-sim=yes, in the order it prints them.
+_EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
 
 
-def instructions(fresh, calls, baseline, run=subprocess.run):
-    """The instructions callgrind counted for one child run."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-           os.path.abspath(__file__), "--child", str(calls)]
+def counts(fresh, calls, baseline, cold=False, run=subprocess.run):
+    """callgrind's counts for one child run: {"Ir": instructions}, and
+    with cold every cache event (the last-level misses: ILmr, DLmr,
+    DLmw)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    if cold:
+        cmd += ["--cache-sim=yes"] + _CACHES
+    cmd += [sys.executable, os.path.abspath(__file__), "--child", str(calls)]
     if fresh:
         cmd.append("--fresh")
+    if cold:
+        cmd += ["--evict", str(2 * _LL_BYTES)]
     if baseline:
         cmd += ["--baseline", baseline]
     env = dict(os.environ, PYTHONHASHSEED="0")  # (set iteration orders the same in every run)
@@ -69,15 +102,33 @@ def instructions(fresh, calls, baseline, run=subprocess.run):
     if p.returncode != 0 or m is None:
         raise SystemExit("recorder-instructions: %s failed (%d): %s" % (" ".join(cmd), p.returncode,
                                                                         (p.stderr or "")[-2000:]))
-    return int(m.group(1))
+    got = dict(zip(_EVENTS if cold else _EVENTS[:1], map(int, m.group(1).split())))
+    if cold and len(got) != len(_EVENTS):
+        raise SystemExit("recorder-instructions: callgrind counted %s, not the cache events" % m.group(1).strip())
+    return got
 
 
-def measure(fresh, calls, baseline=None, run=subprocess.run):
+def instructions(fresh, calls, baseline, run=subprocess.run):
+    """The instructions callgrind counted for one child run."""
+    return counts(fresh, calls, baseline, run=run)["Ir"]
+
+
+def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False):
     """{off, on, added}: instructions per call, from the differences of
-    runs of calls and 2*calls calls."""
-    on = (instructions(fresh, 2 * calls, baseline, run) - instructions(fresh, calls, baseline, run)) / calls
-    off = (instructions(fresh, -2 * calls, baseline, run) - instructions(fresh, -calls, baseline, run)) / calls
-    return {"off": off, "on": on, "added": on - off}
+    runs of calls and 2*calls calls; with cold also {misses_off,
+    misses_on, misses_added}: the last-level cache misses a call."""
+    runs = {n: counts(fresh, n, baseline, cold, run) for n in (2 * calls, calls, -2 * calls, -calls)}
+
+    def per_call(events, sign):
+        return sum(runs[sign * 2 * calls][e] - runs[sign * calls][e] for e in events) / calls
+
+    on, off = per_call(("Ir",), 1), per_call(("Ir",), -1)
+    r = {"off": off, "on": on, "added": on - off}
+    if cold:
+        ll = ("ILmr", "DLmr", "DLmw")
+        r["misses_on"], r["misses_off"] = per_call(ll, 1), per_call(ll, -1)
+        r["misses_added"] = r["misses_on"] - r["misses_off"]
+    return r
 
 
 def main(argv=None):
@@ -85,18 +136,24 @@ def main(argv=None):
     p.add_argument("--fresh", action="store_true", help="a new input at every call (else the steady loop)")
     p.add_argument("--calls", type=int, default=1000, help="calls of the shorter runs")
     p.add_argument("--baseline", metavar="RECORDER", help="count this recorder instead of this checkout's")
+    p.add_argument("--cold", action="store_true",
+                   help="also count the last-level cache misses a call adds, the caches emptied between calls")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--evict", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child is not None:
-        child(a.fresh, a.child, a.baseline)
+        child(a.fresh, a.child, a.baseline, a.evict)
         return 0
     if a.calls < 1:
         p.error("--calls must be at least 1")
-    r = measure(a.fresh, a.calls, a.baseline)
-    print("%s%s: %.0f instructions a call unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded call)"
-          % ("a new input each call" if a.fresh else "the same input (steady)",
-             ", recorder %s" % a.baseline if a.baseline else "", r["off"], r["on"], r["added"],
-             r["added"] / r["off"]))
+    r = measure(a.fresh, a.calls, a.baseline, cold=a.cold)
+    what = "%s%s" % ("a new input each call" if a.fresh else "the same input (steady)",
+                     ", recorder %s" % a.baseline if a.baseline else "")
+    print("%s: %.0f instructions a call unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded call)"
+          % (what, r["off"], r["on"], r["added"], r["added"] / r["off"]))
+    if a.cold:
+        print("%s, cold caches: %.0f last-level misses a call unrecorded, %.0f recorded, %.0f added"
+              % (what, r["misses_off"], r["misses_on"], r["misses_added"]))
     return 0
 
 

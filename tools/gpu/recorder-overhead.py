@@ -19,6 +19,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
     python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
     python3 tools/gpu/recorder-overhead.py --both [--fake]  # the steady and the new-input loop, one run
+    python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -278,6 +279,21 @@ def mlp_workload(dim=1024, batch=64, fresh=False):
     return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
+def evicting(step, nbytes):
+    """step, after reading a buffer of nbytes a cache line at a time:
+    whatever the recorder touched at the last call is out of the caches,
+    as torch's own code between two calls of a real program leaves it
+    (nbytes 0: step itself). BENCHMARKS.md, session 14."""
+    if nbytes <= 0:
+        return step
+    buf = bytearray(nbytes)
+
+    def cold_step():
+        bytes(buf[::64])  # (one byte of every line, read in C)
+        step()
+    return cold_step
+
+
 def fake_workload(fresh=False):
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/fake_torch.py), on CPU: three
@@ -530,11 +546,16 @@ def main(argv=None):
     p.add_argument("--inside", action="store_true",
                    help="then time the recorder's own code in place (a copy of it reading the clock), "
                         "in the same number of rounds")
+    p.add_argument("--evict-mb", type=float, default=0, metavar="MB",
+                   help="with --fake: read a buffer of MB MiB between two calls, so that the recorder "
+                        "starts each call with cold caches as on a GPU host")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
     a = p.parse_args(argv)
-    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0:
-        p.error("--iters and --rounds must be at least 1, --warm and --profile at least 0")
+    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0:
+        p.error("--iters and --rounds must be at least 1, --warm, --profile and --evict-mb at least 0")
+    if a.evict_mb and not a.fake:
+        p.error("--evict-mb is for --fake (on a GPU torch's own code empties the caches)")
     baseline = load_baseline(a.baseline).record if a.baseline else None
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     host_before = host_ms()
@@ -542,7 +563,9 @@ def main(argv=None):
     for fresh in ((False, True) if a.both else (a.fresh,)):
         if a.fake:
             step, sync, restore = fake_workload(fresh)
-            name = "fake torch, replay + mark_step" + (", a new input each call" if fresh else "")
+            step = evicting(step, int(a.evict_mb * (1 << 20)))
+            name = "fake torch, replay + mark_step" + (", a new input each call" if fresh else "") + (
+                ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
             workload = "fake"
         else:
             step, sync = mlp_workload(a.dim, a.batch, fresh)

@@ -41,6 +41,37 @@ class InstructionsTest(unittest.TestCase):
         self.assertTrue(all(c[0] == "valgrind" and "--fresh" in c and c[-2:] == ["--baseline", "/some/recorder"]
                             for c in seen))
 
+    def test_cold_counts_last_level_misses(self):
+        # The stand-in's nine events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw
+        # DLmw. A call: 100 instructions and 10 LL misses (ILmr 2, DLmr 5,
+        # DLmw 3) unrecorded, 250 and 40 (8, 20, 12) recorded.
+        seen = []
+
+        def run(cmd, **kw):
+            seen.append(cmd)
+            calls = int(cmd[cmd.index("--child") + 1])
+            k = abs(calls)
+            if calls > 0:
+                ev = (250 * k, 0, 8 * k, 0, 0, 20 * k, 0, 0, 12 * k)
+            else:
+                ev = (100 * k, 0, 2 * k, 0, 0, 5 * k, 0, 0, 3 * k)
+            ev = [v + 1000 for v in ev]  # (start-up, the same in every run)
+            return types.SimpleNamespace(returncode=0, stderr="==1== Collected : %s\n" % " ".join(map(str, ev)))
+
+        r = ri.measure(False, 10, run=run, cold=True)
+        self.assertEqual(r, {"off": 100.0, "on": 250.0, "added": 150.0,
+                             "misses_off": 10.0, "misses_on": 40.0, "misses_added": 30.0})
+        self.assertTrue(all("--cache-sim=yes" in c and c[c.index("--evict") + 1] == str(2 * ri._LL_BYTES)
+                            for c in seen))
+
+    def test_cold_without_cache_events_is_an_error(self):
+        def run(cmd, **kw):
+            return types.SimpleNamespace(returncode=0, stderr="==1== Collected : 12345\n")
+
+        with self.assertRaises(SystemExit) as cm:
+            ri.measure(False, 10, run=run, cold=True)
+        self.assertIn("not the cache events", str(cm.exception))
+
     def test_failed_run_is_an_error(self):
         def run(cmd, **kw):
             return types.SimpleNamespace(returncode=1, stderr="valgrind: no such tool")

@@ -218,6 +218,28 @@ class MeasureTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "__init__.py no longer has the mark"):
                 ro.recorder_inside(d)
 
+    def test_evict_reads_between_calls(self):
+        """--evict-mb: the fake loop with a buffer read before each call
+        (the caches cold at every call, as on a GPU host), named so in
+        what it prints; refused without --fake."""
+        status, out = self.main_with_its_own_fake(["--fake", "--evict-mb", "0.25", "--iters", "10", "--rounds", "1",
+                                                   "--warm", "2"])
+        self.assertEqual(status, 0)
+        self.assertIn("fake torch, replay + mark_step, 0.25 MiB read between calls: off", out.getvalue())
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+            ro.main(["--evict-mb", "8"])
+        self.assertIn("--evict-mb is for --fake", err.getvalue())
+        calls = []
+
+        def plain():
+            calls.append(1)
+        self.assertIs(ro.evicting(plain, 0), plain)
+        step = ro.evicting(plain, 4096)
+        self.assertIsNot(step, plain)
+        step()
+        step()
+        self.assertEqual(calls, [1, 1])
+
     def test_missing_baseline_refused(self):
         with self.assertRaises(SystemExit) as cm:
             ro.main(["--fake", "--baseline", "/nonexistent/cgtrace.py"])
