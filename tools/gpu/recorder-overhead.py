@@ -18,6 +18,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --baseline /tmp/before/traces/pytorch/cgtrace  # before/after, one run
     python3 tools/gpu/recorder-overhead.py --profile 25  # then where a recorded call's time goes
     python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
+    python3 tools/gpu/recorder-overhead.py --fresh --inside  # the same for a call on a new input, by part
     python3 tools/gpu/recorder-overhead.py --both [--fake]  # the steady and the new-input loop, one run
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
 
@@ -428,6 +429,103 @@ def _load_package(name, folder, patched=None):
     return pkg
 
 
+# The marks of --inside on a new-input loop, in the whole call the _run
+# wrapper hands to _Fresh._fresh_call (fresh.py) and its deferred part
+# (freshq.py), by file: _FIN [the checks (_fresh_call_check), the rest
+# before the tree's call, after it, the queue's writing, calls].
+_FRESH_MARKS = {
+    "fresh.py": (
+        ("        fs = got[3]\n        tok = fs.fresh_tok\n",
+         "        _t0 = _ns()\n        fs = got[3]\n        tok = fs.fresh_tok\n"),
+        ("        try:\n            got = self._fresh_call_check(",
+         "        _FIN[1] += _ns() - _t0; _t1 = _ns()\n        try:\n            got = self._fresh_call_check("),
+        ("        if got is None:\n            return DECLINED\n",
+         "        _FIN[0] += _ns() - _t1; _FIN[5] = _ns()\n        if got is None:\n            return DECLINED\n"),
+    ),
+    "freshq.py": (
+        ("        fact = None\n        tls = self.tls\n        try:\n            out = orig_run(",
+         "        fact = None\n        tls = self.tls\n        _FIN[1] += _ns() - _FIN[5]; _FIN[4] += 1\n"
+         "        try:\n            out = orig_run("),
+        ("        if hot.off:\n            return out\n        try:\n            # What _fast_after asks",
+         "        _t2 = _ns()\n        if hot.off:\n            return out\n        try:\n            # What _fast_after asks"),
+        ("                fq.append(t)  # (counted when written: _fq_write)\n",
+         "                fq.append(t)  # (counted when written: _fq_write)\n                _FIN[2] += _ns() - _t2; _t3 = _ns()\n"),
+        ("                    self._fq_write()\n                    self._flush()\n                return out\n",
+         "                    self._fq_write()\n                    self._flush()\n                _FIN[3] += _ns() - _t3\n"
+         "                return out\n"),
+    ),
+}
+
+
+def recorder_inside_fresh(path=None):
+    """A copy of the recorder package whose whole call of a new input (the
+    _run wrapper's, through _Fresh._fresh_call, queued by _FreshQueue)
+    reads the clock around its parts, summed in the copy's _FIN: [the
+    checks, the rest before the tree's call, after it, the queue's
+    writing (ns), calls queued]. Raises ValueError when the recorder's
+    code no longer has a mark."""
+    path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace")
+    fin = [0] * 6
+    patched = {}
+    for fname, marks in _FRESH_MARKS.items():
+        target = os.path.join(path, fname)
+        try:
+            with open(target) as fh:
+                src = fh.read()
+        except OSError as e:
+            raise ValueError("recorder_inside_fresh: %s" % e)
+        for old, new in marks:
+            if src.count(old) != 1:
+                raise ValueError("recorder_inside_fresh: %s no longer has the mark %r" % (target, old[:60]))
+            src = src.replace(old, new)
+        patched[fname] = (src, dict(_ns=time.perf_counter_ns, _FIN=fin))
+    mod = _load_package("cgtrace_inside", path, patched)
+    mod._FIN = fin
+    return mod
+
+
+def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
+    """measure_inside for a new-input loop: per round the recorder's own
+    time a queued call (us: its checks, the rest before the tree's call,
+    after it, the queue's writing spread over the calls). Returns medians
+    and the rounds."""
+    mod = recorder_inside_fresh()
+    for _ in range(warm):
+        step()
+    sync()
+    rows = []
+    with tempfile.TemporaryDirectory(dir=folder) as d:
+        for r in range(rounds):
+            rec = mod.record(os.path.join(d, "inside%d.cgt.jsonl" % r))
+            rec.__enter__()
+            try:
+                for _ in range(warm):
+                    step()  # (the function's first calls take the general path)
+                mod._FIN[:] = [0] * 6
+                for _ in range(iters):
+                    step()
+                sync()
+            finally:
+                rec.__exit__(None, None, None)
+            if rec.error:
+                raise RuntimeError("the recording failed: %s" % rec.error)
+            n = max(1, mod._FIN[4])
+            rows.append({"checks": mod._FIN[0] / n / 1e3, "before": mod._FIN[1] / n / 1e3,
+                         "after": mod._FIN[2] / n / 1e3, "writing": mod._FIN[3] / n / 1e3,
+                         "queued": mod._FIN[4]})
+    med = {k: statistics.median(r[k] for r in rows) for k in ("checks", "before", "after", "writing")}
+    return {"rounds": rows, "median": med}
+
+
+def report_inside_fresh(name, res, out=None):
+    out = out or sys.stdout
+    m = res["median"]
+    print("%s, the recorder's own time in place a queued call: its checks %.2f us, the rest before the tree's "
+          "call %.2f us, after it %.2f us, the queue's writing %.2f us (medians of %d rounds; %d of the calls "
+          "queued in the last)" % (name, m["checks"], m["before"], m["after"], m["writing"], len(res["rounds"]),
+                                   res["rounds"][-1]["queued"]), file=out)
+
+
 def measure_inside(step, sync, iters, rounds, warm=50, folder=None):
     """Per round: the recorder's own time a call (us: before, after,
     execute_node, and the exit's writing of the deferred records), from a
@@ -575,7 +673,11 @@ def main(argv=None):
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
             report(name, res)
-            if a.inside:
+            if a.inside and fresh:
+                inside = measure_inside_fresh(step, sync, a.iters, a.rounds, warm=a.warm)
+                report_inside_fresh(name, inside)
+                res = dict(res, inside=inside["median"])
+            elif a.inside:
                 inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
                 report_inside(name, inside)
                 res = dict(res, inside=inside["median"])

@@ -8,6 +8,7 @@ import io
 import json
 import tempfile
 import os
+import re
 import sys
 import unittest
 
@@ -203,6 +204,28 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(text.splitlines()[-1])
         for k in ("before", "after", "execute_node", "exit"):
             self.assertGreater(res["inside"][k], 0)
+
+    def test_inside_times_a_new_input_call_in_place(self):
+        """--inside with --fresh: the recorder's whole call of a new input
+        timed in its parts, from a copy of the recorder reading the clock;
+        nearly every call queued (every 33rd is written at once)."""
+        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "66", "--rounds", "2", "--warm", "3",
+                                                   "--json", "--inside"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        m = re.search(r"the recorder's own time in place a queued call: its checks [\d.]+ us, the rest before the "
+                      r"tree's call [\d.]+ us, after it [\d.]+ us, the queue's writing [\d.]+ us \(medians of 2 "
+                      r"rounds; (\d+) of the calls queued in the last\)", text)
+        self.assertIsNotNone(m, text)
+        self.assertGreaterEqual(int(m.group(1)), 60)
+        res = json.loads(text.splitlines()[-1])
+        for k in ("checks", "before", "after", "writing"):
+            self.assertGreater(res["inside"][k], 0)
+        with tempfile.TemporaryDirectory() as d:  # a package whose fresh path lacks them
+            with open(os.path.join(d, "fresh.py"), "w") as fh:
+                fh.write("pass\n")
+            with self.assertRaisesRegex(ValueError, "fresh.py no longer has the mark"):
+                ro.recorder_inside_fresh(d)
 
     def test_inside_refuses_a_recorder_without_its_marks(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
