@@ -173,17 +173,18 @@ class _ReplayPlan:
         # Where the calls' src frame is (Facts._call_srcs): its depth from
         # the frame that called the tree's _run, and a weak reference to
         # its code (None: the calls had no src; weak: see
-        # Recorder.__init__'s caches); and the srcs of that code's lines seen, by
-        # line: what a deferred replay's src is when its frame there has
-        # that code (the _run wrapper's check).
+        # Recorder.__init__'s caches); and the srcs of that code's lines
+        # seen, by line: what a deferred replay's src is when its frame
+        # there has that code (the _run wrapper's check).
         self.src_d = self.src_code = None
         self.src_lines = {}
         self.set_args(args)
 
     def see_src(self, at, src):
         """A call of the plan's function came from `at` ((depth, a weak
-        reference to the code), or None) with `src`: the src of that line, kept for deferred replays
-        from the same frame (a frame elsewhere starts over)."""
+        reference to the code), or None) with `src`: the src of that line,
+        kept for deferred replays from the same frame (a frame elsewhere
+        starts over)."""
         if at is None:
             if self.src_code is not None:
                 self.src_d = self.src_code = None
