@@ -382,10 +382,7 @@ def recorder_inside(path=None):
         target = path
         with open(path) as fh:
             src = fh.read()
-    for old, new in _INSIDE_MARKS:
-        if src.count(old) != 1:
-            raise ValueError("recorder_inside: %s no longer has the mark %r" % (target, old[:60]))
-        src = src.replace(old, new)
+    src = _marked(src, _INSIDE_MARKS, target)
     marks = dict(_ns=time.perf_counter_ns, _IN=[0, 0, 0, 0])
     if os.path.isdir(path):
         mod = _load_package("cgtrace_inside", path, {os.path.basename(target): (src, marks)})
@@ -396,6 +393,16 @@ def recorder_inside(path=None):
     mod.__dict__.update(marks)
     exec(compile(src, path, "exec"), mod.__dict__)
     return mod
+
+
+def _marked(src, marks, target):
+    """src with each (old, new) of marks replaced; ValueError when src
+    (the file target's) no longer has one of them once."""
+    for old, new in marks:
+        if src.count(old) != 1:
+            raise ValueError("recorder_inside: %s no longer has the mark %r" % (target, old[:60]))
+        src = src.replace(old, new)
+    return src
 
 
 def _load_package(name, folder, patched=None):
@@ -431,27 +438,27 @@ def _load_package(name, folder, patched=None):
 
 # The marks of --inside on a new-input loop, in the whole call the _run
 # wrapper hands to _Fresh._fresh_call (fresh.py) and its deferred part
-# (freshq.py), by file: _FIN [the checks (_fresh_call_check), the rest
+# (freshq.py), by file: _IN [the checks (_fresh_call_check), the rest
 # before the tree's call, after it, the queue's writing, calls].
 _FRESH_MARKS = {
     "fresh.py": (
         ("        fs = got[3]\n        tok = fs.fresh_tok\n",
          "        _t0 = _ns()\n        fs = got[3]\n        tok = fs.fresh_tok\n"),
         ("        try:\n            got = self._fresh_call_check(",
-         "        _FIN[1] += _ns() - _t0; _t1 = _ns()\n        try:\n            got = self._fresh_call_check("),
+         "        _IN[1] += _ns() - _t0; _t1 = _ns()\n        try:\n            got = self._fresh_call_check("),
         ("        if got is None:\n            return DECLINED\n",
-         "        _FIN[0] += _ns() - _t1; _FIN[5] = _ns()\n        if got is None:\n            return DECLINED\n"),
+         "        _IN[0] += _ns() - _t1; _IN[5] = _ns()\n        if got is None:\n            return DECLINED\n"),
     ),
     "freshq.py": (
         ("        fact = None\n        tls = self.tls\n        try:\n            out = orig_run(",
-         "        fact = None\n        tls = self.tls\n        _FIN[1] += _ns() - _FIN[5]; _FIN[4] += 1\n"
+         "        fact = None\n        tls = self.tls\n        _IN[1] += _ns() - _IN[5]; _IN[4] += 1\n"
          "        try:\n            out = orig_run("),
         ("        if hot.off:\n            return out\n        try:\n            # What _fast_after asks",
          "        _t2 = _ns()\n        if hot.off:\n            return out\n        try:\n            # What _fast_after asks"),
         ("                fq.append(t)  # (counted when written: _fq_write)\n",
-         "                fq.append(t)  # (counted when written: _fq_write)\n                _FIN[2] += _ns() - _t2; _t3 = _ns()\n"),
+         "                fq.append(t)  # (counted when written: _fq_write)\n                _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
         ("                    self._fq_write()\n                    self._flush()\n                return out\n",
-         "                    self._fq_write()\n                    self._flush()\n                _FIN[3] += _ns() - _t3\n"
+         "                    self._fq_write()\n                    self._flush()\n                _IN[3] += _ns() - _t3\n"
          "                return out\n"),
     ),
 }
@@ -460,12 +467,12 @@ _FRESH_MARKS = {
 def recorder_inside_fresh(path=None):
     """A copy of the recorder package whose whole call of a new input (the
     _run wrapper's, through _Fresh._fresh_call, queued by _FreshQueue)
-    reads the clock around its parts, summed in the copy's _FIN: [the
+    reads the clock around its parts, summed in the copy's _IN: [the
     checks, the rest before the tree's call, after it, the queue's
-    writing (ns), calls queued]. Raises ValueError when the recorder's
-    code no longer has a mark."""
+    writing (ns), calls queued, a clock reading handed between files].
+    Raises ValueError when the recorder's code no longer has a mark."""
     path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace")
-    fin = [0] * 6
+    counters = [0] * 6
     patched = {}
     for fname, marks in _FRESH_MARKS.items():
         target = os.path.join(path, fname)
@@ -473,15 +480,47 @@ def recorder_inside_fresh(path=None):
             with open(target) as fh:
                 src = fh.read()
         except OSError as e:
-            raise ValueError("recorder_inside_fresh: %s" % e)
-        for old, new in marks:
-            if src.count(old) != 1:
-                raise ValueError("recorder_inside_fresh: %s no longer has the mark %r" % (target, old[:60]))
-            src = src.replace(old, new)
-        patched[fname] = (src, dict(_ns=time.perf_counter_ns, _FIN=fin))
+            raise ValueError("recorder_inside: %s" % e)
+        patched[fname] = (_marked(src, marks, target), dict(_ns=time.perf_counter_ns, _IN=counters))
     mod = _load_package("cgtrace_inside", path, patched)
-    mod._FIN = fin
+    mod._IN = counters
     return mod
+
+
+def _rounds_in_place(mod, step, sync, iters, rounds, folder=None, warm=0, warm_each=False):
+    """After `warm` calls, rounds of `iters` calls each recorded by mod, a
+    copy of the recorder reading the clock in place (recorder_inside,
+    recorder_inside_fresh), its counters mod._IN zeroed at each round's
+    start (warm_each: after `warm` calls of the recording, whose first
+    calls of a function take the general path). Returns per round (the
+    counters, the exit's writing in us a call)."""
+    for _ in range(warm):
+        step()
+    sync()
+    out = []
+    with tempfile.TemporaryDirectory(dir=folder) as d:
+        for r in range(rounds):
+            rec = mod.record(os.path.join(d, "inside%d.cgt.jsonl" % r))
+            rec.__enter__()
+            try:
+                for _ in range(warm if warm_each else 0):
+                    step()
+                mod._IN[:] = [0] * len(mod._IN)
+                for _ in range(iters):
+                    step()
+                sync()
+            finally:
+                t0 = time.perf_counter()
+                rec.__exit__(None, None, None)
+                exit_us = (time.perf_counter() - t0) * 1e6 / iters
+            if rec.error:
+                raise RuntimeError("the recording failed: %s" % rec.error)
+            out.append((list(mod._IN), exit_us))
+    return out
+
+
+def _medians(rows, keys):
+    return {"rounds": rows, "median": {k: statistics.median(r[k] for r in rows) for k in keys}}
 
 
 def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
@@ -489,32 +528,12 @@ def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
     time a queued call (us: its checks, the rest before the tree's call,
     after it, the queue's writing spread over the calls). Returns medians
     and the rounds."""
-    mod = recorder_inside_fresh()
-    for _ in range(warm):
-        step()
-    sync()
     rows = []
-    with tempfile.TemporaryDirectory(dir=folder) as d:
-        for r in range(rounds):
-            rec = mod.record(os.path.join(d, "inside%d.cgt.jsonl" % r))
-            rec.__enter__()
-            try:
-                for _ in range(warm):
-                    step()  # (the function's first calls take the general path)
-                mod._FIN[:] = [0] * 6
-                for _ in range(iters):
-                    step()
-                sync()
-            finally:
-                rec.__exit__(None, None, None)
-            if rec.error:
-                raise RuntimeError("the recording failed: %s" % rec.error)
-            n = max(1, mod._FIN[4])
-            rows.append({"checks": mod._FIN[0] / n / 1e3, "before": mod._FIN[1] / n / 1e3,
-                         "after": mod._FIN[2] / n / 1e3, "writing": mod._FIN[3] / n / 1e3,
-                         "queued": mod._FIN[4]})
-    med = {k: statistics.median(r[k] for r in rows) for k in ("checks", "before", "after", "writing")}
-    return {"rounds": rows, "median": med}
+    for c, _ in _rounds_in_place(recorder_inside_fresh(), step, sync, iters, rounds, folder, warm, True):
+        n = max(1, c[4])
+        rows.append({"checks": c[0] / n / 1e3, "before": c[1] / n / 1e3, "after": c[2] / n / 1e3,
+                     "writing": c[3] / n / 1e3, "queued": c[4]})
+    return _medians(rows, ("checks", "before", "after", "writing"))
 
 
 def report_inside_fresh(name, res, out=None):
@@ -531,31 +550,12 @@ def measure_inside(step, sync, iters, rounds, warm=50, folder=None):
     execute_node, and the exit's writing of the deferred records), from a
     recorder_inside copy, in rounds of `iters` calls. Returns medians and
     the rounds."""
-    mod = recorder_inside()
-    for _ in range(warm):
-        step()
-    sync()
     rows = []
-    with tempfile.TemporaryDirectory(dir=folder) as d:
-        for r in range(rounds):
-            mod._IN[:] = [0, 0, 0, 0]
-            rec = mod.record(os.path.join(d, "inside%d.cgt.jsonl" % r))
-            rec.__enter__()
-            try:
-                for _ in range(iters):
-                    step()
-                sync()
-            finally:
-                t0 = time.perf_counter()
-                rec.__exit__(None, None, None)
-                exit_us = (time.perf_counter() - t0) * 1e6 / iters
-            if rec.error:
-                raise RuntimeError("the recording failed: %s" % rec.error)
-            n = max(1, mod._IN[3])
-            rows.append({"before": mod._IN[0] / n / 1e3, "after": mod._IN[1] / n / 1e3,
-                         "execute_node": mod._IN[2] / n / 1e3, "exit": exit_us, "deferred": mod._IN[3]})
-    med = {k: statistics.median(r[k] for r in rows) for k in ("before", "after", "execute_node", "exit")}
-    return {"rounds": rows, "median": med}
+    for c, exit_us in _rounds_in_place(recorder_inside(), step, sync, iters, rounds, folder, warm):
+        n = max(1, c[3])
+        rows.append({"before": c[0] / n / 1e3, "after": c[1] / n / 1e3, "execute_node": c[2] / n / 1e3,
+                     "exit": exit_us, "deferred": c[3]})
+    return _medians(rows, ("before", "after", "execute_node", "exit"))
 
 
 def report_inside(name, res, out=None):
