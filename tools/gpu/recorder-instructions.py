@@ -108,11 +108,6 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run):
     return got
 
 
-def instructions(fresh, calls, baseline, run=subprocess.run):
-    """The instructions callgrind counted for one child run."""
-    return counts(fresh, calls, baseline, run=run)["Ir"]
-
-
 def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False):
     """{off, on, added}: instructions per call, from the differences of
     runs of calls and 2*calls calls; with cold also {misses_off,
