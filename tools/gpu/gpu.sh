@@ -40,7 +40,7 @@ suites=(
 	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
 	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call"
-	"pool-leak:the tests PEER_K names recorded alone, what keeps a graph pool's block alive at each tearDown (issue 33 item 2)"
+	"pool-leak:each test of PEER_TESTS recorded and unrecorded, a process each, what keeps a graph pool's block alive at each tearDown (issue 33 item 2)"
 )
 
 usage() {
@@ -328,11 +328,12 @@ suite_peer-compare() {
 	show peer-compare '^(changed|flaky)|tests in' 40
 }
 
-# suite_pool-leak: the peer tests PEER_K names (default the two that
-# recording changed on 2026-12-05), recorded in one process with
-# tools/gpu/pool_leak.py, which prints what holds each live block of the
-# graph pools before each tearDown; CGTRACE_DEFER and CGTRACE_READS pass
-# through to compare the recorder's paths.
+# suite_pool-leak: the peer tests of PEER_TESTS (default the two that
+# recording changed on 2026-12-05) with tools/gpu/pool_leak.py, which
+# prints what holds each live block of the graph pools before each
+# tearDown (pool_leak below: each test recorded and not, or PEER_K's
+# recorded in one process); CGTRACE_DEFER and CGTRACE_READS pass through
+# to compare the recorder's paths.
 suite_pool-leak() {
 	local p=$logs
 	((dry)) || mkdir -p "$p"
