@@ -436,40 +436,39 @@ def _load_package(name, folder, patched=None):
     return pkg
 
 
-# The marks of --inside on a new-input loop, in the whole call the _run
-# wrapper hands to _Fresh._fresh_call (fresh.py) and its deferred part
-# (freshq.py), by file: _IN [the checks (_fresh_call_check), the rest
-# before the tree's call, after it, the queue's writing, calls].
+# The marks of --inside on a new-input loop, in the lean fresh path's
+# whole call of a queued new input (freshq.py, _fresh_lean_run's
+# fresh_run), by file: _IN [its checks, the rest before the tree's call,
+# after it, the queue's writing, calls, (unused)].
 _FRESH_MARKS = {
-    "fresh.py": (
-        ("        fs = got[3]\n        tok = fs.fresh_tok\n",
-         "        _t0 = _ns()\n        fs = got[3]\n        tok = fs.fresh_tok\n"),
-        ("        try:\n            got = self._fresh_call_check(",
-         "        _IN[1] += _ns() - _t0; _t1 = _ns()\n        try:\n            got = self._fresh_call_check("),
-        ("        if got is None:\n            return DECLINED\n",
-         "        _IN[0] += _ns() - _t1; _IN[5] = _ns()\n        if got is None:\n            return DECLINED\n"),
-    ),
     "freshq.py": (
-        ("        fact = None\n        tls = self.tls\n        try:\n            out = orig_run(",
-         "        fact = None\n        tls = self.tls\n        _IN[1] += _ns() - _IN[5]; _IN[4] += 1\n"
-         "        try:\n            out = orig_run("),
-        ("        if hot.off:\n            return out\n        try:\n            # What _fast_after asks",
-         "        _t2 = _ns()\n        if hot.off:\n            return out\n        try:\n            # What _fast_after asks"),
-        ("                fq.append(t)  # (counted when written: _fq_write)\n",
-         "                fq.append(t)  # (counted when written: _fq_write)\n                _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
-        ("                    self._fq_write()\n                    self._flush()\n                return out\n",
-         "                    self._fq_write()\n                    self._flush()\n                _IN[3] += _ns() - _t3\n"
-         "                return out\n"),
+        ("Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):\n",
+         "Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):\n            _t0 = _ns()\n"),
+        ("            # The call joins the queue",
+         "            _IN[0] += _ns() - _t0; _t1 = _ns()\n            # The call joins the queue"),
+        ("                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"
+         "                except BaseException as err:\n                    rec._fq_raised(t, mgr, err)\n"
+         "                    raise\n",
+         "                _IN[1] += _ns() - _t1; _IN[4] += 1\n"
+         "                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"
+         "                except BaseException as err:\n                    rec._fq_raised(t, mgr, err)\n"
+         "                    raise\n                _t2 = _ns()\n"),
+        ("                            fq.append(t)\n",
+         "                            fq.append(t)\n                            _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
+        ("                                rec._fq_write()\n                                rec._flush()\n"
+         "                            return out\n",
+         "                                rec._fq_write()\n                                rec._flush()\n"
+         "                            _IN[3] += _ns() - _t3\n                            return out\n"),
     ),
 }
 
 
 def recorder_inside_fresh(path=None):
-    """A copy of the recorder package whose whole call of a new input (the
-    _run wrapper's, through _Fresh._fresh_call, queued by _FreshQueue)
+    """A copy of the recorder package whose whole call of a queued new
+    input (the _run wrapper's lean fresh path, _FreshQueue._fresh_lean_run)
     reads the clock around its parts, summed in the copy's _IN: [the
     checks, the rest before the tree's call, after it, the queue's
-    writing (ns), calls queued, a clock reading handed between files].
+    writing (ns), calls queued, (unused)].
     Raises ValueError when the recorder's code no longer has a mark."""
     path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace")
     counters = [0] * 6

@@ -208,7 +208,8 @@ class MeasureTest(unittest.TestCase):
     def test_inside_times_a_new_input_call_in_place(self):
         """--inside with --fresh: the recorder's whole call of a new input
         timed in its parts, from a copy of the recorder reading the clock;
-        nearly every call queued (every 33rd is written at once)."""
+        nearly every call queued by the lean fresh path (the queue's first
+        call and every 33rd are _fresh_call's)."""
         status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "66", "--rounds", "2", "--warm", "3",
                                                    "--json", "--inside"])
         self.assertEqual(status, 0)
@@ -221,10 +222,10 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(text.splitlines()[-1])
         for k in ("checks", "before", "after", "writing"):
             self.assertGreater(res["inside"][k], 0)
-        with tempfile.TemporaryDirectory() as d:  # a package whose fresh path lacks them
-            with open(os.path.join(d, "fresh.py"), "w") as fh:
+        with tempfile.TemporaryDirectory() as d:  # a package whose lean fresh path lacks them
+            with open(os.path.join(d, "freshq.py"), "w") as fh:
                 fh.write("pass\n")
-            with self.assertRaisesRegex(ValueError, "fresh.py no longer has the mark"):
+            with self.assertRaisesRegex(ValueError, "freshq.py no longer has the mark"):
                 ro.recorder_inside_fresh(d)
 
     def test_inside_refuses_a_recorder_without_its_marks(self):

@@ -190,7 +190,7 @@ class _Fresh:
             return None
         if plan.src_d:
             f = sys._getframe(3 + plan.src_d)  # (ValueError past the stack's top: _on_run's)
-        src = plan.src_lines.get(f.f_lineno) if f.f_code is plan.src_code() else None
+        src = plan.src_of(f) if f.f_code is plan.src_code() else None
         f = None
         if src is None:
             return None
@@ -512,7 +512,7 @@ class _Fresh:
                 if f is None:
                     break
                 f = f.f_back
-        src = plan.src_lines.get(f.f_lineno) if f is not None and f.f_code is plan.src_code() else None
+        src = plan.src_of(f) if f is not None and f.f_code is plan.src_code() else None
         f = None
         if src is None:
             return None

@@ -8,15 +8,18 @@ within the queue is never bound: its names, seed and counts are given,
 and of its binding and forgetting only what they leave behind is done."""
 
 import operator
+import sys
 import weakref
 
+from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
 from .deferred import _call_tail
 from .errors import _error_text
+from .fresh import DECLINED
 from .jsonl import _STEP, _names_json
-from .liveness import _tree_stats
+from .liveness import NO_RULE, USE_COUNT, _Probe, _refcount_rule, _tree_stats
 from .names import _add_del
-from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
+from .state import _ENTRY_NAME, _NO_ENTRY, Fact, _Entry
 
 # Deferred calls on new inputs a recording holds at most (the next one
 # writes them): hooks._JOURNAL_BOUND's, so a program that dies loses no
@@ -28,14 +31,42 @@ _ORDER = operator.itemgetter(0)
 class _Queued:
     """A deferred call on a new input: what its records and bindings need
     (written by _fq_write). gone: its input died and a later deferred
-    call wrote its del (it is never bound)."""
+    call wrote its del (it is never bound). sref: its storage's weak
+    reference (a later call's check asks whether it died with the
+    object). A call the lean fresh path queued (_fresh_lean_run) has no
+    Fact until one is asked for: its parts are kept (pwr, the object's
+    weak reference without a callback, as _fact takes it; ptr, cd: its
+    data pointer and storage; spec, what it shares with the queue's
+    other inputs), and __getattr__ makes it."""
 
-    __slots__ = ("steps", "groups", "fact", "tmpl", "src", "inv", "oid", "wr", "gone", "name", "order")
+    __slots__ = ("steps", "groups", "fact", "tmpl", "src", "inv", "oid", "wr", "gone", "name", "order",
+                 "sref", "pwr", "ptr", "cd", "spec")
+
+    def __getattr__(self, name):
+        # Only an unset slot comes here: a lean call's fact. Most of a
+        # loop's inputs die within the queue and are never bound (the
+        # writer asks only their view key), so the call itself does not
+        # pay for a Fact.
+        if name != "fact":
+            raise AttributeError(name)
+        shape, stride, dev, dtype, numel, rec = self.spec
+        probe = _Probe(self.pwr, self.sref, rec.tls)
+        fact = Fact(shape, dev, probe.wr, self.cd, 0, stride, probe.alive, probe.read_values, dtype, numel,
+                    probe.base)
+        probe.fact = rec._fact
+        fact.probe = probe
+        fact.ptr = self.ptr
+        fact.held = True
+        self.fact = fact
+        return fact
 
 
 class _FreshQueue:
     """Recorder's deferred calls on new inputs."""
 
+    # The lean fresh path (_fresh_lean_run): tests turn it off to compare
+    # with _fresh_call's way to the queue.
+    _fresh_armed = True
     # The queue, the function its calls are of, and its call line's
     # parts around the new input's name (_fq_start).
     _fq = None
@@ -94,10 +125,15 @@ class _FreshQueue:
             t = _Queued()
             t.steps = mc - c
             t.fact, t.tmpl, t.src = fact, tmpl, src
+            t.sref = fact.probe.sref
+            t.spec = None
             t.inv = self._gen.generation
             v = new_inputs[i]
             t.oid = id(v)
             t.wr = weakref.ref(v, session._died)
+            # What the lean path armed at this call compares (_fq_arm):
+            # the new input's parts torch alone knows, while it is here.
+            raw = (type(v), v.dtype, v.untyped_storage().nbytes()) if hot.fql is None else None
             v = None
             t.gone = False
             t.groups = groups
@@ -123,14 +159,7 @@ class _FreshQueue:
         try:
             out = orig_run(mgr, new_inputs, function_id)
         except BaseException as e:
-            if not hot.off:
-                try:
-                    ctx = self._fq_write(t)
-                    session.end_call(ctx, list(tls.actions), self._node_keys(mgr), mgr.debug_checkpointing_counter,
-                                     None, _error_text(e), mgr.device_index)
-                except Exception as e2:
-                    self._fail("after a call that raised", e2)
-                self._flush()
+            self._fq_raised(t, mgr, e)
             raise
         if hot.off:
             return out
@@ -167,12 +196,251 @@ class _FreshQueue:
                 if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write()
                     self._flush()
+                elif raw is not None:
+                    self._fq_arm(function_id, mgr, fs, plan, t, raw, hot, session)
                 return out
             self._after_call(self._fq_write(t), fs, mgr, out)
         except Exception as e:
             self._fail("after a call", e)
         self._flush()
         return out
+
+    def _fq_arm(self, function_id, mgr, fs, plan, t, raw, hot, session):
+        """Arms the _run wrapper's lean fresh path (_fresh_lean_run) for
+        the queue's next calls, after its first (or a later one while it
+        is not armed) joined it: what _fresh_call_check and
+        _fresh_deferred find the same for every call of the queue (only
+        another event changes it, and that writes the queue and disarms
+        it), in one tuple, with what the next call's new input must
+        match to be one of the same template, src and storage size as
+        t's. A queue of one output whose entry has a tree probe."""
+        e = plan.entries[0]
+        probe = e.fact.probe
+        tok = fs.fresh_tok
+        got = self._fid_cache.get(id(function_id))
+        if (not self._fresh_armed or probe is None or plan.src_code is None or plan.src_code() is None or tok is None or got is None
+                or got[0] is not function_id or got[1]() is not mgr):
+            return
+        fact = t.fact
+        cls, dt, nbytes = raw
+        kept = tok[3]
+        full = [None] * len(tok[2])  # (torch's check reads the pointers by position)
+        for j, p in zip(kept, tok[5]):
+            full[j] = p
+        c = hot.mark_counter
+        shape = tuple(fact.shape)
+        spec = (shape, fact.stride, fact.device, fact.dtype, fact.storage_numel, self)
+        # The polled names: where each is a cached output its tree's
+        # wrapper judges by refcount (_refcount_rule), its object's count
+        # is looked at in place, as the steady path's are, and only a
+        # count that does not say alive for sure asks its probe (the
+        # tree); else each name's probe is asked.
+        watched = list(session._watch.values())
+        rules = [_refcount_rule(x.fact.probe.tree_ref) if x.fact.probe is not None and x.fact.probe.tree_ref
+                 is not None and x.fact.obj_ref is not None else NO_RULE for x in watched]
+        if all(rules):
+            polled, uses, alives = tuple((x.fact.obj_ref, x.fact.alive) for x in watched), USE_COUNT in rules, ()
+        else:
+            polled, uses, alives = (), False, tuple(x.fact.alive for x in watched)
+        hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
+                   len(tok[2]), kept, tok[4], tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
+                   fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
+                   polled, uses, alives, plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
+
+    def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal):
+        """The _run wrapper's lean fresh path: a call of the armed queue's
+        function (hot.fql, _fq_arm) taken whole when it is what
+        _fresh_call would queue, looked at as cheaply as it can be (a
+        real program's call finds the recorder's objects and lines out of
+        the caches, so each line costs; BENCHMARKS.md, session 14). Each
+        check is _fresh_call_check's, or _fresh_deferred's after the
+        tree's call, made against what the arming found for the queue
+        (the same template, src, sizes, kept inputs, watched names); a
+        call that differs in any of it goes to _fresh_call, which looks
+        at everything, before anything changed. The new input's Fact is
+        made when first asked for (_Queued.__getattr__). Returns the
+        tree's output, or DECLINED having changed nothing."""
+        rec = self
+        hot = self._hot
+        session = self.session
+        knobs = self._knobs
+        is_, call = operator.is_, operator.call
+        T = getattr(torch, "Tensor", None)
+        data_ptr = getattr(T, "data_ptr", None)
+        try:
+            sweak = torch_api.storage_weak_ref_class()
+        except ImportError:  # (a torch without it: _fact's, which fails there as it would)
+            sweak = torch_api.StorageWeakRef
+
+        def fresh_run(mgr, new_inputs, function_id, a, hot=hot, box=box, tls=self.tls, gen=self._gen,
+                      versioned=knobs.homes is not None, knobs=knobs, own=self._own_file,
+                      by_obj_entry=session.by_obj_entry, by_view=session.by_view, entries=session.entries,
+                      by_storage=session.by_storage, dead_cached=session._dead_cached,
+                      dead_objs=session._dead_objs, held=session._held_wr, died=session._died,
+                      fq=self._fq, fq_ids=self._fq_ids, fq_wrs=self._fq_wrs, fq_stor=self._fq_stor,
+                      ptrs_equal=ptrs_equal, data_ptr=data_ptr, strided=getattr(torch, "strided", None),
+                      weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run,
+                      getframe=sys._getframe, refcount=sys.getrefcount, is_=is_, call=call, map=map, all=all, id=id, len=len,
+                      Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):
+            (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, cls, dt, shape, stride, dev, nbytes,
+             d, code_ref, src_lasti, polled, uses, alives, node_ref, ckpt, out_ref, tree_ref, spec) = a
+            c = box.mark_step_counter
+            mc = hot.mark_counter
+            left = hot.left
+            try:
+                # The step counter within the arming's 64 steps, the
+                # knobs' probes (read every 64 calls where their modules'
+                # writes are counted: a counted write disarms), the
+                # manager, the kept inputs by identity and data pointer.
+                if (not low <= c <= mc or mref() is not mgr or len(new_inputs) != nin
+                        or not ((versioned and left > 0) or list(map(call, knobs.probes)) == knobs.probe_vals)
+                        or not all(map(is_, map(call, refs), map(new_inputs.__getitem__, kept)))
+                        or not (ptrs_equal(new_inputs, full, kept) if ptrs_equal is not None
+                                else list(map(data_ptr, map(new_inputs.__getitem__, kept))) == ptrs)):
+                    return DECLINED
+                # The src, as _fresh_call_check finds it: the frame that
+                # called the _run wrapper not this package's, and the one
+                # the plan's depth past it at a line of the same src.
+                f = getframe(2)
+                if own.get(f.f_code.co_filename) is not False:
+                    return DECLINED
+                if d:
+                    f = getframe(2 + d)
+                if f.f_code is not code_ref() or src_lasti.get(f.f_lasti, src_lasti) is not src:
+                    if f.f_code is not code_ref() or plan.src_of(f) is not src:
+                        return DECLINED
+                f = None
+                # The new input: a tensor of the armed template's shape,
+                # strides, dtype and device, at offset 0 of a storage of
+                # the same size, no tensor the trace or the queue names,
+                # over a storage none is over.
+                v = new_inputs[i]
+                if (v.__class__ is not cls or v.layout is not strided or v.dtype is not dt or v.shape != shape
+                        or v.stride() != stride or v.storage_offset() != 0 or v.get_device() != dev):
+                    return DECLINED
+                stor = v.untyped_storage()
+                cd = stor._cdata
+                oid = id(v)
+                e = by_obj_entry.get(oid)
+                if ((e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v)
+                        or stor.nbytes() != nbytes or by_view.get((cd, 0, shape, stride)) in entries
+                        or (cd, 0, shape, stride) in dead_cached or by_storage.get(cd)):
+                    return DECLINED
+                e = fq_ids.get(oid)
+                if e is not None and e.wr() is v:
+                    return DECLINED
+                e = fq_stor.get(cd)
+                if e is not None and not e.gone:
+                    return DECLINED
+                # Every polled name alive; each death since a queued
+                # input's whose storage died with it (anything else is
+                # _fresh_call's to judge).
+                for r, alive in polled:
+                    o = r()
+                    n = 0 if o is None else refcount(o)
+                    o = None
+                    if (n <= 3 or (n == 4 and uses and r()._use_count() > 1)) and not alive():
+                        return DECLINED
+                r = alive = None
+                if alives and not all(map(call, alives)):
+                    return DECLINED
+                groups = None
+                if dead_objs:
+                    k = len(dead_objs)
+                    groups = {}
+                    steps = mc - c
+                    for wr, when in dead_objs[:k]:
+                        e = fq_wrs.get(id(wr))
+                        if e is None or e.gone or id(wr) in held or not e.sref.expired():
+                            return DECLINED
+                        j = min(max(0, mc - when), steps)
+                        g = groups.get(j)
+                        if g is None:
+                            groups[j] = [(wr, e)]
+                        else:
+                            g.append((wr, e))
+                    e = None
+            except Exception:  # (an input or frame it cannot read: _fresh_call's)
+                return DECLINED
+            # The call joins the queue (_fresh_deferred's part before the
+            # tree's call, for the checked case).
+            if versioned:
+                hot.left = left - 1 if left > 0 else 64
+            t = Queued()
+            t.steps = mc - c
+            t.tmpl = tmpl
+            t.src = src
+            t.inv = gen.generation
+            t.oid = oid
+            t.wr = wr = weakref_ref(v, died)
+            t.pwr = weakref_ref(v)
+            t.sref = sweak(stor)
+            t.ptr = v.data_ptr()
+            t.cd = cd
+            t.spec = spec
+            t.gone = False
+            t.groups = groups
+            v = stor = None
+            if groups is not None:
+                del dead_objs[:k]
+                for g in groups.values():
+                    for _, e in g:
+                        e.gone = True
+                g = e = None
+            hot.mark_counter = c
+            fq_ids[oid] = t
+            fq_wrs[id(wr)] = t
+            fq_stor[cd] = t
+            tls.depth = 1
+            tls.actions = []
+            tls.node = None
+            try:
+                try:
+                    out = orig_run(mgr, new_inputs, function_id)
+                except BaseException as err:
+                    rec._fq_raised(t, mgr, err)
+                    raise
+                if hot.off:
+                    return out
+                try:
+                    # _fresh_deferred's check after the call, the
+                    # session's part of it made at the queue's first.
+                    node = tls.node
+                    if (tls.actions == REPLAYED and node is not None and node is node_ref() and type(out) is list
+                            and len(out) == 1 and mgr.debug_checkpointing_counter == ckpt and not dead_objs):
+                        w = node.outputs_weakrefs
+                        if len(w) == 1 and out_ref() is out[0] and tree_ref is w[0]:
+                            node = w = None
+                            fq.append(t)
+                            if len(fq) + rec._unwritten > bound:
+                                rec._fq_write()
+                                rec._flush()
+                            return out
+                    node = w = None
+                    rec._after_call(rec._fq_write(t), fs, mgr, out)
+                except Exception as err:
+                    rec._fail("after a call", err)
+                rec._flush()
+                return out
+            finally:
+                tls.depth = 0
+                tls.node = None
+
+        return fresh_run
+
+    def _fq_raised(self, t, mgr, err):
+        """A queued call's tree call raised: the queue written with the
+        call's part before it, and the call ended with its error, as
+        _record_call ends one."""
+        if self._hot.off:
+            return
+        try:
+            ctx = self._fq_write(t)
+            self.session.end_call(ctx, list(self.tls.actions), self._node_keys(mgr), mgr.debug_checkpointing_counter,
+                                  None, _error_text(err), mgr.device_index)
+        except Exception as e2:
+            self._fail("after a call that raised", e2)
+        self._flush()
 
     def _fq_write(self, partial=None):
         """The deferred calls' records and bindings, in order, as
@@ -186,11 +454,13 @@ class _FreshQueue:
         other than the queued calls' replay)."""
         q = self._fq[:]  # (in place: a failure meanwhile finds it empty)
         self._fq.clear()
+        self._hot.fql = None  # (what the lean path compares holds for this queue only)
         n = len(q) + (partial is not None)
         self.fresh_calls += n
         self.lean_fresh_calls += n
         self.short_calls += len(q)
         self.queued_fresh_calls += len(q)
+        self.lean_queued_calls += sum(t.spec is not None for t in q)
         self._fq_ids.clear()
         self._fq_wrs.clear()
         self._fq_stor.clear()
@@ -283,9 +553,14 @@ class _FreshQueue:
         session.seed += 1
         tmpl = t.tmpl
         recs.append(tmpl[0] + name + tmpl[1] + str(session.seed) + tmpl[2])
-        fact = t.fact
-        if fact.device:
-            trace.devices = max(trace.devices, fact.device + 1)
+        spec = t.spec
+        if spec is None:
+            fact = t.fact
+            dev, vk = fact.device, fact.view_key
+        else:  # (a lean call's: no Fact made for an input that is never bound)
+            dev, vk = spec[2], (t.cd, 0, spec[0], spec[1])
+        if dev:
+            trace.devices = max(trace.devices, dev + 1)
         session.order += 1
         session.epoch += 1
         t.name, t.order = name, session.order
@@ -293,10 +568,11 @@ class _FreshQueue:
             # _bind then _forget: of the maps only the stale keys _bind
             # overwrote are gone (nothing else bound the object's id or
             # the view between the two).
-            session.by_view.pop(fact.view_key, None)
+            session.by_view.pop(vk, None)
             session.by_obj.pop(t.oid, None)
             session.by_obj_entry.pop(t.oid, None)
         else:
+            fact = t.fact
             e = _Entry(name, fact, "tensor", session.order)
             session.entries[name] = e
             session.by_storage.setdefault(fact.storage, {})[name] = e

@@ -119,12 +119,15 @@ class _Hooks:
         # Two parts: _run, the lean path every steady replay takes, and
         # _steady, which finds and checks the function's plan (once a
         # serial, and every 64th call or step) and arms _run for it.
+        ptrs_equal = getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None)
+        fresh_run = self._fresh_lean_run(torch, orig_run, cgt.MarkStepBox, ptrs_equal)
+
         def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
                  acquire=self.lock.acquire, owned=self.lock._is_owned,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
-                 ptrs_equal=getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None),
-                 map=map, id=id, all=all, is_=is_, call=call, refcount=sys.getrefcount,
+                 ptrs_equal=ptrs_equal, fresh_run=fresh_run, map=map, id=id, all=all, is_=is_, call=call,
+                 refcount=sys.getrefcount,
                  getframe=sys._getframe):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
@@ -169,6 +172,14 @@ class _Hooks:
                     rec = hot.rec
                     if rec.tls.depth:
                         return orig_run(mgr, new_inputs, function_id)
+                    fl = hot.fql
+                    if fl is not None and fl[0] is function_id and not hot.off:
+                        # A call of the function whose calls on new inputs
+                        # are queued: the lean fresh path (freshq.py),
+                        # else _fresh_call's, which looks at everything.
+                        out = fresh_run(mgr, new_inputs, function_id, fl)
+                        if out is not DECLINED:
+                            return out
                     got = rec._fid_cache.get(id(function_id))
                     if got is not None and got[3].fresh_tok is not None and not hot.off:
                         # The call whole, in one frame, when it is one
@@ -246,7 +257,9 @@ class _Hooks:
                     except ValueError:  # (a shallower stack)
                         f = None
                     if f is not None and f.f_code is plan.src_code():
-                        src = plan.src_lines.get(f.f_lineno)
+                        src = plan.src_lasti.get(f.f_lasti)  # (Plan.src_of, inline)
+                        if src is None:
+                            src = plan.src_of(f)
                     f = None
                     ok = src is not None
                 if not ok:

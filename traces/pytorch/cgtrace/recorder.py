@@ -41,7 +41,7 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "armed", "lfid", "lean", "rec")
+                 "armed", "lfid", "lean", "rec", "fql")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
@@ -58,6 +58,12 @@ class _Hot:
         # one function finds it without hashing.
         self.lfid = self.lean = None
         self.rec = None  # the Recorder: what the lean path calls when it leaves
+        # The queue of calls on new inputs armed for the _run wrapper's
+        # lean fresh path (freshq._FreshQueue._fq_arm: its FunctionID
+        # first), or None: set when a call joins the queue, cleared when
+        # the queue is written (and at every other event, which writes
+        # it, and at a counted config write).
+        self.fql = None
         self.steady = False
         self.cfg = 0  # writes to the format's knobs' config modules (Recorder._count_config_writes)
         self.left = 0  # steady calls left before the knobs' probes are read (_steady)
@@ -68,9 +74,11 @@ class _Hot:
         self.other = False
 
     def disarm(self):
-        """Every function's lean path off until _steady arms it again."""
+        """Every function's lean path off until _steady arms it again, and
+        the queue's (until its next call joins it)."""
         self.armed.clear()
         self.lfid = self.lean = None
+        self.fql = None
 
 
 def _hot_attr(name):
@@ -176,6 +184,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self.fresh_calls = 0  # calls whose new inputs took _fresh_before (or _fresh_call)
         self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
         self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
+        self.lean_queued_calls = 0  # of those, the calls the lean fresh path took (freshq._fresh_lean_run)
         # Calls through _fresh_call whose records a journaled trace holds
         # unwritten (fresh._WRITE_BOUND): 0 at every flush.
         self._unwritten = 0

@@ -141,7 +141,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines")
+                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -178,7 +178,22 @@ class _ReplayPlan:
         # there has that code (the _run wrapper's check).
         self.src_d = self.src_code = None
         self.src_lines = {}
+        # The same srcs by the frame's instruction offset (f_lasti), found
+        # there once: a frame's f_lineno reads the code's line table from
+        # its start at every call, thousands of instructions in a long
+        # function or a script's top level (src_of).
+        self.src_lasti = {}
         self.set_args(args)
+
+    def src_of(self, f):
+        """The src a general call saw at frame f's line (f of the src's
+        code: the caller checks), or None."""
+        src = self.src_lasti.get(f.f_lasti)
+        if src is None:
+            src = self.src_lines.get(f.f_lineno)
+            if src is not None:
+                self.src_lasti[f.f_lasti] = src
+        return src
 
     def see_src(self, at, src):
         """A call of the plan's function came from `at` ((depth, a weak
@@ -188,13 +203,16 @@ class _ReplayPlan:
         if at is None:
             if self.src_code is not None:
                 self.src_d = self.src_code = None
-                self.src_lines = {}
+                self.src_lines, self.src_lasti = {}, {}
             return
         d, ref = at
         if d != self.src_d or self.src_code is None or ref() is not self.src_code():
-            self.src_d, self.src_code, self.src_lines = d, ref, {}
+            self.src_d, self.src_code, self.src_lines, self.src_lasti = d, ref, {}, {}
         if src is not None:
-            self.src_lines[src[0]["line"]] = src
+            line = src[0]["line"]
+            if self.src_lines.get(line) is not src:
+                self.src_lines[line] = src
+                self.src_lasti.clear()  # (what it found holds the line's last src)
 
     def exp_line(self):
         """The expect record's line, encoded once for all the deferred

@@ -32,6 +32,14 @@ def inductor_cache_dir():
     return cache_dir()
 
 
+def storage_weak_ref_class():
+    """torch.multiprocessing.reductions.StorageWeakRef itself, for a hot
+    path that binds it (StorageWeakRef below imports at its first call:
+    bound, it would import at every call)."""
+    from torch.multiprocessing.reductions import StorageWeakRef as cls
+    return cls
+
+
 def StorageWeakRef(stor):
     """torch.multiprocessing.reductions.StorageWeakRef, imported once."""
     global StorageWeakRef

@@ -411,30 +411,41 @@ class FreshPathTest(fake.FakeTorchTest):
 
         def stop(rec):  # (the counts of the recording the scenario made)
             took["lean"] = rec.lean_fresh_calls
+            took["armed"] = rec.lean_queued_calls
             return real(rec)
 
         with mock.patch.multiple(cgtrace.Recorder, stop=stop, **off):
             got = fake.at_one_line(scenario, os.path.join(self.dir.name, name), follow)
+        self.took_armed = took["armed"]
         return got + (took["lean"],)
 
-    def against_general(self, follow, scenario=fresh_scenario, least=100, lean=None):
-        """The trace and state with the fresh path and _fresh_call, with
-        the fresh path alone, and with neither (the general path), line by
-        line the same; the fresh path taken for more than least calls,
-        _fresh_call for more than lean."""
+    def against_general(self, follow, scenario=fresh_scenario, least=100, lean=None, armed=None):
+        """The trace and state with the fresh path, _fresh_call and the
+        lean fresh path, with the first two alone, with the fresh path
+        alone, and with none (the general path), line by line the same;
+        the fresh path taken for more than least calls, _fresh_call for
+        more than lean, the lean fresh path (queued calls a journaled
+        trace does not hold: follow off) for more than armed."""
         on, on_state, took, whole = self.recorded(scenario, "on.cgt.jsonl", follow)
         self.assertGreater(took, least)  # most of the calls: the test compares something
         if lean is not None:
             self.assertGreater(whole, lean)
+        if armed is not None:
+            self.assertGreater(self.took_armed, armed)
         import test_recorded_examples
         self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "on.cgt.jsonl")), [])
+        unarmed, unarmed_state, _, whole_unarmed = self.recorded(scenario, "unarmed.cgt.jsonl", follow,
+                                                                 _fresh_armed=False)
+        self.assertEqual(self.took_armed, 0)
+        self.assertEqual(whole_unarmed, whole)
         part, part_state, took_part, none = self.recorded(scenario, "part.cgt.jsonl", follow, _fresh_lean=False)
         self.assertEqual(none, 0)
         self.assertGreater(took_part, least)
         off, off_state, none, _ = self.recorded(scenario, "off.cgt.jsonl", follow, _fresh_path=False)
         self.assertEqual(none, 0)
         on, part, off = on.split("\n")[1:], part.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
-        for other, other_state in ((part, part_state), (off, off_state)):
+        unarmed = unarmed.split("\n")[1:]
+        for other, other_state in ((unarmed, unarmed_state), (part, part_state), (off, off_state)):
             self.assertEqual(len(on), len(other))
             for i, (a, b) in enumerate(zip(on, other)):
                 self.assertEqual(a, b, "line %d" % (i + 2))
@@ -573,7 +584,10 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertGreater(rec.short_calls, 37 + 70)  # (the steady replays: deferred, each a short call)
 
     def test_fresh_path_writes_what_the_general_path_writes(self):
-        self.against_general(follow=False, lean=120)
+        # (68 of the 147 calls _fresh_call takes are the lean fresh
+        # path's: the queue's first call and each after another event are
+        # _fresh_call's.)
+        self.against_general(follow=False, lean=120, armed=60)
 
     def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
         self.against_general(follow=True, lean=120)
@@ -582,7 +596,8 @@ class FreshPathTest(fake.FakeTorchTest):
         # (Of 220 calls of f, 173 take the fresh path, 158 through _fresh_call: the others are the
         # first ones, those after another event changed what its checks
         # take for granted, the steady runs, each 64th step's.)
-        self.against_general(follow=False, scenario=mixed_scenario, least=160, lean=145)
+        # The lean fresh path takes 127 of them.
+        self.against_general(follow=False, scenario=mixed_scenario, least=160, lean=145, armed=120)
 
     def test_training_loop_writes_what_the_general_path_writes(self):
         # Two functions alternating on new inputs, the backward's output
@@ -611,7 +626,9 @@ class FreshPathTest(fake.FakeTorchTest):
         # the frame's code is not the plan's); without a plan made after
         # an input died in its call (_fast_after), 110 (every other one
         # of those calls is the general path's).
-        self.against_general(follow=False, scenario=src_scenario, least=124, lean=70)
+        # The lean fresh path takes 47 of them: its src frame's depth is
+        # the queue's first call's.
+        self.against_general(follow=False, scenario=src_scenario, least=124, lean=70, armed=40)
 
 
 if __name__ == "__main__":

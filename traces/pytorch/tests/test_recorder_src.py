@@ -102,7 +102,8 @@ class SrcTest(fake.FakeTorchTest):
         from unittest import mock
         # (Inputs too large for their values to be recorded, so that a new
         # one each call takes the fresh path; the model's and the read's
-        # lines split so that line_of finds the record test's lines alone.)
+        # lines split so that line_of finds the record test's lines alone,
+        # as in the programs of the tests below.)
         program = (
             "def model(x):\n"
             "    return MGR._run([W, x], FID)\n"
@@ -141,6 +142,56 @@ class SrcTest(fake.FakeTorchTest):
                     calls = [r for r in map(json.loads, fh) if r.get("op") == "call"]
                 self.assertEqual(len(calls), 40)
                 self.assertTrue(all(c["src"]["fn"] == "loop" for c in calls), calls[-1])
+
+    def test_call_sites_are_found_by_their_instruction_offset(self):
+        """The deferred path finds a call's src by its frame's instruction
+        offset (Plan.src_of: f_lineno reads the code's line table from its
+        start at every call), each offset looked up by its line once: two
+        call sites on one line share its src, a site on another line has
+        its own, and the trace is the general path's."""
+        from unittest import mock
+        program = (
+            "def model(x):\n"
+            "    return MGR._run([W, x], FID)\n"
+            "def loop(cgt, fake, n):\n"
+            "    x = fake.Tensor([2, 4])\n"
+            "    for i in range(n):\n"
+            "        cgt.mark_step_begin()\n"
+            "        fake._invocation()\n"
+            "        out, = mod" "el(x) if i % 3 else mod" "el(x)\n"
+            "        if i % 4 == 0:\n"
+            "            cgt.mark_step_begin()\n"
+            "            out, = mod" "el(x)\n")
+        import tempfile
+        traces = {}
+        here = tempfile.TemporaryDirectory()  # (the program's file: one name for both recordings)
+        self.addCleanup(here.cleanup)
+        for defer in (True, False):
+            self.tearDown()  # (the stand-in's invocation count from 0 again)
+            self.setUp()
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            with mock.patch.object(cgtrace.Recorder, "_defer", defer):
+                path = os.path.join(self.dir.name, "sites.cgt.jsonl")
+                with cgtrace.record(path) as rec:
+                    ns = {"MGR": MGR, "W": W, "FID": FID}
+                    exec(compile(program, os.path.join(here.name, "sites.py"), "exec"), ns)
+                    ns["loop"](cgt, fake, 40)
+                    with rec.lock:
+                        fs = rec._fid_cache[id(FID)][3]
+                        offsets = dict(fs.plan.src_lasti) if fs.plan is not None else {}
+                self.assertIsNone(rec.error)
+                with open(path) as fh:
+                    traces[defer] = fh.read().split("\n")[1:]  # (the header names the file)
+                if defer:
+                    self.assertGreater(rec.short_calls, 20)
+                    # Three call sites, on two lines: each site's offset
+                    # once, the two on one line with one src.
+                    self.assertEqual(len(offsets), 3)
+                    self.assertEqual(sorted(s[0]["line"] for s in offsets.values()), [8, 8, 11])
+                    self.assertEqual(len({id(s) for s in offsets.values()}), 2)
+        self.assertEqual(traces[True], traces[False])
+        lines = {json.loads(r)["src"]["line"] for r in traces[True] if r and json.loads(r).get("op") == "call"}
+        self.assertEqual(lines, {8, 11})
 
     def test_src_the_format_cannot_hold_is_left_out(self):
         self.assertIsNone(_make_src("a\x1b]0;x\x07.py", 3, "f"))
