@@ -223,8 +223,10 @@ class _FreshQueue:
             return
         fact = t.fact
         cls, dt, nbytes = raw
-        kept = tok[3]
-        full = [None] * len(tok[2])  # (torch's check reads the pointers by position)
+        # (Lists: torch's C check of the pointers takes nothing else, and
+        # reads them by position.)
+        kept = list(tok[3])
+        full = [None] * len(tok[2])
         for j, p in zip(kept, tok[5]):
             full[j] = p
         c = hot.mark_counter

@@ -560,6 +560,15 @@ FrameExecStrategy = collections.namedtuple("FrameExecStrategy", "cur_action recu
 CODE_STRATEGY = {}  # code object -> the FrameExecStrategy the recorder set
 
 
+def _tensors_data_ptrs_at_indices_equal(tensors, data_ptrs, indices):
+    """torch._C's: each tensor at an index of indices at the data pointer
+    data_ptrs holds at that index. Its binding takes three lists (pybind's
+    py::list&): anything else raises TypeError there, and here."""
+    if type(tensors) is not list or type(data_ptrs) is not list or type(indices) is not list:
+        raise TypeError("_tensors_data_ptrs_at_indices_equal(): incompatible function arguments")
+    return all(tensors[i].data_ptr() == data_ptrs[i] for i in indices)
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -567,7 +576,8 @@ def install_fake_torch():
     torch.Tensor = Tensor
     torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
-                                     _storage_Use_Count=Storage.use_count)
+                                     _storage_Use_Count=Storage.use_count,
+                                     _tensors_data_ptrs_at_indices_equal=_tensors_data_ptrs_at_indices_equal)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])
