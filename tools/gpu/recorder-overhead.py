@@ -442,17 +442,15 @@ def _load_package(name, folder, patched=None):
 # after it, the queue's writing, calls, (unused)].
 _FRESH_MARKS = {
     "freshq.py": (
-        ("Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):\n",
-         "Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):\n            _t0 = _ns()\n"),
+        ("Queued=_Queued, bound=_FQ_BOUND):\n",
+         "Queued=_Queued, bound=_FQ_BOUND):\n            _t0 = _ns()\n"),
         ("            # The call joins the queue",
          "            _IN[0] += _ns() - _t0; _t1 = _ns()\n            # The call joins the queue"),
-        ("                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"
-         "                except BaseException as err:\n                    rec._fq_raised(t, mgr, err)\n"
-         "                    raise\n",
-         "                _IN[1] += _ns() - _t1; _IN[4] += 1\n"
-         "                try:\n                    out = orig_run(mgr, new_inputs, function_id)\n"
-         "                except BaseException as err:\n                    rec._fq_raised(t, mgr, err)\n"
-         "                    raise\n                _t2 = _ns()\n"),
+        ("            hot.steady = True\n            try:\n                out = orig_run(mgr, new_inputs, function_id)\n",
+         "            hot.steady = True\n            _IN[1] += _ns() - _t1; _IN[4] += 1\n"
+         "            try:\n                out = orig_run(mgr, new_inputs, function_id)\n"),
+        ("            hot.steady = False\n            node = hot.node\n",
+         "            _t2 = _ns()\n            hot.steady = False\n            node = hot.node\n"),
         ("                            fq.append(t)\n",
          "                            fq.append(t)\n                            _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
         ("                                rec._fq_write()\n                                rec._flush()\n"

@@ -283,7 +283,7 @@ class _FreshQueue:
                       ptrs_equal=ptrs_equal, data_ptr=data_ptr, strided=getattr(torch, "strided", None),
                       weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run,
                       getframe=sys._getframe, refcount=sys.getrefcount, is_=is_, call=call, map=map, all=all, id=id, len=len,
-                      Queued=_Queued, REPLAYED=_REPLAYED, bound=_FQ_BOUND):
+                      Queued=_Queued, bound=_FQ_BOUND):
             (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, cls, dt, shape, stride, dev, nbytes,
              d, code_ref, src_lasti, polled, uses, alives, node_ref, ckpt, out_ref, tree_ref, spec) = a
             c = box.mark_step_counter
@@ -365,50 +365,70 @@ class _FreshQueue:
             except Exception:  # (an input or frame it cannot read: _fresh_call's)
                 return DECLINED
             # The call joins the queue (_fresh_deferred's part before the
-            # tree's call, for the checked case).
-            if versioned:
-                hot.left = left - 1 if left > 0 else 64
-            t = Queued()
-            t.steps = mc - c
-            t.tmpl = tmpl
-            t.src = src
-            t.inv = gen.generation
-            t.oid = oid
-            t.wr = wr = weakref_ref(v, died)
-            t.pwr = weakref_ref(v)
-            t.sref = sweak(stor)
-            t.ptr = v.data_ptr()
-            t.cd = cd
-            t.spec = spec
-            t.gone = False
-            t.groups = groups
-            v = stor = None
-            if groups is not None:
-                del dead_objs[:k]
-                for g in groups.values():
-                    for _, e in g:
-                        e.gone = True
-                g = e = None
-            hot.mark_counter = c
-            fq_ids[oid] = t
-            fq_wrs[id(wr)] = t
-            fq_stor[cd] = t
-            tls.depth = 1
-            tls.actions = []
-            tls.node = None
+            # tree's call, for the checked case; the recorder's own failure
+            # there lets the call run unrecorded, as _fresh_deferred's).
             try:
+                if versioned:
+                    hot.left = left - 1 if left > 0 else 64
+                t = Queued()
+                t.steps = mc - c
+                t.tmpl = tmpl
+                t.src = src
+                t.inv = gen.generation
+                t.oid = oid
+                t.wr = wr = weakref_ref(v, died)
+                t.pwr = weakref_ref(v)
+                t.sref = sweak(stor)
+                t.ptr = v.data_ptr()
+                t.cd = cd
+                t.spec = spec
+                t.gone = False
+                t.groups = groups
+                v = stor = None
+                if groups is not None:
+                    del dead_objs[:k]
+                    for g in groups.values():
+                        for _, e in g:
+                            e.gone = True
+                    g = e = None
+                hot.mark_counter = c
+                fq_ids[oid] = t
+                fq_wrs[id(wr)] = t
+                fq_stor[cd] = t
+            except Exception as err:
+                v = stor = None
+                rec._fail("before a call", err)
+                return orig_run(mgr, new_inputs, function_id)
+            # What the tree does is noted in hot, as in a steady call
+            # (execute_node notes its one replay; anything more switches
+            # to the general path's noting, _general_noting), and its
+            # re-entering _run passes through (the _run wrapper).
+            hot.steady = True
+            try:
+                out = orig_run(mgr, new_inputs, function_id)
+            except BaseException as err:
+                if hot.steady:
+                    rec._general_noting()
+                hot.steady = hot.other = False
+                hot.node = None
                 try:
-                    out = orig_run(mgr, new_inputs, function_id)
-                except BaseException as err:
                     rec._fq_raised(t, mgr, err)
-                    raise
+                finally:
+                    tls.depth = 0
+                    tls.node = None
+                raise
+            hot.steady = False
+            node = hot.node
+            hot.node = None
+            other = hot.other
+            hot.other = False
+            try:
                 if hot.off:
                     return out
                 try:
                     # _fresh_deferred's check after the call, the
                     # session's part of it made at the queue's first.
-                    node = tls.node
-                    if (tls.actions == REPLAYED and node is not None and node is node_ref() and type(out) is list
+                    if (not other and node is not None and node is node_ref() and type(out) is list
                             and len(out) == 1 and mgr.debug_checkpointing_counter == ckpt and not dead_objs):
                         w = node.outputs_weakrefs
                         if len(w) == 1 and out_ref() is out[0] and tree_ref is w[0]:
@@ -418,7 +438,15 @@ class _FreshQueue:
                                 rec._fq_write()
                                 rec._flush()
                             return out
-                    node = w = None
+                    w = None
+                    # What the tree did, as the general path notes it
+                    # (_steady_other's), and the call written as
+                    # _fresh_deferred writes one it does not queue.
+                    if not other:
+                        tls.actions = ["replay"] if node is not None else []
+                        tls.node = node
+                    node = None
+                    tls.depth = 1
                     rec._after_call(rec._fq_write(t), fs, mgr, out)
                 except Exception as err:
                     rec._fail("after a call", err)

@@ -366,6 +366,55 @@ def mixed_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def lean_scenario(path, follow=False):
+    """A loop over new inputs (the lean fresh path's: the queue armed)
+    meeting, inside its queue, what only a call can show: the tree
+    recording anew (no replay of the plan's node), the tree raising, the
+    program dropping the output before the call, two inputs dying before
+    one step (one kept a call longer), a new input kept past the next
+    call, another shape, a second step, a new input passed again, and an
+    input the tree's list alone holds. Returns what fresh_scenario
+    returns."""
+    cgt, mgr, f, w = one_function()
+    with cgtrace.record(path, follow=follow) as rec:
+        y, kept = None, []
+        for i in range(160):
+            for _ in range({60: 2, 90: 0}.get(i, 1)):
+                cgt.mark_step_begin()
+            fake._invocation()
+            x = fake.Tensor([16, 8] if i != 120 else [32, 8])
+            if i == 40:
+                mgr.calls[f] = 1  # the tree records f again at this call
+            if i == 70:
+                mgr.fail.add(f.id)
+            if i == 71:
+                mgr.fail.discard(f.id)
+            if i == 100:
+                y = None  # dropped before the call
+            if i in (110, 130):
+                kept.append(x)  # kept a call longer: two deaths before the next step
+            if i == 140:
+                kept = [x]  # kept past several calls
+            if i == 146:
+                kept = []
+            if i == 150:
+                x = box_x  # noqa: F821 (the last call's input passed again)
+            box_x = x
+            ins = [w, x]
+            if i == 155:
+                x = box_x = None  # only the tree's list holds it: it dies inside the call
+            try:
+                y, = mgr._run(ins, f)
+            except RuntimeError:
+                pass
+            ins = x = None
+            if i in (111, 131):
+                kept = []  # (with this call's input: two deaths before the next step)
+        del y, kept, box_x
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 def train_scenario(path, follow=False):
     """A training loop's shape: each step a forward on a new batch and the
     parameter, then its backward on the forward's output (saved) and a new
@@ -519,6 +568,97 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertEqual(recs[-1]["op"], "note")
         self.assertIn("cgtrace stopped recording here", recs[-1]["text"])
 
+    def test_failure_in_the_lean_fresh_path_never_reaches_the_program(self):
+        # The same in the lean fresh path (its storage weak reference, the
+        # class it binds at start, failing at the 20th call it takes): the
+        # program gets every output, the calls queued before are written,
+        # and recording stops.
+        cgt, mgr, f, w = one_function()
+        path = os.path.join(self.dir.name, "lean.cgt.jsonl")
+        outs = []
+        made = []
+        real = cgtrace.torch_api.storage_weak_ref_class()
+
+        class Failing(real):
+            def __init__(self, stor):
+                made.append(1)
+                if len(made) == 20:
+                    raise TypeError("no storage weak reference")
+                super().__init__(stor)
+
+        def loop():
+            for i in range(40):
+                cgt.mark_step_begin()
+                fake._invocation()
+                x = fake.Tensor([16, 8])  # (held through the call, as a caller holds its batch)
+                y, = mgr._run([w, x], f)
+                outs.append(y)
+                x = None
+
+        with mock.patch.object(cgtrace.torch_api, "storage_weak_ref_class", lambda: Failing), \
+                mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop)
+        self.assertEqual(len(outs), 40)
+        self.assertIsInstance(outs[-1], fake.Tensor)
+        self.assertIn("before a call: TypeError: no storage weak reference", rec.error or "")
+        self.assertGreater(rec.lean_queued_calls, 15)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().splitlines()[1:]]
+        # The first calls: warmup, record, and a replay through the
+        # general path, _fresh_call's first queued, then 19 lean ones
+        # written; the 20th lean call failed, it and the rest unrecorded.
+        self.assertEqual(rec.lean_queued_calls, 19)
+        (note,) = [i for i, r in enumerate(recs) if r["op"] == "note" and "stopped recording" in r["text"]]
+        calls = [r for r in recs if r["op"] == "call"]
+        self.assertEqual(len(calls), 24)
+        self.assertEqual([r for r in recs[note:] if r["op"] in ("call", "tensor")], [])
+
+    def test_recorder_failure_inside_a_lean_fresh_call(self):
+        # The recorder failing inside the tree's call of a lean fresh call
+        # (here as the tree records the function anew): the program gets
+        # its output, the queue is written with that call, and recording
+        # stops.
+        cgt, mgr, f, w = one_function()
+        path = os.path.join(self.dir.name, "inside.cgt.jsonl")
+        outs = []
+        box = {}
+
+        def model(ins):
+            if box.get("fail"):
+                box["rec"]._fail("inside the tree's call", RuntimeError("injected"))
+            return [fake.Tensor([16, 8])]
+
+        mgr.models[0] = model
+
+        def loop():
+            for i in range(40):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if i == 30:
+                    mgr.calls[f] = 1  # the tree records f again, calling its model
+                    box["fail"] = True
+                x = fake.Tensor([16, 8])
+                y, = mgr._run([w, x], f)
+                outs.append(y)
+                box["fail"] = False
+                x = None
+
+        with mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
+            with cgtrace.record(path) as rec:
+                box["rec"] = rec
+                fake.at_one_line(loop)
+        self.assertEqual(len(outs), 40)
+        self.assertIn("inside the tree's call: RuntimeError: injected", rec.error)
+        self.assertGreater(rec.lean_queued_calls, 20)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().splitlines()[1:]]
+        (note,) = [i for i, r in enumerate(recs) if r["op"] == "note" and "stopped recording" in r["text"]]
+        # The calls before the failing one, written from the queue before
+        # the note; nothing of that call or the ones after it.
+        self.assertEqual(len([r for r in recs[:note] if r["op"] == "call"]), 30)
+        self.assertEqual([r for r in recs[note:] if r["op"] in ("call", "tensor")], [])
+
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
         # file holds every call but the last few held (at most the bound,
@@ -614,6 +754,12 @@ class FreshPathTest(fake.FakeTorchTest):
 
     def test_fresh_call_among_other_events_streamed(self):
         self.against_general(follow=True, scenario=mixed_scenario, least=160, lean=145)
+
+    def test_lean_fresh_path_meets_what_only_a_call_shows(self):
+        # (Of the 160 calls the lean fresh path takes most; each of the
+        # others declines to _fresh_call, or after the tree's call writes
+        # the queue and the call as _fresh_deferred does.)
+        self.against_general(follow=False, scenario=lean_scenario, least=140, lean=130, armed=100)
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
