@@ -39,7 +39,7 @@ suites=(
 	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
 	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
-	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call"
+	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call, and a training step"
 	"pool-leak:each test of PEER_TESTS recorded and unrecorded, a process each, what keeps a graph pool's block alive at each tearDown (issue 33 item 2)"
 )
 
@@ -370,6 +370,11 @@ suite_overhead() {
 	step overhead-fresh 150 . python3 tools/gpu/recorder-overhead.py --fresh "${base[@]}" --iters 1000 --rounds 7 --profile 40
 	show overhead-fresh '^[^ ]' 30
 	show overhead-fresh '^ +[0-9/]+ +[0-9.]+ ' 40
+	# A training step (forward on a new batch, backward: two tree calls),
+	# the common case the two loops above do not show (session 15: on the
+	# CPU stand-in it adds 235 us a step, every call the general path's).
+	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7
+	show overhead-train '^[^ ]' 30
 }
 
 # ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------

@@ -20,6 +20,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --inside  # then the recorder's own code, timed in place
     python3 tools/gpu/recorder-overhead.py --fresh --inside  # the same for a call on a new input, by part
     python3 tools/gpu/recorder-overhead.py --both [--fake]  # the steady and the new-input loop, one run
+    python3 tools/gpu/recorder-overhead.py --both --train [--fake]  # and a training loop's step
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
 
 Prints, per round and as medians:
@@ -280,6 +281,32 @@ def mlp_workload(dim=1024, batch=64, fresh=False):
     return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
+def mlp_train_workload(dim=1024, batch=64):
+    """The same MLP trained: each step a forward on a new batch and the
+    backward of its output's sum, both compiled for CUDA graphs (two tree
+    calls a step, the backward's on a new gradient), the gradients set to
+    None before each step as an optimizer's zero_grad does. Returns (step,
+    sync); each figure is then a step's, not a call's."""
+    import torch
+
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
+        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
+        torch.nn.Linear(dim, dim)).cuda()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    mark = torch.compiler.cudagraph_mark_step_begin
+    box = [None]
+
+    def step():
+        mark()
+        model.zero_grad(set_to_none=True)
+        box[0] = loss = compiled(torch.randn(batch, dim, device="cuda")).sum()
+        loss.backward()
+
+    return step, torch.cuda.synchronize
+
+
 def evicting(step, nbytes):
     """step, after reading a buffer of nbytes a cache line at a time:
     whatever the recorder touched at the last call is out of the caches,
@@ -295,7 +322,7 @@ def evicting(step, nbytes):
     return cold_step
 
 
-def fake_workload(fresh=False):
+def fake_workload(fresh=False, train=False):
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/fake_torch.py), on CPU: three
     static parameters and one input passed again (fresh: a new one at
@@ -304,7 +331,9 @@ def fake_workload(fresh=False):
     object (the previous binding of it is retired), judged alive by the
     tree's refcount check; the config modules answer through __getattr__
     as torch's do. What it measures is the recorder's own Python per call,
-    without torch's.
+    without torch's. train: a training step's shape instead, two
+    functions a step (a forward on the parameters and a new batch, then its
+    backward on the forward's output, saved, and a new gradient).
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake
@@ -332,7 +361,20 @@ def fake_workload(fresh=False):
         new = fake.Tensor([64, 1024])
         box[0] = mgr._run(params + [new], fid)
 
-    return (step_fresh if fresh else step), lambda: None, lambda: fake.remove_fake_torch(saved)
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[1] = lambda ins: [fake.Tensor([1024, 1024]) for _ in range(3)]
+
+    def step_train():
+        cgt.mark_step_begin()
+        fake._invocation()
+        new = fake.Tensor([64, 1024])
+        box[0] = out = mgr._run(params + [new], fid)  # (the loss, held till the next step's)
+        fake._invocation()
+        grad = fake.Tensor([64, 1024])  # (autograd's gradient of the loss: new each step)
+        mgr._run([out[0], grad], bwd)
+
+    step = step_train if train else step_fresh if fresh else step
+    return step, lambda: None, lambda: fake.remove_fake_torch(saved)
 
 
 # Where recorder_inside puts its clock: (what comes before, what it becomes)
@@ -630,6 +672,9 @@ def main(argv=None):
                    help="a new input tensor at every call (a data loader's batches), not the same one")
     p.add_argument("--both", action="store_true",
                    help="the steady loop and then the new-input one (--fresh) in one run, with a table of both")
+    p.add_argument("--train", action="store_true",
+                   help="a training loop instead (with --both: as well): forward on a new batch and backward "
+                        "each step, two tree calls; its figures are a step's")
     p.add_argument("--baseline", metavar="RECORDER",
                    help="also time this other recorder in the same rounds: its package folder (say, the one "
                         "before a change: mkdir /tmp/before && git archive REV traces/pytorch/cgtrace | "
@@ -655,22 +700,30 @@ def main(argv=None):
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     host_before = host_ms()
     rows = []
-    for fresh in ((False, True) if a.both else (a.fresh,)):
+    loops = ["steady", "fresh"] if a.both else ["fresh" if a.fresh else "steady"]
+    if a.train:
+        loops = loops + ["train"] if a.both else ["train"]
+    for loop in loops:
+        fresh, train = loop == "fresh", loop == "train"
+        what = ", a training step (forward and backward, a new batch)" if train else (
+            ", a new input each call" if fresh else "")
         if a.fake:
-            step, sync, restore = fake_workload(fresh)
+            step, sync, restore = fake_workload(fresh, train)
             step = evicting(step, int(a.evict_mb * (1 << 20)))
-            name = "fake torch, replay + mark_step" + (", a new input each call" if fresh else "") + (
+            name = "fake torch, replay + mark_step" + what + (
                 ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
             workload = "fake"
         else:
-            step, sync = mlp_workload(a.dim, a.batch, fresh)
+            step, sync = mlp_train_workload(a.dim, a.batch) if train else mlp_workload(a.dim, a.batch, fresh)
             restore = None
-            name = "mlp3 reduce-overhead mark_step" + (", a new input each call" if fresh else "")
+            name = "mlp3 reduce-overhead mark_step" + what
             workload = "mlp3"
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
             report(name, res)
-            if a.inside and fresh:
+            if a.inside and train:
+                print("%s: --inside times the steady and new-input loops' paths, not a training step's" % name)
+            elif a.inside and fresh:
                 inside = measure_inside_fresh(step, sync, a.iters, a.rounds, warm=a.warm)
                 report_inside_fresh(name, inside)
                 res = dict(res, inside=inside["median"])
@@ -683,9 +736,11 @@ def main(argv=None):
         finally:
             if restore is not None:
                 restore()
-        rows.append(("a new input each call" if fresh else "the same input (steady)", dict(res, fresh=fresh)))
+        rows.append(({"steady": "the same input (steady)", "fresh": "a new input each call",
+                      "train": "a training step (2 calls, a new batch), per step"}[loop],
+                     dict(res, fresh=fresh, loop=loop)))
     host_after = host_ms()
-    if a.both:
+    if len(rows) > 1:
         report_table(rows)
     report_host(host_before, host_after)
     for _, res in rows:

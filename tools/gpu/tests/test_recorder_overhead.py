@@ -169,6 +169,30 @@ class MeasureTest(unittest.TestCase):
         res = [json.loads(x) for x in lines[-2:]]
         self.assertEqual([(r["fresh"], r["calls_recorded"]) for r in res], [(False, [20, 20]), (True, [20, 20])])
 
+    def test_training_loop_with_both(self):
+        """--both --train: the two loops and a training step's (two tree
+        calls a step, the backward's on a new gradient), each against its
+        own unrecorded loops, in one table."""
+        status, out = self.main_with_its_own_fake(["--fake", "--both", "--train", "--iters", "20", "--rounds", "2",
+                                                   "--warm", "3", "--json", "--inside"])
+        self.assertEqual(status, 0)
+        lines = out.getvalue().splitlines()
+        table = [x for x in lines if x.startswith("| ")]
+        self.assertEqual(len(table), 5, lines)
+        self.assertRegex(table[4], r"^\| a training step \(2 calls, a new batch\), per step \| [\d.]+ us \| ")
+        self.assertIn("--inside times the steady and new-input loops' paths, not a training step's", out.getvalue())
+        res = [json.loads(x) for x in lines[-3:]]
+        self.assertEqual([(r["loop"], r["calls_recorded"]) for r in res],
+                         [("steady", [20, 20]), ("fresh", [20, 20]), ("train", [40, 40])])
+        # Each step's trace: two new tensors and two calls at least.
+        self.assertGreater(res[2]["trace_bytes_per_call"], 2 * res[1]["trace_bytes_per_call"] - 100)
+
+    def test_training_loop_alone(self):
+        status, out = self.main_with_its_own_fake(["--fake", "--train", "--iters", "10", "--rounds", "1", "--warm", "3"])
+        self.assertEqual(status, 0)
+        self.assertRegex(out.getvalue(), r"a training step \(forward and backward, a new batch\): off [\d.]+ us/call")
+        self.assertNotIn("| loop |", out.getvalue())
+
     def test_baseline_and_profile(self):
         """--baseline times another recorder in the same rounds (its trace
         holds every call too); --profile prints where a recorded loop's
