@@ -488,7 +488,8 @@ _FRESH_MARKS = {
          "Queued=_Queued, bound=_FQ_BOUND):\n            _t0 = _ns()\n"),
         ("            # The call joins the queue",
          "            _IN[0] += _ns() - _t0; _t1 = _ns()\n            # The call joins the queue"),
-        ("            hot.steady = True\n            try:\n                out = orig_run(mgr, new_inputs, function_id)\n",
+        ("            hot.steady = True\n            try:\n"
+         "                out = orig_run(mgr, new_inputs, function_id)\n",
          "            hot.steady = True\n            _IN[1] += _ns() - _t1; _IN[4] += 1\n"
          "            try:\n                out = orig_run(mgr, new_inputs, function_id)\n"),
         ("            hot.steady = False\n            node = hot.node\n",

@@ -2,10 +2,12 @@
 whose replay was its plan's, is queued (its new input's Fact, steps,
 deaths, src) and written at the next other event (_settle), at a bound,
 at exit, at a fatal signal or a failure, as the steady replays are
-(deferred.py). The records and the session's state written then are
-what _fresh_call would have left call by call; a new input that died
-within the queue is never bound: its names, seed and counts are given,
-and of its binding and forgetting only what they leave behind is done."""
+(deferred.py). The queue's next calls take the _run wrapper's lean
+fresh path (_fresh_lean_run), armed by its first (_fq_arm). The records
+and the session's state written then are what _fresh_call would have left
+call by call; a new input that died within the queue is never bound: its
+names, seed and counts are given, and of its binding and forgetting only
+what they leave behind is done."""
 
 import operator
 import sys
@@ -218,8 +220,8 @@ class _FreshQueue:
         probe = e.fact.probe
         tok = fs.fresh_tok
         got = self._fid_cache.get(id(function_id))
-        if (not self._fresh_armed or probe is None or plan.src_code is None or plan.src_code() is None or tok is None or got is None
-                or got[0] is not function_id or got[1]() is not mgr):
+        if (not self._fresh_armed or probe is None or plan.src_code is None or plan.src_code() is None
+                or tok is None or got is None or got[0] is not function_id or got[1]() is not mgr):
             return
         fact = t.fact
         cls, dt, nbytes = raw
@@ -282,7 +284,8 @@ class _FreshQueue:
                       fq=self._fq, fq_ids=self._fq_ids, fq_wrs=self._fq_wrs, fq_stor=self._fq_stor,
                       ptrs_equal=ptrs_equal, data_ptr=data_ptr, strided=getattr(torch, "strided", None),
                       weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run,
-                      getframe=sys._getframe, refcount=sys.getrefcount, is_=is_, call=call, map=map, all=all, id=id, len=len,
+                      getframe=sys._getframe, refcount=sys.getrefcount, is_=is_, call=call, map=map, all=all,
+                      id=id, len=len,
                       Queued=_Queued, bound=_FQ_BOUND):
             (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, cls, dt, shape, stride, dev, nbytes,
              d, code_ref, src_lasti, polled, uses, alives, node_ref, ckpt, out_ref, tree_ref, spec) = a
