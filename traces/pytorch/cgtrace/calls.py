@@ -315,8 +315,12 @@ class _Calls:
         the same records in the same order (the call, its expect, the dels
         of dead inputs, the del of the outputs' last names) and leaves the
         same state, without building Facts, dicts or lists it does not
-        keep. Returns False, having changed nothing, when any of that does
-        not hold.
+        keep. Or, the same replay handing out objects whose names all died
+        since (a backward's gradients the program let go: rebound), what
+        _general_after and end_call write and bind for them, the plan's
+        Facts bound again, and the plan made of them as _make_plan would
+        make it. Returns False, having changed nothing, when any of that
+        does not hold.
 
         What it need not check: the manager and so the device (the caller
         found fs through the FunctionID's cache entry for this manager);
@@ -334,16 +338,35 @@ class _Calls:
         session = self.session
         by_obj_entry = session.by_obj_entry
         by_storage = session.by_storage
+        live = session.entries
         # What _general_after asks of each output before it keeps the
         # output's Fact, and _bind_outputs before it renames its entry.
+        # Or, for every output alike (rebound), that its entry was
+        # forgotten since (it died: a backward's gradients the program let
+        # go) and nothing else names the object or its view: then
+        # _general_after would make a Fact equal to the plan's (the same
+        # object over the same storage and data, judged by the same tree
+        # wrapper) and end_call bind it anew; the plan's Fact is bound
+        # instead, and the plan keeps the new entries.
+        rebound = None
         for o, e, name, w in zip(out, entries, plan.names, wrappers):
             f = e.fact
             oid = id(o)
-            if (by_obj_entry.get(oid) is not e or e.name is not name or f.obj_ref() is not o
-                    or f.probe.tree_ref is not w or f.held or e.obj_id != oid or e.wr is not None
-                    or by_storage.get(f.storage, _NO_NAMES).get(name) is not e):
+            if f.obj_ref() is not o or f.probe.tree_ref is not w or f.held:
                 return False
-        o = e = f = w = None  # no loop variable keeps an output alive past the call
+            now = by_obj_entry.get(oid)
+            if (now is e and e.name is name and e.obj_id == oid and e.wr is None
+                    and by_storage.get(f.storage, _NO_NAMES).get(name) is e):
+                if rebound:
+                    return False
+                rebound = False
+            elif (now is None and rebound is not False and live.get(name) is None
+                  and live.get(session.by_view.get(f.view_key)) is None and f.ptr is not None
+                  and o.data_ptr() == f.ptr):
+                rebound = True
+            else:
+                return False
+        o = e = f = w = now = None  # no loop variable keeps an output alive past the call
         # end_call, from here on, for these outputs.
         outs = session._replay_names(plan, fs.calls)
         inv = ctx["invocation"]
@@ -366,6 +389,26 @@ class _Calls:
         counts = session.counts
         counts["replay"] += 1
         recs.append(plan.exp_line())  # (its line, as the deferred replays write it)
+        if rebound:
+            # end_call's rest for a known expect: the deaths, then the
+            # outputs bound (each anew: nothing names them), as the
+            # general path's call leaves them; then what _make_plan would
+            # make of them (the same node, expect and outputs' Facts: the
+            # plan, with the new entries and names).
+            if session._watch or session._dead_objs:
+                session._flush_dead(args)
+            session._bind_outputs(outs, [e.fact for e in entries])
+            now = tuple(map(by_obj_entry.get, map(id, out)))
+            if all(e is not None and e.kind == "out" and e.fact is f.fact for e, f in zip(now, entries)):
+                plan.entries = now
+                plan.names = tuple(outs)
+            else:  # (bound otherwise than by object: _make_plan would make no plan)
+                fs.plan = None
+            now = None
+            self.short_calls += 1
+            self.rebound_calls += 1
+            self._tree_after(mgr, _REPLAYED, plan.ckpt)
+            return True
         if session._dead_objs or not plan.argset.isdisjoint(session._watch):
             # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch

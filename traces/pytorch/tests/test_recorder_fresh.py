@@ -445,6 +445,46 @@ def train_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def dropped_grads_scenario(path, follow=False):
+    """A training loop whose backward hands out gradients the program lets
+    go at once (an optimizer's zero_grad at the next step; here three,
+    dropped as they come): at every step the backward's replay hands out
+    the same cached objects, whose names died since, to be named again
+    (Recorder._fast_after's rebound outputs); the forward's output held
+    till the next step, a host read of it every 7th, two backward outputs
+    kept once past their step, a step with two backwards. Returns what
+    fresh_scenario returns."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0, 1])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8]), fake.Tensor([16, 8])]
+    w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+    with cgtrace.record(path, follow=follow) as rec:
+        kept = None
+        for i in range(120):
+            cgt.mark_step_begin()
+            fake._invocation()
+            x = fake.Tensor([16, 8])
+            y, = mgr._run([w, b, x], fwd)
+            x = None
+            grads = mgr._run([y, fake.Tensor([16, 8])], bwd)
+            if i == 50:
+                kept = grads[:2]  # two of them kept past the next step
+            if i == 52:
+                kept = None
+            if i == 80:
+                grads = mgr._run([y, fake.Tensor([16, 8])], bwd)  # a second backward in one step
+            grads = None
+            if i % 7 == 6:
+                y.item()
+        del y, kept
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 class FreshPathTest(fake.FakeTorchTest):
     """Recorder._fresh_before, and the _run wrapper's whole call on new
     inputs (Recorder._fresh_call), write what the general path writes
@@ -760,6 +800,40 @@ class FreshPathTest(fake.FakeTorchTest):
         # others declines to _fresh_call, or after the tree's call writes
         # the queue and the call as _fresh_deferred does.)
         self.against_general(follow=False, scenario=lean_scenario, least=140, lean=130, armed=100)
+
+    def test_replays_whose_outputs_died_are_bound_again_as_the_general_path_binds_them(self):
+        # The backward's replays, whose outputs all died since its last
+        # call: _fast_after binds the plan's Facts again (rebound), where
+        # the general path makes new ones. The same trace and state as
+        # with _fast_after off (the general path after every call) and
+        # with the fresh path off, and most of the backward's calls
+        # rebound.
+        took = {}
+        real = cgtrace.Recorder.stop
+
+        def stop(rec):
+            took["rebound"] = rec.rebound_calls
+            return real(rec)
+
+        runs = []
+        for name, patch in (("on", {}), ("general", {"_fast_after": lambda *a: False}),
+                            ("nofresh", {"_fresh_path": False})):
+            self.tearDown()
+            self.setUp()
+            path = os.path.join(self.dir.name, name + ".cgt.jsonl")
+            with mock.patch.multiple(cgtrace.Recorder, stop=stop, **patch):
+                text, state, _ = fake.at_one_line(dropped_grads_scenario, path)
+            import test_recorded_examples
+            self.assertEqual(test_recorded_examples.check_trace(path), [])
+            runs.append((text.split("\n")[1:], state, took["rebound"]))
+        (on, on_state, rebound), (general, general_state, none), (nofresh, nofresh_state, _) = runs
+        self.assertGreater(rebound, 100)  # (of 121 backward calls)
+        self.assertEqual(none, 0)
+        for other, other_state in ((general, general_state), (nofresh, nofresh_state)):
+            self.assertEqual(len(on), len(other))
+            for i, (a, b) in enumerate(zip(on, other)):
+                self.assertEqual(a, b, "line %d" % (i + 2))
+            self.assertEqual(on_state, other_state)
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
