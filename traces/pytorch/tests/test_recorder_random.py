@@ -1,0 +1,149 @@
+"""Random programs against the stand-in, recorded by every path of the
+recorder at once and by the general path alone: the same trace, byte for
+byte, and the same session state (issue 33 item 5). The recorder's short
+paths (the steady replay deferred, the fresh path, _fresh_call and its
+queue, the lean fresh path, the rebound replay) each promise the general
+path's records; the hand-written scenarios of test_recorder_fresh and
+test_recorder_deferred test what their authors thought of, these mixes
+of a training loop's events what they did not."""
+
+import os
+import random
+import sys
+import unittest
+from unittest import mock
+
+import fake_torch as fake  # (puts the recorder on sys.path)
+
+import cgtrace  # noqa: E402
+from test_recorder_fresh import settled_state  # noqa: E402
+
+# What a program does at each of its steps, with how often: mostly a
+# forward on a new batch, a backward on its output, replays on the same
+# input, and now and then everything that sends a call another way.
+_OPS = (("fwd_new", 30), ("bwd", 16), ("fwd_same", 8), ("other_fn", 4), ("drop_out", 4), ("keep_in", 3),
+        ("release", 3), ("keep_grads", 3), ("drop_grads", 3), ("read", 3), ("die_inside", 3), ("shape", 2),
+        ("steps", 3), ("knob", 1), ("fail", 1), ("rerecord", 1), ("steps64", 1), ("reset", 1))
+
+
+def program(seed, n=160):
+    """The ops of program seed: n of them, drawn by their weights."""
+    r = random.Random(seed)
+    names = [o for o, _ in _OPS]
+    weights = [w for _, w in _OPS]
+    return [(op, r.randrange(4)) for op in r.choices(names, weights, k=n)]
+
+
+def run(ops, path):
+    """Runs ops against a new tree of three functions (a forward on two
+    static parameters and one input, its backward on the forward's output
+    and a new gradient, handing out three gradients; another function),
+    recorded to path. Returns the trace's text, the session's state at the
+    end and the recorder's counts of its paths."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    ind = sys.modules["torch._inductor.config"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0, 1])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    other = mgr.add(2)
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8]), fake.Tensor([16, 8])]
+    mgr.models[2] = lambda ins: [fake.Tensor([4])]
+    w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+    with cgtrace.record(path) as rec:
+        x = y = grads = z = None
+        kept = []
+
+        def call(ins, fid):
+            try:
+                return mgr._run(ins, fid)
+            except RuntimeError:
+                return None
+
+        for op, arg in ops:
+            if op in ("fwd_new", "fwd_same", "die_inside", "shape"):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if op == "die_inside":
+                    got = call([w, b, fake.Tensor([16, 8])], fwd)  # (only the tree's list holds it)
+                else:
+                    if op != "fwd_same" or x is None:
+                        x = fake.Tensor([16, 8] if op != "shape" else [32, 8])
+                    got = call([w, b, x], fwd)
+                if got is not None:
+                    y, = got
+                mgr.fail.discard(fwd.id)
+            elif op == "bwd" and y is not None:
+                fake._invocation()
+                got = call([y, fake.Tensor([16, 8])], bwd)
+                grads = got if arg == 0 else None  # (mostly dropped at once, as zero_grad lets go)
+            elif op == "other_fn":
+                cgt.mark_step_begin()
+                z = call([fake.Tensor([4])], other)
+            elif op == "drop_out":
+                y = None
+            elif op == "keep_in" and x is not None:
+                kept.append(x)
+            elif op == "release":
+                kept = []
+            elif op == "keep_grads" and y is not None:
+                grads = call([y, fake.Tensor([16, 8])], bwd)
+            elif op == "drop_grads":
+                grads = None
+            elif op == "read" and y is not None:
+                y.item()
+            elif op == "steps":
+                for _ in range(arg):
+                    cgt.mark_step_begin()
+            elif op == "knob":
+                ind.triton.skip_cudagraph_warmup = not ind.triton.skip_cudagraph_warmup
+            elif op == "fail" and mgr.calls.get(fwd, 0) >= 2:
+                mgr.fail.add(fwd.id)  # (the next forward raises; once recorded: the stand-in's tree needs a root)
+            elif op == "rerecord":
+                mgr.calls[fwd] = 1  # (the tree records the forward again at its next call)
+            elif op == "steps64":
+                for _ in range(64):
+                    cgt.mark_step_begin()
+            elif op == "reset":
+                cgt.reset_cudagraph_trees()
+        x = y = grads = z = None
+        kept = []
+        state = settled_state(rec)
+    counts = {"short": rec.short_calls, "fresh": rec.fresh_calls, "lean": rec.lean_fresh_calls,
+              "queued": rec.queued_fresh_calls, "armed": rec.lean_queued_calls, "rebound": rec.rebound_calls}
+    assert rec.error is None, rec.error
+    with open(path) as fh:
+        return fh.read().split("\n")[1:], state, counts  # (the header names the file)
+
+
+class RandomProgramsTest(fake.FakeTorchTest):
+    def recorded(self, ops, name, **patch):
+        self.tearDown()  # (the stand-in's invocation count and step counter from 0 again)
+        self.setUp()
+        with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})):
+            return fake.at_one_line(run, ops, os.path.join(self.dir.name, name))
+
+    def test_every_path_writes_what_the_general_path_writes(self):
+        totals = {}
+        for seed in range(int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24"))):
+            ops = program(seed)
+            with self.subTest(seed=seed):
+                on, on_state, counts = self.recorded(ops, "on.cgt.jsonl")
+                for k, v in counts.items():
+                    totals[k] = totals.get(k, 0) + v
+                for way, patch in (("general", {"_defer": False, "_fresh_path": False}),
+                                   ("unarmed", {"_fresh_armed": False})):
+                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", **patch)
+                    self.assertEqual(len(on), len(other), way)
+                    for i, (a, b) in enumerate(zip(on, other)):
+                        self.assertEqual(a, b, "%s: line %d" % (way, i + 2))
+                    self.assertEqual(on_state, other_state, way)
+        # Every short path was taken, in these programs together: the
+        # comparison covers each.
+        for k in ("short", "fresh", "lean", "queued", "armed", "rebound"):
+            self.assertGreater(totals.get(k, 0), 10, (k, totals))
+
+
+if __name__ == "__main__":
+    unittest.main()
