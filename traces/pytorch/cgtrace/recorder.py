@@ -185,7 +185,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
         self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
         self.lean_queued_calls = 0  # of those, the calls the lean fresh path took (freshq._fresh_lean_run)
-        self.rebound_calls = 0  # replays whose outputs, all dead since, _fast_after bound again (_REBOUND)
+        self.rebound_calls = 0  # replays whose outputs, all dead since, _fast_after bound again (rebound)
         # Calls through _fresh_call whose records a journaled trace holds
         # unwritten (fresh._WRITE_BOUND): 0 at every flush.
         self._unwritten = 0
