@@ -4,9 +4,11 @@ PyTorch: records each program of traces/pytorch/programs twice, in
 processes of their own, as the recorder records by default (a steady
 replay checked by the _run wrapper's lean path and written later, a call
 on new inputs through the fresh path, fresh.py, taken whole by the _run
-wrapper and queued, freshq.py) and with CGTRACE_DEFER=0
-(every call through the general path, which asks the tree about each
-tensor), and compares the two traces record by record.
+wrapper and queued, freshq.py, its queue's later calls by the lean fresh
+path; a replay's records made again by _fast_after, its outputs rebound
+when they died since) and with CGTRACE_DEFER=0 (every call through the
+general path, which asks the tree about each tensor), and compares the
+two traces record by record.
 
 The lean path judges a cached output alive by its refcount, as the tree's
 own check would (cgtrace._refcount_rule), and a data pointer or an input by

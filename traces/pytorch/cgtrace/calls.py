@@ -81,7 +81,7 @@ class _Calls:
         whichever path took it before: the short one when the call is the
         plan's replay (_fast_after), else the general one and a new plan."""
         plan = fs.plan
-        if plan is None or not self._fast_after(ctx, fs, plan, mgr, out):
+        if plan is None or not self._fast or not self._fast_after(ctx, fs, plan, mgr, out):
             fs.plan = None
             fs.fresh_tok = None
             self._general_after(ctx, mgr, out)

@@ -142,6 +142,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     # The general path names a call's inputs by the entries that named the
     # last call's first (_before_call): tests turn it off to compare.
     _by_last_entries = True
+    # A replay like its function's last takes _fast_after after the tree's
+    # call (or the general path's _general_after and _make_plan):
+    # CGTRACE_DEFER=0 and tests turn it off to compare.
+    _fast = True
 
     # (In _Hot: see there.)
     _off = _hot_attr("off")
@@ -159,11 +163,13 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self.session = Session(self.trace)
         self.lock = threading.RLock()
         # CGTRACE_DEFER=0: every call through the general path, to hold the
-        # deferred path's traces against (tools/gpu/deferred-same.py), and
-        # the fresh path's (fresh.py): neither is taken.
+        # deferred path's traces against (tools/gpu/deferred-same.py), the
+        # fresh path's (fresh.py) and the short way after a replay's
+        # (_fast_after, the rebound replays among them): none is taken.
         if os.environ.get("CGTRACE_DEFER") == "0":
             self._defer = False
             self._fresh_path = False
+            self._fast = False
         self._hot = _Hot()
         self._hot.rec = self
         self.tls = _CallState()
