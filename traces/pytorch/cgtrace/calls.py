@@ -315,11 +315,11 @@ class _Calls:
         the same records in the same order (the call, its expect, the dels
         of dead inputs, the del of the outputs' last names) and leaves the
         same state, without building Facts, dicts or lists it does not
-        keep. Or, the same replay handing out objects whose names all died
-        since (a backward's gradients the program let go: rebound), what
-        _general_after and end_call write and bind for them, the plan's
-        Facts bound again, and the plan made of them as _make_plan would
-        make it. Returns False, having changed nothing, when any of that
+        keep. Or, the same replay handing out objects some of whose names
+        died since (a backward's gradients the program let go, a forward's
+        saved activations: rebound), what _general_after and end_call
+        write and bind for them, the plan's Facts bound again, and the
+        plan made of them as _make_plan would make it. Returns False, having changed nothing, when any of that
         does not hold.
 
         What it need not check: the manager and so the device (the caller
@@ -341,14 +341,15 @@ class _Calls:
         live = session.entries
         # What _general_after asks of each output before it keeps the
         # output's Fact, and _bind_outputs before it renames its entry.
-        # Or, for every output alike (rebound), that its entry was
-        # forgotten since (it died: a backward's gradients the program let
-        # go) and nothing else names the object or its view: then
-        # _general_after would make a Fact equal to the plan's (the same
-        # object over the same storage and data, judged by the same tree
-        # wrapper) and end_call bind it anew; the plan's Fact is bound
-        # instead, and the plan keeps the new entries.
-        rebound = None
+        # Or, for some of them (rebound), that its entry was forgotten
+        # since (it died: a backward's gradients the program let go, a
+        # forward's saved activations once its backward ran) and nothing
+        # else names the object or its view: then _general_after would
+        # make a Fact equal to the plan's (the same object over the same
+        # storage and data, judged by the same tree wrapper) and end_call
+        # bind it anew; the plan's Fact is bound instead, the live outputs
+        # renamed as end_call renames them, and the plan keeps the entries.
+        rebound = False
         for o, e, name, w in zip(out, entries, plan.names, wrappers):
             f = e.fact
             oid = id(o)
@@ -357,15 +358,12 @@ class _Calls:
             now = by_obj_entry.get(oid)
             if (now is e and e.name is name and e.obj_id == oid and e.wr is None
                     and by_storage.get(f.storage, _NO_NAMES).get(name) is e):
-                if rebound:
-                    return False
-                rebound = False
-            elif (now is None and rebound is not False and live.get(name) is None
-                  and live.get(session.by_view.get(f.view_key)) is None and f.ptr is not None
-                  and o.data_ptr() == f.ptr):
+                continue
+            if (now is None and live.get(name) is None and live.get(session.by_view.get(f.view_key)) is None
+                    and f.ptr is not None and o.data_ptr() == f.ptr):
                 rebound = True
-            else:
-                return False
+                continue
+            return False
         o = e = f = w = now = None  # no loop variable keeps an output alive past the call
         # end_call, from here on, for these outputs.
         outs = session._replay_names(plan, fs.calls)
@@ -391,10 +389,11 @@ class _Calls:
         recs.append(plan.exp_line())  # (its line, as the deferred replays write it)
         if rebound:
             # end_call's rest for a known expect: the deaths, then the
-            # outputs bound (each anew: nothing names them), as the
-            # general path's call leaves them; then what _make_plan would
-            # make of them (the same node, expect and outputs' Facts: the
-            # plan, with the new entries and names).
+            # outputs bound (the rebound ones anew: nothing names them; the
+            # live ones renamed), as the general path's call leaves them;
+            # then what _make_plan would make of them (the same node,
+            # expect and outputs' Facts: the plan, with the entries and
+            # names now).
             if session._watch or session._dead_objs:
                 session._flush_dead(args)
             session._bind_outputs(outs, [e.fact for e in entries])

@@ -5,7 +5,11 @@ paths (the steady replay deferred, the fresh path, _fresh_call and its
 queue, the lean fresh path, the rebound replay) each promise the general
 path's records; the hand-written scenarios of test_recorder_fresh and
 test_recorder_deferred test what their authors thought of, these mixes
-of a training loop's events what they did not."""
+of a training loop's events what they did not. Half the programs' forward
+hands out an activation saved for the backward besides its output, which
+dies once the backward ran: its replays bind some outputs anew and rename
+the others (_fast_after's rebound replays); the other half's forward has
+one output, whose calls may queue (freshq.py)."""
 
 import os
 import random
@@ -34,10 +38,12 @@ def program(seed, n=160):
     return [(op, r.randrange(4)) for op in r.choices(names, weights, k=n)]
 
 
-def run(ops, path):
+def run(ops, path, saves=False):
     """Runs ops against a new tree of three functions (a forward on two
-    static parameters and one input, its backward on the forward's output
-    and a new gradient, handing out three gradients; another function),
+    static parameters and one input, handing out its output, and with
+    saves an activation saved for its backward too; the backward on that
+    activation, or on the output, and a new gradient, handing out three
+    gradients; another function),
     recorded to path. Returns the trace's text, the session's state at the
     end and the recorder's counts of its paths."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
@@ -47,12 +53,12 @@ def run(ops, path):
     fwd = mgr.add(0, static=[0, 1])
     bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
     other = mgr.add(2)
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]) for _ in range(1 + saves)]
     mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8]), fake.Tensor([16, 8])]
     mgr.models[2] = lambda ins: [fake.Tensor([4])]
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
     with cgtrace.record(path) as rec:
-        x = y = grads = z = None
+        x = y = saved = grads = z = None
         kept = []
 
         def call(ins, fid):
@@ -72,23 +78,25 @@ def run(ops, path):
                         x = fake.Tensor([16, 8] if op != "shape" else [32, 8])
                     got = call([w, b, x], fwd)
                 if got is not None:
-                    y, = got
+                    y, saved = got if saves else (got[0], got[0])
                 mgr.fail.discard(fwd.id)
-            elif op == "bwd" and y is not None:
+            elif op == "bwd" and saved is not None:
                 fake._invocation()
-                got = call([y, fake.Tensor([16, 8])], bwd)
+                got = call([saved, fake.Tensor([16, 8])], bwd)
                 grads = got if arg == 0 else None  # (mostly dropped at once, as zero_grad lets go)
+                if arg != 1:
+                    saved = None  # (autograd lets the saved activation go once the backward ran)
             elif op == "other_fn":
                 cgt.mark_step_begin()
                 z = call([fake.Tensor([4])], other)
             elif op == "drop_out":
-                y = None
+                y = saved = None
             elif op == "keep_in" and x is not None:
                 kept.append(x)
             elif op == "release":
                 kept = []
-            elif op == "keep_grads" and y is not None:
-                grads = call([y, fake.Tensor([16, 8])], bwd)
+            elif op == "keep_grads" and saved is not None:
+                grads = call([saved, fake.Tensor([16, 8])], bwd)
             elif op == "drop_grads":
                 grads = None
             elif op == "read" and y is not None:
@@ -107,7 +115,7 @@ def run(ops, path):
                     cgt.mark_step_begin()
             elif op == "reset":
                 cgt.reset_cudagraph_trees()
-        x = y = grads = z = None
+        x = y = saved = grads = z = None
         kept = []
         state = settled_state(rec)
     counts = {"short": rec.short_calls, "fresh": rec.fresh_calls, "lean": rec.lean_fresh_calls,
@@ -118,23 +126,24 @@ def run(ops, path):
 
 
 class RandomProgramsTest(fake.FakeTorchTest):
-    def recorded(self, ops, name, **patch):
+    def recorded(self, ops, name, saves, **patch):
         self.tearDown()  # (the stand-in's invocation count and step counter from 0 again)
         self.setUp()
         with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})):
-            return fake.at_one_line(run, ops, os.path.join(self.dir.name, name))
+            return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves)
 
     def test_every_path_writes_what_the_general_path_writes(self):
         totals = {}
         for seed in range(int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24"))):
             ops = program(seed)
+            saves = seed % 2 == 1  # (a forward of one output, whose calls may queue; or of two)
             with self.subTest(seed=seed):
-                on, on_state, counts = self.recorded(ops, "on.cgt.jsonl")
+                on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves)
                 for k, v in counts.items():
                     totals[k] = totals.get(k, 0) + v
                 for way, patch in (("general", {"_defer": False, "_fresh_path": False, "_fast": False}),
                                    ("unarmed", {"_fresh_armed": False})):
-                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", **patch)
+                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, **patch)
                     self.assertEqual(len(on), len(other), way)
                     for i, (a, b) in enumerate(zip(on, other)):
                         self.assertEqual(a, b, "%s: line %d" % (way, i + 2))
