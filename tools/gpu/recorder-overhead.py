@@ -332,8 +332,10 @@ def fake_workload(fresh=False, train=False):
     tree's refcount check; the config modules answer through __getattr__
     as torch's do. What it measures is the recorder's own Python per call,
     without torch's. train: a training step's shape instead, two
-    functions a step (a forward on the parameters and a new batch, then its
-    backward on the forward's output, saved, and a new gradient).
+    functions a step (a forward on the parameters and a new batch, handing
+    out the loss and an activation saved for the backward; then the
+    backward on that activation and a new gradient, handing out three
+    gradients the program drops).
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake
@@ -361,17 +363,21 @@ def fake_workload(fresh=False, train=False):
         new = fake.Tensor([64, 1024])
         box[0] = mgr._run(params + [new], fid)
 
+    fwd = mgr.add(2, static=[0, 1, 2])
     bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[2] = lambda ins: [fake.Tensor([64, 1024]), fake.Tensor([64, 1024])]
     mgr.models[1] = lambda ins: [fake.Tensor([1024, 1024]) for _ in range(3)]
 
     def step_train():
         cgt.mark_step_begin()
         fake._invocation()
         new = fake.Tensor([64, 1024])
-        box[0] = out = mgr._run(params + [new], fid)  # (the loss, held till the next step's)
+        # The loss, held till the next step's, and an activation saved
+        # for the backward, let go once it ran.
+        box[0], saved = mgr._run(params + [new], fwd)
         fake._invocation()
         grad = fake.Tensor([64, 1024])  # (autograd's gradient of the loss: new each step)
-        mgr._run([out[0], grad], bwd)
+        mgr._run([saved, grad], bwd)  # (its gradients dropped, as zero_grad lets them go)
 
     step = step_train if train else step_fresh if fresh else step
     return step, lambda: None, lambda: fake.remove_fake_torch(saved)
