@@ -43,9 +43,9 @@ def run(ops, path, saves=False):
     static parameters and one input, handing out its output, and with
     saves an activation saved for its backward too; the backward on that
     activation, or on the output, and a new gradient, handing out three
-    gradients; another function),
-    recorded to path. Returns the trace's text, the session's state at the
-    end and the recorder's counts of its paths."""
+    gradients; another function), recorded to path. Returns the trace's
+    lines after its header, the session's state at the end and the
+    recorder's counts of its paths."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     ind = sys.modules["torch._inductor.config"]
     mgr = fake.CUDAGraphTreeManager()
