@@ -5,7 +5,7 @@ callgrind), a count that does not move with the machine's load: on a
 host shared with other programs the microseconds of two runs differ by
 more than most changes to the recorder do.
 
-    python3 tools/gpu/recorder-instructions.py [--fresh] [--baseline RECORDER] [--calls 1000]
+    python3 tools/gpu/recorder-instructions.py [--fresh | --train] [--baseline RECORDER] [--calls 1000]
 
 Runs the loop four times under callgrind: recorded and unrecorded, each
 with --calls and with twice that many calls after the same warm-up, so
@@ -52,17 +52,18 @@ _LL_BYTES = 1 << 20
 _CACHES = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=%d,16,64" % _LL_BYTES]
 
 
-def child(fresh, calls, baseline, evict=0):
+def child(fresh, calls, baseline, evict=0, train=False):
     """The measured program: the fake loop's warm-up, then `calls` calls
     recorded (calls > 0) or unrecorded (calls < 0, after an empty
     recording, so both start and write a recording alike); evict: the
-    bytes read between two calls (--cold)."""
+    bytes read between two calls (--cold); train: the training step's
+    loop (each "call" a step of two tree calls)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(HERE, "recorder-overhead.py"))
     ro = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ro)
     record = ro.load_baseline(baseline).record if baseline else ro.cgtrace.record
-    step, _, restore = ro.fake_workload(fresh)
+    step, _, restore = ro.fake_workload(fresh, train)
     step = ro.evicting(step, evict)
     try:
         for _ in range(50):
@@ -82,7 +83,7 @@ _COLLECTED = re.compile(r"Collected : ([\d ]+)")
 _EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
 
 
-def counts(fresh, calls, baseline, cold=False, run=subprocess.run):
+def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False):
     """callgrind's counts for one child run: {"Ir": instructions}, and
     with cold every cache event (the last-level misses: ILmr, DLmr,
     DLmw)."""
@@ -92,6 +93,8 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run):
     cmd += [sys.executable, os.path.abspath(__file__), "--child", str(calls)]
     if fresh:
         cmd.append("--fresh")
+    if train:
+        cmd.append("--train")
     if cold:
         cmd += ["--evict", str(2 * _LL_BYTES)]
     if baseline:
@@ -108,11 +111,11 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run):
     return got
 
 
-def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False):
+def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False, train=False):
     """{off, on, added}: instructions per call, from the differences of
     runs of calls and 2*calls calls; with cold also {misses_off,
     misses_on, misses_added}: the last-level cache misses a call."""
-    runs = {n: counts(fresh, n, baseline, cold, run) for n in (2 * calls, calls, -2 * calls, -calls)}
+    runs = {n: counts(fresh, n, baseline, cold, run, train) for n in (2 * calls, calls, -2 * calls, -calls)}
 
     def per_call(events, sign):
         return sum(runs[sign * 2 * calls][e] - runs[sign * calls][e] for e in events) / calls
@@ -129,6 +132,8 @@ def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--fresh", action="store_true", help="a new input at every call (else the steady loop)")
+    p.add_argument("--train", action="store_true",
+                   help="the training step's loop (forward and backward: the figures are a step's)")
     p.add_argument("--calls", type=int, default=1000, help="calls of the shorter runs")
     p.add_argument("--baseline", metavar="RECORDER", help="count this recorder instead of this checkout's")
     p.add_argument("--cold", action="store_true",
@@ -136,19 +141,22 @@ def main(argv=None):
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--evict", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.fresh and a.train:
+        p.error("--fresh and --train are two loops: one at a time")
     if a.child is not None:
-        child(a.fresh, a.child, a.baseline, a.evict)
+        child(a.fresh, a.child, a.baseline, a.evict, a.train)
         return 0
     if a.calls < 1:
         p.error("--calls must be at least 1")
-    r = measure(a.fresh, a.calls, a.baseline, cold=a.cold)
-    what = "%s%s" % ("a new input each call" if a.fresh else "the same input (steady)",
-                     ", recorder %s" % a.baseline if a.baseline else "")
-    print("%s: %.0f instructions a call unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded call)"
-          % (what, r["off"], r["on"], r["added"], r["added"] / r["off"]))
+    r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train)
+    what = "%s%s" % ("a training step" if a.train else "a new input each call" if a.fresh
+                     else "the same input (steady)", ", recorder %s" % a.baseline if a.baseline else "")
+    unit = "step" if a.train else "call"
+    print("%s: %.0f instructions a %s unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded %s)"
+          % (what, r["off"], unit, r["on"], r["added"], r["added"] / r["off"], unit))
     if a.cold:
-        print("%s, cold caches: %.0f last-level misses a call unrecorded, %.0f recorded, %.0f added"
-              % (what, r["misses_off"], r["misses_on"], r["misses_added"]))
+        print("%s, cold caches: %.0f last-level misses a %s unrecorded, %.0f recorded, %.0f added"
+              % (what, r["misses_off"], unit, r["misses_on"], r["misses_added"]))
     return 0
 
 

@@ -18,7 +18,8 @@ spec.loader.exec_module(ri)
 
 class InstructionsTest(unittest.TestCase):
     def test_child_runs_the_loops(self):
-        for args in (["--child", "5"], ["--child", "-5", "--fresh"], ["--child", "5", "--fresh"]):
+        for args in (["--child", "5"], ["--child", "-5", "--fresh"], ["--child", "5", "--fresh"],
+                     ["--child", "5", "--train"], ["--child", "-5", "--train"]):
             p = subprocess.run([sys.executable, TOOL] + args, capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stderr)
 
@@ -40,6 +41,21 @@ class InstructionsTest(unittest.TestCase):
         self.assertEqual(len(seen), 4)
         self.assertTrue(all(c[0] == "valgrind" and "--fresh" in c and c[-2:] == ["--baseline", "/some/recorder"]
                             for c in seen))
+
+    def test_training_loop_is_asked_of_the_child(self):
+        seen = []
+
+        def run(cmd, **kw):
+            seen.append(cmd)
+            calls = int(cmd[cmd.index("--child") + 1])
+            return types.SimpleNamespace(returncode=0, stderr="==1== Collected : %d\n"
+                                         % (1000 + (900 if calls > 0 else 400) * abs(calls)))
+
+        r = ri.measure(False, 10, run=run, train=True)
+        self.assertEqual(r, {"off": 400.0, "on": 900.0, "added": 500.0})
+        self.assertTrue(all("--train" in c and "--fresh" not in c for c in seen))
+        with self.assertRaises(SystemExit):
+            ri.main(["--fresh", "--train"])
 
     def test_cold_counts_last_level_misses(self):
         # The stand-in's nine events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw
