@@ -30,11 +30,16 @@ _OPS = (("fwd_new", 30), ("bwd", 16), ("fwd_same", 8), ("other_fn", 4), ("drop_o
         ("steps", 3), ("knob", 1), ("fail", 1), ("rerecord", 1), ("steps64", 1), ("reset", 1))
 
 
-def program(seed, n=160):
-    """The ops of program seed: n of them, drawn by their weights."""
+# An inference loop's mix: forwards on new batches in long runs (the
+# queue's, and the lean fresh path's), the rest as rare as above.
+_QUEUE_OPS = tuple((o, {"fwd_new": 80, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
+
+
+def program(seed, n=160, mix=_OPS):
+    """The ops of program seed: n of them, drawn by their weights in mix."""
     r = random.Random(seed)
-    names = [o for o, _ in _OPS]
-    weights = [w for _, w in _OPS]
+    names = [o for o, _ in mix]
+    weights = [w for _, w in mix]
     return [(op, r.randrange(4)) for op in r.choices(names, weights, k=n)]
 
 
@@ -133,10 +138,23 @@ class RandomProgramsTest(fake.FakeTorchTest):
             return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves)
 
     def test_every_path_writes_what_the_general_path_writes(self):
+        self.against_general(_OPS, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")), lambda seed: seed % 2 == 1)
+
+    def test_queued_calls_write_what_the_general_path_writes(self):
+        # (Forwards of one output on new batches in long runs: the lean
+        # fresh path takes thousands of calls, among the rare events.)
+        totals = self.against_general(_QUEUE_OPS, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")) // 2,
+                                      lambda seed: False, first=1000, n=300)
+        self.assertGreater(totals["armed"], 1000)
+
+    def against_general(self, mix, programs, saves_of, first=0, n=160):
+        """Each of programs programs drawn from mix (from seed first, of n
+        steps, with saves_of(seed) for run's saves) recorded three ways
+        and compared; returns the recorder's path counts over them all."""
         totals = {}
-        for seed in range(int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24"))):
-            ops = program(seed)
-            saves = seed % 2 == 1  # (a forward of one output, whose calls may queue; or of two)
+        for seed in range(first, first + programs):
+            ops = program(seed, n, mix)
+            saves = saves_of(seed)  # (a forward of one output, whose calls may queue; or of two)
             with self.subTest(seed=seed):
                 on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves)
                 for k, v in counts.items():
@@ -153,6 +171,7 @@ class RandomProgramsTest(fake.FakeTorchTest):
         # them) covers each.
         for k in ("short", "fresh", "lean", "queued", "armed", "rebound"):
             self.assertGreater(totals.get(k, 0), 10, (k, totals))
+        return totals
 
 
 if __name__ == "__main__":
