@@ -362,19 +362,19 @@ suite_overhead() {
 	# from before the package), when carried, is another recorder timed in
 	# the same rounds.
 	# shellcheck disable=SC2086
-	step overhead 150 . python3 tools/gpu/recorder-overhead.py "${base[@]}" ${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside}
-	show overhead '^[^ ]' 30
+	step overhead 150 . python3 tools/gpu/recorder-overhead.py "${base[@]}" ${OVERHEAD_ARGS:---iters 3000 --rounds 11 --inside --by-path}
+	show overhead '^[^ ]' 45
 	# (--profile: where a new-input call's time goes with real torch, its
 	# C calls among them, which the CPU stand-in has not: on 2026-12-05
 	# the H200 added 106 us a call, the stand-in on a slower CPU 52.)
-	step overhead-fresh 150 . python3 tools/gpu/recorder-overhead.py --fresh "${base[@]}" --iters 1000 --rounds 7 --profile 40
-	show overhead-fresh '^[^ ]' 30
+	step overhead-fresh 150 . python3 tools/gpu/recorder-overhead.py --fresh "${base[@]}" --iters 1000 --rounds 7 --by-path --profile 40
+	show overhead-fresh '^[^ ]' 40
 	show overhead-fresh '^ +[0-9/]+ +[0-9.]+ ' 40
 	# A training step (forward on a new batch, backward: two tree calls),
 	# the common case the two loops above do not show (session 15: on the
 	# CPU stand-in it adds 235 us a step, every call the general path's).
-	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7
-	show overhead-train '^[^ ]' 30
+	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7 --by-path
+	show overhead-train '^[^ ]' 40
 }
 
 # ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------

@@ -22,6 +22,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --both [--fake]  # the steady and the new-input loop, one run
     python3 tools/gpu/recorder-overhead.py --both --train [--fake]  # and a training loop's step
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
+    python3 tools/gpu/recorder-overhead.py --fresh --by-path  # then each call by what the recorder did in it
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -209,6 +210,101 @@ def profile_recorded(step, sync, iters, top, record=None, out=None):
             rec.__exit__(None, None, None)
     print("profile of %d recorded calls, top %d by own time:" % (iters, top), file=out)
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+
+
+# The recorder's counters whose moves say what it did in a call (a
+# recorder without one, an older baseline, reads 0).
+_PATH_COUNTERS = ("short_calls", "fresh_calls", "lean_fresh_calls", "rebound_calls", "armings")
+
+
+def _path_state(rec):
+    return (tuple(getattr(rec, n, 0) for n in _PATH_COUNTERS), len(getattr(rec, "_pending", ()) or ()),
+            len(getattr(rec, "_fq", ()) or ()), getattr(getattr(rec, "_hot", None), "fql", None) is not None)
+
+
+def _path_kind(before, after):
+    """What the recorder did in a call, from its state before and after:
+    the call deferred (a steady replay) or queued (a new input; by the
+    lean fresh path when it was armed); or the deferred or queued calls
+    written (then what the counters say is the writing's too); a replay
+    rebound, _fresh_call's whole call written at once, the fresh path's
+    or the short path's; a steady path armed; else the general path's."""
+    (c0, pend0, fq0, armed0), (c1, pend1, fq1, _) = before, after
+    moved = {n for n, a, b in zip(_PATH_COUNTERS, c0, c1) if b != a}
+    what = []
+    if pend1 < pend0 or fq1 < fq0:
+        what.append("wrote the calls queued before it")
+    else:
+        if pend1 > pend0:
+            what.append("deferred replay")
+        if fq1 > fq0:
+            what.append("queued by the lean fresh path" if armed0 else "queued by _fresh_call")
+        if "rebound_calls" in moved:
+            what.append("rebound replay")
+        if not what:
+            if "lean_fresh_calls" in moved:
+                what.append("_fresh_call, written at once")
+            elif "fresh_calls" in moved:
+                what.append("fresh path")
+            elif "short_calls" in moved:
+                what.append("short path after the call")
+    if "armings" in moved:
+        what.append("armed the steady path")
+    return ", ".join(what) or "general path"
+
+
+def calls_by_path(step, sync, iters, warm=50, record=None):
+    """Each of `iters` recorded calls timed on its own (after `warm`
+    recorded ones) and classed by what the recorder did in it
+    (_path_kind), against the median of as many unrecorded calls timed
+    just before: per class the calls, the median call's added
+    microseconds, and the class's share of the mean added a call (what
+    makes a loop's mean stand above its median call: the queue's writing,
+    the calls that restart it). Returns {class: {calls, median_us,
+    share_us}}."""
+    record = record or cgtrace.record
+    ns = time.perf_counter_ns
+    for _ in range(warm):
+        step()
+    sync()
+    off = []
+    for _ in range(iters):
+        a = ns()
+        step()
+        off.append(ns() - a)
+    sync()
+    base = statistics.median(off)
+    classes = {}
+    with tempfile.TemporaryDirectory() as d:
+        rec = record(os.path.join(d, "paths.cgt.jsonl"))
+        rec.__enter__()
+        try:
+            for _ in range(warm):
+                step()
+            sync()
+            for _ in range(iters):
+                before = _path_state(rec)
+                a = ns()
+                step()
+                t = ns() - a
+                classes.setdefault(_path_kind(before, _path_state(rec)), []).append(t - base)
+            sync()
+        finally:
+            rec.__exit__(None, None, None)
+    if getattr(rec, "error", None):
+        raise RuntimeError("the recording failed: %s" % rec.error)
+    return {k: {"calls": len(v), "median_us": statistics.median(v) / 1e3, "share_us": sum(v) / iters / 1e3}
+            for k, v in classes.items()}
+
+
+def report_by_path(name, res, out=None):
+    out = out or sys.stdout
+    print("%s, each recorded call by what the recorder did in it (added: against the median unrecorded call):"
+          % name, file=out)
+    print("| what the recorder did | calls | the median call added | share of the mean added |", file=out)
+    print("| --- | --- | --- | --- |", file=out)
+    for k, r in sorted(res.items(), key=lambda kv: -kv[1]["share_us"]):
+        print("| %s | %d | %.1f us | %.1f us |" % (k, r["calls"], r["median_us"], r["share_us"]), file=out)
 
 
 # Issue 13 item 5: at most GOAL_US added to a call of this loop, which took
@@ -698,6 +794,9 @@ def main(argv=None):
                         "starts each call with cold caches as on a GPU host")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
+    p.add_argument("--by-path", action="store_true",
+                   help="after the timing, time each call of one recorded loop and class it by what the "
+                        "recorder did in it (deferred, queued, the queue written, general...)")
     a = p.parse_args(argv)
     if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0:
         p.error("--iters and --rounds must be at least 1, --warm, --profile and --evict-mb at least 0")
@@ -738,6 +837,10 @@ def main(argv=None):
                 inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
                 report_inside(name, inside)
                 res = dict(res, inside=inside["median"])
+            if a.by_path:
+                paths = calls_by_path(step, sync, a.iters, warm=a.warm)
+                report_by_path(name, paths)
+                res = dict(res, by_path=paths)
             if a.profile:
                 profile_recorded(step, sync, a.iters, a.profile)
         finally:

@@ -187,6 +187,36 @@ class MeasureTest(unittest.TestCase):
         # Each step's trace: two new tensors and two calls at least.
         self.assertGreater(res[2]["trace_bytes_per_call"], 2 * res[1]["trace_bytes_per_call"] - 100)
 
+    def test_by_path_classes_each_call(self):
+        """--by-path: each recorded call of the new-input loop timed and
+        classed by what the recorder did in it; the lean fresh path takes
+        most, every 33rd writes the queue, the next starts one."""
+        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--by-path", "--iters", "100", "--rounds",
+                                                   "1", "--warm", "5", "--json"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertIn("each recorded call by what the recorder did in it", text)
+        self.assertRegex(text, r"\| queued by the lean fresh path \| \d+ \| -?[\d.]+ us \| -?[\d.]+ us \|")
+        self.assertIn("| wrote the calls queued before it |", text)
+        self.assertIn("| queued by _fresh_call |", text)
+        res = json.loads(text.splitlines()[-1])
+        paths = res["by_path"]
+        self.assertEqual(sum(r["calls"] for r in paths.values()), 100)
+        self.assertGreater(paths["queued by the lean fresh path"]["calls"], 80)
+
+    def test_path_kinds(self):
+        state = lambda counts, pend=0, fq=0, armed=False: (counts, pend, fq, armed)  # noqa: E731
+        zero = (0, 0, 0, 0, 0)
+        self.assertEqual(ro._path_kind(state(zero, pend=3), state((1, 0, 0, 0, 0), pend=4)), "deferred replay")
+        self.assertEqual(ro._path_kind(state(zero, fq=2, armed=True), state(zero, fq=3)),
+                         "queued by the lean fresh path")
+        self.assertEqual(ro._path_kind(state(zero, fq=32, armed=True), state((32, 32, 32, 0, 0), fq=0)),
+                         "wrote the calls queued before it")
+        self.assertEqual(ro._path_kind(state(zero), state((1, 1, 1, 1, 0))), "rebound replay")
+        self.assertEqual(ro._path_kind(state(zero), state((0, 1, 1, 0, 0))), "_fresh_call, written at once")
+        self.assertEqual(ro._path_kind(state(zero), state((0, 0, 0, 0, 1))), "armed the steady path")
+        self.assertEqual(ro._path_kind(state(zero), state(zero)), "general path")
+
     def test_training_loop_alone(self):
         status, out = self.main_with_its_own_fake(["--fake", "--train", "--iters", "10", "--rounds", "1", "--warm", "3"])
         self.assertEqual(status, 0)
