@@ -509,19 +509,79 @@ class _FreshQueue:
         prefix, sfx = plan.prefix, plan.suffixes[0]
         exp = plan.exp_line() if q else None
         calls = fs.calls  # (each call's number, as _fresh_call_write counts it before the call)
+        # The common call inline, the session's counters in locals (written
+        # back before anything else reads them): a lean call's input that
+        # died within the queue, its deaths none or one such input's. Its
+        # records are _fq_before's (below, for every other call), in a
+        # third fewer bytecodes: on a loop over new inputs the queue's
+        # writing is a third of what recording adds.
+        order, epoch, seed, dels = session.order, session.epoch, session.seed, 0
+        fresh_next = session._fresh_next
+        by_view, by_obj, by_obj_entry = session.by_view, session.by_obj, session.by_obj_entry
         for t in q:
-            self._fq_before(t, session, trace, counts, base)
+            spec = t.spec
+            groups = t.groups
+            fast = spec is not None and t.gone
+            if fast and groups is not None:
+                if len(groups) == 1:
+                    (j, gone), = groups.items()
+                    fast = len(gone) == 1 and type(gone[0][1]) is _Queued
+                else:
+                    fast = False
+            if not fast:
+                session.order, session.epoch, session.seed = order, epoch, seed
+                self._fq_before(t, session, trace, counts, base)
+                order, epoch, seed = session.order, session.epoch, session.seed
+            else:
+                steps = t.steps
+                if groups is None:
+                    if steps:
+                        recs.extend([_STEP] * steps)
+                else:
+                    # (_fq_before's loop: the steps before the death, its
+                    # del, the rest.)
+                    if j:
+                        recs.extend([_STEP] * j)
+                    epoch += 1
+                    dels += 1
+                    recs.append('{"op": "del", "names": ["' + gone[0][1].name + '"]}')
+                    if steps > j:
+                        recs.extend([_STEP] * (steps - j))
+                    gone = None
+                n = fresh_next.get(base, 0)  # (Session._fresh's)
+                name = "%s_%d" % (base, n) if n else base
+                while name in used:
+                    n += 1
+                    name = "%s_%d" % (base, n)
+                used.add(name)
+                fresh_next[base] = n + 1
+                seed += 1
+                tmpl = t.tmpl
+                recs.append(tmpl[0] + name + tmpl[1] + str(seed) + tmpl[2])
+                if spec[2]:
+                    trace.devices = max(trace.devices, spec[2] + 1)
+                order += 1
+                epoch += 1
+                t.name, t.order = name, order
+                by_view.pop((t.cd, 0, spec[0], spec[1]), None)
+                by_obj.pop(t.oid, None)
+                by_obj_entry.pop(t.oid, None)
             calls += 1
             out = prefix + str(calls) + sfx  # (_replay_names', for one output)
             if out in used:
                 out = session._fresh(out)
             else:
                 used.add(out)
-            recs.append(pre + t.name + post + out + _call_tail(t.inv, t.src))
+            inv, src = t.inv, t.src
+            recs.append(pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
+                                                     if inv is not None and src is not None
+                                                     else _call_tail(inv, src)))
             recs.append(exp)
-            session.order += 1
+            order += 1
             recs.append('{"op": "del", "names": ["' + prev + '"]}')
             prev = out
+        session.order, session.epoch, session.seed = order, epoch, seed
+        counts["dels"] += dels
         if q:
             # (The counts of the calls' records, once: nothing between
             # reads them.)
