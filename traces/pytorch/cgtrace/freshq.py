@@ -277,7 +277,7 @@ class _FreshQueue:
             sweak = torch_api.StorageWeakRef
 
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, box=box, tls=self.tls, gen=self._gen,
-                      versioned=knobs.homes is not None, knobs=knobs, own=self._own_file,
+                      knobs=knobs, own=self._own_file,
                       by_obj_entry=session.by_obj_entry, by_view=session.by_view, entries=session.entries,
                       by_storage=session.by_storage, dead_cached=session._dead_cached,
                       dead_objs=session._dead_objs, held=session._held_wr, died=session._died,
@@ -291,14 +291,18 @@ class _FreshQueue:
              d, code_ref, src_lasti, polled, uses, alives, node_ref, ckpt, out_ref, tree_ref, spec) = a
             c = box.mark_step_counter
             mc = hot.mark_counter
-            left = hot.left
             try:
-                # The step counter within the arming's 64 steps, the
-                # knobs' probes (read every 64 calls where their modules'
-                # writes are counted: a counted write disarms), the
-                # manager, the kept inputs by identity and data pointer.
-                if (not low <= c <= mc or mref() is not mgr or len(new_inputs) != nin
-                        or not ((versioned and left > 0) or list(map(call, knobs.probes)) == knobs.probe_vals)
+                # The step counter not back up (a reset), and past a 64th
+                # step since the arming no knob moved (as _steady looks at
+                # them there: what the general path's look would find
+                # writes nothing then), and within the 4096 steps; the
+                # knobs' probes at every call, as _fresh_call reads them
+                # (a write past the config modules' __setattr__ is seen
+                # at once); the manager, the kept inputs by identity and
+                # data pointer.
+                if (c > mc or mref() is not mgr or len(new_inputs) != nin
+                        or (c < low and (c // 4096 != mc // 4096 or knobs.moved(True)))
+                        or list(map(call, knobs.probes)) != knobs.probe_vals
                         or not all(map(is_, map(call, refs), map(new_inputs.__getitem__, kept)))
                         or not (ptrs_equal(new_inputs, full, kept) if ptrs_equal is not None
                                 else list(map(data_ptr, map(new_inputs.__getitem__, kept))) == ptrs)):
@@ -356,7 +360,14 @@ class _FreshQueue:
                     steps = mc - c
                     for wr, when in dead_objs[:k]:
                         e = fq_wrs.get(id(wr))
-                        if e is None or e.gone or id(wr) in held or not e.sref.expired():
+                        if e is None:
+                            # A named tensor's (the last input of a queue
+                            # written at its bound, bound then): its
+                            # entry's, not an output, its storage gone.
+                            e = entries.get(held.get(id(wr)))
+                            if e is None or e.wr is not wr or e.kind == "out" or e.fact.alive():
+                                return DECLINED
+                        elif e.gone or id(wr) in held or not e.sref.expired():
                             return DECLINED
                         j = min(max(0, mc - when), steps)
                         g = groups.get(j)
@@ -371,8 +382,8 @@ class _FreshQueue:
             # tree's call, for the checked case; the recorder's own failure
             # there lets the call run unrecorded, as _fresh_deferred's).
             try:
-                if versioned:
-                    hot.left = left - 1 if left > 0 else 64
+                if c < low:  # (every knob looked at: armed for the next 64 steps' block)
+                    hot.fql = a = a[:6] + (c - (c & 63),) + a[7:]
                 t = Queued()
                 t.steps = mc - c
                 t.tmpl = tmpl
@@ -392,7 +403,8 @@ class _FreshQueue:
                     del dead_objs[:k]
                     for g in groups.values():
                         for _, e in g:
-                            e.gone = True
+                            if type(e) is Queued:
+                                e.gone = True
                     g = e = None
                 hot.mark_counter = c
                 fq_ids[oid] = t
@@ -440,6 +452,19 @@ class _FreshQueue:
                             if len(fq) + rec._unwritten > bound:
                                 rec._fq_write()
                                 rec._flush()
+                                if not hot.off:
+                                    # Armed again for the next calls: only
+                                    # the queue's own writing happened,
+                                    # which leaves what the arming found
+                                    # as it was (the output renamed in
+                                    # place, the last input bound and
+                                    # held, not polled), and a queue
+                                    # starting over (_fresh_deferred's
+                                    # first call) settles so.
+                                    hot.serial += 1
+                                    hot.fid = hot.got = None
+                                    hot.disarm()
+                                    hot.fql = a
                             return out
                     w = None
                     # What the tree did, as the general path notes it
