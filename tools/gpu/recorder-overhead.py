@@ -598,9 +598,8 @@ _FRESH_MARKS = {
          "            _t2 = _ns()\n            hot.steady = False\n            node = hot.node\n"),
         ("                            fq.append(t)\n",
          "                            fq.append(t)\n                            _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
-        ("                                rec._fq_write()\n                                rec._flush()\n"
-         "                            return out\n",
-         "                                rec._fq_write()\n                                rec._flush()\n"
+        ("                                    hot.fql = a\n                            return out\n",
+         "                                    hot.fql = a\n"
          "                            _IN[3] += _ns() - _t3\n                            return out\n"),
     ),
 }

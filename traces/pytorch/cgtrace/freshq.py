@@ -399,6 +399,8 @@ class _FreshQueue:
                 t.gone = False
                 t.groups = groups
                 v = stor = None
+                # (_fresh_deferred's lines, here in place: a helper both
+                # call would cost this path a frame at every call.)
                 if groups is not None:
                     del dead_objs[:k]
                     for g in groups.values():
