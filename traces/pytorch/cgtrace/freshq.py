@@ -234,22 +234,22 @@ class _FreshQueue:
         c = hot.mark_counter
         shape = tuple(fact.shape)
         spec = (shape, fact.stride, fact.device, fact.dtype, fact.storage_numel, self)
-        # The polled names: where each is a cached output its tree's
-        # wrapper judges by refcount (_refcount_rule), its object's count
-        # is looked at in place, as the steady path's are, and only a
-        # count that does not say alive for sure asks its probe (the
-        # tree); else each name's probe is asked.
-        watched = list(session._watch.values())
-        rules = [_refcount_rule(x.fact.probe.tree_ref) if x.fact.probe is not None and x.fact.probe.tree_ref
-                 is not None and x.fact.obj_ref is not None else NO_RULE for x in watched]
-        if all(rules):
-            polled, uses, alives = tuple((x.fact.obj_ref, x.fact.alive) for x in watched), USE_COUNT in rules, ()
-        else:
-            polled, uses, alives = (), False, tuple(x.fact.alive for x in watched)
+        # The polled names, each (its object's weak reference where it is
+        # a cached output its tree's wrapper judges by refcount, else
+        # None; whether that check counts c10's reference too; its
+        # probe's alive): the count is looked at in place, as the steady
+        # path's are, and only a count that does not say alive for sure,
+        # or a name without one, asks the probe (the tree).
+        polled = []
+        for x in session._watch.values():
+            f = x.fact
+            rule = (_refcount_rule(f.probe.tree_ref) if f.probe is not None and f.probe.tree_ref is not None
+                    and f.obj_ref is not None else NO_RULE)
+            polled.append((f.obj_ref if rule else None, rule == USE_COUNT, f.alive))
         hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
                    len(tok[2]), kept, tok[4], tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
-                   polled, uses, alives, plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
+                   tuple(polled), plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
 
     def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal):
         """The _run wrapper's lean fresh path: a call of the armed queue's
@@ -288,7 +288,7 @@ class _FreshQueue:
                       id=id, len=len,
                       Queued=_Queued, bound=_FQ_BOUND):
             (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, cls, dt, shape, stride, dev, nbytes,
-             d, code_ref, src_lasti, polled, uses, alives, node_ref, ckpt, out_ref, tree_ref, spec) = a
+             d, code_ref, src_lasti, polled, node_ref, ckpt, out_ref, tree_ref, spec) = a
             c = box.mark_step_counter
             mc = hot.mark_counter
             try:
@@ -344,15 +344,16 @@ class _FreshQueue:
                 # Every polled name alive; each death since a queued
                 # input's whose storage died with it (anything else is
                 # _fresh_call's to judge).
-                for r, alive in polled:
-                    o = r()
-                    n = 0 if o is None else refcount(o)
-                    o = None
-                    if (n <= 3 or (n == 4 and uses and r()._use_count() > 1)) and not alive():
+                for r, uses, alive in polled:
+                    if r is not None:
+                        o = r()
+                        n = 0 if o is None else refcount(o)
+                        o = None
+                        if n > 4 or (n == 4 and not (uses and r()._use_count() > 1)):
+                            continue  # (alive for sure: alive() would say so)
+                    if not alive():
                         return DECLINED
                 r = alive = None
-                if alives and not all(map(call, alives)):
-                    return DECLINED
                 groups = None
                 if dead_objs:
                     k = len(dead_objs)
