@@ -485,6 +485,27 @@ def dropped_grads_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def knob_written_directly_scenario(path, follow=False):
+    """A loop over new inputs (the lean fresh path's) during which a knob's
+    entry is written directly, past its config module's __setattr__
+    (nothing counts the write, nothing disarms). Returns what
+    fresh_scenario returns."""
+    ind = sys.modules["torch._inductor.config"]
+    cgt, mgr, f, w = one_function()
+    with cgtrace.record(path, follow=follow) as rec:
+        for i in range(80):
+            cgt.mark_step_begin()
+            fake._invocation()
+            if i == 40:
+                ind._config["triton.cudagraph_unexpected_rerecord_limit"].user_override = 9
+            x = fake.Tensor([16, 8])
+            y, = mgr._run([w, x], f)
+            x = None
+        del y
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 class FreshPathTest(fake.FakeTorchTest):
     """Recorder._fresh_before, and the _run wrapper's whole call on new
     inputs (Recorder._fresh_call), write what the general path writes
@@ -501,12 +522,20 @@ class FreshPathTest(fake.FakeTorchTest):
         def stop(rec):  # (the counts of the recording the scenario made)
             took["lean"] = rec.lean_fresh_calls
             took["armed"] = rec.lean_queued_calls
+            took["rebound"] = rec.rebound_calls
             return real(rec)
 
         with mock.patch.multiple(cgtrace.Recorder, stop=stop, **off):
             got = fake.at_one_line(scenario, os.path.join(self.dir.name, name), follow)
-        self.took_armed = took["armed"]
+        self.took_armed, self.took_rebound = took["armed"], took["rebound"]
         return got + (took["lean"],)
+
+    def assert_same(self, lines, state, other, other_state, way=""):
+        """Two recordings' lines (header dropped) and states the same."""
+        self.assertEqual(len(lines), len(other), way)
+        for i, (a, b) in enumerate(zip(lines, other)):
+            self.assertEqual(a, b, "%s line %d" % (way, i + 2))
+        self.assertEqual(state, other_state, way)
 
     def against_general(self, follow, scenario=fresh_scenario, least=100, lean=None, armed=None):
         """The trace and state with the fresh path, _fresh_call and the
@@ -538,10 +567,7 @@ class FreshPathTest(fake.FakeTorchTest):
         on, part, off = on.split("\n")[1:], part.split("\n")[1:], off.split("\n")[1:]  # (the header names the file)
         unarmed = unarmed.split("\n")[1:]
         for other, other_state in ((unarmed, unarmed_state), (part, part_state), (off, off_state)):
-            self.assertEqual(len(on), len(other))
-            for i, (a, b) in enumerate(zip(on, other)):
-                self.assertEqual(a, b, "line %d" % (i + 2))
-            self.assertEqual(on_state, other_state)
+            self.assert_same(on, on_state, other, other_state)
 
     def test_recorder_failure_keeps_the_deferred_calls(self):
         # The recorder's own failure (here at a host read) while calls on
@@ -708,33 +734,14 @@ class FreshPathTest(fake.FakeTorchTest):
         # the probes at every call, as _fresh_call does, so the knob's
         # record comes where the general path puts it (the steady path's
         # comes within 64 calls: test_recorder_deferred).
-        def loop(path):
-            ind = sys.modules["torch._inductor.config"]
-            cgt, mgr, f, w = one_function()
-            with cgtrace.record(path) as rec:
-                for i in range(80):
-                    cgt.mark_step_begin()
-                    fake._invocation()
-                    if i == 40:
-                        ind._config["triton.cudagraph_unexpected_rerecord_limit"].user_override = 9
-                    x = fake.Tensor([16, 8])
-                    y, = mgr._run([w, x], f)
-                    x = None
-                del y
-            self.assertIsNone(rec.error)
-            with open(path) as fh:
-                return fh.read().split("\n")[1:], rec.lean_queued_calls
-
-        traces = []
+        runs = []
         for patch in ({}, {"_defer": False, "_fresh_path": False, "_fast": False}):
-            self.tearDown()
-            self.setUp()
-            with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})):
-                traces.append(fake.at_one_line(loop, os.path.join(self.dir.name, "k.cgt.jsonl")))
-        (on, lean), (general, _) = traces
+            text, state, _, _ = self.recorded(knob_written_directly_scenario, "k.cgt.jsonl", False, **patch)
+            runs.append((text.split("\n")[1:], state, self.took_armed))
+        (on, on_state, lean), (general, general_state, _) = runs
         self.assertGreater(lean, 50)
         self.assertIn('{"op": "config", "rerecord_limit": 9}', on)
-        self.assertEqual(on, general)
+        self.assert_same(on, on_state, general, general_state)
 
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
@@ -845,32 +852,18 @@ class FreshPathTest(fake.FakeTorchTest):
         # with _fast_after off (the general path after every call) and
         # with the fresh path off, and most of the backward's calls
         # rebound.
-        took = {}
-        real = cgtrace.Recorder.stop
-
-        def stop(rec):
-            took["rebound"] = rec.rebound_calls
-            return real(rec)
-
+        import test_recorded_examples
         runs = []
         for name, patch in (("on", {}), ("general", {"_fast_after": lambda *a: False}),
                             ("nofresh", {"_fresh_path": False})):
-            self.tearDown()
-            self.setUp()
-            path = os.path.join(self.dir.name, name + ".cgt.jsonl")
-            with mock.patch.multiple(cgtrace.Recorder, stop=stop, **patch):
-                text, state, _ = fake.at_one_line(dropped_grads_scenario, path)
-            import test_recorded_examples
-            self.assertEqual(test_recorded_examples.check_trace(path), [])
-            runs.append((text.split("\n")[1:], state, took["rebound"]))
+            text, state, _, _ = self.recorded(dropped_grads_scenario, name + ".cgt.jsonl", False, **patch)
+            self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, name + ".cgt.jsonl")), [])
+            runs.append((text.split("\n")[1:], state, self.took_rebound))
         (on, on_state, rebound), (general, general_state, none), (nofresh, nofresh_state, _) = runs
         self.assertGreater(rebound, 100)  # (of 121 backward calls)
         self.assertEqual(none, 0)
         for other, other_state in ((general, general_state), (nofresh, nofresh_state)):
-            self.assertEqual(len(on), len(other))
-            for i, (a, b) in enumerate(zip(on, other)):
-                self.assertEqual(a, b, "line %d" % (i + 2))
-            self.assertEqual(on_state, other_state)
+            self.assert_same(on, on_state, other, other_state)
 
     def test_fresh_path_src_at_other_depths(self):
         # The src frame found by its depth from the _run wrapper (or by
