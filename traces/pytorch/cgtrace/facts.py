@@ -252,15 +252,24 @@ class _Facts:
                 raise _Unsupported("dtype %s" % (dt,))
             self._dtypes[dt] = dtype
         stor = t.untyped_storage()
-        probe = _Probe(weakref.ref(t), torch_api.StorageWeakRef(stor), self.tls)
-        itemsize = DTYPES[dtype]
-        fact = Fact(t.shape, t.get_device(), probe.wr, stor._cdata, t.storage_offset(), t.stride(),
-                    probe.alive, probe.read_values, dtype, stor.nbytes() // itemsize, probe.base)
-        probe.fact = self._fact
-        fact.probe = probe
-        fact.ptr = t.data_ptr()
-        fact.held = True
-        return fact
+        return held_fact(weakref.ref(t), torch_api.StorageWeakRef(stor), self, t.shape, t.get_device(),
+                         stor._cdata, t.storage_offset(), t.stride(), dtype, stor.nbytes() // DTYPES[dtype],
+                         t.data_ptr())
+
+
+def held_fact(wr, sref, rec, shape, device, storage, offset, stride, dtype, storage_numel, ptr):
+    """The Fact of a tensor the recorder met (Recorder._fact's, and a
+    queued input's made later from the parts taken at its call,
+    freshq._Queued): judged alive while its object is (held; wr, a weak
+    reference to it), then while its storage is (sref), by its probe."""
+    probe = _Probe(wr, sref, rec.tls)
+    fact = Fact(shape, device, wr, storage, offset, stride, probe.alive, probe.read_values, dtype, storage_numel,
+                probe.base)
+    probe.fact = rec._fact
+    fact.probe = probe
+    fact.ptr = ptr
+    fact.held = True
+    return fact
 
 
 # This package's folder: its frames are the recorder's (_call_srcs).

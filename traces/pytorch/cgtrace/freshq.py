@@ -17,11 +17,12 @@ from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
 from .deferred import _call_tail
 from .errors import _error_text
+from .facts import held_fact
 from .fresh import DECLINED
 from .jsonl import _STEP, _names_json
-from .liveness import NO_RULE, USE_COUNT, _Probe, _refcount_rule, _tree_stats
+from .liveness import NO_RULE, USE_COUNT, _refcount_rule, _tree_stats
 from .names import _add_del
-from .state import _ENTRY_NAME, _NO_ENTRY, Fact, _Entry
+from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 
 # Deferred calls on new inputs a recording holds at most (the next one
 # writes them): hooks._JOURNAL_BOUND's, so a program that dies loses no
@@ -52,14 +53,8 @@ class _Queued:
         if name != "fact":
             raise AttributeError(name)
         shape, stride, dev, dtype, numel, rec = self.spec
-        probe = _Probe(self.pwr, self.sref, rec.tls)
-        fact = Fact(shape, dev, probe.wr, self.cd, 0, stride, probe.alive, probe.read_values, dtype, numel,
-                    probe.base)
-        probe.fact = rec._fact
-        fact.probe = probe
-        fact.ptr = self.ptr
-        fact.held = True
-        self.fact = fact
+        self.fact = fact = held_fact(self.pwr, self.sref, rec, shape, dev, self.cd, 0, stride, dtype, numel,
+                                     self.ptr)
         return fact
 
 
