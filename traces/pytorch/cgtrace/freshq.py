@@ -326,9 +326,10 @@ class _FreshQueue:
                 cd = stor._cdata
                 oid = id(v)
                 e = by_obj_entry.get(oid)
+                vk = (cd, 0, shape, stride)  # (its Fact's view_key)
                 if ((e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v)
-                        or stor.nbytes() != nbytes or by_view.get((cd, 0, shape, stride)) in entries
-                        or (cd, 0, shape, stride) in dead_cached or by_storage.get(cd)):
+                        or stor.nbytes() != nbytes or by_view.get(vk) in entries or vk in dead_cached
+                        or by_storage.get(cd)):
                     return DECLINED
                 e = fq_ids.get(oid)
                 if e is not None and e.wr() is v:
