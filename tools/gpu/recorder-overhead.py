@@ -664,17 +664,29 @@ def _medians(rows, keys):
     return {"rounds": rows, "median": {k: statistics.median(r[k] for r in rows) for k in keys}}
 
 
+def _inside_rounds(mod, step, sync, iters, rounds, warm, folder, warm_each, parts, count, with_exit=False):
+    """measure_inside's and measure_inside_fresh's rows: per round each of
+    mod._IN's first counters (ns, named by parts) in us a counted call
+    (the counter after them, named count), with the exit's writing in us
+    a call when with_exit; then their medians."""
+    rows = []
+    for c, exit_us in _rounds_in_place(mod, step, sync, iters, rounds, folder, warm, warm_each):
+        n = max(1, c[len(parts)])
+        row = {k: c[j] / n / 1e3 for j, k in enumerate(parts)}
+        row[count] = c[len(parts)]
+        if with_exit:
+            row["exit"] = exit_us
+        rows.append(row)
+    return _medians(rows, parts + (("exit",) if with_exit else ()))
+
+
 def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
     """measure_inside for a new-input loop: per round the recorder's own
     time a queued call (us: its checks, the rest before the tree's call,
     after it, the queue's writing spread over the calls). Returns medians
     and the rounds."""
-    rows = []
-    for c, _ in _rounds_in_place(recorder_inside_fresh(), step, sync, iters, rounds, folder, warm, True):
-        n = max(1, c[4])
-        rows.append({"checks": c[0] / n / 1e3, "before": c[1] / n / 1e3, "after": c[2] / n / 1e3,
-                     "writing": c[3] / n / 1e3, "queued": c[4]})
-    return _medians(rows, ("checks", "before", "after", "writing"))
+    return _inside_rounds(recorder_inside_fresh(), step, sync, iters, rounds, warm, folder, True,
+                          ("checks", "before", "after", "writing"), "queued")
 
 
 def report_inside_fresh(name, res, out=None):
@@ -691,12 +703,8 @@ def measure_inside(step, sync, iters, rounds, warm=50, folder=None):
     execute_node, and the exit's writing of the deferred records), from a
     recorder_inside copy, in rounds of `iters` calls. Returns medians and
     the rounds."""
-    rows = []
-    for c, exit_us in _rounds_in_place(recorder_inside(), step, sync, iters, rounds, folder, warm):
-        n = max(1, c[3])
-        rows.append({"before": c[0] / n / 1e3, "after": c[1] / n / 1e3, "execute_node": c[2] / n / 1e3,
-                     "exit": exit_us, "deferred": c[3]})
-    return _medians(rows, ("before", "after", "execute_node", "exit"))
+    return _inside_rounds(recorder_inside(), step, sync, iters, rounds, warm, folder, False,
+                          ("before", "after", "execute_node"), "deferred", with_exit=True)
 
 
 def report_inside(name, res, out=None):
