@@ -509,7 +509,9 @@ def recorder_inside(path=None):
     place, in the middle of torch's call, where each object it reads can
     be a cache miss (a loop timed apart runs out of warm caches). path: the
     recorder's package folder (default: this checkout's), or a recorder of
-    one file (cgtrace.py, before the package). Raises ValueError when the
+    one file (cgtrace.py, before the package). The copy takes the Python
+    _run and its checks (fastpath.py), whose lines the marks are in, even
+    where a recording takes the C ones. Raises ValueError when the
     recorder's code no longer has a mark."""
     import types
     path = path or os.path.join(ROOT, "traces", "pytorch", "cgtrace")
@@ -531,6 +533,11 @@ def recorder_inside(path=None):
     if os.path.isdir(path):
         mod = _load_package("cgtrace_inside", path, {os.path.basename(target): (src, marks)})
         mod._IN = marks["_IN"]
+        fp = sys.modules.get("cgtrace_inside.fastpath")
+        if fp is not None:
+            # (The marks are the Python _run's: the copy takes it, where a
+            # recording takes _fastpath.c's Runner when it is built.)
+            fp._loaded["got"] = (fp, "recorder_inside: the Python _run, whose lines it times")
         return mod
     mod = types.ModuleType("cgtrace_inside")
     mod.__file__ = path
@@ -596,11 +603,11 @@ _FRESH_MARKS = {
          "            try:\n                out = orig_run(mgr, new_inputs, function_id)\n"),
         ("            hot.steady = False\n            node = hot.node\n",
          "            _t2 = _ns()\n            hot.steady = False\n            node = hot.node\n"),
-        ("                            fq.append(t)\n",
-         "                            fq.append(t)\n                            _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
-        ("                                    hot.fql = a\n                            return out\n",
-         "                                    hot.fql = a\n"
-         "                            _IN[3] += _ns() - _t3\n                            return out\n"),
+        ("                        fq.append(t)\n",
+         "                        fq.append(t)\n                        _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
+        ("                                hot.fql = a\n                        return out\n",
+         "                                hot.fql = a\n"
+         "                        _IN[3] += _ns() - _t3\n                        return out\n"),
     ),
 }
 
@@ -712,8 +719,9 @@ def report_inside(name, res, out=None):
     m = res["median"]
     print("%s, the recorder's own time in place a deferred call: before the tree's call %.2f us, after it "
           "%.2f us, execute_node %.2f us, the exit's writing %.2f us (medians of %d rounds; %d calls deferred "
-          "in the last)" % (name, m["before"], m["after"], m["execute_node"], m["exit"], len(res["rounds"]),
-                            res["rounds"][-1]["deferred"]), file=out)
+          "in the last; the Python _run's, where a recording takes C's)"
+          % (name, m["before"], m["after"], m["execute_node"], m["exit"], len(res["rounds"]),
+             res["rounds"][-1]["deferred"]), file=out)
 
 
 def report_table(rows, out=None):

@@ -7,7 +7,11 @@ import itertools
 import operator
 
 from .errors import _error_text
-from .jsonl import _STEP
+from .jsonl import _STEP, _STEP_LINE
+
+# A step's line and its line end: the steps before a deferred replay's
+# call, in the same element as the call (_write_run).
+_STEP_LINES = _STEP_LINE + "\n"
 from .liveness import USE_COUNT, _refcount_rule
 
 
@@ -69,14 +73,20 @@ class _Deferred:
         used.update(names)
         fs.calls += len(run)
         recs = self.trace.records
-        head, exp = plan.head, plan.exp_line()
+        head = plan.head
+        # Each call's records as one element of lines (its steps, call,
+        # expect and del), made by one format (one string made, where
+        # each + makes one): the writer passes a line made whole as it
+        # is, and four elements a call cost it four times the bytecodes.
+        mid = '\n' + plan.exp_line() + '\n{"op": "del", "names": ["'
+        fmt = _escaped(head) + '%s"], "invocation": %d, "src": %s}' + _escaped(mid) + '%s"]}'
         prev = plan.names[0]
         for (_, steps, inv, src), n in zip(run, names):
-            if steps:
-                recs.extend([_STEP] * steps)
-            recs.append(head + n + _call_tail(inv, src))
-            recs.append(exp)
-            recs.append('{"op": "del", "names": ["' + prev + '"]}')
+            if inv is not None and src is not None:
+                line = fmt % (n, inv, src[1], prev)
+            else:
+                line = head + n + _call_tail(inv, src) + mid + prev + '"]}'
+            recs.append(_STEP_LINES * steps + line if steps else line)
             prev = n
         counts = session.counts
         counts["steps"] += sum(map(operator.itemgetter(1), run))
@@ -261,6 +271,11 @@ class _Deferred:
         fs.plan = None
         self._general_after(ctx, mgr, out)
         self._make_plan(ctx, fs, mgr, out)
+
+
+def _escaped(text):
+    """text as a %-format's literal part."""
+    return text.replace("%", "%%")
 
 
 def _call_tail(inv, src):

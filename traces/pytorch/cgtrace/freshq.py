@@ -15,7 +15,7 @@ import weakref
 
 from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
-from .deferred import _call_tail
+from .deferred import _STEP_LINES, _call_tail
 from .errors import _error_text
 from .facts import held_fact
 from .fresh import DECLINED
@@ -271,19 +271,23 @@ class _FreshQueue:
         except ImportError:  # (a torch without it: _fact's, which fails there as it would)
             sweak = torch_api.StorageWeakRef
 
+        checks = self._checks
+        # What fresh_input looks the new input up in (fastpath.py).
+        maps = (getattr(torch, "strided", None), session.by_obj_entry, session.by_view, session.entries,
+                session._dead_cached, session.by_storage, self._fq_ids, self._fq_stor)
+
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, box=box, tls=self.tls, gen=self._gen,
-                      knobs=knobs, own=self._own_file,
-                      by_obj_entry=session.by_obj_entry, by_view=session.by_view, entries=session.entries,
-                      by_storage=session.by_storage, dead_cached=session._dead_cached,
-                      dead_objs=session._dead_objs, held=session._held_wr, died=session._died,
-                      fq=self._fq, fq_ids=self._fq_ids, fq_wrs=self._fq_wrs, fq_stor=self._fq_stor,
-                      ptrs_equal=ptrs_equal, data_ptr=data_ptr, strided=getattr(torch, "strided", None),
-                      weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run,
-                      getframe=sys._getframe, refcount=sys.getrefcount, is_=is_, call=call, map=map, all=all,
-                      id=id, len=len,
+                      knobs=knobs, own=self._own_file, maps=maps,
+                      entries=session.entries, dead_objs=session._dead_objs, held=session._held_wr,
+                      died=session._died, fq=self._fq, fq_ids=self._fq_ids, fq_wrs=self._fq_wrs,
+                      fq_stor=self._fq_stor, ptrs_equal=ptrs_equal, data_ptr=data_ptr,
+                      probes_same=checks.probes_same, kept_same=checks.kept_same, fresh_src=checks.fresh_src,
+                      fresh_input=checks.fresh_input, polled_alive=checks.polled_alive,
+                      fresh_after=checks.fresh_after, fresh_deaths=checks.fresh_deaths,
+                      weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run, id=id, len=len,
                       Queued=_Queued, bound=_FQ_BOUND):
-            (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, cls, dt, shape, stride, dev, nbytes,
-             d, code_ref, src_lasti, polled, node_ref, ckpt, out_ref, tree_ref, spec) = a
+            (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, _, _, _, _, _, _,
+             d, code_ref, src_lasti, polled, _, _, _, _, spec) = a
             c = box.mark_step_counter
             mc = hot.mark_counter
             try:
@@ -297,82 +301,35 @@ class _FreshQueue:
                 # data pointer.
                 if (c > mc or mref() is not mgr or len(new_inputs) != nin
                         or (c < low and (c // 4096 != mc // 4096 or knobs.moved(True)))
-                        or list(map(call, knobs.probes)) != knobs.probe_vals
-                        or not all(map(is_, map(call, refs), map(new_inputs.__getitem__, kept)))
-                        or not (ptrs_equal(new_inputs, full, kept) if ptrs_equal is not None
-                                else list(map(data_ptr, map(new_inputs.__getitem__, kept))) == ptrs)):
+                        or not probes_same(knobs.probes, knobs.probe_vals)
+                        or not kept_same(refs, new_inputs, kept, full, ptrs, ptrs_equal, data_ptr)):
                     return DECLINED
                 # The src, as _fresh_call_check finds it: the frame that
                 # called the _run wrapper not this package's, and the one
                 # the plan's depth past it at a line of the same src.
-                f = getframe(2)
-                if own.get(f.f_code.co_filename) is not False:
+                if not fresh_src(own, d, code_ref, src_lasti, plan, src):
                     return DECLINED
-                if d:
-                    f = getframe(2 + d)
-                if f.f_code is not code_ref() or src_lasti.get(f.f_lasti, src_lasti) is not src:
-                    if f.f_code is not code_ref() or plan.src_of(f) is not src:
-                        return DECLINED
-                f = None
                 # The new input: a tensor of the armed template's shape,
                 # strides, dtype and device, at offset 0 of a storage of
                 # the same size, no tensor the trace or the queue names,
-                # over a storage none is over.
+                # over a storage none is over. Every polled name alive.
                 v = new_inputs[i]
-                if (v.__class__ is not cls or v.layout is not strided or v.dtype is not dt or v.shape != shape
-                        or v.stride() != stride or v.storage_offset() != 0 or v.get_device() != dev):
+                stor = fresh_input(v, a, maps)
+                if stor is None or not polled_alive(polled):
                     return DECLINED
-                stor = v.untyped_storage()
                 cd = stor._cdata
                 oid = id(v)
-                e = by_obj_entry.get(oid)
-                vk = (cd, 0, shape, stride)  # (its Fact's view_key)
-                if ((e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v)
-                        or stor.nbytes() != nbytes or by_view.get(vk) in entries or vk in dead_cached
-                        or by_storage.get(cd)):
-                    return DECLINED
-                e = fq_ids.get(oid)
-                if e is not None and e.wr() is v:
-                    return DECLINED
-                e = fq_stor.get(cd)
-                if e is not None and not e.gone:
-                    return DECLINED
-                # Every polled name alive; each death since a queued
-                # input's whose storage died with it (anything else is
-                # _fresh_call's to judge).
-                for r, uses, alive in polled:
-                    if r is not None:
-                        o = r()
-                        n = 0 if o is None else refcount(o)
-                        o = None
-                        if n > 4 or (n == 4 and not (uses and r()._use_count() > 1)):
-                            continue  # (alive for sure: alive() would say so)
-                    if not alive():
-                        return DECLINED
-                r = alive = None
+                # Each death since the last call a queued input's whose
+                # storage died with it, or a named tensor's (the last
+                # input of a queue written at its bound, bound then) not
+                # an output's, its storage gone: grouped by the steps
+                # before it (anything else is _fresh_call's to judge).
                 groups = None
                 if dead_objs:
                     k = len(dead_objs)
-                    groups = {}
-                    steps = mc - c
-                    for wr, when in dead_objs[:k]:
-                        e = fq_wrs.get(id(wr))
-                        if e is None:
-                            # A named tensor's (the last input of a queue
-                            # written at its bound, bound then): its
-                            # entry's, not an output, its storage gone.
-                            e = entries.get(held.get(id(wr)))
-                            if e is None or e.wr is not wr or e.kind == "out" or e.fact.alive():
-                                return DECLINED
-                        elif e.gone or id(wr) in held or not e.sref.expired():
-                            return DECLINED
-                        j = min(max(0, mc - when), steps)
-                        g = groups.get(j)
-                        if g is None:
-                            groups[j] = [(wr, e)]
-                        else:
-                            g.append((wr, e))
-                    e = None
+                    groups = fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, mc - c)
+                    if groups is None:
+                        return DECLINED
             except Exception:  # (an input or frame it cannot read: _fresh_call's)
                 return DECLINED
             # The call joins the queue (_fresh_deferred's part before the
@@ -442,30 +399,26 @@ class _FreshQueue:
                 try:
                     # _fresh_deferred's check after the call, the
                     # session's part of it made at the queue's first.
-                    if (not other and node is not None and node is node_ref() and type(out) is list
-                            and len(out) == 1 and mgr.debug_checkpointing_counter == ckpt and not dead_objs):
-                        w = node.outputs_weakrefs
-                        if len(w) == 1 and out_ref() is out[0] and tree_ref is w[0]:
-                            node = w = None
-                            fq.append(t)
-                            if len(fq) + rec._unwritten > bound:
-                                rec._fq_write()
-                                rec._flush()
-                                if not hot.off:
-                                    # Armed again for the next calls: only
-                                    # the queue's own writing happened,
-                                    # which leaves what the arming found
-                                    # as it was (the output renamed in
-                                    # place, the last input bound and
-                                    # held, not polled), and a queue
-                                    # starting over (_fresh_deferred's
-                                    # first call) settles so.
-                                    hot.serial += 1
-                                    hot.fid = hot.got = None
-                                    hot.disarm()
-                                    hot.fql = a
-                            return out
-                    w = None
+                    if fresh_after(a, node, other, out, mgr, dead_objs):
+                        node = None
+                        fq.append(t)
+                        if len(fq) + rec._unwritten > bound:
+                            rec._fq_write()
+                            rec._flush()
+                            if not hot.off:
+                                # Armed again for the next calls: only
+                                # the queue's own writing happened,
+                                # which leaves what the arming found
+                                # as it was (the output renamed in
+                                # place, the last input bound and
+                                # held, not polled), and a queue
+                                # starting over (_fresh_deferred's
+                                # first call) settles so.
+                                hot.serial += 1
+                                hot.fid = hot.got = None
+                                hot.disarm()
+                                hot.fql = a
+                        return out
                     # What the tree did, as the general path notes it
                     # (_steady_other's), and the call written as
                     # _fresh_deferred writes one it does not queue.
@@ -531,7 +484,9 @@ class _FreshQueue:
         prev = plan.names[0]
         used = session.names_used
         prefix, sfx = plan.prefix, plan.suffixes[0]
-        exp = plan.exp_line() if q else None
+        # (The call line's end: the expect, and the del of the output's
+        # name before, whose name follows.)
+        mid = "\n" + plan.exp_line() + '\n{"op": "del", "names": ["' if q else None
         calls = fs.calls  # (each call's number, as _fresh_call_write counts it before the call)
         # The common call inline, the session's counters in locals (written
         # back before anything else reads them): a lean call's input that
@@ -556,21 +511,21 @@ class _FreshQueue:
                 session.order, session.epoch, session.seed = order, epoch, seed
                 self._fq_before(t, session, trace, counts, base)
                 order, epoch, seed = session.order, session.epoch, session.seed
+                lead = ""
             else:
+                # The call's records before its call line, as lines of
+                # one element with it (the writer passes a line made
+                # whole as it is, one element at a time).
                 steps = t.steps
                 if groups is None:
-                    if steps:
-                        recs.extend([_STEP] * steps)
+                    lead = _STEP_LINES * steps
                 else:
                     # (_fq_before's loop: the steps before the death, its
-                    # del, the rest.)
-                    if j:
-                        recs.extend([_STEP] * j)
+                    # del, the rest; a negative count repeats nothing.)
                     epoch += 1
                     dels += 1
-                    recs.append('{"op": "del", "names": ["' + gone[0][1].name + '"]}')
-                    if steps > j:
-                        recs.extend([_STEP] * (steps - j))
+                    lead = (_STEP_LINES * j + '{"op": "del", "names": ["' + gone[0][1].name + '"]}\n'
+                            + _STEP_LINES * (steps - j))
                     gone = None
                 n = fresh_next.get(base, 0)  # (Session._fresh's)
                 name = "%s_%d" % (base, n) if n else base
@@ -581,7 +536,7 @@ class _FreshQueue:
                 fresh_next[base] = n + 1
                 seed += 1
                 tmpl = t.tmpl
-                recs.append(tmpl[0] + name + tmpl[1] + str(seed) + tmpl[2])
+                lead += tmpl[0] + name + tmpl[1] + str(seed) + tmpl[2] + "\n"
                 if spec[2]:
                     trace.devices = max(trace.devices, spec[2] + 1)
                 order += 1
@@ -597,12 +552,10 @@ class _FreshQueue:
             else:
                 used.add(out)
             inv, src = t.inv, t.src
-            recs.append(pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
-                                                     if inv is not None and src is not None
-                                                     else _call_tail(inv, src)))
-            recs.append(exp)
+            recs.append(lead + pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
+                                                            if inv is not None and src is not None
+                                                            else _call_tail(inv, src)) + mid + prev + '"]}')
             order += 1
-            recs.append('{"op": "del", "names": ["' + prev + '"]}')
             prev = out
         session.order, session.epoch, session.seed = order, epoch, seed
         counts["dels"] += dels

@@ -120,15 +120,18 @@ class _Hooks:
         # _steady, which finds and checks the function's plan (once a
         # serial, and every 64th call or step) and arms _run for it.
         ptrs_equal = getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None)
+        data_ptr = getattr(getattr(torch, "Tensor", None), "data_ptr", None)
+        # The checks, in C where it could be built (fastpath.py says why
+        # not otherwise: Recorder.fast_why).
+        checks = self._checks
         fresh_run = self._fresh_lean_run(torch, orig_run, cgt.MarkStepBox, ptrs_equal)
 
         def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
                  acquire=self.lock.acquire, owned=self.lock._is_owned,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
-                 ptrs_equal=ptrs_equal, fresh_run=fresh_run, map=map, id=id, all=all, is_=is_, call=call,
-                 refcount=sys.getrefcount,
-                 getframe=sys._getframe):
+                 ptrs_equal=ptrs_equal, data_ptr=data_ptr, fresh_run=fresh_run,
+                 steady_ok=checks.steady_ok, steady_after=checks.steady_after, frame_src=checks.frame_src):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -194,56 +197,30 @@ class _Hooks:
                         finally:
                             rec._via_run = False
                     return _steady(mgr, new_inputs, function_id)
-                fid, plan, mref, low, nin, in_refs, in_ptrs, in_idx, polled, uses, node_ref, nout, ckpt, out_refs, \
-                    wrappers = lean
                 c = box.mark_step_counter
                 mc = hot.mark_counter
                 left = hot.left
                 try:
                     # Armed for this function, no 64th step since the
-                    # arming (c: one down a step, below low past a 64th)
-                    # and the knobs' probes read within 64 calls (left; or
-                    # at this call, probed, when their writes are not
-                    # counted): _steady looks at the knobs then; the same
-                    # manager; the memo's objects (by their weak
-                    # references: a tuple of their ids costs three times
-                    # as much in place) at the same data pointers; nothing
-                    # died.
-                    ok = (function_id is fid and low <= c <= mc
-                          and (left > 0 or probed) and mref() is mgr
-                          and len(new_inputs) == nin and all(map(is_, map(call, in_refs), new_inputs))
-                          and (ptrs_equal(new_inputs, in_ptrs, in_idx) if ptrs_equal is not None
-                               else list(map(hot.rec.torch.Tensor.data_ptr, new_inputs)) == in_ptrs)
-                          and not dead_objs)
-                    if ok:
-                        # What flush_deaths would find: no polled name died.
-                        # When the plan's outputs are polled with names their
-                        # storages keep alive (_steady_holds), each output is
-                        # alive while something besides the tree's cache
-                        # holds it (the tree's own test, _refcount_rule: the
-                        # count is one more here, for o; with uses, one more
-                        # again while c10 holds it too): one held only there
-                        # goes to the general path, which asks the tree.
-                        # Otherwise every polled name is asked. (The polled
-                        # names are the ones _steady_holds saw: only another
-                        # event changes them.)
-                        if polled is not None:
-                            for r in polled:
-                                o = r()
-                                n = 0 if o is None else refcount(o)
-                                if n <= 3 or (n == 4 and uses and o._use_count() > 1):
-                                    ok = False
-                                    break
-                            o = r = None
-                        else:
-                            for e in hot.rec.session._watch.values():
-                                if not e.fact.alive():
-                                    ok = False
-                                    break
-                            e = None
+                    # arming and the knobs' probes read within 64 calls,
+                    # the same manager, the memo's objects at the same
+                    # data pointers, nothing died, each polled output
+                    # alive by its refcount (fastpath.steady_ok). When the
+                    # plan polls other names, every one is asked. (The
+                    # polled names are the ones _steady_holds saw: only
+                    # another event changes them.)
+                    ok = steady_ok(lean, function_id, mgr, new_inputs, c, mc, left, probed, dead_objs, ptrs_equal,
+                                   data_ptr)
+                    if ok and lean[8] is None:  # (fastpath.L_POLLED)
+                        for e in hot.rec.session._watch.values():
+                            if not e.fact.alive():
+                                ok = False
+                                break
+                        e = None
                 except Exception as e:
                     hot.rec._fail("before a call", e)
                     ok = False
+                plan = lean[1]  # (fastpath.L_PLAN)
                 src = None
                 if ok and plan.src_code is not None:
                     # The call's src, where its general calls found it
@@ -253,14 +230,9 @@ class _Hooks:
                     # line whose src a general call saw; else the general
                     # path finds it.
                     try:
-                        f = getframe(plan.src_d + (3 if probed else 1))
-                    except ValueError:  # (a shallower stack)
-                        f = None
-                    if f is not None and f.f_code is plan.src_code():
-                        src = plan.src_lasti.get(f.f_lasti)  # (Plan.src_of, inline)
-                        if src is None:
-                            src = plan.src_of(f)
-                    f = None
+                        src = frame_src(plan.src_d + (3 if probed else 1), plan.src_code, plan)
+                    except Exception as e:
+                        hot.rec._fail("before a call", e)
                     ok = src is not None
                 if not ok:
                     if probed:
@@ -283,9 +255,7 @@ class _Hooks:
                     # replayed, and nothing else done, handing out the plan's
                     # objects through the plan's wrappers, no checkpoint
                     # taken, nothing died.
-                    if (not hot.other and node is node_ref() and type(out) is list and len(out) == nout
-                            and mgr.debug_checkpointing_counter == ckpt and not dead_objs
-                            and all(map(is_, map(call, out_refs), out)) and node.outputs_weakrefs == wrappers):
+                    if steady_after(lean, out, node, hot.other, mgr, dead_objs):
                         pend((plan, mc - c, inv, src))
                     else:
                         hot.rec._steady_other(plan, mc - c, inv, mgr, out, node, src)
@@ -359,6 +329,31 @@ class _Hooks:
                                                          plan.out_refs, plan.wrappers)
                 hot.lfid = function_id
                 return _run(mgr, new_inputs, function_id, True)
+
+        runner = getattr(checks, "Runner", None)
+        if runner is None:
+            return _run
+
+        def watch_alive(rec=rec):
+            # (_run's look at every polled name, for the C Runner.)
+            for e in rec.session._watch.values():
+                if not e.fact.alive():
+                    return False
+            return True
+
+        # The _run above in C (_fastpath.c's Runner: the same steps, each
+        # Python function it calls called from this frame, as from
+        # _run's, so every frame depth the recorder counts from its _run
+        # holds): a steady replay runs none of the recorder's bytecodes
+        # but this frame's few.
+        body = runner(hot=self._hot, armed=self._hot.armed, acquire=self.lock.acquire, owned=self.lock._is_owned,
+                      release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
+                      dead_objs=self.session._dead_objs, pend=self._pending.append, ptrs_equal=ptrs_equal,
+                      data_ptr=data_ptr, fresh_run=fresh_run, steady=_steady, rec=rec, declined=DECLINED,
+                      watch_alive=watch_alive)
+
+        def _run(mgr, new_inputs, function_id, probed=False, body=body):  # noqa: F811 (the C one replaces it)
+            return body(mgr, new_inputs, function_id, probed)
 
         return _run
 

@@ -14,7 +14,7 @@ import signal
 import stat
 import threading
 
-from . import compat, torch_api
+from . import compat, fastpath, torch_api
 from .calls import _Calls
 from .deferred import _Deferred
 from .errors import _warn
@@ -172,6 +172,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
             self._fast = False
         self._hot = _Hot()
         self._hot.rec = self
+        # The lean paths' checks: the C module fastpath.load() built, or
+        # its Python reference, and why (None: the C module).
+        self._checks, self.fast_why = fastpath.load()
         self.tls = _CallState()
         self._saved = {}
         self._mgr_serial = {}

@@ -15,11 +15,13 @@ import os
 import random
 import sys
 import unittest
+from contextlib import nullcontext
 from unittest import mock
 
 import fake_torch as fake  # (puts the recorder on sys.path)
 
 import cgtrace  # noqa: E402
+from cgtrace import fastpath  # noqa: E402
 from test_recorder_fresh import settled_state  # noqa: E402
 
 # What a program does at each of its steps, with how often: mostly a
@@ -131,10 +133,14 @@ def run(ops, path, saves=False):
 
 
 class RandomProgramsTest(fake.FakeTorchTest):
-    def recorded(self, ops, name, saves, **patch):
+    def recorded(self, ops, name, saves, checks=None, **patch):
+        """run's results, recorded with the Recorder's attributes patch
+        and, given checks, those lean-path checks (fastpath.py's Python
+        ones: else the C module where it was built)."""
         self.tearDown()  # (the stand-in's invocation count and step counter from 0 again)
         self.setUp()
-        with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})):
+        with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})), \
+                mock.patch.object(fastpath, "load", return_value=(checks, "test")) if checks else nullcontext():
             return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves)
 
     def test_every_path_writes_what_the_general_path_writes(self):
@@ -149,8 +155,10 @@ class RandomProgramsTest(fake.FakeTorchTest):
 
     def against_general(self, mix, programs, saves_of, first=0, n=160):
         """Each of programs programs drawn from mix (from seed first, of n
-        steps, with saves_of(seed) for run's saves) recorded three ways
-        and compared; returns the recorder's path counts over them all."""
+        steps, with saves_of(seed) for run's saves) recorded four ways
+        and compared (the general path's, the queue's without the lean fresh
+        path, and with the lean paths' checks in Python where the recorder
+        took C's); returns the recorder's path counts over them all."""
         totals = {}
         for seed in range(first, first + programs):
             ops = program(seed, n, mix)
@@ -159,9 +167,10 @@ class RandomProgramsTest(fake.FakeTorchTest):
                 on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves)
                 for k, v in counts.items():
                     totals[k] = totals.get(k, 0) + v
-                for way, patch in (("general", {"_defer": False, "_fresh_path": False, "_fast": False}),
-                                   ("unarmed", {"_fresh_armed": False})):
-                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, **patch)
+                for way, checks, patch in (("general", None, {"_defer": False, "_fresh_path": False, "_fast": False}),
+                                           ("unarmed", None, {"_fresh_armed": False}),
+                                           ("python checks", fastpath, {})):
+                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, checks, **patch)
                     self.assertEqual(len(on), len(other), way)
                     for i, (a, b) in enumerate(zip(on, other)):
                         self.assertEqual(a, b, "%s: line %d" % (way, i + 2))

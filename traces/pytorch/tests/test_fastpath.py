@@ -1,0 +1,454 @@
+"""The lean paths' checks in C (_fastpath.c) against their Python
+reference (fastpath.py): every function on a table of cases that makes
+each of its conditions decide, the same answer or the same exception.
+The recorder as a whole, with one and with the other, writes the same
+traces (test_recorder_random's "python checks" way)."""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import unittest
+import weakref
+from unittest import mock
+
+import fake_torch as fake  # (puts the recorder on sys.path)
+
+from cgtrace import fastpath as P  # noqa: E402
+
+
+def _can_build():
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc) is not None and os.path.exists(os.path.join(sysconfig.get_paths()["include"],
+                                                                        "Python.h"))
+
+
+class Obj:
+    """Something a weak reference can name, with torch's _use_count."""
+
+    uses = 1
+
+    def _use_count(self):
+        return self.uses
+
+
+class Plan:
+    """What frame_src and fresh_src read of a Plan (state.py): src_lasti,
+    and src_of, which finds a src by the frame's code and caches it by
+    f_lasti as Plan.src_of does."""
+
+    def __init__(self, code, src):
+        self.code, self.src, self.src_lasti, self.asked = code, src, {}, 0
+
+    def src_of(self, f):
+        self.asked += 1
+        if f.f_code is not self.code:
+            return None
+        self.src_lasti[f.f_lasti] = self.src
+        return self.src
+
+
+def outcome(fn, *args):
+    """fn(*args)'s result, or its exception's type."""
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:
+        return ("raised", type(e))
+
+
+@unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
+class FastPathTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # A build of its own, in a folder of its own: the test sees the
+        # compiler's answer, not a cached one.
+        cls.cache = tempfile.TemporaryDirectory()
+        with mock.patch.dict(os.environ, {"CGTRACE_CACHE": cls.cache.name, "CGTRACE_FAST": "1"}), \
+                mock.patch.dict(P._loaded, clear=True):
+            cls.C, why = P.load()
+        assert why is None, why
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cache.cleanup()
+
+    def same(self, name, *args):
+        """The C function and the Python one agree on args; returns the
+        answer."""
+        want = outcome(getattr(P, name), *args)
+        got = outcome(getattr(self.C, name), *args)
+        self.assertEqual(got, want, name)
+        return want
+
+    def test_loads_the_c_module(self):
+        self.assertNotEqual(self.C, P)
+        self.assertEqual(self.C.API, P.API)
+        self.assertTrue(os.listdir(self.cache.name))
+
+    def test_load_falls_back_with_its_reason(self):
+        with mock.patch.dict(P._loaded, clear=True), mock.patch.dict(os.environ, {"CGTRACE_FAST": "0"}):
+            self.assertEqual(P.load(), (P, "CGTRACE_FAST=0"))
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
+                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1", "CC": "/nonexistent/cc"}):
+            mod, why = P.load()
+            self.assertIs(mod, P)
+            self.assertIn("nonexistent", why)
+            self.assertEqual([f for f in os.listdir(d) if not f.startswith(".")], [])  # (nothing half-built)
+
+    def test_a_build_leaves_the_module_whole_or_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            so = os.path.join(d, "x" + sysconfig.get_config_var("EXT_SUFFIX"))
+            with open(os.path.join(d, "bad.c"), "w") as fh:
+                fh.write("this is not C\n")
+            with self.assertRaises(RuntimeError):
+                P._build(os.path.join(d, "bad.c"), so)
+            self.assertEqual(sorted(os.listdir(d)), ["bad.c"])
+            P._build(P._SRC, so)
+            self.assertTrue(os.path.exists(so))
+
+    def lean(self, ins, mgr, fid, **over):
+        """A steady replay's lean tuple for inputs ins (fastpath.L_*)."""
+        t = dict(fid=fid, plan=None, mref=weakref.ref(mgr), low=64, nin=len(ins),
+                 in_refs=tuple(weakref.ref(x) for x in ins), in_ptrs=[x.data_ptr() for x in ins],
+                 in_idx=list(range(len(ins))), polled=None, uses=False, node_ref=None, nout=1, ckpt=3,
+                 out_refs=(), wrappers=[])
+        t.update(over)
+        return tuple(t.values())
+
+    def test_steady_ok(self):
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        ptrs_equal = fake._tensors_data_ptrs_at_indices_equal
+        ins = [fake.Tensor([4]), fake.Tensor([2, 2])]
+        mgr, fid, other = Obj(), Obj(), Obj()
+        keep = [Obj()]  # (the polled output, held by this list alone, and by 0 to 4 more references below)
+        cases = [
+            ("all hold", self.lean(ins, mgr, fid), ins, fid, 70, 80, 5, False, []),
+            ("another function", self.lean(ins, mgr, fid), ins, other, 70, 80, 5, False, []),
+            ("below low", self.lean(ins, mgr, fid), ins, fid, 63, 80, 5, False, []),
+            ("above mc", self.lean(ins, mgr, fid), ins, fid, 81, 80, 5, False, []),
+            ("no calls left", self.lean(ins, mgr, fid), ins, fid, 70, 80, 0, False, []),
+            ("probed", self.lean(ins, mgr, fid), ins, fid, 70, 80, 0, True, []),
+            ("another manager", self.lean(ins, Obj(), fid), ins, fid, 70, 80, 5, False, []),
+            ("fewer inputs", self.lean(ins, mgr, fid), ins[:1], fid, 70, 80, 5, False, []),
+            ("another object", self.lean(ins, mgr, fid), [ins[0], fake.Tensor([2, 2])], fid, 70, 80, 5, False, []),
+            ("moved", self.lean(ins, mgr, fid, in_ptrs=[ins[0].data_ptr(), 1]), ins, fid, 70, 80, 5, False, []),
+            ("a death", self.lean(ins, mgr, fid), ins, fid, 70, 80, 5, False, [(None, 1)]),
+            ("a tuple of inputs", self.lean(ins, mgr, fid), tuple(ins), fid, 70, 80, 5, False, []),
+        ]
+        for ptrs in (ptrs_equal, None):
+            for what, lean, new, f, c, mc, left, probed, dead in cases:
+                with self.subTest(what=what, ptrs_equal=ptrs is not None):
+                    self.same("steady_ok", lean, f, mgr, new, c, mc, left, probed, dead, ptrs, fake.Tensor.data_ptr)
+        self.assertEqual(self.same("steady_ok", *cases[0][1:2], fid, mgr, ins, 70, 80, 5, False, [], ptrs_equal,
+                                   None), ("ok", True))
+        # (A lean tuple not of hooks._steady's making: C refuses it, where
+        # Python reads what it can.)
+        for lean in (list(cases[0][1]), cases[0][1][:9]):
+            with self.assertRaises(TypeError):
+                self.C.steady_ok(lean, fid, mgr, ins, 70, 80, 5, False, [], ptrs_equal, None)
+        # Each polled output by its refcount: the count the tree's rule
+        # reads, held by 0 to 4 more references, with c10's use or not.
+        r = weakref.ref(keep[0])
+        for extra in range(5):
+            for uses in (False, True):
+                for c10 in (1, 2):
+                    keep[0].uses = c10
+                    keep[1:] = [keep[0]] * extra
+                    lean = self.lean(ins, mgr, fid, polled=(r,), uses=uses)
+                    with self.subTest(extra=extra, uses=uses, c10=c10):
+                        self.same("steady_ok", lean, fid, mgr, ins, 70, 80, 5, False, [], ptrs_equal, None)
+        dead = Obj()
+        lean = self.lean(ins, mgr, fid, polled=(weakref.ref(dead),))
+        del dead
+        self.assertEqual(self.same("steady_ok", lean, fid, mgr, ins, 70, 80, 5, False, [], ptrs_equal, None),
+                         ("ok", False))
+
+    def test_steady_after(self):
+        mgr, node = Obj(), Obj()
+        mgr.debug_checkpointing_counter = 3
+        outs = [Obj(), Obj()]
+        node.outputs_weakrefs = ["w0", "w1"]
+        base = dict(node_ref=weakref.ref(node), nout=2, ckpt=3, out_refs=tuple(weakref.ref(o) for o in outs),
+                    wrappers=["w0", "w1"])
+
+        def lean(**over):
+            d = dict(base, **over)
+            return self.lean([], mgr, None, **d)
+
+        cases = [
+            ("all hold", lean(), outs, node, False, []),
+            ("another node", lean(), outs, Obj(), False, []),
+            ("something else done", lean(), outs, node, True, []),
+            ("a tuple out", lean(), tuple(outs), node, False, []),
+            ("one out", lean(), outs[:1], node, False, []),
+            ("a checkpoint", lean(ckpt=4), outs, node, False, []),
+            ("a death", lean(), outs, node, False, [1]),
+            ("other objects", lean(), [outs[0], Obj()], node, False, []),
+            ("other wrappers", lean(wrappers=["w0", "x"]), outs, node, False, []),
+            ("no node", lean(), outs, None, False, []),
+            ("a manager without the counter", lean(), outs, node, False, [], Obj()),
+        ]
+        for what, ln, out, nd, other, dead, *m in cases:
+            with self.subTest(what=what):
+                self.same("steady_after", ln, out, nd, other, m[0] if m else mgr, dead)
+        self.assertEqual(self.same("steady_after", lean(), outs, node, False, mgr, []), ("ok", True))
+
+    def test_frame_src(self):
+        def caller(checks, depth, ref, plan):
+            return checks.frame_src(depth, ref, plan)
+
+        def outer(checks, depth, ref, plan):
+            return caller(checks, depth, ref, plan)
+
+        src = ({"line": 1}, '{"line": 1}')
+        for impl in (P, self.C):
+            plan = Plan(outer.__code__, src)
+            ref = weakref.ref(outer.__code__)
+            with self.subTest(impl=impl.__name__):
+                self.assertIs(outer(impl, 1, ref, plan), src)  # (src_of asked, then cached by f_lasti)
+                self.assertEqual(plan.asked, 1)
+                self.assertIs(outer(impl, 1, ref, plan), src)
+                self.assertEqual(plan.asked, 1)
+                self.assertIsNone(outer(impl, 0, ref, plan))  # (the caller's own code)
+                self.assertIsNone(outer(impl, 10 ** 6, ref, plan))  # (past the stack's top)
+                self.assertIsNone(outer(impl, 1, weakref.ref(caller.__code__), plan))
+        self.assertEqual(outcome(self.C.frame_src, "1", None, None)[0], "raised")
+
+    def test_fresh_src(self):
+        src = ({"line": 2}, '{"line": 2}')
+
+        def fresh_run(checks, own, d, ref, lasti, plan, src):
+            return checks.fresh_src(own, d, ref, lasti, plan, src)
+
+        def wrapper(*args):
+            return fresh_run(*args)
+
+        def tree(*args):
+            return wrapper(*args)
+
+        def user(*args):
+            return tree(*args)
+
+        for impl in (P, self.C):
+            with self.subTest(impl=impl.__name__):
+                plan = Plan(user.__code__, src)
+                ref = weakref.ref(user.__code__)
+                own = {__file__: False}
+                self.assertTrue(user(impl, own, 1, ref, plan.src_lasti, plan, src))
+                self.assertTrue(user(impl, own, 1, ref, plan.src_lasti, plan, src))
+                self.assertEqual(plan.asked, 1)
+                self.assertFalse(user(impl, {}, 1, ref, plan.src_lasti, plan, src))  # (the tree's frame: ours)
+                self.assertFalse(user(impl, {__file__: True}, 1, ref, plan.src_lasti, plan, src))
+                self.assertFalse(user(impl, own, 0, ref, plan.src_lasti, plan, src))  # (the tree's code)
+                self.assertFalse(user(impl, own, 1, ref, plan.src_lasti, plan, ({"line": 2}, "")))
+                self.assertTrue(tree(impl, own, 0, weakref.ref(tree.__code__), {}, Plan(tree.__code__, src), src))
+                self.assertEqual(outcome(tree, impl, own, 10 ** 6, ref, {}, plan, src), ("raised", ValueError))
+        self.assertEqual(outcome(self.C.fresh_src, {}, 0, None, {}, None), ("raised", TypeError))
+
+    def test_probes_and_kept(self):
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        ptrs_equal = fake._tensors_data_ptrs_at_indices_equal
+        vals = [1, "x", None]
+        for probes, want in (((lambda: 1, lambda: "x", lambda: None), vals), ((lambda: 1,), vals),
+                             ((lambda: 2, lambda: "x", lambda: None), vals), ((), []), ((lambda: 1,), (1,)),
+                             ((lambda: 1 / 0,), [1])):
+            self.same("probes_same", probes, want)
+        a, b, new = fake.Tensor([2]), fake.Tensor([3]), fake.Tensor([4])
+        ins = [a, new, b]
+        full = [a.data_ptr(), None, b.data_ptr()]
+        refs = (weakref.ref(a), weakref.ref(b))
+        for what, r, i, k, f, p in (
+                ("all hold", refs, ins, [0, 2], full, [a.data_ptr(), b.data_ptr()]),
+                ("another object", refs, [a, new, new], [0, 2], full, [a.data_ptr(), b.data_ptr()]),
+                ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
+                ("past the end", refs, ins, [0, 7], full, [a.data_ptr(), b.data_ptr()]),
+                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, [a.data_ptr(), b.data_ptr()])):
+            for pe in (ptrs_equal, None):
+                with self.subTest(what=what, ptrs_equal=pe is not None):
+                    self.same("kept_same", r, i, k, f, p, pe, fake.Tensor.data_ptr)
+
+    def armed(self, t, **over):
+        """A lean fresh call's armed tuple for a new input like t
+        (fastpath.A_*; the rest None)."""
+        a = [None] * 28
+        a[P.A_CLS], a[P.A_DT], a[P.A_SHAPE], a[P.A_STRIDE], a[P.A_DEV], a[P.A_NBYTES] = (
+            type(t), t.dtype, tuple(t.shape), t.stride(), t.get_device(), t.untyped_storage().nbytes())
+        for k, v in over.items():
+            a[getattr(P, "A_" + k.upper())] = v
+        return tuple(a)
+
+    def test_fresh_input(self):
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        t = fake.Tensor([4, 8])
+        a = self.armed(t)
+
+        class Entry:
+            def __init__(self, **kw):
+                self.__dict__.update(kw)
+
+        def maps(**over):
+            m = dict(strided=fake.STRIDED, by_obj_entry={}, by_view={}, entries={}, dead_cached=set(),
+                     by_storage={}, fq_ids={}, fq_stor={})
+            m.update(over)
+            return tuple(m.values())
+
+        cd = t.untyped_storage()._cdata
+        vk = (cd, 0, (4, 8), t.stride())
+        same_obj = Entry(fact=Entry(obj_ref=weakref.ref(t)))
+        sliced = fake.Tensor([4, 8])
+        sliced._offset = 1
+        cases = [
+            ("new", t, a, maps()),
+            ("another class", Obj(), a, maps()),
+            ("another dtype", fake.Tensor([4, 8], dtype=fake.int64), a, maps()),
+            ("another shape", fake.Tensor([8, 4]), a, maps()),
+            ("other strides", t, self.armed(t, stride=(1, 4)), maps()),
+            ("an offset", sliced, a, maps()),
+            ("another device", t, self.armed(t, dev=1), maps()),
+            ("another storage size", t, self.armed(t, nbytes=7), maps()),
+            ("named", t, a, maps(by_obj_entry={id(t): same_obj})),
+            ("an id named before", t, a, maps(by_obj_entry={id(t): Entry(fact=Entry(obj_ref=None))})),
+            ("its view named", t, a, maps(by_view={vk: "x"}, entries={"x": 1})),
+            ("its view named once", t, a, maps(by_view={vk: "x"})),
+            ("a cached view dead", t, a, maps(dead_cached={vk})),
+            ("its storage named", t, a, maps(by_storage={cd: {"x": 1}})),
+            ("its storage named by none now", t, a, maps(by_storage={cd: {}})),
+            ("queued", t, a, maps(fq_ids={id(t): Entry(wr=weakref.ref(t))})),
+            ("an id queued before", t, a, maps(fq_ids={id(t): Entry(wr=weakref.ref(Obj()))})),
+            ("its storage queued", t, a, maps(fq_stor={cd: Entry(gone=False)})),
+            ("its storage queued, gone", t, a, maps(fq_stor={cd: Entry(gone=True)})),
+            ("maps of another kind", t, a, maps(by_obj_entry=[])),
+        ]
+        for what, v, arm, m in cases:
+            with self.subTest(what=what):
+                got = self.same("fresh_input", v, arm, m)
+                if got[0] == "ok" and got[1] is not None:
+                    self.assertIs(got[1], v.untyped_storage())
+        self.assertIs(self.C.fresh_input(t, a, maps()), t.untyped_storage())
+        with self.assertRaises(TypeError):  # (an armed tuple not of _fq_arm's making)
+            self.C.fresh_input(t, a[:5], maps())
+
+    def test_polled_alive(self):
+        keep = [Obj()]  # (held by this list alone, and by 0 to 4 more references)
+        r = weakref.ref(keep[0])
+        for extra in range(5):
+            for uses in (False, True):
+                for c10 in (1, 2):
+                    for alive in (True, False):
+                        keep[0].uses = c10
+                        keep[1:] = [keep[0]] * extra
+                        with self.subTest(extra=extra, uses=uses, c10=c10, alive=alive):
+                            self.same("polled_alive", ((r, uses, lambda: alive),))
+        self.same("polled_alive", ((None, False, lambda: True), (None, False, lambda: False)))
+        self.same("polled_alive", ())
+        self.same("polled_alive", ((None, False),))
+        self.same("polled_alive", ((None, False, lambda: 1 / 0),))
+
+    def test_fresh_deaths(self):
+        class Ref:
+            """A death's weak reference (only its identity is read)."""
+
+        class Call:
+            def __init__(self, gone=False, expired=True):
+                self.gone = gone
+                self.sref = Obj()
+                self.sref.expired = lambda: expired
+
+        class Entry:
+            def __init__(self, wr, kind="tensor", alive=False):
+                self.wr, self.kind = wr, kind
+                self.fact = Obj()
+                self.fact.alive = lambda: alive
+
+        a, b, c, n = Ref(), Ref(), Ref(), Ref()
+        fq_wrs = {id(a): Call(), id(b): Call(), id(c): Call(gone=True)}
+        held = {id(n): "in_3"}
+        cases = [
+            ("none", [], {}),
+            ("one queued", [(a, 10)], {}),
+            ("two, steps apart", [(a, 10), (b, 8)], {}),
+            ("two at one step", [(a, 9), (b, 9)], {}),
+            ("before the call's steps", [(a, 2)], {}),
+            ("after the last step", [(a, 12)], {}),
+            ("gone already", [(c, 10)], {}),
+            ("bound since", [(a, 10)], {"held": {id(a): "x"}}),
+            ("its storage alive", [(a, 10)], {"fq_wrs": {id(a): Call(expired=False)}}),
+            ("a named input", [(n, 10)], {"entries": {"in_3": Entry(n)}}),
+            ("a named input, another reference", [(n, 10)], {"entries": {"in_3": Entry(Ref())}}),
+            ("a named output", [(n, 10)], {"entries": {"in_3": Entry(n, kind="out")}}),
+            ("a named input, alive", [(n, 10)], {"entries": {"in_3": Entry(n, alive=True)}}),
+            ("unknown", [(Ref(), 10)], {}),
+            ("not a pair", [(a,)], {}),
+            ("past k", [(a, 10), (Ref(), 10)], {"k": 1}),
+        ]
+        for what, dead, over in cases:
+            args = dict(dead_objs=dead, k=over.get("k", len(dead)), fq_wrs=over.get("fq_wrs", fq_wrs),
+                        held=over.get("held", held), entries=over.get("entries", {}), mc=11, steps=3)
+            with self.subTest(what=what):
+                self.same("fresh_deaths", *args.values())
+        got = self.C.fresh_deaths([(a, 10), (b, 8), (n, 11)], 3, fq_wrs, held, {"in_3": Entry(n)}, 11, 3)
+        self.assertEqual(sorted(got), [0, 1, 3])
+        self.assertEqual([w for w, _ in got[1]], [a])
+
+    def test_fresh_after(self):
+        mgr, node, out = Obj(), Obj(), Obj()
+        mgr.debug_checkpointing_counter = 2
+        node.outputs_weakrefs = ["w"]
+        base = dict(node_ref=weakref.ref(node), ckpt=2, out_ref=weakref.ref(out), tree_ref="w")
+        t = Obj()
+        t.dtype, t.shape = None, ()
+
+        def armed(**over):
+            a = [None] * 28
+            for k, v in dict(base, **over).items():
+                a[getattr(P, "A_" + k.upper())] = v
+            return tuple(a)
+
+        two = Obj()
+        two.outputs_weakrefs = ["w", "v"]
+        cases = [
+            ("all hold", armed(), node, False, [out], mgr, []),
+            ("something else", armed(), node, True, [out], mgr, []),
+            ("no node", armed(), None, False, [out], mgr, []),
+            ("another node", armed(), Obj(), False, [out], mgr, []),
+            ("two outputs", armed(), node, False, [out, out], mgr, []),
+            ("a tuple", armed(), node, False, (out,), mgr, []),
+            ("a checkpoint", armed(ckpt=3), node, False, [out], mgr, []),
+            ("a death", armed(), node, False, [out], mgr, [1]),
+            ("another object", armed(), node, False, [Obj()], mgr, []),
+            ("another wrapper", armed(tree_ref="x"), node, False, [out], mgr, []),
+            ("two wrappers", armed(node_ref=weakref.ref(two)), two, False, [out], mgr, []),
+            ("no counter", armed(), node, False, [out], Obj(), []),
+        ]
+        for what, a, nd, other, o, m, dead in cases:
+            with self.subTest(what=what):
+                self.same("fresh_after", a, nd, other, o, m, dead)
+        self.assertEqual(self.same("fresh_after", armed(), node, False, [out], mgr, []), ("ok", True))
+
+
+class BuildHereTest(unittest.TestCase):
+    def test_the_recorder_uses_c_where_it_can_build(self):
+        """Where a compiler and Python's headers are (this machine's CI,
+        and a GPU host whose Triton builds its launchers), a recording
+        takes the C checks, and says which it took."""
+        if not _can_build():
+            self.skipTest("no C compiler or no Python.h here")
+        code = ("import sys; sys.path.insert(0, %r); import fake_torch as fake; saved = fake.install_fake_torch()\n"
+                "import cgtrace, tempfile, os\n"
+                "d = tempfile.mkdtemp()\n"
+                "rec = cgtrace.Recorder(os.path.join(d, 't.cgt.jsonl'))\n"
+                "print(rec.fast_why, type(rec._checks).__name__, rec._checks.__name__)\n"
+                % os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, CGTRACE_FAST="1")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath"])
+
+
+if __name__ == "__main__":
+    unittest.main()
