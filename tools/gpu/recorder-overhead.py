@@ -589,14 +589,14 @@ def _load_package(name, folder, patched=None):
 
 # The marks of --inside on a new-input loop, in the lean fresh path's
 # whole call of a queued new input (freshq.py, _fresh_lean_run's
-# fresh_run), by file: _IN [its checks, the rest before the tree's call,
-# after it, the queue's writing, calls, (unused)].
+# fresh_run), by file: _IN [its checks and queueing (fastpath.fresh_queue),
+# the rest before the tree's call, after it, the queue's writing, calls,
+# (unused)].
 _FRESH_MARKS = {
     "freshq.py": (
-        ("Queued=_Queued, bound=_FQ_BOUND):\n",
-         "Queued=_Queued, bound=_FQ_BOUND):\n            _t0 = _ns()\n"),
-        ("            # The call joins the queue",
-         "            _IN[0] += _ns() - _t0; _t1 = _ns()\n            # The call joins the queue"),
+        ("            t = fresh_queue(ctx, a, mgr, new_inputs)\n",
+         "            _t0 = _ns()\n            t = fresh_queue(ctx, a, mgr, new_inputs)\n"
+         "            _IN[0] += _ns() - _t0; _t1 = _ns()\n"),
         ("            hot.steady = True\n            try:\n"
          "                out = orig_run(mgr, new_inputs, function_id)\n",
          "            hot.steady = True\n            _IN[1] += _ns() - _t1; _IN[4] += 1\n"
@@ -689,7 +689,7 @@ def _inside_rounds(mod, step, sync, iters, rounds, warm, folder, warm_each, part
 
 def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
     """measure_inside for a new-input loop: per round the recorder's own
-    time a queued call (us: its checks, the rest before the tree's call,
+    time a queued call (us: its checks and queueing, the rest before the tree's call,
     after it, the queue's writing spread over the calls). Returns medians
     and the rounds."""
     return _inside_rounds(recorder_inside_fresh(), step, sync, iters, rounds, warm, folder, True,
@@ -699,7 +699,8 @@ def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
 def report_inside_fresh(name, res, out=None):
     out = out or sys.stdout
     m = res["median"]
-    print("%s, the recorder's own time in place a queued call: its checks %.2f us, the rest before the tree's "
+    print("%s, the recorder's own time in place a queued call: its checks and queueing %.2f us, the rest before "
+          "the tree's "
           "call %.2f us, after it %.2f us, the queue's writing %.2f us (medians of %d rounds; %d of the calls "
           "queued in the last)" % (name, m["checks"], m["before"], m["after"], m["writing"], len(res["rounds"]),
                                    res["rounds"][-1]["queued"]), file=out)

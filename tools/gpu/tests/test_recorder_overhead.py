@@ -269,7 +269,7 @@ class MeasureTest(unittest.TestCase):
                                                    "--json", "--inside"])
         self.assertEqual(status, 0)
         text = out.getvalue()
-        m = re.search(r"the recorder's own time in place a queued call: its checks [\d.]+ us, the rest before the "
+        m = re.search(r"the recorder's own time in place a queued call: its checks and queueing [\d.]+ us, the rest before the "
                       r"tree's call [\d.]+ us, after it [\d.]+ us, the queue's writing [\d.]+ us \(medians of 2 "
                       r"rounds; (\d+) of the calls queued in the last\)", text)
         self.assertIsNotNone(m, text)

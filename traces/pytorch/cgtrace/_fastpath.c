@@ -15,6 +15,7 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <stddef.h>
+#include <string.h>
 
 #define API_VERSION 2
 
@@ -39,6 +40,15 @@ static PyObject *s_use_count, *s_debug_ckpt, *s_outputs_weakrefs, *s_src_lasti, 
     *s_class, *s_layout, *s_dtype, *s_shape, *s_stride, *s_storage_offset, *s_get_device,
     *s_untyped_storage, *s_cdata, *s_fact, *s_obj_ref, *s_nbytes, *s_wr, *s_gone, *s_f_lasti, *s_kind,
     *s_out, *s_alive, *s_sref, *s_expired;
+static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, *s_other, *s_fql, *s_off,
+    *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
+    *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
+    *s_after_call;
+static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_pwr, *s_ptr, *s_cd, *s_spec, *s_groups,
+    *s_data_ptr;
+static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
+    *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
+    *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore;
 static PyObject *zero, *one;
 
 /* r(): a weak reference's object, or any callable's result. New reference. */
@@ -521,16 +531,16 @@ kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "fresh_src takes 6 arguments");
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "fresh_src takes 7 arguments");
         return NULL;
     }
     PyObject *own = args[0], *code_ref = args[2], *src_lasti = args[3], *plan = args[4], *src = args[5];
-    Py_ssize_t d = PyLong_AsSsize_t(args[1]);
-    if (d == -1 && PyErr_Occurred())
+    Py_ssize_t d = PyLong_AsSsize_t(args[1]), up = PyLong_AsSsize_t(args[6]);
+    if ((d == -1 || up == -1) && PyErr_Occurred())
         return NULL;
     PyObject *x = NULL, *lasti = NULL;
-    PyFrameObject *f = frame_up(2);
+    PyFrameObject *f = frame_up(up);
     if (f == NULL) {
         PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
         return NULL;
@@ -545,7 +555,7 @@ fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_CLEAR(x);
     if (d) {
         Py_DECREF(f);
-        if ((f = frame_up(2 + d)) == NULL) {
+        if ((f = frame_up(up + d)) == NULL) {
             PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
             return NULL;
         }
@@ -576,6 +586,18 @@ error:
     Py_XDECREF(x);
     Py_XDECREF(lasti);
     return NULL;
+}
+
+/* o.name, truth: 1, 0, -1. */
+static int
+attr_true(PyObject *o, PyObject *name)
+{
+    PyObject *x = PyObject_GetAttr(o, name);
+    if (x == NULL)
+        return -1;
+    int t = PyObject_IsTrue(x);
+    Py_DECREF(x);
+    return t;
 }
 
 /* getattr(o, name) is want: 1, 0, -1. */
@@ -942,6 +964,735 @@ error:
     return NULL;
 }
 
+/* fastpath.fresh_queue's checks: 1 (the call may be queued: *stor, *cd,
+ * *oid, *groups, *k set, new references, groups Py_None without deaths),
+ * 0 (declined), -1 (an error). */
+static int
+fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
+             PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **groups_out,
+             Py_ssize_t *k_out)
+{
+    PyObject *hot_unused = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
+             *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
+             *dead_objs = PyTuple_GET_ITEM(ctx, 6), *held = PyTuple_GET_ITEM(ctx, 7),
+             *fq_wrs = PyTuple_GET_ITEM(ctx, 10), *ptrs_equal = PyTuple_GET_ITEM(ctx, 12),
+             *data_ptr = PyTuple_GET_ITEM(ctx, 13);
+    (void)hot_unused;
+    PyObject *low = PyTuple_GET_ITEM(a, 6), *x = NULL, *y = NULL, *v = NULL, *stor = NULL, *cd = NULL,
+             *oid = NULL, *groups = NULL;
+    int t;
+    /* c > mc or a[5]() is not mgr or len(new_inputs) != a[7] */
+    if ((t = compare(c, mc, Py_GT)) != 0)
+        goto not_ok;
+    TRY(deref_is(PyTuple_GET_ITEM(a, 5), mgr));
+    TRY(len_is(new_inputs, PyTuple_GET_ITEM(a, 7)));
+    /* c < low and (c // 4096 != mc // 4096 or knobs.moved(True)) */
+    if ((t = compare(c, low, Py_LT)) < 0)
+        goto error;
+    if (t) {
+        PyObject *q = PyLong_FromLong(4096);
+        if (q == NULL)
+            goto error;
+        x = PyNumber_FloorDivide(c, q);
+        y = x == NULL ? NULL : PyNumber_FloorDivide(mc, q);
+        Py_DECREF(q);
+        if (y == NULL)
+            goto error;
+        if ((t = compare(x, y, Py_NE)) != 0)
+            goto not_ok;
+        Py_CLEAR(x);
+        Py_CLEAR(y);
+        if ((x = PyObject_CallMethodOneArg(knobs, s_moved, Py_True)) == NULL)
+            goto error;
+        if ((t = PyObject_IsTrue(x)) != 0)
+            goto not_ok;
+        Py_CLEAR(x);
+    }
+    /* probes_same(knobs.probes, knobs.probe_vals) */
+    if ((x = PyObject_GetAttr(knobs, s_probes)) == NULL || (y = PyObject_GetAttr(knobs, s_probe_vals)) == NULL)
+        goto error;
+    TRY(mapped_eq(NULL, x, y));
+    Py_CLEAR(x);
+    Py_CLEAR(y);
+    /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
+    {
+        PyObject *kargs[7] = {PyTuple_GET_ITEM(a, 9), new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
+                              PyTuple_GET_ITEM(a, 10), ptrs_equal, data_ptr};
+        if ((x = kept_same(NULL, kargs, 7)) == NULL)
+            goto error;
+        if (x != Py_True)
+            goto no;
+        Py_CLEAR(x);
+    }
+    /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], 2): the tree's frame
+     * two up from fresh_run's, the calling frame (this one has none) */
+    {
+        PyObject *two = PyLong_FromLong(2);
+        if (two == NULL)
+            goto error;
+        PyObject *sargs[7] = {own, PyTuple_GET_ITEM(a, 19), PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21),
+                              PyTuple_GET_ITEM(a, 2), PyTuple_GET_ITEM(a, 4), two};
+        x = fresh_src(NULL, sargs, 7);
+        Py_DECREF(two);
+        if (x == NULL)
+            goto error;
+        if (x != Py_True)
+            goto no;
+        Py_CLEAR(x);
+    }
+    /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps); polled_alive(a[22]) */
+    if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL)
+        goto error;
+    {
+        PyObject *iargs[3] = {v, a, maps};
+        if ((stor = fresh_input(NULL, iargs, 3)) == NULL)
+            goto error;
+    }
+    if (stor == Py_None)
+        goto no;
+    if ((x = polled_alive(NULL, PyTuple_GET_ITEM(a, 22))) == NULL)
+        goto error;
+    if (x != Py_True)
+        goto no;
+    Py_CLEAR(x);
+    if ((cd = PyObject_GetAttr(stor, s_cdata)) == NULL || (oid = PyLong_FromVoidPtr(v)) == NULL)
+        goto error;
+    *k_out = 0;
+    if ((t = PyObject_IsTrue(dead_objs)) < 0)
+        goto error;
+    if (t) {
+        Py_ssize_t k = PyObject_Length(dead_objs);
+        if (k < 0)
+            goto error;
+        *k_out = k;
+        PyObject *kk = PyLong_FromSsize_t(k), *steps = PyNumber_Subtract(mc, c);
+        if (kk == NULL || steps == NULL) {
+            Py_XDECREF(kk);
+            Py_XDECREF(steps);
+            goto error;
+        }
+        PyObject *dargs[7] = {dead_objs, kk, fq_wrs, held, entries, mc, steps};
+        groups = fresh_deaths(NULL, dargs, 7);
+        Py_DECREF(kk);
+        Py_DECREF(steps);
+        if (groups == NULL)
+            goto error;
+        if (groups == Py_None)
+            goto no;
+    } else
+        groups = Py_NewRef(Py_None);
+    *v_out = v;
+    *stor_out = stor;
+    *cd_out = cd;
+    *oid_out = oid;
+    *groups_out = groups;
+    return 1;
+not_ok: /* t: 1 declines, -1 an error */
+    if (t < 0)
+        goto error;
+no:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(v);
+    Py_XDECREF(stor);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
+    Py_XDECREF(groups);
+    return 0;
+error:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(v);
+    Py_XDECREF(stor);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
+    Py_XDECREF(groups);
+    return -1;
+}
+
+
+/* o.name = value, the value's reference taken (stolen): 0, -1. */
+static int
+set_steal(PyObject *o, PyObject *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int t = PyObject_SetAttr(o, name, value);
+    Py_DECREF(value);
+    return t;
+}
+
+static PyObject *
+fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fresh_queue takes 4 arguments");
+        return NULL;
+    }
+    PyObject *ctx = args[0], *a = args[1], *mgr = args[2], *new_inputs = args[3];
+    if (check_tuple(ctx, 19, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
+        return NULL;
+    PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *box = PyTuple_GET_ITEM(ctx, 1),
+             *dead_objs = PyTuple_GET_ITEM(ctx, 6), *died = PyTuple_GET_ITEM(ctx, 8),
+             *fq_ids = PyTuple_GET_ITEM(ctx, 9), *fq_wrs = PyTuple_GET_ITEM(ctx, 10),
+             *fq_stor = PyTuple_GET_ITEM(ctx, 11), *sweak = PyTuple_GET_ITEM(ctx, 14),
+             *Queued = PyTuple_GET_ITEM(ctx, 15), *gen = PyTuple_GET_ITEM(ctx, 16), *rec = PyTuple_GET_ITEM(ctx, 17),
+             *declined = PyTuple_GET_ITEM(ctx, 18);
+    PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
+             *oid = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
+    Py_ssize_t k = 0;
+    if (c == NULL || (mc = PyObject_GetAttr(hot, s_mark_counter)) == NULL) {
+        /* (in the checks' try: an Exception declines) */
+        Py_XDECREF(c);
+        goto checks_failed;
+    }
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &groups, &k);
+    if (ok <= 0) {
+        Py_DECREF(c);
+        Py_DECREF(mc);
+        if (ok == 0)
+            return Py_NewRef(declined);
+        goto checks_failed;
+    }
+    /* The call joins the queue. */
+    int t_;
+    if ((t_ = compare(c, PyTuple_GET_ITEM(a, 6), Py_LT)) < 0)
+        goto failed;
+    if (t_) {
+        /* hot.fql = a[:6] + (c - (c & 63),) + a[7:] */
+        PyObject *m = PyLong_FromLong(63), *lowbits = NULL, *first = NULL, *na = NULL;
+        if (m != NULL && (lowbits = PyNumber_And(c, m)) != NULL && (first = PyNumber_Subtract(c, lowbits)) != NULL
+            && (na = PyTuple_New(PyTuple_GET_SIZE(a))) != NULL) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++)
+                PyTuple_SET_ITEM(na, i, Py_NewRef(i == 6 ? first : PyTuple_GET_ITEM(a, i)));
+        }
+        Py_XDECREF(m);
+        Py_XDECREF(lowbits);
+        Py_XDECREF(first);
+        if (na == NULL || set_steal(hot, s_fql, na) < 0)
+            goto failed;
+    }
+    if ((t = PyObject_CallNoArgs(Queued)) == NULL || set_steal(t, s_steps, PyNumber_Subtract(mc, c)) < 0
+        || PyObject_SetAttr(t, s_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
+        || PyObject_SetAttr(t, s_src, PyTuple_GET_ITEM(a, 4)) < 0
+        || set_steal(t, s_inv, PyObject_GetAttr(gen, s_generation)) < 0 || PyObject_SetAttr(t, s_oid, oid) < 0
+        || (wr = PyWeakref_NewRef(v, died)) == NULL || PyObject_SetAttr(t, s_wr, wr) < 0
+        || set_steal(t, s_pwr, PyWeakref_NewRef(v, NULL)) < 0
+        || set_steal(t, s_sref, PyObject_CallOneArg(sweak, stor)) < 0
+        || set_steal(t, s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr)) < 0 || PyObject_SetAttr(t, s_cd, cd) < 0
+        || PyObject_SetAttr(t, s_spec, PyTuple_GET_ITEM(a, 27)) < 0 || PyObject_SetAttr(t, s_gone, Py_False) < 0
+        || PyObject_SetAttr(t, s_groups, groups) < 0)
+        goto failed;
+    /* (the input's life is the program's: let go before the tree's call) */
+    Py_CLEAR(v);
+    Py_CLEAR(stor);
+    if (groups != Py_None) {
+        /* del dead_objs[:k]; each queued input among them gone */
+        if (PySequence_DelSlice(dead_objs, 0, k) < 0)
+            goto failed;
+        PyObject *key, *g;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(groups, &pos, &key, &g)) {
+            PyObject *gf = PySequence_Fast(g, "a group: not a sequence");
+            if (gf == NULL)
+                goto failed;
+            for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
+                PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
+                PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && PyObject_SetAttr(e, s_gone, Py_True) < 0) {
+                    Py_DECREF(gf);
+                    goto failed;
+                }
+            }
+            Py_DECREF(gf);
+        }
+    }
+    PyObject *idw = NULL;
+    if (PyObject_SetAttr(hot, s_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
+        || (idw = PyLong_FromVoidPtr(wr)) == NULL || PyObject_SetItem(fq_wrs, idw, t) < 0
+        || PyObject_SetItem(fq_stor, cd, t) < 0) {
+        Py_XDECREF(idw);
+        goto failed;
+    }
+    Py_DECREF(idw);
+    Py_DECREF(c);
+    Py_DECREF(mc);
+    Py_DECREF(cd);
+    Py_DECREF(oid);
+    Py_DECREF(groups);
+    Py_DECREF(wr);
+    return t;
+failed:
+    /* except Exception as err: rec._fail("before a call", err); None */
+    Py_CLEAR(v);
+    Py_CLEAR(stor);
+    Py_XDECREF(c);
+    Py_XDECREF(mc);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
+    Py_XDECREF(groups);
+    Py_XDECREF(wr);
+    Py_XDECREF(t);
+    Py_XDECREF(x);
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL && value != NULL)
+            PyException_SetTraceback(value, tb);
+        PyObject *res = PyObject_CallMethodObjArgs(rec, s_fail, s_before_call, value ? value : Py_None, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        if (res == NULL)
+            return NULL;
+        Py_DECREF(res);
+    }
+    Py_RETURN_NONE;
+checks_failed:
+    /* except Exception: declined */
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return NULL;
+    PyErr_Clear();
+    return Py_NewRef(declined);
+}
+
+/* -- The queue's writer (freshq._fq_write): fastpath.fq_tail and fq_run. -- */
+
+
+/* "".join of n strings (new reference): one string made, its characters
+ * copied once (a tuple and PyUnicode_Join cost twice the instructions). */
+static PyObject *
+concat(PyObject **parts, Py_ssize_t n)
+{
+    Py_ssize_t len = 0;
+    Py_UCS4 maxchar = 127;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (parts[i] == NULL)
+            return NULL;
+        if (!PyUnicode_Check(parts[i])) {
+            PyErr_Format(PyExc_TypeError, "concat: a str expected, not %.50s", Py_TYPE(parts[i])->tp_name);
+            return NULL;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(parts[i]) < 0)
+            return NULL;
+#endif
+        len += PyUnicode_GET_LENGTH(parts[i]);
+        Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(parts[i]);
+        if (m > maxchar)
+            maxchar = m;
+    }
+    PyObject *r = PyUnicode_New(len, maxchar);
+    if (r == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k = PyUnicode_GET_LENGTH(parts[i]);
+        if (maxchar < 128)
+            memcpy(PyUnicode_1BYTE_DATA(r) + at, PyUnicode_1BYTE_DATA(parts[i]), k);
+        else if (PyUnicode_CopyCharacters(r, at, parts[i], 0, k) < 0) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        at += k;
+    }
+    return r;
+}
+
+/* deferred._call_tail(inv, src): the call line's end after its last
+ * output name. New reference. (An int's %d is its str; anything else is
+ * formatted by Python's %.) */
+static PyObject *
+call_tail(PyObject *inv, PyObject *src)
+{
+    PyObject *args, *r, *s1 = NULL;
+    if (src != Py_None && (s1 = PySequence_GetItem(src, 1)) == NULL)
+        return NULL;
+    if (src == Py_None && inv == Py_None)
+        return Py_NewRef(s_end_list);
+    if (inv == Py_None) {
+        PyObject *parts[3] = {s_src_head, s1, s_close};
+        r = concat(parts, 3);
+    } else if (PyLong_CheckExact(inv) && s1 != NULL && PyUnicode_CheckExact(s1)) {
+        PyObject *si = PyObject_Str(inv);
+        PyObject *parts[5] = {s_inv_head, si, s_src_mid, s1, s_close};
+        r = si == NULL ? NULL : concat(parts, 5);
+        Py_XDECREF(si);
+    } else {
+        args = s1 == NULL ? PyTuple_Pack(1, inv) : PyTuple_Pack(2, inv, s1);
+        r = args == NULL ? NULL : PyUnicode_Format(s1 == NULL ? s_fmt_inv : s_fmt_inv_src, args);
+        Py_XDECREF(args);
+    }
+    Py_XDECREF(s1);
+    return r;
+}
+
+/* d.pop(key, None), its result dropped: 0, -1. */
+static int
+pop_key(PyObject *d, PyObject *key)
+{
+    if (PyDict_CheckExact(d)) {
+        int t = PyDict_Contains(d, key);
+        if (t <= 0)
+            return t;
+        return PyDict_DelItem(d, key);
+    }
+    PyObject *r = PyObject_CallMethod(d, "pop", "OO", key, Py_None);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* fastpath.fq_tail: 0, -1. */
+static int
+fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
+{
+    PyObject *used = PyTuple_GET_ITEM(w, 1), *recs = PyTuple_GET_ITEM(w, 3), *pre = PyTuple_GET_ITEM(w, 8),
+             *post = PyTuple_GET_ITEM(w, 9), *prefix = PyTuple_GET_ITEM(w, 10), *sfx = PyTuple_GET_ITEM(w, 11),
+             *mid = PyTuple_GET_ITEM(w, 12), *session = PyTuple_GET_ITEM(w, 13);
+    PyObject *calls = NULL, *cs = NULL, *out = NULL, *inv = NULL, *src = NULL, *name = NULL, *tail = NULL,
+             *line = NULL, *order = NULL;
+    int rc = -1;
+    /* st[4] += 1; out = prefix + str(st[4]) + sfx */
+    if ((calls = PyNumber_Add(PyList_GET_ITEM(st, 4), one)) == NULL)
+        goto done;
+    if (PyList_SetItem(st, 4, Py_NewRef(calls)) < 0)
+        goto done;
+    if ((cs = PyObject_Str(calls)) == NULL)
+        goto done;
+    {
+        PyObject *parts[3] = {prefix, cs, sfx};
+        if ((out = concat(parts, 3)) == NULL)
+            goto done;
+    }
+    int t_ = PySequence_Contains(used, out);
+    if (t_ < 0)
+        goto done;
+    if (t_)
+        Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
+    else if (PySet_Add(used, out) < 0)
+        goto done;
+    if (out == NULL || (inv = PyObject_GetAttr(t, s_inv)) == NULL || (src = PyObject_GetAttr(t, s_src)) == NULL
+        || (name = PyObject_GetAttr(t, s_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
+        goto done;
+    {
+        PyObject *parts[9] = {lead, pre, name, post, out, tail, mid, PyList_GET_ITEM(st, 5), s_end_list};
+        if ((line = concat(parts, 9)) == NULL || PyList_Append(recs, line) < 0)
+            goto done;
+    }
+    if ((order = PyNumber_Add(PyList_GET_ITEM(st, 0), one)) == NULL || PyList_SetItem(st, 0, Py_NewRef(order)) < 0
+        || PyList_SetItem(st, 5, Py_NewRef(out)) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(calls);
+    Py_XDECREF(cs);
+    Py_XDECREF(out);
+    Py_XDECREF(inv);
+    Py_XDECREF(src);
+    Py_XDECREF(name);
+    Py_XDECREF(tail);
+    Py_XDECREF(line);
+    Py_XDECREF(order);
+    return rc;
+}
+
+static int
+check_writer(PyObject *st, PyObject *w)
+{
+    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != 6) {
+        PyErr_SetString(PyExc_TypeError, "st: a list of 6 expected");
+        return -1;
+    }
+    if (check_tuple(w, 15, "w") < 0)
+        return -1;
+    if (!PyList_CheckExact(PyTuple_GET_ITEM(w, 3)) || !PyAnySet_Check(PyTuple_GET_ITEM(w, 1))) {
+        PyErr_SetString(PyExc_TypeError, "w: recs a list, used a set expected");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+fq_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fq_tail takes 4 arguments");
+        return NULL;
+    }
+    if (check_writer(args[2], args[3]) < 0 || fq_tail_impl(args[0], args[1], args[2], args[3]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* st[i] += 1: 0, -1. */
+static int
+st_inc(PyObject *st, Py_ssize_t i)
+{
+    PyObject *x = PyNumber_Add(PyList_GET_ITEM(st, i), one);
+    if (x == NULL)
+        return -1;
+    return PyList_SetItem(st, i, x);
+}
+
+/* _STEP_LINES * n (new reference). */
+static PyObject *
+step_lines(PyObject *n)
+{
+    return PyNumber_Multiply(s_step_lines, n);
+}
+
+/* One common call of fq_run: 1 written, 0 not the common kind, -1. */
+static int
+fq_one(PyObject *t, PyObject *st, PyObject *w)
+{
+    PyObject *fresh_next = PyTuple_GET_ITEM(w, 0), *used = PyTuple_GET_ITEM(w, 1), *base = PyTuple_GET_ITEM(w, 2),
+             *by_view = PyTuple_GET_ITEM(w, 4), *by_obj = PyTuple_GET_ITEM(w, 5),
+             *by_obj_entry = PyTuple_GET_ITEM(w, 6), *trace = PyTuple_GET_ITEM(w, 7),
+             *Queued = PyTuple_GET_ITEM(w, 14);
+    PyObject *spec = NULL, *groups = NULL, *steps = NULL, *lead = NULL, *x = NULL, *y = NULL, *name = NULL,
+             *i = NULL, *tmpl = NULL, *seed = NULL, *cd = NULL, *oid = NULL, *vk = NULL;
+    int rc = -1, t_;
+    if ((spec = PyObject_GetAttr(t, s_spec)) == NULL || (groups = PyObject_GetAttr(t, s_groups)) == NULL)
+        goto done;
+    if (spec == Py_None) {
+        rc = 0;
+        goto done;
+    }
+    if ((t_ = attr_true(t, s_gone)) <= 0) {
+        rc = t_;
+        goto done;
+    }
+    if ((steps = PyObject_GetAttr(t, s_steps)) == NULL)
+        goto done;
+    if (groups == Py_None) {
+        if ((lead = step_lines(steps)) == NULL)
+            goto done;
+    } else {
+        if (!PyDict_Check(groups)) {
+            PyErr_SetString(PyExc_TypeError, "groups: a dict expected");
+            goto done;
+        }
+        if (PyDict_GET_SIZE(groups) != 1) {
+            rc = 0;
+            goto done;
+        }
+        Py_ssize_t pos = 0;
+        PyObject *j, *gone;
+        PyDict_Next(groups, &pos, &j, &gone);
+        Py_ssize_t ng = PyObject_Length(gone);
+        if (ng < 0)
+            goto done;
+        if (ng != 1) {
+            rc = 0;
+            goto done;
+        }
+        PyObject *pair = PySequence_GetItem(gone, 0), *e = NULL;
+        if (pair == NULL)
+            goto done;
+        e = PySequence_GetItem(pair, 1);
+        Py_DECREF(pair);
+        if (e == NULL)
+            goto done;
+        if ((PyObject *)Py_TYPE(e) != Queued) {
+            Py_DECREF(e);
+            rc = 0;
+            goto done;
+        }
+        PyObject *ename = PyObject_GetAttr(e, s_name);
+        Py_DECREF(e);
+        if (ename == NULL || st_inc(st, 1) < 0 || st_inc(st, 3) < 0) {
+            Py_XDECREF(ename);
+            goto done;
+        }
+        PyObject *rest = PyNumber_Subtract(steps, j);
+        x = step_lines(j);
+        y = rest == NULL ? NULL : step_lines(rest);
+        Py_XDECREF(rest);
+        PyObject *parts[5] = {x, s_del_head, ename, s_del_tail, y};
+        lead = (x == NULL || y == NULL) ? NULL : concat(parts, 5);
+        Py_DECREF(ename);
+        Py_CLEAR(x);
+        Py_CLEAR(y);
+        if (lead == NULL)
+            goto done;
+    }
+    /* name: Session._fresh's, base or base_i */
+    if ((i = dict_get(fresh_next, base, zero)) == NULL)
+        goto done;
+    if ((t_ = PyObject_IsTrue(i)) < 0)
+        goto done;
+    if (t_) {
+        PyObject *parts[3] = {base, s_underscore, NULL};
+        if ((parts[2] = PyObject_Str(i)) == NULL)
+            goto done;
+        name = concat(parts, 3);
+        Py_DECREF(parts[2]);
+    } else
+        name = Py_NewRef(base);
+    while (name != NULL && (t_ = PySequence_Contains(used, name)) != 0) {
+        if (t_ < 0)
+            goto done;
+        Py_SETREF(i, PyNumber_Add(i, one));
+        if (i == NULL)
+            goto done;
+        PyObject *parts[3] = {base, s_underscore, NULL};
+        if ((parts[2] = PyObject_Str(i)) == NULL)
+            goto done;
+        Py_SETREF(name, concat(parts, 3));
+        Py_DECREF(parts[2]);
+    }
+    if (name == NULL || PySet_Add(used, name) < 0)
+        goto done;
+    if ((x = PyNumber_Add(i, one)) == NULL || PyObject_SetItem(fresh_next, base, x) < 0)
+        goto done;
+    Py_CLEAR(x);
+    if (st_inc(st, 2) < 0 || (tmpl = PyObject_GetAttr(t, s_tmpl)) == NULL
+        || (seed = PyObject_Str(PyList_GET_ITEM(st, 2))) == NULL)
+        goto done;
+    {
+        PyObject *t0 = PySequence_GetItem(tmpl, 0), *t1 = PySequence_GetItem(tmpl, 1),
+                 *t2 = PySequence_GetItem(tmpl, 2);
+        PyObject *parts[7] = {lead, t0, name, t1, seed, t2, s_nl};
+        x = (t0 && t1 && t2) ? concat(parts, 7) : NULL;
+        Py_XDECREF(t0);
+        Py_XDECREF(t1);
+        Py_XDECREF(t2);
+        if (x == NULL)
+            goto done;
+        Py_SETREF(lead, x);
+        x = NULL;
+    }
+    /* if spec[2]: trace.devices = max(trace.devices, spec[2] + 1) */
+    {
+        PyObject *dev = PySequence_GetItem(spec, 2);
+        if (dev == NULL)
+            goto done;
+        t_ = PyObject_IsTrue(dev);
+        if (t_ > 0) {
+            PyObject *d1 = PyNumber_Add(dev, one), *cur = d1 == NULL ? NULL : PyObject_GetAttr(trace, s_devices);
+            int gt = cur == NULL ? -1 : PyObject_RichCompareBool(d1, cur, Py_GT);
+            if (gt > 0 && PyObject_SetAttr(trace, s_devices, d1) < 0)
+                gt = -1;
+            Py_XDECREF(d1);
+            Py_XDECREF(cur);
+            t_ = gt < 0 ? -1 : 1;
+        }
+        Py_DECREF(dev);
+        if (t_ < 0)
+            goto done;
+    }
+    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || PyObject_SetAttr(t, s_name, name) < 0
+        || PyObject_SetAttr(t, s_order, PyList_GET_ITEM(st, 0)) < 0)
+        goto done;
+    /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
+     * None); by_obj_entry.pop(t.oid, None) */
+    {
+        PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
+        if (s0 != NULL && s1 != NULL && (cd = PyObject_GetAttr(t, s_cd)) != NULL)
+            vk = PyTuple_Pack(4, cd, zero, s0, s1);
+        Py_XDECREF(s0);
+        Py_XDECREF(s1);
+        if (vk == NULL || (oid = PyObject_GetAttr(t, s_oid)) == NULL)
+            goto done;
+    }
+    PyObject *maps[3] = {by_view, by_obj, by_obj_entry}, *keys[3] = {vk, oid, oid};
+    for (int m = 0; m < 3; m++)
+        if (pop_key(maps[m], keys[m]) < 0)
+            goto done;
+    if (fq_tail_impl(t, lead, st, w) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(spec);
+    Py_XDECREF(groups);
+    Py_XDECREF(steps);
+    Py_XDECREF(lead);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(name);
+    Py_XDECREF(i);
+    Py_XDECREF(tmpl);
+    Py_XDECREF(seed);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
+    Py_XDECREF(vk);
+    return rc;
+}
+
+static PyObject *
+fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "fq_run takes 4 arguments");
+        return NULL;
+    }
+    PyObject *q = args[0], *st = args[2], *w = args[3];
+    Py_ssize_t k = PyLong_AsSsize_t(args[1]);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (check_writer(st, w) < 0)
+        return NULL;
+    if (!PyList_CheckExact(q)) {
+        PyErr_SetString(PyExc_TypeError, "q: a list expected");
+        return NULL;
+    }
+    for (; k < PyList_GET_SIZE(q); k++) {
+        PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k));
+        int r = fq_one(t, st, w);
+        Py_DECREF(t);
+        if (r < 0)
+            return NULL;
+        if (r == 0)
+            break;
+    }
+    return PyLong_FromSsize_t(k);
+}
+
+static PyObject *
+replay_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "replay_lines takes 5 arguments");
+        return NULL;
+    }
+    PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *nf = NULL, *out = NULL, *r = NULL;
+    PyObject *prev = args[2], *head = args[3], *mid = args[4];
+    if (rf == NULL || (nf = PySequence_Fast(args[1], "names: not a sequence")) == NULL
+        || (out = PyList_New(0)) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), m = PySequence_Fast_GET_SIZE(nf);
+    for (Py_ssize_t i = 0; i < n && i < m; i++) {
+        PyObject *tok = PySequence_Fast_GET_ITEM(rf, i), *name = PySequence_Fast_GET_ITEM(nf, i);
+        if (!PyTuple_Check(tok) || PyTuple_GET_SIZE(tok) != 4) {
+            PyErr_SetString(PyExc_ValueError, "run: (plan, steps, inv, src) expected");
+            goto done;
+        }
+        PyObject *steps = step_lines(PyTuple_GET_ITEM(tok, 1)),
+                 *tail = call_tail(PyTuple_GET_ITEM(tok, 2), PyTuple_GET_ITEM(tok, 3));
+        PyObject *parts[7] = {steps, head, name, tail, mid, prev, s_end_list};
+        PyObject *line = (steps == NULL || tail == NULL) ? NULL : concat(parts, 7);
+        Py_XDECREF(steps);
+        Py_XDECREF(tail);
+        if (line == NULL || PyList_Append(out, line) < 0) {
+            Py_XDECREF(line);
+            goto done;
+        }
+        Py_DECREF(line);
+        prev = name;
+    }
+    r = PyUnicode_Join(s_nl, out);
+done:
+    Py_XDECREF(rf);
+    Py_XDECREF(nf);
+    Py_XDECREF(out);
+    return r;
+}
+
 static PyObject *
 fresh_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1067,22 +1818,8 @@ runner_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)r;
 }
 
-static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, *s_other, *s_fql, *s_off,
-    *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
-    *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
-    *s_after_call;
 
-/* o.name, truth: 1, 0, -1. */
-static int
-attr_true(PyObject *o, PyObject *name)
-{
-    PyObject *x = PyObject_GetAttr(o, name);
-    if (x == NULL)
-        return -1;
-    int t = PyObject_IsTrue(x);
-    Py_DECREF(x);
-    return t;
-}
+
 
 static PyObject *
 call3(PyObject *fn, PyObject *a, PyObject *b, PyObject *c)
@@ -1475,6 +2212,10 @@ static PyMethodDef methods[] = {
     {"fresh_input", (PyCFunction)(void (*)(void))fresh_input, METH_FASTCALL, "fastpath.fresh_input, in C."},
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
     {"fresh_deaths", (PyCFunction)(void (*)(void))fresh_deaths, METH_FASTCALL, "fastpath.fresh_deaths, in C."},
+    {"fresh_queue", (PyCFunction)(void (*)(void))fresh_queue, METH_FASTCALL, "fastpath.fresh_queue, in C."},
+    {"replay_lines", (PyCFunction)(void (*)(void))replay_lines, METH_FASTCALL, "fastpath.replay_lines, in C."},
+    {"fq_tail", (PyCFunction)(void (*)(void))fq_tail, METH_FASTCALL, "fastpath.fq_tail, in C."},
+    {"fq_run", (PyCFunction)(void (*)(void))fq_run, METH_FASTCALL, "fastpath.fq_run, in C."},
     {"fresh_after", (PyCFunction)(void (*)(void))fresh_after, METH_FASTCALL, "fastpath.fresh_after, in C."},
     {NULL, NULL, 0, NULL},
 };
@@ -1519,6 +2260,37 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_sref, "sref");
     INTERN(s_expired, "expired");
     INTERN(s_steady, "steady");
+    INTERN(s_steps, "steps");
+    INTERN(s_name, "name");
+    INTERN(s_order, "order");
+    INTERN(s_devices, "devices");
+    INTERN(s_fresh, "_fresh");
+    INTERN(s_step_lines, "{\"op\": \"step\"}\n");
+    INTERN(s_fmt_inv_src, "\"], \"invocation\": %d, \"src\": %s}");
+    INTERN(s_fmt_inv, "\"], \"invocation\": %d}");
+    INTERN(s_src_head, "\"], \"src\": ");
+    INTERN(s_inv_head, "\"], \"invocation\": ");
+    INTERN(s_src_mid, ", \"src\": ");
+    INTERN(s_close, "}");
+    INTERN(s_probes, "probes");
+    INTERN(s_probe_vals, "probe_vals");
+    INTERN(s_moved, "moved");
+    INTERN(s_end_list, "\"]}");
+    INTERN(s_del_head, "{\"op\": \"del\", \"names\": [\"");
+    INTERN(s_del_tail, "\"]}\n");
+    INTERN(s_nl, "\n");
+    INTERN(s_empty, "");
+    INTERN(s_underscore, "_");
+    INTERN(s_tmpl, "tmpl");
+    INTERN(s_src, "src");
+    INTERN(s_inv, "inv");
+    INTERN(s_oid, "oid");
+    INTERN(s_pwr, "pwr");
+    INTERN(s_ptr, "ptr");
+    INTERN(s_cd, "cd");
+    INTERN(s_spec, "spec");
+    INTERN(s_groups, "groups");
+    INTERN(s_data_ptr, "data_ptr");
     INTERN(s_lean, "lean");
     INTERN(s_lfid, "lfid");
     INTERN(s_mark_counter, "mark_counter");

@@ -72,22 +72,12 @@ class _Deferred:
             return False
         used.update(names)
         fs.calls += len(run)
-        recs = self.trace.records
-        head = plan.head
-        # Each call's records as one element of lines (its steps, call,
-        # expect and del), made by one format (one string made, where
-        # each + makes one): the writer passes a line made whole as it
-        # is, and four elements a call cost it four times the bytecodes.
+        # The run's records as one element of lines (each call's steps,
+        # call, expect and del: fastpath.replay_lines, in C where it is
+        # built): the writer passes a line made whole as it is.
         mid = '\n' + plan.exp_line() + '\n{"op": "del", "names": ["'
-        fmt = _escaped(head) + '%s"], "invocation": %d, "src": %s}' + _escaped(mid) + '%s"]}'
-        prev = plan.names[0]
-        for (_, steps, inv, src), n in zip(run, names):
-            if inv is not None and src is not None:
-                line = fmt % (n, inv, src[1], prev)
-            else:
-                line = head + n + _call_tail(inv, src) + mid + prev + '"]}'
-            recs.append(_STEP_LINES * steps + line if steps else line)
-            prev = n
+        self.trace.records.append(self._checks.replay_lines(run, names, plan.names[0], plan.head, mid))
+        prev = names[-1]
         counts = session.counts
         counts["steps"] += sum(map(operator.itemgetter(1), run))
         counts["calls"] += len(run)
@@ -271,11 +261,6 @@ class _Deferred:
         fs.plan = None
         self._general_after(ctx, mgr, out)
         self._make_plan(ctx, fs, mgr, out)
-
-
-def _escaped(text):
-    """text as a %-format's literal part."""
-    return text.replace("%", "%%")
 
 
 def _call_tail(inv, src):

@@ -25,14 +25,20 @@ against these in tests/test_fastpath.py):
   the ones recorded.
 - kept_same(refs, new_inputs, kept, full, ptrs, ptrs_equal, data_ptr):
   the kept inputs are the same objects at the same data pointers.
-- fresh_src(own, d, code_ref, src_lasti, plan, src): a lean fresh call's src
-  (the tree's frame not this package's; the frame d above it at src).
+- fresh_src(own, d, code_ref, src_lasti, plan, src, up): a lean fresh
+  call's src (the tree's frame, up above the caller's, not this
+  package's; the frame d above it at src).
 - fresh_input(v, a, maps): the new input of the armed template, named by
   nothing: its untyped storage, or None.
 - polled_alive(polled): every polled name of a lean fresh call alive.
 - fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, steps): the
   deaths since its last call, each one the queue may write, by step.
+- fresh_queue(ctx, a, mgr, new_inputs): a lean fresh call checked with
+  the above and queued, or declined (changing nothing).
 - fresh_after(a, node, other, out, mgr, dead_objs): after its tree call.
+- replay_lines(run, names, prev, head, mid): deferred replays' records.
+- fq_run(q, k, st, w) and fq_tail(t, lead, st, w): the queue's writer
+  (freshq._fq_write) for its common call, and any call's call line.
 """
 
 import hashlib
@@ -44,6 +50,9 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import weakref
+
+from .deferred import _STEP_LINES, _call_tail
 
 _is, _call = operator.is_, operator.call
 _refcount, _getframe = sys.getrefcount, sys._getframe
@@ -57,8 +66,9 @@ API = 2
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \
     L_CKPT, L_OUT_REFS, L_WRAPPERS = range(15)
 # The armed tuple of a lean fresh call (freshq._fq_arm): the positions read.
-A_CLS, A_DT, A_SHAPE, A_STRIDE, A_DEV, A_NBYTES = range(13, 19)
-A_NODE_REF, A_CKPT, A_OUT_REF, A_TREE_REF = range(23, 27)
+A_FID, A_FS, A_PLAN, A_TMPL, A_SRC, A_MREF, A_LOW, A_NIN, A_KEPT, A_REFS, A_PTRS, A_FULL, A_I, A_CLS, A_DT, \
+    A_SHAPE, A_STRIDE, A_DEV, A_NBYTES, A_SRC_D, A_CODE_REF, A_SRC_LASTI, A_POLLED, A_NODE_REF, A_CKPT, \
+    A_OUT_REF, A_TREE_REF, A_SPEC = range(28)
 
 
 def steady_ok(lean, function_id, mgr, new_inputs, c, mc, left, probed, dead_objs, ptrs_equal, data_ptr):
@@ -134,17 +144,18 @@ def kept_same(refs, new_inputs, kept, full, ptrs, ptrs_equal, data_ptr):
                  else list(map(data_ptr, map(new_inputs.__getitem__, kept))) == ptrs))
 
 
-def fresh_src(own, d, code_ref, src_lasti, plan, src):
+def fresh_src(own, d, code_ref, src_lasti, plan, src, up):
     """Whether a lean fresh call's src is src: the frame that called the
-    _run wrapper (two above the caller's) is not this package's (own: by
-    file name), and the one d above it is of the plan's code at a line
-    whose src is src (src_lasti: the plan's map by f_lasti when it was
-    armed; else plan.src_of). Raises ValueError for a shallower stack."""
-    f = _getframe(3)
+    _run wrapper (up frames above the caller's) is not this package's
+    (own: by file name), and the one d above it is of the plan's code at
+    a line whose src is src (src_lasti: the plan's map by f_lasti when it
+    was armed; else plan.src_of). Raises ValueError for a shallower
+    stack."""
+    f = _getframe(up + 1)
     if own.get(f.f_code.co_filename) is not False:
         return False
     if d:
-        f = _getframe(3 + d)
+        f = _getframe(up + 1 + d)
     if f.f_code is not code_ref():
         return False
     return src_lasti.get(f.f_lasti, src_lasti) is src or plan.src_of(f) is src
@@ -221,6 +232,182 @@ def fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, steps):
         else:
             g.append((wr, e))
     return groups
+
+
+def fresh_queue(ctx, a, mgr, new_inputs):
+    """A lean fresh call's part before the tree's call (freshq's
+    fresh_run calls it, in its frame's place): the call checked against
+    what the arming found (a, freshq._fq_arm's tuple), and queued: its
+    _Queued made (the new input's weak references, storage, data
+    pointer; its steps, src, generation; the deaths before it), the deaths
+    taken off dead_objs and the queued inputs among them marked gone, the
+    step count noted, the queue's maps of it filled. Returns the _Queued;
+    declined (ctx's) having changed nothing, when the call is not one the
+    lean path takes (an input or frame it cannot read too); None when the
+    recorder failed while queueing it (rec._fail: the call runs
+    unrecorded). Past a 64th step since the arming, hot.fql is armed for
+    the next 64 (the caller reads it again). ctx: (hot, box, knobs, own,
+    maps, entries, dead_objs, held, died, fq_ids, fq_wrs, fq_stor,
+    ptrs_equal, data_ptr, sweak, Queued, gen, rec, declined)."""
+    (hot, box, knobs, own, maps, entries, dead_objs, held, died, fq_ids, fq_wrs, fq_stor, ptrs_equal, data_ptr,
+     sweak, Queued, gen, rec, declined) = ctx
+    c = box.mark_step_counter
+    mc = hot.mark_counter
+    low = a[A_LOW]
+    try:
+        # The step counter not back up (a reset), and past a 64th step
+        # since the arming no knob moved (as _steady looks at them there:
+        # what the general path's look would find writes nothing then),
+        # and within the 4096 steps; the knobs' probes at every call, as
+        # _fresh_call reads them (a write past the config modules'
+        # __setattr__ is seen at once); the manager, the kept inputs by
+        # identity and data pointer; the src, as _fresh_call_check finds
+        # it (three frames up: this one's, fresh_run's, _run's).
+        if (c > mc or a[A_MREF]() is not mgr or len(new_inputs) != a[A_NIN]
+                or (c < low and (c // 4096 != mc // 4096 or knobs.moved(True)))
+                or not probes_same(knobs.probes, knobs.probe_vals)
+                or not kept_same(a[A_REFS], new_inputs, a[A_KEPT], a[A_FULL], a[A_PTRS], ptrs_equal, data_ptr)
+                or not fresh_src(own, a[A_SRC_D], a[A_CODE_REF], a[A_SRC_LASTI], a[A_PLAN], a[A_SRC], 3)):
+            return declined
+        # The new input, every polled name alive, the deaths since the
+        # last call each one the queue may write.
+        v = new_inputs[a[A_I]]
+        stor = fresh_input(v, a, maps)
+        if stor is None or not polled_alive(a[A_POLLED]):
+            return declined
+        cd = stor._cdata
+        oid = id(v)
+        groups = None
+        if dead_objs:
+            k = len(dead_objs)
+            groups = fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, mc - c)
+            if groups is None:
+                return declined
+    except Exception:
+        return declined
+    try:
+        if c < low:  # (every knob looked at: armed for the next 64 steps' block)
+            hot.fql = a[:A_LOW] + (c - (c & 63),) + a[A_LOW + 1:]
+        t = Queued()
+        t.steps = mc - c
+        t.tmpl = a[A_TMPL]
+        t.src = a[A_SRC]
+        t.inv = gen.generation
+        t.oid = oid
+        t.wr = wr = weakref.ref(v, died)
+        t.pwr = weakref.ref(v)
+        t.sref = sweak(stor)
+        t.ptr = v.data_ptr()
+        t.cd = cd
+        t.spec = a[A_SPEC]
+        t.gone = False
+        t.groups = groups
+        v = stor = None
+        if groups is not None:
+            del dead_objs[:k]
+            for g in groups.values():
+                for _, e in g:
+                    if type(e) is Queued:
+                        e.gone = True
+        hot.mark_counter = c
+        fq_ids[oid] = t
+        fq_wrs[id(wr)] = t
+        fq_stor[cd] = t
+    except Exception as err:
+        v = stor = None  # (the input's life is the program's)
+        rec._fail("before a call", err)
+        return None
+    return t
+
+
+def replay_lines(run, names, prev, head, mid):
+    """The records of a run of deferred replays of one plan (deferred's
+    _write_run), as the lines of one string: for each (plan, steps, inv,
+    src) of run and the name of its output (names), its steps, its call
+    line (head, the name, its invocation and src), its expect and the
+    del of the output's name before (prev, then each of names; mid: the
+    expect's line and the del's head)."""
+    out = []
+    for (_, steps, inv, src), n in zip(run, names):
+        out.append(_STEP_LINES * steps + head + n + _call_tail(inv, src) + mid + prev + '"]}')
+        prev = n
+    return "\n".join(out)
+
+
+def fq_tail(t, lead, st, w):
+    """A queued call's call line, expect and the del of the output's name
+    before, after lead (its records before those, as lines): one element
+    of the trace's records. st: the writer's [order, epoch, seed, dels,
+    calls, the output's name before] (calls, order and the name move); w:
+    (fresh_next, used, base, recs, by_view, by_obj, by_obj_entry, trace,
+    pre, post, prefix, sfx, mid, session, _Queued): freshq._fq_write's."""
+    used, recs, pre, post, prefix, sfx, mid, session = w[1], w[3], w[8], w[9], w[10], w[11], w[12], w[13]
+    st[4] += 1
+    out = prefix + str(st[4]) + sfx  # (_replay_names', for one output)
+    if out in used:
+        out = session._fresh(out)
+    else:
+        used.add(out)
+    inv, src = t.inv, t.src
+    recs.append(lead + pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
+                                                    if inv is not None and src is not None
+                                                    else _call_tail(inv, src)) + mid + st[5] + '"]}')
+    st[0] += 1
+    st[5] = out
+
+
+def fq_run(q, k, st, w):
+    """Writes the queued calls q[k], q[k+1], ... while each is the common
+    one (a lean call's, its input dead within the queue, its deaths none
+    or one such input's), as _fq_before and fq_tail would: its steps and
+    death, its tensor's line (named as Session._fresh names, never
+    bound: of _bind and _forget only the stale keys they leave go), its
+    call. Returns the index of the first it did not write (len(q) when
+    it wrote them all). st and w: fq_tail's."""
+    fresh_next, used, base, recs, by_view, by_obj, by_obj_entry, trace, Queued = (
+        w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[14])
+    n = len(q)
+    while k < n:
+        t = q[k]
+        spec = t.spec
+        groups = t.groups
+        if spec is None or not t.gone:
+            return k
+        if groups is None:
+            lead = _STEP_LINES * t.steps
+        else:
+            if len(groups) != 1:
+                return k
+            (j, gone), = groups.items()
+            if len(gone) != 1 or type(gone[0][1]) is not Queued:
+                return k
+            # (_fq_before's loop: the steps before the death, its del, the
+            # rest; a negative count repeats nothing.)
+            st[1] += 1
+            st[3] += 1
+            lead = (_STEP_LINES * j + '{"op": "del", "names": ["' + gone[0][1].name + '"]}\n'
+                    + _STEP_LINES * (t.steps - j))
+        i = fresh_next.get(base, 0)  # (Session._fresh's)
+        name = "%s_%d" % (base, i) if i else base
+        while name in used:
+            i += 1
+            name = "%s_%d" % (base, i)
+        used.add(name)
+        fresh_next[base] = i + 1
+        st[2] += 1
+        tmpl = t.tmpl
+        lead += tmpl[0] + name + tmpl[1] + str(st[2]) + tmpl[2] + "\n"
+        if spec[2]:
+            trace.devices = max(trace.devices, spec[2] + 1)
+        st[0] += 1
+        st[1] += 1
+        t.name, t.order = name, st[0]
+        by_view.pop((t.cd, 0, spec[0], spec[1]), None)
+        by_obj.pop(t.oid, None)
+        by_obj_entry.pop(t.oid, None)
+        fq_tail(t, lead, st, w)
+        k += 1
+    return k
 
 
 def fresh_after(a, node, other, out, mgr, dead_objs):

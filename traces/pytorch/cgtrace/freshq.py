@@ -272,104 +272,28 @@ class _FreshQueue:
             sweak = torch_api.StorageWeakRef
 
         checks = self._checks
-        # What fresh_input looks the new input up in (fastpath.py).
+        fresh_queue = checks.fresh_queue
+        # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.
         maps = (getattr(torch, "strided", None), session.by_obj_entry, session.by_view, session.entries,
                 session._dead_cached, session.by_storage, self._fq_ids, self._fq_stor)
+        ctx = (hot, box, knobs, self._own_file, maps, session.entries, session._dead_objs, session._held_wr,
+               session._died, self._fq_ids, self._fq_wrs, self._fq_stor, ptrs_equal, data_ptr, sweak, _Queued,
+               self._gen, self, DECLINED)
 
-        def fresh_run(mgr, new_inputs, function_id, a, hot=hot, box=box, tls=self.tls, gen=self._gen,
-                      knobs=knobs, own=self._own_file, maps=maps,
-                      entries=session.entries, dead_objs=session._dead_objs, held=session._held_wr,
-                      died=session._died, fq=self._fq, fq_ids=self._fq_ids, fq_wrs=self._fq_wrs,
-                      fq_stor=self._fq_stor, ptrs_equal=ptrs_equal, data_ptr=data_ptr,
-                      probes_same=checks.probes_same, kept_same=checks.kept_same, fresh_src=checks.fresh_src,
-                      fresh_input=checks.fresh_input, polled_alive=checks.polled_alive,
-                      fresh_after=checks.fresh_after, fresh_deaths=checks.fresh_deaths,
-                      weakref_ref=weakref.ref, sweak=sweak, orig_run=orig_run, id=id, len=len,
-                      Queued=_Queued, bound=_FQ_BOUND):
-            (_, fs, plan, tmpl, src, mref, low, nin, kept, refs, ptrs, full, i, _, _, _, _, _, _,
-             d, code_ref, src_lasti, polled, _, _, _, _, spec) = a
-            c = box.mark_step_counter
-            mc = hot.mark_counter
-            try:
-                # The step counter not back up (a reset), and past a 64th
-                # step since the arming no knob moved (as _steady looks at
-                # them there: what the general path's look would find
-                # writes nothing then), and within the 4096 steps; the
-                # knobs' probes at every call, as _fresh_call reads them
-                # (a write past the config modules' __setattr__ is seen
-                # at once); the manager, the kept inputs by identity and
-                # data pointer.
-                if (c > mc or mref() is not mgr or len(new_inputs) != nin
-                        or (c < low and (c // 4096 != mc // 4096 or knobs.moved(True)))
-                        or not probes_same(knobs.probes, knobs.probe_vals)
-                        or not kept_same(refs, new_inputs, kept, full, ptrs, ptrs_equal, data_ptr)):
-                    return DECLINED
-                # The src, as _fresh_call_check finds it: the frame that
-                # called the _run wrapper not this package's, and the one
-                # the plan's depth past it at a line of the same src.
-                if not fresh_src(own, d, code_ref, src_lasti, plan, src):
-                    return DECLINED
-                # The new input: a tensor of the armed template's shape,
-                # strides, dtype and device, at offset 0 of a storage of
-                # the same size, no tensor the trace or the queue names,
-                # over a storage none is over. Every polled name alive.
-                v = new_inputs[i]
-                stor = fresh_input(v, a, maps)
-                if stor is None or not polled_alive(polled):
-                    return DECLINED
-                cd = stor._cdata
-                oid = id(v)
-                # Each death since the last call a queued input's whose
-                # storage died with it, or a named tensor's (the last
-                # input of a queue written at its bound, bound then) not
-                # an output's, its storage gone: grouped by the steps
-                # before it (anything else is _fresh_call's to judge).
-                groups = None
-                if dead_objs:
-                    k = len(dead_objs)
-                    groups = fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, mc - c)
-                    if groups is None:
-                        return DECLINED
-            except Exception:  # (an input or frame it cannot read: _fresh_call's)
+        def fresh_run(mgr, new_inputs, function_id, a, hot=hot, tls=self.tls, ctx=ctx, fresh_queue=fresh_queue,
+                      dead_objs=session._dead_objs, fq=self._fq, fresh_after=checks.fresh_after,
+                      orig_run=orig_run, len=len, bound=_FQ_BOUND):
+            # The call checked and queued (fastpath.fresh_queue: its
+            # part before the tree's call, for the checked case), or
+            # declined having changed nothing, or (None) the recorder's
+            # own failure there, which lets the call run unrecorded, as
+            # _fresh_deferred's.
+            t = fresh_queue(ctx, a, mgr, new_inputs)
+            if t is DECLINED:
                 return DECLINED
-            # The call joins the queue (_fresh_deferred's part before the
-            # tree's call, for the checked case; the recorder's own failure
-            # there lets the call run unrecorded, as _fresh_deferred's).
-            try:
-                if c < low:  # (every knob looked at: armed for the next 64 steps' block)
-                    hot.fql = a = a[:6] + (c - (c & 63),) + a[7:]
-                t = Queued()
-                t.steps = mc - c
-                t.tmpl = tmpl
-                t.src = src
-                t.inv = gen.generation
-                t.oid = oid
-                t.wr = wr = weakref_ref(v, died)
-                t.pwr = weakref_ref(v)
-                t.sref = sweak(stor)
-                t.ptr = v.data_ptr()
-                t.cd = cd
-                t.spec = spec
-                t.gone = False
-                t.groups = groups
-                v = stor = None
-                # (_fresh_deferred's lines, here in place: a helper both
-                # call would cost this path a frame at every call.)
-                if groups is not None:
-                    del dead_objs[:k]
-                    for g in groups.values():
-                        for _, e in g:
-                            if type(e) is Queued:
-                                e.gone = True
-                    g = e = None
-                hot.mark_counter = c
-                fq_ids[oid] = t
-                fq_wrs[id(wr)] = t
-                fq_stor[cd] = t
-            except Exception as err:
-                v = stor = None
-                rec._fail("before a call", err)
+            if t is None:
                 return orig_run(mgr, new_inputs, function_id)
+            a = hot.fql  # (armed again past a 64th step: fresh_queue)
             # What the tree does is noted in hot, as in a steady call
             # (execute_node notes its one replay; anything more switches
             # to the general path's noting, _general_noting), and its
@@ -427,7 +351,7 @@ class _FreshQueue:
                         tls.node = node
                     node = None
                     tls.depth = 1
-                    rec._after_call(rec._fq_write(t), fs, mgr, out)
+                    rec._after_call(rec._fq_write(t), a[1], mgr, out)  # (a[1]: fastpath.A_FS)
                 except Exception as err:
                     rec._fail("after a call", err)
                 rec._flush()
@@ -487,76 +411,29 @@ class _FreshQueue:
         # (The call line's end: the expect, and the del of the output's
         # name before, whose name follows.)
         mid = "\n" + plan.exp_line() + '\n{"op": "del", "names": ["' if q else None
-        calls = fs.calls  # (each call's number, as _fresh_call_write counts it before the call)
-        # The common call inline, the session's counters in locals (written
-        # back before anything else reads them): a lean call's input that
-        # died within the queue, its deaths none or one such input's. Its
-        # records are _fq_before's (below, for every other call), in a
-        # third fewer bytecodes: on a loop over new inputs the queue's
-        # writing is a third of what recording adds.
-        order, epoch, seed, dels = session.order, session.epoch, session.seed, 0
-        fresh_next = session._fresh_next
-        by_view, by_obj, by_obj_entry = session.by_view, session.by_obj, session.by_obj_entry
-        for t in q:
-            spec = t.spec
-            groups = t.groups
-            fast = spec is not None and t.gone
-            if fast and groups is not None:
-                if len(groups) == 1:
-                    (j, gone), = groups.items()
-                    fast = len(gone) == 1 and type(gone[0][1]) is _Queued
-                else:
-                    fast = False
-            if not fast:
-                session.order, session.epoch, session.seed = order, epoch, seed
-                self._fq_before(t, session, trace, counts, base)
-                order, epoch, seed = session.order, session.epoch, session.seed
-                lead = ""
-            else:
-                # The call's records before its call line, as lines of
-                # one element with it (the writer passes a line made
-                # whole as it is, one element at a time).
-                steps = t.steps
-                if groups is None:
-                    lead = _STEP_LINES * steps
-                else:
-                    # (_fq_before's loop: the steps before the death, its
-                    # del, the rest; a negative count repeats nothing.)
-                    epoch += 1
-                    dels += 1
-                    lead = (_STEP_LINES * j + '{"op": "del", "names": ["' + gone[0][1].name + '"]}\n'
-                            + _STEP_LINES * (steps - j))
-                    gone = None
-                n = fresh_next.get(base, 0)  # (Session._fresh's)
-                name = "%s_%d" % (base, n) if n else base
-                while name in used:
-                    n += 1
-                    name = "%s_%d" % (base, n)
-                used.add(name)
-                fresh_next[base] = n + 1
-                seed += 1
-                tmpl = t.tmpl
-                lead += tmpl[0] + name + tmpl[1] + str(seed) + tmpl[2] + "\n"
-                if spec[2]:
-                    trace.devices = max(trace.devices, spec[2] + 1)
-                order += 1
-                epoch += 1
-                t.name, t.order = name, order
-                by_view.pop((t.cd, 0, spec[0], spec[1]), None)
-                by_obj.pop(t.oid, None)
-                by_obj_entry.pop(t.oid, None)
-            calls += 1
-            out = prefix + str(calls) + sfx  # (_replay_names', for one output)
-            if out in used:
-                out = session._fresh(out)
-            else:
-                used.add(out)
-            inv, src = t.inv, t.src
-            recs.append(lead + pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
-                                                            if inv is not None and src is not None
-                                                            else _call_tail(inv, src)) + mid + prev + '"]}')
-            order += 1
-            prev = out
+        # The calls in order: a run of the common call (a lean call's
+        # input that died within the queue, its deaths none or one such
+        # input's) written by fq_run (fastpath.py: in C where it is
+        # built), the session's counters in st; any other by _fq_before
+        # and fq_tail. st: [order, epoch, seed, dels, calls (each call's
+        # number, as _fresh_call_write counts it before the call), the
+        # output's name before].
+        st = [session.order, session.epoch, session.seed, 0, fs.calls, plan.names[0]]
+        w = (session._fresh_next, used, base, recs, session.by_view, session.by_obj, session.by_obj_entry, trace,
+             pre, post, prefix, sfx, mid, session, _Queued)
+        fq_run, fq_tail = self._checks.fq_run, self._checks.fq_tail
+        k, n = 0, len(q)
+        while True:
+            k = fq_run(q, k, st, w)
+            if k >= n:
+                break
+            t = q[k]
+            k += 1
+            session.order, session.epoch, session.seed = st[0], st[1], st[2]
+            self._fq_before(t, session, trace, counts, base)
+            st[0], st[1], st[2] = session.order, session.epoch, session.seed
+            fq_tail(t, "", st, w)
+        order, epoch, seed, dels, calls, prev = st
         session.order, session.epoch, session.seed = order, epoch, seed
         counts["dels"] += dels
         if q:

@@ -221,7 +221,7 @@ class FastPathTest(unittest.TestCase):
         src = ({"line": 2}, '{"line": 2}')
 
         def fresh_run(checks, own, d, ref, lasti, plan, src):
-            return checks.fresh_src(own, d, ref, lasti, plan, src)
+            return checks.fresh_src(own, d, ref, lasti, plan, src, 2)  # (tree: two frames up)
 
         def wrapper(*args):
             return fresh_run(*args)
@@ -246,7 +246,7 @@ class FastPathTest(unittest.TestCase):
                 self.assertFalse(user(impl, own, 1, ref, plan.src_lasti, plan, ({"line": 2}, "")))
                 self.assertTrue(tree(impl, own, 0, weakref.ref(tree.__code__), {}, Plan(tree.__code__, src), src))
                 self.assertEqual(outcome(tree, impl, own, 10 ** 6, ref, {}, plan, src), ("raised", ValueError))
-        self.assertEqual(outcome(self.C.fresh_src, {}, 0, None, {}, None), ("raised", TypeError))
+        self.assertEqual(outcome(self.C.fresh_src, {}, 0, None, {}, None, None), ("raised", TypeError))
 
     def test_probes_and_kept(self):
         saved = fake.install_fake_torch()
@@ -394,6 +394,124 @@ class FastPathTest(unittest.TestCase):
         got = self.C.fresh_deaths([(a, 10), (b, 8), (n, 11)], 3, fq_wrs, held, {"in_3": Entry(n)}, 11, 3)
         self.assertEqual(sorted(got), [0, 1, 3])
         self.assertEqual([w for w, _ in got[1]], [a])
+
+    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1):
+        """fq_run over items (dicts of a _Queued's fields, "gone_by": the
+        name of the queued call in its one group, or a list of such names,
+        "other": an entry of another kind there), then fq_tail on the one
+        it stops at, and on; returns everything either changed."""
+        from cgtrace.freshq import _Queued
+
+        class Session:
+            def __init__(self):
+                self.names_used = set(used)
+                self.asked = []
+
+            def _fresh(self, name):
+                self.asked.append(name)
+                n = name + "_x"
+                self.names_used.add(n)
+                return n
+
+        class Trace:
+            pass
+
+        session, trace = Session(), Trace()
+        trace.devices = devices
+        q = []
+        for it in items:
+            t = _Queued()
+            it = dict(it)
+            gone_by = it.pop("gone_by", None)
+            j = it.pop("j", 0)
+            for k, v in it.items():
+                setattr(t, k, v)
+            if gone_by is not None:
+                others = []
+                for g in (gone_by if isinstance(gone_by, list) else [gone_by]):
+                    if g == "other":
+                        others.append(("wr", object()))
+                    else:
+                        x = _Queued()
+                        x.name = g
+                        others.append(("wr", x))
+                t.groups = {j: others}
+            q.append(t)
+        by_view = {(t.cd, 0, t.spec[0], t.spec[1]): "v" for t in q if t.spec is not None}
+        by_obj = {t.oid: "n" for t in q}
+        by_obj_entry = dict(by_obj)
+        recs = []
+        st = [10, 20, 30, 0, 5, "f_c5_0"]
+        w = (dict(fresh_next or {}), session.names_used, "in", recs, by_view, by_obj, by_obj_entry, trace,
+             '{"op": "call", "fn": "f", "args": ["', '"], "out": ["', "f_c", "_0",
+             '\n{"op": "expect"}\n{"op": "del", "names": ["', session, _Queued)
+        k = 0
+        while True:
+            k = impl.fq_run(q, k, st, w)
+            if k >= len(q):
+                break
+            q[k].name = "slow%d" % k
+            impl.fq_tail(q[k], "", st, w)
+            k += 1
+        return (st, recs, sorted(session.names_used), session.asked, w[0], trace.devices, by_view, by_obj,
+                by_obj_entry, [(t.name, getattr(t, "order", None)) for t in q])
+
+    def test_fq_run_and_tail(self):
+        src = ({"line": 3}, '{"file": "m.py", "line": 3}')
+        tmpl = ('{"op": "tensor", "name": "', '", "seed": ', "}")
+        spec = ((4, 8), (8, 1), 0, None, 32, None)
+
+        def call(i, **over):
+            d = dict(spec=spec, groups=None, gone=True, steps=1, tmpl=tmpl, cd=100 + i, oid=200 + i, inv=7 + i,
+                     src=src)
+            d.update(over)
+            return d
+
+        cases = [
+            ("a loop", [call(0), call(1, gone_by="in_1", j=0), call(2, gone_by="in_2", j=1, steps=2)], {}),
+            ("names taken", [call(0), call(1)], {"used": ["in", "in_1", "f_c6_0"], "fresh_next": {"in": 0}}),
+            ("counted from before", [call(0)], {"fresh_next": {"in": 4}}),
+            ("no steps, many steps", [call(0, steps=0), call(1, steps=3)], {}),
+            ("a death past the steps", [call(0, gone_by="in_0", j=3, steps=1)], {}),
+            ("no invocation, no src", [call(0, inv=None), call(1, src=None), call(2, inv=None, src=None)], {}),
+            ("another device", [call(0, spec=((4, 8), (8, 1), 2, None, 32, None))], {"devices": 1}),
+            ("a device known", [call(0, spec=((4, 8), (8, 1), 1, None, 32, None))], {"devices": 3}),
+            ("not lean", [call(0), call(1, spec=None), call(2)], {}),
+            ("bound", [call(0, gone=False), call(1)], {}),
+            ("two deaths", [call(0, gone_by=["a", "b"])], {}),
+            ("a death of another kind", [call(0, gone_by="other")], {}),
+            ("two groups", [call(0, groups={0: [], 1: []})], {}),
+        ]
+        for what, items, kw in cases:
+            with self.subTest(what=what):
+                want = self.writer_case(P, items, **kw)
+                got = self.writer_case(self.C, items, **kw)
+                self.assertEqual(got, want)
+        got = self.writer_case(self.C, cases[0][1])
+        self.assertEqual(got[0][:5], [16, 25, 33, 2, 8])  # (order: two a call; epoch: one a call and a death)
+        with self.assertRaises(TypeError):
+            self.C.fq_run((), 0, [0] * 6, (None,) * 15)
+
+    def test_replay_lines(self):
+        src = ({"line": 3}, '{"file": "m.py", "line": 3}')
+        head = '{"op": "call", "fn": "f", "args": ["x"], "out": ["'
+        mid = '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["'
+        for what, run, names in (
+                ("a loop", [(None, 1, 7, src), (None, 1, 8, src)], ["f_c2_0", "f_c3_0"]),
+                ("steps", [(None, 0, 7, src), (None, 3, 8, src)], ["a", "b"]),
+                ("no invocation, no src", [(None, 1, None, src), (None, 1, 8, None), (None, 0, None, None)],
+                 ["a", "b", "c"]),
+                ("a bool invocation", [(None, 1, True, src)], ["a"]),
+                ("names not ascii", [(None, 1, 7, ({}, '{"file": "modèle.py"}'))], ["ä_c1_0"]),
+                ("none", [], []),
+                ("more names", [(None, 1, 7, src)], ["a", "b"]),
+                ("not a token", [(None, 1, 7)], ["a"])):
+            with self.subTest(what=what):
+                got = self.same("replay_lines", run, names, "f_c1_0", head, mid)
+                if what == "a loop":
+                    lines = got[1].split("\n")
+                    self.assertEqual(len(lines), 8)
+                    self.assertEqual(lines[3], '{"op": "del", "names": ["f_c1_0"]}')
 
     def test_fresh_after(self):
         mgr, node, out = Obj(), Obj(), Obj()
