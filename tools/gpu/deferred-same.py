@@ -18,6 +18,13 @@ run to run, so `values` fields are left out of the comparison.
 
     python3 tools/gpu/deferred-same.py --jobs 6            # every program
     python3 tools/gpu/deferred-same.py graph_break host_reads
+    python3 tools/gpu/deferred-same.py --against python    # C checks against Python's
+
+With --against python the second recording takes the lean paths' Python
+checks (CGTRACE_FAST=0) where the first took the C ones (the recorder
+builds cgtrace/_fastpath.c where a compiler and Python.h are): a
+difference there is one the C functions make that their reference does
+not.
 
 Prints one line a program; exits 1 when any program's traces differ or a
 run failed, 2 for a NAME that is not a program. Needs a CUDA GPU and
@@ -78,14 +85,20 @@ def same_records(deferred_lines, general_lines):
     return min(len(a), len(b)), diff
 
 
-def record(name, script, args, path, defer, timeout):
+# The second recording's setting, by --against: the general path, or the
+# lean paths' Python checks (fastpath.py) where the first took the C ones.
+AGAINST = {"general": ("CGTRACE_DEFER", "0"), "python": ("CGTRACE_FAST", "0")}
+
+
+def record(name, script, args, path, defer, timeout, against="general"):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(ROOT, "traces", "pytorch") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if defer:
-        env.pop("CGTRACE_DEFER", None)
-    else:
-        env["CGTRACE_DEFER"] = "0"
+    for k, _ in AGAINST.values():
+        env.pop(k, None)
+    if not defer:
+        k, v = AGAINST[against]
+        env[k] = v
     cmd = [sys.executable, "-m", "cgtrace", "run", "-o", path, "--name", name,
            os.path.join(PROGRAMS, script)] + list(args)
     try:
@@ -97,11 +110,11 @@ def record(name, script, args, path, defer, timeout):
     return None
 
 
-def run_one(name, script, args, tmp, timeout):
+def run_one(name, script, args, tmp, timeout, against="general"):
     paths = {}
     for defer in (True, False):
-        paths[defer] = os.path.join(tmp, "%s.%s.cgt.jsonl" % (name, "deferred" if defer else "general"))
-        err = record(name, script, args, paths[defer], defer, timeout)
+        paths[defer] = os.path.join(tmp, "%s.%s.cgt.jsonl" % (name, "deferred" if defer else against))
+        err = record(name, script, args, paths[defer], defer, timeout, against)
         if err is not None:
             return None, "%s recording %s" % ("deferred" if defer else "general", err)
     with open(paths[True], encoding="utf-8") as a, open(paths[False], encoding="utf-8") as b:
@@ -113,6 +126,10 @@ def main(argv=None):
     ap.add_argument("names", nargs="*", help="programs of record_all.sh (default: all)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds a recording may take")
     ap.add_argument("--jobs", type=int, default=1, help="programs recorded at once (each its two runs in turn)")
+    ap.add_argument("--against", choices=sorted(AGAINST), default="general",
+                    help="the second recording: through the general path (CGTRACE_DEFER=0, the default), or "
+                         "with the lean paths' Python checks (CGTRACE_FAST=0), where the first took the C ones "
+                         "(cgtrace/_fastpath.c)")
     opts = ap.parse_args(argv)
     listed = _programs()
     try:
@@ -127,7 +144,7 @@ def main(argv=None):
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
-            results = pool.map(lambda p: run_one(p[0], p[1], p[2], tmp, opts.timeout), todo)
+            results = pool.map(lambda p: run_one(p[0], p[1], p[2], tmp, opts.timeout, opts.against), todo)
             for (name, _, _), (got, err) in zip(todo, results):
                 if err is not None:
                     print("%-22s FAILED: %s" % (name, err))

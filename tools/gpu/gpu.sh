@@ -35,7 +35,7 @@ suites=(
 	"bench:the device's and the engine's GPU benchmarks, PyTorch's on the same workloads, BENCHMARKS.md's table"
 	"oracle:PyTorch as the judge: its decisions for every example (both oracles), the recompile probes, the random-trace probes, training pairs, our memory snapshot read by its tools"
 	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU"
-	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path"
+	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path, and with the lean paths' C checks and their Python ones"
 	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
 	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
@@ -259,12 +259,20 @@ suite_programs() {
 }
 
 suite_unchanged() {
+	# The lean paths' C checks built with this host's compiler and Python
+	# and held against their Python reference (the stand-in torch), then
+	# on the real programs: the C checks against the Python ones.
+	step fastpath 120 . python3 -m unittest -v traces/pytorch/tests/test_fastpath.py
+	show fastpath 'skipped|FAIL|ERROR|^Ran|^OK' 20
 	# shellcheck disable=SC2086
 	step graphs-unchanged 300 . python3 tools/gpu/graphs-unchanged.py --jobs 6 ${PROGRAMS:-}
 	show graphs-unchanged '.' 40
 	# shellcheck disable=SC2086
 	step deferred-same 300 . python3 tools/gpu/deferred-same.py --jobs 4 ${PROGRAMS:-}
 	show deferred-same '^[^Ww]' 40
+	# shellcheck disable=SC2086
+	step fast-same 300 . python3 tools/gpu/deferred-same.py --against python --jobs 4 ${PROGRAMS:-}
+	show fast-same '^[^Ww]' 40
 }
 
 # peer_inputs: the pieces the peer suite needs, found before anything runs

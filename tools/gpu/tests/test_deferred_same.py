@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("deferred_same", os.path.join(HERE, "..", "deferred-same.py"))
@@ -33,6 +34,30 @@ class SameRecordsTest(unittest.TestCase):
         n, diff = ds.same_records(a, lines({"op": "call", "fn": "f", "out": ["z"]}, {"op": "del", "names": ["y"]}))
         self.assertEqual(n, 2)
         self.assertIn("line 2", diff[0])
+
+    def test_the_second_recording_by_against(self):
+        """Each recording is a process of its own with the recorder's
+        settings in its environment: none in the first (the default: the
+        C checks where built), CGTRACE_DEFER=0 or CGTRACE_FAST=0 in the
+        second, and neither inherited."""
+        envs = []
+
+        class Done:
+            returncode, stderr = 0, ""
+
+        def run(cmd, env=None, **kw):
+            envs.append({k: env.get(k) for k in ("CGTRACE_DEFER", "CGTRACE_FAST")})
+            return Done()
+
+        with mock.patch.object(ds.subprocess, "run", run), \
+                mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0", "CGTRACE_FAST": "0"}):
+            for against in ("general", "python"):
+                for defer in (True, False):
+                    self.assertIsNone(ds.record("p", "p.py", [], "/tmp/x", defer, 10, against))
+        self.assertEqual(envs, [{"CGTRACE_DEFER": None, "CGTRACE_FAST": None},
+                                {"CGTRACE_DEFER": "0", "CGTRACE_FAST": None},
+                                {"CGTRACE_DEFER": None, "CGTRACE_FAST": None},
+                                {"CGTRACE_DEFER": None, "CGTRACE_FAST": "0"}])
 
     def test_programs_listed(self):
         names = [n for n, _, _ in ds._programs()]
