@@ -219,6 +219,15 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
     return 0;
 }
 
+/* A METH_FASTCALL function's count of arguments, checked. */
+#define NARGS(n, name)                                                                                \
+    do {                                                                                              \
+        if (nargs != (n)) {                                                                           \
+            PyErr_SetString(PyExc_TypeError, name " takes " #n " arguments");                         \
+            return NULL;                                                                              \
+        }                                                                                             \
+    } while (0)
+
 #define TRY(x)                                                                                        \
     do {                                                                                              \
         int t_ = (x);                                                                                 \
@@ -231,10 +240,7 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
 static PyObject *
 steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "steady_ok takes 11 arguments");
-        return NULL;
-    }
+    NARGS(11, "steady_ok");
     PyObject *lean = args[0], *function_id = args[1], *mgr = args[2], *new_inputs = args[3], *c = args[4],
              *mc = args[5], *left = args[6], *probed = args[7], *dead_objs = args[8],
              *ptrs_equal = args[9], *data_ptr = args[10];
@@ -299,37 +305,47 @@ error:
     return NULL;
 }
 
+/* What both lean paths ask of the tree's call before its outputs: nothing
+ * else done (other), the node node_ref names replayed (not None, with
+ * not_none), a list of nout outputs, no checkpoint taken, nothing died.
+ * 1, 0, -1. */
+static int
+tree_did_only(PyObject *other, PyObject *node, int not_none, PyObject *node_ref, PyObject *out, PyObject *nout,
+              PyObject *mgr, PyObject *ckpt, PyObject *dead_objs)
+{
+    int t = PyObject_IsTrue(other);
+    if (t != 0)
+        return t < 0 ? -1 : 0;
+    if (not_none && node == Py_None)
+        return 0;
+    if ((t = deref_is(node_ref, node)) <= 0)
+        return t;
+    if (!PyList_CheckExact(out))
+        return 0;
+    if ((t = len_is(out, nout)) <= 0)
+        return t;
+    PyObject *x = PyObject_GetAttr(mgr, s_debug_ckpt);
+    if (x == NULL)
+        return -1;
+    t = compare(x, ckpt, Py_EQ);
+    Py_DECREF(x);
+    if (t <= 0)
+        return t;
+    t = PyObject_IsTrue(dead_objs);
+    return t < 0 ? -1 : !t;
+}
+
 static PyObject *
 steady_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "steady_after takes 6 arguments");
-        return NULL;
-    }
+    NARGS(6, "steady_after");
     PyObject *lean = args[0], *out = args[1], *node = args[2], *other = args[3], *mgr = args[4],
              *dead_objs = args[5];
     if (check_tuple(lean, L_LEN, "steady_after: lean") < 0)
         return NULL;
     PyObject *x = NULL;
-    int t = PyObject_IsTrue(other);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
-    TRY(deref_is(PyTuple_GET_ITEM(lean, L_NODE_REF), node));
-    if (!PyList_CheckExact(out))
-        goto no;
-    TRY(len_is(out, PyTuple_GET_ITEM(lean, L_NOUT)));
-    x = PyObject_GetAttr(mgr, s_debug_ckpt);
-    if (x == NULL)
-        goto error;
-    TRY(compare(x, PyTuple_GET_ITEM(lean, L_CKPT), Py_EQ));
-    Py_CLEAR(x);
-    t = PyObject_IsTrue(dead_objs);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
+    TRY(tree_did_only(other, node, 0, PyTuple_GET_ITEM(lean, L_NODE_REF), out, PyTuple_GET_ITEM(lean, L_NOUT), mgr,
+                      PyTuple_GET_ITEM(lean, L_CKPT), dead_objs));
     TRY(all_deref_is(PyTuple_GET_ITEM(lean, L_OUT_REFS), out));
     x = PyObject_GetAttr(node, s_outputs_weakrefs);
     if (x == NULL)
@@ -405,10 +421,7 @@ frame_of(PyFrameObject *f, PyObject *code_ref)
 static PyObject *
 frame_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "frame_src takes 3 arguments");
-        return NULL;
-    }
+    NARGS(3, "frame_src");
     Py_ssize_t depth = PyLong_AsSsize_t(args[0]);
     if (depth == -1 && PyErr_Occurred())
         return NULL;
@@ -440,10 +453,7 @@ done:
 static PyObject *
 probes_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "probes_same takes 2 arguments");
-        return NULL;
-    }
+    NARGS(2, "probes_same");
     int t = mapped_eq(NULL, args[0], args[1]);
     if (t < 0)
         return NULL;
@@ -486,10 +496,7 @@ kept_is(PyObject *refs, PyObject *inputs, PyObject *kept)
 static PyObject *
 kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "kept_same takes 7 arguments");
-        return NULL;
-    }
+    NARGS(7, "kept_same");
     PyObject *refs = args[0], *inputs = args[1], *kept = args[2], *full = args[3], *ptrs = args[4],
              *ptrs_equal = args[5], *data_ptr = args[6];
     int t = kept_is(refs, inputs, kept);
@@ -531,10 +538,7 @@ kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "fresh_src takes 7 arguments");
-        return NULL;
-    }
+    NARGS(7, "fresh_src");
     PyObject *own = args[0], *code_ref = args[2], *src_lasti = args[3], *plan = args[4], *src = args[5];
     Py_ssize_t d = PyLong_AsSsize_t(args[1]), up = PyLong_AsSsize_t(args[6]);
     if ((d == -1 || up == -1) && PyErr_Occurred())
@@ -627,10 +631,7 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
 static PyObject *
 fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "fresh_input takes 3 arguments");
-        return NULL;
-    }
+    NARGS(3, "fresh_input");
     PyObject *v = args[0], *a = args[1], *maps = args[2];
     if (check_tuple(a, A_LEN, "fresh_input: a") < 0 || check_tuple(maps, 8, "fresh_input: maps") < 0)
         return NULL;
@@ -877,10 +878,7 @@ error:
 static PyObject *
 fresh_deaths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "fresh_deaths takes 7 arguments");
-        return NULL;
-    }
+    NARGS(7, "fresh_deaths");
     PyObject *dead_objs = args[0], *fq_wrs = args[2], *held = args[3], *entries = args[4], *mc = args[5],
              *steps = args[6];
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
@@ -1125,10 +1123,7 @@ set_steal(PyObject *o, PyObject *name, PyObject *value)
 static PyObject *
 fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "fresh_queue takes 4 arguments");
-        return NULL;
-    }
+    NARGS(4, "fresh_queue");
     PyObject *ctx = args[0], *a = args[1], *mgr = args[2], *new_inputs = args[3];
     if (check_tuple(ctx, 19, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
         return NULL;
@@ -1420,10 +1415,7 @@ check_writer(PyObject *st, PyObject *w)
 static PyObject *
 fq_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "fq_tail takes 4 arguments");
-        return NULL;
-    }
+    NARGS(4, "fq_tail");
     if (check_writer(args[2], args[3]) < 0 || fq_tail_impl(args[0], args[1], args[2], args[3]) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -1627,10 +1619,7 @@ done:
 static PyObject *
 fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "fq_run takes 4 arguments");
-        return NULL;
-    }
+    NARGS(4, "fq_run");
     PyObject *q = args[0], *st = args[2], *w = args[3];
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
     if (k == -1 && PyErr_Occurred())
@@ -1656,10 +1645,7 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 replay_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "replay_lines takes 5 arguments");
-        return NULL;
-    }
+    NARGS(5, "replay_lines");
     PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *nf = NULL, *out = NULL, *r = NULL;
     PyObject *prev = args[2], *head = args[3], *mid = args[4];
     if (rf == NULL || (nf = PySequence_Fast(args[1], "names: not a sequence")) == NULL
@@ -1696,29 +1682,15 @@ done:
 static PyObject *
 fresh_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "fresh_after takes 6 arguments");
-        return NULL;
-    }
+    NARGS(6, "fresh_after");
     PyObject *a = args[0], *node = args[1], *other = args[2], *out = args[3], *mgr = args[4],
              *dead_objs = args[5];
     if (check_tuple(a, A_LEN, "fresh_after: a") < 0)
         return NULL;
     PyObject *x = NULL;
-    int t = PyObject_IsTrue(other);
-    if (t < 0)
-        goto error;
-    if (t || node == Py_None)
-        goto no;
-    TRY(deref_is(PyTuple_GET_ITEM(a, A_NODE_REF), node));
-    if (!PyList_CheckExact(out) || PyList_GET_SIZE(out) != 1)
-        goto no;
-    TRY(attr_cmp(mgr, s_debug_ckpt, 0, PyTuple_GET_ITEM(a, A_CKPT)));
-    t = PyObject_IsTrue(dead_objs);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
+    int t;
+    TRY(tree_did_only(other, node, 1, PyTuple_GET_ITEM(a, A_NODE_REF), out, one, mgr, PyTuple_GET_ITEM(a, A_CKPT),
+                      dead_objs));
     if ((x = PyObject_GetAttr(node, s_outputs_weakrefs)) == NULL)
         goto error;
     TRY(PyObject_Length(x) == 1 ? 1 : (PyErr_Occurred() ? -1 : 0));

@@ -415,8 +415,8 @@ def fresh_after(a, node, other, out, mgr, dead_objs):
     its node (execute_node's) and nothing else, one output, the plan's
     object through the plan's wrapper, no checkpoint taken, nothing
     died."""
-    if (other or node is None or node is not a[A_NODE_REF]() or type(out) is not list or len(out) != 1
-            or mgr.debug_checkpointing_counter != a[A_CKPT] or dead_objs):
+    if not (not other and node is not None and node is a[A_NODE_REF]() and type(out) is list and len(out) == 1
+            and mgr.debug_checkpointing_counter == a[A_CKPT] and not dead_objs):
         return False
     w = node.outputs_weakrefs
     return len(w) == 1 and a[A_OUT_REF]() is out[0] and a[A_TREE_REF] is w[0]
