@@ -549,6 +549,80 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual(self.same("fresh_after", armed(), node, False, [out], mgr, []), ("ok", True))
 
 
+@unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
+class NoReferenceKeptTest(fake.FakeTorchTest):
+    """The C functions keep no reference past their call: over thousands
+    of recorded calls of each lean loop no tensor outlives the program's
+    hold on it and no kept object's refcount grows (a reference kept
+    would change what the tree judges alive, and so the program)."""
+
+    def loops(self):
+        import cgtrace
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        fwd = mgr.add(0, static=[0, 1])
+        bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
+        mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
+        params = [fake.Tensor([8, 8]), fake.Tensor([8])]
+        x = fake.Tensor([16, 8])
+        box = [None]
+
+        def steady():
+            cgt.mark_step_begin()
+            fake._invocation()
+            box[0] = mgr._run(params + [x], fwd)
+
+        def fresh():
+            cgt.mark_step_begin()
+            fake._invocation()
+            new = fake.Tensor([16, 8])  # (held through the call, as a caller's argument is)
+            box[0] = mgr._run(params + [new], fwd)
+
+        def train():
+            cgt.mark_step_begin()
+            fake._invocation()
+            new = fake.Tensor([16, 8])
+            y = mgr._run(params + [new], fwd)[0]
+            fake._invocation()
+            grad = fake.Tensor([16, 8])
+            mgr._run([y, grad], bwd)
+
+        return cgtrace, mgr, params, x, box, (steady, fresh, train)
+
+    def test_lean_loops_keep_nothing(self):
+        cgtrace, mgr, params, x, box, loops = self.loops()
+        with mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
+            for loop in loops:
+                with self.subTest(loop=loop.__name__):
+                    for _ in range(5):
+                        loop()
+                    with cgtrace.record(os.path.join(self.dir.name, loop.__name__ + ".cgt.jsonl")) as rec:
+                        for _ in range(100):
+                            loop()
+                        before, objs = self.held(mgr, params, x, box[0])
+                        for _ in range(2000):
+                            loop()
+                        after, objs_after = self.held(mgr, params, x, box[0])
+                    self.assertIsNone(rec.fast_why)
+                    self.assertGreater(rec.short_calls, 1500)
+                    self.assertEqual(after, before)
+                    # (the recorder's own containers grow a little: none a call)
+                    self.assertLess(objs_after - objs, 200)
+
+    @staticmethod
+    def held(mgr, params, x, out):
+        """(the live tensors and the refcounts of what the loop keeps, the
+        output the tree's cache hands out again among them), and how many
+        objects the collector tracks."""
+        import gc
+        gc.collect()
+        objs = gc.get_objects()
+        return ((sum(type(o) is fake.Tensor for o in objs),
+                 [sys.getrefcount(o) for o in params + [x, mgr, out]]), len(objs))
+
+
 class BuildHereTest(unittest.TestCase):
     def test_the_recorder_uses_c_where_it_can_build(self):
         """Where a compiler and Python's headers are (this machine's CI,
