@@ -757,6 +757,17 @@ def host_ms(repeat=5):
     return best
 
 
+def lean_checks():
+    """Which of the lean paths' checks this checkout's recorder takes here:
+    "C (the built module's file)", or "Python (why)" (cgtrace/fastpath.py;
+    None from a recorder without them)."""
+    fp = getattr(cgtrace, "fastpath", None)
+    if fp is None:
+        return None
+    mod, why = fp.load()
+    return "C (%s)" % getattr(mod, "__file__", "?") if why is None else "Python (%s)" % why
+
+
 def report_host(before, after, out=None):
     out = out or sys.stdout
     print("host: sum(range(10**6)) in %.1f ms before the rounds, %.1f ms after" % (before, after), file=out)
@@ -869,8 +880,10 @@ def main(argv=None):
     if len(rows) > 1:
         report_table(rows)
     report_host(host_before, host_after)
+    checks = lean_checks()
+    print("cgtrace's lean paths: %s" % checks)
     for _, res in rows:
-        res = dict(res, host_ms_before=host_before, host_ms_after=host_after)
+        res = dict(res, host_ms_before=host_before, host_ms_after=host_after, lean_checks=checks)
         if a.json:
             print(json.dumps(dict(res, workload=workload, dim=a.dim, batch=a.batch,
                                   clock="cpu" if a.cpu_clock else "wall")))

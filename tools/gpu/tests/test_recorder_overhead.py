@@ -126,19 +126,22 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIs(after, bare)
         lines = out.getvalue().splitlines()
-        self.assertEqual(len(lines), 8)
-        self.assertRegex(lines[-6], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
+        self.assertEqual(len(lines), 9)
+        self.assertRegex(lines[-7], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
         # the steady loop's replays take the short path, all but each
         # recording's first (which makes the plan); every knob is probed
         self.assertEqual(res["short_path_calls"], [19, 19])
         self.assertEqual(res["knobs_read_per_call"], [])
-        self.assertIn("; short path 19 of 20 calls", lines[-6])
+        self.assertIn("; short path 19 of 20 calls", lines[-7])
         self.assertGreater(res["added_share_median"], -1)
         self.assertIn("added_with_exit_share_median", res)
         # the host's speed, before and after, to read the figures by
-        self.assertRegex(lines[-2], r"^host: sum\(range\(10\*\*6\)\) in [\d.]+ ms before the rounds, [\d.]+ ms after$")
+        self.assertRegex(lines[-3], r"^host: sum\(range\(10\*\*6\)\) in [\d.]+ ms before the rounds, [\d.]+ ms after$")
+        # which checks the recording took: C where it could be built here
+        self.assertRegex(lines[-2], r"^cgtrace's lean paths: (C \(.*_cgtrace_fastpath.*\)|Python \(.+\))$")
+        self.assertEqual(res["lean_checks"], lines[-2].split(": ", 1)[1])
         self.assertGreater(res["host_ms_before"], 0)
         self.assertGreater(res["host_ms_after"], 0)
 
@@ -148,7 +151,7 @@ class MeasureTest(unittest.TestCase):
         status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
         self.assertEqual(status, 0)
         lines = out.getvalue().splitlines()
-        self.assertRegex(lines[-6], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
+        self.assertRegex(lines[-7], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["fresh"], res["calls_recorded"]), ("fake", True, [20, 20]))
         # a tensor record, a call, its expect and dels: more than the same input's 317 B a call

@@ -46,6 +46,7 @@ import importlib.machinery
 import importlib.util
 import operator
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -436,13 +437,23 @@ def _cache_dir():
     return os.path.join(base, "cgtrace")
 
 
+def _compiler():
+    """The C compiler's command: CC's, else the one Python was built with
+    where it is here (a conda Python names its own, often absent), else
+    cc, gcc or clang. Raises OSError when there is none."""
+    for c in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
+        words = (c or "").split()
+        if words and shutil.which(words[0]):
+            return words
+    raise OSError("no C compiler (CC, cc, gcc, clang)")
+
+
 def _build(src, so):
     """Compiles src into the extension so, whole or not at all (a build
     in another process meanwhile leaves one of the two). Raises OSError or
     RuntimeError (the compiler's message) when it cannot."""
     inc = sysconfig.get_paths()["include"]
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    cc = cc.split()
+    cc = _compiler()
     os.makedirs(os.path.dirname(so), exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so), suffix=".so.tmp")
     os.close(fd)

@@ -91,11 +91,28 @@ class FastPathTest(unittest.TestCase):
         with mock.patch.dict(P._loaded, clear=True), mock.patch.dict(os.environ, {"CGTRACE_FAST": "0"}):
             self.assertEqual(P.load(), (P, "CGTRACE_FAST=0"))
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
-                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1", "CC": "/nonexistent/cc"}):
+                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1"}), \
+                mock.patch.object(P.shutil, "which", return_value=None):
             mod, why = P.load()
             self.assertIs(mod, P)
-            self.assertIn("nonexistent", why)
-            self.assertEqual([f for f in os.listdir(d) if not f.startswith(".")], [])  # (nothing half-built)
+            self.assertIn("no C compiler", why)
+            self.assertEqual(os.listdir(d), [])  # (nothing half-built)
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
+                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1", "CC": "/nonexistent/cc -O1"}):
+            mod, why = P.load()  # (a CC not here: the next compiler, as a conda Python's own often is)
+            self.assertIsNone(why)
+            self.assertEqual(mod.API, P.API)
+
+    def test_a_failed_build_says_why(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
+                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1"}), \
+                mock.patch.object(P, "_SRC", os.path.join(d, "broken.c")):
+            with open(P._SRC, "w") as fh:
+                fh.write("not C\n")
+            mod, why = P.load()
+            self.assertIs(mod, P)
+            self.assertIn("RuntimeError", why)
+            self.assertEqual(os.listdir(d), ["broken.c"])  # (no module, no temporary left)
 
     def test_a_build_leaves_the_module_whole_or_nothing(self):
         with tempfile.TemporaryDirectory() as d:
