@@ -41,16 +41,9 @@ against these in tests/test_fastpath.py):
   (freshq._fq_write) for its common call, and any call's call line.
 """
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import operator
 import os
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 import weakref
 
 from .deferred import _STEP_LINES, _call_tail
@@ -429,6 +422,10 @@ _SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fastpath.c")
 _loaded = {}
 
 
+# (The loader's modules are imported by it: a recording that never
+# builds, or a program that only imports cgtrace, does not pay for them.)
+
+
 def _cache_dir():
     d = os.environ.get("CGTRACE_CACHE")
     if d:
@@ -441,6 +438,8 @@ def _compiler():
     """The C compiler's command: CC's, else the one Python was built with
     where it is here (a conda Python names its own, often absent), else
     cc, gcc or clang. Raises OSError when there is none."""
+    import shutil
+    import sysconfig
     for c in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
         words = (c or "").split()
         if words and shutil.which(words[0]):
@@ -452,6 +451,9 @@ def _build(src, so):
     """Compiles src into the extension so, whole or not at all (a build
     in another process meanwhile leaves one of the two). Raises OSError or
     RuntimeError (the compiler's message) when it cannot."""
+    import subprocess
+    import sysconfig
+    import tempfile
     inc = sysconfig.get_paths()["include"]
     cc = _compiler()
     os.makedirs(os.path.dirname(so), exist_ok=True)
@@ -484,6 +486,10 @@ def load():
 
 
 def _load():
+    import hashlib
+    import importlib.machinery
+    import importlib.util
+    import sysconfig
     mod = sys.modules[__name__]
     if os.environ.get("CGTRACE_FAST", "1") == "0":
         return mod, "CGTRACE_FAST=0"

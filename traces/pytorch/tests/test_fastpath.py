@@ -92,7 +92,7 @@ class FastPathTest(unittest.TestCase):
             self.assertEqual(P.load(), (P, "CGTRACE_FAST=0"))
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
                 mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1"}), \
-                mock.patch.object(P.shutil, "which", return_value=None):
+                mock.patch("shutil.which", return_value=None):
             mod, why = P.load()
             self.assertIs(mod, P)
             self.assertIn("no C compiler", why)
