@@ -493,6 +493,11 @@ def _load():
     mod = sys.modules[__name__]
     if os.environ.get("CGTRACE_FAST", "1") == "0":
         return mod, "CGTRACE_FAST=0"
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        # (The module reads dicts by borrowed references, safe under the
+        # GIL only; loading it would turn a free-threaded program's GIL
+        # back on, which changes the program.)
+        return mod, "a free-threaded Python"
     try:
         with open(_SRC, "rb") as fh:
             src = fh.read()

@@ -103,6 +103,13 @@ class FastPathTest(unittest.TestCase):
             self.assertIsNone(why)
             self.assertEqual(mod.API, P.API)
 
+    def test_not_on_a_free_threaded_python(self):
+        import sysconfig as sc
+        real = sc.get_config_var
+        with mock.patch.dict(P._loaded, clear=True), mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}), \
+                mock.patch("sysconfig.get_config_var", lambda k: 1 if k == "Py_GIL_DISABLED" else real(k)):
+            self.assertEqual(P.load(), (P, "a free-threaded Python"))
+
     def test_a_failed_build_says_why(self):
         with tempfile.TemporaryDirectory() as d, mock.patch.dict(P._loaded, clear=True), \
                 mock.patch.dict(os.environ, {"CGTRACE_CACHE": d, "CGTRACE_FAST": "1"}), \
