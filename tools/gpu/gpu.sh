@@ -383,6 +383,10 @@ suite_overhead() {
 	# CPU stand-in it adds 235 us a step, every call the general path's).
 	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7 --by-path
 	show overhead-train '^[^ ]' 40
+	# The lean paths' C checks against their Python reference, the same
+	# recorder both ways in the same rounds (session 16).
+	step overhead-c 150 . python3 tools/gpu/recorder-overhead.py --both --baseline python --iters 1000 --rounds 7
+	show overhead-c '^[^ ]' 20
 }
 
 # ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------

@@ -776,8 +776,16 @@ def report_host(before, after, out=None):
 def load_baseline(path):
     """Another recorder as a module of its own (not `cgtrace`, which stays
     this checkout's): a package folder (traces/pytorch/cgtrace of another
-    revision) or one file (cgtrace.py, before the package)."""
+    revision) or one file (cgtrace.py, before the package); or "python":
+    this checkout's, taking the Python reference of its lean paths' checks
+    (fastpath.py) where the recorder takes the C ones (the same recorder
+    both ways, in the same rounds)."""
     import importlib.util
+    if path == "python":
+        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
+        fp = sys.modules["cgtrace_baseline.fastpath"]
+        fp._loaded["got"] = (fp, "recorder-overhead --baseline python")
+        return mod
     if os.path.isfile(os.path.join(path, "__init__.py")):
         return _load_package("cgtrace_baseline", path)
     if not os.path.isfile(path):
@@ -809,7 +817,8 @@ def main(argv=None):
                    help="also time this other recorder in the same rounds: its package folder (say, the one "
                         "before a change: mkdir /tmp/before && git archive REV traces/pytorch/cgtrace | "
                         "tar -x -C /tmp/before; then /tmp/before/traces/pytorch/cgtrace), or a cgtrace.py "
-                        "of one file (before the package: git show REV:traces/pytorch/cgtrace.py)")
+                        "of one file (before the package: git show REV:traces/pytorch/cgtrace.py); or "
+                        "python: this checkout's recorder with its lean paths' Python checks, not the C ones")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")

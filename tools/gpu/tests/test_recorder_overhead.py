@@ -247,6 +247,26 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual((res["clock"], len(res["base"]), len(res["base_added"])), ("cpu", 2, 2))
         self.assertGreater(res["base_trace_bytes_per_call"], 50)
 
+    def test_baseline_python_is_this_recorder_with_the_python_checks(self):
+        """--baseline python: this checkout's recorder again, its lean
+        paths' checks in Python, timed in the same rounds as the one that
+        takes C's (where C is built here)."""
+        fake.remove_fake_torch(self.saved)
+        try:
+            base = ro.load_baseline("python")
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                status = ro.main(["--fake", "--iters", "20", "--rounds", "2", "--warm", "3", "--json",
+                                  "--baseline", "python", "--cpu-clock"])
+        finally:
+            self.saved = fake.install_fake_torch()
+        self.assertEqual(status, 0)
+        fp = sys.modules["cgtrace_baseline.fastpath"]
+        self.assertEqual(fp.load(), (fp, "recorder-overhead --baseline python"))
+        self.assertIsNot(base.record, ro.cgtrace.record)
+        res = json.loads(out.getvalue().splitlines()[-1])
+        self.assertEqual(len(res["base_added"]), 2)
+        self.assertGreater(res["base_trace_bytes_per_call"], 50)
+
     def test_inside_times_the_recorder_in_place(self):
         """--inside times the recorder's own code inside the loop, from a
         copy of the recorder reading the clock: every mark is still in the
