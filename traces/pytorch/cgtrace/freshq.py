@@ -29,6 +29,7 @@ from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 # more of them than of the steady replays.
 _FQ_BOUND = 32
 _ORDER = operator.itemgetter(0)
+_SPEC, _STEPS = operator.attrgetter("spec"), operator.attrgetter("steps")
 
 
 class _Queued:
@@ -394,7 +395,7 @@ class _FreshQueue:
         self.lean_fresh_calls += n
         self.short_calls += len(q)
         self.queued_fresh_calls += len(q)
-        self.lean_queued_calls += sum(t.spec is not None for t in q)
+        self.lean_queued_calls += len(q) - list(map(_SPEC, q)).count(None)  # (C-level passes: no frame a call)
         self._fq_ids.clear()
         self._fq_wrs.clear()
         self._fq_stor.clear()
@@ -445,7 +446,7 @@ class _FreshQueue:
             counts["tensors"] += k
             counts["replay"] += k
             counts["dels"] += k
-            counts["steps"] += sum(t.steps for t in q)
+            counts["steps"] += sum(map(_STEPS, q))
             e = plan.entries[0]
             if e.in_memo:  # (each rename moves the epoch: _rename_replayed moves it once)
                 session.epoch += k - 1
