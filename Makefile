@@ -111,6 +111,7 @@ pyunit:
 	python3 -m unittest discover traces/pytorch/tests
 	python3 -m unittest discover tools/gpu/tests
 	bash traces/pytorch/tests/venv_check.sh
+	bash tools/recorder-asan.sh
 
 # Always run: go build is a cache hit when nothing changed, and a stale
 # helper would test old code. Built without -trimpath, part of every

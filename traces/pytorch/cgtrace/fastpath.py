@@ -485,8 +485,21 @@ def load():
     return got
 
 
-def _load():
+def module_path():
+    """Where load() finds the built module: in the cache folder, named by
+    the hash of _fastpath.c and of this interpreter (a build of another
+    source or for another Python is never loaded). tools/recorder-asan.sh
+    builds a sanitized one there."""
     import hashlib
+    import sysconfig
+    with open(_SRC, "rb") as fh:
+        src = fh.read()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    key = hashlib.sha256(src + sys.version.encode() + suffix.encode())
+    return os.path.join(_cache_dir(), "_cgtrace_fastpath-%s%s" % (key.hexdigest()[:16], suffix))
+
+
+def _load():
     import importlib.machinery
     import importlib.util
     import sysconfig
@@ -499,11 +512,7 @@ def _load():
         # back on, which changes the program.)
         return mod, "a free-threaded Python"
     try:
-        with open(_SRC, "rb") as fh:
-            src = fh.read()
-        key = hashlib.sha256(src + sys.version.encode() + sysconfig.get_config_var("EXT_SUFFIX").encode())
-        so = os.path.join(_cache_dir(), "_cgtrace_fastpath-%s%s" % (key.hexdigest()[:16],
-                                                                   sysconfig.get_config_var("EXT_SUFFIX")))
+        so = module_path()
         if not os.path.exists(so):
             _build(_SRC, so)
         loader = importlib.machinery.ExtensionFileLoader("_cgtrace_fastpath", so)
