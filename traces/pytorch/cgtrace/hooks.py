@@ -126,12 +126,21 @@ class _Hooks:
         checks = self._checks
         fresh_run = self._fresh_lean_run(torch, orig_run, cgt.MarkStepBox, ptrs_equal)
 
+        def watch_alive(rec=rec):
+            # Every polled name alive, asked of each (a steady replay of a
+            # plan that polls names besides its outputs: rare).
+            for e in rec.session._watch.values():
+                if not e.fact.alive():
+                    return False
+            return True
+
         def _run(mgr, new_inputs, function_id, probed=False, hot=self._hot, armed=self._hot.armed.get,
                  acquire=self.lock.acquire, owned=self.lock._is_owned,
                  release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=ptrs_equal, data_ptr=data_ptr, fresh_run=fresh_run,
-                 steady_ok=checks.steady_ok, steady_after=checks.steady_after, frame_src=checks.frame_src):
+                 steady_ok=checks.steady_ok, steady_after=checks.steady_after, frame_src=checks.frame_src,
+                 watch_alive=watch_alive):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -212,11 +221,7 @@ class _Hooks:
                     ok = steady_ok(lean, function_id, mgr, new_inputs, c, mc, left, probed, dead_objs, ptrs_equal,
                                    data_ptr)
                     if ok and lean[8] is None:  # (fastpath.L_POLLED)
-                        for e in hot.rec.session._watch.values():
-                            if not e.fact.alive():
-                                ok = False
-                                break
-                        e = None
+                        ok = watch_alive()
                 except Exception as e:
                     hot.rec._fail("before a call", e)
                     ok = False
@@ -333,13 +338,6 @@ class _Hooks:
         runner = getattr(checks, "Runner", None)
         if runner is None:
             return _run
-
-        def watch_alive(rec=rec):
-            # (_run's look at every polled name, for the C Runner.)
-            for e in rec.session._watch.values():
-                if not e.fact.alive():
-                    return False
-            return True
 
         # The _run above in C (_fastpath.c's Runner: the same steps, each
         # Python function it calls called from this frame, as from
