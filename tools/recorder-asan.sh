@@ -10,11 +10,12 @@
 # ASan turns their SIGSEGV into an abort.
 #
 #     bash tools/recorder-asan.sh          (make pyunit runs it)
+#     PYTHON=python3.12 bash tools/recorder-asan.sh
 #
 # Skips, saying so, where gcc has no ASan runtime or Python no headers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=$(python3 -c 'import sys; print(sys.executable)')  # (the interpreter itself, not a shim script)
+py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # (the interpreter itself, not a shim script)
 asan=$(gcc -print-file-name=libasan.so 2>/dev/null || true)
 ubsan=$(gcc -print-file-name=libubsan.so 2>/dev/null || true)
 inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
