@@ -262,7 +262,7 @@ suite_unchanged() {
 	# The lean paths' C checks built with this host's compiler and Python
 	# and held against their Python reference (the stand-in torch), then
 	# on the real programs: the C checks against the Python ones.
-	step fastpath 120 . python3 -m unittest -v traces/pytorch/tests/test_fastpath.py
+	step fastpath 120 . python3 -m unittest discover -v -s traces/pytorch/tests -p test_fastpath.py
 	show fastpath 'skipped|FAIL|ERROR|^Ran|^OK' 20
 	# shellcheck disable=SC2086
 	step graphs-unchanged 300 . python3 tools/gpu/graphs-unchanged.py --jobs 6 ${PROGRAMS:-}

@@ -13,6 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.normpath(os.path.join(HERE, "..", "gpu.sh"))
 README = os.path.normpath(os.path.join(HERE, "..", "README.md"))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 
 def run(args, env=None, path_first=None):
@@ -76,6 +77,20 @@ class GpuShTest(unittest.TestCase):
                     self.assertTrue(steps, "no step listed for %s:\n%s" % (suite, out))
             self.assertFalse(os.path.exists(marker), open(marker).read() if os.path.exists(marker) else "")
             self.assertFalse(os.path.exists(out_dir), "a dry run made $OUT")
+
+    def test_the_steps_that_need_no_gpu_run_here(self):
+        """A step whose command needs no GPU (the lean paths' C checks
+        against their Python reference, with the stand-in torch) runs here
+        as the GPU host will run it, from the repository's root: a command
+        that cannot even find its tests (as `unittest FILE` could not, the
+        first time on the H200) fails here, not on the GPU."""
+        code, out, err = run(["--dry-run", "unchanged"])
+        self.assertEqual(code, 0, err)
+        line = next(l for l in out.splitlines() if re.match(r"^  fastpath +\d+ s  ", l))
+        cmd = re.sub(r"^  fastpath +\d+ s  ", "", line)
+        p = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        self.assertRegex(p.stderr, r"Ran [1-9]\d* tests")
 
     def test_dry_run_of_suites_at_once(self):
         code, out, err = run(["--dry-run", "device+engine", "bench"])
