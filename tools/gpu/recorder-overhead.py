@@ -537,7 +537,7 @@ def recorder_inside(path=None):
         if fp is not None:
             # (The marks are the Python _run's: the copy takes it, where a
             # recording takes _fastpath.c's Runner when it is built.)
-            fp._loaded["got"] = (fp, "recorder_inside: the Python _run, whose lines it times")
+            fp.use_python("recorder_inside: the Python _run, whose lines it times")
         return mod
     mod = types.ModuleType("cgtrace_inside")
     mod.__file__ = path
@@ -783,8 +783,7 @@ def load_baseline(path):
     import importlib.util
     if path == "python":
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
-        fp = sys.modules["cgtrace_baseline.fastpath"]
-        fp._loaded["got"] = (fp, "recorder-overhead --baseline python")
+        sys.modules["cgtrace_baseline.fastpath"].use_python("recorder-overhead --baseline python")
         return mod
     if os.path.isfile(os.path.join(path, "__init__.py")):
         return _load_package("cgtrace_baseline", path)

@@ -113,29 +113,36 @@ len_is(PyObject *seq, PyObject *n)
     return t;
 }
 
-/* all(map(is_, map(call, refs), objs)): refs and objs in step, to the
- * shorter's end. 1, 0, -1. */
+/* all(map(is_, map(call, refs), objs)), refs and objs in step to the
+ * shorter's end; or, given idx, with map(objs.__getitem__, idx) for objs
+ * (each r() called before its object is fetched, as map does). 1, 0, -1. */
 static int
-all_deref_is(PyObject *refs, PyObject *objs)
+refs_are(PyObject *refs, PyObject *objs, PyObject *idx)
 {
-    PyObject *rf = PySequence_Fast(refs, "not a sequence");
+    PyObject *rf = PySequence_Fast(refs, "refs: not a sequence");
     if (rf == NULL)
         return -1;
-    PyObject *of = PySequence_Fast(objs, "not a sequence");
-    if (of == NULL) {
+    PyObject *sf = PySequence_Fast(idx != NULL ? idx : objs, "not a sequence");
+    if (sf == NULL) {
         Py_DECREF(rf);
         return -1;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), m = PySequence_Fast_GET_SIZE(of);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), m = PySequence_Fast_GET_SIZE(sf);
     int t = 1;
     for (Py_ssize_t i = 0; i < n && i < m && t == 1; i++) {
-        PyObject *o = PySequence_Fast_GET_ITEM(of, i);
-        Py_INCREF(o);
-        t = deref_is(PySequence_Fast_GET_ITEM(rf, i), o);
-        Py_DECREF(o);
+        PyObject *r = deref(PySequence_Fast_GET_ITEM(rf, i));
+        if (r == NULL) {
+            t = -1;
+            break;
+        }
+        PyObject *o = idx != NULL ? PyObject_GetItem(objs, PySequence_Fast_GET_ITEM(sf, i))
+                                  : Py_NewRef(PySequence_Fast_GET_ITEM(sf, i));
+        t = o == NULL ? -1 : r == o;
+        Py_DECREF(r);
+        Py_XDECREF(o);
     }
     Py_DECREF(rf);
-    Py_DECREF(of);
+    Py_DECREF(sf);
     return t;
 }
 
@@ -258,7 +265,7 @@ steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         TRY(PyObject_IsTrue(probed));
     TRY(deref_is(PyTuple_GET_ITEM(lean, L_MREF), mgr));
     TRY(len_is(new_inputs, PyTuple_GET_ITEM(lean, L_NIN)));
-    TRY(all_deref_is(PyTuple_GET_ITEM(lean, L_IN_REFS), new_inputs));
+    TRY(refs_are(PyTuple_GET_ITEM(lean, L_IN_REFS), new_inputs, NULL));
     TRY(ptrs_same(ptrs_equal, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS), PyTuple_GET_ITEM(lean, L_IN_IDX),
                   data_ptr, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
     t = PyObject_IsTrue(dead_objs);
@@ -346,7 +353,7 @@ steady_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *x = NULL;
     TRY(tree_did_only(other, node, 0, PyTuple_GET_ITEM(lean, L_NODE_REF), out, PyTuple_GET_ITEM(lean, L_NOUT), mgr,
                       PyTuple_GET_ITEM(lean, L_CKPT), dead_objs));
-    TRY(all_deref_is(PyTuple_GET_ITEM(lean, L_OUT_REFS), out));
+    TRY(refs_are(PyTuple_GET_ITEM(lean, L_OUT_REFS), out, NULL));
     x = PyObject_GetAttr(node, s_outputs_weakrefs);
     if (x == NULL)
         goto error;
@@ -418,14 +425,11 @@ frame_of(PyFrameObject *f, PyObject *code_ref)
     return t;
 }
 
+/* fastpath.frame_src with depth a C integer (new reference, or NULL). */
 static PyObject *
-frame_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
 {
-    NARGS(3, "frame_src");
-    Py_ssize_t depth = PyLong_AsSsize_t(args[0]);
-    if (depth == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *code_ref = args[1], *plan = args[2], *lasti = NULL, *map = NULL, *src = NULL;
+    PyObject *lasti = NULL, *map = NULL, *src = NULL;
     PyFrameObject *f = frame_up(depth);
     if (f == NULL)
         Py_RETURN_NONE;
@@ -451,6 +455,16 @@ done:
 }
 
 static PyObject *
+frame_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "frame_src");
+    Py_ssize_t depth = PyLong_AsSsize_t(args[0]);
+    if (depth == -1 && PyErr_Occurred())
+        return NULL;
+    return frame_src_impl(depth, args[1], args[2]);
+}
+
+static PyObject *
 probes_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(2, "probes_same");
@@ -460,46 +474,13 @@ probes_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(t);
 }
 
-/* all(map(is_, map(call, refs), map(inputs.__getitem__, kept))). */
-static int
-kept_is(PyObject *refs, PyObject *inputs, PyObject *kept)
-{
-    PyObject *rf = PySequence_Fast(refs, "refs: not a sequence");
-    if (rf == NULL)
-        return -1;
-    PyObject *kf = PySequence_Fast(kept, "kept: not a sequence");
-    if (kf == NULL) {
-        Py_DECREF(rf);
-        return -1;
-    }
-    int t = 1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), m = PySequence_Fast_GET_SIZE(kf);
-    for (Py_ssize_t i = 0; i < n && i < m && t == 1; i++) {
-        PyObject *r = deref(PySequence_Fast_GET_ITEM(rf, i));
-        if (r == NULL) {
-            t = -1;
-            break;
-        }
-        PyObject *v = PyObject_GetItem(inputs, PySequence_Fast_GET_ITEM(kf, i));
-        if (v == NULL)
-            t = -1;
-        else
-            t = r == v;
-        Py_DECREF(r);
-        Py_XDECREF(v);
-    }
-    Py_DECREF(rf);
-    Py_DECREF(kf);
-    return t;
-}
-
 static PyObject *
 kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(7, "kept_same");
     PyObject *refs = args[0], *inputs = args[1], *kept = args[2], *full = args[3], *ptrs = args[4],
              *ptrs_equal = args[5], *data_ptr = args[6];
-    int t = kept_is(refs, inputs, kept);
+    int t = refs_are(refs, inputs, kept);
     if (t < 0)
         return NULL;
     if (t == 0)
@@ -535,61 +516,62 @@ kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(t);
 }
 
-static PyObject *
-fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* fastpath.fresh_src with up and d C integers: 1, 0, -1. */
+static int
+fresh_src_impl(PyObject *own, Py_ssize_t d, PyObject *code_ref, PyObject *src_lasti, PyObject *plan,
+               PyObject *src, Py_ssize_t up)
 {
-    NARGS(7, "fresh_src");
-    PyObject *own = args[0], *code_ref = args[2], *src_lasti = args[3], *plan = args[4], *src = args[5];
-    Py_ssize_t d = PyLong_AsSsize_t(args[1]), up = PyLong_AsSsize_t(args[6]);
-    if ((d == -1 || up == -1) && PyErr_Occurred())
-        return NULL;
     PyObject *x = NULL, *lasti = NULL;
-    PyFrameObject *f = frame_up(up);
+    int t = -1;
+    PyFrameObject *f = frame_up(up); /* (the frame that called _run: not this package's) */
     if (f == NULL) {
         PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-        return NULL;
+        return -1;
     }
     PyCodeObject *code = PyFrame_GetCode(f);
     x = dict_get(own, code->co_filename, NULL);
     Py_DECREF(code);
     if (x == NULL)
-        goto error;
-    if (x != Py_False)
-        goto no;
+        goto done;
+    if (x != Py_False) {
+        t = 0;
+        goto done;
+    }
     Py_CLEAR(x);
     if (d) {
         Py_DECREF(f);
         if ((f = frame_up(up + d)) == NULL) {
             PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-            return NULL;
+            return -1;
         }
     }
-    TRY(frame_of(f, code_ref));
+    if ((t = frame_of(f, code_ref)) <= 0)
+        goto done;
+    t = -1;
     if ((lasti = frame_lasti(f)) == NULL || (x = dict_get(src_lasti, lasti, src_lasti)) == NULL)
-        goto error;
-    if (x == src)
-        goto yes;
-    Py_CLEAR(x);
-    x = PyObject_CallMethodOneArg(plan, s_src_of, (PyObject *)f);
-    if (x == NULL)
-        goto error;
-    if (x == src)
-        goto yes;
-no:
-    Py_XDECREF(f);
+        goto done;
+    if (x != src) {
+        Py_CLEAR(x);
+        if ((x = PyObject_CallMethodOneArg(plan, s_src_of, (PyObject *)f)) == NULL)
+            goto done;
+    }
+    t = x == src;
+done:
+    Py_DECREF(f);
     Py_XDECREF(x);
     Py_XDECREF(lasti);
-    Py_RETURN_FALSE;
-yes:
-    Py_XDECREF(f);
-    Py_XDECREF(x);
-    Py_XDECREF(lasti);
-    Py_RETURN_TRUE;
-error:
-    Py_XDECREF(f);
-    Py_XDECREF(x);
-    Py_XDECREF(lasti);
-    return NULL;
+    return t;
+}
+
+static PyObject *
+fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(7, "fresh_src");
+    Py_ssize_t d = PyLong_AsSsize_t(args[1]), up = PyLong_AsSsize_t(args[6]);
+    if ((d == -1 || up == -1) && PyErr_Occurred())
+        return NULL;
+    int t = fresh_src_impl(args[0], d, args[2], args[3], args[4], args[5], up);
+    return t < 0 ? NULL : PyBool_FromLong(t);
 }
 
 /* o.name, truth: 1, 0, -1. */
@@ -628,19 +610,19 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
     return t < 0 ? -1 : !t;
 }
 
+/* fastpath.fresh_input: the storage (a new reference), with *cd and *oid
+ * (new references) when the new input is taken; Py_None (new) when not;
+ * NULL on an error. */
 static PyObject *
-fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out)
 {
-    NARGS(3, "fresh_input");
-    PyObject *v = args[0], *a = args[1], *maps = args[2];
-    if (check_tuple(a, A_LEN, "fresh_input: a") < 0 || check_tuple(maps, 8, "fresh_input: maps") < 0)
-        return NULL;
     PyObject *strided = PyTuple_GET_ITEM(maps, 0), *by_obj_entry = PyTuple_GET_ITEM(maps, 1),
              *by_view = PyTuple_GET_ITEM(maps, 2), *entries = PyTuple_GET_ITEM(maps, 3),
              *dead_cached = PyTuple_GET_ITEM(maps, 4), *by_storage = PyTuple_GET_ITEM(maps, 5),
              *fq_ids = PyTuple_GET_ITEM(maps, 6), *fq_stor = PyTuple_GET_ITEM(maps, 7);
     PyObject *shape = PyTuple_GET_ITEM(a, A_SHAPE), *stride = PyTuple_GET_ITEM(a, A_STRIDE);
-    PyObject *stor = NULL, *cd = NULL, *oid = NULL, *e = NULL, *x = NULL, *vk = NULL;
+    PyObject *stor = NULL, *cd = NULL, *oid = NULL, *e = NULL, *x = NULL, *vk = NULL, *res = NULL;
+    int t;
     TRY(attr_is(v, s_class, PyTuple_GET_ITEM(a, A_CLS)));
     TRY(attr_is(v, s_layout, strided));
     TRY(attr_is(v, s_dtype, PyTuple_GET_ITEM(a, A_DT)));
@@ -662,8 +644,7 @@ fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (x == NULL)
             goto error;
         if (x != Py_None) {
-            int t = deref_is(x, v);
-            if (t < 0)
+            if ((t = deref_is(x, v)) < 0)
                 goto error;
             if (t)
                 goto no;
@@ -672,67 +653,48 @@ fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_CLEAR(e);
     TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
+    /* by_view.get(vk) in entries or vk in dead_cached or by_storage.get(cd) */
     if ((vk = PyTuple_Pack(4, cd, zero, shape, stride)) == NULL || (x = dict_get(by_view, vk, NULL)) == NULL)
         goto error;
-    int t = PySequence_Contains(entries, x);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
+    if ((t = PySequence_Contains(entries, x)) != 0 || (t = PySequence_Contains(dead_cached, vk)) != 0)
+        goto decided;
     Py_CLEAR(x);
-    t = PySequence_Contains(dead_cached, vk);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
     if ((x = dict_get(by_storage, cd, NULL)) == NULL)
         goto error;
-    t = PyObject_IsTrue(x);
-    if (t < 0)
-        goto error;
-    if (t)
-        goto no;
+    if ((t = PyObject_IsTrue(x)) != 0)
+        goto decided;
     Py_CLEAR(x);
+    /* e = fq_ids.get(oid): e.wr() is v */
     if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        /* e.wr() is v */
         if ((x = PyObject_GetAttr(e, s_wr)) == NULL)
             goto error;
-        t = deref_is(x, v);
-        if (t < 0)
-            goto error;
-        if (t)
-            goto no;
+        if ((t = deref_is(x, v)) != 0)
+            goto decided;
         Py_CLEAR(x);
     }
     Py_CLEAR(e);
+    /* e = fq_stor.get(cd): not e.gone */
     if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        /* not e.gone */
-        if ((x = PyObject_GetAttr(e, s_gone)) == NULL)
-            goto error;
-        t = PyObject_IsTrue(x);
-        if (t < 0)
+        if ((t = attr_true(e, s_gone)) < 0)
             goto error;
         if (!t)
             goto no;
-        Py_CLEAR(x);
     }
-    Py_XDECREF(e);
-    Py_XDECREF(cd);
-    Py_XDECREF(oid);
-    Py_XDECREF(vk);
-    return stor;
+    *cd_out = cd;
+    *oid_out = oid;
+    cd = oid = NULL;
+    res = stor;
+    stor = NULL;
+    goto error; /* (error's cleanup serves success too: res is set) */
+decided: /* t: 1 declines, -1 an error */
+    if (t < 0)
+        goto error;
 no:
-    Py_XDECREF(stor);
-    Py_XDECREF(cd);
-    Py_XDECREF(oid);
-    Py_XDECREF(e);
-    Py_XDECREF(x);
-    Py_XDECREF(vk);
-    Py_RETURN_NONE;
+    res = Py_NewRef(Py_None);
 error:
     Py_XDECREF(stor);
     Py_XDECREF(cd);
@@ -740,7 +702,20 @@ error:
     Py_XDECREF(e);
     Py_XDECREF(x);
     Py_XDECREF(vk);
-    return NULL;
+    return res;
+}
+
+static PyObject *
+fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "fresh_input");
+    if (check_tuple(args[1], A_LEN, "fresh_input: a") < 0 || check_tuple(args[2], 8, "fresh_input: maps") < 0)
+        return NULL;
+    PyObject *cd = NULL, *oid = NULL;
+    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
+    return stor;
 }
 
 static PyObject *
@@ -1025,27 +1000,17 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], 2): the tree's frame
      * two up from fresh_run's, the calling frame (this one has none) */
     {
-        PyObject *two = PyLong_FromLong(2);
-        if (two == NULL)
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(a, 19));
+        if (d == -1 && PyErr_Occurred())
             goto error;
-        PyObject *sargs[7] = {own, PyTuple_GET_ITEM(a, 19), PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21),
-                              PyTuple_GET_ITEM(a, 2), PyTuple_GET_ITEM(a, 4), two};
-        x = fresh_src(NULL, sargs, 7);
-        Py_DECREF(two);
-        if (x == NULL)
-            goto error;
-        if (x != Py_True)
-            goto no;
-        Py_CLEAR(x);
+        TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
+                           PyTuple_GET_ITEM(a, 4), 2));
     }
-    /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps); polled_alive(a[22]) */
-    if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL)
+    /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
+     * oid with it); polled_alive(a[22]) */
+    if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL
+        || (stor = fresh_input_impl(v, a, maps, &cd, &oid)) == NULL)
         goto error;
-    {
-        PyObject *iargs[3] = {v, a, maps};
-        if ((stor = fresh_input(NULL, iargs, 3)) == NULL)
-            goto error;
-    }
     if (stor == Py_None)
         goto no;
     if ((x = polled_alive(NULL, PyTuple_GET_ITEM(a, 22))) == NULL)
@@ -1053,8 +1018,6 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     if (x != Py_True)
         goto no;
     Py_CLEAR(x);
-    if ((cd = PyObject_GetAttr(stor, s_cdata)) == NULL || (oid = PyLong_FromVoidPtr(v)) == NULL)
-        goto error;
     *k_out = 0;
     if ((t = PyObject_IsTrue(dead_objs)) < 0)
         goto error;
@@ -1967,19 +1930,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
         if (code == NULL)
             goto error;
         if (code != Py_None) {
-            PyObject *d = PyObject_GetAttr(plan, s_src_d), *depth = NULL;
-            if (d != NULL) {
-                PyObject *k = PyLong_FromLong(probed ? 3 : 1);
-                if (k != NULL)
-                    depth = PyNumber_Add(d, k);
-                Py_XDECREF(k);
-                Py_DECREF(d);
-            }
-            if (depth != NULL) {
-                PyObject *args[3] = {depth, code, plan};
-                src = frame_src(NULL, args, 3);
-                Py_DECREF(depth);
-            }
+            /* (plan.src_d frames past the tree's: one up from _run's frame,
+             * three when _steady armed this call) */
+            PyObject *d = PyObject_GetAttr(plan, s_src_d);
+            Py_ssize_t depth = d == NULL ? -1 : PyLong_AsSsize_t(d);
+            Py_XDECREF(d);
+            if (!(depth == -1 && PyErr_Occurred()))
+                src = frame_src_impl(depth + (probed ? 3 : 1), code, plan);
             if (src == NULL) {
                 if (recorder_failed(r, s_before_call) < 0) {
                     Py_DECREF(code);

@@ -319,8 +319,8 @@ class _Calls:
         died since (a backward's gradients the program let go, a forward's
         saved activations: rebound), what _general_after and end_call
         write and bind for them, the plan's Facts bound again, and the
-        plan made of them as _make_plan would make it. Returns False, having changed nothing, when any of that
-        does not hold.
+        plan made of them as _make_plan would make it. Returns False,
+        having changed nothing, when any of that does not hold.
 
         What it need not check: the manager and so the device (the caller
         found fs through the FunctionID's cache entry for this manager);

@@ -8,11 +8,11 @@ import operator
 
 from .errors import _error_text
 from .jsonl import _STEP, _STEP_LINE
-
-# A step's line and its line end: the steps before a deferred replay's
-# call, in the same element as the call (_write_run).
-_STEP_LINES = _STEP_LINE + "\n"
 from .liveness import USE_COUNT, _refcount_rule
+
+# A step's line and its line end: the steps before a deferred call, in
+# the same element of the records as its call (fastpath's writers).
+_STEP_LINES = _STEP_LINE + "\n"
 
 
 class _Deferred:
@@ -75,8 +75,8 @@ class _Deferred:
         # The run's records as one element of lines (each call's steps,
         # call, expect and del: fastpath.replay_lines, in C where it is
         # built): the writer passes a line made whole as it is.
-        mid = '\n' + plan.exp_line() + '\n{"op": "del", "names": ["'
-        self.trace.records.append(self._checks.replay_lines(run, names, plan.names[0], plan.head, mid))
+        self.trace.records.append(self._checks.replay_lines(run, names, plan.names[0], plan.head,
+                                                            plan.call_end()))
         prev = names[-1]
         counts = session.counts
         counts["steps"] += sum(map(operator.itemgetter(1), run))
@@ -140,7 +140,7 @@ class _Deferred:
         each call as it lands)."""
         session = self.session
         memo = fs.memo
-        if (self.follow or plan.head is None or memo is None or memo[2] != session.epoch
+        if (self.follow or plan.head is None or plan.call_end() is None or memo is None or memo[2] != session.epoch
                 or memo[3] is not plan.args or fs.last_args is not plan.args
                 or got[1]() is not mgr):
             return False

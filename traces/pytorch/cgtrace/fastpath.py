@@ -358,8 +358,8 @@ def fq_run(q, k, st, w):
     bound: of _bind and _forget only the stale keys they leave go), its
     call. Returns the index of the first it did not write (len(q) when
     it wrote them all). st and w: fq_tail's."""
-    fresh_next, used, base, recs, by_view, by_obj, by_obj_entry, trace, Queued = (
-        w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[14])
+    fresh_next, used, base, by_view, by_obj, by_obj_entry, trace, Queued = (
+        w[0], w[1], w[2], w[4], w[5], w[6], w[7], w[14])
     n = len(q)
     while k < n:
         t = q[k]
@@ -497,6 +497,13 @@ def module_path():
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     key = hashlib.sha256(src + sys.version.encode() + suffix.encode())
     return os.path.join(_cache_dir(), "_cgtrace_fastpath-%s%s" % (key.hexdigest()[:16], suffix))
+
+
+def use_python(why):
+    """load() answers this module from here on, and why: a tool timing the
+    Python checks where the C ones could be had (recorder-overhead.py's
+    copies of the recorder)."""
+    _loaded["got"] = (sys.modules[__name__], why)
 
 
 def _load():

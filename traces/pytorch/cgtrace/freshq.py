@@ -10,12 +10,10 @@ names, seed and counts are given, and of its binding and forgetting only
 what they leave behind is done."""
 
 import operator
-import sys
 import weakref
 
 from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
-from .deferred import _STEP_LINES, _call_tail
 from .errors import _error_text
 from .facts import held_fact
 from .fresh import DECLINED
@@ -82,7 +80,7 @@ class _FreshQueue:
         trace = self.trace
         if not self._defer or (trace.out is not None and trace.done is None) or len(plan.entries) != 1:
             return False
-        if plan.fn_json is None or tok[7] not in ("in", "grad", "saved"):
+        if plan.fn_json is None or plan.call_end() is None or tok[7] not in ("in", "grad", "saved"):
             return False
         cand = tok[2]
         out = plan.entries[0]
@@ -264,7 +262,6 @@ class _FreshQueue:
         hot = self._hot
         session = self.session
         knobs = self._knobs
-        is_, call = operator.is_, operator.call
         T = getattr(torch, "Tensor", None)
         data_ptr = getattr(T, "data_ptr", None)
         try:
@@ -403,15 +400,8 @@ class _FreshQueue:
         pre, post, i, base, names = self._fq_line
         session = self.session
         trace = self.trace
-        recs = trace.records
         counts = session.counts
         plan = fs.plan
-        prev = plan.names[0]
-        used = session.names_used
-        prefix, sfx = plan.prefix, plan.suffixes[0]
-        # (The call line's end: the expect, and the del of the output's
-        # name before, whose name follows.)
-        mid = "\n" + plan.exp_line() + '\n{"op": "del", "names": ["' if q else None
         # The calls in order: a run of the common call (a lean call's
         # input that died within the queue, its deaths none or one such
         # input's) written by fq_run (fastpath.py: in C where it is
@@ -420,8 +410,8 @@ class _FreshQueue:
         # number, as _fresh_call_write counts it before the call), the
         # output's name before].
         st = [session.order, session.epoch, session.seed, 0, fs.calls, plan.names[0]]
-        w = (session._fresh_next, used, base, recs, session.by_view, session.by_obj, session.by_obj_entry, trace,
-             pre, post, prefix, sfx, mid, session, _Queued)
+        w = (session._fresh_next, session.names_used, base, trace.records, session.by_view, session.by_obj,
+             session.by_obj_entry, trace, pre, post, plan.prefix, plan.suffixes[0], plan.call_end(), session, _Queued)
         fq_run, fq_tail = self._checks.fq_run, self._checks.fq_tail
         k, n = 0, len(q)
         while True:

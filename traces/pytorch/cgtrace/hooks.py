@@ -109,7 +109,7 @@ class _Hooks:
         """The _run wrapper, with _steady, the part that arms it."""
         rec = self
         knobs = self._knobs
-        is_, call = operator.is_, operator.call
+        call = operator.call
 
         # What the steady path reads at every call is bound as defaults:
         # locals of its frame, where closure cells would be objects of

@@ -225,6 +225,15 @@ class _ReplayPlan:
                 self.expect_line = self.expect
         return self.expect_line
 
+    def call_end(self):
+        """What a deferred call's line is followed by, up to the name its
+        del deletes (the writers put the previous output name and `"]}`
+        after it): its expect's line and the del's head. None when the
+        expect is no line (exp_line: the encoder refused it), and the
+        deferred paths do not take the plan."""
+        exp = self.exp_line()
+        return '\n' + exp + '\n{"op": "del", "names": ["' if type(exp) is str else None
+
     def set_args(self, args):
         """The call line's head for this args list (a loop's calls share one)."""
         self.args = args

@@ -762,6 +762,22 @@ class TraceFileTest(unittest.TestCase):
         return lines[0], lines[1:]
 
 
+def training_tree(fwd_outs=1, grads=3):
+    """A tree manager of a training step's two functions, its replays
+    handing out their cached output objects as PyTorch's do: a forward
+    (two static parameters and one input; fwd_outs outputs of [16, 8],
+    the loss and activations saved for the backward) and its backward
+    (a saved activation and a gradient; grads gradients, of [8, 8], [8]
+    and [16, 8] in that order). Returns (mgr, fwd, bwd)."""
+    mgr = CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0, 1])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[0] = lambda ins: [Tensor([16, 8]) for _ in range(fwd_outs)]
+    mgr.models[1] = lambda ins: [Tensor(s) for s in ([8, 8], [8], [16, 8])[:grads]]
+    return mgr, fwd, bwd
+
+
 class FakeTorchTest(unittest.TestCase):
     """The stand-in installed, the mark-step counter at 0, a folder for
     traces (self.dir)."""

@@ -583,12 +583,7 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
     def loops(self):
         import cgtrace
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        mgr = fake.CUDAGraphTreeManager()
-        mgr.cache_replays = True
-        fwd = mgr.add(0, static=[0, 1])
-        bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-        mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-        mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
+        mgr, fwd, bwd = fake.training_tree(grads=2)
         params = [fake.Tensor([8, 8]), fake.Tensor([8])]
         x = fake.Tensor([16, 8])
         box = [None]
@@ -645,6 +640,20 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
         objs = gc.get_objects()
         return ((sum(type(o) is fake.Tensor for o in objs),
                  [sys.getrefcount(o) for o in params + [x, mgr, out]]), len(objs))
+
+
+class CallEndTest(unittest.TestCase):
+    def test_a_deferred_calls_end_or_none(self):
+        """_ReplayPlan.call_end: the expect's line and the del's head that follow
+        a deferred call's line in the writers; None when the expect is no
+        line (the encoder refused it), and then _steady_holds and
+        _fq_start defer no call of the plan."""
+        from cgtrace.state import _ReplayPlan
+        plan = _ReplayPlan.__new__(_ReplayPlan)
+        plan.expect_line = '{"op": "expect", "action": "replay"}'
+        self.assertEqual(plan.call_end(), '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["')
+        plan.expect_line = {"op": "expect", "action": object()}
+        self.assertIsNone(plan.call_end())
 
 
 class BuildHereTest(unittest.TestCase):

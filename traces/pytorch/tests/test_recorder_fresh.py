@@ -455,12 +455,7 @@ def dropped_grads_scenario(path, follow=False):
     kept once past their step, a step with two backwards. Returns what
     fresh_scenario returns."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
-    mgr = fake.CUDAGraphTreeManager()
-    mgr.cache_replays = True
-    fwd = mgr.add(0, static=[0, 1])
-    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8]), fake.Tensor([16, 8])]
+    mgr, fwd, bwd = fake.training_tree()
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
     with cgtrace.record(path, follow=follow) as rec:
         kept = None

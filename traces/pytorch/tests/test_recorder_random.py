@@ -55,13 +55,8 @@ def run(ops, path, saves=False):
     recorder's counts of its paths."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     ind = sys.modules["torch._inductor.config"]
-    mgr = fake.CUDAGraphTreeManager()
-    mgr.cache_replays = True
-    fwd = mgr.add(0, static=[0, 1])
-    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr, fwd, bwd = fake.training_tree(fwd_outs=1 + saves)
     other = mgr.add(2)
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]) for _ in range(1 + saves)]
-    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8]), fake.Tensor([16, 8])]
     mgr.models[2] = lambda ins: [fake.Tensor([4])]
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
     with cgtrace.record(path) as rec:
