@@ -10,12 +10,18 @@
 # ASan turns their SIGSEGV into an abort.
 #
 #     bash tools/recorder-asan.sh          (make pyunit runs it)
-#     PYTHON=python3.12 bash tools/recorder-asan.sh
+#
+# PYTHON names another interpreter to run them under (a command or a
+# path: PYTHON=/usr/bin/python3.12).
 #
 # Skips, saying so, where gcc has no ASan runtime or Python no headers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # (the interpreter itself, not a shim script)
+# (the interpreter itself, not a shim script)
+if ! py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)' 2>/dev/null) || [[ -z $py ]]; then
+	echo "recorder-asan: ${PYTHON:-python3} does not run here" >&2
+	exit 2
+fi
 asan=$(gcc -print-file-name=libasan.so 2>/dev/null || true)
 ubsan=$(gcc -print-file-name=libubsan.so 2>/dev/null || true)
 inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
