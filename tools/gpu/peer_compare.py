@@ -14,6 +14,19 @@ whether recording changed the outcome (issue 33 item 2):
 
     python3 tools/gpu/peer_compare.py --unrecorded u1.xml u2.xml --recorded r1.xml r2.xml
 
+With --paired, round i of each mode ran the same tests in the same order
+in each process under the same hash seed (gpu.sh's peer-compare shards a
+round so), so the pair differs by recording alone; a test's order and
+seed change from round to round:
+
+  changed   in some round the recorded outcome differs from the
+            unrecorded one: recording changes the program;
+  flaky     every pair agrees, but the rounds do not: the test depends on
+            what ran before it or on the seed, whatever recording does;
+  same      otherwise.
+
+Each FILE may be several files joined by commas (a round's shards).
+
 Exit status 1 when a test changed, else 0 (flaky tests are listed, not
 failed: recording cannot be blamed for them). Needs nothing but Python.
 """
@@ -24,7 +37,14 @@ import xml.etree.ElementTree as ET
 
 def outcomes(path):
     """Test id -> outcome ("passed", "failed", "error", "skipped") of one
-    JUnit XML file."""
+    JUnit XML file, or of several joined by commas (a round's shards)."""
+    out = {}
+    for one in path.split(","):
+        out.update(_outcomes(one))
+    return out
+
+
+def _outcomes(path):
     out = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         tid = "%s::%s" % (case.get("classname", ""), case.get("name", ""))
@@ -37,10 +57,12 @@ def outcomes(path):
     return out
 
 
-def compare(unrecorded, recorded):
+def compare(unrecorded, recorded, paired=False):
     """Per test: (verdict, unrecorded outcomes, recorded outcomes), for the
-    rounds' outcome maps. A test missing from a round counts as "missing"
-    there (a crash of the worker that ran it)."""
+    rounds' outcome maps (paired: round i of each mode ran alike, the
+    module's doc says how that changes the verdicts). A test missing from
+    a round counts as "missing" there (a crash of the worker that ran
+    it)."""
     ids = set()
     for m in unrecorded + recorded:
         ids.update(m)
@@ -48,7 +70,14 @@ def compare(unrecorded, recorded):
     for tid in sorted(ids):
         u = [m.get(tid, "missing") for m in unrecorded]
         r = [m.get(tid, "missing") for m in recorded]
-        if len(set(u)) > 1 or len(set(r)) > 1:
+        if paired:
+            if any(a != b for a, b in zip(u, r)):
+                verdict = "changed"
+            elif len(set(u)) > 1:
+                verdict = "flaky"
+            else:
+                verdict = "same"
+        elif len(set(u)) > 1 or len(set(r)) > 1:
             verdict = "flaky"
         elif u and r and u[0] != r[0]:
             verdict = "changed"
@@ -62,9 +91,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--unrecorded", nargs="+", required=True, help="JUnit XML of each unrecorded round")
     ap.add_argument("--recorded", nargs="+", required=True, help="JUnit XML of each recorded round")
+    ap.add_argument("--paired", action="store_true",
+                    help="round i of each mode ran the same tests in the same order and seed")
     a = ap.parse_args(argv)
+    if a.paired and len(a.unrecorded) != len(a.recorded):
+        print("peer_compare: --paired needs as many unrecorded rounds as recorded ones", file=sys.stderr)
+        return 2
     try:
-        rows = compare([outcomes(p) for p in a.unrecorded], [outcomes(p) for p in a.recorded])
+        rows = compare([outcomes(p) for p in a.unrecorded], [outcomes(p) for p in a.recorded], a.paired)
     except (OSError, ET.ParseError) as e:
         print("peer_compare: %s" % e, file=sys.stderr)
         return 2
@@ -73,8 +107,9 @@ def main(argv=None):
         counts[verdict] += 1
         if verdict != "same":
             print("%-7s %s: unrecorded %s, recorded %s" % (verdict, tid, "/".join(u), "/".join(r)))
-    print("%d tests in %d unrecorded and %d recorded rounds: %d same, %d changed by recording, %d flaky"
-          % (len(rows), len(a.unrecorded), len(a.recorded), counts["same"], counts["changed"], counts["flaky"]))
+    print("%d tests in %d unrecorded and %d recorded rounds%s: %d same, %d changed by recording, %d flaky"
+          % (len(rows), len(a.unrecorded), len(a.recorded), " (paired)" if a.paired else "", counts["same"],
+             counts["changed"], counts["flaky"]))
     return 1 if counts["changed"] else 0
 
 

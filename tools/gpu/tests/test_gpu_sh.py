@@ -161,6 +161,53 @@ class GpuShTest(unittest.TestCase):
                     # tool brings back 8 files at most.
                     self.assertEqual(sorted(os.listdir(out_dir)), ["gpu-run.tgz", "summary.txt"])
 
+    def test_paired_round_with_a_stand_in_pytest(self):
+        """peer-compare's paired round, its pytest a stand-in (python3 -m
+        pytest IDS ... --junitxml X): every shard runs once a mode, with
+        the round's hash seed and PEER_RECORD; t_rec fails only recorded
+        (changed), t_order fails in both modes under seed 2 (flaky)."""
+        fake_pytest = (
+            "import os, sys\n"
+            "a = sys.argv[3:]\n"
+            "xml = a[a.index('--junitxml') + 1]\n"
+            "seed, rec = os.environ['PYTHONHASHSEED'], os.environ['PEER_RECORD']\n"
+            "cases = []\n"
+            "for tid in [x for x in a if '::' in x]:\n"
+            "    name = tid.rsplit('::', 1)[1]\n"
+            "    bad = (name == 't_rec' and rec == '1') or (name == 't_order' and seed == '2')\n"
+            "    cases.append(\"<testcase classname='g.K' name='%s'>%s</testcase>\" % (name, '<failure/>' if bad else ''))\n"
+            "open(xml, 'w').write('<testsuites><testsuite>' + ''.join(cases) + '</testsuite></testsuites>')\n"
+            "print('%d passed in 0.1s' % len(cases))\n")
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "bin")
+            os.mkdir(fake)
+            with open(os.path.join(d, "fake_pytest.py"), "w") as fh:
+                fh.write(fake_pytest)
+            real = subprocess.run(["bash", "-c", "command -v python3"], capture_output=True, text=True).stdout.strip()
+            stand_in(fake, "python3", 'if [ "$1" = -m ] && [ "$2" = pytest ]; then exec %s %s/fake_pytest.py "$@"; fi\n'
+                     'exec %s "$@"' % (real, d, real))
+            work = os.path.join(d, "w")
+            os.mkdir(work)
+            with open(os.path.join(work, "collected-ids.txt"), "w") as fh:
+                fh.write("".join("g.py::K::%s\n" % n for n in ("t_a", "t_b", "t_rec", "t_order", "t_c")))
+            env = {"PEER_JOBS": "2", "peer_suite": d}
+            logs = []
+            for r in ("1", "2"):
+                code, out, err = run(["__call", "peer_round_pair", work, r], env, path_first=fake)
+                self.assertEqual(code, 0, out + err)
+                logs.append(out)
+            self.assertRegex(logs[0], r"5 tests in 2 shards \(round 1\)")
+            self.assertIn("changed by recording", logs[0])
+            for r in ("1", "2"):
+                for mode in ("unrecorded", "recorded"):
+                    self.assertEqual(len([f for f in os.listdir(os.path.join(work, "%s-%s" % (mode, r)))
+                                          if f.endswith(".xml")]), 2)
+            code, out, err = run(["__call", "peer_compare_paired", work, "1", "2"], env, path_first=fake)
+            self.assertEqual(code, 1, out + err)
+            self.assertIn("changed g.K::t_rec: unrecorded passed/passed, recorded failed/failed", out)
+            self.assertIn("flaky   g.K::t_order: unrecorded passed/failed, recorded passed/failed", out)
+            self.assertIn("5 tests in 2 unrecorded and 2 recorded rounds (paired): 3 same, 1 changed by recording, 1 flaky", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -54,6 +54,34 @@ class PeerCompareTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("2 same, 0 changed by recording, 0 flaky", out)
 
+    def test_paired(self):
+        # Each round pair ran alike: c fails in both modes of round 2 (its
+        # order there), so it is flaky, not recording's; b differs within
+        # round 1's pair: changed, though its rounds disagree too.
+        unrec = [{"a": "passed", "b": "passed", "c": "passed"}, {"a": "passed", "b": "failed", "c": "failed"}]
+        rec = [{"a": "passed", "b": "failed", "c": "passed"}, {"a": "passed", "b": "failed", "c": "failed"}]
+        files_u = [junit(c) for c in unrec]
+        files_r = [junit(c) for c in rec]
+        self.addCleanup(lambda: [os.remove(p) for p in files_u + files_r])
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = peer_compare.main(["--paired", "--unrecorded"] + files_u + ["--recorded"] + files_r)
+        out = out.getvalue()
+        self.assertEqual(code, 1)
+        self.assertIn("changed test_cudagraph_trees.CudaGraphTreeTests::b: unrecorded passed/failed, recorded failed/failed", out)
+        self.assertIn("flaky   test_cudagraph_trees.CudaGraphTreeTests::c: unrecorded passed/failed, recorded passed/failed", out)
+        self.assertIn("3 tests in 2 unrecorded and 2 recorded rounds (paired): 1 same, 1 changed by recording, 1 flaky", out)
+        # Unpaired, c is flaky and b too (its unrecorded rounds disagree).
+        rows = peer_compare.compare([peer_compare.outcomes(p) for p in files_u], [peer_compare.outcomes(p) for p in files_r])
+        self.assertEqual(rows["test_cudagraph_trees.CudaGraphTreeTests::b"][0], "flaky")
+
+    def test_shards_joined_by_commas(self):
+        a, b = junit({"x": "passed"}), junit({"y": "failed"})
+        self.addCleanup(lambda: [os.remove(p) for p in (a, b)])
+        got = peer_compare.outcomes(a + "," + b)
+        self.assertEqual(got, {"test_cudagraph_trees.CudaGraphTreeTests::x": "passed",
+                               "test_cudagraph_trees.CudaGraphTreeTests::y": "failed"})
+
     def test_bad_file(self):
         p = junit({"a": "passed"})
         self.addCleanup(os.remove, p)
