@@ -37,9 +37,10 @@ suites=(
 	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU"
 	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path, and with the lean paths' C checks and their Python ones"
 	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
-	"peer-compare:PyTorch's own suite unrecorded and recorded in alternating rounds of one run, outcomes compared test by test (changed by recording, or flaky)"
+	"peer-compare:PyTorch's own suite unrecorded and recorded in rounds of one run, each round sharded alike for both modes (same order, same hash seed), outcomes compared test by test (changed by recording, or flaky)"
 	"replay:traces already recorded (a peer run's, examples/recorded) replayed on sim and on the GPU"
 	"overhead:what recording costs a steady replay loop, with the same input and with a new one at each call, and a training step"
+	"peer-seeds:each test of PEER_TESTS alone, a fresh process a run, under hash seeds PEER_SEEDS unrecorded and recorded: PyTorch's seed-dependent failure or recording's (issue 33 item 2)"
 	"pool-leak:each test of PEER_TESTS recorded and unrecorded, a process each, what keeps a graph pool's block alive at each tearDown (issue 33 item 2)"
 )
 
@@ -264,6 +265,10 @@ suite_unchanged() {
 	# on the real programs: the C checks against the Python ones.
 	step fastpath 120 . python3 -m unittest discover -v -s traces/pytorch/tests -p test_fastpath.py
 	show fastpath 'skipped|FAIL|ERROR|^Ran|^OK' 20
+	# The recorder's read of a small tensor's values allocates nothing on
+	# the GPU, whatever the tensor's layout.
+	step host-values 60 . python3 tools/gpu/host-values.py
+	show host-values '.' 8
 	# shellcheck disable=SC2086
 	step graphs-unchanged 300 . python3 tools/gpu/graphs-unchanged.py --jobs 6 ${PROGRAMS:-}
 	show graphs-unchanged '.' 40
@@ -318,14 +323,32 @@ suite_peer() {
 }
 
 # suite_peer_compare is issue 33 item 2: PEER_ROUNDS (2) rounds of the
-# suite unrecorded, then recorded, alternating, each with JUnit XML; then
-# tools/gpu/peer_compare.py names each test whose outcome recording
-# changed, and each flaky one (rounds of one mode disagreeing).
+# suite unrecorded and recorded, then tools/gpu/peer_compare.py names
+# each test whose outcome recording changed, and each flaky one. Paired
+# (the default): each round is split into PEER_JOBS (8) shards
+# (peer_shards.py, shuffled by the round's number, from PEER_ROUND0, 1),
+# each shard one pytest process a mode, both modes' processes at once,
+# under PYTHONHASHSEED = the round's number: a test runs after the same
+# tests under the same seed in both modes, so a pair differs by recording
+# alone, and a test that fails after some others fails in both (flaky).
+# PEER_PAIRED=0: the rounds under pytest-xdist, alternating, as before
+# (a test's neighbours then differ from run to run).
 suite_peer-compare() {
-	local p=$logs r
+	local p=$logs r last
 	((dry)) || mkdir -p "$p"
 	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
 	step peer-guard 60 . @peer_guard "$p"
+	if [[ ${PEER_PAIRED:-1} == 1 ]]; then
+		step peer-collect 120 . @peer_collect "$p"
+		last=$((${PEER_ROUND0:-1} + ${PEER_ROUNDS:-2} - 1))
+		for ((r = ${PEER_ROUND0:-1}; r <= last; r++)); do
+			step "peer-round-$r" 560 . @peer_round_pair "$p" "$r"
+			show "peer-round-$r" '^(unrecorded|recorded|[0-9]+ tests)' 4
+		done
+		step peer-compare 60 . @peer_compare_paired "$p" "${PEER_ROUND0:-1}" "$last"
+		show peer-compare '^(changed|flaky)|tests in' 40
+		return
+	fi
 	for ((r = 1; r <= ${PEER_ROUNDS:-2}; r++)); do
 		step "peer-unrecorded-$r" 330 . @peer_pytest "$p" "unrecorded-$r" 0 "$p/unrecorded-$r.xml"
 		show "peer-unrecorded-$r" 'passed|failed' 1
@@ -349,6 +372,19 @@ suite_pool-leak() {
 	step peer-guard 60 . @peer_guard "$p"
 	step pool-leak 300 . @pool_leak "$p"
 	show pool-leak '^== |^\[pool-leak\] (test|block|[0-9]+ |before|  no Python)|passed|failed' 60
+}
+
+# suite_peer-seeds: a test that recording seemed to change in one round
+# (default the two of 2026-12-05's run 5), alone in fresh processes under
+# PYTHONHASHSEED 1..8 (PEER_SEEDS), unrecorded and recorded: a failure
+# under a seed in both modes is PyTorch's, not recording's.
+suite_peer-seeds() {
+	local p=$logs
+	((dry)) || mkdir -p "$p"
+	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
+	step peer-guard 60 . @peer_guard "$p"
+	step peer-seeds 540 . @peer_seeds "$p"
+	show peer-seeds '.' 80
 }
 
 suite_replay() {
@@ -506,6 +542,64 @@ peer_compare_rounds() {
 	python3 "$root/tools/gpu/peer_compare.py" --unrecorded "${u[@]}" --recorded "${r[@]}"
 }
 
+# peer_collect DIR: the guarded suite's test ids into DIR/collected-ids.txt.
+peer_collect() {
+	cd "$1" || return 1
+	PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
+		python3 -m pytest test_cudagraph_trees_guarded.py --collect-only -q -p no:cacheprovider >collect.txt 2>&1
+	grep '::' collect.txt >collected-ids.txt
+	echo "$(wc -l <collected-ids.txt) tests collected"
+	[[ -s collected-ids.txt ]]
+}
+
+# peer_round_pair DIR R: round R, paired: its shards (peer_shards.py), each
+# a pytest process unrecorded (DIR/unrecorded-R/K) and one recorded
+# (DIR/recorded-R/K), all at once, PYTHONHASHSEED=R; each shard's JUnit
+# XML DIR/MODE-R/K.xml. Then each mode's counts.
+peer_round_pair() {
+	local d=$1 r=$2 f k m mode pids=()
+	python3 "$root/tools/gpu/peer_shards.py" --ids "$d/collected-ids.txt" --shards "${PEER_JOBS:-8}" --round "$r" --out "$d/shards-$r" || return 1
+	cd "$d" || return 1
+	for f in "$d/shards-$r"/shard-*.txt; do
+		k=$(basename "$f" .txt)
+		for m in 0 1; do
+			mode=$([[ $m == 1 ]] && echo recorded || echo unrecorded)
+			mkdir -p "$d/$mode-$r/$k"
+			# shellcheck disable=SC2046
+			PYTHONHASHSEED=$r PEER_OUT="$d/$mode-$r/$k" PEER_RECORD=$m \
+				PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
+				python3 -m pytest $(cat "$f") -p conftest -q -p no:cacheprovider --timeout "${PEER_TIMEOUT:-120}" \
+				--junitxml "$d/$mode-$r/$k.xml" >"$d/$mode-$r/$k.log" 2>&1 &
+			pids+=($!)
+		done
+	done
+	for k in "${pids[@]}"; do wait "$k"; done
+	for mode in unrecorded recorded; do
+		echo "$mode: $(cat "$d/$mode-$r"/shard-*.log | grep -Eo '[0-9]+ (passed|failed|skipped|error|errors)' |
+			awk '{ n[$2] += $1 } END { for (k in n) printf "%d %s, ", n[k], k }')"
+	done
+	python3 "$root/tools/gpu/peer_compare.py" --paired --unrecorded "$(peer_xmls "$d/unrecorded-$r")" \
+		--recorded "$(peer_xmls "$d/recorded-$r")" | tail -n 1
+	return 0
+}
+
+# peer_xmls DIR: DIR's shard XMLs joined by commas (one round of a mode).
+peer_xmls() {
+	local x=("$1"/shard-*.xml)
+	local IFS=,
+	echo "${x[*]}"
+}
+
+# peer_compare_paired DIR FIRST LAST: rounds FIRST..LAST compared, paired.
+peer_compare_paired() {
+	local u=() r=() i
+	for ((i = $2; i <= $3; i++)); do
+		u+=("$(peer_xmls "$1/unrecorded-$i")")
+		r+=("$(peer_xmls "$1/recorded-$i")")
+	done
+	python3 "$root/tools/gpu/peer_compare.py" --paired --unrecorded "${u[@]}" --recorded "${r[@]}"
+}
+
 # peer_pytest DIR DEST RECORD [JUNIT]: the guarded suite under pytest, PEER_JOBS
 # workers, one trace a test into DIR/DEST when RECORD is 1.
 peer_pytest() {
@@ -546,6 +640,16 @@ pool_leak() {
 		grep -E '^\[pool-leak\]|passed|failed|Error' "$t" | head -80
 	done
 	return $rc
+}
+
+# peer_seeds DIR: tools/gpu/peer_seeds.py over PEER_TESTS in DIR.
+peer_seeds() {
+	cd "$1" || return 1
+	export PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}"
+	# shellcheck disable=SC2086
+	python3 "$root/tools/gpu/peer_seeds.py" --file test_cudagraph_trees_guarded.py \
+		--tests ${PEER_TESTS:-test_graph_partition_reorder_cpu_and_gpu_interleave test_graph_partition_user_defined_triton_kernel_reuse} \
+		--seeds "${PEER_SEEDS:-1-8}" --repeat "${PEER_REPEAT:-1}" --jobs "${PEER_JOBS:-16}" --out "$1/peer-seeds"
 }
 
 # peer_errors DIR: the recorder never raises into a test; its own failures
@@ -616,7 +720,7 @@ esac
 for arg in "$@"; do
 	for s in ${arg//+/ }; do
 		names | grep -qx "$s" || { echo "gpu.sh: unknown suite $s" >&2; usage >&2; exit 2; }
-		if [[ $s == peer || $s == peer-compare || $s == pool-leak ]]; then
+		if [[ $s == peer || $s == peer-compare || $s == pool-leak || $s == peer-seeds ]]; then
 			[[ $s == peer ]] && need_cgtviz=1
 			peer_inputs || exit 2
 		fi

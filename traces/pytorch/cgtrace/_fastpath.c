@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define API_VERSION 2
+#define API_VERSION 3
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -2149,6 +2149,229 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* ---- StorageRef: a storage's weak reference without Python frames ----
+ *
+ * torch's StorageWeakRef is a Python class: its __init__, __del__ and
+ * expired() each run Python frames (and TypedStorage's classmethods
+ * beneath), several microseconds a lean fresh call on a GPU host whose
+ * caches the program's own call emptied (tools/gpu/torch-primitives.py).
+ * StorageRefs(free_weak_ref, expired)(storage) takes the same weak
+ * reference (storage._weak_ref()) and gives it back on dealloc through the
+ * C functions beneath (UntypedStorage._free_weak_ref, _expired): the
+ * same reference counts, held as long, as the Python class holds them. */
+
+typedef struct {
+    PyObject_HEAD PyObject *free_fn, *expired_fn;
+} StorageRefs;
+
+typedef struct {
+    PyObject_HEAD PyObject *cdata; /* the weak reference's handle (an int) */
+    StorageRefs *maker;
+} StorageRef;
+
+static PyTypeObject StorageRefType;
+static PyObject *s_weak_ref;
+
+static PyObject *
+storage_ref_expired(StorageRef *self, PyObject *Py_UNUSED(unused))
+{
+    return PyObject_CallOneArg(self->maker->expired_fn, self->cdata);
+}
+
+static void
+storage_ref_dealloc(StorageRef *self)
+{
+    if (self->cdata != NULL && self->maker != NULL) {
+        /* (as a __del__ runs: whatever was being raised stays raised) */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyObject *r = PyObject_CallOneArg(self->maker->free_fn, self->cdata);
+        if (r == NULL)
+            PyErr_WriteUnraisable(self->maker->free_fn); /* (not self: it is being freed) */
+        Py_XDECREF(r);
+        PyErr_Restore(type, value, tb);
+    }
+    Py_XDECREF(self->cdata);
+    Py_XDECREF((PyObject *)self->maker);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+storage_ref_get_cdata(StorageRef *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->cdata);
+}
+
+static PyMethodDef storage_ref_methods[] = {
+    {"expired", (PyCFunction)storage_ref_expired, METH_NOARGS, "Whether the storage died."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef storage_ref_getset[] = {
+    {"cdata", (getter)storage_ref_get_cdata, NULL, "the weak reference's handle", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StorageRefType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.StorageRef",
+    .tp_basicsize = sizeof(StorageRef),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A storage's weak reference (StorageRefs makes them): expired(), cdata.",
+    .tp_dealloc = (destructor)storage_ref_dealloc,
+    .tp_methods = storage_ref_methods,
+    .tp_getset = storage_ref_getset,
+};
+
+static PyObject *
+storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *free_fn, *expired_fn;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "StorageRefs takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO:StorageRefs", &free_fn, &expired_fn))
+        return NULL;
+    if (!PyCallable_Check(free_fn) || !PyCallable_Check(expired_fn)) {
+        PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired): two callables");
+        return NULL;
+    }
+    StorageRefs *self = (StorageRefs *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->free_fn = Py_NewRef(free_fn);
+    self->expired_fn = Py_NewRef(expired_fn);
+    return (PyObject *)self;
+}
+
+static void
+storage_refs_dealloc(StorageRefs *self)
+{
+    Py_XDECREF(self->free_fn);
+    Py_XDECREF(self->expired_fn);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *stor;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "a StorageRefs call takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O:StorageRefs.__call__", &stor))
+        return NULL;
+    StorageRef *r = PyObject_New(StorageRef, &StorageRefType);
+    if (r == NULL)
+        return NULL;
+    r->maker = NULL;
+    r->cdata = PyObject_CallMethodNoArgs(stor, s_weak_ref);
+    if (r->cdata == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    r->maker = (StorageRefs *)Py_NewRef((PyObject *)self);
+    return (PyObject *)r;
+}
+
+static PyTypeObject StorageRefsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.StorageRefs",
+    .tp_basicsize = sizeof(StorageRefs),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "StorageRefs(free_weak_ref, expired)(storage): the storage's StorageRef.",
+    .tp_new = storage_refs_new,
+    .tp_dealloc = (destructor)storage_refs_dealloc,
+    .tp_call = (ternaryfunc)storage_refs_call,
+};
+
+/* ---- Died: the session's weak-reference callback without a frame ----
+ *
+ * Died(dead_objs, clock)(wr) appends (wr, clock() or 0 without a clock) to
+ * dead_objs, as Session._died does, with no Python frame: it runs at every
+ * death of a tensor the recorder holds a weak reference to (each new
+ * input of a loop), wherever torch or the GC drops it. */
+
+typedef struct {
+    PyObject_HEAD PyObject *dead_objs, *clock;
+} Died;
+
+static PyObject *
+died_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *dead_objs, *clock;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Died takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O:Died", &PyList_Type, &dead_objs, &clock))
+        return NULL;
+    Died *self = (Died *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->dead_objs = Py_NewRef(dead_objs);
+    self->clock = Py_NewRef(clock);
+    return (PyObject *)self;
+}
+
+static int
+died_traverse(Died *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->dead_objs);
+    Py_VISIT(self->clock);
+    return 0;
+}
+
+static int
+died_clear(Died *self)
+{
+    Py_CLEAR(self->dead_objs);
+    Py_CLEAR(self->clock);
+    return 0;
+}
+
+static void
+died_dealloc(Died *self)
+{
+    PyObject_GC_UnTrack(self);
+    died_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+died_call(Died *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *wr;
+    if (!PyArg_ParseTuple(args, "O:Died.__call__", &wr))
+        return NULL;
+    if (self->dead_objs == NULL) /* (cleared by the GC) */
+        Py_RETURN_NONE;
+    PyObject *when = self->clock == Py_None ? Py_NewRef(zero) : PyObject_CallNoArgs(self->clock);
+    if (when == NULL)
+        return NULL;
+    PyObject *pair = PyTuple_Pack(2, wr, when);
+    Py_DECREF(when);
+    if (pair == NULL)
+        return NULL;
+    int rc = PyList_Append(self->dead_objs, pair);
+    Py_DECREF(pair);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyTypeObject DiedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.Died",
+    .tp_basicsize = sizeof(Died),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Died(dead_objs, clock)(wr): dead_objs.append((wr, clock() or 0)), Session._died's.",
+    .tp_new = died_new,
+    .tp_dealloc = (destructor)died_dealloc,
+    .tp_traverse = (traverseproc)died_traverse,
+    .tp_clear = (inquiry)died_clear,
+    .tp_call = (ternaryfunc)died_call,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_cgtrace_fastpath",
     "cgtrace's lean-path checks in C (fastpath.py holds the reference and the loader).", -1, methods,
@@ -2246,7 +2469,9 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_after_call, "after a call");
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&RunnerType) < 0)
+    INTERN(s_weak_ref, "_weak_ref");
+    if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
+        || PyType_Ready(&DiedType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -2254,6 +2479,18 @@ PyInit__cgtrace_fastpath(void)
     Py_INCREF(&RunnerType);
     if (PyModule_AddObject(m, "Runner", (PyObject *)&RunnerType) < 0) {
         Py_DECREF(&RunnerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&StorageRefsType);
+    if (PyModule_AddObject(m, "StorageRefs", (PyObject *)&StorageRefsType) < 0) {
+        Py_DECREF(&StorageRefsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DiedType);
+    if (PyModule_AddObject(m, "Died", (PyObject *)&DiedType) < 0) {
+        Py_DECREF(&DiedType);
         Py_DECREF(m);
         return NULL;
     }

@@ -264,12 +264,9 @@ class _FreshQueue:
         knobs = self._knobs
         T = getattr(torch, "Tensor", None)
         data_ptr = getattr(T, "data_ptr", None)
-        try:
-            sweak = torch_api.storage_weak_ref_class()
-        except ImportError:  # (a torch without it: _fact's, which fails there as it would)
-            sweak = torch_api.StorageWeakRef
-
         checks = self._checks
+        sweak = torch_api.storage_ref_maker(checks, torch)  # (the new input's storage's weak reference)
+
         fresh_queue = checks.fresh_queue
         # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.
         maps = (getattr(torch, "strided", None), session.by_obj_entry, session.by_view, session.entries,

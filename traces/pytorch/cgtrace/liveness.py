@@ -5,7 +5,9 @@ handed; imports no torch."""
 
 import sys
 
+from . import torch_api
 from .jsonl import SMALL_TENSOR
+
 
 class _Probe:
     """Whether a named tensor is alive, as the tree would judge it.
@@ -37,7 +39,7 @@ class _Probe:
         busy = getattr(tls, "busy", False)
         tls.busy = True
         try:
-            return [float(x) for x in obj.detach().reshape(-1).float().cpu().tolist()]
+            return host_values(obj)
         finally:
             tls.busy = busy
 
@@ -71,6 +73,24 @@ class _Probe:
         if self.wr() is not None:
             return True
         return not self.sref.expired()
+
+
+def host_values(obj):
+    """obj's elements as floats, copied to the host before anything else is
+    done to them: the recorder's read allocates nothing on obj's device, so
+    the caching allocator and what the memory it hands out next holds stay
+    as the program left them (a program that reads memory it never wrote,
+    as some of PyTorch's own tests do, reads what it would unrecorded). A
+    device tensor that is not contiguous (a reshape or a copy of it would
+    allocate there) is copied as the bytes of the span it covers, then
+    viewed with its own shape and strides on the host."""
+    t = obj.detach()
+    contiguous = getattr(t, "is_contiguous", None)
+    if getattr(t, "is_cuda", False) and contiguous is not None and not contiguous():
+        t = torch_api.span_to_host(t)
+    else:
+        t = t.cpu()
+    return [float(x) for x in t.reshape(-1).float().tolist()]
 
 
 _RULES = {}  # code object of a tree's extra_ref_check -> its _refcount_rule

@@ -273,6 +273,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
         self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
+        died = getattr(self._checks, "Died", None)
+        if died is not None:
+            # Session._died in C: no Python frame at each death of a tensor
+            # the recorder watches (every new input of a loop).
+            self.session._died = died(self.session._dead_objs, self.session.clock)
         self._begin(torch, cgt)
         return self
 

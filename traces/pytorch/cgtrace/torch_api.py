@@ -40,6 +40,38 @@ def storage_weak_ref_class():
     return cls
 
 
+def span_to_host(t):
+    """Device tensor t on the host, copied as the bytes of the storage span
+    it covers (a contiguous copy of those bytes, which allocates nothing on
+    t's device, as t.cpu() of a tensor with gaps would), then viewed with
+    t's shape and strides there."""
+    import torch
+    size = t.element_size()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0)
+    raw = torch.empty(0, dtype=torch.uint8, device=t.device).set_(
+        t.untyped_storage(), t.storage_offset() * size, (span * size,), (1,))
+    host = raw.cpu()
+    return torch.empty(0, dtype=t.dtype).set_(host.untyped_storage(), 0, tuple(t.shape), tuple(t.stride()))
+
+
+def storage_ref_maker(checks, torch):
+    """What makes a lean fresh call's storage weak reference (called with
+    the storage): the lean checks' StorageRefs over the C functions
+    torch's Python StorageWeakRef calls, where checks (fastpath.load()'s)
+    is the C module and this torch has them (none of StorageWeakRef's
+    frames at the call, at its death or at expired()), else
+    StorageWeakRef itself."""
+    U = getattr(torch, "UntypedStorage", None)
+    free, expired = getattr(U, "_free_weak_ref", None), getattr(U, "_expired", None)
+    refs = getattr(checks, "StorageRefs", None)
+    if refs is not None and free is not None and expired is not None:
+        return refs(free, expired)
+    try:
+        return storage_weak_ref_class()
+    except ImportError:  # (a torch without it: _fact's, which fails there as it would)
+        return StorageWeakRef
+
+
 def StorageWeakRef(stor):
     """torch.multiprocessing.reductions.StorageWeakRef, imported once."""
     global StorageWeakRef

@@ -54,6 +54,30 @@ class Storage:
     def nbytes(self):
         return self._nbytes
 
+    # A storage's weak references as torch's C functions hand them out
+    # (UntypedStorage._weak_ref, _expired, _free_weak_ref): a handle each,
+    # counted while held, so a test sees one never given back, or given
+    # back twice.
+    weak_held = {}
+
+    def _weak_ref(self):
+        Storage.weak_held[self._cdata] = Storage.weak_held.get(self._cdata, 0) + 1
+        return self._cdata
+
+    @staticmethod
+    def _expired(cdata):
+        return cdata not in Storage._live
+
+    @staticmethod
+    def _free_weak_ref(cdata):
+        n = Storage.weak_held.get(cdata, 0)
+        if n <= 0:
+            raise RuntimeError("_free_weak_ref of a handle not held: %r" % (cdata,))
+        if n == 1:
+            del Storage.weak_held[cdata]
+        else:
+            Storage.weak_held[cdata] = n - 1
+
 
 class DType:
     def __init__(self, name, size):
@@ -574,6 +598,7 @@ def install_fake_torch():
     torch.__version__ = "0.0-fake"
     torch.__file__ = "/nonexistent/fake-torch/torch/__init__.py"
     torch.Tensor = Tensor
+    torch.UntypedStorage = Storage
     torch.strided = STRIDED
     torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
                                      _storage_Use_Count=Storage.use_count,

@@ -574,6 +574,82 @@ class FastPathTest(unittest.TestCase):
 
 
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
+class StorageRefAndDiedTest(unittest.TestCase):
+    """The C module's StorageRef (a storage's weak reference over torch's C
+    functions, as StorageWeakRef holds one) and Died (Session._died)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cache = tempfile.TemporaryDirectory()
+        with mock.patch.dict(os.environ, {"CGTRACE_CACHE": cls.cache.name, "CGTRACE_FAST": "1"}), \
+                mock.patch.dict(P._loaded, clear=True):
+            cls.C, why = P.load()
+        assert why is None, why
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cache.cleanup()
+
+    def test_storage_ref(self):
+        S = fake.Storage
+        refs = self.C.StorageRefs(S._free_weak_ref, S._expired)
+        stor = S(64)
+        cd = stor._cdata
+        r = refs(stor)
+        self.assertEqual(r.cdata, cd)
+        self.assertEqual(S.weak_held.get(cd), 1)
+        self.assertIs(r.expired(), False)
+        del stor
+        self.assertIs(r.expired(), True)
+        self.assertEqual(S.weak_held.get(cd), 1)  # (held until the reference dies)
+        del r
+        self.assertNotIn(cd, S.weak_held)
+
+    def test_storage_ref_failures(self):
+        S = fake.Storage
+        refs = self.C.StorageRefs(S._free_weak_ref, S._expired)
+
+        class NoRef:
+            def _weak_ref(self):
+                raise TypeError("no weak reference")
+
+        with self.assertRaises(TypeError):
+            refs(NoRef())
+        with self.assertRaises(TypeError):
+            self.C.StorageRefs(1, S._expired)
+        # A free that raises at the reference's death is unraisable, as a
+        # __del__'s error is: never raised into whatever code dropped it.
+        seen = []
+
+        def bad_free(cd):
+            raise ValueError("free")
+
+        old, sys.unraisablehook = sys.unraisablehook, lambda u: seen.append(u.exc_type)
+        try:
+            r = self.C.StorageRefs(bad_free, S._expired)(S(8))
+            del r
+        finally:
+            sys.unraisablehook = old
+        self.assertEqual(seen, [ValueError])
+
+    def test_died(self):
+        dead = []
+        clock = [5]
+        died = self.C.Died(dead, lambda: clock[0])
+        o = Obj()
+        wr = weakref.ref(o, died)
+        del o
+        self.assertEqual(dead, [(wr, 5)])
+        dead.clear()
+        died0 = self.C.Died(dead, None)
+        o = Obj()
+        wr = weakref.ref(o, died0)
+        del o
+        self.assertEqual(dead, [(wr, 0)])
+        with self.assertRaises(TypeError):
+            self.C.Died((), None)
+
+
 class NoReferenceKeptTest(fake.FakeTorchTest):
     """The C functions keep no reference past their call: over thousands
     of recorded calls of each lean loop no tensor outlives the program's
@@ -627,6 +703,13 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                     self.assertIsNone(rec.fast_why)
                     self.assertGreater(rec.short_calls, 1500)
                     self.assertEqual(after, before)
+                    # Every storage weak reference taken is given back once
+                    # what held it is gone (StorageRef's, the C functions'):
+                    # only the live storages' remain.
+                    import gc
+                    gc.collect()
+                    live = set(fake.Storage._live.keys())
+                    self.assertLessEqual(set(fake.Storage.weak_held), live)
                     # (the recorder's own containers grow a little: none a call)
                     self.assertLess(objs_after - objs, 200)
 
@@ -668,11 +751,14 @@ class BuildHereTest(unittest.TestCase):
                 "d = tempfile.mkdtemp()\n"
                 "rec = cgtrace.Recorder(os.path.join(d, 't.cgt.jsonl'))\n"
                 "print(rec.fast_why, type(rec._checks).__name__, rec._checks.__name__)\n"
+                "with cgtrace.record(os.path.join(d, 'u.cgt.jsonl')) as r2:\n"
+                "    print(type(r2.session._died).__name__)\n"
                 % os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ, CGTRACE_FAST="1")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath"])
+        # (and the session's weak-reference callback is the C one)
+        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "Died"])
 
 
 if __name__ == "__main__":
