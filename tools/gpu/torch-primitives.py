@@ -70,8 +70,18 @@ def main():
         ("torch.empty(32, 64) made and freed", lambda: torch.empty(32, 64, device=a.device)),
         ("torch.empty(32, 64) + weakref python cb, freed", lambda: weakref.ref(torch.empty(32, 64, device=a.device), cb)),
     ]
+    idx = list(range(7))
     if eq is not None:
-        ops.append(("_tensors_data_ptrs_at_indices_equal (7)", lambda: eq(inputs, ptrs, list(range(7)))))
+        ops.append(("_tensors_data_ptrs_at_indices_equal (7)", lambda: eq(inputs, ptrs, idx)))
+    dp = torch.Tensor.data_ptr
+
+    def seven():
+        for i in idx:
+            if dp(inputs[i]) != ptrs[i]:
+                return False
+        return True
+
+    ops.append(("7 x Tensor.data_ptr compared, in a loop", seven))
     ops.append(("nothing (the loop's own cost)", lambda: None))
 
     buf = bytearray(a.evict_mb << 20)
