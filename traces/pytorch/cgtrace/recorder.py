@@ -261,6 +261,14 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         try:
             # The settings first: nothing is patched yet if reading them fails.
             self._read_settings(inductor_config, dynamo_config)
+            # The step clock and the weak-reference callback before the hooks
+            # that bind them (the lean fresh path takes Session._died then).
+            self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
+            died = getattr(self._checks, "Died", None)
+            if died is not None:
+                # Session._died in C: no Python frame at each death of a
+                # tensor the recorder watches (every new input of a loop).
+                self.session._died = died(self.session._dead_objs, self.session.clock)
             M = self._save_entry_points(torch, cgt)
             self._install_tree(torch, cgt, M)
         except Exception as e:
@@ -272,12 +280,6 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         _ACTIVE["recorder"] = self
         self._box = cgt.MarkStepBox
         self._mark_counter = cgt.MarkStepBox.mark_step_counter
-        self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")
-        died = getattr(self._checks, "Died", None)
-        if died is not None:
-            # Session._died in C: no Python frame at each death of a tensor
-            # the recorder watches (every new input of a loop).
-            self.session._died = died(self.session._dead_objs, self.session.clock)
         self._begin(torch, cgt)
         return self
 
