@@ -35,16 +35,18 @@ import sys
 import xml.etree.ElementTree as ET
 
 
-def outcomes(path):
+def outcomes(path, why=None):
     """Test id -> outcome ("passed", "failed", "error", "skipped") of one
-    JUnit XML file, or of several joined by commas (a round's shards)."""
+    JUnit XML file, or of several joined by commas (a round's shards).
+    why, a dict, gets each failed or errored test's reason: the first
+    line of its message that says something (the exception), cut short."""
     out = {}
     for one in path.split(","):
-        out.update(_outcomes(one))
+        out.update(_outcomes(one, why))
     return out
 
 
-def _outcomes(path):
+def _outcomes(path, why):
     out = {}
     for case in ET.parse(path).getroot().iter("testcase"):
         tid = "%s::%s" % (case.get("classname", ""), case.get("name", ""))
@@ -52,9 +54,20 @@ def _outcomes(path):
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 kind = {"failure": "failed"}.get(child.tag, child.tag)
+                if why is not None and kind != "skipped":
+                    why[tid] = reason(child.get("message") or child.text or "")
                 break
         out[tid] = kind
     return out
+
+
+def reason(message):
+    """A failure's message in one line: its last line naming an exception
+    (pytest's message ends with the one raised), else its first line."""
+    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    named = [l for l in lines if ("Error" in l or "Exception" in l) and ":" in l]
+    text = (named[0] if named else lines[0]) if lines else ""
+    return text[:160]
 
 
 def compare(unrecorded, recorded, paired=False):
@@ -97,8 +110,11 @@ def main(argv=None):
     if a.paired and len(a.unrecorded) != len(a.recorded):
         print("peer_compare: --paired needs as many unrecorded rounds as recorded ones", file=sys.stderr)
         return 2
+    whys_u = [{} for _ in a.unrecorded]
+    whys_r = [{} for _ in a.recorded]
     try:
-        rows = compare([outcomes(p) for p in a.unrecorded], [outcomes(p) for p in a.recorded], a.paired)
+        rows = compare([outcomes(p, w) for p, w in zip(a.unrecorded, whys_u)],
+                       [outcomes(p, w) for p, w in zip(a.recorded, whys_r)], a.paired)
     except (OSError, ET.ParseError) as e:
         print("peer_compare: %s" % e, file=sys.stderr)
         return 2
@@ -107,6 +123,12 @@ def main(argv=None):
         counts[verdict] += 1
         if verdict != "same":
             print("%-7s %s: unrecorded %s, recorded %s" % (verdict, tid, "/".join(u), "/".join(r)))
+            # Why each round that did not pass failed: a failure of the
+            # machine (a compiler that could not start) is not recording's.
+            for mode, whys in (("unrecorded", whys_u), ("recorded", whys_r)):
+                for i, w in enumerate(whys, 1):
+                    if tid in w:
+                        print("        %s round %d: %s" % (mode, i, w[tid]))
     print("%d tests in %d unrecorded and %d recorded rounds%s: %d same, %d changed by recording, %d flaky"
           % (len(rows), len(a.unrecorded), len(a.recorded), " (paired)" if a.paired else "", counts["same"],
              counts["changed"], counts["flaky"]))

@@ -71,9 +71,19 @@ class PeerCompareTest(unittest.TestCase):
         self.assertIn("changed test_cudagraph_trees.CudaGraphTreeTests::b: unrecorded passed/failed, recorded failed/failed", out)
         self.assertIn("flaky   test_cudagraph_trees.CudaGraphTreeTests::c: unrecorded passed/failed, recorded passed/failed", out)
         self.assertIn("3 tests in 2 unrecorded and 2 recorded rounds (paired): 1 same, 1 changed by recording, 1 flaky", out)
+        # Why each failing round failed, under its test.
+        self.assertIn("        unrecorded round 2: x\n", out)
+        self.assertIn("        recorded round 1: x\n", out)
         # Unpaired, c is flaky and b too (its unrecorded rounds disagree).
         rows = peer_compare.compare([peer_compare.outcomes(p) for p in files_u], [peer_compare.outcomes(p) for p in files_r])
         self.assertEqual(rows["test_cudagraph_trees.CudaGraphTreeTests::b"][0], "flaky")
+
+    def test_reason(self):
+        msg = ("torch._inductor.exc.InductorError: OSError: [Errno 14] Bad address: 'g++'\n\n"
+               "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
+        self.assertEqual(peer_compare.reason(msg), "torch._inductor.exc.InductorError: OSError: [Errno 14] Bad address: 'g++'")
+        self.assertEqual(peer_compare.reason("Scalars are not equal!\n\nExpected 1 but got 2."), "Scalars are not equal!")
+        self.assertEqual(peer_compare.reason(""), "")
 
     def test_shards_joined_by_commas(self):
         a, b = junit({"x": "passed"}), junit({"y": "failed"})
