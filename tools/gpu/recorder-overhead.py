@@ -594,10 +594,6 @@ def _load_package(name, folder, patched=None):
 # (unused)].
 _FRESH_MARKS = {
     "freshq.py": (
-        # (the Python fresh_run, whose parts the marks time: the C one,
-        # FreshRunner, has no lines to mark)
-        ("        runner = getattr(checks, \"FreshRunner\", None)\n",
-         "        runner = None\n"),
         ("            t = fresh_queue(ctx, a, mgr, new_inputs)\n",
          "            _t0 = _ns()\n            t = fresh_queue(ctx, a, mgr, new_inputs)\n"
          "            _IN[0] += _ns() - _t0; _t1 = _ns()\n"),

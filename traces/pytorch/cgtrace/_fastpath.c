@@ -943,7 +943,7 @@ error:
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **groups_out,
-             Py_ssize_t *k_out, Py_ssize_t up)
+             Py_ssize_t *k_out)
 {
     PyObject *hot_unused = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -997,15 +997,14 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
             goto no;
         Py_CLEAR(x);
     }
-    /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], up): the tree's frame,
-     * up frames above the calling Python frame (this one has none): two
-     * from a Python fresh_run's, one from _run's under FreshRunner */
+    /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], 2): the tree's frame
+     * two up from fresh_run's, the calling frame (this one has none) */
     {
         Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(a, 19));
         if (d == -1 && PyErr_Occurred())
             goto error;
         TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
-                           PyTuple_GET_ITEM(a, 4), up));
+                           PyTuple_GET_ITEM(a, 4), 2));
     }
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
      * oid with it); polled_alive(a[22]) */
@@ -1084,20 +1083,10 @@ set_steal(PyObject *o, PyObject *name, PyObject *value)
     return t;
 }
 
-static PyObject *fresh_queue_at(PyObject *const *args, Py_ssize_t up);
-
 static PyObject *
 fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fresh_queue");
-    return fresh_queue_at(args, 2);
-}
-
-/* fresh_queue, the tree's frame (the one that called _run) up frames above
- * the calling Python frame. */
-static PyObject *
-fresh_queue_at(PyObject *const *args, Py_ssize_t up)
-{
     PyObject *ctx = args[0], *a = args[1], *mgr = args[2], *new_inputs = args[3];
     if (check_tuple(ctx, 19, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
         return NULL;
@@ -1115,7 +1104,7 @@ fresh_queue_at(PyObject *const *args, Py_ssize_t up)
         Py_XDECREF(c);
         goto checks_failed;
     }
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &groups, &k, up);
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &groups, &k);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -2160,485 +2149,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* ---- FreshRunner: freshq's fresh_run in C ----
- *
- * The lean fresh path's call (freshq._FreshQueue._fresh_lean_run's
- * fresh_run, the Python reference, step for step): the call checked and
- * queued (fresh_queue), the tree's call with what it does noted in hot,
- * then its check (fresh_after) and the queue, or the call written as the
- * general path writes it. No Python frame of its own: fresh_queue finds
- * the tree's frame one above the calling one (_run's). tls is reset
- * (depth 0, node None) on the paths that change it; a queued call's
- * leaves it as it found it (depth 0, node None: the _run wrapper enters
- * this only outside a general call, and every path that sets them resets
- * them). */
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *hot, *tls, *ctx, *dead_objs, *fq, *orig_run, *bound, *rec, *declined;
-} FreshRunner;
-
-static const char *fresh_runner_fields[] = {"hot", "tls", "ctx", "dead_objs", "fq", "orig_run", "bound", "rec",
-                                            "declined", NULL};
-#define FRESH_RUNNER_NFIELDS 9
-
-static PyObject *s_fq_raised, *s_general_noting, *s_fq_write, *s_after_call_m, *s_flush, *s_unwritten, *s_disarm,
-    *s_serial, *s_fid, *s_got, *s_actions, *s_replay, *s_append;
-
-static PyObject **
-fresh_runner_slots(FreshRunner *r)
-{
-    return &r->hot;
-}
-
-static void
-fresh_runner_dealloc(FreshRunner *r)
-{
-    PyObject_GC_UnTrack(r);
-    PyObject **f = fresh_runner_slots(r);
-    for (int i = 0; i < FRESH_RUNNER_NFIELDS; i++)
-        Py_CLEAR(f[i]);
-    Py_TYPE(r)->tp_free((PyObject *)r);
-}
-
-static int
-fresh_runner_traverse(FreshRunner *r, visitproc visit, void *arg)
-{
-    PyObject **f = fresh_runner_slots(r);
-    for (int i = 0; i < FRESH_RUNNER_NFIELDS; i++)
-        Py_VISIT(f[i]);
-    return 0;
-}
-
-static int
-fresh_runner_clear(FreshRunner *r)
-{
-    PyObject **f = fresh_runner_slots(r);
-    for (int i = 0; i < FRESH_RUNNER_NFIELDS; i++)
-        Py_CLEAR(f[i]);
-    return 0;
-}
-
-static PyObject *fresh_runner_call(FreshRunner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames);
-
-static PyObject *
-fresh_runner_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    if (PyTuple_GET_SIZE(args) != 0 || kwargs == NULL || PyDict_GET_SIZE(kwargs) != FRESH_RUNNER_NFIELDS) {
-        PyErr_Format(PyExc_TypeError, "FreshRunner takes its %d fields by name", FRESH_RUNNER_NFIELDS);
-        return NULL;
-    }
-    FreshRunner *r = (FreshRunner *)type->tp_alloc(type, 0);
-    if (r == NULL)
-        return NULL;
-    PyObject **f = fresh_runner_slots(r);
-    for (int i = 0; i < FRESH_RUNNER_NFIELDS; i++) {
-        PyObject *v = PyDict_GetItemString(kwargs, fresh_runner_fields[i]);
-        if (v == NULL) {
-            PyErr_Format(PyExc_TypeError, "FreshRunner: %s missing", fresh_runner_fields[i]);
-            Py_DECREF(r);
-            return NULL;
-        }
-        f[i] = Py_NewRef(v);
-    }
-    if (check_tuple(r->ctx, 19, "FreshRunner: ctx") < 0) {
-        Py_DECREF(r);
-        return NULL;
-    }
-    r->vectorcall = (vectorcallfunc)fresh_runner_call;
-    return (PyObject *)r;
-}
-
-/* tls.depth = 0; tls.node = None. 0, -1. */
-static int
-tls_reset(FreshRunner *r)
-{
-    if (PyObject_SetAttr(r->tls, s_depth, zero) < 0 || PyObject_SetAttr(r->tls, s_node, Py_None) < 0)
-        return -1;
-    return 0;
-}
-
-/* `except Exception as err: rec._fail("after a call", err)`: 0 when the
- * error was an Exception and _fail took it, else -1 (it propagates). */
-static int
-fresh_failed(FreshRunner *r)
-{
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return -1;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    PyObject *res = PyObject_CallMethodObjArgs(r->rec, s_fail, s_after_call, value ? value : Py_None, NULL);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    if (res == NULL)
-        return -1;
-    Py_DECREF(res);
-    return 0;
-}
-
-/* The tree raised (its exception set): hot's noting undone and the queue
- * written with this call's part (rec._fq_raised), tls reset, the
- * exception raised again (or one the recorder raised meanwhile). */
-static PyObject *
-fresh_runner_raised(FreshRunner *r, PyObject *t, PyObject *mgr)
-{
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    int st = attr_true(r->hot, s_steady);
-    PyObject *res = NULL;
-    if (st > 0) {
-        res = PyObject_CallMethodNoArgs(r->rec, s_general_noting);
-        if (res == NULL)
-            st = -1;
-        Py_XDECREF(res);
-    }
-    if (st < 0 || PyObject_SetAttr(r->hot, s_steady, Py_False) < 0 || PyObject_SetAttr(r->hot, s_other, Py_False) < 0
-        || PyObject_SetAttr(r->hot, s_node, Py_None) < 0)
-        goto replaced;
-    res = PyObject_CallMethodObjArgs(r->rec, s_fq_raised, t, mgr, value ? value : Py_None, NULL);
-    if (res == NULL) {
-        /* (finally: tls reset; the recorder's exception goes on) */
-        PyObject *t2, *v2, *tb2;
-        PyErr_Fetch(&t2, &v2, &tb2);
-        if (tls_reset(r) < 0) {
-            Py_XDECREF(t2);
-            Py_XDECREF(v2);
-            Py_XDECREF(tb2);
-        } else
-            PyErr_Restore(t2, v2, tb2);
-        goto replaced;
-    }
-    Py_DECREF(res);
-    if (tls_reset(r) < 0)
-        goto replaced;
-    PyErr_Restore(type, value, tb);
-    return NULL;
-replaced:
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    return NULL;
-}
-
-static PyObject *
-fresh_runner_call(FreshRunner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 4 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "FreshRunner takes (mgr, new_inputs, function_id, a)");
-        return NULL;
-    }
-    PyObject *mgr = args[0], *new_inputs = args[1], *function_id = args[2];
-    PyObject *qargs[4] = {r->ctx, args[3], mgr, new_inputs};
-    PyObject *t = fresh_queue_at(qargs, 1);
-    if (t == NULL || t == r->declined)
-        return t;
-    if (t == Py_None) {
-        Py_DECREF(t);
-        return call3(r->orig_run, mgr, new_inputs, function_id);
-    }
-    PyObject *a = NULL, *out = NULL, *node = NULL, *other = NULL, *x = NULL;
-    /* a = hot.fql (armed again past a 64th step: fresh_queue); hot.steady = True */
-    if ((a = PyObject_GetAttr(r->hot, s_fql)) == NULL || PyObject_SetAttr(r->hot, s_steady, Py_True) < 0) {
-        Py_XDECREF(a);
-        Py_DECREF(t);
-        return NULL;
-    }
-    out = call3(r->orig_run, mgr, new_inputs, function_id);
-    if (out == NULL) {
-        fresh_runner_raised(r, t, mgr);
-        Py_DECREF(a);
-        Py_DECREF(t);
-        return NULL;
-    }
-    /* hot.steady = False; node = hot.node; hot.node = None; other = hot.other; hot.other = False */
-    if (PyObject_SetAttr(r->hot, s_steady, Py_False) < 0 || (node = PyObject_GetAttr(r->hot, s_node)) == NULL
-        || PyObject_SetAttr(r->hot, s_node, Py_None) < 0 || (other = PyObject_GetAttr(r->hot, s_other)) == NULL
-        || PyObject_SetAttr(r->hot, s_other, Py_False) < 0)
-        goto error_reset;
-    int t_ = attr_true(r->hot, s_off);
-    if (t_ < 0)
-        goto error_reset;
-    if (t_)
-        goto done_reset;
-    {
-        PyObject *fargs[6] = {a, node, other, out, mgr, r->dead_objs};
-        x = fresh_after(NULL, fargs, 6);
-    }
-    if (x == NULL) {
-        if (fresh_failed(r) < 0)
-            goto error_reset;
-        goto flush;
-    }
-    t_ = x == Py_True;
-    Py_CLEAR(x);
-    if (t_) {
-        /* fq.append(t); written past the bound, armed again for the next calls */
-        Py_CLEAR(node);
-        if (PyList_Append(r->fq, t) < 0)
-            goto after_failed;
-        PyObject *unwritten = PyObject_GetAttr(r->rec, s_unwritten);
-        if (unwritten == NULL)
-            goto after_failed;
-        PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(r->fq));
-        PyObject *sum = n != NULL ? PyNumber_Add(n, unwritten) : NULL;
-        Py_XDECREF(n);
-        Py_DECREF(unwritten);
-        if (sum == NULL)
-            goto after_failed;
-        t_ = compare(sum, r->bound, Py_GT);
-        Py_DECREF(sum);
-        if (t_ < 0)
-            goto after_failed;
-        if (t_) {
-            if ((x = PyObject_CallMethodNoArgs(r->rec, s_fq_write)) == NULL)
-                goto after_failed;
-            Py_CLEAR(x);
-            if ((x = PyObject_CallMethodNoArgs(r->rec, s_flush)) == NULL)
-                goto after_failed;
-            Py_CLEAR(x);
-            if ((t_ = attr_true(r->hot, s_off)) < 0)
-                goto after_failed;
-            if (!t_) {
-                /* hot.serial += 1; hot.fid = hot.got = None; hot.disarm(); hot.fql = a */
-                PyObject *serial = PyObject_GetAttr(r->hot, s_serial);
-                PyObject *next = serial != NULL ? PyNumber_Add(serial, one) : NULL;
-                Py_XDECREF(serial);
-                if (next == NULL || set_steal(r->hot, s_serial, next) < 0
-                    || PyObject_SetAttr(r->hot, s_fid, Py_None) < 0 || PyObject_SetAttr(r->hot, s_got, Py_None) < 0
-                    || (x = PyObject_CallMethodNoArgs(r->hot, s_disarm)) == NULL)
-                    goto after_failed;
-                Py_CLEAR(x);
-                if (PyObject_SetAttr(r->hot, s_fql, a) < 0)
-                    goto after_failed;
-            }
-        }
-        Py_DECREF(other);
-        Py_DECREF(a);
-        Py_DECREF(t);
-        return out;
-    }
-    /* What the tree did, as the general path notes it, and the call written
-     * as _fresh_deferred writes one it does not queue. */
-    t_ = PyObject_IsTrue(other);
-    if (t_ < 0)
-        goto after_failed;
-    if (!t_) {
-        PyObject *actions = node != Py_None ? Py_BuildValue("[O]", s_replay) : PyList_New(0);
-        if (actions == NULL || set_steal(r->tls, s_actions, actions) < 0 || PyObject_SetAttr(r->tls, s_node, node) < 0)
-            goto after_failed;
-    }
-    Py_CLEAR(node);
-    if (PyObject_SetAttr(r->tls, s_depth, one) < 0)
-        goto after_failed;
-    {
-        PyObject *ctx = PyObject_CallMethodOneArg(r->rec, s_fq_write, t);
-        PyObject *fs = ctx != NULL ? PySequence_GetItem(a, 1) : NULL; /* (a[1]: fastpath.A_FS) */
-        if (fs != NULL)
-            x = PyObject_CallMethodObjArgs(r->rec, s_after_call_m, ctx, fs, mgr, out, NULL);
-        Py_XDECREF(ctx);
-        Py_XDECREF(fs);
-        if (x == NULL)
-            goto after_failed;
-        Py_CLEAR(x);
-    }
-    goto flush;
-after_failed:
-    Py_XDECREF(x);
-    x = NULL;
-    if (fresh_failed(r) < 0)
-        goto error_reset;
-flush:
-    Py_CLEAR(node);
-    if ((x = PyObject_CallMethodNoArgs(r->rec, s_flush)) == NULL)
-        goto error_reset;
-    Py_CLEAR(x);
-done_reset:
-    Py_XDECREF(node);
-    Py_XDECREF(other);
-    Py_DECREF(a);
-    Py_DECREF(t);
-    if (tls_reset(r) < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return out;
-error_reset:
-    /* (finally: tls reset; the exception goes on) */
-    Py_XDECREF(node);
-    Py_XDECREF(other);
-    Py_XDECREF(x);
-    Py_DECREF(a);
-    Py_DECREF(t);
-    Py_DECREF(out);
-    {
-        PyObject *t2, *v2, *tb2;
-        PyErr_Fetch(&t2, &v2, &tb2);
-        if (tls_reset(r) < 0) {
-            Py_XDECREF(t2);
-            Py_XDECREF(v2);
-            Py_XDECREF(tb2);
-        } else
-            PyErr_Restore(t2, v2, tb2);
-    }
-    return NULL;
-}
-
-static PyTypeObject FreshRunnerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.FreshRunner",
-    .tp_basicsize = sizeof(FreshRunner),
-    .tp_vectorcall_offset = offsetof(FreshRunner, vectorcall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "freshq's fresh_run in C: FreshRunner(**fields)(mgr, new_inputs, function_id, a).",
-    .tp_new = fresh_runner_new,
-    .tp_dealloc = (destructor)fresh_runner_dealloc,
-    .tp_traverse = (traverseproc)fresh_runner_traverse,
-    .tp_clear = (inquiry)fresh_runner_clear,
-    .tp_call = PyVectorcall_Call,
-};
-
-/* ---- ExecNode: the execute_node wrapper in C ----
- *
- * hooks._tree_wrappers' execute_node, step for step: every replay passes
- * here, the steady one noted in hot, a general call's in tls. A method of
- * the manager's class (tp_descr_get binds it, as a function's __get__
- * does): ExecNode(tls=, hot=, orig_exec=, rec=)(mgr, node, new_inputs). */
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *tls, *hot, *orig_exec, *rec;
-} ExecNode;
-
-static PyObject *
-exec_node_call(ExecNode *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    /* node: the second positional argument, or the one named node */
-    PyObject *node = nargs >= 2 ? args[1] : NULL;
-    if (node == NULL && kwnames != NULL) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-            int eq = PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "node");
-            if (eq == 0) {
-                node = args[nargs + i];
-                break;
-            }
-        }
-    }
-    if (node == NULL) /* (a call the original refuses, as it would) */
-        return PyObject_Vectorcall(e->orig_exec, args, nargsf, kwnames);
-    int t = attr_true(e->hot, s_steady);
-    if (t < 0)
-        return NULL;
-    if (t) {
-        PyObject *cur = PyObject_GetAttr(e->hot, s_node);
-        if (cur == NULL)
-            return NULL;
-        t = cur == Py_None;
-        Py_DECREF(cur);
-        if (t) {
-            if (PyObject_SetAttr(e->hot, s_node, node) < 0)
-                return NULL;
-            return PyObject_Vectorcall(e->orig_exec, args, nargsf, kwnames);
-        }
-        PyObject *res = PyObject_CallMethodNoArgs(e->rec, s_general_noting);
-        if (res == NULL)
-            return NULL;
-        Py_DECREF(res);
-    }
-    if ((t = attr_true(e->tls, s_depth)) < 0)
-        return NULL;
-    if (t) {
-        PyObject *actions = PyObject_GetAttr(e->tls, s_actions);
-        if (actions == NULL)
-            return NULL;
-        PyObject *res = PyObject_CallMethodOneArg(actions, s_append, s_replay);
-        Py_DECREF(actions);
-        if (res == NULL)
-            return NULL;
-        Py_DECREF(res);
-        if (PyObject_SetAttr(e->tls, s_node, node) < 0)
-            return NULL;
-    }
-    return PyObject_Vectorcall(e->orig_exec, args, nargsf, kwnames);
-}
-
-static PyObject *
-exec_node_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
-{
-    static char *kw[] = {"tls", "hot", "orig_exec", "rec", NULL};
-    PyObject *tls, *hot, *orig_exec, *rec;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOO:ExecNode", kw, &tls, &hot, &orig_exec, &rec))
-        return NULL;
-    ExecNode *e = (ExecNode *)type->tp_alloc(type, 0);
-    if (e == NULL)
-        return NULL;
-    e->tls = Py_NewRef(tls);
-    e->hot = Py_NewRef(hot);
-    e->orig_exec = Py_NewRef(orig_exec);
-    e->rec = Py_NewRef(rec);
-    e->vectorcall = (vectorcallfunc)exec_node_call;
-    return (PyObject *)e;
-}
-
-static int
-exec_node_traverse(ExecNode *e, visitproc visit, void *arg)
-{
-    Py_VISIT(e->tls);
-    Py_VISIT(e->hot);
-    Py_VISIT(e->orig_exec);
-    Py_VISIT(e->rec);
-    return 0;
-}
-
-static int
-exec_node_clear(ExecNode *e)
-{
-    Py_CLEAR(e->tls);
-    Py_CLEAR(e->hot);
-    Py_CLEAR(e->orig_exec);
-    Py_CLEAR(e->rec);
-    return 0;
-}
-
-static void
-exec_node_dealloc(ExecNode *e)
-{
-    PyObject_GC_UnTrack(e);
-    exec_node_clear(e);
-    Py_TYPE(e)->tp_free((PyObject *)e);
-}
-
-static PyObject *
-exec_node_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
-
-static PyTypeObject ExecNodeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.ExecNode",
-    .tp_basicsize = sizeof(ExecNode),
-    .tp_vectorcall_offset = offsetof(ExecNode, vectorcall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "hooks' execute_node wrapper in C: ExecNode(tls=, hot=, orig_exec=, rec=), a method of the manager.",
-    .tp_new = exec_node_new,
-    .tp_dealloc = (destructor)exec_node_dealloc,
-    .tp_traverse = (traverseproc)exec_node_traverse,
-    .tp_clear = (inquiry)exec_node_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_descr_get = exec_node_get,
-};
-
 /* ---- StorageRef: a storage's weak reference without Python frames ----
  *
  * torch's StorageWeakRef is a Python class: its __init__, __del__ and
@@ -2960,22 +2470,8 @@ PyInit__cgtrace_fastpath(void)
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
     INTERN(s_weak_ref, "_weak_ref");
-    INTERN(s_fq_raised, "_fq_raised");
-    INTERN(s_general_noting, "_general_noting");
-    INTERN(s_fq_write, "_fq_write");
-    INTERN(s_after_call_m, "_after_call");
-    INTERN(s_flush, "_flush");
-    INTERN(s_unwritten, "_unwritten");
-    INTERN(s_disarm, "disarm");
-    INTERN(s_serial, "serial");
-    INTERN(s_fid, "fid");
-    INTERN(s_got, "got");
-    INTERN(s_actions, "actions");
-    INTERN(s_replay, "replay");
-    INTERN(s_append, "append");
     if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
-        || PyType_Ready(&DiedType) < 0 || PyType_Ready(&FreshRunnerType) < 0
-        || PyType_Ready(&ExecNodeType) < 0)
+        || PyType_Ready(&DiedType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -2989,18 +2485,6 @@ PyInit__cgtrace_fastpath(void)
     Py_INCREF(&StorageRefsType);
     if (PyModule_AddObject(m, "StorageRefs", (PyObject *)&StorageRefsType) < 0) {
         Py_DECREF(&StorageRefsType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&ExecNodeType);
-    if (PyModule_AddObject(m, "ExecNode", (PyObject *)&ExecNodeType) < 0) {
-        Py_DECREF(&ExecNodeType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&FreshRunnerType);
-    if (PyModule_AddObject(m, "FreshRunner", (PyObject *)&FreshRunnerType) < 0) {
-        Py_DECREF(&FreshRunnerType);
         Py_DECREF(m);
         return NULL;
     }

@@ -355,13 +355,6 @@ class _FreshQueue:
                 tls.depth = 0
                 tls.node = None
 
-        runner = getattr(checks, "FreshRunner", None)
-        if runner is not None:
-            # fresh_run above in C (_fastpath.c's FreshRunner: its steps,
-            # with no Python frame of its own; fresh_queue finds the tree's
-            # frame one above _run's).
-            return runner(hot=hot, tls=self.tls, ctx=ctx, dead_objs=session._dead_objs, fq=self._fq,
-                          orig_run=orig_run, bound=_FQ_BOUND, rec=rec, declined=DECLINED)
         return fresh_run
 
     def _fq_raised(self, t, mgr, err):

@@ -377,13 +377,6 @@ class _Hooks:
                 tls.node = node
             return orig_exec(mgr, node, new_inputs)
 
-        c_exec = getattr(self._checks, "ExecNode", None)
-        if c_exec is not None:
-            # The wrapper above in C (_fastpath.c's ExecNode, a method of
-            # the manager's class as the function is): no Python frame at
-            # each replay.
-            execute_node = c_exec(tls=self.tls, hot=self._hot, orig_exec=orig_exec, rec=rec)  # noqa: F811
-
         orig_record = self._saved[(M, "record_function")]
 
         def record_function(mgr, new_inputs, function_id):

@@ -574,12 +574,9 @@ class FastPathTest(unittest.TestCase):
 
 
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
-class CTypesTest(unittest.TestCase):
+class StorageRefAndDiedTest(unittest.TestCase):
     """The C module's StorageRef (a storage's weak reference over torch's C
-    functions, as StorageWeakRef holds one), Died (Session._died), ExecNode
-    (the execute_node wrapper) and FreshRunner (freshq's fresh_run: the
-    recorder's tests take it through every path, against the general
-    path's trace)."""
+    functions, as StorageWeakRef holds one) and Died (Session._died)."""
 
     @classmethod
     def setUpClass(cls):
@@ -636,57 +633,6 @@ class CTypesTest(unittest.TestCase):
             sys.unraisablehook = old
             S.weak_held.pop(stor._cdata, None)  # (the handle bad_free never gave back)
         self.assertEqual(seen, [ValueError])
-
-    def test_exec_node(self):
-        import types
-        calls, noted = [], []
-        tls = types.SimpleNamespace(depth=0, actions=[], node=None)
-        hot = types.SimpleNamespace(steady=False, node=None)
-        rec = types.SimpleNamespace(_general_noting=lambda: noted.append(1))
-
-        def orig(mgr, node, new_inputs):
-            calls.append((mgr, node, new_inputs))
-            return "out"
-
-        class M:
-            execute_node = self.C.ExecNode(tls=tls, hot=hot, orig_exec=orig, rec=rec)
-
-        m, n1, n2 = M(), object(), object()
-        self.assertIs(type(M.__dict__["execute_node"]), self.C.ExecNode)
-        self.assertIs(M.execute_node, M.__dict__["execute_node"])  # (the class's: unbound)
-        # A steady call's first replay: noted in hot only.
-        hot.steady = True
-        self.assertEqual(m.execute_node(n1, [1]), "out")
-        self.assertIs(hot.node, n1)
-        self.assertEqual(noted, [])
-        # Its second: the general path's noting from there (tls, depth 1).
-        tls.depth = 1
-        bound = m.execute_node  # (bound as a function's method is)
-        self.assertEqual(bound(n2, [2]), "out")
-        self.assertEqual(noted, [1])
-        self.assertEqual(tls.actions, ["replay"])
-        self.assertIs(tls.node, n2)
-        # By keyword, a general call's: noted in tls.
-        hot.steady = False
-        self.assertEqual(m.execute_node(new_inputs=[3], node=n1), "out")
-        self.assertEqual(tls.actions, ["replay", "replay"])
-        self.assertIs(tls.node, n1)
-        self.assertEqual([c[0] for c in calls], [m, m, m])
-        self.assertEqual([c[1] for c in calls], [n1, n2, n1])
-        # Outside any call: nothing noted.
-        tls.depth, tls.actions = 0, []
-        m.execute_node(n2, [4])
-        self.assertEqual(tls.actions, [])
-        with self.assertRaises(TypeError):
-            m.execute_node()  # (the original's refusal)
-
-    def test_fresh_runner_fields(self):
-        with self.assertRaises(TypeError):
-            self.C.FreshRunner(hot=1)
-        f = dict(hot=1, tls=2, ctx=(0,) * 19, dead_objs=[], fq=[], orig_run=3, bound=32, rec=4, declined=5)
-        self.C.FreshRunner(**f)
-        with self.assertRaises(TypeError):
-            self.C.FreshRunner(**dict(f, ctx=(0,) * 3))
 
     def test_died(self):
         dead = []
