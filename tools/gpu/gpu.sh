@@ -343,7 +343,7 @@ suite_peer-compare() {
 		last=$((${PEER_ROUND0:-1} + ${PEER_ROUNDS:-2} - 1))
 		for ((r = ${PEER_ROUND0:-1}; r <= last; r++)); do
 			step "peer-round-$r" 560 . @peer_round_pair "$p" "$r"
-			show "peer-round-$r" '^(unrecorded|recorded|[0-9]+ tests)' 4
+			show "peer-round-$r" '^(unrecorded|recorded|run again|again:|[0-9]+ tests)' 6
 		done
 		step peer-compare 60 . @peer_compare_paired "$p" "${PEER_ROUND0:-1}" "$last"
 		show peer-compare '^(changed|flaky)|tests in' 40
@@ -578,9 +578,48 @@ peer_round_pair() {
 		echo "$mode: $(cat "$d/$mode-$r"/shard-*.log | grep -Eo '[0-9]+ (passed|failed|skipped|error|errors)' |
 			awk '{ n[$2] += $1 } END { for (k in n) printf "%d %s, ", n[k], k }')"
 	done
+	# Each test whose pair differs, run again in both modes after the same
+	# tests of its shard under the same seed (its shard's lines up to it):
+	# a difference the rerun does not repeat is the machine's, not
+	# recording's (peer_compare.py --again-*).
+	local tid name cls n=0
+	pids=()
+	python3 "$root/tools/gpu/peer_compare.py" --paired --list-changed --unrecorded "$(peer_xmls "$d/unrecorded-$r")" \
+		--recorded "$(peer_xmls "$d/recorded-$r")" >"$d/changed-$r.txt" || return 1
+	while read -r tid; do
+		[[ -n $tid ]] || continue
+		name=${tid##*::}
+		cls=${tid%::*}
+		cls=${cls##*.}
+		f=$(grep -l -- "::$cls::$name\$" "$d/shards-$r"/shard-*.txt | head -n 1)
+		[[ -n $f ]] || { echo "again: $tid is in no shard of round $r"; continue; }
+		n=$((n + 1))
+		for m in 0 1; do
+			mode=$([[ $m == 1 ]] && echo recorded || echo unrecorded)
+			mkdir -p "$d/$mode-$r-again/$n"
+			# shellcheck disable=SC2046
+			PYTHONHASHSEED=$r PEER_OUT="$d/$mode-$r-again/$n" PEER_RECORD=$m \
+				PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
+				python3 -m pytest $(sed -n "0,/::$cls::$name\$/p" "$f") -p conftest -q -p no:cacheprovider \
+				--timeout "${PEER_TIMEOUT:-120}" --junitxml "$d/$mode-$r-again/$n.xml" >"$d/$mode-$r-again/$n.log" 2>&1 &
+			pids+=($!)
+		done
+	done <"$d/changed-$r.txt"
+	for k in "${pids[@]}"; do wait "$k"; done
+	((n)) && echo "run again (same order and seed): $n test(s) whose pair differed"
 	python3 "$root/tools/gpu/peer_compare.py" --paired --unrecorded "$(peer_xmls "$d/unrecorded-$r")" \
-		--recorded "$(peer_xmls "$d/recorded-$r")" | tail -n 1
+		--recorded "$(peer_xmls "$d/recorded-$r")" --again-unrecorded "$(peer_again "$d/unrecorded-$r-again")" \
+		--again-recorded "$(peer_again "$d/recorded-$r-again")" | tail -n 1
 	return 0
+}
+
+# peer_again DIR: a round's reruns of one mode (DIR/N.xml) joined by
+# commas, or none.
+peer_again() {
+	local x=("$1"/*.xml)
+	[[ -e ${x[0]} ]] || { echo none; return; }
+	local IFS=,
+	echo "${x[*]}"
 }
 
 # peer_xmls DIR: DIR's shard XMLs joined by commas (one round of a mode).
@@ -590,14 +629,18 @@ peer_xmls() {
 	echo "${x[*]}"
 }
 
-# peer_compare_paired DIR FIRST LAST: rounds FIRST..LAST compared, paired.
+# peer_compare_paired DIR FIRST LAST: rounds FIRST..LAST compared, paired,
+# with their reruns.
 peer_compare_paired() {
-	local u=() r=() i
+	local u=() r=() ua=() ra=() i
 	for ((i = $2; i <= $3; i++)); do
 		u+=("$(peer_xmls "$1/unrecorded-$i")")
 		r+=("$(peer_xmls "$1/recorded-$i")")
+		ua+=("$(peer_again "$1/unrecorded-$i-again")")
+		ra+=("$(peer_again "$1/recorded-$i-again")")
 	done
-	python3 "$root/tools/gpu/peer_compare.py" --paired --unrecorded "${u[@]}" --recorded "${r[@]}"
+	python3 "$root/tools/gpu/peer_compare.py" --paired --unrecorded "${u[@]}" --recorded "${r[@]}" \
+		--again-unrecorded "${ua[@]}" --again-recorded "${ra[@]}"
 }
 
 # peer_pytest DIR DEST RECORD [JUNIT]: the guarded suite under pytest, PEER_JOBS

@@ -165,7 +165,9 @@ class GpuShTest(unittest.TestCase):
         """peer-compare's paired round, its pytest a stand-in (python3 -m
         pytest IDS ... --junitxml X): every shard runs once a mode, with
         the round's hash seed and PEER_RECORD; t_rec fails only recorded
-        (changed), t_order fails in both modes under seed 2 (flaky)."""
+        (changed), t_order fails in both modes under seed 2 (flaky), t_env
+        fails unrecorded once and passes when run again after the same
+        tests (flaky: the machine's)."""
         fake_pytest = (
             "import os, sys\n"
             "a = sys.argv[3:]\n"
@@ -174,7 +176,9 @@ class GpuShTest(unittest.TestCase):
             "cases = []\n"
             "for tid in [x for x in a if '::' in x]:\n"
             "    name = tid.rsplit('::', 1)[1]\n"
-            "    bad = (name == 't_rec' and rec == '1') or (name == 't_order' and seed == '2')\n"
+            "    again = '-again' in os.environ['PEER_OUT']\n"
+            "    bad = ((name == 't_rec' and rec == '1') or (name == 't_order' and seed == '2')\n"
+            "           or (name == 't_env' and rec == '0' and not again))\n"
             "    cases.append(\"<testcase classname='g.K' name='%s'>%s</testcase>\" % (name, '<failure/>' if bad else ''))\n"
             "open(xml, 'w').write('<testsuites><testsuite>' + ''.join(cases) + '</testsuite></testsuites>')\n"
             "print('%d passed in 0.1s' % len(cases))\n")
@@ -189,15 +193,21 @@ class GpuShTest(unittest.TestCase):
             work = os.path.join(d, "w")
             os.mkdir(work)
             with open(os.path.join(work, "collected-ids.txt"), "w") as fh:
-                fh.write("".join("g.py::K::%s\n" % n for n in ("t_a", "t_b", "t_rec", "t_order", "t_c")))
+                fh.write("".join("g.py::K::%s\n" % n for n in ("t_a", "t_b", "t_rec", "t_order", "t_env", "t_c")))
             env = {"PEER_JOBS": "2", "peer_suite": d}
             logs = []
             for r in ("1", "2"):
                 code, out, err = run(["__call", "peer_round_pair", work, r], env, path_first=fake)
                 self.assertEqual(code, 0, out + err)
                 logs.append(out)
-            self.assertRegex(logs[0], r"5 tests in 2 shards \(round 1\)")
-            self.assertIn("changed by recording", logs[0])
+            self.assertRegex(logs[0], r"6 tests in 2 shards \(round 1\)")
+            self.assertIn("run again (same order and seed): 2 test(s) whose pair differed", logs[0])
+            self.assertIn("1 changed by recording, 1 flaky", logs[0])
+            # Each rerun ran its shard's tests up to the test, no further.
+            for n in ("1", "2"):
+                with open(os.path.join(work, "recorded-1-again", n + ".xml")) as fh:
+                    ran = re.findall(r"name='(t_\w+)'", fh.read())
+                self.assertIn(ran[-1], ("t_rec", "t_env"))
             for r in ("1", "2"):
                 for mode in ("unrecorded", "recorded"):
                     self.assertEqual(len([f for f in os.listdir(os.path.join(work, "%s-%s" % (mode, r)))
@@ -206,7 +216,8 @@ class GpuShTest(unittest.TestCase):
             self.assertEqual(code, 1, out + err)
             self.assertIn("changed g.K::t_rec: unrecorded passed/passed, recorded failed/failed", out)
             self.assertIn("flaky   g.K::t_order: unrecorded passed/failed, recorded passed/failed", out)
-            self.assertIn("5 tests in 2 unrecorded and 2 recorded rounds (paired): 3 same, 1 changed by recording, 1 flaky", out)
+            self.assertIn("flaky   g.K::t_env: unrecorded failed/failed, recorded passed/passed", out)
+            self.assertIn("6 tests in 2 unrecorded and 2 recorded rounds (paired): 3 same, 1 changed by recording, 2 flaky", out)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,47 @@ class PeerCompareTest(unittest.TestCase):
         rows = peer_compare.compare([peer_compare.outcomes(p) for p in files_u], [peer_compare.outcomes(p) for p in files_r])
         self.assertEqual(rows["test_cudagraph_trees.CudaGraphTreeTests::b"][0], "flaky")
 
+    def test_paired_with_reruns(self):
+        # One round. b's pair differs, and its rerun (same order, same
+        # seed) agrees: the machine's once, flaky. c's pair differs and
+        # its rerun differs the same way: changed. d differs, never run
+        # again: changed.
+        u = junit({"a": "passed", "b": "failed", "c": "passed", "d": "passed"})
+        r = junit({"a": "passed", "b": "passed", "c": "failed", "d": "failed"})
+        ua = junit({"a": "passed", "b": "passed", "c": "passed"})
+        ra = junit({"a": "passed", "b": "passed", "c": "failed"})
+        self.addCleanup(lambda: [os.remove(p) for p in (u, r, ua, ra)])
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = peer_compare.main(["--paired", "--unrecorded", u, "--recorded", r,
+                                      "--again-unrecorded", ua, "--again-recorded", ra])
+        out = out.getvalue()
+        self.assertEqual(code, 1, out)
+        k = "test_cudagraph_trees.CudaGraphTreeTests::"
+        self.assertIn("flaky   %sb: unrecorded failed, recorded passed" % k, out)
+        self.assertIn("        round 1 again (same order and seed): unrecorded passed, recorded passed", out)
+        self.assertIn("changed %sc: unrecorded passed, recorded failed" % k, out)
+        self.assertIn("changed %sd: unrecorded passed, recorded failed" % k, out)
+        self.assertIn("4 tests in 1 unrecorded and 1 recorded rounds (paired): 1 same, 2 changed by recording, 1 flaky",
+                      out)
+        # Which tests gpu.sh runs again: every pair that differs.
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = peer_compare.main(["--paired", "--list-changed", "--unrecorded", u, "--recorded", r])
+        self.assertEqual(code, 0)
+        self.assertEqual(out.getvalue().split(), [k + "b", k + "c", k + "d"])
+        # "none": a round without reruns; the two lists go together.
+        with redirect_stdout(io.StringIO()):
+            self.assertEqual(peer_compare.main(["--paired", "--unrecorded", u, "--recorded", r,
+                                                "--again-unrecorded", "none", "--again-recorded", "none"]), 1)
+        with redirect_stdout(io.StringIO()), open(os.devnull, "w") as null:
+            old, sys.stderr = sys.stderr, null
+            try:
+                self.assertEqual(peer_compare.main(["--paired", "--unrecorded", u, "--recorded", r,
+                                                    "--again-unrecorded", ua]), 2)
+            finally:
+                sys.stderr = old
+
     def test_reason(self):
         msg = ("torch._inductor.exc.InductorError: OSError: [Errno 14] Bad address: 'g++'\n\n"
                "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
