@@ -59,7 +59,9 @@ def outcome(fn, *args):
 
 
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
-class FastPathTest(unittest.TestCase):
+class BuiltTest(unittest.TestCase):
+    """A test class with the C module built for it (cls.C)."""
+
     @classmethod
     def setUpClass(cls):
         # A build of its own, in a folder of its own: the test sees the
@@ -73,6 +75,9 @@ class FastPathTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.cache.cleanup()
+
+
+class FastPathTest(BuiltTest):
 
     def same(self, name, *args):
         """The C function and the Python one agree on args; returns the
@@ -574,21 +579,9 @@ class FastPathTest(unittest.TestCase):
 
 
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
-class StorageRefAndDiedTest(unittest.TestCase):
+class StorageRefAndDiedTest(BuiltTest):
     """The C module's StorageRef (a storage's weak reference over torch's C
     functions, as StorageWeakRef holds one) and Died (Session._died)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.cache = tempfile.TemporaryDirectory()
-        with mock.patch.dict(os.environ, {"CGTRACE_CACHE": cls.cache.name, "CGTRACE_FAST": "1"}), \
-                mock.patch.dict(P._loaded, clear=True):
-            cls.C, why = P.load()
-        assert why is None, why
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.cache.cleanup()
 
     def test_storage_ref(self):
         S = fake.Storage
