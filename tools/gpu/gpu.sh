@@ -542,8 +542,15 @@ peer_compare_rounds() {
 	python3 "$root/tools/gpu/peer_compare.py" --unrecorded "${u[@]}" --recorded "${r[@]}"
 }
 
-# peer_collect DIR: the guarded suite's test ids into DIR/collected-ids.txt.
+# peer_collect DIR: the guarded suite's test ids into DIR/collected-ids.txt
+# (PEER_IDS: an earlier run's collected-ids.txt of the same test file,
+# taken as it is: collecting imports torch and the suite, about a minute).
 peer_collect() {
+	if [[ -n ${PEER_IDS:-} ]]; then
+		grep '::' "$PEER_IDS" >"$1/collected-ids.txt" || { echo "PEER_IDS $PEER_IDS: no test ids"; return 1; }
+		echo "$(wc -l <"$1/collected-ids.txt") tests from $PEER_IDS"
+		return 0
+	fi
 	cd "$1" || return 1
 	PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
 		python3 -m pytest test_cudagraph_trees_guarded.py --collect-only -q -p no:cacheprovider >collect.txt 2>&1
