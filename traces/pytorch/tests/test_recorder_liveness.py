@@ -44,6 +44,56 @@ class ProbeTest(unittest.TestCase):
         self.assertFalse(p.alive())
 
 
+class HostValuesTest(unittest.TestCase):
+    """The recorder's read of a tensor's values goes to the host before
+    anything else is done to it: a non-contiguous device tensor through a
+    copy of the bytes it spans (torch_api.span_to_host), anything else
+    through .cpu() first; no reshape or conversion on the device (each
+    would allocate there: tools/gpu/host-values.py checks it on a GPU)."""
+
+    class T:
+        def __init__(self, log, name, is_cuda, contiguous, values=(1.0, 2.0)):
+            self.log, self.name, self.is_cuda, self._c, self.values = log, name, is_cuda, contiguous, values
+
+        def detach(self):
+            return self
+
+        def is_contiguous(self):
+            return self._c
+
+        def cpu(self):
+            self.log.append((self.name, "cpu"))
+            return HostValuesTest.T(self.log, "host", False, True, self.values)
+
+        def reshape(self, *shape):
+            self.log.append((self.name, "reshape"))
+            return self
+
+        def float(self):
+            self.log.append((self.name, "float"))
+            return self
+
+        def tolist(self):
+            return list(self.values)
+
+    def test_copied_to_the_host_first(self):
+        from unittest import mock
+        for cuda, contiguous, want in ((True, True, [("dev", "cpu"), ("host", "reshape"), ("host", "float")]),
+                                       (False, False, [("dev", "cpu"), ("host", "reshape"), ("host", "float")]),
+                                       (True, False, [("dev", "span"), ("host", "reshape"), ("host", "float")])):
+            with self.subTest(cuda=cuda, contiguous=contiguous):
+                log = []
+                t = self.T(log, "dev", cuda, contiguous)
+
+                def span(x):
+                    log.append((x.name, "span"))
+                    return self.T(log, "host", False, False, x.values)
+
+                with mock.patch.object(cgtrace.liveness.torch_api, "span_to_host", span):
+                    self.assertEqual(cgtrace.liveness.host_values(t), [1.0, 2.0])
+                self.assertEqual(log, want)
+
+
 class AutogradSavedTest(TraceFileTest):
     """A forward's replay returns its saved tensors as cached outputs, which
     the tree counts dead as soon as the program holds no Python reference,
