@@ -82,6 +82,18 @@ def main():
         return True
 
     ops.append(("7 x Tensor.data_ptr compared, in a loop", seven))
+
+    strided = torch.strided
+
+    def new_input_reads():
+        # The reads a lean fresh call makes of its new input (fastpath's
+        # fresh_input and fresh_queue), in one go: what exactness costs
+        # a call before any of the recorder's own work.
+        st = t.untyped_storage()
+        return (t.__class__, t.layout is strided, t.dtype, t.shape, t.stride(), t.storage_offset(),
+                t.get_device(), st._cdata, st.nbytes(), t.data_ptr())
+
+    ops.append(("a new input's reads (class .. data_ptr, 10 of them)", new_input_reads))
     ops.append(("nothing (the loop's own cost)", lambda: None))
 
     buf = bytearray(a.evict_mb << 20)
