@@ -303,11 +303,17 @@ peer_inputs() {
 	export peer_file peer_suite peer_cgtviz
 }
 
+# peer_begin DIR [MORE]: what every peer suite does first: its folder, what
+# it needs (a dry run says; MORE adds to the list), the guarded test file.
+peer_begin() {
+	((dry)) || mkdir -p "$1"
+	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})${2:-}"
+	step peer-guard 60 . @peer_guard "$1"
+}
+
 suite_peer() {
 	local p=$logs
-	((dry)) || mkdir -p "$p"
-	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite}), CGTVIZ (${peer_cgtviz#"$root/"})"
-	step peer-guard 60 . @peer_guard "$p"
+	peer_begin "$p" ", CGTVIZ (${peer_cgtviz#"$root/"})"
 	if [[ ${PEER_BASELINE:-0} == 1 ]]; then
 		step peer-baseline 330 . @peer_pytest "$p" baseline 0
 		show peer-baseline 'passed|failed' 1
@@ -335,9 +341,7 @@ suite_peer() {
 # (a test's neighbours then differ from run to run).
 suite_peer-compare() {
 	local p=$logs r last
-	((dry)) || mkdir -p "$p"
-	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
-	step peer-guard 60 . @peer_guard "$p"
+	peer_begin "$p"
 	if [[ ${PEER_PAIRED:-1} == 1 ]]; then
 		step peer-collect 120 . @peer_collect "$p"
 		last=$((${PEER_ROUND0:-1} + ${PEER_ROUNDS:-2} - 1))
@@ -367,9 +371,7 @@ suite_peer-compare() {
 # to compare the recorder's paths.
 suite_pool-leak() {
 	local p=$logs
-	((dry)) || mkdir -p "$p"
-	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
-	step peer-guard 60 . @peer_guard "$p"
+	peer_begin "$p"
 	step pool-leak 300 . @pool_leak "$p"
 	show pool-leak '^== |^\[pool-leak\] (test|block|[0-9]+ |before|  no Python)|passed|failed' 60
 }
@@ -380,9 +382,7 @@ suite_pool-leak() {
 # under a seed in both modes is PyTorch's, not recording's.
 suite_peer-seeds() {
 	local p=$logs
-	((dry)) || mkdir -p "$p"
-	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})"
-	step peer-guard 60 . @peer_guard "$p"
+	peer_begin "$p"
 	step peer-seeds 540 . @peer_seeds "$p"
 	show peer-seeds '.' 80
 }
@@ -571,12 +571,8 @@ peer_round_pair() {
 		k=$(basename "$f" .txt)
 		for m in 0 1; do
 			mode=$([[ $m == 1 ]] && echo recorded || echo unrecorded)
-			mkdir -p "$d/$mode-$r/$k"
 			# shellcheck disable=SC2046
-			PYTHONHASHSEED=$r PEER_OUT="$d/$mode-$r/$k" PEER_RECORD=$m \
-				PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
-				python3 -m pytest $(cat "$f") -p conftest -q -p no:cacheprovider --timeout "${PEER_TIMEOUT:-120}" \
-				--junitxml "$d/$mode-$r/$k.xml" >"$d/$mode-$r/$k.log" 2>&1 &
+			peer_ids_run "$d/$mode-$r/$k" "$r" "$m" $(cat "$f") &
 			pids+=($!)
 		done
 	done
@@ -589,7 +585,7 @@ peer_round_pair() {
 	# tests of its shard under the same seed (its shard's lines up to it):
 	# a difference the rerun does not repeat is the machine's, not
 	# recording's (peer_compare.py --again-*).
-	local tid name cls n=0
+	local tid name cls prefix n=0
 	pids=()
 	python3 "$root/tools/gpu/peer_compare.py" --paired --list-changed --unrecorded "$(peer_xmls "$d/unrecorded-$r")" \
 		--recorded "$(peer_xmls "$d/recorded-$r")" >"$d/changed-$r.txt" || return 1
@@ -598,20 +594,16 @@ peer_round_pair() {
 		name=${tid##*::}
 		cls=${tid%::*}
 		cls=${cls##*.}
-		# (by the id's end, compared as text: a test name may hold [ ] or .)
-		f=$(awk -v s="::$cls::$name" 'substr($0, length($0) - length(s) + 1) == s { print FILENAME; exit }' \
-			"$d/shards-$r"/shard-*.txt)
-		[[ -n $f ]] || { echo "again: $tid is in no shard of round $r"; continue; }
+		# Its shard's ids up to it (the id found by its end, compared as
+		# text: a test name may hold [ ] or .).
+		prefix=$(awk -v s="::$cls::$name" 'FNR == 1 { ids = "" } { ids = ids $0 "\n" }
+			substr($0, length($0) - length(s) + 1) == s { printf "%s", ids; exit }' "$d/shards-$r"/shard-*.txt)
+		[[ -n $prefix ]] || { echo "again: $tid is in no shard of round $r"; continue; }
 		n=$((n + 1))
 		for m in 0 1; do
 			mode=$([[ $m == 1 ]] && echo recorded || echo unrecorded)
-			mkdir -p "$d/$mode-$r-again/$n"
-			# shellcheck disable=SC2046
-			PYTHONHASHSEED=$r PEER_OUT="$d/$mode-$r-again/$n" PEER_RECORD=$m \
-				PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
-				python3 -m pytest $(awk -v s="::$cls::$name" '{ print } substr($0, length($0) - length(s) + 1) == s { exit }' "$f") \
-				-p conftest -q -p no:cacheprovider \
-				--timeout "${PEER_TIMEOUT:-120}" --junitxml "$d/$mode-$r-again/$n.xml" >"$d/$mode-$r-again/$n.log" 2>&1 &
+			# shellcheck disable=SC2086
+			peer_ids_run "$d/$mode-$r-again/$n" "$r" "$m" $prefix &
 			pids+=($!)
 		done
 	done <"$d/changed-$r.txt"
@@ -630,6 +622,20 @@ peer_again() {
 	[[ -e ${x[0]} ]] || { echo none; return; }
 	local IFS=,
 	echo "${x[*]}"
+}
+
+# peer_ids_run OUT SEED RECORD ID...: the tests ID... in one pytest process,
+# in that order, under PYTHONHASHSEED=SEED, recorded when RECORD is 1 (the
+# peer plugin's PEER_RECORD), its traces in the folder OUT, its JUnit XML
+# OUT.xml and its output OUT.log.
+peer_ids_run() {
+	local out=$1 seed=$2 record=$3
+	shift 3
+	mkdir -p "$out"
+	PYTHONHASHSEED=$seed PEER_OUT="$out" PEER_RECORD=$record \
+		PYTHONPATH="$root/traces/pytorch:$peer_suite:$peer_suite/shim${PYTHONPATH:+:$PYTHONPATH}" \
+		python3 -m pytest "$@" -p conftest -q -p no:cacheprovider --timeout "${PEER_TIMEOUT:-120}" \
+		--junitxml "$out.xml" >"$out.log" 2>&1
 }
 
 # peer_xmls DIR: DIR's shard XMLs joined by commas (one round of a mode).

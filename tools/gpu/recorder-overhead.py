@@ -689,9 +689,9 @@ def _inside_rounds(mod, step, sync, iters, rounds, warm, folder, warm_each, part
 
 def measure_inside_fresh(step, sync, iters, rounds, warm=50, folder=None):
     """measure_inside for a new-input loop: per round the recorder's own
-    time a queued call (us: its checks and queueing, the rest before the tree's call,
-    after it, the queue's writing spread over the calls). Returns medians
-    and the rounds."""
+    time a queued call (us: its checks and queueing, the rest before the
+    tree's call, after it, the queue's writing spread over the calls).
+    Returns medians and the rounds."""
     return _inside_rounds(recorder_inside_fresh(), step, sync, iters, rounds, warm, folder, True,
                           ("checks", "before", "after", "writing"), "queued")
 
@@ -700,8 +700,8 @@ def report_inside_fresh(name, res, out=None):
     out = out or sys.stdout
     m = res["median"]
     print("%s, the recorder's own time in place a queued call: its checks and queueing %.2f us, the rest before "
-          "the tree's "
-          "call %.2f us, after it %.2f us, the queue's writing %.2f us (medians of %d rounds; %d of the calls "
+          "the tree's call %.2f us, after it %.2f us, the queue's writing %.2f us (medians of %d rounds; %d of "
+          "the calls "
           "queued in the last)" % (name, m["checks"], m["before"], m["after"], m["writing"], len(res["rounds"]),
                                    res["rounds"][-1]["queued"]), file=out)
 

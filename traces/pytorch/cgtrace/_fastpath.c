@@ -86,16 +86,67 @@ deref_is(PyObject *r, PyObject *o)
     return same;
 }
 
-/* a op b, as Python's expression (no identity shortcut): 1, 0, -1. */
+/* The truth of r, a new reference this takes (NULL: the error raised
+ * making it): 1, 0, -1. */
 static int
-compare(PyObject *a, PyObject *b, int op)
+truth(PyObject *r)
 {
-    PyObject *r = PyObject_RichCompare(a, b, op);
     if (r == NULL)
         return -1;
     int t = PyObject_IsTrue(r);
     Py_DECREF(r);
     return t;
+}
+
+/* a op b, as Python's expression (no identity shortcut): 1, 0, -1. */
+static int
+compare(PyObject *a, PyObject *b, int op)
+{
+    return truth(PyObject_RichCompare(a, b, op));
+}
+
+/* a op b for a, a new reference this takes (NULL: the error raised making
+ * it): 1, 0, -1. */
+static int
+compared(PyObject *a, PyObject *b, int op)
+{
+    if (a == NULL)
+        return -1;
+    int t = compare(a, b, op);
+    Py_DECREF(a);
+    return t;
+}
+
+/* The exception being raised, taken (as `except ... as value:` has it:
+ * normalized, its traceback set). */
+static void
+fetch_exception(PyObject **type, PyObject **value, PyObject **tb)
+{
+    PyErr_Fetch(type, value, tb);
+    PyErr_NormalizeException(type, value, tb);
+    if (*tb != NULL && *value != NULL)
+        PyException_SetTraceback(*value, *tb);
+}
+
+/* rec._fail(stage, the exception being handled): the recorder's own error,
+ * the call going on as `except Exception as e: rec._fail(stage, e)` goes
+ * on. 0, or -1 when the exception is not an Exception (it propagates, as
+ * from the Python) or _fail raised. */
+static int
+recorder_failed(PyObject *rec, PyObject *stage)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyObject *type, *value, *tb;
+    fetch_exception(&type, &value, &tb);
+    PyObject *res = PyObject_CallMethodObjArgs(rec, s_fail, stage, value ? value : Py_None, NULL);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
 }
 
 /* len(seq) == n for a Python int n: 1, 0, -1. */
@@ -105,12 +156,7 @@ len_is(PyObject *seq, PyObject *n)
     Py_ssize_t k = PyObject_Length(seq);
     if (k < 0)
         return -1;
-    PyObject *kk = PyLong_FromSsize_t(k);
-    if (kk == NULL)
-        return -1;
-    int t = compare(kk, n, Py_EQ);
-    Py_DECREF(kk);
-    return t;
+    return compared(PyLong_FromSsize_t(k), n, Py_EQ);
 }
 
 /* all(map(is_, map(call, refs), objs)), refs and objs in step to the
@@ -174,9 +220,7 @@ mapped_eq(PyObject *fn, PyObject *items, PyObject *want)
         Py_DECREF(got);
         return -1;
     }
-    int t = compare(got, want, Py_EQ);
-    Py_DECREF(got);
-    return t;
+    return compared(got, want, Py_EQ);
 }
 
 /* The pointer check: ptrs_equal(inputs, full, idx) when torch has it, else
@@ -185,14 +229,8 @@ static int
 ptrs_same(PyObject *ptrs_equal, PyObject *inputs, PyObject *full, PyObject *idx, PyObject *data_ptr,
           PyObject *items, PyObject *ptrs)
 {
-    if (ptrs_equal != Py_None) {
-        PyObject *r = PyObject_CallFunctionObjArgs(ptrs_equal, inputs, full, idx, NULL);
-        if (r == NULL)
-            return -1;
-        int t = PyObject_IsTrue(r);
-        Py_DECREF(r);
-        return t;
-    }
+    if (ptrs_equal != Py_None)
+        return truth(PyObject_CallFunctionObjArgs(ptrs_equal, inputs, full, idx, NULL));
     return mapped_eq(data_ptr, items, ptrs);
 }
 
@@ -208,12 +246,7 @@ py_refcount(PyObject *o)
 static int
 used_twice(PyObject *o)
 {
-    PyObject *u = PyObject_CallMethodNoArgs(o, s_use_count);
-    if (u == NULL)
-        return -1;
-    int t = compare(u, one, Py_GT);
-    Py_DECREF(u);
-    return t;
+    return compared(PyObject_CallMethodNoArgs(o, s_use_count), one, Py_GT);
 }
 
 static int
@@ -331,12 +364,7 @@ tree_did_only(PyObject *other, PyObject *node, int not_none, PyObject *node_ref,
         return 0;
     if ((t = len_is(out, nout)) <= 0)
         return t;
-    PyObject *x = PyObject_GetAttr(mgr, s_debug_ckpt);
-    if (x == NULL)
-        return -1;
-    t = compare(x, ckpt, Py_EQ);
-    Py_DECREF(x);
-    if (t <= 0)
+    if ((t = compared(PyObject_GetAttr(mgr, s_debug_ckpt), ckpt, Py_EQ)) <= 0)
         return t;
     t = PyObject_IsTrue(dead_objs);
     return t < 0 ? -1 : !t;
@@ -350,21 +378,14 @@ steady_after(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              *dead_objs = args[5];
     if (check_tuple(lean, L_LEN, "steady_after: lean") < 0)
         return NULL;
-    PyObject *x = NULL;
     TRY(tree_did_only(other, node, 0, PyTuple_GET_ITEM(lean, L_NODE_REF), out, PyTuple_GET_ITEM(lean, L_NOUT), mgr,
                       PyTuple_GET_ITEM(lean, L_CKPT), dead_objs));
     TRY(refs_are(PyTuple_GET_ITEM(lean, L_OUT_REFS), out, NULL));
-    x = PyObject_GetAttr(node, s_outputs_weakrefs);
-    if (x == NULL)
-        goto error;
-    TRY(compare(x, PyTuple_GET_ITEM(lean, L_WRAPPERS), Py_EQ));
-    Py_CLEAR(x);
+    TRY(compared(PyObject_GetAttr(node, s_outputs_weakrefs), PyTuple_GET_ITEM(lean, L_WRAPPERS), Py_EQ));
     Py_RETURN_TRUE;
 no:
-    Py_XDECREF(x);
     Py_RETURN_FALSE;
 error:
-    Py_XDECREF(x);
     return NULL;
 }
 
@@ -578,12 +599,7 @@ fresh_src(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static int
 attr_true(PyObject *o, PyObject *name)
 {
-    PyObject *x = PyObject_GetAttr(o, name);
-    if (x == NULL)
-        return -1;
-    int t = PyObject_IsTrue(x);
-    Py_DECREF(x);
-    return t;
+    return truth(PyObject_GetAttr(o, name));
 }
 
 /* getattr(o, name) is want: 1, 0, -1. */
@@ -602,11 +618,7 @@ attr_is(PyObject *o, PyObject *name, PyObject *want)
 static int
 attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
 {
-    PyObject *x = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
-    if (x == NULL)
-        return -1;
-    int t = compare(x, want, Py_NE);
-    Py_DECREF(x);
+    int t = compared(call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name), want, Py_NE);
     return t < 0 ? -1 : !t;
 }
 
@@ -758,11 +770,7 @@ polled_alive(PyObject *self, PyObject *polled)
                     continue;
             }
         }
-        PyObject *res = PyObject_CallNoArgs(alive);
-        if (res == NULL)
-            goto error;
-        int t = PyObject_IsTrue(res);
-        Py_DECREF(res);
+        int t = truth(PyObject_CallNoArgs(alive));
         if (t < 0)
             goto error;
         if (!t) {
@@ -827,12 +835,8 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
     PyObject *sref = PyObject_GetAttr(e, s_sref);
     if (sref == NULL)
         goto error;
-    x = PyObject_CallMethodNoArgs(sref, s_expired);
+    t = truth(PyObject_CallMethodNoArgs(sref, s_expired));
     Py_DECREF(sref);
-    if (x == NULL)
-        goto error;
-    t = PyObject_IsTrue(x);
-    Py_CLEAR(x);
     if (t <= 0)
         goto done;
     return e;
@@ -1192,22 +1196,8 @@ failed:
     Py_XDECREF(wr);
     Py_XDECREF(t);
     Py_XDECREF(x);
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
+    if (recorder_failed(rec, s_before_call) < 0)
         return NULL;
-    {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL && value != NULL)
-            PyException_SetTraceback(value, tb);
-        PyObject *res = PyObject_CallMethodObjArgs(rec, s_fail, s_before_call, value ? value : Py_None, NULL);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        if (res == NULL)
-            return NULL;
-        Py_DECREF(res);
-    }
     Py_RETURN_NONE;
 checks_failed:
     /* except Exception: declined */
@@ -1763,30 +1753,6 @@ call3(PyObject *fn, PyObject *a, PyObject *b, PyObject *c)
     return PyObject_Vectorcall(fn, args, 3, NULL);
 }
 
-/* rec._fail(stage, the exception being handled): the recorder's own error,
- * the call going on as `except Exception as e: rec._fail(stage, e)` goes
- * on. 0, or -1 when the exception is not an Exception (it propagates, as
- * from the Python) or _fail raised. */
-static int
-recorder_failed(Runner *r, PyObject *stage)
-{
-    if (!PyErr_ExceptionMatches(PyExc_Exception))
-        return -1;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    PyObject *res = PyObject_CallMethodObjArgs(r->rec, s_fail, stage, value ? value : Py_None, NULL);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    if (res == NULL)
-        return -1;
-    Py_DECREF(res);
-    return 0;
-}
-
 /* The branch of an unarmed call (the lock held): see hooks._run. */
 static PyObject *
 runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
@@ -1910,17 +1876,12 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     if (x != NULL) {
         ok = x == Py_True;
         Py_CLEAR(x);
-        if (ok && PyTuple_GET_ITEM(lean, L_POLLED) == Py_None) {
-            if ((x = PyObject_CallNoArgs(r->watch_alive)) == NULL)
-                ok = -1;
-            else
-                ok = PyObject_IsTrue(x);
-            Py_CLEAR(x);
-        }
+        if (ok && PyTuple_GET_ITEM(lean, L_POLLED) == Py_None)
+            ok = truth(PyObject_CallNoArgs(r->watch_alive));
     } else
         ok = -1;
     if (ok < 0) {
-        if (recorder_failed(r, s_before_call) < 0)
+        if (recorder_failed(r->rec, s_before_call) < 0)
             goto error;
         ok = 0;
     }
@@ -1938,7 +1899,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
             if (!(depth == -1 && PyErr_Occurred()))
                 src = frame_src_impl(depth + (probed ? 3 : 1), code, plan);
             if (src == NULL) {
-                if (recorder_failed(r, s_before_call) < 0) {
+                if (recorder_failed(r->rec, s_before_call) < 0) {
                     Py_DECREF(code);
                     goto error;
                 }
@@ -1969,10 +1930,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     if (out == NULL) {
         /* except BaseException as err: rec._steady_raised(...); raise */
         PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL && value != NULL)
-            PyException_SetTraceback(value, tb);
+        fetch_exception(&type, &value, &tb);
         PyObject *args[7] = {r->rec, plan, steps, inv, mgr, value ? value : Py_None, src};
         PyObject *res = PyObject_VectorcallMethod(s_steady_raised, args, 7, NULL);
         if (res == NULL) {
@@ -2019,7 +1977,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     Py_DECREF(node);
     if (x == NULL) {
-        if (recorder_failed(r, s_after_call) < 0) {
+        if (recorder_failed(r->rec, s_after_call) < 0) {
             Py_CLEAR(out);
             goto error;
         }
@@ -2058,21 +2016,11 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (t < 0)
         return NULL;
     if (t) {
-        PyObject *o = PyObject_CallNoArgs(r->owned);
-        if (o == NULL)
-            return NULL;
-        t = PyObject_IsTrue(o);
-        Py_DECREF(o);
-        if (t < 0)
+        if ((t = truth(PyObject_CallNoArgs(r->owned))) < 0)
             return NULL;
         return call3(t ? r->orig_run : r->steady, mgr, new_inputs, function_id);
     }
-    PyObject *got = PyObject_CallOneArg(r->acquire, Py_False);
-    if (got == NULL)
-        return NULL;
-    t = PyObject_IsTrue(got);
-    Py_DECREF(got);
-    if (t < 0)
+    if ((t = truth(PyObject_CallOneArg(r->acquire, Py_False))) < 0)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
@@ -2160,6 +2108,18 @@ static PyMethodDef methods[] = {
  * C functions beneath (UntypedStorage._free_weak_ref, _expired): the
  * same reference counts, held as long, as the Python class holds them. */
 
+/* No keyword arguments in kwds (a tp_new's or tp_call's): 1, else 0 with
+ * what's TypeError set. */
+static int
+no_keywords(PyObject *kwds, const char *what)
+{
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_Format(PyExc_TypeError, "%s takes no keyword arguments", what);
+        return 0;
+    }
+    return 1;
+}
+
 typedef struct {
     PyObject_HEAD PyObject *free_fn, *expired_fn;
 } StorageRefs;
@@ -2226,11 +2186,7 @@ static PyObject *
 storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *free_fn, *expired_fn;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "StorageRefs takes no keyword arguments");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "OO:StorageRefs", &free_fn, &expired_fn))
+    if (!no_keywords(kwds, "StorageRefs") || !PyArg_ParseTuple(args, "OO:StorageRefs", &free_fn, &expired_fn))
         return NULL;
     if (!PyCallable_Check(free_fn) || !PyCallable_Check(expired_fn)) {
         PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired): two callables");
@@ -2256,11 +2212,7 @@ static PyObject *
 storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
 {
     PyObject *stor;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "a StorageRefs call takes no keyword arguments");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "O:StorageRefs.__call__", &stor))
+    if (!no_keywords(kwds, "a StorageRefs call") || !PyArg_ParseTuple(args, "O:StorageRefs.__call__", &stor))
         return NULL;
     StorageRef *r = PyObject_New(StorageRef, &StorageRefType);
     if (r == NULL)
@@ -2300,11 +2252,7 @@ static PyObject *
 died_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *dead_objs, *clock;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Died takes no keyword arguments");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "O!O:Died", &PyList_Type, &dead_objs, &clock))
+    if (!no_keywords(kwds, "Died") || !PyArg_ParseTuple(args, "O!O:Died", &PyList_Type, &dead_objs, &clock))
         return NULL;
     Died *self = (Died *)type->tp_alloc(type, 0);
     if (self == NULL)

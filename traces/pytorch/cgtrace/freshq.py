@@ -15,6 +15,7 @@ import weakref
 from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
 from .errors import _error_text
+from .fastpath import A_FS
 from .facts import held_fact
 from .fresh import DECLINED
 from .jsonl import _STEP, _names_json
@@ -346,7 +347,7 @@ class _FreshQueue:
                         tls.node = node
                     node = None
                     tls.depth = 1
-                    rec._after_call(rec._fq_write(t), a[1], mgr, out)  # (a[1]: fastpath.A_FS)
+                    rec._after_call(rec._fq_write(t), a[A_FS], mgr, out)
                 except Exception as err:
                     rec._fail("after a call", err)
                 rec._flush()

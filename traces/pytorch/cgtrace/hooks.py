@@ -12,6 +12,7 @@ import types
 
 from . import torch_api
 from .errors import _error_text
+from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
 
 # Deferred replays a journaled trace may hold before writing them (in
@@ -220,12 +221,12 @@ class _Hooks:
                     # another event changes them.)
                     ok = steady_ok(lean, function_id, mgr, new_inputs, c, mc, left, probed, dead_objs, ptrs_equal,
                                    data_ptr)
-                    if ok and lean[8] is None:  # (fastpath.L_POLLED)
+                    if ok and lean[L_POLLED] is None:
                         ok = watch_alive()
                 except Exception as e:
                     hot.rec._fail("before a call", e)
                     ok = False
-                plan = lean[1]  # (fastpath.L_PLAN)
+                plan = lean[L_PLAN]
                 src = None
                 if ok and plan.src_code is not None:
                     # The call's src, where its general calls found it
