@@ -779,8 +779,14 @@ def load_baseline(path):
     revision) or one file (cgtrace.py, before the package); or "python":
     this checkout's, taking the Python reference of its lean paths' checks
     (fastpath.py) where the recorder takes the C ones (the same recorder
-    both ways, in the same rounds)."""
+    both ways, in the same rounds); or "bindings": this checkout's,
+    reading tensors through torch's Python bindings where the recorder
+    reads them through cpp.py's C++ module (built first, at once)."""
     import importlib.util
+    if path == "bindings":
+        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
+        sys.modules["cgtrace_baseline.cpp"].use((None, "recorder-overhead --baseline bindings"))
+        return mod
     if path == "python":
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         sys.modules["cgtrace_baseline.fastpath"].use_python("recorder-overhead --baseline python")
@@ -817,7 +823,9 @@ def main(argv=None):
                         "before a change: mkdir /tmp/before && git archive REV traces/pytorch/cgtrace | "
                         "tar -x -C /tmp/before; then /tmp/before/traces/pytorch/cgtrace), or a cgtrace.py "
                         "of one file (before the package: git show REV:traces/pytorch/cgtrace.py); or "
-                        "python: this checkout's recorder with its lean paths' Python checks, not the C ones")
+                        "python: this checkout's recorder with its lean paths' Python checks, not the C ones; "
+                        "or bindings: this checkout's recorder reading tensors through torch's bindings, not "
+                        "through cpp.py's C++ module (which is built first)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")
@@ -838,6 +846,14 @@ def main(argv=None):
     if a.evict_mb and not a.fake:
         p.error("--evict-mb is for --fake (on a GPU torch's own code empties the caches)")
     baseline = load_baseline(a.baseline).record if a.baseline else None
+    if a.baseline == "bindings" and not a.fake:
+        # (this checkout's recorder with its C++ reads, built before the
+        # rounds: the baseline is the same recorder without them)
+        os.environ["CGTRACE_CPP"] = "wait"
+        import torch
+        from cgtrace import cpp
+        got, why = cpp.load(torch)
+        print("cpp.py's module: %s" % (got.__file__ if got is not None else "none: %s" % why))
     clock = time.thread_time if a.cpu_clock else time.perf_counter
     host_before = host_ms()
     rows = []

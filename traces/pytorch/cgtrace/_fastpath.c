@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define API_VERSION 3
+#define API_VERSION 4
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -622,29 +622,56 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
     return t < 0 ? -1 : !t;
 }
 
-/* fastpath.fresh_input: the storage (a new reference), with *cd and *oid
- * (new references) when the new input is taken; Py_None (new) when not;
- * NULL on an error. */
+/* fastpath.fresh_input: what the storage's weak reference is made of
+ * (the storage; v itself with maps' new_input) as a new reference, with
+ * *cd and *oid (new references) and *ptr (new, or NULL: not read) when
+ * the new input is taken; Py_None (new) when not; NULL on an error. */
 static PyObject *
-fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out)
+fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out,
+                 PyObject **ptr_out)
 {
     PyObject *strided = PyTuple_GET_ITEM(maps, 0), *by_obj_entry = PyTuple_GET_ITEM(maps, 1),
              *by_view = PyTuple_GET_ITEM(maps, 2), *entries = PyTuple_GET_ITEM(maps, 3),
              *dead_cached = PyTuple_GET_ITEM(maps, 4), *by_storage = PyTuple_GET_ITEM(maps, 5),
-             *fq_ids = PyTuple_GET_ITEM(maps, 6), *fq_stor = PyTuple_GET_ITEM(maps, 7);
+             *fq_ids = PyTuple_GET_ITEM(maps, 6), *fq_stor = PyTuple_GET_ITEM(maps, 7),
+             *new_input = PyTuple_GET_ITEM(maps, 8);
     PyObject *shape = PyTuple_GET_ITEM(a, A_SHAPE), *stride = PyTuple_GET_ITEM(a, A_STRIDE);
-    PyObject *stor = NULL, *cd = NULL, *oid = NULL, *e = NULL, *x = NULL, *vk = NULL, *res = NULL;
+    PyObject *stor = NULL, *cd = NULL, *oid = NULL, *e = NULL, *x = NULL, *vk = NULL, *res = NULL, *ptr = NULL;
     int t;
-    TRY(attr_is(v, s_class, PyTuple_GET_ITEM(a, A_CLS)));
-    TRY(attr_is(v, s_layout, strided));
-    TRY(attr_is(v, s_dtype, PyTuple_GET_ITEM(a, A_DT)));
-    TRY(attr_cmp(v, s_shape, 0, shape));
-    TRY(attr_cmp(v, s_stride, 1, stride));
-    TRY(attr_cmp(v, s_storage_offset, 1, zero));
-    TRY(attr_cmp(v, s_get_device, 1, PyTuple_GET_ITEM(a, A_DEV)));
-    if ((stor = PyObject_CallMethodNoArgs(v, s_untyped_storage)) == NULL
-        || (cd = PyObject_GetAttr(stor, s_cdata)) == NULL || (oid = PyLong_FromVoidPtr(v)) == NULL
-        || (e = dict_get(by_obj_entry, oid, NULL)) == NULL)
+    if (new_input != Py_None) {
+        /* cpp.new_input: the checks below and the storage's handle and
+         * size, and the data pointer, in one call through libtorch's C++
+         * API (the class by type: a __class__ that says otherwise is an
+         * object the lean path declines) */
+        if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(a, A_CLS))
+            goto no;
+        PyObject *nargs[6] = {v, PyTuple_GET_ITEM(a, A_DT), shape, stride, PyTuple_GET_ITEM(a, A_DEV),
+                              PyTuple_GET_ITEM(a, A_NBYTES)};
+        if ((x = PyObject_Vectorcall(new_input, nargs, 6, NULL)) == NULL)
+            goto error;
+        if (x == Py_None)
+            goto no;
+        if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) {
+            PyErr_SetString(PyExc_TypeError, "new_input: (storage, data pointer) expected");
+            goto error;
+        }
+        cd = Py_NewRef(PyTuple_GET_ITEM(x, 0));
+        ptr = Py_NewRef(PyTuple_GET_ITEM(x, 1));
+        stor = Py_NewRef(v);
+        Py_CLEAR(x);
+    } else {
+        TRY(attr_is(v, s_class, PyTuple_GET_ITEM(a, A_CLS)));
+        TRY(attr_is(v, s_layout, strided));
+        TRY(attr_is(v, s_dtype, PyTuple_GET_ITEM(a, A_DT)));
+        TRY(attr_cmp(v, s_shape, 0, shape));
+        TRY(attr_cmp(v, s_stride, 1, stride));
+        TRY(attr_cmp(v, s_storage_offset, 1, zero));
+        TRY(attr_cmp(v, s_get_device, 1, PyTuple_GET_ITEM(a, A_DEV)));
+        if ((stor = PyObject_CallMethodNoArgs(v, s_untyped_storage)) == NULL
+            || (cd = PyObject_GetAttr(stor, s_cdata)) == NULL)
+            goto error;
+    }
+    if ((oid = PyLong_FromVoidPtr(v)) == NULL || (e = dict_get(by_obj_entry, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
         /* e.fact.obj_ref is not None and e.fact.obj_ref() is v */
@@ -664,7 +691,8 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         Py_CLEAR(x);
     }
     Py_CLEAR(e);
-    TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
+    if (ptr == NULL) /* (new_input compared it) */
+        TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
     /* by_view.get(vk) in entries or vk in dead_cached or by_storage.get(cd) */
     if ((vk = PyTuple_Pack(4, cd, zero, shape, stride)) == NULL || (x = dict_get(by_view, vk, NULL)) == NULL)
         goto error;
@@ -698,7 +726,8 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     }
     *cd_out = cd;
     *oid_out = oid;
-    cd = oid = NULL;
+    *ptr_out = ptr;
+    cd = oid = ptr = NULL;
     res = stor;
     stor = NULL;
     goto error; /* (error's cleanup serves success too: res is set) */
@@ -714,6 +743,7 @@ error:
     Py_XDECREF(e);
     Py_XDECREF(x);
     Py_XDECREF(vk);
+    Py_XDECREF(ptr);
     return res;
 }
 
@@ -721,13 +751,19 @@ static PyObject *
 fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(3, "fresh_input");
-    if (check_tuple(args[1], A_LEN, "fresh_input: a") < 0 || check_tuple(args[2], 8, "fresh_input: maps") < 0)
+    if (check_tuple(args[1], A_LEN, "fresh_input: a") < 0 || check_tuple(args[2], 9, "fresh_input: maps") < 0)
         return NULL;
-    PyObject *cd = NULL, *oid = NULL;
-    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid);
-    Py_XDECREF(cd);
-    Py_XDECREF(oid);
-    return stor;
+    PyObject *cd = NULL, *oid = NULL, *ptr = NULL;
+    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid, &ptr);
+    if (stor == NULL || stor == Py_None)
+        return stor;
+    /* (sobj, cd, ptr): what fastpath.fresh_input answers */
+    PyObject *r = PyTuple_Pack(3, stor, cd, ptr != NULL ? ptr : Py_None);
+    Py_DECREF(stor);
+    Py_DECREF(cd);
+    Py_DECREF(oid);
+    Py_XDECREF(ptr);
+    return r;
 }
 
 static PyObject *
@@ -946,8 +982,8 @@ error:
  * 0 (declined), -1 (an error). */
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
-             PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **groups_out,
-             Py_ssize_t *k_out)
+             PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
+             PyObject **groups_out, Py_ssize_t *k_out)
 {
     PyObject *hot_unused = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -956,7 +992,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
              *data_ptr = PyTuple_GET_ITEM(ctx, 13);
     (void)hot_unused;
     PyObject *low = PyTuple_GET_ITEM(a, 6), *x = NULL, *y = NULL, *v = NULL, *stor = NULL, *cd = NULL,
-             *oid = NULL, *groups = NULL;
+             *oid = NULL, *ptr = NULL, *groups = NULL;
     int t;
     /* c > mc or a[5]() is not mgr or len(new_inputs) != a[7] */
     if ((t = compare(c, mc, Py_GT)) != 0)
@@ -1013,7 +1049,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
      * oid with it); polled_alive(a[22]) */
     if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL
-        || (stor = fresh_input_impl(v, a, maps, &cd, &oid)) == NULL)
+        || (stor = fresh_input_impl(v, a, maps, &cd, &oid, &ptr)) == NULL)
         goto error;
     if (stor == Py_None)
         goto no;
@@ -1050,6 +1086,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     *stor_out = stor;
     *cd_out = cd;
     *oid_out = oid;
+    *ptr_out = ptr;
     *groups_out = groups;
     return 1;
 not_ok: /* t: 1 declines, -1 an error */
@@ -1062,6 +1099,7 @@ no:
     Py_XDECREF(stor);
     Py_XDECREF(cd);
     Py_XDECREF(oid);
+    Py_XDECREF(ptr);
     Py_XDECREF(groups);
     return 0;
 error:
@@ -1071,6 +1109,7 @@ error:
     Py_XDECREF(stor);
     Py_XDECREF(cd);
     Py_XDECREF(oid);
+    Py_XDECREF(ptr);
     Py_XDECREF(groups);
     return -1;
 }
@@ -1101,14 +1140,14 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              *Queued = PyTuple_GET_ITEM(ctx, 15), *gen = PyTuple_GET_ITEM(ctx, 16), *rec = PyTuple_GET_ITEM(ctx, 17),
              *declined = PyTuple_GET_ITEM(ctx, 18);
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
-             *oid = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
+             *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
     if (c == NULL || (mc = PyObject_GetAttr(hot, s_mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
     }
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &groups, &k);
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -1141,7 +1180,8 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         || (wr = PyWeakref_NewRef(v, died)) == NULL || PyObject_SetAttr(t, s_wr, wr) < 0
         || set_steal(t, s_pwr, PyWeakref_NewRef(v, NULL)) < 0
         || set_steal(t, s_sref, PyObject_CallOneArg(sweak, stor)) < 0
-        || set_steal(t, s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr)) < 0 || PyObject_SetAttr(t, s_cd, cd) < 0
+        || (ptr != NULL ? PyObject_SetAttr(t, s_ptr, ptr) : set_steal(t, s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
+        || PyObject_SetAttr(t, s_cd, cd) < 0
         || PyObject_SetAttr(t, s_spec, PyTuple_GET_ITEM(a, 27)) < 0 || PyObject_SetAttr(t, s_gone, Py_False) < 0
         || PyObject_SetAttr(t, s_groups, groups) < 0)
         goto failed;
@@ -1181,6 +1221,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(mc);
     Py_DECREF(cd);
     Py_DECREF(oid);
+    Py_XDECREF(ptr);
     Py_DECREF(groups);
     Py_DECREF(wr);
     return t;
@@ -1192,6 +1233,7 @@ failed:
     Py_XDECREF(mc);
     Py_XDECREF(cd);
     Py_XDECREF(oid);
+    Py_XDECREF(ptr);
     Py_XDECREF(groups);
     Py_XDECREF(wr);
     Py_XDECREF(t);
@@ -2121,7 +2163,7 @@ no_keywords(PyObject *kwds, const char *what)
 }
 
 typedef struct {
-    PyObject_HEAD PyObject *free_fn, *expired_fn;
+    PyObject_HEAD PyObject *free_fn, *expired_fn, *make_fn; /* make_fn: NULL, or cpp.storage_weak_ref */
 } StorageRefs;
 
 typedef struct {
@@ -2185,11 +2227,13 @@ static PyTypeObject StorageRefType = {
 static PyObject *
 storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *free_fn, *expired_fn;
-    if (!no_keywords(kwds, "StorageRefs") || !PyArg_ParseTuple(args, "OO:StorageRefs", &free_fn, &expired_fn))
+    PyObject *free_fn, *expired_fn, *make_fn = Py_None;
+    if (!no_keywords(kwds, "StorageRefs")
+        || !PyArg_ParseTuple(args, "OO|O:StorageRefs", &free_fn, &expired_fn, &make_fn))
         return NULL;
-    if (!PyCallable_Check(free_fn) || !PyCallable_Check(expired_fn)) {
-        PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired): two callables");
+    if (!PyCallable_Check(free_fn) || !PyCallable_Check(expired_fn)
+        || (make_fn != Py_None && !PyCallable_Check(make_fn))) {
+        PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired[, make]): callables");
         return NULL;
     }
     StorageRefs *self = (StorageRefs *)type->tp_alloc(type, 0);
@@ -2197,6 +2241,7 @@ storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->free_fn = Py_NewRef(free_fn);
     self->expired_fn = Py_NewRef(expired_fn);
+    self->make_fn = make_fn == Py_None ? NULL : Py_NewRef(make_fn);
     return (PyObject *)self;
 }
 
@@ -2205,6 +2250,7 @@ storage_refs_dealloc(StorageRefs *self)
 {
     Py_XDECREF(self->free_fn);
     Py_XDECREF(self->expired_fn);
+    Py_XDECREF(self->make_fn);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -2218,7 +2264,8 @@ storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
     if (r == NULL)
         return NULL;
     r->maker = NULL;
-    r->cdata = PyObject_CallMethodNoArgs(stor, s_weak_ref);
+    /* (make(tensor) gives the handle stor._weak_ref() would: cpp.py) */
+    r->cdata = self->make_fn != NULL ? PyObject_CallOneArg(self->make_fn, stor) : PyObject_CallMethodNoArgs(stor, s_weak_ref);
     if (r->cdata == NULL) {
         Py_DECREF(r);
         return NULL;
@@ -2231,7 +2278,8 @@ static PyTypeObject StorageRefsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.StorageRefs",
     .tp_basicsize = sizeof(StorageRefs),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "StorageRefs(free_weak_ref, expired)(storage): the storage's StorageRef.",
+    .tp_doc = "StorageRefs(free_weak_ref, expired[, make])(x): the StorageRef of storage x (x._weak_ref()), or of\n"
+              "tensor x's storage (make(x)).",
     .tp_new = storage_refs_new,
     .tp_dealloc = (destructor)storage_refs_dealloc,
     .tp_call = (ternaryfunc)storage_refs_call,

@@ -29,7 +29,8 @@ against these in tests/test_fastpath.py):
   call's src (the tree's frame, up above the caller's, not this
   package's; the frame d above it at src).
 - fresh_input(v, a, maps): the new input of the armed template, named by
-  nothing: its untyped storage, or None.
+  nothing: (what its storage's weak reference is made of, the storage's
+  handle, its data pointer or None), or None.
 - polled_alive(polled): every polled name of a lean fresh call alive.
 - fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, steps): the
   deaths since its last call, each one the queue may write, by step.
@@ -54,7 +55,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 3
+API = 4
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \
@@ -156,23 +157,39 @@ def fresh_src(own, d, code_ref, src_lasti, plan, src, up):
 
 
 def fresh_input(v, a, maps):
-    """v's untyped storage when v is a new input of the armed template
-    (a, freshq._fq_arm's: its class, layout strided, dtype, shape,
-    strides, offset 0, device, a storage of the same size) that no tensor
-    the trace or the queue names is, over a storage none is over; else
-    None. maps: (strided, by_obj_entry, by_view, entries, dead_cached,
-    by_storage, fq_ids, fq_stor)."""
-    strided, by_obj_entry, by_view, entries, dead_cached, by_storage, fq_ids, fq_stor = maps
+    """(sobj, cd, ptr) when v is a new input of the armed template (a,
+    freshq._fq_arm's: its class, layout strided, dtype, shape, strides,
+    offset 0, device, a storage of the same size) that no tensor the
+    trace or the queue names is, over a storage none is over; else None.
+    sobj is what the storage's weak reference is made of (v's untyped
+    storage; with new_input, v: StorageRefs' make), cd the storage's
+    handle, ptr v's data pointer (None: not read yet). maps: (strided,
+    by_obj_entry, by_view, entries, dead_cached, by_storage, fq_ids,
+    fq_stor, new_input): new_input is cpp.py's (the reads through
+    libtorch's C++ API), or None (through torch's bindings)."""
+    strided, by_obj_entry, by_view, entries, dead_cached, by_storage, fq_ids, fq_stor, new_input = maps
     shape, stride = a[A_SHAPE], a[A_STRIDE]
-    if (v.__class__ is not a[A_CLS] or v.layout is not strided or v.dtype is not a[A_DT] or v.shape != shape
-            or v.stride() != stride or v.storage_offset() != 0 or v.get_device() != a[A_DEV]):
-        return None
-    stor = v.untyped_storage()
-    cd = stor._cdata
+    if new_input is not None:
+        # (the class by type: a __class__ that says otherwise is an object
+        # the lean path declines)
+        if type(v) is not a[A_CLS]:
+            return None
+        got = new_input(v, a[A_DT], shape, stride, a[A_DEV], a[A_NBYTES])
+        if got is None:
+            return None
+        cd, ptr = got
+        sobj = v
+    else:
+        if (v.__class__ is not a[A_CLS] or v.layout is not strided or v.dtype is not a[A_DT] or v.shape != shape
+                or v.stride() != stride or v.storage_offset() != 0 or v.get_device() != a[A_DEV]):
+            return None
+        sobj = v.untyped_storage()
+        cd = sobj._cdata
+        ptr = None
     oid = id(v)
     e = by_obj_entry.get(oid)
     if ((e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v)
-            or stor.nbytes() != a[A_NBYTES] or by_view.get((cd, 0, shape, stride)) in entries
+            or (ptr is None and sobj.nbytes() != a[A_NBYTES]) or by_view.get((cd, 0, shape, stride)) in entries
             or (cd, 0, shape, stride) in dead_cached or by_storage.get(cd)):
         return None
     e = fq_ids.get(oid)
@@ -181,7 +198,7 @@ def fresh_input(v, a, maps):
     e = fq_stor.get(cd)
     if e is not None and not e.gone:
         return None
-    return stor
+    return sobj, cd, ptr
 
 
 def polled_alive(polled):
@@ -266,10 +283,10 @@ def fresh_queue(ctx, a, mgr, new_inputs):
         # The new input, every polled name alive, the deaths since the
         # last call each one the queue may write.
         v = new_inputs[a[A_I]]
-        stor = fresh_input(v, a, maps)
-        if stor is None or not polled_alive(a[A_POLLED]):
+        got = fresh_input(v, a, maps)
+        if got is None or not polled_alive(a[A_POLLED]):
             return declined
-        cd = stor._cdata
+        sobj, cd, ptr = got
         oid = id(v)
         groups = None
         if dead_objs:
@@ -290,13 +307,13 @@ def fresh_queue(ctx, a, mgr, new_inputs):
         t.oid = oid
         t.wr = wr = weakref.ref(v, died)
         t.pwr = weakref.ref(v)
-        t.sref = sweak(stor)
-        t.ptr = v.data_ptr()
+        t.sref = sweak(sobj)
+        t.ptr = v.data_ptr() if ptr is None else ptr
         t.cd = cd
         t.spec = a[A_SPEC]
         t.gone = False
         t.groups = groups
-        v = stor = None
+        v = sobj = got = None
         if groups is not None:
             del dead_objs[:k]
             for g in groups.values():
@@ -308,7 +325,7 @@ def fresh_queue(ctx, a, mgr, new_inputs):
         fq_wrs[id(wr)] = t
         fq_stor[cd] = t
     except Exception as err:
-        v = stor = None  # (the input's life is the program's)
+        v = sobj = got = None  # (the input's life is the program's)
         rec._fail("before a call", err)
         return None
     return t

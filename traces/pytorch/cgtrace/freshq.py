@@ -266,12 +266,18 @@ class _FreshQueue:
         T = getattr(torch, "Tensor", None)
         data_ptr = getattr(T, "data_ptr", None)
         checks = self._checks
-        sweak = torch_api.storage_ref_maker(checks, torch)  # (the new input's storage's weak reference)
+        # The new input's reads through libtorch's C++ API where cpp.py
+        # built them (the storage's weak reference made of the tensor then).
+        rd = self._cpp
+        sweak, of_tensor = torch_api.storage_ref_maker(checks, torch, rd)
+        new_input = rd.new_input if of_tensor else None
+        if rd is not None:
+            data_ptr = rd.data_ptr
 
         fresh_queue = checks.fresh_queue
         # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.
         maps = (getattr(torch, "strided", None), session.by_obj_entry, session.by_view, session.entries,
-                session._dead_cached, session.by_storage, self._fq_ids, self._fq_stor)
+                session._dead_cached, session.by_storage, self._fq_ids, self._fq_stor, new_input)
         ctx = (hot, box, knobs, self._own_file, maps, session.entries, session._dead_objs, session._held_wr,
                session._died, self._fq_ids, self._fq_wrs, self._fq_stor, ptrs_equal, data_ptr, sweak, _Queued,
                self._gen, self, DECLINED)

@@ -122,6 +122,10 @@ class _Hooks:
         # serial, and every 64th call or step) and arms _run for it.
         ptrs_equal = getattr(getattr(torch, "_C", None), "_tensors_data_ptrs_at_indices_equal", None)
         data_ptr = getattr(getattr(torch, "Tensor", None), "data_ptr", None)
+        if self._cpp is not None and ptrs_equal is not None:
+            # The same two through libtorch's C++ API (cpp.py): the kept
+            # inputs' pointers without torch's binding code.
+            ptrs_equal, data_ptr = self._cpp.ptrs_equal, self._cpp.data_ptr
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).
         checks = self._checks

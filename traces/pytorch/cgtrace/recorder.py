@@ -14,7 +14,7 @@ import signal
 import stat
 import threading
 
-from . import compat, fastpath, torch_api
+from . import compat, cpp, fastpath, torch_api
 from .calls import _Calls
 from .deferred import _Deferred
 from .errors import _warn
@@ -175,6 +175,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         # The lean paths' checks: the C module fastpath.load() built, or
         # its Python reference, and why (None: the C module).
         self._checks, self.fast_why = fastpath.load()
+        # The lean paths' torch reads through libtorch's C++ API, and why
+        # not (cpp.py): found at start, with torch.
+        self._cpp, self.cpp_why = None, "not started"
         self.tls = _CallState()
         self._saved = {}
         self._mgr_serial = {}
@@ -261,6 +264,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         try:
             # The settings first: nothing is patched yet if reading them fails.
             self._read_settings(inductor_config, dynamo_config)
+            self._cpp, self.cpp_why = cpp.load(torch)
             # The step clock and the weak-reference callback before the hooks
             # that bind them (the lean fresh path takes Session._died then).
             self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")

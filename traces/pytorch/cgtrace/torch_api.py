@@ -32,6 +32,12 @@ def inductor_cache_dir():
     return cache_dir()
 
 
+def cpp_include_paths():
+    """The folders of torch's C++ headers (torch.utils.cpp_extension's)."""
+    from torch.utils import cpp_extension
+    return cpp_extension.include_paths()
+
+
 def storage_weak_ref_class():
     """torch.multiprocessing.reductions.StorageWeakRef itself, for a hot
     path that binds it (StorageWeakRef below imports at its first call:
@@ -54,22 +60,27 @@ def span_to_host(t):
     return torch.empty(0, dtype=t.dtype).set_(host.untyped_storage(), 0, tuple(t.shape), tuple(t.stride()))
 
 
-def storage_ref_maker(checks, torch):
-    """What makes a lean fresh call's storage weak reference (called with
-    the storage): the lean checks' StorageRefs over the C functions
-    torch's Python StorageWeakRef calls, where checks (fastpath.load()'s)
-    is the C module and this torch has them (none of StorageWeakRef's
-    frames at the call, at its death or at expired()), else
-    StorageWeakRef itself."""
+def storage_ref_maker(checks, torch, cpp=None):
+    """(maker, of_tensor): what makes a lean fresh call's storage weak
+    reference, and whether it is called with the tensor (True: made by
+    cpp.storage_weak_ref, cpp.py's module, when given) or with its
+    storage. The lean checks' StorageRefs over the C functions torch's
+    Python StorageWeakRef calls, where checks (fastpath.load()'s) is the
+    C module and this torch has them (none of StorageWeakRef's frames at
+    the call, at its death or at expired()), else StorageWeakRef
+    itself."""
     U = getattr(torch, "UntypedStorage", None)
     free, expired = getattr(U, "_free_weak_ref", None), getattr(U, "_expired", None)
     refs = getattr(checks, "StorageRefs", None)
     if refs is not None and free is not None and expired is not None:
-        return refs(free, expired)
+        make = getattr(cpp, "storage_weak_ref", None)
+        if make is not None:
+            return refs(free, expired, make), True
+        return refs(free, expired), False
     try:
-        return storage_weak_ref_class()
+        return storage_weak_ref_class(), False
     except ImportError:  # (a torch without it: _fact's, which fails there as it would)
-        return StorageWeakRef
+        return StorageWeakRef, False
 
 
 def StorageWeakRef(stor):

@@ -593,6 +593,48 @@ def _tensors_data_ptrs_at_indices_equal(tensors, data_ptrs, indices):
     return all(tensors[i].data_ptr() == data_ptrs[i] for i in indices)
 
 
+class CppReads:
+    """cgtrace/_cpp.cpp's functions over the stand-in's tensors, with
+    its contracts (cpp.py): what the recorder's tests give the lean
+    paths for the module built against a real torch; calls counts each
+    function's calls."""
+
+    API = 1
+
+    def __init__(self):
+        self.calls = {}
+
+    def _count(self, name):
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    def new_input(self, v, dtype, shape, stride, device, nbytes):
+        self._count("new_input")
+        if not isinstance(v, Tensor):
+            return None
+        st = v.untyped_storage()
+        if (v.layout is not STRIDED or v.dtype is not dtype or tuple(v.shape) != tuple(shape)
+                or tuple(v.stride()) != tuple(stride) or v.storage_offset() != 0 or v.get_device() != device
+                or st.nbytes() != nbytes):
+            return None
+        return st._cdata, v.data_ptr()
+
+    def storage_weak_ref(self, v):
+        self._count("storage_weak_ref")
+        if not isinstance(v, Tensor):
+            raise TypeError("storage_weak_ref: a tensor expected")
+        return v.untyped_storage()._weak_ref()
+
+    def data_ptr(self, t):
+        self._count("data_ptr")
+        if not isinstance(t, Tensor):
+            raise TypeError("data_ptr: a tensor expected")
+        return t.data_ptr()
+
+    def ptrs_equal(self, tensors, ptrs, indices):
+        self._count("ptrs_equal")
+        return _tensors_data_ptrs_at_indices_equal(tensors, ptrs, indices)
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"

@@ -5,6 +5,7 @@ The recorder as a whole, with one and with the other, writes the same
 traces (test_recorder_random's "python checks" way)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -320,9 +321,12 @@ class FastPathTest(BuiltTest):
             def __init__(self, **kw):
                 self.__dict__.update(kw)
 
+        reads = fake.CppReads()
+        new_input = [None]  # (the bindings' reads; then cpp.py's, the stand-in's)
+
         def maps(**over):
             m = dict(strided=fake.STRIDED, by_obj_entry={}, by_view={}, entries={}, dead_cached=set(),
-                     by_storage={}, fq_ids={}, fq_stor={})
+                     by_storage={}, fq_ids={}, fq_stor={}, new_input=new_input[0])
             m.update(over)
             return tuple(m.values())
 
@@ -353,14 +357,36 @@ class FastPathTest(BuiltTest):
             ("its storage queued, gone", t, a, maps(fq_stor={cd: Entry(gone=True)})),
             ("maps of another kind", t, a, maps(by_obj_entry=[])),
         ]
-        for what, v, arm, m in cases:
-            with self.subTest(what=what):
-                got = self.same("fresh_input", v, arm, m)
-                if got[0] == "ok" and got[1] is not None:
-                    self.assertIs(got[1], v.untyped_storage())
-        self.assertIs(self.C.fresh_input(t, a, maps()), t.untyped_storage())
+        taken = {}
+        for new_input[0] in (None, reads.new_input):
+            for what, v, arm, m in cases:
+                m = m[:8] + (new_input[0],)
+                with self.subTest(what=what, reads=new_input[0] is not None):
+                    got = self.same("fresh_input", v, arm, m)
+                    if got[0] == "ok" and got[1] is not None:
+                        taken[what, new_input[0] is not None] = True
+                        stor = v.untyped_storage()
+                        # (the storage, read whole; with the reads, the
+                        # tensor its weak reference is made of, and its
+                        # data pointer read with the rest)
+                        self.assertEqual(got[1], (stor, stor._cdata, None) if new_input[0] is None
+                                         else (v, stor._cdata, v.data_ptr()))
+        self.assertEqual(sorted(taken), [(w, r) for w in ("an id named before", "an id queued before",
+                                                          "its storage named by none now",
+                                                          "its storage queued, gone", "its view named once",
+                                                          "new")
+                                         for r in (False, True)])
+        self.assertGreater(reads.calls["new_input"], 10)
+        self.assertIs(self.C.fresh_input(t, a, maps())[0], t)
         with self.assertRaises(TypeError):  # (an armed tuple not of _fq_arm's making)
             self.C.fresh_input(t, a[:5], maps())
+        with self.assertRaises(TypeError):  # (maps of an older recorder's making)
+            self.C.fresh_input(t, a, maps()[:8])
+        # A new_input that answers something else is an error (the caller
+        # declines), not a crash.
+        for bad in (lambda *a: 3, lambda *a: (1,), lambda *a: 1 / 0):
+            with self.subTest(new_input=bad):
+                self.assertEqual(outcome(self.C.fresh_input, t, a, maps()[:8] + (bad,))[0], "raised")
 
     def test_polled_alive(self):
         keep = [Obj()]  # (held by this list alone, and by 0 to 4 more references)
@@ -682,10 +708,15 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
         return cgtrace, mgr, params, x, box, (steady, fresh, train)
 
     def test_lean_loops_keep_nothing(self):
+        for reads in (None, fake.CppReads()):
+            with mock.patch.dict(sys.modules["cgtrace.cpp"]._loaded, {"got": (reads, "a test")}):
+                self.lean_loops_keep_nothing(reads)
+
+    def lean_loops_keep_nothing(self, reads):
         cgtrace, mgr, params, x, box, loops = self.loops()
         with mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
             for loop in loops:
-                with self.subTest(loop=loop.__name__):
+                with self.subTest(loop=loop.__name__, reads=reads is not None):
                     for _ in range(5):
                         loop()
                     with cgtrace.record(os.path.join(self.dir.name, loop.__name__ + ".cgt.jsonl")) as rec:
@@ -707,6 +738,38 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                     self.assertLessEqual(set(fake.Storage.weak_held), live)
                     # (the recorder's own containers grow a little: none a call)
                     self.assertLess(objs_after - objs, 200)
+                    if reads is not None and loop.__name__ != "train":
+                        # (the lean path's reads went through cpp.py's
+                        # functions: the stand-in's, here)
+                        name = "ptrs_equal" if loop.__name__ == "steady" else "new_input"
+                        self.assertGreater(reads.calls.get(name, 0), 1500, reads.calls)
+
+    def test_the_reads_write_the_same_trace(self):
+        """A recording whose lean paths read through cpp.py's module
+        writes, byte for byte, the trace of one that reads through torch's
+        bindings, over each lean loop."""
+        cgtrace, mgr, params, x, box, loops = self.loops()
+        for loop in loops:
+            texts = []
+            for reads in (None, fake.CppReads()):
+                path = os.path.join(self.dir.name, "%s-%s.cgt.jsonl" % (loop.__name__, reads is not None))
+                with mock.patch.dict(sys.modules["cgtrace.cpp"]._loaded, {"got": (reads, "a test")}), \
+                        mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
+                    for _ in range(5):
+                        loop()
+                    with cgtrace.record(path) as rec:
+                        for _ in range(300):
+                            loop()
+                self.assertEqual(rec.cpp_why, "a test")
+                with open(path) as fh:
+                    # (the header names the file; the stand-in's invocation
+                    # count runs on from the first recording's)
+                    texts.append([re.sub(r'"invocation": \d+', '"invocation": _', ln)
+                                  for ln in fh.read().splitlines()[1:]])
+            with self.subTest(loop=loop.__name__):
+                self.assertGreater(len(texts[0]), 300)
+                diff = [(i, a, b) for i, (a, b) in enumerate(zip(*texts)) if a != b]
+                self.assertEqual((len(texts[0]), diff[:3]), (len(texts[1]), []))
 
     @staticmethod
     def held(mgr, params, x, out):

@@ -659,7 +659,7 @@ class FreshPathTest(fake.FakeTorchTest):
                 outs.append(y)
                 x = None
 
-        with mock.patch.object(cgtrace.torch_api, "storage_ref_maker", lambda checks, torch: Failing), \
+        with mock.patch.object(cgtrace.torch_api, "storage_ref_maker", lambda checks, torch, cpp=None: (Failing, False)), \
                 mock.patch.object(sys.modules["cgtrace.events"], "_warn", lambda text: None):
             with cgtrace.record(path) as rec:
                 fake.at_one_line(loop)

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""cpp-check.py: the recorder's C++ reads (cgtrace/_cpp.cpp, built by
+cgtrace.cpp against the installed torch) held to torch's own Python
+reads on every layout a program hands the tree, then timed beside them.
+
+    python3 tools/gpu/cpp-check.py [--device cuda] [--no-time]
+
+Builds the module at once (CGTRACE_CPP=wait's way) into CGTRACE_CACHE
+and prints the build's seconds; then, for each case, new_input,
+data_ptr, ptrs_equal, storage_weak_ref and facts against
+v.untyped_storage()._cdata, v.data_ptr(), torch._C's
+_tensors_data_ptrs_at_indices_equal, _weak_ref() and the Python reads
+(a mismatch is printed and the exit status is 1); then each, warm and
+cold (8 MiB read before each), beside the bindings' reads it replaces,
+in ns. Exit 2 when the module cannot be built (why printed).
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "traces", "pytorch"))
+
+
+def cases(torch, dev):
+    base = torch.arange(4 * 6 * 8, dtype=torch.float32, device=dev).reshape(4, 6, 8)
+    out = {
+        "contiguous": base,
+        "transposed": base.transpose(0, 2),
+        "offset view": base[1:, 2:, ::2],
+        "expanded (stride 0)": torch.ones(3, 1, device=dev).expand(3, 5),
+        "channels_last": torch.ones(2, 3, 4, 5, device=dev).to(memory_format=torch.channels_last),
+        "half": torch.ones(5, 3, dtype=torch.float16, device=dev),
+        "bfloat16": torch.ones(7, dtype=torch.bfloat16, device=dev),
+        "int64 scalar": torch.tensor(7, device=dev),
+        "bool": torch.zeros(3, dtype=torch.bool, device=dev),
+        "empty": torch.empty(0, 4, device=dev),
+        "requires_grad": torch.ones(3, 3, device=dev, requires_grad=True),
+        "Parameter": torch.nn.Parameter(torch.ones(2, 2, device=dev)),
+        "cpu": torch.ones(2, 3),
+        "storage larger than the view": torch.ones(100, device=dev)[:10],
+    }
+    return out
+
+
+def python_reads(torch, t):
+    st = t.untyped_storage()
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.layout is torch.strided, t.get_device(),
+            st._cdata, st.nbytes(), t.data_ptr())
+
+
+def check(torch, reads, dev):
+    bad = []
+    U = torch.UntypedStorage
+    eq = torch._C._tensors_data_ptrs_at_indices_equal
+    cs = cases(torch, dev)
+    for name, t in cs.items():
+        want = python_reads(torch, t)
+        got = reads.facts(t)
+        if tuple(got) != want:
+            bad.append("%s: facts %r, python %r" % (name, got, want))
+        if reads.data_ptr(t) != t.data_ptr():
+            bad.append("%s: data_ptr" % name)
+        # new_input: (storage, pointer) for its own facts; None for each
+        # one fact changed.
+        shape, stride, off, strided, device, cd, nbytes, ptr = want
+        ok = reads.new_input(t, t.dtype, t.shape, stride, device, nbytes)
+        if off == 0 and strided:
+            if ok != (cd, ptr):
+                bad.append("%s: new_input %r, want %r" % (name, ok, (cd, ptr)))
+        elif ok is not None:
+            bad.append("%s: new_input took offset %d" % (name, off))
+        other = torch.float64 if t.dtype is not torch.float64 else torch.float32
+        for what, args in (("dtype", (other, t.shape, stride, device, nbytes)),
+                           ("shape", (t.dtype, tuple(shape) + (1,), stride, device, nbytes)),
+                           ("stride", (t.dtype, t.shape, tuple(s + 1 for s in stride), device, nbytes)),
+                           ("device", (t.dtype, t.shape, stride, device + 7, nbytes)),
+                           ("nbytes", (t.dtype, t.shape, stride, device, nbytes + 1))):
+            if what == "stride" and not stride:
+                continue
+            if reads.new_input(t, *args) is not None:
+                bad.append("%s: new_input took another %s" % (name, what))
+        h = reads.storage_weak_ref(t)
+        if h != cd or U._expired(h):
+            bad.append("%s: storage_weak_ref %r (storage %r), expired %r" % (name, h, cd, U._expired(h)))
+        U._free_weak_ref(h)
+    ts = list(cs.values())
+    ptrs = [t.data_ptr() for t in ts]
+    idx = list(range(len(ts)))
+    for what, p, i in (("all", ptrs, idx), ("one moved", ptrs[:3] + [ptrs[3] + 4] + ptrs[4:], idx),
+                       ("the moved one not asked", ptrs[:3] + [ptrs[3] + 4] + ptrs[4:], idx[:3] + idx[4:]),
+                       ("none asked", ptrs, [])):
+        if reads.ptrs_equal(ts, p, i) != eq(ts, p, i):
+            bad.append("ptrs_equal %s: %r, torch %r" % (what, reads.ptrs_equal(ts, p, i), eq(ts, p, i)))
+    for what, arg in (("not a tensor", 3), ("a list", [1])):
+        if reads.new_input(arg, torch.float32, (1,), (1,), 0, 4) is not None:
+            bad.append("new_input took %s" % what)
+    # A weak reference outlives its storage, and says so.
+    t = torch.ones(16, device=dev)
+    h = reads.storage_weak_ref(t)
+    del t
+    if not U._expired(h):
+        bad.append("storage_weak_ref: not expired after its storage died")
+    U._free_weak_ref(h)
+    return bad, len(cs)
+
+
+def timings(torch, reads, dev, iters, cold_iters, evict_mb):
+    t = torch.randn(32, 64, device=dev)
+    strided = torch.strided
+    dt, shape, stride, device, nbytes = t.dtype, t.shape, t.stride(), t.get_device(), t.untyped_storage().nbytes()
+    ins = [torch.randn(4, device=dev) for _ in range(7)]
+    ptrs = [x.data_ptr() for x in ins]
+    idx = list(range(7))
+    eq = torch._C._tensors_data_ptrs_at_indices_equal
+    U = torch.UntypedStorage
+    s = t.untyped_storage()
+
+    def bindings_new_input():
+        # (fastpath.fresh_input's reads without reads: the checks, then the
+        # storage, its handle and size, the data pointer)
+        if (t.layout is not strided or t.dtype is not dt or t.shape != shape or t.stride() != stride
+                or t.storage_offset() != 0 or t.get_device() != device):
+            return None
+        st = t.untyped_storage()
+        if st.nbytes() != nbytes:
+            return None
+        return st._cdata, t.data_ptr()
+
+    ops = [
+        ("a new input's reads: bindings", bindings_new_input),
+        ("a new input's reads: reads.new_input", lambda: reads.new_input(t, dt, shape, stride, device, nbytes)),
+        ("7 pointers: torch._C._tensors_data_ptrs_at_indices_equal", lambda: eq(ins, ptrs, idx)),
+        ("7 pointers: reads.ptrs_equal", lambda: reads.ptrs_equal(ins, ptrs, idx)),
+        ("data pointer: t.data_ptr()", lambda: t.data_ptr()),
+        ("data pointer: reads.data_ptr", lambda: reads.data_ptr(t)),
+        ("storage weak ref: s._weak_ref() + free", lambda: U._free_weak_ref(t.untyped_storage()._weak_ref())),
+        ("storage weak ref: reads.storage_weak_ref + free", lambda: U._free_weak_ref(reads.storage_weak_ref(t))),
+        ("nothing (the loop's own cost)", lambda: None),
+    ]
+    view = memoryview(bytearray(evict_mb << 20))[::64]
+
+    def timed(fn, n, cold):
+        if not cold:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn()
+            return (time.perf_counter_ns() - t0) / n
+        ns = 0
+        for _ in range(n):
+            bytes(view)
+            t0 = time.perf_counter_ns()
+            fn()
+            ns += time.perf_counter_ns() - t0
+        return ns / n
+
+    print("\nns an operation, medians of 3 rounds (warm: %d in a loop; cold: %d, %d MiB read before each)"
+          % (iters, cold_iters, evict_mb))
+    print("| operation | warm | cold |")
+    print("| --- | --- | --- |")
+    for name, fn in ops:
+        warm = statistics.median(timed(fn, iters, False) for _ in range(3))
+        cold = statistics.median(timed(fn, cold_iters, True) for _ in range(3))
+        print("| %s | %.0f | %.0f |" % (name, warm, cold))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--no-time", action="store_true")
+    ap.add_argument("--iters", type=int, default=20000)
+    ap.add_argument("--cold-iters", type=int, default=500)
+    ap.add_argument("--evict-mb", type=int, default=8)
+    a = ap.parse_args()
+    import torch
+    from cgtrace import cpp as R
+    os.environ["CGTRACE_CPP"] = "wait"
+    so = R.module_path(torch)
+    built = os.path.exists(so)
+    t0 = time.perf_counter()
+    mod, why = R.load(torch)
+    secs = time.perf_counter() - t0
+    print("torch %s, Python %s; %s" % (torch.__version__, sys.version.split()[0], so))
+    if mod is None:
+        print("not built: %s" % why)
+        return 2
+    print("- %s in %.1f s" % ("loaded from the cache" if built else "built and loaded", secs))
+    bad, n = check(torch, mod, a.device)
+    print("- %d layouts and the pointer, weak-reference and refusal cases against torch's reads: %s"
+          % (n, "all equal" if not bad else "%d MISMATCHES" % len(bad)))
+    for b in bad:
+        print("  - " + b)
+    if not a.no_time:
+        timings(torch, mod, a.device, a.iters, a.cold_iters, a.evict_mb)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+// _cpp.cpp: the torch reads the recorder's lean paths make at a call,
+// through libtorch's C++ API (cpp.py builds it against the installed
+// torch, once, and says why not where it cannot).
+//
+// Why: a new input's class, layout, dtype, shape, strides, offset,
+// device, storage, size and data pointer read through torch's Python
+// bindings are ten calls of torch's binding code, each 3.5 to 6 us with
+// the caches as a real program's call leaves them (BENCHMARKS.md,
+// session 17); read here they are fields of the tensor's TensorImpl and
+// StorageImpl. Each function has the contract of the Python reads it
+// replaces (cpp.py's reference, tested against torch's own reads on
+// the GPU: tools/gpu/cpp-check.py), and reads, never changes, the
+// tensors (data() where Python's data_ptr() calls mutable_data(): a
+// lazily cloned tensor is not materialized by the recording).
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <exception>
+
+namespace {
+
+constexpr int kApi = 1;
+
+// The TensorImpl of t when t is a defined tensor, else nullptr (an error
+// set only when asking raised).
+c10::TensorImpl *impl_of(PyObject *t) {
+  if (!THPVariable_Check(t))
+    return nullptr;
+  const at::Tensor &x = THPVariable_Unpack(t);
+  return x.defined() ? x.unsafeGetTensorImpl() : nullptr;
+}
+
+// Python's t.get_device(): the index, -1 on the CPU.
+long device_of(c10::TensorImpl *ti) {
+  c10::Device d = ti->device();
+  return d.is_cpu() ? -1 : (long)d.index();
+}
+
+// r equals the tuple of ints t (a torch.Size or a tuple): 1, 0, -1.
+int same_ints(c10::IntArrayRef r, PyObject *t) {
+  if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (Py_ssize_t)r.size())
+    return 0;
+  for (size_t i = 0; i < r.size(); i++) {
+    PyObject *o = PyTuple_GET_ITEM(t, (Py_ssize_t)i);
+    if (!PyLong_CheckExact(o))
+      return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+      return -1;
+    if (overflow || v != (long long)r[i])
+      return 0;
+  }
+  return 1;
+}
+
+PyObject *ints(c10::IntArrayRef r) {
+  PyObject *t = PyTuple_New((Py_ssize_t)r.size());
+  if (t == nullptr)
+    return nullptr;
+  for (size_t i = 0; i < r.size(); i++) {
+    PyObject *v = PyLong_FromLongLong((long long)r[i]);
+    if (v == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
+  }
+  return t;
+}
+
+// A C++ exception as the RuntimeError torch's binding raises for it.
+PyObject *raised(const std::exception &e) {
+  if (!PyErr_Occurred())
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  return nullptr;
+}
+
+// new_input(v, dtype, shape, stride, device, nbytes): (storage, data
+// pointer) as ints (v.untyped_storage()._cdata, v.data_ptr()) when v is
+// a strided tensor of that dtype, shape, strides, offset 0, device
+// (get_device()) over a storage of nbytes bytes; else None.
+PyObject *new_input(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  if (n != 6) {
+    PyErr_SetString(PyExc_TypeError, "new_input(v, dtype, shape, stride, device, nbytes)");
+    return nullptr;
+  }
+  try {
+    c10::TensorImpl *ti = impl_of(args[0]);
+    if (ti == nullptr) {
+      if (PyErr_Occurred())
+        return nullptr;
+      Py_RETURN_NONE;
+    }
+    if (!THPDtype_Check(args[1]) || ti->layout() != c10::kStrided
+        || ti->dtype().toScalarType() != reinterpret_cast<THPDtype *>(args[1])->scalar_type
+        || ti->has_symbolic_sizes_strides() || ti->storage_offset() != 0 || !PyLong_Check(args[4])
+        || !PyLong_Check(args[5]))
+      Py_RETURN_NONE;
+    int t;
+    if ((t = same_ints(ti->sizes(), args[2])) <= 0 || (t = same_ints(ti->strides(), args[3])) <= 0) {
+      if (t < 0)
+        return nullptr;
+      Py_RETURN_NONE;
+    }
+    long dev = PyLong_AsLong(args[4]);
+    if (dev == -1 && PyErr_Occurred())
+      return nullptr;
+    if (device_of(ti) != dev)
+      Py_RETURN_NONE;
+    const c10::Storage &st = ti->storage();
+    Py_ssize_t want = PyLong_AsSsize_t(args[5]);
+    if (want == -1 && PyErr_Occurred())
+      return nullptr;
+    if ((Py_ssize_t)st.nbytes() != want)
+      Py_RETURN_NONE;
+    return Py_BuildValue("(NN)", PyLong_FromVoidPtr(st.unsafeGetStorageImpl()),
+                         PyLong_FromVoidPtr(const_cast<void *>(ti->data())));
+  } catch (const std::exception &e) {
+    return raised(e);
+  }
+}
+
+// storage_weak_ref(v): a weak reference to v's storage, the handle
+// v.untyped_storage()._weak_ref() gives (torch.UntypedStorage._expired
+// and _free_weak_ref take it).
+PyObject *storage_weak_ref(PyObject *, PyObject *v) {
+  try {
+    c10::TensorImpl *ti = impl_of(v);
+    if (ti == nullptr) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "storage_weak_ref: a tensor expected");
+      return nullptr;
+    }
+    return PyLong_FromVoidPtr(c10::raw::intrusive_ptr::make_weak(ti->storage().unsafeGetStorageImpl()));
+  } catch (const std::exception &e) {
+    return raised(e);
+  }
+}
+
+// data_ptr(t): t.data_ptr().
+PyObject *data_ptr(PyObject *, PyObject *t) {
+  try {
+    c10::TensorImpl *ti = impl_of(t);
+    if (ti == nullptr) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "data_ptr: a tensor expected");
+      return nullptr;
+    }
+    return PyLong_FromVoidPtr(const_cast<void *>(ti->data()));
+  } catch (const std::exception &e) {
+    return raised(e);
+  }
+}
+
+// ptrs_equal(tensors, ptrs, indices): torch._C's
+// _tensors_data_ptrs_at_indices_equal: each tensor at an index of
+// indices is at the data pointer ptrs holds at that index (three lists).
+PyObject *ptrs_equal(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  if (n != 3 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyList_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError, "ptrs_equal(tensors, ptrs, indices): three lists");
+    return nullptr;
+  }
+  try {
+    PyObject *idx = args[2];
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(idx); k++) {
+      Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, k));
+      if (i == -1 && PyErr_Occurred())
+        return nullptr;
+      if (i < 0 || i >= PyList_GET_SIZE(args[0]) || i >= PyList_GET_SIZE(args[1])) {
+        PyErr_SetString(PyExc_IndexError, "ptrs_equal: an index out of range");
+        return nullptr;
+      }
+      c10::TensorImpl *ti = impl_of(PyList_GET_ITEM(args[0], i));
+      if (ti == nullptr) {
+        if (!PyErr_Occurred())
+          PyErr_SetString(PyExc_TypeError, "ptrs_equal: a tensor expected");
+        return nullptr;
+      }
+      PyObject *want = PyList_GET_ITEM(args[1], i);
+      if (!PyLong_Check(want))
+        Py_RETURN_FALSE;
+      void *p = PyLong_AsVoidPtr(want);
+      if (p == nullptr && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+      }
+      if (const_cast<void *>(ti->data()) != p)
+        Py_RETURN_FALSE;
+    }
+  } catch (const std::exception &e) {
+    return raised(e);
+  }
+  Py_RETURN_TRUE;
+}
+
+// facts(t): what the functions above read of t, for tests and tools:
+// (shape, strides, offset, strided, device, storage, nbytes, data pointer).
+PyObject *facts(PyObject *, PyObject *t) {
+  try {
+    c10::TensorImpl *ti = impl_of(t);
+    if (ti == nullptr) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "facts: a tensor expected");
+      return nullptr;
+    }
+    const c10::Storage &st = ti->storage();
+    return Py_BuildValue("(NNLOlNnN)", ints(ti->sizes()), ints(ti->strides()), (long long)ti->storage_offset(),
+                         ti->layout() == c10::kStrided ? Py_True : Py_False, device_of(ti),
+                         PyLong_FromVoidPtr(st.unsafeGetStorageImpl()), (Py_ssize_t)st.nbytes(),
+                         PyLong_FromVoidPtr(const_cast<void *>(ti->data())));
+  } catch (const std::exception &e) {
+    return raised(e);
+  }
+}
+
+PyMethodDef methods[] = {
+    {"new_input", (PyCFunction)(void (*)(void))new_input, METH_FASTCALL, "A new input's reads and checks."},
+    {"storage_weak_ref", (PyCFunction)storage_weak_ref, METH_O, "v.untyped_storage()._weak_ref()."},
+    {"data_ptr", (PyCFunction)data_ptr, METH_O, "t.data_ptr()."},
+    {"ptrs_equal", (PyCFunction)(void (*)(void))ptrs_equal, METH_FASTCALL,
+     "torch._C._tensors_data_ptrs_at_indices_equal."},
+    {"facts", (PyCFunction)facts, METH_O, "What the others read of a tensor."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cgtrace_cpp", "The lean paths' torch reads in C++.", -1, methods};
+
+} // namespace
+
+PyMODINIT_FUNC PyInit__cgtrace_cpp(void) {
+  PyObject *m = PyModule_Create(&module);
+  if (m != nullptr && PyModule_AddIntConstant(m, "API", kApi) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

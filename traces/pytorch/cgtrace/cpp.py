@@ -1,0 +1,177 @@
+"""The torch reads the lean paths make at a call (a new input's layout,
+dtype, shape, strides, offset, device, storage, size and data pointer;
+the kept inputs' data pointers; a storage's weak reference), through
+libtorch's C++ API: _cpp.cpp, built against the installed torch the
+first time a machine records with it, into CGTRACE_CACHE, then loaded
+from there. Where it cannot be had (no C++ compiler, no torch headers,
+the stand-in torch of the tests, CGTRACE_CPP=0), the lean paths read
+through torch's Python bindings as before; the trace is the same either
+way (tools/gpu/cpp-check.py holds each function to torch's own reads).
+
+Why: each of those reads through torch's bindings runs torch's binding
+code, 3.5 to 6 us a read with the caches as a real program's call
+leaves them, about twenty at a new-input call (BENCHMARKS.md, session
+17); here each is a field of the tensor's TensorImpl or StorageImpl.
+
+The build takes tens of seconds (torch's headers), so a recording that
+finds none starts it in another process and goes on without it; the
+next recording on the machine has it. CGTRACE_CPP=wait builds it
+before the recording starts (the GPU tools, a benchmark).
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+from . import fastpath, torch_api
+
+API = 1
+_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cpp.cpp")
+_NAME = "_cgtrace_cpp"
+_loaded = {}
+
+
+def module_path(torch):
+    """Where the build for this torch and interpreter is: named by the
+    hash of _cpp.cpp, of this Python and of the torch it is built
+    against (its version and where it is installed)."""
+    import sysconfig
+    with open(_SRC, "rb") as fh:
+        src = fh.read()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    key = hashlib.sha256(src + sys.version.encode() + suffix.encode()
+                         + str(getattr(torch, "__version__", "")).encode()
+                         + os.path.dirname(os.path.abspath(getattr(torch, "__file__", "") or "")).encode())
+    return os.path.join(fastpath._cache_dir(), "%s-%s%s" % (_NAME, key.hexdigest()[:16], suffix))
+
+
+def build_command(torch, out):
+    """The compiler's command that builds _cpp.cpp into out against
+    torch (its headers, its libraries, its C++ ABI). Raises OSError
+    when there is no C++ compiler, or torch has no headers."""
+    import shutil
+    import sysconfig
+    cxx = None
+    for c in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        words = (c or "").split()
+        if words and shutil.which(words[0]):
+            cxx = words
+            break
+    if cxx is None:
+        raise OSError("no C++ compiler (CXX, c++, g++, clang++)")
+    incs = torch_api.cpp_include_paths()
+    if not any(os.path.exists(os.path.join(p, "torch", "csrc", "autograd", "python_variable.h")) for p in incs):
+        raise OSError("torch %s has no C++ headers" % torch.__version__)
+    lib = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "lib")
+    abi = int(bool(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True)))
+    cmd = cxx + ["-O2", "-std=c++17", "-shared", "-fPIC", "-w", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi]
+    cmd += ["-I" + p for p in incs] + ["-I" + sysconfig.get_paths()["include"], _SRC, "-o", out,
+                                       "-L" + lib, "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python",
+                                       "-Wl,-rpath," + lib]
+    if sys.platform == "darwin":
+        cmd[1:1] = ["-undefined", "dynamic_lookup"]
+    return cmd
+
+
+def _import(so):
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.ExtensionFileLoader(_NAME, so)
+    spec = importlib.util.spec_from_file_location(_NAME, so, loader=loader)
+    m = importlib.util.module_from_spec(spec)
+    loader.exec_module(m)
+    if getattr(m, "API", None) != API:
+        raise ImportError("%s: API %r, not %d" % (so, getattr(m, "API", None), API))
+    return m
+
+
+def build(torch, so, background):
+    """Builds _cpp.cpp into so, whole or not at all (the compiler
+    writes a temporary file, renamed into place): at once (raising
+    RuntimeError with the compiler's message when it fails), or started
+    in another process that outlives this one (the Popen of the shell
+    that started it, ended; None when another process is building it
+    already)."""
+    import tempfile
+    os.makedirs(os.path.dirname(so), exist_ok=True)
+    mark = so + ".building"
+    if background:
+        # One build at a time on a machine (a suite's processes start
+        # together): a marker made exclusively, taken away when the build
+        # ends; one older than the build's limit is a killed build's.
+        try:
+            if time.time() - os.path.getmtime(mark) < 600:
+                return None
+            os.unlink(mark)
+        except OSError:
+            pass
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            return None
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so), suffix=".so.tmp")
+    os.close(fd)
+    started = False
+    try:
+        cmd = build_command(torch, tmp)
+        if background:
+            # (a shell, so that the rename follows the compiler's success
+            # in that process, whether or not this one is still running;
+            # started in the background of a shell that ends at once, so
+            # that this process has no child left to wait for)
+            script = ('tmp=$0 so=$1; shift; { { if command -v timeout >/dev/null; then timeout 600 "$@"; '
+                      'else "$@"; fi; } && mv -f "$tmp" "$so"; rm -f "$tmp" "$so.building"; } &')
+            p = subprocess.Popen(["/bin/sh", "-c", script, tmp, so] + cmd, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            started = True
+            p.wait()
+            return p
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError("%s: %s" % (cmd[0], p.stdout.decode("utf-8", "replace").strip()[-600:]))
+        os.replace(tmp, so)
+    finally:
+        if not started:
+            for f in (tmp,) + ((mark,) if background else ()):
+                if os.path.exists(f):
+                    os.unlink(f)
+    return None
+
+
+def load(torch):
+    """(reads, why): the built module for this torch, or None and why
+    not (a build started in the background says so). Once a process."""
+    if "got" in _loaded:
+        return _loaded["got"]
+    got = _load(torch)
+    _loaded["got"] = got
+    return got
+
+
+def use(got):
+    """load() answers got ((module or None, why)) from here on: the tests'
+    stand-in reads, a tool timing the bindings' reads."""
+    _loaded["got"] = got
+
+
+def _load(torch):
+    mode = os.environ.get("CGTRACE_CPP", "1")
+    if mode == "0":
+        return None, "CGTRACE_CPP=0"
+    if sys.platform == "win32":
+        return None, "not built on Windows"
+    try:
+        so = module_path(torch)
+        if not os.path.exists(so):
+            if mode != "wait":
+                p = build(torch, so, background=True)
+                return None, "%s %s in the background for torch %s (used from the next recording)" % (
+                    "building" if p is not None else "another process is building", os.path.basename(so),
+                    torch.__version__)
+            build(torch, so, background=False)
+        return _import(so), None
+    except Exception as e:  # (no compiler, no headers, a failed build: torch's bindings)
+        return None, "%s: %s" % (type(e).__name__, e)

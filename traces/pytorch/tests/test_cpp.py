@@ -1,0 +1,207 @@
+"""cpp.py, the loader of the lean paths' torch reads through libtorch's
+C++ API: where it finds a build, how it starts one (in the background, one
+at a time on a machine, whole or not at all) and why it says it has none.
+_cpp.cpp itself needs a real torch: tools/gpu/cpp-check.py holds it
+to torch's own reads on the GPU; the recorder with it is tested with the
+stand-in's CppReads (test_fastpath)."""
+
+import os
+import shutil
+import stat
+import sys
+import sysconfig
+import tempfile
+import time
+import types
+import unittest
+from unittest import mock
+
+import fake_torch as fake  # (puts the recorder on sys.path)
+
+from cgtrace import cpp as R  # noqa: E402
+from cgtrace import torch_api  # noqa: E402
+
+# A module of _cpp.cpp's name and API, in C: what the stand-in
+# compiler below builds in its place (this machine has no torch headers).
+STAND_IN = r"""
+#include <Python.h>
+static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "_cgtrace_cpp", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__cgtrace_cpp(void) {
+    PyObject *mod = PyModule_Create(&m);
+    if (mod != NULL) PyModule_AddIntConstant(mod, "API", %d);
+    return mod;
+}
+"""
+
+
+def _cc():
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    return cc if shutil.which(cc) and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) \
+        else None
+
+
+class ReadsLoadTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.cache = os.path.join(self.dir.name, "cache")
+        # A torch with C++ headers (a folder holding python_variable.h)
+        # and a lib folder, as the loader looks for them.
+        inc = os.path.join(self.dir.name, "include")
+        os.makedirs(os.path.join(inc, "torch", "csrc", "autograd"))
+        open(os.path.join(inc, "torch", "csrc", "autograd", "python_variable.h"), "w").close()
+        self.torch = types.SimpleNamespace(__version__="2.11.0-test",
+                                           __file__=os.path.join(self.dir.name, "torch", "__init__.py"),
+                                           _C=types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=True))
+        p = mock.patch.object(torch_api, "cpp_include_paths", lambda: [inc])
+        p.start()
+        self.addCleanup(p.stop)
+        p = mock.patch.dict(R._loaded, clear=True)
+        p.start()
+        self.addCleanup(p.stop)
+
+    def compiler(self, body, name="cxx.sh"):
+        """A stand-in C++ compiler (CXX): a shell script running body,
+        with $out the file it is asked to write."""
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w") as fh:
+            fh.write('#!/bin/sh\nout=""\nwhile [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done\n'
+                     + body + "\n")
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def env(self, mode, cxx):
+        return mock.patch.dict(os.environ, {"CGTRACE_CPP": mode, "CGTRACE_CACHE": self.cache, "CXX": cxx})
+
+    def builder(self, api=R.API):
+        """A compiler that builds the C stand-in of the module (API api)."""
+        cc = _cc()
+        if cc is None:
+            self.skipTest("no C compiler or no Python.h here")
+        src = os.path.join(self.dir.name, "stand_in.c")
+        with open(src, "w") as fh:
+            fh.write(STAND_IN % api)
+        return self.compiler('%s -shared -fPIC -I%s %s -o "$out"'
+                             % (cc, sysconfig.get_paths()["include"], src), name="builder.sh")
+
+    def left(self):
+        return sorted(os.listdir(self.cache)) if os.path.exists(self.cache) else []
+
+    def test_off(self):
+        with self.env("0", "/nonexistent"):
+            self.assertEqual(R.load(self.torch), (None, "CGTRACE_CPP=0"))
+        self.assertEqual(self.left(), [])
+
+    def test_the_stand_in_torch_has_no_headers(self):
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        import torch
+        with self.env("wait", "/nonexistent"), mock.patch.object(torch_api, "cpp_include_paths", lambda: []):
+            mod, why = R.load(torch)
+        self.assertIsNone(mod)
+        self.assertIn("has no C++ headers", why)
+        self.assertEqual(self.left(), [])  # (nothing half-built, no marker)
+
+    def test_no_compiler(self):
+        with self.env("1", "/nonexistent/c++"), mock.patch("shutil.which", return_value=None):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(mod)
+        self.assertIn("no C++ compiler", why)
+        self.assertEqual(self.left(), [])
+
+    def test_built_at_once_then_loaded_from_the_cache(self):
+        cxx = self.builder()
+        with self.env("wait", cxx):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(why)
+        self.assertEqual(mod.API, R.API)
+        self.assertEqual(self.left(), [os.path.basename(R.module_path(self.torch))])
+        # Another process, the build there: loaded, not built again.
+        R._loaded.clear()
+        with self.env("1", self.compiler("exit 1")):
+            mod2, why2 = R.load(self.torch)
+        self.assertIsNone(why2)
+        self.assertEqual(mod2.API, R.API)
+
+    def test_a_failed_build_says_why_and_leaves_nothing(self):
+        with self.env("wait", self.compiler('echo "error: no such header" >&2; exit 1')):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(mod)
+        self.assertIn("RuntimeError", why)
+        self.assertIn("no such header", why)
+        self.assertEqual(self.left(), [])
+
+    def test_a_module_of_another_api_is_not_used(self):
+        with self.env("wait", self.builder(api=R.API + 1)):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(mod)
+        self.assertIn("API %d, not %d" % (R.API + 1, R.API), why)
+
+    def test_another_torch_another_build(self):
+        other = types.SimpleNamespace(**dict(vars(self.torch), __version__="2.14.1"))
+        self.assertNotEqual(R.module_path(self.torch), R.module_path(other))
+
+    def wait_for(self, cond, what):
+        deadline = time.time() + 60
+        while not cond():
+            if time.time() > deadline:
+                self.fail("%s: not after 60 s (%s)" % (what, self.left()))
+            time.sleep(0.05)
+
+    def test_built_in_the_background_one_at_a_time(self):
+        cc = self.builder()
+        gate = os.path.join(self.dir.name, "go")
+        # (the compiler waits for the test's word: the build is under way
+        # while the test looks)
+        slow = self.compiler('while [ ! -e %s ]; do sleep 0.05; done\n"%s" -o "$out"' % (gate, cc))
+        so = R.module_path(self.torch)
+        with self.env("1", slow):
+            mod, why = R.load(self.torch)
+            self.assertIsNone(mod)
+            self.assertIn("building %s in the background" % os.path.basename(so), why)
+            self.assertIn(os.path.basename(so) + ".building", self.left())
+            # A second process meanwhile starts none.
+            R._loaded.clear()
+            mod, why = R.load(self.torch)
+            self.assertIsNone(mod)
+            self.assertIn("another process is building", why)
+            open(gate, "w").close()
+            self.wait_for(lambda: self.left() == [os.path.basename(so)], "the build renamed into place")
+            R._loaded.clear()
+            mod, why = R.load(self.torch)
+        self.assertIsNone(why)
+        self.assertEqual(mod.API, R.API)
+
+    def test_a_failed_background_build_leaves_nothing(self):
+        so = R.module_path(self.torch)
+        with self.env("1", self.compiler('echo partial > "$out"; exit 1')):
+            mod, why = R.load(self.torch)
+            self.assertIn("in the background", why)
+            self.wait_for(lambda: self.left() == [], "the failed build cleaned away")
+        self.assertFalse(os.path.exists(so))
+
+    def test_a_killed_builds_marker_is_taken_over(self):
+        so = R.module_path(self.torch)
+        os.makedirs(self.cache)
+        mark = so + ".building"
+        open(mark, "w").close()
+        old = time.time() - 3600
+        os.utime(mark, (old, old))
+        with self.env("1", self.compiler("exit 1")):
+            mod, why = R.load(self.torch)
+        self.assertIn("building %s in the background" % os.path.basename(so), why)
+        self.wait_for(lambda: self.left() == [], "the new build's failure cleaned away")
+
+
+class RecorderSaysTest(fake.FakeTorchTest):
+    def test_the_recorder_says_why_it_reads_through_the_bindings(self):
+        import cgtrace
+        with mock.patch.dict(R._loaded, clear=True), mock.patch.dict(os.environ, {"CGTRACE_CPP": "0"}):
+            with cgtrace.record(os.path.join(self.dir.name, "t.cgt.jsonl")) as rec:
+                pass
+        self.assertIsNone(rec._cpp)
+        self.assertEqual(rec.cpp_why, "CGTRACE_CPP=0")
+
+
+if __name__ == "__main__":
+    unittest.main()
