@@ -265,6 +265,11 @@ suite_unchanged() {
 	# on the real programs: the C checks against the Python ones.
 	step fastpath 120 . python3 -m unittest discover -v -s traces/pytorch/tests -p test_fastpath.py
 	show fastpath 'skipped|FAIL|ERROR|^Ran|^OK' 20
+	# The lean paths' C++ reads (cgtrace/_cpp.cpp) built against this
+	# torch (into the cache the programs below load it from) and held to
+	# torch's own reads on every layout, then timed beside them.
+	step cpp-check 300 . python3 tools/gpu/cpp-check.py
+	show cpp-check '.' 30
 	# The recorder's read of a small tensor's values allocates nothing on
 	# the GPU, whatever the tensor's layout.
 	step host-values 60 . python3 tools/gpu/host-values.py
@@ -309,6 +314,11 @@ peer_begin() {
 	((dry)) || mkdir -p "$1"
 	((dry)) && echo "  needs: PEER_FILE (${peer_file}), PEER_SUITE (${peer_suite:-../shared/tools/peer-suite})${2:-}"
 	step peer-guard 60 . @peer_guard "$1"
+	# The recorder's C checks and C++ reads built once before the tests
+	# (a recording would otherwise start the C++ build itself, in the
+	# background, and use it only from the next recording).
+	step cgtrace-build 300 traces/pytorch python3 -m cgtrace build
+	show cgtrace-build 'cgtrace:' 3
 }
 
 suite_peer() {
@@ -423,6 +433,11 @@ suite_overhead() {
 	# recorder both ways in the same rounds (session 16).
 	step overhead-c 150 . python3 tools/gpu/recorder-overhead.py --both --baseline python --iters 1000 --rounds 7
 	show overhead-c '^[^ ]' 20
+	# The lean paths' C++ reads against torch's bindings, the same
+	# recorder both ways in the same rounds (session 18; the C++ module
+	# built first).
+	step overhead-cpp 400 . python3 tools/gpu/recorder-overhead.py --both --baseline bindings --iters 1000 --rounds 7
+	show overhead-cpp '^[^ ]' 20
 }
 
 # ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------

@@ -1,5 +1,7 @@
 """The command line: `python3 -m cgtrace run SCRIPT` records a script,
-`summary TRACE` counts what a trace holds (no torch needed)."""
+`summary TRACE` counts what a trace holds (no torch needed), `build`
+builds the recorder's C checks and C++ reads now (a recording otherwise
+builds them at its start, the C++ ones in the background for the next)."""
 
 import argparse
 import json
@@ -59,6 +61,31 @@ def torch_missing():
             "cgtrace summary needs no torch)" % sys.executable)
 
 
+def build():
+    """`build`: the lean paths' C checks (fastpath.py) and C++ reads
+    (cpp.py, against this torch) built at once; prints what a recording
+    will use and why not the built ones. Exit 1 when either cannot be
+    had (the recording still runs, on the Python parts)."""
+    import time
+    from . import cpp, fastpath
+    t0 = time.perf_counter()
+    checks, why = fastpath.load()
+    print("cgtrace: the lean paths' checks: %s" % (
+        "C (%s)" % checks.__file__ if why is None else "Python (%s)" % why))
+    missing = torch_missing()
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        return 2
+    import torch
+    if os.environ.get("CGTRACE_CPP", "1") != "0":
+        os.environ["CGTRACE_CPP"] = "wait"  # (built now, not in the background)
+    got, why2 = cpp.load(torch)
+    print("cgtrace: the lean paths' torch reads: %s" % (
+        "C++ (%s)" % got.__file__ if got is not None else "torch's bindings (%s)" % why2))
+    print("cgtrace: %.1f s" % (time.perf_counter() - t0))
+    return 0 if why is None and got is not None else 1
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m cgtrace",
                                 description="Record a PyTorch program's CUDAGraph Trees activity as a cgtviz trace.")
@@ -73,11 +100,15 @@ def main(argv=None):
     r.add_argument("args", nargs=argparse.REMAINDER)
     s = sub.add_parser("summary", help="print what a recorded trace holds")
     s.add_argument("traces", nargs="+")
+    sub.add_parser("build", help="build the recorder's C checks and its C++ reads of torch's tensors now, "
+                                 "into CGTRACE_CACHE, and say which a recording will use")
     a = p.parse_args(argv)
     if a.cmd == "summary":
         for t in a.traces:
             print(json.dumps(dict(summarise_file(t), file=t)))
         return 0
+    if a.cmd == "build":
+        return build()
     script = a.script
     if not os.path.exists(script):
         print("cgtrace: no such script: %s" % script, file=sys.stderr)

@@ -87,5 +87,34 @@ class NoTorchTest(unittest.TestCase):
             self.assertIn('"calls": 0', got.stdout)
 
 
+    def test_build_without_torch(self):
+        with tempfile.TemporaryDirectory() as d:
+            got = _cli_without_torch("build", cwd=d)
+            self.assertEqual(got.returncode, 2, got.stderr)
+            self.assertIn("the lean paths' checks:", got.stdout)
+            self.assertIn("PyTorch is not installed", got.stderr)
+
+
+class BuildTest(unittest.TestCase):
+    def test_build_says_what_a_recording_uses(self):
+        """`build` on the stand-in torch: the C checks built, the C++ reads
+        not (the stand-in has no headers), each said, exit 1."""
+        import fake_torch as fake
+        from unittest import mock
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        import io
+        from contextlib import redirect_stdout
+        from cgtrace import cli, cpp
+        out = io.StringIO()
+        with tempfile.TemporaryDirectory() as d, mock.patch.dict(cpp._loaded, clear=True), \
+                mock.patch.dict(os.environ, {"CGTRACE_CACHE": d}), redirect_stdout(out):
+            rc = cli.main(["build"])
+            self.assertEqual(os.environ.get("CGTRACE_CPP"), "wait")
+        self.assertEqual(rc, 1)
+        self.assertRegex(out.getvalue(), r"the lean paths' checks: (C|Python) \(")
+        self.assertRegex(out.getvalue(), r"the lean paths' torch reads: torch's bindings \(.*\)")
+
+
 if __name__ == "__main__":
     unittest.main()
