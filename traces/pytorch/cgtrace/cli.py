@@ -76,7 +76,8 @@ def build():
     if missing is not None:
         print(missing, file=sys.stderr)
         return 2
-    import torch
+    from . import torch_api
+    torch = torch_api.load()[0]
     if os.environ.get("CGTRACE_CPP", "1") != "0":
         os.environ["CGTRACE_CPP"] = "wait"  # (built now, not in the background)
     got, why2 = cpp.load(torch)
