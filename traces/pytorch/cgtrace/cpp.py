@@ -87,6 +87,21 @@ def _import(so):
     return m
 
 
+def self_check(m, torch, t=None):
+    """Raises ImportError unless m reads what torch's bindings read of t
+    (default: a small CPU tensor, an offset view with strides of its
+    own): a build that does not match the torch it is loaded into (its
+    ABI, its structures) is never used. Once a process, at load."""
+    if t is None:
+        t = torch.ones(2, 4)[:, 1:]
+    st = t.untyped_storage()
+    want = (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.layout is torch.strided, t.get_device(),
+            st._cdata, st.nbytes(), t.data_ptr())
+    got = tuple(m.facts(t))
+    if got != want:
+        raise ImportError("%s reads %r of a tensor torch reads as %r" % (getattr(m, "__file__", m), got, want))
+
+
 def build(torch, so, background):
     """Builds _cpp.cpp into so, whole or not at all (the compiler
     writes a temporary file, renamed into place): at once (raising
@@ -172,6 +187,8 @@ def _load(torch):
                     "building" if p is not None else "another process is building", os.path.basename(so),
                     torch.__version__)
             build(torch, so, background=False)
-        return _import(so), None
+        m = _import(so)
+        self_check(m, torch)
+        return m, None
     except Exception as e:  # (no compiler, no headers, a failed build: torch's bindings)
         return None, "%s: %s" % (type(e).__name__, e)

@@ -59,6 +59,11 @@ class ReadsLoadTest(unittest.TestCase):
         p = mock.patch.dict(R._loaded, clear=True)
         p.start()
         self.addCleanup(p.stop)
+        # (the stand-in module has no reads: its self-check is
+        # SelfCheckTest's)
+        p = mock.patch.object(R, "self_check", lambda m, torch: None)
+        p.start()
+        self.addCleanup(p.stop)
 
     def compiler(self, body, name="cxx.sh"):
         """A stand-in C++ compiler (CXX): a shell script running body,
@@ -191,6 +196,21 @@ class ReadsLoadTest(unittest.TestCase):
             mod, why = R.load(self.torch)
         self.assertIn("building %s in the background" % os.path.basename(so), why)
         self.wait_for(lambda: self.left() == [], "the new build's failure cleaned away")
+
+
+class SelfCheckTest(fake.FakeTorchTest):
+    def test_a_module_that_reads_otherwise_is_refused(self):
+        import torch
+        t = fake.Tensor([2, 4])
+        st = t.untyped_storage()
+        right = (tuple(t.shape), tuple(t.stride()), 0, True, t.get_device(), st._cdata, st.nbytes(), t.data_ptr())
+        ok = types.SimpleNamespace(facts=lambda x: right)
+        R.self_check(ok, torch, t)
+        for i, what in enumerate(("shape", "strides", "offset", "layout", "device", "storage", "nbytes", "pointer")):
+            wrong = right[:i] + ((right[i], 1) if not isinstance(right[i], bool) else (not right[i],),) + right[i + 1:]
+            bad = types.SimpleNamespace(facts=lambda x, w=wrong: w)
+            with self.subTest(what=what), self.assertRaises(ImportError):
+                R.self_check(bad, torch, t)
 
 
 class RecorderSaysTest(fake.FakeTorchTest):
