@@ -38,6 +38,15 @@ c10::TensorImpl *impl_of(PyObject *t) {
   return x.defined() ? x.unsafeGetTensorImpl() : nullptr;
 }
 
+// The TensorImpl of t, or nullptr with TypeError (or what asking
+// raised) set: for the functions whose argument must be a tensor.
+c10::TensorImpl *tensor_impl(PyObject *t, const char *what) {
+  c10::TensorImpl *ti = impl_of(t);
+  if (ti == nullptr && !PyErr_Occurred())
+    PyErr_Format(PyExc_TypeError, "%s: a tensor expected", what);
+  return ti;
+}
+
 // Python's t.get_device(): the index, -1 on the CPU.
 long device_of(c10::TensorImpl *ti) {
   c10::Device d = ti->device();
@@ -134,12 +143,9 @@ PyObject *new_input(PyObject *, PyObject *const *args, Py_ssize_t n) {
 // and _free_weak_ref take it).
 PyObject *storage_weak_ref(PyObject *, PyObject *v) {
   try {
-    c10::TensorImpl *ti = impl_of(v);
-    if (ti == nullptr) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "storage_weak_ref: a tensor expected");
+    c10::TensorImpl *ti = tensor_impl(v, "storage_weak_ref");
+    if (ti == nullptr)
       return nullptr;
-    }
     return PyLong_FromVoidPtr(c10::raw::intrusive_ptr::make_weak(ti->storage().unsafeGetStorageImpl()));
   } catch (const std::exception &e) {
     return raised(e);
@@ -149,12 +155,9 @@ PyObject *storage_weak_ref(PyObject *, PyObject *v) {
 // data_ptr(t): t.data_ptr().
 PyObject *data_ptr(PyObject *, PyObject *t) {
   try {
-    c10::TensorImpl *ti = impl_of(t);
-    if (ti == nullptr) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "data_ptr: a tensor expected");
+    c10::TensorImpl *ti = tensor_impl(t, "data_ptr");
+    if (ti == nullptr)
       return nullptr;
-    }
     return PyLong_FromVoidPtr(const_cast<void *>(ti->data()));
   } catch (const std::exception &e) {
     return raised(e);
@@ -179,12 +182,9 @@ PyObject *ptrs_equal(PyObject *, PyObject *const *args, Py_ssize_t n) {
         PyErr_SetString(PyExc_IndexError, "ptrs_equal: an index out of range");
         return nullptr;
       }
-      c10::TensorImpl *ti = impl_of(PyList_GET_ITEM(args[0], i));
-      if (ti == nullptr) {
-        if (!PyErr_Occurred())
-          PyErr_SetString(PyExc_TypeError, "ptrs_equal: a tensor expected");
+      c10::TensorImpl *ti = tensor_impl(PyList_GET_ITEM(args[0], i), "ptrs_equal");
+      if (ti == nullptr)
         return nullptr;
-      }
       PyObject *want = PyList_GET_ITEM(args[1], i);
       if (!PyLong_Check(want))
         Py_RETURN_FALSE;
@@ -206,12 +206,9 @@ PyObject *ptrs_equal(PyObject *, PyObject *const *args, Py_ssize_t n) {
 // (shape, strides, offset, strided, device, storage, nbytes, data pointer).
 PyObject *facts(PyObject *, PyObject *t) {
   try {
-    c10::TensorImpl *ti = impl_of(t);
-    if (ti == nullptr) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "facts: a tensor expected");
+    c10::TensorImpl *ti = tensor_impl(t, "facts");
+    if (ti == nullptr)
       return nullptr;
-    }
     const c10::Storage &st = ti->storage();
     return Py_BuildValue("(NNLOlNnN)", ints(ti->sizes()), ints(ti->strides()), (long long)ti->storage_offset(),
                          ti->layout() == c10::kStrided ? Py_True : Py_False, device_of(ti),
