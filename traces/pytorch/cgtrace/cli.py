@@ -78,11 +78,14 @@ def build():
         return 2
     from . import torch_api
     torch = torch_api.load()[0]
-    if os.environ.get("CGTRACE_CPP", "1") != "0":
+    asked = os.environ.get("CGTRACE_CPP", cpp.DEFAULT) != "0"
+    if os.environ.get("CGTRACE_CPP") != "0":
         os.environ["CGTRACE_CPP"] = "wait"  # (built now, not in the background)
     got, why2 = cpp.load(torch)
     print("cgtrace: the lean paths' torch reads: %s" % (
-        "C++ (%s)" % got.__file__ if got is not None else "torch's bindings (%s)" % why2))
+        "torch's bindings (%s)" % why2 if got is None else
+        "C++ (%s)" % got.__file__ if asked else
+        "torch's bindings; C++ built (%s), used with CGTRACE_CPP=1" % got.__file__))
     print("cgtrace: %.1f s" % (time.perf_counter() - t0))
     return 0 if why is None and got is not None else 1
 

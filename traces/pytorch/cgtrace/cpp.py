@@ -28,6 +28,11 @@ import time
 from . import fastpath, torch_api
 
 API = 1
+# Whether a recording uses the module when CGTRACE_CPP is not set: off
+# until a GPU run has held this build of it to torch's reads and the real
+# programs' traces to the general path's (tools/gpu/cpp-check.py,
+# deferred-same.py with CGTRACE_CPP=1); CGTRACE_CPP=1 (or wait) asks for it.
+DEFAULT = "0"
 _SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cpp.cpp")
 _NAME = "_cgtrace_cpp"
 _loaded = {}
@@ -173,9 +178,9 @@ def use(got):
 
 
 def _load(torch):
-    mode = os.environ.get("CGTRACE_CPP", "1")
+    mode = os.environ.get("CGTRACE_CPP", DEFAULT)
     if mode == "0":
-        return None, "CGTRACE_CPP=0"
+        return None, "CGTRACE_CPP=0" if "CGTRACE_CPP" in os.environ else "off unless CGTRACE_CPP=1"
     if sys.platform == "win32":
         return None, "not built on Windows"
     try:

@@ -97,6 +97,17 @@ class ReadsLoadTest(unittest.TestCase):
             self.assertEqual(R.load(self.torch), (None, "CGTRACE_CPP=0"))
         self.assertEqual(self.left(), [])
 
+    def test_unset_is_the_default(self):
+        env = dict(os.environ, CGTRACE_CACHE=self.cache, CXX=self.compiler("exit 1"))
+        env.pop("CGTRACE_CPP", None)
+        with mock.patch.dict(os.environ, env, clear=True):
+            got = R.load(self.torch)
+        if R.DEFAULT == "0":
+            self.assertEqual(got, (None, "off unless CGTRACE_CPP=1"))
+            self.assertEqual(self.left(), [])  # (no build started)
+        else:
+            self.assertIn("in the background", got[1])
+
     def test_the_stand_in_torch_has_no_headers(self):
         saved = fake.install_fake_torch()
         self.addCleanup(fake.remove_fake_torch, saved)
