@@ -19,6 +19,7 @@ run to run, so `values` fields are left out of the comparison.
     python3 tools/gpu/deferred-same.py --jobs 6            # every program
     python3 tools/gpu/deferred-same.py graph_break host_reads
     python3 tools/gpu/deferred-same.py --against python    # C checks against Python's
+    python3 tools/gpu/deferred-same.py --against bindings  # C++ reads against torch's bindings
 
 With --against python the second recording takes the lean paths' Python
 checks (CGTRACE_FAST=0) where the first took the C ones (the recorder
@@ -87,18 +88,23 @@ def same_records(deferred_lines, general_lines):
 
 # The second recording's setting, by --against: the general path, or the
 # lean paths' Python checks (fastpath.py) where the first took the C ones.
-AGAINST = {"general": ("CGTRACE_DEFER", "0"), "python": ("CGTRACE_FAST", "0")}
+# --against: the variable the second recording sets, its value there, and
+# the value the first recording sets it to (None: left unset, the default).
+AGAINST = {"general": ("CGTRACE_DEFER", "0", None), "python": ("CGTRACE_FAST", "0", None),
+           "bindings": ("CGTRACE_CPP", "0", "wait")}
 
 
 def record(name, script, args, path, defer, timeout, against="general"):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(ROOT, "traces", "pytorch") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    for k, _ in AGAINST.values():
+    for k, _, _ in AGAINST.values():
         env.pop(k, None)
+    k, second, first = AGAINST[against]
     if not defer:
-        k, v = AGAINST[against]
-        env[k] = v
+        env[k] = second
+    elif first is not None:
+        env[k] = first
     cmd = [sys.executable, "-m", "cgtrace", "run", "-o", path, "--name", name,
            os.path.join(PROGRAMS, script)] + list(args)
     try:
@@ -129,7 +135,8 @@ def main(argv=None):
     ap.add_argument("--against", choices=sorted(AGAINST), default="general",
                     help="the second recording: through the general path (CGTRACE_DEFER=0, the default), or "
                          "with the lean paths' Python checks (CGTRACE_FAST=0), where the first took the C ones "
-                         "(cgtrace/_fastpath.c)")
+                         "(cgtrace/_fastpath.c), or reading tensors through torch's bindings (CGTRACE_CPP=0), "
+                         "where the first read them through the C++ module (CGTRACE_CPP=wait: cgtrace/_cpp.cpp)")
     opts = ap.parse_args(argv)
     listed = _programs()
     try:

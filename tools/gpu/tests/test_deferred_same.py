@@ -38,26 +38,27 @@ class SameRecordsTest(unittest.TestCase):
     def test_the_second_recording_by_against(self):
         """Each recording is a process of its own with the recorder's
         settings in its environment: none in the first (the default: the
-        C checks where built), CGTRACE_DEFER=0 or CGTRACE_FAST=0 in the
-        second, and neither inherited."""
+        C checks where built) but CGTRACE_CPP=wait against the bindings,
+        CGTRACE_DEFER=0, CGTRACE_FAST=0 or CGTRACE_CPP=0 in the second,
+        and none inherited."""
         envs = []
+        keys = ("CGTRACE_DEFER", "CGTRACE_FAST", "CGTRACE_CPP")
 
         class Done:
             returncode, stderr = 0, ""
 
         def run(cmd, env=None, **kw):
-            envs.append({k: env.get(k) for k in ("CGTRACE_DEFER", "CGTRACE_FAST")})
+            envs.append(tuple(env.get(k) for k in keys))
             return Done()
 
         with mock.patch.object(ds.subprocess, "run", run), \
-                mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0", "CGTRACE_FAST": "0"}):
-            for against in ("general", "python"):
+                mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0", "CGTRACE_FAST": "0", "CGTRACE_CPP": "1"}):
+            for against in ("general", "python", "bindings"):
                 for defer in (True, False):
                     self.assertIsNone(ds.record("p", "p.py", [], "/tmp/x", defer, 10, against))
-        self.assertEqual(envs, [{"CGTRACE_DEFER": None, "CGTRACE_FAST": None},
-                                {"CGTRACE_DEFER": "0", "CGTRACE_FAST": None},
-                                {"CGTRACE_DEFER": None, "CGTRACE_FAST": None},
-                                {"CGTRACE_DEFER": None, "CGTRACE_FAST": "0"}])
+        self.assertEqual(envs, [(None, None, None), ("0", None, None),
+                                (None, None, None), (None, "0", None),
+                                (None, None, "wait"), (None, None, "0")])
 
     def test_programs_listed(self):
         names = [n for n, _, _ in ds._programs()]
