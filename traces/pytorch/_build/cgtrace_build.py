@@ -71,11 +71,12 @@ def _write_wheel(wheel_directory, files):
 
 
 def _package_files():
-    """The package's modules and C source (fastpath.py builds
-    _fastpath.c where it runs), by their paths in an archive (cgtrace/x.py),
-    in order; nothing else of its folder (no __pycache__)."""
+    """The package's modules and C and C++ sources (fastpath.py builds
+    _fastpath.c, cpp.py _cpp.cpp, where it runs), by their paths in an
+    archive (cgtrace/x.py), in order; nothing else of its folder (no
+    __pycache__)."""
     folder = os.path.join(HERE, NAME)
-    return sorted("%s/%s" % (NAME, f) for f in os.listdir(folder) if f.endswith((".py", ".c")))
+    return sorted("%s/%s" % (NAME, f) for f in os.listdir(folder) if f.endswith((".py", ".c", ".cpp")))
 
 
 def _package():

@@ -43,10 +43,11 @@ class WheelTest(unittest.TestCase):
         zf = self.build(cgtrace_build.build_wheel)
         info = cgtrace_build.DIST_INFO
         pkg = os.path.join(os.path.dirname(HERE), "cgtrace")
-        modules = sorted(f for f in os.listdir(pkg) if f.endswith((".py", ".c")))
+        modules = sorted(f for f in os.listdir(pkg) if f.endswith((".py", ".c", ".cpp")))
         self.assertIn("__init__.py", modules)
         self.assertIn("__main__.py", modules)
         self.assertIn("_fastpath.c", modules)  # (built where it runs: fastpath.load)
+        self.assertIn("_cpp.cpp", modules)  # (likewise: cpp.load)
         self.assertEqual(sorted(n for n in zf.namelist() if n.startswith("cgtrace/")),
                          ["cgtrace/" + f for f in modules])  # every module, no __pycache__
         for f in modules:
