@@ -286,9 +286,6 @@ suite_unchanged() {
 	step deferred-same-cpp 300 . env CGTRACE_CPP=1 python3 tools/gpu/deferred-same.py --jobs 4 ${PROGRAMS:-}
 	show deferred-same-cpp '^[^Ww]' 40
 	# shellcheck disable=SC2086
-	step cpp-same 300 . python3 tools/gpu/deferred-same.py --against bindings --jobs 4 ${PROGRAMS:-}
-	show cpp-same '^[^Ww]' 40
-	# shellcheck disable=SC2086
 	step fast-same 300 . python3 tools/gpu/deferred-same.py --against python --jobs 4 ${PROGRAMS:-}
 	show fast-same '^[^Ww]' 40
 }

@@ -138,30 +138,31 @@ PyObject *new_input(PyObject *, PyObject *const *args, Py_ssize_t n) {
   }
 }
 
-// storage_weak_ref(v): a weak reference to v's storage, the handle
-// v.untyped_storage()._weak_ref() gives (torch.UntypedStorage._expired
-// and _free_weak_ref take it).
-PyObject *storage_weak_ref(PyObject *, PyObject *v) {
+// read(ti) of tensor t's TensorImpl, for a function of one tensor
+// argument (what: its name): TypeError for another object, a C++
+// exception as RuntimeError.
+template <typename Read> PyObject *of_tensor(PyObject *t, const char *what, Read read) {
   try {
-    c10::TensorImpl *ti = tensor_impl(v, "storage_weak_ref");
-    if (ti == nullptr)
-      return nullptr;
-    return PyLong_FromVoidPtr(c10::raw::intrusive_ptr::make_weak(ti->storage().unsafeGetStorageImpl()));
+    c10::TensorImpl *ti = tensor_impl(t, what);
+    return ti == nullptr ? nullptr : read(ti);
   } catch (const std::exception &e) {
     return raised(e);
   }
 }
 
+// storage_weak_ref(v): a weak reference to v's storage, the handle
+// v.untyped_storage()._weak_ref() gives (torch.UntypedStorage._expired
+// and _free_weak_ref take it).
+PyObject *storage_weak_ref(PyObject *, PyObject *v) {
+  return of_tensor(v, "storage_weak_ref", [](c10::TensorImpl *ti) {
+    return PyLong_FromVoidPtr(c10::raw::intrusive_ptr::make_weak(ti->storage().unsafeGetStorageImpl()));
+  });
+}
+
 // data_ptr(t): t.data_ptr().
 PyObject *data_ptr(PyObject *, PyObject *t) {
-  try {
-    c10::TensorImpl *ti = tensor_impl(t, "data_ptr");
-    if (ti == nullptr)
-      return nullptr;
-    return PyLong_FromVoidPtr(const_cast<void *>(ti->data()));
-  } catch (const std::exception &e) {
-    return raised(e);
-  }
+  return of_tensor(t, "data_ptr",
+                   [](c10::TensorImpl *ti) { return PyLong_FromVoidPtr(const_cast<void *>(ti->data())); });
 }
 
 // ptrs_equal(tensors, ptrs, indices): torch._C's
@@ -205,18 +206,13 @@ PyObject *ptrs_equal(PyObject *, PyObject *const *args, Py_ssize_t n) {
 // facts(t): what the functions above read of t, for tests and tools:
 // (shape, strides, offset, strided, device, storage, nbytes, data pointer).
 PyObject *facts(PyObject *, PyObject *t) {
-  try {
-    c10::TensorImpl *ti = tensor_impl(t, "facts");
-    if (ti == nullptr)
-      return nullptr;
+  return of_tensor(t, "facts", [](c10::TensorImpl *ti) {
     const c10::Storage &st = ti->storage();
     return Py_BuildValue("(NNLOlNnN)", ints(ti->sizes()), ints(ti->strides()), (long long)ti->storage_offset(),
                          ti->layout() == c10::kStrided ? Py_True : Py_False, device_of(ti),
                          PyLong_FromVoidPtr(st.unsafeGetStorageImpl()), (Py_ssize_t)st.nbytes(),
                          PyLong_FromVoidPtr(const_cast<void *>(ti->data())));
-  } catch (const std::exception &e) {
-    return raised(e);
-  }
+  });
 }
 
 PyMethodDef methods[] = {

@@ -691,7 +691,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         Py_CLEAR(x);
     }
     Py_CLEAR(e);
-    if (ptr == NULL) /* (new_input compared it) */
+    if (new_input == Py_None) /* (new_input compared it) */
         TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
     /* by_view.get(vk) in entries or vk in dead_cached or by_storage.get(cd) */
     if ((vk = PyTuple_Pack(4, cd, zero, shape, stride)) == NULL || (x = dict_get(by_view, vk, NULL)) == NULL)

@@ -19,7 +19,6 @@ next recording on the machine has it. CGTRACE_CPP=wait builds it
 before the recording starts (the GPU tools, a benchmark).
 """
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -42,30 +41,16 @@ def module_path(torch):
     """Where the build for this torch and interpreter is: named by the
     hash of _cpp.cpp, of this Python and of the torch it is built
     against (its version and where it is installed)."""
-    import sysconfig
-    with open(_SRC, "rb") as fh:
-        src = fh.read()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    key = hashlib.sha256(src + sys.version.encode() + suffix.encode()
-                         + str(getattr(torch, "__version__", "")).encode()
-                         + os.path.dirname(os.path.abspath(getattr(torch, "__file__", "") or "")).encode())
-    return os.path.join(fastpath._cache_dir(), "%s-%s%s" % (_NAME, key.hexdigest()[:16], suffix))
+    where = os.path.dirname(os.path.abspath(getattr(torch, "__file__", "") or ""))
+    return fastpath._cached_path(_NAME, _SRC, (str(getattr(torch, "__version__", "")) + where).encode())
 
 
 def build_command(torch, out):
     """The compiler's command that builds _cpp.cpp into out against
     torch (its headers, its libraries, its C++ ABI). Raises OSError
     when there is no C++ compiler, or torch has no headers."""
-    import shutil
     import sysconfig
-    cxx = None
-    for c in (os.environ.get("CXX"), "c++", "g++", "clang++"):
-        words = (c or "").split()
-        if words and shutil.which(words[0]):
-            cxx = words
-            break
-    if cxx is None:
-        raise OSError("no C++ compiler (CXX, c++, g++, clang++)")
+    cxx = fastpath._compiler("CXX", ("c++", "g++", "clang++"), "C++")
     incs = torch_api.cpp_include_paths()
     if not any(os.path.exists(os.path.join(p, "torch", "csrc", "autograd", "python_variable.h")) for p in incs):
         raise OSError("torch %s has no C++ headers" % torch.__version__)
@@ -78,18 +63,6 @@ def build_command(torch, out):
     if sys.platform == "darwin":
         cmd[1:1] = ["-undefined", "dynamic_lookup"]
     return cmd
-
-
-def _import(so):
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.ExtensionFileLoader(_NAME, so)
-    spec = importlib.util.spec_from_file_location(_NAME, so, loader=loader)
-    m = importlib.util.module_from_spec(spec)
-    loader.exec_module(m)
-    if getattr(m, "API", None) != API:
-        raise ImportError("%s: API %r, not %d" % (so, getattr(m, "API", None), API))
-    return m
 
 
 def self_check(m, torch, t=None):
@@ -114,7 +87,6 @@ def build(torch, so, background):
     in another process that outlives this one (the Popen of the shell
     that started it, ended; None when another process is building it
     already)."""
-    import tempfile
     os.makedirs(os.path.dirname(so), exist_ok=True)
     mark = so + ".building"
     if background:
@@ -131,8 +103,7 @@ def build(torch, so, background):
             os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
         except FileExistsError:
             return None
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so), suffix=".so.tmp")
-    os.close(fd)
+    tmp = fastpath._temp_beside(so)
     started = False
     try:
         cmd = build_command(torch, tmp)
@@ -148,11 +119,7 @@ def build(torch, so, background):
             started = True
             p.wait()
             return p
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=600)
-        if p.returncode != 0:
-            raise RuntimeError("%s: %s" % (cmd[0], p.stdout.decode("utf-8", "replace").strip()[-600:]))
-        os.replace(tmp, so)
+        fastpath._compile(cmd, tmp, so, 600)
     finally:
         if not started:
             for f in (tmp,) + ((mark,) if background else ()):
@@ -192,7 +159,7 @@ def _load(torch):
                     "building" if p is not None else "another process is building", os.path.basename(so),
                     torch.__version__)
             build(torch, so, background=False)
-        m = _import(so)
+        m = fastpath._import_built(_NAME, so, API)
         self_check(m, torch)
         return m, None
     except Exception as e:  # (no compiler, no headers, a failed build: torch's bindings)

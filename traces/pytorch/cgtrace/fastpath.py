@@ -189,7 +189,7 @@ def fresh_input(v, a, maps):
     oid = id(v)
     e = by_obj_entry.get(oid)
     if ((e is not None and e.fact.obj_ref is not None and e.fact.obj_ref() is v)
-            or (ptr is None and sobj.nbytes() != a[A_NBYTES]) or by_view.get((cd, 0, shape, stride)) in entries
+            or (new_input is None and sobj.nbytes() != a[A_NBYTES]) or by_view.get((cd, 0, shape, stride)) in entries
             or (cd, 0, shape, stride) in dead_cached or by_storage.get(cd)):
         return None
     e = fq_ids.get(oid)
@@ -451,40 +451,83 @@ def _cache_dir():
     return os.path.join(base, "cgtrace")
 
 
-def _compiler():
-    """The C compiler's command: CC's, else the one Python was built with
-    where it is here (a conda Python names its own, often absent), else
-    cc, gcc or clang. Raises OSError when there is none."""
+def _compiler(var="CC", names=("cc", "gcc", "clang"), what="C"):
+    """A compiler's command: the variable var's, else (for C) the one
+    Python was built with where it is here (a conda Python names its own,
+    often absent), else the first of names here. Raises OSError when
+    there is none. (cpp.py asks for CXX's.)"""
     import shutil
     import sysconfig
-    for c in (os.environ.get("CC"), sysconfig.get_config_var("CC"), "cc", "gcc", "clang"):
+    first = (os.environ.get(var),) + ((sysconfig.get_config_var("CC"),) if var == "CC" else ())
+    for c in first + tuple(names):
         words = (c or "").split()
         if words and shutil.which(words[0]):
             return words
-    raise OSError("no C compiler (CC, cc, gcc, clang)")
+    raise OSError("no %s compiler (%s)" % (what, ", ".join((var,) + tuple(names))))
+
+
+def _cached_path(name, src, extra=b""):
+    """Where a build of src lives in the cache folder: named by the hash
+    of the source, of this interpreter and of extra (what else it is built
+    against), so that a build of another source, Python or library is
+    never loaded."""
+    import hashlib
+    import sysconfig
+    with open(src, "rb") as fh:
+        data = fh.read()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    key = hashlib.sha256(data + sys.version.encode() + suffix.encode() + extra)
+    return os.path.join(_cache_dir(), "%s-%s%s" % (name, key.hexdigest()[:16], suffix))
+
+
+def _temp_beside(so):
+    """A temporary file in so's folder (made with it) for a compiler to
+    write, renamed into place when whole."""
+    import tempfile
+    os.makedirs(os.path.dirname(so), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so), suffix=".so.tmp")
+    os.close(fd)
+    return tmp
+
+
+def _compile(cmd, tmp, so, timeout):
+    """Runs the compiler's cmd, which writes tmp, then renames tmp to so.
+    Raises RuntimeError with the compiler's message when it fails (tmp
+    is the caller's to remove)."""
+    import subprocess
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("%s: %s" % (cmd[0], p.stdout.decode("utf-8", "replace").strip()[-600:]))
+    os.replace(tmp, so)
+
+
+def _import_built(name, so, api):
+    """The extension module name from so, when its API is api; raises
+    ImportError otherwise."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.ExtensionFileLoader(name, so)
+    spec = importlib.util.spec_from_file_location(name, so, loader=loader)
+    m = importlib.util.module_from_spec(spec)
+    loader.exec_module(m)
+    if getattr(m, "API", None) != api:
+        raise ImportError("%s: API %r, not %d" % (so, getattr(m, "API", None), api))
+    return m
 
 
 def _build(src, so):
     """Compiles src into the extension so, whole or not at all (a build
     in another process meanwhile leaves one of the two). Raises OSError or
     RuntimeError (the compiler's message) when it cannot."""
-    import subprocess
     import sysconfig
-    import tempfile
-    inc = sysconfig.get_paths()["include"]
     cc = _compiler()
-    os.makedirs(os.path.dirname(so), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so), suffix=".so.tmp")
-    os.close(fd)
-    cmd = cc + ["-O2", "-shared", "-fPIC", "-I", inc, src, "-o", tmp]
+    tmp = _temp_beside(so)
+    cmd = cc + ["-O2", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], src, "-o", tmp]
     if sys.platform == "darwin":
         cmd[1:1] = ["-undefined", "dynamic_lookup"]
     try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=120)
-        if p.returncode != 0:
-            raise RuntimeError("%s: %s" % (" ".join(cmd[:1]), p.stdout.decode("utf-8", "replace").strip()[-400:]))
-        os.replace(tmp, so)
+        _compile(cmd, tmp, so, 120)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -507,13 +550,7 @@ def module_path():
     the hash of _fastpath.c and of this interpreter (a build of another
     source or for another Python is never loaded). tools/recorder-asan.sh
     builds a sanitized one there."""
-    import hashlib
-    import sysconfig
-    with open(_SRC, "rb") as fh:
-        src = fh.read()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    key = hashlib.sha256(src + sys.version.encode() + suffix.encode())
-    return os.path.join(_cache_dir(), "_cgtrace_fastpath-%s%s" % (key.hexdigest()[:16], suffix))
+    return _cached_path("_cgtrace_fastpath", _SRC)
 
 
 def use_python(why):
@@ -524,8 +561,6 @@ def use_python(why):
 
 
 def _load():
-    import importlib.machinery
-    import importlib.util
     import sysconfig
     mod = sys.modules[__name__]
     if os.environ.get("CGTRACE_FAST", "1") == "0":
@@ -539,12 +574,6 @@ def _load():
         so = module_path()
         if not os.path.exists(so):
             _build(_SRC, so)
-        loader = importlib.machinery.ExtensionFileLoader("_cgtrace_fastpath", so)
-        spec = importlib.util.spec_from_file_location("_cgtrace_fastpath", so, loader=loader)
-        c = importlib.util.module_from_spec(spec)
-        loader.exec_module(c)
-        if getattr(c, "API", None) != API:
-            return mod, "%s: API %r, not %d" % (so, getattr(c, "API", None), API)
-        return c, None
+        return _import_built("_cgtrace_fastpath", so, API), None
     except Exception as e:  # (no compiler, no headers, a read-only cache: the Python checks)
         return mod, "%s: %s" % (type(e).__name__, e)

@@ -246,7 +246,7 @@ class _FreshQueue:
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
                    tuple(polled), plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
 
-    def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal):
+    def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal, data_ptr):
         """The _run wrapper's lean fresh path: a call of the armed queue's
         function (hot.fql, _fq_arm) taken whole when it is what
         _fresh_call would queue, looked at as cheaply as it can be (a
@@ -263,16 +263,13 @@ class _FreshQueue:
         hot = self._hot
         session = self.session
         knobs = self._knobs
-        T = getattr(torch, "Tensor", None)
-        data_ptr = getattr(T, "data_ptr", None)
         checks = self._checks
         # The new input's reads through libtorch's C++ API where cpp.py
-        # built them (the storage's weak reference made of the tensor then).
+        # built them (the storage's weak reference made of the tensor then;
+        # ptrs_equal and data_ptr are the _run wrapper's, chosen alike).
         rd = self._cpp
         sweak, of_tensor = torch_api.storage_ref_maker(checks, torch, rd)
         new_input = rd.new_input if of_tensor else None
-        if rd is not None:
-            data_ptr = rd.data_ptr
 
         fresh_queue = checks.fresh_queue
         # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.

@@ -129,7 +129,7 @@ class _Hooks:
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).
         checks = self._checks
-        fresh_run = self._fresh_lean_run(torch, orig_run, cgt.MarkStepBox, ptrs_equal)
+        fresh_run = self._fresh_lean_run(torch, orig_run, cgt.MarkStepBox, ptrs_equal, data_ptr)
 
         def watch_alive(rec=rec):
             # Every polled name alive, asked of each (a steady replay of a
