@@ -85,7 +85,7 @@ def build():
     print("cgtrace: the lean paths' torch reads: %s" % (
         "torch's bindings (%s)" % why2 if got is None else
         "C++ (%s)" % got.__file__ if asked else
-        "torch's bindings; C++ built (%s), used with CGTRACE_CPP=1" % got.__file__))
+        "torch's bindings; C++ built (%s), used unless CGTRACE_CPP=0" % got.__file__))
     print("cgtrace: %.1f s" % (time.perf_counter() - t0))
     return 0 if why is None and got is not None else 1
 

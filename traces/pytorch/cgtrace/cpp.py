@@ -2,8 +2,8 @@
 dtype, shape, strides, offset, device, storage, size and data pointer;
 the kept inputs' data pointers; a storage's weak reference), through
 libtorch's C++ API: _cpp.cpp, built against the installed torch the
-first time a machine records with it, into CGTRACE_CACHE, then loaded
-from there. Where it cannot be had (no C++ compiler, no torch headers,
+first time a machine records, into CGTRACE_CACHE, then loaded from
+there. Where it cannot be had (no C++ compiler, no torch headers,
 the stand-in torch of the tests, CGTRACE_CPP=0), the lean paths read
 through torch's Python bindings as before; the trace is the same either
 way (tools/gpu/cpp-check.py holds each function to torch's own reads).
@@ -27,11 +27,13 @@ import time
 from . import fastpath, torch_api
 
 API = 1
-# Whether a recording uses the module when CGTRACE_CPP is not set: off
-# until a GPU run has held this build of it to torch's reads and the real
-# programs' traces to the general path's (tools/gpu/cpp-check.py,
-# deferred-same.py with CGTRACE_CPP=1); CGTRACE_CPP=1 (or wait) asks for it.
-DEFAULT = "0"
+# Whether a recording uses the module when CGTRACE_CPP is not set: on
+# since a GPU run held it to torch's reads (tools/gpu/cpp-check.py) and
+# every real program's trace with it to the general path's
+# (deferred-same.py with CGTRACE_CPP=1; docs/gpu-runs/2026-12-05-h200.md,
+# runs 10 to 13). CGTRACE_CPP=0 turns it off, CGTRACE_CPP=wait builds it
+# before the recording starts.
+DEFAULT = "1"
 _SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cpp.cpp")
 _NAME = "_cgtrace_cpp"
 _loaded = {}
