@@ -444,6 +444,11 @@ suite_overhead() {
 	# built first).
 	step overhead-cpp 400 . python3 tools/gpu/recorder-overhead.py --both --baseline bindings --iters 1000 --rounds 7
 	show overhead-cpp '^[^ ]' 20
+	# Against wrappers of the tree's per-call entry points that do
+	# nothing but call them: what hooking there costs before the
+	# recorder does anything (session 19: nothing measurable).
+	step overhead-hooks 300 . python3 tools/gpu/recorder-overhead.py --both --train --baseline hooks --iters 1000 --rounds 7
+	show overhead-hooks '^[^ ]' 24
 }
 
 # ---- helpers run by steps (bash gpu.sh __call FN ARGS) ----------------------

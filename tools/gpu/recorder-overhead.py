@@ -39,6 +39,7 @@ and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -53,6 +54,32 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch"))
 
 import cgtrace  # noqa: E402
+
+
+class _GCClock:
+    """The cyclic garbage collector's collections and their seconds, as
+    gc.callbacks see them, while installed (measure's rounds): a recorder
+    whose objects live past a call makes the collector run, and a full
+    collection walks every object of torch's too, so what it costs shows
+    in the mean call and not in the median one."""
+
+    def __init__(self):
+        self.n, self.s, self._t = 0, 0.0, 0.0
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.n += 1
+            self.s += time.perf_counter() - self._t
+
+    def counted(self, into, fn, *args):
+        """fn(*args), its collections and their seconds added to into."""
+        n0, s0 = self.n, self.s
+        got = fn(*args)
+        into[0] += self.n - n0
+        into[1] += self.s - s0
+        return got
 
 
 def time_loop(step, iters, sync, clock, medians):
@@ -77,14 +104,14 @@ def time_loop(step, iters, sync, clock, medians):
     return us
 
 
-def _timed_recording(step, iters, sync, record, path, clock, medians):
+def _timed_recording(step, iters, sync, record, path, clock, medians, timer=None):
     """(us/call of the loop inside record(path), ms its exit took, the calls
     that took the recorder's short path, the knobs it read at every call;
     each None from a recorder that does not say). medians: as time_loop's."""
     rec = record(path)
     rec.__enter__()
     try:
-        us = time_loop(step, iters, sync, clock, medians)
+        us = (timer or time_loop)(step, iters, sync, clock, medians)
     finally:
         t0 = time.perf_counter()
         rec.__exit__(None, None, None)
@@ -124,11 +151,15 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     loops, on, write_ms, sizes, calls, short = [], [], [], [], [], []
     base, base_ms, base_sizes = [], [], []
     med_loops, med_on, med_base = [], [], []  # each loop's median call (time_loop)
+    gcc = _GCClock()
+    gc_off, gc_on = [0, 0.0], [0, 0.0]  # collections in the unrecorded and the recorded loops, their seconds
+    gc.callbacks.append(gcc)
     with tempfile.TemporaryDirectory(dir=folder) as d:
         for r in range(rounds):
-            loops.append(time_loop(step, iters, sync, clock, med_loops))
+            loops.append(gcc.counted(gc_off, time_loop, step, iters, sync, clock, med_loops))
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
-            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock, med_on)
+            us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock, med_on,
+                                                     lambda *args: gcc.counted(gc_on, time_loop, *args))
             on.append(us)
             write_ms.append(ms)
             short.append(n)
@@ -140,7 +171,8 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
                 base.append(us)
                 base_ms.append(ms)
                 base_sizes.append(os.path.getsize(path))
-        loops.append(time_loop(step, iters, sync, clock, med_loops))
+        loops.append(gcc.counted(gc_off, time_loop, step, iters, sync, clock, med_loops))
+    gc.callbacks.remove(gcc)
     # Each round's recorded loops are compared with the unrecorded loops
     # on either side of them (their mean): a machine that drifts between
     # rounds (its other tenants) moves both alike.
@@ -172,6 +204,10 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
         # was measured, 101 to 125 us on the H200s of later runs).
         "added_share_median": statistics.median(d / o for d, o in zip(added, off)),
         "added_with_exit_share_median": statistics.median(w / o for w, o in zip(with_exit, off)),
+        # The collector's runs in all the unrecorded loops (one more than
+        # the rounds) and in all the recorded ones, and their us a call.
+        "gc_off": gc_off[0], "gc_on": gc_on[0],
+        "gc_off_us": gc_off[1] * 1e6 / (iters * (rounds + 1)), "gc_on_us": gc_on[1] * 1e6 / (iters * rounds),
     }
     if baseline is not None:
         base_added = [b - a for a, b in zip(off, base)]
@@ -331,6 +367,10 @@ def report(name, res, out=None):
              res["call_added_median"],
              "; baseline recorder added %.1f us" % res["call_base_added_median"] if "base" in res else ""),
           file=out)
+    if "gc_on" in res:
+        print("%s: the garbage collector: %d collections in the unrecorded loops (%.2f us a call), %d in the "
+              "recorded ones (%.2f us a call)" % (name, res["gc_off"], res["gc_off_us"], res["gc_on"],
+                                                   res["gc_on_us"]), file=out)
     print("%s: added as a share of the unrecorded call: %.1f%%, with the exit's writing %.1f%% (medians of the "
           "rounds; issue 13's goal, %g us on the %g us call it measured: %.1f%%)"
           % (name, 100 * res["added_share_median"], 100 * res["added_with_exit_share_median"],
@@ -773,6 +813,40 @@ def report_host(before, after, out=None):
     print("host: sum(range(10**6)) in %.1f ms before the rounds, %.1f ms after" % (before, after), file=out)
 
 
+def hooks_only():
+    """A "recorder" (its record(path)) that wraps the tree's two entry
+    points every call passes, CUDAGraphTreeManager._run and execute_node,
+    where cgtrace wraps them, in Python functions that only call the
+    originals, and writes an empty trace: what any recorder hooked there
+    adds before it does anything, the floor under what cgtrace adds
+    (issue 33 item 5's goal is 10 us added a call)."""
+    import contextlib
+    import types
+
+    @contextlib.contextmanager
+    def record(path):
+        M = sys.modules["torch._inductor.cudagraph_trees"].CUDAGraphTreeManager
+        run, execute = M.__dict__["_run"], M.__dict__["execute_node"]
+
+        # (the recorder's own _run takes probed too, and its execute_node
+        # reads a flag before it calls the original)
+        def _run(mgr, new_inputs, function_id, probed=False, run=run):
+            return run(mgr, new_inputs, function_id)
+
+        def execute_node(mgr, node, new_inputs, execute=execute):
+            return execute(mgr, node, new_inputs)
+
+        M._run, M.execute_node = _run, execute_node
+        try:
+            yield None
+        finally:
+            M._run, M.execute_node = run, execute
+            with open(path, "w"):
+                pass
+
+    return types.SimpleNamespace(record=record)
+
+
 def load_baseline(path):
     """Another recorder as a module of its own (not `cgtrace`, which stays
     this checkout's): a package folder (traces/pytorch/cgtrace of another
@@ -781,8 +855,12 @@ def load_baseline(path):
     (fastpath.py) where the recorder takes the C ones (the same recorder
     both ways, in the same rounds); or "bindings": this checkout's,
     reading tensors through torch's Python bindings where the recorder
-    reads them through cpp.py's C++ module (built first, at once)."""
+    reads them through cpp.py's C++ module (built first, at once); or
+    "hooks": the recorder's wrappers of the tree's per-call entry points
+    with nothing in them (hooks_only)."""
     import importlib.util
+    if path == "hooks":
+        return hooks_only()
     if path == "bindings":
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         sys.modules["cgtrace_baseline.cpp"].use((None, "recorder-overhead --baseline bindings"))
@@ -825,7 +903,8 @@ def main(argv=None):
                         "of one file (before the package: git show REV:traces/pytorch/cgtrace.py); or "
                         "python: this checkout's recorder with its lean paths' Python checks, not the C ones; "
                         "or bindings: this checkout's recorder reading tensors through torch's bindings, not "
-                        "through cpp.py's C++ module (which is built first)")
+                        "through cpp.py's C++ module (which is built first); or hooks: wrappers of the "
+                        "tree's per-call entry points that do nothing but call them (the floor)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")

@@ -61,7 +61,7 @@ class MeasureTest(unittest.TestCase):
         buf = io.StringIO()
         ro.report("fake", res, buf)
         lines = buf.getvalue().splitlines()
-        self.assertEqual(len(lines), 7)
+        self.assertEqual(len(lines), 8)
         # the median call's figures, by round, beside the loops' means
         self.assertEqual(len(res["call_off"]), 3)
         self.assertEqual(len(res["call_on"]), 3)
@@ -73,15 +73,17 @@ class MeasureTest(unittest.TestCase):
                                     r"call it measured: 12\.8%\)$")
         for key, per in (("added_share_median", res["added"]), ("added_with_exit_share_median", res["added_with_exit"])):
             self.assertAlmostEqual(res[key], sorted(d / o for d, o in zip(per, res["off"]))[1])
-        self.assertRegex(lines[-2], r"^fake: the median call: off [\d.]+ us, recording [\d.]+ us, added -?[\d.]+ us "
+        self.assertRegex(lines[-3], r"^fake: the median call: off [\d.]+ us, recording [\d.]+ us, added -?[\d.]+ us "
                                     r"\(medians of the rounds\)$")
+        self.assertRegex(lines[-2], r"^fake: the garbage collector: \d+ collections in the unrecorded loops \([\d.]+ "
+                                    r"us a call\), \d+ in the recorded ones \([\d.]+ us a call\)$")
         # a fresh input at every call: no replay is like the last, no short path
         self.assertEqual(res["short_path_calls"], [0, 0, 0])
         # the exit's writing counted per call, on top of the loop's figure
         for d, w, ms in zip(res["added"], res["added_with_exit"], [res["write_ms"]] * 3):
             self.assertGreaterEqual(w, d)
-        self.assertRegex(lines[-3], r"^fake: added with the exit's writing, per call: -?[\d.]+ us \(median\)$")
-        self.assertRegex(lines[-4], r"^fake: off [\d.]+ us/call, recording [\d.]+ us/call, added -?[\d.]+ us/call "
+        self.assertRegex(lines[-4], r"^fake: added with the exit's writing, per call: -?[\d.]+ us \(median\)$")
+        self.assertRegex(lines[-5], r"^fake: off [\d.]+ us/call, recording [\d.]+ us/call, added -?[\d.]+ us/call "
                                     r"\(medians of 3 rounds of 30 calls\); trace \d+ B/call, written in [\d.]+ ms; "
                                     r"short path 0 of 30 calls$")
 
@@ -126,15 +128,15 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIs(after, bare)
         lines = out.getvalue().splitlines()
-        self.assertEqual(len(lines), 9)
-        self.assertRegex(lines[-7], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
+        self.assertEqual(len(lines), 10)
+        self.assertRegex(lines[-8], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
         # the steady loop's replays take the short path, all but each
         # recording's first (which makes the plan); every knob is probed
         self.assertEqual(res["short_path_calls"], [19, 19])
         self.assertEqual(res["knobs_read_per_call"], [])
-        self.assertIn("; short path 19 of 20 calls", lines[-7])
+        self.assertIn("; short path 19 of 20 calls", lines[-8])
         self.assertGreater(res["added_share_median"], -1)
         self.assertIn("added_with_exit_share_median", res)
         # the host's speed, before and after, to read the figures by
@@ -151,7 +153,7 @@ class MeasureTest(unittest.TestCase):
         status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm", "3", "--json"])
         self.assertEqual(status, 0)
         lines = out.getvalue().splitlines()
-        self.assertRegex(lines[-7], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
+        self.assertRegex(lines[-8], r"^fake torch, replay \+ mark_step, a new input each call: off [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["fresh"], res["calls_recorded"]), ("fake", True, [20, 20]))
         # a tensor record, a call, its expect and dels: more than the same input's 317 B a call
@@ -266,6 +268,63 @@ class MeasureTest(unittest.TestCase):
         res = json.loads(out.getvalue().splitlines()[-1])
         self.assertEqual(len(res["base_added"]), 2)
         self.assertGreater(res["base_trace_bytes_per_call"], 50)
+
+    def test_baseline_hooks_wraps_the_entry_points_and_puts_them_back(self):
+        """--baseline hooks: the tree's _run and execute_node wrapped in
+        functions that only call them while its recording is open (every
+        call passes them), put back at its exit, and an empty trace."""
+        M = self.cgt.CUDAGraphTreeManager
+        run, execute = M.__dict__["_run"], M.__dict__["execute_node"]
+        base = ro.load_baseline("hooks")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.cgt.jsonl")
+            with base.record(path):
+                self.assertIsNot(M.__dict__["_run"], run)
+                self.assertIsNot(M.__dict__["execute_node"], execute)
+                seen = []
+                M.__dict__["_run"].__defaults__ = (False, lambda *a: seen.append(a) or run(*a))
+                self.step()
+                self.assertEqual(len(seen), 1)
+                self.assertIs(seen[0][2], self.fid)
+            self.assertEqual(os.path.getsize(path), 0)
+        self.assertIs(M.__dict__["_run"], run)
+        self.assertIs(M.__dict__["execute_node"], execute)
+
+    def test_collections_are_counted_by_loop(self):
+        """The garbage collector's runs are counted in the loop that made
+        them: collections forced in recorded loops only show as theirs."""
+        state = {"on": False}
+
+        def step():
+            self.step()
+            if state["on"]:
+                import gc
+                gc.collect(0)
+
+        def record(path):
+            @contextlib.contextmanager
+            def rec():
+                state["on"] = True
+                try:
+                    with ro.cgtrace.record(path):
+                        yield
+                finally:
+                    state["on"] = False
+            return rec()
+
+        import gc
+        gc.disable()  # (no collection of the collector's own choosing)
+        try:
+            res = ro.measure(step, lambda: None, iters=10, rounds=2, warm=2, record=record)
+        finally:
+            gc.enable()
+        self.assertEqual((res["gc_off"], res["gc_on"]), (0, 20))
+        self.assertEqual(res["gc_off_us"], 0)
+        self.assertGreater(res["gc_on_us"], 0)
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            ro.report("loop", res)
+        self.assertRegex(out.getvalue(), r"the garbage collector: 0 collections in the unrecorded loops "
+                                         r"\(0\.00 us a call\), 20 in the recorded ones")
 
     def test_inside_times_the_recorder_in_place(self):
         """--inside times the recorder's own code inside the loop, from a

@@ -7,7 +7,9 @@
  *
  * Each check reads only through the C API's generic calls (attributes,
  * calls, comparisons), so a tensor, a weak reference or a dict subclass
- * behaves as it does in Python. A refcount is read as Python's
+ * behaves as it does in Python; the slots of the recorder's own classes
+ * are read and written at their offsets, as Python's bytecode does (sget,
+ * sset: with the generic calls' results). A refcount is read as Python's
  * sys.getrefcount(o) reads it with o a local: the callers' constants are
  * the reference's. */
 
@@ -15,7 +17,13 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_READONLY READONLY
+#endif
 
 #define API_VERSION 4
 
@@ -48,7 +56,7 @@ static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_pwr, *s_ptr, *s_cd
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
     *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
-    *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore;
+    *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore, *s_getattribute, *s_setattr;
 static PyObject *zero, *one;
 
 /* r(): a weak reference's object, or any callable's result. New reference. */
@@ -96,6 +104,129 @@ truth(PyObject *r)
     int t = PyObject_IsTrue(r);
     Py_DECREF(r);
     return t;
+}
+
+/* -- Slots read and written at their offsets. --
+ *
+ * PyObject_GetAttr on an object of a __slots__ class (the recorder's _Hot
+ * and _Queued) looks the name up in the class (its method cache's entry,
+ * then the member descriptor and its definition) before it reads the
+ * slot: three or four cache lines a read, each a miss in the middle of
+ * torch's call, where Python's own bytecode, specialised, reads the slot
+ * at an offset it keeps (BENCHMARKS.md, session 19: a type lookup was
+ * the largest of a lean call's data misses). sget and sset do what the
+ * bytecode does: a slot's offset, found once a class and kept in a small
+ * table by the name (interned: its address), used while the class is the
+ * same one unchanged (its version tag); anything else (no slot of that
+ * name, a class with its own __getattribute__ or __setattr__, an empty
+ * slot, a free-threaded build) takes PyObject_GetAttr's way. */
+
+/* A name read or written this way, and what was found for it in the
+ * last two classes it was looked up in (most names are read on objects
+ * of one class; wr and name on two): each class (and its version tag),
+ * and the slot's offset there (0: not a plain slot, the generic way). */
+typedef struct {
+    PyTypeObject *tp;
+    unsigned int tag;
+    Py_ssize_t off;
+} SlotWay;
+
+typedef struct {
+    PyObject *name;
+    SlotWay way[2];
+    int next; /* the way the next class found replaces */
+} Slot;
+
+#define SLOT_NAMES(X)                                                                                 \
+    X(mark_counter) X(fql) X(off) X(left) X(steady) X(node) X(other) X(lfid) X(lean) X(steps) X(tmpl)  \
+    X(src) X(inv) X(oid) X(wr) X(pwr) X(sref) X(ptr) X(cd) X(spec) X(gone) X(groups) X(name) X(order)  \
+    X(fact) X(obj_ref) X(kind) X(alive) X(src_code) X(src_d) X(src_lasti)
+#define SLOT_DECL(n) static Slot sl_##n;
+SLOT_NAMES(SLOT_DECL)
+static PyObject *object_getattribute, *object_setattr;
+
+/* sl's offset in o's class (> 0), or 0 for the generic way. */
+static Py_ssize_t
+slot_offset(PyObject *o, Slot *sl)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;
+#else
+    PyTypeObject *tp = Py_TYPE(o);
+    for (int i = 0; i < 2; i++) {
+        SlotWay *w = &sl->way[i];
+        if (w->tp == tp && w->tag != 0 && tp->tp_version_tag == w->tag
+            && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+            return w->off;
+    }
+    Py_ssize_t off = 0;
+    PyObject *d = PyObject_GetAttr((PyObject *)tp, sl->name); /* (the member descriptor itself) */
+    PyObject *ga = d == NULL ? NULL : PyObject_GetAttr((PyObject *)tp, s_getattribute);
+    PyObject *sa = ga == NULL ? NULL : PyObject_GetAttr((PyObject *)tp, s_setattr);
+    if (sa != NULL && ga == object_getattribute && sa == object_setattr && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == Py_T_OBJECT_EX && !(m->flags & Py_READONLY) && m->offset > 0
+            && PyObject_TypeCheck(o, ((PyDescrObject *)d)->d_type))
+            off = m->offset;
+    }
+    Py_XDECREF(d);
+    Py_XDECREF(ga);
+    Py_XDECREF(sa);
+    PyErr_Clear();
+    /* (the lookups above gave the class a valid tag, when it can have one) */
+    SlotWay *w = &sl->way[sl->next];
+    sl->next ^= 1;
+    w->tp = tp;
+    w->tag = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+    w->off = off;
+    return off;
+#endif
+}
+
+/* o.name (PyObject_GetAttr's result). New reference. */
+static PyObject *
+sget(PyObject *o, Slot *sl)
+{
+    Py_ssize_t off = slot_offset(o, sl);
+    if (off > 0) {
+        PyObject *v = *(PyObject **)((char *)o + off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, sl->name);
+}
+
+/* o.name = v (v borrowed): 0, -1. */
+static int
+sset(PyObject *o, Slot *sl, PyObject *v)
+{
+    Py_ssize_t off = slot_offset(o, sl);
+    if (off > 0) {
+        PyObject **p = (PyObject **)((char *)o + off), *old = *p;
+        *p = Py_NewRef(v);
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_SetAttr(o, sl->name, v);
+}
+
+/* o.name = v, v's reference taken (stolen; NULL: the error raised making
+ * it): 0, -1. */
+static int
+ssteal(PyObject *o, Slot *sl, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    int t = sset(o, sl, v);
+    Py_DECREF(v);
+    return t;
+}
+
+/* o.name, truth: 1, 0, -1. */
+static int
+sattr_true(PyObject *o, Slot *sl)
+{
+    return truth(sget(o, sl));
 }
 
 /* a op b, as Python's expression (no identity shortcut): 1, 0, -1. */
@@ -461,7 +592,7 @@ frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
             return NULL;
         Py_RETURN_NONE;
     }
-    if ((map = PyObject_GetAttr(plan, s_src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
+    if ((map = sget(plan, &sl_src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
         || (src = dict_get(map, lasti, NULL)) == NULL)
         goto done;
     if (src == Py_None) {
@@ -675,10 +806,10 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         goto error;
     if (e != Py_None) {
         /* e.fact.obj_ref is not None and e.fact.obj_ref() is v */
-        PyObject *fact = PyObject_GetAttr(e, s_fact);
+        PyObject *fact = sget(e, &sl_fact);
         if (fact == NULL)
             goto error;
-        x = PyObject_GetAttr(fact, s_obj_ref);
+        x = sget(fact, &sl_obj_ref);
         Py_DECREF(fact);
         if (x == NULL)
             goto error;
@@ -708,7 +839,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((x = PyObject_GetAttr(e, s_wr)) == NULL)
+        if ((x = sget(e, &sl_wr)) == NULL)
             goto error;
         if ((t = deref_is(x, v)) != 0)
             goto decided;
@@ -719,7 +850,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((t = attr_true(e, s_gone)) < 0)
+        if ((t = sattr_true(e, &sl_gone)) < 0)
             goto error;
         if (!t)
             goto no;
@@ -841,18 +972,23 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         Py_DECREF(name);
         if (e == NULL || e == Py_None)
             return e;
-        if ((t = attr_is(e, s_wr, wr)) <= 0)
+        if ((x = sget(e, &sl_wr)) == NULL)
+            goto error;
+        t = x == wr;
+        Py_CLEAR(x);
+        if (t == 0)
             goto done;
-        if ((x = PyObject_GetAttr(e, s_kind)) == NULL)
+        if ((x = sget(e, &sl_kind)) == NULL)
             goto error;
         if ((t = compare(x, s_out, Py_EQ)) != 0)
             goto done_not;
         Py_CLEAR(x);
-        PyObject *fact = PyObject_GetAttr(e, s_fact);
-        if (fact == NULL)
+        PyObject *fact = sget(e, &sl_fact), *alive = fact == NULL ? NULL : sget(fact, &sl_alive);
+        Py_XDECREF(fact);
+        if (alive == NULL)
             goto error;
-        x = PyObject_CallMethodNoArgs(fact, s_alive);
-        Py_DECREF(fact);
+        x = PyObject_CallNoArgs(alive);
+        Py_DECREF(alive);
         if (x == NULL)
             goto error;
         if ((t = PyObject_IsTrue(x)) != 0)
@@ -861,14 +997,14 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         return e;
     }
     /* e.gone or id(wr) in held or not e.sref.expired(): declined */
-    if ((x = PyObject_GetAttr(e, s_gone)) == NULL)
+    if ((x = sget(e, &sl_gone)) == NULL)
         goto error;
     if ((t = PyObject_IsTrue(x)) != 0)
         goto done_not;
     Py_CLEAR(x);
     if ((t = PySequence_Contains(held, idw)) != 0)
         goto done_not;
-    PyObject *sref = PyObject_GetAttr(e, s_sref);
+    PyObject *sref = sget(e, &sl_sref);
     if (sref == NULL)
         goto error;
     t = truth(PyObject_CallMethodNoArgs(sref, s_expired));
@@ -1115,17 +1251,6 @@ error:
 }
 
 
-/* o.name = value, the value's reference taken (stolen): 0, -1. */
-static int
-set_steal(PyObject *o, PyObject *name, PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    int t = PyObject_SetAttr(o, name, value);
-    Py_DECREF(value);
-    return t;
-}
-
 static PyObject *
 fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1142,7 +1267,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
-    if (c == NULL || (mc = PyObject_GetAttr(hot, s_mark_counter)) == NULL) {
+    if (c == NULL || (mc = sget(hot, &sl_mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
@@ -1170,20 +1295,20 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(m);
         Py_XDECREF(lowbits);
         Py_XDECREF(first);
-        if (na == NULL || set_steal(hot, s_fql, na) < 0)
+        if (na == NULL || ssteal(hot, &sl_fql, na) < 0)
             goto failed;
     }
-    if ((t = PyObject_CallNoArgs(Queued)) == NULL || set_steal(t, s_steps, PyNumber_Subtract(mc, c)) < 0
-        || PyObject_SetAttr(t, s_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
-        || PyObject_SetAttr(t, s_src, PyTuple_GET_ITEM(a, 4)) < 0
-        || set_steal(t, s_inv, PyObject_GetAttr(gen, s_generation)) < 0 || PyObject_SetAttr(t, s_oid, oid) < 0
-        || (wr = PyWeakref_NewRef(v, died)) == NULL || PyObject_SetAttr(t, s_wr, wr) < 0
-        || set_steal(t, s_pwr, PyWeakref_NewRef(v, NULL)) < 0
-        || set_steal(t, s_sref, PyObject_CallOneArg(sweak, stor)) < 0
-        || (ptr != NULL ? PyObject_SetAttr(t, s_ptr, ptr) : set_steal(t, s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
-        || PyObject_SetAttr(t, s_cd, cd) < 0
-        || PyObject_SetAttr(t, s_spec, PyTuple_GET_ITEM(a, 27)) < 0 || PyObject_SetAttr(t, s_gone, Py_False) < 0
-        || PyObject_SetAttr(t, s_groups, groups) < 0)
+    if ((t = PyObject_CallNoArgs(Queued)) == NULL || ssteal(t, &sl_steps, PyNumber_Subtract(mc, c)) < 0
+        || sset(t, &sl_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
+        || sset(t, &sl_src, PyTuple_GET_ITEM(a, 4)) < 0
+        || ssteal(t, &sl_inv, PyObject_GetAttr(gen, s_generation)) < 0 || sset(t, &sl_oid, oid) < 0
+        || (wr = PyWeakref_NewRef(v, died)) == NULL || sset(t, &sl_wr, wr) < 0
+        || ssteal(t, &sl_pwr, PyWeakref_NewRef(v, NULL)) < 0
+        || ssteal(t, &sl_sref, PyObject_CallOneArg(sweak, stor)) < 0
+        || (ptr != NULL ? sset(t, &sl_ptr, ptr) : ssteal(t, &sl_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
+        || sset(t, &sl_cd, cd) < 0
+        || sset(t, &sl_spec, PyTuple_GET_ITEM(a, 27)) < 0 || sset(t, &sl_gone, Py_False) < 0
+        || sset(t, &sl_groups, groups) < 0)
         goto failed;
     /* (the input's life is the program's: let go before the tree's call) */
     Py_CLEAR(v);
@@ -1201,7 +1326,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
                 PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && PyObject_SetAttr(e, s_gone, Py_True) < 0) {
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && sset(e, &sl_gone, Py_True) < 0) {
                     Py_DECREF(gf);
                     goto failed;
                 }
@@ -1210,7 +1335,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *idw = NULL;
-    if (PyObject_SetAttr(hot, s_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
+    if (sset(hot, &sl_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
         || (idw = PyLong_FromVoidPtr(wr)) == NULL || PyObject_SetItem(fq_wrs, idw, t) < 0
         || PyObject_SetItem(fq_stor, cd, t) < 0) {
         Py_XDECREF(idw);
@@ -1366,8 +1491,8 @@ fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
         Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
     else if (PySet_Add(used, out) < 0)
         goto done;
-    if (out == NULL || (inv = PyObject_GetAttr(t, s_inv)) == NULL || (src = PyObject_GetAttr(t, s_src)) == NULL
-        || (name = PyObject_GetAttr(t, s_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
+    if (out == NULL || (inv = sget(t, &sl_inv)) == NULL || (src = sget(t, &sl_src)) == NULL
+        || (name = sget(t, &sl_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
         goto done;
     {
         PyObject *parts[9] = {lead, pre, name, post, out, tail, mid, PyList_GET_ITEM(st, 5), s_end_list};
@@ -1444,17 +1569,17 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     PyObject *spec = NULL, *groups = NULL, *steps = NULL, *lead = NULL, *x = NULL, *y = NULL, *name = NULL,
              *i = NULL, *tmpl = NULL, *seed = NULL, *cd = NULL, *oid = NULL, *vk = NULL;
     int rc = -1, t_;
-    if ((spec = PyObject_GetAttr(t, s_spec)) == NULL || (groups = PyObject_GetAttr(t, s_groups)) == NULL)
+    if ((spec = sget(t, &sl_spec)) == NULL || (groups = sget(t, &sl_groups)) == NULL)
         goto done;
     if (spec == Py_None) {
         rc = 0;
         goto done;
     }
-    if ((t_ = attr_true(t, s_gone)) <= 0) {
+    if ((t_ = sattr_true(t, &sl_gone)) <= 0) {
         rc = t_;
         goto done;
     }
-    if ((steps = PyObject_GetAttr(t, s_steps)) == NULL)
+    if ((steps = sget(t, &sl_steps)) == NULL)
         goto done;
     if (groups == Py_None) {
         if ((lead = step_lines(steps)) == NULL)
@@ -1490,7 +1615,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
             rc = 0;
             goto done;
         }
-        PyObject *ename = PyObject_GetAttr(e, s_name);
+        PyObject *ename = sget(e, &sl_name);
         Py_DECREF(e);
         if (ename == NULL || st_inc(st, 1) < 0 || st_inc(st, 3) < 0) {
             Py_XDECREF(ename);
@@ -1538,7 +1663,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     if ((x = PyNumber_Add(i, one)) == NULL || PyObject_SetItem(fresh_next, base, x) < 0)
         goto done;
     Py_CLEAR(x);
-    if (st_inc(st, 2) < 0 || (tmpl = PyObject_GetAttr(t, s_tmpl)) == NULL
+    if (st_inc(st, 2) < 0 || (tmpl = sget(t, &sl_tmpl)) == NULL
         || (seed = PyObject_Str(PyList_GET_ITEM(st, 2))) == NULL)
         goto done;
     {
@@ -1573,18 +1698,18 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         if (t_ < 0)
             goto done;
     }
-    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || PyObject_SetAttr(t, s_name, name) < 0
-        || PyObject_SetAttr(t, s_order, PyList_GET_ITEM(st, 0)) < 0)
+    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || sset(t, &sl_name, name) < 0
+        || sset(t, &sl_order, PyList_GET_ITEM(st, 0)) < 0)
         goto done;
     /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
      * None); by_obj_entry.pop(t.oid, None) */
     {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
-        if (s0 != NULL && s1 != NULL && (cd = PyObject_GetAttr(t, s_cd)) != NULL)
+        if (s0 != NULL && s1 != NULL && (cd = sget(t, &sl_cd)) != NULL)
             vk = PyTuple_Pack(4, cd, zero, s0, s1);
         Py_XDECREF(s0);
         Py_XDECREF(s1);
-        if (vk == NULL || (oid = PyObject_GetAttr(t, s_oid)) == NULL)
+        if (vk == NULL || (oid = sget(t, &sl_oid)) == NULL)
             goto done;
     }
     PyObject *maps[3] = {by_view, by_obj, by_obj_entry}, *keys[3] = {vk, oid, oid};
@@ -1808,7 +1933,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         return NULL;
     if (t)
         return call3(r->orig_run, mgr, new_inputs, function_id);
-    PyObject *fl = PyObject_GetAttr(r->hot, s_fql);
+    PyObject *fl = sget(r->hot, &sl_fql);
     if (fl == NULL)
         return NULL;
     if (fl != Py_None) {
@@ -1820,7 +1945,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = f0 == function_id;
         Py_DECREF(f0);
         if (t) {
-            t = attr_true(r->hot, s_off);
+            t = sattr_true(r->hot, &sl_off);
             if (t < 0) {
                 Py_DECREF(fl);
                 return NULL;
@@ -1863,7 +1988,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = tok != Py_None;
         Py_DECREF(tok);
         if (t) {
-            t = attr_true(r->hot, s_off);
+            t = sattr_true(r->hot, &sl_off);
             if (t < 0)
                 goto error;
             t = !t;
@@ -1908,7 +2033,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
              *steps = NULL;
     int ok;
     if ((c = PyObject_GetAttr(r->box, s_mark_step_counter)) == NULL
-        || (mc = PyObject_GetAttr(r->hot, s_mark_counter)) == NULL || (left = PyObject_GetAttr(r->hot, s_left)) == NULL)
+        || (mc = sget(r->hot, &sl_mark_counter)) == NULL || (left = sget(r->hot, &sl_left)) == NULL)
         goto error;
     {
         PyObject *args[11] = {lean, function_id, mgr, new_inputs, c, mc, left, probed ? Py_True : Py_False,
@@ -1929,13 +2054,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     plan = Py_NewRef(PyTuple_GET_ITEM(lean, L_PLAN));
     if (ok) {
-        PyObject *code = PyObject_GetAttr(plan, s_src_code);
+        PyObject *code = sget(plan, &sl_src_code);
         if (code == NULL)
             goto error;
         if (code != Py_None) {
             /* (plan.src_d frames past the tree's: one up from _run's frame,
              * three when _steady armed this call) */
-            PyObject *d = PyObject_GetAttr(plan, s_src_d);
+            PyObject *d = sget(plan, &sl_src_d);
             Py_ssize_t depth = d == NULL ? -1 : PyLong_AsSsize_t(d);
             Py_XDECREF(d);
             if (!(depth == -1 && PyErr_Occurred()))
@@ -1963,9 +2088,9 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.left = left - 1; hot.mark_counter = c; inv = gen.generation;
      * hot.steady = True */
-    if ((x = PyNumber_Subtract(left, one)) == NULL || PyObject_SetAttr(r->hot, s_left, x) < 0
-        || PyObject_SetAttr(r->hot, s_mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
-        || (steps = PyNumber_Subtract(mc, c)) == NULL || PyObject_SetAttr(r->hot, s_steady, Py_True) < 0)
+    if ((x = PyNumber_Subtract(left, one)) == NULL || sset(r->hot, &sl_left, x) < 0
+        || sset(r->hot, &sl_mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
+        || (steps = PyNumber_Subtract(mc, c)) == NULL || sset(r->hot, &sl_steady, Py_True) < 0)
         goto error;
     Py_CLEAR(x);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
@@ -1987,13 +2112,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.steady = False; node = hot.node; hot.node = None */
     PyObject *node = NULL;
-    if (PyObject_SetAttr(r->hot, s_steady, Py_False) < 0 || (node = PyObject_GetAttr(r->hot, s_node)) == NULL
-        || PyObject_SetAttr(r->hot, s_node, Py_None) < 0) {
+    if (sset(r->hot, &sl_steady, Py_False) < 0 || (node = sget(r->hot, &sl_node)) == NULL
+        || sset(r->hot, &sl_node, Py_None) < 0) {
         Py_XDECREF(node);
         Py_CLEAR(out);
         goto error;
     }
-    PyObject *other = PyObject_GetAttr(r->hot, s_other);
+    PyObject *other = sget(r->hot, &sl_other);
     if (other != NULL) {
         PyObject *args[6] = {lean, out, node, other, mgr, r->dead_objs};
         x = steady_after(NULL, args, 6);
@@ -2054,7 +2179,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     /* A call re-entering the tree's _run inside a steady call: passed
      * through in this thread; another thread's waits in _steady. */
-    int t = attr_true(r->hot, s_steady);
+    int t = sattr_true(r->hot, &sl_steady);
     if (t < 0)
         return NULL;
     if (t) {
@@ -2066,10 +2191,10 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
-    PyObject *out = NULL, *lean = NULL, *lfid = PyObject_GetAttr(r->hot, s_lfid);
+    PyObject *out = NULL, *lean = NULL, *lfid = sget(r->hot, &sl_lfid);
     if (lfid != NULL) {
         if (lfid == function_id)
-            lean = PyObject_GetAttr(r->hot, s_lean);
+            lean = sget(r->hot, &sl_lean);
         else {
             PyObject *key = PyLong_FromVoidPtr(function_id);
             if (key != NULL) {
@@ -2121,7 +2246,47 @@ static PyTypeObject RunnerType = {
     .tp_call = (ternaryfunc)runner_tp_call,
 };
 
+/* slot_get(o, name) and slot_set(o, name, v): sget and sset, for the
+ * tests (tests/test_fastpath.py), through a Slot of their own (emptied
+ * when the name changes). */
+static Slot sl_test;
+
+static Slot *
+test_slot(PyObject *name)
+{
+    if (!PyUnicode_CheckExact(name)) {
+        PyErr_SetString(PyExc_TypeError, "slot_get/slot_set: the name is a str");
+        return NULL;
+    }
+    if (sl_test.name == NULL || PyUnicode_Compare(sl_test.name, name) != 0) {
+        Py_XDECREF(sl_test.name);
+        memset(&sl_test, 0, sizeof sl_test);
+        sl_test.name = Py_NewRef(name);
+    }
+    return &sl_test;
+}
+
+static PyObject *
+slot_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "slot_get");
+    Slot *sl = test_slot(args[1]);
+    return sl == NULL ? NULL : sget(args[0], sl);
+}
+
+static PyObject *
+slot_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "slot_set");
+    Slot *sl = test_slot(args[1]);
+    if (sl == NULL || sset(args[0], sl, args[2]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"slot_get", (PyCFunction)(void (*)(void))slot_get, METH_FASTCALL, "getattr(o, name), as the C paths read a slot (tests)."},
+    {"slot_set", (PyCFunction)(void (*)(void))slot_set, METH_FASTCALL, "setattr(o, name, v), as the C paths write a slot (tests)."},
     {"steady_ok", (PyCFunction)(void (*)(void))steady_ok, METH_FASTCALL, "fastpath.steady_ok, in C."},
     {"steady_after", (PyCFunction)(void (*)(void))steady_after, METH_FASTCALL, "fastpath.steady_after, in C."},
     {"frame_src", (PyCFunction)(void (*)(void))frame_src, METH_FASTCALL, "fastpath.frame_src, in C."},
@@ -2429,6 +2594,11 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_nl, "\n");
     INTERN(s_empty, "");
     INTERN(s_underscore, "_");
+    INTERN(s_getattribute, "__getattribute__");
+    INTERN(s_setattr, "__setattr__");
+    if ((object_getattribute = PyObject_GetAttr((PyObject *)&PyBaseObject_Type, s_getattribute)) == NULL
+        || (object_setattr = PyObject_GetAttr((PyObject *)&PyBaseObject_Type, s_setattr)) == NULL)
+        return NULL;
     INTERN(s_tmpl, "tmpl");
     INTERN(s_src, "src");
     INTERN(s_inv, "inv");
@@ -2469,6 +2639,8 @@ PyInit__cgtrace_fastpath(void)
     if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
         || PyType_Ready(&DiedType) < 0)
         return NULL;
+#define SLOT_INIT(n) sl_##n.name = s_##n;
+    SLOT_NAMES(SLOT_INIT)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

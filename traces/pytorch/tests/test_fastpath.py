@@ -605,6 +605,86 @@ class FastPathTest(BuiltTest):
 
 
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
+class SlotAccessTest(BuiltTest):
+    """The C paths read and write the slots of the recorder's own classes
+    (_Hot, _Queued, _Entry, Fact, the plan) at their offsets, found once a
+    class: whatever Python's getattr and setattr would do, they do, when
+    the class is not a plain one of slots or changes after the lookup."""
+
+    def test_a_plain_slot_is_read_and_written(self):
+        class K:
+            __slots__ = ("a", "b")
+        k = K()
+        k.a = 1
+        self.assertEqual(self.C.slot_get(k, "a"), 1)
+        self.C.slot_set(k, "a", 2)
+        self.assertEqual(k.a, 2)
+        self.assertEqual(self.C.slot_get(k, "a"), 2)  # (its offset kept now)
+        k.a = [3]
+        self.assertIs(self.C.slot_get(k, "a"), k.a)
+        self.C.slot_set(k, "b", "x")
+        self.assertEqual((k.a, k.b), ([3], "x"))
+
+    def test_an_empty_slot_takes_getattr_s_way(self):
+        class K:
+            __slots__ = ("a",)
+        with self.assertRaises(AttributeError):
+            self.C.slot_get(K(), "a")
+
+        class Q:  # (as _Queued: an empty slot made when first asked for)
+            __slots__ = ("fact",)
+
+            def __getattr__(self, name):
+                if name != "fact":
+                    raise AttributeError(name)
+                self.fact = "made"
+                return self.fact
+        q = Q()
+        self.assertEqual(self.C.slot_get(q, "fact"), "made")
+        self.assertEqual(self.C.slot_get(q, "fact"), "made")
+
+    def test_a_class_that_changes_is_looked_up_again(self):
+        class K:
+            __slots__ = ("a",)
+        k = K()
+        k.a = 1
+        self.assertEqual(self.C.slot_get(k, "a"), 1)
+        # A __getattribute__ and a __setattr__ of its own from now on.
+        K.__getattribute__ = lambda self, name: "theirs"
+        seen = []
+        K.__setattr__ = lambda self, name, v: seen.append((name, v))
+        self.assertEqual(self.C.slot_get(k, "a"), "theirs")
+        self.C.slot_set(k, "a", 5)
+        self.assertEqual(seen, [("a", 5)])
+
+    def test_what_is_not_a_plain_slot_takes_getattr_s_way(self):
+        class Base:
+            __slots__ = ("a",)
+
+        class Prop(Base):
+            __slots__ = ()
+            a = property(lambda self: "property", lambda self, v: setattr(self, "seen", v))
+            seen = None
+
+        class Dicted:
+            pass
+        b, p, d = Base(), Prop(), Dicted()
+        b.a = "slot"
+        d.a = "dict"
+        # One name on three classes in turn (two ways a name: each class
+        # found again when its way was given to another).
+        for _ in range(2):
+            self.assertEqual(self.C.slot_get(b, "a"), "slot")
+            self.assertEqual(self.C.slot_get(p, "a"), "property")
+            self.assertEqual(self.C.slot_get(d, "a"), "dict")
+        self.C.slot_set(d, "a", "set")
+        self.assertEqual(d.a, "set")
+        with self.assertRaises(AttributeError):  # (Prop's setter sets a class attribute: read-only here)
+            self.C.slot_set(p, "a", 1)
+        self.assertEqual(self.C.slot_get(b, "a"), "slot")
+
+
+@unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
 class StorageRefAndDiedTest(BuiltTest):
     """The C module's StorageRef (a storage's weak reference over torch's C
     functions, as StorageWeakRef holds one) and Died (Session._died)."""
