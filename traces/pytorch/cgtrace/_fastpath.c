@@ -121,51 +121,46 @@ truth(PyObject *r)
  * name, a class with its own __getattribute__ or __setattr__, an empty
  * slot, a free-threaded build) takes PyObject_GetAttr's way. */
 
-/* A name read or written this way, and what was found for it in the
- * last two classes it was looked up in (most names are read on objects
- * of one class; wr and name on two): each class (and its version tag),
- * and the slot's offset there (0: not a plain slot, the generic way). */
+/* What was found for a name in the class it was last looked up in: the
+ * class (and its version tag) and the slot's offset there (0: not a plain
+ * slot, the generic way). One a name and class it is read on (wr on two:
+ * _Queued's and _Entry's), sixteen bytes each, all of them in one array
+ * in the order a call reads them: a few cache lines, not one a name. */
 typedef struct {
     PyTypeObject *tp;
-    unsigned int tag;
-    Py_ssize_t off;
-} SlotWay;
-
-typedef struct {
-    PyObject *name;
-    SlotWay way[2];
-    int next; /* the way the next class found replaces */
+    uint32_t tag;
+    int32_t off;
 } Slot;
 
 #define SLOT_NAMES(X)                                                                                 \
-    X(mark_counter) X(fql) X(off) X(left) X(steady) X(node) X(other) X(lfid) X(lean) X(steps) X(tmpl)  \
-    X(src) X(inv) X(oid) X(wr) X(pwr) X(sref) X(ptr) X(cd) X(spec) X(gone) X(groups) X(name) X(order)  \
-    X(fact) X(obj_ref) X(kind) X(alive) X(src_code) X(src_d) X(src_lasti)
-#define SLOT_DECL(n) static Slot sl_##n;
-SLOT_NAMES(SLOT_DECL)
+    X(steady) X(lfid) X(lean) X(mark_counter) X(left) X(node) X(other) X(src_code) X(src_d)              \
+    X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid) X(pwr)      \
+    X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)
+#define SLOT_ENUM(n) SL_##n,
+enum { SLOT_NAMES(SLOT_ENUM) SLOT_COUNT };
+static Slot slots[SLOT_COUNT];
 static PyObject *object_getattribute, *object_setattr;
 
-/* sl's offset in o's class (> 0), or 0 for the generic way. */
+/* name's offset in o's class (> 0), or 0 for the generic way; sl: what
+ * was found for it. */
 static Py_ssize_t
-slot_offset(PyObject *o, Slot *sl)
+slot_offset(PyObject *o, Slot *sl, PyObject *name)
 {
 #ifdef Py_GIL_DISABLED
     return 0;
 #else
     PyTypeObject *tp = Py_TYPE(o);
-    for (int i = 0; i < 2; i++) {
-        SlotWay *w = &sl->way[i];
-        if (w->tp == tp && w->tag != 0 && tp->tp_version_tag == w->tag
-            && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
-            return w->off;
-    }
+    /* (A class changed since gets another tag, and a tag is never given
+     * twice: PyType_Modified zeroes it, a lookup assigns the next one.) */
+    if (sl->tp == tp && sl->tag != 0 && tp->tp_version_tag == sl->tag)
+        return sl->off;
     Py_ssize_t off = 0;
-    PyObject *d = PyObject_GetAttr((PyObject *)tp, sl->name); /* (the member descriptor itself) */
+    PyObject *d = PyObject_GetAttr((PyObject *)tp, name); /* (the member descriptor itself) */
     PyObject *ga = d == NULL ? NULL : PyObject_GetAttr((PyObject *)tp, s_getattribute);
     PyObject *sa = ga == NULL ? NULL : PyObject_GetAttr((PyObject *)tp, s_setattr);
     if (sa != NULL && ga == object_getattribute && sa == object_setattr && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
         PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-        if (m->type == Py_T_OBJECT_EX && !(m->flags & Py_READONLY) && m->offset > 0
+        if (m->type == Py_T_OBJECT_EX && !(m->flags & Py_READONLY) && m->offset > 0 && m->offset <= INT32_MAX
             && PyObject_TypeCheck(o, ((PyDescrObject *)d)->d_type))
             off = m->offset;
     }
@@ -174,59 +169,57 @@ slot_offset(PyObject *o, Slot *sl)
     Py_XDECREF(sa);
     PyErr_Clear();
     /* (the lookups above gave the class a valid tag, when it can have one) */
-    SlotWay *w = &sl->way[sl->next];
-    sl->next ^= 1;
-    w->tp = tp;
-    w->tag = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
-    w->off = off;
+    sl->tp = tp;
+    sl->tag = PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+    sl->off = (int32_t)off;
     return off;
 #endif
 }
 
 /* o.name (PyObject_GetAttr's result). New reference. */
 static PyObject *
-sget(PyObject *o, Slot *sl)
+sget(PyObject *o, Slot *sl, PyObject *name)
 {
-    Py_ssize_t off = slot_offset(o, sl);
+    Py_ssize_t off = slot_offset(o, sl, name);
     if (off > 0) {
         PyObject *v = *(PyObject **)((char *)o + off);
         if (v != NULL)
             return Py_NewRef(v);
     }
-    return PyObject_GetAttr(o, sl->name);
+    return PyObject_GetAttr(o, name);
 }
 
 /* o.name = v (v borrowed): 0, -1. */
 static int
-sset(PyObject *o, Slot *sl, PyObject *v)
+sset(PyObject *o, Slot *sl, PyObject *name, PyObject *v)
 {
-    Py_ssize_t off = slot_offset(o, sl);
+    Py_ssize_t off = slot_offset(o, sl, name);
     if (off > 0) {
         PyObject **p = (PyObject **)((char *)o + off), *old = *p;
         *p = Py_NewRef(v);
         Py_XDECREF(old);
         return 0;
     }
-    return PyObject_SetAttr(o, sl->name, v);
+    return PyObject_SetAttr(o, name, v);
 }
 
 /* o.name = v, v's reference taken (stolen; NULL: the error raised making
  * it): 0, -1. */
 static int
-ssteal(PyObject *o, Slot *sl, PyObject *v)
+ssteal(PyObject *o, Slot *sl, PyObject *name, PyObject *v)
 {
     if (v == NULL)
         return -1;
-    int t = sset(o, sl, v);
+    int t = sset(o, sl, name, v);
     Py_DECREF(v);
     return t;
 }
 
 /* o.name, truth: 1, 0, -1. */
 static int
-sattr_true(PyObject *o, Slot *sl)
+sattr_true(PyObject *o, Slot *sl, PyObject *name)
 {
-    return truth(sget(o, sl));
+    return truth(sget(o, sl, name));
 }
 
 /* a op b, as Python's expression (no identity shortcut): 1, 0, -1. */
@@ -592,7 +585,7 @@ frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
             return NULL;
         Py_RETURN_NONE;
     }
-    if ((map = sget(plan, &sl_src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
+    if ((map = sget(plan, &slots[SL_src_lasti], s_src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
         || (src = dict_get(map, lasti, NULL)) == NULL)
         goto done;
     if (src == Py_None) {
@@ -806,10 +799,10 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         goto error;
     if (e != Py_None) {
         /* e.fact.obj_ref is not None and e.fact.obj_ref() is v */
-        PyObject *fact = sget(e, &sl_fact);
+        PyObject *fact = sget(e, &slots[SL_fact], s_fact);
         if (fact == NULL)
             goto error;
-        x = sget(fact, &sl_obj_ref);
+        x = sget(fact, &slots[SL_obj_ref], s_obj_ref);
         Py_DECREF(fact);
         if (x == NULL)
             goto error;
@@ -839,7 +832,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((x = sget(e, &sl_wr)) == NULL)
+        if ((x = sget(e, &slots[SL_wr], s_wr)) == NULL)
             goto error;
         if ((t = deref_is(x, v)) != 0)
             goto decided;
@@ -850,7 +843,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((t = sattr_true(e, &sl_gone)) < 0)
+        if ((t = sattr_true(e, &slots[SL_gone], s_gone)) < 0)
             goto error;
         if (!t)
             goto no;
@@ -972,18 +965,18 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         Py_DECREF(name);
         if (e == NULL || e == Py_None)
             return e;
-        if ((x = sget(e, &sl_wr)) == NULL)
+        if ((x = sget(e, &slots[SL_entry_wr], s_wr)) == NULL)
             goto error;
         t = x == wr;
         Py_CLEAR(x);
         if (t == 0)
             goto done;
-        if ((x = sget(e, &sl_kind)) == NULL)
+        if ((x = sget(e, &slots[SL_kind], s_kind)) == NULL)
             goto error;
         if ((t = compare(x, s_out, Py_EQ)) != 0)
             goto done_not;
         Py_CLEAR(x);
-        PyObject *fact = sget(e, &sl_fact), *alive = fact == NULL ? NULL : sget(fact, &sl_alive);
+        PyObject *fact = sget(e, &slots[SL_fact], s_fact), *alive = fact == NULL ? NULL : sget(fact, &slots[SL_alive], s_alive);
         Py_XDECREF(fact);
         if (alive == NULL)
             goto error;
@@ -997,14 +990,14 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         return e;
     }
     /* e.gone or id(wr) in held or not e.sref.expired(): declined */
-    if ((x = sget(e, &sl_gone)) == NULL)
+    if ((x = sget(e, &slots[SL_gone], s_gone)) == NULL)
         goto error;
     if ((t = PyObject_IsTrue(x)) != 0)
         goto done_not;
     Py_CLEAR(x);
     if ((t = PySequence_Contains(held, idw)) != 0)
         goto done_not;
-    PyObject *sref = sget(e, &sl_sref);
+    PyObject *sref = sget(e, &slots[SL_sref], s_sref);
     if (sref == NULL)
         goto error;
     t = truth(PyObject_CallMethodNoArgs(sref, s_expired));
@@ -1267,7 +1260,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
-    if (c == NULL || (mc = sget(hot, &sl_mark_counter)) == NULL) {
+    if (c == NULL || (mc = sget(hot, &slots[SL_mark_counter], s_mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
@@ -1295,20 +1288,20 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(m);
         Py_XDECREF(lowbits);
         Py_XDECREF(first);
-        if (na == NULL || ssteal(hot, &sl_fql, na) < 0)
+        if (na == NULL || ssteal(hot, &slots[SL_fql], s_fql, na) < 0)
             goto failed;
     }
-    if ((t = PyObject_CallNoArgs(Queued)) == NULL || ssteal(t, &sl_steps, PyNumber_Subtract(mc, c)) < 0
-        || sset(t, &sl_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
-        || sset(t, &sl_src, PyTuple_GET_ITEM(a, 4)) < 0
-        || ssteal(t, &sl_inv, PyObject_GetAttr(gen, s_generation)) < 0 || sset(t, &sl_oid, oid) < 0
-        || (wr = PyWeakref_NewRef(v, died)) == NULL || sset(t, &sl_wr, wr) < 0
-        || ssteal(t, &sl_pwr, PyWeakref_NewRef(v, NULL)) < 0
-        || ssteal(t, &sl_sref, PyObject_CallOneArg(sweak, stor)) < 0
-        || (ptr != NULL ? sset(t, &sl_ptr, ptr) : ssteal(t, &sl_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
-        || sset(t, &sl_cd, cd) < 0
-        || sset(t, &sl_spec, PyTuple_GET_ITEM(a, 27)) < 0 || sset(t, &sl_gone, Py_False) < 0
-        || sset(t, &sl_groups, groups) < 0)
+    if ((t = PyObject_CallNoArgs(Queued)) == NULL || ssteal(t, &slots[SL_steps], s_steps, PyNumber_Subtract(mc, c)) < 0
+        || sset(t, &slots[SL_tmpl], s_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
+        || sset(t, &slots[SL_src], s_src, PyTuple_GET_ITEM(a, 4)) < 0
+        || ssteal(t, &slots[SL_inv], s_inv, PyObject_GetAttr(gen, s_generation)) < 0 || sset(t, &slots[SL_oid], s_oid, oid) < 0
+        || (wr = PyWeakref_NewRef(v, died)) == NULL || sset(t, &slots[SL_wr], s_wr, wr) < 0
+        || ssteal(t, &slots[SL_pwr], s_pwr, PyWeakref_NewRef(v, NULL)) < 0
+        || ssteal(t, &slots[SL_sref], s_sref, PyObject_CallOneArg(sweak, stor)) < 0
+        || (ptr != NULL ? sset(t, &slots[SL_ptr], s_ptr, ptr) : ssteal(t, &slots[SL_ptr], s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
+        || sset(t, &slots[SL_cd], s_cd, cd) < 0
+        || sset(t, &slots[SL_spec], s_spec, PyTuple_GET_ITEM(a, 27)) < 0 || sset(t, &slots[SL_gone], s_gone, Py_False) < 0
+        || sset(t, &slots[SL_groups], s_groups, groups) < 0)
         goto failed;
     /* (the input's life is the program's: let go before the tree's call) */
     Py_CLEAR(v);
@@ -1326,7 +1319,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
                 PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && sset(e, &sl_gone, Py_True) < 0) {
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && sset(e, &slots[SL_gone], s_gone, Py_True) < 0) {
                     Py_DECREF(gf);
                     goto failed;
                 }
@@ -1335,7 +1328,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *idw = NULL;
-    if (sset(hot, &sl_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
+    if (sset(hot, &slots[SL_mark_counter], s_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
         || (idw = PyLong_FromVoidPtr(wr)) == NULL || PyObject_SetItem(fq_wrs, idw, t) < 0
         || PyObject_SetItem(fq_stor, cd, t) < 0) {
         Py_XDECREF(idw);
@@ -1491,8 +1484,8 @@ fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
         Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
     else if (PySet_Add(used, out) < 0)
         goto done;
-    if (out == NULL || (inv = sget(t, &sl_inv)) == NULL || (src = sget(t, &sl_src)) == NULL
-        || (name = sget(t, &sl_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
+    if (out == NULL || (inv = sget(t, &slots[SL_inv], s_inv)) == NULL || (src = sget(t, &slots[SL_src], s_src)) == NULL
+        || (name = sget(t, &slots[SL_name], s_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
         goto done;
     {
         PyObject *parts[9] = {lead, pre, name, post, out, tail, mid, PyList_GET_ITEM(st, 5), s_end_list};
@@ -1569,17 +1562,17 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     PyObject *spec = NULL, *groups = NULL, *steps = NULL, *lead = NULL, *x = NULL, *y = NULL, *name = NULL,
              *i = NULL, *tmpl = NULL, *seed = NULL, *cd = NULL, *oid = NULL, *vk = NULL;
     int rc = -1, t_;
-    if ((spec = sget(t, &sl_spec)) == NULL || (groups = sget(t, &sl_groups)) == NULL)
+    if ((spec = sget(t, &slots[SL_spec], s_spec)) == NULL || (groups = sget(t, &slots[SL_groups], s_groups)) == NULL)
         goto done;
     if (spec == Py_None) {
         rc = 0;
         goto done;
     }
-    if ((t_ = sattr_true(t, &sl_gone)) <= 0) {
+    if ((t_ = sattr_true(t, &slots[SL_gone], s_gone)) <= 0) {
         rc = t_;
         goto done;
     }
-    if ((steps = sget(t, &sl_steps)) == NULL)
+    if ((steps = sget(t, &slots[SL_steps], s_steps)) == NULL)
         goto done;
     if (groups == Py_None) {
         if ((lead = step_lines(steps)) == NULL)
@@ -1615,7 +1608,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
             rc = 0;
             goto done;
         }
-        PyObject *ename = sget(e, &sl_name);
+        PyObject *ename = sget(e, &slots[SL_name], s_name);
         Py_DECREF(e);
         if (ename == NULL || st_inc(st, 1) < 0 || st_inc(st, 3) < 0) {
             Py_XDECREF(ename);
@@ -1663,7 +1656,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     if ((x = PyNumber_Add(i, one)) == NULL || PyObject_SetItem(fresh_next, base, x) < 0)
         goto done;
     Py_CLEAR(x);
-    if (st_inc(st, 2) < 0 || (tmpl = sget(t, &sl_tmpl)) == NULL
+    if (st_inc(st, 2) < 0 || (tmpl = sget(t, &slots[SL_tmpl], s_tmpl)) == NULL
         || (seed = PyObject_Str(PyList_GET_ITEM(st, 2))) == NULL)
         goto done;
     {
@@ -1698,18 +1691,18 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         if (t_ < 0)
             goto done;
     }
-    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || sset(t, &sl_name, name) < 0
-        || sset(t, &sl_order, PyList_GET_ITEM(st, 0)) < 0)
+    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || sset(t, &slots[SL_name], s_name, name) < 0
+        || sset(t, &slots[SL_order], s_order, PyList_GET_ITEM(st, 0)) < 0)
         goto done;
     /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
      * None); by_obj_entry.pop(t.oid, None) */
     {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
-        if (s0 != NULL && s1 != NULL && (cd = sget(t, &sl_cd)) != NULL)
+        if (s0 != NULL && s1 != NULL && (cd = sget(t, &slots[SL_cd], s_cd)) != NULL)
             vk = PyTuple_Pack(4, cd, zero, s0, s1);
         Py_XDECREF(s0);
         Py_XDECREF(s1);
-        if (vk == NULL || (oid = sget(t, &sl_oid)) == NULL)
+        if (vk == NULL || (oid = sget(t, &slots[SL_oid], s_oid)) == NULL)
             goto done;
     }
     PyObject *maps[3] = {by_view, by_obj, by_obj_entry}, *keys[3] = {vk, oid, oid};
@@ -1933,7 +1926,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         return NULL;
     if (t)
         return call3(r->orig_run, mgr, new_inputs, function_id);
-    PyObject *fl = sget(r->hot, &sl_fql);
+    PyObject *fl = sget(r->hot, &slots[SL_fql], s_fql);
     if (fl == NULL)
         return NULL;
     if (fl != Py_None) {
@@ -1945,7 +1938,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = f0 == function_id;
         Py_DECREF(f0);
         if (t) {
-            t = sattr_true(r->hot, &sl_off);
+            t = sattr_true(r->hot, &slots[SL_off], s_off);
             if (t < 0) {
                 Py_DECREF(fl);
                 return NULL;
@@ -1988,7 +1981,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = tok != Py_None;
         Py_DECREF(tok);
         if (t) {
-            t = sattr_true(r->hot, &sl_off);
+            t = sattr_true(r->hot, &slots[SL_off], s_off);
             if (t < 0)
                 goto error;
             t = !t;
@@ -2033,7 +2026,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
              *steps = NULL;
     int ok;
     if ((c = PyObject_GetAttr(r->box, s_mark_step_counter)) == NULL
-        || (mc = sget(r->hot, &sl_mark_counter)) == NULL || (left = sget(r->hot, &sl_left)) == NULL)
+        || (mc = sget(r->hot, &slots[SL_mark_counter], s_mark_counter)) == NULL || (left = sget(r->hot, &slots[SL_left], s_left)) == NULL)
         goto error;
     {
         PyObject *args[11] = {lean, function_id, mgr, new_inputs, c, mc, left, probed ? Py_True : Py_False,
@@ -2054,13 +2047,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     plan = Py_NewRef(PyTuple_GET_ITEM(lean, L_PLAN));
     if (ok) {
-        PyObject *code = sget(plan, &sl_src_code);
+        PyObject *code = sget(plan, &slots[SL_src_code], s_src_code);
         if (code == NULL)
             goto error;
         if (code != Py_None) {
             /* (plan.src_d frames past the tree's: one up from _run's frame,
              * three when _steady armed this call) */
-            PyObject *d = sget(plan, &sl_src_d);
+            PyObject *d = sget(plan, &slots[SL_src_d], s_src_d);
             Py_ssize_t depth = d == NULL ? -1 : PyLong_AsSsize_t(d);
             Py_XDECREF(d);
             if (!(depth == -1 && PyErr_Occurred()))
@@ -2088,9 +2081,9 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.left = left - 1; hot.mark_counter = c; inv = gen.generation;
      * hot.steady = True */
-    if ((x = PyNumber_Subtract(left, one)) == NULL || sset(r->hot, &sl_left, x) < 0
-        || sset(r->hot, &sl_mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
-        || (steps = PyNumber_Subtract(mc, c)) == NULL || sset(r->hot, &sl_steady, Py_True) < 0)
+    if ((x = PyNumber_Subtract(left, one)) == NULL || sset(r->hot, &slots[SL_left], s_left, x) < 0
+        || sset(r->hot, &slots[SL_mark_counter], s_mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
+        || (steps = PyNumber_Subtract(mc, c)) == NULL || sset(r->hot, &slots[SL_steady], s_steady, Py_True) < 0)
         goto error;
     Py_CLEAR(x);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
@@ -2112,13 +2105,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.steady = False; node = hot.node; hot.node = None */
     PyObject *node = NULL;
-    if (sset(r->hot, &sl_steady, Py_False) < 0 || (node = sget(r->hot, &sl_node)) == NULL
-        || sset(r->hot, &sl_node, Py_None) < 0) {
+    if (sset(r->hot, &slots[SL_steady], s_steady, Py_False) < 0 || (node = sget(r->hot, &slots[SL_node], s_node)) == NULL
+        || sset(r->hot, &slots[SL_node], s_node, Py_None) < 0) {
         Py_XDECREF(node);
         Py_CLEAR(out);
         goto error;
     }
-    PyObject *other = sget(r->hot, &sl_other);
+    PyObject *other = sget(r->hot, &slots[SL_other], s_other);
     if (other != NULL) {
         PyObject *args[6] = {lean, out, node, other, mgr, r->dead_objs};
         x = steady_after(NULL, args, 6);
@@ -2179,7 +2172,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     /* A call re-entering the tree's _run inside a steady call: passed
      * through in this thread; another thread's waits in _steady. */
-    int t = sattr_true(r->hot, &sl_steady);
+    int t = sattr_true(r->hot, &slots[SL_steady], s_steady);
     if (t < 0)
         return NULL;
     if (t) {
@@ -2191,10 +2184,10 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
-    PyObject *out = NULL, *lean = NULL, *lfid = sget(r->hot, &sl_lfid);
+    PyObject *out = NULL, *lean = NULL, *lfid = sget(r->hot, &slots[SL_lfid], s_lfid);
     if (lfid != NULL) {
         if (lfid == function_id)
-            lean = sget(r->hot, &sl_lean);
+            lean = sget(r->hot, &slots[SL_lean], s_lean);
         else {
             PyObject *key = PyLong_FromVoidPtr(function_id);
             if (key != NULL) {
@@ -2250,36 +2243,34 @@ static PyTypeObject RunnerType = {
  * tests (tests/test_fastpath.py), through a Slot of their own (emptied
  * when the name changes). */
 static Slot sl_test;
+static PyObject *sl_test_name;
 
-static Slot *
+static int
 test_slot(PyObject *name)
 {
     if (!PyUnicode_CheckExact(name)) {
         PyErr_SetString(PyExc_TypeError, "slot_get/slot_set: the name is a str");
-        return NULL;
+        return -1;
     }
-    if (sl_test.name == NULL || PyUnicode_Compare(sl_test.name, name) != 0) {
-        Py_XDECREF(sl_test.name);
+    if (sl_test_name == NULL || PyUnicode_Compare(sl_test_name, name) != 0) {
+        Py_XSETREF(sl_test_name, Py_NewRef(name));
         memset(&sl_test, 0, sizeof sl_test);
-        sl_test.name = Py_NewRef(name);
     }
-    return &sl_test;
+    return 0;
 }
 
 static PyObject *
 slot_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(2, "slot_get");
-    Slot *sl = test_slot(args[1]);
-    return sl == NULL ? NULL : sget(args[0], sl);
+    return test_slot(args[1]) < 0 ? NULL : sget(args[0], &sl_test, sl_test_name);
 }
 
 static PyObject *
 slot_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(3, "slot_set");
-    Slot *sl = test_slot(args[1]);
-    if (sl == NULL || sset(args[0], sl, args[2]) < 0)
+    if (test_slot(args[1]) < 0 || sset(args[0], &sl_test, sl_test_name, args[2]) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -2639,8 +2630,6 @@ PyInit__cgtrace_fastpath(void)
     if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
         || PyType_Ready(&DiedType) < 0)
         return NULL;
-#define SLOT_INIT(n) sl_##n.name = s_##n;
-    SLOT_NAMES(SLOT_INIT)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
