@@ -21,6 +21,7 @@ is timed by recorder-overhead.py (what a GPU call costs is not the CPU's
 instructions alone).
 
     python3 tools/gpu/recorder-instructions.py --cold [--fresh] [--calls 300]
+    python3 tools/gpu/recorder-instructions.py --cold --fresh --calls 300 --by-function 30
 
 also counts the last-level cache misses a call adds, with a buffer of
 twice the (simulated, 1 MiB) last-level cache read between two calls:
@@ -34,7 +35,15 @@ development machine, 106 us on the H200 on 2026-12-05, about 50 us with
 warm caches: recorder-overhead.py --fake --evict-mb). The misses are not a time (the CPU overlaps them, and
 prefetches), but they do not move with the machine's load as the
 microseconds do, and fewer of them is what a faster recorder on a GPU
-host needs (issue 33 item 5)."""
+host needs (issue 33 item 5).
+
+--by-function N keeps the four runs' profiles and lists the N functions
+whose own counts recording adds to most, a call: the C of the recorder's
+modules and of CPython (PyObject_GetAttr's type lookups, a dict's, the
+allocator's), with the Python code of both as the interpreter's loop. It
+is how session 19 found that a lean call's largest data misses were the
+type lookups of PyObject_GetAttr on the recorder's own slotted objects
+(BENCHMARKS.md)."""
 import argparse
 import os
 import re
@@ -83,11 +92,11 @@ _COLLECTED = re.compile(r"Collected : ([\d ]+)")
 _EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
 
 
-def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False):
+def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False, out=None):
     """callgrind's counts for one child run: {"Ir": instructions}, and
     with cold every cache event (the last-level misses: ILmr, DLmr,
-    DLmw)."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    DLmw); out: the file callgrind writes its profile to (by_function)."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s" % (out or "/dev/null")]
     if cold:
         cmd += ["--cache-sim=yes"] + _CACHES
     cmd += [sys.executable, os.path.abspath(__file__), "--child", str(calls)]
@@ -111,11 +120,13 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False):
     return got
 
 
-def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False, train=False):
+def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False, train=False, folder=None):
     """{off, on, added}: instructions per call, from the differences of
     runs of calls and 2*calls calls; with cold also {misses_off,
-    misses_on, misses_added}: the last-level cache misses a call."""
-    runs = {n: counts(fresh, n, baseline, cold, run, train) for n in (2 * calls, calls, -2 * calls, -calls)}
+    misses_on, misses_added}: the last-level cache misses a call. folder:
+    each run's profile is kept there (profile_path), for by_function."""
+    runs = {n: counts(fresh, n, baseline, cold, run, train, profile_path(folder, n) if folder else None)
+            for n in (2 * calls, calls, -2 * calls, -calls)}
 
     def per_call(events, sign):
         return sum(runs[sign * 2 * calls][e] - runs[sign * calls][e] for e in events) / calls
@@ -129,6 +140,51 @@ def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False, train=F
     return r
 
 
+def profile_path(folder, n):
+    """Where the run of n calls (negative: unrecorded) keeps its profile."""
+    return os.path.join(folder, "callgrind.%s%d.out" % ("on" if n > 0 else "off", abs(n)))
+
+
+_ROW = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?" + r"([\d,]+|\.)\s+(?:\([^)]*\)\s+)?" * 3 + r"(\S.*)$")
+
+
+def function_events(path, run=subprocess.run):
+    """{function: [Ir, ILmr, DLmr, DLmw]} of one profile, each function's
+    own (callgrind_annotate --inclusive=no), its recursion levels and the
+    library it is in merged into one name ("file:function")."""
+    p = run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--show=Ir,ILmr,DLmr,DLmw", path],
+            capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit("recorder-instructions: callgrind_annotate %s failed: %s" % (path, (p.stderr or "")[-500:]))
+    got = {}
+    for line in p.stdout.splitlines():
+        m = _ROW.match(line)
+        if m is None or "PROGRAM TOTALS" in line:
+            continue
+        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.groups()[:4]]
+        name = re.sub(r" \[[^\]]*\]$", "", m.group(5).strip())
+        name = re.sub(r"'\d+", "", name).rsplit("/", 1)[-1]
+        got[name] = [a + b for a, b in zip(got.get(name, [0, 0, 0, 0]), vals)]
+    return got
+
+
+def by_function(folder, calls, run=subprocess.run):
+    """Per function, what recording adds to a call (the runs' differences,
+    as measure takes them, from the profiles measure kept in folder):
+    rows (added [Ir, ILmr, DLmr, DLmw], function), the most last-level
+    misses first (then the most instructions)."""
+    ev = {n: function_events(profile_path(folder, n), run) for n in (2 * calls, calls, -2 * calls, -calls)}
+    names = set().union(*ev.values())
+    rows = []
+    for f in names:
+        def per_call(sign):
+            a, b = ev[sign * 2 * calls].get(f, [0] * 4), ev[sign * calls].get(f, [0] * 4)
+            return [(x - y) / calls for x, y in zip(a, b)]
+        rows.append(([x - y for x, y in zip(per_call(1), per_call(-1))], f))
+    rows.sort(key=lambda r: (-(r[0][1] + r[0][2] + r[0][3]), -r[0][0], r[1]))
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--fresh", action="store_true", help="a new input at every call (else the steady loop)")
@@ -138,6 +194,9 @@ def main(argv=None):
     p.add_argument("--baseline", metavar="RECORDER", help="count this recorder instead of this checkout's")
     p.add_argument("--cold", action="store_true",
                    help="also count the last-level cache misses a call adds, the caches emptied between calls")
+    p.add_argument("--by-function", type=int, default=0, metavar="N",
+                   help="then the N functions (C and CPython's; Python code is the interpreter's) whose "
+                        "last-level misses (with --cold) and instructions recording adds to most, a call")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--evict", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -148,7 +207,11 @@ def main(argv=None):
         return 0
     if a.calls < 1:
         p.error("--calls must be at least 1")
-    r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train)
+    if a.by_function < 0:
+        p.error("--by-function must be at least 0")
+    with tempfile.TemporaryDirectory() as d:
+        r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train, folder=d if a.by_function else None)
+        rows = by_function(d, a.calls)[:a.by_function] if a.by_function else []
     what = "%s%s" % ("a training step" if a.train else "a new input each call" if a.fresh
                      else "the same input (steady)", ", recorder %s" % a.baseline if a.baseline else "")
     unit = "step" if a.train else "call"
@@ -157,6 +220,12 @@ def main(argv=None):
     if a.cold:
         print("%s, cold caches: %.0f last-level misses a %s unrecorded, %.0f recorded, %.0f added"
               % (what, r["misses_off"], unit, r["misses_on"], r["misses_added"]))
+    if rows:
+        print("added a %s, by function (own; last-level misses: instruction fetch, data read, data write):" % unit)
+        print("| function | instructions | IL misses | DL read misses | DL write misses |")
+        print("| --- | --- | --- | --- | --- |")
+        for (ir, il, dr, dw), f in rows:
+            print("| %s | %.0f | %.1f | %.1f | %.1f |" % (f, ir, il, dr, dw))
     return 0
 
 

@@ -4,6 +4,7 @@ instructions a call as their differences say. valgrind itself is the
 tool's to run; here a stand-in answers for it."""
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import types
@@ -87,6 +88,54 @@ class InstructionsTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as cm:
             ri.measure(False, 10, run=run, cold=True)
         self.assertIn("not the cache events", str(cm.exception))
+
+    def test_by_function_is_each_function_s_difference(self):
+        """--by-function: each function's own counts, from the four runs'
+        profiles (kept where measure was asked to keep them), as the
+        totals are taken: recorded minus unrecorded, a call. callgrind_annotate's
+        rows name a function with its file and library, and its
+        recursion levels apart; they are merged."""
+        import tempfile
+        seen = []
+        # per call: (Ir, ILmr, DLmr, DLmw) of each function, recorded / unrecorded
+        on = {"typeobject.c:_PyType_Lookup": (40, 0, 6, 0), "???:fresh_queue": (700, 60, 8, 0)}
+        off = {"typeobject.c:_PyType_Lookup": (10, 0, 1, 0)}
+
+        def annotate(cmd, **kw):
+            seen.append(cmd)
+            n = int(re.search(r"callgrind\.(on|off)(\d+)\.out$", cmd[-1]).group(2))
+            table = on if ".on" in cmd[-1] else off
+            lines = ["Ir  ILmr  DLmr  DLmw  file:function", "-" * 20,
+                     "1,000,000 (100.0%) 9 (100.0%) 9 (100.0%) 9 (100.0%)  PROGRAM TOTALS"]
+            for f, v in table.items():
+                # (half of it at a recursion level of its own, in the library's name)
+                a = [x * n // 2 + 100 for x in v]
+                lines.append("%s  /build/Python/%s [/usr/lib/libpython3.12.so.1.0]"
+                             % ("  ".join("{:,} ( 1.00%)".format(x) for x in a), f))
+                lines.append("%s  /build/Python/%s'2 [/usr/lib/libpython3.12.so.1.0]"
+                             % ("  ".join("{:,}".format(x * n // 2) if x else "." for x in v), f))
+            return types.SimpleNamespace(returncode=0, stdout="\n".join(lines) + "\n", stderr="")
+
+        with tempfile.TemporaryDirectory() as d:
+            rows = ri.by_function(d, 10, run=annotate)
+        self.assertEqual(len(seen), 4)
+        self.assertTrue(all(c[0] == "callgrind_annotate" and "--inclusive=no" in c for c in seen))
+        got = {f: v for v, f in rows}
+        self.assertEqual(got["???:fresh_queue"], [700.0, 60.0, 8.0, 0.0])
+        self.assertEqual(got["typeobject.c:_PyType_Lookup"], [30.0, 0.0, 5.0, 0.0])
+        self.assertEqual([f for _, f in rows], ["???:fresh_queue", "typeobject.c:_PyType_Lookup"])
+
+    def test_measure_keeps_the_profiles_where_asked(self):
+        seen = []
+
+        def run(cmd, **kw):
+            seen.append(cmd)
+            return types.SimpleNamespace(returncode=0, stderr="==1== Collected : %d\n" % 100)
+
+        ri.measure(False, 10, run=run, folder="/f")
+        outs = sorted(c[2] for c in seen)
+        self.assertEqual(outs, ["--callgrind-out-file=/f/callgrind.off10.out", "--callgrind-out-file=/f/callgrind.off20.out",
+                                "--callgrind-out-file=/f/callgrind.on10.out", "--callgrind-out-file=/f/callgrind.on20.out"])
 
     def test_failed_run_is_an_error(self):
         def run(cmd, **kw):
