@@ -8,6 +8,7 @@ import itertools
 import operator
 import weakref
 
+from ._pycompat import op_call
 from .deferred import _call_tail
 from .errors import _error_text
 from .jsonl import _names_json
@@ -135,7 +136,7 @@ class _Calls:
                 self._knob_check(fs)
                 session = self.session
                 if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
-                        and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                        and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
                         and tuple(map(self.torch.Tensor.data_ptr, new_inputs)) == memo[4]):
                     # Session.begin_known_call, inline, for the memo's args
                     # (the list the memo's call shared, or equal to it).
@@ -230,7 +231,7 @@ class _Calls:
         # keeps the object and moves its data, which is a new tensor.
         if (not caught and memo is not None and memo[2] == self.session.epoch
                 and len(new_inputs) == len(memo[0])
-                and all(map(operator.is_, map(operator.call, memo[0]), new_inputs))
+                and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
                 and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
             return self.session.begin_known_call(fs, memo[3], self._gen.generation), None
         # Each input the trace names by its object keeps that name; the
@@ -248,7 +249,7 @@ class _Calls:
                 cf = list(map(_FACT_OF, cand))
                 hits = list(map(operator.and_, map(operator.and_,
                                                    map(operator.is_, map(known, map(id, new_inputs)), cand),
-                                                   map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                                   map(operator.is_, map(op_call, map(_OBJ_REF_OF, cf)),
                                                        new_inputs)),
                                 map(operator.eq, ptrs, map(_PTR_OF, cf))))
             except Exception:  # (an input that is no tensor, or has no storage: one by one)

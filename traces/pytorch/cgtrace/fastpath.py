@@ -47,9 +47,10 @@ import os
 import sys
 import weakref
 
+from ._pycompat import op_call
 from .deferred import _STEP_LINES, _call_tail
 
-_is, _call = operator.is_, operator.call
+_is, _call = operator.is_, op_call
 _refcount, _getframe = sys.getrefcount, sys._getframe
 
 # The C module's functions and their version: a cached build of another

@@ -11,6 +11,7 @@ import itertools
 import operator
 import sys
 
+from ._pycompat import op_call
 from .errors import _error_text
 from .jsonl import _STEP
 from .shapes import is_contiguous, numel
@@ -176,7 +177,7 @@ class _Fresh:
         c = self._box.mark_step_counter
         mc = hot.mark_counter
         if (c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
-                or list(map(operator.call, self._knobs.probes)) != self._knobs.probe_vals):
+                or list(map(op_call, self._knobs.probes)) != self._knobs.probe_vals):
             return None
         # The src: frame 3 is the one that called the _run wrapper (frame 2,
         # which called _fresh_call).
@@ -198,7 +199,7 @@ class _Fresh:
         # data pointers, the new one no tensor the trace names.
         Tensor = self.torch.Tensor
         kept = tok[3]
-        if (not all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, kept)))
+        if (not all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, kept)))
                 or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
             return None
         if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
@@ -373,7 +374,7 @@ class _Fresh:
         n = len(new_inputs)
         tok = fs.fresh_tok
         if (tok is not None and tok[2] is cand and tok[0] == session.epoch and tok[1] == session.order
-                and all(map(operator.is_, map(operator.call, tok[4]), map(new_inputs.__getitem__, tok[3])))
+                and all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, tok[3])))
                 and list(map(Tensor.data_ptr, map(new_inputs.__getitem__, tok[3]))) == tok[5]):
             # (The entries of the other positions still name those objects:
             # nothing was bound or forgotten since.)
@@ -392,7 +393,7 @@ class _Fresh:
         cf = list(map(_FACT_OF, cand))
         hits = list(map(operator.and_, map(operator.and_,
                                            map(operator.is_, map(known, map(id, new_inputs)), cand),
-                                           map(operator.is_, map(operator.call, map(_OBJ_REF_OF, cf)),
+                                           map(operator.is_, map(op_call, map(_OBJ_REF_OF, cf)),
                                                new_inputs)),
                         map(operator.eq, map(Tensor.data_ptr, new_inputs), map(_PTR_OF, cf))))
         cf = None
@@ -484,7 +485,7 @@ class _Fresh:
             return None
         # (knobs.moved(), without its two frames: _check_fresh's caller
         # takes a probe that raises for the general path's.)
-        if list(map(operator.call, knobs.probes)) != knobs.probe_vals:
+        if list(map(op_call, knobs.probes)) != knobs.probe_vals:
             return None
         # The src, where the plan's general calls found it (Facts._call_srcs):
         # the frame plan.src_d frames past the one that called the tree's

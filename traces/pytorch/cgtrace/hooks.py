@@ -5,12 +5,12 @@ set_to_running_backward), the host-read wrappers of Tensor's methods,
 the counting of config writes, and the recorder's frames kept off
 Dynamo's frame hook."""
 
-import operator
 import os
 import sys
 import types
 
 from . import torch_api
+from ._pycompat import op_call
 from .errors import _error_text
 from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
@@ -110,7 +110,7 @@ class _Hooks:
         """The _run wrapper, with _steady, the part that arms it."""
         rec = self
         knobs = self._knobs
-        call = operator.call
+        call = op_call
 
         # What the steady path reads at every call is bound as defaults:
         # locals of its frame, where closure cells would be objects of

@@ -9,6 +9,8 @@ import operator
 import sys
 import types
 
+from ._pycompat import op_call
+
 # PyTorch's knobs that CUDAGraph Trees and Dynamo's recompilation read, as
 # (which config module, dotted name). All of them are read at every call
 # (tests patch them mid-program); the ones the format has a key for become
@@ -233,7 +235,7 @@ class _Knobs:
         """The probes' answers now (None when one cannot be read); map
         runs them without a Python frame of its own."""
         try:
-            return list(map(operator.call, self.all_probes if all_knobs else self.probes))
+            return list(map(op_call, self.all_probes if all_knobs else self.probes))
         except Exception:
             return None
 
