@@ -176,6 +176,14 @@ slot_offset(PyObject *o, Slot *sl, PyObject *name)
 #endif
 }
 
+/* The names of SLOT_NAMES read and written so: SGET(o, steady) is
+ * o.steady, SSET(o, steady, v) and SSTEAL(o, steady, v) set it (v
+ * borrowed, v stolen), STRUE(o, steady) its truth. */
+#define SGET(o, n) sget((o), &slots[SL_##n], s_##n)
+#define SSET(o, n, v) sset((o), &slots[SL_##n], s_##n, (v))
+#define SSTEAL(o, n, v) ssteal((o), &slots[SL_##n], s_##n, (v))
+#define STRUE(o, n) sattr_true((o), &slots[SL_##n], s_##n)
+
 /* o.name (PyObject_GetAttr's result). New reference. */
 static PyObject *
 sget(PyObject *o, Slot *sl, PyObject *name)
@@ -585,7 +593,7 @@ frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
             return NULL;
         Py_RETURN_NONE;
     }
-    if ((map = sget(plan, &slots[SL_src_lasti], s_src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
+    if ((map = SGET(plan, src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
         || (src = dict_get(map, lasti, NULL)) == NULL)
         goto done;
     if (src == Py_None) {
@@ -799,10 +807,10 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         goto error;
     if (e != Py_None) {
         /* e.fact.obj_ref is not None and e.fact.obj_ref() is v */
-        PyObject *fact = sget(e, &slots[SL_fact], s_fact);
+        PyObject *fact = SGET(e, fact);
         if (fact == NULL)
             goto error;
-        x = sget(fact, &slots[SL_obj_ref], s_obj_ref);
+        x = SGET(fact, obj_ref);
         Py_DECREF(fact);
         if (x == NULL)
             goto error;
@@ -832,7 +840,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((x = sget(e, &slots[SL_wr], s_wr)) == NULL)
+        if ((x = SGET(e, wr)) == NULL)
             goto error;
         if ((t = deref_is(x, v)) != 0)
             goto decided;
@@ -843,7 +851,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
-        if ((t = sattr_true(e, &slots[SL_gone], s_gone)) < 0)
+        if ((t = STRUE(e, gone)) < 0)
             goto error;
         if (!t)
             goto no;
@@ -971,12 +979,12 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         Py_CLEAR(x);
         if (t == 0)
             goto done;
-        if ((x = sget(e, &slots[SL_kind], s_kind)) == NULL)
+        if ((x = SGET(e, kind)) == NULL)
             goto error;
         if ((t = compare(x, s_out, Py_EQ)) != 0)
             goto done_not;
         Py_CLEAR(x);
-        PyObject *fact = sget(e, &slots[SL_fact], s_fact), *alive = fact == NULL ? NULL : sget(fact, &slots[SL_alive], s_alive);
+        PyObject *fact = SGET(e, fact), *alive = fact == NULL ? NULL : SGET(fact, alive);
         Py_XDECREF(fact);
         if (alive == NULL)
             goto error;
@@ -990,14 +998,14 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         return e;
     }
     /* e.gone or id(wr) in held or not e.sref.expired(): declined */
-    if ((x = sget(e, &slots[SL_gone], s_gone)) == NULL)
+    if ((x = SGET(e, gone)) == NULL)
         goto error;
     if ((t = PyObject_IsTrue(x)) != 0)
         goto done_not;
     Py_CLEAR(x);
     if ((t = PySequence_Contains(held, idw)) != 0)
         goto done_not;
-    PyObject *sref = sget(e, &slots[SL_sref], s_sref);
+    PyObject *sref = SGET(e, sref);
     if (sref == NULL)
         goto error;
     t = truth(PyObject_CallMethodNoArgs(sref, s_expired));
@@ -1260,7 +1268,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
-    if (c == NULL || (mc = sget(hot, &slots[SL_mark_counter], s_mark_counter)) == NULL) {
+    if (c == NULL || (mc = SGET(hot, mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
@@ -1288,20 +1296,20 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(m);
         Py_XDECREF(lowbits);
         Py_XDECREF(first);
-        if (na == NULL || ssteal(hot, &slots[SL_fql], s_fql, na) < 0)
+        if (na == NULL || SSTEAL(hot, fql, na) < 0)
             goto failed;
     }
-    if ((t = PyObject_CallNoArgs(Queued)) == NULL || ssteal(t, &slots[SL_steps], s_steps, PyNumber_Subtract(mc, c)) < 0
-        || sset(t, &slots[SL_tmpl], s_tmpl, PyTuple_GET_ITEM(a, 3)) < 0
-        || sset(t, &slots[SL_src], s_src, PyTuple_GET_ITEM(a, 4)) < 0
-        || ssteal(t, &slots[SL_inv], s_inv, PyObject_GetAttr(gen, s_generation)) < 0 || sset(t, &slots[SL_oid], s_oid, oid) < 0
-        || (wr = PyWeakref_NewRef(v, died)) == NULL || sset(t, &slots[SL_wr], s_wr, wr) < 0
-        || ssteal(t, &slots[SL_pwr], s_pwr, PyWeakref_NewRef(v, NULL)) < 0
-        || ssteal(t, &slots[SL_sref], s_sref, PyObject_CallOneArg(sweak, stor)) < 0
-        || (ptr != NULL ? sset(t, &slots[SL_ptr], s_ptr, ptr) : ssteal(t, &slots[SL_ptr], s_ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
-        || sset(t, &slots[SL_cd], s_cd, cd) < 0
-        || sset(t, &slots[SL_spec], s_spec, PyTuple_GET_ITEM(a, 27)) < 0 || sset(t, &slots[SL_gone], s_gone, Py_False) < 0
-        || sset(t, &slots[SL_groups], s_groups, groups) < 0)
+    if ((t = PyObject_CallNoArgs(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
+        || SSET(t, tmpl, PyTuple_GET_ITEM(a, 3)) < 0
+        || SSET(t, src, PyTuple_GET_ITEM(a, 4)) < 0
+        || SSTEAL(t, inv, PyObject_GetAttr(gen, s_generation)) < 0 || SSET(t, oid, oid) < 0
+        || (wr = PyWeakref_NewRef(v, died)) == NULL || SSET(t, wr, wr) < 0
+        || SSTEAL(t, pwr, PyWeakref_NewRef(v, NULL)) < 0
+        || SSTEAL(t, sref, PyObject_CallOneArg(sweak, stor)) < 0
+        || (ptr != NULL ? SSET(t, ptr, ptr) : SSTEAL(t, ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
+        || SSET(t, cd, cd) < 0
+        || SSET(t, spec, PyTuple_GET_ITEM(a, 27)) < 0 || SSET(t, gone, Py_False) < 0
+        || SSET(t, groups, groups) < 0)
         goto failed;
     /* (the input's life is the program's: let go before the tree's call) */
     Py_CLEAR(v);
@@ -1319,7 +1327,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
                 PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && sset(e, &slots[SL_gone], s_gone, Py_True) < 0) {
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && SSET(e, gone, Py_True) < 0) {
                     Py_DECREF(gf);
                     goto failed;
                 }
@@ -1328,7 +1336,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     PyObject *idw = NULL;
-    if (sset(hot, &slots[SL_mark_counter], s_mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
+    if (SSET(hot, mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
         || (idw = PyLong_FromVoidPtr(wr)) == NULL || PyObject_SetItem(fq_wrs, idw, t) < 0
         || PyObject_SetItem(fq_stor, cd, t) < 0) {
         Py_XDECREF(idw);
@@ -1484,8 +1492,8 @@ fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
         Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
     else if (PySet_Add(used, out) < 0)
         goto done;
-    if (out == NULL || (inv = sget(t, &slots[SL_inv], s_inv)) == NULL || (src = sget(t, &slots[SL_src], s_src)) == NULL
-        || (name = sget(t, &slots[SL_name], s_name)) == NULL || (tail = call_tail(inv, src)) == NULL)
+    if (out == NULL || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL
+        || (name = SGET(t, name)) == NULL || (tail = call_tail(inv, src)) == NULL)
         goto done;
     {
         PyObject *parts[9] = {lead, pre, name, post, out, tail, mid, PyList_GET_ITEM(st, 5), s_end_list};
@@ -1562,17 +1570,17 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     PyObject *spec = NULL, *groups = NULL, *steps = NULL, *lead = NULL, *x = NULL, *y = NULL, *name = NULL,
              *i = NULL, *tmpl = NULL, *seed = NULL, *cd = NULL, *oid = NULL, *vk = NULL;
     int rc = -1, t_;
-    if ((spec = sget(t, &slots[SL_spec], s_spec)) == NULL || (groups = sget(t, &slots[SL_groups], s_groups)) == NULL)
+    if ((spec = SGET(t, spec)) == NULL || (groups = SGET(t, groups)) == NULL)
         goto done;
     if (spec == Py_None) {
         rc = 0;
         goto done;
     }
-    if ((t_ = sattr_true(t, &slots[SL_gone], s_gone)) <= 0) {
+    if ((t_ = STRUE(t, gone)) <= 0) {
         rc = t_;
         goto done;
     }
-    if ((steps = sget(t, &slots[SL_steps], s_steps)) == NULL)
+    if ((steps = SGET(t, steps)) == NULL)
         goto done;
     if (groups == Py_None) {
         if ((lead = step_lines(steps)) == NULL)
@@ -1608,7 +1616,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
             rc = 0;
             goto done;
         }
-        PyObject *ename = sget(e, &slots[SL_name], s_name);
+        PyObject *ename = SGET(e, name);
         Py_DECREF(e);
         if (ename == NULL || st_inc(st, 1) < 0 || st_inc(st, 3) < 0) {
             Py_XDECREF(ename);
@@ -1656,7 +1664,7 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
     if ((x = PyNumber_Add(i, one)) == NULL || PyObject_SetItem(fresh_next, base, x) < 0)
         goto done;
     Py_CLEAR(x);
-    if (st_inc(st, 2) < 0 || (tmpl = sget(t, &slots[SL_tmpl], s_tmpl)) == NULL
+    if (st_inc(st, 2) < 0 || (tmpl = SGET(t, tmpl)) == NULL
         || (seed = PyObject_Str(PyList_GET_ITEM(st, 2))) == NULL)
         goto done;
     {
@@ -1691,18 +1699,18 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         if (t_ < 0)
             goto done;
     }
-    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || sset(t, &slots[SL_name], s_name, name) < 0
-        || sset(t, &slots[SL_order], s_order, PyList_GET_ITEM(st, 0)) < 0)
+    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || SSET(t, name, name) < 0
+        || SSET(t, order, PyList_GET_ITEM(st, 0)) < 0)
         goto done;
     /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
      * None); by_obj_entry.pop(t.oid, None) */
     {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
-        if (s0 != NULL && s1 != NULL && (cd = sget(t, &slots[SL_cd], s_cd)) != NULL)
+        if (s0 != NULL && s1 != NULL && (cd = SGET(t, cd)) != NULL)
             vk = PyTuple_Pack(4, cd, zero, s0, s1);
         Py_XDECREF(s0);
         Py_XDECREF(s1);
-        if (vk == NULL || (oid = sget(t, &slots[SL_oid], s_oid)) == NULL)
+        if (vk == NULL || (oid = SGET(t, oid)) == NULL)
             goto done;
     }
     PyObject *maps[3] = {by_view, by_obj, by_obj_entry}, *keys[3] = {vk, oid, oid};
@@ -1926,7 +1934,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         return NULL;
     if (t)
         return call3(r->orig_run, mgr, new_inputs, function_id);
-    PyObject *fl = sget(r->hot, &slots[SL_fql], s_fql);
+    PyObject *fl = SGET(r->hot, fql);
     if (fl == NULL)
         return NULL;
     if (fl != Py_None) {
@@ -1938,7 +1946,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = f0 == function_id;
         Py_DECREF(f0);
         if (t) {
-            t = sattr_true(r->hot, &slots[SL_off], s_off);
+            t = STRUE(r->hot, off);
             if (t < 0) {
                 Py_DECREF(fl);
                 return NULL;
@@ -1981,7 +1989,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         t = tok != Py_None;
         Py_DECREF(tok);
         if (t) {
-            t = sattr_true(r->hot, &slots[SL_off], s_off);
+            t = STRUE(r->hot, off);
             if (t < 0)
                 goto error;
             t = !t;
@@ -2026,7 +2034,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
              *steps = NULL;
     int ok;
     if ((c = PyObject_GetAttr(r->box, s_mark_step_counter)) == NULL
-        || (mc = sget(r->hot, &slots[SL_mark_counter], s_mark_counter)) == NULL || (left = sget(r->hot, &slots[SL_left], s_left)) == NULL)
+        || (mc = SGET(r->hot, mark_counter)) == NULL || (left = SGET(r->hot, left)) == NULL)
         goto error;
     {
         PyObject *args[11] = {lean, function_id, mgr, new_inputs, c, mc, left, probed ? Py_True : Py_False,
@@ -2047,13 +2055,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     plan = Py_NewRef(PyTuple_GET_ITEM(lean, L_PLAN));
     if (ok) {
-        PyObject *code = sget(plan, &slots[SL_src_code], s_src_code);
+        PyObject *code = SGET(plan, src_code);
         if (code == NULL)
             goto error;
         if (code != Py_None) {
             /* (plan.src_d frames past the tree's: one up from _run's frame,
              * three when _steady armed this call) */
-            PyObject *d = sget(plan, &slots[SL_src_d], s_src_d);
+            PyObject *d = SGET(plan, src_d);
             Py_ssize_t depth = d == NULL ? -1 : PyLong_AsSsize_t(d);
             Py_XDECREF(d);
             if (!(depth == -1 && PyErr_Occurred()))
@@ -2081,9 +2089,9 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.left = left - 1; hot.mark_counter = c; inv = gen.generation;
      * hot.steady = True */
-    if ((x = PyNumber_Subtract(left, one)) == NULL || sset(r->hot, &slots[SL_left], s_left, x) < 0
-        || sset(r->hot, &slots[SL_mark_counter], s_mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
-        || (steps = PyNumber_Subtract(mc, c)) == NULL || sset(r->hot, &slots[SL_steady], s_steady, Py_True) < 0)
+    if ((x = PyNumber_Subtract(left, one)) == NULL || SSET(r->hot, left, x) < 0
+        || SSET(r->hot, mark_counter, c) < 0 || (inv = PyObject_GetAttr(r->gen, s_generation)) == NULL
+        || (steps = PyNumber_Subtract(mc, c)) == NULL || SSET(r->hot, steady, Py_True) < 0)
         goto error;
     Py_CLEAR(x);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
@@ -2105,13 +2113,13 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     /* hot.steady = False; node = hot.node; hot.node = None */
     PyObject *node = NULL;
-    if (sset(r->hot, &slots[SL_steady], s_steady, Py_False) < 0 || (node = sget(r->hot, &slots[SL_node], s_node)) == NULL
-        || sset(r->hot, &slots[SL_node], s_node, Py_None) < 0) {
+    if (SSET(r->hot, steady, Py_False) < 0 || (node = SGET(r->hot, node)) == NULL
+        || SSET(r->hot, node, Py_None) < 0) {
         Py_XDECREF(node);
         Py_CLEAR(out);
         goto error;
     }
-    PyObject *other = sget(r->hot, &slots[SL_other], s_other);
+    PyObject *other = SGET(r->hot, other);
     if (other != NULL) {
         PyObject *args[6] = {lean, out, node, other, mgr, r->dead_objs};
         x = steady_after(NULL, args, 6);
@@ -2172,7 +2180,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     /* A call re-entering the tree's _run inside a steady call: passed
      * through in this thread; another thread's waits in _steady. */
-    int t = sattr_true(r->hot, &slots[SL_steady], s_steady);
+    int t = STRUE(r->hot, steady);
     if (t < 0)
         return NULL;
     if (t) {
@@ -2184,10 +2192,10 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
-    PyObject *out = NULL, *lean = NULL, *lfid = sget(r->hot, &slots[SL_lfid], s_lfid);
+    PyObject *out = NULL, *lean = NULL, *lfid = SGET(r->hot, lfid);
     if (lfid != NULL) {
         if (lfid == function_id)
-            lean = sget(r->hot, &slots[SL_lean], s_lean);
+            lean = SGET(r->hot, lean);
         else {
             PyObject *key = PyLong_FromVoidPtr(function_id);
             if (key != NULL) {
@@ -2276,8 +2284,8 @@ slot_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef methods[] = {
-    {"slot_get", (PyCFunction)(void (*)(void))slot_get, METH_FASTCALL, "getattr(o, name), as the C paths read a slot (tests)."},
-    {"slot_set", (PyCFunction)(void (*)(void))slot_set, METH_FASTCALL, "setattr(o, name, v), as the C paths write a slot (tests)."},
+    {"slot_get", (PyCFunction)(void (*)(void))slot_get, METH_FASTCALL, "getattr(o, name) as SGET reads it (tests)."},
+    {"slot_set", (PyCFunction)(void (*)(void))slot_set, METH_FASTCALL, "setattr(o, name, v) as SSET sets it (tests)."},
     {"steady_ok", (PyCFunction)(void (*)(void))steady_ok, METH_FASTCALL, "fastpath.steady_ok, in C."},
     {"steady_after", (PyCFunction)(void (*)(void))steady_after, METH_FASTCALL, "fastpath.steady_after, in C."},
     {"frame_src", (PyCFunction)(void (*)(void))frame_src, METH_FASTCALL, "fastpath.frame_src, in C."},
