@@ -140,6 +140,22 @@ def load(torch):
     return got
 
 
+def say_building(why, stream=None):
+    """The one line, once a process, when load() started a build in the
+    background (why says so): a compiler runs beside the program for tens
+    of seconds, once a machine and torch, and the user is told so and how
+    to go without. Returns whether it said it."""
+    if why is None or not why.startswith(("building ", "another process is building ")) or _loaded.get("said"):
+        return False
+    _loaded["said"] = True
+    try:
+        (stream or sys.stderr).write(
+            "cgtrace: %s; CGTRACE_CPP=0 goes without, `python3 -m cgtrace build` builds it at once\n" % why)
+    except Exception:  # (a closed stderr: the program's, never the recorder's error)
+        pass
+    return True
+
+
 def use(got):
     """load() answers got ((module or None, why)) from here on: the tests'
     stand-in reads, a tool timing the bindings' reads."""

@@ -265,6 +265,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
             # The settings first: nothing is patched yet if reading them fails.
             self._read_settings(inductor_config, dynamo_config)
             self._cpp, self.cpp_why = cpp.load(torch)
+            # (A build started in the background is said on stderr, once:
+            # a compiler runs beside the program. The trace is the same
+            # either way, and says nothing of it.)
+            cpp.say_building(self.cpp_why)
             # The step clock and the weak-reference callback before the hooks
             # that bind them (the lean fresh path takes Session._died then).
             self.session.clock = functools.partial(getattr, cgt.MarkStepBox, "mark_step_counter")

@@ -233,6 +233,27 @@ class RecorderSaysTest(fake.FakeTorchTest):
         self.assertIsNone(rec._cpp)
         self.assertEqual(rec.cpp_why, "CGTRACE_CPP=0")
 
+    def test_a_build_started_for_a_recording_is_said_once(self):
+        """The recording that starts a build in the background says so on
+        stderr, once a process, with how to go without; one that finds the
+        module, or goes without, says nothing."""
+        import io
+        import cgtrace
+        for why, said in (("building _cgtrace_cpp-x.so in the background for torch 2.11 (used from the next "
+                           "recording)", True), ("another process is building _cgtrace_cpp-x.so in the "
+                                                 "background for torch 2.11 (used from the next recording)", True),
+                          (None, False), ("CGTRACE_CPP=0", False)):
+            with self.subTest(why=why), mock.patch.dict(R._loaded, clear=True), \
+                    mock.patch.object(R, "_load", return_value=(None, why)), \
+                    mock.patch("sys.stderr", new_callable=io.StringIO) as err:
+                for n in range(2):
+                    with cgtrace.record(os.path.join(self.dir.name, "t%d.cgt.jsonl" % n)) as rec:
+                        pass
+                    self.assertEqual(rec.cpp_why, why)
+                lines = [line for line in err.getvalue().splitlines() if "CGTRACE_CPP=0 goes without" in line]
+                self.assertEqual(lines, ["cgtrace: %s; CGTRACE_CPP=0 goes without, `python3 -m cgtrace build` "
+                                         "builds it at once" % why] if said else [])
+
 
 if __name__ == "__main__":
     unittest.main()
