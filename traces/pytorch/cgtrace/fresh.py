@@ -174,6 +174,18 @@ class _Fresh:
             known = self._known_mgr.get(mgr.device_index)
             if known is None or known() is not mgr:
                 return None
+        # _fresh_inputs' short way: the kept positions' objects at the same
+        # data pointers, the new one no tensor the trace names. (First: a
+        # training step's backward, whose saved input is a new object at
+        # every step, fails here, before the probes and frames are read.)
+        Tensor = self.torch.Tensor
+        kept = tok[3]
+        if (not all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, kept)))
+                or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
+            return None
+        if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
+                                     map(tok[2].__getitem__, kept))):
+            return None
         c = self._box.mark_step_counter
         mc = hot.mark_counter
         if (c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
@@ -194,16 +206,6 @@ class _Fresh:
         src = plan.src_of(f) if f.f_code is plan.src_code() else None
         f = None
         if src is None:
-            return None
-        # _fresh_inputs' short way: the kept positions' objects at the same
-        # data pointers, the new one no tensor the trace names.
-        Tensor = self.torch.Tensor
-        kept = tok[3]
-        if (not all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, kept)))
-                or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
-            return None
-        if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
-                                     map(tok[2].__getitem__, kept))):
             return None
         i = tok[6][0]
         v = new_inputs[i]
