@@ -15,8 +15,10 @@ leaves them, about twenty at a new-input call (BENCHMARKS.md, session
 
 The build takes tens of seconds (torch's headers), so a recording that
 finds none starts it in another process and goes on without it; the
-next recording on the machine has it. CGTRACE_CPP=wait builds it
-before the recording starts (the GPU tools, a benchmark).
+next recording on the machine has it. A build that fails leaves its
+messages (failed_path) and is not started again by a recording, only
+by one at once: CGTRACE_CPP=wait (the GPU tools, a benchmark) or
+`python3 -m cgtrace build`, which build it before anything else.
 """
 
 import os
@@ -88,9 +90,14 @@ def build(torch, so, background):
     RuntimeError with the compiler's message when it fails), or started
     in another process that outlives this one (the Popen of the shell
     that started it, ended; None when another process is building it
-    already)."""
+    already). A build that fails leaves the compiler's messages in
+    so + ".failed" (failed_path), and no recording starts another until
+    one at once (`python3 -m cgtrace build`, CGTRACE_CPP=wait) has taken
+    it away: a compiler that cannot build against this torch would
+    otherwise run beside every recording."""
     os.makedirs(os.path.dirname(so), exist_ok=True)
     mark = so + ".building"
+    failed = failed_path(so)
     if background:
         # One build at a time on a machine (a suite's processes start
         # together): a marker made exclusively, taken away when the build
@@ -114,20 +121,48 @@ def build(torch, so, background):
             # in that process, whether or not this one is still running;
             # started in the background of a shell that ends at once, so
             # that this process has no child left to wait for)
-            script = ('tmp=$0 so=$1; shift; { { if command -v timeout >/dev/null; then timeout 600 "$@"; '
-                      'else "$@"; fi; } && mv -f "$tmp" "$so"; rm -f "$tmp" "$so.building"; } &')
+            # (the compiler's messages kept while it runs, renamed to the
+            # .failed file, whole, when it fails)
+            script = ('tmp=$0 so=$1; shift; { if { if command -v timeout >/dev/null; then timeout 600 "$@"; '
+                      'else "$@"; fi; } >"$so.log" 2>&1; then mv -f "$tmp" "$so"; rm -f "$so.log"; '
+                      'else mv -f "$so.log" "$so.failed"; fi; rm -f "$tmp" "$so.building"; } &')
             p = subprocess.Popen(["/bin/sh", "-c", script, tmp, so] + cmd, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             started = True
             p.wait()
             return p
-        fastpath._compile(cmd, tmp, so, 600)
+        if os.path.exists(failed):
+            os.unlink(failed)
+        try:
+            fastpath._compile(cmd, tmp, so, 600)
+        except Exception as e:
+            _write_whole(failed, "%s: %s\n" % (type(e).__name__, e))
+            raise
     finally:
         if not started:
             for f in (tmp,) + ((mark,) if background else ()):
                 if os.path.exists(f):
                     os.unlink(f)
     return None
+
+
+def failed_path(so):
+    """Where a failed build of so leaves the compiler's messages."""
+    return so + ".failed"
+
+
+def _write_whole(path, text):
+    """path holds text, whole or not at all."""
+    tmp = path + ".tmp%d" % os.getpid()
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def load(torch):
@@ -171,6 +206,9 @@ def _load(torch):
     try:
         so = module_path(torch)
         if not os.path.exists(so):
+            if mode != "wait" and os.path.exists(failed_path(so)):
+                return None, ("the last build of %s failed (its messages: %s); `python3 -m cgtrace build` "
+                              "tries again" % (os.path.basename(so), failed_path(so)))
             if mode != "wait":
                 p = build(torch, so, background=True)
                 return None, "%s %s in the background for torch %s (used from the next recording)" % (

@@ -5,6 +5,7 @@ _cpp.cpp itself needs a real torch: tools/gpu/cpp-check.py holds it
 to torch's own reads on the GPU; the recorder with it is tested with the
 stand-in's CppReads (test_fastpath)."""
 
+import io
 import os
 import shutil
 import stat
@@ -45,6 +46,12 @@ class ReadsLoadTest(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         self.addCleanup(self.dir.cleanup)
         self.cache = os.path.join(self.dir.name, "cache")
+        # (every path the loader makes is under the test's own cache, also
+        # one a test computes outside env(): nothing of a test's is left in
+        # the machine's ~/.cache/cgtrace)
+        p = mock.patch.dict(os.environ, {"CGTRACE_CACHE": self.cache})
+        p.start()
+        self.addCleanup(p.stop)
         # A torch with C++ headers (a folder holding python_variable.h)
         # and a lib folder, as the loader looks for them.
         inc = os.path.join(self.dir.name, "include")
@@ -139,13 +146,16 @@ class ReadsLoadTest(unittest.TestCase):
         self.assertIsNone(why2)
         self.assertEqual(mod2.API, R.API)
 
-    def test_a_failed_build_says_why_and_leaves_nothing(self):
+    def test_a_failed_build_says_why_and_leaves_its_messages(self):
         with self.env("wait", self.compiler('echo "error: no such header" >&2; exit 1')):
             mod, why = R.load(self.torch)
+            so = R.module_path(self.torch)
         self.assertIsNone(mod)
         self.assertIn("RuntimeError", why)
         self.assertIn("no such header", why)
-        self.assertEqual(self.left(), [])
+        self.assertEqual(self.left(), [os.path.basename(R.failed_path(so))])  # (nothing half-built)
+        with open(R.failed_path(so)) as fh:
+            self.assertIn("no such header", fh.read())
 
     def test_a_module_of_another_api_is_not_used(self):
         with self.env("wait", self.builder(api=R.API + 1)):
@@ -188,25 +198,55 @@ class ReadsLoadTest(unittest.TestCase):
         self.assertIsNone(why)
         self.assertEqual(mod.API, R.API)
 
-    def test_a_failed_background_build_leaves_nothing(self):
-        so = R.module_path(self.torch)
-        with self.env("1", self.compiler('echo partial > "$out"; exit 1')):
+    def test_a_failed_background_build_is_not_tried_again(self):
+        """A background build that fails leaves only the compiler's
+        messages (so.failed); later recordings start no build, and say
+        where the messages are, until a build at once (cgtrace build,
+        CGTRACE_CPP=wait) tries again."""
+        tries = os.path.join(self.dir.name, "tries")
+        failing = self.compiler('echo x >> %s; echo "cc1plus: error: no good" >&2; echo partial > "$out"; exit 1'
+                                % tries)
+        with self.env("1", failing):
+            so = R.module_path(self.torch)
             mod, why = R.load(self.torch)
             self.assertIn("in the background", why)
-            self.wait_for(lambda: self.left() == [], "the failed build cleaned away")
+            self.wait_for(lambda: self.left() == [os.path.basename(R.failed_path(so))], "the failed build's messages")
+            with open(R.failed_path(so)) as fh:
+                self.assertIn("cc1plus: error: no good", fh.read())
+            R._loaded.clear()
+            mod, why = R.load(self.torch)
+            self.assertIsNone(mod)
+            self.assertEqual(why, "the last build of %s failed (its messages: %s); `python3 -m cgtrace build` "
+                                  "tries again" % (os.path.basename(so), R.failed_path(so)))
+            self.assertFalse(R.say_building(why, io.StringIO()))  # (nothing runs beside the program: not said)
+        with open(tries) as fh:
+            self.assertEqual(fh.read(), "x\n")  # (the compiler ran once)
         self.assertFalse(os.path.exists(so))
+        # A build at once tries again: failing, it says so and leaves the
+        # messages; succeeding, it takes them away.
+        R._loaded.clear()
+        with self.env("wait", failing):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(mod)
+        self.assertIn("RuntimeError", why)
+        self.assertEqual(self.left(), [os.path.basename(R.failed_path(so))])
+        R._loaded.clear()
+        with self.env("wait", self.builder()):
+            mod, why = R.load(self.torch)
+        self.assertIsNone(why)
+        self.assertEqual(self.left(), [os.path.basename(so)])
 
     def test_a_killed_builds_marker_is_taken_over(self):
-        so = R.module_path(self.torch)
-        os.makedirs(self.cache)
-        mark = so + ".building"
-        open(mark, "w").close()
-        old = time.time() - 3600
-        os.utime(mark, (old, old))
         with self.env("1", self.compiler("exit 1")):
+            so = R.module_path(self.torch)
+            os.makedirs(self.cache)
+            mark = so + ".building"
+            open(mark, "w").close()
+            old = time.time() - 3600
+            os.utime(mark, (old, old))
             mod, why = R.load(self.torch)
         self.assertIn("building %s in the background" % os.path.basename(so), why)
-        self.wait_for(lambda: self.left() == [], "the new build's failure cleaned away")
+        self.wait_for(lambda: self.left() == [os.path.basename(R.failed_path(so))], "the new build's failure")
 
 
 class SelfCheckTest(fake.FakeTorchTest):
