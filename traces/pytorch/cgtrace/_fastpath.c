@@ -115,9 +115,9 @@ truth(PyObject *r)
  * torch's call, where Python's own bytecode, specialised, reads the slot
  * at an offset it keeps (BENCHMARKS.md, session 19: a type lookup was
  * the largest of a lean call's data misses). sget and sset do what the
- * bytecode does: a slot's offset, found once a class and kept in a small
- * table by the name (interned: its address), used while the class is the
- * same one unchanged (its version tag); anything else (no slot of that
+ * bytecode does: a slot's offset, found once a name and class and kept in
+ * the slots array below, used while the class is the same one unchanged
+ * (its version tag); anything else (no slot of that
  * name, a class with its own __getattribute__ or __setattr__, an empty
  * slot, a free-threaded build) takes PyObject_GetAttr's way. */
 
@@ -2283,23 +2283,26 @@ slot_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* A METH_FASTCALL function of this module, by its C name. */
+#define FASTCALL(f, doc) {#f, (PyCFunction)(void (*)(void))f, METH_FASTCALL, doc}
+
 static PyMethodDef methods[] = {
-    {"slot_get", (PyCFunction)(void (*)(void))slot_get, METH_FASTCALL, "getattr(o, name) as SGET reads it (tests)."},
-    {"slot_set", (PyCFunction)(void (*)(void))slot_set, METH_FASTCALL, "setattr(o, name, v) as SSET sets it (tests)."},
-    {"steady_ok", (PyCFunction)(void (*)(void))steady_ok, METH_FASTCALL, "fastpath.steady_ok, in C."},
-    {"steady_after", (PyCFunction)(void (*)(void))steady_after, METH_FASTCALL, "fastpath.steady_after, in C."},
-    {"frame_src", (PyCFunction)(void (*)(void))frame_src, METH_FASTCALL, "fastpath.frame_src, in C."},
-    {"probes_same", (PyCFunction)(void (*)(void))probes_same, METH_FASTCALL, "fastpath.probes_same, in C."},
-    {"kept_same", (PyCFunction)(void (*)(void))kept_same, METH_FASTCALL, "fastpath.kept_same, in C."},
-    {"fresh_src", (PyCFunction)(void (*)(void))fresh_src, METH_FASTCALL, "fastpath.fresh_src, in C."},
-    {"fresh_input", (PyCFunction)(void (*)(void))fresh_input, METH_FASTCALL, "fastpath.fresh_input, in C."},
+    FASTCALL(slot_get, "getattr(o, name) as SGET reads it (tests)."),
+    FASTCALL(slot_set, "setattr(o, name, v) as SSET sets it (tests)."),
+    FASTCALL(steady_ok, "fastpath.steady_ok, in C."),
+    FASTCALL(steady_after, "fastpath.steady_after, in C."),
+    FASTCALL(frame_src, "fastpath.frame_src, in C."),
+    FASTCALL(probes_same, "fastpath.probes_same, in C."),
+    FASTCALL(kept_same, "fastpath.kept_same, in C."),
+    FASTCALL(fresh_src, "fastpath.fresh_src, in C."),
+    FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
-    {"fresh_deaths", (PyCFunction)(void (*)(void))fresh_deaths, METH_FASTCALL, "fastpath.fresh_deaths, in C."},
-    {"fresh_queue", (PyCFunction)(void (*)(void))fresh_queue, METH_FASTCALL, "fastpath.fresh_queue, in C."},
-    {"replay_lines", (PyCFunction)(void (*)(void))replay_lines, METH_FASTCALL, "fastpath.replay_lines, in C."},
-    {"fq_tail", (PyCFunction)(void (*)(void))fq_tail, METH_FASTCALL, "fastpath.fq_tail, in C."},
-    {"fq_run", (PyCFunction)(void (*)(void))fq_run, METH_FASTCALL, "fastpath.fq_run, in C."},
-    {"fresh_after", (PyCFunction)(void (*)(void))fresh_after, METH_FASTCALL, "fastpath.fresh_after, in C."},
+    FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
+    FASTCALL(fresh_queue, "fastpath.fresh_queue, in C."),
+    FASTCALL(replay_lines, "fastpath.replay_lines, in C."),
+    FASTCALL(fq_tail, "fastpath.fq_tail, in C."),
+    FASTCALL(fq_run, "fastpath.fq_run, in C."),
+    FASTCALL(fresh_after, "fastpath.fresh_after, in C."),
     {NULL, NULL, 0, NULL},
 };
 

@@ -39,6 +39,9 @@ DEFAULT = "1"
 _SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cpp.cpp")
 _NAME = "_cgtrace_cpp"
 _loaded = {}
+# How load()'s why begins when a build runs in the background, started by
+# this recording or another process's (say_building tells it by them).
+_BUILDING = ("building ", "another process is building ")
 
 
 def module_path(torch):
@@ -131,7 +134,7 @@ def build(torch, so, background):
             started = True
             p.wait()
             return p
-        if os.path.exists(failed):
+        if os.path.exists(failed):  # (a build at once tries again)
             os.unlink(failed)
         try:
             fastpath._compile(cmd, tmp, so, 600)
@@ -180,7 +183,7 @@ def say_building(why, stream=None):
     background (why says so): a compiler runs beside the program for tens
     of seconds, once a machine and torch, and the user is told so and how
     to go without. Returns whether it said it."""
-    if why is None or not why.startswith(("building ", "another process is building ")) or _loaded.get("said"):
+    if why is None or not why.startswith(_BUILDING) or _loaded.get("said"):
         return False
     _loaded["said"] = True
     try:
@@ -205,16 +208,16 @@ def _load(torch):
         return None, "not built on Windows"
     try:
         so = module_path(torch)
-        if not os.path.exists(so):
-            if mode != "wait" and os.path.exists(failed_path(so)):
-                return None, ("the last build of %s failed (its messages: %s); `python3 -m cgtrace build` "
-                              "tries again" % (os.path.basename(so), failed_path(so)))
-            if mode != "wait":
-                p = build(torch, so, background=True)
-                return None, "%s %s in the background for torch %s (used from the next recording)" % (
-                    "building" if p is not None else "another process is building", os.path.basename(so),
-                    torch.__version__)
+        if not os.path.exists(so) and mode == "wait":
             build(torch, so, background=False)
+        elif not os.path.exists(so):
+            name = os.path.basename(so)
+            if os.path.exists(failed_path(so)):
+                return None, ("the last build of %s failed (its messages: %s); `python3 -m cgtrace build` "
+                              "tries again" % (name, failed_path(so)))
+            p = build(torch, so, background=True)
+            return None, "%s%s in the background for torch %s (used from the next recording)" % (
+                _BUILDING[p is None], name, torch.__version__)
         m = fastpath._import_built(_NAME, so, API)
         self_check(m, torch)
         return m, None
