@@ -162,14 +162,16 @@ class _Fresh:
         """_fresh_call's checks, changing nothing: None where one fails,
         else (the step counter now, the new input's position, its Fact and
         template, the deaths by the step they come before as _check_fresh
-        groups them, the src). Each check is one _check_fresh makes (and
-        _fresh_inputs' short way), or narrower: a 64th step, a src frame
-        of this package past the wrapper, or a new tensor with no template
-        line are left to it. fq: the queued calls (the manager was found
-        the device's for the first of them). short: nothing was named,
-        renamed or forgotten since the function's last call (else each
-        kept input is also the one its entry's object is named by, as
-        _fresh_inputs' other way finds it)."""
+        groups them, the src, whether a polled name died, the entries
+        that name the inputs by position now). Each check is one
+        _check_fresh makes (and _fresh_inputs' short way), or narrower: a
+        64th step, a src frame of this package past the wrapper, or a new
+        tensor with no template line are left to it. fq: the queued calls
+        (the manager was found the device's for the first of them).
+        short: nothing was named, renamed or forgotten since the
+        function's last call (else each kept input is also the object an
+        entry names now, its last call's or a later one, as _fresh_inputs'
+        other way finds it)."""
         if not fq:
             known = self._known_mgr.get(mgr.device_index)
             if known is None or known() is not mgr:
@@ -183,9 +185,25 @@ class _Fresh:
         if (not all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, kept)))
                 or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
             return None
-        if not short and not all(map(operator.is_, map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))),
-                                     map(tok[2].__getitem__, kept))):
-            return None
+        cand = tok[2]
+        if not short:
+            # Each kept input is the object its entry names now, as
+            # _fresh_inputs' other way finds it: the last call's entry, or
+            # the one that names it since (a training step's backward: the
+            # activation its forward saved is the same object under the
+            # name the forward's replay gave it). Its object and data
+            # pointer are the ones the last call saw (checked above).
+            now = list(map(session.by_obj_entry.get, map(id, map(new_inputs.__getitem__, kept))))
+            if not all(map(operator.is_, now, map(cand.__getitem__, kept))):
+                cand = list(cand)
+                for k, e, ptr in zip(kept, now, tok[5]):
+                    if e is cand[k]:
+                        continue
+                    ref = e.fact.obj_ref if e is not None else None
+                    if ref is None or ref() is not new_inputs[k] or (e.fact.ptr is not None and e.fact.ptr != ptr):
+                        return None
+                    cand[k] = e
+            now = None
         c = self._box.mark_step_counter
         mc = hot.mark_counter
         if (c > mc or (c == 0 and mc != 0) or c // 64 != mc // 64
@@ -243,7 +261,7 @@ class _Fresh:
         polled = None
         for e in session._watch.values():
             if not e.fact.alive():
-                if fq or e in tok[2]:
+                if fq or e in cand:
                     return None
                 if polled is None:
                     polled = []
@@ -280,14 +298,14 @@ class _Fresh:
                 seen.add(id(e))
                 groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))
             e = None
-        return c, i, fact, tmpl, groups, src, polled is not None
+        return c, i, fact, tmpl, groups, src, polled is not None, cand
 
     def _fresh_call_write(self, fs, tok, plan, hot, session, got, short):
         """What _on_run's _settle (nothing is deferred: _fresh_call
         checked) and _fresh_before write for the call _fresh_call_check
         found: the steps and deaths, the new tensor's record. Returns the
         call's ctx, as _fresh_before's."""
-        c, i, fact, tmpl, groups, src, _ = got
+        c, i, fact, tmpl, groups, src, _, cand = got
         got = None
         mc = hot.mark_counter
         steps = mc - c
@@ -298,10 +316,10 @@ class _Fresh:
         counts = session.counts
         _write_steps(session, recs, groups, steps)
         hot.mark_counter = c
-        names = list(map(_ENTRY_NAME, tok[2]))
+        names = list(map(_ENTRY_NAME, cand))
         if not short:  # (_fresh_inputs' other way: the entries anew, the token made after the call)
             fs.fresh_tok = None
-            fs.last_entries = list(tok[2])
+            fs.last_entries = list(cand)
         base = tok[7]
         session.src = src
         try:

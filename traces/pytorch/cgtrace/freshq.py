@@ -107,7 +107,7 @@ class _FreshQueue:
         Otherwise (or when the tree raised) the queue is written with
         this call's part before the tree's, and the call is ended as
         _fresh_call ends it."""
-        c, i, fact, tmpl, groups, src, _ = got  # (no polled name dead: _fresh_call)
+        c, i, fact, tmpl, groups, src, _, _ = got  # (no polled name dead, the short way: _fresh_call)
         got = None
         mc = hot.mark_counter
         fq = self._fq

@@ -445,6 +445,40 @@ def train_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def saved_activation_scenario(path, follow=False):
+    """A training step as a compiled model's is (recorder-overhead.py's
+    --train loop): the forward on the parameters and a new batch hands
+    out the loss and an activation saved for the backward, the backward
+    takes that activation and a new gradient and hands out gradients the
+    program drops; the loss is held till the next step's, read on the
+    host every 9th step. The activation is a new output of each forward
+    call, so the backward's kept input is named anew at every step (an
+    entry other than its last call's). Returns what fresh_scenario
+    returns."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0, 1])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
+    w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+    with cgtrace.record(path, follow=follow) as rec:
+        loss = None
+        for i in range(120):
+            cgt.mark_step_begin()
+            fake._invocation()
+            loss, saved = mgr._run([w, b, fake.Tensor([16, 8])], fwd)
+            fake._invocation()
+            mgr._run([saved, fake.Tensor([16, 8])], bwd)
+            saved = None
+            if i % 9 == 8:
+                loss.item()
+        del loss
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 def dropped_grads_scenario(path, follow=False):
     """A training loop whose backward hands out gradients the program lets
     go at once (an optimizer's zero_grad at the next step; here three,
@@ -827,6 +861,14 @@ class FreshPathTest(fake.FakeTorchTest):
         # died, which _fast_after leaves to the general path). The same
         # trace all three ways.
         self.against_general(follow=False, scenario=train_scenario, least=230, lean=110)
+
+    def test_training_step_backward_on_a_saved_activation(self):
+        # The forward hands out the loss and the activation the backward
+        # takes: a new entry at every step, which _fresh_call takes for
+        # the backward's kept input (its object and pointer the last
+        # call's), where it declined them before to _on_run's
+        # _fresh_before (115 of 240 took _fresh_call then). The same trace all ways.
+        self.against_general(follow=False, scenario=saved_activation_scenario, least=220, lean=220)
 
     def test_training_loop_streamed(self):
         self.against_general(follow=True, scenario=train_scenario, least=230, lean=110)
