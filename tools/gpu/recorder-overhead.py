@@ -23,6 +23,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --both --train [--fake]  # and a training loop's step
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
     python3 tools/gpu/recorder-overhead.py --fresh --by-path  # then each call by what the recorder did in it
+    python3 tools/gpu/recorder-overhead.py --both --parts  # then each part of the lean paths' C, timed in place
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -765,6 +766,70 @@ def report_inside(name, res, out=None):
              res["rounds"][-1]["deferred"]), file=out)
 
 
+def parts_module(folder=None):
+    """cgtrace's C module (_fastpath.c) built with -DCGT_PARTS, whose
+    marks sum each part of a lean call's time, into a temporary folder
+    (never the cache: a recording elsewhere must not load it). Raises
+    OSError or RuntimeError (no compiler, its message)."""
+    import sysconfig
+    from cgtrace import fastpath
+    d = tempfile.mkdtemp(prefix="cgtrace-parts-", dir=folder)
+    so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
+    fastpath._build(fastpath._SRC, so, ("-DCGT_PARTS",))
+    return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
+
+
+def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
+    """Per round: what each part of the lean paths' C (parts_module) took,
+    in us and marks per loop call, from `rounds` recordings of `warm`
+    calls then `iters` timed ones, the recorder loading the marked
+    module. Returns the medians by part (us, count) and the rounds."""
+    from cgtrace import fastpath
+    m = parts_module(folder)
+    saved = fastpath._loaded.get("got")
+    fastpath._loaded["got"] = (m, None)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(dir=folder) as d:
+            for r in range(rounds):
+                rec = cgtrace.record(os.path.join(d, "parts%d.cgt.jsonl" % r))
+                rec.__enter__()
+                try:
+                    for _ in range(warm):
+                        step()
+                    sync()
+                    m.parts()
+                    for _ in range(iters):
+                        step()
+                    sync()
+                    got = m.parts()
+                finally:
+                    rec.__exit__(None, None, None)
+                if rec.error:
+                    raise RuntimeError("the recording failed: %s" % rec.error)
+                rows.append({name: (ns / iters / 1e3, n / iters) for name, ns, n in got})
+    finally:
+        if saved is None:
+            fastpath._loaded.pop("got", None)
+        else:
+            fastpath._loaded["got"] = saved
+    names = list(rows[0])
+    return {"rounds": rows, "median": {k: (statistics.median(r[k][0] for r in rows),
+                                           statistics.median(r[k][1] for r in rows)) for k in names}}
+
+
+def report_parts(name, res, out=None):
+    """The parts a loop's calls passed through, largest first, with
+    their sum (us a call, medians of the rounds)."""
+    out = out or sys.stdout
+    m = res["median"]
+    shown = sorted((k for k in m if m[k][1] > 0), key=lambda k: -m[k][0])
+    print("%s, the lean paths' C by part (us a loop call, marks a call; medians of %d rounds; the sum %.2f us):"
+          % (name, len(res["rounds"]), sum(m[k][0] for k in shown)), file=out)
+    for k in shown:
+        print("  %-14s %7.2f us  %5.2f" % (k, m[k][0], m[k][1]), file=out)
+
+
 def report_table(rows, out=None):
     """The loops of one run side by side (--both): per loop (its name, its
     measure() result), its unrecorded and recorded time a call, what
@@ -914,6 +979,9 @@ def main(argv=None):
     p.add_argument("--evict-mb", type=float, default=0, metavar="MB",
                    help="with --fake: read a buffer of MB MiB between two calls, so that the recorder "
                         "starts each call with cold caches as on a GPU host")
+    p.add_argument("--parts", action="store_true",
+                   help="then time each part of the lean paths' C in place (a copy of _fastpath.c built "
+                        "with -DCGT_PARTS), in the same number of rounds")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
     p.add_argument("--by-path", action="store_true",
@@ -967,6 +1035,10 @@ def main(argv=None):
                 inside = measure_inside(step, sync, a.iters, a.rounds, warm=0)
                 report_inside(name, inside)
                 res = dict(res, inside=inside["median"])
+            if a.parts:
+                parts = measure_parts(step, sync, a.iters, a.rounds, warm=a.warm)
+                report_parts(name, parts)
+                res = dict(res, parts=parts["median"])
             if a.by_path:
                 paths = calls_by_path(step, sync, a.iters, warm=a.warm)
                 report_by_path(name, paths)

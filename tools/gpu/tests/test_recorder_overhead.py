@@ -365,6 +365,37 @@ class MeasureTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "freshq.py no longer has the mark"):
                 ro.recorder_inside_fresh(d)
 
+    @unittest.skipUnless((ro.lean_checks() or "").startswith("C "),
+                         "no C compiler here: the recorder's lean paths are Python's")
+    def test_parts_time_the_lean_paths_c_by_part(self):
+        """--parts: a copy of _fastpath.c built with its marks on times
+        each part of the lean calls in place; the steady loop's calls
+        pass the steady parts once a call, the new-input loop's the
+        queue's, and the queue's writer once every few calls. The
+        recorder's own build has no marks, and afterwards the recorder
+        loads it again."""
+        from cgtrace import fastpath
+        before = fastpath.load()
+        self.assertFalse(hasattr(before[0], "parts"))
+        status, out = self.main_with_its_own_fake(["--fake", "--both", "--iters", "66", "--rounds", "2", "--warm",
+                                                   "3", "--json", "--parts"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertRegex(text, r"a new input each call, the lean paths' C by part \(us a loop call, marks a call; "
+                               r"medians of 2 rounds; the sum [\d.]+ us\):\n  fq_")
+        steady, fresh = (json.loads(line)["parts"] for line in text.splitlines()[-2:])
+        for k in ("steady_checks", "steady_src", "steady_before", "steady_after", "run_lock"):
+            self.assertGreater(steady[k][0], 0, k)
+            self.assertGreater(steady[k][1], 0.9, k)
+        for k in ("fq_counter", "fq_guards", "fq_probes", "fq_kept", "fq_src", "fq_input", "fq_polled",
+                  "fq_deaths", "fq_queued", "fq_maps", "fresh_after"):
+            self.assertGreater(fresh[k][0], 0, k)
+            self.assertGreater(fresh[k][1], 0.9, k)
+        self.assertGreater(fresh["fq_write"][1], 0)
+        self.assertLess(fresh["fq_write"][1], 0.5)
+        self.assertEqual(fresh["steady_checks"], [0, 0])
+        self.assertIs(fastpath.load(), before)
+
     def test_inside_refuses_a_recorder_without_its_marks(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
             fh.write("def record(path):\n    pass\n")

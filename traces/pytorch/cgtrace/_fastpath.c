@@ -409,6 +409,57 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
             goto no;                                                                                  \
     } while (0)
 
+/* Where a lean call's time goes, part by part: built with -DCGT_PARTS
+ * (tools/gpu/recorder-overhead.py --parts builds such a copy beside the
+ * cache), each part's nanoseconds and count are summed and parts()
+ * answers them; in the recorder's own build the marks are nothing. A
+ * mark reads the monotonic clock (tens of ns), so the sum of the parts
+ * is a little over the calls' own time. */
+#define PARTS(X)                                                                                      \
+    X(run_lock) X(run_lookup) X(run_release) X(steady_checks) X(steady_src) X(steady_before)          \
+    X(steady_after) X(fq_counter) X(fq_guards) X(fq_probes) X(fq_kept) X(fq_src) X(fq_input)          \
+    X(fq_polled) X(fq_deaths) X(fq_queued) X(fq_maps) X(fresh_after) X(fq_write)
+#define PART_ENUM(n) P_##n,
+enum { PARTS(PART_ENUM) P_COUNT };
+#ifdef CGT_PARTS
+#include <time.h>
+#define PART_NAME(n) #n,
+static const char *part_names[] = {PARTS(PART_NAME)};
+static unsigned long long part_ns[P_COUNT], part_n[P_COUNT];
+
+static inline unsigned long long
+part_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/* Part p took from *t0 to now; *t0 becomes now (the next part's start). */
+static inline void
+part_add(int p, unsigned long long *t0)
+{
+    unsigned long long t = part_now();
+    part_ns[p] += t - *t0;
+    part_n[p]++;
+    *t0 = t;
+}
+
+/* fresh_queue's clock, which fresh_checks' marks go on with (neither
+ * re-enters: nothing they call runs the tree). */
+static unsigned long long part_t;
+
+#define PART_CLOCK(v) unsigned long long v = part_now()
+#define PART(p, v) part_add(P_##p, &(v))
+#define PART_START() (part_t = part_now())
+#define PART_AT(p) part_add(P_##p, &part_t)
+#else
+#define PART_CLOCK(v) int v = 0
+#define PART(p, v) ((void)(v))
+#define PART_START() ((void)0)
+#define PART_AT(p) ((void)0)
+#endif
+
 static PyObject *
 steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1158,12 +1209,14 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
             goto not_ok;
         Py_CLEAR(x);
     }
+    PART_AT(fq_guards);
     /* probes_same(knobs.probes, knobs.probe_vals) */
     if ((x = PyObject_GetAttr(knobs, s_probes)) == NULL || (y = PyObject_GetAttr(knobs, s_probe_vals)) == NULL)
         goto error;
     TRY(mapped_eq(NULL, x, y));
     Py_CLEAR(x);
     Py_CLEAR(y);
+    PART_AT(fq_probes);
     /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
     {
         PyObject *kargs[7] = {PyTuple_GET_ITEM(a, 9), new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
@@ -1174,6 +1227,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
             goto no;
         Py_CLEAR(x);
     }
+    PART_AT(fq_kept);
     /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], 2): the tree's frame
      * two up from fresh_run's, the calling frame (this one has none) */
     {
@@ -1183,6 +1237,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
                            PyTuple_GET_ITEM(a, 4), 2));
     }
+    PART_AT(fq_src);
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
      * oid with it); polled_alive(a[22]) */
     if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL
@@ -1190,11 +1245,13 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         goto error;
     if (stor == Py_None)
         goto no;
+    PART_AT(fq_input);
     if ((x = polled_alive(NULL, PyTuple_GET_ITEM(a, 22))) == NULL)
         goto error;
     if (x != Py_True)
         goto no;
     Py_CLEAR(x);
+    PART_AT(fq_polled);
     *k_out = 0;
     if ((t = PyObject_IsTrue(dead_objs)) < 0)
         goto error;
@@ -1219,6 +1276,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
             goto no;
     } else
         groups = Py_NewRef(Py_None);
+    PART_AT(fq_deaths);
     *v_out = v;
     *stor_out = stor;
     *cd_out = cd;
@@ -1265,6 +1323,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              *fq_stor = PyTuple_GET_ITEM(ctx, 11), *sweak = PyTuple_GET_ITEM(ctx, 14),
              *Queued = PyTuple_GET_ITEM(ctx, 15), *gen = PyTuple_GET_ITEM(ctx, 16), *rec = PyTuple_GET_ITEM(ctx, 17),
              *declined = PyTuple_GET_ITEM(ctx, 18);
+    PART_START();
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
@@ -1273,6 +1332,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(c);
         goto checks_failed;
     }
+    PART_AT(fq_counter);
     int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k);
     if (ok <= 0) {
         Py_DECREF(c);
@@ -1314,6 +1374,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     /* (the input's life is the program's: let go before the tree's call) */
     Py_CLEAR(v);
     Py_CLEAR(stor);
+    PART_AT(fq_queued);
     if (groups != Py_None) {
         /* del dead_objs[:k]; each queued input among them gone */
         if (PySequence_DelSlice(dead_objs, 0, k) < 0)
@@ -1350,6 +1411,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(ptr);
     Py_DECREF(groups);
     Py_DECREF(wr);
+    PART_AT(fq_maps);
     return t;
 failed:
     /* except Exception as err: rec._fail("before a call", err); None */
@@ -2033,6 +2095,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     PyObject *c = NULL, *mc = NULL, *left = NULL, *plan = NULL, *src = NULL, *x = NULL, *out = NULL, *inv = NULL,
              *steps = NULL;
     int ok;
+    PART_CLOCK(pt);
     if ((c = PyObject_GetAttr(r->box, s_mark_step_counter)) == NULL
         || (mc = SGET(r->hot, mark_counter)) == NULL || (left = SGET(r->hot, left)) == NULL)
         goto error;
@@ -2053,6 +2116,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
             goto error;
         ok = 0;
     }
+    PART(steady_checks, pt);
     plan = Py_NewRef(PyTuple_GET_ITEM(lean, L_PLAN));
     if (ok) {
         PyObject *code = SGET(plan, src_code);
@@ -2079,6 +2143,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
     }
     if (src == NULL)
         src = Py_NewRef(Py_None);
+    PART(steady_src, pt);
     if (!ok) {
         if (probed) {
             PyObject *args[5] = {r->rec, r->orig_run, mgr, new_inputs, function_id};
@@ -2094,7 +2159,9 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
         || (steps = PyNumber_Subtract(mc, c)) == NULL || SSET(r->hot, steady, Py_True) < 0)
         goto error;
     Py_CLEAR(x);
+    PART(steady_before, pt);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
+    PART_CLOCK(pa);
     if (out == NULL) {
         /* except BaseException as err: rec._steady_raised(...); raise */
         PyObject *type, *value, *tb;
@@ -2151,6 +2218,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
         }
     }
     Py_CLEAR(x);
+    PART(steady_after, pa);
 done:
     Py_XDECREF(c);
     Py_XDECREF(mc);
@@ -2188,10 +2256,12 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
             return NULL;
         return call3(t ? r->orig_run : r->steady, mgr, new_inputs, function_id);
     }
+    PART_CLOCK(pt);
     if ((t = truth(PyObject_CallOneArg(r->acquire, Py_False))) < 0)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
+    PART(run_lock, pt);
     PyObject *out = NULL, *lean = NULL, *lfid = SGET(r->hot, lfid);
     if (lfid != NULL) {
         if (lfid == function_id)
@@ -2205,6 +2275,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         }
         Py_DECREF(lfid);
     }
+    PART(run_lookup, pt);
     if (lean != NULL) {
         if (lean == Py_None)
             out = runner_unarmed(r, mgr, new_inputs, function_id);
@@ -2214,6 +2285,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     }
     /* finally: release() (its own error replaces the call's, as Python's) */
     PyObject *type, *value, *tb;
+    PART_CLOCK(pr);
     PyErr_Fetch(&type, &value, &tb);
     PyObject *res = PyObject_CallNoArgs(r->release);
     if (res == NULL) {
@@ -2225,6 +2297,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     }
     Py_DECREF(res);
     PyErr_Restore(type, value, tb);
+    PART(run_release, pr);
     return out;
 }
 
@@ -2286,6 +2359,44 @@ slot_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* A METH_FASTCALL function of this module, by its C name. */
 #define FASTCALL(f, doc) {#f, (PyCFunction)(void (*)(void))f, METH_FASTCALL, doc}
 
+#ifdef CGT_PARTS
+/* The functions the recorder's Python calls between the lean parts,
+ * each timed whole as a part. */
+#define TIMED(f, p)                                                                                   \
+    static PyObject *f##_timed(PyObject *self, PyObject *const *args, Py_ssize_t nargs)               \
+    {                                                                                                 \
+        PART_CLOCK(t0);                                                                               \
+        PyObject *r = f(self, args, nargs);                                                           \
+        PART(p, t0);                                                                                  \
+        return r;                                                                                     \
+    }
+TIMED(fresh_after, fresh_after)
+TIMED(fq_run, fq_write)
+TIMED(fq_tail, fq_write)
+#define FASTCALL_TIMED(f, doc) {#f, (PyCFunction)(void (*)(void))f##_timed, METH_FASTCALL, doc}
+
+/* parts(): [(name, ns, count)] of each part since the last parts(), zeroed. */
+static PyObject *
+parts(PyObject *self, PyObject *unused)
+{
+    PyObject *out = PyList_New(P_COUNT);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < P_COUNT; i++) {
+        PyObject *row = Py_BuildValue("(sKK)", part_names[i], part_ns[i], part_n[i]);
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, row);
+        part_ns[i] = part_n[i] = 0;
+    }
+    return out;
+}
+#else
+#define FASTCALL_TIMED(f, doc) FASTCALL(f, doc)
+#endif
+
 static PyMethodDef methods[] = {
     FASTCALL(slot_get, "getattr(o, name) as SGET reads it (tests)."),
     FASTCALL(slot_set, "setattr(o, name, v) as SSET sets it (tests)."),
@@ -2300,9 +2411,12 @@ static PyMethodDef methods[] = {
     FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
     FASTCALL(fresh_queue, "fastpath.fresh_queue, in C."),
     FASTCALL(replay_lines, "fastpath.replay_lines, in C."),
-    FASTCALL(fq_tail, "fastpath.fq_tail, in C."),
-    FASTCALL(fq_run, "fastpath.fq_run, in C."),
-    FASTCALL(fresh_after, "fastpath.fresh_after, in C."),
+    FASTCALL_TIMED(fq_tail, "fastpath.fq_tail, in C."),
+    FASTCALL_TIMED(fq_run, "fastpath.fq_run, in C."),
+    FASTCALL_TIMED(fresh_after, "fastpath.fresh_after, in C."),
+#ifdef CGT_PARTS
+    {"parts", parts, METH_NOARGS, "[(part, ns, count)] since the last parts(), zeroed (CGT_PARTS builds)."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

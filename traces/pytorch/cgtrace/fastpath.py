@@ -517,14 +517,16 @@ def _import_built(name, so, api):
     return m
 
 
-def _build(src, so):
+def _build(src, so, extra=()):
     """Compiles src into the extension so, whole or not at all (a build
-    in another process meanwhile leaves one of the two). Raises OSError or
-    RuntimeError (the compiler's message) when it cannot."""
+    in another process meanwhile leaves one of the two), with the
+    compiler's extra arguments (recorder-overhead.py --parts: -DCGT_PARTS).
+    Raises OSError or RuntimeError (the compiler's message) when it
+    cannot."""
     import sysconfig
     cc = _compiler()
     tmp = _temp_beside(so)
-    cmd = cc + ["-O2", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], src, "-o", tmp]
+    cmd = cc + ["-O2"] + list(extra) + ["-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], src, "-o", tmp]
     if sys.platform == "darwin":
         cmd[1:1] = ["-undefined", "dynamic_lookup"]
     try:
