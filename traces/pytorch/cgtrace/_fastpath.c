@@ -742,9 +742,10 @@ fresh_src_impl(PyObject *own, Py_ssize_t d, PyObject *code_ref, PyObject *src_la
         goto done;
     }
     Py_CLEAR(x);
-    if (d) {
+    while (d-- > 0) { /* (on from f: the frames below it are made already) */
+        PyFrameObject *b = PyFrame_GetBack(f);
         Py_DECREF(f);
-        if ((f = frame_up(up + d)) == NULL) {
+        if ((f = b) == NULL) {
             PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
             return -1;
         }
@@ -1171,14 +1172,14 @@ error:
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
-             PyObject **groups_out, Py_ssize_t *k_out)
+             PyObject **groups_out, Py_ssize_t *k_out, int *due_out)
 {
-    PyObject *hot_unused = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
+    PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
              *dead_objs = PyTuple_GET_ITEM(ctx, 6), *held = PyTuple_GET_ITEM(ctx, 7),
              *fq_wrs = PyTuple_GET_ITEM(ctx, 10), *ptrs_equal = PyTuple_GET_ITEM(ctx, 12),
              *data_ptr = PyTuple_GET_ITEM(ctx, 13);
-    (void)hot_unused;
+    int versioned = PyTuple_GET_ITEM(ctx, 19) == Py_True;
     PyObject *low = PyTuple_GET_ITEM(a, 6), *x = NULL, *y = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL;
     int t;
@@ -1187,9 +1188,19 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         goto not_ok;
     TRY(deref_is(PyTuple_GET_ITEM(a, 5), mgr));
     TRY(len_is(new_inputs, PyTuple_GET_ITEM(a, 7)));
-    /* c < low and (c // 4096 != mc // 4096 or knobs.moved(True)) */
+    /* due = not versioned or c < low or hot.left <= 0;
+     * c < low and (c // 4096 != mc // 4096 or knobs.moved(True)) */
     if ((t = compare(c, low, Py_LT)) < 0)
         goto error;
+    int due = !versioned || t;
+    if (!due) {
+        PyObject *left = SGET(hot, left);
+        int le = left == NULL ? -1 : compare(left, zero, Py_LE);
+        Py_XDECREF(left);
+        if (le < 0)
+            goto error;
+        due = le;
+    }
     if (t) {
         PyObject *q = PyLong_FromLong(4096);
         if (q == NULL)
@@ -1210,12 +1221,16 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         Py_CLEAR(x);
     }
     PART_AT(fq_guards);
-    /* probes_same(knobs.probes, knobs.probe_vals) */
-    if ((x = PyObject_GetAttr(knobs, s_probes)) == NULL || (y = PyObject_GetAttr(knobs, s_probe_vals)) == NULL)
-        goto error;
-    TRY(mapped_eq(NULL, x, y));
-    Py_CLEAR(x);
-    Py_CLEAR(y);
+    /* due and not probes_same(knobs.probes, knobs.probe_vals) */
+    if (due) {
+        if ((x = PyObject_GetAttr(knobs, s_probes)) == NULL
+            || (y = PyObject_GetAttr(knobs, s_probe_vals)) == NULL)
+            goto error;
+        TRY(mapped_eq(NULL, x, y));
+        Py_CLEAR(x);
+        Py_CLEAR(y);
+    }
+    *due_out = due;
     PART_AT(fq_probes);
     /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
     {
@@ -1315,7 +1330,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fresh_queue");
     PyObject *ctx = args[0], *a = args[1], *mgr = args[2], *new_inputs = args[3];
-    if (check_tuple(ctx, 19, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
+    if (check_tuple(ctx, 20, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
         return NULL;
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *box = PyTuple_GET_ITEM(ctx, 1),
              *dead_objs = PyTuple_GET_ITEM(ctx, 6), *died = PyTuple_GET_ITEM(ctx, 8),
@@ -1327,13 +1342,14 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
+    int due = 1;
     if (c == NULL || (mc = SGET(hot, mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
     }
     PART_AT(fq_counter);
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k);
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &due);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -1357,6 +1373,17 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(lowbits);
         Py_XDECREF(first);
         if (na == NULL || SSTEAL(hot, fql, na) < 0)
+            goto failed;
+    }
+    /* if versioned: hot.left = 64 if due else hot.left - 1 */
+    if (PyTuple_GET_ITEM(ctx, 19) == Py_True) {
+        PyObject *left = due ? PyLong_FromLong(64) : NULL;
+        if (!due) {
+            PyObject *l0 = SGET(hot, left);
+            left = l0 == NULL ? NULL : PyNumber_Subtract(l0, one);
+            Py_XDECREF(l0);
+        }
+        if (SSTEAL(hot, left, left) < 0)
             goto failed;
     }
     if ((t = PyObject_CallNoArgs(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0

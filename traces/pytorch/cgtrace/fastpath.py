@@ -260,9 +260,9 @@ def fresh_queue(ctx, a, mgr, new_inputs):
     unrecorded). Past a 64th step since the arming, hot.fql is armed for
     the next 64 (the caller reads it again). ctx: (hot, box, knobs, own,
     maps, entries, dead_objs, held, died, fq_ids, fq_wrs, fq_stor,
-    ptrs_equal, data_ptr, sweak, Queued, gen, rec, declined)."""
+    ptrs_equal, data_ptr, sweak, Queued, gen, rec, declined, versioned)."""
     (hot, box, knobs, own, maps, entries, dead_objs, held, died, fq_ids, fq_wrs, fq_stor, ptrs_equal, data_ptr,
-     sweak, Queued, gen, rec, declined) = ctx
+     sweak, Queued, gen, rec, declined, versioned) = ctx
     c = box.mark_step_counter
     mc = hot.mark_counter
     low = a[A_LOW]
@@ -270,14 +270,17 @@ def fresh_queue(ctx, a, mgr, new_inputs):
         # The step counter not back up (a reset), and past a 64th step
         # since the arming no knob moved (as _steady looks at them there:
         # what the general path's look would find writes nothing then),
-        # and within the 4096 steps; the knobs' probes at every call, as
-        # _fresh_call reads them (a write past the config modules'
-        # __setattr__ is seen at once); the manager, the kept inputs by
+        # and within the 4096 steps; the knobs' probes (versioned: every
+        # knob's write through its module is counted and disarms the queue,
+        # so only past a 64th step or call, as _steady reads them, for a
+        # write past the modules' __setattr__; else at every call, as
+        # _fresh_call reads them); the manager, the kept inputs by
         # identity and data pointer; the src, as _fresh_call_check finds
         # it (three frames up: this one's, fresh_run's, _run's).
+        due = not versioned or c < low or hot.left <= 0
         if (c > mc or a[A_MREF]() is not mgr or len(new_inputs) != a[A_NIN]
                 or (c < low and (c // 4096 != mc // 4096 or knobs.moved(True)))
-                or not probes_same(knobs.probes, knobs.probe_vals)
+                or (due and not probes_same(knobs.probes, knobs.probe_vals))
                 or not kept_same(a[A_REFS], new_inputs, a[A_KEPT], a[A_FULL], a[A_PTRS], ptrs_equal, data_ptr)
                 or not fresh_src(own, a[A_SRC_D], a[A_CODE_REF], a[A_SRC_LASTI], a[A_PLAN], a[A_SRC], 3)):
             return declined
@@ -300,6 +303,8 @@ def fresh_queue(ctx, a, mgr, new_inputs):
     try:
         if c < low:  # (every knob looked at: armed for the next 64 steps' block)
             hot.fql = a[:A_LOW] + (c - (c & 63),) + a[A_LOW + 1:]
+        if versioned:
+            hot.left = 64 if due else hot.left - 1
         t = Queued()
         t.steps = mc - c
         t.tmpl = a[A_TMPL]

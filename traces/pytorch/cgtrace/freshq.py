@@ -275,9 +275,13 @@ class _FreshQueue:
         # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.
         maps = (getattr(torch, "strided", None), session.by_obj_entry, session.by_view, session.entries,
                 session._dead_cached, session.by_storage, self._fq_ids, self._fq_stor, new_input)
+        # (versioned: every write of the format's knobs through their
+        # modules' __setattr__ and __delattr__ is counted and disarms the
+        # queue, so the probes are read every 64th call, as _steady reads
+        # them, for a write past those only.)
         ctx = (hot, box, knobs, self._own_file, maps, session.entries, session._dead_objs, session._held_wr,
                session._died, self._fq_ids, self._fq_wrs, self._fq_stor, ptrs_equal, data_ptr, sweak, _Queued,
-               self._gen, self, DECLINED)
+               self._gen, self, DECLINED, knobs.homes is not None)
 
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, tls=self.tls, ctx=ctx, fresh_queue=fresh_queue,
                       dead_objs=session._dead_objs, fq=self._fq, fresh_after=checks.fresh_after,
