@@ -24,6 +24,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
     python3 tools/gpu/recorder-overhead.py --fresh --by-path  # then each call by what the recorder did in it
     python3 tools/gpu/recorder-overhead.py --both --parts  # then each part of the lean paths' C, timed in place
+    python3 tools/gpu/recorder-overhead.py --both --train --layers 100  # a model of 200 parameter tensors
 
 Prints, per round and as medians:
     off U us/call, recording R us/call, added R-U us/call
@@ -387,19 +388,27 @@ def report(name, res, out=None):
                  res["base_added_with_exit_median"]), file=out)
 
 
-def mlp_workload(dim=1024, batch=64, fresh=False):
-    """The 3-layer MLP inference loop, compiled for CUDA graphs; returns
-    (step, sync). fresh: each call on a new input tensor (torch.randn, in
-    both loops alike), as a loop over a data loader's batches or a
-    decoder's new tokens has it: a call the recorder's steady path cannot
-    take (an input new to the trace is named and written before the call)."""
+def mlp(torch, dim, layers):
+    """A Sequential of `layers` Linear layers of dim x dim with a ReLU
+    between two, on the GPU: 2 * layers parameter tensors, each an input
+    of the compiled call (a real model's hundreds: GPT-2 medium has 292)."""
+    mods = []
+    for i in range(layers):
+        mods += [torch.nn.Linear(dim, dim)] + ([torch.nn.ReLU()] if i < layers - 1 else [])
+    return torch.nn.Sequential(*mods).cuda()
+
+
+def mlp_workload(dim=1024, batch=64, fresh=False, layers=3):
+    """The MLP's inference loop (3 layers: mlp3), compiled for CUDA graphs;
+    returns (step, sync). fresh: each call on a new input tensor
+    (torch.randn, in both loops alike), as a loop over a data loader's
+    batches or a decoder's new tokens has it: a call the recorder's
+    steady path cannot take (an input new to the trace is named and
+    written before the call)."""
     import torch
 
     torch._dynamo.reset()
-    model = torch.nn.Sequential(
-        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
-        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
-        torch.nn.Linear(dim, dim)).cuda().eval()
+    model = mlp(torch, dim, layers).eval()
     compiled = torch.compile(model, mode="reduce-overhead")
     x = torch.randn(batch, dim, device="cuda")
     mark = torch.compiler.cudagraph_mark_step_begin
@@ -418,7 +427,7 @@ def mlp_workload(dim=1024, batch=64, fresh=False):
     return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
-def mlp_train_workload(dim=1024, batch=64):
+def mlp_train_workload(dim=1024, batch=64, layers=3):
     """The same MLP trained: each step a forward on a new batch and the
     backward of its output's sum, both compiled for CUDA graphs (two tree
     calls a step, the backward's on a new gradient), the gradients set to
@@ -427,10 +436,7 @@ def mlp_train_workload(dim=1024, batch=64):
     import torch
 
     torch._dynamo.reset()
-    model = torch.nn.Sequential(
-        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
-        torch.nn.Linear(dim, dim), torch.nn.ReLU(),
-        torch.nn.Linear(dim, dim)).cuda()
+    model = mlp(torch, dim, layers)
     compiled = torch.compile(model, mode="reduce-overhead")
     mark = torch.compiler.cudagraph_mark_step_begin
     box = [None]
@@ -951,6 +957,9 @@ def main(argv=None):
     p.add_argument("--warm", type=int, default=50, help="calls before timing (compile, warmup, record)")
     p.add_argument("--dim", type=int, default=1024)
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--layers", type=int, default=3,
+                   help="the MLP's Linear layers (2 parameter tensors each, each an input of the compiled call: "
+                        "a real model's count at 100 and more)")
     p.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     p.add_argument("--fake", action="store_true",
                    help="time against the tests' stand-in for torch (CPU, no GPU): the recorder's own cost")
@@ -988,8 +997,10 @@ def main(argv=None):
                    help="after the timing, time each call of one recorded loop and class it by what the "
                         "recorder did in it (deferred, queued, the queue written, general...)")
     a = p.parse_args(argv)
-    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0:
-        p.error("--iters and --rounds must be at least 1, --warm, --profile and --evict-mb at least 0")
+    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0 or a.layers < 1:
+        p.error("--iters, --rounds and --layers must be at least 1, --warm, --profile and --evict-mb at least 0")
+    if a.fake and a.layers != 3:
+        p.error("--layers is the GPU's MLP's (the stand-in's loop has three parameters)")
     if a.evict_mb and not a.fake:
         p.error("--evict-mb is for --fake (on a GPU torch's own code empties the caches)")
     baseline = load_baseline(a.baseline).record if a.baseline else None
@@ -1018,10 +1029,11 @@ def main(argv=None):
                 ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
             workload = "fake"
         else:
-            step, sync = mlp_train_workload(a.dim, a.batch) if train else mlp_workload(a.dim, a.batch, fresh)
+            step, sync = (mlp_train_workload(a.dim, a.batch, a.layers) if train
+                          else mlp_workload(a.dim, a.batch, fresh, a.layers))
             restore = None
-            name = "mlp3 reduce-overhead mark_step" + what
-            workload = "mlp3"
+            workload = "mlp%d" % a.layers
+            name = workload + " reduce-overhead mark_step" + what
         try:
             res = measure(step, sync, a.iters, a.rounds, a.warm, baseline=baseline, clock=clock)
             report(name, res)

@@ -440,7 +440,36 @@ class MeasureTest(unittest.TestCase):
     def test_bad_arguments_refused(self):
         with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
             ro.main(["--iters", "0"])
-        self.assertIn("--iters and --rounds must be at least 1", err.getvalue())
+        self.assertIn("--iters, --rounds and --layers must be at least 1", err.getvalue())
+        for args, what in ((["--layers", "0"], "--layers must be at least 1"),
+                           (["--fake", "--layers", "100"], "--layers is the GPU's MLP's")):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+                ro.main(args)
+            self.assertIn(what, err.getvalue())
+
+    def test_mlp_has_two_parameter_tensors_a_layer(self):
+        """--layers N: N Linear layers, a ReLU between two, 2N parameters."""
+        class NN:
+            class Linear:
+                def __init__(self, i, o):
+                    self.shape = (i, o)
+
+            class ReLU:
+                pass
+
+            class Sequential:
+                def __init__(self, *mods):
+                    self.mods = mods
+
+                def cuda(self):
+                    return self
+
+        class T:
+            nn = NN
+        m = ro.mlp(T, 8, 4)
+        kinds = [type(x).__name__ for x in m.mods]
+        self.assertEqual(kinds, ["Linear", "ReLU", "Linear", "ReLU", "Linear", "ReLU", "Linear"])
+        self.assertEqual(len(ro.mlp(T, 8, 1).mods), 1)
 
 
 if __name__ == "__main__":
