@@ -415,6 +415,20 @@ def lean_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def forward_backward(static, fwd_shapes, bwd_shapes):
+    """A tree whose replays hand out their cached outputs, as PyTorch's
+    do: a forward (function 0, static at those positions, outputs of
+    fwd_shapes) and its backward (function 1, on a saved tensor and a
+    gradient; outputs of bwd_shapes). Returns (mgr, fwd, bwd)."""
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=static)
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
+    mgr.models[0] = lambda ins: [fake.Tensor(s) for s in fwd_shapes]
+    mgr.models[1] = lambda ins: [fake.Tensor(s) for s in bwd_shapes]
+    return mgr, fwd, bwd
+
+
 def train_scenario(path, follow=False):
     """A training loop's shape: each step a forward on a new batch and the
     parameter, then its backward on the forward's output (saved) and a new
@@ -424,12 +438,7 @@ def train_scenario(path, follow=False):
     fresh path's other way, and _fresh_call's). Returns what
     fresh_scenario returns."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
-    mgr = fake.CUDAGraphTreeManager()
-    mgr.cache_replays = True
-    fwd = mgr.add(0, static=[0])
-    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8])]
-    mgr.models[1] = lambda ins: [fake.Tensor([8, 8])]
+    mgr, fwd, bwd = forward_backward([0], [[16, 8]], [[8, 8]])
     w = fake.Tensor([8, 8])
     with cgtrace.record(path, follow=follow) as rec:
         for i in range(120):
@@ -446,8 +455,9 @@ def train_scenario(path, follow=False):
 
 
 def saved_activation_scenario(path, follow=False):
-    """A training step as a compiled model's is (recorder-overhead.py's
-    --train loop): the forward on the parameters and a new batch hands
+    """A training step of the CPU stand-in (recorder-overhead.py's --fake
+    --train loop; torch's differs, docs/pytorch-bridge.md): the forward
+    on the parameters and a new batch hands
     out the loss and an activation saved for the backward, the backward
     takes that activation and a new gradient and hands out gradients the
     program drops; the loss is held till the next step's, read on the
@@ -456,12 +466,7 @@ def saved_activation_scenario(path, follow=False):
     entry other than its last call's). Returns what fresh_scenario
     returns."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
-    mgr = fake.CUDAGraphTreeManager()
-    mgr.cache_replays = True
-    fwd = mgr.add(0, static=[0, 1])
-    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([16, 8])]
-    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
+    mgr, fwd, bwd = forward_backward([0, 1], [[16, 8], [16, 8]], [[8, 8], [8]])
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
     with cgtrace.record(path, follow=follow) as rec:
         loss = None
