@@ -312,7 +312,10 @@ class _Journal:
         self.fd = fd
 
     def write(self, text):
-        _write_all(self.fd, text.encode("utf-8"))
+        """Writes text whole (or raises); returns its size in bytes."""
+        data = text.encode("utf-8")
+        _write_all(self.fd, data)
+        return len(data)
 
     def flush(self):
         pass
@@ -346,10 +349,16 @@ class Trace:
         self.strict = strict
         self.out = None  # the streamed trace's file
         self._enc = None
-        # Journaled (journal()): the lines written so far of the records
-        # but defs, in order, which the whole file written at the end
-        # reuses (None: not journaled).
+        # Journaled (journal()): the lines of the records but defs that
+        # the journal's file does not hold, in order, for the whole file
+        # written at the end (None: not journaled). Where the journal's
+        # path is known, the lines it holds are read back from it then
+        # (up to journal_end, its size after its last whole batch), not
+        # kept here: a long recording's memory does not grow with its
+        # trace; only a batch whose write failed is kept.
         self.done = None
+        self.journal_path = None
+        self.journal_end = 0
         self._defs_flushed = 0  # defs in self.defs when the journal last flushed
 
     def stream(self, fh):
@@ -361,17 +370,21 @@ class Trace:
         self.flush()
         fh.flush()
 
-    def journal(self, fd, header):
+    def journal(self, fd, header, path=None):
         """Writes the records to the file descriptor fd as they are flushed
         (flush()), each batch in one os.write, so that a program that dies
         however it dies (SIGKILL, SIGSEGV, os._exit, the OOM killer) leaves
         a trace up to its last flush: `header` (the journal's header
         record) now, each def just before the call that needs it. The
-        records are kept as their lines, for the whole file written at the
-        end (write()), which replaces the journal."""
+        whole file written at the end (write()), which replaces the
+        journal, reads the records' lines back from path, fd's file
+        (without it they are kept in memory as they are written)."""
         self._enc = _LineEncoder(keep=True)
         self.done = []
-        _write_all(fd, (encode_header(header) + "\n").encode("utf-8"))
+        head = (encode_header(header) + "\n").encode("utf-8")
+        _write_all(fd, head)
+        self.journal_path = path
+        self.journal_end = len(head)
         self.out = _Journal(fd)
         self.flush()
 
@@ -381,13 +394,29 @@ class Trace:
             return
         recs, self.records = self.records, []
         lines = self._lines(self._enc, recs)
-        if self.done is not None:  # (kept first: a failed write loses no record of the whole file)
-            if self._defs_flushed == len(self.defs):
-                self.done.extend(lines)
-            else:  # (a def in the batch: the whole file has it among the defs)
-                self._defs_flushed = len(self.defs)
-                self.done.extend(itertools.compress(lines, map(_not_def, recs)))
-        self.out.write("\n".join(lines) + "\n")
+        if self.done is None:
+            self.out.write("\n".join(lines) + "\n")
+            self.out.flush()
+            return
+        if self._defs_flushed == len(self.defs):
+            keep = lines
+        else:  # (a def in the batch: the whole file has it among the defs)
+            self._defs_flushed = len(self.defs)
+            keep = list(itertools.compress(lines, map(_not_def, recs)))
+        if self.journal_path is None or self.done:
+            # (No file to read them back from, or one that failed a write
+            # before: kept first, so a failed write loses no record of the
+            # whole file.)
+            self.done.extend(keep)
+            keep = None
+        try:
+            n = self.out.write("\n".join(lines) + "\n")
+        except BaseException:
+            if keep is not None:  # (the file holds the batches before this one whole: journal_end)
+                self.done.extend(keep)
+            raise
+        if keep is not None:
+            self.journal_end += n
         self.out.flush()
 
     def add(self, rec):
@@ -415,14 +444,22 @@ class Trace:
         return h
 
     def lines(self):
-        out = [encode_header(self.header())]
-        out.extend(encode_record(d) for d in self.defs.values())
+        return list(self._whole_lines())
+
+    def _whole_lines(self):
+        """The whole file's lines, in order: the header, the defs, the
+        records (journaled: those the journal's file holds, read back from
+        it, then those it does not, but their defs)."""
+        yield encode_header(self.header())
+        for d in self.defs.values():
+            yield encode_record(d)
         if self.done is None:
-            out.extend(self._lines(_LineEncoder(), self.records))
-        else:  # journaled: the lines written, and the rest but its defs
-            out.extend(self.done)
-            out.extend(self._lines(self._enc, [r for r in self.records if _not_def(r)]))
-        return out
+            yield from self._lines(_LineEncoder(), self.records)
+            return
+        if self.journal_path is not None:
+            yield from _journal_lines(self.journal_path, self.journal_end)
+        yield from self.done
+        yield from self._lines(self._enc, [r for r in self.records if _not_def(r)])
 
     @classmethod
     def _lines(cls, enc, records):
@@ -444,9 +481,46 @@ class Trace:
 
     def write(self, path):
         """Writes the file whole, through a temporary one, so an interrupted
-        write never leaves half a trace under the final name."""
-        text = "\n".join(self.lines()) + "\n"
+        write never leaves half a trace under the final name (nor the
+        temporary one behind). A journaled trace's lines are copied from
+        its journal as they are read, which may be path itself."""
         tmp = "%s.tmp%d" % (path, os.getpid())
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                for line in self._whole_lines():
+                    fh.write(line)
+                    fh.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+
+# Where a def's line begins (encode_record writes "op" first), which the
+# whole file has among the defs, not where the journal wrote it.
+_DEF_HEAD = b'{"op": "def",'
+
+
+def _journal_lines(path, end, block=1 << 20):
+    """The records' lines of a journal's file up to byte end (its last
+    whole batch), but its header and defs, as text, read a block at a
+    time. Raises OSError when the file holds fewer bytes than that
+    (moved or cut by another program: the whole trace would miss
+    records)."""
+    with open(path, "rb") as fh:
+        left, rest, first = end, b"", True
+        while left > 0:
+            data = fh.read(min(block, left))
+            if not data:
+                raise OSError("the journal %s holds %d bytes of the %d written to it" % (path, end - left, end))
+            left -= len(data)
+            parts = (rest + data).split(b"\n")
+            rest = parts.pop()  # (a line the next block ends; empty at end, past a newline)
+            for line in parts:
+                if first:
+                    first = False  # (the journal's header)
+                elif not line.startswith(_DEF_HEAD):
+                    yield line.decode("utf-8")

@@ -378,7 +378,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         except OSError:
             return
         try:
-            self.trace.journal(fd, header)
+            self.trace.journal(fd, header, self.path)
         except Exception as e:
             try:
                 os.close(fd)

@@ -83,6 +83,107 @@ class EncodeTest(unittest.TestCase):
                 self.assertEqual(len(fh.read().splitlines()), 2)
 
 
+class JournalTest(unittest.TestCase):
+    """A journaled trace keeps no line its journal's file holds: the whole
+    file written at the end reads them back from it (issue 33: a long
+    recording's memory does not grow with its trace), and is the file
+    the same records make without a journal."""
+
+    def records(self, t, n):
+        """n steps' records into t, flushed after each while it has a
+        file (a failed write ends it, as the recorder's _stream_failed
+        does), with a def met at the second."""
+        for i in range(n):
+            if i == 1:
+                t.set_def(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])]))
+            t.add({"op": "step"})
+            t.add({"op": "note", "text": "step %d \u00e9" % i})  # (a line of other than ASCII)
+            t.add({"op": "del", "names": ["a%d" % i, "b"]})
+            if t.out is not None:
+                try:
+                    t.flush()
+                except OSError:
+                    t.out = None
+
+    def journaled(self, d, n, path=True, fail_at=None):
+        """A trace journaled into d (path: the journal's path given;
+        fail_at: the journal's write of that flush raises after writing
+        part of its batch), n steps' records in it. Returns (trace,
+        the journal's path)."""
+        p = os.path.join(d, "j.cgt.jsonl")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        t = Trace("j")
+        t.journal(fd, {"cgtviz": 1, "name": "j", "devices": 1, "meta": {"journal": "unended"}},
+                  p if path else None)
+        if fail_at is not None:
+            real, calls = t.out.write, []
+
+            def write(text):
+                calls.append(text)
+                if len(calls) == fail_at:
+                    os.write(fd, text.encode("utf-8")[:7])  # (part of the batch, then the failure)
+                    raise OSError(28, "No space left on device")
+                return real(text)
+            t.out.write = write
+        self.records(t, n)
+        t.out = None
+        os.close(fd)
+        return t, p
+
+    def plain(self, n):
+        t = Trace("j")
+        self.records(t, n)
+        return t.lines()
+
+    def test_lines_are_read_back_from_the_journal(self):
+        with tempfile.TemporaryDirectory() as d:
+            t, p = self.journaled(d, 50)
+            self.assertEqual(t.done, [])  # (nothing kept: the file holds it)
+            self.assertEqual(t.lines(), self.plain(50))
+            with open(p, encoding="utf-8") as fh:
+                self.assertEqual(fh.read().count("\n"), 1 + 1 + 150)  # (the journal: its header, a def, the records)
+            t.write(p)  # (over the journal it reads)
+            with open(p, encoding="utf-8") as fh:
+                self.assertEqual(fh.read().splitlines(), self.plain(50))
+            self.assertEqual(os.listdir(d), ["j.cgt.jsonl"])
+
+    def test_lines_across_blocks(self):
+        import cgtrace.jsonl as J
+        with tempfile.TemporaryDirectory() as d:
+            t, p = self.journaled(d, 20)
+            want = self.plain(20)
+            for block in (1, 7, 64, 1 << 20):
+                got = list(J._journal_lines(p, t.journal_end, block))
+                self.assertEqual(got, want[2:], block)  # (but the header and the def)
+
+    def test_without_a_path_the_lines_are_kept(self):
+        with tempfile.TemporaryDirectory() as d:
+            t, _ = self.journaled(d, 10, path=False)
+            self.assertEqual(len(t.done), 30)
+            self.assertEqual(t.lines(), self.plain(10))
+
+    def test_a_failed_write_keeps_its_batch_and_what_follows(self):
+        # The journal's file holds the batches before the failed one whole,
+        # and a piece of it; the whole file is still every record.
+        with tempfile.TemporaryDirectory() as d:
+            t, p = self.journaled(d, 30, fail_at=12)
+            self.assertEqual(len(t.done), 3)  # (the failed batch's lines; the rest are records)
+            self.assertLess(t.journal_end, os.path.getsize(p))
+            self.assertEqual(t.lines(), self.plain(30))
+            t.write(p)
+            with open(p, encoding="utf-8") as fh:
+                self.assertEqual(fh.read().splitlines(), self.plain(30))
+
+    def test_a_journal_cut_by_another_program_is_an_error_and_leaves_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            t, p = self.journaled(d, 10)
+            os.truncate(p, t.journal_end // 2)
+            with self.assertRaisesRegex(OSError, "holds %d bytes of the %d written" % (t.journal_end // 2,
+                                                                                     t.journal_end)):
+                t.write(p)
+            self.assertEqual(os.listdir(d), ["j.cgt.jsonl"])  # (no temporary file left)
+
+
 class LineEncoderTest(unittest.TestCase):
     """The writer's joined lines are encode_record's, byte for byte, and
     what encode_record refuses the writer refuses."""
