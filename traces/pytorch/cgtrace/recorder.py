@@ -153,7 +153,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
     _mark_counter = _hot_attr("mark_counter")
 
     def __init__(self, path, name=None, meta=None, follow=None):
-        self.path = path
+        # (Absolute: a program that changes its directory while recorded
+        # finds its trace where it named it, whole, over its journal.)
+        self.path = os.path.abspath(path)
         # Streamed as it is made (Trace.stream) for a follower: asked for,
         # or CGTRACE_FOLLOW=1, or the path is a named pipe.
         if follow is None:

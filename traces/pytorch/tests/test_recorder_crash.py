@@ -196,6 +196,42 @@ class CrashTest(unittest.TestCase):
         finally:
             fake.remove_fake_torch(saved)
 
+    def test_a_program_that_changes_its_directory_gets_its_trace_where_it_named_it(self):
+        # A relative path, and a chdir while recorded: the whole trace is
+        # written over the journal (which it reads back), not beside the
+        # new directory.
+        sys.path.insert(0, HERE)
+        import fake_torch as fake
+        import cgtrace
+        saved = fake.install_fake_torch()
+        here = os.getcwd()
+        try:
+            fake.MarkStepBox.mark_step_counter = 0
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            with tempfile.TemporaryDirectory() as d:
+                os.makedirs(os.path.join(d, "a"))
+                os.makedirs(os.path.join(d, "b"))
+                os.chdir(os.path.join(d, "a"))
+                mgr = fake.CUDAGraphTreeManager()
+                fid = mgr.add(0)
+                with cgtrace.record("t.cgt.jsonl", name="t") as rec:
+                    x = fake.Tensor([2])
+                    for i in range(40):
+                        cgt.mark_step_begin()
+                        mgr._run([x], fid)
+                        if i == 20:
+                            os.chdir(os.path.join(d, "b"))
+                self.assertIsNone(rec.error)
+                self.assertEqual(os.listdir(os.path.join(d, "b")), [])
+                self.assertEqual(os.listdir(os.path.join(d, "a")), ["t.cgt.jsonl"])
+                with open(os.path.join(d, "a", "t.cgt.jsonl")) as fh:
+                    recs = [json.loads(line) for line in fh]
+                self.assertNotIn("journal", recs[0]["meta"])
+                self.assertEqual(sum(r.get("op") == "call" for r in recs), 40)
+        finally:
+            os.chdir(here)
+            fake.remove_fake_torch(saved)
+
 
 if __name__ == "__main__":
     unittest.main()
