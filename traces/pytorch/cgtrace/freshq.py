@@ -191,8 +191,8 @@ class _FreshQueue:
             if ok:
                 fq.append(t)  # (counted when written: _fq_write)
                 if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
-                    self._fq_write()
-                    self._flush()
+                    self._fq_write(keep_last=True)
+                    self._flush(settle=False)
                 elif raw is not None:
                     self._fq_arm(function_id, mgr, fs, plan, t, raw, hot, session)
                 return out
@@ -330,17 +330,15 @@ class _FreshQueue:
                         node = None
                         fq.append(t)
                         if len(fq) + rec._unwritten > bound:
-                            rec._fq_write()
-                            rec._flush()
+                            rec._fq_write(keep_last=True)
+                            rec._flush(settle=False)
                             if not hot.off:
                                 # Armed again for the next calls: only
                                 # the queue's own writing happened,
                                 # which leaves what the arming found
                                 # as it was (the output renamed in
-                                # place, the last input bound and
-                                # held, not polled), and a queue
-                                # starting over (_fresh_deferred's
-                                # first call) settles so.
+                                # place; the last call still queued,
+                                # its input unbound).
                                 hot.serial += 1
                                 hot.fid = hot.got = None
                                 hot.disarm()
@@ -379,7 +377,7 @@ class _FreshQueue:
             self._fail("after a call that raised", e2)
         self._flush()
 
-    def _fq_write(self, partial=None):
+    def _fq_write(self, partial=None, keep_last=False):
         """The deferred calls' records and bindings, in order, as
         _fresh_call would have written them one by one: each call's
         deaths and steps, its new tensor (bound, or, gone, only counted),
@@ -388,10 +386,16 @@ class _FreshQueue:
         last rename would give it (nothing between these calls saw the
         names in between). partial: a call whose part before the tree's
         is written after them, its ctx returned (the tree raised, or did
-        other than the queued calls' replay)."""
+        other than the queued calls' replay). keep_last: the queue's
+        bound reached, its last call stays queued, as the next queue's
+        first: its input, alive, is not bound now to be forgotten when it
+        dies at the next call (which would take both calls through
+        _fq_before and _fq_dels, in Python), and the records are the
+        same, in the same order, the split being between two calls."""
         q = self._fq[:]  # (in place: a failure meanwhile finds it empty)
         self._fq.clear()
         self._hot.fql = None  # (what the lean path compares holds for this queue only)
+        held = q.pop() if keep_last and partial is None and len(q) > 1 else None
         n = len(q) + (partial is not None)
         self.fresh_calls += n
         self.lean_fresh_calls += n
@@ -401,6 +405,13 @@ class _FreshQueue:
         self._fq_ids.clear()
         self._fq_wrs.clear()
         self._fq_stor.clear()
+        if held is not None:
+            # (Still queued: found by the checks as the queue's others
+            # are, in the maps they fill, fresh_queue's or _fresh_deferred's.)
+            self._fq.append(held)
+            self._fq_ids[held.oid] = held
+            self._fq_wrs[id(held.wr)] = held
+            self._fq_stor[held.fact.storage if held.spec is None else held.cd] = held
         fs = self._fq_fs
         pre, post, i, base, names = self._fq_line
         session = self.session
@@ -431,6 +442,11 @@ class _FreshQueue:
             fq_tail(t, "", st, w)
         order, epoch, seed, dels, calls, prev = st
         session.order, session.epoch, session.seed = order, epoch, seed
+        if held is not None and q:
+            # (The kept call's deaths hold the call before it, written now,
+            # whose own deaths would hold the one before it, and so on back
+            # through every queue: written, they are let go.)
+            q[-1].groups = None
         counts["dels"] += dels
         if q:
             # (The counts of the calls' records, once: nothing between

@@ -486,10 +486,20 @@ class Trace:
         its journal as they are read, which may be path itself."""
         tmp = "%s.tmp%d" % (path, os.getpid())
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                for line in self._whole_lines():
-                    fh.write(line)
-                    fh.write("\n")
+            with open(tmp, "wb") as fh:
+                if self.done is None or self.journal_path is None:
+                    for line in self._whole_lines():
+                        fh.write(line.encode("utf-8") + b"\n")
+                else:
+                    # (The journal's bytes copied as they are, but its
+                    # header and defs: no line decoded and encoded again.)
+                    head = [encode_header(self.header())] + [encode_record(d) for d in self.defs.values()]
+                    fh.write(("\n".join(head) + "\n").encode("utf-8"))
+                    for data in _journal_blocks(self.journal_path, self.journal_end):
+                        fh.write(data)
+                    rest = list(self.done) + self._lines(self._enc, [r for r in self.records if _not_def(r)])
+                    if rest:
+                        fh.write(("\n".join(rest) + "\n").encode("utf-8"))
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -506,10 +516,16 @@ _DEF_HEAD = b'{"op": "def",'
 
 def _journal_lines(path, end, block=1 << 20):
     """The records' lines of a journal's file up to byte end (its last
-    whole batch), but its header and defs, as text, read a block at a
-    time. Raises OSError when the file holds fewer bytes than that
-    (moved or cut by another program: the whole trace would miss
-    records)."""
+    whole batch), but its header and defs, as text (_journal_blocks)."""
+    for data in _journal_blocks(path, end, block):
+        yield from data.decode("utf-8").split("\n")[:-1]
+
+
+def _journal_blocks(path, end, block=1 << 20):
+    """The journal's file up to byte end (its last whole batch) but its
+    header and defs, in pieces of whole lines, read a block at a time.
+    Raises OSError when the file holds fewer bytes than that (moved or
+    cut by another program: the whole trace would miss records)."""
     with open(path, "rb") as fh:
         left, rest, first = end, b"", True
         while left > 0:
@@ -517,10 +533,30 @@ def _journal_lines(path, end, block=1 << 20):
             if not data:
                 raise OSError("the journal %s holds %d bytes of the %d written to it" % (path, end - left, end))
             left -= len(data)
-            parts = (rest + data).split(b"\n")
-            rest = parts.pop()  # (a line the next block ends; empty at end, past a newline)
-            for line in parts:
-                if first:
-                    first = False  # (the journal's header)
-                elif not line.startswith(_DEF_HEAD):
-                    yield line.decode("utf-8")
+            data = rest + data
+            cut = data.rfind(b"\n") + 1  # (whole lines: the rest waits for the next block)
+            data, rest = data[:cut], data[cut:]
+            if first and data:
+                first = False
+                data = data[data.index(b"\n") + 1:]  # (the journal's header)
+            data = _without_defs(data)
+            if data:
+                yield data
+
+
+def _without_defs(data):
+    """Whole lines of a journal, but its defs' lines (a few in a file: each
+    cut out, the rest kept as it is)."""
+    at = 0 if data.startswith(_DEF_HEAD) else data.find(b"\n" + _DEF_HEAD) + 1
+    if at == 0 and not data.startswith(_DEF_HEAD):
+        return data
+    keep = []
+    start = 0
+    while True:
+        keep.append(data[start:at])
+        start = data.index(b"\n", at) + 1  # (past the def's line)
+        nxt = data.find(b"\n" + _DEF_HEAD, start - 1)
+        if nxt < 0:
+            keep.append(data[start:])
+            return b"".join(keep)
+        at = nxt + 1

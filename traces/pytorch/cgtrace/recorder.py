@@ -466,11 +466,13 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         except Exception as e:
             self._stream_failed(e)
 
-    def _flush(self):
+    def _flush(self, settle=True):
         """Writes what the last event recorded to a streamed trace (once per
-        call or host read, not per record: a follower sees whole events)."""
+        call or host read, not per record: a follower sees whole events).
+        settle False: the deferred calls stay deferred (the queue's bound
+        write, which leaves its last call queued)."""
         if self.trace.out is not None:
-            if self._pending or self._fq:
+            if settle and (self._pending or self._fq):
                 # (A call's own flush finds none: _on_run settled before it,
                 # and nothing is deferred while it holds the lock.)
                 self._settle()

@@ -156,6 +156,14 @@ class JournalTest(unittest.TestCase):
                 got = list(J._journal_lines(p, t.journal_end, block))
                 self.assertEqual(got, want[2:], block)  # (but the header and the def)
 
+    def test_defs_cut_out_of_whole_lines(self):
+        import cgtrace.jsonl as J
+        d = encode_record(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])])).encode()
+        for data in (b"", b"a\n", d + b"\n", d + b"\na\n", b"a\n" + d + b"\n",
+                     b"a\n" + d + b"\nb\n" + d + b"\n" + d + b"\nc\n", d + b"\n" + d + b"\n"):
+            want = b"".join(x + b"\n" for x in data.split(b"\n")[:-1] if not x.startswith(b'{"op": "def",'))
+            self.assertEqual(J._without_defs(data), want, data)
+
     def test_without_a_path_the_lines_are_kept(self):
         with tempfile.TemporaryDirectory() as d:
             t, _ = self.journaled(d, 10, path=False)

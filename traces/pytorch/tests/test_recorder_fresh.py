@@ -415,6 +415,77 @@ def lean_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+# bound_scenario's calls after which the queue's bound write left a call
+# queued, as it saw them; and, once a first recording found them
+# (schedule None), the events it fires after them in every recording,
+# by call: {call: event}, so each way of recording runs one program.
+BOUND_WRITES = []
+BOUND_SCHEDULE = {"at": None}
+
+
+def bound_scenario(path, follow=False):
+    """A long loop over new inputs (the lean fresh path's queue, written at
+    its bound with its last call left queued), meeting right after each
+    bound write, in turn: nothing, a host read of the output, the kept
+    call's input passed again, that input kept past the next call, the
+    tree recording anew, the tree raising, the output dropped, another
+    shape, two steps, another function's call, and the recording's end.
+    Returns what fresh_scenario returns."""
+    cgt, mgr, f, w = one_function()
+    g = mgr.add(1)
+    mgr.models[1] = lambda ins: [fake.Tensor([4])]
+    del BOUND_WRITES[:]
+    at = BOUND_SCHEDULE["at"]
+    with cgtrace.record(path, follow=follow) as rec:
+        y, kept, x_last, event, before = None, [], None, None, 0
+        for i in range(13 * 34):
+            if at is not None:
+                event = at.get(i - 1)
+                if event == "end":
+                    break  # the recording's end right after a bound write
+            for _ in range(2 if event == 8 else 1):
+                cgt.mark_step_begin()
+            fake._invocation()
+            x = fake.Tensor([16, 8] if event != 7 else [32, 8])
+            if event == 1:
+                y.item()
+            if event == 2:
+                x = x_last  # the queued call's input passed again
+            if event == 3:
+                kept = [x_last]
+            if event == 4:
+                mgr.calls[f] = 1  # the tree records f again at this call
+            if event == 5:
+                mgr.fail.add(f.id)
+            if event == 6:
+                y = None
+            if event == 9:
+                mgr._run([fake.Tensor([4])], g)
+            ins = [w, x]
+            try:
+                y, = mgr._run(ins, f)
+            except RuntimeError:
+                pass
+            mgr.fail.discard(f.id)
+            if event == 3:
+                kept = []
+            x_last = x
+            ins = x = None
+            n = len(rec._fq)
+            if before > 1 and n == 1:
+                BOUND_WRITES.append(i)
+            before = n
+            if at is None:
+                event = None
+                if BOUND_WRITES and BOUND_WRITES[-1] == i:
+                    if len(BOUND_WRITES) == 11:
+                        break
+                    event = len(BOUND_WRITES) % 10
+        del y, kept, x_last
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 def forward_backward(static, fwd_shapes, bwd_shapes):
     """A tree whose replays hand out their cached outputs, as PyTorch's
     do: a forward (function 0, static at those positions, outputs of
@@ -901,6 +972,25 @@ class FreshPathTest(fake.FakeTorchTest):
         # call's), where it declined them before to _on_run's
         # _fresh_before (115 of 240 took _fresh_call then). The same trace all ways.
         self.against_general(follow=False, scenario=saved_activation_scenario, least=220, lean=220)
+
+    def test_bound_writes_leave_the_last_call_queued(self):
+        # The queue written at its bound but its last call, which the next
+        # one finds queued (its input unbound): the trace and state the
+        # general path's, whatever comes right after such a write (each of
+        # ten events, and the recording's end). A first recording finds
+        # the calls after which the writes come; every recording then
+        # runs those events after those calls.
+        BOUND_SCHEDULE["at"] = None
+        try:
+            self.recorded(bound_scenario, "probe.cgt.jsonl", False)
+            found = list(BOUND_WRITES)
+            self.assertEqual(len(found), 11, found)
+            BOUND_SCHEDULE["at"] = dict(zip(found, [k % 10 for k in range(1, 11)] + ["end"]))
+            self.recorded(bound_scenario, "again.cgt.jsonl", False)
+            self.assertEqual(BOUND_WRITES, found)  # (the events where the writes are)
+            self.against_general(follow=False, scenario=bound_scenario, least=300, lean=300, armed=250)
+        finally:
+            BOUND_SCHEDULE["at"] = None
 
     def test_training_loop_streamed(self):
         self.against_general(follow=True, scenario=train_scenario, least=230, lean=110)
