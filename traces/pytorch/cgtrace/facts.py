@@ -96,7 +96,7 @@ class _Facts:
         f = sys._getframe(1)
         while f is not None:
             path = f.f_code.co_filename
-            if not self._is_library_file(path):
+            if not self._is_library_file(path) or dynamo_frame(f.f_code):
                 name = f.f_code.co_name
                 self_obj = None
                 if name in ("forward", "__call__") and f.f_code.co_varnames[:1] == ("self",):
@@ -129,7 +129,7 @@ class _Facts:
             is_lib = lib.get(path)
             if is_lib is None:
                 is_lib = lib[path] = self._is_library_file(path)
-            if not is_lib:
+            if not is_lib or dynamo_frame(f.f_code):
                 got.append((f, depth))
                 if len(got) == n:
                     break
@@ -274,6 +274,22 @@ def held_fact(wr, sref, rec, shape, device, storage, offset, stride, dtype, stor
 
 # This package's folder: its frames are the recorder's (_call_srcs).
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The global through which Dynamo's transformed code calls the graph it
+# compiled (torch/_dynamo/output_graph.py: unique_id("__compiled_fn")).
+_COMPILED_FN = "__compiled_fn"
+
+
+def dynamo_frame(code):
+    """Whether code is code Dynamo transformed (it calls a graph Dynamo
+    compiled, through a global __compiled_fn_*): the compiled function's
+    own frame, the one _call_srcs and _base_name look for, also where
+    the function is the library's own (a torch module compiled whole:
+    nn.Sequential's forward), whose file alone would have it skipped, and
+    the program's line that called it taken for the function."""
+    for n in code.co_names:
+        if n.startswith(_COMPILED_FN):
+            return True
+    return False
 
 
 def first_outside(f, mine):

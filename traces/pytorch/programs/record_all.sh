@@ -35,6 +35,7 @@ dims5 dims5.py
 slices slices.py
 llama_tiny llama_tiny.py
 train_compiled_opt train_compiled_opt.py
+sequential_loop sequential_loop.py
 two_gpus two_gpus.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py

@@ -81,6 +81,67 @@ class SrcTest(fake.FakeTorchTest):
         (read,) = [r for r in recs if r["op"] == "read"]
         self.assertEqual(read["src"], {"file": here, "line": line_of("out.item" + "()"), "fn": "record"})
 
+    def test_a_library_module_compiled_whole(self):
+        # torch.compile of one of torch's own modules (nn.Sequential): the
+        # compiled function's frame is the library's (its forward), which
+        # Dynamo's transformed code marks (it calls the graph through a
+        # global __compiled_fn_*): the def's src is that forward, the
+        # module's class names the function, and the call's src is the
+        # program's line, a loop at a module's top level among them; the
+        # new-input loop then takes the fresh path. Without the mark the
+        # library's frame is skipped: the program's top level taken for
+        # the function (on the GPU its calls had no src then, and took no
+        # fresh path: docs/gpu-runs/2026-12-05-h200.md, run 22).
+        lib = "/nonexistent/fake-torch/torch/nn/modules/container.py"  # (under the stand-in's torch)
+        for marked in (True, False):
+            with self.subTest(marked=marked):
+                self.tearDown()
+                self.setUp()
+                ns = {"MGR": MGR, "FID": FID, "W": W, "__compiled_fn_7": None}
+                # (forward made outside the class: a name in a class body
+                # would be mangled, where Dynamo's bytecode names the
+                # global as it is)
+                src = ("def forward(self, x):\n"
+                       "    %s\n"
+                       "    return MGR._run([W, x], FID)\n"
+                       "class Sequential(Module):\n"
+                       "    forward = forward\n"
+                       "    def named_parameters(self):\n"
+                       "        return [('0.weight', W)]\n"
+                       "    def named_buffers(self):\n"
+                       "        return []\n") % ("__compiled_fn_7" if marked else "pass")
+                ns["Module"] = fake.sys.modules["torch"].nn.Module
+                exec(compile(src, lib, "exec"), ns)
+                seq = ns["Sequential"]()
+                path = os.path.join(self.dir.name, "lib%d.cgt.jsonl" % marked)
+                top = ("import sys\ncgt = sys.modules['torch._inductor.cudagraph_trees']\n"
+                       "with cgtrace.record(PATH) as rec:\n"
+                       "    for i in range(40):\n"
+                       "        cgt.mark_step_begin()\n"
+                       "        fake._invocation()\n"
+                       "        x = fake.Tensor([16, 8])\n"  # (past SMALL_TENSOR: a template, not values)
+                       "        out, = seq.forward(x)\n")
+                prog = os.path.join(self.dir.name, "prog.py")  # (a program's top level)
+                g = {"cgtrace": cgtrace, "fake": fake, "seq": seq, "PATH": path, "__name__": "__main__"}
+                exec(compile(top, prog, "exec"), g)
+                rec = g["rec"]
+                self.assertIsNone(rec.error)
+                with open(path) as fh:
+                    recs = [json.loads(x) for x in fh][1:]
+                calls = [r for r in recs if r["op"] == "call"]
+                (d,) = [r for r in recs if r["op"] == "def"]
+                if marked:
+                    self.assertEqual(d["src"], {"file": lib, "line": 1, "fn": "forward"})
+                    self.assertEqual(d["fn"], "Sequential_0")
+                    (p,) = [r for r in recs if r["op"] == "param"]
+                    self.assertEqual(p["name"], "param_0_weight")  # (its module path, learned from self)
+                    for c in calls:
+                        self.assertEqual(c.get("src"), {"file": prog, "line": 8, "fn": "<module>"})
+                    self.assertGreater(rec.fresh_calls, 30)
+                else:
+                    self.assertEqual(d["src"], {"file": prog, "line": 1, "fn": "<module>"})
+                    self.assertEqual(d["fn"], "fn_0")
+
     def test_deferred_replays_carry_the_general_paths_src(self):
         deferred, _ = fake.at_one_line(self.record, True)
         self.tearDown()
