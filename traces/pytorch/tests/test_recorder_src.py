@@ -91,7 +91,7 @@ class SrcTest(fake.FakeTorchTest):
         # new-input loop then takes the fresh path. Without the mark the
         # library's frame is skipped: the program's top level taken for
         # the function (on the GPU its calls had no src then, and took no
-        # fresh path: docs/gpu-runs/2026-12-05-h200.md, run 22).
+        # fresh path: docs/gpu-runs/2026-12-05-h200.md, run 21).
         lib = "/nonexistent/fake-torch/torch/nn/modules/container.py"  # (under the stand-in's torch)
         for marked in (True, False):
             with self.subTest(marked=marked):
