@@ -410,9 +410,10 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
     } while (0)
 
 /* Where a lean call's time goes, part by part: built with -DCGT_PARTS
- * (tools/gpu/recorder-overhead.py --parts builds such a copy beside the
- * cache), each part's nanoseconds and count are summed and parts()
- * answers them; in the recorder's own build the marks are nothing. A
+ * (tools/gpu/recorder-overhead.py --parts builds such a copy in a
+ * folder of its own), each part's nanoseconds and count are summed and
+ * parts() answers them; in the recorder's own build the marks are
+ * nothing. A
  * mark reads the monotonic clock (tens of ns), so the sum of the parts
  * is a little over the calls' own time. */
 #define PARTS(X)                                                                                      \
