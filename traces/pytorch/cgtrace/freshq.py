@@ -408,6 +408,7 @@ class _FreshQueue:
         if held is not None:
             # (Still queued: found by the checks as the queue's others
             # are, in the maps they fill, fresh_queue's or _fresh_deferred's.)
+            self.kept_queued += 1
             self._fq.append(held)
             self._fq_ids[held.oid] = held
             self._fq_wrs[id(held.wr)] = held

@@ -199,6 +199,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
         self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
         self.lean_queued_calls = 0  # of those, the calls the lean fresh path took (freshq._fresh_lean_run)
+        self.kept_queued = 0  # the queue's bound writes that left its last call queued (freshq._fq_write)
         self.rebound_calls = 0  # replays whose outputs, all dead since, _fast_after bound again (rebound)
         # Calls through _fresh_call whose records a journaled trace holds
         # unwritten (fresh._WRITE_BOUND): 0 at every flush.

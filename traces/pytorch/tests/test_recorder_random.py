@@ -35,6 +35,9 @@ _OPS = (("fwd_new", 30), ("bwd", 16), ("fwd_same", 8), ("other_fn", 4), ("drop_o
 # An inference loop's mix: forwards on new batches in long runs (the
 # queue's, and the lean fresh path's), the rest as rare as above.
 _QUEUE_OPS = tuple((o, {"fwd_new": 80, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
+# Longer runs still: the queue written at its bound (its last call kept
+# queued) every 33 calls, the rare events falling anywhere about it.
+_LONG_QUEUE_OPS = tuple((o, {"fwd_new": 900, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
 
 
 def program(seed, n=160, mix=_OPS):
@@ -121,7 +124,8 @@ def run(ops, path, saves=False):
         kept = []
         state = settled_state(rec)
     counts = {"short": rec.short_calls, "fresh": rec.fresh_calls, "lean": rec.lean_fresh_calls,
-              "queued": rec.queued_fresh_calls, "armed": rec.lean_queued_calls, "rebound": rec.rebound_calls}
+              "queued": rec.queued_fresh_calls, "armed": rec.lean_queued_calls, "rebound": rec.rebound_calls,
+              "kept": rec.kept_queued}
     assert rec.error is None, rec.error
     with open(path) as fh:
         return fh.read().split("\n")[1:], state, counts  # (the header names the file)
@@ -148,12 +152,19 @@ class RandomProgramsTest(fake.FakeTorchTest):
                                       lambda seed: False, first=1000, n=300)
         self.assertGreater(totals["armed"], 1000)
 
-    def against_general(self, mix, programs, saves_of, first=0, n=160):
+    def test_long_queues_write_what_the_general_path_writes(self):
+        totals = self.against_general(_LONG_QUEUE_OPS, max(2, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")) // 6),
+                                      lambda seed: False, first=5000, n=400, paths=("queued", "armed", "kept"))
+        self.assertGreater(totals["kept"], 20)
+
+    def against_general(self, mix, programs, saves_of, first=0, n=160,
+                        paths=("short", "fresh", "lean", "queued", "armed", "rebound")):
         """Each of programs programs drawn from mix (from seed first, of n
         steps, with saves_of(seed) for run's saves) recorded four ways
         and compared (the general path's, the queue's without the lean fresh
         path, and with the lean paths' checks in Python where the recorder
-        took C's); returns the recorder's path counts over them all."""
+        took C's), each of paths taken by them; returns the recorder's path
+        counts over them all."""
         totals = {}
         for seed in range(first, first + programs):
             ops = program(seed, n, mix)
@@ -170,10 +181,10 @@ class RandomProgramsTest(fake.FakeTorchTest):
                     for i, (a, b) in enumerate(zip(on, other)):
                         self.assertEqual(a, b, "%s: line %d" % (way, i + 2))
                     self.assertEqual(on_state, other_state, way)
-        # Every short path was taken, in these programs together: the
-        # comparison with the general path (CGTRACE_DEFER=0's: none of
-        # them) covers each.
-        for k in ("short", "fresh", "lean", "queued", "armed", "rebound"):
+        # Every short path of paths was taken, in these programs
+        # together: the comparison with the general path
+        # (CGTRACE_DEFER=0's: none of them) covers each.
+        for k in paths:
             self.assertGreater(totals.get(k, 0), 10, (k, totals))
         return totals
 
