@@ -682,13 +682,15 @@ def recorder_inside_fresh(path=None):
     return mod
 
 
-def _rounds_in_place(mod, step, sync, iters, rounds, folder=None, warm=0, warm_each=False):
+def _rounds_in_place(mod, step, sync, iters, rounds, folder=None, warm=0, warm_each=False, take=None):
     """After `warm` calls, rounds of `iters` calls each recorded by mod, a
     copy of the recorder reading the clock in place (recorder_inside,
     recorder_inside_fresh), its counters mod._IN zeroed at each round's
     start (warm_each: after `warm` calls of the recording, whose first
-    calls of a function take the general path). Returns per round (the
-    counters, the exit's writing in us a call)."""
+    calls of a function take the general path). take: instead of mod._IN,
+    a function answering the counters since its last call (called at
+    the start of the round's calls and after them, before the exit).
+    Returns per round (the counters, the exit's writing in us a call)."""
     for _ in range(warm):
         step()
     sync()
@@ -700,17 +702,21 @@ def _rounds_in_place(mod, step, sync, iters, rounds, folder=None, warm=0, warm_e
             try:
                 for _ in range(warm if warm_each else 0):
                     step()
-                mod._IN[:] = [0] * len(mod._IN)
+                if take is None:
+                    mod._IN[:] = [0] * len(mod._IN)
+                else:
+                    take()
                 for _ in range(iters):
                     step()
                 sync()
+                got = take() if take is not None else None
             finally:
                 t0 = time.perf_counter()
                 rec.__exit__(None, None, None)
                 exit_us = (time.perf_counter() - t0) * 1e6 / iters
             if rec.error:
                 raise RuntimeError("the recording failed: %s" % rec.error)
-            out.append((list(mod._IN), exit_us))
+            out.append((list(mod._IN) if take is None else got, exit_us))
     return out
 
 
@@ -794,31 +800,14 @@ def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
     m = parts_module(folder)
     saved = fastpath._loaded.get("got")
     fastpath._loaded["got"] = (m, None)
-    rows = []
     try:
-        with tempfile.TemporaryDirectory(dir=folder) as d:
-            for r in range(rounds):
-                rec = cgtrace.record(os.path.join(d, "parts%d.cgt.jsonl" % r))
-                rec.__enter__()
-                try:
-                    for _ in range(warm):
-                        step()
-                    sync()
-                    m.parts()
-                    for _ in range(iters):
-                        step()
-                    sync()
-                    got = m.parts()
-                finally:
-                    rec.__exit__(None, None, None)
-                if rec.error:
-                    raise RuntimeError("the recording failed: %s" % rec.error)
-                rows.append({name: (ns / iters / 1e3, n / iters) for name, ns, n in got})
+        got = _rounds_in_place(cgtrace, step, sync, iters, rounds, folder, warm, True, take=m.parts)
     finally:
         if saved is None:
             fastpath._loaded.pop("got", None)
         else:
             fastpath._loaded["got"] = saved
+    rows = [{name: (ns / iters / 1e3, n / iters) for name, ns, n in parts} for parts, _ in got]
     names = list(rows[0])
     return {"rounds": rows, "median": {k: (statistics.median(r[k][0] for r in rows),
                                            statistics.median(r[k][1] for r in rows)) for k in names}}

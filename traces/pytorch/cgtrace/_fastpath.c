@@ -1173,7 +1173,7 @@ error:
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
-             PyObject **groups_out, Py_ssize_t *k_out, int *due_out)
+             PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out)
 {
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -1195,12 +1195,9 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         goto error;
     int due = !versioned || t;
     if (!due) {
-        PyObject *left = SGET(hot, left);
-        int le = left == NULL ? -1 : compare(left, zero, Py_LE);
-        Py_XDECREF(left);
-        if (le < 0)
+        /* (kept for fresh_queue, which counts it down: one read) */
+        if ((*left_out = SGET(hot, left)) == NULL || (due = compare(*left_out, zero, Py_LE)) < 0)
             goto error;
-        due = le;
     }
     if (t) {
         PyObject *q = PyLong_FromLong(4096);
@@ -1230,8 +1227,8 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         TRY(mapped_eq(NULL, x, y));
         Py_CLEAR(x);
         Py_CLEAR(y);
+        Py_CLEAR(*left_out); /* (due: it starts again from 64) */
     }
-    *due_out = due;
     PART_AT(fq_probes);
     /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
     {
@@ -1343,17 +1340,18 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
-    int due = 1;
+    PyObject *left = NULL; /* hot.left when the probes were not due */
     if (c == NULL || (mc = SGET(hot, mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
         Py_XDECREF(c);
         goto checks_failed;
     }
     PART_AT(fq_counter);
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &due);
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
+        Py_XDECREF(left);
         if (ok == 0)
             return Py_NewRef(declined);
         goto checks_failed;
@@ -1377,16 +1375,10 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto failed;
     }
     /* if versioned: hot.left = 64 if due else hot.left - 1 */
-    if (PyTuple_GET_ITEM(ctx, 19) == Py_True) {
-        PyObject *left = due ? PyLong_FromLong(64) : NULL;
-        if (!due) {
-            PyObject *l0 = SGET(hot, left);
-            left = l0 == NULL ? NULL : PyNumber_Subtract(l0, one);
-            Py_XDECREF(l0);
-        }
-        if (SSTEAL(hot, left, left) < 0)
-            goto failed;
-    }
+    if (PyTuple_GET_ITEM(ctx, 19) == Py_True
+        && SSTEAL(hot, left, left == NULL ? PyLong_FromLong(64) : PyNumber_Subtract(left, one)) < 0)
+        goto failed;
+    Py_CLEAR(left);
     if ((t = PyObject_CallNoArgs(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
         || SSET(t, tmpl, PyTuple_GET_ITEM(a, 3)) < 0
         || SSET(t, src, PyTuple_GET_ITEM(a, 4)) < 0
@@ -1445,6 +1437,7 @@ failed:
     /* except Exception as err: rec._fail("before a call", err); None */
     Py_CLEAR(v);
     Py_CLEAR(stor);
+    Py_XDECREF(left);
     Py_XDECREF(c);
     Py_XDECREF(mc);
     Py_XDECREF(cd);

@@ -93,27 +93,27 @@ class _Facts:
                     if st is not None:
                         return st.info.base + "_bwd"
             return "backward"
-        f = sys._getframe(1)
-        while f is not None:
-            path = f.f_code.co_filename
-            if not self._is_library_file(path) or dynamo_frame(f.f_code):
-                name = f.f_code.co_name
+        got = self._frames_outside(sys._getframe(1), 1)
+        f = got[0][0] if got else None
+        got = None
+        if f is None:
+            return "fn"
+        name = f.f_code.co_name
+        self_obj = None
+        if name in ("forward", "__call__") and f.f_code.co_varnames[:1] == ("self",):
+            # Only `self` is read: a frame's f_locals snapshot holds
+            # references, and tensors must die when the program lets go.
+            try:
+                self_obj = f.f_locals.get("self")
+            except Exception:
                 self_obj = None
-                if name in ("forward", "__call__") and f.f_code.co_varnames[:1] == ("self",):
-                    # Only `self` is read: a frame's f_locals snapshot holds
-                    # references, and tensors must die when the program lets go.
-                    try:
-                        self_obj = f.f_locals.get("self")
-                    except Exception:
-                        self_obj = None
-                if self_obj is not None:
-                    self._learn_params(self_obj)
-                    return type(self_obj).__name__
-                if name.startswith("<"):
-                    return "fn"
-                return name
-            f = f.f_back
-        return "fn"
+        f = None  # (no frame outlives the call)
+        if self_obj is not None:
+            self._learn_params(self_obj)
+            return type(self_obj).__name__
+        if name.startswith("<"):
+            return "fn"
+        return name
 
     def _frames_outside(self, f, n):
         """The first n frames from f up the stack whose code is not the
@@ -279,6 +279,12 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _COMPILED_FN = "__compiled_fn"
 
 
+# id(code) -> (the code's weak reference, dynamo_frame's answer): a walk
+# of the stack meets the same library frames at every call. Weak: no code
+# object of the program is kept (a dead one's entry goes with it).
+_DYNAMO_CODES = {}
+
+
 def dynamo_frame(code):
     """Whether code is code Dynamo transformed (it calls a graph Dynamo
     compiled, through a global __compiled_fn_*): the compiled function's
@@ -286,10 +292,13 @@ def dynamo_frame(code):
     the function is the library's own (a torch module compiled whole:
     nn.Sequential's forward), whose file alone would have it skipped, and
     the program's line that called it taken for the function."""
-    for n in code.co_names:
-        if n.startswith(_COMPILED_FN):
-            return True
-    return False
+    key = id(code)
+    got = _DYNAMO_CODES.get(key)
+    if got is not None and got[0]() is code:
+        return got[1]
+    yes = any(n.startswith(_COMPILED_FN) for n in code.co_names)
+    _DYNAMO_CODES[key] = (weakref.ref(code, lambda _, key=key: _DYNAMO_CODES.pop(key, None)), yes)
+    return yes
 
 
 def first_outside(f, mine):

@@ -444,22 +444,23 @@ class Trace:
         return h
 
     def lines(self):
-        return list(self._whole_lines())
+        return b"".join(self._whole()).decode("utf-8").split("\n")[:-1]
 
-    def _whole_lines(self):
-        """The whole file's lines, in order: the header, the defs, the
-        records (journaled: those the journal's file holds, read back from
-        it, then those it does not, but their defs)."""
-        yield encode_header(self.header())
-        for d in self.defs.values():
-            yield encode_record(d)
+    def _whole(self):
+        """The whole file, in pieces of whole lines (bytes): the header,
+        the defs, the records (journaled: the journal's bytes as its file
+        holds them, but its header and defs, read back a block at a time,
+        then the lines it does not hold, but their defs)."""
+        head = [encode_header(self.header())] + [encode_record(d) for d in self.defs.values()]
         if self.done is None:
-            yield from self._lines(_LineEncoder(), self.records)
+            yield _text(head + self._lines(_LineEncoder(), self.records))
             return
+        yield _text(head)
         if self.journal_path is not None:
-            yield from _journal_lines(self.journal_path, self.journal_end)
-        yield from self.done
-        yield from self._lines(self._enc, [r for r in self.records if _not_def(r)])
+            yield from _journal_blocks(self.journal_path, self.journal_end)
+        rest = self.done + self._lines(self._enc, [r for r in self.records if _not_def(r)])
+        if rest:
+            yield _text(rest)
 
     @classmethod
     def _lines(cls, enc, records):
@@ -487,19 +488,8 @@ class Trace:
         tmp = "%s.tmp%d" % (path, os.getpid())
         try:
             with open(tmp, "wb") as fh:
-                if self.done is None or self.journal_path is None:
-                    for line in self._whole_lines():
-                        fh.write(line.encode("utf-8") + b"\n")
-                else:
-                    # (The journal's bytes copied as they are, but its
-                    # header and defs: no line decoded and encoded again.)
-                    head = [encode_header(self.header())] + [encode_record(d) for d in self.defs.values()]
-                    fh.write(("\n".join(head) + "\n").encode("utf-8"))
-                    for data in _journal_blocks(self.journal_path, self.journal_end):
-                        fh.write(data)
-                    rest = list(self.done) + self._lines(self._enc, [r for r in self.records if _not_def(r)])
-                    if rest:
-                        fh.write(("\n".join(rest) + "\n").encode("utf-8"))
+                for data in self._whole():  # (a journal's bytes copied as they are: none decoded again)
+                    fh.write(data)
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -514,11 +504,9 @@ class Trace:
 _DEF_HEAD = b'{"op": "def",'
 
 
-def _journal_lines(path, end, block=1 << 20):
-    """The records' lines of a journal's file up to byte end (its last
-    whole batch), but its header and defs, as text (_journal_blocks)."""
-    for data in _journal_blocks(path, end, block):
-        yield from data.decode("utf-8").split("\n")[:-1]
+def _text(lines):
+    """Lines as the file's bytes, each ended."""
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
 def _journal_blocks(path, end, block=1 << 20):
