@@ -27,6 +27,7 @@ import sys
 import time
 
 from . import fastpath, torch_api
+from .jsonl import write_whole
 
 API = 1
 # Whether a recording uses the module when CGTRACE_CPP is not set: on
@@ -155,17 +156,12 @@ def failed_path(so):
 
 
 def _write_whole(path, text):
-    """path holds text, whole or not at all."""
-    tmp = path + ".tmp%d" % os.getpid()
+    """path holds text, whole or not at all (a file that cannot be written
+    is left as it was)."""
     try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        write_whole(path, [text.encode("utf-8")])
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def load(torch):

@@ -485,18 +485,25 @@ class Trace:
         write never leaves half a trace under the final name (nor the
         temporary one behind). A journaled trace's lines are copied from
         its journal as they are read, which may be path itself."""
-        tmp = "%s.tmp%d" % (path, os.getpid())
+        write_whole(path, self._whole())  # (a journal's bytes copied as they are: none decoded again)
+
+
+def write_whole(path, pieces):
+    """path holds the bytes of pieces, whole or not at all: written to a
+    temporary file beside it, renamed over it once whole, removed if the
+    writing raised (which is raised again)."""
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as fh:
+            for data in pieces:
+                fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            with open(tmp, "wb") as fh:
-                for data in self._whole():  # (a journal's bytes copied as they are: none decoded again)
-                    fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 # Where a def's line begins (encode_record writes "op" first), which the
