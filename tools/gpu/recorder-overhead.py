@@ -23,6 +23,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --both --train [--fake]  # and a training loop's step
     python3 tools/gpu/recorder-overhead.py --fake --evict-mb 8  # the caches emptied between calls, as on a GPU host
     python3 tools/gpu/recorder-overhead.py --fresh --by-path  # then each call by what the recorder did in it
+    python3 tools/gpu/recorder-overhead.py --train --why  # then the lines at which the fresh path declined
     python3 tools/gpu/recorder-overhead.py --both --parts  # then each part of the lean paths' C, timed in place
     python3 tools/gpu/recorder-overhead.py --both --train --layers 100  # a model of 200 parameter tensors
 
@@ -250,6 +251,103 @@ def profile_recorded(step, sync, iters, top, record=None, out=None):
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
 
 
+# The recorder's checks of a call on new inputs (fresh.py): each returns
+# None (or DECLINED, or False) where one of its checks fails, at the line
+# of that check.
+_FRESH_CHECKS = ("_fresh_call", "_fresh_call_check", "_fresh_inputs", "_check_fresh", "_fq_start")
+
+
+def fresh_declines(step, sync, iters, warm=50, record=None):
+    """Runs `iters` recorded calls (after `warm` recorded ones) with
+    Python's monitoring (3.12: every thread, the autograd engine's
+    included) on the recorder's fresh-path checks, and counts for each
+    check its calls and the lines at which it declined: why a loop's calls
+    take the general path (a training step's forward and backward).
+    Returns {check: {"calls": n, "declined": {"LINE: source": n}}}, or
+    None before Python 3.12."""
+    import dis
+    import linecache
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        return None
+    from cgtrace import fresh as freshmod, recorder as recmod
+    cls = recmod.Recorder
+    declined_values = (None, False, getattr(freshmod, "DECLINED", None))
+    codes = {}
+    for name in _FRESH_CHECKS:
+        fn = getattr(cls, name, None)
+        if fn is not None:
+            codes[fn.__code__] = name
+    lines = {code: dict((off, ln) for off, ln in dis.findlinestarts(code)) for code in codes}
+    found = {name: {"calls": 0, "declined": {}} for name in codes.values()}
+
+    def line_of(code, off):
+        starts = lines[code]
+        best = max((o for o in starts if o <= off), default=None)
+        return starts.get(best) if best is not None else code.co_firstlineno
+
+    def on_start(code, off):
+        found[codes[code]]["calls"] += 1
+
+    def on_return(code, off, value):
+        if any(value is v for v in declined_values):
+            ln = line_of(code, off)
+            key = "%s:%s: %s" % (os.path.basename(code.co_filename), ln,
+                                 linecache.getline(code.co_filename, ln).strip())
+            d = found[codes[code]]["declined"]
+            d[key] = d.get(key, 0) + 1
+
+    record = record or cgtrace.record
+    tool = mon.DEBUGGER_ID
+    with tempfile.TemporaryDirectory() as d:
+        rec = record(os.path.join(d, "why.cgt.jsonl"))
+        rec.__enter__()
+        try:
+            for _ in range(warm):
+                step()
+            sync()
+            mon.use_tool_id(tool, "recorder-overhead --why")
+            try:
+                mon.register_callback(tool, mon.events.PY_START, on_start)
+                mon.register_callback(tool, mon.events.PY_RETURN, on_return)
+                for code in codes:
+                    mon.set_local_events(tool, code, mon.events.PY_START | mon.events.PY_RETURN)
+                before = _path_state(rec)
+                for _ in range(iters):
+                    step()
+                sync()
+                after = _path_state(rec)
+            finally:
+                for code in codes:
+                    mon.set_local_events(tool, code, 0)
+                mon.register_callback(tool, mon.events.PY_START, None)
+                mon.register_callback(tool, mon.events.PY_RETURN, None)
+                mon.free_tool_id(tool)
+        finally:
+            rec.__exit__(None, None, None)
+    if getattr(rec, "error", None):
+        raise RuntimeError("the recording failed: %s" % rec.error)
+    found["counters"] = dict(zip(_PATH_COUNTERS, (b - a for a, b in zip(before[0], after[0]))))
+    return found
+
+
+def report_declines(name, res, iters, out=None):
+    out = out or sys.stdout
+    if res is None:
+        print("%s: --why needs Python 3.12 (sys.monitoring)" % name, file=out)
+        return
+    print("%s, the fresh path's checks over %d recorded calls (calls; the lines that declined):" % (name, iters),
+          file=out)
+    for check in _FRESH_CHECKS:
+        r = res.get(check)
+        if r is None:
+            continue
+        print("  %s: %d calls" % (check, r["calls"]), file=out)
+        for line, n in sorted(r["declined"].items(), key=lambda kv: -kv[1]):
+            print("    %6d  %s" % (n, line), file=out)
+    print("  counters moved: %s" % ", ".join("%s %d" % kv for kv in res["counters"].items()), file=out)
+
+
 # The recorder's counters whose moves say what it did in a call (a
 # recorder without one, an older baseline, reads 0).
 _PATH_COUNTERS = ("short_calls", "fresh_calls", "lean_fresh_calls", "rebound_calls", "armings")
@@ -465,7 +563,7 @@ def evicting(step, nbytes):
     return cold_step
 
 
-def fake_workload(fresh=False, train=False):
+def fake_workload(fresh=False, train=False, layers=3):
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/fake_torch.py), on CPU: three
     static parameters and one input passed again (fresh: a new one at
@@ -474,11 +572,15 @@ def fake_workload(fresh=False, train=False):
     object (the previous binding of it is retired), judged alive by the
     tree's refcount check; the config modules answer through __getattr__
     as torch's do. What it measures is the recorder's own Python per call,
-    without torch's. train: a training step's shape instead, two
-    functions a step (a forward on the parameters and a new batch, handing
-    out the loss and an activation saved for the backward; then the
-    backward on that activation and a new gradient, handing out three
-    gradients the program drops).
+    without torch's. train: a training step's shape instead, as torch
+    runs one: the gradients let go (zero_grad's set_to_none), a forward
+    on 2 * layers parameters and a new batch handing out the logits (held
+    till the next step's) and layers activations saved for the backward;
+    then the backward, called from a thread of the library's own
+    (autograd's engine runs a GPU's backward in its device thread: no
+    frame of the program's above it), on those activations and the
+    logits' gradient (an eager loss's backward's, new), handing out a gradient a parameter (held till the next
+    step); the activations let go after it.
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake
@@ -506,24 +608,35 @@ def fake_workload(fresh=False, train=False):
         new = fake.Tensor([64, 1024])
         box[0] = mgr._run(params + [new], fid)
 
-    fwd = mgr.add(2, static=[0, 1, 2])
-    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-    mgr.models[2] = lambda ins: [fake.Tensor([64, 1024]), fake.Tensor([64, 1024])]
-    mgr.models[1] = lambda ins: [fake.Tensor([1024, 1024]) for _ in range(3)]
+    tparams = [fake.Tensor([1024, 1024] if i % 2 == 0 else [1024]) for i in range(2 * layers)]
+    fwd = mgr.add(2, static=list(range(2 * layers)))
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_%d" % i for i in range(layers)] + ["tangents_1"])
+    mgr.models[2] = lambda ins: [fake.Tensor([64, 1024]) for _ in range(layers + 1)]
+    mgr.models[1] = lambda ins: [fake.Tensor(p.shape) for p in tparams]
+    engine = fake.AutogradEngine() if train else None
+    grads = [None]
 
     def step_train():
         cgt.mark_step_begin()
         fake._invocation()
-        new = fake.Tensor([64, 1024])
-        # The loss, held till the next step's, and an activation saved
-        # for the backward, let go once it ran.
-        box[0], saved = mgr._run(params + [new], fwd)
+        grads[0] = None  # (zero_grad: the last step's gradients let go)
+        outs = mgr._run(tparams + [fake.Tensor([64, 1024])], fwd)
+        box[0] = outs[0]  # the logits, held till the next step's
+        saved = outs[1:]
+        outs = None
         fake._invocation()
-        grad = fake.Tensor([64, 1024])  # (autograd's gradient of the loss: new each step)
-        mgr._run([saved, grad], bwd)  # (its gradients dropped, as zero_grad lets them go)
+        # (autograd's gradient of the logits, a loss's eager backward's:
+        # new each step; the saved activations let go once the backward ran)
+        grads[0] = engine.run(mgr._run, saved + [fake.Tensor([64, 1024])], bwd)
+        saved = None
+
+    def restore():
+        if engine is not None:
+            engine.stop()
+        fake.remove_fake_torch(saved)
 
     step = step_train if train else step_fresh if fresh else step
-    return step, lambda: None, lambda: fake.remove_fake_torch(saved)
+    return step, lambda: None, restore
 
 
 # Where recorder_inside puts its clock: (what comes before, what it becomes)
@@ -982,14 +1095,17 @@ def main(argv=None):
                         "with -DCGT_PARTS), in the same number of rounds")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
+    p.add_argument("--why", action="store_true",
+                   help="after the timing, run one recorded loop with the fresh path's checks watched "
+                        "(Python 3.12) and print the lines at which they declined the loop's calls")
     p.add_argument("--by-path", action="store_true",
                    help="after the timing, time each call of one recorded loop and class it by what the "
                         "recorder did in it (deferred, queued, the queue written, general...)")
     a = p.parse_args(argv)
     if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0 or a.layers < 1:
         p.error("--iters, --rounds and --layers must be at least 1, --warm, --profile and --evict-mb at least 0")
-    if a.fake and a.layers != 3:
-        p.error("--layers is the GPU's MLP's (the stand-in's loop has three parameters)")
+    if a.fake and a.layers != 3 and not a.train:
+        p.error("--layers with --fake is the training step's (the stand-in's other loops have three parameters)")
     if a.evict_mb and not a.fake:
         p.error("--evict-mb is for --fake (on a GPU torch's own code empties the caches)")
     baseline = load_baseline(a.baseline).record if a.baseline else None
@@ -1012,7 +1128,7 @@ def main(argv=None):
         what = ", a training step (forward and backward, a new batch)" if train else (
             ", a new input each call" if fresh else "")
         if a.fake:
-            step, sync, restore = fake_workload(fresh, train)
+            step, sync, restore = fake_workload(fresh, train, a.layers)
             step = evicting(step, int(a.evict_mb * (1 << 20)))
             name = "fake torch, replay + mark_step" + what + (
                 ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
@@ -1044,6 +1160,10 @@ def main(argv=None):
                 paths = calls_by_path(step, sync, a.iters, warm=a.warm)
                 report_by_path(name, paths)
                 res = dict(res, by_path=paths)
+            if a.why:
+                why = fresh_declines(step, sync, a.iters, warm=a.warm)
+                report_declines(name, why, a.iters)
+                res = dict(res, why=why)
             if a.profile:
                 profile_recorded(step, sync, a.iters, a.profile)
         finally:

@@ -442,10 +442,37 @@ class MeasureTest(unittest.TestCase):
             ro.main(["--iters", "0"])
         self.assertIn("--iters, --rounds and --layers must be at least 1", err.getvalue())
         for args, what in ((["--layers", "0"], "--layers must be at least 1"),
-                           (["--fake", "--layers", "100"], "--layers is the GPU's MLP's")):
+                           (["--fake", "--layers", "100"], "--layers with --fake is the training step's")):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
                 ro.main(args)
             self.assertIn(what, err.getvalue())
+
+    def test_fake_training_step_runs_its_backward_in_the_engines_thread(self):
+        # --fake --train as torch runs a step: the forward on 2 * layers
+        # parameters and a batch, called from the program's thread; the
+        # backward on layers activations and a gradient, in a thread of
+        # the stand-in library's own (no frame of the program's above it).
+        import threading
+        seen = []
+        real = fake.CUDAGraphTreeManager._run
+
+        def run(mgr, new_inputs, fid):
+            seen.append((threading.current_thread() is threading.main_thread(),
+                         sys._getframe(1).f_code.co_filename, len(new_inputs)))
+            return real(mgr, new_inputs, fid)
+
+        fake.CUDAGraphTreeManager._run = run
+        try:
+            step, _, restore = ro.fake_workload(train=True, layers=4)
+            try:
+                step()
+            finally:
+                restore()
+        finally:
+            fake.CUDAGraphTreeManager._run = real
+        self.assertEqual([(main, n) for main, _, n in seen], [(True, 9), (False, 5)])
+        self.assertEqual(os.path.basename(seen[0][1]), "recorder-overhead.py")
+        self.assertEqual(seen[1][1], "/nonexistent/fake-torch/torch/autograd/graph.py")
 
     def test_mlp_has_two_parameter_tensors_a_layer(self):
         """--layers N: N Linear layers, a ReLU between two, 2N parameters."""

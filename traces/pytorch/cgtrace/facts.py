@@ -137,6 +137,15 @@ class _Facts:
             depth += 1
         return got
 
+    def _no_src_frame(self, f):
+        """Whether no frame from f up the stack is the program's: where
+        _call_srcs, walking from f, finds no src (a backward autograd's
+        engine runs in its device thread)."""
+        try:
+            return not self._frames_outside(f, 1)
+        finally:
+            f = None  # no frame outlives the call
+
     def _src_of(self, code, line):
         """The src of a line of code: (its record dict, its JSON), shared
         by every record of that line (records are never changed once

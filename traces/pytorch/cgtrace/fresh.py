@@ -97,7 +97,7 @@ class _Fresh:
             # (only another event changes it, and writes the queue first).
             if got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2]):
                 return DECLINED
-        elif (fq or not self._fresh_lean or plan is None or plan.src_code is None or tok[2] is not fs.last_entries
+        elif (fq or not self._fresh_lean or plan is None or tok[2] is not fs.last_entries
                 or len(tok[6]) != 1 or not fs.defined
                 or self._pending or not session.tensor_templates or self._all_knobs_due or self._all_knobs_read
                 or got[0] is not function_id or got[1]() is not mgr or len(new_inputs) != len(tok[2])):
@@ -219,12 +219,16 @@ class _Fresh:
             own = mine[path] = path.startswith(_PKG_DIR)
         if own:
             return None
-        if plan.src_d:
-            f = sys._getframe(3 + plan.src_d)  # (ValueError past the stack's top: _on_run's)
-        src = plan.src_of(f) if f.f_code is plan.src_code() else None
-        f = None
-        if src is None:
+        src = None
+        if plan.src_code is not None:
+            if plan.src_d:
+                f = sys._getframe(3 + plan.src_d)  # (ValueError past the stack's top: _on_run's)
+            src = plan.src_of(f) if f.f_code is plan.src_code() else None
+            if src is None:
+                return None
+        elif not self._no_src_frame(f):
             return None
+        f = None
         i = tok[6][0]
         v = new_inputs[i]
         if not isinstance(v, Tensor):
@@ -247,7 +251,7 @@ class _Fresh:
             n = numel(shape) if is_contiguous(shape, fact.stride) else -1
             if len(whole) < 256:
                 whole[(shape, fact.stride)] = n
-        tmpl = session._tensor_lines.get(("tensor", shape, fact.dtype, fact.device, src[1]))
+        tmpl = session._tensor_lines.get(("tensor", shape, fact.dtype, fact.device, src[1] if src is not None else None))
         entries = session.entries
         if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
                 or tmpl is None or session.by_view.get(vk) in entries or vk in session._dead_cached
@@ -331,7 +335,7 @@ class _Fresh:
         fs.calls += 1
         counts["calls"] += 1
         return {"fn": fs, "args": names, "invocation": self._gen.generation, "src": src,
-                "def_src": None, "src_at": (plan.src_d, plan.src_code), "fresh": base}
+                "def_src": None, "src_at": (plan.src_d, plan.src_code) if src is not None else None, "fresh": base}
 
     def _fresh_before(self, mgr, new_inputs, function_id):
         """_before_call (and _call_srcs) for a call of a defined function
@@ -488,7 +492,7 @@ class _Fresh:
         cand = fs.last_entries
         n = len(new_inputs)
         session = self.session
-        if (plan is None or plan.src_code is None or not fs.defined or cand is None or len(cand) != n
+        if (plan is None or not fs.defined or cand is None or len(cand) != n
                 or not session.tensor_templates or self._pending):
             return None
         # What _check_manager and _catch_up_steps would find: the device's
@@ -512,7 +516,15 @@ class _Fresh:
         # _run, of the same code, at a line they saw.
         mine = self._own_file
         f = None
-        if self._via_run:
+        if plan.src_code is None:
+            # Its calls had no src (a backward autograd's engine runs in
+            # its device thread: no frame of the program's above it): none
+            # now either, where no frame past this package's is the
+            # program's (_call_srcs' walk).
+            if not self._no_src_frame(first_outside(sys._getframe(4), mine)):
+                return None
+            src = at = None
+        elif self._via_run:
             # Frame 4 is the _run wrapper, which called _on_run itself: the
             # frame past it found without making a frame object of each
             # one between (torch's own, on a GPU: src_d of them), when it
@@ -526,17 +538,19 @@ class _Fresh:
                 f = None
             elif plan.src_d:
                 f = sys._getframe(5 + plan.src_d)  # (ValueError past the stack's top: the general path's)
-        if f is None:
-            # (past _fresh_before, _record_call, _on_run: this package's)
-            f = first_outside(sys._getframe(4), mine)
-            for _ in range(plan.src_d):
-                if f is None:
-                    break
-                f = f.f_back
-        src = plan.src_of(f) if f is not None and f.f_code is plan.src_code() else None
-        f = None
-        if src is None:
-            return None
+        if plan.src_code is not None:
+            if f is None:
+                # (past _fresh_before, _record_call, _on_run: this package's)
+                f = first_outside(sys._getframe(4), mine)
+                for _ in range(plan.src_d):
+                    if f is None:
+                        break
+                    f = f.f_back
+            src = plan.src_of(f) if f is not None and f.f_code is plan.src_code() else None
+            at = (plan.src_d, plan.src_code)
+            f = None
+            if src is None:
+                return None
         got = self._fresh_inputs(fs, cand, new_inputs)
         if got is None:
             return None
@@ -558,7 +572,7 @@ class _Fresh:
                 n = numel(shape) if is_contiguous(shape, fact.stride) else -1
                 if len(whole) < 256:
                     whole[(shape, fact.stride)] = n
-            tmpl = lines.get(("tensor", shape, fact.dtype, fact.device, src[1]), lines)
+            tmpl = lines.get(("tensor", shape, fact.dtype, fact.device, src[1] if src is not None else None), lines)
             if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
                     or tmpl is lines
                     or session.by_view.get(vk) in entries or vk in session._dead_cached
@@ -601,4 +615,4 @@ class _Fresh:
                     return None
                 seen.add(id(e))
                 groups.setdefault(min(max(0, mc - when), steps), []).append((wr, e))
-        return fs, c, mc, names, last, fresh, facts, groups, src, (plan.src_d, plan.src_code), base
+        return fs, c, mc, names, last, fresh, facts, groups, src, at, base

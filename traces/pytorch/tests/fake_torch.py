@@ -18,8 +18,10 @@ import enum
 import functools
 import json
 import os
+import queue
 import sys
 import tempfile
+import threading
 import types
 import unittest
 import weakref
@@ -761,6 +763,48 @@ def at_one_line(program, *args, **kwargs):
     its own frame), so two recordings of one program that a test compares
     line by line call it through here, from one line."""
     return program(*args, **kwargs)
+
+
+# The stand-in autograd engine's device thread, as code of the stand-in
+# torch's own files: no frame of the program's is above a backward it runs.
+_ENGINE_SRC = """
+def engine_loop(todo, done):
+    while True:
+        job = todo.get()
+        if job is None:
+            return
+        fn, args = job
+        try:
+            done.put((fn(*args), None))
+        except BaseException as e:
+            done.put((None, e))
+"""
+
+
+class AutogradEngine:
+    """Runs each backward in a thread of its own, the caller waiting, as
+    torch's autograd engine runs a GPU's backward in its device thread:
+    no frame of the program's is above the tree's call then (its call
+    has no src)."""
+
+    def __init__(self):
+        ns = {}
+        exec(compile(_ENGINE_SRC, "/nonexistent/fake-torch/torch/autograd/graph.py", "exec"), ns)
+        self.todo, self.done = queue.SimpleQueue(), queue.SimpleQueue()
+        self.thread = threading.Thread(target=ns["engine_loop"], args=(self.todo, self.done), daemon=True)
+        self.thread.start()
+
+    def run(self, fn, *args):
+        """fn(*args) in the engine's thread; its result, or its error raised here."""
+        self.todo.put((fn, args))
+        out, err = self.done.get()
+        if err is not None:
+            raise err
+        return out
+
+    def stop(self):
+        self.todo.put(None)
+        self.thread.join()
 
 
 def remove_fake_torch(saved):

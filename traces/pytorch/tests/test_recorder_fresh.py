@@ -555,6 +555,47 @@ def saved_activation_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def engine_train_scenario(path, follow=False):
+    """A training step as torch runs one on a GPU: the gradients let go
+    (zero_grad's set_to_none), a forward on two parameters and a new
+    batch handing out the logits (held till the next step's) and two
+    activations saved for the backward; the backward run by autograd's
+    engine in its device thread (fake.AutogradEngine: no frame of the
+    program's above it, so its calls have no src) on the activations and
+    the logits' gradient (new at every step), handing out the
+    parameters' gradients, held till the next step; the logits read on
+    the host every 11th step. Returns what fresh_scenario returns."""
+    cgt = sys.modules["torch._inductor.cudagraph_trees"]
+    mgr = fake.CUDAGraphTreeManager()
+    mgr.cache_replays = True
+    fwd = mgr.add(0, static=[0, 1])
+    bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "saved_1", "tangents_1"])
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]) for _ in range(3)]
+    mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
+    w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+    engine = fake.AutogradEngine()
+    try:
+        with cgtrace.record(path, follow=follow) as rec:
+            logits = grads = None
+            for i in range(120):
+                cgt.mark_step_begin()
+                fake._invocation()
+                grads = None
+                outs = mgr._run([w, b, fake.Tensor([16, 8])], fwd)
+                logits, saved = outs[0], outs[1:]
+                outs = None
+                fake._invocation()
+                grads = engine.run(mgr._run, saved + [fake.Tensor([16, 8])], bwd)
+                saved = None
+                if i % 11 == 10:
+                    logits.item()
+            del logits, grads
+            state = settled_state(rec)
+    finally:
+        engine.stop()
+    return written(rec, path, state)
+
+
 def dropped_grads_scenario(path, follow=False):
     """A training loop whose backward hands out gradients the program lets
     go at once (an optimizer's zero_grad at the next step; here three,
@@ -972,6 +1013,15 @@ class FreshPathTest(fake.FakeTorchTest):
         # call's), where it declined them before to _on_run's
         # _fresh_before (115 of 240 took _fresh_call then). The same trace all ways.
         self.against_general(follow=False, scenario=saved_activation_scenario, least=220, lean=220)
+
+    def test_training_step_with_the_backward_in_autograds_thread(self):
+        # The backward as torch's engine runs it, in its device thread:
+        # no frame of the program's above it, so its calls have no src,
+        # which the fresh path took to mean none of its calls could be
+        # taken (only the forward's: 120 of 240 calls). _fresh_call takes
+        # them where no frame past this package's is the program's, as
+        # the general path finds no src. The same trace all ways.
+        self.against_general(follow=False, scenario=engine_train_scenario, least=220, lean=220)
 
     def test_bound_writes_leave_the_last_call_queued(self):
         # The queue written at its bound but its last call, which the next
