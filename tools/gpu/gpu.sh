@@ -433,8 +433,8 @@ suite_overhead() {
 	# A training step (forward on a new batch, backward: two tree calls),
 	# the common case the two loops above do not show (session 15: on the
 	# CPU stand-in it adds 235 us a step, every call the general path's).
-	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7 --by-path
-	show overhead-train '^[^ ]' 40
+	step overhead-train 150 . python3 tools/gpu/recorder-overhead.py --train "${base[@]}" --iters 500 --rounds 7 --by-path --why
+	show overhead-train '^[^ ]|^    +[0-9]+  ' 60
 	# The lean paths' C checks against their Python reference, the same
 	# recorder both ways in the same rounds (session 16).
 	step overhead-c 150 . python3 tools/gpu/recorder-overhead.py --both --baseline python --iters 1000 --rounds 7

@@ -22,12 +22,16 @@ class _Probe:
     alive while its object is, or, once the object is gone (autograd unpacks
     saved tensors into other objects), while its storage is."""
 
-    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact")
+    __slots__ = ("wr", "sref", "tree_ref", "tls", "fact", "check", "rule")
 
     def __init__(self, wr, sref, tls=None):
         self.wr, self.sref, self.tree_ref = wr, sref, None
         self.tls = tls
         self.fact = None  # the recorder's _fact, for base()
+        # The tree wrapper's check this probe last read, and its rule
+        # (_refcount_rule): a name polled at every event reads the rule
+        # again only when the wrapper's check is another object.
+        self.check = self.rule = None
 
     def read_values(self):
         """The values of a small tensor, read as the recorder's own read (not
@@ -54,14 +58,19 @@ class _Probe:
 
     def alive(self):
         w = self.tree_ref
-        if w is not None and w.extra_ref_check is not None:
+        check = w.extra_ref_check if w is not None else None
+        if check is not None:
             # Alive for sure while something besides the tree's cache holds
             # the cached output, by the tree's own test (_refcount_rule): the
             # count here is one more, for o, and with USE_COUNT one more
             # again while c10 holds it too. Otherwise the tree is asked
             # (torch's Python: a few microseconds at every poll of every
             # event).
-            rule = _refcount_rule(w)
+            if check is self.check:
+                rule = self.rule
+            else:
+                rule = self.rule = _refcount_rule(w)
+                self.check = check
             if rule:
                 o = self.wr()
                 if o is not None:
