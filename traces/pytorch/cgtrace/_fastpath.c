@@ -25,7 +25,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 4
+#define API_VERSION 5
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -57,6 +57,9 @@ static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_pwr, *s_ptr, *s_cd
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
     *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
     *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore, *s_getattribute, *s_setattr;
+/* watch_dead's: the attributes of a polled name it reads. */
+static PyObject *s_fact, *s_probe, *s_tree_ref, *s_extra_ref_check, *s_check, *s_rule, *s_wr, *s_alive;
+
 static PyObject *zero, *one;
 
 /* r(): a weak reference's object, or any callable's result. New reference. */
@@ -1003,6 +1006,103 @@ polled_alive(PyObject *self, PyObject *polled)
     Py_RETURN_TRUE;
 error:
     Py_DECREF(pf);
+    return NULL;
+}
+
+/* e.fact.alive() for one polled name e, reading the count that says
+ * alive for sure in place where e's probe read its tree wrapper's rule
+ * for the same check already (_Probe.alive's first branch), else asking
+ * it: 1, 0, -1. */
+static int
+entry_alive(PyObject *e)
+{
+    PyObject *fact = PyObject_GetAttr(e, s_fact), *probe = NULL, *w = NULL, *chk = NULL, *mine = NULL,
+             *rule = NULL, *wr = NULL, *o = NULL;
+    int t = -1;
+    if (fact == NULL)
+        return -1;
+    if ((probe = PyObject_GetAttr(fact, s_probe)) == NULL)
+        goto done;
+    if (probe != Py_None) {
+        if ((w = PyObject_GetAttr(probe, s_tree_ref)) == NULL)
+            goto done;
+        if (w != Py_None) {
+            if ((chk = PyObject_GetAttr(w, s_extra_ref_check)) == NULL)
+                goto done;
+            if ((mine = PyObject_GetAttr(probe, s_check)) == NULL)
+                goto done;
+            if (chk != Py_None && chk == mine) {
+                if ((rule = PyObject_GetAttr(probe, s_rule)) == NULL)
+                    goto done;
+                long r = rule == Py_None ? 0 : PyLong_AsLong(rule);
+                if (r == -1 && PyErr_Occurred())
+                    goto done;
+                if (r != 0) {
+                    if ((wr = PyObject_GetAttr(probe, s_wr)) == NULL || (o = deref(wr)) == NULL)
+                        goto done;
+                    if (o != Py_None) {
+                        Py_ssize_t n = py_refcount(o);
+                        if (n > 4) {
+                            t = 1;
+                            goto done;
+                        }
+                        if (n == 4) {
+                            int u = r == 2 ? used_twice(o) : 0; /* (USE_COUNT) */
+                            if (u < 0)
+                                goto done;
+                            if (!u) {
+                                t = 1;
+                                goto done;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Py_CLEAR(o);
+    t = truth(PyObject_CallMethodNoArgs(fact, s_alive));
+done:
+    Py_XDECREF(o);
+    Py_XDECREF(wr);
+    Py_XDECREF(rule);
+    Py_XDECREF(mine);
+    Py_XDECREF(chk);
+    Py_XDECREF(w);
+    Py_XDECREF(probe);
+    Py_DECREF(fact);
+    return t;
+}
+
+/* fastpath.watch_dead: the polled names (an iterable of entries) whose
+ * tensor is dead now, in their order, or None when none is. */
+static PyObject *
+watch_dead(PyObject *self, PyObject *entries)
+{
+    PyObject *it = PyObject_GetIter(entries), *e, *dead = NULL;
+    if (it == NULL)
+        return NULL;
+    while ((e = PyIter_Next(it)) != NULL) {
+        int t = entry_alive(e);
+        if (t == 0 && dead == NULL && (dead = PyList_New(0)) == NULL)
+            t = -1;
+        if (t == 0 && PyList_Append(dead, e) < 0)
+            t = -1;
+        Py_DECREF(e);
+        if (t < 0)
+            goto error;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(dead);
+        return NULL;
+    }
+    if (dead == NULL)
+        Py_RETURN_NONE;
+    return dead;
+error:
+    Py_DECREF(it);
+    Py_XDECREF(dead);
     return NULL;
 }
 
@@ -2429,6 +2529,7 @@ static PyMethodDef methods[] = {
     FASTCALL(fresh_src, "fastpath.fresh_src, in C."),
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
+    {"watch_dead", watch_dead, METH_O, "fastpath.watch_dead, in C."},
     FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
     FASTCALL(fresh_queue, "fastpath.fresh_queue, in C."),
     FASTCALL(replay_lines, "fastpath.replay_lines, in C."),
@@ -2684,6 +2785,14 @@ PyMODINIT_FUNC
 PyInit__cgtrace_fastpath(void)
 {
     INTERN(s_use_count, "_use_count");
+    INTERN(s_fact, "fact");
+    INTERN(s_probe, "probe");
+    INTERN(s_tree_ref, "tree_ref");
+    INTERN(s_extra_ref_check, "extra_ref_check");
+    INTERN(s_check, "check");
+    INTERN(s_rule, "rule");
+    INTERN(s_wr, "wr");
+    INTERN(s_alive, "alive");
     INTERN(s_debug_ckpt, "debug_checkpointing_counter");
     INTERN(s_outputs_weakrefs, "outputs_weakrefs");
     INTERN(s_src_lasti, "src_lasti");

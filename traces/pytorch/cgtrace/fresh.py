@@ -263,14 +263,12 @@ class _Fresh:
         # The polled names dead now, as _check_fresh finds them (none while
         # calls are queued: the queue's session has not forgotten them).
         polled = None
-        for e in session._watch.values():
-            if not e.fact.alive():
-                if fq or e in cand:
-                    return None
-                if polled is None:
-                    polled = []
-                polled.append((None, e))
-        e = None
+        dead = session.watch_dead(session._watch.values()) if session._watch else None
+        if dead is not None:
+            if fq or not set(map(id, dead)).isdisjoint(map(id, cand)):
+                return None
+            polled = [(None, e) for e in dead]
+        dead = e = None
         # The deaths since the last event, each an object whose storage is
         # gone, by the step before which its del comes (_check_fresh's):
         # a named tensor's (its entry), or a deferred call's new input's
@@ -587,14 +585,12 @@ class _Fresh:
         # storage gone (so dead as the poll finds it), by the step before
         # which _catch_up_steps writes its del (steps alone when none).
         polled = None
-        for e in session._watch.values():
-            if not e.fact.alive():
-                if e in last:
-                    return None
-                if polled is None:
-                    polled = []
-                polled.append((None, e))
-        e = None
+        dead = session.watch_dead(session._watch.values()) if session._watch else None
+        if dead is not None:
+            if not set(map(id, dead)).isdisjoint(map(id, last)):
+                return None
+            polled = [(None, e) for e in dead]
+        dead = e = None
         groups = None if polled is None else {-1: 0, 0: polled}
         dead = session._dead_objs
         if dead:

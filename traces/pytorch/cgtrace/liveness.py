@@ -84,6 +84,22 @@ class _Probe:
         return not self.sref.expired()
 
 
+def watch_dead(entries):
+    """The entries of the polled names (Session._watch's values) whose
+    tensor is dead now, as each one's fact.alive() says, in their order;
+    None when every one is alive. (The C reads the count that says alive
+    for sure in place, where the probe read its tree wrapper's rule for
+    the same check already: _Probe.alive's first branch.)"""
+    dead = None
+    for e in entries:
+        if not e.fact.alive():
+            if dead is None:
+                dead = [e]
+            else:
+                dead.append(e)
+    return dead
+
+
 def host_values(obj):
     """obj's elements as floats, copied to the host before anything else is
     done to them: the recorder's read allocates nothing on obj's device, so

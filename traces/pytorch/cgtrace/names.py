@@ -462,13 +462,7 @@ class _Deaths:
             self._poll_dead_objs(upto)
         if not self._watch:
             return  # nothing is polled: every named object is alive
-        dead = None
-        for e in self._watch.values():
-            if not e.fact.alive():
-                if dead is None:
-                    dead = [e]
-                else:
-                    dead.append(e)
+        dead = self.watch_dead(self._watch.values())
         if dead is not None:
             self._emit_dels(dead)
 

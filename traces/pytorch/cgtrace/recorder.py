@@ -280,6 +280,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
                 # Session._died in C: no Python frame at each death of a
                 # tensor the recorder watches (every new input of a loop).
                 self.session._died = died(self.session._dead_objs, self.session.clock)
+            # The polled names' scan at every event, in C where it was built.
+            self.session.watch_dead = getattr(self._checks, "watch_dead", self.session.watch_dead)
             M = self._save_entry_points(torch, cgt)
             self._install_tree(torch, cgt, M)
         except Exception as e:

@@ -8,6 +8,7 @@ import math
 import re
 
 from .jsonl import _STEP, SMALL_TENSOR, encode_record
+from .liveness import watch_dead
 from .names import _Deaths, _Names
 from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
 from .state import _FnState, _fact_positions, _known_name
@@ -42,6 +43,9 @@ class Session(_Names, _Deaths):
         self.fns = {}  # FnInfo.key -> _FnState
         self.out_storage = {}  # storage identity -> a live name of a tree output over it
         self._watch = {}  # name -> entry, for names polled at every event
+        # Those of them dead now (liveness.watch_dead; the recorder's C
+        # one where it was built: a loop's polled names at every event).
+        self.watch_dead = watch_dead
         # id(weakref) -> name, for names alive while their object is. Keyed
         # by id: a weakref hashes and compares as its live object does, and
         # two names of one tensor (a parameter a forward returns) would

@@ -404,6 +404,64 @@ class FastPathTest(BuiltTest):
         self.same("polled_alive", ((None, False),))
         self.same("polled_alive", ((None, False, lambda: 1 / 0),))
 
+    def test_watch_dead(self):
+        # Polled names as the session holds them: cached replay outputs
+        # judged by their tree wrapper's check (2.11's, counting c10's
+        # reference too; and one whose check was taken away), held by
+        # the program 0 to 3 more times, c10 holding each once or twice;
+        # and names judged by their object or storage alone. Each polled
+        # once in Python first (its probe reads the rule), then both ways.
+        from cgtrace.liveness import _Probe
+        saved = fake.install_fake_torch()
+        try:
+            node = fake.Node(None, None)
+            outs = [fake.Tensor([4]) for _ in range(16)]
+            node.cache_outputs(outs)
+            del outs
+            entries, keep = [], []
+            for i, t in enumerate(node.cached_tensor_outputs):
+                t._c10_uses = 2 if i % 2 and i >= 4 else 1  # (c10's second reference: one of the program's)
+                keep.append([t] * (i // 4))
+                p = _Probe(weakref.ref(t), fake.StorageWeakRef(t.untyped_storage()))
+                p.tree_ref = node.outputs_weakrefs[i]
+                if i == 15:
+                    p.tree_ref.extra_ref_check = None
+                e = mock.NonCallableMock(spec=["fact"])
+                e.fact = mock.NonCallableMock(spec=["probe", "alive"], probe=p, alive=p.alive)
+                entries.append(e)
+            t = None
+            gone = Obj()
+            p = _Probe(weakref.ref(gone), mock.NonCallableMock(spec=["expired"], expired=lambda: True))
+            entries.append(mock.NonCallableMock(spec=["fact"], fact=mock.NonCallableMock(
+                spec=["probe", "alive"], probe=p, alive=p.alive)))
+            del gone
+            entries.append(mock.NonCallableMock(spec=["fact"], fact=mock.NonCallableMock(
+                spec=["probe", "alive"], probe=None, alive=lambda: True)))
+            first = P.watch_dead(entries)
+            self.assertEqual([entries.index(e) for e in first], [0, 1, 2, 3, 5, 7, 16])
+            self.assertEqual(self.same("watch_dead", entries), ("ok", first))
+            self.same("watch_dead", entries[4:15] + entries[17:])  # (none dead: None)
+            self.same("watch_dead", [])
+            self.same("watch_dead", [object()])  # (no fact: AttributeError either way)
+            self.same("watch_dead", entries[:2] + [mock.NonCallableMock(spec=["fact"], fact=mock.NonCallableMock(
+                spec=["probe", "alive"], probe=None, alive=lambda: 1 / 0))])
+            # A count that says alive for sure is read in place: the tree's
+            # check is not asked (it is, at every poll, in Python).
+            asked = []
+            for e in entries[8:12]:
+                w = e.fact.probe.tree_ref
+                real = w.extra_ref_check
+                w.extra_ref_check = e.fact.probe.check = (lambda real=real: asked.append(1) or real())
+            self.assertIsNone(self.C.watch_dead(entries[8:12]))
+            self.assertEqual(asked, [])
+            self.assertIsNone(P.watch_dead(entries[8:12]))
+            self.assertEqual(len(asked), 0)  # (alive for sure in Python too: the count)
+            keep[8] = keep[10] = []  # (let go: the tree's check is asked, and says dead)
+            self.assertEqual(self.same("watch_dead", entries[8:12]), ("ok", [entries[8], entries[10]]))
+            self.assertEqual(len(asked), 4)
+        finally:
+            fake.remove_fake_torch(saved)
+
     def test_fresh_deaths(self):
         class Ref:
             """A death's weak reference (only its identity is read)."""
