@@ -351,6 +351,7 @@ class _Calls:
         # bind it anew; the plan's Fact is bound instead, the live outputs
         # renamed as end_call renames them, and the plan keeps the entries.
         rebound = False
+        live_too = False  # (some outputs renamed, not only rebound)
         for o, e, name, w in zip(out, entries, plan.names, wrappers):
             f = e.fact
             oid = id(o)
@@ -359,6 +360,7 @@ class _Calls:
             now = by_obj_entry.get(oid)
             if (now is e and e.name is name and e.obj_id == oid and e.wr is None
                     and by_storage.get(f.storage, _NO_NAMES).get(name) is e):
+                live_too = True
                 continue
             if (now is None and live.get(name) is None and live.get(session.by_view.get(f.view_key)) is None
                     and f.ptr is not None and o.data_ptr() == f.ptr):
@@ -397,7 +399,17 @@ class _Calls:
             # names now).
             if session._watch or session._dead_objs:
                 session._flush_dead(args)
-            session._bind_outputs(outs, [e.fact for e in entries])
+            if not live_too and len(set(map(id, out))) == len(out):
+                # Every output rebound (a training step's, each of whose
+                # names died since): what _bind_outputs does for objects
+                # nothing names (the deaths since only forgot names),
+                # each bound anew, none dropped or renamed.
+                bind = session._bind
+                for n, e in zip(outs, entries):
+                    bind(n, e.fact, "out")
+                e = None
+            else:
+                session._bind_outputs(outs, [e.fact for e in entries])
             now = tuple(map(by_obj_entry.get, map(id, out)))
             if all(e is not None and e.kind == "out" and e.fact is f.fact for e, f in zip(now, entries)):
                 plan.entries = now
