@@ -3,12 +3,15 @@ looked up, renamed as a call hands an output out again, views named
 after their base), and the dels of names whose tensors died. Mixins of
 Session (session.py), free of torch."""
 
+import operator
 import weakref
 
 from .jsonl import _names_json
 from .liveness import _cached_output
 from .shapes import extent, fit_shape, is_contiguous, numel, view_fields
 from .state import Fact, _Entry
+
+_ORDER = operator.attrgetter("order")  # (dels in binding order)
 
 
 class _Names:
@@ -409,14 +412,8 @@ class _Deaths:
             if args.isdisjoint(watch):  # (a steady loop: only its outputs are polled)
                 return
             names = [n for n in watch if n in args]
-        dead = None
-        for n in names:
-            e = watch.get(n)
-            if e is not None and not e.fact.alive():
-                if dead is None:
-                    dead = [e]
-                elif e not in dead:
-                    dead.append(e)
+        # (Each polled argument once: an argument passed twice is one name.)
+        dead = self.watch_dead(dict.fromkeys(filter(None, map(watch.get, names))))
         if dead is not None:
             self._emit_dels(dead)
 
@@ -425,7 +422,7 @@ class _Deaths:
         if not dead:
             return
         if len(dead) > 1:  # (one, a loop's last input: no key function's call)
-            dead.sort(key=lambda e: e.order)
+            dead.sort(key=_ORDER)
         names = [e.name for e in dead]
         for e in dead:
             if e.kind == "out" and _cached_output(e.fact):
