@@ -48,17 +48,19 @@ def program(seed, n=160, mix=_OPS):
     return [(op, r.randrange(4)) for op in r.choices(names, weights, k=n)]
 
 
-def run(ops, path, saves=False):
+def run(ops, path, saves=False, engine=False):
     """Runs ops against a new tree of three functions (a forward on two
     static parameters and one input, handing out its output, and with
     saves an activation saved for its backward too; the backward on that
     activation, or on the output, and a new gradient, handing out three
-    gradients; another function), recorded to path. Returns the trace's
-    lines after its header, the session's state at the end and the
-    recorder's counts of its paths."""
+    gradients, called with engine in a thread of the library's own, as
+    autograd's engine runs a GPU's backward: no src; another function),
+    recorded to path. Returns the trace's lines after its header, the
+    session's state at the end and the recorder's counts of its paths."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     ind = sys.modules["torch._inductor.config"]
     mgr, fwd, bwd = fake.training_tree(fwd_outs=1 + saves)
+    engine = fake.AutogradEngine() if engine else None
     other = mgr.add(2)
     mgr.models[2] = lambda ins: [fake.Tensor([4])]
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
@@ -68,6 +70,8 @@ def run(ops, path, saves=False):
 
         def call(ins, fid):
             try:
+                if fid is bwd and engine is not None:
+                    return engine.run(mgr._run, ins, fid)
                 return mgr._run(ins, fid)
             except RuntimeError:
                 return None
@@ -123,6 +127,8 @@ def run(ops, path, saves=False):
         x = y = saved = grads = z = None
         kept = []
         state = settled_state(rec)
+    if engine is not None:
+        engine.stop()
     counts = {"short": rec.short_calls, "fresh": rec.fresh_calls, "lean": rec.lean_fresh_calls,
               "queued": rec.queued_fresh_calls, "armed": rec.lean_queued_calls, "rebound": rec.rebound_calls,
               "kept": rec.kept_queued}
@@ -132,7 +138,7 @@ def run(ops, path, saves=False):
 
 
 class RandomProgramsTest(fake.FakeTorchTest):
-    def recorded(self, ops, name, saves, checks=None, **patch):
+    def recorded(self, ops, name, saves, checks=None, engine=False, **patch):
         """run's results, recorded with the Recorder's attributes patch
         and, given checks, those lean-path checks (fastpath.py's Python
         ones: else the C module where it was built)."""
@@ -140,10 +146,18 @@ class RandomProgramsTest(fake.FakeTorchTest):
         self.setUp()
         with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})), \
                 mock.patch.object(fastpath, "load", return_value=(checks, "test")) if checks else nullcontext():
-            return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves)
+            return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves, engine)
 
     def test_every_path_writes_what_the_general_path_writes(self):
         self.against_general(_OPS, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")), lambda seed: seed % 2 == 1)
+
+    def test_backwards_in_autograds_thread_write_what_the_general_path_writes(self):
+        # (The backward called as torch's engine calls a GPU's, in its
+        # device thread: no src, which the fresh paths take where no
+        # frame is the program's.)
+        totals = self.against_general(_OPS, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")) // 2,
+                                      lambda seed: seed % 2 == 1, first=300, engine=True)
+        self.assertGreater(totals["fresh"], 700)  # (817 here; 575 when no call without a src was taken)
 
     def test_queued_calls_write_what_the_general_path_writes(self):
         # (Forwards of one output on new batches in long runs: the lean
@@ -158,7 +172,7 @@ class RandomProgramsTest(fake.FakeTorchTest):
         self.assertGreater(totals["kept"], 20)
 
     def against_general(self, mix, programs, saves_of, first=0, n=160,
-                        paths=("short", "fresh", "lean", "queued", "armed", "rebound")):
+                        paths=("short", "fresh", "lean", "queued", "armed", "rebound"), engine=False):
         """Each of programs programs drawn from mix (from seed first, of n
         steps, with saves_of(seed) for run's saves) recorded four ways
         and compared (the general path's, the queue's without the lean fresh
@@ -170,13 +184,13 @@ class RandomProgramsTest(fake.FakeTorchTest):
             ops = program(seed, n, mix)
             saves = saves_of(seed)  # (a forward of one output, whose calls may queue; or of two)
             with self.subTest(seed=seed):
-                on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves)
+                on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves, engine=engine)
                 for k, v in counts.items():
                     totals[k] = totals.get(k, 0) + v
                 for way, checks, patch in (("general", None, {"_defer": False, "_fresh_path": False, "_fast": False}),
                                            ("unarmed", None, {"_fresh_armed": False}),
                                            ("python checks", fastpath, {})):
-                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, checks, **patch)
+                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, checks, engine, **patch)
                     self.assertEqual(len(on), len(other), way)
                     for i, (a, b) in enumerate(zip(on, other)):
                         self.assertEqual(a, b, "%s: line %d" % (way, i + 2))
