@@ -292,8 +292,8 @@ def fresh_declines(step, sync, iters, warm=50, record=None):
     def on_return(code, off, value):
         if any(value is v for v in declined_values):
             ln = line_of(code, off)
-            key = "%s:%s: %s" % (os.path.basename(code.co_filename), ln,
-                                 linecache.getline(code.co_filename, ln).strip())
+            key = "%s:%s: %s%s" % (os.path.basename(code.co_filename), ln,
+                                   linecache.getline(code.co_filename, ln).strip(), _why_state(sys._getframe(1)))
             d = found[codes[code]]["declined"]
             d[key] = d.get(key, 0) + 1
 
@@ -329,6 +329,31 @@ def fresh_declines(step, sync, iters, warm=50, record=None):
         raise RuntimeError("the recording failed: %s" % rec.error)
     found["counters"] = dict(zip(_PATH_COUNTERS, (b - a for a, b in zip(before[0], after[0]))))
     return found
+
+
+def _why_state(f):
+    """What the declining check's frame f held (its function's trace name,
+    and which of the states a check's first test looks at hold), for
+    --why's lines: " [fn; plan None, ...]", or "" where f holds none."""
+    loc = f.f_locals
+    fs = loc.get("fs")
+    if fs is None:
+        got = loc.get("got")
+        fs = got[3] if type(got) is tuple and len(got) == 4 else None
+    if fs is None:
+        return ""
+    states = []
+    plan = getattr(fs, "plan", 0)
+    if plan is None:
+        states.append("no plan")
+    if getattr(fs, "last_entries", 0) is None:
+        states.append("no last entries")
+    if not getattr(fs, "defined", True):
+        states.append("not defined")
+    rec = loc.get("self")
+    if getattr(rec, "_pending", None):
+        states.append("%d replays pending" % len(rec._pending))
+    return " [%s%s]" % (getattr(fs, "name", "?"), "; " + ", ".join(states) if states else "")
 
 
 def report_declines(name, res, iters, out=None):

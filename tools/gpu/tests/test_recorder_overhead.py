@@ -447,6 +447,25 @@ class MeasureTest(unittest.TestCase):
                 ro.main(args)
             self.assertIn(what, err.getvalue())
 
+    @unittest.skipUnless(hasattr(sys, "monitoring"), "--why watches the checks through Python 3.12's sys.monitoring")
+    def test_why_names_the_lines_that_declined(self):
+        # --why on the stand-in's training step: both calls of nearly
+        # every step through _fresh_call (the backward's too, in the
+        # engine's thread), the few declines named by line and function.
+        step, sync, restore = ro.fake_workload(train=True)
+        try:
+            res = ro.fresh_declines(step, sync, 40, warm=5)
+        finally:
+            restore()
+        self.assertGreater(res["_fresh_call"]["calls"], 70)  # (of 80: the recording's first few are the general path's)
+        self.assertGreater(res["counters"]["lean_fresh_calls"], 70)
+        for line in res["_check_fresh"]["declined"]:
+            self.assertRegex(line, r"^fresh\.py:\d+: return None")
+        out = io.StringIO()
+        ro.report_declines("fake", res, 40, out)
+        self.assertIn("_fresh_call_check: %d calls" % res["_fresh_call_check"]["calls"], out.getvalue())
+        self.assertIsNone(sys.monitoring.get_tool(sys.monitoring.DEBUGGER_ID))  # (given back)
+
     def test_fake_training_step_runs_its_backward_in_the_engines_thread(self):
         # --fake --train as torch runs a step: the forward on 2 * layers
         # parameters and a batch, called from the program's thread; the
