@@ -42,6 +42,7 @@ and PyTorch; the timing core (measure) is torch-free and tested on CPU with
 a stand-in (tools/gpu/tests/test_recorder_overhead.py).
 """
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -251,6 +252,26 @@ def profile_recorded(step, sync, iters, top, record=None, out=None):
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
 
 
+@contextlib.contextmanager
+def _recorded(record, name, step, sync, warm):
+    """A recording into a temporary file named name, past warm recorded
+    calls of step: yields the recorder; raises after it when the
+    recording failed."""
+    record = record or cgtrace.record
+    with tempfile.TemporaryDirectory() as d:
+        rec = record(os.path.join(d, name))
+        rec.__enter__()
+        try:
+            for _ in range(warm):
+                step()
+            sync()
+            yield rec
+        finally:
+            rec.__exit__(None, None, None)
+    if getattr(rec, "error", None):
+        raise RuntimeError("the recording failed: %s" % rec.error)
+
+
 # The recorder's checks of a call on new inputs (fresh.py): each returns
 # None (or DECLINED, or False) where one of its checks fails, at the line
 # of that check.
@@ -297,36 +318,25 @@ def fresh_declines(step, sync, iters, warm=50, record=None):
             d = found[codes[code]]["declined"]
             d[key] = d.get(key, 0) + 1
 
-    record = record or cgtrace.record
     tool = mon.DEBUGGER_ID
-    with tempfile.TemporaryDirectory() as d:
-        rec = record(os.path.join(d, "why.cgt.jsonl"))
-        rec.__enter__()
+    with _recorded(record, "why.cgt.jsonl", step, sync, warm) as rec:
+        mon.use_tool_id(tool, "recorder-overhead --why")
         try:
-            for _ in range(warm):
+            mon.register_callback(tool, mon.events.PY_START, on_start)
+            mon.register_callback(tool, mon.events.PY_RETURN, on_return)
+            for code in codes:
+                mon.set_local_events(tool, code, mon.events.PY_START | mon.events.PY_RETURN)
+            before = _path_state(rec)
+            for _ in range(iters):
                 step()
             sync()
-            mon.use_tool_id(tool, "recorder-overhead --why")
-            try:
-                mon.register_callback(tool, mon.events.PY_START, on_start)
-                mon.register_callback(tool, mon.events.PY_RETURN, on_return)
-                for code in codes:
-                    mon.set_local_events(tool, code, mon.events.PY_START | mon.events.PY_RETURN)
-                before = _path_state(rec)
-                for _ in range(iters):
-                    step()
-                sync()
-                after = _path_state(rec)
-            finally:
-                for code in codes:
-                    mon.set_local_events(tool, code, 0)
-                mon.register_callback(tool, mon.events.PY_START, None)
-                mon.register_callback(tool, mon.events.PY_RETURN, None)
-                mon.free_tool_id(tool)
+            after = _path_state(rec)
         finally:
-            rec.__exit__(None, None, None)
-    if getattr(rec, "error", None):
-        raise RuntimeError("the recording failed: %s" % rec.error)
+            for code in codes:
+                mon.set_local_events(tool, code, 0)
+            mon.register_callback(tool, mon.events.PY_START, None)
+            mon.register_callback(tool, mon.events.PY_RETURN, None)
+            mon.free_tool_id(tool)
     found["counters"] = dict(zip(_PATH_COUNTERS, (b - a for a, b in zip(before[0], after[0]))))
     return found
 
@@ -423,7 +433,6 @@ def calls_by_path(step, sync, iters, warm=50, record=None):
     makes a loop's mean stand above its median call: the queue's writing,
     the calls that restart it). Returns {class: {calls, median_us,
     share_us}}."""
-    record = record or cgtrace.record
     ns = time.perf_counter_ns
     for _ in range(warm):
         step()
@@ -436,24 +445,14 @@ def calls_by_path(step, sync, iters, warm=50, record=None):
     sync()
     base = statistics.median(off)
     classes = {}
-    with tempfile.TemporaryDirectory() as d:
-        rec = record(os.path.join(d, "paths.cgt.jsonl"))
-        rec.__enter__()
-        try:
-            for _ in range(warm):
-                step()
-            sync()
-            for _ in range(iters):
-                before = _path_state(rec)
-                a = ns()
-                step()
-                t = ns() - a
-                classes.setdefault(_path_kind(before, _path_state(rec)), []).append(t - base)
-            sync()
-        finally:
-            rec.__exit__(None, None, None)
-    if getattr(rec, "error", None):
-        raise RuntimeError("the recording failed: %s" % rec.error)
+    with _recorded(record, "paths.cgt.jsonl", step, sync, warm) as rec:
+        for _ in range(iters):
+            before = _path_state(rec)
+            a = ns()
+            step()
+            t = ns() - a
+            classes.setdefault(_path_kind(before, _path_state(rec)), []).append(t - base)
+        sync()
     return {k: {"calls": len(v), "median_us": statistics.median(v) / 1e3, "share_us": sum(v) / iters / 1e3}
             for k, v in classes.items()}
 
