@@ -599,7 +599,8 @@ def fake_workload(fresh=False, train=False, layers=3):
     without torch's. train: a training step's shape instead, as torch
     runs one: the gradients let go (zero_grad's set_to_none), a forward
     on 2 * layers parameters and a new batch handing out the logits (held
-    till the next step's) and layers activations saved for the backward;
+    till the next step's), layers activations saved for the backward and
+    the weights it saves, as is (each layer's but the first's);
     then the backward, called from a thread of the library's own
     (autograd's engine runs a GPU's backward in its device thread: no
     frame of the program's above it), on those activations and the
@@ -635,7 +636,10 @@ def fake_workload(fresh=False, train=False, layers=3):
     tparams = [fake.Tensor([1024, 1024] if i % 2 == 0 else [1024]) for i in range(2 * layers)]
     fwd = mgr.add(2, static=list(range(2 * layers)))
     bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_%d" % i for i in range(layers)] + ["tangents_1"])
-    mgr.models[2] = lambda ins: [fake.Tensor([64, 1024]) for _ in range(layers + 1)]
+    # (The forward's graph also returns the weights it saves for the
+    # backward, as is: each layer's but the first's, as torch's MLP does.)
+    mgr.models[2] = lambda ins: ([fake.Tensor([64, 1024]) for _ in range(layers + 1)]
+                                 + [ins[2 * i] for i in range(1, layers)])
     mgr.models[1] = lambda ins: [fake.Tensor(p.shape) for p in tparams]
     engine = fake.AutogradEngine() if train else None
     grads = [None]
@@ -646,7 +650,7 @@ def fake_workload(fresh=False, train=False, layers=3):
         grads[0] = None  # (zero_grad: the last step's gradients let go)
         outs = mgr._run(tparams + [fake.Tensor([64, 1024])], fwd)
         box[0] = outs[0]  # the logits, held till the next step's
-        saved = outs[1:]
+        saved = outs[1:layers + 1]
         outs = None
         fake._invocation()
         # (autograd's gradient of the logits, a loss's eager backward's:

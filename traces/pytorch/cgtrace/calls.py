@@ -490,7 +490,10 @@ class _Calls:
             e = session.by_obj_entry.get(id(o))
             if (e is None or e.kind != "out" or e.fact.probe is None or e.fact.obj_ref() is not o
                     or e.fact.probe.tree_ref is not w or w is None or e.fact.held or e in entries):
-                return
+                # (An output the tree does not wrap, or named otherwise: a
+                # partial plan, which keeps where the calls come from.)
+                entries, names = [], []
+                break
             entries.append(e)
             names.append(e.name)
         o = e = None

@@ -141,7 +141,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti")
+                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti", "partial")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -150,6 +150,14 @@ class _ReplayPlan:
         self.ekey, self.expect = ekey, expect
         self.expect_line = None  # its line, once a deferred replay wrote it (exp_line)
         self.entries = entries  # tuple of _Entry, by output position
+        # A partial plan has no entries: a replay one of whose outputs is
+        # no cached output the tree wraps, named by its object (a training
+        # forward hands out inputs it saves for the backward as outputs:
+        # a weight as is, the batch). Only where its calls come from is
+        # kept, for the fresh path's checks before a call (Recorder.
+        # _check_fresh); _fast_after, the deferred replays and the queue
+        # take none of its calls (no entries to rename).
+        self.partial = not entries
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
         self.suffixes = tuple("_%d" % i for i in range(len(entries)))

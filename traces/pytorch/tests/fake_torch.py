@@ -313,10 +313,14 @@ class Node:
     # refcount of 2), not 2.11's (3 while c10 holds the tensor too).
     before_211 = False
 
-    def cache_outputs(self, outs):
+    def cache_outputs(self, outs, static=()):
         """What CUDAGraphNode._initialize_cached_tensors does after a
         recording: one tensor object per output over the recorded output's
-        storage, handed out by every replay, judged by its refcount."""
+        storage, handed out by every replay, judged by its refcount; an
+        output that is one of the static inputs (static: those objects; a
+        training forward returns a weight it saves for the backward) is
+        handed out as is at every replay, with no wrapper of the tree's
+        (torch's static_output_tensors)."""
         self_ref = weakref.ref(self)
 
         def check_refcount_before_211(i):
@@ -339,6 +343,10 @@ class Node:
         for i, o in enumerate(outs):
             if o is None:  # (a backward's gradient of an input needing none)
                 self.cached_tensor_outputs.append(None)
+                self.outputs_weakrefs.append(None)
+                continue
+            if any(o is x for x in static):
+                self.cached_tensor_outputs.append(o)
                 self.outputs_weakrefs.append(None)
                 continue
             c = Tensor(o.shape, storage=o._storage, dtype=o.dtype)
@@ -423,9 +431,10 @@ class CUDAGraphTreeManager:
         node = Node(self.ids_to_funcs[function_id], None)
         self.roots.setdefault(function_id, []).append(node)
         self.current_node = node
+        static = [new_inputs[i] for i in self.ids_to_funcs[function_id].static_input_idxs if i < len(new_inputs)]
         outs = self._outs(new_inputs, function_id)
         if self.cache_replays:
-            node.cache_outputs(outs)
+            node.cache_outputs(outs, static)
         return outs
 
     def set_to_running_backward(self):
@@ -873,18 +882,20 @@ class TraceFileTest(unittest.TestCase):
         return lines[0], lines[1:]
 
 
-def training_tree(fwd_outs=1, grads=3):
+def training_tree(fwd_outs=1, grads=3, saves_weight=False):
     """A tree manager of a training step's two functions, its replays
     handing out their cached output objects as PyTorch's do: a forward
     (two static parameters and one input; fwd_outs outputs of [16, 8],
-    the loss and activations saved for the backward) and its backward
-    (a saved activation and a gradient; grads gradients, of [8, 8], [8]
-    and [16, 8] in that order). Returns (mgr, fwd, bwd)."""
+    the loss and activations saved for the backward, and with
+    saves_weight its first parameter as is after them, which the tree
+    does not wrap) and its backward (a saved activation and a gradient;
+    grads gradients, of [8, 8], [8] and [16, 8] in that order). Returns
+    (mgr, fwd, bwd)."""
     mgr = CUDAGraphTreeManager()
     mgr.cache_replays = True
     fwd = mgr.add(0, static=[0, 1])
     bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "tangents_1"])
-    mgr.models[0] = lambda ins: [Tensor([16, 8]) for _ in range(fwd_outs)]
+    mgr.models[0] = lambda ins: [Tensor([16, 8]) for _ in range(fwd_outs)] + ([ins[0]] if saves_weight else [])
     mgr.models[1] = lambda ins: [Tensor(s) for s in ([8, 8], [8], [16, 8])[:grads]]
     return mgr, fwd, bwd
 

@@ -555,7 +555,7 @@ def saved_activation_scenario(path, follow=False):
     return written(rec, path, state)
 
 
-def engine_train_scenario(path, follow=False):
+def engine_train_scenario(path, follow=False, saves_weight=False):
     """A training step as torch runs one on a GPU: the gradients let go
     (zero_grad's set_to_none), a forward on two parameters and a new
     batch handing out the logits (held till the next step's) and two
@@ -564,13 +564,16 @@ def engine_train_scenario(path, follow=False):
     program's above it, so its calls have no src) on the activations and
     the logits' gradient (new at every step), handing out the
     parameters' gradients, held till the next step; the logits read on
-    the host every 11th step. Returns what fresh_scenario returns."""
+    the host every 11th step. saves_weight: the forward also hands out
+    its weight as is (a training forward's graph returns the inputs it
+    saves for the backward), which the tree does not wrap. Returns what
+    fresh_scenario returns."""
     cgt = sys.modules["torch._inductor.cudagraph_trees"]
     mgr = fake.CUDAGraphTreeManager()
     mgr.cache_replays = True
     fwd = mgr.add(0, static=[0, 1])
     bwd = mgr.add(1, mode="BACKWARD", placeholders=["saved_0", "saved_1", "tangents_1"])
-    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]) for _ in range(3)]
+    mgr.models[0] = lambda ins: [fake.Tensor([16, 8]) for _ in range(3)] + ([ins[0]] if saves_weight else [])
     mgr.models[1] = lambda ins: [fake.Tensor([8, 8]), fake.Tensor([8])]
     w, b = fake.Tensor([8, 8]), fake.Tensor([8])
     engine = fake.AutogradEngine()
@@ -582,7 +585,7 @@ def engine_train_scenario(path, follow=False):
                 fake._invocation()
                 grads = None
                 outs = mgr._run([w, b, fake.Tensor([16, 8])], fwd)
-                logits, saved = outs[0], outs[1:]
+                logits, saved = outs[0], outs[1:3]
                 outs = None
                 fake._invocation()
                 grads = engine.run(mgr._run, saved + [fake.Tensor([16, 8])], bwd)
@@ -1022,6 +1025,18 @@ class FreshPathTest(fake.FakeTorchTest):
         # them where no frame past this package's is the program's, as
         # the general path finds no src. The same trace all ways.
         self.against_general(follow=False, scenario=engine_train_scenario, least=220, lean=220)
+
+    def test_training_forward_that_hands_out_its_weight(self):
+        # The forward also hands out its weight as is, which the tree does
+        # not wrap (its output name dropped at once): _make_plan made no
+        # plan of its replays, and without one the fresh path took none of
+        # its calls (the backward's alone: 120 of 240). A partial plan
+        # keeps where its calls come from: the fresh path takes its part
+        # before the call, the general path the rest. The same trace all
+        # ways.
+        def scenario(path, follow=False):
+            return engine_train_scenario(path, follow, saves_weight=True)
+        self.against_general(follow=False, scenario=scenario, least=220, lean=110)
 
     def test_bound_writes_leave_the_last_call_queued(self):
         # The queue written at its bound but its last call, which the next
