@@ -352,9 +352,22 @@ class _Calls:
         # renamed as end_call renames them, and the plan keeps the entries.
         rebound = False
         live_too = False  # (some outputs renamed, not only rebound)
+        through = False  # (some outputs a static input handed out as is)
         for o, e, name, w in zip(out, entries, plan.names, wrappers):
             f = e.fact
             oid = id(o)
+            if e.kind != "out":
+                # A static input handed out as is (a training forward's
+                # weight, saved for the backward; a plan.mixed one's): the
+                # tree wraps it not, _general_after keeps the Fact of the
+                # name its object has (the parameter's), and _bind_outputs
+                # binds the output's name to it and drops it at once.
+                if (w is not None or f.obj_ref() is not o or not f.held or f.probe is None
+                        or f.probe.tree_ref is not None or by_obj_entry.get(oid) is not e
+                        or live.get(e.name) is not e):
+                    return False
+                through = True
+                continue
             if f.obj_ref() is not o or f.probe.tree_ref is not w or f.held:
                 return False
             now = by_obj_entry.get(oid)
@@ -390,7 +403,7 @@ class _Calls:
         counts = session.counts
         counts["replay"] += 1
         recs.append(plan.exp_line())  # (its line, as the deferred replays write it)
-        if rebound:
+        if rebound or through:
             # end_call's rest for a known expect: the deaths, then the
             # outputs bound (the rebound ones anew: nothing names them; the
             # live ones renamed), as the general path's call leaves them;
@@ -399,7 +412,7 @@ class _Calls:
             # names now).
             if session._watch or session._dead_objs:
                 session._flush_dead(args)
-            if not live_too and len(set(map(id, out))) == len(out):
+            if not live_too and not through and len(set(map(id, out))) == len(out):
                 # Every output rebound (a training step's, each of whose
                 # names died since): what _bind_outputs does for objects
                 # nothing names (the deaths since only forgot names),
@@ -411,7 +424,8 @@ class _Calls:
             else:
                 session._bind_outputs(outs, [e.fact for e in entries])
             now = tuple(map(by_obj_entry.get, map(id, out)))
-            if all(e is not None and e.kind == "out" and e.fact is f.fact for e, f in zip(now, entries)):
+            if all(e is f if f.kind != "out" else e is not None and e.kind == "out" and e.fact is f.fact
+                   for e, f in zip(now, entries)):
                 plan.entries = now
                 plan.names = tuple(outs)
             else:  # (bound otherwise than by object: _make_plan would make no plan)
@@ -488,15 +502,19 @@ class _Calls:
         entries, names = [], []
         for o, w in zip(out, wrappers):
             e = session.by_obj_entry.get(id(o))
-            if (e is None or e.kind != "out" or e.fact.probe is None or e.fact.obj_ref() is not o
-                    or e.fact.probe.tree_ref is not w or w is None or e.fact.held or e in entries):
+            f = e.fact if e is not None else None
+            if (w is None and f is not None and e.kind != "out" and f.held and f.probe is not None
+                    and f.probe.tree_ref is None and f.obj_ref() is o and e not in entries):
+                pass  # (a static input handed out as is, named as itself: a mixed plan's)
+            elif (e is None or e.kind != "out" or f.probe is None or f.obj_ref() is not o
+                    or f.probe.tree_ref is not w or w is None or f.held or e in entries):
                 # (An output the tree does not wrap, or named otherwise: a
                 # partial plan, which keeps where the calls come from.)
                 entries, names = [], []
                 break
             entries.append(e)
             names.append(e.name)
-        o = e = None
+        o = e = f = None
         if _names_json(names) is None:
             return
         try:

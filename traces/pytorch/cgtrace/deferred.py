@@ -140,7 +140,7 @@ class _Deferred:
         each call as it lands)."""
         session = self.session
         memo = fs.memo
-        if (plan.partial or self.follow or plan.head is None or plan.call_end() is None or memo is None
+        if (plan.partial or plan.mixed or self.follow or plan.head is None or plan.call_end() is None or memo is None
                 or memo[2] != session.epoch
                 or memo[3] is not plan.args or fs.last_args is not plan.args
                 or got[1]() is not mgr):

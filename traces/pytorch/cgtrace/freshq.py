@@ -79,7 +79,8 @@ class _FreshQueue:
         polled (_fast_after polls them). What it finds holds while the
         queue does: nothing else happens meanwhile."""
         trace = self.trace
-        if not self._defer or (trace.out is not None and trace.done is None) or len(plan.entries) != 1:
+        if (not self._defer or (trace.out is not None and trace.done is None) or len(plan.entries) != 1
+                or plan.mixed):
             return False
         if plan.fn_json is None or plan.call_end() is None or tok[7] not in ("in", "grad", "saved"):
             return False

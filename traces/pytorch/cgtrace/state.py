@@ -141,7 +141,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti", "partial")
+                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti", "partial", "mixed")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -158,6 +158,12 @@ class _ReplayPlan:
         # _check_fresh); _fast_after, the deferred replays and the queue
         # take none of its calls (no entries to rename).
         self.partial = not entries
+        # A mixed plan's entries include a static input handed out as is
+        # (a training forward's weight): its name is the input's, and its
+        # output's is bound and dropped at every call. Only _fast_after's
+        # binding route takes its calls, not the deferred replays or the
+        # queue, which rename a cached output in place.
+        self.mixed = any(e.kind != "out" for e in entries)
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
         self.suffixes = tuple("_%d" % i for i in range(len(entries)))

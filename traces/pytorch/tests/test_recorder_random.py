@@ -160,7 +160,8 @@ class RandomProgramsTest(fake.FakeTorchTest):
         totals = self.against_general(_OPS, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")) // 2,
                                       lambda seed: seed % 2 == 1, first=300, engine=True,
                                       paths=("short", "fresh", "lean", "rebound"))  # (no forward of one output)
-        self.assertGreater(totals["fresh"], 700)  # (813 here; 242 with no partial plans)
+        self.assertGreater(totals["fresh"], 700)  # (880 here; 242 with no partial plans)
+        self.assertGreater(totals["short"], 800)  # (1013 here; 175 with no mixed plans)
 
     def test_queued_calls_write_what_the_general_path_writes(self):
         # (Forwards of one output on new batches in long runs: the lean
