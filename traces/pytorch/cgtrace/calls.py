@@ -320,7 +320,10 @@ class _Calls:
         died since (a backward's gradients the program let go, a forward's
         saved activations: rebound), what _general_after and end_call
         write and bind for them, the plan's Facts bound again, and the
-        plan made of them as _make_plan would make it. Returns False,
+        plan made of them as _make_plan would make it; the same for a
+        mixed plan's replay (plan.mixed: some outputs static inputs handed
+        out as is, whose output names _bind_outputs binds and drops). A
+        partial plan's replay (no entries) it never takes. Returns False,
         having changed nothing, when any of that does not hold.
 
         What it need not check: the manager and so the device (the caller
@@ -483,7 +486,11 @@ class _Calls:
 
     def _make_plan(self, ctx, fs, mgr, out):
         """After a replay through the general path: the plan that lets the
-        function's next call, if it is the same replay, take _fast_after."""
+        function's next call, if it is the same replay, take _fast_after
+        (mixed, where some outputs are static inputs handed out as is);
+        or, where an output is neither a cached output the tree wraps nor
+        such an input, a partial plan (state._ReplayPlan.partial), which
+        only the fresh path's checks before a call use."""
         tls = self.tls
         node = tls.node
         if (node is None or tls.actions != _REPLAYED or not fs.defined or not fs.out_dense
