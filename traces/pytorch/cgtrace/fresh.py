@@ -251,7 +251,8 @@ class _Fresh:
             n = numel(shape) if is_contiguous(shape, fact.stride) else -1
             if len(whole) < 256:
                 whole[(shape, fact.stride)] = n
-        tmpl = session._tensor_lines.get(("tensor", shape, fact.dtype, fact.device, src[1] if src is not None else None))
+        tmpl = session._tensor_lines.get(("tensor", shape, fact.dtype, fact.device,
+                                          src[1] if src is not None else None))
         entries = session.entries
         if (n < 0 or fact.offset != 0 or (fact.storage_numel is not None and fact.storage_numel > n)
                 or tmpl is None or session.by_view.get(vk) in entries or vk in session._dead_cached
