@@ -1668,13 +1668,12 @@ fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
         if ((out = concat(parts, 3)) == NULL)
             goto done;
     }
+    /* (taken by a name _fresh made: output names are not kept) */
     int t_ = PySequence_Contains(used, out);
     if (t_ < 0)
         goto done;
     if (t_)
         Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
-    else if (PySet_Add(used, out) < 0)
-        goto done;
     if (out == NULL || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL
         || (name = SGET(t, name)) == NULL || (tail = call_tail(inv, src)) == NULL)
         goto done;

@@ -68,9 +68,8 @@ class _Deferred:
         fs = plan.fs
         pre, sfx = plan.prefix, plan.suffixes[0]
         names = [pre + str(k) + sfx for k in range(fs.calls + 1, fs.calls + 1 + len(run))]
-        if not used.isdisjoint(names):
+        if not used.isdisjoint(names):  # (a name _fresh made: output names are not kept)
             return False
-        used.update(names)
         fs.calls += len(run)
         # The run's records as one element of lines (each call's steps,
         # call, expect and del: fastpath.replay_lines, in C where it is

@@ -363,10 +363,8 @@ def fq_tail(t, lead, st, w):
     used, recs, pre, post, prefix, sfx, mid, session = w[1], w[3], w[8], w[9], w[10], w[11], w[12], w[13]
     st[4] += 1
     out = prefix + str(st[4]) + sfx  # (_replay_names', for one output)
-    if out in used:
+    if out in used:  # (a name _fresh made: output names are not kept)
         out = session._fresh(out)
-    else:
-        used.add(out)
     inv, src = t.inv, t.src
     recs.append(lead + pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
                                                     if inv is not None and src is not None

@@ -4,6 +4,7 @@ after their base), and the dels of names whose tensors died. Mixins of
 Session (session.py), free of torch."""
 
 import operator
+import re
 import weakref
 
 from .jsonl import _names_json
@@ -12,6 +13,8 @@ from .shapes import extent, fit_shape, is_contiguous, numel, view_fields
 from .state import Fact, _Entry
 
 _ORDER = operator.attrgetter("order")  # (dels in binding order)
+# An output's name as end_call makes it: function, call, position.
+_OUTPUT_NAME = re.compile(r"(.+)_c([0-9]+)_([0-9]+)")
 
 
 class _Names:
@@ -25,12 +28,29 @@ class _Names:
         # probe, not one per earlier call.
         n = self._fresh_next.get(base, 0)
         name = "%s_%d" % (base, n) if n else base
-        while name in self.names_used:
+        while name in self.names_used or ("_c" in name and self._output_name_made(name)):
             n += 1
             name = "%s_%d" % (base, n)
         self.names_used.add(name)
         self._fresh_next[base] = n + 1
         return name
+
+    def _output_name_made(self, name):
+        """Whether name is one a call's output may have had: fn_cN_i of a
+        function of the trace, N a call it made, i one of its outputs'
+        positions (end_call's names). Output names are unique by their
+        making (a function's calls only count up), so names_used holds
+        none of them (a long run's hundreds a step); only a name _fresh
+        makes can meet one, and it asks here."""
+        m = _OUTPUT_NAME.fullmatch(name)
+        if m is None:
+            return False
+        fs = self._fs_by_name.get(m.group(1))
+        if fs is None:
+            return False
+        n, i = m.group(2), m.group(3)
+        return (n == str(int(n)) and i == str(int(i)) and int(n) <= fs.calls
+                and int(i) < len(fs.out_pos))
 
     def _replay_names(self, plan, calls):
         """The names of a replay's outputs as end_call gives them (function,
@@ -41,10 +61,8 @@ class _Names:
         outs = []
         for sfx in plan.suffixes:
             n = plan.prefix + cs + sfx
-            if n in used:
+            if n in used:  # (taken by a name _fresh made: output names are not kept)
                 n = self._fresh(n)
-            else:
-                used.add(n)
             outs.append(n)
         return outs
 

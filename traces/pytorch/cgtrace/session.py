@@ -63,6 +63,9 @@ class Session(_Names, _Deaths):
         self._dead_cached = {}
         self._argset = None  # (an args list, the set of its names), for _flush_dead
         self.fn_names = set()
+        self._fs_by_name = {}  # a function's trace name -> its _FnState
+        # The names given so far but the calls' outputs' (which are unique
+        # by their making: _Names._output_name_made).
         self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
         self._expects = {}
@@ -165,6 +168,7 @@ class Session(_Names, _Deaths):
             self.fn_names.add(name)
             st = _FnState(name, info)
             self.fns[info.key] = st
+            self._fs_by_name[name] = st
         return st
 
     def fn_name(self, key):
@@ -376,10 +380,8 @@ class Session(_Names, _Deaths):
                     outs.append("_")
                     continue
                 n = "%s_c%d_%d" % (fs.name, calls, i)
-                if n in used:
+                if n in used:  # (taken by a name _fresh made: output names are not kept)
                     n = self._fresh(n)
-                else:
-                    used.add(n)
                 outs.append(n)
             call["out"] = outs
         inv = ctx["invocation"]

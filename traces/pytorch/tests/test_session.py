@@ -221,6 +221,32 @@ class SessionTest(unittest.TestCase):
         self.s.names_used.add("x_1")
         self.assertEqual([self.s._fresh("x") for _ in range(3)], ["x", "x_2", "x_3"])
 
+    def test_output_names_are_not_kept_but_never_given_again(self):
+        """A call's output names (fn_cN_i) are unique by their making and
+        are not kept in names_used (a long run makes hundreds a step); a
+        name _fresh makes still never repeats one a call gave, and an
+        output name a fresh name took is renamed, as when all were kept."""
+        foo = info(0, "foo")
+        inp = FakeTensor([4])
+        for _ in range(3):
+            self.call(foo, [inp], "warmup", [FakeTensor([4]), FakeTensor([4])])
+        self.assertEqual(self.trace.records[-2]["out"], ["foo_0_c3_0", "foo_0_c3_1"])
+        self.assertFalse([n for n in self.s.names_used if "_c" in n])
+        # base "foo_0_c2": itself is free, then foo_0_c2_1 is call 2's
+        # second output, foo_0_c2_2 no output (two a call).
+        self.assertEqual([self.s._fresh("foo_0_c2") for _ in range(2)], ["foo_0_c2", "foo_0_c2_2"])
+        self.assertEqual(self.s._fresh("foo_0_c3"), "foo_0_c3")  # (free as a base)
+        self.assertEqual(self.s._fresh("foo_0_c3"), "foo_0_c3_2")  # (foo_0_c3_1: call 3's)
+        self.assertEqual(self.s._fresh("foo_0_c4"), "foo_0_c4")
+        self.assertEqual(self.s._fresh("foo_0_c4"), "foo_0_c4_1")  # (call 4 not made yet: free)
+        # Call 4's second output's name is taken by that fresh name: renamed.
+        self.call(foo, [inp], "warmup", [FakeTensor([4]), FakeTensor([4])])
+        self.assertEqual(self.trace.records[-2]["out"], ["foo_0_c4_0", "foo_0_c4_1_1"])
+        # Not an output's name: leading zeros, another function, no such call.
+        for name in ("foo_0_c03_1", "foo_0_c3_01", "bar_0_c1_0", "foo_0_c9_0", "foo_0_c1_2", "foo_0_c1"):
+            self.assertFalse(self.s._output_name_made(name), name)
+        self.assertTrue(self.s._output_name_made("foo_0_c1_1"))
+
     def test_steady_expects_share_one_record(self):
         """Equal expects of a steady replay are one record object; a
         different one (another checkpoint count, an error) is its own."""
