@@ -604,8 +604,9 @@ def fake_workload(fresh=False, train=False, layers=3):
     then the backward, called from a thread of the library's own
     (autograd's engine runs a GPU's backward in its device thread: no
     frame of the program's above it), on those activations and the
-    logits' gradient (an eager loss's backward's, new), handing out a gradient a parameter (held till the next
-    step); the activations let go after it.
+    logits' gradient (an eager loss's backward's, new), handing out a
+    gradient a parameter (held till the next step); the activations let
+    go after it.
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake

@@ -384,6 +384,24 @@ used_twice(PyObject *o)
     return compared(PyObject_CallMethodNoArgs(o, s_use_count), one, Py_GT);
 }
 
+/* Whether a cached output o (held here by one reference) is alive for
+ * sure by its count, as its tree wrapper's refcount check would find it
+ * (_Probe.alive's first branch): something besides the tree's cache and
+ * the two references of the look holds it, or with uses (USE_COUNT: the
+ * check counts c10's reference too) c10 does not hold it besides. 1, 0
+ * (not for sure: the tree is asked), -1. */
+static int
+count_says_alive(PyObject *o, int uses)
+{
+    Py_ssize_t n = py_refcount(o);
+    if (n != 4)
+        return n > 4;
+    if (!uses)
+        return 1;
+    int t = used_twice(o);
+    return t < 0 ? -1 : !t;
+}
+
 static int
 check_tuple(PyObject *t, Py_ssize_t n, const char *what)
 {
@@ -507,17 +525,13 @@ steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 Py_DECREF(pf);
                 goto error;
             }
-            Py_ssize_t n = o == Py_None ? 0 : py_refcount(o);
-            int dead = n <= 3;
-            if (!dead && n == 4 && uses) {
-                dead = used_twice(o);
-                if (dead < 0) {
-                    Py_DECREF(pf);
-                    goto error;
-                }
+            int alive = o == Py_None ? 0 : count_says_alive(o, uses);
+            if (alive < 0) {
+                Py_DECREF(pf);
+                goto error;
             }
             Py_CLEAR(o);
-            if (dead) {
+            if (!alive) {
                 Py_DECREF(pf);
                 goto no;
             }
@@ -969,30 +983,18 @@ polled_alive(PyObject *self, PyObject *polled)
         PyObject *r = PyTuple_GET_ITEM(item, 0), *uses = PyTuple_GET_ITEM(item, 1),
                  *alive = PyTuple_GET_ITEM(item, 2);
         if (r != Py_None) {
+            int u = PyObject_IsTrue(uses);
+            if (u < 0)
+                goto error;
             PyObject *o = deref(r);
             if (o == NULL)
                 goto error;
-            Py_ssize_t n = o == Py_None ? 0 : py_refcount(o);
+            int a = o == Py_None ? 0 : count_says_alive(o, u);
             Py_DECREF(o);
-            if (n > 4)
+            if (a < 0)
+                goto error;
+            if (a)
                 continue;
-            if (n == 4) {
-                /* alive for sure unless (uses and r()._use_count() > 1) */
-                int u = PyObject_IsTrue(uses);
-                if (u < 0)
-                    goto error;
-                if (!u)
-                    continue;
-                PyObject *o2 = deref(r);
-                if (o2 == NULL)
-                    goto error;
-                int t = used_twice(o2);
-                Py_DECREF(o2);
-                if (t < 0)
-                    goto error;
-                if (!t)
-                    continue;
-            }
         }
         int t = truth(PyObject_CallNoArgs(alive));
         if (t < 0)
@@ -1040,21 +1042,10 @@ entry_alive(PyObject *e)
                 if (r != 0) {
                     if ((wr = PyObject_GetAttr(probe, s_wr)) == NULL || (o = deref(wr)) == NULL)
                         goto done;
-                    if (o != Py_None) {
-                        Py_ssize_t n = py_refcount(o);
-                        if (n > 4) {
-                            t = 1;
-                            goto done;
-                        }
-                        if (n == 4) {
-                            int u = r == 2 ? used_twice(o) : 0; /* (USE_COUNT) */
-                            if (u < 0)
-                                goto done;
-                            if (!u) {
-                                t = 1;
-                                goto done;
-                            }
-                        }
+                    int a = o == Py_None ? 0 : count_says_alive(o, r == 2); /* (2: USE_COUNT) */
+                    if (a != 0) {
+                        t = a;
+                        goto done;
                     }
                 }
             }

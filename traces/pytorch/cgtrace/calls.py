@@ -20,6 +20,15 @@ _REPLAYED = ["replay"]
 _NO_NAMES = {}  # (never written: what by_storage.get gives for a storage it lacks)
 
 
+def _handed_out_as_is(e, o, w):
+    """Whether output o, which the tree does not wrap (w None), is the
+    object entry e names (not a call's output: a static input, as a
+    training forward hands out a weight it saves for the backward) in the
+    way _general_after keeps e's Fact for it: held, no tree wrapper."""
+    f = e.fact
+    return w is None and f.held and f.probe is not None and f.probe.tree_ref is None and f.obj_ref() is o
+
+
 class _Calls:
     """Recorder's general path of a call."""
 
@@ -360,13 +369,11 @@ class _Calls:
             f = e.fact
             oid = id(o)
             if e.kind != "out":
-                # A static input handed out as is (a training forward's
-                # weight, saved for the backward; a plan.mixed one's): the
-                # tree wraps it not, _general_after keeps the Fact of the
-                # name its object has (the parameter's), and _bind_outputs
-                # binds the output's name to it and drops it at once.
-                if (w is not None or f.obj_ref() is not o or not f.held or f.probe is None
-                        or f.probe.tree_ref is not None or by_obj_entry.get(oid) is not e
+                # A static input handed out as is (a plan.mixed one's):
+                # _general_after keeps the Fact of the name its object has
+                # (the parameter's), and _bind_outputs binds the output's
+                # name to it and drops it at once.
+                if (not _handed_out_as_is(e, o, w) or by_obj_entry.get(oid) is not e
                         or live.get(e.name) is not e):
                     return False
                 through = True
@@ -509,12 +516,14 @@ class _Calls:
         entries, names = [], []
         for o, w in zip(out, wrappers):
             e = session.by_obj_entry.get(id(o))
-            f = e.fact if e is not None else None
-            if (w is None and f is not None and e.kind != "out" and f.held and f.probe is not None
-                    and f.probe.tree_ref is None and f.obj_ref() is o and e not in entries):
-                pass  # (a static input handed out as is, named as itself: a mixed plan's)
-            elif (e is None or e.kind != "out" or f.probe is None or f.obj_ref() is not o
-                    or f.probe.tree_ref is not w or w is None or f.held or e in entries):
+            if e is None or e in entries:
+                ok = False
+            elif e.kind != "out":
+                ok = _handed_out_as_is(e, o, w)  # (a mixed plan's)
+            else:
+                f = e.fact
+                ok = f.probe is not None and f.obj_ref() is o and f.probe.tree_ref is w and w is not None and not f.held
+            if not ok:
                 # (An output the tree does not wrap, or named otherwise: a
                 # partial plan, which keeps where the calls come from.)
                 entries, names = [], []

@@ -139,7 +139,7 @@ class _Deferred:
         each call as it lands)."""
         session = self.session
         memo = fs.memo
-        if (plan.partial or plan.mixed or self.follow or plan.head is None or plan.call_end() is None or memo is None
+        if (plan.partial or self.follow or plan.head is None or plan.call_end() is None or memo is None
                 or memo[2] != session.epoch
                 or memo[3] is not plan.args or fs.last_args is not plan.args
                 or got[1]() is not mgr):
@@ -153,7 +153,7 @@ class _Deferred:
         watch = session._watch
         if not plan.argset.isdisjoint(watch):
             return False
-        for e, name in zip(plan.entries, plan.names):
+        for e, name in zip(plan.entries, plan.names):  # (a mixed plan's input entry: held, no tree wrapper)
             f = e.fact
             same = session.by_storage.get(f.storage)
             if (e.name is not name or session.entries.get(name) is not e or f.held

@@ -52,6 +52,18 @@ def _write_steps(session, recs, groups, steps):
     session.counts["steps"] += steps
 
 
+def _polled_dead(session, inputs):
+    """The polled names dead now, each (None, its entry), as _write_steps
+    takes a group of deaths; None when none is, DECLINED when one of them
+    is an entry of inputs (the general path names that input anew)."""
+    dead = session.watch_dead(session._watch.values()) if session._watch else None
+    if dead is None:
+        return None
+    if not set(map(id, dead)).isdisjoint(map(id, inputs)):
+        return DECLINED
+    return [(None, e) for e in dead]
+
+
 class _Fresh:
     """Recorder's short path before a call with new inputs."""
 
@@ -263,13 +275,9 @@ class _Fresh:
             return None
         # The polled names dead now, as _check_fresh finds them (none while
         # calls are queued: the queue's session has not forgotten them).
-        polled = None
-        dead = session.watch_dead(session._watch.values()) if session._watch else None
-        if dead is not None:
-            if fq or not set(map(id, dead)).isdisjoint(map(id, cand)):
-                return None
-            polled = [(None, e) for e in dead]
-        dead = e = None
+        polled = _polled_dead(session, cand)
+        if polled is DECLINED or (fq and polled is not None):
+            return None
         # The deaths since the last event, each an object whose storage is
         # gone, by the step before which its del comes (_check_fresh's):
         # a named tensor's (its entry), or a deferred call's new input's
@@ -514,7 +522,6 @@ class _Fresh:
         # the frame plan.src_d frames past the one that called the tree's
         # _run, of the same code, at a line they saw.
         mine = self._own_file
-        f = None
         if plan.src_code is None:
             # Its calls had no src (a backward autograd's engine runs in
             # its device thread: no frame of the program's above it): none
@@ -523,21 +530,22 @@ class _Fresh:
             if not self._no_src_frame(first_outside(sys._getframe(4), mine)):
                 return None
             src = at = None
-        elif self._via_run:
-            # Frame 4 is the _run wrapper, which called _on_run itself: the
-            # frame past it found without making a frame object of each
-            # one between (torch's own, on a GPU: src_d of them), when it
-            # is not this package's (else the walk below).
-            f = sys._getframe(5)
-            path = f.f_code.co_filename
-            own = mine.get(path)
-            if own is None:
-                own = mine[path] = path.startswith(_PKG_DIR)
-            if own:
-                f = None
-            elif plan.src_d:
-                f = sys._getframe(5 + plan.src_d)  # (ValueError past the stack's top: the general path's)
-        if plan.src_code is not None:
+        else:
+            f = None
+            if self._via_run:
+                # Frame 4 is the _run wrapper, which called _on_run itself:
+                # the frame past it found without making a frame object of
+                # each one between (torch's own, on a GPU: src_d of them),
+                # when it is not this package's (else the walk below).
+                f = sys._getframe(5)
+                path = f.f_code.co_filename
+                own = mine.get(path)
+                if own is None:
+                    own = mine[path] = path.startswith(_PKG_DIR)
+                if own:
+                    f = None
+                elif plan.src_d:
+                    f = sys._getframe(5 + plan.src_d)  # (ValueError past the stack's top: the general path's)
             if f is None:
                 # (past _fresh_before, _record_call, _on_run: this package's)
                 f = first_outside(sys._getframe(4), mine)
@@ -546,10 +554,10 @@ class _Fresh:
                         break
                     f = f.f_back
             src = plan.src_of(f) if f is not None and f.f_code is plan.src_code() else None
-            at = (plan.src_d, plan.src_code)
             f = None
             if src is None:
                 return None
+            at = (plan.src_d, plan.src_code)
         got = self._fresh_inputs(fs, cand, new_inputs)
         if got is None:
             return None
@@ -585,13 +593,9 @@ class _Fresh:
         # named objects that died since the last event, each with its
         # storage gone (so dead as the poll finds it), by the step before
         # which _catch_up_steps writes its del (steps alone when none).
-        polled = None
-        dead = session.watch_dead(session._watch.values()) if session._watch else None
-        if dead is not None:
-            if not set(map(id, dead)).isdisjoint(map(id, last)):
-                return None
-            polled = [(None, e) for e in dead]
-        dead = e = None
+        polled = _polled_dead(session, last)
+        if polled is DECLINED:
+            return None
         groups = None if polled is None else {-1: 0, 0: polled}
         dead = session._dead_objs
         if dead:

@@ -62,7 +62,6 @@ class Session(_Names, _Deaths):
         # as a `saved` record of it (_saved_name).
         self._dead_cached = {}
         self._argset = None  # (an args list, the set of its names), for _flush_dead
-        self.fn_names = set()
         self._fs_by_name = {}  # a function's trace name -> its _FnState
         # The names given so far but the calls' outputs' (which are unique
         # by their making: _Names._output_name_made).
@@ -162,10 +161,9 @@ class Session(_Names, _Deaths):
             name = sanitize(info.base, "fn")
             name = "%s_%s" % (name, info.key[-1]) if isinstance(info.key, tuple) else "%s_%s" % (name, info.key)
             base, n = name, 0
-            while name in self.fn_names:
+            while name in self._fs_by_name:
                 n += 1
                 name = "%s_%d" % (base, n)
-            self.fn_names.add(name)
             st = _FnState(name, info)
             self.fns[info.key] = st
             self._fs_by_name[name] = st

@@ -141,7 +141,7 @@ class _ReplayPlan:
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
                  "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
-                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti", "partial", "mixed")
+                 "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
         self.node_ref = weakref.ref(node)  # weak: a plan never keeps a graph alive
@@ -150,20 +150,6 @@ class _ReplayPlan:
         self.ekey, self.expect = ekey, expect
         self.expect_line = None  # its line, once a deferred replay wrote it (exp_line)
         self.entries = entries  # tuple of _Entry, by output position
-        # A partial plan has no entries: a replay one of whose outputs is
-        # no cached output the tree wraps, named by its object (a training
-        # forward hands out inputs it saves for the backward as outputs:
-        # a weight as is, the batch). Only where its calls come from is
-        # kept, for the fresh path's checks before a call (Recorder.
-        # _check_fresh); _fast_after, the deferred replays and the queue
-        # take none of its calls (no entries to rename).
-        self.partial = not entries
-        # A mixed plan's entries include a static input handed out as is
-        # (a training forward's weight): its name is the input's, and its
-        # output's is bound and dropped at every call. Only _fast_after's
-        # binding route takes its calls, not the deferred replays or the
-        # queue, which rename a cached output in place.
-        self.mixed = any(e.kind != "out" for e in entries)
         self.names = names  # tuple of their names after the last call
         self.prefix = fn + "_c"
         self.suffixes = tuple("_%d" % i for i in range(len(entries)))
@@ -198,6 +184,26 @@ class _ReplayPlan:
         # function or a script's top level (src_of).
         self.src_lasti = {}
         self.set_args(args)
+
+    @property
+    def partial(self):
+        """A partial plan has no entries: a replay one of whose outputs is
+        no cached output the tree wraps, named by its object (a training
+        forward hands out inputs it saves for the backward as outputs: a
+        weight as is, the batch). Only where its calls come from is kept,
+        for the fresh path's checks before a call (Recorder._check_fresh);
+        _fast_after, the deferred replays and the queue take none of its
+        calls (no entries to rename)."""
+        return not self.entries
+
+    @property
+    def mixed(self):
+        """A mixed plan's entries include a static input handed out as is
+        (a training forward's weight): its name is the input's, and its
+        output's is bound and dropped at every call. Only _fast_after's
+        binding route takes its calls, not the deferred replays or the
+        queue, which rename a cached output in place."""
+        return any(e.kind != "out" for e in self.entries)
 
     def src_of(self, f):
         """The src a general call saw at frame f's line (f of the src's
