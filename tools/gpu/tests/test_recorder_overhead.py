@@ -450,18 +450,16 @@ class MeasureTest(unittest.TestCase):
     @unittest.skipUnless(hasattr(sys, "monitoring"), "--why watches the checks through Python 3.12's sys.monitoring")
     def test_why_names_the_lines_that_declined(self):
         # --why on the stand-in's training step: both calls of nearly
-        # every step on a fresh path, the backward's (in the engine's
-        # thread) through _fresh_call, the forward's (a partial plan: it
-        # hands out weights as is) through _check_fresh; the few declines
-        # named by line and function.
+        # every step through _fresh_call, the backward's in the engine's
+        # thread, the forward's by a mixed plan (it hands out weights as
+        # is); the few declines named by line and function.
         step, sync, restore = ro.fake_workload(train=True)
         try:
             res = ro.fresh_declines(step, sync, 40, warm=5)
         finally:
             restore()
-        self.assertGreaterEqual(res["_fresh_call"]["calls"], 39)
-        self.assertGreaterEqual(res["_check_fresh"]["calls"], 39)
-        self.assertGreater(res["counters"]["fresh_calls"], 75)  # (of 80 calls)
+        self.assertGreaterEqual(res["_fresh_call"]["calls"], 75)  # (of 80 calls)
+        self.assertGreater(res["counters"]["lean_fresh_calls"], 70)
         for line in res["_check_fresh"]["declined"]:
             self.assertRegex(line, r"^fresh\.py:\d+: return None")
         out = io.StringIO()
