@@ -25,7 +25,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 5
+#define API_VERSION 6
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -59,6 +59,8 @@ static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_i
     *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore, *s_getattribute, *s_setattr;
 /* watch_dead's: the attributes of a polled name it reads. */
 static PyObject *s_fact, *s_probe, *s_tree_ref, *s_extra_ref_check, *s_check, *s_rule, *s_wr, *s_alive;
+/* bind_all's and forget_all's: an entry's and a Fact's slots. */
+static PyObject *s_obj_id, *s_in_memo, *s_storage, *s_view_key, *s_held;
 
 static PyObject *zero, *one;
 
@@ -138,7 +140,9 @@ typedef struct {
 #define SLOT_NAMES(X)                                                                                 \
     X(steady) X(lfid) X(lean) X(mark_counter) X(left) X(node) X(other) X(src_code) X(src_d)              \
     X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid) X(pwr)      \
-    X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)
+    X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)     \
+    X(b_name) X(b_fact) X(b_kind) X(b_order) X(b_obj_id) X(b_wr) X(b_in_memo) X(b_storage) X(b_view_key) \
+    X(b_obj_ref) X(b_held)
 #define SLOT_ENUM(n) SL_##n,
 enum { SLOT_NAMES(SLOT_ENUM) SLOT_COUNT };
 static Slot slots[SLOT_COUNT];
@@ -1095,6 +1099,289 @@ error:
     Py_DECREF(it);
     Py_XDECREF(dead);
     return NULL;
+}
+
+/* ---- The session's names bound and unbound (names.bind_all, forget_all) ----
+ *
+ * A training step binds each output of its two calls anew and forgets
+ * each one when it dies: at 64 layers, 192 of each a step, each a dozen
+ * dict operations and an entry made, 1 to 2 us a pair in Python on the
+ * stand-in (BENCHMARKS.md, session 22). The same operations in the same
+ * order here; the maps are Session._name_maps()'s. */
+
+enum { M_ENTRIES, M_BY_STORAGE, M_OUT_STORAGE, M_BY_OBJ, M_BY_OBJ_ENTRY, M_BY_VIEW, M_WATCH, M_HELD_WR,
+       M_DIED, M_ENTRY, M_LEN };
+
+/* maps' first need items into m (borrowed), its dicts checked: 0, -1. */
+static int
+name_maps(PyObject *maps, PyObject **m, Py_ssize_t need)
+{
+    if (!PyTuple_CheckExact(maps) || PyTuple_GET_SIZE(maps) < need) {
+        PyErr_Format(PyExc_TypeError, "maps: a tuple of at least %zd", need);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < need; i++) {
+        m[i] = PyTuple_GET_ITEM(maps, i);
+        if (i < M_DIED && !PyDict_CheckExact(m[i])) {
+            PyErr_Format(PyExc_TypeError, "maps[%zd]: a dict, not %.100s", i, Py_TYPE(m[i])->tp_name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* del d[key] when d has it: 0, -1. */
+static int
+dict_discard(PyObject *d, PyObject *key)
+{
+    int t = PyDict_Contains(d, key);
+    return t > 0 ? PyDict_DelItem(d, key) : t;
+}
+
+/* Whether d.get(key) == v (d a dict): 1, 0, -1. */
+static int
+dict_has(PyObject *d, PyObject *key, PyObject *v)
+{
+    PyObject *x = PyDict_GetItemWithError(d, key);
+    if (x == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(x);
+    int t = PyObject_RichCompareBool(x, v, Py_EQ);
+    Py_DECREF(x);
+    return t;
+}
+
+/* entry(name, fact, kind, order), as state._Entry's __init__ makes it,
+ * without its Python frame: a class whose instances object.__new__
+ * makes gets its seven slots set here (test_fastpath holds them to
+ * __init__'s); any other is called. New reference. */
+static PyObject *
+new_entry(PyObject *entry, PyObject *name, PyObject *fact, PyObject *kind, PyObject *order)
+{
+    if (!PyType_Check(entry) || ((PyTypeObject *)entry)->tp_new != PyBaseObject_Type.tp_new) {
+        PyObject *args[4] = {name, fact, kind, order};
+        return PyObject_Vectorcall(entry, args, 4, NULL);
+    }
+    PyTypeObject *tp = (PyTypeObject *)entry;
+    PyObject *e = tp->tp_alloc(tp, 0);
+    if (e == NULL)
+        return NULL;
+    if (sset(e, &slots[SL_b_name], s_name, name) < 0 || sset(e, &slots[SL_b_fact], s_fact, fact) < 0
+        || sset(e, &slots[SL_b_kind], s_kind, kind) < 0 || sset(e, &slots[SL_b_order], s_order, order) < 0
+        || sset(e, &slots[SL_b_in_memo], s_in_memo, Py_False) < 0
+        || sset(e, &slots[SL_b_obj_id], s_obj_id, Py_None) < 0 || sset(e, &slots[SL_b_wr], s_wr, Py_None) < 0) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* One binding of bind_all: name to fact (kind, the new entry's order;
+ * out: kind is "out"). 0, -1. */
+static int
+bind_one(PyObject **m, PyObject *name, PyObject *fact, PyObject *kind, int out, int takeover, Py_ssize_t order)
+{
+    PyObject *ord = PyLong_FromSsize_t(order), *e = NULL, *st = NULL, *ref = NULL, *obj = NULL, *id = NULL,
+             *vk = NULL, *wr = NULL;
+    int rc = -1, held;
+    if (ord == NULL || (e = new_entry(m[M_ENTRY], name, fact, kind, ord)) == NULL
+        || PyDict_SetItem(m[M_ENTRIES], name, e) < 0 || (st = sget(fact, &slots[SL_b_storage], s_storage)) == NULL)
+        goto done;
+    /* by_storage.setdefault(st, {})[name] = e */
+    PyObject *same = PyDict_GetItemWithError(m[M_BY_STORAGE], st);
+    if (same == NULL) {
+        if (PyErr_Occurred() || (same = PyDict_New()) == NULL)
+            goto done;
+        int t = PyDict_SetItem(m[M_BY_STORAGE], st, same);
+        Py_DECREF(same); /* (by_storage holds it) */
+        if (t < 0)
+            goto done;
+    }
+    if (PyObject_SetItem(same, name, e) < 0)
+        goto done;
+    if (out && PyDict_SetDefault(m[M_OUT_STORAGE], st, name) == NULL)
+        goto done;
+    if ((ref = sget(fact, &slots[SL_b_obj_ref], s_obj_ref)) == NULL)
+        goto done;
+    if (ref != Py_None) {
+        if ((obj = PyObject_CallNoArgs(ref)) == NULL)
+            goto done;
+        if (obj == Py_None)
+            Py_CLEAR(obj);
+    }
+    if (takeover) {
+        if (obj != NULL) {
+            if ((id = PyLong_FromVoidPtr(obj)) == NULL || PyDict_SetItem(m[M_BY_OBJ], id, name) < 0
+                || PyDict_SetItem(m[M_BY_OBJ_ENTRY], id, e) < 0 || sset(e, &slots[SL_b_obj_id], s_obj_id, id) < 0)
+                goto done;
+        }
+        if ((vk = sget(fact, &slots[SL_b_view_key], s_view_key)) == NULL || PyDict_SetItem(m[M_BY_VIEW], vk, name) < 0)
+            goto done;
+    }
+    if ((held = truth(sget(fact, &slots[SL_b_held], s_held))) < 0)
+        goto done;
+    if (held && obj != NULL) {
+        /* Alive for sure while its object is: polled only once the weak
+         * reference's callback says the object died. */
+        Py_CLEAR(id);
+        if ((wr = PyWeakref_NewRef(obj, m[M_DIED])) == NULL || sset(e, &slots[SL_b_wr], s_wr, wr) < 0
+            || (id = PyLong_FromVoidPtr(wr)) == NULL || PyDict_SetItem(m[M_HELD_WR], id, name) < 0)
+            goto done;
+    }
+    else if (PyDict_SetItem(m[M_WATCH], name, e) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(ord);
+    Py_XDECREF(e);
+    Py_XDECREF(st);
+    Py_XDECREF(ref);
+    Py_XDECREF(obj);
+    Py_XDECREF(id);
+    Py_XDECREF(vk);
+    Py_XDECREF(wr);
+    return rc;
+}
+
+/* fastpath.bind_all(maps, names, facts, kind, takeover, order): names.py's. */
+static PyObject *
+bind_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(6, "bind_all");
+    PyObject *m[M_LEN];
+    if (name_maps(args[0], m, M_LEN) < 0)
+        return NULL;
+    Py_ssize_t order = PyLong_AsSsize_t(args[5]);
+    int takeover = PyObject_IsTrue(args[4]);
+    if ((order == -1 && PyErr_Occurred()) || takeover < 0)
+        return NULL;
+    PyObject *names = PySequence_Fast(args[1], "bind_all: names"), *facts = NULL, *r = NULL;
+    if (names == NULL || (facts = PySequence_Fast(args[2], "bind_all: facts")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(names);
+    if (PySequence_Fast_GET_SIZE(facts) != n) {
+        PyErr_Format(PyExc_ValueError, "bind_all: %zd names, %zd facts", n, PySequence_Fast_GET_SIZE(facts));
+        goto done;
+    }
+    int out = PyObject_RichCompareBool(args[3], s_out, Py_EQ);
+    if (out < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (bind_one(m, PySequence_Fast_GET_ITEM(names, i), PySequence_Fast_GET_ITEM(facts, i), args[3], out,
+                     takeover, order + 1 + i) < 0)
+            goto done;
+    r = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(facts);
+    return r;
+}
+
+/* One name of forget_all: 0, -1. */
+static int
+forget_one(PyObject **m, PyObject *name)
+{
+    PyObject *e = PyDict_GetItemWithError(m[M_ENTRIES], name), *fact = NULL, *st = NULL, *same = NULL,
+             *wr = NULL, *id = NULL, *vk = NULL, *kind = NULL, *other = NULL;
+    int rc = -1, t;
+    if (e == NULL) {
+        if (!PyErr_Occurred()) {
+            PyObject *err = PyObject_CallOneArg(PyExc_KeyError, name);
+            if (err != NULL) {
+                PyErr_SetObject(PyExc_KeyError, err);
+                Py_DECREF(err);
+            }
+        }
+        return -1;
+    }
+    Py_INCREF(e);
+    if (PyDict_DelItem(m[M_ENTRIES], name) < 0 || (fact = sget(e, &slots[SL_b_fact], s_fact)) == NULL
+        || (st = sget(fact, &slots[SL_b_storage], s_storage)) == NULL)
+        goto done;
+    /* same = by_storage.get(st); same.pop(name, None); an empty one dropped */
+    same = PyDict_GetItemWithError(m[M_BY_STORAGE], st);
+    if (same == NULL && PyErr_Occurred())
+        goto done;
+    Py_XINCREF(same);
+    if (same != NULL) {
+        if (!PyDict_Check(same)) {
+            PyErr_SetString(PyExc_TypeError, "by_storage: a dict of dicts");
+            goto done;
+        }
+        if (dict_discard(same, name) < 0 || (PyDict_GET_SIZE(same) == 0 && PyDict_DelItem(m[M_BY_STORAGE], st) < 0))
+            goto done;
+    }
+    if (dict_discard(m[M_WATCH], name) < 0 || (wr = sget(e, &slots[SL_b_wr], s_wr)) == NULL)
+        goto done;
+    if (wr != Py_None && ((id = PyLong_FromVoidPtr(wr)) == NULL || dict_discard(m[M_HELD_WR], id) < 0))
+        goto done;
+    Py_CLEAR(id);
+    if ((vk = sget(fact, &slots[SL_b_view_key], s_view_key)) == NULL || (t = dict_has(m[M_BY_VIEW], vk, name)) < 0
+        || (t && PyDict_DelItem(m[M_BY_VIEW], vk) < 0))
+        goto done;
+    if ((t = dict_has(m[M_OUT_STORAGE], st, name)) < 0)
+        goto done;
+    if (t) {
+        /* The storage's output name passes to the first output left over it. */
+        if (PyDict_DelItem(m[M_OUT_STORAGE], st) < 0)
+            goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *o;
+        while (same != NULL && PyDict_Next(same, &pos, &k, &o)) {
+            Py_INCREF(o);
+            kind = sget(o, &slots[SL_b_kind], s_kind);
+            t = kind == NULL ? -1 : PyObject_RichCompareBool(kind, s_out, Py_EQ);
+            Py_CLEAR(kind);
+            if (t > 0 && (other = sget(o, &slots[SL_b_name], s_name)) == NULL)
+                t = -1;
+            Py_DECREF(o);
+            if (t < 0)
+                goto done;
+            if (t) {
+                if (PyDict_SetItem(m[M_OUT_STORAGE], st, other) < 0)
+                    goto done;
+                break;
+            }
+        }
+    }
+    if ((id = sget(e, &slots[SL_b_obj_id], s_obj_id)) == NULL)
+        goto done;
+    if (id != Py_None) {
+        if ((t = dict_has(m[M_BY_OBJ], id, name)) < 0
+            || (t && (PyDict_DelItem(m[M_BY_OBJ], id) < 0 || PyDict_DelItem(m[M_BY_OBJ_ENTRY], id) < 0)))
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(e);
+    Py_XDECREF(fact);
+    Py_XDECREF(st);
+    Py_XDECREF(same);
+    Py_XDECREF(wr);
+    Py_XDECREF(id);
+    Py_XDECREF(vk);
+    Py_XDECREF(other);
+    return rc;
+}
+
+/* fastpath.forget_all(maps, names): names.py's. */
+static PyObject *
+forget_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "forget_all");
+    PyObject *m[M_LEN];
+    if (name_maps(args[0], m, M_HELD_WR + 1) < 0)
+        return NULL;
+    PyObject *names = PySequence_Fast(args[1], "forget_all: names");
+    if (names == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0, n = PySequence_Fast_GET_SIZE(names); i < n; i++)
+        if (forget_one(m, PySequence_Fast_GET_ITEM(names, i)) < 0) {
+            Py_DECREF(names);
+            return NULL;
+        }
+    Py_DECREF(names);
+    Py_RETURN_NONE;
 }
 
 /* One death of fresh_deaths: the queued call or entry wr's death may be
@@ -2520,6 +2807,8 @@ static PyMethodDef methods[] = {
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
     {"watch_dead", watch_dead, METH_O, "fastpath.watch_dead, in C."},
+    FASTCALL(bind_all, "names.bind_all, in C."),
+    FASTCALL(forget_all, "names.forget_all, in C."),
     FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
     FASTCALL(fresh_queue, "fastpath.fresh_queue, in C."),
     FASTCALL(replay_lines, "fastpath.replay_lines, in C."),
@@ -2828,6 +3117,11 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_del_head, "{\"op\": \"del\", \"names\": [\"");
     INTERN(s_del_tail, "\"]}\n");
     INTERN(s_nl, "\n");
+    INTERN(s_obj_id, "obj_id");
+    INTERN(s_in_memo, "in_memo");
+    INTERN(s_storage, "storage");
+    INTERN(s_view_key, "view_key");
+    INTERN(s_held, "held");
     INTERN(s_empty, "");
     INTERN(s_underscore, "_");
     INTERN(s_getattribute, "__getattribute__");

@@ -427,10 +427,7 @@ class _Calls:
                 # names died since): what _bind_outputs does for objects
                 # nothing names (the deaths since only forgot names),
                 # each bound anew, none dropped or renamed.
-                bind = session._bind
-                for n, e in zip(outs, entries):
-                    bind(n, e.fact, "out")
-                e = None
+                session._bind_many(outs, [e.fact for e in entries], "out")
             else:
                 session._bind_outputs(outs, [e.fact for e in entries])
             now = tuple(map(by_obj_entry.get, map(id, out)))

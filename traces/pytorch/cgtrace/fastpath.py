@@ -33,6 +33,9 @@ against these in tests/test_fastpath.py):
   handle, its data pointer or None), or None.
 - polled_alive(polled): every polled name of a lean fresh call alive.
 - watch_dead(entries): the session's polled names dead now.
+- bind_all(maps, names, facts, kind, takeover, order) and
+  forget_all(maps, names): the session's names bound and unbound, each
+  in every map that finds it (names.py).
 - fresh_deaths(dead_objs, k, fq_wrs, held, entries, mc, steps): the
   deaths since its last call, each one the queue may write, by step.
 - fresh_queue(ctx, a, mgr, new_inputs): a lean fresh call checked with
@@ -51,6 +54,7 @@ import weakref
 from ._pycompat import op_call
 from .deferred import _STEP_LINES, _call_tail
 from .liveness import watch_dead  # noqa: F401 (the Python of the C's watch_dead: the session's own)
+from .names import bind_all, forget_all  # noqa: F401 (the Python of the C's: the session's own)
 
 _is, _call = operator.is_, op_call
 _refcount, _getframe = sys.getrefcount, sys._getframe
@@ -58,7 +62,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 5
+API = 6
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \

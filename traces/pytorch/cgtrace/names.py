@@ -17,6 +17,80 @@ _ORDER = operator.attrgetter("order")  # (dels in binding order)
 _OUTPUT_NAME = re.compile(r"(.+)_c([0-9]+)_([0-9]+)")
 
 
+def bind_all(maps, names, facts, kind, takeover, order):
+    """Binds each name to its Fact as the kind given (Session._bind's
+    work, for names and facts of one length), the entries numbered
+    order + 1, order + 2, ...: the entry made, the maps that find it (by
+    name, storage, object, view; its storage's output name for an "out"),
+    and either the weak reference whose callback says its object died
+    (a held Fact: alive while its object is) or a place among the polled
+    names. With takeover, later lookups of the object and view find the
+    new name. maps: Session._name_maps(). The Python of the C's
+    bind_all (fastpath.py), which the recorder puts in its place."""
+    entries, by_storage, out_storage, by_obj, by_obj_entry, by_view, watch, held_wr, died, entry = maps
+    if len(names) != len(facts):
+        raise ValueError("bind_all: %d names, %d facts" % (len(names), len(facts)))
+    out = kind == "out"
+    for name, fact in zip(names, facts):
+        order += 1
+        e = entry(name, fact, kind, order)
+        entries[name] = e
+        st = fact.storage
+        by_storage.setdefault(st, {})[name] = e
+        if out:
+            out_storage.setdefault(st, name)
+        ref = fact.obj_ref
+        obj = ref() if ref is not None else None
+        if takeover:
+            if obj is not None:
+                i = id(obj)
+                by_obj[i] = name
+                by_obj_entry[i] = e
+                e.obj_id = i
+            by_view[fact.view_key] = name
+        if fact.held and obj is not None:
+            # Alive for sure while its object is: polled only once a
+            # weakref callback says the object died.
+            e.wr = wr = weakref.ref(obj, died)
+            held_wr[id(wr)] = name
+        else:
+            watch[name] = e
+        obj = None
+
+
+def forget_all(maps, names):
+    """Unbinds each name in turn (Session._forget's work): its entry out
+    of every map bind_all put it in; its storage's output name passed to
+    another output over the storage, if one is left; KeyError for a name
+    not bound. The Python of the C's forget_all (fastpath.py)."""
+    entries, by_storage, out_storage, by_obj, by_obj_entry, by_view, watch, held_wr = maps[:8]
+    for name in names:
+        e = entries.pop(name)
+        fact = e.fact
+        st = fact.storage
+        same = by_storage.get(st)
+        if same is not None:
+            same.pop(name, None)
+            if not same:
+                del by_storage[st]
+        watch.pop(name, None)
+        if e.wr is not None:
+            held_wr.pop(id(e.wr), None)
+        k = fact.view_key
+        if by_view.get(k) == name:
+            del by_view[k]
+        if out_storage.get(st) == name:
+            del out_storage[st]
+            if same:
+                other = next((o.name for o in same.values() if o.kind == "out"), None)
+                if other is not None:
+                    out_storage[st] = other
+        i = e.obj_id
+        if i is not None and by_obj.get(i) == name:
+            del by_obj[i]
+            del by_obj_entry[i]
+
+
 class _Names:
     """Session's naming of tensors: fresh names, bindings, lookups, views,
     and the renaming of outputs."""
@@ -69,29 +143,29 @@ class _Names:
     def _bind(self, name, fact, kind, takeover=True):
         """Names a tensor. With takeover, later lookups of this object and
         view find this name; without, the name is a passing alias and the
-        older name keeps representing the tensor."""
-        self.order += 1
+        older name keeps representing the tensor (bind_all)."""
+        order = self.order
+        self.order = order + 1
         self.epoch += 1
-        e = _Entry(name, fact, kind, self.order)
-        self.entries[name] = e
-        self.by_storage.setdefault(fact.storage, {})[name] = e
-        if kind == "out":
-            self.out_storage.setdefault(fact.storage, name)
-        obj = fact.obj_ref() if fact.obj_ref is not None else None
-        if takeover:
-            if obj is not None:
-                self.by_obj[id(obj)] = name
-                self.by_obj_entry[id(obj)] = e
-                e.obj_id = id(obj)
-            self.by_view[fact.view_key] = name
-        if fact.held and obj is not None:
-            # Alive for sure while its object is: polled only once a
-            # weakref callback says the object died.
-            e.wr = weakref.ref(obj, self._died)
-            self._held_wr[id(e.wr)] = name
-        else:
-            self._watch[name] = e
-        return e
+        self._bind_all(self._maps or self._name_maps(), (name,), (fact,), kind, takeover, order)
+
+    def _bind_many(self, names, facts, kind):
+        """_bind(name, fact, kind) for each in turn, in one call of
+        bind_all (a training step's outputs, all bound anew)."""
+        n = len(names)
+        order = self.order
+        self.order = order + n
+        self.epoch += n
+        self._bind_all(self._maps or self._name_maps(), names, facts, kind, True, order)
+
+    def _name_maps(self):
+        """The maps bind_all and forget_all keep, and what they bind with
+        (the weak references' callback, the entries' class): built at the
+        first binding, after the recorder put its _died in place (and
+        dropped again whenever it does)."""
+        self._maps = (self.entries, self.by_storage, self.out_storage, self.by_obj, self.by_obj_entry,
+                      self.by_view, self._watch, self._held_wr, self._died, _Entry)
+        return self._maps
 
     def _died(self, wr):
         # Runs wherever the object dies (inside PyTorch, in the GC): only
@@ -99,28 +173,13 @@ class _Names:
         self._dead_objs.append((wr, self.clock() if self.clock is not None else 0))
 
     def _forget(self, name):
-        e = self.entries.pop(name)
         self.epoch += 1
-        same = self.by_storage.get(e.fact.storage)
-        if same is not None:
-            same.pop(name, None)
-            if not same:
-                del self.by_storage[e.fact.storage]
-        self._watch.pop(name, None)
-        if e.wr is not None:
-            self._held_wr.pop(id(e.wr), None)
-        k = e.fact.view_key
-        if self.by_view.get(k) == name:
-            del self.by_view[k]
-        if self.out_storage.get(e.fact.storage) == name:
-            del self.out_storage[e.fact.storage]
-            if same:
-                other = next((o.name for o in same.values() if o.kind == "out"), None)
-                if other is not None:
-                    self.out_storage[e.fact.storage] = other
-        if e.obj_id is not None and self.by_obj.get(e.obj_id) == name:
-            del self.by_obj[e.obj_id]
-            del self.by_obj_entry[e.obj_id]
+        self._forget_all(self._maps or self._name_maps(), (name,))
+
+    def _forget_many(self, names):
+        """_forget(name) for each in turn, in one call of forget_all."""
+        self.epoch += len(names)
+        self._forget_all(self._maps or self._name_maps(), names)
 
     def lookup(self, fact):
         """The live name that holds this tensor, if any: the same Python
@@ -316,8 +375,7 @@ class _Names:
             names = drop
         else:
             return
-        for n in drop:
-            self._forget(n)
+        self._forget_many(drop)
         self.counts["dels"] += len(names)
         _add_del(self.trace, names)
 
@@ -445,8 +503,7 @@ class _Deaths:
         for e in dead:
             if e.kind == "out" and _cached_output(e.fact):
                 self._dead_cached[e.fact.view_key] = e
-        for n in names:
-            self._forget(n)
+        self._forget_many(names)
         self.counts["dels"] += len(names)
         _add_del(self.trace, names)
 

@@ -282,6 +282,11 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
                 self.session._died = died(self.session._dead_objs, self.session.clock)
             # The polled names' scan at every event, in C where it was built.
             self.session.watch_dead = getattr(self._checks, "watch_dead", self.session.watch_dead)
+            # A name's binding and unbinding too (a training step's hundreds
+            # of outputs), their maps made again with the _died above.
+            self.session._bind_all = getattr(self._checks, "bind_all", self.session._bind_all)
+            self.session._forget_all = getattr(self._checks, "forget_all", self.session._forget_all)
+            self.session._maps = None
             M = self._save_entry_points(torch, cgt)
             self._install_tree(torch, cgt, M)
         except Exception as e:

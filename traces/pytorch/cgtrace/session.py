@@ -9,7 +9,7 @@ import re
 
 from .jsonl import _STEP, SMALL_TENSOR, encode_record
 from .liveness import watch_dead
-from .names import _Deaths, _Names
+from .names import _Deaths, _Names, bind_all, forget_all
 from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
 from .state import _FnState, _fact_positions, _known_name
 
@@ -46,6 +46,12 @@ class Session(_Names, _Deaths):
         # Those of them dead now (liveness.watch_dead; the recorder's C
         # one where it was built: a loop's polled names at every event).
         self.watch_dead = watch_dead
+        # The bindings' work (names.bind_all, forget_all; the recorder's
+        # C ones where it was built: a training step binds and forgets
+        # each of its hundreds of outputs), and the maps they keep
+        # (_name_maps, made at the first binding).
+        self._bind_all, self._forget_all = bind_all, forget_all
+        self._maps = None
         # id(weakref) -> name, for names alive while their object is. Keyed
         # by id: a weakref hashes and compares as its live object does, and
         # two names of one tensor (a parameter a forward returns) would

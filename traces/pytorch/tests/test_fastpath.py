@@ -462,6 +462,95 @@ class FastPathTest(BuiltTest):
         finally:
             fake.remove_fake_torch(saved)
 
+    def test_bind_all_and_forget_all(self):
+        # The same random bindings and unbindings on two sets of a
+        # session's maps, one by the Python, one by the C: names over
+        # shared storages and views (a storage's output name passing to
+        # the next output over it), objects named twice (takeover and
+        # not), held Facts (a weak reference, its callback called at the
+        # object's death) and polled ones, objects gone before their
+        # binding; after each step the maps hold the same names, entries
+        # and order, and the C's entries every slot _Entry's __init__ sets.
+        import random
+        from cgtrace.state import Fact, _Entry
+        self.assertEqual(set(_Entry.__slots__), {"name", "fact", "kind", "order", "obj_id", "wr", "in_memo"})
+        rnd = random.Random(5)
+        objs = [Obj() for _ in range(12)]
+        facts = []
+        for i in range(40):
+            o = objs[rnd.randrange(len(objs))]
+            st = rnd.randrange(6)
+            f = Fact([rnd.choice([2, 4])], "cuda:0", None if i % 9 == 0 else weakref.ref(o), st,
+                     rnd.choice([0, 2]), (1,), lambda: True)
+            f.held = rnd.random() < 0.4
+            facts.append(f)
+        gone = Obj()
+        facts.append(Fact([4], "cuda:0", weakref.ref(gone), 9, 0, (1,), lambda: True))
+        facts[-1].held = True
+        del gone  # (its reference answers None: neither by_obj nor a weak reference)
+
+        def maps(died):
+            return ({}, {}, {}, {}, {}, {}, {}, {}, died, _Entry)
+
+        deaths = {"py": [], "c": []}
+        sides = {"py": (P, maps(deaths["py"].append)), "c": (self.C, maps(deaths["c"].append))}
+
+        def desc(e):
+            w = e.wr
+            return (type(e), e.name, id(e.fact), e.kind, e.order, e.obj_id, e.in_memo,
+                    None if w is None else id(w()))
+
+        def state(m):
+            entries, by_storage, out_storage, by_obj, by_obj_entry, by_view, watch, held_wr = m[:8]
+            return ([(n, desc(e)) for n, e in entries.items()],
+                    [(k, [(n, desc(e)) for n, e in d.items()]) for k, d in by_storage.items()],
+                    list(out_storage.items()), list(by_obj.items()),
+                    [(k, desc(e)) for k, e in by_obj_entry.items()], list(by_view.items()),
+                    [(n, desc(e)) for n, e in watch.items()], list(held_wr.values()))
+
+        bound, order, serial = [], 0, 0
+        for step in range(400):
+            if bound and rnd.random() < 0.4:
+                names = rnd.sample(bound, min(len(bound), rnd.randrange(1, 4)))
+                for n in names:
+                    bound.remove(n)
+                got = {k: outcome(mod.forget_all, m, names) for k, (mod, m) in sides.items()}
+            else:
+                k = rnd.randrange(1, 4)
+                names = ["t%d" % (serial + j) for j in range(k)]
+                serial += k
+                fs = [rnd.choice(facts) for _ in names]
+                kind, takeover = rnd.choice(["out", "out", "view", "tensor"]), rnd.random() < 0.8
+                got = {k: outcome(mod.bind_all, m, names, fs, kind, takeover, order) for k, (mod, m) in sides.items()}
+                bound += names
+                order += len(names)
+            self.assertEqual(got["c"], got["py"], step)
+            self.assertEqual(got["py"], ("ok", None), step)
+            self.assertEqual(state(sides["c"][1]), state(sides["py"][1]), step)
+        # Objects dying: each side's held weak references call back alike.
+        objs.clear()
+        self.assertEqual(len(deaths["c"]), len(deaths["py"]))
+        self.assertTrue(deaths["py"])
+        # Errors, alike: a name not bound, names and facts of two lengths.
+        for mod, m in sides.values():
+            self.assertEqual(outcome(mod.forget_all, m, ["nope"]), ("raised", KeyError))
+            self.assertEqual(outcome(mod.bind_all, m, ["a", "b"], facts[:1], "out", True, 0),
+                             ("raised", ValueError))
+        self.assertEqual(state(sides["c"][1]), state(sides["py"][1]))
+        self.assertEqual(outcome(self.C.forget_all, ([],) * 8, ["a"]), ("raised", TypeError))
+        self.assertEqual(outcome(self.C.bind_all, (), [], [], "out", True, 0), ("raised", TypeError))
+
+        # A class not made by object.__new__ alone is called, as Python does.
+        class Other(_Entry):
+            __slots__ = ()
+
+            def __new__(cls, *args):
+                return super().__new__(cls)
+
+        m = maps(None)[:9] + (Other,)
+        self.C.bind_all(m, ["x"], facts[1:2], "out", True, 7)
+        self.assertEqual(desc(m[0]["x"])[:7], (Other, "x", id(facts[1]), "out", 8, m[0]["x"].obj_id, False))
+
     def test_fresh_deaths(self):
         class Ref:
             """A death's weak reference (only its identity is read)."""
@@ -948,13 +1037,17 @@ class BuildHereTest(unittest.TestCase):
                 "rec = cgtrace.Recorder(os.path.join(d, 't.cgt.jsonl'))\n"
                 "print(rec.fast_why, type(rec._checks).__name__, rec._checks.__name__)\n"
                 "with cgtrace.record(os.path.join(d, 'u.cgt.jsonl')) as r2:\n"
-                "    print(type(r2.session._died).__name__)\n"
+                "    s = r2.session\n"
+                "    print(type(s._died).__name__, s._bind_all.__module__, s._forget_all.__module__,\n"
+                "          s._name_maps()[8] is s._died)\n"
                 % os.path.dirname(os.path.abspath(__file__)))
         env = dict(os.environ, CGTRACE_FAST="1")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
         self.assertEqual(out.returncode, 0, out.stderr)
-        # (and the session's weak-reference callback is the C one)
-        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "Died"])
+        # (and the session's weak-reference callback, its bindings and
+        # unbindings are the C ones, the maps binding with that callback)
+        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "Died", "_cgtrace_fastpath",
+                                              "_cgtrace_fastpath", "True"])
 
 
 if __name__ == "__main__":
