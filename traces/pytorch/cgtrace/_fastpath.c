@@ -1015,6 +1015,20 @@ error:
     return NULL;
 }
 
+/* Whether fact.alive is probe's own _Probe.alive (the bound method of
+ * probe's class's alive): 1, 0, -1. */
+static int
+probe_alive_is(PyObject *fact, PyObject *probe)
+{
+    PyObject *alive = PyObject_GetAttr(fact, s_alive), *fn = NULL;
+    int t = -1;
+    if (alive != NULL && (fn = PyObject_GetAttr((PyObject *)Py_TYPE(probe), s_alive)) != NULL)
+        t = PyMethod_Check(alive) && PyMethod_GET_SELF(alive) == probe && PyMethod_GET_FUNCTION(alive) == fn;
+    Py_XDECREF(alive);
+    Py_XDECREF(fn);
+    return t;
+}
+
 /* e.fact.alive() for one polled name e, reading the count that says
  * alive for sure in place where e's probe read its tree wrapper's rule
  * for the same check already (_Probe.alive's first branch), else asking
@@ -1051,6 +1065,18 @@ entry_alive(PyObject *e)
                         t = a;
                         goto done;
                     }
+                }
+                Py_CLEAR(o); /* (no reference of ours while the tree counts them) */
+                /* Not alive for sure: what _Probe.alive asks next, the
+                 * tree's wrapper, asked here when the Fact's alive is its
+                 * probe's (a frame fewer for each dead output of a
+                 * training step, hundreds a step). */
+                if ((t = probe_alive_is(fact, probe)) != 0) {
+                    if (t > 0) {
+                        int x = truth(PyObject_CallMethodNoArgs(w, s_expired));
+                        t = x < 0 ? -1 : !x;
+                    }
+                    goto done;
                 }
             }
         }

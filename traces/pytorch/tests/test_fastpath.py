@@ -459,6 +459,21 @@ class FastPathTest(BuiltTest):
             keep[8] = keep[10] = []  # (let go: the tree's check is asked, and says dead)
             self.assertEqual(self.same("watch_dead", entries[8:12]), ("ok", [entries[8], entries[10]]))
             self.assertEqual(len(asked), 4)
+            # The C asks the tree's wrapper itself where the Fact's alive is
+            # its probe's: no _Probe.alive frame (the Python runs one a name).
+            frames = []
+
+            def prof(frame, event, arg):
+                if event == "call" and frame.f_code is _Probe.alive.__code__:
+                    frames.append(1)
+            for check, want in ((self.C.watch_dead, 0), (P.watch_dead, 4)):
+                del frames[:]
+                sys.setprofile(prof)
+                try:
+                    got = check(entries[8:12])
+                finally:
+                    sys.setprofile(None)
+                self.assertEqual((got, len(frames)), ([entries[8], entries[10]], want))
         finally:
             fake.remove_fake_torch(saved)
 
