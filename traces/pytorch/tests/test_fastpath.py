@@ -466,6 +466,9 @@ class FastPathTest(BuiltTest):
             def prof(frame, event, arg):
                 if event == "call" and frame.f_code is _Probe.alive.__code__:
                     frames.append(1)
+            # (The Python's answer is not asked under the profile: before
+            # 3.11 a Python profile function copies each frame's locals
+            # into its dict, a reference more to the tensor it counts.)
             for check, want in ((self.C.watch_dead, 0), (P.watch_dead, 4)):
                 del frames[:]
                 sys.setprofile(prof)
@@ -473,7 +476,9 @@ class FastPathTest(BuiltTest):
                     got = check(entries[8:12])
                 finally:
                     sys.setprofile(None)
-                self.assertEqual((got, len(frames)), ([entries[8], entries[10]], want))
+                self.assertEqual(len(frames), want)
+                if check is self.C.watch_dead:
+                    self.assertEqual(got, [entries[8], entries[10]])
         finally:
             fake.remove_fake_torch(saved)
 
