@@ -147,7 +147,7 @@ class _Names:
         order = self.order
         self.order = order + 1
         self.epoch += 1
-        self._bind_all(self._maps or self._name_maps(), (name,), (fact,), kind, takeover, order)
+        self._bind_all(self._maps, (name,), (fact,), kind, takeover, order)
 
     def _bind_many(self, names, facts, kind):
         """_bind(name, fact, kind) for each in turn, in one call of
@@ -156,13 +156,13 @@ class _Names:
         order = self.order
         self.order = order + n
         self.epoch += n
-        self._bind_all(self._maps or self._name_maps(), names, facts, kind, True, order)
+        self._bind_all(self._maps, names, facts, kind, True, order)
 
     def _name_maps(self):
         """The maps bind_all and forget_all keep, and what they bind with
-        (the weak references' callback, the entries' class): built at the
-        first binding, after the recorder put its _died in place (and
-        dropped again whenever it does)."""
+        (the weak references' callback, the entries' class), as _maps:
+        made with the session, and again when the recorder puts its own
+        _died in place."""
         self._maps = (self.entries, self.by_storage, self.out_storage, self.by_obj, self.by_obj_entry,
                       self.by_view, self._watch, self._held_wr, self._died, _Entry)
         return self._maps
@@ -174,12 +174,12 @@ class _Names:
 
     def _forget(self, name):
         self.epoch += 1
-        self._forget_all(self._maps or self._name_maps(), (name,))
+        self._forget_all(self._maps, (name,))
 
     def _forget_many(self, names):
         """_forget(name) for each in turn, in one call of forget_all."""
         self.epoch += len(names)
-        self._forget_all(self._maps or self._name_maps(), names)
+        self._forget_all(self._maps, names)
 
     def lookup(self, fact):
         """The live name that holds this tensor, if any: the same Python

@@ -286,7 +286,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
             # of outputs), their maps made again with the _died above.
             self.session._bind_all = getattr(self._checks, "bind_all", self.session._bind_all)
             self.session._forget_all = getattr(self._checks, "forget_all", self.session._forget_all)
-            self.session._maps = None
+            self.session._name_maps()
             M = self._save_entry_points(torch, cgt)
             self._install_tree(torch, cgt, M)
         except Exception as e:

@@ -48,10 +48,9 @@ class Session(_Names, _Deaths):
         self.watch_dead = watch_dead
         # The bindings' work (names.bind_all, forget_all; the recorder's
         # C ones where it was built: a training step binds and forgets
-        # each of its hundreds of outputs), and the maps they keep
-        # (_name_maps, made at the first binding).
+        # each of its hundreds of outputs); the maps they keep are
+        # _name_maps()'s, made below.
         self._bind_all, self._forget_all = bind_all, forget_all
-        self._maps = None
         # id(weakref) -> name, for names alive while their object is. Keyed
         # by id: a weakref hashes and compares as its live object does, and
         # two names of one tensor (a parameter a forward returns) would
@@ -91,6 +90,7 @@ class Session(_Names, _Deaths):
         self.tensor_templates = self.templates and not getattr(trace, "strict", True)
         self.counts = {"calls": 0, "warmup": 0, "record": 0, "replay": 0, "eager": 0,
                        "errors": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0, "reads": 0}
+        self._name_maps()
 
     def known(self, obj):
         """The live name bound to this very object, or None."""
