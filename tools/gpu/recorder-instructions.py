@@ -88,8 +88,13 @@ def child(fresh, calls, baseline, evict=0, train=False):
 
 
 _COLLECTED = re.compile(r"Collected : ([\d ]+)")
-# callgrind's events with --cache-sim=yes, in the order it prints them.
-_EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
+# The names of the events counted, in the order Collected gives them
+# (with --cache-sim=yes, valgrind 3.19: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr
+# DLmw). Read from the run itself: up to session 22 the order was assumed
+# (Ir I1mr ILmr Dr ...), and the "last-level misses" were Dw + D1mw + DLmw,
+# ten times the true count (BENCHMARKS.md, session 23).
+_EVENT_NAMES = re.compile(r"Events\s*: ([\w ]+)")
+_LL_MISSES = ("ILmr", "DLmr", "DLmw")
 
 
 def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False, out=None):
@@ -114,9 +119,14 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False, 
     if p.returncode != 0 or m is None:
         raise SystemExit("recorder-instructions: %s failed (%d): %s" % (" ".join(cmd), p.returncode,
                                                                         (p.stderr or "")[-2000:]))
-    got = dict(zip(_EVENTS if cold else _EVENTS[:1], map(int, m.group(1).split())))
-    if cold and len(got) != len(_EVENTS):
-        raise SystemExit("recorder-instructions: callgrind counted %s, not the cache events" % m.group(1).strip())
+    vals = list(map(int, m.group(1).split()))
+    names = _EVENT_NAMES.search(p.stderr)
+    names = names.group(1).split() if names is not None else ["Ir"]
+    if len(names) != len(vals) or names[0] != "Ir":
+        raise SystemExit("recorder-instructions: callgrind counted %s, events %s" % (m.group(1).strip(), names))
+    got = dict(zip(names, vals))
+    if cold and not all(e in got for e in _LL_MISSES):
+        raise SystemExit("recorder-instructions: callgrind counted %s, not the cache events" % " ".join(names))
     return got
 
 
@@ -134,7 +144,7 @@ def measure(fresh, calls, baseline=None, run=subprocess.run, cold=False, train=F
     on, off = per_call(("Ir",), 1), per_call(("Ir",), -1)
     r = {"off": off, "on": on, "added": on - off}
     if cold:
-        ll = ("ILmr", "DLmr", "DLmw")
+        ll = _LL_MISSES
         r["misses_on"], r["misses_off"] = per_call(ll, 1), per_call(ll, -1)
         r["misses_added"] = r["misses_on"] - r["misses_off"]
     return r

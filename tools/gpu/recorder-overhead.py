@@ -794,9 +794,16 @@ _FRESH_MARKS = {
          "            _t2 = _ns()\n            hot.steady = False\n            node = hot.node\n"),
         ("                        fq.append(t)\n",
          "                        fq.append(t)\n                        _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
-        ("                                hot.fql = a\n                        return out\n",
-         "                                hot.fql = a\n"
+        ("                            rec._fq_bound(a)\n                        return out\n",
+         "                            rec._fq_bound(a)\n"
          "                        _IN[3] += _ns() - _t3\n                        return out\n"),
+    ),
+    # (The Python _run and fresh_run, whose lines are marked, where a
+    # recording takes _fastpath.c's Runner, which does fresh_run's steps
+    # itself: the copy's checks stay the C ones.)
+    "hooks.py": (
+        ('        runner = getattr(checks, "Runner", None)\n',
+         '        runner = None\n'),
     ),
 }
 

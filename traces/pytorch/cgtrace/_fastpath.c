@@ -25,7 +25,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 6
+#define API_VERSION 7
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -52,6 +52,7 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
     *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
+static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_pwr, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
@@ -1577,7 +1578,7 @@ error:
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
-             PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out)
+             PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out, Py_ssize_t up)
 {
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -1645,14 +1646,15 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         Py_CLEAR(x);
     }
     PART_AT(fq_kept);
-    /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], 2): the tree's frame
-     * two up from fresh_run's, the calling frame (this one has none) */
+    /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], up): the tree's
+     * frame, up from the calling frame (this one has none): two from
+     * fresh_run's, one from the _run wrapper's when the Runner calls */
     {
         Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(a, 19));
         if (d == -1 && PyErr_Occurred())
             goto error;
         TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
-                           PyTuple_GET_ITEM(a, 4), 2));
+                           PyTuple_GET_ITEM(a, 4), up));
     }
     PART_AT(fq_src);
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
@@ -1727,11 +1729,10 @@ error:
 }
 
 
+/* fresh_queue, the tree's frame up frames above the calling one. */
 static PyObject *
-fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py_ssize_t up)
 {
-    NARGS(4, "fresh_queue");
-    PyObject *ctx = args[0], *a = args[1], *mgr = args[2], *new_inputs = args[3];
     if (check_tuple(ctx, 20, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
         return NULL;
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *box = PyTuple_GET_ITEM(ctx, 1),
@@ -1751,7 +1752,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto checks_failed;
     }
     PART_AT(fq_counter);
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left);
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left, up);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -1860,6 +1861,14 @@ checks_failed:
         return NULL;
     PyErr_Clear();
     return Py_NewRef(declined);
+}
+
+static PyObject *
+fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "fresh_queue");
+    /* (called from fresh_run: the tree's frame two up from its frame) */
+    return fresh_queue_impl(args[0], args[1], args[2], args[3], 2);
 }
 
 /* -- The queue's writer (freshq._fq_write): fastpath.fq_tail and fq_run. -- */
@@ -2319,6 +2328,207 @@ error:
     return NULL;
 }
 
+/* -- RLock: the recorder's lock (Recorder.lock), a reentrant lock as
+ * threading.RLock is, whose owner the Runner asks and whose count it moves
+ * in place: threading.RLock's acquire(False) parses its arguments by
+ * keyword (PyArg_ParseTupleAndKeywords), about a microsecond a call on a
+ * GPU host with the parser's code and tables cold (BENCHMARKS.md, session
+ * 20: the Runner's part "the lock, taken and let go"). Python's code uses
+ * it as threading.RLock: with, acquire(blocking=True), release(),
+ * _is_owned(). A blocked acquire waits with the GIL released and runs
+ * signal handlers as it waits, as threading's does. -- */
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    unsigned long owner; /* the holder's PyThread_get_thread_ident(), when count > 0 */
+    unsigned long count;
+    PyObject *weakreflist;
+} RLock;
+
+static PyTypeObject RLockType;
+
+/* 1 taken (count one more), 0 not (blocking false, another thread holds
+ * it), -1 an error (a signal handler raised while waiting, the count's
+ * overflow). */
+static int
+rlock_take(RLock *l, int blocking)
+{
+    unsigned long me = PyThread_get_thread_ident();
+    if (l->count > 0 && l->owner == me) {
+        if (l->count == (unsigned long)-1) {
+            PyErr_SetString(PyExc_OverflowError, "Internal lock count overflowed");
+            return -1;
+        }
+        l->count++;
+        return 1;
+    }
+    if (!PyThread_acquire_lock(l->lock, NOWAIT_LOCK)) {
+        if (!blocking)
+            return 0;
+        PyLockStatus r;
+        do {
+            Py_BEGIN_ALLOW_THREADS
+            r = PyThread_acquire_lock_timed(l->lock, -1, 1);
+            Py_END_ALLOW_THREADS
+            if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0)
+                return -1;
+        } while (r != PY_LOCK_ACQUIRED);
+    }
+    l->owner = me;
+    l->count = 1;
+    return 1;
+}
+
+/* 0 let go (once: the lock itself when the count reaches 0), -1 not held
+ * by this thread (RuntimeError, as threading.RLock's). */
+static int
+rlock_give(RLock *l)
+{
+    if (l->count == 0 || l->owner != PyThread_get_thread_ident()) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
+        return -1;
+    }
+    if (--l->count == 0) {
+        l->owner = 0;
+        PyThread_release_lock(l->lock);
+    }
+    return 0;
+}
+
+static int
+rlock_owned(RLock *l)
+{
+    return l->count > 0 && l->owner == PyThread_get_thread_ident();
+}
+
+static PyObject *
+rlock_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "RLock() takes no arguments");
+        return NULL;
+    }
+    RLock *l = (RLock *)type->tp_alloc(type, 0);
+    if (l == NULL)
+        return NULL;
+    if ((l->lock = PyThread_allocate_lock()) == NULL) {
+        Py_DECREF(l);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate lock");
+        return NULL;
+    }
+    return (PyObject *)l;
+}
+
+static void
+rlock_dealloc(RLock *l)
+{
+    if (l->weakreflist != NULL)
+        PyObject_ClearWeakRefs((PyObject *)l);
+    if (l->lock != NULL) {
+        if (l->count > 0)
+            PyThread_release_lock(l->lock);
+        PyThread_free_lock(l->lock);
+    }
+    Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+/* acquire(blocking=True, timeout=-1): only the two of threading's uses
+ * the recorder makes (no timeout). */
+static PyObject *
+rlock_acquire(RLock *l, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *blocking = nargs > 0 ? args[0] : NULL, *timeout = nargs > 1 ? args[1] : NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs > 2)
+        goto usage;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(k, "blocking") == 0 && blocking == NULL)
+            blocking = args[nargs + i];
+        else if (PyUnicode_CompareWithASCIIString(k, "timeout") == 0 && timeout == NULL)
+            timeout = args[nargs + i];
+        else
+            goto usage;
+    }
+    if (timeout != NULL) {
+        double t = PyFloat_AsDouble(timeout);
+        if (t == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (t != -1.0) {
+            PyErr_SetString(PyExc_ValueError, "cgtrace's RLock takes no timeout");
+            return NULL;
+        }
+    }
+    int b = blocking == NULL ? 1 : PyObject_IsTrue(blocking);
+    if (b < 0)
+        return NULL;
+    int t = rlock_take(l, b);
+    if (t < 0)
+        return NULL;
+    return PyBool_FromLong(t);
+usage:
+    PyErr_SetString(PyExc_TypeError, "acquire(blocking=True, timeout=-1)");
+    return NULL;
+}
+
+static PyObject *
+rlock_enter(RLock *l, PyObject *unused)
+{
+    if (rlock_take(l, 1) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+rlock_release(RLock *l, PyObject *unused)
+{
+    if (rlock_give(l) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+rlock_exit(RLock *l, PyObject *args)
+{
+    return rlock_release(l, NULL);
+}
+
+static PyObject *
+rlock_is_owned(RLock *l, PyObject *unused)
+{
+    return PyBool_FromLong(rlock_owned(l));
+}
+
+static PyObject *
+rlock_repr(RLock *l)
+{
+    return PyUnicode_FromFormat("<%s %s object owner=%lu count=%lu at %p>", l->count ? "locked" : "unlocked",
+                                Py_TYPE(l)->tp_name, l->count ? l->owner : 0UL, l->count, l);
+}
+
+static PyMethodDef rlock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))rlock_acquire, METH_FASTCALL | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1): True when taken."},
+    {"release", (PyCFunction)rlock_release, METH_NOARGS, "release(): one taking let go."},
+    {"_is_owned", (PyCFunction)rlock_is_owned, METH_NOARGS, "_is_owned(): held by this thread."},
+    {"__enter__", (PyCFunction)rlock_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)rlock_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RLockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.RLock",
+    .tp_basicsize = sizeof(RLock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RLock(): threading.RLock's reentrant lock, whose owner and count C reads in place.",
+    .tp_new = rlock_new,
+    .tp_dealloc = (destructor)rlock_dealloc,
+    .tp_repr = (reprfunc)rlock_repr,
+    .tp_methods = rlock_methods,
+    .tp_weaklistoffset = offsetof(RLock, weakreflist),
+};
+
 /* -- The Runner: hooks._run's whole body (its Python version, the
  * reference, is hooks._lean_run's _run), called by a _run of one line so
  * that the frames above it are the ones the Python _run has: every depth
@@ -2329,13 +2539,15 @@ typedef struct {
     vectorcallfunc vectorcall;
     /* the fields, in runner_fields' order (runner_slots: from hot on) */
     PyObject *hot, *armed, *acquire, *owned, *release, *orig_run, *box, *gen, *dead_objs, *pend,
-        *ptrs_equal, *data_ptr, *fresh_run, *steady, *rec, *declined, *watch_alive;
+        *ptrs_equal, *data_ptr, *fresh_run, *steady, *rec, *declined, *watch_alive, *lock, *fresh_ctx, *fq, *tls,
+        *fq_bound;
 } Runner;
 
 static const char *runner_fields[] = {"hot", "armed", "acquire", "owned", "release", "orig_run", "box", "gen",
                                       "dead_objs", "pend", "ptrs_equal", "data_ptr", "fresh_run", "steady",
-                                      "rec", "declined", "watch_alive", NULL};
-#define RUNNER_NFIELDS 17
+                                      "rec", "declined", "watch_alive", "lock", "fresh_ctx", "fq", "tls",
+                                      "fq_bound", NULL};
+#define RUNNER_NFIELDS 22
 
 static PyObject *runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
@@ -2407,6 +2619,138 @@ call3(PyObject *fn, PyObject *a, PyObject *b, PyObject *c)
     return PyObject_Vectorcall(fn, args, 3, NULL);
 }
 
+/* tls.depth = 0; tls.node = None (fresh_run's finally). */
+static int
+tls_reset(PyObject *tls)
+{
+    if (PyObject_SetAttr(tls, s_depth, zero) < 0 || PyObject_SetAttr(tls, s_node, Py_None) < 0)
+        return -1;
+    return 0;
+}
+
+/* freshq's fresh_run in the Runner (its Python, the reference, is what a
+ * Runner without fresh_ctx calls): the lean fresh call without a Python
+ * frame of its own, the tree's frame one up from the _run wrapper's. The
+ * same steps in the same order; the uncommon ends are the recorder's
+ * methods fresh_run calls too (_fq_call_raised, _fq_bound, _fq_other).
+ * Returns the tree's output, or declined (a new reference) having changed
+ * nothing. */
+static PyObject *
+runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
+{
+    PyObject *t = fresh_queue_impl(r->fresh_ctx, a, mgr, new_inputs, 1);
+    if (t == NULL || t == r->declined)
+        return t;
+    if (t == Py_None) {
+        Py_DECREF(t);
+        return call3(r->orig_run, mgr, new_inputs, function_id);
+    }
+    PyObject *hot = r->hot, *out = NULL, *node = NULL, *other = NULL, *x = NULL;
+    /* a = hot.fql (armed again past a 64th step: fresh_queue);
+     * hot.steady = True */
+    if ((a = SGET(hot, fql)) == NULL || SSET(hot, steady, Py_True) < 0)
+        goto done;
+    out = call3(r->orig_run, mgr, new_inputs, function_id);
+    if (out == NULL) {
+        /* except BaseException as err: rec._fq_call_raised(t, mgr, err); raise */
+        PyObject *type, *value, *tb;
+        fetch_exception(&type, &value, &tb);
+        PyObject *args[4] = {r->rec, t, mgr, value ? value : Py_None};
+        PyObject *res = PyObject_VectorcallMethod(s_fq_call_raised, args, 4, NULL);
+        if (res == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        } else {
+            Py_DECREF(res);
+            PyErr_Restore(type, value, tb);
+        }
+        goto done;
+    }
+    /* hot.steady = False; node = hot.node; hot.node = None;
+     * other = hot.other; hot.other = False */
+    if (SSET(hot, steady, Py_False) < 0 || (node = SGET(hot, node)) == NULL || SSET(hot, node, Py_None) < 0
+        || (other = SGET(hot, other)) == NULL || SSET(hot, other, Py_False) < 0) {
+        Py_CLEAR(out);
+        goto done;
+    }
+    /* try: ... finally: tls.depth = 0; tls.node = None */
+    int t_ = STRUE(hot, off);
+    if (t_ < 0)
+        goto finally_error;
+    if (!t_) {
+        PyObject *fargs[6] = {a, node, other, out, mgr, r->dead_objs};
+        PART_CLOCK(pa);
+        x = fresh_after(NULL, fargs, 6);
+        PART(fresh_after, pa);
+        int ok = x == NULL ? -1 : PyObject_IsTrue(x);
+        if (ok > 0) {
+            /* node = None; fq.append(t); the queue's bound */
+            Py_CLEAR(node);
+            Py_ssize_t n, u;
+            PyObject *unw = NULL;
+            if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0
+                || (unw = PyObject_GetAttr(r->rec, s_unwritten)) == NULL
+                || ((u = PyLong_AsSsize_t(unw)) == -1 && PyErr_Occurred())) {
+                Py_XDECREF(unw);
+                goto after_failed;
+            }
+            Py_DECREF(unw);
+            PyObject *bound = r->fq_bound;
+            Py_ssize_t b = PyLong_AsSsize_t(bound);
+            if (b == -1 && PyErr_Occurred())
+                goto after_failed;
+            if (n + u > b) {
+                PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_bound, a);
+                if (res == NULL)
+                    goto finally_error;
+                Py_DECREF(res);
+            }
+        } else if (ok == 0) {
+            PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
+            PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
+            if (res == NULL)
+                goto finally_error;
+            Py_DECREF(res);
+        } else
+            goto after_failed;
+    }
+    goto finally;
+after_failed:
+    /* except Exception as err: rec._fail("after a call", err); rec._flush() */
+    if (recorder_failed(r->rec, s_after_call) < 0)
+        goto finally_error;
+    {
+        PyObject *res = PyObject_CallMethodNoArgs(r->rec, s_flush);
+        if (res == NULL)
+            goto finally_error;
+        Py_DECREF(res);
+    }
+finally:
+    if (tls_reset(r->tls) < 0)
+        Py_CLEAR(out);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(a);
+    Py_XDECREF(node);
+    Py_XDECREF(other);
+    Py_DECREF(t);
+    return out;
+finally_error: {
+    /* (the finally's own error replaces the one raised, as Python's) */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (tls_reset(r->tls) < 0) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    } else
+        PyErr_Restore(type, value, tb);
+    Py_CLEAR(out);
+    goto done;
+}
+}
+
 /* The branch of an unarmed call (the lock held): see hooks._run. */
 static PyObject *
 runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
@@ -2441,7 +2785,8 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
         }
         if (t) {
             PyObject *args[4] = {mgr, new_inputs, function_id, fl};
-            PyObject *out = PyObject_Vectorcall(r->fresh_run, args, 4, NULL);
+            PyObject *out = r->fresh_ctx != Py_None ? runner_fresh(r, fl, mgr, new_inputs, function_id)
+                                                    : PyObject_Vectorcall(r->fresh_run, args, 4, NULL);
             Py_DECREF(fl);
             if (out == NULL || out != r->declined)
                 return out;
@@ -2675,13 +3020,16 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     int t = STRUE(r->hot, steady);
     if (t < 0)
         return NULL;
+    /* (The recorder's own RLock is asked in place; another lock, as the
+     * Python _run asks it.) */
+    RLock *lock = Py_IS_TYPE(r->lock, &RLockType) ? (RLock *)r->lock : NULL;
     if (t) {
-        if ((t = truth(PyObject_CallNoArgs(r->owned))) < 0)
+        if ((t = lock ? rlock_owned(lock) : truth(PyObject_CallNoArgs(r->owned))) < 0)
             return NULL;
         return call3(t ? r->orig_run : r->steady, mgr, new_inputs, function_id);
     }
     PART_CLOCK(pt);
-    if ((t = truth(PyObject_CallOneArg(r->acquire, Py_False))) < 0)
+    if ((t = lock ? rlock_take(lock, 0) : truth(PyObject_CallOneArg(r->acquire, Py_False))) < 0)
         return NULL;
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
@@ -2711,7 +3059,7 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     PyObject *type, *value, *tb;
     PART_CLOCK(pr);
     PyErr_Fetch(&type, &value, &tb);
-    PyObject *res = PyObject_CallNoArgs(r->release);
+    PyObject *res = lock ? (rlock_give(lock) < 0 ? NULL : Py_NewRef(Py_None)) : PyObject_CallNoArgs(r->release);
     if (res == NULL) {
         Py_XDECREF(type);
         Py_XDECREF(value);
@@ -3002,7 +3350,10 @@ static PyTypeObject StorageRefsType = {
 
 typedef struct {
     PyObject_HEAD PyObject *dead_objs, *clock;
+    vectorcallfunc vectorcall; /* (the weakref module calls it with one argument: no tuple, no parsing) */
 } Died;
+
+static PyObject *died_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 static PyObject *
 died_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -3015,6 +3366,7 @@ died_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->dead_objs = Py_NewRef(dead_objs);
     self->clock = Py_NewRef(clock);
+    self->vectorcall = died_vectorcall;
     return (PyObject *)self;
 }
 
@@ -3043,11 +3395,14 @@ died_dealloc(Died *self)
 }
 
 static PyObject *
-died_call(Died *self, PyObject *args, PyObject *kwds)
+died_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PyObject *wr;
-    if (!PyArg_ParseTuple(args, "O:Died.__call__", &wr))
+    Died *self = (Died *)o;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "Died(...)(wr): one argument");
         return NULL;
+    }
+    PyObject *wr = args[0];
     if (self->dead_objs == NULL) /* (cleared by the GC) */
         Py_RETURN_NONE;
     PyObject *when = self->clock == Py_None ? Py_NewRef(zero) : PyObject_CallNoArgs(self->clock);
@@ -3067,13 +3422,14 @@ died_call(Died *self, PyObject *args, PyObject *kwds)
 static PyTypeObject DiedType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.Died",
     .tp_basicsize = sizeof(Died),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "Died(dead_objs, clock)(wr): dead_objs.append((wr, clock() or 0)), Session._died's.",
     .tp_new = died_new,
     .tp_dealloc = (destructor)died_dealloc,
     .tp_traverse = (traverseproc)died_traverse,
     .tp_clear = (inquiry)died_clear,
-    .tp_call = (ternaryfunc)died_call,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(Died, vectorcall),
 };
 
 static struct PyModuleDef module = {
@@ -3187,13 +3543,18 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_steady_other, "_steady_other");
     INTERN(s_fresh_call, "_fresh_call");
     INTERN(s_via_run, "_via_run");
+    INTERN(s_fq_call_raised, "_fq_call_raised");
+    INTERN(s_fq_bound, "_fq_bound");
+    INTERN(s_fq_other, "_fq_other");
+    INTERN(s_unwritten, "_unwritten");
+    INTERN(s_flush, "_flush");
     INTERN(s_before_call, "before a call");
     INTERN(s_after_call, "after a call");
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
     INTERN(s_weak_ref, "_weak_ref");
     if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
-        || PyType_Ready(&DiedType) < 0)
+        || PyType_Ready(&DiedType) < 0 || PyType_Ready(&RLockType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -3213,6 +3574,12 @@ PyInit__cgtrace_fastpath(void)
     Py_INCREF(&DiedType);
     if (PyModule_AddObject(m, "Died", (PyObject *)&DiedType) < 0) {
         Py_DECREF(&DiedType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&RLockType);
+    if (PyModule_AddObject(m, "RLock", (PyObject *)&RLockType) < 0) {
+        Py_DECREF(&RLockType);
         Py_DECREF(m);
         return NULL;
     }

@@ -44,6 +44,10 @@ against these in tests/test_fastpath.py):
 - replay_lines(run, names, prev, head, mid): deferred replays' records.
 - fq_run(q, k, st, w) and fq_tail(t, lead, st, w): the queue's writer
   (freshq._fq_write) for its common call, and any call's call line.
+
+Among the C module's types besides: Runner (hooks._run's body), Died
+(Session._died) and RLock (threading.RLock's lock, Recorder.lock, which
+the Runner takes and lets go in place).
 """
 
 import operator
@@ -62,7 +66,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 6
+API = 7
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \

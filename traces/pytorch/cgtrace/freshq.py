@@ -69,6 +69,9 @@ class _FreshQueue:
     _fq = None
     _fq_fs = None
     _fq_line = None
+    # What the lean fresh path's checks read (fresh_queue's ctx), made
+    # with it (_fresh_lean_run): the C Runner's too.
+    _fq_ctx = None
 
     def _fq_start(self, fs, plan, tok, i, session):
         """Whether a call of fs's plan on a new input at position i may be
@@ -287,6 +290,9 @@ class _FreshQueue:
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, tls=self.tls, ctx=ctx, fresh_queue=fresh_queue,
                       dead_objs=session._dead_objs, fq=self._fq, fresh_after=checks.fresh_after,
                       orig_run=orig_run, len=len, bound=_FQ_BOUND):
+            # (The C Runner does the same without this frame: hooks.py,
+            # _fastpath.c's runner_fresh. The uncommon ends are methods
+            # both call: _fq_call_raised, _fq_bound, _fq_other.)
             # The call checked and queued (fastpath.fresh_queue: its
             # part before the tree's call, for the checked case), or
             # declined having changed nothing, or (None) the recorder's
@@ -306,15 +312,7 @@ class _FreshQueue:
             try:
                 out = orig_run(mgr, new_inputs, function_id)
             except BaseException as err:
-                if hot.steady:
-                    rec._general_noting()
-                hot.steady = hot.other = False
-                hot.node = None
-                try:
-                    rec._fq_raised(t, mgr, err)
-                finally:
-                    tls.depth = 0
-                    tls.node = None
+                rec._fq_call_raised(t, mgr, err)
                 raise
             hot.steady = False
             node = hot.node
@@ -331,38 +329,71 @@ class _FreshQueue:
                         node = None
                         fq.append(t)
                         if len(fq) + rec._unwritten > bound:
-                            rec._fq_write(keep_last=True)
-                            rec._flush(settle=False)
-                            if not hot.off:
-                                # Armed again for the next calls: only
-                                # the queue's own writing happened,
-                                # which leaves what the arming found
-                                # as it was (the output renamed in
-                                # place; the last call still queued,
-                                # its input unbound).
-                                hot.serial += 1
-                                hot.fid = hot.got = None
-                                hot.disarm()
-                                hot.fql = a
+                            rec._fq_bound(a)
                         return out
-                    # What the tree did, as the general path notes it
-                    # (_steady_other's), and the call written as
-                    # _fresh_deferred writes one it does not queue.
-                    if not other:
-                        tls.actions = ["replay"] if node is not None else []
-                        tls.node = node
-                    node = None
-                    tls.depth = 1
-                    rec._after_call(rec._fq_write(t), a[A_FS], mgr, out)
                 except Exception as err:
                     rec._fail("after a call", err)
-                rec._flush()
+                    rec._flush()
+                    return out
+                rec._fq_other(t, a, mgr, out, node, other)
                 return out
             finally:
                 tls.depth = 0
                 tls.node = None
 
+        self._fq_ctx = ctx
         return fresh_run
+
+    def _fq_call_raised(self, t, mgr, err):
+        """The lean fresh path's (fresh_run's) queued call whose tree call
+        raised err: what the tree did noted as the general path notes it,
+        and the call written with its error (_fq_raised)."""
+        hot, tls = self._hot, self.tls
+        if hot.steady:
+            self._general_noting()
+        hot.steady = hot.other = False
+        hot.node = None
+        try:
+            self._fq_raised(t, mgr, err)
+        finally:
+            tls.depth = 0
+            tls.node = None
+
+    def _fq_bound(self, a):
+        """The lean fresh path's queue at its bound: written, its last call
+        kept queued, and armed again with a (only the queue's own writing
+        happened, which leaves what the arming found as it was: the output
+        renamed in place; the last call still queued, its input unbound).
+        The recorder's own failure is _fail's."""
+        hot = self._hot
+        try:
+            self._fq_write(keep_last=True)
+            self._flush(settle=False)
+            if not hot.off:
+                hot.serial += 1
+                hot.fid = hot.got = None
+                hot.disarm()
+                hot.fql = a
+        except Exception as err:
+            self._fail("after a call", err)
+            self._flush()
+
+    def _fq_other(self, t, a, mgr, out, node, other):
+        """The lean fresh path's call whose tree did other than the queued
+        calls' replay: what the tree did, as the general path notes it
+        (_steady_other's), and the call written as _fresh_deferred writes
+        one it does not queue."""
+        tls = self.tls
+        try:
+            if not other:
+                tls.actions = ["replay"] if node is not None else []
+                tls.node = node
+            node = None
+            tls.depth = 1
+            self._after_call(self._fq_write(t), a[A_FS], mgr, out)
+        except Exception as err:
+            self._fail("after a call", err)
+        self._flush()
 
     def _fq_raised(self, t, mgr, err):
         """A queued call's tree call raised: the queue written with the

@@ -14,6 +14,7 @@ from ._pycompat import op_call
 from .errors import _error_text
 from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
+from .freshq import _FQ_BOUND
 
 # Deferred replays a journaled trace may hold before writing them (in
 # _steady, which the lean path enters at least every 64 calls).
@@ -353,7 +354,8 @@ class _Hooks:
                       release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                       dead_objs=self.session._dead_objs, pend=self._pending.append, ptrs_equal=ptrs_equal,
                       data_ptr=data_ptr, fresh_run=fresh_run, steady=_steady, rec=rec, declined=DECLINED,
-                      watch_alive=watch_alive)
+                      watch_alive=watch_alive, lock=self.lock, fresh_ctx=self._fq_ctx, fq=self._fq, tls=self.tls,
+                      fq_bound=_FQ_BOUND)
 
         def _run(mgr, new_inputs, function_id, probed=False, body=body):  # noqa: F811 (the C one replaces it)
             return body(mgr, new_inputs, function_id, probed)

@@ -163,7 +163,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
         self.follow = bool(follow)
         self.trace = Trace(name or os.path.basename(path), meta=meta, strict=False)
         self.session = Session(self.trace)
-        self.lock = threading.RLock()
+        # The lean paths' checks: the C module fastpath.load() built, or
+        # its Python reference, and why (None: the C module).
+        self._checks, self.fast_why = fastpath.load()
+        # The recorder's lock: the C module's RLock (threading.RLock's, one
+        # the Runner takes and lets go in place) where it is built.
+        self.lock = getattr(self._checks, "RLock", threading.RLock)()
         # CGTRACE_DEFER=0: every call through the general path, to hold the
         # deferred path's traces against (tools/gpu/deferred-same.py), the
         # fresh path's (fresh.py) and the short way after a replay's
@@ -174,9 +179,6 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
             self._fast = False
         self._hot = _Hot()
         self._hot.rec = self
-        # The lean paths' checks: the C module fastpath.load() built, or
-        # its Python reference, and why (None: the C module).
-        self._checks, self.fast_why = fastpath.load()
         # The lean paths' torch reads through libtorch's C++ API, and why
         # not (cpp.py): found at start, with torch.
         self._cpp, self.cpp_why = None, "not started"

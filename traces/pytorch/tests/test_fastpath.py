@@ -916,6 +916,174 @@ class StorageRefAndDiedTest(BuiltTest):
         self.assertEqual(dead, [(wr, 0)])
         with self.assertRaises(TypeError):
             self.C.Died((), None)
+        for bad in ((), (wr, wr)):
+            with self.assertRaises(TypeError):
+                died0(*bad)
+        with self.assertRaises(TypeError):
+            died0(wr=wr)
+        self.assertIsNone(died0(wr))  # (called as the weakref module calls it)
+        self.assertEqual(dead, [(wr, 0), (wr, 0)])
+
+    def test_rlock_is_threading_s(self):
+        """The C RLock answers as threading.RLock does, step by step, in
+        one thread and across two."""
+        import threading
+        for L in (self.C.RLock(), threading.RLock()):
+            with self.subTest(type(L).__module__):
+                self.assertFalse(L._is_owned())
+                with self.assertRaises(RuntimeError):
+                    L.release()
+                self.assertIs(L.acquire(False), True)
+                self.assertIs(L.acquire(), True)  # (reentrant)
+                self.assertIs(L.acquire(blocking=False), True)
+                self.assertTrue(L._is_owned())
+                other = []
+                t = threading.Thread(target=lambda: other.append((L.acquire(False), L._is_owned())))
+                t.start()
+                t.join()
+                self.assertEqual(other, [(False, False)])
+                # (the other thread cannot let go of this one's)
+                t = threading.Thread(target=lambda: other.append(outcome(L.release)))
+                t.start()
+                t.join()
+                self.assertEqual(other[-1], ("raised", RuntimeError))
+                for _ in range(3):
+                    L.release()
+                self.assertFalse(L._is_owned())
+                with L:
+                    self.assertTrue(L._is_owned())
+                self.assertFalse(L._is_owned())
+                # A blocked acquire waits for the holder, the GIL let go.
+                L.acquire()
+                waited = threading.Event()
+                got = []
+
+                def waiter():
+                    waited.set()
+                    got.append(L.acquire())
+                    got.append(L._is_owned())
+                    L.release()
+                t = threading.Thread(target=waiter)
+                t.start()
+                waited.wait()
+                t.join(0.05)
+                self.assertTrue(t.is_alive())
+                self.assertEqual(got, [])
+                L.release()
+                t.join()
+                self.assertEqual(got, [True, True])
+                with self.assertRaises(TypeError):
+                    L.acquire(True, -1, 3)
+        L = self.C.RLock()
+        self.assertIs(weakref.ref(L)(), L)  # (a weak reference may name it, as threading's)
+        with self.assertRaises(ValueError):
+            self.C.RLock().acquire(True, 1.0)  # (no timeout: the recorder takes none)
+
+    def test_rlock_wait_runs_signal_handlers(self):
+        """A thread blocked in acquire runs the program's signal handlers,
+        and one that raises ends the wait with its error (threading's)."""
+        import signal
+        import threading
+        if not hasattr(signal, "setitimer"):
+            self.skipTest("no setitimer here")
+        L = self.C.RLock()
+        hold = threading.Event()
+        done = threading.Event()
+
+        def holder():
+            L.acquire()
+            hold.set()
+            done.wait(10)
+            L.release()
+        t = threading.Thread(target=holder)
+        t.start()
+        hold.wait()
+
+        class Alarm(Exception):
+            pass
+
+        def on_alarm(*_):
+            raise Alarm()
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with self.assertRaises(Alarm):
+                L.acquire()
+            self.assertFalse(L._is_owned())
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+            done.set()
+            t.join()
+        self.assertIs(L.acquire(False), True)
+        L.release()
+
+    def test_runner_takes_its_rlock_in_place(self):
+        """Given the C RLock, the Runner takes and lets go of it without
+        calling the lock's methods (the ones it is given raise here), and
+        leaves it as it found it; given another lock, it calls them."""
+        import threading
+        seen = []
+
+        def orig_run(mgr, new_inputs, function_id):
+            seen.append(L._is_owned())
+            return "ran"
+
+        def steady(mgr, new_inputs, function_id):
+            seen.append(("steady", L._is_owned()))
+            return "steady"
+
+        def refuse(*a):
+            raise AssertionError("the Runner called the lock's method")
+
+        class Hot:
+            steady = False
+            lfid = None
+            lean = None
+            fql = None
+            off = False
+
+        class Rec:
+            tls = type("T", (), {"depth": 0})()
+            _fid_cache = {}
+
+        for L, calls in ((self.C.RLock(), refuse), (threading.RLock(), None)):
+            with self.subTest(type(L).__module__):
+                seen.clear()
+                fields = dict(hot=Hot(), armed={}, acquire=calls or L.acquire, owned=calls or L._is_owned,
+                              release=calls or L.release, orig_run=orig_run, box=None, gen=None, dead_objs=[],
+                              pend=None, ptrs_equal=None, data_ptr=None, fresh_run=None, steady=steady, rec=Rec(),
+                              declined=object(), watch_alive=None, lock=L, fresh_ctx=None, fq=[], tls=None,
+                              fq_bound=32)
+                r = self.C.Runner(**fields)
+                fid = object()
+                # Not armed: _steady's, the lock held.
+                self.assertEqual(r(None, [], fid), "steady")
+                self.assertEqual(seen, [("steady", True)])
+                self.assertFalse(L._is_owned())
+                # Inside a steady call: passed through when this thread
+                # holds the lock.
+                fields["hot"].steady = True
+                L.acquire()
+                self.assertEqual(r(None, [], fid), "ran")
+                L.release()
+                fields["hot"].steady = False
+                # Held by another thread: _steady's, which waits.
+                hold, done = threading.Event(), threading.Event()
+
+                def holder():
+                    L.acquire()
+                    hold.set()
+                    done.wait(10)
+                    L.release()
+                t = threading.Thread(target=holder)
+                t.start()
+                hold.wait()
+                self.assertEqual(r(None, [], fid), "steady")
+                done.set()
+                t.join()
+                self.assertEqual(seen, [("steady", True), True, ("steady", False)])
+                self.assertFalse(L._is_owned())
 
 
 class NoReferenceKeptTest(fake.FakeTorchTest):
@@ -991,6 +1159,43 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                         name = "ptrs_equal" if loop.__name__ == "steady" else "new_input"
                         self.assertGreater(reads.calls.get(name, 0), 1500, reads.calls)
 
+    def test_the_runner_takes_a_lean_fresh_call_itself(self):
+        """With the C checks the Runner takes a lean fresh call whole:
+        freshq's fresh_run (its Python, the reference) runs for none of a
+        new-input loop's calls, one Python frame fewer a call; with the
+        Python checks it runs for each. The traces are the same (the
+        lean paths against the general path: test_recorder_fresh and
+        test_recorder_random's "python checks")."""
+        if not _can_build():
+            self.skipTest("no C compiler or no Python.h here")
+        cgtrace, mgr, params, x, box, (_, fresh, _) = self.loops()
+        got = {}
+        for way, patch in (("c", {}), ("python", {"got": (P, "a test")})):
+            ran = [0]
+
+            def prof(frame, event, arg):
+                if event == "call" and frame.f_code.co_name == "fresh_run" \
+                        and frame.f_code.co_filename.endswith("freshq.py"):
+                    ran[0] += 1
+            with mock.patch.dict(P._loaded, patch), mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
+                for _ in range(5):
+                    fresh()
+                with cgtrace.record(os.path.join(self.dir.name, way + ".cgt.jsonl")) as rec:
+                    sys.setprofile(prof)
+                    try:
+                        for _ in range(200):
+                            fresh()
+                    finally:
+                        sys.setprofile(None)
+                got[way] = (ran[0], rec.lean_queued_calls, rec.fast_why)
+        (c_ran, c_lean, c_why), (py_ran, py_lean, py_why) = got["c"], got["python"]
+        self.assertIsNone(c_why)
+        self.assertEqual(py_why, "a test")
+        self.assertGreater(c_lean, 150)
+        self.assertEqual(c_ran, 0)
+        self.assertGreater(py_lean, 150)
+        self.assertGreaterEqual(py_ran, py_lean)
+
     def test_the_reads_write_the_same_trace(self):
         """A recording whose lean paths read through cpp.py's module
         writes, byte for byte, the trace of one that reads through torch's
@@ -1055,7 +1260,7 @@ class BuildHereTest(unittest.TestCase):
                 "import cgtrace, tempfile, os\n"
                 "d = tempfile.mkdtemp()\n"
                 "rec = cgtrace.Recorder(os.path.join(d, 't.cgt.jsonl'))\n"
-                "print(rec.fast_why, type(rec._checks).__name__, rec._checks.__name__)\n"
+                "print(rec.fast_why, type(rec._checks).__name__, rec._checks.__name__, type(rec.lock).__name__)\n"
                 "with cgtrace.record(os.path.join(d, 'u.cgt.jsonl')) as r2:\n"
                 "    s = r2.session\n"
                 "    print(type(s._died).__name__, s._bind_all.__module__, s._forget_all.__module__,\n"
@@ -1066,7 +1271,7 @@ class BuildHereTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         # (and the session's weak-reference callback, its bindings and
         # unbindings are the C ones, the maps binding with that callback)
-        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "Died", "_cgtrace_fastpath",
+        self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "RLock", "Died", "_cgtrace_fastpath",
                                               "_cgtrace_fastpath", "True"])
 
 
