@@ -25,7 +25,34 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 7
+#define API_VERSION 8
+
+/* The frames of the calling thread's stack, walked as PyFrame_GetBack
+ * walks them but without making a frame object of each (3.11 to 3.13):
+ * from 3.11 a frame runs without one, and PyEval_GetFrame and
+ * PyFrame_GetBack make one for each frame they pass (an allocation, then
+ * a deallocation as the frame ends), a dozen at every lean call on a GPU
+ * host (the tree's frame, torch's wrappers, the user's: BENCHMARKS.md,
+ * session 23). The walk reads the interpreter's own frames through its
+ * internal header, with its inline functions (so it follows the version
+ * it is built against); another version, or -DCGT_NO_FAST_FRAMES, walks
+ * the frame objects. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(CGT_NO_FAST_FRAMES)                 \
+    && !defined(Py_GIL_DISABLED) && defined(__has_include)
+#if __has_include(<internal/pycore_frame.h>) /* (a Python installed without its internal headers: the objects) */
+#define CGT_FAST_FRAMES 1
+#endif
+#endif
+#ifdef CGT_FAST_FRAMES
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#define CGT_UNDEF_BUILD_CORE
+#endif
+#include <internal/pycore_frame.h>
+#ifdef CGT_UNDEF_BUILD_CORE
+#undef Py_BUILD_CORE
+#endif
+#endif
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *
@@ -611,6 +638,52 @@ frame_up(Py_ssize_t depth)
     return f;
 }
 
+#ifdef CGT_FAST_FRAMES
+/* The first complete frame from f on (PyFrame_GetBack's skip). */
+static inline _PyInterpreterFrame *
+iframe_complete(_PyInterpreterFrame *f)
+{
+    while (f != NULL && _PyFrame_IsIncomplete(f))
+        f = f->previous;
+    return f;
+}
+
+/* frame_up's frame, without its frame object (or those of the frames
+ * below it): borrowed, valid while the calling function runs; NULL when
+ * the stack is shallower. */
+static _PyInterpreterFrame *
+iframe_up(Py_ssize_t depth)
+{
+    PyThreadState *ts = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyInterpreterFrame *f = iframe_complete(ts->current_frame);
+#else
+    _PyInterpreterFrame *f = iframe_complete(ts->cframe->current_frame);
+#endif
+    while (f != NULL && depth-- > 0)
+        f = iframe_complete(f->previous);
+    return f;
+}
+
+/* Its code (borrowed) and, as PyFrame_GetLasti answers, its f_lasti. */
+static inline PyCodeObject *
+iframe_code(_PyInterpreterFrame *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(f);
+#else
+    return f->f_code;
+#endif
+}
+
+static inline int
+iframe_lasti(_PyInterpreterFrame *f)
+{
+    int lasti = _PyInterpreterFrame_LASTI(f);
+    return lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT);
+}
+#endif
+
 /* f.f_lasti. New reference. */
 static PyObject *
 frame_lasti(PyFrameObject *f)
@@ -657,6 +730,29 @@ static PyObject *
 frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
 {
     PyObject *lasti = NULL, *map = NULL, *src = NULL;
+#ifdef CGT_FAST_FRAMES
+    {
+        /* (the frame object made only for src_of, a line not seen yet) */
+        _PyInterpreterFrame *fi = iframe_up(depth);
+        if (fi == NULL)
+            Py_RETURN_NONE;
+        int t = deref_is(code_ref, (PyObject *)iframe_code(fi));
+        if (t <= 0) {
+            if (t < 0)
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        if ((map = SGET(plan, src_lasti)) == NULL || (lasti = PyLong_FromLong(iframe_lasti(fi))) == NULL
+            || (src = dict_get(map, lasti, NULL)) == NULL || src != Py_None) {
+            Py_XDECREF(map);
+            Py_XDECREF(lasti);
+            return src;
+        }
+        Py_CLEAR(map);
+        Py_CLEAR(lasti);
+        Py_CLEAR(src);
+    }
+#endif
     PyFrameObject *f = frame_up(depth);
     if (f == NULL)
         Py_RETURN_NONE;
@@ -750,6 +846,43 @@ fresh_src_impl(PyObject *own, Py_ssize_t d, PyObject *code_ref, PyObject *src_la
 {
     PyObject *x = NULL, *lasti = NULL;
     int t = -1;
+#ifdef CGT_FAST_FRAMES
+    {
+        /* (the frame object made only for src_of, a line not seen yet) */
+        _PyInterpreterFrame *fi = iframe_up(up);
+        if (fi == NULL) {
+            PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
+            return -1;
+        }
+        if ((x = dict_get(own, iframe_code(fi)->co_filename, NULL)) == NULL)
+            return -1;
+        if (x != Py_False) {
+            Py_DECREF(x);
+            return 0;
+        }
+        Py_CLEAR(x);
+        for (Py_ssize_t k = d; k > 0; k--) {
+            if ((fi = iframe_complete(fi->previous)) == NULL) {
+                PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
+                return -1;
+            }
+        }
+        if ((t = deref_is(code_ref, (PyObject *)iframe_code(fi))) <= 0)
+            return t;
+        if ((lasti = PyLong_FromLong(iframe_lasti(fi))) == NULL
+            || (x = dict_get(src_lasti, lasti, src_lasti)) == NULL) {
+            Py_XDECREF(lasti);
+            return -1;
+        }
+        Py_DECREF(lasti);
+        lasti = NULL;
+        t = x == src;
+        Py_CLEAR(x);
+        if (t)
+            return 1;
+        /* (src_of asks the frame object: made below, as before) */
+    }
+#endif
     PyFrameObject *f = frame_up(up); /* (the frame that called _run: not this package's) */
     if (f == NULL) {
         PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
@@ -3580,6 +3713,14 @@ PyInit__cgtrace_fastpath(void)
     Py_INCREF(&RLockType);
     if (PyModule_AddObject(m, "RLock", (PyObject *)&RLockType) < 0) {
         Py_DECREF(&RLockType);
+        Py_DECREF(m);
+        return NULL;
+    }
+#ifdef CGT_FAST_FRAMES
+    if (PyModule_AddIntConstant(m, "FAST_FRAMES", 1) < 0) {
+#else
+    if (PyModule_AddIntConstant(m, "FAST_FRAMES", 0) < 0) {
+#endif
         Py_DECREF(m);
         return NULL;
     }

@@ -66,7 +66,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 7
+API = 8
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \
@@ -543,7 +543,15 @@ def _build(src, so, extra=()):
     if sys.platform == "darwin":
         cmd[1:1] = ["-undefined", "dynamic_lookup"]
     try:
-        _compile(cmd, tmp, so, 120)
+        try:
+            _compile(cmd, tmp, so, 120)
+        except RuntimeError:
+            if "-DCGT_NO_FAST_FRAMES" in extra:
+                raise
+            # (The walk of the interpreter's own frames reads its internal
+            # header, which an unusual Python may not compile with: the
+            # walk of the frame objects then, the rest the same.)
+            _compile(cmd[:1] + ["-DCGT_NO_FAST_FRAMES"] + cmd[1:], tmp, so, 120)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -138,6 +138,38 @@ class FastPathTest(BuiltTest):
             P._build(P._SRC, so)
             self.assertTrue(os.path.exists(so))
 
+    def test_a_build_without_the_frames_header_walks_the_frame_objects(self):
+        """A compiler that cannot build the walk of the interpreter's own
+        frames (its internal header) gets a second build without it: the
+        module, with FAST_FRAMES 0, not the Python checks."""
+        real = P._compile
+        seen = []
+
+        def compile_(cmd, tmp, so, timeout):
+            seen.append("-DCGT_NO_FAST_FRAMES" in cmd)
+            if not seen[-1]:
+                raise RuntimeError("cc: internal/pycore_frame.h: an error")
+            return real(cmd, tmp, so, timeout)
+        with tempfile.TemporaryDirectory() as d:
+            so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
+            with mock.patch.object(P, "_compile", compile_):
+                P._build(P._SRC, so)
+            self.assertEqual(seen, [False, True])
+            self.assertEqual(sorted(os.listdir(d)), [os.path.basename(so)])
+            self.assertEqual(P._import_built("_cgtrace_fastpath", so, P.API).FAST_FRAMES, 0)
+            # (a build that fails without the walk too fails once, its error
+            # the caller's)
+            seen.clear()
+
+            def fails(cmd, tmp, so, timeout):
+                seen.append("-DCGT_NO_FAST_FRAMES" in cmd)
+                raise RuntimeError("cc: an error")
+            for extra, tries in (((), [False, True]), (("-DCGT_NO_FAST_FRAMES",), [True])):
+                seen.clear()
+                with mock.patch.object(P, "_compile", fails), self.assertRaises(RuntimeError):
+                    P._build(P._SRC, so + ".2", extra)
+                self.assertEqual(seen, tries)
+
     def lean(self, ins, mgr, fid, **over):
         """A steady replay's lean tuple for inputs ins (fastpath.L_*)."""
         t = dict(fid=fid, plan=None, mref=weakref.ref(mgr), low=64, nin=len(ins),
@@ -277,6 +309,68 @@ class FastPathTest(BuiltTest):
                 self.assertTrue(tree(impl, own, 0, weakref.ref(tree.__code__), {}, Plan(tree.__code__, src), src))
                 self.assertEqual(outcome(tree, impl, own, 10 ** 6, ref, {}, plan, src), ("raised", ValueError))
         self.assertEqual(outcome(self.C.fresh_src, {}, 0, None, {}, None, None), ("raised", TypeError))
+
+    def test_frames_walked_without_their_objects(self):
+        """Where the C module walks the interpreter's own frames (3.11 to
+        3.13: FAST_FRAMES), frame_src and fresh_src find the frame
+        sys._getframe finds, through generators and nested calls, and
+        make no frame object of a frame they pass once its line is known
+        (a build with -DCGT_NO_FAST_FRAMES makes one of each: the count
+        this test holds it to)."""
+        if sys.version_info < (3, 11):
+            self.skipTest("before 3.11 every frame has its object")
+        self.assertEqual(self.C.FAST_FRAMES, 1)
+        with tempfile.TemporaryDirectory() as d:
+            so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
+            P._build(P._SRC, so, ("-DCGT_NO_FAST_FRAMES",))
+            slow = P._import_built("_cgtrace_fastpath", so, P.API)
+        self.assertEqual(slow.FAST_FRAMES, 0)
+        got = {}
+        for mod in (self.C, slow):
+            plan = Plan(None, "src")
+            own = {__file__: False}
+
+            def outer(n, mod=mod, plan=plan, own=own):
+                return list(gen(n, mod, plan, own))  # (a generator's frame among them)
+
+            def gen(n, mod, plan, own):
+                yield inner(n, mod, plan, own)
+
+            def inner(n, mod, plan, own):
+                if n:
+                    return inner(n - 1, mod, plan, own)
+                # (depth 4 from here: outer's frame, past three of inner's and
+                # gen's; list() is C, no frame)
+                ref = weakref.ref(plan.code)
+                none = sys.getallocatedblocks()  # (what the count itself holds: its int)
+                none = sys.getallocatedblocks() - none
+                blocks = sys.getallocatedblocks()
+                a = mod.frame_src(4, ref, plan)
+                b = mod.fresh_src(own, 1, ref, plan.src_lasti, plan, "src", 3)
+                blocks = sys.getallocatedblocks() - blocks - none
+                return a, b, blocks, sys._getframe(4).f_code is plan.code
+
+            plan.code = outer.__code__
+            first = outer(2)[0]  # (src_of asked: the line learnt)
+            again = outer(2)[0]
+            got[mod.FAST_FRAMES] = (first, again, plan.asked)
+        (first, again, asked), (sfirst, sagain, sasked) = got[1], got[0]
+        self.assertEqual(first[:2], ("src", True))
+        self.assertEqual(again[:2], ("src", True))
+        self.assertTrue(first[3] and again[3])
+        self.assertEqual(asked, 1)
+        self.assertEqual(sfirst[:2], ("src", True))
+        self.assertEqual(sagain[:2], ("src", True))
+        # The walk past five frames: none made once the line is known
+        # (a frame object of each, alive while its frame runs, otherwise).
+        self.assertLessEqual(again[2], 0)
+        self.assertGreaterEqual(sagain[2], 5)
+        # Another code at that depth, or a shallower stack: as before.
+        plan = Plan(Plan.__init__.__code__, "src")
+        self.assertIsNone(self.C.frame_src(1, weakref.ref(plan.code), plan))
+        self.assertIsNone(self.C.frame_src(10 ** 6, weakref.ref(plan.code), plan))
+        with self.assertRaises(ValueError):
+            self.C.fresh_src({}, 0, weakref.ref(plan.code), {}, plan, "src", 10 ** 6)
 
     def test_probes_and_kept(self):
         saved = fake.install_fake_torch()
