@@ -1862,6 +1862,11 @@ error:
 }
 
 
+/* (StorageRefs, below: a lean fresh call's storage reference made
+ * without a call through its type) */
+static PyTypeObject StorageRefsType;
+static PyObject *storage_ref_of(PyObject *refs, PyObject *stor);
+
 /* fresh_queue, the tree's frame up frames above the calling one. */
 static PyObject *
 fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py_ssize_t up)
@@ -1923,7 +1928,8 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         || SSTEAL(t, inv, PyObject_GetAttr(gen, s_generation)) < 0 || SSET(t, oid, oid) < 0
         || (wr = PyWeakref_NewRef(v, died)) == NULL || SSET(t, wr, wr) < 0
         || SSTEAL(t, pwr, PyWeakref_NewRef(v, NULL)) < 0
-        || SSTEAL(t, sref, PyObject_CallOneArg(sweak, stor)) < 0
+        || SSTEAL(t, sref, Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
+                                                                  : PyObject_CallOneArg(sweak, stor)) < 0
         || (ptr != NULL ? SSET(t, ptr, ptr) : SSTEAL(t, ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
         || SSET(t, cd, cd) < 0
         || SSET(t, spec, PyTuple_GET_ITEM(a, 27)) < 0 || SSET(t, gone, Py_False) < 0
@@ -3443,12 +3449,12 @@ storage_refs_dealloc(StorageRefs *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The StorageRef of stor: a call of self, without its argument parsed
+ * (the lean fresh path makes one at every call). */
 static PyObject *
-storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
+storage_ref_of(PyObject *o, PyObject *stor)
 {
-    PyObject *stor;
-    if (!no_keywords(kwds, "a StorageRefs call") || !PyArg_ParseTuple(args, "O:StorageRefs.__call__", &stor))
-        return NULL;
+    StorageRefs *self = (StorageRefs *)o;
     StorageRef *r = PyObject_New(StorageRef, &StorageRefType);
     if (r == NULL)
         return NULL;
@@ -3461,6 +3467,15 @@ storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
     }
     r->maker = (StorageRefs *)Py_NewRef((PyObject *)self);
     return (PyObject *)r;
+}
+
+static PyObject *
+storage_refs_call(StorageRefs *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *stor;
+    if (!no_keywords(kwds, "a StorageRefs call") || !PyArg_ParseTuple(args, "O:StorageRefs.__call__", &stor))
+        return NULL;
+    return storage_ref_of((PyObject *)self, stor);
 }
 
 static PyTypeObject StorageRefsType = {
