@@ -52,6 +52,23 @@ class Plan:
         return self.src
 
 
+def held_elsewhere(lock):
+    """lock taken by a thread of its own, which lets go of it once the
+    returned event is set: (that event, the thread)."""
+    import threading
+    hold, done = threading.Event(), threading.Event()
+
+    def holder():
+        lock.acquire()
+        hold.set()
+        done.wait(10)
+        lock.release()
+    t = threading.Thread(target=holder)
+    t.start()
+    hold.wait()
+    return done, t
+
+
 def outcome(fn, *args):
     """fn(*args)'s result, or its exception's type."""
     try:
@@ -1085,21 +1102,10 @@ class StorageRefAndDiedTest(BuiltTest):
         """A thread blocked in acquire runs the program's signal handlers,
         and one that raises ends the wait with its error (threading's)."""
         import signal
-        import threading
         if not hasattr(signal, "setitimer"):
             self.skipTest("no setitimer here")
         L = self.C.RLock()
-        hold = threading.Event()
-        done = threading.Event()
-
-        def holder():
-            L.acquire()
-            hold.set()
-            done.wait(10)
-            L.release()
-        t = threading.Thread(target=holder)
-        t.start()
-        hold.wait()
+        done, t = held_elsewhere(L)
 
         class Alarm(Exception):
             pass
@@ -1171,16 +1177,7 @@ class StorageRefAndDiedTest(BuiltTest):
                 L.release()
                 fields["hot"].steady = False
                 # Held by another thread: _steady's, which waits.
-                hold, done = threading.Event(), threading.Event()
-
-                def holder():
-                    L.acquire()
-                    hold.set()
-                    done.wait(10)
-                    L.release()
-                t = threading.Thread(target=holder)
-                t.start()
-                hold.wait()
+                done, t = held_elsewhere(L)
                 self.assertEqual(r(None, [], fid), "steady")
                 done.set()
                 t.join()
