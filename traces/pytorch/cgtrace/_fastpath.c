@@ -25,7 +25,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 8
+#define API_VERSION 9
 
 /* The frames of the calling thread's stack, walked as PyFrame_GetBack
  * walks them but without making a frame object of each (3.11 to 3.13):
@@ -638,52 +638,6 @@ frame_up(Py_ssize_t depth)
     return f;
 }
 
-#ifdef CGT_FAST_FRAMES
-/* The first complete frame from f on (PyFrame_GetBack's skip). */
-static inline _PyInterpreterFrame *
-iframe_complete(_PyInterpreterFrame *f)
-{
-    while (f != NULL && _PyFrame_IsIncomplete(f))
-        f = f->previous;
-    return f;
-}
-
-/* frame_up's frame, without its frame object (or those of the frames
- * below it): borrowed, valid while the calling function runs; NULL when
- * the stack is shallower. */
-static _PyInterpreterFrame *
-iframe_up(Py_ssize_t depth)
-{
-    PyThreadState *ts = PyThreadState_Get();
-#if PY_VERSION_HEX >= 0x030D0000
-    _PyInterpreterFrame *f = iframe_complete(ts->current_frame);
-#else
-    _PyInterpreterFrame *f = iframe_complete(ts->cframe->current_frame);
-#endif
-    while (f != NULL && depth-- > 0)
-        f = iframe_complete(f->previous);
-    return f;
-}
-
-/* Its code (borrowed) and, as PyFrame_GetLasti answers, its f_lasti. */
-static inline PyCodeObject *
-iframe_code(_PyInterpreterFrame *f)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    return _PyFrame_GetCode(f);
-#else
-    return f->f_code;
-#endif
-}
-
-static inline int
-iframe_lasti(_PyInterpreterFrame *f)
-{
-    int lasti = _PyInterpreterFrame_LASTI(f);
-    return lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT);
-}
-#endif
-
 /* f.f_lasti. New reference. */
 static PyObject *
 frame_lasti(PyFrameObject *f)
@@ -693,6 +647,114 @@ frame_lasti(PyFrameObject *f)
 #else
     return PyObject_GetAttr((PyObject *)f, s_f_lasti);
 #endif
+}
+
+/* A frame of the calling thread's stack, depth frames above the calling
+ * Python function's, walked up one at a time (frame_at, frame_back) as
+ * PyFrame_GetBack walks: with CGT_FAST_FRAMES the interpreter's own frame
+ * (i), whose object (f) is made only when asked for (frame_object: src_of,
+ * a line not seen yet); else the frame object itself. frame_done lets go
+ * of the object. */
+typedef struct {
+#ifdef CGT_FAST_FRAMES
+    _PyInterpreterFrame *i;
+#endif
+    PyFrameObject *f;
+    Py_ssize_t depth;
+} Frame;
+
+#ifdef CGT_FAST_FRAMES
+/* The first complete frame from i on (PyFrame_GetBack's skip). */
+static inline _PyInterpreterFrame *
+iframe_complete(_PyInterpreterFrame *i)
+{
+    while (i != NULL && _PyFrame_IsIncomplete(i))
+        i = i->previous;
+    return i;
+}
+#endif
+
+/* 1 found, 0 the stack is shallower. */
+static int
+frame_at(Frame *fr, Py_ssize_t depth)
+{
+    fr->f = NULL;
+    fr->depth = depth;
+#ifdef CGT_FAST_FRAMES
+    PyThreadState *ts = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyInterpreterFrame *i = iframe_complete(ts->current_frame);
+#else
+    _PyInterpreterFrame *i = iframe_complete(ts->cframe->current_frame);
+#endif
+    while (i != NULL && depth-- > 0)
+        i = iframe_complete(i->previous);
+    fr->i = i;
+    return i != NULL;
+#else
+    fr->f = frame_up(depth);
+    return fr->f != NULL;
+#endif
+}
+
+/* One frame up: 1, 0 past the stack's top. */
+static int
+frame_back(Frame *fr)
+{
+    fr->depth++;
+#ifdef CGT_FAST_FRAMES
+    fr->i = iframe_complete(fr->i->previous);
+    return fr->i != NULL;
+#else
+    PyFrameObject *b = PyFrame_GetBack(fr->f);
+    Py_DECREF(fr->f);
+    fr->f = b;
+    return b != NULL;
+#endif
+}
+
+/* Its code, borrowed (the frame holds it). */
+static PyCodeObject *
+frame_code(Frame *fr)
+{
+#ifdef CGT_FAST_FRAMES
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(fr->i);
+#else
+    return fr->i->f_code;
+#endif
+#else
+    PyCodeObject *code = PyFrame_GetCode(fr->f);
+    Py_DECREF(code);
+    return code;
+#endif
+}
+
+/* Its f_lasti (new reference), as PyFrame_GetLasti answers. */
+static PyObject *
+frame_at_lasti(Frame *fr)
+{
+#ifdef CGT_FAST_FRAMES
+    int lasti = _PyInterpreterFrame_LASTI(fr->i);
+    return PyLong_FromLong(lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT));
+#else
+    return frame_lasti(fr->f);
+#endif
+}
+
+/* Its frame object, borrowed (NULL with an exception: not made). */
+static PyObject *
+frame_object(Frame *fr)
+{
+    if (fr->f == NULL && (fr->f = frame_up(fr->depth)) == NULL)
+        PyErr_SetString(PyExc_SystemError, "frame_object: the frame is gone");
+    return (PyObject *)fr->f;
+}
+
+static void
+frame_done(Frame *fr)
+{
+    Py_CLEAR(fr->f);
 }
 
 /* d.get(key) (None when absent), or, with dflt, d.get(key, dflt). New
@@ -715,63 +777,30 @@ dict_get(PyObject *d, PyObject *key, PyObject *dflt)
     return PyObject_CallMethodObjArgs(d, s_get, key, dflt, NULL);
 }
 
-/* Whether f is of the code code_ref refers to: 1, 0, -1. */
-static int
-frame_of(PyFrameObject *f, PyObject *code_ref)
-{
-    PyObject *code = (PyObject *)PyFrame_GetCode(f);
-    int t = deref_is(code_ref, code);
-    Py_DECREF(code);
-    return t;
-}
-
 /* fastpath.frame_src with depth a C integer (new reference, or NULL). */
 static PyObject *
 frame_src_impl(Py_ssize_t depth, PyObject *code_ref, PyObject *plan)
 {
-    PyObject *lasti = NULL, *map = NULL, *src = NULL;
-#ifdef CGT_FAST_FRAMES
-    {
-        /* (the frame object made only for src_of, a line not seen yet) */
-        _PyInterpreterFrame *fi = iframe_up(depth);
-        if (fi == NULL)
-            Py_RETURN_NONE;
-        int t = deref_is(code_ref, (PyObject *)iframe_code(fi));
-        if (t <= 0) {
-            if (t < 0)
-                return NULL;
-            Py_RETURN_NONE;
-        }
-        if ((map = SGET(plan, src_lasti)) == NULL || (lasti = PyLong_FromLong(iframe_lasti(fi))) == NULL
-            || (src = dict_get(map, lasti, NULL)) == NULL || src != Py_None) {
-            Py_XDECREF(map);
-            Py_XDECREF(lasti);
-            return src;
-        }
-        Py_CLEAR(map);
-        Py_CLEAR(lasti);
-        Py_CLEAR(src);
-    }
-#endif
-    PyFrameObject *f = frame_up(depth);
-    if (f == NULL)
+    PyObject *lasti = NULL, *map = NULL, *src = NULL, *f;
+    Frame fr;
+    if (!frame_at(&fr, depth))
         Py_RETURN_NONE;
-    int t = frame_of(f, code_ref);
+    int t = deref_is(code_ref, (PyObject *)frame_code(&fr));
     if (t <= 0) {
-        Py_DECREF(f);
+        frame_done(&fr);
         if (t < 0)
             return NULL;
         Py_RETURN_NONE;
     }
-    if ((map = SGET(plan, src_lasti)) == NULL || (lasti = frame_lasti(f)) == NULL
+    if ((map = SGET(plan, src_lasti)) == NULL || (lasti = frame_at_lasti(&fr)) == NULL
         || (src = dict_get(map, lasti, NULL)) == NULL)
         goto done;
     if (src == Py_None) {
         Py_DECREF(src);
-        src = PyObject_CallMethodOneArg(plan, s_src_of, (PyObject *)f);
+        src = (f = frame_object(&fr)) == NULL ? NULL : PyObject_CallMethodOneArg(plan, s_src_of, f);
     }
 done:
-    Py_DECREF(f);
+    frame_done(&fr);
     Py_XDECREF(map);
     Py_XDECREF(lasti);
     return src;
@@ -844,84 +873,42 @@ static int
 fresh_src_impl(PyObject *own, Py_ssize_t d, PyObject *code_ref, PyObject *src_lasti, PyObject *plan,
                PyObject *src, Py_ssize_t up)
 {
-    PyObject *x = NULL, *lasti = NULL;
+    PyObject *x = NULL, *lasti = NULL, *f;
     int t = -1;
-#ifdef CGT_FAST_FRAMES
-    {
-        /* (the frame object made only for src_of, a line not seen yet) */
-        _PyInterpreterFrame *fi = iframe_up(up);
-        if (fi == NULL) {
-            PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-            return -1;
-        }
-        if ((x = dict_get(own, iframe_code(fi)->co_filename, NULL)) == NULL)
-            return -1;
-        if (x != Py_False) {
-            Py_DECREF(x);
-            return 0;
-        }
-        Py_CLEAR(x);
-        for (Py_ssize_t k = d; k > 0; k--) {
-            if ((fi = iframe_complete(fi->previous)) == NULL) {
-                PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-                return -1;
-            }
-        }
-        if ((t = deref_is(code_ref, (PyObject *)iframe_code(fi))) <= 0)
-            return t;
-        if ((lasti = PyLong_FromLong(iframe_lasti(fi))) == NULL
-            || (x = dict_get(src_lasti, lasti, src_lasti)) == NULL) {
-            Py_XDECREF(lasti);
-            return -1;
-        }
-        Py_DECREF(lasti);
-        lasti = NULL;
-        t = x == src;
-        Py_CLEAR(x);
-        if (t)
-            return 1;
-        /* (src_of asks the frame object: made below, as before) */
-    }
-#endif
-    PyFrameObject *f = frame_up(up); /* (the frame that called _run: not this package's) */
-    if (f == NULL) {
-        PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-        return -1;
-    }
-    PyCodeObject *code = PyFrame_GetCode(f);
-    x = dict_get(own, code->co_filename, NULL);
-    Py_DECREF(code);
-    if (x == NULL)
+    Frame fr;
+    /* (the frame that called _run: not this package's; then d on from it) */
+    if (!frame_at(&fr, up))
+        goto shallow;
+    if ((x = dict_get(own, frame_code(&fr)->co_filename, NULL)) == NULL)
         goto done;
     if (x != Py_False) {
         t = 0;
         goto done;
     }
     Py_CLEAR(x);
-    while (d-- > 0) { /* (on from f: the frames below it are made already) */
-        PyFrameObject *b = PyFrame_GetBack(f);
-        Py_DECREF(f);
-        if ((f = b) == NULL) {
-            PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
-            return -1;
-        }
-    }
-    if ((t = frame_of(f, code_ref)) <= 0)
+    while (d-- > 0)
+        if (!frame_back(&fr))
+            goto shallow;
+    if ((t = deref_is(code_ref, (PyObject *)frame_code(&fr))) <= 0)
         goto done;
     t = -1;
-    if ((lasti = frame_lasti(f)) == NULL || (x = dict_get(src_lasti, lasti, src_lasti)) == NULL)
+    if ((lasti = frame_at_lasti(&fr)) == NULL || (x = dict_get(src_lasti, lasti, src_lasti)) == NULL)
         goto done;
     if (x != src) {
         Py_CLEAR(x);
-        if ((x = PyObject_CallMethodOneArg(plan, s_src_of, (PyObject *)f)) == NULL)
+        if ((f = frame_object(&fr)) == NULL || (x = PyObject_CallMethodOneArg(plan, s_src_of, f)) == NULL)
             goto done;
     }
     t = x == src;
 done:
-    Py_DECREF(f);
+    frame_done(&fr);
     Py_XDECREF(x);
     Py_XDECREF(lasti);
     return t;
+shallow:
+    PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
+    t = -1;
+    goto done;
 }
 
 static PyObject *
@@ -1290,13 +1277,23 @@ name_maps(PyObject *maps, PyObject **m, Py_ssize_t need)
     return 0;
 }
 
-/* del d[key] when d has it: 0, -1. */
+/* d.pop(key, None), its result dropped: 0, -1. */
 static int
-dict_discard(PyObject *d, PyObject *key)
+pop_key(PyObject *d, PyObject *key)
 {
-    int t = PyDict_Contains(d, key);
-    return t > 0 ? PyDict_DelItem(d, key) : t;
+    if (PyDict_CheckExact(d)) {
+        int t = PyDict_Contains(d, key);
+        if (t <= 0)
+            return t;
+        return PyDict_DelItem(d, key);
+    }
+    PyObject *r = PyObject_CallMethod(d, "pop", "OO", key, Py_None);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }
+
 
 /* Whether d.get(key) == v (d a dict): 1, 0, -1. */
 static int
@@ -1468,12 +1465,12 @@ forget_one(PyObject **m, PyObject *name)
             PyErr_SetString(PyExc_TypeError, "by_storage: a dict of dicts");
             goto done;
         }
-        if (dict_discard(same, name) < 0 || (PyDict_GET_SIZE(same) == 0 && PyDict_DelItem(m[M_BY_STORAGE], st) < 0))
+        if (pop_key(same, name) < 0 || (PyDict_GET_SIZE(same) == 0 && PyDict_DelItem(m[M_BY_STORAGE], st) < 0))
             goto done;
     }
-    if (dict_discard(m[M_WATCH], name) < 0 || (wr = sget(e, &slots[SL_b_wr], s_wr)) == NULL)
+    if (pop_key(m[M_WATCH], name) < 0 || (wr = sget(e, &slots[SL_b_wr], s_wr)) == NULL)
         goto done;
-    if (wr != Py_None && ((id = PyLong_FromVoidPtr(wr)) == NULL || dict_discard(m[M_HELD_WR], id) < 0))
+    if (wr != Py_None && ((id = PyLong_FromVoidPtr(wr)) == NULL || pop_key(m[M_HELD_WR], id) < 0))
         goto done;
     Py_CLEAR(id);
     if ((vk = sget(fact, &slots[SL_b_view_key], s_view_key)) == NULL || (t = dict_has(m[M_BY_VIEW], vk, name)) < 0
@@ -2081,23 +2078,6 @@ call_tail(PyObject *inv, PyObject *src)
     return r;
 }
 
-/* d.pop(key, None), its result dropped: 0, -1. */
-static int
-pop_key(PyObject *d, PyObject *key)
-{
-    if (PyDict_CheckExact(d)) {
-        int t = PyDict_Contains(d, key);
-        if (t <= 0)
-            return t;
-        return PyDict_DelItem(d, key);
-    }
-    PyObject *r = PyObject_CallMethod(d, "pop", "OO", key, Py_None);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 /* fastpath.fq_tail: 0, -1. */
 static int
 fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
@@ -2487,14 +2467,20 @@ typedef struct {
 
 static PyTypeObject RLockType;
 
+/* Whether this thread holds it. */
+static int
+rlock_owned(RLock *l)
+{
+    return l->count > 0 && l->owner == PyThread_get_thread_ident();
+}
+
 /* 1 taken (count one more), 0 not (blocking false, another thread holds
  * it), -1 an error (a signal handler raised while waiting, the count's
  * overflow). */
 static int
 rlock_take(RLock *l, int blocking)
 {
-    unsigned long me = PyThread_get_thread_ident();
-    if (l->count > 0 && l->owner == me) {
+    if (rlock_owned(l)) {
         if (l->count == (unsigned long)-1) {
             PyErr_SetString(PyExc_OverflowError, "Internal lock count overflowed");
             return -1;
@@ -2514,7 +2500,7 @@ rlock_take(RLock *l, int blocking)
                 return -1;
         } while (r != PY_LOCK_ACQUIRED);
     }
-    l->owner = me;
+    l->owner = PyThread_get_thread_ident();
     l->count = 1;
     return 1;
 }
@@ -2524,7 +2510,7 @@ rlock_take(RLock *l, int blocking)
 static int
 rlock_give(RLock *l)
 {
-    if (l->count == 0 || l->owner != PyThread_get_thread_ident()) {
+    if (!rlock_owned(l)) {
         PyErr_SetString(PyExc_RuntimeError, "cannot release un-acquired lock");
         return -1;
     }
@@ -2533,12 +2519,6 @@ rlock_give(RLock *l)
         PyThread_release_lock(l->lock);
     }
     return 0;
-}
-
-static int
-rlock_owned(RLock *l)
-{
-    return l->count > 0 && l->owner == PyThread_get_thread_ident();
 }
 
 static PyObject *
@@ -2678,15 +2658,14 @@ typedef struct {
     vectorcallfunc vectorcall;
     /* the fields, in runner_fields' order (runner_slots: from hot on) */
     PyObject *hot, *armed, *acquire, *owned, *release, *orig_run, *box, *gen, *dead_objs, *pend,
-        *ptrs_equal, *data_ptr, *fresh_run, *steady, *rec, *declined, *watch_alive, *lock, *fresh_ctx, *fq, *tls,
-        *fq_bound;
+        *ptrs_equal, *data_ptr, *steady, *rec, *declined, *watch_alive, *lock, *fresh_ctx, *fq, *tls, *fq_bound;
 } Runner;
 
 static const char *runner_fields[] = {"hot", "armed", "acquire", "owned", "release", "orig_run", "box", "gen",
-                                      "dead_objs", "pend", "ptrs_equal", "data_ptr", "fresh_run", "steady",
-                                      "rec", "declined", "watch_alive", "lock", "fresh_ctx", "fq", "tls",
-                                      "fq_bound", NULL};
-#define RUNNER_NFIELDS 22
+                                      "dead_objs", "pend", "ptrs_equal", "data_ptr", "steady", "rec",
+                                      "declined", "watch_alive", "lock", "fresh_ctx", "fq", "tls", "fq_bound",
+                                      NULL};
+#define RUNNER_NFIELDS 21
 
 static PyObject *runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
@@ -2767,8 +2746,8 @@ tls_reset(PyObject *tls)
     return 0;
 }
 
-/* freshq's fresh_run in the Runner (its Python, the reference, is what a
- * Runner without fresh_ctx calls): the lean fresh call without a Python
+/* freshq's fresh_run in the Runner (its Python, the reference, is what the
+ * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
  * same steps in the same order; the uncommon ends are the recorder's
  * methods fresh_run calls too (_fq_call_raised, _fq_bound, _fq_other).
@@ -2923,9 +2902,7 @@ runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *functio
             t = !t;
         }
         if (t) {
-            PyObject *args[4] = {mgr, new_inputs, function_id, fl};
-            PyObject *out = r->fresh_ctx != Py_None ? runner_fresh(r, fl, mgr, new_inputs, function_id)
-                                                    : PyObject_Vectorcall(r->fresh_run, args, 4, NULL);
+            PyObject *out = runner_fresh(r, fl, mgr, new_inputs, function_id);
             Py_DECREF(fl);
             if (out == NULL || out != r->declined)
                 return out;

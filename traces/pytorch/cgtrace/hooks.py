@@ -353,7 +353,7 @@ class _Hooks:
         body = runner(hot=self._hot, armed=self._hot.armed, acquire=self.lock.acquire, owned=self.lock._is_owned,
                       release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                       dead_objs=self.session._dead_objs, pend=self._pending.append, ptrs_equal=ptrs_equal,
-                      data_ptr=data_ptr, fresh_run=fresh_run, steady=_steady, rec=rec, declined=DECLINED,
+                      data_ptr=data_ptr, steady=_steady, rec=rec, declined=DECLINED,
                       watch_alive=watch_alive, lock=self.lock, fresh_ctx=self._fq_ctx, fq=self._fq, tls=self.tls,
                       fq_bound=_FQ_BOUND)
 

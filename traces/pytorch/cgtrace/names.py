@@ -144,19 +144,16 @@ class _Names:
         """Names a tensor. With takeover, later lookups of this object and
         view find this name; without, the name is a passing alias and the
         older name keeps representing the tensor (bind_all)."""
-        order = self.order
-        self.order = order + 1
-        self.epoch += 1
-        self._bind_all(self._maps, (name,), (fact,), kind, takeover, order)
+        self._bind_many((name,), (fact,), kind, takeover)
 
-    def _bind_many(self, names, facts, kind):
-        """_bind(name, fact, kind) for each in turn, in one call of
-        bind_all (a training step's outputs, all bound anew)."""
+    def _bind_many(self, names, facts, kind, takeover=True):
+        """_bind(name, fact, kind, takeover) for each in turn, in one call
+        of bind_all (a training step's outputs, all bound anew)."""
         n = len(names)
         order = self.order
         self.order = order + n
         self.epoch += n
-        self._bind_all(self._maps, names, facts, kind, True, order)
+        self._bind_all(self._maps, names, facts, kind, takeover, order)
 
     def _name_maps(self):
         """The maps bind_all and forget_all keep, and what they bind with
@@ -173,8 +170,7 @@ class _Names:
         self._dead_objs.append((wr, self.clock() if self.clock is not None else 0))
 
     def _forget(self, name):
-        self.epoch += 1
-        self._forget_all(self._maps, (name,))
+        self._forget_many((name,))
 
     def _forget_many(self, names):
         """_forget(name) for each in turn, in one call of forget_all."""

@@ -1160,7 +1160,7 @@ class StorageRefAndDiedTest(BuiltTest):
                 seen.clear()
                 fields = dict(hot=Hot(), armed={}, acquire=calls or L.acquire, owned=calls or L._is_owned,
                               release=calls or L.release, orig_run=orig_run, box=None, gen=None, dead_objs=[],
-                              pend=None, ptrs_equal=None, data_ptr=None, fresh_run=None, steady=steady, rec=Rec(),
+                              pend=None, ptrs_equal=None, data_ptr=None, steady=steady, rec=Rec(),
                               declined=object(), watch_alive=None, lock=L, fresh_ctx=None, fq=[], tls=None,
                               fq_bound=32)
                 r = self.C.Runner(**fields)
