@@ -158,32 +158,38 @@ def profile_path(folder, n):
 _ROW = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?" + r"([\d,]+|\.)\s+(?:\([^)]*\)\s+)?" * 3 + r"(\S.*)$")
 
 
-def function_events(path, run=subprocess.run):
+_ROW1 = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$")
+
+
+def function_events(path, run=subprocess.run, cold=True):
     """{function: [Ir, ILmr, DLmr, DLmw]} of one profile, each function's
     own (callgrind_annotate --inclusive=no), its recursion levels and the
-    library it is in merged into one name ("file:function")."""
-    p = run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--show=Ir,ILmr,DLmr,DLmw", path],
+    library it is in merged into one name ("file:function"). Without cold
+    the profile has instructions only: the misses are 0."""
+    show = "Ir,ILmr,DLmr,DLmw" if cold else "Ir"
+    p = run(["callgrind_annotate", "--inclusive=no", "--threshold=100", "--show=" + show, path],
             capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit("recorder-instructions: callgrind_annotate %s failed: %s" % (path, (p.stderr or "")[-500:]))
     got = {}
+    row = _ROW if cold else _ROW1
     for line in p.stdout.splitlines():
-        m = _ROW.match(line)
+        m = row.match(line)
         if m is None or "PROGRAM TOTALS" in line:
             continue
-        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.groups()[:4]]
-        name = re.sub(r" \[[^\]]*\]$", "", m.group(5).strip())
+        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.groups()[:-1]] + [0] * (4 - m.lastindex + 1)
+        name = re.sub(r" \[[^\]]*\]$", "", m.group(m.lastindex).strip())
         name = re.sub(r"'\d+", "", name).rsplit("/", 1)[-1]
         got[name] = [a + b for a, b in zip(got.get(name, [0, 0, 0, 0]), vals)]
     return got
 
 
-def by_function(folder, calls, run=subprocess.run):
+def by_function(folder, calls, run=subprocess.run, cold=True):
     """Per function, what recording adds to a call (the runs' differences,
     as measure takes them, from the profiles measure kept in folder):
     rows (added [Ir, ILmr, DLmr, DLmw], function), the most last-level
     misses first (then the most instructions)."""
-    ev = {n: function_events(profile_path(folder, n), run) for n in (2 * calls, calls, -2 * calls, -calls)}
+    ev = {n: function_events(profile_path(folder, n), run, cold) for n in (2 * calls, calls, -2 * calls, -calls)}
     names = set().union(*ev.values())
     rows = []
     for f in names:
@@ -221,7 +227,7 @@ def main(argv=None):
         p.error("--by-function must be at least 0")
     with tempfile.TemporaryDirectory() as d:
         r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train, folder=d if a.by_function else None)
-        rows = by_function(d, a.calls)[:a.by_function] if a.by_function else []
+        rows = by_function(d, a.calls, cold=a.cold)[:a.by_function] if a.by_function else []
     what = "%s%s" % ("a training step" if a.train else "a new input each call" if a.fresh
                      else "the same input (steady)", ", recorder %s" % a.baseline if a.baseline else "")
     unit = "step" if a.train else "call"

@@ -129,6 +129,31 @@ class InstructionsTest(unittest.TestCase):
         self.assertEqual(got["typeobject.c:_PyType_Lookup"], [30.0, 0.0, 5.0, 0.0])
         self.assertEqual([f for _, f in rows], ["???:fresh_queue", "typeobject.c:_PyType_Lookup"])
 
+    def test_by_function_without_cold_reads_instructions_only(self):
+        """--by-function without --cold: the profiles have no cache
+        events (callgrind_annotate refuses to show one), so only Ir is
+        asked for and read; the misses are 0."""
+        import tempfile
+        seen = []
+        on = {"???:fq_run": 900, "ceval.c:_PyEval_EvalFrameDefault": 300}
+        off = {"ceval.c:_PyEval_EvalFrameDefault": 100}
+
+        def annotate(cmd, **kw):
+            seen.append(cmd)
+            n = int(re.search(r"callgrind\.(on|off)(\d+)\.out$", cmd[-1]).group(2))
+            table = on if ".on" in cmd[-1] else off
+            lines = ["Ir  file:function", "-" * 20, "1,000,000 (100.0%)  PROGRAM TOTALS"]
+            lines += ["{:,} ( 1.00%)  /build/Python/{} [/usr/lib/libpython3.12.so.1.0]".format(v * n, f)
+                      for f, v in table.items()]
+            return types.SimpleNamespace(returncode=0, stdout="\n".join(lines) + "\n", stderr="")
+
+        with tempfile.TemporaryDirectory() as d:
+            rows = ri.by_function(d, 10, run=annotate, cold=False)
+        self.assertTrue(all("--show=Ir" in c for c in seen), seen)
+        got = {f: v for v, f in rows}
+        self.assertEqual(got["???:fq_run"], [900.0, 0, 0, 0])
+        self.assertEqual(got["ceval.c:_PyEval_EvalFrameDefault"], [200.0, 0, 0, 0])
+
     def test_measure_keeps_the_profiles_where_asked(self):
         seen = []
 

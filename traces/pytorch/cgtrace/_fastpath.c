@@ -638,17 +638,6 @@ frame_up(Py_ssize_t depth)
     return f;
 }
 
-/* f.f_lasti. New reference. */
-static PyObject *
-frame_lasti(PyFrameObject *f)
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    return PyLong_FromLong(PyFrame_GetLasti(f));
-#else
-    return PyObject_GetAttr((PyObject *)f, s_f_lasti);
-#endif
-}
-
 /* A frame of the calling thread's stack, depth frames above the calling
  * Python function's, walked up one at a time (frame_at, frame_back) as
  * PyFrame_GetBack walks: with CGT_FAST_FRAMES the interpreter's own frame
@@ -737,8 +726,10 @@ frame_at_lasti(Frame *fr)
 #ifdef CGT_FAST_FRAMES
     int lasti = _PyInterpreterFrame_LASTI(fr->i);
     return PyLong_FromLong(lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT));
+#elif PY_VERSION_HEX >= 0x030B0000
+    return PyLong_FromLong(PyFrame_GetLasti(fr->f));
 #else
-    return frame_lasti(fr->f);
+    return PyObject_GetAttr((PyObject *)fr->f, s_f_lasti);
 #endif
 }
 
@@ -2078,56 +2069,320 @@ call_tail(PyObject *inv, PyObject *src)
     return r;
 }
 
-/* fastpath.fq_tail: 0, -1. */
-static int
-fq_tail_impl(PyObject *t, PyObject *lead, PyObject *st, PyObject *w)
+/* The writer's text: one buffer of UTF-8 that each part is copied into
+ * once, the str made once at the end (a str per part and a str per
+ * concatenation cost the queue's writer most of its instructions). */
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+    int ascii; /* every part ASCII so far: the str is made by a copy */
+    char local[2048];
+} Buf;
+
+/* An empty buffer; hint: the bytes it will likely hold (one allocation
+ * of them where the local array is smaller, not a doubling after another). */
+static void
+buf_init(Buf *b, Py_ssize_t hint)
 {
-    PyObject *used = PyTuple_GET_ITEM(w, 1), *recs = PyTuple_GET_ITEM(w, 3), *pre = PyTuple_GET_ITEM(w, 8),
-             *post = PyTuple_GET_ITEM(w, 9), *prefix = PyTuple_GET_ITEM(w, 10), *sfx = PyTuple_GET_ITEM(w, 11),
-             *mid = PyTuple_GET_ITEM(w, 12), *session = PyTuple_GET_ITEM(w, 13);
-    PyObject *calls = NULL, *cs = NULL, *out = NULL, *inv = NULL, *src = NULL, *name = NULL, *tail = NULL,
-             *line = NULL, *order = NULL;
+    b->p = b->local;
+    b->n = 0;
+    b->cap = (Py_ssize_t)sizeof b->local;
+    b->ascii = 1;
+    if (hint > b->cap && (b->p = PyMem_Malloc(hint)) != NULL)
+        b->cap = hint;
+    else
+        b->p = b->local;
+}
+
+static void
+buf_free(Buf *b)
+{
+    if (b->p != b->local)
+        PyMem_Free(b->p);
+}
+
+static int
+buf_grow(Buf *b, Py_ssize_t more)
+{
+    Py_ssize_t cap = b->cap;
+    while (cap - b->n < more) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *p = b->p == b->local ? PyMem_Malloc(cap) : PyMem_Realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (b->p == b->local)
+        memcpy(p, b->local, b->n);
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_mem(Buf *b, const char *s, Py_ssize_t n)
+{
+    if (b->cap - b->n < n && buf_grow(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return 0;
+}
+
+#define BUF_LIT(b, s) buf_mem((b), (s), (Py_ssize_t)sizeof(s) - 1)
+
+/* A str's characters (not a str: -1, TypeError; a lone surrogate goes
+ * through as surrogatepass has it, and buf_text gives it back). */
+static int
+buf_str(Buf *b, PyObject *u)
+{
+    if (u == NULL)
+        return -1;
+    if (!PyUnicode_Check(u)) {
+        PyErr_Format(PyExc_TypeError, "a str expected, not %.50s", Py_TYPE(u)->tp_name);
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(u) < 0)
+        return -1;
+#endif
+    if (PyUnicode_IS_ASCII(u))
+        return buf_mem(b, (const char *)PyUnicode_1BYTE_DATA(u), PyUnicode_GET_LENGTH(u));
+    b->ascii = 0;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(u, &n);
+    if (s != NULL)
+        return buf_mem(b, s, n);
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+        return -1;
+    PyErr_Clear();
+    PyObject *enc = PyUnicode_AsEncodedString(u, "utf-8", "surrogatepass");
+    if (enc == NULL)
+        return -1;
+    int r = buf_mem(b, PyBytes_AS_STRING(enc), PyBytes_GET_SIZE(enc));
+    Py_DECREF(enc);
+    return r;
+}
+
+/* An integer's decimal digits, as str(v). */
+static int
+buf_int(Buf *b, long long v)
+{
+    char tmp[24];
+    int k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[sizeof tmp - 1 - k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[sizeof tmp - 1 - k++] = '-';
+    return buf_mem(b, tmp + sizeof tmp - k, k);
+}
+
+/* The text of b's bytes from..to (new reference). */
+static PyObject *
+buf_text(Buf *b, Py_ssize_t from, Py_ssize_t to)
+{
+    if (b->ascii) {
+        PyObject *r = PyUnicode_New(to - from, 127);
+        if (r != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(r), b->p + from, to - from);
+        return r;
+    }
+    return PyUnicode_DecodeUTF8(b->p + from, to - from, "surrogatepass");
+}
+
+/* head + mid + str(n) + tail (tail may be NULL) as a new str: a name the
+ * writer makes (Session._fresh's base_i, an output's fn_cN_0). */
+static PyObject *
+str_int(PyObject *head, const char *mid, long long n, PyObject *tail)
+{
+    if (!PyUnicode_Check(head) || (tail != NULL && !PyUnicode_Check(tail))) {
+        PyErr_SetString(PyExc_TypeError, "a name's parts: str expected");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(head) < 0 || (tail != NULL && PyUnicode_READY(tail) < 0))
+        return NULL;
+#endif
+    Py_ssize_t nh = PyUnicode_GET_LENGTH(head), nm = (Py_ssize_t)strlen(mid),
+               nt = tail == NULL ? 0 : PyUnicode_GET_LENGTH(tail);
+    if (!PyUnicode_IS_ASCII(head) || (tail != NULL && !PyUnicode_IS_ASCII(tail)) || nh + nm + nt > 200)
+        return PyUnicode_FromFormat("%U%s%lld%U", head, mid, n, tail == NULL ? s_empty : tail);
+    char tmp[256], *p = tmp;
+    memcpy(p, PyUnicode_1BYTE_DATA(head), nh);
+    p += nh;
+    memcpy(p, mid, nm);
+    p += nm;
+    char digits[24];
+    int k = 0;
+    unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+    do {
+        digits[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (n < 0)
+        *p++ = '-';
+    while (k > 0)
+        *p++ = digits[--k];
+    if (tail != NULL) {
+        memcpy(p, PyUnicode_1BYTE_DATA(tail), nt);
+        p += nt;
+    }
+    PyObject *r = PyUnicode_New(p - tmp, 127);
+    if (r != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(r), tmp, p - tmp);
+    return r;
+}
+
+/* The writer's st ([order, epoch, seed, dels, calls, the output's name
+ * before]) while fq_run or fq_tail writes: C integers, put back in st at
+ * the end (ws_store). */
+enum { W_ORDER, W_EPOCH, W_SEED, W_DELS, W_CALLS, W_N };
+typedef struct {
+    long long v[W_N];
+    PyObject *prev; /* owned */
+} WState;
+
+static int
+ws_load(WState *s, PyObject *st)
+{
+    s->prev = NULL;
+    for (int i = 0; i < W_N; i++) {
+        long long x = PyLong_AsLongLong(PyList_GET_ITEM(st, i));
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        s->v[i] = x;
+    }
+    s->prev = Py_NewRef(PyList_GET_ITEM(st, 5));
+    return 0;
+}
+
+/* s back into st (its prev given to st): 0, -1. */
+static int
+ws_store(WState *s, PyObject *st)
+{
+    int rc = 0;
+    for (int i = 0; i < W_N; i++) {
+        PyObject *x = PyLong_FromLongLong(s->v[i]);
+        if (x == NULL || PyList_SetItem(st, i, x) < 0)
+            rc = -1;
+    }
+    if (s->prev != NULL && PyList_SetItem(st, 5, s->prev) < 0)
+        rc = -1;
+    s->prev = NULL;
+    return rc;
+}
+
+/* The writer's w, by name (freshq._fq_write's tuple). */
+typedef struct {
+    PyObject *fresh_next, *used, *base, *recs, *by_view, *by_obj, *by_obj_entry, *trace, *pre, *post, *prefix,
+        *sfx, *mid, *session, *Queued;
+    /* fq_run's Session._fresh counter of the base while it writes (NULL:
+     * fq_tail's, none): put in fresh_next before Session._fresh is asked,
+     * read again after. */
+    long long *fresh_i;
+} Writer;
+
+static void
+writer_of(Writer *wr, PyObject *w)
+{
+    PyObject **f[15] = {&wr->fresh_next, &wr->used, &wr->base, &wr->recs, &wr->by_view, &wr->by_obj,
+                        &wr->by_obj_entry, &wr->trace, &wr->pre, &wr->post, &wr->prefix, &wr->sfx,
+                        &wr->mid, &wr->session, &wr->Queued};
+    for (int i = 0; i < 15; i++)
+        *f[i] = PyTuple_GET_ITEM(w, i);
+    wr->fresh_i = NULL;
+}
+
+/* fq_run's counter of the base into fresh_next (fresh_next[base] =
+ * *fresh_i): 0, -1. */
+static int
+fresh_i_put(Writer *wr)
+{
+    PyObject *x = PyLong_FromLongLong(*wr->fresh_i);
+    int r = x == NULL ? -1 : PyObject_SetItem(wr->fresh_next, wr->base, x);
+    Py_XDECREF(x);
+    return r;
+}
+
+/* fq_run's counter of the base from fresh_next: 0, -1. */
+static int
+fresh_i_get(Writer *wr)
+{
+    PyObject *io = dict_get(wr->fresh_next, wr->base, zero);
+    if (io == NULL)
+        return -1;
+    long long i = PyLong_AsLongLong(io);
+    Py_DECREF(io);
+    if (i == -1 && PyErr_Occurred())
+        return -1;
+    *wr->fresh_i = i;
+    return 0;
+}
+
+/* fastpath.fq_tail's part: t's call line, its expect and the del of the
+ * output's name before, into b (after its records before, there); the
+ * output's name made (_replay_names', or Session._fresh's where one it
+ * made has it), st's order and calls moved. 0, -1. */
+static int
+put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
+{
+    PyObject *out = NULL, *inv = NULL, *src = NULL, *name = NULL, *s1 = NULL, *tail = NULL;
     int rc = -1;
-    /* st[4] += 1; out = prefix + str(st[4]) + sfx */
-    if ((calls = PyNumber_Add(PyList_GET_ITEM(st, 4), one)) == NULL)
+    s->v[W_CALLS] += 1;
+    if ((out = str_int(wr->prefix, "", s->v[W_CALLS], wr->sfx)) == NULL)
         goto done;
-    if (PyList_SetItem(st, 4, Py_NewRef(calls)) < 0)
-        goto done;
-    if ((cs = PyObject_Str(calls)) == NULL)
-        goto done;
-    {
-        PyObject *parts[3] = {prefix, cs, sfx};
-        if ((out = concat(parts, 3)) == NULL)
-            goto done;
-    }
     /* (taken by a name _fresh made: output names are not kept) */
-    int t_ = PySequence_Contains(used, out);
-    if (t_ < 0)
+    int taken = PySet_Contains(wr->used, out);
+    if (taken < 0)
         goto done;
-    if (t_)
-        Py_SETREF(out, PyObject_CallMethodOneArg(session, s_fresh, out));
-    if (out == NULL || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL
-        || (name = SGET(t, name)) == NULL || (tail = call_tail(inv, src)) == NULL)
-        goto done;
-    {
-        PyObject *parts[9] = {lead, pre, name, post, out, tail, mid, PyList_GET_ITEM(st, 5), s_end_list};
-        if ((line = concat(parts, 9)) == NULL || PyList_Append(recs, line) < 0)
+    if (taken) {
+        if (wr->fresh_i != NULL && fresh_i_put(wr) < 0)
+            goto done;
+        Py_SETREF(out, PyObject_CallMethodOneArg(wr->session, s_fresh, out));
+        if (out != NULL && wr->fresh_i != NULL && fresh_i_get(wr) < 0)
             goto done;
     }
-    if ((order = PyNumber_Add(PyList_GET_ITEM(st, 0), one)) == NULL || PyList_SetItem(st, 0, Py_NewRef(order)) < 0
-        || PyList_SetItem(st, 5, Py_NewRef(out)) < 0)
+    if (out == NULL || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL
+        || (name = SGET(t, name)) == NULL)
         goto done;
+    if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
+        goto done;
+    /* deferred._call_tail(inv, src): the common one here, any other by call_tail */
+    int ovf = 0;
+    long long iv = PyLong_CheckExact(inv) ? PyLong_AsLongLongAndOverflow(inv, &ovf) : 0;
+    if (iv == -1 && PyErr_Occurred())
+        goto done;
+    if (PyLong_CheckExact(inv) && !ovf && src != Py_None) {
+        if ((s1 = PySequence_GetItem(src, 1)) == NULL)
+            goto done;
+    }
+    if (s1 != NULL && PyUnicode_CheckExact(s1)) {
+        if (BUF_LIT(b, "\"], \"invocation\": ") < 0 || buf_int(b, iv) < 0 || BUF_LIT(b, ", \"src\": ") < 0
+            || buf_str(b, s1) < 0 || BUF_LIT(b, "}") < 0)
+            goto done;
+    } else if ((tail = call_tail(inv, src)) == NULL || buf_str(b, tail) < 0)
+        goto done;
+    if (buf_str(b, wr->mid) < 0 || buf_str(b, s->prev) < 0 || BUF_LIT(b, "\"]}") < 0)
+        goto done;
+    s->v[W_ORDER] += 1;
+    Py_SETREF(s->prev, out);
+    out = NULL;
     rc = 0;
 done:
-    Py_XDECREF(calls);
-    Py_XDECREF(cs);
     Py_XDECREF(out);
     Py_XDECREF(inv);
     Py_XDECREF(src);
     Py_XDECREF(name);
+    Py_XDECREF(s1);
     Py_XDECREF(tail);
-    Py_XDECREF(line);
-    Py_XDECREF(order);
     return rc;
 }
 
@@ -2147,23 +2402,40 @@ check_writer(PyObject *st, PyObject *w)
     return 0;
 }
 
+/* b's bytes from..to appended to recs as one record (nothing when
+ * empty): 0, -1. */
+static int
+buf_append(Buf *b, Py_ssize_t from, Py_ssize_t to, PyObject *recs)
+{
+    if (to <= from)
+        return 0;
+    PyObject *line = buf_text(b, from, to);
+    int r = line == NULL ? -1 : PyList_Append(recs, line);
+    Py_XDECREF(line);
+    return r;
+}
+
 static PyObject *
 fq_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fq_tail");
-    if (check_writer(args[2], args[3]) < 0 || fq_tail_impl(args[0], args[1], args[2], args[3]) < 0)
+    PyObject *st = args[2];
+    if (check_writer(st, args[3]) < 0)
+        return NULL;
+    Writer wr;
+    writer_of(&wr, args[3]);
+    WState s;
+    Buf b;
+    buf_init(&b, 0);
+    int rc = -1;
+    if (ws_load(&s, st) == 0 && buf_str(&b, args[1]) == 0 && put_call(&b, args[0], &s, &wr) == 0
+        && buf_append(&b, 0, b.n, wr.recs) == 0)
+        rc = ws_store(&s, st);
+    Py_XDECREF(s.prev);
+    buf_free(&b);
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
-}
-
-/* st[i] += 1: 0, -1. */
-static int
-st_inc(PyObject *st, Py_ssize_t i)
-{
-    PyObject *x = PyNumber_Add(PyList_GET_ITEM(st, i), one);
-    if (x == NULL)
-        return -1;
-    return PyList_SetItem(st, i, x);
 }
 
 /* _STEP_LINES * n (new reference). */
@@ -2173,17 +2445,54 @@ step_lines(PyObject *n)
     return PyNumber_Multiply(s_step_lines, n);
 }
 
-/* One common call of fq_run: 1 written, 0 not the common kind, -1. */
+/* n step lines into b (none for n <= 0, as a str's repetition). */
 static int
-fq_one(PyObject *t, PyObject *st, PyObject *w)
+put_steps(Buf *b, long long n)
 {
-    PyObject *fresh_next = PyTuple_GET_ITEM(w, 0), *used = PyTuple_GET_ITEM(w, 1), *base = PyTuple_GET_ITEM(w, 2),
-             *by_view = PyTuple_GET_ITEM(w, 4), *by_obj = PyTuple_GET_ITEM(w, 5),
-             *by_obj_entry = PyTuple_GET_ITEM(w, 6), *trace = PyTuple_GET_ITEM(w, 7),
-             *Queued = PyTuple_GET_ITEM(w, 14);
-    PyObject *spec = NULL, *groups = NULL, *steps = NULL, *lead = NULL, *x = NULL, *y = NULL, *name = NULL,
-             *i = NULL, *tmpl = NULL, *seed = NULL, *cd = NULL, *oid = NULL, *vk = NULL;
+    for (; n > 0; n--)
+        if (BUF_LIT(b, "{\"op\": \"step\"}\n") < 0)
+            return -1;
+    return 0;
+}
+
+/* The name of the one queued input t's deaths are (groups: {j: [(wr,
+ * x)]}, x a _Queued), and j (new reference); NULL with no error when
+ * they are any other (not the common call). */
+static PyObject *
+one_gone(PyObject *groups, PyObject *Queued, long long *j)
+{
+    if (!PyDict_Check(groups)) {
+        PyErr_SetString(PyExc_TypeError, "groups: a dict expected");
+        return NULL;
+    }
+    if (PyDict_GET_SIZE(groups) != 1)
+        return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *jo, *gone;
+    PyDict_Next(groups, &pos, &jo, &gone);
+    Py_ssize_t ng = PyObject_Length(gone);
+    if (ng != 1)
+        return NULL;
+    if ((*j = PyLong_AsLongLong(jo)) == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *pair = PySequence_GetItem(gone, 0), *e = pair == NULL ? NULL : PySequence_GetItem(pair, 1);
+    Py_XDECREF(pair);
+    if (e == NULL)
+        return NULL;
+    PyObject *name = (PyObject *)Py_TYPE(e) == Queued ? SGET(e, name) : NULL;
+    Py_DECREF(e);
+    return name;
+}
+
+/* One common call of fq_run into b: 1 written, 0 not the common kind
+ * (nothing done), -1. dev_seen: the spec whose device was looked at. */
+static int
+fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
+{
+    PyObject *spec = NULL, *groups = NULL, *steps_o = NULL, *ename = NULL, *name = NULL, *tmpl = NULL,
+             *cd = NULL, *oid = NULL, *vk = NULL, *order = NULL;
     int rc = -1, t_;
+    long long j = 0, steps;
     if ((spec = SGET(t, spec)) == NULL || (groups = SGET(t, groups)) == NULL)
         goto done;
     if (spec == Py_None) {
@@ -2194,116 +2503,59 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         rc = t_;
         goto done;
     }
-    if ((steps = SGET(t, steps)) == NULL)
+    if ((steps_o = SGET(t, steps)) == NULL || ((steps = PyLong_AsLongLong(steps_o)) == -1 && PyErr_Occurred()))
         goto done;
     if (groups == Py_None) {
-        if ((lead = step_lines(steps)) == NULL)
+        if (put_steps(b, steps) < 0)
             goto done;
     } else {
-        if (!PyDict_Check(groups)) {
-            PyErr_SetString(PyExc_TypeError, "groups: a dict expected");
+        if ((ename = one_gone(groups, wr->Queued, &j)) == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
             goto done;
         }
-        if (PyDict_GET_SIZE(groups) != 1) {
-            rc = 0;
-            goto done;
-        }
-        Py_ssize_t pos = 0;
-        PyObject *j, *gone;
-        PyDict_Next(groups, &pos, &j, &gone);
-        Py_ssize_t ng = PyObject_Length(gone);
-        if (ng < 0)
-            goto done;
-        if (ng != 1) {
-            rc = 0;
-            goto done;
-        }
-        PyObject *pair = PySequence_GetItem(gone, 0), *e = NULL;
-        if (pair == NULL)
-            goto done;
-        e = PySequence_GetItem(pair, 1);
-        Py_DECREF(pair);
-        if (e == NULL)
-            goto done;
-        if ((PyObject *)Py_TYPE(e) != Queued) {
-            Py_DECREF(e);
-            rc = 0;
-            goto done;
-        }
-        PyObject *ename = SGET(e, name);
-        Py_DECREF(e);
-        if (ename == NULL || st_inc(st, 1) < 0 || st_inc(st, 3) < 0) {
-            Py_XDECREF(ename);
-            goto done;
-        }
-        PyObject *rest = PyNumber_Subtract(steps, j);
-        x = step_lines(j);
-        y = rest == NULL ? NULL : step_lines(rest);
-        Py_XDECREF(rest);
-        PyObject *parts[5] = {x, s_del_head, ename, s_del_tail, y};
-        lead = (x == NULL || y == NULL) ? NULL : concat(parts, 5);
-        Py_DECREF(ename);
-        Py_CLEAR(x);
-        Py_CLEAR(y);
-        if (lead == NULL)
+        /* (_fq_before's loop: the steps before the death, its del, the
+         * rest; a negative count repeats nothing.) */
+        s->v[W_EPOCH] += 1;
+        s->v[W_DELS] += 1;
+        if (put_steps(b, j) < 0 || BUF_LIT(b, "{\"op\": \"del\", \"names\": [\"") < 0 || buf_str(b, ename) < 0
+            || BUF_LIT(b, "\"]}\n") < 0 || put_steps(b, steps - j) < 0)
             goto done;
     }
-    /* name: Session._fresh's, base or base_i */
-    if ((i = dict_get(fresh_next, base, zero)) == NULL)
-        goto done;
-    if ((t_ = PyObject_IsTrue(i)) < 0)
-        goto done;
-    if (t_) {
-        PyObject *parts[3] = {base, s_underscore, NULL};
-        if ((parts[2] = PyObject_Str(i)) == NULL)
+    /* name: Session._fresh's, base or base_i, the first not taken */
+    long long *i = wr->fresh_i;
+    for (;;) {
+        name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
+        if (name == NULL || (t_ = PySet_Contains(wr->used, name)) < 0)
             goto done;
-        name = concat(parts, 3);
-        Py_DECREF(parts[2]);
-    } else
-        name = Py_NewRef(base);
-    while (name != NULL && (t_ = PySequence_Contains(used, name)) != 0) {
-        if (t_ < 0)
-            goto done;
-        Py_SETREF(i, PyNumber_Add(i, one));
-        if (i == NULL)
-            goto done;
-        PyObject *parts[3] = {base, s_underscore, NULL};
-        if ((parts[2] = PyObject_Str(i)) == NULL)
-            goto done;
-        Py_SETREF(name, concat(parts, 3));
-        Py_DECREF(parts[2]);
+        if (!t_)
+            break;
+        Py_CLEAR(name);
+        *i += 1;
     }
-    if (name == NULL || PySet_Add(used, name) < 0)
+    if (PySet_Add(wr->used, name) < 0)
         goto done;
-    if ((x = PyNumber_Add(i, one)) == NULL || PyObject_SetItem(fresh_next, base, x) < 0)
+    *i += 1;
+    s->v[W_SEED] += 1;
+    if ((tmpl = SGET(t, tmpl)) == NULL)
         goto done;
-    Py_CLEAR(x);
-    if (st_inc(st, 2) < 0 || (tmpl = SGET(t, tmpl)) == NULL
-        || (seed = PyObject_Str(PyList_GET_ITEM(st, 2))) == NULL)
+    if (!PyTuple_Check(tmpl) || PyTuple_GET_SIZE(tmpl) != 3) {
+        PyErr_SetString(PyExc_TypeError, "tmpl: a tuple of 3 expected");
         goto done;
-    {
-        PyObject *t0 = PySequence_GetItem(tmpl, 0), *t1 = PySequence_GetItem(tmpl, 1),
-                 *t2 = PySequence_GetItem(tmpl, 2);
-        PyObject *parts[7] = {lead, t0, name, t1, seed, t2, s_nl};
-        x = (t0 && t1 && t2) ? concat(parts, 7) : NULL;
-        Py_XDECREF(t0);
-        Py_XDECREF(t1);
-        Py_XDECREF(t2);
-        if (x == NULL)
-            goto done;
-        Py_SETREF(lead, x);
-        x = NULL;
     }
-    /* if spec[2]: trace.devices = max(trace.devices, spec[2] + 1) */
-    {
+    if (buf_str(b, PyTuple_GET_ITEM(tmpl, 0)) < 0 || buf_str(b, name) < 0 || buf_str(b, PyTuple_GET_ITEM(tmpl, 1)) < 0
+        || buf_int(b, s->v[W_SEED]) < 0 || buf_str(b, PyTuple_GET_ITEM(tmpl, 2)) < 0 || BUF_LIT(b, "\n") < 0)
+        goto done;
+    /* if spec[2]: trace.devices = max(trace.devices, spec[2] + 1); once
+     * a spec (a queue's inputs share one, and trace.devices only grows) */
+    if (spec != *dev_seen) {
         PyObject *dev = PySequence_GetItem(spec, 2);
         if (dev == NULL)
             goto done;
         t_ = PyObject_IsTrue(dev);
         if (t_ > 0) {
-            PyObject *d1 = PyNumber_Add(dev, one), *cur = d1 == NULL ? NULL : PyObject_GetAttr(trace, s_devices);
+            PyObject *d1 = PyNumber_Add(dev, one), *cur = d1 == NULL ? NULL : PyObject_GetAttr(wr->trace, s_devices);
             int gt = cur == NULL ? -1 : PyObject_RichCompareBool(d1, cur, Py_GT);
-            if (gt > 0 && PyObject_SetAttr(trace, s_devices, d1) < 0)
+            if (gt > 0 && PyObject_SetAttr(wr->trace, s_devices, d1) < 0)
                 gt = -1;
             Py_XDECREF(d1);
             Py_XDECREF(cur);
@@ -2312,12 +2564,15 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         Py_DECREF(dev);
         if (t_ < 0)
             goto done;
+        *dev_seen = spec;
     }
-    if (st_inc(st, 0) < 0 || st_inc(st, 1) < 0 || SSET(t, name, name) < 0
-        || SSET(t, order, PyList_GET_ITEM(st, 0)) < 0)
+    s->v[W_ORDER] += 1;
+    s->v[W_EPOCH] += 1;
+    if (SSET(t, name, name) < 0 || (order = PyLong_FromLongLong(s->v[W_ORDER])) == NULL || SSET(t, order, order) < 0)
         goto done;
     /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
-     * None); by_obj_entry.pop(t.oid, None) */
+     * None); by_obj_entry.pop(t.oid, None): of _bind then _forget, the
+     * stale keys _bind overwrote */
     {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
         if (s0 != NULL && s1 != NULL && (cd = SGET(t, cd)) != NULL)
@@ -2327,53 +2582,87 @@ fq_one(PyObject *t, PyObject *st, PyObject *w)
         if (vk == NULL || (oid = SGET(t, oid)) == NULL)
             goto done;
     }
-    PyObject *maps[3] = {by_view, by_obj, by_obj_entry}, *keys[3] = {vk, oid, oid};
-    for (int m = 0; m < 3; m++)
-        if (pop_key(maps[m], keys[m]) < 0)
-            goto done;
-    if (fq_tail_impl(t, lead, st, w) < 0)
+    if (pop_key(wr->by_view, vk) < 0 || pop_key(wr->by_obj, oid) < 0 || pop_key(wr->by_obj_entry, oid) < 0)
+        goto done;
+    if (put_call(b, t, s, wr) < 0)
         goto done;
     rc = 1;
 done:
     Py_XDECREF(spec);
     Py_XDECREF(groups);
-    Py_XDECREF(steps);
-    Py_XDECREF(lead);
-    Py_XDECREF(x);
-    Py_XDECREF(y);
+    Py_XDECREF(steps_o);
+    Py_XDECREF(ename);
     Py_XDECREF(name);
-    Py_XDECREF(i);
     Py_XDECREF(tmpl);
-    Py_XDECREF(seed);
     Py_XDECREF(cd);
     Py_XDECREF(oid);
     Py_XDECREF(vk);
+    Py_XDECREF(order);
     return rc;
 }
 
+/* fastpath.fq_run: the common calls from q[k] on, their records one
+ * element of recs (each call's lines as fq_tail's, the calls'
+ * separated by a line end, as recs' are when written). A failure keeps
+ * the calls written before it, in recs and st. */
 static PyObject *
 fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fq_run");
-    PyObject *q = args[0], *st = args[2], *w = args[3];
+    PyObject *q = args[0], *st = args[2];
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
-    if (check_writer(st, w) < 0)
+    if (check_writer(st, args[3]) < 0)
         return NULL;
     if (!PyList_CheckExact(q)) {
         PyErr_SetString(PyExc_TypeError, "q: a list expected");
         return NULL;
     }
-    for (; k < PyList_GET_SIZE(q); k++) {
-        PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k));
-        int r = fq_one(t, st, w);
-        Py_DECREF(t);
-        if (r < 0)
-            return NULL;
-        if (r == 0)
-            break;
+    Writer wr;
+    writer_of(&wr, args[3]);
+    WState s;
+    if (ws_load(&s, st) < 0) {
+        Py_XDECREF(s.prev);
+        return NULL;
     }
+    Py_ssize_t k0 = k;
+    /* Session._fresh's counter of the base, in C while the run writes */
+    long long i = 0;
+    wr.fresh_i = &i;
+    int r = fresh_i_get(&wr);
+    Buf b;
+    /* (a call's lines: some 600 bytes, the src twice in them) */
+    buf_init(&b, (PyList_GET_SIZE(q) - k) * 1024);
+    PyObject *dev_seen = NULL;
+    for (; r >= 0 && k < PyList_GET_SIZE(q); k++) {
+        long long saved[W_N];
+        memcpy(saved, s.v, sizeof saved);
+        Py_ssize_t mark = b.n;
+        PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k));
+        r = (b.n > 0 && BUF_LIT(&b, "\n") < 0) ? -1 : fq_one(&b, t, &s, &wr, &dev_seen);
+        Py_DECREF(t);
+        if (r <= 0) {
+            /* (a call not written, or half: as before it) */
+            memcpy(s.v, saved, sizeof saved);
+            b.n = mark;
+            break;
+        }
+    }
+    PyObject *err_t = NULL, *err_v = NULL, *err_tb = NULL;
+    if (r < 0)
+        PyErr_Fetch(&err_t, &err_v, &err_tb);
+    int w_ok = buf_append(&b, 0, b.n, wr.recs) == 0 && ws_store(&s, st) == 0 && (k == k0 || fresh_i_put(&wr) == 0);
+    Py_XDECREF(s.prev);
+    buf_free(&b);
+    if (r < 0) {
+        if (!w_ok)
+            PyErr_Clear();
+        PyErr_Restore(err_t, err_v, err_tb);
+        return NULL;
+    }
+    if (!w_ok)
+        return NULL;
     return PyLong_FromSsize_t(k);
 }
 

@@ -368,17 +368,23 @@ def fq_tail(t, lead, st, w):
     calls, the output's name before] (calls, order and the name move); w:
     (fresh_next, used, base, recs, by_view, by_obj, by_obj_entry, trace,
     pre, post, prefix, sfx, mid, session, _Queued): freshq._fq_write's."""
-    used, recs, pre, post, prefix, sfx, mid, session = w[1], w[3], w[8], w[9], w[10], w[11], w[12], w[13]
+    w[3].append(lead + _call_line(t, st, w))
+
+
+def _call_line(t, st, w):
+    """fq_tail's line without its lead."""
+    used, pre, post, prefix, sfx, mid, session = w[1], w[8], w[9], w[10], w[11], w[12], w[13]
     st[4] += 1
     out = prefix + str(st[4]) + sfx  # (_replay_names', for one output)
     if out in used:  # (a name _fresh made: output names are not kept)
         out = session._fresh(out)
     inv, src = t.inv, t.src
-    recs.append(lead + pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
-                                                    if inv is not None and src is not None
-                                                    else _call_tail(inv, src)) + mid + st[5] + '"]}')
+    line = (pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
+                                         if type(inv) is int and src is not None and type(src[1]) is str
+                                         else _call_tail(inv, src)) + mid + st[5] + '"]}')
     st[0] += 1
     st[5] = out
+    return line
 
 
 def fq_run(q, k, st, w):
@@ -387,52 +393,59 @@ def fq_run(q, k, st, w):
     or one such input's), as _fq_before and fq_tail would: its steps and
     death, its tensor's line (named as Session._fresh names, never
     bound: of _bind and _forget only the stale keys they leave go), its
-    call. Returns the index of the first it did not write (len(q) when
-    it wrote them all). st and w: fq_tail's."""
+    call; their records one element of recs (each call's lines as
+    fq_tail's, the calls' separated by a line end, as recs' are when
+    written). Returns the index of the first it did not write (len(q)
+    when it wrote them all). st and w: fq_tail's."""
     fresh_next, used, base, by_view, by_obj, by_obj_entry, trace, Queued = (
         w[0], w[1], w[2], w[4], w[5], w[6], w[7], w[14])
     n = len(q)
-    while k < n:
-        t = q[k]
-        spec = t.spec
-        groups = t.groups
-        if spec is None or not t.gone:
-            return k
-        if groups is None:
-            lead = _STEP_LINES * t.steps
-        else:
-            if len(groups) != 1:
+    block = []
+    try:
+        while k < n:
+            t = q[k]
+            spec = t.spec
+            groups = t.groups
+            if spec is None or not t.gone:
                 return k
-            (j, gone), = groups.items()
-            if len(gone) != 1 or type(gone[0][1]) is not Queued:
-                return k
-            # (_fq_before's loop: the steps before the death, its del, the
-            # rest; a negative count repeats nothing.)
+            if groups is None:
+                lead = _STEP_LINES * t.steps
+            else:
+                if len(groups) != 1:
+                    return k
+                (j, gone), = groups.items()
+                if len(gone) != 1 or type(gone[0][1]) is not Queued:
+                    return k
+                # (_fq_before's loop: the steps before the death, its del, the
+                # rest; a negative count repeats nothing.)
+                st[1] += 1
+                st[3] += 1
+                lead = (_STEP_LINES * j + '{"op": "del", "names": ["' + gone[0][1].name + '"]}\n'
+                        + _STEP_LINES * (t.steps - j))
+            i = fresh_next.get(base, 0)  # (Session._fresh's)
+            name = "%s_%d" % (base, i) if i else base
+            while name in used:
+                i += 1
+                name = "%s_%d" % (base, i)
+            used.add(name)
+            fresh_next[base] = i + 1
+            st[2] += 1
+            tmpl = t.tmpl
+            lead += tmpl[0] + name + tmpl[1] + str(st[2]) + tmpl[2] + "\n"
+            if spec[2]:
+                trace.devices = max(trace.devices, spec[2] + 1)
+            st[0] += 1
             st[1] += 1
-            st[3] += 1
-            lead = (_STEP_LINES * j + '{"op": "del", "names": ["' + gone[0][1].name + '"]}\n'
-                    + _STEP_LINES * (t.steps - j))
-        i = fresh_next.get(base, 0)  # (Session._fresh's)
-        name = "%s_%d" % (base, i) if i else base
-        while name in used:
-            i += 1
-            name = "%s_%d" % (base, i)
-        used.add(name)
-        fresh_next[base] = i + 1
-        st[2] += 1
-        tmpl = t.tmpl
-        lead += tmpl[0] + name + tmpl[1] + str(st[2]) + tmpl[2] + "\n"
-        if spec[2]:
-            trace.devices = max(trace.devices, spec[2] + 1)
-        st[0] += 1
-        st[1] += 1
-        t.name, t.order = name, st[0]
-        by_view.pop((t.cd, 0, spec[0], spec[1]), None)
-        by_obj.pop(t.oid, None)
-        by_obj_entry.pop(t.oid, None)
-        fq_tail(t, lead, st, w)
-        k += 1
-    return k
+            t.name, t.order = name, st[0]
+            by_view.pop((t.cd, 0, spec[0], spec[1]), None)
+            by_obj.pop(t.oid, None)
+            by_obj_entry.pop(t.oid, None)
+            block.append(lead + _call_line(t, st, w))
+            k += 1
+        return k
+    finally:
+        if block:
+            w[3].append("\n".join(block))
 
 
 def fresh_after(a, node, other, out, mgr, dead_objs):

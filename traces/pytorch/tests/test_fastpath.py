@@ -4,6 +4,7 @@ each of its conditions decide, the same answer or the same exception.
 The recorder as a whole, with one and with the other, writes the same
 traces (test_recorder_random's "python checks" way)."""
 
+import json
 import os
 import re
 import shutil
@@ -736,7 +737,7 @@ class FastPathTest(BuiltTest):
         self.assertEqual(sorted(got), [0, 1, 3])
         self.assertEqual([w for w, _ in got[1]], [a])
 
-    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1):
+    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1, base="in", fn="f"):
         """fq_run over items (dicts of a _Queued's fields, "gone_by": the
         name of the queued call in its one group, or a list of such names,
         "other": an entry of another kind there), then fq_tail on the one
@@ -783,8 +784,8 @@ class FastPathTest(BuiltTest):
         by_obj_entry = dict(by_obj)
         recs = []
         st = [10, 20, 30, 0, 5, "f_c5_0"]
-        w = (dict(fresh_next or {}), session.names_used, "in", recs, by_view, by_obj, by_obj_entry, trace,
-             '{"op": "call", "fn": "f", "args": ["', '"], "out": ["', "f_c", "_0",
+        w = (dict(fresh_next or {}), session.names_used, base, recs, by_view, by_obj, by_obj_entry, trace,
+             '{"op": "call", "fn": "%s", "args": ["' % fn, '"], "out": ["', fn + "_c", "_0",
              '\n{"op": "expect"}\n{"op": "del", "names": ["', session, _Queued)
         k = 0
         while True:
@@ -822,6 +823,18 @@ class FastPathTest(BuiltTest):
             ("two deaths", [call(0, gone_by=["a", "b"])], {}),
             ("a death of another kind", [call(0, gone_by="other")], {}),
             ("two groups", [call(0, groups={0: [], 1: []})], {}),
+            # (the text: UTF-8 where a part is not ASCII, a lone surrogate
+            # as surrogatepass keeps it, a run longer than the buffer's
+            # first size, an invocation past a C long's)
+            ("not ASCII", [call(0, src=({}, '{"file": "m\u00e9\u4e2d.py"}')), call(1, gone_by="in")],
+             {"base": "\u00eft", "fn": "f\u00e9"}),
+            ("a surrogate", [call(0, src=({}, '{"file": "m\udc80.py"}'))], {}),
+            ("long lines", [call(i, tmpl=("x" * 3000, '", "seed": ', "}"), gone_by="in" if i else None)
+                            for i in range(5)], {}),
+            ("a long loop", [call(i, gone_by=("in_%d" % i if i > 1 else "in") if i else None)
+                             for i in range(300)], {}),
+            ("a huge invocation", [call(0, inv=1 << 70), call(1, inv=-5), call(2, inv=True)], {}),
+            ("an output name taken", [call(0), call(1)], {"used": ["f_c6_0", "f_c7_0"], "fresh_next": {"in": 2}}),
         ]
         for what, items, kw in cases:
             with self.subTest(what=what):
@@ -830,6 +843,14 @@ class FastPathTest(BuiltTest):
                 self.assertEqual(got, want)
         got = self.writer_case(self.C, cases[0][1])
         self.assertEqual(got[0][:5], [16, 25, 33, 2, 8])  # (order: two a call; epoch: one a call and a death)
+        # One record for a run of calls, each call's lines as fq_tail
+        # writes one, the calls' separated by a line end.
+        self.assertEqual(len(got[1]), 1)
+        lines = got[1][0].split("\n")
+        self.assertEqual([json.loads(x)["op"] for x in lines],
+                         ["step", "tensor", "call", "expect", "del", "del", "step", "tensor", "call", "expect", "del",
+                          "step", "del", "step", "tensor", "call", "expect", "del"])
+        self.assertEqual(json.loads(lines[8])["args"], ["in_1"])
         with self.assertRaises(TypeError):
             self.C.fq_run((), 0, [0] * 6, (None,) * 15)
 
