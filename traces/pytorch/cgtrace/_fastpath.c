@@ -80,7 +80,7 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
 static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush;
-static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_pwr, *s_ptr, *s_cd, *s_spec, *s_groups,
+static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
     *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
@@ -167,7 +167,7 @@ typedef struct {
 
 #define SLOT_NAMES(X)                                                                                 \
     X(steady) X(lfid) X(lean) X(mark_counter) X(left) X(node) X(other) X(src_code) X(src_d)              \
-    X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid) X(pwr)      \
+    X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid)             \
     X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)     \
     X(b_name) X(b_fact) X(b_kind) X(b_order) X(b_obj_id) X(b_wr) X(b_in_memo) X(b_storage) X(b_view_key) \
     X(b_obj_ref) X(b_held)
@@ -1615,12 +1615,15 @@ fresh_deaths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
-    PyObject *head = PySequence_GetSlice(dead_objs, 0, k), *groups = NULL, *pf = NULL;
+    /* (dead_objs[:k] without the copy where it is a list: a death while
+     * these are looked at is appended, past k) */
+    PyObject *head = PyList_CheckExact(dead_objs) ? Py_NewRef(dead_objs) : PySequence_GetSlice(dead_objs, 0, k),
+             *groups = NULL, *pf = NULL;
     if (head == NULL)
         return NULL;
     if ((pf = PySequence_Fast(head, "dead_objs: not a sequence")) == NULL || (groups = PyDict_New()) == NULL)
         goto error;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pf); i++) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(pf) && i < k; i++) {
         PyObject *item = PySequence_Fast(PySequence_Fast_GET_ITEM(pf, i), "a death: not a pair");
         if (item == NULL)
             goto error;
@@ -1850,6 +1853,20 @@ error:
 }
 
 
+/* An instance of the class cls, as cls() makes it: allocated directly
+ * where cls has object's __new__ and __init__ (a class of __slots__ such
+ * as _Queued: type.__call__'s checks and lookups skipped), else by
+ * calling cls. New reference. */
+static PyObject *
+new_plain(PyObject *cls)
+{
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    if (PyType_Check(cls) && tp->tp_new == PyBaseObject_Type.tp_new && tp->tp_init == PyBaseObject_Type.tp_init
+        && tp->tp_alloc != NULL)
+        return tp->tp_alloc(tp, 0);
+    return PyObject_CallNoArgs(cls);
+}
+
 /* (StorageRefs, below: a lean fresh call's storage reference made
  * without a call through its type) */
 static PyTypeObject StorageRefsType;
@@ -1910,12 +1927,11 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         && SSTEAL(hot, left, left == NULL ? PyLong_FromLong(64) : PyNumber_Subtract(left, one)) < 0)
         goto failed;
     Py_CLEAR(left);
-    if ((t = PyObject_CallNoArgs(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
+    if ((t = new_plain(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
         || SSET(t, tmpl, PyTuple_GET_ITEM(a, 3)) < 0
         || SSET(t, src, PyTuple_GET_ITEM(a, 4)) < 0
         || SSTEAL(t, inv, PyObject_GetAttr(gen, s_generation)) < 0 || SSET(t, oid, oid) < 0
         || (wr = PyWeakref_NewRef(v, died)) == NULL || SSET(t, wr, wr) < 0
-        || SSTEAL(t, pwr, PyWeakref_NewRef(v, NULL)) < 0
         || SSTEAL(t, sref, Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
                                                                   : PyObject_CallOneArg(sweak, stor)) < 0
         || (ptr != NULL ? SSET(t, ptr, ptr) : SSTEAL(t, ptr, PyObject_CallMethodNoArgs(v, s_data_ptr))) < 0
@@ -3929,7 +3945,6 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_src, "src");
     INTERN(s_inv, "inv");
     INTERN(s_oid, "oid");
-    INTERN(s_pwr, "pwr");
     INTERN(s_ptr, "ptr");
     INTERN(s_cd, "cd");
     INTERN(s_spec, "spec");

@@ -322,7 +322,6 @@ def fresh_queue(ctx, a, mgr, new_inputs):
         t.inv = gen.generation
         t.oid = oid
         t.wr = wr = weakref.ref(v, died)
-        t.pwr = weakref.ref(v)
         t.sref = sweak(sobj)
         t.ptr = v.data_ptr() if ptr is None else ptr
         t.cd = cd

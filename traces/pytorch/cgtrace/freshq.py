@@ -37,13 +37,12 @@ class _Queued:
     call wrote its del (it is never bound). sref: its storage's weak
     reference (a later call's check asks whether it died with the
     object). A call the lean fresh path queued (_fresh_lean_run) has no
-    Fact until one is asked for: its parts are kept (pwr, the object's
-    weak reference without a callback, as _fact takes it; ptr, cd: its
-    data pointer and storage; spec, what it shares with the queue's
-    other inputs), and __getattr__ makes it."""
+    Fact until one is asked for: its parts are kept (ptr, cd: its data
+    pointer and storage; spec, what it shares with the queue's other
+    inputs), and __getattr__ makes it."""
 
     __slots__ = ("steps", "groups", "fact", "tmpl", "src", "inv", "oid", "wr", "gone", "name", "order",
-                 "sref", "pwr", "ptr", "cd", "spec")
+                 "sref", "ptr", "cd", "spec")
 
     def __getattr__(self, name):
         # Only an unset slot comes here: a lean call's fact. Most of a
@@ -53,8 +52,13 @@ class _Queued:
         if name != "fact":
             raise AttributeError(name)
         shape, stride, dev, dtype, numel, rec = self.spec
-        self.fact = fact = held_fact(self.pwr, self.sref, rec, shape, dev, self.cd, 0, stride, dtype, numel,
-                                     self.ptr)
+        # The object's weak reference without a callback, as _fact takes
+        # it, made now (not at the call: a weak reference made and let go
+        # at every call of a loop): a dead object's is wr, as dead.
+        v = self.wr()
+        ref = weakref.ref(v) if v is not None else self.wr
+        v = None
+        self.fact = fact = held_fact(ref, self.sref, rec, shape, dev, self.cd, 0, stride, dtype, numel, self.ptr)
         return fact
 
 
