@@ -25,7 +25,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 9
+#define API_VERSION 10
 
 /* The frames of the calling thread's stack, walked as PyFrame_GetBack
  * walks them but without making a frame object of each (3.11 to 3.13):
@@ -82,7 +82,7 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
 static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
-static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_step_lines, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
+static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
     *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
     *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore, *s_getattribute, *s_setattr;
 /* watch_dead's: the attributes of a polled name it reads. */
@@ -2343,6 +2343,30 @@ fresh_i_get(Writer *wr)
     return 0;
 }
 
+/* deferred._call_tail(inv, src) into b: the call line's end after its
+ * last output name (the common one, an int invocation and a src, here;
+ * any other by call_tail). 0, -1. */
+static int
+put_tail(Buf *b, PyObject *inv, PyObject *src)
+{
+    PyObject *s1 = NULL, *tail = NULL;
+    int ovf = 0, rc = -1;
+    long long iv = PyLong_CheckExact(inv) ? PyLong_AsLongLongAndOverflow(inv, &ovf) : 0;
+    if (iv == -1 && PyErr_Occurred())
+        return -1;
+    if (PyLong_CheckExact(inv) && !ovf && src != Py_None && (s1 = PySequence_GetItem(src, 1)) == NULL)
+        return -1;
+    if (s1 != NULL && PyUnicode_CheckExact(s1)) {
+        if (BUF_LIT(b, "\"], \"invocation\": ") == 0 && buf_int(b, iv) == 0 && BUF_LIT(b, ", \"src\": ") == 0
+            && buf_str(b, s1) == 0 && BUF_LIT(b, "}") == 0)
+            rc = 0;
+    } else if ((tail = call_tail(inv, src)) != NULL && buf_str(b, tail) == 0)
+        rc = 0;
+    Py_XDECREF(s1);
+    Py_XDECREF(tail);
+    return rc;
+}
+
 /* fastpath.fq_tail's part: t's call line, its expect and the del of the
  * output's name before, into b (after its records before, there); the
  * output's name made (_replay_names', or Session._fresh's where one it
@@ -2350,7 +2374,7 @@ fresh_i_get(Writer *wr)
 static int
 put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
 {
-    PyObject *out = NULL, *inv = NULL, *src = NULL, *name = NULL, *s1 = NULL, *tail = NULL;
+    PyObject *out = NULL, *inv = NULL, *src = NULL, *name = NULL;
     int rc = -1;
     s->v[W_CALLS] += 1;
     if ((out = str_int(wr->prefix, "", s->v[W_CALLS], wr->sfx)) == NULL)
@@ -2371,22 +2395,7 @@ put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
         goto done;
     if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
         goto done;
-    /* deferred._call_tail(inv, src): the common one here, any other by call_tail */
-    int ovf = 0;
-    long long iv = PyLong_CheckExact(inv) ? PyLong_AsLongLongAndOverflow(inv, &ovf) : 0;
-    if (iv == -1 && PyErr_Occurred())
-        goto done;
-    if (PyLong_CheckExact(inv) && !ovf && src != Py_None) {
-        if ((s1 = PySequence_GetItem(src, 1)) == NULL)
-            goto done;
-    }
-    if (s1 != NULL && PyUnicode_CheckExact(s1)) {
-        if (BUF_LIT(b, "\"], \"invocation\": ") < 0 || buf_int(b, iv) < 0 || BUF_LIT(b, ", \"src\": ") < 0
-            || buf_str(b, s1) < 0 || BUF_LIT(b, "}") < 0)
-            goto done;
-    } else if ((tail = call_tail(inv, src)) == NULL || buf_str(b, tail) < 0)
-        goto done;
-    if (buf_str(b, wr->mid) < 0 || buf_str(b, s->prev) < 0 || BUF_LIT(b, "\"]}") < 0)
+    if (put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || buf_str(b, s->prev) < 0 || BUF_LIT(b, "\"]}") < 0)
         goto done;
     s->v[W_ORDER] += 1;
     Py_SETREF(s->prev, out);
@@ -2397,8 +2406,6 @@ done:
     Py_XDECREF(inv);
     Py_XDECREF(src);
     Py_XDECREF(name);
-    Py_XDECREF(s1);
-    Py_XDECREF(tail);
     return rc;
 }
 
@@ -2452,13 +2459,6 @@ fq_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
-}
-
-/* _STEP_LINES * n (new reference). */
-static PyObject *
-step_lines(PyObject *n)
-{
-    return PyNumber_Multiply(s_step_lines, n);
 }
 
 /* n step lines into b (none for n <= 0, as a str's repetition). */
@@ -2682,40 +2682,73 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(k);
 }
 
+/* fastpath.replay_run: a run of deferred replays' records in one str,
+ * their output names made (prefix + str(k) + sfx from k on), or None when
+ * names_used has one of them. */
 static PyObject *
-replay_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(5, "replay_lines");
-    PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *nf = NULL, *out = NULL, *r = NULL;
-    PyObject *prev = args[2], *head = args[3], *mid = args[4];
-    if (rf == NULL || (nf = PySequence_Fast(args[1], "names: not a sequence")) == NULL
-        || (out = PyList_New(0)) == NULL)
+    NARGS(8, "replay_run");
+    PyObject *used = args[2], *prefix = args[3], *sfx = args[4], *prev = args[5], *head = args[6], *mid = args[7];
+    long long k = PyLong_AsLongLong(args[1]);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyAnySet_Check(used)) {
+        PyErr_SetString(PyExc_TypeError, "replay_run: used, a set expected");
+        return NULL;
+    }
+    PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *r = NULL, **names = NULL;
+    if (rf == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), made = 0;
+    long long steps = 0;
+    Buf b;
+    buf_init(&b, n * 512);
+    if ((names = PyMem_Calloc(n > 0 ? n : 1, sizeof(PyObject *))) == NULL) {
+        PyErr_NoMemory();
         goto done;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), m = PySequence_Fast_GET_SIZE(nf);
-    for (Py_ssize_t i = 0; i < n && i < m; i++) {
-        PyObject *tok = PySequence_Fast_GET_ITEM(rf, i), *name = PySequence_Fast_GET_ITEM(nf, i);
+    }
+    /* the names first: one taken (a name _fresh made) writes nothing */
+    for (; made < n; made++) {
+        int t;
+        if ((names[made] = str_int(prefix, "", k + made, sfx)) == NULL
+            || (t = PySet_Contains(used, names[made])) < 0)
+            goto done;
+        if (t) {
+            r = Py_NewRef(Py_None);
+            made++;
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *tok = PySequence_Fast_GET_ITEM(rf, i);
         if (!PyTuple_Check(tok) || PyTuple_GET_SIZE(tok) != 4) {
             PyErr_SetString(PyExc_ValueError, "run: (plan, steps, inv, src) expected");
             goto done;
         }
-        PyObject *steps = step_lines(PyTuple_GET_ITEM(tok, 1)),
-                 *tail = call_tail(PyTuple_GET_ITEM(tok, 2), PyTuple_GET_ITEM(tok, 3));
-        PyObject *parts[7] = {steps, head, name, tail, mid, prev, s_end_list};
-        PyObject *line = (steps == NULL || tail == NULL) ? NULL : concat(parts, 7);
-        Py_XDECREF(steps);
-        Py_XDECREF(tail);
-        if (line == NULL || PyList_Append(out, line) < 0) {
-            Py_XDECREF(line);
+        long long st = PyLong_AsLongLong(PyTuple_GET_ITEM(tok, 1));
+        if (st == -1 && PyErr_Occurred())
             goto done;
-        }
-        Py_DECREF(line);
-        prev = name;
+        steps += st;
+        if ((i > 0 && BUF_LIT(&b, "\n") < 0) || put_steps(&b, st) < 0 || buf_str(&b, head) < 0
+            || buf_str(&b, names[i]) < 0 || put_tail(&b, PyTuple_GET_ITEM(tok, 2), PyTuple_GET_ITEM(tok, 3)) < 0
+            || buf_str(&b, mid) < 0 || buf_str(&b, i ? names[i - 1] : prev) < 0 || BUF_LIT(&b, "\"]}") < 0)
+            goto done;
     }
-    r = PyUnicode_Join(s_nl, out);
+    {
+        PyObject *text = buf_text(&b, 0, b.n), *st = text == NULL ? NULL : PyLong_FromLongLong(steps);
+        if (st != NULL)
+            r = PyTuple_Pack(3, text, n ? names[n - 1] : prev, st);
+        Py_XDECREF(text);
+        Py_XDECREF(st);
+    }
 done:
-    Py_XDECREF(rf);
-    Py_XDECREF(nf);
-    Py_XDECREF(out);
+    if (names != NULL)
+        for (Py_ssize_t i = 0; i < made; i++)
+            Py_XDECREF(names[i]);
+    PyMem_Free(names);
+    buf_free(&b);
+    Py_DECREF(rf);
     return r;
 }
 
@@ -3606,7 +3639,7 @@ static PyMethodDef methods[] = {
     FASTCALL(forget_all, "names.forget_all, in C."),
     FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
     FASTCALL(fresh_queue, "fastpath.fresh_queue, in C."),
-    FASTCALL(replay_lines, "fastpath.replay_lines, in C."),
+    FASTCALL(replay_run, "fastpath.replay_run, in C."),
     FASTCALL_TIMED(fq_tail, "fastpath.fq_tail, in C."),
     FASTCALL_TIMED(fq_run, "fastpath.fq_run, in C."),
     FASTCALL_TIMED(fresh_after, "fastpath.fresh_after, in C."),
@@ -3915,7 +3948,6 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_order, "order");
     INTERN(s_devices, "devices");
     INTERN(s_fresh, "_fresh");
-    INTERN(s_step_lines, "{\"op\": \"step\"}\n");
     INTERN(s_fmt_inv_src, "\"], \"invocation\": %d, \"src\": %s}");
     INTERN(s_fmt_inv, "\"], \"invocation\": %d}");
     INTERN(s_src_head, "\"], \"src\": ");

@@ -61,24 +61,22 @@ class _Deferred:
 
     def _write_run(self, plan, run, renamed):
         """_write_one for a run of replays of one plan of one output, whose
-        names no tensor took: the names, then the records, by
-        comprehension. Returns False, having written nothing, otherwise."""
+        names no tensor took: the records in one pass (replay_run).
+        Returns False, having written nothing, otherwise."""
         session = self.session
-        used = session.names_used
         fs = plan.fs
-        pre, sfx = plan.prefix, plan.suffixes[0]
-        names = [pre + str(k) + sfx for k in range(fs.calls + 1, fs.calls + 1 + len(run))]
-        if not used.isdisjoint(names):  # (a name _fresh made: output names are not kept)
-            return False
-        fs.calls += len(run)
         # The run's records as one element of lines (each call's steps,
-        # call, expect and del: fastpath.replay_lines, in C where it is
+        # call, expect and del: fastpath.replay_run, in C where it is
         # built): the writer passes a line made whole as it is.
-        self.trace.records.append(self._checks.replay_lines(run, names, plan.names[0], plan.head,
-                                                            plan.call_end()))
-        prev = names[-1]
+        got = self._checks.replay_run(run, fs.calls + 1, session.names_used, plan.prefix, plan.suffixes[0],
+                                      plan.names[0], plan.head, plan.call_end())
+        if got is None:  # (a name _fresh made: output names are not kept)
+            return False
+        text, prev, steps = got
+        fs.calls += len(run)
+        self.trace.records.append(text)
         counts = session.counts
-        counts["steps"] += sum(map(operator.itemgetter(1), run))
+        counts["steps"] += steps
         counts["calls"] += len(run)
         counts["replay"] += len(run)
         counts["dels"] += len(run)

@@ -41,7 +41,7 @@ against these in tests/test_fastpath.py):
 - fresh_queue(ctx, a, mgr, new_inputs): a lean fresh call checked with
   the above and queued, or declined (changing nothing).
 - fresh_after(a, node, other, out, mgr, dead_objs): after its tree call.
-- replay_lines(run, names, prev, head, mid): deferred replays' records.
+- replay_run(run, k, used, prefix, sfx, prev, head, mid): deferred replays' records.
 - fq_run(q, k, st, w) and fq_tail(t, lead, st, w): the queue's writer
   (freshq._fq_write) for its common call, and any call's call line.
 
@@ -66,7 +66,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 9
+API = 10
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \
@@ -346,18 +346,24 @@ def fresh_queue(ctx, a, mgr, new_inputs):
     return t
 
 
-def replay_lines(run, names, prev, head, mid):
+def replay_run(run, k, used, prefix, sfx, prev, head, mid):
     """The records of a run of deferred replays of one plan (deferred's
     _write_run), as the lines of one string: for each (plan, steps, inv,
-    src) of run and the name of its output (names), its steps, its call
-    line (head, the name, its invocation and src), its expect and the
-    del of the output's name before (prev, then each of names; mid: the
-    expect's line and the del's head)."""
+    src) of run, its steps, its call line (head, its output's name:
+    prefix + str(k) + sfx, k counting up, its invocation and src), its
+    expect and the del of the output's name before (prev, then each of
+    the names; mid: the expect's line and the del's head). Returns (the
+    string, the last name, the steps in all), or None when used (the
+    session's names_used) holds one of the names (a name _fresh made:
+    output names are not kept)."""
+    names = [prefix + str(j) + sfx for j in range(k, k + len(run))]
+    if not used.isdisjoint(names):
+        return None
     out = []
     for (_, steps, inv, src), n in zip(run, names):
         out.append(_STEP_LINES * steps + head + n + _call_tail(inv, src) + mid + prev + '"]}')
         prev = n
-    return "\n".join(out)
+    return "\n".join(out), prev, sum(tok[1] for tok in run)
 
 
 def fq_tail(t, lead, st, w):

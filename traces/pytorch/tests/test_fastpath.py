@@ -854,26 +854,36 @@ class FastPathTest(BuiltTest):
         with self.assertRaises(TypeError):
             self.C.fq_run((), 0, [0] * 6, (None,) * 15)
 
-    def test_replay_lines(self):
+    def test_replay_run(self):
         src = ({"line": 3}, '{"file": "m.py", "line": 3}')
         head = '{"op": "call", "fn": "f", "args": ["x"], "out": ["'
         mid = '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["'
-        for what, run, names in (
-                ("a loop", [(None, 1, 7, src), (None, 1, 8, src)], ["f_c2_0", "f_c3_0"]),
-                ("steps", [(None, 0, 7, src), (None, 3, 8, src)], ["a", "b"]),
-                ("no invocation, no src", [(None, 1, None, src), (None, 1, 8, None), (None, 0, None, None)],
-                 ["a", "b", "c"]),
-                ("a bool invocation", [(None, 1, True, src)], ["a"]),
-                ("names not ascii", [(None, 1, 7, ({}, '{"file": "modèle.py"}'))], ["ä_c1_0"]),
-                ("none", [], []),
-                ("more names", [(None, 1, 7, src)], ["a", "b"]),
-                ("not a token", [(None, 1, 7)], ["a"])):
+        loop = [(None, 1, 7, src), (None, 1, 8, src)]
+        for what, run, k, used, pre in (
+                ("a loop", loop, 2, set(), "f_c"),
+                ("steps", [(None, 0, 7, src), (None, 3, 8, src)], 2, set(), "f_c"),
+                ("no invocation, no src", [(None, 1, None, src), (None, 1, 8, None), (None, 0, None, None)], 5,
+                 set(), "f_c"),
+                ("a bool invocation, a huge one", [(None, 1, True, src), (None, 1, 1 << 70, src)], 2, set(), "f_c"),
+                ("names not ascii", [(None, 1, 7, ({}, '{"file": "modèle.py"}'))], 1, set(), "ä_c"),
+                ("a surrogate", [(None, 1, 7, ({}, '{"file": "m\udc80.py"}'))], 1, set(), "f_c"),
+                ("none", [], 1, set(), "f_c"),
+                ("a name taken", loop, 2, {"f_c3_0"}, "f_c"),
+                ("another name taken", loop, 2, {"f_c4_0", "x"}, "f_c"),
+                ("a long run", [(None, i % 3, 100 + i, src) for i in range(300)], 1 << 40, set(), "f_c"),
+                ("long lines", [(None, 1, 7, ({}, "{" + "x" * 5000 + "}"))] * 3, 2, set(), "f_c"),
+                ("not a token", [(None, 1, 7)], 2, set(), "f_c")):
             with self.subTest(what=what):
-                got = self.same("replay_lines", run, names, "f_c1_0", head, mid)
+                got = self.same("replay_run", run, k, used, pre, "_0", "f_c1_0", head, mid)
                 if what == "a loop":
-                    lines = got[1].split("\n")
+                    text, last, steps = got[1]
+                    lines = text.split("\n")
                     self.assertEqual(len(lines), 8)
                     self.assertEqual(lines[3], '{"op": "del", "names": ["f_c1_0"]}')
+                    self.assertEqual(json.loads(lines[5])["out"], ["f_c3_0"])
+                    self.assertEqual((last, steps), ("f_c3_0", 2))
+                if what.startswith("a name taken"):
+                    self.assertEqual(got, ("ok", None))
 
     def test_fresh_after(self):
         mgr, node, out = Obj(), Obj(), Obj()
