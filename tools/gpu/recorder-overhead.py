@@ -472,11 +472,33 @@ def report_by_path(name, res, out=None):
 GOAL_US, ISSUE_CALL_US = 10.0, 78.0
 
 
+# How far the unrecorded loop may move between rounds on a quiet host: an
+# H100 host's rounds stayed within 3% of each other when its
+# sum(range(10**6)) read 11 ms before and after (docs/gpu-runs/2026-12-06-h100.md,
+# run 33); when it read 15 to 28 ms (runs 34 to 39) the unrecorded call
+# read 110 to 180 us against 78 to 95, and some rounds' "added" went
+# negative: such rounds' figures are the host's, not the recorder's.
+LOADED_SPREAD = 0.10
+
+
+def host_spread(res):
+    """The unrecorded loops' lowest and highest us a call across the
+    rounds, and their difference as a share of their median."""
+    loops = res["off_loops"]
+    lo, hi = min(loops), max(loops)
+    med = statistics.median(loops)
+    return lo, hi, (hi - lo) / med if med > 0 else 0.0
+
+
 def report(name, res, out=None):
     out = out or sys.stdout  # looked up now: a redirected stdout is honoured
     for i, (a, b, c) in enumerate(zip(res["off"], res["on"], res["added"])):
         print("%s round %d: off %.1f us/call, recording %.1f us/call, added %.1f us/call"
               % (name, i, a, b, c), file=out)
+    lo, hi, spread = host_spread(res)
+    print("%s: the unrecorded loop across the rounds: %.1f to %.1f us/call (%.0f%% of its median)%s"
+          % (name, lo, hi, 100 * spread, "; more than %d%%: a loaded host, whose figures compare recorders only "
+             "within these rounds" % (100 * LOADED_SPREAD) if spread > LOADED_SPREAD else ""), file=out)
     short = [n for n in res.get("short_path_calls") or () if n is not None]
     print("%s: off %.1f us/call, recording %.1f us/call, added %.1f us/call (medians of %d rounds of %d calls); "
           "trace %.0f B/call, written in %.1f ms%s"

@@ -5,6 +5,7 @@ recorder tests' stand-in (traces/pytorch/tests/fake_torch.py)."""
 import contextlib
 import importlib.util
 import io
+import statistics
 import json
 import tempfile
 import os
@@ -40,6 +41,18 @@ class MeasureTest(unittest.TestCase):
         self.calls += 1
         self.out = self.mgr._run(self.params + [fake.Tensor([4, 8])], self.fid)
 
+    def test_a_loaded_host_is_named(self):
+        """The unrecorded loop's spread across the rounds: within
+        LOADED_SPREAD it is only given; past it the report says the
+        host was loaded (its rounds compare recorders only among
+        themselves)."""
+        for loops, loaded in (([90.0, 92.0, 91.0, 93.0], False), ([90.0, 150.0, 95.0, 140.0], True)):
+            res = {"off_loops": loops}
+            lo, hi, spread = ro.host_spread(res)
+            self.assertEqual((lo, hi), (min(loops), max(loops)))
+            self.assertAlmostEqual(spread, (hi - lo) / statistics.median(loops))
+            self.assertEqual(spread > ro.LOADED_SPREAD, loaded)
+
     def test_rounds_alternate_and_traces_hold_every_call(self):
         syncs = []
         res = ro.measure(self.step, lambda: syncs.append(self.calls), iters=30, rounds=3, warm=5)
@@ -61,7 +74,9 @@ class MeasureTest(unittest.TestCase):
         buf = io.StringIO()
         ro.report("fake", res, buf)
         lines = buf.getvalue().splitlines()
-        self.assertEqual(len(lines), 8)
+        self.assertEqual(len(lines), 9)
+        self.assertRegex(lines[3], r"^fake: the unrecorded loop across the rounds: [\d.]+ to [\d.]+ us/call "
+                                   r"\(\d+% of its median\)")
         # the median call's figures, by round, beside the loops' means
         self.assertEqual(len(res["call_off"]), 3)
         self.assertEqual(len(res["call_on"]), 3)
@@ -128,7 +143,7 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIs(after, bare)
         lines = out.getvalue().splitlines()
-        self.assertEqual(len(lines), 10)
+        self.assertEqual(len(lines), 11)
         self.assertRegex(lines[-8], r"^fake torch, replay \+ mark_step: off [\d.]+ us/call, recording [\d.]+ us/call")
         res = json.loads(lines[-1])
         self.assertEqual((res["workload"], res["calls_recorded"]), ("fake", [20, 20]))
