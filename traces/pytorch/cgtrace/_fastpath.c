@@ -2700,7 +2700,7 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *r = NULL, **names = NULL;
     if (rf == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf), made = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf);
     long long steps = 0;
     Buf b;
     buf_init(&b, n * 512);
@@ -2709,14 +2709,12 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     /* the names first: one taken (a name _fresh made) writes nothing */
-    for (; made < n; made++) {
+    for (Py_ssize_t i = 0; i < n; i++) {
         int t;
-        if ((names[made] = str_int(prefix, "", k + made, sfx)) == NULL
-            || (t = PySet_Contains(used, names[made])) < 0)
+        if ((names[i] = str_int(prefix, "", k + i, sfx)) == NULL || (t = PySet_Contains(used, names[i])) < 0)
             goto done;
         if (t) {
             r = Py_NewRef(Py_None);
-            made++;
             goto done;
         }
     }
@@ -2744,7 +2742,7 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
 done:
     if (names != NULL)
-        for (Py_ssize_t i = 0; i < made; i++)
+        for (Py_ssize_t i = 0; i < n; i++)
             Py_XDECREF(names[i]);
     PyMem_Free(names);
     buf_free(&b);
