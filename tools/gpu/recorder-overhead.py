@@ -477,7 +477,10 @@ GOAL_US, ISSUE_CALL_US = 10.0, 78.0
 # sum(range(10**6)) read 11 ms before and after (docs/gpu-runs/2026-12-06-h100.md,
 # run 33); when it read 15 to 28 ms (runs 34 to 39) the unrecorded call
 # read 110 to 180 us against 78 to 95, and some rounds' "added" went
-# negative: such rounds' figures are the host's, not the recorder's.
+# negative: such rounds' figures are the host's, not the recorder's. (A
+# host loaded alike through every round moves no round against another:
+# its slower unrecorded call and its sum(range(10**6)) say so, run 40's
+# 154 us and 22 ms within 5%.)
 LOADED_SPREAD = 0.10
 
 
