@@ -409,6 +409,20 @@ class MeasureTest(unittest.TestCase):
         self.assertGreater(fresh["fq_write"][1], 0)
         self.assertLess(fresh["fq_write"][1], 0.5)
         self.assertEqual(fresh["steady_checks"], [0, 0])
+        # The tree's own call, timed where the Runner makes it: once a
+        # lean call, outside the parts' sum.
+        self.assertGreater(steady["steady_tree"][1], 0.9)
+        self.assertGreater(fresh["fq_tree"][1], 0.9)
+        self.assertEqual(fresh["steady_tree"], [0, 0])
+        lines = text.splitlines()
+        for loop, part in (("mark_step", "steady_tree"), ("a new input each call", "fq_tree")):
+            self.assertTrue(any(re.search(r"%s, the tree's own call where the lean path makes it \(%s, not in the "
+                                          r"sum\): [\d.]+ us a loop call" % (loop, part), x) for x in lines), part)
+        for head in (x for x in lines if "the lean paths' C by part" in x):
+            got = float(re.search(r"the sum ([\d.]+) us", head).group(1))
+            loop = fresh if "new input" in head else steady
+            want = sum(v[0] for k, v in loop.items() if v[1] > 0 and k not in ro.TREE_PARTS)
+            self.assertAlmostEqual(got, want, places=1)
         self.assertIs(fastpath.load(), before)
 
     def test_inside_refuses_a_recorder_without_its_marks(self):

@@ -468,11 +468,14 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
  * parts() answers them; in the recorder's own build the marks are
  * nothing. A
  * mark reads the monotonic clock (tens of ns), so the sum of the parts
- * is a little over the calls' own time. */
+ * is a little over the calls' own time. steady_tree and fq_tree are not
+ * the recorder's: the tree's own call, timed where the Runner makes it
+ * (against the unrecorded call: what the recorder's footprint costs
+ * torch's code). */
 #define PARTS(X)                                                                                      \
     X(run_lock) X(run_lookup) X(run_release) X(steady_checks) X(steady_src) X(steady_before)          \
     X(steady_after) X(fq_counter) X(fq_guards) X(fq_probes) X(fq_kept) X(fq_src) X(fq_input)          \
-    X(fq_polled) X(fq_deaths) X(fq_queued) X(fq_maps) X(fresh_after) X(fq_write)
+    X(fq_polled) X(fq_deaths) X(fq_queued) X(fq_maps) X(fresh_after) X(fq_write) X(steady_tree) X(fq_tree)
 #define PART_ENUM(n) P_##n,
 enum { PARTS(PART_ENUM) P_COUNT };
 #ifdef CGT_PARTS
@@ -3104,7 +3107,9 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
      * hot.steady = True */
     if ((a = SGET(hot, fql)) == NULL || SSET(hot, steady, Py_True) < 0)
         goto done;
+    PART_CLOCK(ptree);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
+    PART(fq_tree, ptree);
     if (out == NULL) {
         /* except BaseException as err: rec._fq_call_raised(t, mgr, err); raise */
         PyObject *type, *value, *tb;
@@ -3381,7 +3386,9 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
         goto error;
     Py_CLEAR(x);
     PART(steady_before, pt);
+    PART_CLOCK(ptree);
     out = call3(r->orig_run, mgr, new_inputs, function_id);
+    PART(steady_tree, ptree);
     PART_CLOCK(pa);
     if (out == NULL) {
         /* except BaseException as err: rec._steady_raised(...); raise */
