@@ -788,6 +788,7 @@ class FastPathTest(BuiltTest):
              '{"op": "call", "fn": "%s", "args": ["' % fn, '"], "out": ["', fn + "_c", "_0",
              '\n{"op": "expect"}\n{"op": "del", "names": ["', session, _Queued)
         k = 0
+        self.last_writer = (st, recs)  # (what a failure left: test_fq_run_keeps_the_calls_before_a_failure)
         while True:
             k = impl.fq_run(q, k, st, w)
             if k >= len(q):
@@ -853,6 +854,27 @@ class FastPathTest(BuiltTest):
         self.assertEqual(json.loads(lines[8])["args"], ["in_1"])
         with self.assertRaises(TypeError):
             self.C.fq_run((), 0, [0] * 6, (None,) * 15)
+
+    def test_fq_run_keeps_the_calls_before_a_failure(self):
+        """A queued call fq_run cannot write (a steps count not an int:
+        TypeError) leaves the calls before it written, in recs and in
+        st, and itself not begun, in C as in Python."""
+        src = ({"line": 3}, '{"file": "m.py", "line": 3}')
+        tmpl = ('{"op": "tensor", "name": "', '", "seed": ', "}")
+        spec = ((4, 8), (8, 1), 0, None, 32, None)
+        got = {}
+        for impl in (P, self.C):
+            items = [dict(spec=spec, groups=None, gone=True, steps=1, tmpl=tmpl, cd=100 + i, oid=200 + i, inv=7 + i,
+                          src=src) for i in range(3)]
+            items[2]["steps"] = "x"
+            with self.assertRaises(TypeError):
+                self.writer_case(impl, items)
+            got[impl] = self.last_writer
+        self.assertEqual(got[P], got[self.C])
+        st, recs = got[P]
+        self.assertEqual(st[:5], [14, 22, 32, 0, 7])  # (two calls: order two each, epoch and seed one each)
+        self.assertEqual(len(recs), 1)
+        self.assertEqual(recs[0].count('"op": "call"'), 2)
 
     def test_replay_run(self):
         src = ({"line": 3}, '{"file": "m.py", "line": 3}')
