@@ -155,10 +155,15 @@ def profile_path(folder, n):
     return os.path.join(folder, "callgrind.%s%d.out" % ("on" if n > 0 else "off", abs(n)))
 
 
-_ROW = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?" + r"([\d,]+|\.)\s+(?:\([^)]*\)\s+)?" * 3 + r"(\S.*)$")
+def _row(events):
+    """A callgrind_annotate row: each of `events` columns a count (or "."
+    for none) with its share where it prints one, then the function."""
+    return re.compile(r"^\s*" + r"([\d,]+|\.)\s+(?:\([^)]*\)\s+)?" * events + r"(\S.*)$")
 
 
-_ROW1 = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$")
+# The rows of --by-function: with --cold Ir and the three last-level
+# misses, without Ir alone.
+_ROWS = {True: _row(4), False: _row(1)}
 
 
 def function_events(path, run=subprocess.run, cold=True):
@@ -172,13 +177,14 @@ def function_events(path, run=subprocess.run, cold=True):
     if p.returncode != 0:
         raise SystemExit("recorder-instructions: callgrind_annotate %s failed: %s" % (path, (p.stderr or "")[-500:]))
     got = {}
-    row = _ROW if cold else _ROW1
     for line in p.stdout.splitlines():
-        m = row.match(line)
+        m = _ROWS[cold].match(line)
         if m is None or "PROGRAM TOTALS" in line:
             continue
-        vals = [0 if v == "." else int(v.replace(",", "")) for v in m.groups()[:-1]] + [0] * (4 - m.lastindex + 1)
-        name = re.sub(r" \[[^\]]*\]$", "", m.group(m.lastindex).strip())
+        *counts, name = m.groups()
+        vals = [0 if v == "." else int(v.replace(",", "")) for v in counts]
+        vals += [0] * (4 - len(vals))
+        name = re.sub(r" \[[^\]]*\]$", "", name.strip())
         name = re.sub(r"'\d+", "", name).rsplit("/", 1)[-1]
         got[name] = [a + b for a, b in zip(got.get(name, [0, 0, 0, 0]), vals)]
     return got

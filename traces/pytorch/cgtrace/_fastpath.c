@@ -82,9 +82,8 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
 static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
-static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_src_head,
-    *s_inv_head, *s_src_mid, *s_close, *s_probes, *s_probe_vals, *s_moved,
-    *s_end_list, *s_del_head, *s_del_tail, *s_nl, *s_empty, *s_underscore, *s_getattribute, *s_setattr;
+static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_probes, *s_probe_vals,
+    *s_moved, *s_getattribute, *s_setattr;
 /* watch_dead's: the attributes of a polled name it reads. */
 static PyObject *s_fact, *s_probe, *s_tree_ref, *s_extra_ref_check, *s_check, *s_rule, *s_wr, *s_alive;
 /* bind_all's and forget_all's: an entry's and a Fact's slots. */
@@ -1288,7 +1287,6 @@ pop_key(PyObject *d, PyObject *key)
     return 0;
 }
 
-
 /* Whether d.get(key) == v (d a dict): 1, 0, -1. */
 static int
 dict_has(PyObject *d, PyObject *key, PyObject *v)
@@ -2020,74 +2018,6 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* -- The queue's writer (freshq._fq_write): fastpath.fq_tail and fq_run. -- */
 
 
-/* "".join of n strings (new reference): one string made, its characters
- * copied once (a tuple and PyUnicode_Join cost twice the instructions). */
-static PyObject *
-concat(PyObject **parts, Py_ssize_t n)
-{
-    Py_ssize_t len = 0;
-    Py_UCS4 maxchar = 127;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (parts[i] == NULL)
-            return NULL;
-        if (!PyUnicode_Check(parts[i])) {
-            PyErr_Format(PyExc_TypeError, "concat: a str expected, not %.50s", Py_TYPE(parts[i])->tp_name);
-            return NULL;
-        }
-#if PY_VERSION_HEX < 0x030C0000
-        if (PyUnicode_READY(parts[i]) < 0)
-            return NULL;
-#endif
-        len += PyUnicode_GET_LENGTH(parts[i]);
-        Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(parts[i]);
-        if (m > maxchar)
-            maxchar = m;
-    }
-    PyObject *r = PyUnicode_New(len, maxchar);
-    if (r == NULL)
-        return NULL;
-    Py_ssize_t at = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t k = PyUnicode_GET_LENGTH(parts[i]);
-        if (maxchar < 128)
-            memcpy(PyUnicode_1BYTE_DATA(r) + at, PyUnicode_1BYTE_DATA(parts[i]), k);
-        else if (PyUnicode_CopyCharacters(r, at, parts[i], 0, k) < 0) {
-            Py_DECREF(r);
-            return NULL;
-        }
-        at += k;
-    }
-    return r;
-}
-
-/* deferred._call_tail(inv, src): the call line's end after its last
- * output name. New reference. (An int's %d is its str; anything else is
- * formatted by Python's %.) */
-static PyObject *
-call_tail(PyObject *inv, PyObject *src)
-{
-    PyObject *args, *r, *s1 = NULL;
-    if (src != Py_None && (s1 = PySequence_GetItem(src, 1)) == NULL)
-        return NULL;
-    if (src == Py_None && inv == Py_None)
-        return Py_NewRef(s_end_list);
-    if (inv == Py_None) {
-        PyObject *parts[3] = {s_src_head, s1, s_close};
-        r = concat(parts, 3);
-    } else if (PyLong_CheckExact(inv) && s1 != NULL && PyUnicode_CheckExact(s1)) {
-        PyObject *si = PyObject_Str(inv);
-        PyObject *parts[5] = {s_inv_head, si, s_src_mid, s1, s_close};
-        r = si == NULL ? NULL : concat(parts, 5);
-        Py_XDECREF(si);
-    } else {
-        args = s1 == NULL ? PyTuple_Pack(1, inv) : PyTuple_Pack(2, inv, s1);
-        r = args == NULL ? NULL : PyUnicode_Format(s1 == NULL ? s_fmt_inv : s_fmt_inv_src, args);
-        Py_XDECREF(args);
-    }
-    Py_XDECREF(s1);
-    return r;
-}
-
 /* The writer's text: one buffer of UTF-8 that each part is copied into
  * once, the str made once at the end (a str per part and a str per
  * concatenation cost the queue's writer most of its instructions). */
@@ -2222,41 +2152,13 @@ buf_text(Buf *b, Py_ssize_t from, Py_ssize_t to)
 static PyObject *
 str_int(PyObject *head, const char *mid, long long n, PyObject *tail)
 {
-    if (!PyUnicode_Check(head) || (tail != NULL && !PyUnicode_Check(tail))) {
-        PyErr_SetString(PyExc_TypeError, "a name's parts: str expected");
-        return NULL;
-    }
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(head) < 0 || (tail != NULL && PyUnicode_READY(tail) < 0))
-        return NULL;
-#endif
-    Py_ssize_t nh = PyUnicode_GET_LENGTH(head), nm = (Py_ssize_t)strlen(mid),
-               nt = tail == NULL ? 0 : PyUnicode_GET_LENGTH(tail);
-    if (!PyUnicode_IS_ASCII(head) || (tail != NULL && !PyUnicode_IS_ASCII(tail)) || nh + nm + nt > 200)
-        return PyUnicode_FromFormat("%U%s%lld%U", head, mid, n, tail == NULL ? s_empty : tail);
-    char tmp[256], *p = tmp;
-    memcpy(p, PyUnicode_1BYTE_DATA(head), nh);
-    p += nh;
-    memcpy(p, mid, nm);
-    p += nm;
-    char digits[24];
-    int k = 0;
-    unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
-    do {
-        digits[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (n < 0)
-        *p++ = '-';
-    while (k > 0)
-        *p++ = digits[--k];
-    if (tail != NULL) {
-        memcpy(p, PyUnicode_1BYTE_DATA(tail), nt);
-        p += nt;
-    }
-    PyObject *r = PyUnicode_New(p - tmp, 127);
-    if (r != NULL)
-        memcpy(PyUnicode_1BYTE_DATA(r), tmp, p - tmp);
+    Buf b;
+    buf_init(&b, 0);
+    PyObject *r = NULL;
+    if (buf_str(&b, head) == 0 && buf_mem(&b, mid, (Py_ssize_t)strlen(mid)) == 0 && buf_int(&b, n) == 0
+        && (tail == NULL || buf_str(&b, tail) == 0))
+        r = buf_text(&b, 0, b.n);
+    buf_free(&b);
     return r;
 }
 
@@ -2347,26 +2249,34 @@ fresh_i_get(Writer *wr)
 }
 
 /* deferred._call_tail(inv, src) into b: the call line's end after its
- * last output name (the common one, an int invocation and a src, here;
- * any other by call_tail). 0, -1. */
+ * last output name ('"]', the invocation and the src where there are,
+ * '}'). An int invocation (%d: its digits) beside a str src is written
+ * here, a src without an invocation concatenated (a str, or TypeError);
+ * any other formatted as Python's % formats it (a bool's %d, a str
+ * subclass's %s). 0, -1. */
 static int
 put_tail(Buf *b, PyObject *inv, PyObject *src)
 {
-    PyObject *s1 = NULL, *tail = NULL;
-    int ovf = 0, rc = -1;
-    long long iv = PyLong_CheckExact(inv) ? PyLong_AsLongLongAndOverflow(inv, &ovf) : 0;
-    if (iv == -1 && PyErr_Occurred())
+    PyObject *s1 = NULL, *args = NULL, *odd = NULL;
+    int rc = -1, ovf = 0;
+    long long iv = 0;
+    if (src != Py_None && (s1 = PySequence_GetItem(src, 1)) == NULL)
         return -1;
-    if (PyLong_CheckExact(inv) && !ovf && src != Py_None && (s1 = PySequence_GetItem(src, 1)) == NULL)
-        return -1;
-    if (s1 != NULL && PyUnicode_CheckExact(s1)) {
-        if (BUF_LIT(b, "\"], \"invocation\": ") == 0 && buf_int(b, iv) == 0 && BUF_LIT(b, ", \"src\": ") == 0
-            && buf_str(b, s1) == 0 && BUF_LIT(b, "}") == 0)
-            rc = 0;
-    } else if ((tail = call_tail(inv, src)) != NULL && buf_str(b, tail) == 0)
-        rc = 0;
+    if (PyLong_CheckExact(inv) && (iv = PyLong_AsLongLongAndOverflow(inv, &ovf)) == -1 && PyErr_Occurred())
+        goto done;
+    if (inv == Py_None || (PyLong_CheckExact(inv) && !ovf && (s1 == NULL || PyUnicode_CheckExact(s1)))) {
+        if (BUF_LIT(b, "\"]") < 0 || (inv != Py_None && (BUF_LIT(b, ", \"invocation\": ") < 0 || buf_int(b, iv) < 0))
+            || (s1 != NULL && (BUF_LIT(b, ", \"src\": ") < 0 || buf_str(b, s1) < 0)) || BUF_LIT(b, "}") < 0)
+            goto done;
+    } else if ((args = s1 == NULL ? PyTuple_Pack(1, inv) : PyTuple_Pack(2, inv, s1)) == NULL
+               || (odd = PyUnicode_Format(s1 == NULL ? s_fmt_inv : s_fmt_inv_src, args)) == NULL
+               || buf_str(b, odd) < 0)
+        goto done;
+    rc = 0;
+done:
     Py_XDECREF(s1);
-    Py_XDECREF(tail);
+    Py_XDECREF(args);
+    Py_XDECREF(odd);
     return rc;
 }
 
@@ -3955,24 +3865,14 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_fresh, "_fresh");
     INTERN(s_fmt_inv_src, "\"], \"invocation\": %d, \"src\": %s}");
     INTERN(s_fmt_inv, "\"], \"invocation\": %d}");
-    INTERN(s_src_head, "\"], \"src\": ");
-    INTERN(s_inv_head, "\"], \"invocation\": ");
-    INTERN(s_src_mid, ", \"src\": ");
-    INTERN(s_close, "}");
     INTERN(s_probes, "probes");
     INTERN(s_probe_vals, "probe_vals");
     INTERN(s_moved, "moved");
-    INTERN(s_end_list, "\"]}");
-    INTERN(s_del_head, "{\"op\": \"del\", \"names\": [\"");
-    INTERN(s_del_tail, "\"]}\n");
-    INTERN(s_nl, "\n");
     INTERN(s_obj_id, "obj_id");
     INTERN(s_in_memo, "in_memo");
     INTERN(s_storage, "storage");
     INTERN(s_view_key, "view_key");
     INTERN(s_held, "held");
-    INTERN(s_empty, "");
-    INTERN(s_underscore, "_");
     INTERN(s_getattribute, "__getattribute__");
     INTERN(s_setattr, "__setattr__");
     if ((object_getattribute = PyObject_GetAttr((PyObject *)&PyBaseObject_Type, s_getattribute)) == NULL
@@ -4019,41 +3919,34 @@ PyInit__cgtrace_fastpath(void)
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
     INTERN(s_weak_ref, "_weak_ref");
-    if (PyType_Ready(&RunnerType) < 0 || PyType_Ready(&StorageRefType) < 0 || PyType_Ready(&StorageRefsType) < 0
-        || PyType_Ready(&DiedType) < 0 || PyType_Ready(&RLockType) < 0)
-        return NULL;
+    /* The module's types (StorageRef is made by StorageRefs only) */
+    struct {
+        const char *name;
+        PyTypeObject *type;
+    } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"StorageRefs", &StorageRefsType},
+                 {"Died", &DiedType}, {"RLock", &RLockType}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (PyType_Ready(types[i].type) < 0)
+            return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&RunnerType);
-    if (PyModule_AddObject(m, "Runner", (PyObject *)&RunnerType) < 0) {
-        Py_DECREF(&RunnerType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&StorageRefsType);
-    if (PyModule_AddObject(m, "StorageRefs", (PyObject *)&StorageRefsType) < 0) {
-        Py_DECREF(&StorageRefsType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&DiedType);
-    if (PyModule_AddObject(m, "Died", (PyObject *)&DiedType) < 0) {
-        Py_DECREF(&DiedType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&RLockType);
-    if (PyModule_AddObject(m, "RLock", (PyObject *)&RLockType) < 0) {
-        Py_DECREF(&RLockType);
-        Py_DECREF(m);
-        return NULL;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (types[i].name == NULL)
+            continue;
+        Py_INCREF(types[i].type);
+        if (PyModule_AddObject(m, types[i].name, (PyObject *)types[i].type) < 0) {
+            Py_DECREF(types[i].type);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
 #ifdef CGT_FAST_FRAMES
-    if (PyModule_AddIntConstant(m, "FAST_FRAMES", 1) < 0) {
+    const long fast_frames = 1;
 #else
-    if (PyModule_AddIntConstant(m, "FAST_FRAMES", 0) < 0) {
+    const long fast_frames = 0;
 #endif
+    if (PyModule_AddIntConstant(m, "FAST_FRAMES", fast_frames) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -383,10 +383,7 @@ def _call_line(t, st, w):
     out = prefix + str(st[4]) + sfx  # (_replay_names', for one output)
     if out in used:  # (a name _fresh made: output names are not kept)
         out = session._fresh(out)
-    inv, src = t.inv, t.src
-    line = (pre + t.name + post + out + ('"], "invocation": %d, "src": %s}' % (inv, src[1])
-                                         if type(inv) is int and src is not None and type(src[1]) is str
-                                         else _call_tail(inv, src)) + mid + st[5] + '"]}')
+    line = pre + t.name + post + out + _call_tail(t.inv, t.src) + mid + st[5] + '"]}'
     st[0] += 1
     st[5] = out
     return line

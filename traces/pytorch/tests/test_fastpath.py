@@ -877,6 +877,10 @@ class FastPathTest(BuiltTest):
         self.assertEqual(recs[0].count('"op": "call"'), 2)
 
     def test_replay_run(self):
+        class Src(str):
+            def __str__(self):
+                return "{}"
+
         src = ({"line": 3}, '{"file": "m.py", "line": 3}')
         head = '{"op": "call", "fn": "f", "args": ["x"], "out": ["'
         mid = '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["'
@@ -894,7 +898,13 @@ class FastPathTest(BuiltTest):
                 ("another name taken", loop, 2, {"f_c4_0", "x"}, "f_c"),
                 ("a long run", [(None, i % 3, 100 + i, src) for i in range(300)], 1 << 40, set(), "f_c"),
                 ("long lines", [(None, 1, 7, ({}, "{" + "x" * 5000 + "}"))] * 3, 2, set(), "f_c"),
-                ("not a token", [(None, 1, 7)], 2, set(), "f_c")):
+                ("not a token", [(None, 1, 7)], 2, set(), "f_c"),
+                # (the tail's odd kinds: a str subclass's src is its %s
+                # beside an invocation, its characters without one; a src
+                # not a str fails as the concatenation does)
+                ("a src of a str subclass", [(None, 1, 7, ({}, Src('{"f": 1}'))), (None, 1, None, ({}, Src("{}")))],
+                 2, set(), "f_c"),
+                ("a src not a str", [(None, 1, None, ({}, 5))], 2, set(), "f_c")):
             with self.subTest(what=what):
                 got = self.same("replay_run", run, k, used, pre, "_0", "f_c1_0", head, mid)
                 if what == "a loop":
