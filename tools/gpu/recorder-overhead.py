@@ -1178,6 +1178,13 @@ def main(argv=None):
         p.error("--layers with --fake is the training step's (the stand-in's other loops have three parameters)")
     if a.evict_mb and not a.fake:
         p.error("--evict-mb is for --fake (on a GPU torch's own code empties the caches)")
+    if not a.fake:
+        try:
+            import torch  # noqa: F401 (the real loops' workload: said here, not as a traceback mid-run)
+        except ImportError as e:
+            print("recorder-overhead: torch is not installed in this Python (%s): run it where torch and a GPU "
+                  "are, or time the stand-in with --fake" % e, file=sys.stderr)
+            return 2
     baseline = load_baseline(a.baseline).record if a.baseline else None
     if a.baseline == "bindings" and not a.fake:
         # (this checkout's recorder with its C++ reads, built before the

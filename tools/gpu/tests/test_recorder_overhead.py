@@ -41,6 +41,16 @@ class MeasureTest(unittest.TestCase):
         self.calls += 1
         self.out = self.mgr._run(self.params + [fake.Tensor([4, 8])], self.fid)
 
+    def test_the_real_loops_without_torch_say_so(self):
+        """`recorder-overhead.py --both` (README's) on a Python without
+        torch: one line saying so and exit 2, not a traceback mid-run."""
+        from unittest import mock
+        err = io.StringIO()
+        with mock.patch.dict(sys.modules, {"torch": None}), contextlib.redirect_stderr(err):
+            self.assertEqual(ro.main(["--both"]), 2)
+        self.assertRegex(err.getvalue(), r"^recorder-overhead: torch is not installed in this Python \(.*\): run it "
+                                         r"where torch and a GPU are, or time the stand-in with --fake\n$")
+
     def test_a_loaded_host_is_named(self):
         """The unrecorded loop's spread across the rounds: within
         LOADED_SPREAD it is only given; past it the report says the
