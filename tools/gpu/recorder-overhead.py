@@ -545,13 +545,14 @@ def mlp(torch, dim, layers):
     return torch.nn.Sequential(*mods).cuda()
 
 
-def mlp_workload(dim=1024, batch=64, fresh=False, layers=3):
+def mlp_workload(dim=1024, batch=64, fresh=False, layers=3, sections=None):
     """The MLP's inference loop (3 layers: mlp3), compiled for CUDA graphs;
     returns (step, sync). fresh: each call on a new input tensor
     (torch.randn, in both loops alike), as a loop over a data loader's
     batches or a decoder's new tokens has it: a call the recorder's
     steady path cannot take (an input new to the trace is named and
-    written before the call)."""
+    written before the call). sections (a Sections): the same step
+    reading the clock between its parts (Sections.step)."""
     import torch
 
     torch._dynamo.reset()
@@ -571,6 +572,11 @@ def mlp_workload(dim=1024, batch=64, fresh=False, layers=3):
         with torch.no_grad():
             box[0] = compiled(torch.randn(batch, dim, device="cuda"))
 
+    if sections is not None:
+        def new_input():
+            return torch.randn(batch, dim, device="cuda") if fresh else x
+
+        return sections.step(mark, new_input, compiled, box, torch.no_grad), torch.cuda.synchronize
     return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
@@ -612,7 +618,7 @@ def evicting(step, nbytes):
     return cold_step
 
 
-def fake_workload(fresh=False, train=False, layers=3):
+def fake_workload(fresh=False, train=False, layers=3, sections=None):
     """The same loop's shape against the recorder tests' stand-in for torch
     (traces/pytorch/tests/fake_torch.py), on CPU: three
     static parameters and one input passed again (fresh: a new one at
@@ -631,7 +637,8 @@ def fake_workload(fresh=False, train=False, layers=3):
     frame of the program's above it), on those activations and the
     logits' gradient (an eager loss's backward's, new), handing out a
     gradient a parameter (held till the next step); the activations let
-    go after it.
+    go after it. sections (a Sections; not with train): the steady or
+    new-input step reading the clock between its parts (Sections.step).
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake
@@ -690,6 +697,13 @@ def fake_workload(fresh=False, train=False, layers=3):
         fake.remove_fake_torch(saved)
 
     step = step_train if train else step_fresh if fresh else step
+    if sections is not None and not train:
+        def call(v):
+            fake._invocation()
+            return mgr._run(params + [v], fid)
+
+        step = sections.step(cgt.mark_step_begin, (lambda: fake.Tensor([64, 1024])) if fresh else (lambda: x), call,
+                             box, contextlib.nullcontext)
     return step, lambda: None, restore
 
 
@@ -987,25 +1001,183 @@ def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
                                            statistics.median(r[k][1] for r in rows)) for k in names}}
 
 
-# The parts that time the tree's own call, not the recorder's (_fastpath.c).
+# The parts that time the tree's own call, not the recorder's, and those
+# that hold other parts (the Runner's whole call; the queue's writing at
+# its bound, fq_write in it): outside the parts' sum (_fastpath.c).
 TREE_PARTS = ("steady_tree", "fq_tree")
+WHOLE_PARTS = TREE_PARTS + ("run_all", "fq_bound")
+_WHOLE_SAYS = {
+    "steady_tree": "the tree's own call where the lean path makes it (against the unrecorded call: the recorder's "
+                   "footprint on torch's code)",
+    "fq_tree": "the tree's own call where the lean path makes it (against the unrecorded call: the recorder's "
+               "footprint on torch's code)",
+    "run_all": "the Runner's whole call, the tree's in it (against --sections' _run: the rest is the _run "
+               "wrapper's Python frame)",
+    "fq_bound": "the queue written at its bound, the recorder's Python (fq_write in it)",
+}
 
 
 def report_parts(name, res, out=None):
     """The parts a loop's calls passed through, largest first, with
-    their sum (us a call, medians of the rounds)."""
+    their sum (us a call, medians of the rounds), then the parts that
+    hold others (WHOLE_PARTS), each with what it holds."""
     out = out or sys.stdout
     m = res["median"]
-    shown = sorted((k for k in m if m[k][1] > 0 and k not in TREE_PARTS), key=lambda k: -m[k][0])
+    shown = sorted((k for k in m if m[k][1] > 0 and k not in WHOLE_PARTS), key=lambda k: -m[k][0])
     print("%s, the lean paths' C by part (us a loop call, marks a call; medians of %d rounds; the sum %.2f us):"
           % (name, len(res["rounds"]), sum(m[k][0] for k in shown)), file=out)
     for k in shown:
         print("  %-14s %7.2f us  %5.2f" % (k, m[k][0], m[k][1]), file=out)
-    for k in TREE_PARTS:
+    for k in WHOLE_PARTS:
         if k in m and m[k][1] > 0:
-            print("%s, the tree's own call where the lean path makes it (%s, not in the sum): %.2f us a loop call "
-                  "(against the unrecorded call: the recorder's footprint on torch's code)" % (name, k, m[k][0]),
-                  file=out)
+            print("%s, %s (%s, not in the sum): %.2f us a loop call, %.2f marks a call"
+                  % (name, _WHOLE_SAYS[k], k, m[k][0], m[k][1]), file=out)
+
+
+# A loop's step in the parts the program's and the tree's code see:
+# Sections.step's clock readings and the _run timer's (run_timed).
+SECTIONS = ("mark", "input", "to _run", "_run", "from _run", "after")
+
+# The tree's _run wrapped to read the clock at its outermost entry and
+# exit (2.11's _run calls itself at a root's replay: that inner call passes
+# through), compiled as a frame of the tree's own file: the recorder
+# takes a frame there as torch's, not the program's, so the src it
+# records, and the frames it walks for it, are the loop's own.
+_RUN_TIMER = """
+def _run(mgr, *args, **kw):
+    if S.depth:
+        return run(mgr, *args, **kw)
+    S.depth = 1
+    S.t_in = ns()
+    try:
+        return run(mgr, *args, **kw)
+    finally:
+        S.t_out = ns()
+        S.depth = 0
+"""
+
+
+class Sections:
+    """Where a loop's call spends its time, as the program sees it: each
+    step's mark, its input's making, the compiled call down to the tree's
+    _run, _run itself (with the recorder's wrapper when recording: the
+    recorder's lean path and the tree's call), back up to the program,
+    and the program's lines after it (the previous output and the input
+    dying: the weak references' callbacks of whatever watches them),
+    nanoseconds summed over the calls since take(). What recording adds
+    to each section, beside the same loop unrecorded, tells the
+    recorder's own work (in _run) from what it leaves elsewhere: its
+    callbacks, its footprint on torch's code and caches."""
+
+    def __init__(self):
+        self.ns = [0] * len(SECTIONS)
+        self.t_in = self.t_out = 0
+        self.depth = 0
+
+    def take(self):
+        """The sums since the last take, zeroed."""
+        got, self.ns = self.ns, [0] * len(SECTIONS)
+        return got
+
+    def step(self, mark, new_input, call, box, ctx):
+        """A loop's step (mark; a new input, or the same; the call, its
+        output held in box[0], the one before it let go) reading the
+        clock between its parts: the same step as the workloads'."""
+        ns = time.perf_counter_ns
+        sec = self
+
+        def step():
+            a = ns()
+            mark()
+            b = ns()
+            with ctx():
+                v = new_input()
+                c = ns()
+                y = call(v)
+                d = ns()
+                v = None  # (the input dies here, as a call's argument does when it returns)
+                box[0] = y  # the previous output dies here, as in a real loop
+                y = None
+            e = ns()
+            t = sec.ns
+            t[0] += b - a
+            t[1] += c - b
+            t[2] += sec.t_in - c
+            t[3] += sec.t_out - sec.t_in
+            t[4] += d - sec.t_out
+            t[5] += e - d
+
+        return step
+
+
+@contextlib.contextmanager
+def run_timed(sections):
+    """The tree manager's _run, whatever it is now (the recorder's wrapper
+    while recording), wrapped by the _run timer for sections; put back
+    after."""
+    M = sys.modules["torch._inductor.cudagraph_trees"].CUDAGraphTreeManager
+    run = M.__dict__["_run"]
+    env = {"run": run, "S": sections, "ns": time.perf_counter_ns}
+    exec(compile(_RUN_TIMER, getattr(sys.modules.get(M.__module__), "__file__", None) or "<tree>", "exec"), env)
+    M._run = env["_run"]
+    try:
+        yield
+    finally:
+        M._run = run
+
+
+def measure_sections(step, sync, sections, iters, rounds, warm=50, record=None, folder=None):
+    """Per round, the loop's step (a Sections.step) unrecorded and then
+    recorded, each with `warm` calls first (the recorder's first calls
+    find the timer's frame new: they take its general path and arm the
+    lean one again), in us a call by section. Returns the medians by
+    section (unrecorded, recorded, added), and the rounds."""
+    record = record or cgtrace.record
+    for _ in range(warm):
+        step()
+    sync()
+
+    def loop():
+        with run_timed(sections):
+            for _ in range(warm):
+                step()
+            sync()
+            sections.take()
+            for _ in range(iters):
+                step()
+            sync()
+            return [t / iters / 1e3 for t in sections.take()]
+
+    off, on = [], []
+    with tempfile.TemporaryDirectory(dir=folder) as d:
+        for r in range(rounds):
+            off.append(loop())
+            rec = record(os.path.join(d, "sections%d.cgt.jsonl" % r))
+            rec.__enter__()
+            try:
+                on.append(loop())
+            finally:
+                rec.__exit__(None, None, None)
+            if getattr(rec, "error", None):
+                raise RuntimeError("the recording failed: %s" % rec.error)
+    med = {}
+    for k, name in enumerate(SECTIONS):
+        med[name] = (statistics.median(r[k] for r in off), statistics.median(r[k] for r in on),
+                     statistics.median(y[k] - x[k] for x, y in zip(off, on)))
+    return {"median": med, "off": off, "on": on}
+
+
+def report_sections(name, res, out=None):
+    """A table of the sections: unrecorded, recorded, added (us a call,
+    medians of the rounds), and their sums."""
+    out = out or sys.stdout
+    m = res["median"]
+    print("%s, the step by section (us a call, medians of %d rounds):" % (name, len(res["off"])), file=out)
+    print("| section | unrecorded | recorded | added |", file=out)
+    print("| --- | --- | --- | --- |", file=out)
+    for k in SECTIONS:
+        print("| %s | %.2f | %.2f | %.2f |" % ((k,) + m[k]), file=out)
+    print("| all | %.2f | %.2f | %.2f |" % tuple(sum(m[k][j] for k in SECTIONS) for j in range(3)), file=out)
 
 
 def report_table(rows, out=None):
@@ -1163,6 +1335,10 @@ def main(argv=None):
     p.add_argument("--parts", action="store_true",
                    help="then time each part of the lean paths' C in place (a copy of _fastpath.c built "
                         "with -DCGT_PARTS), in the same number of rounds")
+    p.add_argument("--sections", action="store_true",
+                   help="then time the loop's step by section (its mark, its input, the compiled call down to "
+                        "the tree's _run, _run, back up, the lines after it), unrecorded and recorded, in the "
+                        "same number of rounds: where what recording adds lands")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="after the timing, profile one recorded loop and print its N costliest functions")
     p.add_argument("--why", action="store_true",
@@ -1233,6 +1409,21 @@ def main(argv=None):
                 parts = measure_parts(step, sync, a.iters, a.rounds, warm=a.warm)
                 report_parts(name, parts)
                 res = dict(res, parts=parts["median"])
+            if a.sections and train:
+                print("%s: --sections times the steady and new-input loops' steps, not a training step's" % name)
+            elif a.sections:
+                sec = Sections()
+                if a.fake:
+                    sstep, ssync, srestore = fake_workload(fresh, False, a.layers, sections=sec)
+                else:
+                    (sstep, ssync), srestore = mlp_workload(a.dim, a.batch, fresh, a.layers, sections=sec), None
+                try:
+                    got = measure_sections(sstep, ssync, sec, a.iters, a.rounds, warm=a.warm)
+                finally:
+                    if srestore is not None:
+                        srestore()
+                report_sections(name, got)
+                res = dict(res, sections=got["median"])
             if a.by_path:
                 paths = calls_by_path(step, sync, a.iters, warm=a.warm)
                 report_by_path(name, paths)

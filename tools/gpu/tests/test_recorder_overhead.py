@@ -8,10 +8,12 @@ import io
 import statistics
 import json
 import tempfile
+import types
 import os
 import re
 import sys
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -424,16 +426,85 @@ class MeasureTest(unittest.TestCase):
         self.assertGreater(steady["steady_tree"][1], 0.9)
         self.assertGreater(fresh["fq_tree"][1], 0.9)
         self.assertEqual(fresh["steady_tree"], [0, 0])
+        # The parts that hold others: the Runner's whole call (once a call,
+        # more than the tree's and the parts' in it), the queue written at
+        # its bound (once every 33 calls: 66 calls, 2 writes), and what
+        # follows the tree's call in the lean fresh path.
+        for loop in (steady, fresh):
+            self.assertGreater(loop["run_all"][1], 0.9)
+        self.assertGreater(fresh["run_all"][0], fresh["fq_tree"][0])
+        self.assertGreater(fresh["fq_bound"][1], 0)
+        self.assertLessEqual(fresh["fq_bound"][1], 2 / 66)
+        self.assertGreater(fresh["fq_bound"][0], fresh["fq_write"][0])
+        self.assertGreater(fresh["fq_post"][1], 0.9)
+        self.assertEqual(steady["fq_bound"], [0, 0])
         lines = text.splitlines()
-        for loop, part in (("mark_step", "steady_tree"), ("a new input each call", "fq_tree")):
-            self.assertTrue(any(re.search(r"%s, the tree's own call where the lean path makes it \(%s, not in the "
-                                          r"sum\): [\d.]+ us a loop call" % (loop, part), x) for x in lines), part)
+        for loop, part in (("mark_step", "steady_tree"), ("a new input each call", "fq_tree"),
+                           ("a new input each call", "run_all"), ("a new input each call", "fq_bound")):
+            self.assertTrue(any(re.search(r"%s, .*\(%s, not in the sum\): [\d.]+ us a loop call" % (loop, part), x)
+                                for x in lines), part)
         for head in (x for x in lines if "the lean paths' C by part" in x):
             got = float(re.search(r"the sum ([\d.]+) us", head).group(1))
             loop = fresh if "new input" in head else steady
-            want = sum(v[0] for k, v in loop.items() if v[1] > 0 and k not in ro.TREE_PARTS)
+            want = sum(v[0] for k, v in loop.items() if v[1] > 0 and k not in ro.WHOLE_PARTS)
             self.assertAlmostEqual(got, want, places=1)
         self.assertIs(fastpath.load(), before)
+
+    def test_sections_split_the_step_where_the_program_and_the_tree_see_it(self):
+        """--sections: each loop's step timed by section, unrecorded and
+        recorded in the same rounds; the recorder's own work lands in the
+        tree's _run (timed by a wrapper compiled as the tree's own file,
+        put back after), and each section's added figure is its recorded
+        less its unrecorded one."""
+        status, out = self.main_with_its_own_fake(["--fake", "--both", "--iters", "200", "--rounds", "2", "--warm",
+                                                   "5", "--json", "--sections"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        for loop in ("mark_step", "a new input each call"):
+            self.assertIn("%s, the step by section (us a call, medians of 2 rounds):" % loop, text)
+        got = [json.loads(line)["sections"] for line in text.splitlines()[-2:]]
+        for sec in got:
+            self.assertEqual(list(sec), list(ro.SECTIONS))
+            for k, (off, on, added) in sec.items():
+                self.assertGreaterEqual(off, 0, k)
+                self.assertGreaterEqual(on, 0, k)
+            # (the recorder's lean path is in _run: what it adds there
+            # is most of what it adds to the step)
+            self.assertGreater(sec["_run"][2], 0)
+            self.assertGreater(sec["_run"][1], sec["_run"][0])
+            self.assertGreater(sec["_run"][2], max(v[2] for k, v in sec.items() if k != "_run"))
+        steady, fresh = got
+        self.assertGreater(fresh["input"][0], steady["input"][0])  # (a new tensor made, not the same one passed)
+        rows = [x for x in text.splitlines() if x.startswith("| all |")]
+        self.assertEqual(len(rows), 2)
+
+    def test_the_run_timer_reads_the_outermost_call_only_and_is_put_back(self):
+        sec = ro.Sections()
+
+        class Tree:
+            def _run(self, new_inputs, function_id, inner=True):
+                if inner:  # (2.11's _run calling itself at a root's replay)
+                    return self._run(new_inputs, function_id, inner=False)
+                return len(new_inputs)
+
+        cgt = types.ModuleType("torch._inductor.cudagraph_trees")
+        cgt.CUDAGraphTreeManager = Tree
+        Tree.__module__ = cgt.__name__
+        orig = Tree.__dict__["_run"]
+        with mock.patch.dict(sys.modules, {cgt.__name__: cgt}):
+            with ro.run_timed(sec):
+                self.assertIsNot(Tree.__dict__["_run"], orig)
+                step = sec.step(lambda: None, lambda: [1, 2], lambda v: Tree()._run(v, 0), [None],
+                                contextlib.nullcontext)
+                step()
+                step()
+            self.assertIs(Tree.__dict__["_run"], orig)
+        got = sec.take()
+        self.assertEqual(len(got), len(ro.SECTIONS))
+        self.assertTrue(all(t >= 0 for t in got), got)
+        self.assertGreater(got[ro.SECTIONS.index("_run")], 0)
+        self.assertEqual(sec.take(), [0] * len(ro.SECTIONS))
+        self.assertEqual(sec.depth, 0)
 
     def test_inside_refuses_a_recorder_without_its_marks(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:

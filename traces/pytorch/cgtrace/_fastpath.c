@@ -470,11 +470,15 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
  * is a little over the calls' own time. steady_tree and fq_tree are not
  * the recorder's: the tree's own call, timed where the Runner makes it
  * (against the unrecorded call: what the recorder's footprint costs
- * torch's code). */
+ * torch's code). run_all (the Runner's whole call, the tree's in it)
+ * and fq_bound (the lean fresh path's queue written at its bound: the
+ * recorder's Python, fq_write in it) hold other parts: the sum leaves
+ * them out too. */
 #define PARTS(X)                                                                                      \
     X(run_lock) X(run_lookup) X(run_release) X(steady_checks) X(steady_src) X(steady_before)          \
     X(steady_after) X(fq_counter) X(fq_guards) X(fq_probes) X(fq_kept) X(fq_src) X(fq_input)          \
-    X(fq_polled) X(fq_deaths) X(fq_queued) X(fq_maps) X(fresh_after) X(fq_write) X(steady_tree) X(fq_tree)
+    X(fq_polled) X(fq_deaths) X(fq_queued) X(fq_maps) X(fresh_after) X(fq_post) X(fq_write) X(steady_tree)      \
+    X(fq_tree) X(run_all) X(fq_bound)
 #define PART_ENUM(n) P_##n,
 enum { PARTS(PART_ENUM) P_COUNT };
 #ifdef CGT_PARTS
@@ -1957,7 +1961,9 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
                 PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && SSET(e, gone, Py_True) < 0) {
+                /* (e.sref = None: fastpath.py says why) */
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued
+                    && (SSET(e, gone, Py_True) < 0 || SSET(e, sref, Py_None) < 0)) {
                     Py_DECREF(gf);
                     goto failed;
                 }
@@ -3038,6 +3044,7 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
     }
     /* hot.steady = False; node = hot.node; hot.node = None;
      * other = hot.other; hot.other = False */
+    PART_CLOCK(ppost);
     if (SSET(hot, steady, Py_False) < 0 || (node = SGET(hot, node)) == NULL || SSET(hot, node, Py_None) < 0
         || (other = SGET(hot, other)) == NULL || SSET(hot, other, Py_False) < 0) {
         Py_CLEAR(out);
@@ -3049,9 +3056,11 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
         goto finally_error;
     if (!t_) {
         PyObject *fargs[6] = {a, node, other, out, mgr, r->dead_objs};
+        PART(fq_post, ppost);
         PART_CLOCK(pa);
         x = fresh_after(NULL, fargs, 6);
         PART(fresh_after, pa);
+        ppost = pa;
         int ok = x == NULL ? -1 : PyObject_IsTrue(x);
         if (ok > 0) {
             /* node = None; fq.append(t); the queue's bound */
@@ -3070,7 +3079,9 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             if (b == -1 && PyErr_Occurred())
                 goto after_failed;
             if (n + u > b) {
+                PART(fq_post, ppost);
                 PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_bound, a);
+                PART(fq_bound, ppost);
                 if (res == NULL)
                     goto finally_error;
                 Py_DECREF(res);
@@ -3098,6 +3109,7 @@ after_failed:
 finally:
     if (tls_reset(r->tls) < 0)
         Py_CLEAR(out);
+    PART(fq_post, ppost);
 done:
     Py_XDECREF(x);
     Py_XDECREF(a);
@@ -3373,7 +3385,7 @@ error:
 }
 
 static PyObject *
-runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+runner_body(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if ((nargs != 3 && nargs != 4) || kwnames != NULL) {
@@ -3439,6 +3451,16 @@ runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     Py_DECREF(res);
     PyErr_Restore(type, value, tb);
     PART(run_release, pr);
+    return out;
+}
+
+/* The Runner's call: its body, timed whole in a CGT_PARTS build (run_all). */
+static PyObject *
+runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PART_CLOCK(pall);
+    PyObject *out = runner_body(r, args, nargsf, kwnames);
+    PART(run_all, pall);
     return out;
 }
 
