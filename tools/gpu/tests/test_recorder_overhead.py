@@ -432,6 +432,7 @@ class MeasureTest(unittest.TestCase):
         # follows the tree's call in the lean fresh path.
         for loop in (steady, fresh):
             self.assertGreater(loop["run_all"][1], 0.9)
+            self.assertLess(loop["run_all"][1], 1.1)  # (the outermost call only)
         self.assertGreater(fresh["run_all"][0], fresh["fq_tree"][0])
         self.assertGreater(fresh["fq_bound"][1], 0)
         self.assertLessEqual(fresh["fq_bound"][1], 2 / 66)

@@ -3454,14 +3454,29 @@ runner_body(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     return out;
 }
 
-/* The Runner's call: its body, timed whole in a CGT_PARTS build (run_all). */
+/* The Runner's call: its body, timed whole in a CGT_PARTS build (run_all;
+ * the outermost call only: 2.11's _run calls itself inside a root's
+ * replay, and that call passes through the Runner again). */
+#ifdef CGT_PARTS
+static int runner_depth;
+#endif
 static PyObject *
 runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    PART_CLOCK(pall);
-    PyObject *out = runner_body(r, args, nargsf, kwnames);
-    PART(run_all, pall);
-    return out;
+#ifdef CGT_PARTS
+    if (runner_depth++ == 0) {
+        PART_CLOCK(pall);
+        PyObject *out = runner_body(r, args, nargsf, kwnames);
+        PART(run_all, pall);
+        runner_depth--;
+        return out;
+    }
+    PyObject *inner = runner_body(r, args, nargsf, kwnames);
+    runner_depth--;
+    return inner;
+#else
+    return runner_body(r, args, nargsf, kwnames);
+#endif
 }
 
 static PyObject *
