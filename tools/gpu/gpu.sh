@@ -452,8 +452,8 @@ suite_overhead() {
 	# Where a lean call's time goes in the C, part by part (a copy of
 	# _fastpath.c built with its marks on; session 20: of a new-input
 	# call's 45 us added, 22.5 in the C, the queue's writing the largest).
-	step overhead-parts 300 . python3 tools/gpu/recorder-overhead.py --both --parts --iters 1000 --rounds 7
-	show overhead-parts '^[^ ]|^  [a-z_]+ ' 50
+	step overhead-parts 300 . python3 tools/gpu/recorder-overhead.py --both --parts --sections --iters 1000 --rounds 7
+	show overhead-parts '^[^ ]|^  [a-z_]+ ' 90
 	# At a real model's count of inputs: 64 layers, 128 parameter tensors
 	# (session 20: a training step 3.6 ms unrecorded, 5.7 ms added).
 	step overhead-deep 400 . python3 tools/gpu/recorder-overhead.py --both --train --layers 64 --dim 512 --iters 200 --rounds 5

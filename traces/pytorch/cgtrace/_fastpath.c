@@ -1961,9 +1961,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
                 PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
                 PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                /* (e.sref = None: fastpath.py says why) */
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued
-                    && (SSET(e, gone, Py_True) < 0 || SSET(e, sref, Py_None) < 0)) {
+                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && SSET(e, gone, Py_True) < 0) {
                     Py_DECREF(gf);
                     goto failed;
                 }

@@ -334,12 +334,7 @@ def fresh_queue(ctx, a, mgr, new_inputs):
             for g in groups.values():
                 for _, e in g:
                     if type(e) is Queued:
-                        # (its storage's weak reference let go: its death
-                        # was checked, and nothing asks a gone one's again;
-                        # torch frees the storage's object now, not at the
-                        # queue's writing, for the next input's to reuse)
                         e.gone = True
-                        e.sref = None
         hot.mark_counter = c
         fq_ids[oid] = t
         fq_wrs[id(wr)] = t

@@ -36,7 +36,7 @@ class _Queued:
     (written by _fq_write). gone: its input died and a later deferred
     call wrote its del (it is never bound). sref: its storage's weak
     reference (a later call's check asks whether it died with the
-    object; let go once gone). A call the lean fresh path queued (_fresh_lean_run) has no
+    object). A call the lean fresh path queued (_fresh_lean_run) has no
     Fact until one is asked for: its parts are kept (ptr, cd: its data
     pointer and storage; spec, what it shares with the queue's other
     inputs), and __getattr__ makes it."""
@@ -150,7 +150,6 @@ class _FreshQueue:
                     for wr, x in items:
                         if type(x) is _Queued:
                             x.gone = True
-                            x.sref = None  # (fastpath.fresh_queue's)
                 x = items = None
             hot.mark_counter = c
             self._fq_ids[t.oid] = t

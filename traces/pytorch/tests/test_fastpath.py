@@ -1358,30 +1358,6 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
         self.assertGreater(py_lean, 150)
         self.assertGreaterEqual(py_ran, py_lean)
 
-    def test_a_gone_inputs_storage_is_let_go_at_the_call_that_finds_it_dead(self):
-        """A queued input that died within the queue lets go of its
-        storage's weak reference at the next call (the one whose check
-        found it dead), not at the queue's writing up to 32 calls later:
-        torch frees the storage's object then, and the next input's can
-        reuse its memory while it is in the caches. With the C checks and
-        with their Python reference alike; the trace is the same
-        (test_recorder_fresh, test_recorder_random)."""
-        cgtrace, mgr, params, x, box, (_, fresh, _) = self.loops()
-        ways = [("python", {"got": (P, "a test")})] + ([("c", {})] if _can_build() else [])
-        for way, patch in ways:
-            with self.subTest(way=way), mock.patch.dict(P._loaded, patch), \
-                    mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
-                for _ in range(5):
-                    fresh()
-                with cgtrace.record(os.path.join(self.dir.name, way + "-gone.cgt.jsonl")) as rec:
-                    for _ in range(20):  # (within the queue's bound: nothing written yet)
-                        fresh()
-                    lingering = [c for c in fake.Storage.weak_held if c not in fake.Storage._live]
-                    lean = rec.lean_queued_calls + len(rec._fq)
-                self.assertGreater(lean, 15)
-                # (the input that died after the last call, found at the next)
-                self.assertLessEqual(len(lingering), 1, lingering)
-
     def test_the_reads_write_the_same_trace(self):
         """A recording whose lean paths read through cpp.py's module
         writes, byte for byte, the trace of one that reads through torch's
