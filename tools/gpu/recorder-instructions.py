@@ -113,7 +113,12 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False, 
         cmd += ["--evict", str(2 * _LL_BYTES)]
     if baseline:
         cmd += ["--baseline", baseline]
-    env = dict(os.environ, PYTHONHASHSEED="0")  # (set iteration orders the same in every run)
+    # (set iteration orders the same in every run; and no C++ reads: the
+    # stand-in torch has none to build, and a recording that tried would
+    # start a build in the background whose thread, taking the GIL
+    # between calls, counted 7k instructions a call more in one recorder
+    # than in another)
+    env = dict(os.environ, PYTHONHASHSEED="0", CGTRACE_CPP="0")
     p = run(cmd, capture_output=True, text=True, env=env)
     m = _COLLECTED.search(p.stderr or "")
     if p.returncode != 0 or m is None:

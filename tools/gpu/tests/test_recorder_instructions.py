@@ -33,6 +33,7 @@ class InstructionsTest(unittest.TestCase):
         def run(cmd, **kw):
             seen.append(cmd)
             self.assertEqual(kw["env"]["PYTHONHASHSEED"], "0")
+            self.assertEqual(kw["env"]["CGTRACE_CPP"], "0")
             calls = int(cmd[cmd.index("--child") + 1])
             n = 1000 + 300 + (250 if calls > 0 else 100) * abs(calls)
             return types.SimpleNamespace(returncode=0, stderr="==1== Collected : %d\n" % n)

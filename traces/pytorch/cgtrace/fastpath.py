@@ -545,6 +545,11 @@ def _import_built(name, so, api):
     return m
 
 
+# The C module's optimisation, part of its cache key (module_path): a
+# build with other flags is another file.
+_CFLAGS = ("-O2",)
+
+
 def _build(src, so, extra=()):
     """Compiles src into the extension so, whole or not at all (a build
     in another process meanwhile leaves one of the two), with the
@@ -554,7 +559,8 @@ def _build(src, so, extra=()):
     import sysconfig
     cc = _compiler()
     tmp = _temp_beside(so)
-    cmd = cc + ["-O2"] + list(extra) + ["-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], src, "-o", tmp]
+    cmd = (cc + list(_CFLAGS) + list(extra)
+           + ["-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], src, "-o", tmp])
     if sys.platform == "darwin":
         cmd[1:1] = ["-undefined", "dynamic_lookup"]
     try:
@@ -587,9 +593,9 @@ def load():
 def module_path():
     """Where load() finds the built module: in the cache folder, named by
     the hash of _fastpath.c and of this interpreter (a build of another
-    source or for another Python is never loaded). tools/recorder-asan.sh
-    builds a sanitized one there."""
-    return _cached_path("_cgtrace_fastpath", _SRC)
+    source, another Python or other flags is never loaded).
+    tools/recorder-asan.sh builds a sanitized one there."""
+    return _cached_path("_cgtrace_fastpath", _SRC, " ".join(_CFLAGS).encode())
 
 
 def use_python(why):

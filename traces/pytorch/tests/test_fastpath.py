@@ -1436,6 +1436,18 @@ class BuildHereTest(unittest.TestCase):
         self.assertEqual(out.stdout.split(), ["None", "module", "_cgtrace_fastpath", "RLock", "Died", "_cgtrace_fastpath",
                                               "_cgtrace_fastpath", "True"])
 
+    def test_the_module_is_named_by_its_flags_too(self):
+        """A build with other compiler flags is another file in the cache:
+        a recording never loads a module built with flags other than the
+        ones it asks for (as with another source or Python)."""
+        with mock.patch.object(P, "_CFLAGS", ("-O2",)):
+            o2 = P.module_path()
+            self.assertEqual(o2, P.module_path())
+        with mock.patch.object(P, "_CFLAGS", ("-Os",)):
+            os_ = P.module_path()
+        self.assertNotEqual(o2, os_)
+        self.assertEqual(os.path.dirname(o2), os.path.dirname(os_))
+
 
 if __name__ == "__main__":
     unittest.main()
