@@ -552,7 +552,8 @@ def mlp_workload(dim=1024, batch=64, fresh=False, layers=3, sections=None):
     batches or a decoder's new tokens has it: a call the recorder's
     steady path cannot take (an input new to the trace is named and
     written before the call). sections (a Sections): the same step
-    reading the clock between its parts (Sections.step)."""
+    reading the clock between its parts made too, of the same model
+    (Sections.step, kept as sections.loop)."""
     import torch
 
     torch._dynamo.reset()
@@ -576,7 +577,7 @@ def mlp_workload(dim=1024, batch=64, fresh=False, layers=3, sections=None):
         def new_input():
             return torch.randn(batch, dim, device="cuda") if fresh else x
 
-        return sections.step(mark, new_input, compiled, box, torch.no_grad), torch.cuda.synchronize
+        sections.step(mark, new_input, compiled, box, torch.no_grad)
     return (step_fresh if fresh else step), torch.cuda.synchronize
 
 
@@ -638,7 +639,8 @@ def fake_workload(fresh=False, train=False, layers=3, sections=None):
     logits' gradient (an eager loss's backward's, new), handing out a
     gradient a parameter (held till the next step); the activations let
     go after it. sections (a Sections; not with train): the steady or
-    new-input step reading the clock between its parts (Sections.step).
+    new-input step reading the clock between its parts made too
+    (Sections.step, kept as sections.loop).
     Returns (step, sync, restore)."""
     sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
     import fake_torch as fake
@@ -702,8 +704,8 @@ def fake_workload(fresh=False, train=False, layers=3, sections=None):
             fake._invocation()
             return mgr._run(params + [v], fid)
 
-        step = sections.step(cgt.mark_step_begin, (lambda: fake.Tensor([64, 1024])) if fresh else (lambda: x), call,
-                             box, contextlib.nullcontext)
+        sections.step(cgt.mark_step_begin, (lambda: fake.Tensor([64, 1024])) if fresh else (lambda: x), call, box,
+                      contextlib.nullcontext)
     return step, lambda: None, restore
 
 
@@ -1006,11 +1008,11 @@ def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
 # its bound, fq_write in it): outside the parts' sum (_fastpath.c).
 TREE_PARTS = ("steady_tree", "fq_tree")
 WHOLE_PARTS = TREE_PARTS + ("run_all", "fq_bound")
+_TREE_SAYS = ("the tree's own call where the lean path makes it (against the unrecorded call: the recorder's "
+              "footprint on torch's code)")
 _WHOLE_SAYS = {
-    "steady_tree": "the tree's own call where the lean path makes it (against the unrecorded call: the recorder's "
-                   "footprint on torch's code)",
-    "fq_tree": "the tree's own call where the lean path makes it (against the unrecorded call: the recorder's "
-               "footprint on torch's code)",
+    "steady_tree": _TREE_SAYS,
+    "fq_tree": _TREE_SAYS,
     "run_all": "the Runner's whole call, the tree's in it (against --sections' _run: the rest is the _run "
                "wrapper's Python frame)",
     "fq_bound": "the queue written at its bound, the recorder's Python (fq_write in it)",
@@ -1073,6 +1075,7 @@ class Sections:
         self.ns = [0] * len(SECTIONS)
         self.t_in = self.t_out = 0
         self.depth = 0
+        self.loop = None  # (step's last step)
 
     def take(self):
         """The sums since the last take, zeroed."""
@@ -1082,7 +1085,8 @@ class Sections:
     def step(self, mark, new_input, call, box, ctx):
         """A loop's step (mark; a new input, or the same; the call, its
         output held in box[0], the one before it let go) reading the
-        clock between its parts: the same step as the workloads'."""
+        clock between its parts: the same step as the workloads', which
+        make it beside their own of the same model (kept as self.loop)."""
         ns = time.perf_counter_ns
         sec = self
 
@@ -1107,6 +1111,7 @@ class Sections:
             t[4] += d - sec.t_out
             t[5] += e - d
 
+        self.loop = step
         return step
 
 
@@ -1380,15 +1385,17 @@ def main(argv=None):
         fresh, train = loop == "fresh", loop == "train"
         what = ", a training step (forward and backward, a new batch)" if train else (
             ", a new input each call" if fresh else "")
+        # (the step by section, of the same model: --sections)
+        sec = Sections() if a.sections and not train else None
         if a.fake:
-            step, sync, restore = fake_workload(fresh, train, a.layers)
+            step, sync, restore = fake_workload(fresh, train, a.layers, sections=sec)
             step = evicting(step, int(a.evict_mb * (1 << 20)))
             name = "fake torch, replay + mark_step" + what + (
                 ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
             workload = "fake"
         else:
             step, sync = (mlp_train_workload(a.dim, a.batch, a.layers) if train
-                          else mlp_workload(a.dim, a.batch, fresh, a.layers))
+                          else mlp_workload(a.dim, a.batch, fresh, a.layers, sections=sec))
             restore = None
             workload = "mlp%d" % a.layers
             name = workload + " reduce-overhead mark_step" + what
@@ -1412,16 +1419,7 @@ def main(argv=None):
             if a.sections and train:
                 print("%s: --sections times the steady and new-input loops' steps, not a training step's" % name)
             elif a.sections:
-                sec = Sections()
-                if a.fake:
-                    sstep, ssync, srestore = fake_workload(fresh, False, a.layers, sections=sec)
-                else:
-                    (sstep, ssync), srestore = mlp_workload(a.dim, a.batch, fresh, a.layers, sections=sec), None
-                try:
-                    got = measure_sections(sstep, ssync, sec, a.iters, a.rounds, warm=a.warm)
-                finally:
-                    if srestore is not None:
-                        srestore()
+                got = measure_sections(sec.loop, sync, sec, a.iters, a.rounds, warm=a.warm)
                 report_sections(name, got)
                 res = dict(res, sections=got["median"])
             if a.by_path:

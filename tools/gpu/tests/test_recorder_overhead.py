@@ -46,7 +46,6 @@ class MeasureTest(unittest.TestCase):
     def test_the_real_loops_without_torch_say_so(self):
         """`recorder-overhead.py --both` (README's) on a Python without
         torch: one line saying so and exit 2, not a traceback mid-run."""
-        from unittest import mock
         err = io.StringIO()
         with mock.patch.dict(sys.modules, {"torch": None}), contextlib.redirect_stderr(err):
             self.assertEqual(ro.main(["--both"]), 2)

@@ -3462,16 +3462,13 @@ static PyObject *
 runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
 #ifdef CGT_PARTS
-    if (runner_depth++ == 0) {
-        PART_CLOCK(pall);
-        PyObject *out = runner_body(r, args, nargsf, kwnames);
+    int outer = runner_depth++ == 0;
+    PART_CLOCK(pall);
+    PyObject *out = runner_body(r, args, nargsf, kwnames);
+    if (outer)
         PART(run_all, pall);
-        runner_depth--;
-        return out;
-    }
-    PyObject *inner = runner_body(r, args, nargsf, kwnames);
     runner_depth--;
-    return inner;
+    return out;
 #else
     return runner_body(r, args, nargsf, kwnames);
 #endif
