@@ -393,6 +393,12 @@ def _path_state(rec):
             len(getattr(rec, "_fq", ()) or ()), getattr(getattr(rec, "_hot", None), "fql", None) is not None)
 
 
+# What calls_by_path calls a call that wrote the deferred or queued calls,
+# and what it adds to the class of the call after it.
+_WROTE = "wrote the calls queued before it"
+_AFTER_WRITING = "; the call after a writing"
+
+
 def _path_kind(before, after):
     """What the recorder did in a call, from its state before and after:
     the call deferred (a steady replay) or queued (a new input; by the
@@ -404,7 +410,7 @@ def _path_kind(before, after):
     moved = {n for n, a, b in zip(_PATH_COUNTERS, c0, c1) if b != a}
     what = []
     if pend1 < pend0 or fq1 < fq0:
-        what.append("wrote the calls queued before it")
+        what.append(_WROTE)
     else:
         if pend1 > pend0:
             what.append("deferred replay")
@@ -431,7 +437,11 @@ def calls_by_path(step, sync, iters, warm=50, record=None):
     just before: per class the calls, the median call's added
     microseconds, and the class's share of the mean added a call (what
     makes a loop's mean stand above its median call: the queue's writing,
-    the calls that restart it). Returns {class: {calls, median_us,
+    the calls that restart it). The call right after one that wrote the
+    queued calls is a class of its own ("...; the call after a writing"):
+    the writing's text, frees and write leave the caches cold for it, a
+    cost of the writing that lands in the next call (docs/gpu-runs/
+    2026-12-06-h100.md, session 26). Returns {class: {calls, median_us,
     share_us}}."""
     ns = time.perf_counter_ns
     for _ in range(warm):
@@ -446,12 +456,18 @@ def calls_by_path(step, sync, iters, warm=50, record=None):
     base = statistics.median(off)
     classes = {}
     with _recorded(record, "paths.cgt.jsonl", step, sync, warm) as rec:
+        after = False
         for _ in range(iters):
             before = _path_state(rec)
             a = ns()
             step()
             t = ns() - a
-            classes.setdefault(_path_kind(before, _path_state(rec)), []).append(t - base)
+            kind = _path_kind(before, _path_state(rec))
+            wrote = kind.startswith(_WROTE)
+            if after and not wrote:
+                kind += _AFTER_WRITING
+            after = wrote
+            classes.setdefault(kind, []).append(t - base)
         sync()
     return {k: {"calls": len(v), "median_us": statistics.median(v) / 1e3, "share_us": sum(v) / iters / 1e3}
             for k, v in classes.items()}

@@ -234,6 +234,14 @@ class MeasureTest(unittest.TestCase):
         paths = res["by_path"]
         self.assertEqual(sum(r["calls"] for r in paths.values()), 100)
         self.assertGreater(paths["queued by the lean fresh path"]["calls"], 80)
+        # The call right after each writing is a class of its own (the
+        # writing's cost that lands in it): one a writing but the last's
+        # when the loop ends with it.
+        wrote = paths["wrote the calls queued before it"]["calls"]
+        after = paths["queued by the lean fresh path; the call after a writing"]["calls"]
+        self.assertGreaterEqual(wrote, 2)
+        self.assertIn(after, (wrote - 1, wrote))
+        self.assertIn("| queued by the lean fresh path; the call after a writing |", text)
 
     def test_path_kinds(self):
         state = lambda counts, pend=0, fq=0, armed=False: (counts, pend, fq, armed)  # noqa: E731
