@@ -3,16 +3,13 @@ injected work, and its table over the recorder tests' stand-in loop."""
 import importlib.util
 import io
 import os
-import re
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
-spec = importlib.util.spec_from_file_location("after_effect", os.path.join(HERE, "..", "after-effect.py"))
-ae = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ae)
+# (The tool loads the stand-in for torch itself, through recorder-overhead.py.)
+_spec = importlib.util.spec_from_file_location(
+    "after_effect", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "after-effect.py"))
+ae = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ae)
 
 
 class SplitTest(unittest.TestCase):
