@@ -3,11 +3,14 @@
 new-input loop every `--every` calls as the recorder's queue is written at
 its bound, slows the calls after it, and by how much (issue 33 item 5).
 
-The recorder writes its queued calls every 33rd call of a new-input loop:
-that call costs some 100 us more than the median one, and the call after
-it some 40 us more (recorder-overhead.py --by-path, "the call after a
-writing"), a cost of the writing that shows in the next call: what the
-writing left in the caches is not what torch's code needs. This times the
+The recorder writes its queued calls at a bound (every 33rd call of a
+new-input loop when this was written, session 26; every 65th since: the
+bound is freshq._FQ_BOUND): that call cost some 100 us more than the
+median one on the GPU, and the call after it some 20 to 40 us more
+(recorder-overhead.py --by-path, "the call after a writing"), a cost of
+the writing that shows in the next call: what the writing left in the
+caches is not what torch's code needs. The work here is a batch of 32
+calls', every 33rd call by default, as it was measured then. This times the
 unrecorded loop (recorder-overhead.py's mlp3, or its stand-in with --fake)
 with one kind of the writing's work injected after every `--every`th call,
 each kind alone, in the same run: the text of a bound's records made (32
@@ -43,7 +46,7 @@ _CALL_LINES = ('{"op": "tensor", "name": "x_%d", "shape": [64, 1024], "init": "r
                '"out": ["y_%d"], "invocation": %d, "src": ' + _SRC + '}\n'
                '{"op": "expect", "action": "replay", "node": 3}\n'
                '{"op": "del", "names": ["y_%d"]}\n{"op": "del", "names": ["x_%d"]}')
-_CALLS = 32  # the queued calls a bound writes
+_CALLS = 32  # the queued calls a batch holds (the bound's, when this was measured)
 
 
 class _Queued:
@@ -176,7 +179,7 @@ def main(argv=None, out=None):
     p.add_argument("--fake", action="store_true", help="the recorder tests' stand-in for torch, on CPU")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--iters", type=int, default=2000)
-    p.add_argument("--every", type=int, default=33, help="work after every Nth call (the bound's 32, and one)")
+    p.add_argument("--every", type=int, default=33, help="work after every Nth call (a batch of 32 calls, and one)")
     p.add_argument("--warm", type=int, default=100)
     a = p.parse_args(argv)
     if a.rounds < 1 or a.iters < 2 * a.every or a.every < 2:

@@ -23,6 +23,7 @@ ro = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ro)
 
 import fake_torch as fake  # noqa: E402
+from cgtrace.freshq import _FQ_BOUND  # noqa: E402 (the recorder on sys.path: recorder-overhead.py's)
 
 
 class MeasureTest(unittest.TestCase):
@@ -221,9 +222,10 @@ class MeasureTest(unittest.TestCase):
     def test_by_path_classes_each_call(self):
         """--by-path: each recorded call of the new-input loop timed and
         classed by what the recorder did in it; the lean fresh path takes
-        most, every 33rd writes the queue, the next starts one."""
-        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--by-path", "--iters", "100", "--rounds",
-                                                   "1", "--warm", "5", "--json"])
+        most, every (_FQ_BOUND + 1)th writes the queue, the next starts one."""
+        iters = 3 * (_FQ_BOUND + 1) + 4  # (the queue written three times)
+        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--by-path", "--iters", str(iters),
+                                                   "--rounds", "1", "--warm", "5", "--json"])
         self.assertEqual(status, 0)
         text = out.getvalue()
         self.assertIn("each recorded call by what the recorder did in it", text)
@@ -232,8 +234,8 @@ class MeasureTest(unittest.TestCase):
         self.assertIn("| queued by _fresh_call |", text)
         res = json.loads(text.splitlines()[-1])
         paths = res["by_path"]
-        self.assertEqual(sum(r["calls"] for r in paths.values()), 100)
-        self.assertGreater(paths["queued by the lean fresh path"]["calls"], 80)
+        self.assertEqual(sum(r["calls"] for r in paths.values()), iters)
+        self.assertGreater(paths["queued by the lean fresh path"]["calls"], 0.8 * iters)
         # The call right after each writing is a class of its own (the
         # writing's cost that lands in it): one a writing but the last's
         # when the loop ends with it.
@@ -411,8 +413,9 @@ class MeasureTest(unittest.TestCase):
         from cgtrace import fastpath
         before = fastpath.load()
         self.assertFalse(hasattr(before[0], "parts"))
-        status, out = self.main_with_its_own_fake(["--fake", "--both", "--iters", "66", "--rounds", "2", "--warm",
-                                                   "3", "--json", "--parts"])
+        iters = 2 * (_FQ_BOUND + 1)  # (the queue written twice)
+        status, out = self.main_with_its_own_fake(["--fake", "--both", "--iters", str(iters), "--rounds", "2",
+                                                   "--warm", "3", "--json", "--parts"])
         self.assertEqual(status, 0)
         text = out.getvalue()
         self.assertRegex(text, r"a new input each call, the lean paths' C by part \(us a loop call, marks a call; "
@@ -435,14 +438,14 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(fresh["steady_tree"], [0, 0])
         # The parts that hold others: the Runner's whole call (once a call,
         # more than the tree's and the parts' in it), the queue written at
-        # its bound (once every 33 calls: 66 calls, 2 writes), and what
+        # its bound (once every _FQ_BOUND + 1 calls: 2 writes), and what
         # follows the tree's call in the lean fresh path.
         for loop in (steady, fresh):
             self.assertGreater(loop["run_all"][1], 0.9)
             self.assertLess(loop["run_all"][1], 1.1)  # (the outermost call only)
         self.assertGreater(fresh["run_all"][0], fresh["fq_tree"][0])
         self.assertGreater(fresh["fq_bound"][1], 0)
-        self.assertLessEqual(fresh["fq_bound"][1], 2 / 66)
+        self.assertLessEqual(fresh["fq_bound"][1], 2 / iters)
         self.assertGreater(fresh["fq_bound"][0], fresh["fq_write"][0])
         self.assertGreater(fresh["fq_post"][1], 0.9)
         self.assertEqual(steady["fq_bound"], [0, 0])

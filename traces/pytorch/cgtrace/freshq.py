@@ -24,9 +24,16 @@ from .names import _add_del
 from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 
 # Deferred calls on new inputs a recording holds at most (the next one
-# writes them): hooks._JOURNAL_BOUND's, so a program that dies loses no
-# more of them than of the steady replays.
-_FQ_BOUND = 32
+# writes them): as many as the steady replays it may hold (the lean path
+# writes them from hooks._JOURNAL_BOUND on, at its every 64th call), so a
+# program that dies loses no more of them. Written at 32, the queue cost
+# a new-input loop 3.6 us of its mean call on an H200, a quarter of what
+# recording added: each writing some 90 us, and the call after it some
+# 20 us more, what the writing left in the caches. Much of that is the
+# writing's whatever its calls, paid half as often at 64: 0.6 to 1.8 us
+# less a call on an H100, four sets in the same rounds (BENCHMARKS.md,
+# session 26).
+_FQ_BOUND = 64
 _ORDER = operator.itemgetter(0)
 _SPEC, _STEPS = operator.attrgetter("spec"), operator.attrgetter("steps")
 

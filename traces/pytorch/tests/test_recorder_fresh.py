@@ -12,6 +12,7 @@ from unittest import mock
 import fake_torch as fake  # (puts the recorder on sys.path)
 
 import cgtrace  # noqa: E402
+from cgtrace.freshq import _FQ_BOUND  # noqa: E402
 
 
 def one_function():
@@ -438,7 +439,7 @@ def bound_scenario(path, follow=False):
     at = BOUND_SCHEDULE["at"]
     with cgtrace.record(path, follow=follow) as rec:
         y, kept, x_last, event, before = None, [], None, None, 0
-        for i in range(13 * 34):
+        for i in range(13 * (_FQ_BOUND + 2)):  # (room for eleven bound writes, whatever the bound)
             if at is not None:
                 event = at.get(i - 1)
                 if event == "end":
@@ -921,9 +922,9 @@ class FreshPathTest(fake.FakeTorchTest):
 
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
-        # file holds every call but the last few held (at most the bound,
-        # fresh._WRITE_BOUND, not all of them: the bound is reached), and
-        # after a host read or a steady replay all of them.
+        # file holds every call but the last few held (at most the lean
+        # queue's bound, freshq._FQ_BOUND, not all of them: the bound is
+        # reached), and after a host read or a steady replay all of them.
         cgt, mgr, f, w = one_function()
         path = os.path.join(self.dir.name, "journal.cgt.jsonl")
 
@@ -951,7 +952,7 @@ class FreshPathTest(fake.FakeTorchTest):
                 fake.at_one_line(loop, rec)
         self.assertIsNone(rec.error)
         self.assertGreater(rec.lean_fresh_calls, 250)
-        self.assertEqual(max(held), 32)
+        self.assertEqual(max(held), _FQ_BOUND)
         self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
         self.assertEqual(min(held[160:]), 0)
 

@@ -22,6 +22,7 @@ import fake_torch as fake  # (puts the recorder on sys.path)
 
 import cgtrace  # noqa: E402
 from cgtrace import fastpath  # noqa: E402
+from cgtrace.freshq import _FQ_BOUND  # noqa: E402
 from test_recorder_fresh import settled_state  # noqa: E402
 
 # What a program does at each of its steps, with how often: mostly a
@@ -36,8 +37,11 @@ _OPS = (("fwd_new", 30), ("bwd", 16), ("fwd_same", 8), ("other_fn", 4), ("drop_o
 # queue's, and the lean fresh path's), the rest as rare as above.
 _QUEUE_OPS = tuple((o, {"fwd_new": 80, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
 # Longer runs still: the queue written at its bound (its last call kept
-# queued) every 33 calls, the rare events falling anywhere about it.
-_LONG_QUEUE_OPS = tuple((o, {"fwd_new": 900, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
+# queued) every _FQ_BOUND + 1 calls, the rare events falling anywhere
+# about it (the forwards' weight and the programs' length grow with the
+# bound: as many runs a program, as many of them past the bound).
+_LONG_QUEUE_OPS = tuple((o, {"fwd_new": 28 * _FQ_BOUND, "bwd": 2, "keep_grads": 1}.get(o, w)) for o, w in _OPS)
+_LONG_QUEUE_N = 400 * _FQ_BOUND // 32
 
 
 def program(seed, n=160, mix=_OPS):
@@ -172,7 +176,7 @@ class RandomProgramsTest(fake.FakeTorchTest):
 
     def test_long_queues_write_what_the_general_path_writes(self):
         totals = self.against_general(_LONG_QUEUE_OPS, max(2, int(os.environ.get("CGTRACE_RANDOM_PROGRAMS", "24")) // 6),
-                                      lambda seed: False, first=5000, n=400, paths=("queued", "armed", "kept"))
+                                      lambda seed: False, first=5000, n=_LONG_QUEUE_N, paths=("queued", "armed", "kept"))
         self.assertGreater(totals["kept"], 20)
 
     def against_general(self, mix, programs, saves_of, first=0, n=160,
