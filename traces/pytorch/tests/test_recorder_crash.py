@@ -13,6 +13,10 @@ import tempfile
 import textwrap
 import unittest
 
+import fake_torch  # noqa: F401 (puts the recorder on sys.path)
+from cgtrace.fresh import _WRITE_BOUND  # noqa: E402
+from cgtrace.freshq import _FQ_BOUND  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The program: a loop of calls of one function on a new input every 5th
@@ -20,7 +24,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # every call, the fresh path's loop, whose records a journal holds up to
 # its bound) and the same input otherwise (steady replays, deferred), a
 # host read at call 7, then the death named by argv[2] after call argv[3].
-# It prints the number of calls made before dying.
+# argv[5]: the tensors' shape (2,8 unless given: a tensor that small has
+# its values recorded, which the lean fresh path leaves to the general
+# path, one call at a time; 64,1024 is queued). It prints the number of
+# calls made before dying.
 PROGRAM = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, %(here)r)
@@ -31,21 +38,26 @@ PROGRAM = textwrap.dedent("""
     mgr = fake.CUDAGraphTreeManager()
     mgr.cache_replays = True
     fid = mgr.add(0, static=[0])
-    w = fake.Tensor([8, 8])
-    x = fake.Tensor([2, 8])
-    mgr.models[0] = lambda ins: [fake.Tensor([2, 8])]
     path, how, upto = sys.argv[1], sys.argv[2], int(sys.argv[3])
     every = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    shape = [int(v) for v in sys.argv[5].split(",")] if len(sys.argv) > 5 else [2, 8]
+    w = fake.Tensor([8, 8])
+    x = fake.Tensor(shape)
+    mgr.models[0] = lambda ins: [fake.Tensor(shape)]
     rec = cgtrace.record(path)
     rec.start()
-    for i in range(upto):
-        cgt.mark_step_begin()
-        fake._invocation()
-        if i %% every == 0:
-            x = fake.Tensor([2, 8])
-        out = mgr._run([w, x], fid)
-        if i == 7:
-            out[0].item()
+
+    def loop(x):  # (in a function, as a program's loop mostly is)
+        for i in range(upto):
+            cgt.mark_step_begin()
+            fake._invocation()
+            if i %% every == 0:
+                x = fake.Tensor(shape)
+            out = mgr._run([w, x], fid)
+            if i == 7:
+                out[0].item()
+
+    loop(x)
     sys.stdout.write("%%d\\n" %% upto)
     sys.stdout.flush()
     if how == "exit":
@@ -65,7 +77,7 @@ PROGRAM = textwrap.dedent("""
 
 
 class CrashTest(unittest.TestCase):
-    def run_program(self, how, upto, every=5):
+    def run_program(self, how, upto, every=5, shape=(2, 8)):
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.py")
             with open(prog, "w") as fh:
@@ -74,8 +86,8 @@ class CrashTest(unittest.TestCase):
             env = dict(os.environ)
             env.pop("CGTRACE_JOURNAL", None)
             env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
-            p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every)], capture_output=True,
-                               text=True, timeout=60, env=env)
+            p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape))],
+                               capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.stdout.strip(), str(upto), p.stderr)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -99,9 +111,11 @@ class CrashTest(unittest.TestCase):
         if whole:
             self.assertEqual(len(calls), upto)
         elif every == 1:
-            # Calls on new inputs: at most the bound's held unwritten
-            # (fresh._WRITE_BOUND), the last call's records at the least.
-            self.assertGreaterEqual(len(calls), upto - 32)
+            # Calls on new inputs: at most the bound's held unwritten (the
+            # lean queue's, freshq._FQ_BOUND; _fresh_call's own,
+            # fresh._WRITE_BOUND, is smaller), the last call's records at
+            # the least.
+            self.assertGreaterEqual(len(calls), upto - max(_FQ_BOUND, _WRITE_BOUND))
             self.assertLessEqual(len(calls), upto)
         else:
             # The last general call (a new input, every 5th) and everything
@@ -136,19 +150,31 @@ class CrashTest(unittest.TestCase):
         self.assertGreaterEqual(calls, 200 - 64)
 
     def test_new_inputs_killed_keeps_the_calls_within_the_bound(self):
-        # A new input at every call (the fresh path, its records written
-        # every 32 calls): SIGKILL and a segfault keep all but the held ones.
-        for how, sig in (("kill", signal.SIGKILL), ("segv", signal.SIGSEGV)):
-            p, text = self.run_program(how, 150, every=1)
+        # A new input at every call, large (the lean fresh path's queue,
+        # written every _FQ_BOUND + 1 calls): SIGKILL and a segfault keep
+        # every call but the ones queued since its last writing, never
+        # more than the bound; killed at points of its cycle where it is
+        # full, it holds as many as the bound.
+        held = []
+        for how, sig, upto in (("kill", signal.SIGKILL, 150), ("segv", signal.SIGSEGV, 150),
+                               ("kill", signal.SIGKILL, _FQ_BOUND + 8), ("segv", signal.SIGSEGV, 2 * _FQ_BOUND + 8)):
+            p, text = self.run_program(how, upto, every=1, shape=(64, 1024))
             self.assertEqual(p.returncode, -sig)
-            recs = self.check(text, 150, whole=False, every=1)
-            self.assertGreater(sum(1 for r in recs if r.get("op") == "tensor"), 100)
+            recs = self.check(text, upto, whole=False, every=1)
+            held.append(upto - sum(1 for r in recs if r.get("op") == "call"))
+        self.assertGreater(min(held), 0, "the calls were queued")
+        self.assertGreaterEqual(max(held), _FQ_BOUND - 1, held)
+        # A small one has its values recorded, which the queue leaves to
+        # the general path: every call written as it returns.
+        p, text = self.run_program("kill", 150, every=1)
+        self.check(text, 150, whole=True, every=1)
 
     def test_new_inputs_sigterm_and_exit_write_every_call(self):
-        p, text = self.run_program("term", 150, every=1)
+        # (The queue's calls too: written at the signal, and at exit.)
+        p, text = self.run_program("term", 150, every=1, shape=(64, 1024))
         self.assertEqual(p.returncode, -signal.SIGTERM)
         self.check(text, 150, whole=True, every=1)
-        p, text = self.run_program("atexit", 150, every=1)
+        p, text = self.run_program("atexit", 150, every=1, shape=(64, 1024))
         self.assertEqual(p.returncode, 0)
         self.check(text, 150, whole=True, every=1)
 
