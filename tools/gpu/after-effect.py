@@ -49,7 +49,7 @@ _CALL_LINES = ('{"op": "tensor", "name": "x_%d", "shape": [64, 1024], "init": "r
 _CALLS = 32  # the queued calls a batch holds (the bound's, when this was measured)
 
 
-class _Queued:
+class _QueuedLike:
     """A queued call's shape: a dozen fields, most of them objects of its
     own (the recorder's _Queued with its ints, weak references, deaths)."""
     __slots__ = ("steps", "groups", "oid", "wr", "ptr", "cd", "name", "order", "vk", "inv", "spec", "src")
@@ -69,7 +69,7 @@ def make_and_free(base=0):
     """400 objects of 32 queued calls made, then let go."""
     q = []
     for i in range(_CALLS):
-        t = _Queued()
+        t = _QueuedLike()
         k = base + i
         t.steps, t.oid, t.ptr, t.cd, t.order, t.inv = 1, 10**12 + k, 10**12 + 2 * k, 10**12 + 3 * k, 10**6 + k, k
         t.groups = {0: [(None, t)]}
