@@ -48,4 +48,11 @@ def _error_text(e):
     without the stack trace PyTorch appends."""
     text = str(e).strip().splitlines()
     first = text[0].strip() if text else type(e).__name__
+    # PyTorch's overwritten error names, after "Stack trace:", the line of
+    # the compiled model's own code that made the output (its FX node's):
+    # no trace holds that line, and cgtviz writes its own there (the
+    # call's src), so the expectation is the part before it.
+    cut = first.find(" Stack trace:")
+    if cut > 0:
+        first = first[:cut]
     return first[:200]

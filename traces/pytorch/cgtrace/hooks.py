@@ -15,6 +15,7 @@ from .errors import _error_text
 from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
 from .freshq import _FQ_BOUND
+from .raised import mark_seen
 
 # Deferred replays a journaled trace may hold before writing them (in
 # _steady, which the lean path enters at least every 64 calls).
@@ -101,6 +102,15 @@ class _Hooks:
         execute_node, record_function, run_eager = self._tree_wrappers(M)
         self._wrap_reset_and_backward(cgt, M)
         reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
+        if reads is not None:
+            # (the errors an eager op raises on an overwritten output:
+            # raised.py; its failure is noted, the recording goes on)
+            try:
+                self._watch_raises()
+            except Exception as e:
+                self._unwatch_raises()
+                self.session.note("cgtrace: an overwritten output's error raised by an eager op is not recorded: "
+                                  "%s: %s" % (type(e).__name__, e))
         self._skip_frames(reads)
         M._run = _run
         M.run_eager = run_eager
@@ -474,6 +484,7 @@ class _Hooks:
                             out = _orig(t, *args, **kwargs)
                         except BaseException as e:
                             rec._on_read(target, _error_text(e))
+                            mark_seen(e)  # (recorded: not again as it unwinds, raised.py)
                             raise
                         finally:
                             rec.tls.busy = False

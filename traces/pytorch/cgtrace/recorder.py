@@ -26,6 +26,7 @@ from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace
 from .knobs import _jsonable, _Knobs, settings_from_knobs
 from .liveness import _tree_stats
+from .raised import _Raised
 from .session import Session
 
 # The recording in progress: one at a time, as the tree's wrappers are one.
@@ -114,7 +115,7 @@ def _is_fifo(path):
         return False
 
 
-class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
+class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, _Raised):
     """Records the CUDAGraph Trees activity of the code run while it is
     active. Use `with record(path):`; it patches the tree manager's entry
     points (the class's `_run`, `run_eager`, `record_function`,
@@ -320,7 +321,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts):
 
     def _unpatch(self):
         """Puts back what start patched (the tree's entry points, Tensor's
-        read methods)."""
+        read methods, the sys.monitoring tool id)."""
+        self._unwatch_raises()
         for (owner, attr), val in self._saved.items():
             if val is _ABSENT:
                 try:

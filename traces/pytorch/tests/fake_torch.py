@@ -148,6 +148,7 @@ class Tensor:
     def data_ptr(self):
         if self.layout is not STRIDED:  # (torch's C method, called unbound or not)
             raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        self._check()  # (an overwritten output's data pointer raises, as torch's does)
         return id(self._storage) + self._offset * self.dtype.size
 
     def element_size(self):
@@ -239,6 +240,19 @@ class Tensor:
     def __repr__(self):
         return "tensor(%s)" % self.tolist()
 
+
+
+def _set_storage_access_error_msg(t, msg):
+    """What the tree does to a live output it deallocates (dealloc_current_path_weakrefs)."""
+    t.overwritten = True
+
+
+def stack(tensors):
+    """torch.stack's part the recorder meets: each tensor's data read, in
+    order (an overwritten output raises, as torch's op does)."""
+    for t in tensors:
+        t.data_ptr()
+    return Tensor([len(tensors)] + list(tensors[0].shape) if tensors else [0])
 
 
 class NoStorage(Tensor):
@@ -653,9 +667,12 @@ def install_fake_torch():
     torch.Tensor = Tensor
     torch.UntypedStorage = Storage
     torch.strided = STRIDED
-    torch._C = types.SimpleNamespace(_is_cached_tensor=lambda t: False,
+    torch.stack = stack
+    torch._C = types.ModuleType("torch._C")
+    vars(torch._C).update(_is_cached_tensor=lambda t: False,
                                      _storage_Use_Count=Storage.use_count,
-                                     _tensors_data_ptrs_at_indices_equal=_tensors_data_ptrs_at_indices_equal)
+                                     _tensors_data_ptrs_at_indices_equal=_tensors_data_ptrs_at_indices_equal,
+                                     _set_storage_access_error_msg=_set_storage_access_error_msg)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])
@@ -854,6 +871,15 @@ def foo_with_break(x):
 
 
 FOO = FEE = None
+
+
+def new_manager():
+    """A fresh tree manager with foo (function 0) and fee (1) on it: what
+    a test of the recorder starts from."""
+    global MGR, FOO, FEE
+    MGR = CUDAGraphTreeManager()
+    FOO = MGR.add(0)
+    FEE = MGR.add(1)
 # COMPILING[0] is what the fake torch.compiler.is_compiling() says: True
 # while "Dynamo traces" a function.
 COMPILING = [False]

@@ -24,9 +24,7 @@ class RecorderTest(TraceFileTest):
 
     def setUp(self):
         super().setUp()
-        fake.MGR = CUDAGraphTreeManager()
-        fake.FOO = fake.MGR.add(0)
-        fake.FEE = fake.MGR.add(1)
+        fake.new_manager()
 
     def test_seed_program_shape(self):
         cgt = sys.modules["torch._inductor.cudagraph_trees"]

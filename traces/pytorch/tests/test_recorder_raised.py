@@ -1,0 +1,175 @@
+"""raised.py against the stand-in torch: the overwritten error an eager op
+raises on a tree output (not a read method) is recorded as a read of that
+output with its error, once, by the output the op touched; other errors,
+and the tree call's own, are not. Python 3.12 on (sys.monitoring); make
+test runs this file with a python3.12 or 3.13 where there is one."""
+
+import sys
+import unittest
+
+import fake_torch as fake  # (first: it puts the recorder on sys.path)
+from fake_torch import Tensor, TraceFileTest, foo, stack  # noqa: E402
+
+import cgtrace  # noqa: E402  (after fake_torch)
+
+OVERWRITTEN = "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run."
+
+
+def overwrite(*ts):
+    """What the tree does to live outputs at a new generation (through
+    torch._C, where the recorder watches it)."""
+    for t in ts:
+        sys.modules["torch"]._C._set_storage_access_error_msg(t, OVERWRITTEN)
+
+
+@unittest.skipIf(sys.version_info < (3, 12), "sys.monitoring is Python 3.12's")
+class RaisedTest(TraceFileTest):
+    trace_name = "r.cgt.jsonl"
+
+    def setUp(self):
+        super().setUp()
+        fake.new_manager()
+
+    def reads(self):
+        """[(name, error)] of the trace's reads, and the calls' outputs."""
+        _, recs = self.records()
+        reads = [(r["name"], recs[i + 1]["error"]) for i, r in enumerate(recs) if r["op"] == "read"]
+        return reads, [r["out"][0] for r in recs if r["op"] == "call"]
+
+    def test_eager_op_names_the_output_it_touched(self):
+        """torch.stack of kept outputs: the first overwritten one in the
+        list is the read, whatever the list's other outputs are; a dict's
+        values are looked at too."""
+        x = Tensor([4])
+        with cgtrace.record(self.path):
+            kept = [foo(x)[0] for _ in range(3)]
+            overwrite(kept[1], kept[2])
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                stack(kept)
+            by_step = {"a": kept[0], "b": kept[2]}
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                stack(list(by_step.values()))
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[1], OVERWRITTEN), (outs[2], OVERWRITTEN)])
+
+    def test_each_raise_recorded_once(self):
+        """The same mistake twice in a loop: two reads (a new error each
+        time, though it may take the freed one's place); a read method's
+        error once, by its wrapper, not again as it unwinds."""
+        x = Tensor([4])
+        with cgtrace.record(self.path):
+            y, = foo(x)
+            overwrite(y)
+            for _ in range(2):
+                try:
+                    stack([y])
+                except RuntimeError:
+                    pass
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                y.item()
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[0], OVERWRITTEN)] * 3)
+
+    def test_other_errors_are_not_reads(self):
+        """An error of another kind, the same text on no tree output, and
+        the tree call's own error (the call's, test_recorder) are not
+        reads."""
+        x = Tensor([4])
+        with cgtrace.record(self.path):
+            y, = foo(x)
+            with self.assertRaises(RuntimeError):
+                raise RuntimeError("boom")
+            plain = Tensor([4])
+            with self.assertRaises(RuntimeError):
+                raise RuntimeError(OVERWRITTEN + " " + str(plain.shape))
+            fake.MGR.fail.add(0)
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                foo(x)
+            del y
+        _, recs = self.records()
+        self.assertEqual([r for r in recs if r["op"] in ("read", "note")], [])
+        self.assertEqual(sum(r["op"] == "expect" and r.get("error") is not None for r in recs), 1)
+
+    def test_tool_id_held_while_recording_only(self):
+        """The recorder takes a free sys.monitoring tool id at start and
+        gives it back at stop; with none free it records on, and says
+        so once."""
+        mon = sys.monitoring
+        free = [i for i in range(6) if mon.get_tool(i) is None]
+        with cgtrace.record(self.path) as rec:
+            tid = rec._raise_tool
+            self.assertIn(tid, free)
+            self.assertEqual(mon.get_tool(tid), "cgtrace")
+        self.assertIsNone(mon.get_tool(tid))
+        for i in free:
+            mon.use_tool_id(i, "someone else")
+        try:
+            with cgtrace.record(self.path) as rec:
+                self.assertIsNone(rec._raise_tool)
+                y, = foo(Tensor([4]))
+                overwrite(y)
+                with self.assertRaises(RuntimeError):
+                    stack([y])
+        finally:
+            for i in free:
+                mon.free_tool_id(i)
+        _, recs = self.records()
+        self.assertEqual([r["text"] for r in recs if r["op"] == "note"],
+                         ["cgtrace: no sys.monitoring tool id free: an overwritten output's error raised by an "
+                          "eager op is not recorded"])
+        self.assertEqual([r for r in recs if r["op"] == "read"], [])
+
+
+    def test_events_on_only_while_an_overwritten_output_lives(self):
+        """RAISE is reported only while an output the tree deallocated
+        lives (a loop that lets its outputs go pays nothing for it); a
+        torch without _set_storage_access_error_msg: all the time."""
+        mon = sys.monitoring
+        with cgtrace.record(self.path) as rec:
+            tid = rec._raise_tool
+            a, = foo(Tensor([4]))
+            b, = foo(Tensor([4]))
+            self.assertEqual(mon.get_events(tid), 0)
+            overwrite(a, b)
+            self.assertEqual(mon.get_events(tid), mon.events.RAISE)
+            del a
+            self.assertEqual(mon.get_events(tid), mon.events.RAISE)
+            del b
+            self.assertEqual(mon.get_events(tid), 0)
+            c, = foo(Tensor([4]))
+            overwrite(c)
+        self.assertIsNone(mon.get_tool(tid))
+        C = sys.modules["torch"]._C
+        saved = C._set_storage_access_error_msg
+        del C._set_storage_access_error_msg
+        try:
+            with cgtrace.record(self.path) as rec:
+                self.assertEqual(mon.get_events(rec._raise_tool), mon.events.RAISE)
+                y, = foo(Tensor([4]))
+                y.overwritten = True
+                with self.assertRaises(RuntimeError):
+                    stack([y])
+            self.assertFalse(hasattr(C, "_set_storage_access_error_msg"))
+        finally:
+            C._set_storage_access_error_msg = saved
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[0], OVERWRITTEN)])
+
+
+class ErrorTextTest(unittest.TestCase):
+    def test_overwritten_error_without_torchs_stack_trace(self):
+        """The expectation of an overwritten error stops before PyTorch's
+        stack trace (the model's own line, which the trace does not hold
+        and cgtviz writes as the call's src); other errors keep their
+        first line."""
+        from cgtrace.errors import _error_text
+        e = RuntimeError(OVERWRITTEN + ' Stack trace: File "timm/models/vision_transformer.py", line 1309, in '
+                         "forward. To prevent overwriting, clone the tensor outside of torch.compile()")
+        self.assertEqual(_error_text(e), OVERWRITTEN)
+        self.assertEqual(_error_text(RuntimeError("static input data pointer changed.\ninput name: x")),
+                         "static input data pointer changed.")
+        self.assertEqual(_error_text(RuntimeError("Stack trace: at the start")), "Stack trace: at the start")
+
+
+if __name__ == "__main__":
+    unittest.main()
