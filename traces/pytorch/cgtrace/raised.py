@@ -7,20 +7,23 @@ data, and a user who keeps outputs across iterations meets it in an op.
 
 Python 3.12's sys.monitoring reports each raise (RAISE), frame by frame
 as the exception unwinds, through a tool id of the recorder's own, while
-an output PyTorch deallocated is alive (torch._C's
-_set_storage_access_error_msg, wrapped, says which). In the first frame where a name that the
-raising expression loads (the call's callee and arguments) holds a tree
-output whose data pointer raises that error (the name's value a tensor,
-or a list, tuple or dict of them), the output is named, and the error
-is recorded as a read of it (Session.read: `read`, then `expect error`),
-as a read method's would be. Attributes are never evaluated (a property
-is the program's code). Before 3.12 nothing here runs: such an error is
-not recorded, the read methods' still are."""
+an output or a storage PyTorch deallocated is alive (torch._C's
+_set_storage_access_error_msg and _set_storage_data_ptr_access_error_msg,
+wrapped, say which). In the first frame
+where a value that the raising expression loads (the call's callee and
+arguments: a name, or an attribute from its object's own __dict__,
+`self.keys`) holds a tree output whose data pointer raises that error
+(the value a tensor, or a list, tuple or dict of them), the output is
+named, and the error is recorded as a read of it (Session.read: `read`,
+then `expect error`), as a read method's would be. No property or
+__getattr__ is run (they are the program's code). Before 3.12 nothing
+here runs: such an error is not recorded, the read methods' still are."""
 
 import dis
 import sys
 import weakref
 
+from . import torch_api
 from .errors import _error_text
 
 # What the overwritten error's message holds (research/pytorch-cgt.md 3.1).
@@ -35,24 +38,46 @@ _MAX_ITEMS = 4096
 _TOOL_IDS = (4, 3, 5, 2, 1, 0)
 
 
-def _loaded_names(code, offset):
-    """The names that the raising instruction at offset's expression
+def _loaded_values(frame, code, offset):
+    """The values that the raising instruction at offset's expression
     loads (a call's: the callee and its arguments), in order: each load
-    whose source span lies within the instruction's, or on its line where
-    the code has no columns."""
+    of a name whose source span lies within the instruction's (or on its
+    line where the code has no columns), and each attribute read of the
+    value loaded just before it (`self.keys`) from that object's own
+    __dict__ (no descriptor, property or __getattr__ runs)."""
     # (The offset reported may be an inline cache entry's, after its
     # instruction: the raising one is the last at or before it.)
     ins = [i for i in dis.get_instructions(code) if i.offset <= offset]
     if not ins:
         return []
-    at = ins[-1]
-    span = _span(at)
-    names = []
+    span = _span(ins[-1])
+    values, prev = [], None
     for i in ins:
-        if i.opname in _LOADS and _within(_span(i), span):
-            v = i.argval
-            names.extend(v if isinstance(v, tuple) else (v,))
-    return names
+        v = _NOTHING
+        if _within(_span(i), span):
+            if i.opname in _LOADS:
+                names = i.argval if isinstance(i.argval, tuple) else (i.argval,)
+                for n in names:
+                    v = _value(frame, n)
+                    values.append(v)
+            elif i.opname == "LOAD_ATTR" and prev is not _NOTHING:
+                v = _own_attr(prev, i.argval)
+                values.append(v)
+        prev = v
+    return values
+
+
+def _own_attr(obj, name):
+    """obj's attribute name from its instance __dict__, or None."""
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
+    return d.get(name) if type(d) is dict else None
+
+
+# (No value: the instruction before loaded nothing.)
+_NOTHING = object()
 
 
 def _span(ins):
@@ -112,6 +137,23 @@ def mark_seen(exc):
         pass
 
 
+def _marking(orig, made):
+    """orig (one of torch._C's functions by which the tree marks an
+    output or a storage overwritten), calling made(its first argument)
+    after it."""
+
+    def marked(obj, msg, *rest):
+        out = orig(obj, msg, *rest)  # (torch's own, first and unchanged)
+        try:
+            made(obj)
+        except Exception:
+            pass
+        return out
+
+    marked.__name__ = getattr(orig, "__name__", "marked")
+    return marked
+
+
 class _Raised:
     """Recorder's part: the overwritten error an eager op raised."""
 
@@ -120,8 +162,10 @@ class _Raised:
     # Whether a failure here was noted (once).
     _raise_failed = False
     # The live outputs whose data raises the overwritten error, by their
-    # weak references' ids: the RAISE events are on while there is one.
+    # weak references' ids, and such storages' weak references: the
+    # RAISE events are on while there is one.
     _overwritten = {}
+    _overwritten_storages = []
 
     def _watch_raises(self):
         """Takes a free sys.monitoring tool id for RAISE (3.12 on; a note
@@ -143,31 +187,29 @@ class _Raised:
         mon.register_callback(tid, mon.events.RAISE, self._on_raise)
         self._raise_tool = tid
         self._overwritten = {}
+        self._overwritten_storages = []
         # The events only while an output PyTorch deallocated lives (the
         # only time the error can be raised): PyTorch marks each such
         # output through torch._C._set_storage_access_error_msg, wrapped
-        # here to watch it die. A loop that lets its outputs go pays
+        # here to watch it die (a torch without both functions: the
+        # events all the time). A loop that lets its outputs go pays
         # nothing (a raise costs a Python call while the events are on:
-        # torch's no_grad raises a StopIteration at each step). A torch
-        # without it: the events all the time.
+        # torch's no_grad raises a StopIteration at each step).
+        # Its storage too (_set_storage_data_ptr_access_error_msg): a view
+        # or a detach() of an output that died before the output did
+        # (`losses.append(loss.detach())`) keeps it, and raises the same.
         C = getattr(self.torch, "_C", None)
-        orig = getattr(C, "_set_storage_access_error_msg", None)
-        if orig is None:
+        marks = ((name, getattr(C, name, None), made) for name, made in
+                 (("_set_storage_access_error_msg", self._overwritten_output_made),
+                  ("_set_storage_data_ptr_access_error_msg", self._overwritten_storage_made)))
+        marks = [(name, orig, made) for name, orig, made in marks if orig is not None]
+        if len(marks) < 2:
             mon.set_events(tid, mon.events.RAISE)
             return
         from .hooks import _ABSENT  # (hooks imports this module)
-        self._saved[(C, "_set_storage_access_error_msg")] = vars(C).get("_set_storage_access_error_msg", _ABSENT)
-        rec = self
-
-        def _set_storage_access_error_msg(t, msg, *rest, _orig=orig):
-            out = _orig(t, msg, *rest)  # (torch's own, first and unchanged)
-            try:
-                rec._overwritten_output_made(t)
-            except Exception:
-                pass
-            return out
-
-        C._set_storage_access_error_msg = _set_storage_access_error_msg
+        for name, orig, made in marks:
+            self._saved[(C, name)] = vars(C).get(name, _ABSENT)
+            setattr(C, name, _marking(orig, made))
 
     def _overwritten_output_made(self, t):
         """t's data now raises the overwritten error: the events on while
@@ -179,10 +221,33 @@ class _Raised:
         self._overwritten[id(r)] = r
         sys.monitoring.set_events(tid, sys.monitoring.events.RAISE)
 
+    def _overwritten_storage_made(self, handle):
+        """The storage of handle (the weak handle the tree's
+        StorageWeakRefWrapper holds, not ours to keep) now raises the
+        overwritten error: the events on while it lives, its weak
+        reference of our own looked at as raises come."""
+        tid = self._raise_tool
+        if tid is None or type(handle) is not int:
+            return
+        stor = self.torch.UntypedStorage._new_with_weak_ptr(handle)
+        if stor is None:
+            return
+        self._overwritten_storages.append(torch_api.StorageWeakRef(stor))
+        stor = None
+        sys.monitoring.set_events(tid, sys.monitoring.events.RAISE)
+
     def _overwritten_output_died(self, r):
-        live = self._overwritten
-        live.pop(id(r), None)
-        if not live and self._raise_tool is not None:
+        self._overwritten.pop(id(r), None)
+        self._maybe_quiet()
+
+    def _maybe_quiet(self):
+        """The events off once no overwritten output or storage lives (a
+        storage's death has no callback: looked at from each raise while
+        the events are on, and from each output's death)."""
+        stors = self._overwritten_storages
+        if stors:
+            stors[:] = [r for r in stors if not r.expired()]
+        if not self._overwritten and not stors and self._raise_tool is not None:
             sys.monitoring.set_events(self._raise_tool, 0)
 
     def _unwatch_raises(self):
@@ -190,6 +255,7 @@ class _Raised:
         if tid is None:
             return
         self._overwritten = {}  # (their callbacks go with them)
+        self._overwritten_storages = []
         mon = sys.monitoring
         mon.set_events(tid, 0)
         mon.register_callback(tid, mon.events.RAISE, None)
@@ -200,6 +266,11 @@ class _Raised:
         overwritten error on a tree output a loaded value holds. Never
         raises (a failure is noted once in the trace)."""
         if not isinstance(exc, RuntimeError) or self._off:
+            if self._overwritten_storages:
+                try:
+                    self._maybe_quiet()
+                except Exception:
+                    pass
             return
         msg = exc.args[0] if exc.args else None
         if type(msg) is not str or _OVERWRITTEN not in msg:
@@ -239,8 +310,8 @@ class _Raised:
         with self.lock:
             if self._pending or self._fq:
                 self._settle()  # (the deferred calls renamed the outputs: named as they stand once written)
-            for n in _loaded_names(code, offset):
-                for t in _tensors(_value(frame, n), Tensor):
+            for v in _loaded_values(frame, code, offset):
+                for t in _tensors(v, Tensor):
                     name = session.read_target(t, lambda: t.untyped_storage()._cdata)
                     if name is None:
                         continue

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Records every program in this folder with cgtrace, one process each, into
 # DIR (default: examples/recorded of this repo), and prints each trace's
-# summary. Needs a CUDA GPU and PyTorch 2.11 (llama_tiny, gpt2_medium_train
-# and llama_1b_decode also transformers, resnet_train torchvision,
+# summary. Needs a CUDA GPU and PyTorch 2.11 (llama_tiny, gpt2_medium_train,
+# llama_1b_decode and gpt2_generate also transformers, resnet_train torchvision,
 # vit_infer timm; each records nothing without its library; two_gpus needs
 # two CUDA devices and is skipped on a machine with fewer).
 # gpt2_medium_train (355M parameters) and llama_1b_decode (1.1B) are the
@@ -40,6 +40,8 @@ sequential_loop sequential_loop.py
 two_gpus two_gpus.py
 resnet_train resnet_train.py
 vit_infer vit_infer.py
+train_mistakes train_mistakes.py
+gpt2_generate gpt2_generate.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
 LIST

@@ -71,6 +71,11 @@ class Storage:
         return cdata not in Storage._live
 
     @staticmethod
+    def _new_with_weak_ptr(cdata):
+        """The storage of a weak handle, or None once it died."""
+        return Storage._live.get(cdata)
+
+    @staticmethod
     def _free_weak_ref(cdata):
         n = Storage.weak_held.get(cdata, 0)
         if n <= 0:
@@ -229,7 +234,7 @@ class Tensor:
     overwritten = False
 
     def _check(self):
-        if self.overwritten:
+        if self.overwritten or getattr(self._storage, "overwritten", False):
             raise RuntimeError("Error: accessing tensor output of CUDAGraphs that has been overwritten "
                                "by a subsequent run.\nStack trace: ...")
 
@@ -245,6 +250,12 @@ class Tensor:
 def _set_storage_access_error_msg(t, msg):
     """What the tree does to a live output it deallocates (dealloc_current_path_weakrefs)."""
     t.overwritten = True
+
+
+def _set_storage_data_ptr_access_error_msg(cdata, msg):
+    """And to a live storage of the path, by the weak handle its
+    StorageWeakRefWrapper holds: every tensor over it raises."""
+    Storage._live[cdata].overwritten = True
 
 
 def stack(tensors):
@@ -672,7 +683,8 @@ def install_fake_torch():
     vars(torch._C).update(_is_cached_tensor=lambda t: False,
                                      _storage_Use_Count=Storage.use_count,
                                      _tensors_data_ptrs_at_indices_equal=_tensors_data_ptrs_at_indices_equal,
-                                     _set_storage_access_error_msg=_set_storage_access_error_msg)
+                                     _set_storage_access_error_msg=_set_storage_access_error_msg,
+                                     _set_storage_data_ptr_access_error_msg=_set_storage_data_ptr_access_error_msg)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
     torch.cuda = types.SimpleNamespace(is_available=lambda: False)
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])

@@ -156,6 +156,64 @@ class RaisedTest(TraceFileTest):
         self.assertEqual(reads, [(outs[0], OVERWRITTEN)])
 
 
+    def test_an_alias_of_a_dead_output(self):
+        """losses.append(loss.detach()): the output dies, its alias keeps
+        the storage, which the tree marks; the stack of the aliases is a
+        read of the output's name over that storage. The events go off
+        once the storage is gone (looked at from the next raise)."""
+        mon = sys.monitoring
+        with cgtrace.record(self.path) as rec:
+            tid = rec._raise_tool
+            y, = foo(Tensor([4]))
+            alias = Tensor([4], storage=y._storage)
+            del y
+            sys.modules["torch"]._C._set_storage_data_ptr_access_error_msg(alias._storage._cdata, OVERWRITTEN)
+            self.assertEqual(mon.get_events(tid), mon.events.RAISE)
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                stack([alias])
+            del alias
+            try:
+                raise KeyError("any raise looks at the storages")
+            except KeyError:
+                pass
+            self.assertEqual(mon.get_events(tid), 0)
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[0], OVERWRITTEN)])
+
+    def test_loaded_values_read_attributes_from_dicts_only(self):
+        """What the raising expression loads: its names and the
+        attributes read off them (`self.keys`, from the object's own
+        __dict__: the cache of a model that torch.cat raised on), never
+        through a property."""
+        import dis
+
+        from cgtrace.raised import _loaded_values
+
+        class Cache:
+            ran = False
+
+            @property
+            def computed(self):
+                Cache.ran = True
+                return "P"
+
+        cache = Cache()
+        cache.keys = "K"
+
+        def f(cache, other):
+            frame = sys._getframe()
+            len([cache.keys, other, cache.computed])  # (the raising call's line)
+            return frame
+
+        frame = f(cache, "O")
+        Cache.ran = False  # (f's own line ran it)
+        line = f.__code__.co_firstlineno + 2
+        call = [i for i in dis.get_instructions(f) if i.opname == "CALL" and i.positions.lineno == line][-1]
+        values = _loaded_values(frame, f.__code__, call.offset + 2)  # (an offset in its inline cache)
+        self.assertEqual(values, [len, cache, "K", "O", cache, None])
+        self.assertFalse(Cache.ran)
+
+
 class ErrorTextTest(unittest.TestCase):
     def test_overwritten_error_without_torchs_stack_trace(self):
         """The expectation of an overwritten error stops before PyTorch's
