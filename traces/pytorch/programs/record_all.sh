@@ -42,6 +42,8 @@ resnet_train resnet_train.py
 vit_infer vit_infer.py
 train_mistakes train_mistakes.py
 gpt2_generate gpt2_generate.py
+skips skips.py
+gan_train gan_train.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
 LIST
