@@ -802,7 +802,10 @@ func runStyle(s Styles, style int) lipgloss.Style {
 	return s.Normal
 }
 
-// wrap breaks text into lines of at most w cells at spaces.
+// wrap breaks text into lines of at most w cells at spaces. A word
+// longer than a line (a file's path, whose line number comes last: what
+// a cut would lose) is broken too, after the last '/' that fits in the
+// line (else at the width).
 func wrap(text string, w int) []string {
 	if w < 8 {
 		w = 8
@@ -814,6 +817,17 @@ func wrap(text string, w int) []string {
 		if len(line) > 0 && len(line)+1+len(rw) > w {
 			out = append(out, string(line))
 			line = nil
+		}
+		for len(line) == 0 && len(rw) > w {
+			cut := w
+			for i := w - 1; i >= 1; i-- {
+				if rw[i] == '/' {
+					cut = i + 1
+					break
+				}
+			}
+			out = append(out, string(rw[:cut]))
+			rw = rw[cut:]
 		}
 		if len(line) > 0 {
 			line = append(line, ' ')

@@ -87,3 +87,32 @@ func TestTensorsByName(t *testing.T) {
 		t.Errorf("no state: %+v", empty)
 	}
 }
+
+// TestWrapBreaksLongWords: wrap keeps words whole where they fit, and
+// breaks one longer than a line (a path, after the last '/' that fits,
+// else at the width) so that its end, the line number, is shown.
+func TestWrapBreaksLongWords(t *testing.T) {
+	cases := []struct {
+		text string
+		w    int
+		want []string
+	}{
+		{"read a at x", 10, []string{"read a at", "x"}},
+		{"at /work/main/traces/programs/train_mistakes.py:40 (in <module>)", 24,
+			[]string{"at", "/work/main/traces/", "programs/", "train_mistakes.py:40 (in", "<module>)"}},
+		{"abcdefghijklmnopqrstuvwxyz", 10, []string{"abcdefghij", "klmnopqrst", "uvwxyz"}},
+		{"a/bcdefghijklmnop", 10, []string{"a/", "bcdefghijk", "lmnop"}},
+		{"", 10, nil},
+	}
+	for _, c := range cases {
+		got := wrap(c.text, c.w)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("wrap(%q, %d) = %q, want %q", c.text, c.w, got, c.want)
+		}
+		for _, l := range got {
+			if n := len([]rune(l)); n > c.w {
+				t.Errorf("wrap(%q, %d): line %q is %d wide", c.text, c.w, l, n)
+			}
+		}
+	}
+}
