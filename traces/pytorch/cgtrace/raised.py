@@ -184,8 +184,8 @@ class _Raised:
             self.session.note("cgtrace: no sys.monitoring tool id free: an overwritten output's error raised by "
                               "an eager op is not recorded")
             return
+        self._raise_tool = tid  # (held from here: _unwatch_raises gives it back)
         mon.register_callback(tid, mon.events.RAISE, self._on_raise)
-        self._raise_tool = tid
         self._overwritten = {}
         self._overwritten_storages = []
         # The events only while an output PyTorch deallocated lives (the

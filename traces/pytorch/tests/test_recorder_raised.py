@@ -120,6 +120,33 @@ class RaisedTest(TraceFileTest):
         self.assertEqual([r for r in recs if r["op"] == "read"], [])
 
 
+    def test_watch_failing_is_noted_and_recording_goes_on(self):
+        """A failure to set the watch up is the recorder's: noted once, the
+        tool id given back, the rest recorded as ever."""
+        mon = sys.monitoring
+        free = [i for i in range(6) if mon.get_tool(i) is None]
+        real = mon.register_callback
+
+        def broken(tid, event, fn):
+            if fn is not None:
+                raise ValueError("no callbacks today")
+            return real(tid, event, fn)
+
+        mon.register_callback = broken
+        try:
+            with cgtrace.record(self.path) as rec:
+                self.assertIsNone(rec._raise_tool)
+                y, = foo(Tensor([4]))
+                y.item()
+        finally:
+            mon.register_callback = real
+        self.assertEqual([i for i in range(6) if mon.get_tool(i) is None], free)
+        _, recs = self.records()
+        self.assertEqual([r["text"] for r in recs if r["op"] == "note"],
+                         ["cgtrace: an overwritten output's error raised by an eager op is not recorded: "
+                          "ValueError: no callbacks today"])
+        self.assertEqual([r["op"] for r in recs if r["op"] in ("call", "read")], ["call", "read"])
+
     def test_events_on_only_while_an_overwritten_output_lives(self):
         """RAISE is reported only while an output the tree deallocated
         lives (a loop that lets its outputs go pays nothing for it); a
