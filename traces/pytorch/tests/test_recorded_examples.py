@@ -63,6 +63,16 @@ def check_trace(path):
                         where, reach, rec["a"], cgtrace.numel(shapes[rec["a"]])))
             live.add(rec["out"])
             shapes[rec["out"]] = rec.get("shape", shapes.get(rec.get("a")))
+        elif op == "saved":
+            # (docs/trace-format.md: the tensor a dead name last stood for,
+            # bound again for the backward that autograd hands it to)
+            of = rec["of"]
+            if of in live or of not in shapes:
+                problems.append("%s: saved of %s, which no del unbound" % (where, of))
+            if rec["name"] in live:
+                problems.append("%s: %s bound twice" % (where, rec["name"]))
+            live.add(rec["name"])
+            shapes[rec["name"]] = shapes.get(of)
         elif op == "read":
             if rec["name"] not in live:
                 problems.append("%s: read of unbound %s" % (where, rec["name"]))
@@ -121,6 +131,26 @@ class RecordedExamplesTest(unittest.TestCase):
             p = os.path.join(d, "bad.cgt.jsonl")
             t.write(p)
             self.assertEqual(check_trace(p), ["line 5: call reads unbound ['a']"])
+
+    def test_checker_follows_saved(self):
+        """`saved` binds a name again to what a dead name stood for: a
+        backward's input; of a live name, or one never bound, it is a
+        problem."""
+        import tempfile
+        t = cgtrace.Trace("saved", meta={"source": "cgtrace"})
+        t.set_def(cgtrace.synth_def("f_0", "inference", ["x"], [[4]], [cgtrace.OutSpec([4])]))
+        t.add({"op": "tensor", "name": "a", "shape": [4], "init": "zeros"})
+        t.add({"op": "call", "fn": "f_0", "args": ["a"], "out": ["act"]})
+        t.add({"op": "del", "names": ["act"]})
+        t.add({"op": "saved", "name": "s", "of": "act"})
+        t.add({"op": "call", "fn": "f_0", "args": ["s"], "out": ["b"]})
+        t.add({"op": "saved", "name": "s2", "of": "b"})
+        t.add({"op": "saved", "name": "s3", "of": "nothing"})
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "saved.cgt.jsonl")
+            t.write(p)
+            self.assertEqual(check_trace(p), ["line 8: saved of b, which no del unbound",
+                                              "line 9: saved of nothing, which no del unbound"])
 
     def test_checker_follows_new_records(self):
         """Views with offsets, `_` outputs, reads and config records as the
