@@ -11,6 +11,7 @@ import weakref
 from ._pycompat import op_call
 from .deferred import _call_tail
 from .errors import _error_text
+from .facts import ptrs_of, same_ptr
 from .jsonl import _names_json
 from .liveness import _tree_stats
 from .state import (_ENTRY_NAME, _FACT_OF, _NAME_OR_NONE, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF, _ReplayPlan)
@@ -146,7 +147,7 @@ class _Calls:
                 session = self.session
                 if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
                         and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
-                        and tuple(map(self.torch.Tensor.data_ptr, new_inputs)) == memo[4]):
+                        and (p := ptrs_of(self.torch.Tensor, new_inputs)) is not None and tuple(p) == memo[4]):
                     # Session.begin_known_call, inline, for the memo's args
                     # (the list the memo's call shared, or equal to it).
                     session.flush_deaths()
@@ -241,7 +242,7 @@ class _Calls:
         if (not caught and memo is not None and memo[2] == self.session.epoch
                 and len(new_inputs) == len(memo[0])
                 and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
-                and tuple(map(Tensor.data_ptr, new_inputs)) == memo[4]):
+                and (p := ptrs_of(Tensor, new_inputs)) is not None and tuple(p) == memo[4]):
             return self.session.begin_known_call(fs, memo[3], self._gen.generation), None
         # Each input the trace names by its object keeps that name; the
         # others get a Fact. By position, first against the entries that
@@ -282,7 +283,7 @@ class _Calls:
             if isinstance(v, Tensor):
                 e = known(id(v))
                 ref = e.fact.obj_ref if e is not None else None
-                if ref is not None and ref() is v and (e.fact.ptr is None or v.data_ptr() == e.fact.ptr):
+                if ref is not None and ref() is v and (e.fact.ptr is None or same_ptr(v, e.fact.ptr)):
                     facts[i] = e.name
                     last[i] = e
                 else:
@@ -304,11 +305,13 @@ class _Calls:
             ctx = self.session.begin_known_call(fs, [f for f in facts if f is not None],
                                                 self._gen.generation)
             fs.memo = None
-            if tensors and n:
+            if ptrs is None and tensors and n:
+                ptrs = ptrs_of(Tensor, new_inputs)  # (None: one refused, no memo)
+            if tensors and n and ptrs is not None:
                 for e in last:
                     e.in_memo = True
                 fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"],
-                           tuple(ptrs) if ptrs is not None else tuple(map(Tensor.data_ptr, new_inputs)))
+                           tuple(ptrs))
                 e = None
             return ctx, None
         if not fresh:

@@ -266,6 +266,28 @@ class _Facts:
                          t.data_ptr())
 
 
+def ptrs_of(Tensor, tensors):
+    """The tensors' data pointers (a list), or None when torch refuses one:
+    an output the tree deallocated raises the overwritten error on its
+    data pointer, and a call handed one (the user's mistake) is taken the
+    slow way, where it is named by its object and the call records the
+    error PyTorch raises (never the recorder's own failure)."""
+    try:
+        return list(map(Tensor.data_ptr, tensors))
+    except RuntimeError:
+        return None
+
+
+def same_ptr(t, ptr):
+    """Whether t's data is at ptr; True where torch refuses t's pointer
+    (an overwritten output: the object the trace names it by is all
+    there is, and the call's own error says the rest)."""
+    try:
+        return t.data_ptr() == ptr
+    except RuntimeError:
+        return True
+
+
 def held_fact(wr, sref, rec, shape, device, storage, offset, stride, dtype, storage_numel, ptr):
     """The Fact of a tensor the recorder met (Recorder._fact's, and a
     queued input's made later from the parts taken at its call,

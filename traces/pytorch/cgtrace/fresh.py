@@ -16,7 +16,7 @@ from .errors import _error_text
 from .jsonl import _STEP
 from .shapes import is_contiguous, numel
 from .state import _ENTRY_NAME, _FACT_OF, _NO_ENTRY, _OBJ_REF_OF, _PTR_OF
-from .facts import _PKG_DIR, first_outside
+from .facts import _PKG_DIR, first_outside, ptrs_of, same_ptr
 
 # What _fresh_call answers when it took no part in the call (nothing
 # changed): the _run wrapper hands the call to _on_run.
@@ -195,7 +195,7 @@ class _Fresh:
         Tensor = self.torch.Tensor
         kept = tok[3]
         if (not all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, kept)))
-                or list(map(Tensor.data_ptr, map(new_inputs.__getitem__, kept))) != tok[5]):
+                or ptrs_of(Tensor, map(new_inputs.__getitem__, kept)) != tok[5]):
             return None
         cand = tok[2]
         if not short:
@@ -406,7 +406,7 @@ class _Fresh:
         tok = fs.fresh_tok
         if (tok is not None and tok[2] is cand and tok[0] == session.epoch and tok[1] == session.order
                 and all(map(operator.is_, map(op_call, tok[4]), map(new_inputs.__getitem__, tok[3])))
-                and list(map(Tensor.data_ptr, map(new_inputs.__getitem__, tok[3]))) == tok[5]):
+                and ptrs_of(Tensor, map(new_inputs.__getitem__, tok[3])) == tok[5]):
             # (The entries of the other positions still name those objects:
             # nothing was bound or forgotten since.)
             for i in tok[6]:
@@ -421,12 +421,15 @@ class _Fresh:
             # passed back, a recurrent state, was renamed by its call.)
             return list(map(_ENTRY_NAME, cand)), cand, tok[6], tok[7]
         fs.fresh_tok = None
+        ptrs = ptrs_of(Tensor, new_inputs)
+        if ptrs is None:
+            return None  # (an input torch refuses the pointer of: _name_inputs' one by one)
         cf = list(map(_FACT_OF, cand))
         hits = list(map(operator.and_, map(operator.and_,
                                            map(operator.is_, map(known, map(id, new_inputs)), cand),
                                            map(operator.is_, map(op_call, map(_OBJ_REF_OF, cf)),
                                                new_inputs)),
-                        map(operator.eq, map(Tensor.data_ptr, new_inputs), map(_PTR_OF, cf))))
+                        map(operator.eq, ptrs, map(_PTR_OF, cf))))
         cf = None
         names = list(map(_ENTRY_NAME, cand))
         last = list(cand)
@@ -438,7 +441,7 @@ class _Fresh:
             e = known(id(v))
             ref = e.fact.obj_ref if e is not None else None
             if ref is not None and ref() is v:
-                if e.fact.ptr is not None and v.data_ptr() != e.fact.ptr:
+                if e.fact.ptr is not None and not same_ptr(v, e.fact.ptr):
                     return None  # (`param.data = new`: begin_call's swap)
                 names[i] = e.name
                 last[i] = e

@@ -278,8 +278,12 @@ class _Raised:
         if getattr(exc, SEEN, False):
             return
         # A read method's error is recorded by its wrapper (busy, then
-        # marked seen); one inside a tree call is the call's.
+        # marked seen); one inside a tree call is the call's, and so is
+        # one that unwinds out of it (an output the call was handed).
         if getattr(self.tls, "busy", False) or self._in_call():
+            return
+        if self._out_of_tree_call(exc):
+            mark_seen(exc)
             return
         frame = sys._getframe(1)
         try:
@@ -301,6 +305,17 @@ class _Raised:
                     pass
         finally:
             frame = None
+
+    def _out_of_tree_call(self, exc):
+        """Whether exc came out of the tree's _run (torch's own frame on
+        its traceback): the call's error, which the call records."""
+        runs = {getattr(v, "__code__", None) for (_, attr), v in self._saved.items() if attr == "_run"}
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code in runs:
+                return True
+            tb = tb.tb_next
+        return False
 
     def _overwritten_output(self, frame, code, offset):
         """The name of the first tree output, among the tensors the raising

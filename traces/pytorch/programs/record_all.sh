@@ -45,6 +45,7 @@ gpt2_generate gpt2_generate.py
 skips skips.py
 gan_train gan_train.py
 infer_with_grad infer_with_grad.py
+chained_infer chained_infer.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
 LIST

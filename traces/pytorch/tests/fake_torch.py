@@ -429,7 +429,8 @@ class CUDAGraphTreeManager:
         n = self.calls.get(function_id, 0)
         self.calls[function_id] = n + 1
         if function_id.id in self.fail:
-            raise RuntimeError("accessing tensor output of CUDAGraphs that has been overwritten\nstack...")
+            raise RuntimeError(getattr(self, "fail_text", "accessing tensor output of CUDAGraphs that has been "
+                                                          "overwritten\nstack..."))
         if n == 0:
             return self.run_eager(new_inputs, function_id)
         if n == 1:
