@@ -51,7 +51,7 @@ def _loaded_values(frame, code, offset):
     if not ins:
         return []
     span = _span(ins[-1])
-    values, prev = [], None
+    values, prev = [], _NOTHING
     for i in ins:
         v = _NOTHING
         if _within(_span(i), span):
