@@ -147,7 +147,7 @@ class _Calls:
                 session = self.session
                 if (memo[2] == session.epoch and len(new_inputs) == len(memo[0])
                         and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
-                        and (p := ptrs_of(self.torch.Tensor, new_inputs)) is not None and tuple(p) == memo[4]):
+                        and ptrs_of(self.torch.Tensor, new_inputs) == memo[4]):
                     # Session.begin_known_call, inline, for the memo's args
                     # (the list the memo's call shared, or equal to it).
                     session.flush_deaths()
@@ -242,7 +242,7 @@ class _Calls:
         if (not caught and memo is not None and memo[2] == self.session.epoch
                 and len(new_inputs) == len(memo[0])
                 and all(map(operator.is_, map(op_call, memo[0]), new_inputs))
-                and (p := ptrs_of(Tensor, new_inputs)) is not None and tuple(p) == memo[4]):
+                and ptrs_of(Tensor, new_inputs) == memo[4]):
             return self.session.begin_known_call(fs, memo[3], self._gen.generation), None
         # Each input the trace names by its object keeps that name; the
         # others get a Fact. By position, first against the entries that
@@ -310,8 +310,7 @@ class _Calls:
             if tensors and n and ptrs is not None:
                 for e in last:
                     e.in_memo = True
-                fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"],
-                           tuple(ptrs))
+                fs.memo = (tuple(e.fact.obj_ref for e in last), tuple(last), self.session.epoch, ctx["args"], ptrs)
                 e = None
             return ctx, None
         if not fresh:

@@ -188,28 +188,26 @@ class _Raised:
         mon.register_callback(tid, mon.events.RAISE, self._on_raise)
         self._overwritten = {}
         self._overwritten_storages = []
-        # The events only while an output PyTorch deallocated lives (the
-        # only time the error can be raised): PyTorch marks each such
-        # output through torch._C._set_storage_access_error_msg, wrapped
-        # here to watch it die (a torch without both functions: the
-        # events all the time). A loop that lets its outputs go pays
+        # The events only while an output or a storage PyTorch
+        # deallocated lives (the only time the error can be raised): the
+        # tree marks an output through _set_storage_access_error_msg, and
+        # a storage that a view or a detach() keeps after its output died
+        # (`losses.append(loss.detach())`) through
+        # _set_storage_data_ptr_access_error_msg, both wrapped here to
+        # watch what they mark die. A loop that lets its outputs go pays
         # nothing (a raise costs a Python call while the events are on:
-        # torch's no_grad raises a StopIteration at each step).
-        # Its storage too (_set_storage_data_ptr_access_error_msg): a view
-        # or a detach() of an output that died before the output did
-        # (`losses.append(loss.detach())`) keeps it, and raises the same.
+        # torch's no_grad raises a StopIteration at each step). A torch
+        # without both: the events all the time.
         C = getattr(self.torch, "_C", None)
-        marks = ((name, getattr(C, name, None), made) for name, made in
-                 (("_set_storage_access_error_msg", self._overwritten_output_made),
-                  ("_set_storage_data_ptr_access_error_msg", self._overwritten_storage_made)))
-        marks = [(name, orig, made) for name, orig, made in marks if orig is not None]
-        if len(marks) < 2:
+        marks = {"_set_storage_access_error_msg": self._overwritten_output_made,
+                 "_set_storage_data_ptr_access_error_msg": self._overwritten_storage_made}
+        if not all(getattr(C, name, None) is not None for name in marks):
             mon.set_events(tid, mon.events.RAISE)
             return
         from .hooks import _ABSENT  # (hooks imports this module)
-        for name, orig, made in marks:
+        for name, made in marks.items():
             self._saved[(C, name)] = vars(C).get(name, _ABSENT)
-            setattr(C, name, _marking(orig, made))
+            setattr(C, name, _marking(getattr(C, name), made))
 
     def _overwritten_output_made(self, t):
         """t's data now raises the overwritten error: the events on while
@@ -319,7 +317,7 @@ class _Raised:
 
     def _overwritten_output(self, frame, code, offset):
         """The name of the first tree output, among the tensors the raising
-        line loaded, whose data pointer raises the overwritten error."""
+        expression loads, whose data pointer raises the overwritten error."""
         Tensor = self.torch.Tensor
         session = self.session
         with self.lock:
