@@ -546,8 +546,9 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 
 // warnDynamicShapes is maybe_warning_due_to_dynamic_shape: cudagraphify
 // records a graph per distinct input size of a dynamic graph, and past
-// cudagraph_dynamic_shape_warn_limit of them PyTorch says so, at every new
-// size.
+// cudagraph_dynamic_shape_warn_limit of them PyTorch says so, once a
+// compiled graph (cudagraphify_impl's has_warn: a graph whose sizes grew
+// past the limit while it was None warns at its next new size).
 func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	limit := m.sh.cfg.DynamicShapeWarnLimit
 	if limit <= 0 {
@@ -556,10 +557,17 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	// The size being added, and those recorded before: counted as the
 	// functions are made, since a scan of the def's functions made the
 	// growth of a big tree quadratic.
-	n := 1 + m.sizes[graphKey{guard, gen}]
-	if n <= limit {
+	gk := graphKey{guard, gen}
+	n := 1 + m.sizes[gk]
+	if n <= limit || m.sizeWarned[gk] {
 		return
 	}
+	m.ownFuncTables()
+	if m.sizeWarned == nil {
+		m.sizeWarned = map[graphKey]bool{}
+	}
+	m.sizeWarned[gk] = true
+	m.sh.onUndo(func() { delete(m.sizeWarned, gk) })
 	m.emit(Event{Kind: EvWarning, Line: line, Device: m.ds.index, Fn: fn, FnID: -1, Node: -1, Parent: -1,
 		Msg: fmt.Sprintf("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many CUDAGraphs may lead to extra overhead. We have observed %d distinct sizes. Please consider the following options for better performance: a) padding inputs to a few fixed number of shapes; or b) set torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this warning.", n)})
 }
@@ -588,6 +596,7 @@ func (m *manager) ownFuncTables() {
 	m.fnShared = false
 	m.funcs = slices.Clone(m.funcs)
 	m.sizes = maps.Clone(m.sizes)
+	m.sizeWarned = maps.Clone(m.sizeWarned)
 	bySig := make(map[uint64][]int, len(m.fnBySig))
 	for k, v := range m.fnBySig {
 		bySig[k] = slices.Clip(v)

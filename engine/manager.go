@@ -60,6 +60,9 @@ type manager struct {
 	compiles map[string]*dynamo.Cache
 	// sizes counts the FunctionIDs of each compiled graph (function.go).
 	sizes map[graphKey]int
+	// sizeWarned holds the compiled graphs whose sizes PyTorch warned of
+	// (once each: function.go's warnDynamicShapes).
+	sizeWarned map[graphKey]bool
 	// fnGen is the generation of the function tables: a Function of
 	// another generation, and the tables while fnShared, are shared with a
 	// clone and copied before a change (function.go, ownFunc).
@@ -727,6 +730,42 @@ func (m *manager) nodePathLive(n *Node) []int {
 		}
 	}
 	return out
+}
+
+// pathGradients is the set of live storages that backward functions of
+// the current path handed out (graph nodes and warmups): gradients, which
+// the autograd engine keeps as .grad and adds the next backward's to. An
+// access to one after its generation ended is gradient accumulation across
+// a mark_step (pytorch#169545), and its error says so (shared.staleErr).
+func (m *manager) pathGradients() map[int]bool {
+	var set map[int]bool
+	add := func(fn int, outs []int) {
+		if m.funcs[fn].Mode != traces.ModeBackward {
+			return
+		}
+		for _, sid := range outs {
+			if sid != 0 && m.sh.tt.storageLive(sid) {
+				if set == nil {
+					set = map[int]bool{}
+				}
+				set[sid] = true
+			}
+		}
+	}
+	top := m.curNode()
+	if w := m.curWarmup(); w != nil {
+		var chain []*WarmupNode
+		chain, top = m.warmupChain(w)
+		for _, x := range chain {
+			add(x.Fn, x.OutWeak)
+		}
+	}
+	if top != nil {
+		for _, x := range m.path(top) {
+			add(x.Fn, x.OutWeak)
+		}
+	}
+	return set
 }
 
 // warmupChain returns the warmup nodes from w up to the first one whose

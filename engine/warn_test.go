@@ -66,3 +66,42 @@ func TestWarnOnUnableToStart(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnDynamicShapesOnce checks maybe_warning_due_to_dynamic_shape:
+// PyTorch warns once a compiled graph (cudagraphify_impl's has_warn), at
+// the first size past cudagraph_dynamic_shape_warn_limit, not at every
+// size after it (varlen_infer on an H100: 14 sizes, one warning, of 9).
+// Sizes 3 (the static graph), then 4 to 8 of the dynamic one: with the
+// limit at 2 it warns at size 6, its third; a config record that lowers the
+// limit later does not warn again for that graph.
+func TestWarnDynamicShapesOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"cgtviz": 1, "config": {"dynamic_shape_warn_limit": 2}}` + "\n")
+	b.WriteString(`{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}` + "\n")
+	line := 2
+	at := map[int]int{} // size -> the line of its first call
+	for i, n := range []int{3, 4, 5, 6, 7, 8} {
+		if n == 8 {
+			b.WriteString(`{"op": "config", "dynamic_shape_warn_limit": 1}` + "\n")
+			line++
+		}
+		fmt.Fprintf(&b, `{"op": "step"}`+"\n"+`{"op": "tensor", "name": "x%d", "shape": [%d], "init": "ones"}`+"\n"+`{"op": "call", "fn": "f", "args": ["x%d"], "out": ["y%d"]}`+"\n", i, n, i, i)
+		line += 3
+		at[n] = line
+	}
+	steps, _ := runText(t, b.String(), engine.Options{})
+	var warned []string
+	for l, s := range steps {
+		if s.Err != nil {
+			t.Fatalf("line %d: %v", l, s.Err)
+		}
+		for _, ev := range s.Events {
+			if ev.Kind == engine.EvWarning && strings.Contains(ev.Msg, "distinct sizes") {
+				warned = append(warned, fmt.Sprintf("line %d: %s", l, ev.Msg[strings.Index(ev.Msg, "observed"):strings.Index(ev.Msg, " sizes")]))
+			}
+		}
+	}
+	if want := fmt.Sprintf("line %d: observed 3 distinct", at[6]); len(warned) != 1 || warned[0] != want {
+		t.Errorf("warned %q, want once: %q", warned, want)
+	}
+}
