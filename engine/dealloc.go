@@ -60,6 +60,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		m.emit(Event{Kind: EvPreserve, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
 			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
 	}
+	grads := m.pathGradients()
 	// Sized at once: a name and a pointer a live output at most.
 	names := make([]string, 0, len(live))
 	ptrs := make([]uint64, 0, len(live))
@@ -76,7 +77,7 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		m.sh.tt.keepS(s)
 		// Its message is made when an access raises (shared.staleErr):
 		// every generation marks its outputs, few are touched again.
-		s.Stale, s.StaleLine, s.StaleFn = true, c.rec.Line, c.rec.Fn
+		s.Stale, s.StaleLine, s.StaleFn, s.StaleGrad = true, c.rec.Line, c.rec.Fn, grads[sid]
 		if s.Owned {
 			s.Owned = false
 			m.ds.alloc.SetContext(c.rec.Line, "dealloc previous generation")

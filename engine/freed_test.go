@@ -87,3 +87,40 @@ func freedOutputUses(t *testing.T, h engine.Handoff) {
 		t.Errorf("functions %v: want k only under raise, m never", fns)
 	}
 }
+
+// gradTrace is pytorch#169545's program: mark_step before each forward and
+// backward pair and no optimizer, so the second backward's gradient is
+// added to the .grad the first handed out (gw, kept), which the second
+// step's new generation freed; the forward's kept output (y) is freed too.
+const gradTrace = `{"cgtviz": 1}
+{"op": "def", "fn": "fwd", "params": ["x", "w"], "body": [{"out": "y", "k": "mul", "a": "x", "b": "w"}], "returns": ["y", "x"], "mode": "forward", "static": [1]}
+{"op": "def", "fn": "bwd", "params": ["g", "x"], "body": [{"out": "gw", "k": "mul", "a": "g", "b": "x"}], "returns": ["gw"], "mode": "backward"}
+{"op": "param", "name": "w", "shape": [4], "init": "rand", "seed": 1}
+{"op": "step"}
+{"op": "tensor", "name": "x", "shape": [4], "init": "rand", "seed": 2}
+{"op": "call", "fn": "fwd", "args": ["x", "w"], "out": ["y", "s"]}
+{"op": "tensor", "name": "g", "shape": [4], "init": "ones"}
+{"op": "call", "fn": "bwd", "args": ["g", "s"], "out": ["gw"]}
+{"op": "step"}
+{"op": "tensor", "name": "x2", "shape": [4], "init": "rand", "seed": 3}
+{"op": "call", "fn": "fwd", "args": ["x2", "w"], "out": ["y2", "s2"]}
+{"op": "read", "name": "gw"}
+{"op": "read", "name": "y"}
+`
+
+// TestFreedGradientNamesAccumulation checks that the overwritten error of
+// a freed gradient (a backward's output, which autograd keeps as .grad)
+// says where the mark_step belongs, and a forward's output's does not.
+func TestFreedGradientNamesAccumulation(t *testing.T) {
+	steps, _ := runHandoff(t, gradTrace, engine.HandoffRaise)
+	const hint = "call cudagraph_mark_step_begin() once an optimizer step"
+	for line, grad := range map[int]bool{13: true, 14: false} {
+		s := steps[line]
+		if s == nil || s.Err == nil {
+			t.Fatalf("line %d: no error", line)
+		}
+		if got := strings.Contains(s.ErrText(), hint); got != grad || !strings.Contains(s.ErrText(), "freed at line 12") {
+			t.Errorf("line %d: %q: the gradient's advice %v, want %v", line, s.ErrText(), got, grad)
+		}
+	}
+}

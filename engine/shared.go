@@ -214,7 +214,14 @@ func (sh *shared) staleErr(s *Storage) error {
 	if s.StaleLine > 0 {
 		// Which call overwrote it, which PyTorch does not say (issue 34
 		// item 8): the call whose new generation freed it.
-		msg += fmt.Sprintf(" [cgtviz: it was freed at line %d, when the call of %s there began a new generation]", s.StaleLine, s.StaleFn)
+		msg += fmt.Sprintf(" [cgtviz: it was freed at line %d, when the call of %s there began a new generation", s.StaleLine, s.StaleFn)
+		if s.StaleGrad {
+			// The autograd engine adding a backward's gradient to the
+			// .grad an earlier one handed out (pytorch#169545): the
+			// user's fix is where the mark_step goes, not a clone.
+			msg += "; it is a gradient a backward handed out, which the autograd engine keeps as .grad and adds the next backward's to: with gradient accumulation, call cudagraph_mark_step_begin() once an optimizer step, before its micro-batches, not before each"
+		}
+		msg += "]"
 	}
 	return &OverwrittenError{msg}
 }

@@ -54,6 +54,9 @@ type Storage struct {
 	// function (for the error's "which call overwrote it").
 	StaleLine int
 	StaleFn   string
+	// StaleGrad: a backward handed it out (a gradient, kept as .grad):
+	// the error names gradient accumulation across a mark_step.
+	StaleGrad bool
 	// Src is the user's source line of the record that made it, when the
 	// trace carries one (traces.Record.Src): PyTorch's errors name it.
 	Src *traces.Source
