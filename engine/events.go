@@ -245,6 +245,10 @@ type Origin struct {
 	// cudagraphify records a dynamic graph once per distinct input size,
 	// so 2 and up is a new size of a graph compiled before, not a compile.
 	Size int
+	// Graph is the def whose compiled graph this is a size of, when the
+	// function's def names one (a recorded trace writes each size of a
+	// dynamic graph as a def of its own), else "".
+	Graph string
 	// Shapes are the shapes of the function's inputs that are not static,
 	// those a new FunctionID is made for (a parameter's never change).
 	Shapes [][]int

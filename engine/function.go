@@ -32,10 +32,13 @@ type Function struct {
 	viewsOnly bool
 	// Dynamic: the compiled graph has symbolic shapes (a dynamic dim).
 	Dynamic bool
-	Mode    traces.Mode
-	Dev     int
-	Name    string
-	Shapes  [][]int
+	// Graph is the def whose compiled graph this function is a size of,
+	// where its own def names one (traces.Record.Graph), else "".
+	Graph  string
+	Mode   traces.Mode
+	Dev    int
+	Name   string
+	Shapes [][]int
 	// DTypes are the arguments' dtypes (Dynamo guards on them).
 	DTypes []ops.DType
 	// Static marks the arguments that are parameters (static inputs);
@@ -505,8 +508,9 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	if err != nil {
 		return nil, false, err
 	}
-	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic(), plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}
-	m.warnDynamicShapes(guard, def.Fn, ent.Gen, line)
+	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic() || def.Graph != "", Graph: def.Graph, plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}
+	gk := m.graphOf(def, graphKey{guard, ent.Gen})
+	m.warnDynamicShapes(gk, def.Fn, line)
 	if f.Mode == "" {
 		f.Mode = traces.ModeInference
 	}
@@ -517,7 +521,6 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 	}
 	m.ownFuncTables()
 	f.gen = m.fnGen
-	gk := graphKey{guard, ent.Gen}
 	if m.sizes == nil {
 		m.sizes = map[graphKey]int{}
 	}
@@ -549,7 +552,7 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 // cudagraph_dynamic_shape_warn_limit of them PyTorch says so, once a
 // compiled graph (cudagraphify_impl's has_warn: a graph whose sizes grew
 // past the limit while it was None warns at its next new size).
-func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
+func (m *manager) warnDynamicShapes(gk graphKey, fn string, line int) {
 	limit := m.sh.cfg.DynamicShapeWarnLimit
 	if limit <= 0 {
 		return
@@ -557,7 +560,6 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	// The size being added, and those recorded before: counted as the
 	// functions are made, since a scan of the def's functions made the
 	// growth of a big tree quadratic.
-	gk := graphKey{guard, gen}
 	n := 1 + m.sizes[gk]
 	if n <= limit || m.sizeWarned[gk] {
 		return
@@ -570,6 +572,33 @@ func (m *manager) warnDynamicShapes(guard, fn string, gen, line int) {
 	m.sh.onUndo(func() { delete(m.sizeWarned, gk) })
 	m.emit(Event{Kind: EvWarning, Line: line, Device: m.ds.index, Fn: fn, FnID: -1, Node: -1, Parent: -1,
 		Msg: fmt.Sprintf("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many CUDAGraphs may lead to extra overhead. We have observed %d distinct sizes. Please consider the following options for better performance: a) padding inputs to a few fixed number of shapes; or b) set torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this warning.", n)})
+}
+
+// graphOf is the compiled graph whose sizes a new function of def counts
+// among: Dynamo's (own, the key of the def's compiled entry), or, for a
+// def that names its graph (a recorded trace writes each size of a dynamic
+// graph as its own def: traces.Record.Graph), the graph of the def it
+// names, as that def's first function found it. The def's own graph is
+// kept for the defs that name it.
+func (m *manager) graphOf(def *traces.Record, own graphKey) graphKey {
+	gk := own
+	if def.Graph != "" {
+		var ok bool
+		if gk, ok = m.defGraphs[def.Graph]; !ok {
+			// (The graph's def not called yet: the sizes of this def's
+			// name count together.)
+			gk = graphKey{"graph " + def.Graph, 0}
+		}
+	}
+	if _, ok := m.defGraphs[def.Fn]; !ok {
+		m.ownFuncTables()
+		if m.defGraphs == nil {
+			m.defGraphs = map[string]graphKey{}
+		}
+		m.defGraphs[def.Fn] = gk
+		m.sh.onUndo(func() { delete(m.defGraphs, def.Fn) })
+	}
+	return gk
 }
 
 // fnGens hands out generations of function tables (manager.fnGen);
@@ -597,6 +626,7 @@ func (m *manager) ownFuncTables() {
 	m.funcs = slices.Clone(m.funcs)
 	m.sizes = maps.Clone(m.sizes)
 	m.sizeWarned = maps.Clone(m.sizeWarned)
+	m.defGraphs = maps.Clone(m.defGraphs)
 	bySig := make(map[uint64][]int, len(m.fnBySig))
 	for k, v := range m.fnBySig {
 		bySig[k] = slices.Clip(v)

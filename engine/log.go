@@ -103,6 +103,8 @@ func (o *Origin) note(fn string, kind EventKind, cause RecordCause, line bool) s
 		return s
 	case !o.First || kind == EvRecord && cause != CauseNewRoot:
 		return ""
+	case o.Size > 1 && o.Graph != "":
+		return fmt.Sprintf("%s, size %d of the dynamic compiled graph of %s", inputShapes(o.Shapes), o.Size, o.Graph)
 	case o.Size > 1:
 		// The same compiled graph (dynamic: a symbol where the sizes
 		// differ), recorded again for this size.

@@ -63,6 +63,10 @@ type manager struct {
 	// sizeWarned holds the compiled graphs whose sizes PyTorch warned of
 	// (once each: function.go's warnDynamicShapes).
 	sizeWarned map[graphKey]bool
+	// defGraphs is the compiled graph of each def's first function, by
+	// the def's name: where the defs that name it as their graph count
+	// their sizes (function.go's graphOf).
+	defGraphs map[string]graphKey
 	// fnGen is the generation of the function tables: a Function of
 	// another generation, and the tables while fnShared, are shared with a
 	// clone and copied before a change (function.go, ownFunc).

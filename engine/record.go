@@ -208,7 +208,7 @@ func (m *manager) recordFunction(c *call, cause RecordCause, failures []Invarian
 // warmup or recording.
 func (m *manager) origin(c *call, first bool) *Origin {
 	f := c.f
-	o := &Origin{Compile: f.Compile, Dynamic: f.Dynamic, Size: f.Size, First: first, ForwardNode: -1}
+	o := &Origin{Compile: f.Compile, Dynamic: f.Dynamic, Size: f.Size, Graph: f.Graph, First: first, ForwardNode: -1}
 	for i, s := range f.Shapes {
 		if i >= len(f.Static) || !f.Static[i] {
 			o.Shapes = append(o.Shapes, s)

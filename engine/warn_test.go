@@ -105,3 +105,47 @@ func TestWarnDynamicShapesOnce(t *testing.T) {
 		t.Errorf("warned %q, want once: %q", warned, want)
 	}
 }
+
+// TestWarnDynamicShapesOfNamedGraph checks the same warning on a recorded
+// trace, which writes each size of a dynamic graph as a def of its own
+// naming the graph's first (def's graph): the sizes of f (f, then g1 to
+// g3 naming it) count together and warn once, at the third; h, a graph of
+// its own, counts alone; the log names the graph's def and the size.
+func TestWarnDynamicShapesOfNamedGraph(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"cgtviz": 1, "config": {"dynamic_shape_warn_limit": 2}}` + "\n")
+	for i, d := range []struct{ fn, graph string }{{"f", ""}, {"h", ""}, {"g1", "f"}, {"g2", "f"}, {"g3", "f"}} {
+		graph := ""
+		if d.graph != "" {
+			graph = fmt.Sprintf(`, "graph": %q`, d.graph)
+		}
+		fmt.Fprintf(&b, `{"op": "def", "fn": %q, "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": %d}], "returns": ["y"]%s}`+"\n", d.fn, i+1, graph)
+	}
+	calls := []string{"f", "h", "g1", "g2", "g3"}
+	for i, fn := range calls {
+		fmt.Fprintf(&b, `{"op": "step"}`+"\n"+`{"op": "tensor", "name": "x%d", "shape": [%d], "init": "ones"}`+"\n"+`{"op": "call", "fn": %q, "args": ["x%d"], "out": ["y%d"]}`+"\n", i, i+3, fn, i, i)
+	}
+	steps, _ := runText(t, b.String(), engine.Options{})
+	var warned []string
+	origin := ""
+	for l, s := range steps {
+		if s.Err != nil {
+			t.Fatalf("line %d: %v", l, s.Err)
+		}
+		for _, ev := range s.Events {
+			if ev.Kind == engine.EvWarning && strings.Contains(ev.Msg, "distinct sizes") {
+				warned = append(warned, fmt.Sprintf("line %d: %s", l, ev.Msg[strings.Index(ev.Msg, "observed"):strings.Index(ev.Msg, " sizes")]))
+			}
+			if ev.Kind == engine.EvWarmup && ev.Fn == "g2" && ev.Origin != nil {
+				origin = fmt.Sprintf("%s %d", ev.Origin.Graph, ev.Origin.Size)
+			}
+		}
+	}
+	// g2's call is the fourth: the header, 5 defs, then 3 lines a call.
+	if want := fmt.Sprintf("line %d: observed 3 distinct", 1+5+3*4); len(warned) != 1 || warned[0] != want {
+		t.Errorf("warned %q, want once: %q", warned, want)
+	}
+	if origin != "f 3" {
+		t.Errorf("g2's warmup: graph and size %q, want \"f 3\"", origin)
+	}
+}

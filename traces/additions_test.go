@@ -29,6 +29,7 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "skipped_backward"}
 {"op": "def", "fn": "b", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "static": [0]}
 {"op": "saved", "name": "s", "of": "out3"}
+{"op": "def", "fn": "b2", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "graph": "b"}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -55,6 +56,7 @@ func TestReaderAdditions(t *testing.T) {
 		{Line: 11, Op: OpSkippedBackward},
 		{Line: 12, Op: OpDef, Fn: "b", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Static: []int{0}},
 		{Line: 13, Op: OpSaved, Name: "s", Of: "out3"},
+		{Line: 14, Op: OpDef, Fn: "b2", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Graph: "b"},
 	}
 	for i, w := range want {
 		got, err := rd.Next()
@@ -133,7 +135,7 @@ func TestWriteHeaderConfig(t *testing.T) {
 // canonical form must have none.
 var newKeys = []string{`"dtype"`, `"invocation"`, `"strides"`, `"offset"`, `"op": "config"`,
 	`"recompile_limit"`, `"automatic_dynamic_shapes"`, `"assume_static_by_default"`, `"support_input_mutation"`,
-	`"skip_dynamic_graphs"`, `"dynamic_shape_warn_limit"`, `"static"`, `"op": "saved"`}
+	`"skip_dynamic_graphs"`, `"dynamic_shape_warn_limit"`, `"static"`, `"op": "saved"`, `"graph"`}
 
 // TestWriteOldTracesUnchanged checks that traces written before the
 // additions format exactly as they did: each testdata/v1 trace (copies of

@@ -436,6 +436,9 @@ func (c *checker) def(rec *Record) {
 		c.fail(rec, "%s is already defined at line %d (a function is defined once)", rec.Fn, c.defRecs.at(i).Line)
 		return
 	}
+	if _, ok := c.funcs[rec.Graph]; rec.Graph != "" && !ok {
+		c.fail(rec, "graph %s is not a def before this one (the first size of the compiled graph this def is a size of)", rec.Graph)
+	}
 	f := &c.defs[c.newDef(rec, false)]
 	local := map[string]bool{}
 	params := map[string]bool{}

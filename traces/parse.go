@@ -21,6 +21,7 @@ type rawRecord struct {
 	Returns []string          `json:"returns"`
 	Mode    *string           `json:"mode"`
 	Static  []int             `json:"static"`
+	Graph   *string           `json:"graph"`
 	Name    *string           `json:"name"`
 	Shape   []int             `json:"shape"`
 	Init    *string           `json:"init"`
@@ -164,7 +165,7 @@ type rawValues struct {
 // opFields lists, per op, the fields it may have (besides "op") and which
 // of them are required, in the spec's order (the writer's order too).
 var opFields = map[Op]struct{ allowed, required []string }{
-	OpDef:             {[]string{"fn", "params", "body", "returns", "mode", "static", "src"}, []string{"fn", "params", "body", "returns"}},
+	OpDef:             {[]string{"fn", "params", "body", "returns", "mode", "static", "graph", "src"}, []string{"fn", "params", "body", "returns"}},
 	OpTensor:          {[]string{"name", "shape", "dtype", "init", "seed", "values", "device", "src"}, []string{"name", "shape", "init"}},
 	OpParam:           {[]string{"name", "shape", "dtype", "init", "seed", "values", "device", "src"}, []string{"name", "shape", "init"}},
 	OpCall:            {[]string{"fn", "args", "out", "invocation", "src"}, []string{"fn", "args"}},
@@ -480,6 +481,12 @@ func (r *Reader) parseDef(rec *Record, raw *rawRecord) string {
 			}
 		}
 		rec.Static = raw.Static
+	}
+	if raw.Graph != nil {
+		if *raw.Graph == "" || *raw.Graph == rec.Fn {
+			return "graph must name another def (the first size of the compiled graph this def is a size of)"
+		}
+		rec.Graph = *raw.Graph
 	}
 	rec.Body = make([]Stmt, 0, len(raw.Body))
 	for i, b := range raw.Body {

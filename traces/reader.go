@@ -496,7 +496,7 @@ var fieldWant = map[string]string{
 	"config": "an object", "meta": "an object", "warmup_runs": "an integer", "rerecord_limit": "an integer",
 	"max_tensor_bytes": "an integer", "max_total_bytes": "an integer",
 	// Added to version 1 (issue 13).
-	"invocation": "an integer", "src": "an object {\"file\": ..., \"line\": ...}", "dtype": "a string", "of": "a name (a string)", "static": "a list of ints", "offset": "an integer", "strides": "a list of ints",
+	"invocation": "an integer", "src": "an object {\"file\": ..., \"line\": ...}", "dtype": "a string", "of": "a name (a string)", "static": "a list of ints", "graph": "a name (a string)", "offset": "an integer", "strides": "a list of ints",
 	"recompile_limit": "an integer", "automatic_dynamic_shapes": "true or false", "assume_static_by_default": "true or false",
 	"support_input_mutation": "true or false", "skip_dynamic_graphs": "true or false", "dynamic_shape_warn_limit": "an integer",
 	"inline_inbuilt_nn_modules": "true or false", "cudagraph_or_error": "true or false",

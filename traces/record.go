@@ -258,6 +258,12 @@ type Record struct {
 	// backward the tensors its forward saved); nil when the def does not
 	// say, and the calls' param records decide.
 	Static []int
+	// Graph names the def whose compiled graph this def is another input
+	// size of: PyTorch records a dynamic graph once a distinct size, each
+	// size its own function (cudagraphify_impl's fn_cache), and the sizes
+	// of one graph count toward dynamic_shape_warn_limit together. Empty:
+	// the def is its own compiled graph (or the first size of one).
+	Graph string
 
 	// tensor, param
 	Name string // tensor, param, read, saved

@@ -171,6 +171,10 @@ func (w *Writer) WriteRecord(r Record) error {
 			e.key("static")
 			e.ints(r.Static)
 		}
+		if r.Graph != "" {
+			e.key("graph")
+			e.str(r.Graph)
+		}
 	case OpTensor, OpParam:
 		e.key("name")
 		e.str(r.Name)

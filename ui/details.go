@@ -137,6 +137,8 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 		ownRoot = ", not yet recorded, so a root of its own"
 	}
 	switch {
+	case o.Size > 1 && o.Graph != "":
+		return fmt.Sprintf("size %d of %s's compiled graph%s%s: cudagraphify records a graph of dynamic shapes once per distinct input size, each a function of its own (this def)", o.Size, o.Graph, shapes, ownRoot)
 	case o.Size > 1:
 		return fmt.Sprintf("a new size of %s's compiled graph %d%s%s%s: cudagraphify records a graph of dynamic shapes once per distinct input size", fn, o.Compile, dynamic, shapes, ownRoot)
 	case o.Compile > 1 || o.Dynamic:
