@@ -75,9 +75,13 @@ class _Facts:
         mode = _MODE_NAMES.get(getattr(mode, "name", ""), "inference")
         placeholders = [getattr(p, "name", "") or "" for p in (getattr(wrapped, "placeholders", None) or ())]
         base = self._base_name(mgr, function_id, mode)
+        try:
+            graph = weakref.ref(wrapped.model)
+        except (AttributeError, TypeError):  # (no model, or one without weak references: not grouped)
+            graph = None
         return FnInfo(key, base, mode, wrapped.static_input_idxs,
                       getattr(wrapped, "mutated_input_idxs", ()) or (), placeholders,
-                      mgr.device_index), None
+                      mgr.device_index, graph), None
 
     def _base_name(self, mgr, function_id, mode):
         """The compiled function's name. A forward or inference graph runs

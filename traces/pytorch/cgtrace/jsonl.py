@@ -27,7 +27,7 @@ SMALL_TENSOR = 64
 # Fields each op may carry, in the order they are written. The checker
 # rejects unknown fields, so the writer refuses them first, with the cause.
 _FIELDS = {
-    "def": ("op", "fn", "params", "body", "returns", "mode", "static", "src"),
+    "def": ("op", "fn", "params", "body", "returns", "mode", "static", "graph", "src"),
     "tensor": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
     "param": ("op", "name", "shape", "dtype", "init", "seed", "values", "device", "src"),
     "call": ("op", "fn", "args", "out", "invocation", "src"),
@@ -134,6 +134,8 @@ def encode_record(rec):
         encode_src(out["src"])
     if op == "def" and "mode" in out and out["mode"] not in _MODES:
         raise ValueError("def %s: unknown mode %r" % (rec["fn"], out["mode"]))
+    if op == "def" and "graph" in out and (not isinstance(out["graph"], str) or out["graph"] in ("", rec["fn"])):
+        raise ValueError("def %s: graph must name another def: %r" % (rec["fn"], out["graph"]))
     dts = [out.get("dtype")] + [st.get("dtype") for st in out.get("body", ())]
     for dt in dts:
         if dt is not None and dt not in DTYPES:

@@ -68,6 +68,9 @@ class Session(_Names, _Deaths):
         self._dead_cached = {}
         self._argset = None  # (an args list, the set of its names), for _flush_dead
         self._fs_by_name = {}  # a function's trace name -> its _FnState
+        # id of a compiled graph's callable -> (its weak reference, the name
+        # of its first function's def): _fn's "graph" of the others.
+        self._graph_heads = {}
         # The names given so far but the calls' outputs' (which are unique
         # by their making: _Names._output_name_made).
         self.names_used = set()
@@ -173,6 +176,18 @@ class Session(_Names, _Deaths):
             st = _FnState(name, info)
             self.fns[info.key] = st
             self._fs_by_name[name] = st
+            if info.graph is not None:
+                # cudagraphify's FunctionIDs for the sizes of one dynamic
+                # graph share its callable: each names the first one's def
+                # (the engine counts their sizes together, and warns past
+                # dynamic_shape_warn_limit once, as PyTorch does).
+                g = info.graph()
+                head = self._graph_heads.get(id(g)) if g is not None else None
+                if head is not None and head[0]() is g:
+                    st.graph = head[1]
+                elif g is not None:
+                    self._graph_heads[id(g)] = (info.graph, name)
+                g = None
         return st
 
     def fn_name(self, key):
@@ -465,6 +480,8 @@ class Session(_Names, _Deaths):
         # The graph's static inputs (static_input_idxs), by def position: in
         # a backward its saved tensors are, whatever made them.
         rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+        if fs.graph is not None:
+            rec["graph"] = fs.graph
         if ctx.get("def_src") is not None:
             rec["src"] = ctx["def_src"][0]
         self.trace.set_def(rec)
@@ -484,6 +501,8 @@ class Session(_Names, _Deaths):
                 mutated = [pos[j] for j in fs.info.mutated if j in pos]
                 rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], mutated)
                 rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
+                if fs.graph is not None:
+                    rec["graph"] = fs.graph
                 self.trace.set_def(rec)
                 fs.defined = True
 

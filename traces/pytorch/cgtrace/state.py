@@ -72,9 +72,9 @@ class Fact:
 class FnInfo:
     """A FunctionID as the tree manager knows it."""
 
-    __slots__ = ("key", "base", "mode", "static", "mutated", "placeholders", "device")
+    __slots__ = ("key", "base", "mode", "static", "mutated", "placeholders", "device", "graph")
 
-    def __init__(self, key, base, mode, static=(), mutated=(), placeholders=(), device=0):
+    def __init__(self, key, base, mode, static=(), mutated=(), placeholders=(), device=0, graph=None):
         self.key = key
         self.base = base
         self.mode = mode
@@ -82,6 +82,11 @@ class FnInfo:
         self.mutated = tuple(mutated)
         self.placeholders = list(placeholders)
         self.device = device
+        # A weak reference to the compiled graph's callable (the
+        # WrappedFunction's model), which the FunctionIDs cudagraphify
+        # makes for each input size of a dynamic graph share; None where
+        # there is none, or it takes no weak reference.
+        self.graph = graph
 
 
 class _Entry:
@@ -97,10 +102,13 @@ class _Entry:
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
                  "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan",
-                 "last_entries", "fresh_tok")
+                 "last_entries", "fresh_tok", "graph")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
+        # The def whose compiled graph this function is another size of
+        # (its def's "graph"), or None.
+        self.graph = None
         self.out_pos = []  # output positions the def returns (tensors at the first call)
         self.out_dense = False  # out_pos is every position of the first call's outputs
         self.warned_extra = False

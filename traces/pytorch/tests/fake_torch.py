@@ -233,10 +233,14 @@ class Tensor:
 
     overwritten = False
 
+    # The message the tree marked this output with (each output's names
+    # where it was made, in torch), raised as the error's text.
+    _overwritten_msg = None
+
     def _check(self):
         if self.overwritten or getattr(self._storage, "overwritten", False):
-            raise RuntimeError("Error: accessing tensor output of CUDAGraphs that has been overwritten "
-                               "by a subsequent run.\nStack trace: ...")
+            raise RuntimeError(self._overwritten_msg or "Error: accessing tensor output of CUDAGraphs that has been "
+                               "overwritten by a subsequent run.\nStack trace: ...")
 
     def item(self):
         self._check()
@@ -250,6 +254,7 @@ class Tensor:
 def _set_storage_access_error_msg(t, msg):
     """What the tree does to a live output it deallocates (dealloc_current_path_weakrefs)."""
     t.overwritten = True
+    t._overwritten_msg = msg
 
 
 def _set_storage_data_ptr_access_error_msg(cdata, msg):
@@ -303,8 +308,10 @@ class FunctionID:
 
 
 class Wrapped:
-    def __init__(self, fid, static=(), mutated=(), placeholders=()):
+    def __init__(self, fid, static=(), mutated=(), placeholders=(), model=None):
         self.id = fid
+        if model is not None:  # (the compiled graph's callable: a dynamic graph's sizes share it)
+            self.model = model
         self.static_input_idxs = list(static)
         self.mutated_input_idxs = list(mutated)
         self.placeholders = [types.SimpleNamespace(name=p) for p in placeholders]

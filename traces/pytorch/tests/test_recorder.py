@@ -75,6 +75,30 @@ class RecorderTest(TraceFileTest):
             gc.collect()
             self.assertEqual([r() is None for r in refs], [True] * len(refs))
 
+    def test_sizes_of_a_dynamic_graph_name_its_first_def(self):
+        """cudagraphify makes a FunctionID for each input size of a dynamic
+        graph, all over one compiled callable (WrappedFunction.model): each
+        later size's def names the first's as its graph; a function of its
+        own callable, and one with none, name nothing."""
+        def graph(inputs):
+            return inputs
+
+        def other(inputs):
+            return inputs
+
+        mgr = fake.MGR
+        fids = [mgr.add(5, model=graph), mgr.add(6, model=graph), mgr.add(7, model=other), mgr.add(8),
+                mgr.add(9, model=graph)]
+        with cgtrace.record(self.path):
+            for n, f in zip((4, 6, 8, 10, 12), fids):
+                fake._invocation()
+                a, = mgr._run([Tensor([n])], f)
+                del a
+        _, recs = self.records()
+        defs = {r["fn"]: r.get("graph") for r in recs if r["op"] == "def"}
+        names = list(defs)
+        self.assertEqual(list(defs.values()), [None, names[0], None, None, names[0]], defs)
+
     def test_param_data_swapped_is_a_new_tensor(self):
         """`m.weight.data = torch.rand(...)` between calls (PyTorch's
         test_unstable_ptr): the same Python object over a new storage is a
