@@ -16,9 +16,19 @@ arguments: a name, or an attribute from its object's own __dict__,
 (the value a tensor, or a list, tuple or dict of them), the output is
 named, and the error is recorded as a read of it (Session.read: `read`,
 then `expect error`), as a read method's would be. No property or
-__getattr__ is run (they are the program's code). Before 3.12 nothing
-here runs: such an error is not recorded, the read methods' still are."""
+__getattr__ is run (they are the program's code).
 
+The autograd engine raises it too, with no frame of ours between: a
+backward that adds to a .grad that an earlier backward's output became
+(gradient accumulation with a mark_step between the micro-batches,
+pytorch#169545) touches that output in C++ (AccumulateGrad). Where the
+raising expression calls the engine (`...run_backward(t_outputs, ...)`),
+the .grad of each leaf the tensors it loads reach through their grad_fn
+is looked at: the one whose marking message is the error's, else the
+first found. Before 3.12 nothing here runs: such an error is not
+recorded, the read methods' still are."""
+
+import collections
 import dis
 import sys
 import weakref
@@ -33,6 +43,13 @@ _LOADS = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD
                     "LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_DEREF"))
 # The elements of a list, tuple or dict looked at, at most.
 _MAX_ITEMS = 4096
+# The autograd graph's nodes looked at, at most, for the .grad an engine's
+# error touched (a walk made only once such an error is raised).
+_MAX_NODES = 1 << 16
+# The attribute the raising expression reads where it calls the autograd
+# engine (torch.autograd.graph._engine_run_backward in 2.11, the
+# backward functions themselves before).
+_ENGINE_CALL = "run_backward"
 # The tool ids tried, in turn (0 to 2 and 5 are named for debuggers,
 # coverage, profilers and optimizers: taken last).
 _TOOL_IDS = (4, 3, 5, 2, 1, 0)
@@ -65,6 +82,45 @@ def _loaded_values(frame, code, offset):
                 values.append(v)
         prev = v
     return values
+
+
+def _calls_engine(code, offset):
+    """Whether the raising instruction's expression at offset reads the
+    autograd engine's run_backward attribute."""
+    ins = [i for i in dis.get_instructions(code) if i.offset <= offset]
+    if not ins:
+        return False
+    span = _span(ins[-1])
+    return any(i.argval == _ENGINE_CALL and i.opname in ("LOAD_ATTR", "LOAD_METHOD") and _within(_span(i), span)
+               for i in ins)
+
+
+def _accumulated_grads(roots):
+    """The .grad of each leaf the tensors roots reach through their
+    grad_fn (an AccumulateGrad node's variable), in the order a walk
+    from them meets them: the tensors the engine's AccumulateGrad adds
+    to. Only torch's getters run (grad_fn, next_functions, variable,
+    grad)."""
+    # (seen keeps each node's object: torch makes a C++ node's Python
+    # object anew at each access and frees it when let go, and a node
+    # reached later would take a freed one's id.)
+    seen, grads = {}, []
+    todo = collections.deque(getattr(t, "grad_fn", None) for t in roots)
+    while todo and len(seen) < _MAX_NODES:
+        fn = todo.popleft()
+        if fn is None or id(fn) in seen:
+            continue
+        seen[id(fn)] = fn
+        v = getattr(fn, "variable", None)
+        if v is not None:
+            g = getattr(v, "grad", None)
+            if g is not None:
+                grads.append(g)
+            continue
+        for nxt in getattr(fn, "next_functions", ()) or ():
+            if type(nxt) is tuple and nxt:
+                todo.append(nxt[0])
+    return grads
 
 
 def _own_attr(obj, name):
@@ -139,13 +195,13 @@ def mark_seen(exc):
 
 def _marking(orig, made):
     """orig (one of torch._C's functions by which the tree marks an
-    output or a storage overwritten), calling made(its first argument)
-    after it."""
+    output or a storage overwritten), calling made(its first argument,
+    the message) after it."""
 
     def marked(obj, msg, *rest):
         out = orig(obj, msg, *rest)  # (torch's own, first and unchanged)
         try:
-            made(obj)
+            made(obj, msg)
         except Exception:
             pass
         return out
@@ -162,8 +218,9 @@ class _Raised:
     # Whether a failure here was noted (once).
     _raise_failed = False
     # The live outputs whose data raises the overwritten error, by their
-    # weak references' ids, and such storages' weak references: the
-    # RAISE events are on while there is one.
+    # weak references' ids (each with the message PyTorch gave it), and
+    # such storages' weak references: the RAISE events are on while there
+    # is one.
     _overwritten = {}
     _overwritten_storages = []
 
@@ -209,17 +266,17 @@ class _Raised:
             self._saved[(C, name)] = vars(C).get(name, _ABSENT)
             setattr(C, name, _marking(getattr(C, name), made))
 
-    def _overwritten_output_made(self, t):
-        """t's data now raises the overwritten error: the events on while
-        it lives."""
+    def _overwritten_output_made(self, t, msg):
+        """t's data now raises the overwritten error (msg): the events on
+        while it lives."""
         tid = self._raise_tool
         if tid is None:
             return
         r = weakref.ref(t, self._overwritten_output_died)
-        self._overwritten[id(r)] = r
+        self._overwritten[id(r)] = (r, msg)
         sys.monitoring.set_events(tid, sys.monitoring.events.RAISE)
 
-    def _overwritten_storage_made(self, handle):
+    def _overwritten_storage_made(self, handle, msg):
         """The storage of handle (the weak handle the tree's
         StorageWeakRefWrapper holds, not ours to keep) now raises the
         overwritten error: the events on while it lives, its weak
@@ -287,7 +344,7 @@ class _Raised:
         try:
             if frame.f_code is not code:
                 return
-            name = self._overwritten_output(frame, code, offset)
+            name = self._overwritten_output(frame, code, offset, msg)
             if name is None:
                 return  # (the next frame out may hold it)
             mark_seen(exc)
@@ -315,22 +372,51 @@ class _Raised:
             tb = tb.tb_next
         return False
 
-    def _overwritten_output(self, frame, code, offset):
+    def _overwritten_output(self, frame, code, offset, msg):
         """The name of the first tree output, among the tensors the raising
-        expression loads, whose data pointer raises the overwritten error."""
+        expression loads, whose data pointer raises the overwritten error
+        (msg); where it calls the autograd engine, of the .grad it added to."""
         Tensor = self.torch.Tensor
-        session = self.session
         with self.lock:
             if self._pending or self._fq:
                 self._settle()  # (the deferred calls renamed the outputs: named as they stand once written)
-            for v in _loaded_values(frame, code, offset):
-                for t in _tensors(v, Tensor):
-                    name = session.read_target(t, lambda: t.untyped_storage()._cdata)
-                    if name is None:
-                        continue
-                    try:
-                        t.data_ptr()
-                    except RuntimeError as e:
-                        if _OVERWRITTEN in str(e):
-                            return name
+            loaded = [t for v in _loaded_values(frame, code, offset) for t in _tensors(v, Tensor)]
+            for t in loaded:
+                name = self._overwritten_name(t)
+                if name is not None:
+                    return name
+            if not loaded or not _calls_engine(code, offset):
+                return None
+            # The autograd engine's: the .grad it added to (the one PyTorch
+            # marked with this error's message, else the first found).
+            found = None
+            for g in _accumulated_grads(loaded):
+                name = self._overwritten_name(g)
+                if name is None:
+                    continue
+                if self._marked_with(g, msg):
+                    return name
+                if found is None:
+                    found = name
+            return found
+
+    def _overwritten_name(self, t):
+        """t's name when it is a tree output whose data pointer raises the
+        overwritten error, else None."""
+        name = self.session.read_target(t, lambda: t.untyped_storage()._cdata)
+        if name is None:
+            return None
+        try:
+            t.data_ptr()
+        except RuntimeError as e:
+            if _OVERWRITTEN in str(e):
+                return name
         return None
+
+    def _marked_with(self, t, msg):
+        """Whether PyTorch marked t overwritten with the message msg (an
+        error's text begins with it)."""
+        for r, m in self._overwritten.values():
+            if r() is t:
+                return type(m) is str and type(msg) is str and msg.startswith(m)
+        return False

@@ -46,6 +46,8 @@ skips skips.py
 gan_train gan_train.py
 infer_with_grad infer_with_grad.py
 chained_infer chained_infer.py
+grad_accum grad_accum.py
+varlen_infer varlen_infer.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
 LIST

@@ -22,6 +22,54 @@ def overwrite(*ts):
         sys.modules["torch"]._C._set_storage_access_error_msg(t, OVERWRITTEN)
 
 
+def _touch(w):
+    """The autograd engine's AccumulateGrad adding to w.grad, as C++ does
+    it: no frame that loads the .grad (the stand-in's data_ptr would be
+    one), the error its data pointer's."""
+    raise RuntimeError(getattr(getattr(w, "grad"), "_overwritten_msg"))
+
+
+class _Engine:
+    def run_backward(self, t_outputs, touch):
+        _touch(touch)
+
+
+class Variable:
+    _execution_engine = _Engine()
+
+
+def _engine_run_backward(t_outputs, touch):
+    """torch.autograd.graph's, which backward() and grad() call."""
+    return Variable._execution_engine.run_backward(t_outputs, touch)
+
+
+class _Node:
+    """A C++ autograd node: the nodes it feeds, or an AccumulateGrad's
+    variable."""
+
+    def __init__(self, *nexts, variable=None):
+        self.nexts, self.var = nexts, variable
+
+
+class _GradFn:
+    """A C++ autograd node's Python object as torch makes it: anew at each
+    access (functionToPyObject), freed when let go, so that the next one
+    made may take its id."""
+
+    def __init__(self, node):
+        self._node = node
+
+    @property
+    def next_functions(self):
+        return tuple((_GradFn(n), 0) for n in self._node.nexts)
+
+    @property
+    def variable(self):
+        if self._node.var is None:
+            raise AttributeError("variable")
+        return self._node.var
+
+
 @unittest.skipIf(sys.version_info < (3, 12), "sys.monitoring is Python 3.12's")
 class RaisedTest(TraceFileTest):
     trace_name = "r.cgt.jsonl"
@@ -51,6 +99,37 @@ class RaisedTest(TraceFileTest):
                 stack(list(by_step.values()))
         reads, outs = self.reads()
         self.assertEqual(reads, [(outs[1], OVERWRITTEN), (outs[2], OVERWRITTEN)])
+
+    def test_autograd_engine_adding_to_an_overwritten_grad(self):
+        """Gradient accumulation across a generation (pytorch#169545): the
+        engine adds to a .grad an earlier backward handed out, in C++,
+        with no frame that loads it. Recorded as a read of that output:
+        of the .grads the loss reaches, the one PyTorch marked with the
+        error's message, though the walk meets another first; an
+        engine's error on no named output records nothing."""
+        x = Tensor([4])
+        with cgtrace.record(self.path):
+            mark = sys.modules["torch"]._C._set_storage_access_error_msg  # (the recorder's, watching)
+            g1, g2 = foo(x)[0], foo(x)[0]
+            w1, w2 = Tensor([4]), Tensor([4])
+            w1.grad, w2.grad = g1, g2
+            loss = Tensor([1])
+            # (a chain of nodes first, each object freed before the next is
+            # made, as the loss's clones and sum make it in torch)
+            loss.grad_fn = _GradFn(_Node(_Node(_Node(_Node(_Node(variable=w1)), _Node(variable=w2)))))
+            mark(g1, OVERWRITTEN + " Stack trace: one")
+            mark(g2, OVERWRITTEN + " Stack trace: two")
+            with self.assertRaisesRegex(RuntimeError, "one"):
+                _engine_run_backward((loss,), w1)
+            other = Tensor([1])
+            other.grad_fn = _GradFn(_Node(_Node(variable=Tensor([4]))))
+            w3 = Tensor([4])
+            w3.grad = Tensor([4])
+            mark(w3.grad, OVERWRITTEN)
+            with self.assertRaisesRegex(RuntimeError, "overwritten"):
+                _engine_run_backward((other,), w3)
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[0], OVERWRITTEN)])
 
     def test_each_raise_recorded_once(self):
         """The same mistake twice in a loop: two reads (a new error each
