@@ -106,14 +106,16 @@ class _Events:
             self._known_mgr[dev] = weakref.ref(mgr)
 
 
-    def _on_read(self, name, error):
+    def _on_read(self, name, error, frame=None):
+        """A read of name (error: PyTorch's, or None), its src the first of
+        the program's frames from frame out (default: the caller's)."""
         if self._off:
             return
         try:
             with self.lock:
                 self._settle()
                 self._catch_up_steps()
-                got = self._frames_outside(sys._getframe(1), 1)
+                got = self._frames_outside(frame if frame is not None else sys._getframe(1), 1)
                 src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
                 got = None
                 self.session.read(name, error, src)

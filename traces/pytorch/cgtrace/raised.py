@@ -26,7 +26,9 @@ raising expression calls the engine (`...run_backward(t_outputs, ...)`),
 the .grad of each leaf the tensors it loads reach through their grad_fn
 is looked at: the one whose marking message is the error's, else the
 first found. Before 3.12 nothing here runs: such an error is not
-recorded, the read methods' still are."""
+recorded as it is raised, the read methods' still are, and so is
+the error the recorded code ends on (_on_uncaught: the program did not
+catch it), looked for in its traceback's frames."""
 
 import collections
 import dis
@@ -62,16 +64,14 @@ def _loaded_values(frame, code, offset):
     line where the code has no columns), and each attribute read of the
     value loaded just before it (`self.keys`) from that object's own
     __dict__ (no descriptor, property or __getattr__ runs)."""
-    # (The offset reported may be an inline cache entry's, after its
-    # instruction: the raising one is the last at or before it.)
-    ins = [i for i in dis.get_instructions(code) if i.offset <= offset]
+    ins = _spanned(code, offset)
     if not ins:
         return []
-    span = _span(ins[-1])
+    span = ins[-1][1]
     values, prev = [], _NOTHING
-    for i in ins:
+    for i, s in ins:
         v = _NOTHING
-        if _within(_span(i), span):
+        if _within(s, span):
             if i.opname in _LOADS:
                 names = i.argval if isinstance(i.argval, tuple) else (i.argval,)
                 for n in names:
@@ -87,12 +87,12 @@ def _loaded_values(frame, code, offset):
 def _calls_engine(code, offset):
     """Whether the raising instruction's expression at offset reads the
     autograd engine's run_backward attribute."""
-    ins = [i for i in dis.get_instructions(code) if i.offset <= offset]
+    ins = _spanned(code, offset)
     if not ins:
         return False
-    span = _span(ins[-1])
-    return any(i.argval == _ENGINE_CALL and i.opname in ("LOAD_ATTR", "LOAD_METHOD") and _within(_span(i), span)
-               for i in ins)
+    span = ins[-1][1]
+    return any(i.argval == _ENGINE_CALL and i.opname in ("LOAD_ATTR", "LOAD_METHOD") and _within(s, span)
+               for i, s in ins)
 
 
 def _accumulated_grads(roots):
@@ -136,9 +136,23 @@ def _own_attr(obj, name):
 _NOTHING = object()
 
 
+def _spanned(code, offset):
+    """code's instructions up to the one at offset, each with its source
+    span: ((line, col), (end line, end col)), the columns None where the
+    code has none (before 3.11: the line alone), the span None where it
+    has no line. (The offset reported may be an inline cache entry's,
+    after its instruction: the raising one is the last at or before it.)"""
+    ins = [i for i in dis.get_instructions(code) if i.offset <= offset]
+    if ins and getattr(ins[0], "positions", None) is None:
+        starts, line, out = dict(dis.findlinestarts(code)), None, []
+        for i in ins:
+            line = starts.get(i.offset, line)
+            out.append((i, None if line is None else ((line, None), (line, None))))
+        return out
+    return [(i, _span(i)) for i in ins]
+
+
 def _span(ins):
-    """An instruction's source span: ((line, col), (end line, end col)),
-    the columns None where the code has none."""
     p = ins.positions
     if p is None or p.lineno is None:
         return None
@@ -360,6 +374,39 @@ class _Raised:
                     pass
         finally:
             frame = None
+
+    def _on_uncaught(self, exc):
+        """The error the recorded code ended on (the recording's exit):
+        an overwritten error that no raise event recorded (before 3.12,
+        where there are none, or with no tool id free) is looked for from
+        its traceback's innermost frame out, as each raise is, the frames'
+        values as they were when it unwound. Never raises."""
+        try:
+            msg = exc.args[0] if isinstance(exc, RuntimeError) and exc.args else None
+            if (type(msg) is not str or _OVERWRITTEN not in msg or getattr(exc, SEEN, False) or self._off
+                    or self._out_of_tree_call(exc)):
+                return
+            frames = []
+            tb = exc.__traceback__
+            while tb is not None:
+                frames.append((tb.tb_frame, tb.tb_lasti))
+                tb = tb.tb_next
+            for frame, lasti in reversed(frames):
+                name = self._overwritten_output(frame, frame.f_code, lasti, msg)
+                if name is not None:
+                    mark_seen(exc)
+                    self._on_read(name, _error_text(exc), frames[-1][0])  # (src: the program's line it ended on)
+                    return
+        except Exception as e:
+            if not self._raise_failed:
+                self._raise_failed = True
+                try:
+                    self.session.note("cgtrace: could not record an overwritten output's error: %s: %s"
+                                      % (type(e).__name__, e))
+                except Exception:
+                    pass
+        finally:
+            frames = frame = None
 
     def _out_of_tree_call(self, exc):
         """Whether exc came out of the tree's _run (torch's own frame on

@@ -585,6 +585,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         return self.start()
 
     def __exit__(self, *exc):
+        if exc[1] is not None:
+            self._on_uncaught(exc[1])  # (an overwritten error the program did not catch: raised.py)
         self.stop()
         return False
 

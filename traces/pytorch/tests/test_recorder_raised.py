@@ -374,3 +374,53 @@ class ErrorTextTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UncaughtTest(TraceFileTest):
+    """The overwritten error the recorded code ends on, not caught by the
+    program: recorded at the recording's exit from its traceback's frames
+    on every Python (3.12's raise events record it first, and once)."""
+
+    trace_name = "u.cgt.jsonl"
+
+    def setUp(self):
+        super().setUp()
+        fake.new_manager()
+
+    def reads(self):
+        _, recs = self.records()
+        reads = [(r["name"], recs[i + 1]["error"]) for i, r in enumerate(recs) if r["op"] == "read"]
+        return reads, [r["out"][0] for r in recs if r["op"] == "call"]
+
+    def test_an_eager_op_the_program_ended_on(self):
+        x = Tensor([4])
+        with self.assertRaisesRegex(RuntimeError, "overwritten"):
+            with cgtrace.record(self.path):
+                kept = [foo(x)[0] for _ in range(3)]
+                overwrite(kept[1])
+                stack(kept)
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[1], OVERWRITTEN)])
+
+    def test_the_autograd_engine_the_program_ended_in(self):
+        x = Tensor([4])
+        with self.assertRaisesRegex(RuntimeError, "overwritten"):
+            with cgtrace.record(self.path):
+                g = foo(x)[0]
+                w = Tensor([4])
+                w.grad = g
+                loss = Tensor([1])
+                loss.grad_fn = _GradFn(_Node(_Node(_Node(variable=w))))
+                overwrite(g)
+                _engine_run_backward((loss,), w)
+        reads, outs = self.reads()
+        self.assertEqual(reads, [(outs[0], OVERWRITTEN)])
+
+    def test_other_errors_record_nothing(self):
+        x = Tensor([4])
+        with self.assertRaisesRegex(RuntimeError, "something else"):
+            with cgtrace.record(self.path):
+                kept = foo(x)[0]
+                overwrite(kept)
+                raise RuntimeError("something else")
+        self.assertEqual(self.reads()[0], [])
