@@ -75,8 +75,12 @@ class Session(_Names, _Deaths):
         # by their making: _Names._output_name_made).
         self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
-        self._expects = {}
-        self._swapped = []  # names whose object took other data (lookup), to del after its new record  # (action, node, checkpoints, device) -> its expect record
+        self._expects = {}  # (action, node, checkpoints, device) -> its expect record
+        self._swapped = []  # names whose object took other data (lookup), to del after its new record
+        # The data pointers of the tensors whose del the records end on, by
+        # their shape and dtype (names.py's _emit_dels; begin_call's new
+        # parameters read them).
+        self._dead_ptrs = {}
         self.order = 0
         # Moves whenever a name is bound or unbound, or an entry a memo of
         # inputs holds is renamed: a memo made at the same epoch is true.
@@ -118,6 +122,7 @@ class Session(_Names, _Deaths):
         whether PyTorch raised (an output a later replay overwrote); src:
         the line that read it ((dict, JSON) or None)."""
         self.flush_deaths()
+        self._dead_ptrs.clear()  # (the deaths before it are another event's)
         if name not in self.entries:
             return
         self.counts["reads"] += 1
@@ -251,6 +256,34 @@ class Session(_Names, _Deaths):
         self._bind(name, fact, op)
         return name
 
+    def _deaths_tail(self):
+        """The index in the records where the `del`s and `step`s that end
+        them begin (None: the records end otherwise). A parameter new to
+        the trace is written there, before them, when it was made while
+        those tensors lived (_made_before_deaths): the program made it so
+        (`load_state_dict(..., assign=True)` of new tensors, a checkpoint
+        loaded again: the old parameters die as the new ones take their
+        place), where written after them the simulated allocator would
+        hand it their memory and cgtviz would replay where PyTorch
+        re-recorded (programs/ema_swap.py). One that took a dead tensor's
+        memory stays after its death, and so does one that no dead tensor
+        of its shape and dtype could have given memory to; other tensors
+        are written where first seen, as before (their addresses decide
+        nothing: they are copied into the graph's placeholders)."""
+        recs = self.trace.records
+        k = len(recs)
+        while k > 0 and _is_death_or_step(recs[k - 1]):
+            k -= 1
+        return k if k < len(recs) else None
+
+    def _made_before_deaths(self, fact):
+        """Whether a new parameter was made while the tensors of the `del`s
+        the records end on lived: one of them had its shape and dtype (so
+        that, written after them, it would take that one's memory) and
+        none its data pointer (it took no dead one's)."""
+        ptrs = self._dead_ptrs.get((tuple(fact.shape), fact.dtype)) if fact.ptr is not None else None
+        return ptrs is not None and fact.ptr not in ptrs
+
     def begin_call(self, info, inputs, param_names=None, invocation=None):
         """Records everything before a call: deaths, the tensors it reads
         that the trace has not named yet. `inputs` holds a Fact per tensor
@@ -260,6 +293,11 @@ class Session(_Names, _Deaths):
         the call ran (calls with equal values are one top-level compiled
         invocation). Returns the call's context for end_call."""
         self.flush_deaths()
+        # Where the deaths and steps since the last event begin: a new
+        # parameter was made before them where it took none of their
+        # memory (below).
+        births_at = self._deaths_tail()
+        moved = []
         fs = self._fn(info)
         args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         self._swapped = []
@@ -286,6 +324,8 @@ class Session(_Names, _Deaths):
                 hint = (param_names or {}).get(idx)
                 if idx in info.static:
                     name = self._tensor_record(fact, "param", sanitize(hint, "param") if hint else "param")
+                    if births_at is not None and not self._swapped and self._made_before_deaths(fact):
+                        moved.append(len(self.trace.records) - 1)
                 else:
                     ph_name = ph[idx] if idx < len(ph) else ""
                     if info.mode == "backward":
@@ -298,6 +338,9 @@ class Session(_Names, _Deaths):
                 self.counts["dels"] += len(self._swapped)
                 self.trace.add({"op": "del", "names": self._swapped})
                 self._swapped = []
+        if moved:
+            _move_before(self.trace.records, moved, births_at)
+        self._dead_ptrs.clear()
         if fs.params is not None:
             # (A str: the torch side found its name, Recorder._before_call.)
             args = list(inputs)
@@ -505,6 +548,22 @@ class Session(_Names, _Deaths):
                     rec["graph"] = fs.graph
                 self.trace.set_def(rec)
                 fs.defined = True
+
+
+def _is_death_or_step(r):
+    """Whether the record (a dict, or a line the writer takes as is) is a
+    `del` or a `step`."""
+    if type(r) is str:
+        return r.startswith('{"op": "del"') or r.startswith('{"op": "step"')
+    return type(r) is dict and r.get("op") in ("del", "step")
+
+
+def _move_before(records, idxs, at):
+    """The records at idxs (increasing, all past at) moved to at, in order."""
+    picked = [records[i] for i in idxs]
+    for i in reversed(idxs):
+        del records[i]
+    records[at:at] = picked
 
 
 def _tensor_template(rec, name):

@@ -48,6 +48,7 @@ infer_with_grad infer_with_grad.py
 chained_infer chained_infer.py
 grad_accum grad_accum.py
 varlen_infer varlen_infer.py
+ema_swap ema_swap.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
 LIST

@@ -99,6 +99,37 @@ class RecorderTest(TraceFileTest):
         names = list(defs)
         self.assertEqual(list(defs.values()), [None, names[0], None, None, names[0]], defs)
 
+    def test_new_param_made_before_the_old_died_is_written_before(self):
+        """New weights put in place of the old (load_state_dict(assign=True),
+        programs/ema_swap.py): the new parameter is made while the old one
+        lives, which dies before the next call; its record comes before
+        the old one's del and the step, since written after them the
+        simulated allocator would hand it the old one's memory (PyTorch
+        re-records there: the static input moved). The first parameter,
+        with no death before it, stays where it was first seen."""
+        fake.FOO = fake.MGR.add(0, static=(0,))
+        mark = sys.modules["torch._inductor.cudagraph_trees"].mark_step_begin
+        with cgtrace.record(self.path):
+            w = Tensor([4])
+            for _ in range(2):
+                mark()
+                a, = foo(w)
+                del a
+            new = Tensor([4])
+            w = new  # (the old one dies here, after the new one was made)
+            del new
+            mark()
+            a, = foo(w)
+            del a
+        _, recs = self.records()
+        ops = [(r["op"], r.get("name") or r.get("names")) for r in recs if r["op"] in ("param", "del", "step")]
+        params = [n for op, n in ops if op == "param"]
+        self.assertEqual(len(params), 2, ops)
+        self.assertEqual(ops[:2], [("step", None), ("param", params[0])], ops)
+        first_del = next(i for i, (op, n) in enumerate(ops) if op == "del" and params[0] in n)
+        self.assertLess(ops.index(("param", params[1])), first_del, ops)
+        self.assertLess(ops.index(("param", params[1])), len(ops) - 1 - ops[::-1].index(("step", None)), ops)
+
     def test_param_data_swapped_is_a_new_tensor(self):
         """`m.weight.data = torch.rand(...)` between calls (PyTorch's
         test_unstable_ptr): the same Python object over a new storage is a
