@@ -365,15 +365,20 @@ class _Raised:
             self._on_read(name, _error_text(exc))
         except Exception as e:
             mark_seen(exc)
-            if not self._raise_failed:
-                self._raise_failed = True
-                try:
-                    self.session.note("cgtrace: could not record an overwritten output's error: %s: %s"
-                                      % (type(e).__name__, e))
-                except Exception:
-                    pass
+            self._raise_note(e)
         finally:
             frame = None
+
+    def _raise_note(self, e):
+        """The recorder's own failure e, looking for an overwritten error's
+        output: noted in the trace once."""
+        if not self._raise_failed:
+            self._raise_failed = True
+            try:
+                self.session.note("cgtrace: could not record an overwritten output's error: %s: %s"
+                                  % (type(e).__name__, e))
+            except Exception:
+                pass
 
     def _on_uncaught(self, exc):
         """The error the recorded code ended on (the recording's exit):
@@ -398,13 +403,7 @@ class _Raised:
                     self._on_read(name, _error_text(exc), frames[-1][0])  # (src: the program's line it ended on)
                     return
         except Exception as e:
-            if not self._raise_failed:
-                self._raise_failed = True
-                try:
-                    self.session.note("cgtrace: could not record an overwritten output's error: %s: %s"
-                                      % (type(e).__name__, e))
-                except Exception:
-                    pass
+            self._raise_note(e)
         finally:
             frames = frame = None
 

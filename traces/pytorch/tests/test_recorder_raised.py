@@ -70,9 +70,8 @@ class _GradFn:
         return self._node.var
 
 
-@unittest.skipIf(sys.version_info < (3, 12), "sys.monitoring is Python 3.12's")
-class RaisedTest(TraceFileTest):
-    trace_name = "r.cgt.jsonl"
+class _ReadsTest(TraceFileTest):
+    """A trace of foo's calls on a fresh manager, and its reads."""
 
     def setUp(self):
         super().setUp()
@@ -83,6 +82,11 @@ class RaisedTest(TraceFileTest):
         _, recs = self.records()
         reads = [(r["name"], recs[i + 1]["error"]) for i, r in enumerate(recs) if r["op"] == "read"]
         return reads, [r["out"][0] for r in recs if r["op"] == "call"]
+
+
+@unittest.skipIf(sys.version_info < (3, 12), "sys.monitoring is Python 3.12's")
+class RaisedTest(_ReadsTest):
+    trace_name = "r.cgt.jsonl"
 
     def test_eager_op_names_the_output_it_touched(self):
         """torch.stack of kept outputs: the first overwritten one in the
@@ -376,21 +380,12 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class UncaughtTest(TraceFileTest):
+class UncaughtTest(_ReadsTest):
     """The overwritten error the recorded code ends on, not caught by the
     program: recorded at the recording's exit from its traceback's frames
     on every Python (3.12's raise events record it first, and once)."""
 
     trace_name = "u.cgt.jsonl"
-
-    def setUp(self):
-        super().setUp()
-        fake.new_manager()
-
-    def reads(self):
-        _, recs = self.records()
-        reads = [(r["name"], recs[i + 1]["error"]) for i, r in enumerate(recs) if r["op"] == "read"]
-        return reads, [r["out"][0] for r in recs if r["op"] == "call"]
 
     def test_an_eager_op_the_program_ended_on(self):
         x = Tensor([4])
