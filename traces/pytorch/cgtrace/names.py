@@ -499,8 +499,6 @@ class _Deaths:
         for e in dead:
             if e.kind == "out" and _cached_output(e.fact):
                 self._dead_cached[e.fact.view_key] = e
-            if e.fact.ptr is not None:
-                self._dead_ptrs.setdefault((tuple(e.fact.shape), e.fact.dtype), set()).add(e.fact.ptr)
         self._forget_many(names)
         self.counts["dels"] += len(names)
         _add_del(self.trace, names)

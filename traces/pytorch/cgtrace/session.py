@@ -4,6 +4,7 @@ steps, reads, resets), in order, written to a Trace; names and deaths are
 its mixins' (names.py), what it keeps of tensors and functions state.py's.
 The tests drive it with fake tensors."""
 
+import json
 import math
 import re
 
@@ -77,10 +78,10 @@ class Session(_Names, _Deaths):
         self._fresh_next = {}  # base -> the suffix _fresh tries first
         self._expects = {}  # (action, node, checkpoints, device) -> its expect record
         self._swapped = []  # names whose object took other data (lookup), to del after its new record
-        # The data pointers of the tensors whose del the records end on, by
-        # their shape and dtype (names.py's _emit_dels; begin_call's new
-        # parameters read them).
-        self._dead_ptrs = {}
+        # Each parameter's shape, dtype and data pointer by its name (a new
+        # parameter looks up those the records' last dels name:
+        # _made_before_deaths).
+        self._param_keys = {}
         self.order = 0
         # Moves whenever a name is bound or unbound, or an entry a memo of
         # inputs holds is renamed: a memo made at the same epoch is true.
@@ -122,7 +123,6 @@ class Session(_Names, _Deaths):
         whether PyTorch raised (an output a later replay overwrote); src:
         the line that read it ((dict, JSON) or None)."""
         self.flush_deaths()
-        self._dead_ptrs.clear()  # (the deaths before it are another event's)
         if name not in self.entries:
             return
         self.counts["reads"] += 1
@@ -219,6 +219,8 @@ class Session(_Names, _Deaths):
                 self.trace.devices = max(self.trace.devices, fact.device + 1)
             self.counts["params" if op == "param" else "tensors"] += 1
             self._bind(name, fact, op)
+            if op == "param" and fact.ptr is not None:
+                self._param_key(name, fact)
             return name
         shape = fit_shape(fact.shape)
         rec = {"op": op, "name": name, "shape": shape}
@@ -254,7 +256,15 @@ class Session(_Names, _Deaths):
             self._tensor_lines[key] = _tensor_template(rec, name)
         self.counts["params" if op == "param" else "tensors"] += 1
         self._bind(name, fact, op)
+        if op == "param" and fact.ptr is not None:
+            self._param_key(name, fact)
         return name
+
+    def _param_key(self, name, fact):
+        keys = self._param_keys
+        if len(keys) >= 65536:  # (the dead ones a new parameter never looked up: let go)
+            keys.clear()
+        keys[name] = (tuple(fact.shape), fact.dtype, fact.ptr)
 
     def _deaths_tail(self):
         """The index in the records where the `del`s and `step`s that end
@@ -276,12 +286,26 @@ class Session(_Names, _Deaths):
             k -= 1
         return k if k < len(recs) else None
 
-    def _made_before_deaths(self, fact):
-        """Whether a new parameter was made while the tensors of the `del`s
-        the records end on lived: one of them had its shape and dtype (so
-        that, written after them, it would take that one's memory) and
-        none its data pointer (it took no dead one's)."""
-        ptrs = self._dead_ptrs.get((tuple(fact.shape), fact.dtype)) if fact.ptr is not None else None
+    def _dead_params(self, at):
+        """The data pointers of the parameters the `del`s from record at on
+        name, by their shape and dtype."""
+        dead = {}
+        for r in self.trace.records[at:]:
+            for x in map(json.loads, filter(None, r.split("\n"))) if type(r) is str else (r,):
+                for n in x.get("names", ()):
+                    k = self._param_keys.pop(n, None)
+                    if k is not None:
+                        dead.setdefault(k[:2], set()).add(k[2])
+        return dead
+
+    def _made_before_deaths(self, fact, dead):
+        """Whether a new parameter was made while the parameters of the
+        `del`s the records end on lived (dead: _dead_params): one of them
+        had its shape and dtype (so that, written after them, it would
+        take that one's memory) and none its data pointer (it took no
+        dead one's). Only parameters count: a tree output's memory is
+        the graph pool's, never a parameter's."""
+        ptrs = dead.get((tuple(fact.shape), fact.dtype)) if fact.ptr is not None else None
         return ptrs is not None and fact.ptr not in ptrs
 
     def begin_call(self, info, inputs, param_names=None, invocation=None):
@@ -297,7 +321,7 @@ class Session(_Names, _Deaths):
         # parameter was made before them where it took none of their
         # memory (below).
         births_at = self._deaths_tail()
-        moved = []
+        moved, dead = [], None
         fs = self._fn(info)
         args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         self._swapped = []
@@ -324,8 +348,11 @@ class Session(_Names, _Deaths):
                 hint = (param_names or {}).get(idx)
                 if idx in info.static:
                     name = self._tensor_record(fact, "param", sanitize(hint, "param") if hint else "param")
-                    if births_at is not None and not self._swapped and self._made_before_deaths(fact):
-                        moved.append(len(self.trace.records) - 1)
+                    if births_at is not None and not self._swapped:
+                        if dead is None:
+                            dead = self._dead_params(births_at)
+                        if self._made_before_deaths(fact, dead):
+                            moved.append(len(self.trace.records) - 1)
                 else:
                     ph_name = ph[idx] if idx < len(ph) else ""
                     if info.mode == "backward":
@@ -340,7 +367,6 @@ class Session(_Names, _Deaths):
                 self._swapped = []
         if moved:
             _move_before(self.trace.records, moved, births_at)
-        self._dead_ptrs.clear()
         if fs.params is not None:
             # (A str: the torch side found its name, Recorder._before_call.)
             args = list(inputs)
@@ -551,10 +577,11 @@ class Session(_Names, _Deaths):
 
 
 def _is_death_or_step(r):
-    """Whether the record (a dict, or a line the writer takes as is) is a
-    `del` or a `step`."""
+    """Whether the record (a dict, or lines the writer takes as they are:
+    the deferred calls' writer joins a run of them) is `del`s and
+    `step`s alone."""
     if type(r) is str:
-        return r.startswith('{"op": "del"') or r.startswith('{"op": "step"')
+        return all(x.startswith('{"op": "del"') or x.startswith('{"op": "step"') for x in r.split("\n") if x)
     return type(r) is dict and r.get("op") in ("del", "step")
 
 
