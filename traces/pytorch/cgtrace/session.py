@@ -275,9 +275,10 @@ class Session(_Names, _Deaths):
         loaded again: the old parameters die as the new ones take their
         place), where written after them the simulated allocator would
         hand it their memory and cgtviz would replay where PyTorch
-        re-recorded (programs/ema_swap.py). One that took a dead tensor's
-        memory stays after its death, and so does one that no dead tensor
-        of its shape and dtype could have given memory to; other tensors
+        re-recorded (programs/ema_swap.py). One that took a dead
+        parameter's memory stays after its death, and so does one that no
+        dead parameter of its shape and dtype could have given memory to;
+        other tensors
         are written where first seen, as before (their addresses decide
         nothing: they are copied into the graph's placeholders)."""
         recs = self.trace.records

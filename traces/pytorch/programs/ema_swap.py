@@ -16,8 +16,9 @@ so the graph's static inputs (the parameters) move. mark_step a call.
    (the trace's rerecord_limit stays unbounded).
 
 The new weights are made before the old ones die: the recorder writes a
-new parameter before the deaths since the last call when one of them was
-of its shape and none at its address (Session._deaths_tail), or the
+new parameter before the deaths since the last call when a parameter
+they delete was of its shape and none at its address
+(Session._deaths_tail), or the
 simulated allocator would hand it the dead one's memory and cgtviz would
 replay where PyTorch re-recorded.
 
