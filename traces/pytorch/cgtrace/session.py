@@ -550,12 +550,19 @@ class Session(_Names, _Deaths):
         # The graph's static inputs (static_input_idxs), by def position: in
         # a backward its saved tensors are, whatever made them.
         rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
-        if fs.graph is not None:
+        if self._graph_defined(fs):
             rec["graph"] = fs.graph
         if ctx.get("def_src") is not None:
             rec["src"] = ctx["def_src"][0]
         self.trace.set_def(rec)
         fs.defined = True
+
+    def _graph_defined(self, fs):
+        """Whether fs's def names its graph's: only a def written before it
+        (the format's rule; a graph's first size whose calls all raised is
+        defined at the end, and its other sizes then name none)."""
+        head = self._fs_by_name.get(fs.graph) if fs.graph is not None else None
+        return head is not None and head.defined
 
     def finish(self):
         """Emits the deaths seen at the end, and a def for every function
@@ -571,7 +578,7 @@ class Session(_Names, _Deaths):
                 mutated = [pos[j] for j in fs.info.mutated if j in pos]
                 rec = synth_def(fs.name, fs.info.mode, fs.params, fs.shapes, [], mutated)
                 rec["static"] = sorted(pos[j] for j in fs.info.static if j in pos)
-                if fs.graph is not None:
+                if self._graph_defined(fs):
                     rec["graph"] = fs.graph
                 self.trace.set_def(rec)
                 fs.defined = True

@@ -99,6 +99,28 @@ class RecorderTest(TraceFileTest):
         names = list(defs)
         self.assertEqual(list(defs.values()), [None, names[0], None, None, names[0]], defs)
 
+    def test_a_size_names_no_graph_defined_after_it(self):
+        """A graph's first size whose call raised is defined only at the
+        end, after the other sizes' defs: they name no graph (the format
+        wants it defined before)."""
+        def graph(inputs):
+            return inputs
+
+        mgr = fake.MGR
+        first, second = mgr.add(5, model=graph), mgr.add(6, model=graph)
+        mgr.fail = {5}  # (the tree's call of the first size raises)
+        with cgtrace.record(self.path):
+            fake._invocation()
+            with self.assertRaises(RuntimeError):
+                mgr._run([Tensor([4])], first)
+            fake._invocation()
+            a, = mgr._run([Tensor([6])], second)
+            del a
+        _, recs = self.records()
+        defs = [(r["fn"], r.get("graph")) for r in recs if r["op"] == "def"]
+        self.assertEqual(len(defs), 2, defs)
+        self.assertEqual([g for _, g in defs], [None, None], defs)
+
     def test_new_param_made_before_the_old_died_is_written_before(self):
         """New weights put in place of the old (load_state_dict(assign=True),
         programs/ema_swap.py): the new parameter is made while the old one
