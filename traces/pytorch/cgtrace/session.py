@@ -278,9 +278,9 @@ class Session(_Names, _Deaths):
         re-recorded (programs/ema_swap.py). One that took a dead
         parameter's memory stays after its death, and so does one that no
         dead parameter of its shape and dtype could have given memory to;
-        other tensors
-        are written where first seen, as before (their addresses decide
-        nothing: they are copied into the graph's placeholders)."""
+        other tensors are written where first seen, as before (their
+        addresses decide nothing: they are copied into the graph's
+        placeholders)."""
         recs = self.trace.records
         k = len(recs)
         while k > 0 and _is_death_or_step(recs[k - 1]):
@@ -589,7 +589,10 @@ def _is_death_or_step(r):
     the deferred calls' writer joins a run of them) is `del`s and
     `step`s alone."""
     if type(r) is str:
-        return all(x.startswith('{"op": "del"') or x.startswith('{"op": "step"') for x in r.split("\n") if x)
+        # (The first line alone first: the writer's joined runs are long,
+        # and most begin with a call.)
+        return (r.startswith(('{"op": "del"', '{"op": "step"'))
+                and all(x.startswith(('{"op": "del"', '{"op": "step"')) for x in r.split("\n") if x))
     return type(r) is dict and r.get("op") in ("del", "step")
 
 
