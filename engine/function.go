@@ -509,6 +509,9 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 		return nil, false, err
 	}
 	f = &Function{ID: len(m.funcs), Dev: m.ds.index, Name: def.Fn, Mode: def.Mode, Shapes: slices.Clone(shapes), DTypes: slices.Clone(dtypes), Static: static, Compile: ent.Gen, Dynamic: ent.Dynamic() || def.Graph != "", Graph: def.Graph, plan: p, viewsOnly: p.viewsOnly, Mutated: mutatedParams(def)}
+	// (The tables this writes to are the manager's own from here: a clone
+	// shares them until one changes them.)
+	m.ownFuncTables()
 	gk := m.graphOf(def, graphKey{guard, ent.Gen})
 	m.warnDynamicShapes(gk, def.Fn, line)
 	if f.Mode == "" {
@@ -519,7 +522,6 @@ func (m *manager) lookupFunction(def *traces.Record, line int, shapes [][]int, d
 			f.StaticIdx = append(f.StaticIdx, i)
 		}
 	}
-	m.ownFuncTables()
 	f.gen = m.fnGen
 	if m.sizes == nil {
 		m.sizes = map[graphKey]int{}
@@ -564,7 +566,6 @@ func (m *manager) warnDynamicShapes(gk graphKey, fn string, line int) {
 	if n <= limit || m.sizeWarned[gk] {
 		return
 	}
-	m.ownFuncTables()
 	if m.sizeWarned == nil {
 		m.sizeWarned = map[graphKey]bool{}
 	}
@@ -579,7 +580,8 @@ func (m *manager) warnDynamicShapes(gk graphKey, fn string, line int) {
 // def that names its graph (a recorded trace writes each size of a dynamic
 // graph as its own def: traces.Record.Graph), the graph of the def it
 // names, as that def's first function found it. The def's own graph is
-// kept for the defs that name it.
+// kept for the defs that name it. Like warnDynamicShapes, it writes the
+// function tables, which the caller has made its own (ownFuncTables).
 func (m *manager) graphOf(def *traces.Record, own graphKey) graphKey {
 	gk := own
 	if def.Graph != "" {
@@ -591,7 +593,6 @@ func (m *manager) graphOf(def *traces.Record, own graphKey) graphKey {
 		}
 	}
 	if _, ok := m.defGraphs[def.Fn]; !ok {
-		m.ownFuncTables()
 		if m.defGraphs == nil {
 			m.defGraphs = map[string]graphKey{}
 		}

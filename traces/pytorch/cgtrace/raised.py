@@ -57,14 +57,14 @@ _ENGINE_CALL = "run_backward"
 _TOOL_IDS = (4, 3, 5, 2, 1, 0)
 
 
-def _loaded_values(frame, code, offset):
-    """The values that the raising instruction at offset's expression
-    loads (a call's: the callee and its arguments), in order: each load
-    of a name whose source span lies within the instruction's (or on its
-    line where the code has no columns), and each attribute read of the
-    value loaded just before it (`self.keys`) from that object's own
-    __dict__ (no descriptor, property or __getattr__ runs)."""
-    ins = _spanned(code, offset)
+def _loaded_values(frame, ins):
+    """The values that the raising instruction's expression loads (a
+    call's: the callee and its arguments), in order, of ins (_spanned's:
+    the raising instruction last): each load of a name whose source span
+    lies within the instruction's (or on its line where the code has no
+    columns), and each attribute read of the value loaded just before it
+    (`self.keys`) from that object's own __dict__ (no descriptor,
+    property or __getattr__ runs)."""
     if not ins:
         return []
     span = ins[-1][1]
@@ -84,10 +84,9 @@ def _loaded_values(frame, code, offset):
     return values
 
 
-def _calls_engine(code, offset):
-    """Whether the raising instruction's expression at offset reads the
-    autograd engine's run_backward attribute."""
-    ins = _spanned(code, offset)
+def _calls_engine(ins):
+    """Whether the raising instruction's expression reads the autograd
+    engine's run_backward attribute (ins: as _loaded_values takes them)."""
     if not ins:
         return False
     span = ins[-1][1]
@@ -197,6 +196,15 @@ def _tensors(v, Tensor):
 # frames' tensors alive (and change when they die), and an id is reused
 # by the next error of a loop that raises the same one.
 SEEN = "_cgtrace_seen"
+
+
+def _unrecorded_overwritten(exc):
+    """exc's message when exc is the overwritten error and not recorded
+    yet (not marked seen), else None."""
+    msg = exc.args[0] if isinstance(exc, RuntimeError) and exc.args else None
+    if type(msg) is not str or _OVERWRITTEN not in msg or getattr(exc, SEEN, False):
+        return None
+    return msg
 
 
 def mark_seen(exc):
@@ -341,10 +349,8 @@ class _Raised:
                 except Exception:
                     pass
             return
-        msg = exc.args[0] if exc.args else None
-        if type(msg) is not str or _OVERWRITTEN not in msg:
-            return
-        if getattr(exc, SEEN, False):
+        msg = _unrecorded_overwritten(exc)
+        if msg is None:
             return
         # A read method's error is recorded by its wrapper (busy, then
         # marked seen); one inside a tree call is the call's, and so is
@@ -387,9 +393,8 @@ class _Raised:
         its traceback's innermost frame out, as each raise is, the frames'
         values as they were when it unwound. Never raises."""
         try:
-            msg = exc.args[0] if isinstance(exc, RuntimeError) and exc.args else None
-            if (type(msg) is not str or _OVERWRITTEN not in msg or getattr(exc, SEEN, False) or self._off
-                    or self._out_of_tree_call(exc)):
+            msg = _unrecorded_overwritten(exc)
+            if msg is None or self._off or self._out_of_tree_call(exc):
                 return
             frames = []
             tb = exc.__traceback__
@@ -426,12 +431,13 @@ class _Raised:
         with self.lock:
             if self._pending or self._fq:
                 self._settle()  # (the deferred calls renamed the outputs: named as they stand once written)
-            loaded = [t for v in _loaded_values(frame, code, offset) for t in _tensors(v, Tensor)]
+            ins = _spanned(code, offset)
+            loaded = [t for v in _loaded_values(frame, ins) for t in _tensors(v, Tensor)]
             for t in loaded:
                 name = self._overwritten_name(t)
                 if name is not None:
                     return name
-            if not loaded or not _calls_engine(code, offset):
+            if not loaded or not _calls_engine(ins):
                 return None
             # The autograd engine's: the .grad it added to (the one PyTorch
             # marked with this error's message, else the first found).

@@ -266,9 +266,9 @@ class Session(_Names, _Deaths):
             keys.clear()
         keys[name] = (tuple(fact.shape), fact.dtype, fact.ptr)
 
-    def _deaths_tail(self):
+    def _deaths_tail(self, end):
         """The index in the records where the `del`s and `step`s that end
-        them begin (None: the records end otherwise). A parameter new to
+        them before end begin (None: they end otherwise). A parameter new to
         the trace is written there, before them, when it was made while
         those tensors lived (_made_before_deaths): the program made it so
         (`load_state_dict(..., assign=True)` of new tensors, a checkpoint
@@ -282,16 +282,16 @@ class Session(_Names, _Deaths):
         addresses decide nothing: they are copied into the graph's
         placeholders)."""
         recs = self.trace.records
-        k = len(recs)
+        k = end
         while k > 0 and _is_death_or_step(recs[k - 1]):
             k -= 1
-        return k if k < len(recs) else None
+        return k if k < end else None
 
-    def _dead_params(self, at):
-        """The data pointers of the parameters the `del`s from record at on
-        name, by their shape and dtype."""
+    def _dead_params(self, at, end):
+        """The data pointers of the parameters the `del`s of records at to
+        end name, by their shape and dtype."""
         dead = {}
-        for r in self.trace.records[at:]:
+        for r in self.trace.records[at:end]:
             for x in map(json.loads, filter(None, r.split("\n"))) if type(r) is str else (r,):
                 for n in x.get("names", ()):
                     k = self._param_keys.pop(n, None)
@@ -318,11 +318,10 @@ class Session(_Names, _Deaths):
         the call ran (calls with equal values are one top-level compiled
         invocation). Returns the call's context for end_call."""
         self.flush_deaths()
-        # Where the deaths and steps since the last event begin: a new
-        # parameter was made before them where it took none of their
-        # memory (below).
-        births_at = self._deaths_tail()
-        moved, dead = [], None
+        # Where the records stand before the call's own: a new parameter
+        # was made before the deaths and steps they end on where it took
+        # none of their memory (below; looked at only for one).
+        before, moved, dead = len(self.trace.records), [], None
         fs = self._fn(info)
         args, param_list, shapes, pdtypes, pviews = [], [], [], [], []
         self._swapped = []
@@ -349,9 +348,10 @@ class Session(_Names, _Deaths):
                 hint = (param_names or {}).get(idx)
                 if idx in info.static:
                     name = self._tensor_record(fact, "param", sanitize(hint, "param") if hint else "param")
-                    if births_at is not None and not self._swapped:
+                    if not self._swapped:
                         if dead is None:
-                            dead = self._dead_params(births_at)
+                            births_at = self._deaths_tail(before)
+                            dead = self._dead_params(births_at, before) if births_at is not None else {}
                         if self._made_before_deaths(fact, dead):
                             moved.append(len(self.trace.records) - 1)
                 else:

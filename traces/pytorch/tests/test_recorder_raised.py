@@ -297,7 +297,7 @@ class RaisedTest(_ReadsTest):
         through a property."""
         import dis
 
-        from cgtrace.raised import _loaded_values
+        from cgtrace.raised import _loaded_values, _spanned
 
         class Cache:
             ran = False
@@ -319,7 +319,7 @@ class RaisedTest(_ReadsTest):
         Cache.ran = False  # (f's own line ran it)
         line = f.__code__.co_firstlineno + 2
         call = [i for i in dis.get_instructions(f) if i.opname == "CALL" and i.positions.lineno == line][-1]
-        values = _loaded_values(frame, f.__code__, call.offset + 2)  # (an offset in its inline cache)
+        values = _loaded_values(frame, _spanned(f.__code__, call.offset + 2))  # (an offset in its inline cache)
         self.assertEqual(values, [len, cache, "K", "O", cache, None])
         self.assertFalse(Cache.ran)
 
