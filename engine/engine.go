@@ -201,6 +201,9 @@ type Step struct {
 	Events []Event
 	// ExpectFailures are the failed checks of an expect record.
 	ExpectFailures []ExpectFailure
+	// Note is a note record's text (the recorder's word on what it could
+	// not record, say), "" for other records.
+	Note string
 	// nodeFn and parentFn are the function names of Node and its parent,
 	// for expect records.
 	nodeFn, parentFn string
@@ -368,6 +371,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		}
 		return nil
 	case traces.OpNote:
+		step.Note = rec.Text
 		return nil
 	case traces.OpReset:
 		return e.applyReset(rec)

@@ -70,3 +70,52 @@ func TestReportNamesDefSource(t *testing.T) {
 		t.Error("the report does not name forward_0's definition, model.py:12 (in forward)")
 	}
 }
+
+// TestRunShowsNotesOfTraceWithoutCalls: a recording that could record no
+// call says why only in its notes (cudagraphs made outside the trees, a
+// torch cgtrace cannot wrap); run's summary then shows them, where it
+// would show a bare empty tree, and --log shows every note at its line.
+// A trace with calls keeps its summary as it was.
+func TestRunShowsNotesOfTraceWithoutCalls(t *testing.T) {
+	dir := t.TempDir()
+	quiet := filepath.Join(dir, "quiet.cgt.jsonl")
+	text := `{"cgtviz": 1, "name": "q"}` + "\n"
+	for i := 1; i <= maxQuietNotes+2; i++ {
+		text += `{"op": "note", "text": "graph ` + string(rune('0'+i%10)) + ` outside the trees"}` + "\n"
+	}
+	if err := os.WriteFile(quiet, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"run", quiet}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"no compiled calls in " + quiet + "; its notes say:\n  line 2: graph 1 outside the trees\n",
+		"  line 9: graph 8 outside the trees\n  (and 2 more)\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q in\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"run", "--log", quiet}, &out, &errb); code != 0 {
+		t.Fatalf("--log: exit %d: %s", code, errb.String())
+	}
+	if want := quiet + ":11: note: graph 0 outside the trees\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("--log lacks %q in\n%s", want, out.String())
+	}
+
+	busy := filepath.Join(dir, "busy.cgt.jsonl")
+	text = `{"cgtviz": 1, "name": "b"}` + "\n" + `{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}` + "\n" +
+		`{"op": "tensor", "name": "x", "shape": [4], "init": "rand", "seed": 1}` + "\n" +
+		`{"op": "note", "text": "a note"}` + "\n" + `{"op": "call", "fn": "f", "args": ["x"], "out": ["o"]}` + "\n"
+	if err := os.WriteFile(busy, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"run", busy}, &out, &errb); code != 0 {
+		t.Fatalf("busy: exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "no compiled calls") {
+		t.Errorf("a trace with calls got the notes' summary:\n%s", out.String())
+	}
+}

@@ -91,6 +91,25 @@ class _Events:
             except Exception as e:
                 self._fail("at a backward without cudagraphs", e)
 
+    def _on_plain_cudagraph(self):
+        """A compiled graph's first run made its CUDA graph outside the
+        trees (compile_fx's cudagraphify_impl: triton.cudagraph_trees
+        off). cgtviz models the trees only: the graph's calls are not
+        recorded, and a note at this point of the trace says so (stop
+        warns once, with the count)."""
+        if self._off:
+            return
+        with self.lock:
+            self._settle()
+            try:
+                self.plain_cudagraphs += 1
+                self.session.note(
+                    "compiled graph %d of this program made its CUDA graph outside CUDAGraph Trees "
+                    "(torch._inductor.config.triton.cudagraph_trees is False): cgtviz models the trees only, "
+                    "so its calls are not in this trace" % self.plain_cudagraphs)
+            except Exception as e:
+                self._fail("at a CUDA graph outside the trees", e)
+
     def _check_manager(self, mgr):
         """A reset the wrapper did not see: the mark-step counter back at 0
         (only reset_cudagraph_trees does that), or a new tree manager on the

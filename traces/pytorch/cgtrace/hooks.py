@@ -101,6 +101,7 @@ class _Hooks:
         _run = self._lean_run(torch, cgt, self._saved[(M, "_run")])
         execute_node, record_function, run_eager = self._tree_wrappers(M)
         self._wrap_reset_and_backward(cgt, M)
+        self._wrap_plain_cudagraphs()
         reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
         if reads is not None:
             # (the errors an eager op raises on an overwritten output:
@@ -434,6 +435,28 @@ class _Hooks:
 
         if orig_back is not None:
             M.set_to_running_backward = set_to_running_backward
+
+    def _wrap_plain_cudagraphs(self):
+        """compile_fx's cudagraphs outside the trees wrapped to be counted:
+        with torch._inductor.config.triton.cudagraph_trees off, a compiled
+        graph's first run makes its graph through compile_fx's
+        cudagraphify_impl (looked up there at each graph), never through
+        the tree manager. cgtviz models the trees only, so such a
+        program's calls are not recorded; without this its trace would
+        hold no calls and say nothing of why (_on_plain_cudagraph)."""
+        cfx = torch_api.compile_fx_module()
+        orig = getattr(cfx, "__dict__", {}).get("cudagraphify_impl")
+        if not callable(orig):
+            return
+        rec = self
+
+        def cudagraphify_impl(*args, **kwargs):
+            rec._on_plain_cudagraph()
+            return orig(*args, **kwargs)
+
+        cudagraphify_impl.__wrapped__ = orig
+        self._saved[(cfx, "cudagraphify_impl")] = orig
+        cfx.cudagraphify_impl = cudagraphify_impl
 
     def _install_reads(self, T):
         """Wraps the Tensor methods through which the host reads values, so a

@@ -195,6 +195,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self._fid_cache = {}  # id(FunctionID) -> (it, the manager's weakref, FnInfo, _FnState)
         self._node_key_cache = {}  # id(node) -> (weakrefs to node and its manager, _node_keys)
         self._known_mgr = {}  # device -> weakref to the tree manager its last call ran in
+        # Compiled graphs whose CUDA graph was made outside the trees
+        # (triton.cudagraph_trees off: _on_plain_cudagraph), not recorded.
+        self.plain_cudagraphs = 0
         # Calls that took the short path (_fast_after, or deferred): what
         # tools/gpu/recorder-overhead.py reports, to show the path is taken.
         self.short_calls = 0
@@ -601,6 +604,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             if m is not None and m.roots is not None:
                 trees[str(dev)] = _tree_stats(m)
         summary["trees"] = trees
+        if self.plain_cudagraphs:
+            summary["cudagraphs_outside_trees"] = self.plain_cudagraphs
+            _warn("cgtrace: %d compiled graph%s made CUDA graphs outside CUDAGraph Trees "
+                  "(torch._inductor.config.triton.cudagraph_trees is False): cgtviz models the trees only, "
+                  "so their calls are not in the trace; leave cudagraph_trees on to record them"
+                  % (self.plain_cudagraphs, "" if self.plain_cudagraphs == 1 else "s"))
         meta["recorded"] = summary
         meta["approximations"] = _APPROXIMATIONS
 

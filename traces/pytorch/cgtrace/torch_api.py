@@ -18,6 +18,14 @@ def load():
     return torch, cgt, inductor_config, GenerationTracker, dynamo_config
 
 
+def compile_fx_module():
+    """torch._inductor.compile_fx where it is loaded (cudagraph_trees
+    imports it), else None: not imported here, which would change what
+    the program has loaded."""
+    import sys
+    return sys.modules.get("torch._inductor.compile_fx")
+
+
 def frame_strategies():
     """(set_code_exec_strategy, FrameAction, FrameExecStrategy) of Dynamo's
     frame hook; ImportError on a torch without them."""

@@ -679,6 +679,27 @@ class CppReads:
         return _tensors_data_ptrs_at_indices_equal(tensors, ptrs, indices)
 
 
+def _plain_cudagraphify_impl(model, inputs, static_input_idxs=()):
+    """compile_fx.cudagraphify_impl's stand-in (a CUDA graph outside the
+    trees): the graph runs as itself."""
+    return model
+
+
+def _cudagraphify(model, static_input_idxs=()):
+    """compile_fx.cudagraphify as 2.11 has it with triton.cudagraph_trees
+    off: the implementation looked up in compile_fx at the graph's first
+    run, then that run's callable for every call."""
+    compiled = [None]
+
+    def run(new_inputs):
+        if compiled[0] is None:
+            compiled[0] = sys.modules["torch._inductor.compile_fx"].cudagraphify_impl(
+                model, new_inputs, static_input_idxs)
+        return compiled[0](new_inputs)
+
+    return run
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -706,6 +727,9 @@ def install_fake_torch():
     config = ConfigModule("torch._inductor.config", {
         "triton.skip_cudagraph_warmup": False, "triton.cudagraph_unexpected_rerecord_limit": 128})
     inductor.cudagraph_trees, inductor.config = cgt, config
+    cfx = types.ModuleType("torch._inductor.compile_fx")
+    cfx.cudagraphify, cfx.cudagraphify_impl = _cudagraphify, _plain_cudagraphify_impl
+    inductor.compile_fx = cfx
     dynamo = types.ModuleType("torch._dynamo")
     dconfig = ConfigModule("torch._dynamo.config", {
         "recompile_limit": 8, "automatic_dynamic_shapes": True, "assume_static_by_default": True})
@@ -728,7 +752,7 @@ def install_fake_torch():
     red.StorageWeakRef = StorageWeakRef
     torch._inductor, torch._dynamo, torch.multiprocessing = inductor, dynamo, mp
     mods = {"torch": torch, "torch._inductor": inductor, "torch._inductor.cudagraph_trees": cgt,
-            "torch._inductor.config": config, "torch._dynamo": dynamo, "torch._dynamo.config": dconfig,
+            "torch._inductor.config": config, "torch._inductor.compile_fx": cfx, "torch._dynamo": dynamo, "torch._dynamo.config": dconfig,
             "torch._dynamo.mutation_guard": guard, "torch.multiprocessing": mp,
             "torch.multiprocessing.reductions": red, "torch._C": torch._C, "torch._C._dynamo": c_dynamo,
             "torch._C._dynamo.eval_frame": c_eval, "torch._dynamo.types": dtypes}

@@ -56,6 +56,46 @@ class RecorderTest(TraceFileTest):
         self.assertEqual(ops[:7], ["step", "tensor", "call", "expect", "del", "call", "expect"])
         self.assertEqual(header["meta"]["recorded"]["trees"]["0"]["nodes"], 2)
 
+    def test_cudagraphs_outside_the_trees_are_said(self):
+        """With triton.cudagraph_trees off, compile_fx makes each graph's
+        CUDA graph through its own cudagraphify_impl, never the tree
+        manager: nothing of those calls can be recorded, and the trace
+        says so at the graph's first run (a note), its counts say how
+        many, and stop warns, instead of a trace of no calls that says
+        nothing. The tree's calls around them are recorded as ever."""
+        cfx = sys.modules["torch._inductor.compile_fx"]
+        orig = cfx.cudagraphify_impl
+        g1 = cfx.cudagraphify(lambda ins: [ins[0]])
+        g2 = cfx.cudagraphify(lambda ins: [ins[0]])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            with cgtrace.record(self.path):
+                inp = Tensor([4])
+                for _ in range(3):
+                    g1([inp])
+                a, = foo(inp)
+                g2([inp])
+        self.assertIs(cfx.cudagraphify_impl, orig)
+        header, recs = self.records()
+        notes = [r["text"] for r in recs if r["op"] == "note" and "outside CUDAGraph Trees" in r["text"]]
+        self.assertEqual(len(notes), 2, notes)
+        self.assertIn("compiled graph 1 of this program", notes[0])
+        self.assertIn("compiled graph 2 of this program", notes[1])
+        self.assertIn("cudagraph_trees is False", notes[0])
+        # (in order: the second graph's note after the tree's call before it)
+        ops = [r["op"] for r in recs if r["op"] in ("note", "call")]
+        self.assertEqual(ops, ["note", "call", "note"])
+        self.assertEqual(header["meta"]["recorded"]["cudagraphs_outside_trees"], 2)
+        self.assertIn("2 compiled graphs made CUDA graphs outside CUDAGraph Trees", err.getvalue())
+        # A recording without such graphs says nothing of them.
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            with cgtrace.record(self.path):
+                a, = foo(inp)
+        header, recs = self.records()
+        self.assertNotIn("cudagraphs_outside_trees", header["meta"]["recorded"])
+        self.assertNotIn("outside CUDAGraph Trees", err.getvalue())
+
     def test_recorder_keeps_no_manager_node_or_tensor_alive(self):
         """While a recording runs, what the program lets go of dies: the tree
         manager (with its graphs and pool), its nodes and the tensors. PyTorch's
