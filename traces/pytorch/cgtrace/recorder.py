@@ -33,6 +33,22 @@ from .session import Session
 _ACTIVE = {"recorder": None}
 
 
+def _after_fork_in_child():
+    """(os.register_at_fork) A process forked while a recording runs (a
+    DataLoader's worker, a multiprocessing pool's process, os.fork) holds
+    a copy of the recording, its file descriptor and its records not yet
+    written: left alone, its exit, a SIGTERM (a DataLoader ends a worker
+    that way) or a flush would write that copy into the parent's trace
+    (Recorder._forked)."""
+    rec = _ACTIVE["recorder"]
+    if rec is not None:
+        rec._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Hot:
     """The recorder's state that the _run wrapper's steady path reads at
     every call, in one small object of slots (the Recorder's attributes of
@@ -189,6 +205,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self._param_names = {}  # id(param) -> module path, filled lazily
         self._gen = None  # torch._dynamo.mutation_guard.GenerationTracker, at start
         self._off = False  # set by the recorder's own failure: calls pass through
+        self._forked_child = False  # this process is a fork of the recorded one (_forked)
         self.error = None  # that failure, as text
         self._skipped = set()  # kinds of tensors left out (noted once each)
         self._trees = {}  # device -> {nodes, roots, checkpoints} after the last call
@@ -517,10 +534,41 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             pass
         self._fail("writing the trace to %s" % self.path, e)
 
+    def _forked(self):
+        """This process is a fork of the recorded one. The trace is the
+        parent's: the child writes nothing to it, ever, and runs
+        unrecorded (torch's functions put back, the exit guards dropped,
+        the trace's file pointed at /dev/null in this process only, so
+        that even a buffered file's last flush at exit goes nowhere).
+        Nothing here takes the recorder's lock: another thread of the
+        parent may have held it at the fork, and it is no one's here."""
+        _ACTIVE["recorder"] = None
+        self._forked_child = True
+        self._off = True
+        trace = self.trace
+        out, trace.out, trace.done = trace.out, None, None
+        trace.records = []
+        try:
+            fd = out.fd if hasattr(out, "fd") else out.fileno() if out is not None else None
+            if fd is not None:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd, inheritable=False)
+                os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            self._unpatch()
+            self._drop_exit_guards()
+        except Exception:
+            pass
+
     def stop(self):
         """Puts PyTorch's functions back and writes the trace. A failure to
         finish or write is the recorder's: warned about and kept in
-        self.error, never raised into the program."""
+        self.error, never raised into the program. In a forked child
+        (_forked) there is nothing to stop or write."""
+        if self._forked_child:
+            return
         self._unpatch()
         if _ACTIVE["recorder"] is self:
             _ACTIVE["recorder"] = None
@@ -588,7 +636,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         return self.start()
 
     def __exit__(self, *exc):
-        if exc[1] is not None:
+        if exc[1] is not None and not self._forked_child:
             self._on_uncaught(exc[1])  # (an overwritten error the program did not catch: raised.py)
         self.stop()
         return False

@@ -47,8 +47,8 @@ PROGRAM = textwrap.dedent("""
     rec = cgtrace.record(path)
     rec.start()
 
-    def loop(x):  # (in a function, as a program's loop mostly is)
-        for i in range(upto):
+    def loop(x, n):  # (in a function, as a program's loop mostly is)
+        for i in range(n):
             cgt.mark_step_begin()
             fake._invocation()
             if i %% every == 0:
@@ -57,7 +57,29 @@ PROGRAM = textwrap.dedent("""
             if i == 7:
                 out[0].item()
 
-    loop(x)
+    loop(x, upto)
+    if how == "fork":
+        # Two forks of the recorded process, as a DataLoader's workers or
+        # a multiprocessing pool's are: one ended by SIGTERM (Pool.terminate),
+        # one leaving through sys.exit (its atexit); then the parent goes
+        # on, and dies by SIGTERM, which writes its whole trace.
+        sys.stdout.flush()
+        ends = []
+        for child in ("term", "exit"):
+            pid = os.fork()
+            if pid == 0:
+                if child == "term":
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    import time
+                    time.sleep(5)
+                    os._exit(9)
+                sys.exit(0)
+            _, status = os.waitpid(pid, 0)
+            ends.append(os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+        sys.stderr.write("children: %%s\\n" %% ends)
+        loop(x, 5)
+        upto += 5
+        how = "term"
     sys.stdout.write("%%d\\n" %% upto)
     sys.stdout.flush()
     if how == "exit":
@@ -88,7 +110,7 @@ class CrashTest(unittest.TestCase):
             env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
             p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape))],
                                capture_output=True, text=True, timeout=60, env=env)
-            self.assertEqual(p.stdout.strip(), str(upto), p.stderr)
+            self.assertEqual(p.stdout.strip(), str(upto + 5 * (how == "fork")), p.stderr)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
         return p, text
@@ -177,6 +199,17 @@ class CrashTest(unittest.TestCase):
         p, text = self.run_program("atexit", 150, every=1, shape=(64, 1024))
         self.assertEqual(p.returncode, 0)
         self.check(text, 150, whole=True, every=1)
+
+    def test_forked_children_write_nothing(self):
+        # The parent's queue holds calls not yet written when it forks: a
+        # child's copy of them must not reach the parent's trace, at the
+        # child's SIGTERM nor at its exit (whose stop would write a whole
+        # trace of the child's copy over the parent's file).
+        for every, shape in ((1, (64, 1024)), (5, (2, 8))):
+            p, text = self.run_program("fork", 40, every=every, shape=shape)
+            self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+            self.assertIn("children: [%d, 0]" % signal.SIGTERM, p.stderr)
+            self.check(text, 45, whole=True, every=every)
 
     def test_sigterm_writes_what_was_recorded_and_still_dies(self):
         p, text = self.run_program("term", 23)
