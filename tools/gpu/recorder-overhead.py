@@ -1283,6 +1283,57 @@ def hooks_only():
     return types.SimpleNamespace(record=record)
 
 
+def minimal_recorder():
+    """A "recorder" (its record(path)) that does, in the wrappers hooks_only
+    makes, only what any recorder of a new input must at each call: each
+    input not at its position in the function's last call (by identity)
+    has its data pointer and storage size read and a weak reference made
+    whose callback notes its death, kept with the count of deaths so far
+    (where its call falls among them); at the end, a line a birth and a
+    death. No check that the call is what the recorder expects, no
+    names: the floor under a recorder that does far less per new input
+    than cgtrace (issue 33 item 5), hooked where cgtrace is, in Python."""
+    import contextlib
+    import types
+    import weakref
+
+    @contextlib.contextmanager
+    def record(path):
+        M = sys.modules["torch._inductor.cudagraph_trees"].CUDAGraphTreeManager
+        run, execute = M.__dict__["_run"], M.__dict__["execute_node"]
+        born, dead, last = [], [], {}
+
+        def _run(mgr, new_inputs, function_id, probed=False, run=run, born=born.append, died=dead.append,
+                 dead=dead, last=last, ref=weakref.ref):
+            # (by the weak references of the last call's inputs: a dead
+            # input's id is often the next one's)
+            key = id(function_id)
+            prev = last.get(key)
+            if prev is None or len(prev) != len(new_inputs):
+                prev = last[key] = [None] * len(new_inputs)
+            for i, t in enumerate(new_inputs):
+                r = prev[i]
+                if r is None or r() is not t:
+                    prev[i] = r = ref(t, died)
+                    born((i, t.data_ptr(), t.untyped_storage().nbytes(), r, len(dead)))
+            return run(mgr, new_inputs, function_id)
+
+        def execute_node(mgr, node, new_inputs, execute=execute):
+            return execute(mgr, node, new_inputs)
+
+        M._run, M.execute_node = _run, execute_node
+        try:
+            yield None
+        finally:
+            M._run, M.execute_node = run, execute
+            with open(path, "w") as fh:
+                for i, ptr, size, _, at in born:
+                    fh.write('{"op": "tensor", "at": %d, "i": %d, "ptr": %d, "nbytes": %d}\n' % (at, i, ptr, size))
+                fh.write('{"op": "del", "n": %d}\n' % len(dead))
+
+    return types.SimpleNamespace(record=record)
+
+
 def load_baseline(path):
     """Another recorder as a module of its own (not `cgtrace`, which stays
     this checkout's): a package folder (traces/pytorch/cgtrace of another
@@ -1297,6 +1348,8 @@ def load_baseline(path):
     import importlib.util
     if path == "hooks":
         return hooks_only()
+    if path == "minimal":
+        return minimal_recorder()
     if path == "bindings":
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         sys.modules["cgtrace_baseline.cpp"].use((None, "recorder-overhead --baseline bindings"))
@@ -1342,7 +1395,8 @@ def main(argv=None):
                         "of one file (before the package: git show REV:traces/pytorch/cgtrace.py); or "
                         "python: this checkout's recorder with its lean paths' Python checks, not the C ones; "
                         "or bindings: this checkout's recorder reading tensors through torch's bindings, not "
-                        "through cpp.py's C++ module (which is built first); or hooks: wrappers of the "
+                        "through cpp.py's C++ module (which is built first); or minimal: the same wrappers "
+                        "doing only what any recorder of a new input must (minimal_recorder); or hooks: wrappers of the "
                         "tree's per-call entry points that do nothing but call them (the floor)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
