@@ -1249,13 +1249,12 @@ def report_host(before, after, out=None):
     print("host: sum(range(10**6)) in %.1f ms before the rounds, %.1f ms after" % (before, after), file=out)
 
 
-def hooks_only():
+def _hooked(make_run, write):
     """A "recorder" (its record(path)) that wraps the tree's two entry
-    points every call passes, CUDAGraphTreeManager._run and execute_node,
-    where cgtrace wraps them, in Python functions that only call the
-    originals, and writes an empty trace: what any recorder hooked there
-    adds before it does anything, the floor under what cgtrace adds
-    (issue 33 item 5's goal is 10 us added a call)."""
+    points every call passes, CUDAGraphTreeManager._run (make_run(the
+    original)) and execute_node (a function that only calls the
+    original), where cgtrace wraps them, and at the end calls
+    write(path)."""
     import contextlib
     import types
 
@@ -1264,45 +1263,53 @@ def hooks_only():
         M = sys.modules["torch._inductor.cudagraph_trees"].CUDAGraphTreeManager
         run, execute = M.__dict__["_run"], M.__dict__["execute_node"]
 
-        # (the recorder's own _run takes probed too, and its execute_node
-        # reads a flag before it calls the original)
-        def _run(mgr, new_inputs, function_id, probed=False, run=run):
-            return run(mgr, new_inputs, function_id)
-
+        # (the recorder's execute_node reads a flag before it calls the original)
         def execute_node(mgr, node, new_inputs, execute=execute):
             return execute(mgr, node, new_inputs)
 
-        M._run, M.execute_node = _run, execute_node
+        M._run, M.execute_node = make_run(run), execute_node
         try:
             yield None
         finally:
             M._run, M.execute_node = run, execute
-            with open(path, "w"):
-                pass
+            write(path)
 
     return types.SimpleNamespace(record=record)
 
 
+def hooks_only():
+    """Wrappers of the tree's two entry points that only call the
+    originals (_hooked), and an empty trace: what any recorder hooked
+    there adds before it does anything, the floor under what cgtrace adds
+    (issue 33 item 5's goal is 10 us added a call)."""
+
+    def make_run(run):
+        # (the recorder's own _run takes probed too)
+        def _run(mgr, new_inputs, function_id, probed=False, run=run):
+            return run(mgr, new_inputs, function_id)
+        return _run
+
+    def write(path):
+        with open(path, "w"):
+            pass
+
+    return _hooked(make_run, write)
+
+
 def minimal_recorder():
-    """A "recorder" (its record(path)) that does, in the wrappers hooks_only
-    makes, only what any recorder of a new input must at each call: each
-    input not at its position in the function's last call (by identity)
-    has its data pointer and storage size read and a weak reference made
-    whose callback notes its death, kept with the count of deaths so far
-    (where its call falls among them); at the end, a line a birth and a
-    death. No check that the call is what the recorder expects, no
-    names: the floor under a recorder that does far less per new input
-    than cgtrace (issue 33 item 5), hooked where cgtrace is, in Python."""
-    import contextlib
-    import types
+    """The wrappers of hooks_only (_hooked), whose _run does only what any
+    recorder of a new input must at each call: each input not at its
+    position in the function's last call (by identity) has its data
+    pointer and storage size read and a weak reference made whose
+    callback notes its death, kept with the count of deaths so far (where
+    its call falls among them); at the end, a line a birth and a death.
+    No check that the call is what the recorder expects, no names: the
+    floor under a recorder that does far less per new input than cgtrace
+    (issue 33 item 5), hooked where cgtrace is, in Python."""
     import weakref
+    born, dead, last = [], [], {}
 
-    @contextlib.contextmanager
-    def record(path):
-        M = sys.modules["torch._inductor.cudagraph_trees"].CUDAGraphTreeManager
-        run, execute = M.__dict__["_run"], M.__dict__["execute_node"]
-        born, dead, last = [], [], {}
-
+    def make_run(run):
         def _run(mgr, new_inputs, function_id, probed=False, run=run, born=born.append, died=dead.append,
                  dead=dead, last=last, ref=weakref.ref):
             # (by the weak references of the last call's inputs: a dead
@@ -1317,21 +1324,18 @@ def minimal_recorder():
                     prev[i] = r = ref(t, died)
                     born((i, t.data_ptr(), t.untyped_storage().nbytes(), r, len(dead)))
             return run(mgr, new_inputs, function_id)
+        return _run
 
-        def execute_node(mgr, node, new_inputs, execute=execute):
-            return execute(mgr, node, new_inputs)
+    def write(path):
+        with open(path, "w") as fh:
+            for i, ptr, size, _, at in born:
+                fh.write('{"op": "tensor", "at": %d, "i": %d, "ptr": %d, "nbytes": %d}\n' % (at, i, ptr, size))
+            fh.write('{"op": "del", "n": %d}\n' % len(dead))
+        born.clear()
+        dead.clear()
+        last.clear()
 
-        M._run, M.execute_node = _run, execute_node
-        try:
-            yield None
-        finally:
-            M._run, M.execute_node = run, execute
-            with open(path, "w") as fh:
-                for i, ptr, size, _, at in born:
-                    fh.write('{"op": "tensor", "at": %d, "i": %d, "ptr": %d, "nbytes": %d}\n' % (at, i, ptr, size))
-                fh.write('{"op": "del", "n": %d}\n' % len(dead))
-
-    return types.SimpleNamespace(record=record)
+    return _hooked(make_run, write)
 
 
 def load_baseline(path):

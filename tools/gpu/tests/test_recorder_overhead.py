@@ -326,6 +326,30 @@ class MeasureTest(unittest.TestCase):
         self.assertIs(M.__dict__["_run"], run)
         self.assertIs(M.__dict__["execute_node"], execute)
 
+    def test_baseline_minimal_notes_each_new_input_and_its_death(self):
+        """--baseline minimal: in the same wrappers, each input not at its
+        position in the function's last call is noted once (the kept
+        parameters at the first call only, by identity: a dead input's id
+        taken by the next one is still a new input), with the deaths
+        counted before it; its trace a line a birth and one of the deaths,
+        its state let go at the end."""
+        M = self.cgt.CUDAGraphTreeManager
+        run = M.__dict__["_run"]
+        base = ro.load_baseline("minimal")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.cgt.jsonl")
+            for _ in range(2):  # (two rounds of one instance, as measure makes them)
+                with base.record(path):
+                    for _ in range(5):
+                        self.step()
+                self.assertIs(M.__dict__["_run"], run)
+                with open(path) as fh:
+                    recs = [json.loads(x) for x in fh]
+                births = [r for r in recs if r["op"] == "tensor"]
+                self.assertEqual([r["i"] for r in births], [0, 1, 2, 3, 3, 3, 3, 3])
+                self.assertEqual([r["at"] for r in births], [0, 0, 0, 0, 1, 2, 3, 4])
+                self.assertEqual(recs[-1], {"op": "del", "n": 5})  # (each input dies with its call's list)
+
     def test_collections_are_counted_by_loop(self):
         """The garbage collector's runs are counted in the loop that made
         them: collections forced in recorded loops only show as theirs."""
