@@ -3,9 +3,9 @@
 # DIR (default: examples/recorded of this repo), and prints each trace's
 # summary. Needs a CUDA GPU and PyTorch 2.11 (llama_tiny, gpt2_medium_train,
 # llama_1b_decode and gpt2_generate also transformers, resnet_train and
-# detection_infer torchvision, vit_infer timm, ddp_train NCCL; each records
-# nothing without its library; two_gpus needs two CUDA devices and is
-# skipped on a machine with fewer).
+# detection_infer torchvision, vit_infer timm; each records nothing
+# without its library; two_gpus needs two CUDA devices and is skipped on a
+# machine with fewer).
 # gpt2_medium_train (355M parameters) and llama_1b_decode (1.1B) are the
 # real-size programs: several minutes of compiling each, and traces that
 # go to examples/recorded compressed (gzip -9).
@@ -50,7 +50,6 @@ chained_infer chained_infer.py
 grad_accum grad_accum.py
 varlen_infer varlen_infer.py
 ema_swap ema_swap.py
-ddp_train ddp_train.py
 detection_infer detection_infer.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
