@@ -161,7 +161,10 @@ const (
 	VerdictMemoryGrowth    VerdictKind = "memory growth"
 	VerdictCheckpoint      VerdictKind = "checkpoints"
 	VerdictExpectations    VerdictKind = "expectations"
-	VerdictNone            VerdictKind = "none"
+	// VerdictNoCalls: the trace calls no compiled function, so nothing
+	// can be judged; a recording says why in its notes.
+	VerdictNoCalls VerdictKind = "no calls"
+	VerdictNone    VerdictKind = "none"
 )
 
 // Verdict is one sentence about one problem found.
@@ -230,6 +233,9 @@ type Collector struct {
 	firstCkpt    int
 	pendingWarns int
 	firstPending int
+	calls        int
+	notes        int
+	firstNote    Reason
 }
 
 // Collect starts an Analysis of the run r reports, on a trace with header
@@ -270,7 +276,14 @@ func (c *Collector) Step(s *engine.Step) {
 	c.lastIndex, c.lastLine, c.sampledLast = s.Index, s.Line, false
 	call := s.Op == traces.OpCall
 	var f *Function
+	if s.Note != "" {
+		c.notes++
+		if c.firstNote.Line == 0 {
+			c.firstNote = Reason{Text: s.Note, Line: s.Line}
+		}
+	}
 	if call {
+		c.calls++
 		f = c.fn(s.Fn, s.Line)
 		f.Calls++
 		if len(f.Devices) == 0 || f.Devices[len(f.Devices)-1] != s.Device {

@@ -326,3 +326,36 @@ func TestAnalysisSaysOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCallsVerdict: a trace that calls no compiled function gets no
+// "no problem found" (nothing ran to judge) but a verdict that says so,
+// with its first note where it has one: a recording that could record
+// nothing says why only there.
+func TestNoCallsVerdict(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, records, want string
+	}{
+		{"notes", `{"op": "note", "text": "graphs made outside the trees"}` + "\n" + `{"op": "note", "text": "another"}` + "\n",
+			"Nothing to judge: the trace calls no compiled function. Its first note, at line 2: graphs made outside the trees (and 1 more)"},
+		{"bare", `{"op": "step"}` + "\n", "Nothing to judge: the trace calls no compiled function."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".cgt.jsonl")
+			if err := os.WriteFile(path, []byte(`{"cgtviz": 1}`+"\n"+tc.records), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, a, _ := analyze(t, path, report.Limits{})
+			if len(a.Verdicts) != 1 || a.Verdicts[0].Kind != report.VerdictNoCalls || a.Verdicts[0].Text != tc.want {
+				t.Errorf("verdicts %+v, want one %q: %q", a.Verdicts, report.VerdictNoCalls, tc.want)
+			}
+		})
+	}
+	// A trace with calls never gets it.
+	_, a, _ := analyze(t, "../../examples/recorded/train_mlp.cgt.jsonl", report.Limits{})
+	for _, v := range a.Verdicts {
+		if v.Kind == report.VerdictNoCalls {
+			t.Errorf("a trace with calls got %+v", v)
+		}
+	}
+}

@@ -208,7 +208,7 @@ func (w *writer) summary() {
 		switch v.Kind {
 		case report.VerdictNone:
 			cls = "ok"
-		case report.VerdictCheckpoint, report.VerdictMemoryGrowth:
+		case report.VerdictCheckpoint, report.VerdictMemoryGrowth, report.VerdictNoCalls:
 			cls = "warn"
 		}
 		at := ""
