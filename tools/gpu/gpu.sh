@@ -449,6 +449,12 @@ suite_overhead() {
 	# recorder does anything (session 19: nothing measurable).
 	step overhead-hooks 300 . python3 tools/gpu/recorder-overhead.py --both --train --baseline hooks --iters 1000 --rounds 7
 	show overhead-hooks '^[^ ]' 24
+	# Against a recorder that only notes each new input (a weak
+	# reference with a callback, its pointer and size): the floor under
+	# any recorder of new inputs (session 29, H100: 7.3 us added a
+	# new-input call, cgtrace 16.2, in the same rounds).
+	step overhead-minimal 200 . python3 tools/gpu/recorder-overhead.py --both --baseline minimal --iters 2000 --rounds 5
+	show overhead-minimal '^[^ ]' 20
 	# Where a lean call's time goes in the C, part by part (a copy of
 	# _fastpath.c built with its marks on; session 20: of a new-input
 	# call's 45 us added, 22.5 in the C, the queue's writing the largest).
