@@ -99,7 +99,7 @@ PROGRAM = textwrap.dedent("""
 
 
 class CrashTest(unittest.TestCase):
-    def run_program(self, how, upto, every=5, shape=(2, 8)):
+    def run_program(self, how, upto, every=5, shape=(2, 8), env_extra=None):
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.py")
             with open(prog, "w") as fh:
@@ -108,6 +108,7 @@ class CrashTest(unittest.TestCase):
             env = dict(os.environ)
             env.pop("CGTRACE_JOURNAL", None)
             env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
+            env.update(env_extra or {})
             p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape))],
                                capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.stdout.strip(), str(upto + 5 * (how == "fork")), p.stderr)
@@ -210,6 +211,12 @@ class CrashTest(unittest.TestCase):
             self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
             self.assertIn("children: [%d, 0]" % signal.SIGTERM, p.stderr)
             self.check(text, 45, whole=True, every=every)
+        # Followed (the trace streamed through a Python file, flushed at
+        # each call, no exit guards): nothing of the forks reaches the
+        # stream either, should the stream come to hold calls unwritten.
+        p, text = self.run_program("fork", 40, every=1, shape=(64, 1024), env_extra={"CGTRACE_FOLLOW": "1"})
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+        self.check(text, 45, whole=True, every=1)
 
     def test_sigterm_writes_what_was_recorded_and_still_dies(self):
         p, text = self.run_program("term", 23)
