@@ -375,6 +375,15 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		return nil
 	case traces.OpReset:
 		return e.applyReset(rec)
+	case traces.OpEmptyCache:
+		// torch.cuda.empty_cache(): every device's allocator releases its
+		// cached blocks (emptyCache runs release_cached_blocks on each).
+		for _, ds := range e.devs {
+			if err := ds.alloc.EmptyCache(); err != nil {
+				return err
+			}
+		}
+		return nil
 	case traces.OpSkippedBackward:
 		// compile_fx's backward with cudagraphs skipped calls the manager's
 		// set_to_running_backward() before running eagerly: the forwards

@@ -30,6 +30,7 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "def", "fn": "b", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "static": [0]}
 {"op": "saved", "name": "s", "of": "out3"}
 {"op": "def", "fn": "b2", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "graph": "b"}
+{"op": "empty_cache"}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -57,6 +58,7 @@ func TestReaderAdditions(t *testing.T) {
 		{Line: 12, Op: OpDef, Fn: "b", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Static: []int{0}},
 		{Line: 13, Op: OpSaved, Name: "s", Of: "out3"},
 		{Line: 14, Op: OpDef, Fn: "b2", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Graph: "b"},
+		{Line: 15, Op: OpEmptyCache},
 	}
 	for i, w := range want {
 		got, err := rd.Next()
@@ -198,6 +200,7 @@ func TestBuilderAdditions(t *testing.T) {
 		Call("half", []string{"h"}, "s").
 		SetConfig([]string{KeyWarmupRuns, KeySupportInputMutation}, func(c *Config) { c.WarmupRuns = 0; c.SupportInputMutation = false }).
 		Eager(SShape("e", "empty", "", []int{1, 1, 1, 1, 1, 1, 1, 3}).As("int8")).
+		EmptyCache().
 		Trace()
 	if ps := tr.Check(); len(ps) > 0 {
 		t.Fatalf("built trace has problems:\n%s", Problems(ps).Error())

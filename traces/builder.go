@@ -198,6 +198,9 @@ func (b *Builder) Del(names ...string) *Builder { return b.add(Record{Op: OpDel,
 // Step starts a new generation (cudagraph_mark_step_begin).
 func (b *Builder) Step() *Builder { return b.add(Record{Op: OpStep}) }
 
+// EmptyCache adds torch.cuda.empty_cache().
+func (b *Builder) EmptyCache() *Builder { return b.add(Record{Op: OpEmptyCache}) }
+
 // SkippedBackward adds a compiled backward that ran without CUDA graphs on
 // device dev.
 func (b *Builder) SkippedBackward(dev int) *Builder {

@@ -178,11 +178,12 @@ var opFields = map[Op]struct{ allowed, required []string }{
 	OpConfig:          {ConfigKeys, nil},
 	OpReset:           {[]string{"device"}, nil},
 	OpSkippedBackward: {[]string{"device"}, nil},
+	OpEmptyCache:      {nil, nil},
 	OpSaved:           {[]string{"name", "of"}, []string{"name", "of"}},
 }
 
 // opNames is the ops in the spec's order, for messages.
-const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward, saved"
+const opNames = "def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward, saved, empty_cache"
 
 // parseRecord decodes and validates one record line. On a problem it
 // returns what it could decode.

@@ -72,7 +72,7 @@ func TestReaderRefusals(t *testing.T) {
 		{"meta is free-form", `{"cgtviz": 1, "meta": {"OP": 1, "OP": 2, "x": {"Name": []}}}` + "\n" + `{"op": "step"}`, ""},
 		{"meta must be an object", `{"cgtviz": 1, "meta": [1]}`, "t.cgt.jsonl:1: header: meta: want an object, got a list"},
 		{"crlf and blank lines", h + "\r\n\r\n" + `{"op": "step"}` + "\r\n" + `{"op": "stp"}` + "\r\n",
-			`t.cgt.jsonl:5: unknown op "stp" (ops: def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward, saved)`},
+			`t.cgt.jsonl:5: unknown op "stp" (ops: def, tensor, param, call, eager, del, step, read, expect, note, config, reset, skipped_backward, saved, empty_cache)`},
 		{"saved needs of", h + `{"op": "saved", "name": "s"}`, `t.cgt.jsonl:2: saved s: missing "of"`},
 		{"saved of a bad name", h + `{"op": "saved", "name": "s", "of": "a b"}`, `t.cgt.jsonl:2: saved s: of "a b" is not a valid name (use letters, digits, _, . and -)`},
 		{"static past the params", h + `{"op": "def", "fn": "f", "params": ["x"], "body": [], "returns": ["x"], "static": [1]}`,

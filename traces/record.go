@@ -208,6 +208,10 @@ const (
 	// (cudagraphs skipped for it): it reaches the tree only to say the
 	// forwards' backward ran (set_to_running_backward).
 	OpSkippedBackward Op = "skipped_backward"
+	// OpEmptyCache is torch.cuda.empty_cache() (added to version 1): every
+	// device's caching allocator gives back its free cached segments, as
+	// release_cached_blocks does; a tree's live pool keeps its own.
+	OpEmptyCache Op = "empty_cache"
 	// OpSaved binds a name to the tensor autograd saved from a call output
 	// the tree already counts dead (added to version 1: a forward's replay
 	// returns its saved tensors as cached outputs, which PyTorch counts

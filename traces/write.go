@@ -219,7 +219,7 @@ func (w *Writer) WriteRecord(r Record) error {
 	case OpDel:
 		e.key("names")
 		e.names(r.Names)
-	case OpStep:
+	case OpStep, OpEmptyCache:
 	case OpSkippedBackward:
 		if r.Device != 0 {
 			e.key("device")

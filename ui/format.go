@@ -63,6 +63,8 @@ func recordText(r *traces.Record) string {
 		return "del " + strings.Join(r.Names, ", ")
 	case traces.OpStep:
 		return "step (mark_step_begin)"
+	case traces.OpEmptyCache:
+		return "torch.cuda.empty_cache()"
 	case traces.OpSkippedBackward:
 		return fmt.Sprintf("backward without cudagraphs (device %d)", r.Device)
 	case traces.OpReset:

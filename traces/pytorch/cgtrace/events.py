@@ -91,6 +91,19 @@ class _Events:
             except Exception as e:
                 self._fail("at a backward without cudagraphs", e)
 
+    def _on_empty_cache(self):
+        """torch.cuda.empty_cache() returned, outside a tree call (the tree's
+        own, as torch.cuda.graph empties the cache at every recording, is
+        the engine's to model): an empty_cache record."""
+        if self._off or self._in_call():
+            return
+        with self.lock:
+            self._settle()
+            try:
+                self.session.empty_cache()
+            except Exception as e:
+                self._fail("at torch.cuda.empty_cache()", e)
+
     def _on_plain_cudagraph(self):
         """A compiled graph's first run made its CUDA graph outside the
         trees (compile_fx's cudagraphify_impl: triton.cudagraph_trees

@@ -102,6 +102,7 @@ class _Hooks:
         execute_node, record_function, run_eager = self._tree_wrappers(M)
         self._wrap_reset_and_backward(cgt, M)
         self._wrap_plain_cudagraphs()
+        self._wrap_empty_cache(torch)
         reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
         if reads is not None:
             # (the errors an eager op raises on an overwritten output:
@@ -435,6 +436,30 @@ class _Hooks:
 
         if orig_back is not None:
             M.set_to_running_backward = set_to_running_backward
+
+    def _wrap_empty_cache(self, torch):
+        """torch.cuda.empty_cache wrapped (in torch.cuda and torch.cuda.memory,
+        where the program looks it up at its call): the cached segments it
+        gives back change the allocator's state the trace replays, so a
+        call that returned is an empty_cache record (_on_empty_cache). A
+        name the program took before the recording started is not seen."""
+        cuda = getattr(torch, "cuda", None)
+        orig = getattr(cuda, "empty_cache", None)
+        if not callable(orig):
+            return
+        rec = self
+
+        def empty_cache(*args, **kwargs):
+            out = orig(*args, **kwargs)
+            rec._on_empty_cache()
+            return out
+
+        empty_cache.__wrapped__ = orig
+        for owner in (cuda, getattr(cuda, "memory", None)):
+            # (modules only: what _saved keys and puts back)
+            if isinstance(owner, types.ModuleType) and getattr(owner, "empty_cache", None) is orig:
+                self._saved[(owner, "empty_cache")] = orig
+                setattr(owner, "empty_cache", empty_cache)
 
     def _wrap_plain_cudagraphs(self):
         """compile_fx's cudagraphs outside the trees wrapped to be counted:

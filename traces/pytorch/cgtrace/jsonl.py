@@ -36,6 +36,7 @@ _FIELDS = {
     "step": ("op",),
     "reset": ("op", "device"),
     "skipped_backward": ("op", "device"),
+    "empty_cache": ("op",),
     "read": ("op", "name", "src"),
     "saved": ("op", "name", "of"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",

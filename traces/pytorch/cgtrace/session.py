@@ -144,6 +144,11 @@ class Session(_Names, _Deaths):
         is the format's default."""
         self._device_record("skipped_backward", device or None)
 
+    def empty_cache(self):
+        """torch.cuda.empty_cache() ran: every device's cached segments
+        given back, after the deaths before it (whose blocks it frees)."""
+        self._device_record("empty_cache", None)
+
     def _device_record(self, op, device):
         self.flush_deaths()
         rec = {"op": op}

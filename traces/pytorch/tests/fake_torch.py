@@ -461,6 +461,8 @@ class CUDAGraphTreeManager:
         return self._outs(new_inputs, function_id)
 
     def record_function(self, new_inputs, function_id):
+        # (torch.cuda.graph empties the cache as it starts a capture)
+        sys.modules["torch"].cuda.empty_cache()
         node = Node(self.ids_to_funcs[function_id], None)
         self.roots.setdefault(function_id, []).append(node)
         self.current_node = node
@@ -700,6 +702,14 @@ def _cudagraphify(model, static_input_idxs=()):
     return run
 
 
+EMPTIED = [0]
+
+
+def _empty_cache():
+    """torch.cuda.empty_cache's stand-in: counts its calls."""
+    EMPTIED[0] += 1
+
+
 def install_fake_torch():
     torch = types.ModuleType("torch")
     torch.__version__ = "0.0-fake"
@@ -715,7 +725,11 @@ def install_fake_torch():
                                      _set_storage_access_error_msg=_set_storage_access_error_msg,
                                      _set_storage_data_ptr_access_error_msg=_set_storage_data_ptr_access_error_msg)
     torch.nn = types.SimpleNamespace(Module=type("Module", (), {}))
-    torch.cuda = types.SimpleNamespace(is_available=lambda: False)
+    # (empty_cache: counted in EMPTIED, torch.cuda.memory's the same function)
+    torch.cuda = types.ModuleType("torch.cuda")
+    torch.cuda.memory = types.ModuleType("torch.cuda.memory")
+    torch.cuda.is_available = lambda: False
+    torch.cuda.empty_cache = torch.cuda.memory.empty_cache = _empty_cache
     torch.compiler = types.SimpleNamespace(is_compiling=lambda: COMPILING[0])
     inductor = types.ModuleType("torch._inductor")
     cgt = types.ModuleType("torch._inductor.cudagraph_trees")

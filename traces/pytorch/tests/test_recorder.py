@@ -96,6 +96,37 @@ class RecorderTest(TraceFileTest):
         self.assertNotIn("cudagraphs_outside_trees", header["meta"]["recorded"])
         self.assertNotIn("outside CUDAGraph Trees", err.getvalue())
 
+    def test_empty_cache_is_recorded_where_the_program_calls_it(self):
+        """torch.cuda.empty_cache() (or torch.cuda.memory's) between calls
+        is an empty_cache record, after the deaths before it (their blocks
+        are what it gives back) and after the replays queued before it;
+        the one torch.cuda.graph makes inside the tree's recording is the
+        engine's to model, not a record; both names are put back at stop."""
+        cuda = sys.modules["torch"].cuda
+        orig = cuda.empty_cache
+        before = fake.EMPTIED[0]
+        with cgtrace.record(self.path):
+            inp = Tensor([4])
+            for _ in range(4):  # warmup, recording (torch.cuda.graph empties the cache), replays
+                a, = foo(inp)
+            x2 = Tensor([4])
+            b, = foo(x2)
+            del x2, b  # (the input's death: written before the empty_cache)
+            cuda.empty_cache()
+            a, = foo(inp)
+            cuda.memory.empty_cache()
+        self.assertIs(cuda.empty_cache, orig)
+        self.assertIs(cuda.memory.empty_cache, orig)
+        self.assertEqual(fake.EMPTIED[0] - before, 3, "the program's two calls and the recording's, all run")
+        header, recs = self.records()
+        ops = [r["op"] for r in recs if r["op"] in ("call", "empty_cache", "del")]
+        self.assertEqual(ops.count("empty_cache"), 2, ops)
+        i = ops.index("empty_cache")
+        self.assertEqual(ops[:i].count("call"), 5, "after the calls before it, the queued replays included")
+        self.assertEqual(ops[i - 1], "del", "after the deaths before it")
+        self.assertEqual(ops[i + 1:].count("call"), 1)
+        self.assertEqual(ops[-1], "empty_cache")
+
     def test_recorder_keeps_no_manager_node_or_tensor_alive(self):
         """While a recording runs, what the program lets go of dies: the tree
         manager (with its graphs and pool), its nodes and the tensors. PyTorch's
