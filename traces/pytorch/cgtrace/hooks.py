@@ -448,8 +448,15 @@ class _Hooks:
         if not callable(orig):
             return
         rec = self
+        # (Dynamo tracing a compiled function that calls it inlines this
+        # wrapper: there it must be the original and nothing else, as the
+        # read wrappers are; is_compiling() folds to True while it traces.)
+        compiler = getattr(torch, "compiler", None)
+        is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
 
         def empty_cache(*args, **kwargs):
+            if is_compiling():
+                return orig(*args, **kwargs)
             out = orig(*args, **kwargs)
             rec._on_empty_cache()
             return out

@@ -126,6 +126,15 @@ class RecorderTest(TraceFileTest):
         self.assertEqual(ops[i - 1], "del", "after the deaths before it")
         self.assertEqual(ops[i + 1:].count("call"), 1)
         self.assertEqual(ops[-1], "empty_cache")
+        # Traced by Dynamo (is_compiling): the original only, no record.
+        with cgtrace.record(self.path):
+            COMPILING[0] = True
+            try:
+                cuda.empty_cache()
+            finally:
+                COMPILING[0] = False
+        header, recs = self.records()
+        self.assertNotIn("empty_cache", [r["op"] for r in recs])
 
     def test_recorder_keeps_no_manager_node_or_tensor_alive(self):
         """While a recording runs, what the program lets go of dies: the tree
