@@ -580,6 +580,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                     self._catch_up_steps()
                     if self._all_knobs_due:
                         self._knob_check(None)
+                    if self.session.counts["calls"] == 0 and not self.plain_cudagraphs:
+                        self._say_no_calls()
                 self.session.finish()
                 self._summarise(self.torch, self.cgt)
             except Exception as e:
@@ -598,6 +600,18 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             except Exception as e:
                 self.error = self.error or "writing %s: %s: %s" % (self.path, type(e).__name__, e)
                 _warn("cgtrace: could not write the trace: %s" % self.error)
+
+    def _say_no_calls(self):
+        """A recording in which no compiled call reached the trees: most
+        often a program compiled with torch.compile's default mode, which
+        makes no CUDA graphs. Said in the trace (cgtviz run shows a trace
+        without calls by its notes) and on stderr, where an empty trace
+        would say nothing."""
+        text = ("cgtrace: no compiled call reached CUDAGraph Trees while recording: the trees run only for graphs "
+                "torch.compile made with mode=\"reduce-overhead\" or \"max-autotune\" (or options="
+                "{\"triton.cudagraphs\": True}); its default mode makes no CUDA graphs")
+        self.session.note(text)
+        _warn(text)
 
     def _end_journal(self):
         """The journal's last records written and its file closed: the whole

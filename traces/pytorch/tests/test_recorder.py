@@ -87,6 +87,15 @@ class RecorderTest(TraceFileTest):
         self.assertEqual(ops, ["note", "call", "note"])
         self.assertEqual(header["meta"]["recorded"]["cudagraphs_outside_trees"], 2)
         self.assertIn("2 compiled graphs made CUDA graphs outside CUDAGraph Trees", err.getvalue())
+        # Only graphs outside the trees: their notes say why no call, not the general one.
+        g3 = cfx.cudagraphify(lambda ins: [ins[0]])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            with cgtrace.record(self.path):
+                g3([inp])
+        header, recs = self.records()
+        self.assertEqual([r["text"][:28] for r in recs if r["op"] == "note"], ["compiled graph 1 of this pro"])
+        self.assertNotIn("no compiled call", err.getvalue())
         # A recording without such graphs says nothing of them.
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
@@ -501,7 +510,7 @@ class RecorderTest(TraceFileTest):
         package = os.path.dirname(cgtrace.__file__)
         self.assertTrue(all(os.path.dirname(c.co_filename) == package for c in CODE_STRATEGY))
         _, recs = self.records()
-        self.assertEqual([r for r in recs if r["op"] == "note"], [])
+        self.assertEqual([r for r in recs if r["op"] == "note" and "no compiled call" not in r["text"]], [])
         saved = sys.modules.pop("torch._C._dynamo.eval_frame")
         try:
             with cgtrace.record(self.path):
@@ -509,7 +518,7 @@ class RecorderTest(TraceFileTest):
         finally:
             sys.modules["torch._C._dynamo.eval_frame"] = saved
         _, recs = self.records()
-        self.assertEqual([r["text"] for r in recs if r["op"] == "note"],
+        self.assertEqual([r["text"] for r in recs if r["op"] == "note" and "no compiled call" not in r["text"]],
                          ["this torch cannot keep Dynamo's frame hook off the recorder's wrappers: host "
                           "reads run from compiled code (after a graph break) may be missing"])
 
@@ -644,7 +653,10 @@ class RecorderTest(TraceFileTest):
         header, recs = self.records()
         self.assertEqual(header["name"], "prog.py")
         self.assertEqual(header["meta"]["script"], "prog.py")
-        self.assertEqual(recs, [{"op": "step"}])
+        # (a program that made no compiled call: the recording says so)
+        self.assertEqual([r["op"] for r in recs], ["step", "note"])
+        self.assertIn("no compiled call reached CUDAGraph Trees", recs[1]["text"])
+        self.assertIn("cgtrace: no compiled call reached CUDAGraph Trees", err.getvalue())
 
     def test_training_loop_forward_backward(self):
         """A training loop as AOT autograd runs it under the tree: the
