@@ -32,7 +32,7 @@ import (
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run")
 	asJSON := fs.Bool("json", false, "print the report as JSON (the format of spec trace-v1, \"Reports\")")
-	logLines := fs.Bool("log", false, "print every decision as TORCH_LOGS=cudagraphs lines (to stderr with --json)")
+	logLines := fs.Bool("log", false, "print every decision as TORCH_LOGS=cudagraphs lines, and every note at its line (to stderr with --json)")
 	devName := fs.String("device", defaultDevice, "device: "+deviceChoices)
 	stopOnErr := fs.Bool("stop-on-error", false, "stop at the first record that raises an error")
 	check := fs.Bool("check", false, "check the engine's invariants after every record")
