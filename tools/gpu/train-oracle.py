@@ -325,6 +325,8 @@ def _run_loop(o2, path, builder, header, recs, notes):
                     del names[n]
             elif op == "step":
                 torch.compiler.cudagraph_mark_step_begin()
+            elif op == "empty_cache":
+                torch.cuda.empty_cache()
             elif op == "read":
                 names[rec["name"]].detach().cpu()
             elif op == "expect":
