@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/cgtviz/cgtviz/engine/device"
+	"github.com/cgtviz/cgtviz/traces"
 )
 
 // This file frees the outputs of an ended generation
@@ -28,7 +29,22 @@ func (m *manager) deallocCurrentPath(c *call) error {
 			w.ID, w.Line)}}
 	}
 	m.sh.snapshot()
-	live := m.pathLive()
+	// The path's live outputs, and those a backward handed out: gradients,
+	// which the autograd engine keeps as .grad and adds the next
+	// backward's to. An access to one after its generation ended is
+	// gradient accumulation across a mark_step (pytorch#169545), and its
+	// error says so (shared.staleErr).
+	var live []int
+	var grads map[int]bool
+	m.forPathOutputs(func(fn, sid int) {
+		live = append(live, sid)
+		if m.funcs[fn].Mode == traces.ModeBackward {
+			if grads == nil {
+				grads = map[int]bool{}
+			}
+			grads[sid] = true
+		}
+	})
 	if len(live) == 0 {
 		return nil
 	}
@@ -60,7 +76,6 @@ func (m *manager) deallocCurrentPath(c *call) error {
 		m.emit(Event{Kind: EvPreserve, Line: c.rec.Line, Device: m.ds.index, Node: -1, Parent: -1, Tensors: kept, Ptrs: keptPtrs,
 			Msg: "live outputs passed to the next call were moved out of the graph pool before the path was freed"})
 	}
-	grads := m.pathGradients()
 	// Sized at once: a name and a pointer a live output at most.
 	names := make([]string, 0, len(live))
 	ptrs := make([]uint64, 0, len(live))

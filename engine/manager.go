@@ -712,16 +712,31 @@ func (m *manager) nodesOrNil(id int) *Node {
 	return nil
 }
 
-// pathLive returns the live output storages of the current path (warmup
-// chain and graph nodes), root first.
-func (m *manager) pathLive() []int {
+// forPathOutputs calls visit with each live output storage of the current
+// path and the function that made it, root first: the graph nodes from the
+// root, then the warmup chain from its oldest (the order of
+// warmupPathLive and nodePathLive).
+func (m *manager) forPathOutputs(visit func(fn, sid int)) {
+	each := func(fn int, outs []int) {
+		for _, sid := range outs {
+			if sid != 0 && m.sh.tt.storageLive(sid) {
+				visit(fn, sid)
+			}
+		}
+	}
+	top := m.curNode()
+	var chain []*WarmupNode
 	if w := m.curWarmup(); w != nil {
-		return m.warmupPathLive(w)
+		chain, top = m.warmupChain(w)
 	}
-	if n := m.curNode(); n != nil {
-		return m.nodePathLive(n)
+	if top != nil {
+		for _, x := range m.path(top) {
+			each(x.Fn, x.OutWeak)
+		}
 	}
-	return nil
+	for i := len(chain) - 1; i >= 0; i-- {
+		each(chain[i].Fn, chain[i].OutWeak)
+	}
 }
 
 func (m *manager) nodePathLive(n *Node) []int {
@@ -734,42 +749,6 @@ func (m *manager) nodePathLive(n *Node) []int {
 		}
 	}
 	return out
-}
-
-// pathGradients is the set of live storages that backward functions of
-// the current path handed out (graph nodes and warmups): gradients, which
-// the autograd engine keeps as .grad and adds the next backward's to. An
-// access to one after its generation ended is gradient accumulation across
-// a mark_step (pytorch#169545), and its error says so (shared.staleErr).
-func (m *manager) pathGradients() map[int]bool {
-	var set map[int]bool
-	add := func(fn int, outs []int) {
-		if m.funcs[fn].Mode != traces.ModeBackward {
-			return
-		}
-		for _, sid := range outs {
-			if sid != 0 && m.sh.tt.storageLive(sid) {
-				if set == nil {
-					set = map[int]bool{}
-				}
-				set[sid] = true
-			}
-		}
-	}
-	top := m.curNode()
-	if w := m.curWarmup(); w != nil {
-		var chain []*WarmupNode
-		chain, top = m.warmupChain(w)
-		for _, x := range chain {
-			add(x.Fn, x.OutWeak)
-		}
-	}
-	if top != nil {
-		for _, x := range m.path(top) {
-			add(x.Fn, x.OutWeak)
-		}
-	}
-	return set
 }
 
 // warmupChain returns the warmup nodes from w up to the first one whose

@@ -123,7 +123,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stoppedAt := 0 // the line --stop-on-error stopped at
 	var hint handoffHint
 	var line []byte // the text report's line, reused
-	var quiet quietTrace
 	// The Steps are the engine's reused buffers (RunStream): nothing here
 	// keeps one past its call. A followed trace runs with Run: RunStream
 	// reads ahead on a goroutine, which, stopped early, it would wait for,
@@ -162,7 +161,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		quiet.see(s)
 		if *logLines && s.Note != "" {
 			fmt.Fprintf(logw, "%s:%d: note: %s\n", file, s.Line, traces.Printable(s.Note))
 		}
@@ -224,7 +222,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)
 			return 2
 		}
-		quiet.write(out, file)
+		writeNoCallNotes(out, file, rep)
 	}
 	if hint.applies(rule) {
 		fmt.Fprintln(logw, handoffHintText)
@@ -265,39 +263,20 @@ func printProblems(w io.Writer, prefix string, err error) {
 	}
 }
 
-// quietTrace keeps the notes of a trace that turns out to hold no
-// compiled call: a recording that could record nothing (a torch cgtrace
-// cannot wrap, cudagraphs made outside the trees) says why only in its
-// notes, which the summary then shows instead of a bare empty tree.
-type quietTrace struct {
-	calls int
-	notes []string // "line N: text", the first maxQuietNotes
-	more  int
-}
-
-const maxQuietNotes = 8
-
-func (q *quietTrace) see(s *engine.Step) {
-	switch {
-	case s.Op == traces.OpCall:
-		q.calls++
-	case s.Note != "" && len(q.notes) < maxQuietNotes:
-		q.notes = append(q.notes, fmt.Sprintf("line %d: %s", s.Line, traces.Printable(s.Note)))
-	case s.Note != "":
-		q.more++
-	}
-}
-
-func (q *quietTrace) write(w io.Writer, file string) {
-	if q.calls > 0 || len(q.notes) == 0 {
+// writeNoCallNotes shows, under the summary of a trace that held no
+// compiled call, the notes that say why (report.NoCallNotes), instead of a
+// bare empty tree.
+func writeNoCallNotes(w io.Writer, file string, rep *report.Report) {
+	notes, more := rep.NoCallNotes()
+	if len(notes) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "no compiled calls in %s; its notes say:\n", file)
-	for _, n := range q.notes {
-		fmt.Fprintf(w, "  %s\n", n)
+	for _, n := range notes {
+		fmt.Fprintf(w, "  line %d: %s\n", n.Line, traces.Printable(n.Text))
 	}
-	if q.more > 0 {
-		fmt.Fprintf(w, "  (and %d more)\n", q.more)
+	if more > 0 {
+		fmt.Fprintf(w, "  (and %d more)\n", more)
 	}
 }
 

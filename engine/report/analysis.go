@@ -233,9 +233,6 @@ type Collector struct {
 	firstCkpt    int
 	pendingWarns int
 	firstPending int
-	calls        int
-	notes        int
-	firstNote    Reason
 }
 
 // Collect starts an Analysis of the run r reports, on a trace with header
@@ -276,14 +273,7 @@ func (c *Collector) Step(s *engine.Step) {
 	c.lastIndex, c.lastLine, c.sampledLast = s.Index, s.Line, false
 	call := s.Op == traces.OpCall
 	var f *Function
-	if s.Note != "" {
-		c.notes++
-		if c.firstNote.Line == 0 {
-			c.firstNote = Reason{Text: s.Note, Line: s.Line}
-		}
-	}
 	if call {
-		c.calls++
 		f = c.fn(s.Fn, s.Line)
 		f.Calls++
 		if len(f.Devices) == 0 || f.Devices[len(f.Devices)-1] != s.Device {

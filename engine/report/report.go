@@ -23,7 +23,16 @@ type Report struct {
 	Pool         Pool            `json:"pool"`
 	GraphPool    Pool            `json:"graph_pool"`
 	Expectations Expectations    `json:"expectations"`
+
+	// calls counts the call records; notes keeps the first maxNotes note
+	// records, moreNotes counts the rest (NoCallNotes).
+	calls     int
+	notes     []Reason
+	moreNotes int
 }
+
+// maxNotes bounds the notes a Report keeps (NoCallNotes).
+const maxNotes = 8
 
 // Step is one record's entry. Call-only fields are pointers so that
 // other records omit them.
@@ -109,10 +118,18 @@ func (r *Report) Count(s *engine.Step) Step {
 	return rs
 }
 
-// Tally counts a step's expectations only: what Count does besides making
-// the entry, for a caller that writes the step with AppendText or
-// StepWriter and needs no entry.
+// Tally counts a step's expectations (and its call, or keeps its note):
+// what Count does besides making the entry, for a caller that writes the
+// step with AppendText or StepWriter and needs no entry.
 func (r *Report) Tally(s *engine.Step) {
+	switch {
+	case s.Op == traces.OpCall:
+		r.calls++
+	case s.Note != "" && len(r.notes) < maxNotes:
+		r.notes = append(r.notes, Reason{Text: s.Note, Line: s.Line})
+	case s.Note != "":
+		r.moreNotes++
+	}
 	if s.Op == traces.OpExpect {
 		if len(s.ExpectFailures) == 0 {
 			r.Expectations.Passed++
@@ -121,6 +138,17 @@ func (r *Report) Tally(s *engine.Step) {
 			r.Expectations.Failed = append(r.Expectations.Failed, Expectation{Line: s.Line, Message: f.Msg})
 		}
 	}
+}
+
+// NoCallNotes is, for a trace that held no call record, its first notes
+// (each with its line) and how many more it held: a recording that could
+// record no call (a torch cgtrace cannot wrap, CUDA graphs made outside
+// the trees) says why only in its notes. Nil for a trace with calls.
+func (r *Report) NoCallNotes() (notes []Reason, more int) {
+	if r.calls > 0 {
+		return nil, 0
+	}
+	return r.notes, r.moreNotes
 }
 
 // WriteJSONStream writes the report as JSON with the steps given one by one

@@ -15,18 +15,19 @@ import (
 func (c *Collector) verdicts(st *engine.State, a *Analysis) []Verdict {
 	var out []Verdict
 	cn := c.r.Counters
-	if c.calls == 0 {
+	if c.r.calls == 0 {
 		// Nothing ran to judge: "no problem found" would mislead. A
 		// recording that could record no call (a torch it cannot wrap,
 		// CUDA graphs made outside the trees) says why in a note.
-		text := "Nothing to judge: the trace calls no compiled function."
-		if c.notes > 0 {
-			text += fmt.Sprintf(" Its first note, at line %d: %s", c.firstNote.Line, firstLine(c.firstNote.Text))
-			if c.notes > 1 {
-				text += fmt.Sprintf(" (and %d more)", c.notes-1)
+		v := Verdict{Kind: VerdictNoCalls, Text: "Nothing to judge: the trace calls no compiled function."}
+		if notes, more := c.r.NoCallNotes(); len(notes) > 0 {
+			v.Line = notes[0].Line
+			v.Text += fmt.Sprintf(" Its first note, at line %d: %s", v.Line, firstLine(notes[0].Text))
+			if n := len(notes) - 1 + more; n > 0 {
+				v.Text += fmt.Sprintf(" (and %d more)", n)
 			}
 		}
-		out = append(out, Verdict{Kind: VerdictNoCalls, Line: c.firstNote.Line, Text: text})
+		out = append(out, v)
 	}
 	// Re-recording: PyTorch's re-records, and every recording made beside
 	// an existing one whose invariants failed.
