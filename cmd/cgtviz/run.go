@@ -161,10 +161,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		if *logLines && s.Note != "" {
-			fmt.Fprintf(logw, "%s:%d: note: %s\n", file, s.Line, traces.Printable(s.Note))
-		}
 		if *logLines {
+			if s.Note != "" {
+				fmt.Fprintf(logw, "%s:%d: note: %s\n", file, s.Line, traces.Printable(s.Note))
+			}
 			src := notes.take(s.Line)
 			for _, ev := range s.Events {
 				if l := engine.LogLine(file, ev); l != "" {

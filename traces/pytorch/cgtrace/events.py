@@ -61,17 +61,22 @@ class _Events:
                 self._all_knobs_read = True
         self._mark_counter = c
 
-    def _on_reset(self):
-        """reset_cudagraph_trees() ran (torch._dynamo.reset() calls it): every
-        tree is gone and the mark-step counter is back to 0."""
-        if self._off:
-            return
+    def _between_calls(self, stage, write):
+        """An event between tree calls: what is queued written first
+        (_settle), then write()'s records; the recorder's own failure
+        there is _fail's (stage: where)."""
         with self.lock:
             self._settle()
             try:
-                self._trees_reset()
+                write()
             except Exception as e:
-                self._fail("at a reset", e)
+                self._fail(stage, e)
+
+    def _on_reset(self):
+        """reset_cudagraph_trees() ran (torch._dynamo.reset() calls it): every
+        tree is gone and the mark-step counter is back to 0."""
+        if not self._off:
+            self._between_calls("at a reset", self._trees_reset)
 
     def _trees_reset(self):
         """Every tree is gone (reset_cudagraph_trees): a reset record, no
@@ -83,26 +88,19 @@ class _Events:
     def _on_skipped_backward(self, mgr):
         if self._off or self._in_call():
             return
-        with self.lock:
-            self._settle()
-            try:
-                self._check_manager(mgr)
-                self.session.skipped_backward(mgr.device_index)
-            except Exception as e:
-                self._fail("at a backward without cudagraphs", e)
+
+        def write():
+            self._check_manager(mgr)
+            self.session.skipped_backward(mgr.device_index)
+
+        self._between_calls("at a backward without cudagraphs", write)
 
     def _on_empty_cache(self):
         """torch.cuda.empty_cache() returned, outside a tree call (the tree's
         own, as torch.cuda.graph empties the cache at every recording, is
         the engine's to model): an empty_cache record."""
-        if self._off or self._in_call():
-            return
-        with self.lock:
-            self._settle()
-            try:
-                self.session.empty_cache()
-            except Exception as e:
-                self._fail("at torch.cuda.empty_cache()", e)
+        if not (self._off or self._in_call()):
+            self._between_calls("at torch.cuda.empty_cache()", self.session.empty_cache)
 
     def _on_plain_cudagraph(self):
         """A compiled graph's first run made its CUDA graph outside the
@@ -112,16 +110,15 @@ class _Events:
         warns once, with the count)."""
         if self._off:
             return
-        with self.lock:
-            self._settle()
-            try:
-                self.plain_cudagraphs += 1
-                self.session.note(
-                    "compiled graph %d of this program made its CUDA graph outside CUDAGraph Trees "
-                    "(torch._inductor.config.triton.cudagraph_trees is False): cgtviz models the trees only, "
-                    "so its calls are not in this trace" % self.plain_cudagraphs)
-            except Exception as e:
-                self._fail("at a CUDA graph outside the trees", e)
+
+        def write():
+            self.plain_cudagraphs += 1
+            self.session.note(
+                "compiled graph %d of this program made its CUDA graph outside CUDAGraph Trees "
+                "(torch._inductor.config.triton.cudagraph_trees is False): cgtviz models the trees only, "
+                "so its calls are not in this trace" % self.plain_cudagraphs)
+
+        self._between_calls("at a CUDA graph outside the trees", write)
 
     def _check_manager(self, mgr):
         """A reset the wrapper did not see: the mark-step counter back at 0

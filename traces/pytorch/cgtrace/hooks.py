@@ -73,6 +73,13 @@ def _module_codes():
     return seen
 
 
+def _is_compiling(torch):
+    """torch.compiler.is_compiling, or a function always False on a torch
+    without it: True while Dynamo traces (where a wrapper of torch's must
+    be the original alone)."""
+    return getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+
 class _Hooks:
     """Recorder's wrappers: what start patches into torch (the tree's entry
     points, Tensor's read methods, the config modules' writes), each
@@ -451,14 +458,12 @@ class _Hooks:
         # (Dynamo tracing a compiled function that calls it inlines this
         # wrapper: there it must be the original and nothing else, as the
         # read wrappers are; is_compiling() folds to True while it traces.)
-        compiler = getattr(torch, "compiler", None)
-        is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        is_compiling = _is_compiling(torch)
 
         def empty_cache(*args, **kwargs):
-            if is_compiling():
-                return orig(*args, **kwargs)
             out = orig(*args, **kwargs)
-            rec._on_empty_cache()
+            if not is_compiling():
+                rec._on_empty_cache()
             return out
 
         empty_cache.__wrapped__ = orig
@@ -503,8 +508,7 @@ class _Hooks:
         # (tracing the recorder's state would add guards and graph breaks,
         # and so change the program's graphs). is_compiling() is True while
         # Dynamo traces and constant-folds the branch away.
-        compiler = getattr(self.torch, "compiler", None)
-        is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        is_compiling = _is_compiling(self.torch)
         code = None
         for name in _READ_METHODS:
             orig = getattr(T, name, None)

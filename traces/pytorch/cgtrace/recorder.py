@@ -23,7 +23,7 @@ from .facts import _Facts
 from .fresh import _Fresh
 from .freshq import _FreshQueue
 from .hooks import _ABSENT, _Hooks
-from .jsonl import SMALL_TENSOR, Trace
+from .jsonl import SMALL_TENSOR, Trace, _Journal
 from .knobs import _jsonable, _Knobs, settings_from_knobs
 from .liveness import _tree_stats
 from .raised import _Raised
@@ -549,10 +549,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         out, trace.out, trace.done = trace.out, None, None
         trace.records = []
         try:
-            fd = out.fd if hasattr(out, "fd") else out.fileno() if out is not None else None
-            if fd is not None:
+            if out is not None:
+                # (the journal's descriptor, or the followed stream's file's)
                 null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, fd, inheritable=False)
+                os.dup2(null, out.fd if isinstance(out, _Journal) else out.fileno(), inheritable=False)
                 os.close(null)
         except (OSError, ValueError, AttributeError):
             pass
