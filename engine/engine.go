@@ -379,7 +379,7 @@ func (e *Engine) apply(rec *traces.Record, step *Step) error {
 		// torch.cuda.empty_cache(): every device's allocator releases its
 		// cached blocks (emptyCache runs release_cached_blocks on each).
 		for _, ds := range e.devs {
-			if err := ds.alloc.EmptyCache(); err != nil {
+			if err := e.emptyCache(ds, rec.Line); err != nil {
 				return err
 			}
 		}

@@ -57,6 +57,10 @@ const (
 	// EvReset: a reset record dropped a device's tree (Msg says what
 	// went with it).
 	EvReset
+	// EvEmptyCache: torch.cuda.empty_cache() gave a device's cached free
+	// segments back to the driver (Msg says how many and what stays
+	// reserved). Its own kind so a breakpoint can stop on it.
+	EvEmptyCache
 )
 
 var eventKindNames = [...]string{
@@ -77,6 +81,7 @@ var eventKindNames = [...]string{
 	EvTensorDied:      "tensor_died",
 	EvConfig:          "config",
 	EvReset:           "reset",
+	EvEmptyCache:      "empty_cache",
 }
 
 // String returns the kind's name as breakpoints and the JSON report spell it.

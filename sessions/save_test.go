@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -89,18 +90,15 @@ func TestWriteFileAtomic(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v: an existing file keeps its permissions", st.Mode().Perm())
 	}
-	// A file size limit (ulimit -f) cuts the write short: SIGXFSZ is
-	// ignored so that the write fails with EFBIG instead of killing us.
-	var old syscall.Rlimit
-	must(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old))
-	sigIgnore(t)
-	lim := old
-	lim.Cur = 1024
-	must(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim))
-	err := WriteFileAtomic(path, make([]byte, 4096), 0o644)
-	must(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old))
-	if err == nil {
-		t.Fatal("a write over the file size limit succeeded")
+	// A file size limit (ulimit -f) cuts the write short. In a child
+	// process: the limit is the whole process's, and in this one it also
+	// cut the test framework's own log of opened files (-test.testlogfile),
+	// failing the package at random ("can't write testlog.txt: file too
+	// large").
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestWriteFileAtomicOverLimit$")
+	cmd.Env = append(os.Environ(), "CGTVIZ_FSIZE_CHILD="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the child writing over the file size limit: %v\n%s", err, out)
 	}
 	if got, _ := os.ReadFile(path); string(got) != "new" {
 		t.Fatalf("after a failed write the file holds %d bytes, want the old 3", len(got))
@@ -112,6 +110,25 @@ func TestWriteFileAtomic(t *testing.T) {
 	// An unwritable place.
 	if err := WriteFileAtomic(filepath.Join(dir, "nodir", "x"), []byte("x"), 0o644); err == nil {
 		t.Fatal("a write into a missing directory succeeded")
+	}
+}
+
+// TestWriteFileAtomicOverLimit is TestWriteFileAtomic's child: with a
+// file size limit of 1 KiB, a write of 4 KiB over the file
+// CGTVIZ_FSIZE_CHILD names must fail (SIGXFSZ ignored, so that the write
+// fails with EFBIG instead of killing the process). Alone it does nothing.
+func TestWriteFileAtomicOverLimit(t *testing.T) {
+	path := os.Getenv("CGTVIZ_FSIZE_CHILD")
+	if path == "" {
+		t.Skip("run by TestWriteFileAtomic in a child process")
+	}
+	var lim syscall.Rlimit
+	must(t, syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim))
+	sigIgnore(t)
+	lim.Cur = 1024
+	must(t, syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim))
+	if err := WriteFileAtomic(path, make([]byte, 4096), 0o644); err == nil {
+		t.Fatal("a write over the file size limit succeeded")
 	}
 }
 

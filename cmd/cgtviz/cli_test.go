@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -172,37 +173,50 @@ func TestRules(t *testing.T) {
 
 // TestExportUnderFileLimit: an export cut short by a file size limit
 // (ulimit -f) leaves neither a truncated file nor a temporary one, and an
-// existing file as it was (issue 17, item 3).
+// existing file as it was (issue 17, item 3). The export runs in a child
+// process (TestExportUnderFileLimitChild): the limit is the whole
+// process's, and in this one it also cut the test framework's own log of
+// opened files (-test.testlogfile), failing the package at random.
 func TestExportUnderFileLimit(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.dot")
 	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	signal.Ignore(syscall.SIGXFSZ)
-	defer signal.Reset(syscall.SIGXFSZ)
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = 512
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"export", "../../examples/seed-a-checkpoint.cgt.jsonl", "-o", out}, &stdout, &stderr)
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	if code != 1 {
-		t.Fatalf("exit %d under a 512-byte file limit, want 1; stderr: %s", code, stderr.String())
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestExportUnderFileLimitChild$")
+	cmd.Env = append(os.Environ(), "CGTVIZ_FSIZE_CHILD="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the export under a 512-byte file limit: %v\n%s", err, b)
 	}
 	if got, _ := os.ReadFile(out); string(got) != "old" {
 		t.Fatalf("the old file now holds %d bytes", len(got))
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("%d files left, want only the old one", len(ents))
+	}
+}
+
+// TestExportUnderFileLimitChild is TestExportUnderFileLimit's child: the
+// export to the file CGTVIZ_FSIZE_CHILD names under a 512-byte file size
+// limit (SIGXFSZ ignored, so that the write fails with EFBIG instead of
+// killing the process) must exit 1. Alone it does nothing.
+func TestExportUnderFileLimitChild(t *testing.T) {
+	out := os.Getenv("CGTVIZ_FSIZE_CHILD")
+	if out == "" {
+		t.Skip("run by TestExportUnderFileLimit in a child process")
+	}
+	signal.Ignore(syscall.SIGXFSZ)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	lim.Cur = 512
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"export", "../../examples/seed-a-checkpoint.cgt.jsonl", "-o", out}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d under a 512-byte file limit, want 1; stderr: %s", code, stderr.String())
 	}
 }
 

@@ -375,7 +375,7 @@ func (c *Collector) Step(s *engine.Step) {
 			if f != nil {
 				f.Checkpoints++
 			}
-		case engine.EvExpectFailed, engine.EvReset, engine.EvConfig, engine.EvInvariantFailed:
+		case engine.EvExpectFailed, engine.EvReset, engine.EvConfig, engine.EvInvariantFailed, engine.EvEmptyCache:
 			notable = true
 		}
 	}
@@ -535,7 +535,7 @@ func note(s *engine.Step) string {
 				t = fmt.Sprintf("checkpoint: graph %d's pool state restored, %d block(s) re-allocated for live tensors, %d freed", d.Node, len(d.Reallocated), len(d.Freed))
 			}
 			parts = append(parts, t)
-		case engine.EvSkip, engine.EvWarning, engine.EvInvariantFailed, engine.EvReset, engine.EvConfig, engine.EvExpectFailed:
+		case engine.EvSkip, engine.EvWarning, engine.EvInvariantFailed, engine.EvReset, engine.EvConfig, engine.EvExpectFailed, engine.EvEmptyCache:
 			parts = append(parts, ev.Kind.String()+": "+ev.Text())
 		}
 	}

@@ -50,6 +50,8 @@ chained_infer chained_infer.py
 grad_accum grad_accum.py
 varlen_infer varlen_infer.py
 ema_swap ema_swap.py
+cache_release cache_release.py
+no_trees no_trees.py
 detection_infer detection_infer.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py

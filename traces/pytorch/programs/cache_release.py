@@ -1,0 +1,56 @@
+"""Training with evaluation between epochs, calling torch.cuda.empty_cache()
+where users are told to "free memory": after each epoch's training steps,
+before its evaluation at a larger batch, and after the evaluation. The
+model is compiled under reduce-overhead (forward and backward become tree
+functions); the evaluation runs the same compiled module under no_grad,
+so the tree records an inference graph beside the training ones. The
+cached segments empty_cache gives back are the caching allocator's state
+the trace replays (its `empty_cache` records); the tree's own pool is not
+among them while it lives.
+
+    python3 -m cgtrace run -o cache_release.cgt.jsonl cache_release.py
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+EPOCHS, STEPS, BATCH, EVAL_BATCH, D, HIDDEN, CLASSES = 3, 4, 32, 256, 64, 256, 10
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(D, HIDDEN)
+        self.fc2 = nn.Linear(HIDDEN, HIDDEN)
+        self.head = nn.Linear(HIDDEN, CLASSES)
+
+    def forward(self, x):
+        return self.head(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+torch.manual_seed(0)
+model = MLP().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+compiled = torch.compile(model, mode="reduce-overhead")
+labels = torch.randint(0, CLASSES, (BATCH,), device="cuda")
+
+for epoch in range(EPOCHS):
+    model.train()
+    for _ in range(STEPS):
+        torch.compiler.cudagraph_mark_step_begin()
+        x = torch.randn(BATCH, D, device="cuda")
+        loss = F.cross_entropy(compiled(x), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    print("epoch %d loss %.4f" % (epoch, loss.item()))
+    del x, loss
+    torch.cuda.empty_cache()  # the habit: give memory back before evaluating
+    model.eval()
+    with torch.no_grad():
+        torch.compiler.cudagraph_mark_step_begin()
+        big = torch.randn(EVAL_BATCH, D, device="cuda")
+        acc = compiled(big).argmax(dim=-1).float().mean().item()
+    del big
+    torch.cuda.memory.empty_cache()  # the same function, by its other name
+    print("epoch %d eval %.3f allocated %d" % (epoch, acc, torch.cuda.memory_allocated()))
