@@ -1,7 +1,7 @@
 """Training with evaluation between epochs, calling torch.cuda.empty_cache()
 where users are told to "free memory": after each epoch's training steps,
 before its evaluation at a larger batch, and after the evaluation. The
-model is compiled under reduce-overhead (forward and backward become tree
+model (with dropout, so train() and eval() are two graphs) is compiled under reduce-overhead (forward and backward become tree
 functions); the evaluation runs the same compiled module under no_grad,
 so the tree records an inference graph beside the training ones. The
 cached segments empty_cache gives back are the caching allocator's state
@@ -16,20 +16,9 @@ import torch.nn.functional as F
 
 EPOCHS, STEPS, BATCH, EVAL_BATCH, D, HIDDEN, CLASSES = 3, 4, 32, 256, 64, 256, 10
 
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(D, HIDDEN)
-        self.fc2 = nn.Linear(HIDDEN, HIDDEN)
-        self.head = nn.Linear(HIDDEN, CLASSES)
-
-    def forward(self, x):
-        return self.head(F.relu(self.fc2(F.relu(self.fc1(x)))))
-
-
 torch.manual_seed(0)
-model = MLP().cuda()
+model = nn.Sequential(nn.Linear(D, HIDDEN), nn.ReLU(), nn.Dropout(0.1), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                      nn.Linear(HIDDEN, CLASSES)).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=1e-2)
 compiled = torch.compile(model, mode="reduce-overhead")
 labels = torch.randint(0, CLASSES, (BATCH,), device="cuda")
