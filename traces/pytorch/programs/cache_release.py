@@ -1,13 +1,12 @@
 """Training with evaluation between epochs, calling torch.cuda.empty_cache()
 where users are told to "free memory": after each epoch's training steps,
 before its evaluation at a larger batch, and after the evaluation. The
-model (with dropout, so train() and eval() are two graphs) is compiled under reduce-overhead (forward and backward become tree
-functions); the evaluation runs the same compiled module under no_grad,
-so the tree records an inference graph beside the training ones. The
-cached segments empty_cache gives back are the caching allocator's state
-the trace replays (its `empty_cache` records); the tree's own pool is not
-among them while it lives.
-
+model (dropout in it, so train() and eval() are two compiled graphs) is
+compiled under reduce-overhead: forward and backward become tree
+functions, and the evaluation, under no_grad, an inference graph beside
+them. The cached segments empty_cache gives back are the caching
+allocator's state the trace replays (its `empty_cache` records); the
+tree's own pool is not among them while it lives.
     python3 -m cgtrace run -o cache_release.cgt.jsonl cache_release.py
 """
 import torch
