@@ -7,6 +7,7 @@ functions, and the evaluation, under no_grad, an inference graph beside
 them. The cached segments empty_cache gives back are the caching
 allocator's state the trace replays (its `empty_cache` records); the
 tree's own pool is not among them while it lives.
+
     python3 -m cgtrace run -o cache_release.cgt.jsonl cache_release.py
 """
 import torch
