@@ -31,6 +31,7 @@ func TestReaderAdditions(t *testing.T) {
 {"op": "saved", "name": "s", "of": "out3"}
 {"op": "def", "fn": "b2", "params": ["s", "g"], "body": [], "returns": ["s"], "mode": "backward", "graph": "b"}
 {"op": "empty_cache"}
+{"op": "empty_cache", "src": {"file": "/opt/torch/cuda/graphs.py", "line": 187, "fn": "__enter__"}}
 `
 	rd, err := NewReader(strings.NewReader(trace), "t")
 	if err != nil {
@@ -59,6 +60,7 @@ func TestReaderAdditions(t *testing.T) {
 		{Line: 13, Op: OpSaved, Name: "s", Of: "out3"},
 		{Line: 14, Op: OpDef, Fn: "b2", Params: []string{"s", "g"}, Body: []Stmt{}, Returns: []string{"s"}, Mode: ModeBackward, Graph: "b"},
 		{Line: 15, Op: OpEmptyCache},
+		{Line: 16, Op: OpEmptyCache, Src: &Source{File: "/opt/torch/cuda/graphs.py", Line: 187, Fn: "__enter__"}},
 	}
 	for i, w := range want {
 		got, err := rd.Next()

@@ -54,7 +54,7 @@ type rawRecord struct {
 	Warmups     *int            `json:"warmups"`
 	LiveBlocks  *int            `json:"live_blocks"`
 	Error       json.RawMessage `json:"error"`
-	// Src is def's, tensor's, param's, call's and read's (source.go).
+	// Src is def's, tensor's, param's, call's, read's and empty_cache's (source.go).
 	Src json.RawMessage `json:"src"`
 }
 
@@ -178,7 +178,7 @@ var opFields = map[Op]struct{ allowed, required []string }{
 	OpConfig:          {ConfigKeys, nil},
 	OpReset:           {[]string{"device"}, nil},
 	OpSkippedBackward: {[]string{"device"}, nil},
-	OpEmptyCache:      {nil, nil},
+	OpEmptyCache:      {[]string{"src"}, nil},
 	OpSaved:           {[]string{"name", "of"}, []string{"name", "of"}},
 }
 

@@ -313,7 +313,8 @@ type Record struct {
 	Config *Config
 
 	// Src is where in the user's program the record came from (def,
-	// tensor, param, call, read: "src", source.go); nil when absent.
+	// tensor, param, call, read, empty_cache: "src", source.go); nil when
+	// absent.
 	Src *Source
 
 	// memoKey is the reader's number for the record's line text while

@@ -20,10 +20,11 @@ const srcTrace = `{"cgtviz": 1}
 {"op": "tensor", "name": "x", "shape": [4], "init": "rand", "seed": 2, "src": {"file": "train.py", "line": 70}}
 {"op": "call", "fn": "f", "args": ["x"], "out": ["y"], "invocation": 1, "src": {"file": "train.py", "line": 73, "fn": "step"}}
 {"op": "read", "name": "y", "src": {"file": "train.py", "line": 74, "fn": "step"}}
+{"op": "empty_cache", "src": {"file": "train.py", "line": 80, "fn": "<module>"}}
 `
 
-// TestSource: src decodes into Record.Src on def, param, tensor, call and
-// read, round-trips through the writer byte for byte, and a trace without
+// TestSource: src decodes into Record.Src on def, param, tensor, call,
+// read and empty_cache, round-trips through the writer byte for byte, and a trace without
 // it reads as before (Src nil).
 func TestSource(t *testing.T) {
 	tr, err := Read(strings.NewReader(srcTrace), "t")
@@ -36,6 +37,7 @@ func TestSource(t *testing.T) {
 		{File: "train.py", Line: 70},
 		{File: "train.py", Line: 73, Fn: "step"},
 		{File: "train.py", Line: 74, Fn: "step"},
+		{File: "train.py", Line: 80, Fn: "<module>"},
 	}
 	for i, rec := range tr.Records {
 		if rec.Src == nil || *rec.Src != *want[i] {

@@ -259,7 +259,7 @@ func (w *Writer) WriteRecord(r Record) error {
 		return fmt.Errorf("write record line %d: unknown op %q", r.Line, r.Op)
 	}
 	switch r.Op {
-	case OpDef, OpTensor, OpParam, OpCall, OpRead:
+	case OpDef, OpTensor, OpParam, OpCall, OpRead, OpEmptyCache:
 		e.src(r.Src)
 	}
 	if e.err != nil {

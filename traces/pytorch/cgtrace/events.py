@@ -95,12 +95,22 @@ class _Events:
 
         self._between_calls("at a backward without cudagraphs", write)
 
-    def _on_empty_cache(self):
+    def _on_empty_cache(self, frame=None):
         """torch.cuda.empty_cache() returned, outside a tree call (the tree's
         own, as torch.cuda.graph empties the cache at every recording, is
-        the engine's to model): an empty_cache record."""
-        if not (self._off or self._in_call()):
-            self._between_calls("at torch.cuda.empty_cache()", self.session.empty_cache)
+        the engine's to model): an empty_cache record, its src the line
+        that called it, frame's: the program's, or a library's own (the
+        tree manager's first torch.cuda.graph, made when a function is
+        compiled, empties the cache too), which the user must not take
+        for a line of theirs."""
+        if self._off or self._in_call():
+            return
+        try:
+            src = self._src_of(frame.f_code, frame.f_lineno) if frame is not None else None
+        except Exception:  # (a frame without a line: no src)
+            src = None
+        frame = None
+        self._between_calls("at torch.cuda.empty_cache()", lambda: self.session.empty_cache(src))
 
     def _on_plain_cudagraph(self):
         """A compiled graph's first run made its CUDA graph outside the

@@ -463,7 +463,7 @@ class _Hooks:
         def empty_cache(*args, **kwargs):
             out = orig(*args, **kwargs)
             if not is_compiling():
-                rec._on_empty_cache()
+                rec._on_empty_cache(sys._getframe(1))
             return out
 
         empty_cache.__wrapped__ = orig

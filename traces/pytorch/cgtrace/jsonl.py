@@ -36,7 +36,7 @@ _FIELDS = {
     "step": ("op",),
     "reset": ("op", "device"),
     "skipped_backward": ("op", "device"),
-    "empty_cache": ("op",),
+    "empty_cache": ("op", "src"),
     "read": ("op", "name", "src"),
     "saved": ("op", "name", "of"),
     "expect": ("op", "action", "node", "nodes", "roots", "checkpoints",

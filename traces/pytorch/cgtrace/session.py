@@ -144,16 +144,19 @@ class Session(_Names, _Deaths):
         is the format's default."""
         self._device_record("skipped_backward", device or None)
 
-    def empty_cache(self):
+    def empty_cache(self, src=None):
         """torch.cuda.empty_cache() ran: every device's cached segments
-        given back, after the deaths before it (whose blocks it frees)."""
-        self._device_record("empty_cache", None)
+        given back, after the deaths before it (whose blocks it frees);
+        src: the line that called it (_src_of's), or None."""
+        self._device_record("empty_cache", None, src)
 
-    def _device_record(self, op, device):
+    def _device_record(self, op, device, src=None):
         self.flush_deaths()
         rec = {"op": op}
         if device is not None:
             rec["device"] = device
+        if src is not None:
+            rec["src"] = src[0]
         self.trace.add(rec)
 
     def step(self, upto=None):

@@ -135,6 +135,21 @@ class RecorderTest(TraceFileTest):
         self.assertEqual(ops[i - 1], "del", "after the deaths before it")
         self.assertEqual(ops[i + 1:].count("call"), 1)
         self.assertEqual(ops[-1], "empty_cache")
+        # Each with the line that called it: this test's, in this function.
+        here = self.test_empty_cache_is_recorded_where_the_program_calls_it.__code__
+        srcs = [r.get("src") for r in recs if r["op"] == "empty_cache"]
+        self.assertEqual([(s["file"], s["fn"]) for s in srcs], [(here.co_filename, here.co_name)] * 2, srcs)
+        self.assertEqual(srcs[1]["line"] - srcs[0]["line"], 2, "each its own line")
+        # A library's own call names the library's line, not the
+        # program's that reached it (the tree manager's empty capture:
+        # torch.cuda.graph's __enter__ empties the cache).
+        def library_free():
+            cuda.empty_cache()
+        with cgtrace.record(self.path):
+            library_free()
+        header, recs = self.records()
+        src, = [r.get("src") for r in recs if r["op"] == "empty_cache"]
+        self.assertEqual((src["fn"], src["line"]), ("library_free", library_free.__code__.co_firstlineno + 1))
         # Traced by Dynamo (is_compiling): the original only, no record.
         with cgtrace.record(self.path):
             COMPILING[0] = True
