@@ -91,3 +91,18 @@ func TestSharedOutputsAmong(t *testing.T) {
 		t.Errorf("a call without outputs: %+v", got)
 	}
 }
+
+// TestKindBitsFree: the history keeps a step's kinds as bits of a KindSet,
+// the pseudo kinds on bits 30 and 31; every engine kind (a new one such as
+// empty_cache included) must stay below them, or a breakpoint on it would
+// stop on overwrites or re-records.
+func TestKindBitsFree(t *testing.T) {
+	for _, k := range engine.EventKinds() {
+		if k >= KindOverwrite {
+			t.Errorf("engine kind %s is %d, on the history's pseudo kinds' bits (%d and up)", k, k, KindOverwrite)
+		}
+		if got, ok := ParseKind(KindName(k)); !ok || got != k {
+			t.Errorf("kind %s: parsed back as %v, %v", k, got, ok)
+		}
+	}
+}
