@@ -714,40 +714,49 @@ func (m *manager) nodesOrNil(id int) *Node {
 
 // forPathOutputs calls visit with each live output storage of the current
 // path and the function that made it, root first: the graph nodes from the
-// root, then the warmup chain from its oldest (the order of
-// warmupPathLive and nodePathLive).
+// root, then the warmup chain from its oldest.
 func (m *manager) forPathOutputs(visit func(fn, sid int)) {
-	each := func(fn int, outs []int) {
-		for _, sid := range outs {
-			if sid != 0 && m.sh.tt.storageLive(sid) {
-				visit(fn, sid)
-			}
-		}
-	}
-	top := m.curNode()
-	var chain []*WarmupNode
 	if w := m.curWarmup(); w != nil {
-		chain, top = m.warmupChain(w)
-	}
-	if top != nil {
-		for _, x := range m.path(top) {
-			each(x.Fn, x.OutWeak)
-		}
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		each(chain[i].Fn, chain[i].OutWeak)
+		m.forWarmupPathOutputs(w, visit)
+	} else if n := m.curNode(); n != nil {
+		m.forNodePathOutputs(n, visit)
 	}
 }
 
-func (m *manager) nodePathLive(n *Node) []int {
-	var out []int
+// forNodePathOutputs calls visit with each live output storage of the path
+// from the root to n, root first, and the function that made it.
+func (m *manager) forNodePathOutputs(n *Node, visit func(fn, sid int)) {
 	for _, x := range m.path(n) {
-		for _, sid := range x.OutWeak {
-			if sid != 0 && m.sh.tt.storageLive(sid) {
-				out = append(out, sid)
-			}
+		m.forLiveOutputs(x.Fn, x.OutWeak, visit)
+	}
+}
+
+// forWarmupPathOutputs is forNodePathOutputs for a warmup node: the graph
+// nodes below its chain, then the chain from its oldest to w.
+func (m *manager) forWarmupPathOutputs(w *WarmupNode, visit func(fn, sid int)) {
+	chain, top := m.warmupChain(w)
+	if top != nil {
+		m.forNodePathOutputs(top, visit)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		m.forLiveOutputs(chain[i].Fn, chain[i].OutWeak, visit)
+	}
+}
+
+// forLiveOutputs calls visit(fn, sid) for each of outs still live.
+func (m *manager) forLiveOutputs(fn int, outs []int, visit func(fn, sid int)) {
+	for _, sid := range outs {
+		if sid != 0 && m.sh.tt.storageLive(sid) {
+			visit(fn, sid)
 		}
 	}
+}
+
+// nodePathLive returns the live output storages of the path to n, root
+// first.
+func (m *manager) nodePathLive(n *Node) []int {
+	var out []int
+	m.forNodePathOutputs(n, func(_, sid int) { out = append(out, sid) })
 	return out
 }
 
@@ -768,18 +777,8 @@ func (m *manager) warmupChain(w *WarmupNode) ([]*WarmupNode, *Node) {
 
 // warmupPathLive is CUDAWarmupNode.path_live_weakrefs.
 func (m *manager) warmupPathLive(w *WarmupNode) []int {
-	chain, top := m.warmupChain(w)
 	var out []int
-	if top != nil {
-		out = m.nodePathLive(top)
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		for _, sid := range chain[i].OutWeak {
-			if sid != 0 && m.sh.tt.storageLive(sid) {
-				out = append(out, sid)
-			}
-		}
-	}
+	m.forWarmupPathOutputs(w, func(_, sid int) { out = append(out, sid) })
 	return out
 }
 

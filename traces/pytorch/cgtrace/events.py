@@ -95,7 +95,7 @@ class _Events:
 
         self._between_calls("at a backward without cudagraphs", write)
 
-    def _on_empty_cache(self, frame=None):
+    def _on_empty_cache(self, frame):
         """torch.cuda.empty_cache() returned, outside a tree call (the tree's
         own, as torch.cuda.graph empties the cache at every recording, is
         the engine's to model): an empty_cache record, its src the line
@@ -105,12 +105,10 @@ class _Events:
         for a line of theirs."""
         if self._off or self._in_call():
             return
-        try:
-            src = self._src_of(frame.f_code, frame.f_lineno) if frame is not None else None
-        except Exception:  # (a frame without a line: no src)
-            src = None
-        frame = None
-        self._between_calls("at torch.cuda.empty_cache()", lambda: self.session.empty_cache(src))
+        # (_src_of gives None for a frame without a line; a failure in it
+        # is the recorder's, as _between_calls takes write's)
+        self._between_calls("at torch.cuda.empty_cache()",
+                            lambda: self.session.empty_cache(self._src_of(frame.f_code, frame.f_lineno)))
 
     def _on_plain_cudagraph(self):
         """A compiled graph's first run made its CUDA graph outside the
