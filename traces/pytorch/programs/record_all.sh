@@ -55,6 +55,10 @@ no_trees no_trees.py
 detection_infer detection_infer.py
 gpt2_medium_train gpt2_medium_train.py
 llama_1b_decode llama_1b_decode.py
+act_checkpoint act_checkpoint.py
+loader_train loader_train.py
+bert_embed bert_embed.py
+prefetch_train prefetch_train.py
 LIST
 )
 for n in $only; do
