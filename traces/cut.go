@@ -49,3 +49,28 @@ func cutLine(file string, n, records int, line []byte) *Cut {
 		"the trace ends mid-record (cut: the recording stopped, e.g. the program crashed); "+
 			"the %d records before it are checked", records)}, Records: records}
 }
+
+// UnendedNote is what cgtviz says of a trace whose recording did not end
+// (Header.Unended): the records are the trace up to where the program
+// stopped.
+const UnendedNote = "the recording did not end (the program died, was killed or exited before the recorder " +
+	"finished): the trace holds what was recorded up to its last line"
+
+// Unended reports whether the header says its recording did not end: the
+// meta object's "journal" key, which a recorder that writes the trace as
+// the program runs (cgtrace) puts in the header it writes first and leaves
+// out of the one it writes when the recording ends. A trace that ends on
+// a whole line says no more than this that the program died after it; one
+// cut mid-line also has a Cut.
+func (h Header) Unended() bool {
+	if len(h.Meta) == 0 {
+		return false
+	}
+	var m struct {
+		Journal json.RawMessage `json:"journal"`
+	}
+	if json.Unmarshal(h.Meta, &m) != nil {
+		return false
+	}
+	return len(m.Journal) > 0 && string(m.Journal) != "null" && string(m.Journal) != "false"
+}

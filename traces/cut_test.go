@@ -75,3 +75,29 @@ func TestCut(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderUnended: the meta object's "journal" key says the recording did
+// not end; its absence, null or false, or a meta that is not an object, do
+// not.
+func TestHeaderUnended(t *testing.T) {
+	for _, tc := range []struct {
+		meta string
+		want bool
+	}{
+		{``, false},
+		{`{}`, false},
+		{`{"torch": "2.11.0"}`, false},
+		{`{"journal": "written as the program ran; the recording did not end"}`, true},
+		{`{"journal": true}`, true},
+		{`{"journal": {"calls": 3}}`, true},
+		{`{"journal": null}`, false},
+		{`{"journal": false}`, false},
+		{`{"journal": ""}`, true}, // (present: the recorder wrote it)
+		{`[1, 2]`, false},
+		{`{"journal": `, false},
+	} {
+		if got := (Header{Meta: []byte(tc.meta)}).Unended(); got != tc.want {
+			t.Errorf("meta %s: Unended %v, want %v", tc.meta, got, tc.want)
+		}
+	}
+}

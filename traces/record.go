@@ -26,7 +26,8 @@ type Header struct {
 	Name    string // "name"
 	Devices int    // "devices", at least 1
 	Config  Config
-	// Meta is the free-form "meta" object, kept as raw JSON; only its "torch" version is read (engine.HandoffFor).
+	// Meta is the free-form "meta" object, kept as raw JSON; its "torch"
+	// version is read (engine.HandoffFor) and its "journal" note (Unended).
 	Meta []byte
 }
 

@@ -123,10 +123,20 @@ func (m *Model) stepForward() tea.Cmd {
 			if h := s.Horizon(); h != "" {
 				return h, nil
 			}
-			return "end of trace", nil
+			return endOfTrace(s, "end of trace"), nil
 		}
 		return "", nil
 	})
+}
+
+// endOfTrace is the message at the end of a trace wholly read: base, and
+// where the trace's header says the recording did not end (the program
+// died after its last record: traces.Header.Unended), that too.
+func endOfTrace(s *sessions.Session, base string) string {
+	if s.Header().Unended() {
+		return base + "; the recording did not end here: the program died after this record"
+	}
+	return base
 }
 
 // stepBack goes back one record (N).
@@ -145,7 +155,7 @@ func (m *Model) stepBack() tea.Cmd {
 func (m *Model) continueForward() tea.Cmd {
 	return m.move(func(s *sessions.Session) (string, error) {
 		h, err := s.Continue()
-		end := "end of trace: no breakpoint hit"
+		end := endOfTrace(s, "end of trace: no breakpoint hit")
 		if hz := s.Horizon(); hz != "" {
 			end = hz + ": no breakpoint hit"
 		}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -381,5 +382,49 @@ func TestWarmupSelected(t *testing.T) {
 	if got := screenText(m); !strings.Contains(got, "warmup of fee") || !strings.Contains(got, "← warmed up") ||
 		!strings.Contains(strings.Join(plainLines(m.detailsLines(200)), "\n"), "warmup of fee (function 1; PyTorch's warmup id -2)") {
 		t.Errorf("screen lacks the warmup node's details:\n%s", got)
+	}
+}
+
+// TestEndOfUnendedTrace: at the end of a trace whose header says the
+// recording did not end (a program that died: cgtrace's journal), n, c and
+// g past the end say so beside "end of trace"; the demo's end does not.
+func TestEndOfUnendedTrace(t *testing.T) {
+	data, err := os.ReadFile(seedA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, body, _ := strings.Cut(string(data), "\n")
+	if !strings.HasSuffix(head, "}") {
+		t.Fatalf("the demo's header: %q", head)
+	}
+	var hdr map[string]any
+	if err := json.Unmarshal([]byte(head), &hdr); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := hdr["meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["journal"] = "written as the program ran; the recording did not end (the program died)"
+	hdr["meta"] = meta
+	h, _ := json.Marshal(hdr)
+	path := filepath.Join(t.TempDir(), "died.cgt.jsonl")
+	if err := os.WriteFile(path, []byte(string(h)+"\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const said = "the recording did not end here: the program died after this record"
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{{path, true}, {seedA, false}} {
+		m := newModel(t, tc.path, 120, 40, Options{})
+		press(t, m, "c")
+		if !strings.Contains(m.Message(), "end of trace") || strings.Contains(m.Message(), said) != tc.want {
+			t.Errorf("%s: c said %q; want the end, the recording's death %v", tc.path, m.Message(), tc.want)
+		}
+		press(t, m, "n")
+		if !strings.Contains(m.Message(), "end of trace") || strings.Contains(m.Message(), said) != tc.want {
+			t.Errorf("%s: n at the end said %q; want the end, the recording's death %v", tc.path, m.Message(), tc.want)
+		}
 	}
 }

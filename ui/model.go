@@ -644,7 +644,7 @@ func (m *Model) runTo(target int) tea.Cmd {
 		case err != nil:
 			return "", err
 		case !h.Found:
-			return fmt.Sprintf("end of trace before line %d", line), nil
+			return endOfTrace(s, fmt.Sprintf("end of trace before line %d", line)), nil
 		case h.Index+1 == target && !had:
 			return fmt.Sprintf("ran to line %d", line), nil
 		case h.Index+1 == target:

@@ -25,7 +25,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	status := 0
 	for _, f := range files {
-		name, n, cut, err := checkOne(ctx, stdout, stderr, f)
+		name, n, cut, unended, err := checkOne(ctx, stdout, stderr, f)
 		if interrupted(ctx, stderr, "check") {
 			return exitInterrupted
 		}
@@ -33,6 +33,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			// Not a problem: what a crashed recording leaves (exit 0 when
 			// the records before it check).
 			fmt.Fprintf(stderr, "cgtviz check: %s\n", cut)
+		} else if unended {
+			// The same, cut between two lines: only the header says so.
+			fmt.Fprintf(stderr, "cgtviz check: %s: %s\n", name, traces.UnendedNote)
 		}
 		if err != nil {
 			printProblems(stderr, "cgtviz check: ", err)
@@ -47,14 +50,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // checkOne checks one trace (a file, "-" or "demo") in one pass and
-// returns its name and how many records it has, or its problems; and the
-// cut, when the trace ends mid-record.
-func checkOne(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.Cut, error) {
+// returns its name and how many records it has, or its problems; the cut,
+// when the trace ends mid-record; and whether its header says its
+// recording did not end (traces.Header.Unended).
+func checkOne(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.Cut, bool, error) {
 	name, n, cr, err := checkRecords(ctx, stdout, stderr, path)
 	if cr == nil {
-		return name, n, nil, err
+		return name, n, nil, false, err
 	}
-	return name, n, cr.Cut(), err
+	return name, n, cr.Cut(), cr.Header().Unended(), err
 }
 
 func checkRecords(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.CheckedReader, error) {

@@ -146,7 +146,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		notes = newSrcNotes(cr)
 		recs = notes
 	}
+	lastLine := 1 // the last record's line (the header's before any)
 	e, err := runEngine(runCtx, hdr, recs, opts, func(s *engine.Step) bool {
+		lastLine = s.Line
 		hint.see(s)
 		start()
 		if jsonSteps != nil {
@@ -235,6 +237,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c := cr.Cut(); c != nil {
 		// The records before it ran: say the trace stopped there.
 		fmt.Fprintf(logw, "%s\n", c)
+	} else if hdr.Unended() {
+		// (Located, as every line of the log is: after the last record.)
+		fmt.Fprintf(logw, "%s:%d: note: %s\n", file, lastLine, traces.UnendedNote)
 	}
 	if err := flush(); err != nil {
 		fmt.Fprintf(stderr, "cgtviz run: write the report: %v\n", err)

@@ -55,10 +55,13 @@ type MemorySource interface {
 // Meta is what the trace's header says of where it came from: its "meta"
 // object's keys "torch", "gpu", "script" and "sources" (compiled function
 // name to the user's source line, as a recorder writes it), each empty
-// when absent.
+// when absent; and whether the recording ended (Collect sets Unended).
 type Meta struct {
 	Torch, GPU, Script string
 	Sources            map[string]string
+	// Unended: the header says the recording did not end (the program
+	// died after the last record: traces.Header.Unended).
+	Unended bool
 }
 
 // ParseMeta reads a header's meta object; keys it does not know, and
@@ -239,7 +242,9 @@ type Collector struct {
 // hdr. mem, when not nil, is sampled as the run goes (the engine that runs
 // it, made with engine.New and run with its Stream).
 func (r *Report) Collect(hdr traces.Header, mem MemorySource, lim Limits) *Collector {
-	return &Collector{r: r, lim: lim.withDefaults(), mem: mem, meta: ParseMeta(hdr.Meta), fns: map[string]*Function{}, stride: 1, lastIndex: -1}
+	meta := ParseMeta(hdr.Meta)
+	meta.Unended = hdr.Unended()
+	return &Collector{r: r, lim: lim.withDefaults(), mem: mem, meta: meta, fns: map[string]*Function{}, stride: 1, lastIndex: -1}
 }
 
 // Sources gives the collector where each compiled function is defined,

@@ -184,6 +184,10 @@ func (w *writer) summary() {
 	}
 	kv("replayed on", strings.Join(devs, "; "))
 	kv("records", fmt.Sprintf("%s (%s mark_steps)", num(a.Records), num(st.MarkSteps)))
+	if a.Meta.Unended {
+		kv("recording", "<strong>did not end</strong>: the program died, was killed or exited before the recorder "+
+			"finished; the trace holds what was recorded up to its last line")
+	}
 	kv("cgtviz", esc(w.p.Version))
 	w.s("</table>\n")
 

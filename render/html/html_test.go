@@ -310,3 +310,27 @@ func TestPageWithoutGraphviz(t *testing.T) {
 		t.Error("an empty page rendered")
 	}
 }
+
+// TestPageUnended: a trace whose header says its recording did not end (a
+// program that died: cgtrace's journal) has the summary say so; one whose
+// recording ended does not.
+func TestPageUnended(t *testing.T) {
+	const body = `{"op": "def", "fn": "f", "params": ["x"], "body": [{"out": "y", "k": "add", "a": "x", "b": 1}], "returns": ["y"]}
+{"op": "tensor", "name": "x", "shape": [4], "init": "rand", "seed": 1}
+{"op": "call", "fn": "f", "args": ["x"], "out": ["y"]}
+`
+	for _, tc := range []struct {
+		meta string
+		want bool
+	}{
+		{`{"torch": "2.11.0", "journal": "written as the program ran; the recording did not end"}`, true},
+		{`{"torch": "2.11.0"}`, false},
+	} {
+		text := `{"cgtviz": 1, "devices": 1, "meta": ` + tc.meta + "}\n" + body
+		page := render(t, build(t, strings.NewReader(text), "t.cgt.jsonl", report.Limits{}), html.Options{})
+		parse(t, page)
+		if got := bytes.Contains(page, []byte("<th>recording</th><td><strong>did not end</strong>")); got != tc.want {
+			t.Errorf("meta %s: the summary says the recording did not end: %v, want %v", tc.meta, got, tc.want)
+		}
+	}
+}

@@ -14,16 +14,26 @@ from .recorder import record
 
 def summarise_file(path):
     """Counts of a trace's records and of PyTorch's decisions in its
-    expects; needs no torch."""
+    expects; needs no torch. A trace a program that died left (issue 33
+    item 1) is read as far as it goes: "ended" is False where its header
+    still says the recording did not end (the journal's `journal` key) or
+    its last line was cut mid-write ("cut": True; that line not counted)."""
     counts = {"defs": 0, "calls": 0, "steps": 0, "dels": 0, "tensors": 0, "params": 0,
               "warmup": 0, "record": 0, "replay": 0, "eager": 0, "errors": 0}
     checkpoints = 0
     header = None
+    cut = False
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if not line.strip():
                 continue
-            rec = json.loads(line)
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                if line.endswith("\n"):
+                    raise  # (a whole line that is not JSON: not a cut)
+                cut = True  # (the last line, without its end: written half)
+                break
             if header is None:
                 header = rec
                 continue
@@ -41,7 +51,14 @@ def summarise_file(path):
                     counts["errors"] += 1
                 checkpoints = max(checkpoints, rec.get("checkpoints", 0))
     counts["checkpoints"] = checkpoints
-    return {"name": (header or {}).get("name"), "counts": counts}
+    meta = (header or {}).get("meta")
+    journal = meta.get("journal") if isinstance(meta, dict) else None
+    out = {"name": (header or {}).get("name"), "counts": counts}
+    if cut or journal not in (None, False):
+        out["ended"] = False
+    if cut:
+        out["cut"] = True
+    return out
 
 
 def torch_missing():

@@ -34,6 +34,30 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual((got["calls"], got["warmup"], got["record"], got["replay"]), (4, 1, 1, 2))
         self.assertEqual((got["defs"], got["steps"], got["checkpoints"]), (1, 1, 1))
 
+    def test_summary_of_a_trace_a_dying_program_left(self):
+        # (issue 33 item 1) A journal's header says the recording did not
+        # end; a last line cut mid-write is not counted and is said.
+        head = '{"cgtviz": 1, "name": "j", "devices": 1, "meta": {"journal": "the recording did not end"}}\n'
+        call = '{"op": "call", "fn": "f", "args": ["x"]}\n'
+        with tempfile.TemporaryDirectory() as d:
+            for name, text, want in (
+                    ("whole", head.replace(', "meta": {"journal": "the recording did not end"}', "") + call, {}),
+                    ("journal", head + call, {"ended": False}),
+                    ("cut", head + call + call[:12], {"ended": False, "cut": True}),
+                    ("cut-only", head.replace('"the recording did not end"', "null") + call + call[:12],
+                     {"ended": False, "cut": True})):
+                p = os.path.join(d, name + ".cgt.jsonl")
+                with open(p, "w") as fh:
+                    fh.write(text)
+                got = cgtrace.summarise_file(p)
+                self.assertEqual(got["counts"]["calls"], 1, name)
+                self.assertEqual({k: got[k] for k in ("ended", "cut") if k in got}, want, name)
+            p = os.path.join(d, "bad.cgt.jsonl")
+            with open(p, "w") as fh:
+                fh.write(head + call[:12] + "\n" + call)
+            with self.assertRaises(ValueError):  # (a broken line before the last: not a cut)
+                cgtrace.summarise_file(p)
+
 
 # Runs cgtrace's command line with torch made unimportable (a finder that
 # refuses it, whether or not this Python has torch).
