@@ -42,7 +42,18 @@ check() {
 	editable:"$here/cgtrace/__init__.py") ;;
 	*) echo "venv_check: the $mode install imports cgtrace from $where" >&2; exit 1 ;;
 	esac
-	(cd "$here/tests" && CGTRACE_TEST_INSTALLED=1 "$py" -m unittest discover -s . -t . 2>&1 | tail -1)
+	# The summary line when the tests pass; what failed when they do not
+	# (make test's log is all CI keeps).
+	local log
+	log=$(mktemp)
+	if ! (cd "$here/tests" && CGTRACE_TEST_INSTALLED=1 "$py" -m unittest discover -s . -t . >"$log" 2>&1); then
+		grep -v '^[.sEFx]*$' "$log" | tail -80 >&2
+		rm -f "$log"
+		echo "venv_check: the $mode install's tests failed" >&2
+		exit 1
+	fi
+	tail -1 "$log"
+	rm -f "$log"
 	echo "venv_check: $mode install ok ($where)"
 }
 
