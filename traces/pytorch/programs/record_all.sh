@@ -63,6 +63,7 @@ act_checkpoint act_checkpoint.py
 loader_train loader_train.py
 bert_embed bert_embed.py
 prefetch_train prefetch_train.py
+diffusion_sample diffusion_sample.py
 LIST
 )
 for n in $only; do
