@@ -59,9 +59,9 @@ const UnendedNote = "the recording did not end (the program died, was killed or 
 // Unended reports whether the header says its recording did not end: the
 // meta object's "journal" key, which a recorder that writes the trace as
 // the program runs (cgtrace) puts in the header it writes first and leaves
-// out of the one it writes when the recording ends. A trace that ends on
-// a whole line says no more than this that the program died after it; one
-// cut mid-line also has a Cut.
+// out of the one it writes when the recording ends. For a trace whose last
+// line is whole nothing else says the program died after it; one cut
+// mid-line also has a Cut.
 func (h Header) Unended() bool {
 	if len(h.Meta) == 0 {
 		return false

@@ -385,9 +385,9 @@ func TestWarmupSelected(t *testing.T) {
 	}
 }
 
-// TestEndOfUnendedTrace: at the end of a trace whose header says the
-// recording did not end (a program that died: cgtrace's journal), n, c and
-// g past the end say so beside "end of trace"; the demo's end does not.
+// TestEndOfUnendedTrace: a trace whose header says the recording did not
+// end (a program that died: cgtrace's journal) says so on the first screen,
+// and n and c at its end say so beside "end of trace"; the demo does not.
 func TestEndOfUnendedTrace(t *testing.T) {
 	data, err := os.ReadFile(seedA)
 	if err != nil {
@@ -418,6 +418,9 @@ func TestEndOfUnendedTrace(t *testing.T) {
 		want bool
 	}{{path, true}, {seedA, false}} {
 		m := newModel(t, tc.path, 120, 40, Options{})
+		if got := strings.Contains(m.Message(), "recording did not end"); got != tc.want {
+			t.Errorf("%s: the first screen's message %q; want the recording's death said %v", tc.path, m.Message(), tc.want)
+		}
 		press(t, m, "c")
 		if !strings.Contains(m.Message(), "end of trace") || strings.Contains(m.Message(), said) != tc.want {
 			t.Errorf("%s: c said %q; want the end, the recording's death %v", tc.path, m.Message(), tc.want)

@@ -211,6 +211,10 @@ func New(s *sessions.Session, opts Options) *Model {
 		m.setProgress(p)
 	}
 	m.install(takeSnapshot(s))
+	if s.Header().Unended() {
+		// Said at once: nothing in the records shows the program died.
+		m.setMsg("this trace's recording did not end: the program died after its last record", nil)
+	}
 	return m
 }
 

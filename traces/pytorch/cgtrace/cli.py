@@ -54,7 +54,7 @@ def summarise_file(path):
     meta = (header or {}).get("meta")
     journal = meta.get("journal") if isinstance(meta, dict) else None
     out = {"name": (header or {}).get("name"), "counts": counts}
-    if cut or journal not in (None, False):
+    if cut or (journal is not None and journal is not False):  # (as cgtviz reads the key)
         out["ended"] = False
     if cut:
         out["cut"] = True
