@@ -137,6 +137,11 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 		ownRoot = ", not yet recorded, so a root of its own"
 	}
 	switch {
+	case o.Size > 1 && o.Graph != "" && sameShapes(st, dev, o.Graph, fn):
+		// No tensor changed shape: the size that did is an int the graph
+		// takes as a symbolic size (a step or a timestep passed as a
+		// Python int), which users do not think of as a shape.
+		return fmt.Sprintf("size %d of %s's compiled graph%s (the tensor shapes of %s itself)%s: the size that changed is not a tensor's shape but an int the graph takes as a symbolic size (an int argument, such as a step or a timestep, that Dynamo made dynamic; or a stride or an offset), and cudagraphify records a graph of dynamic shapes once per distinct size, each a function of its own (this def)", o.Size, o.Graph, shapes, o.Graph, ownRoot)
 	case o.Size > 1 && o.Graph != "":
 		return fmt.Sprintf("size %d of %s's compiled graph%s%s: cudagraphify records a graph of dynamic shapes once per distinct input size, each a function of its own (this def)", o.Size, o.Graph, shapes, ownRoot)
 	case o.Size > 1:
@@ -174,6 +179,21 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 	// necessarily a new compile.
 	return fmt.Sprintf("a new function of %s%s%s: %s, one of %d defs of %s (%s), one per PyTorch FunctionID (Dynamo's recompile, or a new size of a graph of dynamic shapes)",
 		m[1], shapes, ownRoot, fn, len(kin), m[1], names)
+}
+
+// sameShapes reports whether the functions a and b on dev (by their defs)
+// take inputs of the same shapes, every one of them.
+func sameShapes(st *engine.State, dev int, a, b string) bool {
+	var sa, sb [][]int
+	for _, f := range st.Functions {
+		if f.Device == dev && f.Fn == a {
+			sa = f.Shapes
+		}
+		if f.Device == dev && f.Fn == b {
+			sb = f.Shapes
+		}
+	}
+	return len(sa) > 0 && slices.EqualFunc(sa, sb, slices.Equal[[]int])
 }
 
 // namedAlias names the input an output aliases: "(alias input 3)" says

@@ -318,6 +318,11 @@ func TestIssue34WhyRecorded(t *testing.T) {
 		{mlp, "line 28", "the backward of MLP_0 (#0), whose saved tensors it takes: a backward starts no generation of its own, so the path was still recording", "resume function"},
 		{dyn, "line 15", "a new compiled graph of f for shape [3,3] (dynamic shapes): Dynamo's compile 2 of f, made dynamic where the sizes changed", "not yet recorded"},
 		{dyn, "line 27", "a new size of f's compiled graph 2 (dynamic shapes) for shape [2,2], not yet recorded, so a root of its own: cudagraphify records a graph of dynamic shapes once per distinct input size", ""},
+		// A size of a dynamic graph whose tensors kept their shapes: an int
+		// argument's value (a sampler's timestep), said as such; one
+		// whose tensors changed shape, as before.
+		{"../examples/recorded/diffusion_sample.cgt.jsonl", "line 119", "size 2 of Denoiser_1's compiled graph for shape [4,256] (the tensor shapes of Denoiser_1 itself), not yet recorded, so a root of its own: the size that changed is not a tensor's shape but an int the graph takes as a symbolic size (an int argument, such as a step or a timestep, that Dynamo made dynamic; or a stride or an offset)", ""},
+		{"../examples/recorded/varlen_infer.cgt.jsonl", "line 84", "size 2 of Model_1's compiled graph for shape [2,13], [2,1,13,13]: cudagraphify records a graph of dynamic shapes once per distinct input size", "not a tensor's shape"},
 		// Another invocation found the path recording: no graph break.
 		{trainOpt, "line 50", "record #2 opt_step_2: path is recording (parent #1) • a storage died", "resume function"},
 		// No invocations in the trace: nothing said of them.
