@@ -319,4 +319,9 @@ type FunctionView struct {
 	Shapes [][]int
 	Mode   string
 	Warmed bool
+	// Graph and Size: the def whose compiled graph of dynamic shapes this
+	// FunctionID is a size of, and which size (Function.Graph, .Size; ""
+	// and 0 or 1 for a graph's first).
+	Graph string
+	Size  int
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -229,6 +230,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if hint.applies(rule) {
 		fmt.Fprintln(logw, handoffHintText)
 	}
+	if h := intSizesHint(st); h != "" {
+		fmt.Fprintln(logw, h)
+	}
 	if stoppedAt > 0 {
 		// The exit status is 1 for that error; say why beside the
 		// expectations' count, which only covers the records that ran.
@@ -308,6 +312,43 @@ func (h *handoffHint) see(s *engine.Step) {
 
 func (h *handoffHint) applies(rule engine.Handoff) bool {
 	return rule == engine.HandoffPreserve && h.preserved && h.wantedOverwritten
+}
+
+// intSizesHint notices a compiled graph of dynamic shapes that got a
+// FunctionID for several sizes whose tensors all have the shapes of its
+// first: the size that changed is an int the graph takes as a symbolic
+// size, most often an int argument Dynamo made dynamic (a step, a
+// sampler's timestep), and each value is warmed up and recorded before it
+// replays. "" when no graph did (or fewer than three sizes of one).
+func intSizesHint(st *engine.State) string {
+	type key struct {
+		dev int
+		fn  string
+	}
+	shapes := map[key][][]int{}
+	for _, f := range st.Functions {
+		shapes[key{f.Device, f.Fn}] = f.Shapes
+	}
+	count := map[key]int{}
+	best, most := key{}, 0
+	for _, f := range st.Functions {
+		g := key{f.Device, f.Graph}
+		first, ok := shapes[g]
+		if f.Graph == "" || !ok || len(first) == 0 || !slices.EqualFunc(first, f.Shapes, slices.Equal[[]int]) {
+			continue
+		}
+		count[g]++
+		if count[g] > most || count[g] == most && (g.dev < best.dev || g.dev == best.dev && g.fn < best.fn) {
+			best, most = g, count[g]
+		}
+	}
+	if most < 2 {
+		return ""
+	}
+	return fmt.Sprintf("hint: %s's compiled graph got a function of its own for %d more sizes whose tensors all have its shapes, "+
+		"each warmed up and recorded before it replays: the size that changed is an int the graph takes as a size; if it "+
+		"is an int argument (a step, a sampler's timestep) that Dynamo made dynamic, passing it as a CUDA tensor "+
+		"(torch.tensor(t, device=\"cuda\")) makes one graph that replays at every value", traces.Printable(best.fn), most)
 }
 
 const handoffHintText = "hint: the trace expects PyTorch 2.11's overwritten error where cgtviz kept an output handed to the next compiled call (its default, PyTorch's later fix); run it with --handoff raise to replay 2.11 exactly"
