@@ -8,6 +8,8 @@ package engine
 // kernels) is shared between States rather than copied, so a State of a
 // tree of ten thousand nodes stays cheap; readers must not write to it.
 
+import "slices"
+
 // PathState is the state of the last node run on a device (PyTorch's
 // ExecutionState).
 type PathState uint8
@@ -324,4 +326,14 @@ type FunctionView struct {
 	// and 0 or 1 for a graph's first).
 	Graph string
 	Size  int
+}
+
+// KeepsShapesOf reports whether f is a size of g's compiled graph of
+// dynamic shapes whose inputs all have g's shapes: no tensor changed
+// shape, so the size that did is an int the graph takes as a symbolic
+// size (an int argument Dynamo made dynamic, such as a sampler's
+// timestep), each value a FunctionID of its own.
+func (f FunctionView) KeepsShapesOf(g FunctionView) bool {
+	return f.Graph != "" && f.Graph == g.Fn && f.Device == g.Device && len(g.Shapes) > 0 &&
+		slices.EqualFunc(f.Shapes, g.Shapes, slices.Equal[[]int])
 }

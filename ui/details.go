@@ -137,7 +137,7 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 		ownRoot = ", not yet recorded, so a root of its own"
 	}
 	switch {
-	case o.Size > 1 && o.Graph != "" && sameShapes(st, dev, o.Graph, fn):
+	case o.Size > 1 && o.Graph != "" && keepsGraphShapes(st, dev, fn, o.Graph):
 		// No tensor changed shape: the size that did is an int the graph
 		// takes as a symbolic size (a step or a timestep passed as a
 		// Python int), which users do not think of as a shape.
@@ -181,19 +181,21 @@ func originWhy(st *engine.State, dev int, fn string, kind engine.EventKind, caus
 		m[1], shapes, ownRoot, fn, len(kin), m[1], names)
 }
 
-// sameShapes reports whether the functions a and b on dev (by their defs)
-// take inputs of the same shapes, every one of them.
-func sameShapes(st *engine.State, dev int, a, b string) bool {
-	var sa, sb [][]int
-	for _, f := range st.Functions {
-		if f.Device == dev && f.Fn == a {
-			sa = f.Shapes
-		}
-		if f.Device == dev && f.Fn == b {
-			sb = f.Shapes
+// keepsGraphShapes reports whether the function fn on dev is a size of
+// graph's compiled graph with graph's input shapes
+// (engine.FunctionView.KeepsShapesOf).
+func keepsGraphShapes(st *engine.State, dev int, fn, graph string) bool {
+	var f, g engine.FunctionView
+	for _, v := range st.Functions {
+		switch {
+		case v.Device != dev:
+		case v.Fn == fn:
+			f = v
+		case v.Fn == graph:
+			g = v
 		}
 	}
-	return len(sa) > 0 && slices.EqualFunc(sa, sb, slices.Equal[[]int])
+	return f.KeepsShapesOf(g)
 }
 
 // namedAlias names the input an output aliases: "(alias input 3)" says

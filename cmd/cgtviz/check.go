@@ -25,15 +25,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	status := 0
 	for _, f := range files {
-		name, n, cut, unended, err := checkOne(ctx, stdout, stderr, f)
+		name, n, cr, err := checkRecords(ctx, stdout, stderr, f)
 		if interrupted(ctx, stderr, "check") {
 			return exitInterrupted
 		}
-		if cut != nil {
+		switch {
+		case cr == nil: // (not opened, or no header: err says why)
+		case cr.Cut() != nil:
 			// Not a problem: what a crashed recording leaves (exit 0 when
 			// the records before it check).
-			fmt.Fprintf(stderr, "cgtviz check: %s\n", cut)
-		} else if unended {
+			fmt.Fprintf(stderr, "cgtviz check: %s\n", cr.Cut())
+		case cr.Header().Unended():
 			// The same, cut between two lines: only the header says so.
 			fmt.Fprintf(stderr, "cgtviz check: %s: %s\n", name, traces.UnendedNote)
 		}
@@ -49,18 +51,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return status
 }
 
-// checkOne checks one trace (a file, "-" or "demo") in one pass and
-// returns its name and how many records it has, or its problems; the cut,
-// when the trace ends mid-record; and whether its header says its
-// recording did not end (traces.Header.Unended).
-func checkOne(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.Cut, bool, error) {
-	name, n, cr, err := checkRecords(ctx, stdout, stderr, path)
-	if cr == nil {
-		return name, n, nil, false, err
-	}
-	return name, n, cr.Cut(), cr.Header().Unended(), err
-}
-
+// checkRecords checks one trace (a file, "-" or "demo") in one pass and
+// returns its name and how many records it has, or its problems, with the
+// reader (nil when the trace could not be opened or has no header), which
+// says whether the trace ends mid-record and what its header holds.
 func checkRecords(ctx context.Context, stdout, stderr io.Writer, path string) (string, int, *traces.CheckedReader, error) {
 	in, err := openInputCtx(ctx, path)
 	if err != nil {

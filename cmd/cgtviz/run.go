@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 
@@ -325,20 +324,19 @@ func intSizesHint(st *engine.State) string {
 		dev int
 		fn  string
 	}
-	shapes := map[key][][]int{}
+	views := map[key]engine.FunctionView{}
 	for _, f := range st.Functions {
-		shapes[key{f.Device, f.Fn}] = f.Shapes
+		views[key{f.Device, f.Fn}] = f
 	}
 	count := map[key]int{}
 	best, most := key{}, 0
 	for _, f := range st.Functions {
 		g := key{f.Device, f.Graph}
-		first, ok := shapes[g]
-		if f.Graph == "" || !ok || len(first) == 0 || !slices.EqualFunc(first, f.Shapes, slices.Equal[[]int]) {
+		if !f.KeepsShapesOf(views[g]) {
 			continue
 		}
-		count[g]++
-		if count[g] > most || count[g] == most && (g.dev < best.dev || g.dev == best.dev && g.fn < best.fn) {
+		// (the first graph to reach the most, in the functions' order)
+		if count[g]++; count[g] > most {
 			best, most = g, count[g]
 		}
 	}

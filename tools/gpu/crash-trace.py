@@ -21,6 +21,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,6 +92,16 @@ def run(cmd, timeout, log, env=None):
     return p.returncode, False
 
 
+def run_and_say(label, cmd, timeout, log, env=None, n=3):
+    """run() with how it ended printed after label, then the log's last n
+    lines; returns the exit status (None: timed out)."""
+    rc, to = run(cmd, timeout, log, env)
+    print("%s: %s" % (label, ending(rc, to)))
+    for ln in tail(log, n):
+        print("    " + ln)
+    return rc
+
+
 def tail(log, n=3):
     """The last n lines of the file log, stripped."""
     try:
@@ -143,16 +154,10 @@ def main(argv=None):
     failed = False
     try:
         if not a.recorded_only:
-            log = os.path.join(folder, "unrecorded.log")
-            rc, to = run([sys.executable, script] + a.args, a.timeout, log, env)
-            print("%s unrecorded: %s" % (a.program, ending(rc, to)))
-            for ln in tail(log):
-                print("    " + ln)
-        log = os.path.join(folder, "recorded.log")
-        rc, to = run(record_cmd(trace, script, a.args), a.timeout, log, env)
-        print("%s recorded: %s" % (a.program, ending(rc, to)))
-        for ln in tail(log):
-            print("    " + ln)
+            run_and_say(a.program + " unrecorded", [sys.executable, script] + a.args, a.timeout,
+                        os.path.join(folder, "unrecorded.log"), env)
+        run_and_say(a.program + " recorded", record_cmd(trace, script, a.args), a.timeout,
+                    os.path.join(folder, "recorded.log"), env)
         s = summarize(trace)
         ops = ", ".join("%s %d" % kv for kv in sorted(s["ops"].items(), key=lambda kv: -kv[1]))
         print("trace: %s" % (trace if s["exists"] else "none"))
@@ -167,15 +172,10 @@ def main(argv=None):
             for cmd in [[a.cgtviz, "check", trace]] + [[a.cgtviz, "run", "--device", d, trace]
                                                         for d in (a.device or ["sim"])]:
                 log = os.path.join(folder, "cgtviz-%s.log" % "-".join(cmd[1:-1]).replace("--", ""))
-                rc, to = run(cmd, a.timeout, log)
-                print("%s: %s" % (" ".join([os.path.basename(cmd[0])] + cmd[1:-1]), ending(rc, to)))
-                for ln in tail(log, 4):
-                    print("    " + ln)
-                if rc != 0:
+                if run_and_say(" ".join([os.path.basename(cmd[0])] + cmd[1:-1]), cmd, a.timeout, log, n=4) != 0:
                     failed = True
     finally:
         if not a.out:
-            import shutil
             shutil.rmtree(folder, ignore_errors=True)
     return 1 if failed else 0
 
