@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #if PY_VERSION_HEX < 0x030C0000
 #include <structmember.h>
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -79,7 +80,7 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
     *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
-static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush;
+static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush, *s_due;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_probes, *s_probe_vals,
@@ -169,7 +170,7 @@ typedef struct {
     X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid)             \
     X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)     \
     X(b_name) X(b_fact) X(b_kind) X(b_order) X(b_obj_id) X(b_wr) X(b_in_memo) X(b_storage) X(b_view_key) \
-    X(b_obj_ref) X(b_held)
+    X(b_obj_ref) X(b_held) X(due)
 #define SLOT_ENUM(n) SL_##n,
 enum { SLOT_NAMES(SLOT_ENUM) SLOT_COUNT };
 static Slot slots[SLOT_COUNT];
@@ -2999,6 +3000,46 @@ tls_reset(PyObject *tls)
     return 0;
 }
 
+/* Whether the journal's buffered calls are due (hot.due, which
+ * Recorder._flush sets JOURNAL_MS past each writing, on time.monotonic_ns's
+ * clock; None: no journal): 1, 0, or -1 with an error. */
+static int
+journal_due(PyObject *hot)
+{
+    PyObject *due = SGET(hot, due);
+    if (due == NULL)
+        return -1;
+    if (due == Py_None) {
+        Py_DECREF(due);
+        return 0;
+    }
+    long long d = PyLong_AsLongLong(due);
+    Py_DECREF(due);
+    if (d == -1 && PyErr_Occurred())
+        return -1;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec >= d;
+}
+
+/* rec._flush() where the journal's calls are due (journal_due): 0, or -1
+ * with an error. */
+static int
+flush_if_due(PyObject *hot, PyObject *rec)
+{
+    int due = journal_due(hot);
+    if (due <= 0)
+        return due;
+    PyObject *res = PyObject_CallMethodNoArgs(rec, s_flush);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
 /* freshq's fresh_run in the Runner (its Python, the reference, is what the
  * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
@@ -3083,7 +3124,8 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
                 if (res == NULL)
                     goto finally_error;
                 Py_DECREF(res);
-            }
+            } else if (flush_if_due(hot, r->rec) < 0) /* (Recorder.JOURNAL_MS: the queue written whole) */
+                goto after_failed;
         } else if (ok == 0) {
             PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
             PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
@@ -3346,6 +3388,10 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
             PyObject *tok = PyTuple_Pack(4, plan, steps, inv, src);
             res = tok == NULL ? NULL : PyObject_CallOneArg(r->pend, tok);
             Py_XDECREF(tok);
+            /* (the journal's calls waited long enough: Recorder.JOURNAL_MS;
+             * written, disarmed) */
+            if (res != NULL && flush_if_due(r->hot, r->rec) < 0)
+                Py_CLEAR(res);
         } else {
             PyObject *args[8] = {r->rec, plan, steps, inv, mgr, out, node, src};
             res = PyObject_VectorcallMethod(s_steady_other, args, 8, NULL);
@@ -3946,6 +3992,7 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_fq_other, "_fq_other");
     INTERN(s_unwritten, "_unwritten");
     INTERN(s_flush, "_flush");
+    INTERN(s_due, "due");
     INTERN(s_before_call, "before a call");
     INTERN(s_after_call, "after a call");
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)

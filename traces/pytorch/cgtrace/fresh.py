@@ -10,6 +10,7 @@ queued when it can be (freshq.py)."""
 import itertools
 import operator
 import sys
+import time
 
 from ._pycompat import op_call
 from .errors import _error_text
@@ -23,7 +24,8 @@ from .facts import _PKG_DIR, first_outside, ptrs_of, same_ptr
 DECLINED = object()
 # Calls through _fresh_call whose records a journaled trace may hold
 # before writing them (the deferred replays' bound, hooks._JOURNAL_BOUND:
-# a program that dies loses no more of either).
+# a program that dies loses no more of either; nor any that returned
+# Recorder.JOURNAL_MS after the journal's last writing).
 _WRITE_BOUND = 32
 
 
@@ -165,7 +167,9 @@ class _Fresh:
             tls.node = None
             trace = self.trace
             if trace.out is not None:
-                if trace.done is None or self._unwritten >= _WRITE_BOUND:
+                due = hot.due
+                if (trace.done is None or self._unwritten >= _WRITE_BOUND
+                        or (due is not None and time.monotonic_ns() >= due)):
                     self._flush()
                 else:
                     self._unwritten += 1

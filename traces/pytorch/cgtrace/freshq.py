@@ -10,6 +10,7 @@ names, seed and counts are given, and of its binding and forgetting only
 what they leave behind is done."""
 
 import operator
+import time
 import weakref
 
 from . import torch_api
@@ -26,7 +27,8 @@ from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 # Deferred calls on new inputs a recording holds at most (the next one
 # writes them): as many as the steady replays it may hold (the lean path
 # writes them from hooks._JOURNAL_BOUND on, at its every 64th call), so a
-# program that dies loses no more of them. Written at 32, the queue cost
+# program that dies loses no more of them (and none that returned
+# Recorder.JOURNAL_MS after the journal's last writing: a slow loop's). Written at 32, the queue cost
 # a new-input loop 3.6 us of its mean call on an H200, a quarter of what
 # recording added: each writing some 90 us, and the call after it some
 # 20 us more, what the writing left in the caches. Much of that is the
@@ -208,6 +210,8 @@ class _FreshQueue:
                 if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write(keep_last=True)
                     self._flush(settle=False)
+                elif hot.due is not None and time.monotonic_ns() >= hot.due:
+                    self._flush()  # (the journal's calls waited long enough: Recorder.JOURNAL_MS)
                 elif raw is not None:
                     self._fq_arm(function_id, mgr, fs, plan, t, raw, hot, session)
                 return out
@@ -300,7 +304,7 @@ class _FreshQueue:
 
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, tls=self.tls, ctx=ctx, fresh_queue=fresh_queue,
                       dead_objs=session._dead_objs, fq=self._fq, fresh_after=checks.fresh_after,
-                      orig_run=orig_run, len=len, bound=_FQ_BOUND):
+                      orig_run=orig_run, len=len, bound=_FQ_BOUND, monotonic_ns=time.monotonic_ns):
             # (The C Runner does the same without this frame: hooks.py,
             # _fastpath.c's runner_fresh. The uncommon ends are methods
             # both call: _fq_call_raised, _fq_bound, _fq_other.)
@@ -341,6 +345,10 @@ class _FreshQueue:
                         fq.append(t)
                         if len(fq) + rec._unwritten > bound:
                             rec._fq_bound(a)
+                        else:
+                            due = hot.due
+                            if due is not None and monotonic_ns() >= due:
+                                rec._flush()  # (Recorder.JOURNAL_MS: the queue written whole, disarmed)
                         return out
                 except Exception as err:
                     rec._fail("after a call", err)

@@ -7,6 +7,7 @@ Dynamo's frame hook."""
 
 import os
 import sys
+import time
 import types
 
 from . import torch_api
@@ -18,7 +19,8 @@ from .freshq import _FQ_BOUND
 from .raised import mark_seen
 
 # Deferred replays a journaled trace may hold before writing them (in
-# _steady, which the lean path enters at least every 64 calls).
+# _steady, which the lean path enters at least every 64 calls; and any
+# the journal has held Recorder.JOURNAL_MS, at the next replay's end).
 _JOURNAL_BOUND = 32
 # A patched attribute the class did not define itself.
 _ABSENT = object()
@@ -165,7 +167,7 @@ class _Hooks:
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=ptrs_equal, data_ptr=data_ptr, fresh_run=fresh_run,
                  steady_ok=checks.steady_ok, steady_after=checks.steady_after, frame_src=checks.frame_src,
-                 watch_alive=watch_alive):
+                 watch_alive=watch_alive, monotonic_ns=time.monotonic_ns):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -287,6 +289,11 @@ class _Hooks:
                     # taken, nothing died.
                     if steady_after(lean, out, node, hot.other, mgr, dead_objs):
                         pend((plan, mc - c, inv, src))
+                        due = hot.due
+                        if due is not None and monotonic_ns() >= due:
+                            # (the journal's calls waited long enough:
+                            # Recorder.JOURNAL_MS; written, disarmed)
+                            hot.rec._flush()
                     else:
                         hot.rec._steady_other(plan, mc - c, inv, mgr, out, node, src)
                 except Exception as e:

@@ -13,6 +13,7 @@ import os
 import signal
 import stat
 import threading
+import time
 
 from . import compat, cpp, fastpath, torch_api
 from .calls import _Calls
@@ -31,6 +32,28 @@ from .session import Session
 
 # The recording in progress: one at a time, as the tree's wrappers are one.
 _ACTIVE = {"recorder": None}
+# How long a call a journaled trace buffers (a deferred replay, a queued
+# call on a new input, one of _fresh_call's) may wait before it is
+# written, in ms: a call that ends this long after the journal's last
+# writing writes it and every call buffered with it, whatever the
+# bounds in calls (hooks._JOURNAL_BOUND, freshq._FQ_BOUND,
+# fresh._WRITE_BOUND). So a program whose calls are further apart (a
+# training step, a decode step of a large model) loses none that
+# returned when it dies, and a fast loop loses at most its last JOURNAL_MS
+# of calls. CGTRACE_JOURNAL_MS sets it (0: every call written as it ends).
+JOURNAL_MS = 20
+
+
+def _journal_ns():
+    """JOURNAL_MS, or CGTRACE_JOURNAL_MS where it is a number >= 0, in ns."""
+    v = os.environ.get("CGTRACE_JOURNAL_MS")
+    try:
+        ms = float(v) if v is not None else JOURNAL_MS
+    except ValueError:
+        ms = JOURNAL_MS
+    if not ms >= 0:  # (nan, negative)
+        ms = JOURNAL_MS
+    return int(ms * 1e6)
 
 
 def _after_fork_in_child():
@@ -58,7 +81,7 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "armed", "lfid", "lean", "rec", "fql")
+                 "armed", "lfid", "lean", "rec", "fql", "due")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
@@ -89,6 +112,12 @@ class _Hot:
         self.mark_counter = 0
         self.node = None
         self.other = False
+        # When the journal's buffered calls are due (time.monotonic_ns):
+        # a lean path that buffers a call past it writes them all
+        # (Recorder._flush sets it JOURNAL_MS on from each writing), so a
+        # program that dies loses no call that ended that long after the
+        # last writing. None: no journal (nothing buffered is due).
+        self.due = None
 
     def disarm(self):
         """Every function's lean path off until _steady arms it again, and
@@ -196,6 +225,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             self._fast = False
         self._hot = _Hot()
         self._hot.rec = self
+        self._journal_ns = _journal_ns()
         # The lean paths' torch reads through libtorch's C++ API, and why
         # not (cpp.py): found at start, with torch.
         self._cpp, self.cpp_why = None, "not started"
@@ -413,6 +443,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             return
         try:
             self.trace.journal(fd, header, self.path)
+            self._hot.due = time.monotonic_ns() + self._journal_ns
         except Exception as e:
             try:
                 os.close(fd)
@@ -432,7 +463,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         flushed, then the signal's default action, as without the recorder.
         A program killed otherwise (SIGKILL, a segfault, os._exit) keeps
         what the journal holds: each call's records are written when it
-        returns (a steady replay's at most _JOURNAL_BOUND calls later)."""
+        returns (a call the fast paths hold, at most JOURNAL_MS later, and
+        within their bounds in calls)."""
         atexit.register(self._at_exit)
         self._signals = {}
         if threading.current_thread() is not threading.main_thread():
@@ -513,6 +545,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                 self.trace.flush()
             except Exception as e:
                 self._stream_failed(e)
+            self._hot.due = (time.monotonic_ns() + self._journal_ns
+                             if self.trace.out is not None and self.trace.done is not None else None)
 
     def _stream_failed(self, e):
         if self.trace.done is not None:
@@ -618,6 +652,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         trace, written next, replaces it (and if that write fails, the
         journal is the trace)."""
         trace = self.trace
+        self._hot.due = None
         try:
             trace.flush()
         except Exception:

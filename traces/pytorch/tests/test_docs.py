@@ -23,6 +23,17 @@ class BridgeDocTest(unittest.TestCase):
         self.assertEqual(said, [str(cgtrace.MAX_DIMS)], "pytorch-bridge.md's fold limit")
         self.assertNotRegex(text, r"more than 4 dimensions fold")
 
+    def test_journal_time_is_the_recorders(self):
+        # (What the docs promise a program that dies: its calls written at
+        # most Recorder.JOURNAL_MS after they returned.)
+        from cgtrace import recorder
+        readme = os.path.join(HERE, "..", "..", "..", "README.md")
+        for path, pattern in ((BRIDGE, r"wait at most (\d+) ms"), (readme, r"at most (\d+) ms behind"),
+                              (os.path.join(HERE, "..", "cgtrace", "__init__.py"), r"at most (\d+) ms after")):
+            with open(path, encoding="utf-8") as f:
+                text = " ".join(f.read().split())
+            self.assertEqual(re.findall(pattern, text), [str(recorder.JOURNAL_MS)], path)
+
     def test_folding_keeps_elements(self):
         shape = list(range(1, cgtrace.MAX_DIMS + 3))
         folded = cgtrace.fit_shape(shape)

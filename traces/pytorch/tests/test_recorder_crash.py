@@ -27,7 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # argv[5]: the tensors' shape (2,8 unless given: a tensor that small has
 # its values recorded, which the lean fresh path leaves to the general
 # path, one call at a time; 64,1024 is queued). It prints the number of
-# calls made before dying.
+# calls made before dying. argv[6]: seconds slept before each call (a
+# step's other work: a data loader's, an optimizer's), none unless given;
+# argv[7] "last": before the last call only (a loop's calls queued fast,
+# then one step slow).
 PROGRAM = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, %(here)r)
@@ -41,6 +44,8 @@ PROGRAM = textwrap.dedent("""
     path, how, upto = sys.argv[1], sys.argv[2], int(sys.argv[3])
     every = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     shape = [int(v) for v in sys.argv[5].split(",")] if len(sys.argv) > 5 else [2, 8]
+    pause = float(sys.argv[6]) if len(sys.argv) > 6 else 0
+    last_only = len(sys.argv) > 7 and sys.argv[7] == "last"
     w = fake.Tensor([8, 8])
     x = fake.Tensor(shape)
     mgr.models[0] = lambda ins: [fake.Tensor(shape)]
@@ -49,6 +54,9 @@ PROGRAM = textwrap.dedent("""
 
     def loop(x, n):  # (in a function, as a program's loop mostly is)
         for i in range(n):
+            if pause and (not last_only or i == n - 1):
+                import time
+                time.sleep(pause)
             cgt.mark_step_begin()
             fake._invocation()
             if i %% every == 0:
@@ -99,7 +107,7 @@ PROGRAM = textwrap.dedent("""
 
 
 class CrashTest(unittest.TestCase):
-    def run_program(self, how, upto, every=5, shape=(2, 8), env_extra=None):
+    def run_program(self, how, upto, every=5, shape=(2, 8), env_extra=None, pause=0, pause_at="each"):
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.py")
             with open(prog, "w") as fh:
@@ -108,9 +116,12 @@ class CrashTest(unittest.TestCase):
             env = dict(os.environ)
             env.pop("CGTRACE_JOURNAL", None)
             env["PYTHONFAULTHANDLER"] = ""  # no traceback dump to read around
+            # (The bounds in calls only, unless a test says otherwise: a
+            # loaded machine's slow calls would reach Recorder.JOURNAL_MS.)
+            env["CGTRACE_JOURNAL_MS"] = "600000"
             env.update(env_extra or {})
-            p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape))],
-                               capture_output=True, text=True, timeout=60, env=env)
+            p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape)),
+                                str(pause), pause_at], capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.stdout.strip(), str(upto + 5 * (how == "fork")), p.stderr)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -191,6 +202,61 @@ class CrashTest(unittest.TestCase):
         # the general path: every call written as it returns.
         p, text = self.run_program("kill", 150, every=1)
         self.check(text, 150, whole=True, every=1)
+
+    def test_calls_further_apart_than_journal_ms_are_all_kept(self):
+        # A step's other work between two calls (here a sleep of 60 ms,
+        # past Recorder.JOURNAL_MS's 20, its default): every call that
+        # returned is written as it ends, whatever it waited in (the lean
+        # queue of new inputs, the deferred replays of one input, the
+        # general path's), so SIGKILL and a segfault lose none.
+        # Without the time bound these lose up to a bound of calls.
+        for how, sig, every, shape in (("kill", signal.SIGKILL, 1, (64, 1024)), ("segv", signal.SIGSEGV, 1, (64, 1024)),
+                                       ("kill", signal.SIGKILL, 5, (2, 8))):
+            with self.subTest(how=how, every=every):
+                p, text = self.run_program(how, 14, every=every, shape=shape, pause=0.06,
+                                           env_extra={"CGTRACE_JOURNAL_MS": ""})  # (not a number: the default)
+                self.assertEqual(p.returncode, -sig)
+                self.check(text, 14, whole=True, every=every)
+
+    def test_a_slow_call_after_fast_ones_writes_them_all(self):
+        # Calls queued at full speed by the lean paths (C: armed, each call
+        # in the Runner; and with CGTRACE_FAST=0 their Python), then one
+        # that comes 60 ms later, past JOURNAL_MS (set to 20 here): at its
+        # end every call is written, the queue's (a new input each call)
+        # and the deferred replays' (the same input after the first).
+        # The calls are fewer than either bound in calls: without the
+        # time bound all but the first few would be lost.
+        for every, fast in ((1, "1"), (1000, "1"), (1, "0"), (1000, "0")):
+            with self.subTest(every=every, fast=fast):
+                p, text = self.run_program("kill", 40, every=every, shape=(64, 1024), pause=0.06, pause_at="last",
+                                           env_extra={"CGTRACE_JOURNAL_MS": "20", "CGTRACE_FAST": fast})
+                self.assertEqual(p.returncode, -signal.SIGKILL)
+                self.check(text, 40, whole=True, every=every)
+
+    def test_journal_ms_zero_writes_every_call_as_it_ends(self):
+        # CGTRACE_JOURNAL_MS=0: at full speed too, in each buffer: the
+        # lean queue's (every=1, large), _fresh_call's (every=1, small,
+        # values recorded: the general path's), the deferred replays'.
+        # CGTRACE_FAST=0: the lean paths' Python (their reference), not C.
+        for every, shape, upto, fast in ((1, (64, 1024), 150, "1"), (5, (2, 8), 200, "1"), (1, (64, 1024), 150, "0"),
+                                         (5, (2, 8), 200, "0")):
+            with self.subTest(every=every, fast=fast):
+                p, text = self.run_program("kill", upto, every=every, shape=shape,
+                                           env_extra={"CGTRACE_JOURNAL_MS": "0", "CGTRACE_FAST": fast})
+                self.assertEqual(p.returncode, -signal.SIGKILL)
+                self.check(text, upto, whole=True, every=every)
+
+    def test_journal_ms_from_the_environment(self):
+        from unittest import mock
+        from cgtrace import recorder
+        for v, ns in ((None, recorder.JOURNAL_MS * 10**6), ("5", 5 * 10**6), ("0", 0), ("0.5", 500000),
+                      ("", recorder.JOURNAL_MS * 10**6), ("soon", recorder.JOURNAL_MS * 10**6),
+                      ("-1", recorder.JOURNAL_MS * 10**6), ("nan", recorder.JOURNAL_MS * 10**6)):
+            env = {} if v is None else {"CGTRACE_JOURNAL_MS": v}
+            with self.subTest(v=v), mock.patch.dict(os.environ, env):
+                if v is None:
+                    os.environ.pop("CGTRACE_JOURNAL_MS", None)
+                self.assertEqual(recorder._journal_ns(), ns)
 
     def test_new_inputs_sigterm_and_exit_write_every_call(self):
         # (The queue's calls too: written at the signal, and at exit.)

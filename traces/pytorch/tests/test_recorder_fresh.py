@@ -947,7 +947,9 @@ class FreshPathTest(fake.FakeTorchTest):
                     y.item()
                     self.assertEqual(written(), i + 1)
 
-        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1"}):
+        # (The bound in calls only: a loaded machine's slow calls would
+        # reach Recorder.JOURNAL_MS's.)
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": "600000"}):
             with cgtrace.record(path) as rec:
                 fake.at_one_line(loop, rec)
         self.assertIsNone(rec.error)
@@ -955,6 +957,46 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertEqual(max(held), _FQ_BOUND)
         self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
         self.assertEqual(min(held[160:]), 0)
+
+    def test_journal_ms_zero_writes_each_training_call_as_it_ends(self):
+        # A training step (saved_activation_scenario's: the forward hands
+        # out the loss and an activation its backward takes, each on a new
+        # input, both taken by _fresh_call, which holds their records
+        # unwritten up to fresh._WRITE_BOUND calls), journaled: with
+        # CGTRACE_JOURNAL_MS=0 the file holds every call as it returns;
+        # with the time bound far off, calls wait for the bound in calls
+        # (which the first recording shows the second does not).
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        path = os.path.join(self.dir.name, "train.cgt.jsonl")
+
+        def written():
+            with open(path) as fh:
+                return fh.read().count('"op": "call"')
+
+        for ms in ("600000", "0"):
+            held = []
+            mgr, fwd, bwd = forward_backward([0, 1], [[16, 8], [16, 8]], [[8, 8], [8]])
+            w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+            with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": ms}):
+                def loop():
+                    for i in range(60):
+                        cgt.mark_step_begin()
+                        fake._invocation()
+                        loss, saved = mgr._run([w, b, fake.Tensor([16, 8])], fwd)
+                        held.append(2 * i + 1 - written())
+                        fake._invocation()
+                        mgr._run([saved, fake.Tensor([16, 8])], bwd)
+                        held.append(2 * i + 2 - written())
+                        saved = None
+
+                with cgtrace.record(path) as rec:
+                    fake.at_one_line(loop)  # (its calls' src: the line that called loop)
+            self.assertIsNone(rec.error)
+            self.assertGreater(rec.lean_fresh_calls, 100, ms)  # (_fresh_call's)
+            if ms == "0":
+                self.assertEqual(max(held), 0)
+            else:
+                self.assertGreater(max(held), 10)
 
     def test_steady_replays_after_new_inputs_are_deferred(self):
         # A loop over new inputs, then the same input again: the function

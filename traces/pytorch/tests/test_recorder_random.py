@@ -144,13 +144,15 @@ def run(ops, path, saves=False, engine=False):
 
 
 class RandomProgramsTest(fake.FakeTorchTest):
-    def recorded(self, ops, name, saves, checks=None, engine=False, **patch):
-        """run's results, recorded with the Recorder's attributes patch
-        and, given checks, those lean-path checks (fastpath.py's Python
-        ones: else the C module where it was built)."""
+    def recorded(self, ops, name, saves, checks=None, engine=False, env=None, **patch):
+        """run's results, recorded with the Recorder's attributes patch,
+        the environment's variables env and, given checks, those lean-path
+        checks (fastpath.py's Python ones: else the C module where it was
+        built)."""
         self.tearDown()  # (the stand-in's invocation count and step counter from 0 again)
         self.setUp()
         with mock.patch.multiple(cgtrace.Recorder, **(patch or {"_defer": True})), \
+                mock.patch.dict(os.environ, env or {}), \
                 mock.patch.object(fastpath, "load", return_value=(checks, "test")) if checks else nullcontext():
             return fake.at_one_line(run, ops, os.path.join(self.dir.name, name), saves, engine)
 
@@ -184,8 +186,10 @@ class RandomProgramsTest(fake.FakeTorchTest):
         """Each of programs programs drawn from mix (from seed first, of n
         steps, with saves_of(seed) for run's saves) recorded four ways
         and compared (the general path's, the queue's without the lean fresh
-        path, and with the lean paths' checks in Python where the recorder
-        took C's), each of paths taken by them; returns the recorder's path
+        path, with the lean paths' checks in Python where the recorder
+        took C's, and with every call's records written to the journal as
+        the call ends, CGTRACE_JOURNAL_MS=0, where they wait for a bound
+        otherwise), each of paths taken by them; returns the recorder's path
         counts over them all."""
         totals = {}
         for seed in range(first, first + programs):
@@ -195,10 +199,13 @@ class RandomProgramsTest(fake.FakeTorchTest):
                 on, on_state, counts = self.recorded(ops, "on.cgt.jsonl", saves, engine=engine)
                 for k, v in counts.items():
                     totals[k] = totals.get(k, 0) + v
-                for way, checks, patch in (("general", None, {"_defer": False, "_fresh_path": False, "_fast": False}),
-                                           ("unarmed", None, {"_fresh_armed": False}),
-                                           ("python checks", fastpath, {})):
-                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, checks, engine, **patch)
+                for way, checks, env, patch in (
+                        ("general", None, None, {"_defer": False, "_fresh_path": False, "_fast": False}),
+                        ("unarmed", None, None, {"_fresh_armed": False}),
+                        ("python checks", fastpath, None, {}),
+                        ("written at every call", None, {"CGTRACE_JOURNAL_MS": "0", "CGTRACE_JOURNAL": "1"}, {})):
+                    other, other_state, _ = self.recorded(ops, way + ".cgt.jsonl", saves, checks, engine, env,
+                                                          **patch)
                     self.assertEqual(len(on), len(other), way)
                     for i, (a, b) in enumerate(zip(on, other)):
                         self.assertEqual(a, b, "%s: line %d" % (way, i + 2))
