@@ -34,7 +34,7 @@ suites=(
 	"soak:the rare failures, again and again: devices dropped while others work, RunStream against Run under gctrace"
 	"bench:the device's and the engine's GPU benchmarks, PyTorch's on the same workloads, BENCHMARKS.md's table"
 	"oracle:PyTorch as the judge: its decisions for every example (both oracles), the recompile probes, the random-trace probes, training pairs, our memory snapshot read by its tools"
-	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU; static_generate, which dies, by crash-trace.py"
+	"programs:every program of traces/pytorch/programs recorded, each trace replayed on sim and on the GPU; static_generate and killed_train, which die, by crash-trace.py"
 	"unchanged:recording changes nothing: each program's graphs unrecorded and recorded, its traces deferred and through the general path, and with the lean paths' C checks and their Python ones"
 	"peer:PyTorch's own test_cudagraph_trees.py recorded test by test, every trace replayed on sim and on the GPU"
 	"peer-compare:PyTorch's own suite unrecorded and recorded in rounds of one run, each round sharded alike for both modes (same order, same hash seed), outcomes compared test by test (changed by recording, or flaky)"
@@ -264,6 +264,11 @@ suite_programs() {
 		step crash-trace 400 . python3 tools/gpu/crash-trace.py static_generate --out "$logs/crash" \
 			--cgtviz "${CGTVIZ:-$bin/cgtviz-cuda}" --device sim --device cuda
 		show crash-trace 'recorded:|unrecorded:|whole lines|expectations|FAIL' 12
+		# Killed by SIGKILL (the OOM killer's signal) after step 50 of
+		# steps longer than the recorder's JOURNAL_MS: every call kept.
+		step crash-killed 300 . python3 tools/gpu/crash-trace.py killed_train --out "$logs/killed" \
+			--cgtviz "${CGTVIZ:-$bin/cgtviz-cuda}" --device sim -- --die-at 50 --load-ms 30
+		show crash-killed 'recorded:|unrecorded:|whole lines|expectations|FAIL' 12
 	fi
 }
 

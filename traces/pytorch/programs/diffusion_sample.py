@@ -14,8 +14,14 @@ recordings, no replay in 40 calls, the first replay coming only in a
 third sample. Each call also starts a new generation (no mark_step, the
 last output dead). The final latents' norms are read on the host.
 
+--t-tensor passes the timestep as a 0-d CUDA tensor instead, what
+`cgtviz run` suggests for such a trace: one graph, which the tree records
+once and replays at every value of t.
+
     python3 -m cgtrace run -o diffusion_sample.cgt.jsonl diffusion_sample.py
+    python3 -m cgtrace run -o diffusion_tensor_t.cgt.jsonl diffusion_sample.py --t-tensor
 """
+import argparse
 import math
 
 import torch
@@ -38,6 +44,9 @@ class Denoiser(nn.Module):
         return self.net(x + self.time(emb))
 
 
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--t-tensor", action="store_true", help="the timestep as a 0-d CUDA tensor, not a Python int")
+opts = parser.parse_args()
 torch.manual_seed(0)
 model = Denoiser().cuda().eval()
 denoise = torch.compile(model, mode="reduce-overhead")
@@ -45,6 +54,6 @@ with torch.inference_mode():
     for s in range(SAMPLES):
         x = torch.randn(4, DIM, device="cuda")
         for t in reversed(range(STEPS)):
-            eps = denoise(x, t)
+            eps = denoise(x, torch.tensor(t, device="cuda") if opts.t_tensor else t)
             x = x - 0.05 * eps
         print("sample %d: latent norm %.4f" % (s, x.norm().item()))
