@@ -313,40 +313,14 @@ func (h *handoffHint) applies(rule engine.Handoff) bool {
 	return rule == engine.HandoffPreserve && h.preserved && h.wantedOverwritten
 }
 
-// intSizesHint notices a compiled graph of dynamic shapes that got a
-// FunctionID for several sizes whose tensors all have the shapes of its
-// first: the size that changed is an int the graph takes as a symbolic
-// size, most often an int argument Dynamo made dynamic (a step, a
-// sampler's timestep), and each value is warmed up and recorded before it
-// replays. "" when no graph did (or fewer than three sizes of one).
+// intSizesHint says report.FindIntSizes' graph, "" when there is none.
 func intSizesHint(st *engine.State) string {
-	type key struct {
-		dev int
-		fn  string
-	}
-	views := map[key]engine.FunctionView{}
-	for _, f := range st.Functions {
-		views[key{f.Device, f.Fn}] = f
-	}
-	count := map[key]int{}
-	best, most := key{}, 0
-	for _, f := range st.Functions {
-		g := key{f.Device, f.Graph}
-		if !f.KeepsShapesOf(views[g]) {
-			continue
-		}
-		// (the first graph to reach the most, in the functions' order)
-		if count[g]++; count[g] > most {
-			best, most = g, count[g]
-		}
-	}
-	if most < 2 {
+	is, ok := report.FindIntSizes(st)
+	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("hint: %s's compiled graph got a function of its own for %d more sizes whose tensors all have its shapes, "+
-		"each warmed up and recorded before it replays: the size that changed is an int the graph takes as a size; if it "+
-		"is an int argument (a step, a sampler's timestep) that Dynamo made dynamic, passing it as a CUDA tensor "+
-		"(torch.tensor(t, device=\"cuda\")) makes one graph that replays at every value", traces.Printable(best.fn), most)
+		"each warmed up and recorded before it replays: %s", traces.Printable(is.Graph), len(is.Fns), report.IntSizesAdvice)
 }
 
 const handoffHintText = "hint: the trace expects PyTorch 2.11's overwritten error where cgtviz kept an output handed to the next compiled call (its default, PyTorch's later fix); run it with --handoff raise to replay 2.11 exactly"

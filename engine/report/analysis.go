@@ -156,7 +156,10 @@ type VerdictKind string
 
 // The verdicts' kinds, in the order an Analysis lists them.
 const (
-	VerdictRerecord        VerdictKind = "re-recording"
+	VerdictRerecord VerdictKind = "re-recording"
+	// VerdictIntSizes: a graph recorded again for each value of an int
+	// it takes as a size (FindIntSizes).
+	VerdictIntSizes        VerdictKind = "int sizes"
 	VerdictSkip            VerdictKind = "skipped graphs"
 	VerdictPendingBackward VerdictKind = "pending backwards"
 	VerdictOverwritten     VerdictKind = "overwritten errors"

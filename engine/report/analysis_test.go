@@ -142,6 +142,7 @@ func TestAnalysisVerdicts(t *testing.T) {
 		{"s08-overwritten-errors.cgt.jsonl", []report.VerdictKind{report.VerdictOverwritten}},
 		{"seed-a-checkpoint.cgt.jsonl", []report.VerdictKind{report.VerdictCheckpoint}},
 		{"recorded/train_mlp.cgt.jsonl", []report.VerdictKind{report.VerdictNone}},
+		{"recorded/diffusion_sample.cgt.jsonl", []report.VerdictKind{report.VerdictIntSizes}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -160,6 +161,49 @@ func TestAnalysisVerdicts(t *testing.T) {
 			}
 			if slices.Contains(got, report.VerdictNone) && len(got) > 1 {
 				t.Errorf("verdicts %v: no problem and a problem", got)
+			}
+		})
+	}
+}
+
+// TestIntSizesVerdict: a sampler that passes its timestep as a Python int
+// (diffusion_sample) is told that its graph got a function for each value
+// (t=17 to 0 warmed up in the first sample and recorded in the second, and
+// 19 again, which the second sample's first call warms up),
+// with what those calls did and the line of the first; a trace whose
+// dynamic graph's sizes are real shapes (varlen_infer, inference_kv) is
+// not.
+func TestIntSizesVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"recorded/diffusion_sample.cgt.jsonl", "Int sizes: Denoiser_1's compiled graph got a function of its own for 19 more sizes " +
+			"whose tensors all have its shapes, each warmed up and recorded before it replays (their 37 calls: 19 warmups, 18 recordings, 0 replays)"},
+		{"recorded/varlen_infer.cgt.jsonl", ""},
+		{"recorded/inference_kv.cgt.jsonl", ""},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			_, a, _ := analyze(t, filepath.Join("../../examples", tc.file), report.Limits{})
+			var got *report.Verdict
+			for i, v := range a.Verdicts {
+				if v.Kind == report.VerdictIntSizes {
+					got = &a.Verdicts[i]
+				}
+			}
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("an int-sizes verdict where the sizes are shapes: %s", got.Text)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("no int-sizes verdict among %v", a.Verdicts)
+			}
+			if !strings.HasPrefix(got.Text, tc.want) || !strings.Contains(got.Text, `torch.tensor(t, device="cuda")`) {
+				t.Errorf("verdict %q, want it to start %q and say what to pass", got.Text, tc.want)
+			}
+			if got.Line <= 0 {
+				t.Errorf("verdict at line %d", got.Line)
 			}
 		})
 	}

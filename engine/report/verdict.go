@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cgtviz/cgtviz/engine"
@@ -58,6 +59,9 @@ func (c *Collector) verdicts(st *engine.State, a *Analysis) []Verdict {
 		out = append(out, Verdict{Kind: VerdictRerecord, Line: rrLine, Text: fmt.Sprintf(
 			"Re-recording: %d recording(s) made beside a graph that could not be replayed (%d counted by PyTorch as re-records): %s.",
 			max(total, cn.Rerecords), cn.Rerecords, list(rr, 3))})
+	}
+	if v, ok := intSizesVerdict(st, a); ok {
+		out = append(out, v)
 	}
 	if cn.Eager > 0 {
 		var sk []string
@@ -148,4 +152,77 @@ func memoryGrowth(ss []Sample) (Verdict, bool) {
 	return Verdict{Kind: VerdictMemoryGrowth, Line: mid.Line, Text: fmt.Sprintf(
 		"Memory growth: the allocator reserved %s more in the trace's second half (%s at line %d, %s at line %d); a steady loop reserves nothing new after its first iterations.",
 		alloc.FormatSize(b-a), alloc.FormatSize(a), mid.Line, alloc.FormatSize(b), last.Line)}, true
+}
+
+// IntSizes is a compiled graph of dynamic shapes that got a FunctionID of
+// its own for several sizes whose tensors all keep the shapes of its
+// first (engine.FunctionView.KeepsShapesOf): the size that changed is an
+// int the graph takes as a symbolic size, most often an int argument
+// Dynamo made dynamic (a step, a sampler's timestep), and each value is
+// warmed up and recorded before it can replay.
+type IntSizes struct {
+	Device int
+	Graph  string   // the def of the graph's first size
+	Fns    []string // the defs of its further sizes that kept its shapes
+}
+
+// FindIntSizes returns the graph with the most such sizes (the first in
+// the functions' order to reach it), ok when it has two or more.
+func FindIntSizes(st *engine.State) (IntSizes, bool) {
+	if st == nil {
+		return IntSizes{}, false
+	}
+	type key struct {
+		dev int
+		fn  string
+	}
+	views := map[key]engine.FunctionView{}
+	for _, f := range st.Functions {
+		views[key{f.Device, f.Fn}] = f
+	}
+	sizes := map[key][]string{}
+	var best key
+	for _, f := range st.Functions {
+		g := key{f.Device, f.Graph}
+		if !f.KeepsShapesOf(views[g]) {
+			continue
+		}
+		if sizes[g] = append(sizes[g], f.Fn); len(sizes[g]) > len(sizes[best]) {
+			best = g
+		}
+	}
+	if len(sizes[best]) < 2 {
+		return IntSizes{}, false
+	}
+	return IntSizes{Device: best.dev, Graph: best.fn, Fns: sizes[best]}, true
+}
+
+// IntSizesAdvice is what to do about an IntSizes, said after it.
+const IntSizesAdvice = "the size that changed is an int the graph takes as a size; if it is an int argument " +
+	"(a step, a sampler's timestep) that Dynamo made dynamic, passing it as a CUDA tensor " +
+	"(torch.tensor(t, device=\"cuda\")) makes one graph that replays at every value"
+
+// intSizesVerdict says FindIntSizes' graph, with what its sizes' calls
+// did (from a's functions) and the line where the first of them was first
+// called.
+func intSizesVerdict(st *engine.State, a *Analysis) (Verdict, bool) {
+	is, ok := FindIntSizes(st)
+	if !ok {
+		return Verdict{}, false
+	}
+	var calls, warm, rec, rep, line int
+	for i := range a.Functions {
+		f := &a.Functions[i]
+		if !slices.Contains(is.Fns, f.Fn) {
+			continue
+		}
+		calls, warm, rec, rep = calls+f.Calls, warm+f.Warmups, rec+f.Recordings, rep+f.Replays
+		if line == 0 || (f.FirstLine > 0 && f.FirstLine < line) {
+			line = f.FirstLine
+		}
+	}
+	return Verdict{Kind: VerdictIntSizes, Line: line, Text: fmt.Sprintf(
+		"Int sizes: %s's compiled graph got a function of its own for %d more sizes whose tensors all have its shapes, "+
+			"each warmed up and recorded before it replays (their %d calls: %d warmups, %d recordings, %d replays); %s.",
+		is.Graph, len(is.Fns), calls, warm, rec, rep, IntSizesAdvice)}, true
 }
