@@ -117,8 +117,11 @@ def counts(fresh, calls, baseline, cold=False, run=subprocess.run, train=False, 
     # stand-in torch has none to build, and a recording that tried would
     # start a build in the background whose thread, taking the GIL
     # between calls, counted 7k instructions a call more in one recorder
-    # than in another)
-    env = dict(os.environ, PYTHONHASHSEED="0", CGTRACE_CPP="0")
+    # than in another; and the journal's calls written by their bounds in
+    # calls only: under valgrind a call takes some 50 times its time, so
+    # Recorder.JOURNAL_MS's 20 ms would write them every few calls, as
+    # no host runs this loop, and count a flush where a call has none)
+    env = dict(os.environ, PYTHONHASHSEED="0", CGTRACE_CPP="0", CGTRACE_JOURNAL_MS="600000")
     p = run(cmd, capture_output=True, text=True, env=env)
     m = _COLLECTED.search(p.stderr or "")
     if p.returncode != 0 or m is None:
