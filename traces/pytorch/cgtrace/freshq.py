@@ -28,13 +28,15 @@ from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 # writes them): as many as the steady replays it may hold (the lean path
 # writes them from hooks._JOURNAL_BOUND on, at its every 64th call), so a
 # program that dies loses no more of them (and none that returned
-# Recorder.JOURNAL_MS after the journal's last writing: a slow loop's). Written at 32, the queue cost
-# a new-input loop 3.6 us of its mean call on an H200, a quarter of what
-# recording added: each writing some 90 us, and the call after it some
-# 20 us more, what the writing left in the caches. Much of that is the
-# writing's whatever its calls, paid half as often at 64: 0.6 to 1.8 us
-# less a call on an H100, four sets in the same rounds (BENCHMARKS.md,
-# session 26).
+# Recorder.JOURNAL_MS after the journal's last writing: a slow loop's).
+# Written at 32, the queue cost a new-input loop 3.6 us of its mean call
+# on an H200, a quarter of what recording added: each writing some 90 us,
+# and the call after it some 20 us more, what the writing left in the
+# caches. Much of that is the writing's whatever its calls, paid half as
+# often at 64: 0.6 to 1.8 us less a call on an H100, four sets in the
+# same rounds (BENCHMARKS.md, session 26). At 256 (which the time bound
+# would allow) a call counts the same instructions and misses as at 64
+# (session 33).
 _FQ_BOUND = 64
 _ORDER = operator.itemgetter(0)
 _SPEC, _STEPS = operator.attrgetter("spec"), operator.attrgetter("steps")
