@@ -15,8 +15,9 @@ third sample. Each call also starts a new generation (no mark_step, the
 last output dead). The final latents' norms are read on the host.
 
 --t-tensor passes the timestep as a 0-d CUDA tensor instead, what
-`cgtviz run` suggests for such a trace: one graph, which the tree records
-once and replays at every value of t.
+`cgtviz run` suggests for such a trace, to record and compare: by
+PyTorch's rules one graph, which the tree records once and replays at
+every value of t (not yet recorded on a GPU).
 
     python3 -m cgtrace run -o diffusion_sample.cgt.jsonl diffusion_sample.py
     python3 -m cgtrace run -o diffusion_tensor_t.cgt.jsonl diffusion_sample.py --t-tensor
