@@ -269,6 +269,11 @@ suite_programs() {
 		step crash-killed 300 . python3 tools/gpu/crash-trace.py killed_train --out "$logs/killed" \
 			--cgtviz "${CGTVIZ:-$bin/cgtviz-cuda}" --device sim -- --die-at 50 --load-ms 30
 		show crash-killed 'recorded:|unrecorded:|whole lines|expectations|FAIL' 12
+		# The same with the bounds in calls alone (as before the time bound):
+		# what they keep of the same run.
+		step crash-killed-calls 200 . env CGTRACE_JOURNAL_MS=600000 python3 tools/gpu/crash-trace.py killed_train \
+			--recorded-only -- --die-at 50 --load-ms 30
+		show crash-killed-calls 'recorded:|whole lines|FAIL' 6
 	fi
 }
 
