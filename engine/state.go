@@ -321,11 +321,9 @@ type FunctionView struct {
 	Shapes [][]int
 	Mode   string
 	Warmed bool
-	// Graph and Size: the def whose compiled graph of dynamic shapes this
-	// FunctionID is a size of, and which size (Function.Graph, .Size; ""
-	// and 0 or 1 for a graph's first).
+	// Graph: the def whose compiled graph of dynamic shapes this
+	// FunctionID is a size of (Function.Graph; "" for a graph's first).
 	Graph string
-	Size  int
 }
 
 // KeepsShapesOf reports whether f is a size of g's compiled graph of

@@ -83,7 +83,7 @@ func (e *Engine) functionView(f *Function) FunctionView {
 	if v := f.view; v != nil && v.Warmed == w && v.Mode == string(f.Mode) {
 		return *v
 	}
-	fv := FunctionView{ID: f.ID, Device: f.Dev, Fn: f.Name, Mode: string(f.Mode), Warmed: w, Graph: f.Graph, Size: f.Size}
+	fv := FunctionView{ID: f.ID, Device: f.Dev, Fn: f.Name, Mode: string(f.Mode), Warmed: w, Graph: f.Graph}
 	if v := f.view; v != nil {
 		fv.Shapes = v.Shapes // the shapes never change
 	} else {

@@ -80,22 +80,16 @@ def summarize(path):
     return s
 
 
-def run(cmd, timeout, log, env=None):
-    """Runs cmd with its output into the file log; returns (returncode,
-    timed_out)."""
+def run_and_say(label, cmd, timeout, log, env=None, n=3):
+    """Runs cmd with its output into the file log, then prints how it
+    ended after label and the log's last n lines; returns the exit status
+    (None: timed out)."""
     with open(log, "wb") as fh:
         try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                               env=env)
+            rc, to = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                    timeout=timeout, env=env).returncode, False
         except subprocess.TimeoutExpired:
-            return None, True
-    return p.returncode, False
-
-
-def run_and_say(label, cmd, timeout, log, env=None, n=3):
-    """run() with how it ended printed after label, then the log's last n
-    lines; returns the exit status (None: timed out)."""
-    rc, to = run(cmd, timeout, log, env)
+            rc, to = None, True
     print("%s: %s" % (label, ending(rc, to)))
     for ln in tail(log, n):
         print("    " + ln)

@@ -3000,9 +3000,9 @@ tls_reset(PyObject *tls)
     return 0;
 }
 
-/* Whether the journal's buffered calls are due (hot.due, which
- * Recorder._flush sets JOURNAL_MS past each writing, on time.monotonic_ns's
- * clock; None: no journal): 1, 0, or -1 with an error. */
+/* _Hot.journal_due: whether the journal's buffered calls are due (hot.due,
+ * which Recorder._set_due puts JOURNAL_MS past each writing, on
+ * time.monotonic_ns's clock; None: no journal): 1, 0, or -1 with an error. */
 static int
 journal_due(PyObject *hot)
 {

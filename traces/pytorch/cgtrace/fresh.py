@@ -10,7 +10,6 @@ queued when it can be (freshq.py)."""
 import itertools
 import operator
 import sys
-import time
 
 from ._pycompat import op_call
 from .errors import _error_text
@@ -167,9 +166,7 @@ class _Fresh:
             tls.node = None
             trace = self.trace
             if trace.out is not None:
-                due = hot.due
-                if (trace.done is None or self._unwritten >= _WRITE_BOUND
-                        or (due is not None and time.monotonic_ns() >= due)):
+                if trace.done is None or self._unwritten >= _WRITE_BOUND or hot.journal_due():
                     self._flush()
                 else:
                     self._unwritten += 1

@@ -10,7 +10,6 @@ names, seed and counts are given, and of its binding and forgetting only
 what they leave behind is done."""
 
 import operator
-import time
 import weakref
 
 from . import torch_api
@@ -212,7 +211,7 @@ class _FreshQueue:
                 if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write(keep_last=True)
                     self._flush(settle=False)
-                elif hot.due is not None and time.monotonic_ns() >= hot.due:
+                elif hot.journal_due():
                     self._flush()  # (the journal's calls waited long enough: Recorder.JOURNAL_MS)
                 elif raw is not None:
                     self._fq_arm(function_id, mgr, fs, plan, t, raw, hot, session)
@@ -306,7 +305,7 @@ class _FreshQueue:
 
         def fresh_run(mgr, new_inputs, function_id, a, hot=hot, tls=self.tls, ctx=ctx, fresh_queue=fresh_queue,
                       dead_objs=session._dead_objs, fq=self._fq, fresh_after=checks.fresh_after,
-                      orig_run=orig_run, len=len, bound=_FQ_BOUND, monotonic_ns=time.monotonic_ns):
+                      orig_run=orig_run, len=len, bound=_FQ_BOUND):
             # (The C Runner does the same without this frame: hooks.py,
             # _fastpath.c's runner_fresh. The uncommon ends are methods
             # both call: _fq_call_raised, _fq_bound, _fq_other.)
@@ -347,10 +346,8 @@ class _FreshQueue:
                         fq.append(t)
                         if len(fq) + rec._unwritten > bound:
                             rec._fq_bound(a)
-                        else:
-                            due = hot.due
-                            if due is not None and monotonic_ns() >= due:
-                                rec._flush()  # (Recorder.JOURNAL_MS: the queue written whole, disarmed)
+                        elif hot.journal_due():
+                            rec._flush()  # (Recorder.JOURNAL_MS: the queue written whole, disarmed)
                         return out
                 except Exception as err:
                     rec._fail("after a call", err)

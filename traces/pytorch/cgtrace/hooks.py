@@ -7,7 +7,6 @@ Dynamo's frame hook."""
 
 import os
 import sys
-import time
 import types
 
 from . import torch_api
@@ -167,7 +166,7 @@ class _Hooks:
                  dead_objs=self.session._dead_objs, pend=self._pending.append,
                  ptrs_equal=ptrs_equal, data_ptr=data_ptr, fresh_run=fresh_run,
                  steady_ok=checks.steady_ok, steady_after=checks.steady_after, frame_src=checks.frame_src,
-                 watch_alive=watch_alive, monotonic_ns=time.monotonic_ns):
+                 watch_alive=watch_alive):
             # The steady replay, deferred (Recorder._defer): a defined
             # function whose last call, a replay, left a plan (_make_plan),
             # called again on the same inputs, nothing having died or
@@ -289,8 +288,7 @@ class _Hooks:
                     # taken, nothing died.
                     if steady_after(lean, out, node, hot.other, mgr, dead_objs):
                         pend((plan, mc - c, inv, src))
-                        due = hot.due
-                        if due is not None and monotonic_ns() >= due:
+                        if hot.journal_due():
                             # (the journal's calls waited long enough:
                             # Recorder.JOURNAL_MS; written, disarmed)
                             hot.rec._flush()

@@ -119,6 +119,10 @@ class _Hot:
         # last writing. None: no journal (nothing buffered is due).
         self.due = None
 
+    def journal_due(self):
+        """Whether the journal's buffered calls are due (due has passed)."""
+        return self.due is not None and time.monotonic_ns() >= self.due
+
     def disarm(self):
         """Every function's lean path off until _steady arms it again, and
         the queue's (until its next call joins it)."""
@@ -443,7 +447,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             return
         try:
             self.trace.journal(fd, header, self.path)
-            self._hot.due = time.monotonic_ns() + self._journal_ns
+            self._set_due()
         except Exception as e:
             try:
                 os.close(fd)
@@ -545,8 +549,14 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                 self.trace.flush()
             except Exception as e:
                 self._stream_failed(e)
-            self._hot.due = (time.monotonic_ns() + self._journal_ns
-                             if self.trace.out is not None and self.trace.done is not None else None)
+            self._set_due()
+
+    def _set_due(self):
+        """hot.due JOURNAL_MS from now, after a writing of the journal; None
+        where no journal is written (none opened, a followed stream, which
+        writes each call, or one stopped or ended)."""
+        t = self.trace
+        self._hot.due = time.monotonic_ns() + self._journal_ns if t.out is not None and t.done is not None else None
 
     def _stream_failed(self, e):
         if self.trace.done is not None:
@@ -652,12 +662,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         trace, written next, replaces it (and if that write fails, the
         journal is the trace)."""
         trace = self.trace
-        self._hot.due = None
         try:
             trace.flush()
         except Exception:
             pass
         fh, trace.out = trace.out, None
+        self._set_due()  # (None: the journal is closed)
         try:
             fh.close()
         except Exception:

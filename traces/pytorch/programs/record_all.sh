@@ -12,9 +12,10 @@
 #
 #     bash traces/pytorch/programs/record_all.sh [DIR [NAME...]]
 #
-# static_generate is not in the list: it dies in PyTorch 2.11, recorded
-# or not (a segfault at its first decoding step); tools/gpu/crash-trace.py
-# runs it and says what its trace holds (gpu.sh's programs suite).
+# static_generate and killed_train are not in the list: the first dies in
+# PyTorch 2.11, recorded or not (a segfault at its first decoding step),
+# the second kills itself with SIGKILL; tools/gpu/crash-trace.py runs
+# each and says what its trace holds (gpu.sh's programs suite).
 #
 # With NAMEs only those programs are recorded (e.g. to stay within a time
 # limit per command). Exit status 1 when any program failed (the others are

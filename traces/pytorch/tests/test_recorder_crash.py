@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # argv[7] "last": before the last call only (a loop's calls queued fast,
 # then one step slow).
 PROGRAM = textwrap.dedent("""
-    import os, signal, sys
+    import os, signal, sys, time
     sys.path.insert(0, %(here)r)
     import fake_torch as fake
     import cgtrace
@@ -55,7 +55,6 @@ PROGRAM = textwrap.dedent("""
     def loop(x, n):  # (in a function, as a program's loop mostly is)
         for i in range(n):
             if pause and (not last_only or i == n - 1):
-                import time
                 time.sleep(pause)
             cgt.mark_step_begin()
             fake._invocation()
@@ -78,7 +77,6 @@ PROGRAM = textwrap.dedent("""
             if pid == 0:
                 if child == "term":
                     os.kill(os.getpid(), signal.SIGTERM)
-                    import time
                     time.sleep(5)
                     os._exit(9)
                 sys.exit(0)
@@ -99,7 +97,6 @@ PROGRAM = textwrap.dedent("""
         ctypes.string_at(0)
     if how == "term":
         os.kill(os.getpid(), signal.SIGTERM)
-        import time
         time.sleep(5)
     if how == "atexit":
         sys.exit(0)  # the recording never stopped
