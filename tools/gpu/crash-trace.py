@@ -134,7 +134,18 @@ def main(argv=None):
     p.add_argument("--cgtviz", help="a cgtviz binary: check the trace and replay it")
     p.add_argument("--device", action="append", default=None, help="a device to replay on (sim; repeatable)")
     p.add_argument("--recorded-only", action="store_true", help="skip the unrecorded run")
-    a = p.parse_args(argv)
+    # The program's own options after "--", cut off here, and the rest
+    # parsed intermixed: parse_args gives "args" its strings where it
+    # first meets the positionals, so after "program --out DIR" it has
+    # none left for what follows (gpu.sh's killed_train steps failed so,
+    # session 34).
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+    a = p.parse_intermixed_args(argv)
+    a.args += extra
     script = os.path.join(PROGRAMS, a.program + ".py")
     if not os.path.isfile(script):
         print("crash-trace: no program %s in %s" % (a.program, PROGRAMS), file=sys.stderr)

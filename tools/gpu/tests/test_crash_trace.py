@@ -70,7 +70,7 @@ class CrashTraceTest(unittest.TestCase):
             out = io.StringIO()
             try:
                 with contextlib.redirect_stdout(out):
-                    status = ct.main(argv + ["--out", os.path.join(d, "out")])
+                    status = ct.main(argv[:1] + ["--out", os.path.join(d, "out")] + argv[1:])
             finally:
                 ct.PROGRAMS, ct.record_cmd = saved
             return status, out.getvalue()
@@ -93,6 +93,26 @@ class CrashTraceTest(unittest.TestCase):
         self.assertIn("dies recorded: killed by SIGSEGV", out)
         self.assertIn("3 whole lines (records: call 1, step 1); 1 calls; the last whole record: step; last line cut "
                       "mid-write", out)
+
+    ECHO = textwrap.dedent("""
+        import sys
+        trace = sys.argv[1]
+        with open(trace, "w") as fh:
+            fh.write(%r)
+        print("args " + " ".join(sys.argv[3:]))
+    """)
+
+    def test_the_programs_options_after_the_dashes(self):
+        # gpu.sh's line: options of crash-trace's, then the program's own
+        # after "--", which argparse alone refused.
+        for argv in (["dies", "--recorded-only", "--", "--die-at", "50", "--load-ms", "30"],
+                     ["dies", "--", "--die-at", "50", "--load-ms", "30"]):
+            status, out = self.run_main("", self.ECHO % (HEAD + CALL), argv)
+            self.assertEqual(status, 0, out)
+            self.assertIn("    args --die-at 50 --load-ms 30", out)
+        status, out = self.run_main("", self.ECHO % (HEAD + CALL), ["dies", "--recorded-only", "x", "--", "-y"])
+        self.assertEqual(status, 0, out)
+        self.assertIn("    args x -y", out)
 
     def test_no_call_recorded_fails(self):
         status, out = self.run_main("", self.RECORDER % HEAD, ["dies", "--recorded-only"])
