@@ -17,6 +17,8 @@ func TestIntSizesHint(t *testing.T) {
 	}{
 		{"../../examples/recorded/diffusion_sample.cgt.jsonl",
 			"hint: Denoiser_1's compiled graph got a function of its own for 19 more sizes whose tensors all have its shapes"},
+		// (the same sampler with the hint's fix: the timestep a CUDA tensor)
+		{"../../examples/recorded/diffusion_tensor_t.cgt.jsonl", ""},
 		{"../../examples/recorded/varlen_infer.cgt.jsonl", ""},
 		{"../../examples/recorded/inference_kv.cgt.jsonl", ""},
 	} {

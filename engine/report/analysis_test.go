@@ -143,6 +143,7 @@ func TestAnalysisVerdicts(t *testing.T) {
 		{"seed-a-checkpoint.cgt.jsonl", []report.VerdictKind{report.VerdictCheckpoint}},
 		{"recorded/train_mlp.cgt.jsonl", []report.VerdictKind{report.VerdictNone}},
 		{"recorded/diffusion_sample.cgt.jsonl", []report.VerdictKind{report.VerdictIntSizes}},
+		{"recorded/diffusion_tensor_t.cgt.jsonl", []report.VerdictKind{report.VerdictNone}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -65,6 +65,7 @@ loader_train loader_train.py
 bert_embed bert_embed.py
 prefetch_train prefetch_train.py
 diffusion_sample diffusion_sample.py
+diffusion_tensor_t diffusion_sample.py --t-tensor
 LIST
 )
 for n in $only; do
