@@ -41,6 +41,10 @@ _ACTIVE = {"recorder": None}
 # training step, a decode step of a large model) loses none that
 # returned when it dies, and a fast loop loses at most its last JOURNAL_MS
 # of calls. CGTRACE_JOURNAL_MS sets it (0: every call written as it ends).
+# A call whose time passes with no call after it to write it (the
+# program's last before a long wait, or before it was killed in one) is
+# written by the journal's clock (Recorder._ticking), a thread that looks
+# every JOURNAL_MS.
 JOURNAL_MS = 20
 
 
@@ -230,6 +234,8 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self._hot = _Hot()
         self._hot.rec = self
         self._journal_ns = _journal_ns()
+        # The journal's clock (_ticking), while a journal is written.
+        self._ticker = None
         # The lean paths' torch reads through libtorch's C++ API, and why
         # not (cpp.py): found at start, with torch.
         self._cpp, self.cpp_why = None, "not started"
@@ -470,6 +476,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         returns (a call the fast paths hold, at most JOURNAL_MS later, and
         within their bounds in calls)."""
         atexit.register(self._at_exit)
+        self._start_ticking()
         self._signals = {}
         if threading.current_thread() is not threading.main_thread():
             return
@@ -501,7 +508,69 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         if _ACTIVE["recorder"] is self:
             self.stop()
 
+    def _start_ticking(self):
+        """The journal's clock (_ticking) started, unless every call is
+        written as it ends (JOURNAL_MS 0)."""
+        if self._journal_ns <= 0:
+            return
+        self._tick_stop = stop = threading.Event()
+        self._ticker = threading.Thread(target=self._ticking, args=(stop, self._journal_ns / 1e9),
+                                        name="cgtrace-journal", daemon=True)
+        self._ticker.start()
+
+    def _stop_ticking(self):
+        """The journal's clock stopped, and waited for: it takes the lock
+        only when free and holds it for one writing."""
+        ticker, self._ticker = self._ticker, None
+        if ticker is None:
+            return
+        self._tick_stop.set()
+        if ticker is not threading.current_thread():
+            ticker.join(5)
+
+    def _ticking(self, stop, period):
+        """The journal's clock: every period (JOURNAL_MS) until stopped,
+        _journal_tick. A call the fast paths hold is written by the next
+        call that ends past its time; the last call before the program
+        waits (a data loader, a sleep, a host's work) has none, and a
+        SIGKILL in that wait would lose it."""
+        while not stop.wait(period):
+            try:
+                self._journal_tick()
+            except Exception as e:  # (never the program's: noted, and the clock stops)
+                if self.lock.acquire(False):  # (never waited for: stop() joins this thread)
+                    try:
+                        self._fail("writing the journal between calls", e)
+                    finally:
+                        self.lock.release()
+                return
+
+    def _journal_tick(self):
+        """What the calls the fast paths hold (the deferred replays, the
+        queued calls on new inputs, _fresh_call's records) need when their
+        time (hot.due) has passed and no call came to write them: the
+        journal written, as a call past due writes it (_flush), under the
+        recorder's lock taken only if free (a call that holds it writes
+        them itself, at its end). True when it wrote. Between calls, as a
+        SIGTERM's flush (_on_fatal): what each held call records was made
+        at the call."""
+        hot = self._hot
+        if hot.due is None or not (self._pending or self._fq or self._unwritten) or time.monotonic_ns() < hot.due:
+            return False
+        if not self.lock.acquire(False):
+            return False
+        try:
+            # (again, under the lock: a call or stop() may have come between)
+            if (_ACTIVE["recorder"] is not self or hot.due is None or time.monotonic_ns() < hot.due
+                    or not (self._pending or self._fq or self._unwritten)):
+                return False
+            self._flush()
+            return True
+        finally:
+            self.lock.release()
+
     def _drop_exit_guards(self):
+        self._stop_ticking()
         atexit.unregister(self._at_exit)
         for sig, old in getattr(self, "_signals", {}).items():
             try:

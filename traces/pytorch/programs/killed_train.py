@@ -9,8 +9,11 @@ nothing is flushed. Each step prints its number once it has returned
 (flushed), so the last number printed is the last step that ended; its
 forward and backward are 2 compiled calls, so a trace that lost nothing
 holds 2 x --die-at calls. --load-ms pauses before each step, standing in
-for a data loader's wait; a step longer than the recorder's JOURNAL_MS
-(20 ms) has every call written as it ends.
+for a data loader's wait, and the kill comes in the wait of the step
+after --die-at (where the OOM killer finds a loader's batch): the
+recorder writes the calls it holds at most its JOURNAL_MS (20 ms) after
+they return, by the next call or, in a wait with none, by its journal's
+clock, so with --load-ms 30 every call is kept.
 
     python3 tools/gpu/crash-trace.py killed_train -- --die-at 50 --load-ms 30
 """
@@ -52,4 +55,6 @@ for step in range(1, opts.die_at + 1):
     if step % opts.log_every == 0:
         print("step %d loss %.4f" % (step, loss.item()))
     print("step %d returned" % step, flush=True)
+if opts.load_ms:
+    time.sleep(opts.load_ms / 1000)  # (the next step's load, in which it is killed)
 os.kill(os.getpid(), signal.SIGKILL)

@@ -30,7 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # calls made before dying. argv[6]: seconds slept before each call (a
 # step's other work: a data loader's, an optimizer's), none unless given;
 # argv[7] "last": before the last call only (a loop's calls queued fast,
-# then one step slow).
+# then one step slow). argv[8]: seconds slept after the last call, before
+# the death (a wait with no call after it: a data loader's, the host's).
 PROGRAM = textwrap.dedent("""
     import os, signal, sys, time
     sys.path.insert(0, %(here)r)
@@ -46,6 +47,7 @@ PROGRAM = textwrap.dedent("""
     shape = [int(v) for v in sys.argv[5].split(",")] if len(sys.argv) > 5 else [2, 8]
     pause = float(sys.argv[6]) if len(sys.argv) > 6 else 0
     last_only = len(sys.argv) > 7 and sys.argv[7] == "last"
+    after = float(sys.argv[8]) if len(sys.argv) > 8 else 0
     w = fake.Tensor([8, 8])
     x = fake.Tensor(shape)
     mgr.models[0] = lambda ins: [fake.Tensor(shape)]
@@ -86,6 +88,8 @@ PROGRAM = textwrap.dedent("""
         loop(x, 5)
         upto += 5
         how = "term"
+    if after:
+        time.sleep(after)
     sys.stdout.write("%%d\\n" %% upto)
     sys.stdout.flush()
     if how == "exit":
@@ -104,7 +108,7 @@ PROGRAM = textwrap.dedent("""
 
 
 class CrashTest(unittest.TestCase):
-    def run_program(self, how, upto, every=5, shape=(2, 8), env_extra=None, pause=0, pause_at="each"):
+    def run_program(self, how, upto, every=5, shape=(2, 8), env_extra=None, pause=0, pause_at="each", after=0):
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.py")
             with open(prog, "w") as fh:
@@ -118,7 +122,8 @@ class CrashTest(unittest.TestCase):
             env["CGTRACE_JOURNAL_MS"] = "600000"
             env.update(env_extra or {})
             p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape)),
-                                str(pause), pause_at], capture_output=True, text=True, timeout=60, env=env)
+                                str(pause), pause_at, str(after)], capture_output=True, text=True, timeout=60,
+                               env=env)
             self.assertEqual(p.stdout.strip(), str(upto + 5 * (how == "fork")), p.stderr)
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -226,6 +231,20 @@ class CrashTest(unittest.TestCase):
         for every, fast in ((1, "1"), (1000, "1"), (1, "0"), (1000, "0")):
             with self.subTest(every=every, fast=fast):
                 p, text = self.run_program("kill", 40, every=every, shape=(64, 1024), pause=0.06, pause_at="last",
+                                           env_extra={"CGTRACE_JOURNAL_MS": "20", "CGTRACE_FAST": fast})
+                self.assertEqual(p.returncode, -signal.SIGKILL)
+                self.check(text, 40, whole=True, every=every)
+
+    def test_the_last_calls_are_written_when_no_call_follows(self):
+        # Calls at full speed, held by the lean paths (the queue of new
+        # inputs, the deferred replays; C, and with CGTRACE_FAST=0 their
+        # Python), then 300 ms with no call (a data loader's wait) before
+        # SIGKILL: no call comes to write them past JOURNAL_MS, so the
+        # journal's clock does (Recorder._ticking). Without it the calls
+        # since the last writing are lost.
+        for every, fast in ((1, "1"), (1000, "1"), (1, "0"), (1000, "0")):
+            with self.subTest(every=every, fast=fast):
+                p, text = self.run_program("kill", 40, every=every, shape=(64, 1024), after=0.3,
                                            env_extra={"CGTRACE_JOURNAL_MS": "20", "CGTRACE_FAST": fast})
                 self.assertEqual(p.returncode, -signal.SIGKILL)
                 self.check(text, 40, whole=True, every=every)
@@ -360,6 +379,90 @@ class CrashTest(unittest.TestCase):
         finally:
             os.chdir(here)
             fake.remove_fake_torch(saved)
+
+
+class JournalClockTest(fake_torch.FakeTorchTest):
+    """Recorder._journal_tick, the journal's clock's one look, each of its
+    decisions made to happen here rather than left to the thread's timing
+    (the thread itself is set 600 s apart, so it never looks meanwhile):
+    held calls past their time written, not before their time, not while
+    another thread holds the recorder's lock (a call in progress), not
+    when nothing is held; the thread started with the journal and gone
+    after stop()."""
+
+    def calls_written(self, path):
+        with open(path, encoding="utf-8") as fh:
+            return sum(1 for line in fh if line.startswith('{"op": "call"'))
+
+    def test_journal_tick(self):
+        import threading
+        import time
+        from unittest import mock
+        import cgtrace
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        mgr = fake_torch.CUDAGraphTreeManager()
+        mgr.cache_replays = True
+        fid = mgr.add(0, static=[0])
+        mgr.models[0] = lambda ins: [fake_torch.Tensor([64, 1024])]
+        w = fake_torch.Tensor([1024, 1024])
+        path = os.path.join(self.dir.name, "t.cgt.jsonl")
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL_MS": "600000"}):
+            rec = cgtrace.record(path)
+            rec.start()
+        try:
+            self.assertTrue(rec._ticker.is_alive())
+
+            def loop():  # (a function's loop, each input and output held to the next call: the lean paths')
+                for _ in range(12):
+                    cgt.mark_step_begin()
+                    fake_torch._invocation()
+                    x = fake_torch.Tensor([64, 1024])
+                    out = mgr._run([w, x], fid)  # noqa: F841
+            loop()
+            self.assertTrue(rec._fq or rec._pending or rec._unwritten, "the loop's calls are held")
+            before = self.calls_written(path)
+            self.assertLess(before, 12)
+            rec._hot.due = time.monotonic_ns() + 10**12  # (their time not come)
+            self.assertFalse(rec._journal_tick())
+            rec._hot.due = 0  # (come)
+            held, go = threading.Event(), threading.Event()
+
+            def hold():  # (a call in progress on another thread)
+                with rec.lock:
+                    held.set()
+                    go.wait(10)
+            t = threading.Thread(target=hold)
+            t.start()
+            held.wait(10)
+            try:
+                self.assertFalse(rec._journal_tick())
+            finally:
+                go.set()
+                t.join(10)
+            self.assertEqual(self.calls_written(path), before)
+            self.assertTrue(rec._journal_tick())
+            self.assertEqual(self.calls_written(path), 12)
+            self.assertFalse(rec._fq or rec._pending or rec._unwritten)
+            rec._hot.due = 0
+            self.assertFalse(rec._journal_tick())  # (nothing held)
+            ticker = rec._ticker
+        finally:
+            rec.stop()
+        self.assertIsNone(rec.error)
+        self.assertIsNone(rec._ticker)
+        self.assertFalse(ticker.is_alive())
+        self.assertEqual(self.calls_written(path), 12)
+
+    def test_no_clock_when_every_call_is_written(self):
+        from unittest import mock
+        import cgtrace
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL_MS": "0"}):
+            rec = cgtrace.record(os.path.join(self.dir.name, "t.cgt.jsonl"))
+            rec.start()
+        try:
+            self.assertIsNone(rec._ticker)
+        finally:
+            rec.stop()
 
 
 if __name__ == "__main__":
