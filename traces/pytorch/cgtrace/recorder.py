@@ -554,20 +554,23 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         them itself, at its end). True when it wrote. Between calls, as a
         SIGTERM's flush (_on_fatal): what each held call records was made
         at the call."""
-        hot = self._hot
-        if hot.due is None or not (self._pending or self._fq or self._unwritten) or time.monotonic_ns() < hot.due:
-            return False
-        if not self.lock.acquire(False):
+        if not self._held_past_due() or not self.lock.acquire(False):
             return False
         try:
             # (again, under the lock: a call or stop() may have come between)
-            if (_ACTIVE["recorder"] is not self or hot.due is None or time.monotonic_ns() < hot.due
-                    or not (self._pending or self._fq or self._unwritten)):
+            if _ACTIVE["recorder"] is not self or not self._held_past_due():
                 return False
             self._flush()
             return True
         finally:
             self.lock.release()
+
+    def _held_past_due(self):
+        """Whether calls are held (deferred replays, queued calls, records
+        of _fresh_call's not yet written) and their time has passed."""
+        due = self._hot.due
+        return (due is not None and bool(self._pending or self._fq or self._unwritten)
+                and time.monotonic_ns() >= due)
 
     def _drop_exit_guards(self):
         self._stop_ticking()
