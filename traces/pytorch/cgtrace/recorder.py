@@ -568,9 +568,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
     def _held_past_due(self):
         """Whether calls are held (deferred replays, queued calls, records
         of _fresh_call's not yet written) and their time has passed."""
-        due = self._hot.due
-        return (due is not None and bool(self._pending or self._fq or self._unwritten)
-                and time.monotonic_ns() >= due)
+        return bool(self._pending or self._fq or self._unwritten) and self._hot.journal_due()
 
     def _drop_exit_guards(self):
         self._stop_ticking()

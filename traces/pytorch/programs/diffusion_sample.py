@@ -15,9 +15,9 @@ third sample. Each call also starts a new generation (no mark_step, the
 last output dead). The final latents' norms are read on the host.
 
 --t-tensor passes the timestep as a 0-d CUDA tensor instead, what
-`cgtviz run` suggests for such a trace, to record and compare: by
-PyTorch's rules one graph, which the tree records once and replays at
-every value of t (not yet recorded on a GPU).
+`cgtviz run` suggests for such a trace: one graph, which the tree
+records once and replays at every value of t (1 warmup, 1 recording, 38
+replays on an H100; examples/recorded/diffusion_tensor_t.cgt.jsonl).
 
     python3 -m cgtrace run -o diffusion_sample.cgt.jsonl diffusion_sample.py
     python3 -m cgtrace run -o diffusion_tensor_t.cgt.jsonl diffusion_sample.py --t-tensor
