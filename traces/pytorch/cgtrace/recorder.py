@@ -561,6 +561,13 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             if _ACTIVE["recorder"] is not self or not self._held_past_due():
                 return False
             self._flush()
+            # (No call came for JOURNAL_MS: the next one is written as it
+            # ends, as a slow loop's are, not held JOURNAL_MS from this
+            # writing, which a program dying right after that call, its
+            # last, would lose. In a fast loop the clock seldom writes
+            # first: a call's end does.)
+            if self._hot.due is not None:
+                self._hot.due = 0
             return True
         finally:
             self.lock.release()

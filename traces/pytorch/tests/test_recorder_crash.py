@@ -387,8 +387,8 @@ class JournalClockTest(fake_torch.FakeTorchTest):
     (the thread itself is set 600 s apart, so it never looks meanwhile):
     held calls past their time written, not before their time, not while
     another thread holds the recorder's lock (a call in progress), not
-    when nothing is held; the thread started with the journal and gone
-    after stop()."""
+    when nothing is held; after its writing the next call written as it
+    ends; the thread started with the journal and gone after stop()."""
 
     def calls_written(self, path):
         with open(path, encoding="utf-8") as fh:
@@ -443,6 +443,18 @@ class JournalClockTest(fake_torch.FakeTorchTest):
             self.assertTrue(rec._journal_tick())
             self.assertEqual(self.calls_written(path), 12)
             self.assertFalse(rec._fq or rec._pending or rec._unwritten)
+            # The clock wrote: no call came for JOURNAL_MS, so the next one
+            # is written as it ends (not held JOURNAL_MS from the clock's
+            # writing, lost if the program dies right after it).
+            self.assertEqual(rec._hot.due, 0)
+
+            def one():
+                cgt.mark_step_begin()
+                fake_torch._invocation()
+                x = fake_torch.Tensor([64, 1024])
+                out = mgr._run([w, x], fid)  # noqa: F841
+            one()
+            self.assertEqual(self.calls_written(path), 13)
             rec._hot.due = 0
             self.assertFalse(rec._journal_tick())  # (nothing held)
             ticker = rec._ticker
@@ -451,7 +463,7 @@ class JournalClockTest(fake_torch.FakeTorchTest):
         self.assertIsNone(rec.error)
         self.assertIsNone(rec._ticker)
         self.assertFalse(ticker.is_alive())
-        self.assertEqual(self.calls_written(path), 12)
+        self.assertEqual(self.calls_written(path), 13)
 
     def test_no_clock_when_every_call_is_written(self):
         from unittest import mock
