@@ -473,6 +473,16 @@ suite_overhead() {
 	# new-input call, cgtrace 16.2, in the same rounds).
 	step overhead-minimal 200 . python3 tools/gpu/recorder-overhead.py --both --baseline minimal --iters 2000 --rounds 5
 	show overhead-minimal '^[^ ]' 20
+	# The new-input call cut short (its C module built with -DCGT_CUT):
+	# what is left at its floor (the way in, the new input's reads, a
+	# weak reference) and at the Runner's way in alone, each beside the
+	# whole recorder in the same rounds: what a rewrite of the rest could
+	# take at most (session 35, the stand-in: the median call 13.8 and
+	# 5.5 us of 22).
+	step overhead-cut-floor 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:floor --iters 2000 --rounds 5
+	show overhead-cut-floor '^[^ ]' 16
+	step overhead-cut-entry 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:entry --iters 2000 --rounds 5
+	show overhead-cut-entry '^[^ ]' 16
 	# Where a lean call's time goes in the C, part by part (a copy of
 	# _fastpath.c built with its marks on; session 20: of a new-input
 	# call's 45 us added, 22.5 in the C, the queue's writing the largest).

@@ -25,6 +25,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --fresh --by-path  # then each call by what the recorder did in it
     python3 tools/gpu/recorder-overhead.py --train --why  # then the lines at which the fresh path declined
     python3 tools/gpu/recorder-overhead.py --both --parts  # then each part of the lean paths' C, timed in place
+    python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:floor  # beside the recorder cut short (CUTS)
     python3 tools/gpu/recorder-overhead.py --both --train --layers 100  # a model of 200 parameter tensors
 
 Prints, per round and as medians:
@@ -998,6 +999,33 @@ def parts_module(folder=None):
     return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
 
 
+# Where a build of _fastpath.c with -DCGT_CUT=n stops a new-input call
+# (--baseline cut:NAME): what each leaves of the recorder's lean fresh
+# call is timed beside the whole one, in the same rounds. wrapper: the
+# _run wrapper's frame and the C Runner's call, which calls the tree at
+# once; entry: the Runner's way to the lean fresh path (the recorder's
+# lock, the armed lookup, the thread's depth, the queue's tuple), then
+# the tree; floor: that, the guards and probes, the new input's reads, a
+# weak reference to it and the step counter, then the tree (no kept,
+# src or polled check, the deaths dropped, nothing queued or written).
+# The cut calls are lost to the trace, and now and then one takes the
+# general path (the lean path is never armed again): read the median
+# call. Sessions 35's figures: BENCHMARKS.md.
+CUTS = {"wrapper": 1, "entry": 2, "floor": 3}
+
+
+def cut_module(cut, fastpath, folder=None):
+    """The C module of the recorder package whose fastpath module is
+    fastpath, built with -DCGT_CUT=cut into a temporary folder (never the
+    cache: a recording elsewhere must not load it). Raises OSError or
+    RuntimeError (no compiler, its message)."""
+    import sysconfig
+    d = tempfile.mkdtemp(prefix="cgtrace-cut-", dir=folder)
+    so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
+    fastpath._build(fastpath._SRC, so, ("-DCGT_CUT=%d" % cut,))
+    return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
+
+
 def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
     """Per round: what each part of the lean paths' C (parts_module) took,
     in us and marks per loop call, from `rounds` recordings of `warm`
@@ -1349,10 +1377,23 @@ def load_baseline(path):
     reading tensors through torch's Python bindings where the recorder
     reads them through cpp.py's C++ module (built first, at once); or
     "hooks": the recorder's wrappers of the tree's per-call entry points
-    with nothing in them (hooks_only)."""
+    with nothing in them (hooks_only); or "cut:NAME": this checkout's with
+    its C module built to stop a new-input call at one point (cut_module,
+    CUTS)."""
     import importlib.util
     if path == "hooks":
         return hooks_only()
+    if path.startswith("cut:"):
+        cut = CUTS.get(path[4:])
+        if cut is None:
+            raise SystemExit("recorder-overhead: no such cut: %s (one of %s)" % (path[4:], ", ".join(CUTS)))
+        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
+        fp = sys.modules["cgtrace_baseline.fastpath"]
+        try:
+            fp._loaded["got"] = (cut_module(cut, fp), None)
+        except (OSError, RuntimeError) as e:
+            raise SystemExit("recorder-overhead: --baseline %s: the C module could not be built: %s" % (path, e))
+        return mod
     if path == "minimal":
         return minimal_recorder()
     if path == "bindings":
@@ -1402,7 +1443,9 @@ def main(argv=None):
                         "or bindings: this checkout's recorder reading tensors through torch's bindings, not "
                         "through cpp.py's C++ module (which is built first); or minimal: the same wrappers "
                         "doing only what any recorder of a new input must (minimal_recorder); or hooks: wrappers of the "
-                        "tree's per-call entry points that do nothing but call them (the floor)")
+                        "tree's per-call entry points that do nothing but call them (the floor); or cut:wrapper, "
+                        "cut:entry, cut:floor: this checkout's recorder whose new-input call stops at that point "
+                        "(CUTS; read the median call)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")

@@ -305,6 +305,36 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(len(res["base_added"]), 2)
         self.assertGreater(res["base_trace_bytes_per_call"], 50)
 
+    def test_baseline_cut_times_this_recorder_stopped_at_one_point(self):
+        """--baseline cut:NAME: this checkout's recorder, its C module built
+        to stop a new-input call at NAME (the build says which: CUT), timed
+        in the same rounds as the whole recorder; the calls it cuts short
+        are lost to its trace. The recorder's own build cuts nothing, and
+        a name not in CUTS is refused."""
+        from cgtrace import fastpath
+        own, why = fastpath.load()
+        if why is not None:
+            self.skipTest("no C module here: %s" % why)
+        self.assertEqual(own.CUT, 0)
+        for name, n in sorted(ro.CUTS.items()):
+            status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "40", "--rounds", "2",
+                                                       "--warm", "3", "--json", "--cpu-clock",
+                                                       "--baseline", "cut:" + name])
+            self.assertEqual(status, 0, name)
+            fp = sys.modules["cgtrace_baseline.fastpath"]
+            m, why = fp.load()
+            self.assertIsNone(why, name)
+            self.assertEqual(m.CUT, n, name)
+            res = json.loads(out.getvalue().splitlines()[-1])
+            self.assertEqual(len(res["base_added"]), 2, name)
+            # (the whole recorder writes a call's records; the cut one the
+            # first calls' only, before the lean path was armed)
+            self.assertLess(res["base_trace_bytes_per_call"], res["trace_bytes_per_call"] / 3, name)
+        self.assertIs(fastpath.load()[0], own)
+        with self.assertRaises(SystemExit) as cm:
+            ro.load_baseline("cut:nowhere")
+        self.assertIn("no such cut: nowhere (one of wrapper, entry, floor)", str(cm.exception))
+
     def test_baseline_hooks_wraps_the_entry_points_and_puts_them_back(self):
         """--baseline hooks: the tree's _run and execute_node wrapped in
         functions that only call them while its recording is open (every

@@ -462,6 +462,26 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
             goto no;                                                                                  \
     } while (0)
 
+/* A new-input call cut short, to time what is left of it: built with
+ * -DCGT_CUT=n (tools/gpu/recorder-overhead.py --baseline cut:NAME builds
+ * such a copy in a folder of its own and times it beside the whole
+ * recorder), the lean fresh call stops at one point, and what it leaves
+ * undone is never done (the trace loses those calls: a measure, not a
+ * recorder). 1, wrapper: the Runner's body calls the tree at once; 2,
+ * entry: the Runner's way to the lean fresh path, then the tree;
+ * 3, floor: that, the guards and probes, the new input's reads, a weak
+ * reference to it kept (64 at most) and the step counter, then the
+ * tree (no kept, src or polled check, the deaths dropped unread,
+ * nothing queued or written). In the recorder's own build CUT is 0 and
+ * none of it is compiled. */
+#ifndef CGT_CUT
+#define CGT_CUT 0
+#endif
+#if CGT_CUT == 3
+static PyObject *cut_refs[64];
+static unsigned cut_next;
+#endif
+
 /* Where a lean call's time goes, part by part: built with -DCGT_PARTS
  * (tools/gpu/recorder-overhead.py --parts builds such a copy in a
  * folder of its own), each part's nanoseconds and count are summed and
@@ -1769,7 +1789,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     {
         PyObject *kargs[7] = {PyTuple_GET_ITEM(a, 9), new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
                               PyTuple_GET_ITEM(a, 10), ptrs_equal, data_ptr};
-        if ((x = kept_same(NULL, kargs, 7)) == NULL)
+        if ((x = CGT_CUT == 3 ? Py_NewRef(Py_True) : kept_same(NULL, kargs, 7)) == NULL)
             goto error;
         if (x != Py_True)
             goto no;
@@ -1783,8 +1803,9 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(a, 19));
         if (d == -1 && PyErr_Occurred())
             goto error;
-        TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
-                           PyTuple_GET_ITEM(a, 4), up));
+        if (CGT_CUT != 3)
+            TRY(fresh_src_impl(own, d, PyTuple_GET_ITEM(a, 20), PyTuple_GET_ITEM(a, 21), PyTuple_GET_ITEM(a, 2),
+                               PyTuple_GET_ITEM(a, 4), up));
     }
     PART_AT(fq_src);
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
@@ -1795,7 +1816,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     if (stor == Py_None)
         goto no;
     PART_AT(fq_input);
-    if ((x = polled_alive(NULL, PyTuple_GET_ITEM(a, 22))) == NULL)
+    if ((x = CGT_CUT == 3 ? Py_NewRef(Py_True) : polled_alive(NULL, PyTuple_GET_ITEM(a, 22))) == NULL)
         goto error;
     if (x != Py_True)
         goto no;
@@ -1804,6 +1825,13 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     *k_out = 0;
     if ((t = PyObject_IsTrue(dead_objs)) < 0)
         goto error;
+#if CGT_CUT == 3
+    if (t) {
+        if (PySequence_DelSlice(dead_objs, 0, PY_SSIZE_T_MAX) < 0)
+            goto error;
+        t = 0;
+    }
+#endif
     if (t) {
         Py_ssize_t k = PyObject_Length(dead_objs);
         if (k < 0)
@@ -1910,6 +1938,26 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             return Py_NewRef(declined);
         goto checks_failed;
     }
+#if CGT_CUT == 3
+    {
+        PyObject *w = PyWeakref_NewRef(v, died);
+        if (w == NULL || SSET(hot, mark_counter, c) < 0) {
+            Py_XDECREF(w);
+            goto failed;
+        }
+        Py_XSETREF(cut_refs[cut_next++ & 63], w);
+        Py_CLEAR(v);
+        Py_CLEAR(stor);
+        Py_XDECREF(left);
+        Py_DECREF(c);
+        Py_DECREF(mc);
+        Py_XDECREF(cd);
+        Py_XDECREF(oid);
+        Py_XDECREF(ptr);
+        Py_XDECREF(groups);
+        Py_RETURN_NONE; /* (the Runner calls the tree) */
+    }
+#endif
     /* The call joins the queue. */
     int t_;
     if ((t_ = compare(c, PyTuple_GET_ITEM(a, 6), Py_LT)) < 0)
@@ -3050,6 +3098,9 @@ flush_if_due(PyObject *hot, PyObject *rec)
 static PyObject *
 runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
 {
+#if CGT_CUT == 2
+    return call3(r->orig_run, mgr, new_inputs, function_id);
+#endif
     PyObject *t = fresh_queue_impl(r->fresh_ctx, a, mgr, new_inputs, 1);
     if (t == NULL || t == r->declined)
         return t;
@@ -3437,6 +3488,9 @@ runner_body(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
         return NULL;
     }
     PyObject *mgr = args[0], *new_inputs = args[1], *function_id = args[2];
+#if CGT_CUT == 1
+    return call3(r->orig_run, mgr, new_inputs, function_id);
+#endif
     int probed = 0;
     if (nargs == 4 && (probed = PyObject_IsTrue(args[3])) < 0)
         return NULL;
@@ -4029,7 +4083,7 @@ PyInit__cgtrace_fastpath(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "API", API_VERSION) < 0) {
+    if (PyModule_AddIntConstant(m, "API", API_VERSION) < 0 || PyModule_AddIntConstant(m, "CUT", CGT_CUT) < 0) {
         Py_DECREF(m);
         return NULL;
     }
