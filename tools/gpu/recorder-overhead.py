@@ -1010,7 +1010,7 @@ def parts_module(folder=None):
 # src or polled check, the deaths dropped, nothing queued or written).
 # The cut calls are lost to the trace, and now and then one takes the
 # general path (the lean path is never armed again): read the median
-# call. Sessions 35's figures: BENCHMARKS.md.
+# call. Session 35's figures: BENCHMARKS.md.
 CUTS = {"wrapper": 1, "entry": 2, "floor": 3}
 
 
