@@ -986,17 +986,25 @@ def report_inside(name, res, out=None):
              res["rounds"][-1]["deferred"]), file=out)
 
 
-def parts_module(folder=None):
-    """cgtrace's C module (_fastpath.c) built with -DCGT_PARTS, whose
-    marks sum each part of a lean call's time, into a temporary folder
-    (never the cache: a recording elsewhere must not load it). Raises
-    OSError or RuntimeError (no compiler, its message)."""
+def built_module(flag, fastpath=None, folder=None):
+    """The C module (_fastpath.c) of the recorder package whose fastpath
+    module is fastpath (this checkout's cgtrace when None), built with the
+    compiler flag `flag` into a temporary folder (never the cache: a
+    recording elsewhere must not load it). Raises OSError or RuntimeError
+    (no compiler, its message)."""
     import sysconfig
-    from cgtrace import fastpath
-    d = tempfile.mkdtemp(prefix="cgtrace-parts-", dir=folder)
+    if fastpath is None:
+        from cgtrace import fastpath
+    d = tempfile.mkdtemp(prefix="cgtrace-build-", dir=folder)
     so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
-    fastpath._build(fastpath._SRC, so, ("-DCGT_PARTS",))
+    fastpath._build(fastpath._SRC, so, (flag,))
     return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
+
+
+def parts_module(folder=None):
+    """cgtrace's C module built with -DCGT_PARTS, whose marks sum each part
+    of a lean call's time (built_module)."""
+    return built_module("-DCGT_PARTS", folder=folder)
 
 
 # Where a build of _fastpath.c with -DCGT_CUT=n stops a new-input call
@@ -1012,18 +1020,6 @@ def parts_module(folder=None):
 # general path (the lean path is never armed again): read the median
 # call. Session 35's figures: BENCHMARKS.md.
 CUTS = {"wrapper": 1, "entry": 2, "floor": 3}
-
-
-def cut_module(cut, fastpath, folder=None):
-    """The C module of the recorder package whose fastpath module is
-    fastpath, built with -DCGT_CUT=cut into a temporary folder (never the
-    cache: a recording elsewhere must not load it). Raises OSError or
-    RuntimeError (no compiler, its message)."""
-    import sysconfig
-    d = tempfile.mkdtemp(prefix="cgtrace-cut-", dir=folder)
-    so = os.path.join(d, "_cgtrace_fastpath" + sysconfig.get_config_var("EXT_SUFFIX"))
-    fastpath._build(fastpath._SRC, so, ("-DCGT_CUT=%d" % cut,))
-    return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
 
 
 def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
@@ -1378,8 +1374,8 @@ def load_baseline(path):
     reads them through cpp.py's C++ module (built first, at once); or
     "hooks": the recorder's wrappers of the tree's per-call entry points
     with nothing in them (hooks_only); or "cut:NAME": this checkout's with
-    its C module built to stop a new-input call at one point (cut_module,
-    CUTS)."""
+    its C module built to stop a new-input call at one point (built_module
+    with -DCGT_CUT, CUTS)."""
     import importlib.util
     if path == "hooks":
         return hooks_only()
@@ -1390,7 +1386,7 @@ def load_baseline(path):
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         fp = sys.modules["cgtrace_baseline.fastpath"]
         try:
-            fp._loaded["got"] = (cut_module(cut, fp), None)
+            fp._loaded["got"] = (built_module("-DCGT_CUT=%d" % cut, fp), None)
         except (OSError, RuntimeError) as e:
             raise SystemExit("recorder-overhead: --baseline %s: the C module could not be built: %s" % (path, e))
         return mod

@@ -1939,24 +1939,16 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         goto checks_failed;
     }
 #if CGT_CUT == 3
-    {
-        PyObject *w = PyWeakref_NewRef(v, died);
-        if (w == NULL || SSET(hot, mark_counter, c) < 0) {
-            Py_XDECREF(w);
-            goto failed;
-        }
-        Py_XSETREF(cut_refs[cut_next++ & 63], w);
-        Py_CLEAR(v);
-        Py_CLEAR(stor);
-        Py_XDECREF(left);
-        Py_DECREF(c);
-        Py_DECREF(mc);
-        Py_XDECREF(cd);
-        Py_XDECREF(oid);
-        Py_XDECREF(ptr);
-        Py_XDECREF(groups);
-        Py_RETURN_NONE; /* (the Runner calls the tree) */
-    }
+    /* (the floor: a weak reference kept, the counter moved; None: the
+     * Runner calls the tree) */
+    Py_CLEAR(left);
+    if ((wr = PyWeakref_NewRef(v, died)) == NULL || SSET(hot, mark_counter, c) < 0)
+        goto failed;
+    Py_XSETREF(cut_refs[cut_next++ & 63], Py_NewRef(wr));
+    Py_CLEAR(v);
+    Py_CLEAR(stor);
+    t = Py_NewRef(Py_None);
+    goto taken;
 #endif
     /* The call joins the queue. */
     int t_;
@@ -2026,6 +2018,9 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         goto failed;
     }
     Py_DECREF(idw);
+#if CGT_CUT == 3
+taken:
+#endif
     Py_DECREF(c);
     Py_DECREF(mc);
     Py_DECREF(cd);

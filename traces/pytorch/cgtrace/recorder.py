@@ -560,14 +560,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             # (again, under the lock: a call or stop() may have come between)
             if _ACTIVE["recorder"] is not self or not self._held_past_due():
                 return False
-            self._flush()
-            # (No call came for JOURNAL_MS: the next one is written as it
-            # ends, as a slow loop's are, not held JOURNAL_MS from this
-            # writing, which a program dying right after that call, its
-            # last, would lose. In a fast loop the clock seldom writes
-            # first: a call's end does.)
-            if self._hot.due is not None:
-                self._hot.due = 0
+            self._flush(idle=True)
             return True
         finally:
             self.lock.release()
@@ -611,11 +604,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         except Exception as e:
             self._stream_failed(e)
 
-    def _flush(self, settle=True):
+    def _flush(self, settle=True, idle=False):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events).
         settle False: the deferred calls stay deferred (the queue's bound
-        write, which leaves its last call queued)."""
+        write, which leaves its last call queued). idle: the journal's
+        clock writes, no call having come for JOURNAL_MS (_set_due)."""
         if self.trace.out is not None:
             if settle and (self._pending or self._fq):
                 # (A call's own flush finds none: _on_run settled before it,
@@ -626,14 +620,22 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                 self.trace.flush()
             except Exception as e:
                 self._stream_failed(e)
-            self._set_due()
+            self._set_due(idle)
 
-    def _set_due(self):
+    def _set_due(self, idle=False):
         """hot.due JOURNAL_MS from now, after a writing of the journal; None
         where no journal is written (none opened, a followed stream, which
-        writes each call, or one stopped or ended)."""
+        writes each call, or one stopped or ended). idle (the journal's
+        clock wrote: no call came for JOURNAL_MS): now, so the next call
+        is written as it ends, as a slow loop's are, not held JOURNAL_MS
+        from the clock's writing, which a program dying right after that
+        call, its last, would lose (in a fast loop a call's end, not the
+        clock, almost always writes first)."""
         t = self.trace
-        self._hot.due = time.monotonic_ns() + self._journal_ns if t.out is not None and t.done is not None else None
+        if t.out is None or t.done is None:
+            self._hot.due = None
+        else:
+            self._hot.due = 0 if idle else time.monotonic_ns() + self._journal_ns
 
     def _stream_failed(self, e):
         if self.trace.done is not None:

@@ -412,13 +412,13 @@ class JournalClockTest(fake_torch.FakeTorchTest):
         try:
             self.assertTrue(rec._ticker.is_alive())
 
-            def loop():  # (a function's loop, each input and output held to the next call: the lean paths')
-                for _ in range(12):
+            def calls(n):  # (a function's loop, each input and output held to the next call: the lean paths')
+                for _ in range(n):
                     cgt.mark_step_begin()
                     fake_torch._invocation()
                     x = fake_torch.Tensor([64, 1024])
                     out = mgr._run([w, x], fid)  # noqa: F841
-            loop()
+            calls(12)
             self.assertTrue(rec._fq or rec._pending or rec._unwritten, "the loop's calls are held")
             before = self.calls_written(path)
             self.assertLess(before, 12)
@@ -447,13 +447,7 @@ class JournalClockTest(fake_torch.FakeTorchTest):
             # is written as it ends (not held JOURNAL_MS from the clock's
             # writing, lost if the program dies right after it).
             self.assertEqual(rec._hot.due, 0)
-
-            def one():
-                cgt.mark_step_begin()
-                fake_torch._invocation()
-                x = fake_torch.Tensor([64, 1024])
-                out = mgr._run([w, x], fid)  # noqa: F841
-            one()
+            calls(1)
             self.assertEqual(self.calls_written(path), 13)
             rec._hot.due = 0
             self.assertFalse(rec._journal_tick())  # (nothing held)
