@@ -80,7 +80,7 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
     *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
-static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_other, *s_unwritten, *s_flush, *s_due;
+static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_due, *s_fq_other, *s_unwritten, *s_flush, *s_due;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_probes, *s_probe_vals,
@@ -3087,7 +3087,7 @@ flush_if_due(PyObject *hot, PyObject *rec)
  * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
  * same steps in the same order; the uncommon ends are the recorder's
- * methods fresh_run calls too (_fq_call_raised, _fq_bound, _fq_other).
+ * methods fresh_run calls too (_fq_call_raised, _fq_bound, _fq_due, _fq_other).
  * Returns the tree's output, or declined (a new reference) having changed
  * nothing. */
 static PyObject *
@@ -3170,8 +3170,18 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
                 if (res == NULL)
                     goto finally_error;
                 Py_DECREF(res);
-            } else if (flush_if_due(hot, r->rec) < 0) /* (Recorder.JOURNAL_MS: the queue written whole) */
-                goto after_failed;
+            } else {
+                /* elif hot.journal_due(): rec._fq_due(a) (Recorder.JOURNAL_MS) */
+                int due = journal_due(hot);
+                if (due < 0)
+                    goto after_failed;
+                if (due) {
+                    PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_due, a);
+                    if (res == NULL)
+                        goto after_failed; /* (as the Python's try has it) */
+                    Py_DECREF(res);
+                }
+            }
         } else if (ok == 0) {
             PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
             PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
@@ -4038,6 +4048,7 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_via_run, "_via_run");
     INTERN(s_fq_call_raised, "_fq_call_raised");
     INTERN(s_fq_bound, "_fq_bound");
+    INTERN(s_fq_due, "_fq_due");
     INTERN(s_fq_other, "_fq_other");
     INTERN(s_unwritten, "_unwritten");
     INTERN(s_flush, "_flush");

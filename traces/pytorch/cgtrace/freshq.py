@@ -347,7 +347,7 @@ class _FreshQueue:
                         if len(fq) + rec._unwritten > bound:
                             rec._fq_bound(a)
                         elif hot.journal_due():
-                            rec._flush()  # (Recorder.JOURNAL_MS: the queue written whole, disarmed)
+                            rec._fq_due(a)  # (Recorder.JOURNAL_MS)
                         return out
                 except Exception as err:
                     rec._fail("after a call", err)
@@ -395,6 +395,25 @@ class _FreshQueue:
         except Exception as err:
             self._fail("after a call", err)
             self._flush()
+
+    def _fq_due(self, a):
+        """The lean fresh path's queue when the journal's time has come
+        (Recorder.JOURNAL_MS) before its bound in calls: written as at the
+        bound, its last call kept queued and the path armed again with a
+        (_fq_bound). Written whole and disarmed instead (_flush), the next
+        call would take _fresh_call's path to arm it again, in a loop
+        whose calls come more than JOURNAL_MS / _FQ_BOUND apart (a
+        training or decode step of a millisecond) at every JOURNAL_MS:
+        37 us added to that call against 9 on the stand-in (BENCHMARKS.md,
+        session 36). The kept call is the one that just ended, within
+        the last JOURNAL_MS, which a fast loop may lose, and the journal's
+        clock writes it if no call comes (Recorder._held_past_due). With
+        deferred replays held too, whose writing may change what the
+        arming found, all is written and the path disarmed, as before."""
+        if self._pending:
+            self._flush()
+        else:
+            self._fq_bound(a)
 
     def _fq_other(self, t, a, mgr, out, node, other):
         """The lean fresh path's call whose tree did other than the queued

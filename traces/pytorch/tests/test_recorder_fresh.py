@@ -958,6 +958,80 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
         self.assertEqual(min(held[160:]), 0)
 
+    def due_loop(self, name, due_every, pending=False):
+        """A journaled loop of 200 new-input calls of one function whose
+        JOURNAL_MS passes (hot.due set to now) before every due_every-th
+        call's end (0: never); pending: another function's steady replay
+        (a deferred replay held) at every 10th call. Returns the
+        recorder, the trace's text and how many calls each _fq_due took
+        (the stand-in afresh for each: recorded's)."""
+        self.tearDown()
+        self.setUp()
+        path = os.path.join(self.dir.name, name)
+        cgt, mgr, f, w = one_function()
+        g = mgr.add(1, static=[0])
+        mgr.models[1] = lambda ins: [fake.Tensor([4])]
+        real_due, dues = cgtrace.Recorder._fq_due, []
+
+        def counted(rec, a):
+            dues.append(len(rec._fq))
+            return real_due(rec, a)
+
+        def loop(rec):
+            v = fake.Tensor([4])
+            for i in range(200):
+                cgt.mark_step_begin()
+                fake._invocation()
+                if pending and i % 10 == 5:
+                    mgr._run([v], g)
+                    fake._invocation()
+                x = fake.Tensor([16, 8])  # (alive until the next: a loop's batch)
+                if due_every and i % due_every == due_every - 1:
+                    rec._hot.due = 0  # (JOURNAL_MS since the last writing: due at this call's end)
+                y, = mgr._run([w, x], f)
+
+        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": "600000"}), \
+                mock.patch.object(cgtrace.Recorder, "_fq_due", counted):
+            with cgtrace.record(path) as rec:
+                fake.at_one_line(loop, rec)
+        self.assertIsNone(rec.error)
+        with open(path) as fh:
+            return rec, fh.read(), dues
+
+    def test_a_due_journal_keeps_the_lean_fresh_path_armed(self):
+        # JOURNAL_MS passing while the lean fresh path queues (calls a
+        # millisecond apart reach it before the queue's bound) writes the
+        # queue as the bound does, its last call kept and the path armed
+        # (_fq_due): every call the lean path's, as with no time bound.
+        # Written whole and disarmed, each such writing sent the next call
+        # through _fresh_call to arm the path again. The trace is the
+        # general path's either way.
+        none, _, no_dues = self.due_loop("none.cgt.jsonl", 0)
+        rec, text, dues = self.due_loop("due.cgt.jsonl", 10)
+        import test_recorded_examples
+        self.assertEqual(test_recorded_examples.check_trace(os.path.join(self.dir.name, "due.cgt.jsonl")), [])
+        self.assertEqual(no_dues, [])
+        self.assertGreater(len(dues), 12)
+        self.assertTrue(all(n >= 2 for n in dues), dues)  # (each written but its last call)
+        self.assertEqual(rec.lean_fresh_calls, none.lean_fresh_calls)
+        self.assertEqual(rec.lean_queued_calls, none.lean_queued_calls)
+        self.assertGreater(rec.lean_queued_calls, 190)
+        with mock.patch.multiple(cgtrace.Recorder, _defer=False, _fresh_path=False, _fast=False):
+            _, general, _ = self.due_loop("general.cgt.jsonl", 10)
+        self.assertEqual(text.split("\n")[1:], general.split("\n")[1:])
+
+    def test_a_due_journal_with_replays_held_writes_all(self):
+        # The same with another function's replays deferred meanwhile:
+        # their writing may change what the queue's arming found, so a due
+        # journal writes everything and disarms (_flush), and the trace is
+        # the general path's.
+        rec, text, dues = self.due_loop("due.cgt.jsonl", 10, pending=True)
+        self.assertGreater(len(dues), 5)
+        self.assertGreater(rec.lean_queued_calls, 100)
+        with mock.patch.multiple(cgtrace.Recorder, _defer=False, _fresh_path=False, _fast=False):
+            _, general, _ = self.due_loop("general.cgt.jsonl", 10, pending=True)
+        self.assertEqual(text.split("\n")[1:], general.split("\n")[1:])
+
     def test_journal_ms_zero_writes_each_training_call_as_it_ends(self):
         # A training step (saved_activation_scenario's: the forward hands
         # out the loss and an activation its backward takes, each on a new
