@@ -852,9 +852,9 @@ _FRESH_MARKS = {
          "            _t2 = _ns()\n            hot.steady = False\n            node = hot.node\n"),
         ("                        fq.append(t)\n",
          "                        fq.append(t)\n                        _IN[2] += _ns() - _t2; _t3 = _ns()\n"),
-        ("                            rec._flush()  # (Recorder.JOURNAL_MS: the queue written whole, disarmed)\n"
+        ("                            rec._fq_due(a)  # (Recorder.JOURNAL_MS)\n"
          "                        return out\n",
-         "                            rec._flush()\n"
+         "                            rec._fq_due(a)\n"
          "                        _IN[3] += _ns() - _t3\n                        return out\n"),
     ),
     # (The Python _run and fresh_run, whose lines are marked, where a
