@@ -3104,6 +3104,7 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
         return call3(r->orig_run, mgr, new_inputs, function_id);
     }
     PyObject *hot = r->hot, *out = NULL, *node = NULL, *other = NULL, *x = NULL;
+    int clean = 0; /* the thread-local's depth and node as this call found them */
     /* a = hot.fql (armed again past a 64th step: fresh_queue);
      * hot.steady = True */
     if ((a = SGET(hot, fql)) == NULL || SSET(hot, steady, Py_True) < 0)
@@ -3150,6 +3151,13 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
         if (ok > 0) {
             /* node = None; fq.append(t); the queue's bound */
             Py_CLEAR(node);
+            /* (the finally's tls.depth = 0; tls.node = None finds them so
+             * where the tree did only the queue's replay (not other): this
+             * call began at depth 0, where node is None, and only the
+             * general path's noting (_general_noting, which sets other) or
+             * a call of _fq_other moves them; two writes to the
+             * thread-local's dict, each of them a module lookup, skipped) */
+            clean = other == Py_False;
             Py_ssize_t n, u;
             PyObject *unw = NULL;
             if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0
@@ -3203,7 +3211,7 @@ after_failed:
         Py_DECREF(res);
     }
 finally:
-    if (tls_reset(r->tls) < 0)
+    if (!clean && tls_reset(r->tls) < 0)
         Py_CLEAR(out);
     PART(fq_post, ppost);
 done:
@@ -3232,11 +3240,8 @@ finally_error: {
 static PyObject *
 runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
 {
-    PyObject *tls = PyObject_GetAttr(r->rec, s_tls);
-    if (tls == NULL)
-        return NULL;
-    int t = attr_true(tls, s_depth);
-    Py_DECREF(tls);
+    /* (r->tls is rec.tls, set once with the recorder) */
+    int t = attr_true(r->tls, s_depth);
     if (t < 0)
         return NULL;
     if (t)

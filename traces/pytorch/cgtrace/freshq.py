@@ -335,6 +335,7 @@ class _FreshQueue:
             hot.node = None
             other = hot.other
             hot.other = False
+            clean = False  # (the thread's depth and node as this call found them)
             try:
                 if hot.off:
                     return out
@@ -343,6 +344,11 @@ class _FreshQueue:
                     # session's part of it made at the queue's first.
                     if fresh_after(a, node, other, out, mgr, dead_objs):
                         node = None
+                        # (This call began at depth 0, where node is None;
+                        # only the general path's noting, which sets other,
+                        # or _fq_other moves them: the finally's writes to
+                        # the thread-local, a module lookup each, skipped.)
+                        clean = other is False
                         fq.append(t)
                         if len(fq) + rec._unwritten > bound:
                             rec._fq_bound(a)
@@ -356,8 +362,9 @@ class _FreshQueue:
                 rec._fq_other(t, a, mgr, out, node, other)
                 return out
             finally:
-                tls.depth = 0
-                tls.node = None
+                if not clean:
+                    tls.depth = 0
+                    tls.node = None
 
         self._fq_ctx = ctx
         return fresh_run

@@ -1224,7 +1224,7 @@ class StorageRefAndDiedTest(BuiltTest):
                 fields = dict(hot=Hot(), armed={}, acquire=calls or L.acquire, owned=calls or L._is_owned,
                               release=calls or L.release, orig_run=orig_run, box=None, gen=None, dead_objs=[],
                               pend=None, ptrs_equal=None, data_ptr=None, steady=steady, rec=Rec(),
-                              declined=object(), watch_alive=None, lock=L, fresh_ctx=None, fq=[], tls=None,
+                              declined=object(), watch_alive=None, lock=L, fresh_ctx=None, fq=[], tls=Rec.tls,
                               fq_bound=32)
                 r = self.C.Runner(**fields)
                 fid = object()

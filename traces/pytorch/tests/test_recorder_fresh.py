@@ -996,12 +996,16 @@ class FreshPathTest(fake.FakeTorchTest):
                 if due_every and i % due_every == due_every - 1:
                     rec._hot.due = 0  # (JOURNAL_MS since the last writing: due at this call's end)
                 y, = mgr._run([w, x], f)
+                if (rec.tls.depth, rec.tls.node) != (0, None):  # (the Runner leaves them as it found them)
+                    stray.append((i, rec.tls.depth, rec.tls.node))
 
+        stray = []
         with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": "600000"}), \
                 mock.patch.object(cgtrace.Recorder, "_fq_due", counted):
             with cgtrace.record(path) as rec:
                 fake.at_one_line(loop, rec)
         self.assertIsNone(rec.error)
+        self.assertEqual(stray, [])
         with open(path) as fh:
             return rec, fh.read(), dues
 
