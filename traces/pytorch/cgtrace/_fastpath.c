@@ -77,7 +77,7 @@ static PyObject *s_use_count, *s_debug_ckpt, *s_outputs_weakrefs, *s_src_lasti, 
     *s_untyped_storage, *s_cdata, *s_fact, *s_obj_ref, *s_nbytes, *s_wr, *s_gone, *s_f_lasti, *s_kind,
     *s_out, *s_alive, *s_sref, *s_expired;
 static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, *s_other, *s_fql, *s_off,
-    *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_tls, *s_depth, *s_fid_cache, *s_fresh_tok,
+    *s_generation, *s_mark_step_counter, *s_src_code, *s_src_d, *s_depth, *s_fid_cache, *s_fresh_tok,
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
 static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_due, *s_fq_other, *s_unwritten, *s_flush, *s_due;
@@ -4041,7 +4041,6 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_mark_step_counter, "mark_step_counter");
     INTERN(s_src_code, "src_code");
     INTERN(s_src_d, "src_d");
-    INTERN(s_tls, "tls");
     INTERN(s_depth, "depth");
     INTERN(s_fid_cache, "_fid_cache");
     INTERN(s_fresh_tok, "fresh_tok");
