@@ -411,8 +411,8 @@ class _FreshQueue:
         call would take _fresh_call's path to arm it again, in a loop
         whose calls come more than JOURNAL_MS / _FQ_BOUND apart (a
         training or decode step of a millisecond) at every JOURNAL_MS:
-        37 us added to that call against 9 on the stand-in (BENCHMARKS.md,
-        session 36). The kept call is the one that just ended, within
+        on an H100 with the time bound every tenth call, 14 to 21 us a
+        call more (BENCHMARKS.md, session 36). The kept call is the one that just ended, within
         the last JOURNAL_MS, which a fast loop may lose, and the journal's
         clock writes it if no call comes (Recorder._held_past_due). With
         deferred replays held too, whose writing may change what the
