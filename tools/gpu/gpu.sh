@@ -483,6 +483,12 @@ suite_overhead() {
 	show overhead-cut-floor '^[^ ]' 16
 	step overhead-cut-entry 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:entry --iters 2000 --rounds 5
 	show overhead-cut-entry '^[^ ]' 16
+	# (a host read of the output after every call or step, as a loop that
+	# logs its loss has it: an event, which leaves the lean paths unarmed)
+	step overhead-read-fresh 150 . python3 tools/gpu/recorder-overhead.py --fresh --read-every 1 --by-path --iters 2000 --rounds 5
+	show overhead-read-fresh '^[^ ]' 24
+	step overhead-read-train 200 . python3 tools/gpu/recorder-overhead.py --train --read-every 1 --by-path --iters 500 --rounds 5
+	show overhead-read-train '^[^ ]' 24
 	# Where a lean call's time goes in the C, part by part (a copy of
 	# _fastpath.c built with its marks on; session 20: of a new-input
 	# call's 45 us added, 22.5 in the C, the queue's writing the largest).

@@ -26,6 +26,7 @@ paid once, not per call.
     python3 tools/gpu/recorder-overhead.py --train --why  # then the lines at which the fresh path declined
     python3 tools/gpu/recorder-overhead.py --both --parts  # then each part of the lean paths' C, timed in place
     python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:floor  # beside the recorder cut short (CUTS)
+    python3 tools/gpu/recorder-overhead.py --fresh --read-every 1 --by-path  # a host read after every call (a loop logging its loss)
     python3 tools/gpu/recorder-overhead.py --both --train --layers 100  # a model of 200 parameter tensors
 
 Prints, per round and as medians:
@@ -584,11 +585,13 @@ def mlp_workload(dim=1024, batch=64, fresh=False, layers=3, sections=None):
         mark()
         with torch.no_grad():
             box[0] = compiled(x)  # the previous output dies here, as in a real loop
+        return box[0]
 
     def step_fresh():
         mark()
         with torch.no_grad():
             box[0] = compiled(torch.randn(batch, dim, device="cuda"))
+        return box[0]
 
     if sections is not None:
         def new_input():
@@ -617,8 +620,29 @@ def mlp_train_workload(dim=1024, batch=64, layers=3):
         model.zero_grad(set_to_none=True)
         box[0] = loss = compiled(torch.randn(batch, dim, device="cuda")).sum()
         loss.backward()
+        return loss
 
     return step, torch.cuda.synchronize
+
+
+def reading(step, every, read):
+    """step, and a host read of its output (read(out): .item() of an
+    element) after every `every`-th call (0: step itself): a training
+    loop that logs its loss, a decoder that looks at its token, each
+    step. The read is an event the recorder writes the calls before it
+    for, so the loop shows what that costs the calls after it."""
+    if every <= 0:
+        return step
+    n = [0]
+
+    def run():
+        out = step()
+        n[0] += 1
+        if n[0] % every == 0:
+            read(out)
+        return out
+
+    return run
 
 
 def evicting(step, nbytes):
@@ -676,6 +700,7 @@ def fake_workload(fresh=False, train=False, layers=3, sections=None):
         cgt.mark_step_begin()
         fake._invocation()
         box[0] = mgr._run(params + [x], fid)
+        return box[0][0]
 
     def step_fresh():
         cgt.mark_step_begin()
@@ -684,6 +709,7 @@ def fake_workload(fresh=False, train=False, layers=3, sections=None):
         # argument is by its caller's: it dies after the call returns
         new = fake.Tensor([64, 1024])
         box[0] = mgr._run(params + [new], fid)
+        return box[0][0]
 
     tparams = [fake.Tensor([1024, 1024] if i % 2 == 0 else [1024]) for i in range(2 * layers)]
     fwd = mgr.add(2, static=list(range(2 * layers)))
@@ -709,6 +735,7 @@ def fake_workload(fresh=False, train=False, layers=3, sections=None):
         # new each step; the saved activations let go once the backward ran)
         grads[0] = engine.run(mgr._run, saved + [fake.Tensor([64, 1024])], bwd)
         saved = None
+        return box[0]
 
     def restore():
         if engine is not None:
@@ -1442,6 +1469,9 @@ def main(argv=None):
                         "tree's per-call entry points that do nothing but call them (the floor); or cut:wrapper, "
                         "cut:entry, cut:floor: this checkout's recorder whose new-input call stops at that point "
                         "(CUTS; read the median call)")
+    p.add_argument("--read-every", type=int, default=0, metavar="N",
+                   help="a host read of the output (.item() of an element) after every N-th call or step, in "
+                        "both loops alike, as a loop that logs its loss or looks at its token has it (0: none)")
     p.add_argument("--cpu-clock", action="store_true",
                    help="time this thread's CPU time instead of wall time (on a machine shared with other "
                         "programs; never on the GPU, where waiting is part of the cost)")
@@ -1467,8 +1497,10 @@ def main(argv=None):
                    help="after the timing, time each call of one recorded loop and class it by what the "
                         "recorder did in it (deferred, queued, the queue written, general...)")
     a = p.parse_args(argv)
-    if a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0 or a.layers < 1:
-        p.error("--iters, --rounds and --layers must be at least 1, --warm, --profile and --evict-mb at least 0")
+    if (a.iters < 1 or a.rounds < 1 or a.warm < 0 or a.profile < 0 or a.evict_mb < 0 or a.layers < 1
+            or a.read_every < 0):
+        p.error("--iters, --rounds and --layers must be at least 1, --warm, --profile, --evict-mb and --read-every "
+                "at least 0")
     if a.fake and a.layers != 3 and not a.train:
         p.error("--layers with --fake is the training step's (the stand-in's other loops have three parameters)")
     if a.evict_mb and not a.fake:
@@ -1497,19 +1529,21 @@ def main(argv=None):
         loops = loops + ["train"] if a.both else ["train"]
     for loop in loops:
         fresh, train = loop == "fresh", loop == "train"
-        what = ", a training step (forward and backward, a new batch)" if train else (
-            ", a new input each call" if fresh else "")
+        what = (", a training step (forward and backward, a new batch)" if train else (
+            ", a new input each call" if fresh else "")) + (
+            ", a host read of the output every %d" % a.read_every if a.read_every > 0 else "")
         # (the step by section, of the same model: --sections)
         sec = Sections() if a.sections and not train else None
         if a.fake:
             step, sync, restore = fake_workload(fresh, train, a.layers, sections=sec)
-            step = evicting(step, int(a.evict_mb * (1 << 20)))
+            step = evicting(reading(step, a.read_every, lambda out: out.item()), int(a.evict_mb * (1 << 20)))
             name = "fake torch, replay + mark_step" + what + (
                 ", %g MiB read between calls" % a.evict_mb if a.evict_mb else "")
             workload = "fake"
         else:
             step, sync = (mlp_train_workload(a.dim, a.batch, a.layers) if train
                           else mlp_workload(a.dim, a.batch, fresh, a.layers, sections=sec))
+            step = reading(step, a.read_every, lambda out: out.reshape(-1)[0].item())
             restore = None
             workload = "mlp%d" % a.layers
             name = workload + " reduce-overhead mark_step" + what

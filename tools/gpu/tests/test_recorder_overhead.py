@@ -607,6 +607,27 @@ class MeasureTest(unittest.TestCase):
         step()
         self.assertEqual(calls, [1, 1])
 
+    def test_read_every_reads_the_output_on_the_host(self):
+        """--read-every N: a host read of the step's output after every
+        N-th call, in both loops alike (a loop logging its loss), named in
+        what it prints; the stand-in's loop under it runs recorded; a
+        negative N refused."""
+        outs, reads = iter(range(100)), []
+
+        def plain():
+            return next(outs)
+        self.assertIs(ro.reading(plain, 0, reads.append), plain)
+        step = ro.reading(plain, 3, reads.append)
+        self.assertEqual([step() for _ in range(7)], list(range(7)))
+        self.assertEqual(reads, [2, 5])  # (the 3rd and 6th calls' outputs)
+        status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--read-every", "1", "--iters", "10",
+                                                   "--rounds", "1", "--warm", "2"])
+        self.assertEqual(status, 0)
+        self.assertIn("a new input each call, a host read of the output every 1: off", out.getvalue())
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+            ro.main(["--fake", "--read-every", "-1"])
+        self.assertIn("--read-every at least 0", err.getvalue())
+
     def test_missing_baseline_refused(self):
         with self.assertRaises(SystemExit) as cm:
             ro.main(["--fake", "--baseline", "/nonexistent/cgtrace.py"])
