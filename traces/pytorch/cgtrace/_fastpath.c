@@ -3068,15 +3068,16 @@ journal_due(PyObject *hot)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec >= d;
 }
 
-/* rec._flush() where the journal's calls are due (journal_due): 0, or -1
- * with an error. */
+/* rec.method(arg) (arg NULL: rec.method()) where the journal's calls are
+ * due (journal_due): the steady path's rec._flush(), the lean fresh
+ * path's rec._fq_due(a). 0, or -1 with an error. */
 static int
-flush_if_due(PyObject *hot, PyObject *rec)
+call_if_due(PyObject *hot, PyObject *rec, PyObject *method, PyObject *arg)
 {
     int due = journal_due(hot);
     if (due <= 0)
         return due;
-    PyObject *res = PyObject_CallMethodNoArgs(rec, s_flush);
+    PyObject *res = arg == NULL ? PyObject_CallMethodNoArgs(rec, method) : PyObject_CallMethodOneArg(rec, method, arg);
     if (res == NULL)
         return -1;
     Py_DECREF(res);
@@ -3178,18 +3179,8 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
                 if (res == NULL)
                     goto finally_error;
                 Py_DECREF(res);
-            } else {
-                /* elif hot.journal_due(): rec._fq_due(a) (Recorder.JOURNAL_MS) */
-                int due = journal_due(hot);
-                if (due < 0)
-                    goto after_failed;
-                if (due) {
-                    PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_due, a);
-                    if (res == NULL)
-                        goto after_failed; /* (as the Python's try has it) */
-                    Py_DECREF(res);
-                }
-            }
+            } else if (call_if_due(hot, r->rec, s_fq_due, a) < 0) /* (Recorder.JOURNAL_MS) */
+                goto after_failed;
         } else if (ok == 0) {
             PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
             PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
@@ -3451,7 +3442,7 @@ runner_armed(Runner *r, PyObject *lean, PyObject *mgr, PyObject *new_inputs, PyO
             Py_XDECREF(tok);
             /* (the journal's calls waited long enough: Recorder.JOURNAL_MS;
              * written, disarmed) */
-            if (res != NULL && flush_if_due(r->hot, r->rec) < 0)
+            if (res != NULL && call_if_due(r->hot, r->rec, s_flush, NULL) < 0)
                 Py_CLEAR(res);
         } else {
             PyObject *args[8] = {r->rec, plan, steps, inv, mgr, out, node, src};
