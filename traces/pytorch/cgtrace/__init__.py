@@ -30,7 +30,8 @@ CGTRACE_READS=0 leaves Tensor's methods alone (no `read` records).
 
 The trace is written to its path as the program runs (the journal: one
 os.write per compiled call or host read; the calls the fast paths hold,
-at most 20 ms after they returned, CGTRACE_JOURNAL_MS, by the next call
+and the host reads of their output between them, at most 20 ms after
+they returned, CGTRACE_JOURNAL_MS, by the next call
 or else by the journal's clock thread, and at least every 64 calls), so
 a program that crashes or is killed leaves what was recorded;
 it is written whole over the journal when the recording ends (a temporary

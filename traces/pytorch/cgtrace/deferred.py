@@ -7,7 +7,7 @@ import itertools
 import operator
 
 from .errors import _error_text
-from .jsonl import _STEP, _STEP_LINE
+from .jsonl import _STEP, _STEP_LINE, _read_lines
 from .liveness import USE_COUNT, _refcount_rule
 
 # A step's line and its line end: the steps before a deferred call, in
@@ -47,13 +47,29 @@ class _Deferred:
         replays is written in one pass (_write_run)."""
         pend = self._pending[:]  # (in place: the _run wrapper holds its append)
         self._pending.clear()
+        reads = self._pending_reads
+        if reads:
+            self._pending_reads = {}
         session = self.session
         renamed = {}  # id(entry) -> (entry, its last name, its order then)
-        for plan, run in itertools.groupby(pend, key=operator.itemgetter(0)):
-            run = list(run)
-            if len(plan.entries) != 1 or not self._write_run(plan, run, renamed):
-                for tok in run:
-                    self._write_one(plan, tok, renamed)
+        # In parts, each up to a replay with host reads behind it
+        # (_queue_read), written after it: the output's name as that
+        # replay left it, as Session.read names it after _settle.
+        k = 0
+        for end in sorted({j + 1 for j in reads} | {len(pend)}) if reads else (len(pend),):
+            for plan, run in itertools.groupby(pend[k:end] if k or end < len(pend) else pend,
+                                               key=operator.itemgetter(0)):
+                run = list(run)
+                if len(plan.entries) != 1 or not self._write_run(plan, run, renamed):
+                    for tok in run:
+                        self._write_one(plan, tok, renamed)
+            k = end
+            got = reads.get(end - 1) if reads else None
+            if got is not None:
+                recs = self.trace.records
+                for src, e in got:
+                    recs.append(_read_lines(renamed[id(e)][1] if id(e) in renamed else e.name, src))
+                session.counts["reads"] += len(got)
         # Renamed in the order of their last renames, which is where each
         # lands in the session's ordered maps when renamed one by one.
         for e, n, order in sorted(renamed.values(), key=operator.itemgetter(2)):

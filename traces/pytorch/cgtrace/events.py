@@ -6,7 +6,12 @@ import sys
 import weakref
 
 from .errors import _warn, _where
+from .fastpath import A_PLAN
 from .knobs import _MAPPED_KNOBS, settings_from_knobs
+
+# Host reads one deferred call may hold behind it (_queue_read): a loop
+# that reads more between two calls writes what is deferred at its next.
+_READS_AFTER_CALL = 8
 
 
 class _Events:
@@ -160,6 +165,86 @@ class _Events:
                     self._flush()
         except Exception as e:
             self._fail("recording a read", e)
+
+    def _read_lean(self, target):
+        """Whether a host read of the tree output named target (the read
+        wrapper's, hooks.py), made while calls are deferred, may be queued
+        behind the last of them (_queue_read) rather than write them all
+        first (_settle), which disarms the lean paths: the read is of that
+        call's output (one the tree handed out, or a view of its storage):
+        the lean fresh path's queue's one output (with no replay deferred
+        besides), or an output of the last deferred steady replay's plan
+        (with no call on a new input queued). A loop that reads its loss
+        or token at every step would otherwise take the slower way that
+        arms the path again at every call (BENCHMARKS.md, session 37)."""
+        e = self.session.entries.get(target)
+        if e is None:
+            return False
+        if self._fq:
+            a = self._hot.fql
+            return a is not None and not self._pending and e is a[A_PLAN].entries[0]
+        pend = self._pending
+        return bool(pend) and any(x is e for x in pend[-1][0].entries)
+
+    def _queue_read(self, target, retarget, frame):
+        """The host read of target _read_lean let through, done without an
+        error: queued behind the last deferred call when what happened
+        since that call is only what such a read's records may follow: no
+        step, no polled name dead, and no death but, behind a call on a
+        new input, queued inputs' (the loop's input, let go as the call
+        returned: their del is written before the read, and the next call
+        finds none). Its src is the first of the program's frames from
+        frame out, as _on_read finds it. The deferred calls' writing
+        writes it after that call's records, the output named as that
+        call named it (_fq_write, _write_pending), as Session.read names
+        it after _settle. Otherwise it is recorded as any read is (what is
+        deferred written, then _on_read, the output named again by
+        retarget())."""
+        session = self.session
+        try:
+            if self._read_lean(target) and self._box.mark_step_counter == self._hot.mark_counter and not (
+                    session._watch and session.watch_dead(session._watch.values()) is not None):
+                dead = session._dead_objs
+                n = len(dead)
+                gone = None
+                if self._fq:
+                    reads, k = self._fq_reads, id(self._fq[-1])
+                    if n:
+                        wrs = self._fq_wrs
+                        gone = []
+                        for wr, _ in dead[:n]:
+                            x = wrs.get(id(wr))
+                            if x is None or x.gone or x.wr is not wr:
+                                gone = None
+                                break
+                            gone.append((wr, x))
+                else:
+                    reads, k = self._pending_reads, len(self._pending) - 1
+                r = reads.get(k)
+                if (gone is not None or not n) and (r is None or len(r) < _READS_AFTER_CALL):
+                    got = self._frames_outside(frame, 1)
+                    src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
+                    got = None
+                    if gone is not None:
+                        del dead[:n]
+                        for _, x in gone:
+                            x.gone = True
+                    # (Behind a call on a new input: its src and deaths; behind
+                    # a steady replay, its src and the output's entry.)
+                    item = (src, gone) if self._fq else (src, session.entries[target])
+                    if r is None:
+                        reads[k] = [item]
+                    else:
+                        r.append(item)
+                    self.lean_reads += 1
+                    return
+            self._settle()
+            target = retarget()
+        except Exception as e:
+            self._fail("recording a read", e)
+            return
+        if target is not None:
+            self._on_read(target, None, frame)
 
     def _on_knobs(self, raw):
         """PyTorch's settings changed since the last call: a `config` record

@@ -132,7 +132,10 @@ class _Fresh:
         tls.depth = 1
         tls.actions = []
         tls.node = None
-        if fq or (short and not got[6] and self._fq_start(fs, plan, tok, got[1], session)):
+        # (Not short, with the same entries for the kept inputs: a name
+        # forgotten or made since that none of them is, as the loop's last
+        # input's del at a host read of its output.)
+        if fq or ((short or got[7] is tok[2]) and not got[6] and self._fq_start(fs, plan, tok, got[1], session)):
             try:
                 return self._fresh_deferred(orig_run, mgr, new_inputs, function_id, fs, plan, hot, session, got)
             finally:

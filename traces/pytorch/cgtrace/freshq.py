@@ -18,7 +18,7 @@ from .errors import _error_text
 from .fastpath import A_FS
 from .facts import held_fact
 from .fresh import DECLINED
-from .jsonl import _STEP, _names_json
+from .jsonl import _STEP, _names_json, _read_lines
 from .liveness import NO_RULE, USE_COUNT, _refcount_rule, _tree_stats
 from .names import _add_del
 from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
@@ -506,17 +506,36 @@ class _FreshQueue:
         w = (session._fresh_next, session.names_used, base, trace.records, session.by_view, session.by_obj,
              session.by_obj_entry, trace, pre, post, plan.prefix, plan.suffixes[0], plan.call_end(), session, _Queued)
         fq_run, fq_tail = self._checks.fq_run, self._checks.fq_tail
+        # In runs, each up to a call with host reads behind it (_queue_read),
+        # whose records follow that call's: the read names its output by
+        # the name the call gave it (st's last), as Session.read would
+        # have named it had the queue been written at the read.
+        reads = self._fq_reads
+        if reads:
+            self._fq_reads = {}  # (taken whole: a failure meanwhile leaves no stale key)
+            if held is not None and id(held) in reads:
+                self._fq_reads[id(held)] = reads.pop(id(held))
+            ends = [j + 1 for j, x in enumerate(q) if id(x) in reads]
+        else:
+            ends = []
         k, n = 0, len(q)
-        while True:
-            k = fq_run(q, k, st, w)
-            if k >= n:
-                break
-            t = q[k]
-            k += 1
-            session.order, session.epoch, session.seed = st[0], st[1], st[2]
-            self._fq_before(t, session, trace, counts, base)
-            st[0], st[1], st[2] = session.order, session.epoch, session.seed
-            fq_tail(t, "", st, w)
+        if not ends or ends[-1] != n:
+            ends.append(n)
+        for end in ends:
+            part = q if end == n else q[:end]
+            while k < end:
+                k = fq_run(part, k, st, w)
+                if k >= end:
+                    break
+                t = part[k]
+                k += 1
+                session.order, session.epoch, session.seed = st[0], st[1], st[2]
+                self._fq_before(t, session, trace, counts, base)
+                st[0], st[1], st[2] = session.order, session.epoch, session.seed
+                fq_tail(t, "", st, w)
+            srcs = reads.pop(id(q[end - 1]), None) if reads and end else None
+            if srcs is not None:
+                self._fq_reads_write(srcs, st, session, trace)
         order, epoch, seed, dels, calls, prev = st
         session.order, session.epoch, session.seed = order, epoch, seed
         if held is not None and q:
@@ -556,6 +575,33 @@ class _FreshQueue:
         args[i] = partial.name
         return {"fn": fs, "args": args, "invocation": partial.inv, "src": partial.src, "def_src": None,
                 "src_at": (plan.src_d, plan.src_code), "fresh": base}
+
+    def _fq_reads_write(self, srcs, st, session, trace):
+        """The records of the host reads queued behind a call (_queue_read),
+        written after its own, as Session.read makes them: each its
+        deaths' del (the queued inputs that died before it: the loop's
+        last input, a line as _fq_before's, or _fq_dels'), the read of
+        the call's output (st's last name) and its expect. st: _fq_write's
+        counters."""
+        recs = trace.records
+        lines = []
+        name = st[5]
+        for src, gone in srcs:
+            if gone is not None:
+                if len(gone) == 1:
+                    st[1] += 1
+                    st[3] += 1
+                    lines.append('{"op": "del", "names": ["' + gone[0][1].name + '"]}')
+                else:
+                    if lines:
+                        recs.append("\n".join(lines))
+                        lines = []
+                    session.order, session.epoch, session.seed = st[0], st[1], st[2]
+                    self._fq_dels(gone, session, trace)
+                    st[0], st[1], st[2] = session.order, session.epoch, session.seed
+            lines.append(_read_lines(name, src))
+        recs.append("\n".join(lines))
+        session.counts["reads"] += len(srcs)
 
     def _fq_before(self, t, session, trace, counts, base):
         """A deferred call's part before the tree's, as _fresh_call_write

@@ -533,13 +533,18 @@ class _Hooks:
                 # tree's outputs it hands out again, and would otherwise
                 # land between the read's name and its record.
                 with rec.lock:
+                    lean = False
                     try:
                         target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
                         if target is not None and (rec._pending or rec._fq):
-                            # The deferred replays renamed the tree's outputs:
+                            # A read of the last deferred call's output
+                            # queued behind it (_read_lean); else the
+                            # deferred calls renamed the tree's outputs:
                             # named as they stand once written.
-                            rec._settle()
-                            target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                            lean = rec._read_lean(target)
+                            if not lean:
+                                rec._settle()
+                                target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
                     except Exception:
                         target = None
                     if target is not None:
@@ -547,12 +552,23 @@ class _Hooks:
                         try:
                             out = _orig(t, *args, **kwargs)
                         except BaseException as e:
-                            rec._on_read(target, _error_text(e))
-                            mark_seen(e)  # (recorded: not again as it unwinds, raised.py)
+                            if lean:  # (recorded as any read is: the queue written first)
+                                try:
+                                    rec._settle()
+                                    target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                                except Exception:
+                                    target = None
+                            if target is not None:
+                                rec._on_read(target, _error_text(e))
+                                mark_seen(e)  # (recorded: not again as it unwinds, raised.py)
                             raise
                         finally:
                             rec.tls.busy = False
-                        rec._on_read(target, None)
+                        if lean:
+                            rec._queue_read(target, lambda: rec.session.read_target(
+                                t, lambda: t.untyped_storage()._cdata), sys._getframe())
+                        else:
+                            rec._on_read(target, None)
                         return out
                 # (Not a tree output's: read without the lock, which a
                 # compiled call in another thread may want meanwhile.)

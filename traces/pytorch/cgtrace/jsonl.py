@@ -193,6 +193,18 @@ _CALL_KEYS = frozenset(_FIELDS["call"])
 _STEP_LINE = json.dumps(_STEP)
 
 
+def _read_lines(name, src):
+    """A host read's record and its expect (it did not raise), as
+    Session.read makes them, as lines: name a tree output's, which needs
+    no escaping (the call lines that gave it hold it as it is), src
+    (_src_of's) or None. A read queued behind a deferred call
+    (Recorder._queue_read), written with it."""
+    if src is None:
+        return '{"op": "read", "name": "' + name + '"}\n{"op": "expect", "error": null}'
+    return '{"op": "read", "name": "' + name + '", "src": ' + src[1] + '}\n{"op": "expect", "error": null}'
+
+
+
 class _LineEncoder:
     """encode_record for the records a trace holds, with what repeats
     encoded once: a record object the trace holds many times (a steady

@@ -262,6 +262,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self.lean_fresh_calls = 0  # of those, the calls _fresh_call took whole
         self.queued_fresh_calls = 0  # of those, the calls it deferred (freshq.py)
         self.lean_queued_calls = 0  # of those, the calls the lean fresh path took (freshq._fresh_lean_run)
+        self.lean_reads = 0  # host reads queued behind a deferred call (events._queue_read)
         self.kept_queued = 0  # the queue's bound writes that left its last call queued (freshq._fq_write)
         self.rebound_calls = 0  # replays whose outputs, all dead since, _fast_after bound again (rebound)
         # Calls through _fresh_call whose records a journaled trace holds
@@ -280,6 +281,12 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         # pass over it). Counted (short_calls, fresh_calls) when written.
         self._fq = []
         self._fq_ids, self._fq_wrs, self._fq_stor = {}, {}, {}
+        # Host reads of the last deferred call's output, queued behind it
+        # (_queue_read), written after its records: id(the _Queued) ->
+        # [(src, the queued inputs dead before the read)] (_fq_write);
+        # the deferred replay's index -> [(src, the output's entry)]
+        # (_write_pending).
+        self._fq_reads, self._pending_reads = {}, {}
         # Moves at every event but a deferred replay (_settle): a plan
         # checked at this serial still holds as far as the session goes.
         self._serial = 0

@@ -142,7 +142,9 @@ class CrashTest(unittest.TestCase):
         calls = [r for r in recs[1:] if r.get("op") == "call"]
         expects = [r for r in recs[1:] if r.get("op") == "expect"]
         reads = [r for r in recs[1:] if r.get("op") == "read"]
-        self.assertEqual(len(reads), 1)
+        # (The 8th call's read: written with that call, which a queue of
+        # calls on new inputs may hold, the read queued behind it.)
+        self.assertEqual(len(reads), 1 if len(calls) >= 8 else 0)
         self.assertEqual(len(expects), len(calls) + len(reads), "each call's expect is written with it")
         if whole:
             self.assertEqual(len(calls), upto)
@@ -190,10 +192,12 @@ class CrashTest(unittest.TestCase):
         # written every _FQ_BOUND + 1 calls): SIGKILL and a segfault keep
         # every call but the ones queued since its last writing, never
         # more than the bound; killed at points of its cycle where it is
-        # full, it holds as many as the bound.
+        # full, it holds as many as the bound (the 8th call's host read
+        # queued with them, Recorder._queue_read: the cycle from the queue's
+        # first call, the 4th).
         held = []
         for how, sig, upto in (("kill", signal.SIGKILL, 150), ("segv", signal.SIGSEGV, 150),
-                               ("kill", signal.SIGKILL, _FQ_BOUND + 8), ("segv", signal.SIGSEGV, 2 * _FQ_BOUND + 8)):
+                               ("kill", signal.SIGKILL, _FQ_BOUND + 4), ("segv", signal.SIGSEGV, 2 * _FQ_BOUND + 4)):
             p, text = self.run_program(how, upto, every=1, shape=(64, 1024))
             self.assertEqual(p.returncode, -sig)
             recs = self.check(text, upto, whole=False, every=1)

@@ -656,6 +656,119 @@ def knob_written_directly_scenario(path, follow=False):
     return written(rec, path, state)
 
 
+def read_output(cgt, y, i, raising):
+    """The host reads of the read scenarios' call i of its output y: ten
+    after the 30th call, of a view of it after the 31st to 35th, after a
+    step at the 50th, one whose method raises (the overwritten error) at
+    call `raising`, else one."""
+    if i == 30:
+        for _ in range(10):
+            y.item()
+    elif 31 <= i < 36:
+        y[:, 1].item()  # a view of the output
+    elif i == 50:
+        cgt.mark_step_begin()  # a step between the call and the read
+        y.item()
+    elif i == raising:
+        y.overwritten = True  # (recorded as any read that raises)
+        try:
+            y.item()
+        except RuntimeError:
+            pass
+        y.overwritten = False
+    else:
+        y.item()
+
+
+def read_scenario(path, follow=False):
+    """A loop over new inputs that reads its output on the host at every
+    call (a training loop logging its loss, a decoder looking at its
+    token): reads queued behind the lean fresh path's calls
+    (Recorder._queue_read) among every read that is not: two and ten
+    reads after one call, a read of a view of the output, the input
+    kept past the read and let go after it, an older input let go
+    before it, a step between the call and the read, a read of another
+    function's output, a read whose method raises (the overwritten
+    error), a steady call between, the queue's bound reached between
+    reads, calls with no read. Returns what fresh_scenario returns."""
+    cgt, mgr, f, w = one_function()
+    g = mgr.add(1, static=[0])
+    mgr.models[1] = lambda ins: [fake.Tensor([2])]
+    with cgtrace.record(path, follow=follow) as rec:
+        old = z = None
+        for i in range(260):
+            cgt.mark_step_begin()
+            fake._invocation()
+            x = fake.Tensor([16, 8])
+            if i == 60:
+                old = x  # let go at 63, after its call's read and the next call
+            y, = mgr._run([w, x], f)
+            if i == 90:
+                z, = mgr._run([w, y], g)  # another function's output, read at 91
+            if 40 <= i < 45:
+                keep, x = x, None  # let go after the read below
+            x = None
+            if i == 63:
+                old = None  # an older queued input's death, before this call's read
+            if i == 20:
+                y.item()
+                y.tolist()
+            elif i == 91:
+                z.item()
+                y.item()
+            elif i == 110:
+                mgr._run([w, fake.Tensor([16, 8])], f)  # a call whose output nobody reads
+            elif i % 50 == 49 or 200 <= i < 215:
+                pass  # calls with no read
+            else:
+                read_output(cgt, y, i, raising=100)
+            if 40 <= i < 45:
+                keep = None
+        z = None
+        del y
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
+def steady_read_scenario(path, follow=False):
+    """A loop of steady replays (the same inputs at every call: a decoder
+    writing its token into a static buffer) that reads an output on the
+    host at every call: reads queued behind the deferred replays
+    (Recorder._queue_read) among every read that is not: a function of
+    two outputs read twice, a view of an output, a step or another
+    function's call between, a raising read, an input let go before
+    the read, ten reads after one call, calls with no read. Returns
+    what fresh_scenario returns."""
+    cgt, mgr, f, w = one_function()
+    two = mgr.add(1, static=[0])
+    mgr.models[1] = lambda ins: [fake.Tensor([16, 8]), fake.Tensor([2])]
+    x = fake.Tensor([16, 8])
+    with cgtrace.record(path, follow=follow) as rec:
+        for i in range(200):
+            cgt.mark_step_begin()
+            fake._invocation()
+            if i == 70:
+                x = fake.Tensor([16, 8])  # a new input, then steady again
+            if 100 <= i < 120:
+                a, b = mgr._run([w, x], two)
+                a.item()
+                b.tolist()
+                a = b = None
+                continue
+            y, = mgr._run([w, x], f)
+            if i == 60:
+                mgr._run([w, x], two)  # another function's call between
+                y.item()
+            elif i == 90:
+                x = fake.Tensor([16, 8])  # the input let go before the read: a death
+                y.item()
+            elif i % 40 != 39:
+                read_output(cgt, y, i, raising=80)
+        del y
+        state = settled_state(rec)
+    return written(rec, path, state)
+
+
 class FreshPathTest(fake.FakeTorchTest):
     """Recorder._fresh_before, and the _run wrapper's whole call on new
     inputs (Recorder._fresh_call), write what the general path writes
@@ -673,6 +786,7 @@ class FreshPathTest(fake.FakeTorchTest):
             took["lean"] = rec.lean_fresh_calls
             took["armed"] = rec.lean_queued_calls
             took["rebound"] = rec.rebound_calls
+            took["reads"] = rec.lean_reads
             return real(rec)
 
         # (The journal written by its bounds in calls only, where the test
@@ -684,7 +798,7 @@ class FreshPathTest(fake.FakeTorchTest):
         pin = {} if "CGTRACE_JOURNAL_MS" in os.environ else {"CGTRACE_JOURNAL_MS": "600000"}
         with mock.patch.multiple(cgtrace.Recorder, stop=stop, **off), mock.patch.dict(os.environ, pin):
             got = fake.at_one_line(scenario, os.path.join(self.dir.name, name), follow)
-        self.took_armed, self.took_rebound = took["armed"], took["rebound"]
+        self.took_armed, self.took_rebound, self.took_reads = took["armed"], took["rebound"], took["reads"]
         return got + (took["lean"],)
 
     def assert_same(self, lines, state, other, other_state, way=""):
@@ -931,7 +1045,9 @@ class FreshPathTest(fake.FakeTorchTest):
         # A journaled trace of a loop over new inputs: after every call the
         # file holds every call but the last few held (at most the lean
         # queue's bound, freshq._FQ_BOUND, not all of them: the bound is
-        # reached), and after a host read or a steady replay all of them.
+        # reached), and after a steady replay all of them; a host read of
+        # the last output is queued behind them (Recorder._queue_read), and
+        # written with them.
         cgt, mgr, f, w = one_function()
         path = os.path.join(self.dir.name, "journal.cgt.jsonl")
 
@@ -951,8 +1067,10 @@ class FreshPathTest(fake.FakeTorchTest):
                 y, = mgr._run([w, x], f)
                 held.append(i + 1 - written())
                 if i == 150:
+                    before = written()
                     y.item()
-                    self.assertEqual(written(), i + 1)
+                    self.assertEqual(written(), before)
+                    self.assertLess(before, i + 1)
 
         # (The bound in calls only: a loaded machine's slow calls would
         # reach Recorder.JOURNAL_MS's.)
@@ -962,6 +1080,13 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertIsNone(rec.error)
         self.assertGreater(rec.lean_fresh_calls, 250)
         self.assertEqual(max(held), _FQ_BOUND)
+        self.assertEqual(rec.lean_reads, 1)
+        with open(path) as fh:
+            recs = [json.loads(x) for x in fh.read().split("\n")[1:] if x]
+        k = [j for j, r in enumerate(recs) if r.get("op") == "read"]
+        self.assertEqual(len(k), 1)
+        self.assertEqual(recs[k[0]]["name"], [r for r in recs[:k[0]] if r.get("op") == "call"][-1]["out"][0])
+        self.assertEqual(sum(1 for r in recs[:k[0]] if r.get("op") == "call"), 151)
         self.assertEqual(held[201], 0)  # (the same input again: the general path writes all)
         self.assertEqual(min(held[160:]), 0)
 
@@ -1116,6 +1241,45 @@ class FreshPathTest(fake.FakeTorchTest):
         # path's: the queue's first call and each after another event are
         # _fresh_call's.)
         self.against_general(follow=False, lean=120, armed=60)
+
+    def test_host_reads_queued_behind_the_lean_fresh_path(self):
+        # A host read of the queue's last output at every call is queued
+        # with the calls (Recorder._queue_read), the lean path staying armed:
+        # the same trace as the general path, which writes the queue at
+        # every read, and the reads that cannot be queued (a step or
+        # another's output before them, a raising method, ten after one
+        # call) recorded as any read.
+        on, _, _, _ = self.recorded(read_scenario, "on.cgt.jsonl", False)
+        self.assertGreater(self.took_reads, 200)
+        recs = [json.loads(x) for x in on.split("\n")[1:] if x]
+        reads = [r for r in recs if r.get("op") == "read"]
+        self.assertEqual(len(reads), 260 - 5 - 15 - 1 + 1 + 9 + 1)  # (none at 110; two at 20 and 91, ten at 30)
+        self.assertEqual(sum(1 for r in reads if "src" in r), len(reads))
+        errors = [r for r in recs if r.get("op") == "expect" and r.get("error")]
+        self.assertEqual(len(errors), 1)
+        # Without the lean reads, each read writes the queue: the calls
+        # take _fresh_call's way.
+        self.recorded(read_scenario, "unqueued.cgt.jsonl", False, _read_lean=lambda rec, target: False)
+        self.assertEqual(self.took_reads, 0)
+        self.assertLess(self.took_armed, 50)
+        self.against_general(follow=False, scenario=read_scenario, least=240, armed=200)
+
+    def test_host_reads_queued_behind_the_deferred_replays(self):
+        # The same for the steady replays (the same inputs at every call):
+        # a read of the last deferred replay's output queued behind it,
+        # the steady path staying armed; the trace the general path's.
+        on, on_state, _, _ = self.recorded(steady_read_scenario, "on.cgt.jsonl", False)
+        self.assertGreater(self.took_reads, 150)
+        off, off_state, _, _ = self.recorded(steady_read_scenario, "off.cgt.jsonl", False, _defer=False)
+        self.assertEqual(self.took_reads, 0)
+        unqueued, unqueued_state, _, _ = self.recorded(steady_read_scenario, "unqueued.cgt.jsonl", False,
+                                                       _read_lean=lambda rec, target: False)
+        self.assertEqual(self.took_reads, 0)
+        on, off, unqueued = (t.split("\n")[1:] for t in (on, off, unqueued))
+        self.assert_same(on, on_state, off, off_state)
+        self.assert_same(on, on_state, unqueued, unqueued_state)
+        recs = [json.loads(x) for x in on if x]
+        self.assertEqual(sum(1 for r in recs if r.get("op") == "read"), 200 - 4 + 9 + 20)  # (none at 39, 79, 159, 199)
 
     def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
         self.against_general(follow=True, lean=120)
