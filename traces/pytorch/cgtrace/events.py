@@ -7,6 +7,7 @@ import weakref
 
 from .errors import _warn, _where
 from .fastpath import A_PLAN
+from .fresh import _WRITE_BOUND
 from .knobs import _MAPPED_KNOBS, settings_from_knobs
 
 # Host reads one deferred call may hold behind it (_queue_read): a loop
@@ -161,8 +162,16 @@ class _Events:
                 src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
                 got = None
                 self.session.read(name, error, src)
-                if self.trace.out is not None:
-                    self._flush()
+                trace = self.trace
+                if trace.out is not None:
+                    # A journal holds the read as _fresh_call holds a call
+                    # (up to _WRITE_BOUND events or Recorder.JOURNAL_MS): a
+                    # training loop's read of its loss at every step wrote
+                    # the step's records at once, a write a step.
+                    if trace.done is None or self._unwritten >= _WRITE_BOUND or self._hot.journal_due():
+                        self._flush()
+                    else:
+                        self._unwritten += 1
         except Exception as e:
             self._fail("recording a read", e)
 

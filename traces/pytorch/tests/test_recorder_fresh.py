@@ -1041,6 +1041,50 @@ class FreshPathTest(fake.FakeTorchTest):
         self.assertGreater(self.took_armed, 50)
         self.assert_same(text.split("\n")[1:], state, general.split("\n")[1:], general_state)
 
+    def test_journal_holds_a_training_loops_reads_within_the_bound(self):
+        # A training loop reading its loss at every step, its calls on the
+        # general and fresh paths (nothing deferred at the read): the
+        # journal holds the reads as _fresh_call holds calls, written at
+        # its bound of events (fresh._WRITE_BOUND) or when
+        # Recorder.JOURNAL_MS has passed, not one write a read; with the
+        # time at 0, each read is written as it is made.
+        from cgtrace.fresh import _WRITE_BOUND
+
+        def written():
+            with open(path) as fh:
+                return fh.read().count('"op": "read"')
+
+        for ms, least in (("600000", 1), ("0", 0)):
+            path = os.path.join(self.dir.name, "reads.cgt.jsonl")
+            held = []
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            mgr, fwd, bwd = fake.training_tree()
+            w, b = fake.Tensor([8, 8]), fake.Tensor([8])
+
+            def loop(rec):
+                for i in range(120):
+                    cgt.mark_step_begin()
+                    fake._invocation()
+                    y, = mgr._run([w, b, fake.Tensor([16, 8])], fwd)
+                    grads = mgr._run([y, fake.Tensor([16, 8])], bwd)
+                    grads = None
+                    y.item()
+                    held.append(i + 1 - written())
+
+            with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": ms}):
+                with cgtrace.record(path) as rec:
+                    fake.at_one_line(loop, rec)
+            self.assertIsNone(rec.error)
+            self.assertEqual(rec.lean_reads, 0)  # (none queued: the reads' own way)
+            self.assertEqual(written(), 120)
+            self.assertLessEqual(max(held), _WRITE_BOUND, ms)
+            self.assertGreaterEqual(min(held[10:]), 0, ms)
+            self.assertGreaterEqual(max(held[10:]), least, (ms, held))
+            if not least:
+                self.assertEqual(max(held[10:]), 0)
+            self.tearDown()
+            self.setUp()
+
     def test_journal_holds_at_most_the_bound_of_calls_unwritten(self):
         # A journaled trace of a loop over new inputs: after every call the
         # file holds every call but the last few held (at most the lean
