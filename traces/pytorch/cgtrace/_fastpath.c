@@ -1126,13 +1126,15 @@ polled_alive(PyObject *self, PyObject *polled)
         PyObject *r = PyTuple_GET_ITEM(item, 0), *uses = PyTuple_GET_ITEM(item, 1),
                  *alive = PyTuple_GET_ITEM(item, 2);
         if (r != Py_None) {
-            int u = PyObject_IsTrue(uses);
+            /* uses None: no tree wrapper judges it, so alive while its
+             * object is (_Probe.alive's last branch), without its frame. */
+            int u = uses == Py_None ? 0 : PyObject_IsTrue(uses);
             if (u < 0)
                 goto error;
             PyObject *o = deref(r);
             if (o == NULL)
                 goto error;
-            int a = o == Py_None ? 0 : count_says_alive(o, u);
+            int a = o == Py_None ? 0 : uses == Py_None ? 1 : count_says_alive(o, u);
             Py_DECREF(o);
             if (a < 0)
                 goto error;

@@ -214,12 +214,20 @@ def fresh_input(v, a, maps):
 
 def polled_alive(polled):
     """Every polled name alive: polled holds, for each, (its object's weak
-    reference where its tree's wrapper judges it by refcount, else None;
-    whether that counts c10's reference too; its probe's alive). A count
-    that says alive for sure is enough; any other asks alive()."""
+    reference where its tree's wrapper judges it by refcount, or where no
+    tree wrapper judges it (uses None), else None; whether that counts
+    c10's reference too; its probe's alive). A count that says alive for
+    sure is enough, and with uses None the object alive (_Probe.alive's
+    last branch); any other asks alive()."""
     for r, uses, alive in polled:
         if r is not None:
             o = r()
+            if uses is None:
+                if o is not None:
+                    continue
+                if not alive():
+                    return False
+                continue
             # (one more for o, one more for the call's argument)
             n = 0 if o is None else _refcount(o)
             o = None

@@ -19,7 +19,7 @@ from .fastpath import A_FS
 from .facts import held_fact
 from .fresh import DECLINED
 from .jsonl import _STEP, _names_json, _read_lines
-from .liveness import NO_RULE, USE_COUNT, _refcount_rule, _tree_stats
+from .liveness import NO_RULE, USE_COUNT, _Probe, _refcount_rule, _tree_stats
 from .names import _add_del
 from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 
@@ -39,6 +39,11 @@ from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 _FQ_BOUND = 64
 _ORDER = operator.itemgetter(0)
 _SPEC, _STEPS = operator.attrgetter("spec"), operator.attrgetter("steps")
+
+
+def _probe_alive(alive, probe):
+    """Whether alive is probe's own _Probe.alive (bound to it)."""
+    return getattr(alive, "__self__", None) is probe and getattr(alive, "__func__", None) is _Probe.alive
 
 
 class _Queued:
@@ -255,12 +260,20 @@ class _FreshQueue:
         # probe's alive): the count is looked at in place, as the steady
         # path's are, and only a count that does not say alive for sure,
         # or a name without one, asks the probe (the tree).
+        # A name no tree wrapper judges, whose alive is its probe's, is
+        # alive while its object is (uses None): a Python frame less at
+        # every call for each (an output of the warmup's, say).
         polled = []
         for x in session._watch.values():
             f = x.fact
-            rule = (_refcount_rule(f.probe.tree_ref) if f.probe is not None and f.probe.tree_ref is not None
+            p = f.probe
+            if p is not None and p.tree_ref is None and _probe_alive(f.alive, p):
+                polled.append((p.wr, None, f.alive))
+                continue
+            rule = (_refcount_rule(p.tree_ref) if p is not None and p.tree_ref is not None
                     and f.obj_ref is not None else NO_RULE)
             polled.append((f.obj_ref if rule else None, rule == USE_COUNT, f.alive))
+        p = None
         hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
                    len(tok[2]), kept, tok[4], tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,

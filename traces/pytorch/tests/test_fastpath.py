@@ -523,6 +523,18 @@ class FastPathTest(BuiltTest):
         self.same("polled_alive", ())
         self.same("polled_alive", ((None, False),))
         self.same("polled_alive", ((None, False, lambda: 1 / 0),))
+        # uses None (no tree wrapper judges it): alive while its object is,
+        # alive() not asked; once it died, asked.
+        for alive in (True, False):
+            with self.subTest(uses=None, alive=alive):
+                asked = []
+                self.assertIs(self.same("polled_alive", ((r, None, lambda: asked.append(1) or 1 / 0),))[1], True)
+                self.assertEqual(asked, [])
+                gone = Obj()
+                dead = weakref.ref(gone)
+                del gone
+                self.assertIs(self.same("polled_alive", ((dead, None, lambda: asked.append(1) or alive),))[1], alive)
+                self.assertEqual(len(asked), 2)  # (once a side)
 
     def test_watch_dead(self):
         # Polled names as the session holds them: cached replay outputs
