@@ -260,20 +260,34 @@ class _FreshQueue:
         # probe's alive): the count is looked at in place, as the steady
         # path's are, and only a count that does not say alive for sure,
         # or a name without one, asks the probe (the tree).
-        # A name no tree wrapper judges, whose alive is its probe's, is
-        # alive while its object is (uses None): a Python frame less at
-        # every call for each (an output of the warmup's, say).
+        # Where its alive is its probe's (_Probe.alive), two more ways
+        # without that frame at every call: a name no tree wrapper judges
+        # is alive while its object is (uses None: an output of the
+        # warmup's, say); and a name judged by the queue's output's tree
+        # wrapper (an earlier output over the same storage: the
+        # recording's, whose object the program dropped) is alive while
+        # the storage is in use, which the count of the cached output the
+        # queue hands out says for sure as it says it for that output
+        # (the wrapper's check reads that object's count), whatever its
+        # own object: else a call of torch's wrapper at every call.
+        out_ref = e.fact.obj_ref
+        w = probe.tree_ref
+        out_rule = _refcount_rule(w) if w is not None and out_ref is not None else NO_RULE
         polled = []
         for x in session._watch.values():
             f = x.fact
             p = f.probe
-            if p is not None and p.tree_ref is None and _probe_alive(f.alive, p):
-                polled.append((p.wr, None, f.alive))
-                continue
+            if p is not None and _probe_alive(f.alive, p):
+                if p.tree_ref is None:
+                    polled.append((p.wr, None, f.alive))
+                    continue
+                if p.tree_ref is w and out_rule:
+                    polled.append((out_ref, out_rule == USE_COUNT, f.alive))
+                    continue
             rule = (_refcount_rule(p.tree_ref) if p is not None and p.tree_ref is not None
                     and f.obj_ref is not None else NO_RULE)
             polled.append((f.obj_ref if rule else None, rule == USE_COUNT, f.alive))
-        p = None
+        p = w = None
         hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
                    len(tok[2]), kept, tok[4], tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
