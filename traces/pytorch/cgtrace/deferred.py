@@ -202,8 +202,14 @@ class _Deferred:
         storage (no tree wrapper with a refcount check: such a wrapper
         never gets one back), as the recorded output of a node is once the
         program let its object go and the node's cached output holds the
-        storage."""
-        if not all(map(_refcount_rule, plan.wrappers)):  # (NO_RULE is 0)
+        storage; or judged by the wrapper of one of the outputs (the
+        recording's output, its object dropped, where torch 2.11's node
+        gives its replays' cached output the same wrapper), which the
+        wrapper's check says alive while that output's count does, as the
+        lean path reads it (else every polled name asked at every call:
+        two frames of _Probe.alive and torch's wrapper each)."""
+        wrappers = plan.wrappers
+        if not all(map(_refcount_rule, wrappers)):  # (NO_RULE is 0)
             return False
         mine = {id(e) for e in plan.entries}
         kept = {e.fact.storage for e in plan.entries}
@@ -212,7 +218,8 @@ class _Deferred:
                 continue
             p = e.fact.probe
             if (p is None or e.fact.storage not in kept or e.fact.alive != p.alive
-                    or (p.tree_ref is not None and p.tree_ref.extra_ref_check is not None)):
+                    or (p.tree_ref is not None and p.tree_ref.extra_ref_check is not None
+                        and not any(p.tree_ref is w for w in wrappers))):
                 return False
         return True
 

@@ -1286,6 +1286,47 @@ class FreshPathTest(fake.FakeTorchTest):
         # _fresh_call's.)
         self.against_general(follow=False, lean=120, armed=60)
 
+    def test_lean_paths_ask_no_probe_of_an_output_the_tree_judges(self):
+        # The recording's output, its object dropped, stays named while the
+        # node's cached output holds its storage, judged by the same tree
+        # wrapper: both lean paths read that output's count for it
+        # (_fq_arm, _polled_by_outputs), asking no _Probe.alive (and so no
+        # torch wrapper's expired()) at a call, the same input's or a new one's.
+        from cgtrace.liveness import _Probe
+        for fresh in (False, True):
+            with self.subTest(fresh=fresh):
+                cgt, mgr, f, w = one_function()
+                asked = []
+                real = _Probe.alive
+
+                def alive(probe):
+                    asked.append(i)
+                    return real(probe)
+
+                i = None
+
+                def loop(rec):
+                    nonlocal i
+                    x = y = fake.Tensor([16, 8])
+                    for i in range(200):
+                        cgt.mark_step_begin()
+                        fake._invocation()
+                        if fresh:
+                            x = fake.Tensor([16, 8])  # (the last one dies here)
+                        y, = mgr._run([w, x], f)
+                    with rec.lock:
+                        rec._settle()  # (the calls counted)
+                    i = None  # (the exit's asks)
+                    return len(rec.session._watch), rec.lean_queued_calls if fresh else rec.short_calls
+
+                with cgtrace.record(os.path.join(self.dir.name, "t%d.cgt.jsonl" % fresh)) as rec, \
+                        mock.patch.object(_Probe, "alive", alive):
+                    polled, lean = fake.at_one_line(loop, rec)
+                self.assertIsNone(rec.error)
+                self.assertGreater(polled, 1)  # (the recording's output and the replays')
+                self.assertGreater(lean, 150)
+                self.assertEqual([k for k in asked if k is not None and k >= 100], [])
+
     def test_host_reads_queued_behind_the_lean_fresh_path(self):
         # A host read of the queue's last output at every call is queued
         # with the calls (Recorder._queue_read), the lean path staying armed:
