@@ -193,7 +193,7 @@ class _Events:
             a = self._hot.fql
             return a is not None and not self._pending and e is a[A_PLAN].entries[0]
         pend = self._pending
-        return bool(pend) and any(x is e for x in pend[-1][0].entries)
+        return bool(pend) and e in pend[-1][0].entries  # (by identity: _Entry has no __eq__)
 
     def _queue_read(self, target, retarget, frame):
         """The host read of target _read_lean let through, done without an
