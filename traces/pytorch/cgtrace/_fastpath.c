@@ -2645,19 +2645,58 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(k);
 }
 
+/* The host reads queued behind call i (reads[i]: each its src's JSON or
+ * None), after its lines, as jsonl._read_lines makes them: a read of the
+ * call's output (name) and its expect. 0, or -1 with an error. */
+static int
+put_reads(Buf *b, PyObject *reads, Py_ssize_t i, PyObject *name)
+{
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (key == NULL)
+        return -1;
+    PyObject *got = PyDict_GetItemWithError(reads, key);
+    Py_DECREF(key);
+    if (got == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *f = PySequence_Fast(got, "reads: a sequence of srcs expected");
+    if (f == NULL)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(f) && rc == 0; k++) {
+        PyObject *src = PySequence_Fast_GET_ITEM(f, k);
+        if (src != Py_None && !PyUnicode_Check(src)) {
+            PyErr_SetString(PyExc_TypeError, "reads: a src's JSON (str) or None expected");
+            rc = -1;
+        } else if (BUF_LIT(b, "\n{\"op\": \"read\", \"name\": \"") < 0 || buf_str(b, name) < 0)
+            rc = -1;
+        else if (src == Py_None ? BUF_LIT(b, "\"}") < 0
+                                : (BUF_LIT(b, "\", \"src\": ") < 0 || buf_str(b, src) < 0 || BUF_LIT(b, "}") < 0))
+            rc = -1;
+        else if (BUF_LIT(b, "\n{\"op\": \"expect\", \"error\": null}") < 0)
+            rc = -1;
+    }
+    Py_DECREF(f);
+    return rc;
+}
+
 /* fastpath.replay_run: a run of deferred replays' records in one str,
  * their output names made (prefix + str(k) + sfx from k on), or None when
  * names_used has one of them. */
 static PyObject *
 replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(8, "replay_run");
-    PyObject *used = args[2], *prefix = args[3], *sfx = args[4], *prev = args[5], *head = args[6], *mid = args[7];
+    NARGS(9, "replay_run");
+    PyObject *used = args[2], *prefix = args[3], *sfx = args[4], *prev = args[5], *head = args[6], *mid = args[7],
+             *reads = args[8];
     long long k = PyLong_AsLongLong(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
     if (!PyAnySet_Check(used)) {
         PyErr_SetString(PyExc_TypeError, "replay_run: used, a set expected");
+        return NULL;
+    }
+    if (reads != Py_None && !PyDict_Check(reads)) {
+        PyErr_SetString(PyExc_TypeError, "replay_run: reads, a dict or None expected");
         return NULL;
     }
     PyObject *rf = PySequence_Fast(args[0], "run: not a sequence"), *r = NULL, **names = NULL;
@@ -2694,6 +2733,8 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if ((i > 0 && BUF_LIT(&b, "\n") < 0) || put_steps(&b, st) < 0 || buf_str(&b, head) < 0
             || buf_str(&b, names[i]) < 0 || put_tail(&b, PyTuple_GET_ITEM(tok, 2), PyTuple_GET_ITEM(tok, 3)) < 0
             || buf_str(&b, mid) < 0 || buf_str(&b, i ? names[i - 1] : prev) < 0 || BUF_LIT(&b, "\"]}") < 0)
+            goto done;
+        if (reads != Py_None && PyDict_GET_SIZE(reads) && put_reads(&b, reads, i, names[i]) < 0)
             goto done;
     }
     {

@@ -52,46 +52,54 @@ class _Deferred:
             self._pending_reads = {}
         session = self.session
         renamed = {}  # id(entry) -> (entry, its last name, its order then)
-        # In parts, each up to a replay with host reads behind it
-        # (_queue_read), written after it: the output's name as that
-        # replay left it, as Session.read names it after _settle.
-        k = 0
-        for end in sorted({j + 1 for j in reads} | {len(pend)}) if reads else (len(pend),):
-            for plan, run in itertools.groupby(pend[k:end] if k or end < len(pend) else pend,
-                                               key=operator.itemgetter(0)):
-                run = list(run)
-                if len(plan.entries) != 1 or not self._write_run(plan, run, renamed):
-                    for tok in run:
-                        self._write_one(plan, tok, renamed)
-            k = end
-            got = reads.get(end - 1) if reads else None
-            if got is not None:
+        # The host reads queued behind a replay (_queue_read) are written
+        # after it, naming its output as that replay left it, as
+        # Session.read names it after _settle: a run's by replay_run, in
+        # its pass; _write_one's after each.
+        start = 0
+        for plan, run in itertools.groupby(pend, key=operator.itemgetter(0)):
+            run = list(run)
+            n = len(run)
+            mine = None
+            if reads:
+                mine = {i - start: [src[1] if src is not None else None for src, _ in reads[i]]
+                        for i in range(start, start + n) if i in reads}
+            if len(plan.entries) != 1 or not self._write_run(plan, run, renamed, mine):
                 recs = self.trace.records
-                for src, e in got:
-                    recs.append(_read_lines(renamed[id(e)][1] if id(e) in renamed else e.name, src))
-                session.counts["reads"] += len(got)
+                for j, tok in enumerate(run):
+                    self._write_one(plan, tok, renamed)
+                    got = reads.get(start + j) if reads else None
+                    if got is not None:
+                        for src, e in got:
+                            recs.append(_read_lines(renamed[id(e)][1] if id(e) in renamed else e.name, src))
+                        session.counts["reads"] += len(got)
+            start += n
         # Renamed in the order of their last renames, which is where each
         # lands in the session's ordered maps when renamed one by one.
         for e, n, order in sorted(renamed.values(), key=operator.itemgetter(2)):
             session._rename_replayed(e, n, order)
 
-    def _write_run(self, plan, run, renamed):
+    def _write_run(self, plan, run, renamed, reads=None):
         """_write_one for a run of replays of one plan of one output, whose
-        names no tensor took: the records in one pass (replay_run).
-        Returns False, having written nothing, otherwise."""
+        names no tensor took: the records in one pass (replay_run), with
+        the host reads queued behind them (reads: {index in run: [each
+        one's src JSON or None]}). Returns False, having written nothing,
+        otherwise."""
         session = self.session
         fs = plan.fs
         # The run's records as one element of lines (each call's steps,
         # call, expect and del: fastpath.replay_run, in C where it is
         # built): the writer passes a line made whole as it is.
         got = self._checks.replay_run(run, fs.calls + 1, session.names_used, plan.prefix, plan.suffixes[0],
-                                      plan.names[0], plan.head, plan.call_end())
+                                      plan.names[0], plan.head, plan.call_end(), reads)
         if got is None:  # (a name _fresh made: output names are not kept)
             return False
         text, prev, steps = got
         fs.calls += len(run)
         self.trace.records.append(text)
         counts = session.counts
+        if reads:
+            counts["reads"] += sum(map(len, reads.values()))
         counts["steps"] += steps
         counts["calls"] += len(run)
         counts["replay"] += len(run)

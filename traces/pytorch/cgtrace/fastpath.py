@@ -41,7 +41,7 @@ against these in tests/test_fastpath.py):
 - fresh_queue(ctx, a, mgr, new_inputs): a lean fresh call checked with
   the above and queued, or declined (changing nothing).
 - fresh_after(a, node, other, out, mgr, dead_objs): after its tree call.
-- replay_run(run, k, used, prefix, sfx, prev, head, mid): deferred replays' records.
+- replay_run(run, k, used, prefix, sfx, prev, head, mid, reads): deferred replays' records.
 - fq_run(q, k, st, w) and fq_tail(t, lead, st, w): the queue's writer
   (freshq._fq_write) for its common call, and any call's call line.
 
@@ -57,6 +57,7 @@ import weakref
 
 from ._pycompat import op_call
 from .deferred import _STEP_LINES, _call_tail
+from .jsonl import _read_lines
 from .liveness import watch_dead  # noqa: F401 (the Python of the C's watch_dead: the session's own)
 from .names import bind_all, forget_all  # noqa: F401 (the Python of the C's: the session's own)
 
@@ -354,22 +355,33 @@ def fresh_queue(ctx, a, mgr, new_inputs):
     return t
 
 
-def replay_run(run, k, used, prefix, sfx, prev, head, mid):
+def replay_run(run, k, used, prefix, sfx, prev, head, mid, reads):
     """The records of a run of deferred replays of one plan (deferred's
     _write_run), as the lines of one string: for each (plan, steps, inv,
     src) of run, its steps, its call line (head, its output's name:
     prefix + str(k) + sfx, k counting up, its invocation and src), its
     expect and the del of the output's name before (prev, then each of
-    the names; mid: the expect's line and the del's head). Returns (the
-    string, the last name, the steps in all), or None when used (the
-    session's names_used) holds one of the names (a name _fresh made:
-    output names are not kept)."""
+    the names; mid: the expect's line and the del's head); after the
+    i-th, the host reads queued behind it (reads: {i: [each one's src
+    JSON or None]}, or None), each a read of its output and an expect
+    (jsonl._read_lines). Returns (the string, the last name, the steps
+    in all), or None when used (the session's names_used) holds one of
+    the names (a name _fresh made: output names are not kept)."""
+    if reads is not None and type(reads) is not dict:
+        raise TypeError("replay_run: reads, a dict or None expected")
     names = [prefix + str(j) + sfx for j in range(k, k + len(run))]
     if not used.isdisjoint(names):
         return None
     out = []
-    for (_, steps, inv, src), n in zip(run, names):
-        out.append(_STEP_LINES * steps + head + n + _call_tail(inv, src) + mid + prev + '"]}')
+    for i, ((_, steps, inv, src), n) in enumerate(zip(run, names)):
+        line = _STEP_LINES * steps + head + n + _call_tail(inv, src) + mid + prev + '"]}'
+        got = reads.get(i) if reads else None
+        if got is not None:
+            for s in got:
+                if s is not None and not isinstance(s, str):
+                    raise TypeError("reads: a src's JSON (str) or None expected")
+                line += "\n" + _read_lines(n, (None, s) if s is not None else None)
+        out.append(line)
         prev = n
     return "\n".join(out), prev, sum(tok[1] for tok in run)
 

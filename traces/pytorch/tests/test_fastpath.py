@@ -888,6 +888,33 @@ class FastPathTest(BuiltTest):
         self.assertEqual(len(recs), 1)
         self.assertEqual(recs[0].count('"op": "call"'), 2)
 
+    def test_replay_run_with_reads(self):
+        # The host reads queued behind replays (Recorder._queue_read):
+        # after the i-th call's lines, a read of its output and an expect
+        # each, with its src or none; bad reads raise alike.
+        src = ({"line": 3}, '{"file": "m.py", "line": 3}')
+        head = '{"op": "call", "fn": "f", "args": ["x"], "out": ["'
+        mid = '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["'
+        loop = [(None, 1, 7 + i, src) for i in range(4)]
+        for what, reads in (("one after each", {i: [src[1]] for i in range(4)}),
+                            ("two after one, none after others", {1: [src[1], None]}),
+                            ("after the last", {3: [None]}),
+                            ("an index past the run", {9: [None]}),
+                            ("a src not a str", {0: [5]}),
+                            ("not a list", {0: 5}),
+                            ("not a dict", [None]),
+                            ("a surrogate in a src", {2: ['{"file": "m\udc80.py"}']})):
+            with self.subTest(what=what):
+                got = self.same("replay_run", loop, 2, set(), "f_c", "_0", "f_c1_0", head, mid, reads)
+                if what == "two after one, none after others":
+                    lines = got[1][0].split("\n")
+                    at = [i for i, x in enumerate(lines) if '"read"' in x]
+                    self.assertEqual(len(at), 2)
+                    self.assertEqual(json.loads(lines[at[0]]), {"op": "read", "name": "f_c3_0", "src": {"file": "m.py", "line": 3}})
+                    self.assertEqual(json.loads(lines[at[1]]), {"op": "read", "name": "f_c3_0"})
+                    self.assertEqual(json.loads(lines[at[1] + 1]), {"op": "expect", "error": None})
+                    self.assertIn('"out": ["f_c3_0"]', lines[at[0] - 3])
+
     def test_replay_run(self):
         class Src(str):
             def __str__(self):
@@ -918,7 +945,8 @@ class FastPathTest(BuiltTest):
                  2, set(), "f_c"),
                 ("a src not a str", [(None, 1, None, ({}, 5))], 2, set(), "f_c")):
             with self.subTest(what=what):
-                got = self.same("replay_run", run, k, used, pre, "_0", "f_c1_0", head, mid)
+                got = self.same("replay_run", run, k, used, pre, "_0", "f_c1_0", head, mid, None)
+                self.assertEqual(self.same("replay_run", run, k, used, pre, "_0", "f_c1_0", head, mid, {}), got)
                 if what == "a loop":
                     text, last, steps = got[1]
                     lines = text.split("\n")
