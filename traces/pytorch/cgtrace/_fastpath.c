@@ -2580,6 +2580,75 @@ done:
     return rc;
 }
 
+/* The host reads queued behind the queued call t (freshq's reads: id(t)
+ * -> [(src, gone)]), for fq_run: 1 with *rd their list (NULL: none), when
+ * each one's src is None or (dict, JSON) and its deaths none or one queued
+ * input's (fq_tail's way writes the others); 0 otherwise; -1. */
+static int
+fq_reads_of(PyObject *reads, PyObject *t, PyObject *Queued, PyObject **rd)
+{
+    PyObject *key = PyLong_FromVoidPtr(t);
+    if (key == NULL)
+        return -1;
+    PyObject *got = PyDict_GetItemWithError(reads, key);
+    Py_DECREF(key);
+    if (got == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    if (!PyList_CheckExact(got))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(got); i++) {
+        PyObject *item = PyList_GET_ITEM(got, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+            return 0;
+        PyObject *src = PyTuple_GET_ITEM(item, 0), *gone = PyTuple_GET_ITEM(item, 1);
+        if (src != Py_None && (!PyTuple_CheckExact(src) || PyTuple_GET_SIZE(src) < 2
+                               || !PyUnicode_Check(PyTuple_GET_ITEM(src, 1))))
+            return 0;
+        if (gone != Py_None) {
+            if (!PyList_CheckExact(gone) || PyList_GET_SIZE(gone) != 1)
+                return 0;
+            PyObject *pair = PyList_GET_ITEM(gone, 0);
+            if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2
+                || (PyObject *)Py_TYPE(PyTuple_GET_ITEM(pair, 1)) != Queued)
+                return 0;
+        }
+    }
+    *rd = Py_NewRef(got);
+    return 1;
+}
+
+/* fq_reads_of's reads after their call's lines, as freshq._fq_reads_write
+ * writes them: each its queued input's del (its epoch and del counted in
+ * s), the read of the call's output (s's last name) and its expect. 0,
+ * -1. */
+static int
+put_fq_reads(Buf *b, PyObject *rd, WState *s)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rd); i++) {
+        PyObject *item = PyList_GET_ITEM(rd, i), *src = PyTuple_GET_ITEM(item, 0),
+                 *gone = PyTuple_GET_ITEM(item, 1);
+        if (gone != Py_None) {
+            PyObject *x = PyTuple_GET_ITEM(PyList_GET_ITEM(gone, 0), 1), *name = SGET(x, name);
+            int bad = name == NULL || BUF_LIT(b, "\n{\"op\": \"del\", \"names\": [\"") < 0 || buf_str(b, name) < 0
+                      || BUF_LIT(b, "\"]}") < 0;
+            Py_XDECREF(name);
+            if (bad)
+                return -1;
+            s->v[W_EPOCH] += 1;
+            s->v[W_DELS] += 1;
+        }
+        if (BUF_LIT(b, "\n{\"op\": \"read\", \"name\": \"") < 0 || buf_str(b, s->prev) < 0)
+            return -1;
+        if (src == Py_None ? BUF_LIT(b, "\"}") < 0
+                           : (BUF_LIT(b, "\", \"src\": ") < 0 || buf_str(b, PyTuple_GET_ITEM(src, 1)) < 0
+                              || BUF_LIT(b, "}") < 0))
+            return -1;
+        if (BUF_LIT(b, "\n{\"op\": \"expect\", \"error\": null}") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* fastpath.fq_run: the common calls from q[k] on, their records one
  * element of recs (each call's lines as fq_tail's, the calls'
  * separated by a line end, as recs' are when written). A failure keeps
@@ -2587,8 +2656,8 @@ done:
 static PyObject *
 fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(4, "fq_run");
-    PyObject *q = args[0], *st = args[2];
+    NARGS(5, "fq_run");
+    PyObject *q = args[0], *st = args[2], *reads = args[4];
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
@@ -2596,6 +2665,10 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (!PyList_CheckExact(q)) {
         PyErr_SetString(PyExc_TypeError, "q: a list expected");
+        return NULL;
+    }
+    if (reads != Py_None && !PyDict_Check(reads)) {
+        PyErr_SetString(PyExc_TypeError, "fq_run: reads, a dict or None expected");
         return NULL;
     }
     Writer wr;
@@ -2618,8 +2691,15 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         long long saved[W_N];
         memcpy(saved, s.v, sizeof saved);
         Py_ssize_t mark = b.n;
-        PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k));
-        r = (b.n > 0 && BUF_LIT(&b, "\n") < 0) ? -1 : fq_one(&b, t, &s, &wr, &dev_seen);
+        PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k)), *rd = NULL;
+        /* (the reads behind it first: one fq_reads cannot write leaves
+         * the call to fq_tail's way, nothing done) */
+        r = reads != Py_None && PyDict_GET_SIZE(reads) ? fq_reads_of(reads, t, wr.Queued, &rd) : 1;
+        if (r > 0)
+            r = (b.n > 0 && BUF_LIT(&b, "\n") < 0) ? -1 : fq_one(&b, t, &s, &wr, &dev_seen);
+        if (r > 0 && rd != NULL && put_fq_reads(&b, rd, &s) < 0)
+            r = -1;
+        Py_XDECREF(rd);
         Py_DECREF(t);
         if (r <= 0) {
             /* (a call not written, or half: as before it) */

@@ -42,7 +42,7 @@ against these in tests/test_fastpath.py):
   the above and queued, or declined (changing nothing).
 - fresh_after(a, node, other, out, mgr, dead_objs): after its tree call.
 - replay_run(run, k, used, prefix, sfx, prev, head, mid, reads): deferred replays' records.
-- fq_run(q, k, st, w) and fq_tail(t, lead, st, w): the queue's writer
+- fq_run(q, k, st, w, reads) and fq_tail(t, lead, st, w): the queue's writer
   (freshq._fq_write) for its common call, and any call's call line.
 
 Among the C module's types besides: Runner (hooks._run's body), Died
@@ -409,16 +409,53 @@ def _call_line(t, st, w):
     return line
 
 
-def fq_run(q, k, st, w):
+def _fq_reads_ok(rd, Queued):
+    """Whether fq_run writes the host reads rd queued behind a call
+    ([(src, gone)]): each src None or (dict, JSON), its deaths none or one
+    queued input's."""
+    if type(rd) is not list:
+        return False
+    for item in rd:
+        if type(item) is not tuple or len(item) != 2:
+            return False
+        src, gone = item
+        if src is not None and (type(src) is not tuple or len(src) < 2 or not isinstance(src[1], str)):
+            return False
+        if gone is not None and (type(gone) is not list or len(gone) != 1 or type(gone[0]) is not tuple
+                                 or len(gone[0]) != 2 or type(gone[0][1]) is not Queued):
+            return False
+    return True
+
+
+def _fq_read_lines(rd, st):
+    """fq_run's lines of the reads rd after their call's, as
+    freshq._fq_reads_write writes them: each its queued input's del (st's
+    epoch and dels moved), the read of the call's output (st's last name)
+    and its expect."""
+    out = ""
+    for src, gone in rd:
+        if gone is not None:
+            out += '\n{"op": "del", "names": ["' + gone[0][1].name + '"]}'
+            st[1] += 1
+            st[3] += 1
+        out += "\n" + _read_lines(st[5], src)
+    return out
+
+
+def fq_run(q, k, st, w, reads):
     """Writes the queued calls q[k], q[k+1], ... while each is the common
     one (a lean call's, its input dead within the queue, its deaths none
     or one such input's), as _fq_before and fq_tail would: its steps and
     death, its tensor's line (named as Session._fresh names, never
     bound: of _bind and _forget only the stale keys they leave go), its
-    call; their records one element of recs (each call's lines as
-    fq_tail's, the calls' separated by a line end, as recs' are when
+    call, and the host reads queued behind it (reads: id(call) -> [(src,
+    gone)], or None; _fq_reads_ok's kind, else the call is left to
+    fq_tail's way); their records one element of recs (each call's lines
+    as fq_tail's, the calls' separated by a line end, as recs' are when
     written). Returns the index of the first it did not write (len(q)
     when it wrote them all). st and w: fq_tail's."""
+    if reads is not None and type(reads) is not dict:
+        raise TypeError("fq_run: reads, a dict or None expected")
     fresh_next, used, base, by_view, by_obj, by_obj_entry, trace, Queued = (
         w[0], w[1], w[2], w[4], w[5], w[6], w[7], w[14])
     n = len(q)
@@ -426,6 +463,9 @@ def fq_run(q, k, st, w):
     try:
         while k < n:
             t = q[k]
+            rd = reads.get(id(t)) if reads else None
+            if rd is not None and not _fq_reads_ok(rd, Queued):
+                return k
             spec = t.spec
             groups = t.groups
             if spec is None or not t.gone:
@@ -462,7 +502,8 @@ def fq_run(q, k, st, w):
             by_view.pop((t.cd, 0, spec[0], spec[1]), None)
             by_obj.pop(t.oid, None)
             by_obj_entry.pop(t.oid, None)
-            block.append(lead + _call_line(t, st, w))
+            line = lead + _call_line(t, st, w)
+            block.append(line if rd is None else line + _fq_read_lines(rd, st))
             k += 1
         return k
     finally:

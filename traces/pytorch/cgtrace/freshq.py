@@ -533,36 +533,36 @@ class _FreshQueue:
         w = (session._fresh_next, session.names_used, base, trace.records, session.by_view, session.by_obj,
              session.by_obj_entry, trace, pre, post, plan.prefix, plan.suffixes[0], plan.call_end(), session, _Queued)
         fq_run, fq_tail = self._checks.fq_run, self._checks.fq_tail
-        # In runs, each up to a call with host reads behind it (_queue_read),
-        # whose records follow that call's: the read names its output by
-        # the name the call gave it (st's last), as Session.read would
-        # have named it had the queue been written at the read.
+        # The host reads queued behind a call (_queue_read) after its
+        # records, naming its output by the name the call gave it (st's
+        # last), as Session.read would have had the queue been written at
+        # the read: fq_run's in its pass, _fq_reads_write's after a call
+        # fq_tail writes.
         reads = self._fq_reads
         if reads:
             self._fq_reads = {}  # (taken whole: a failure meanwhile leaves no stale key)
             if held is not None and id(held) in reads:
                 self._fq_reads[id(held)] = reads.pop(id(held))
-            ends = [j + 1 for j, x in enumerate(q) if id(x) in reads]
-        else:
-            ends = []
         k, n = 0, len(q)
-        if not ends or ends[-1] != n:
-            ends.append(n)
-        for end in ends:
-            part = q if end == n else q[:end]
-            while k < end:
-                k = fq_run(part, k, st, w)
-                if k >= end:
-                    break
-                t = part[k]
-                k += 1
-                session.order, session.epoch, session.seed = st[0], st[1], st[2]
-                self._fq_before(t, session, trace, counts, base)
-                st[0], st[1], st[2] = session.order, session.epoch, session.seed
-                fq_tail(t, "", st, w)
-            srcs = reads.pop(id(q[end - 1]), None) if reads and end else None
-            if srcs is not None:
-                self._fq_reads_write(srcs, st, session, trace)
+        while True:
+            k0 = k
+            k = fq_run(q, k, st, w, reads)
+            if reads:
+                for j in range(k0, k):
+                    got = reads.pop(id(q[j]), None)
+                    if got is not None:
+                        counts["reads"] += len(got)
+            if k >= n:
+                break
+            t = q[k]
+            k += 1
+            session.order, session.epoch, session.seed = st[0], st[1], st[2]
+            self._fq_before(t, session, trace, counts, base)
+            st[0], st[1], st[2] = session.order, session.epoch, session.seed
+            fq_tail(t, "", st, w)
+            got = reads.pop(id(t), None) if reads else None
+            if got is not None:
+                self._fq_reads_write(got, st, session, trace)
         order, epoch, seed, dels, calls, prev = st
         session.order, session.epoch, session.seed = order, epoch, seed
         if held is not None and q:

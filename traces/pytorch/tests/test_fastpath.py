@@ -749,11 +749,14 @@ class FastPathTest(BuiltTest):
         self.assertEqual(sorted(got), [0, 1, 3])
         self.assertEqual([w for w, _ in got[1]], [a])
 
-    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1, base="in", fn="f"):
+    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1, base="in", fn="f", reads_at=None):
         """fq_run over items (dicts of a _Queued's fields, "gone_by": the
         name of the queued call in its one group, or a list of such names,
         "other": an entry of another kind there), then fq_tail on the one
-        it stops at, and on; returns everything either changed."""
+        it stops at, and on; returns everything either changed. reads_at:
+        {index: [(src, deaths)]}, the host reads queued behind that call,
+        deaths None or as gone_by; a call fq_run leaves with its reads
+        gets a line saying how many after fq_tail's."""
         from cgtrace.freshq import _Queued
 
         class Session:
@@ -791,6 +794,20 @@ class FastPathTest(BuiltTest):
                         others.append(("wr", x))
                 t.groups = {j: others}
             q.append(t)
+        def gone_of(spec):
+            if spec is None:
+                return None
+            got = []
+            for g in (spec if isinstance(spec, list) else [spec]):
+                x = _Queued()
+                x.name = g
+                got.append(("wr", x) if g != "other" else ("wr", object()))
+            return got
+
+        reads = None
+        if reads_at is not None:
+            reads = {id(q[i]): [(src, gone_of(d)) for src, d in rs] if isinstance(rs, list) else rs
+                     for i, rs in reads_at.items()}
         by_view = {(t.cd, 0, t.spec[0], t.spec[1]): "v" for t in q if t.spec is not None}
         by_obj = {t.oid: "n" for t in q}
         by_obj_entry = dict(by_obj)
@@ -802,11 +819,13 @@ class FastPathTest(BuiltTest):
         k = 0
         self.last_writer = (st, recs)  # (what a failure left: test_fq_run_keeps_the_calls_before_a_failure)
         while True:
-            k = impl.fq_run(q, k, st, w)
+            k = impl.fq_run(q, k, st, w, reads)
             if k >= len(q):
                 break
             q[k].name = "slow%d" % k
             impl.fq_tail(q[k], "", st, w)
+            if reads and id(q[k]) in reads:
+                recs.append("(%d reads left)" % len(reads[id(q[k])]))
             k += 1
         return (st, recs, sorted(session.names_used), session.asked, w[0], trace.devices, by_view, by_obj,
                 by_obj_entry, [(t.name, getattr(t, "order", None)) for t in q])
@@ -848,6 +867,16 @@ class FastPathTest(BuiltTest):
                              for i in range(300)], {}),
             ("a huge invocation", [call(0, inv=1 << 70), call(1, inv=-5), call(2, inv=True)], {}),
             ("an output name taken", [call(0), call(1)], {"used": ["f_c6_0", "f_c7_0"], "fresh_next": {"in": 2}}),
+            # (host reads queued behind calls, Recorder._queue_read: each
+            # its input's del or none, with a src or none; those of a kind
+            # fq_run does not write leave their call to fq_tail's way)
+            ("reads", [call(0), call(1), call(2, gone_by="in_1")],
+             {"reads_at": {0: [(src, "in"), (None, None)], 1: [(None, "in_1")], 2: [(src, None)]}}),
+            ("reads with two deaths", [call(0), call(1)], {"reads_at": {0: [(src, ["a", "b"])], 1: [(src, None)]}}),
+            ("a read of another death", [call(0), call(1)], {"reads_at": {0: [(None, "other")]}}),
+            ("reads not a list", [call(0), call(1)], {"reads_at": {1: ((src, None),)}}),
+            ("a src not a pair", [call(0)], {"reads_at": {0: [("src", None)]}}),
+            ("no reads", [call(0)], {"reads_at": {}}),
         ]
         for what, items, kw in cases:
             with self.subTest(what=what):
@@ -865,7 +894,22 @@ class FastPathTest(BuiltTest):
                           "step", "del", "step", "tensor", "call", "expect", "del"])
         self.assertEqual(json.loads(lines[8])["args"], ["in_1"])
         with self.assertRaises(TypeError):
-            self.C.fq_run((), 0, [0] * 6, (None,) * 15)
+            self.C.fq_run((), 0, [0] * 6, (None,) * 15, None)
+        # The reads after their calls: the input's del, the read of the
+        # call's output, its expect.
+        byname = {what: (items, kw) for what, items, kw in cases}
+        got = self.writer_case(self.C, byname["reads"][0], **byname["reads"][1])
+        lines = got[1][0].split("\n")
+        ops = [json.loads(x)["op"] for x in lines]
+        self.assertEqual(ops[:10], ["step", "tensor", "call", "expect", "del", "del", "read", "expect", "read",
+                                    "expect"])
+        self.assertEqual(json.loads(lines[5]), {"op": "del", "names": ["in"]})
+        self.assertEqual(json.loads(lines[6]), {"op": "read", "name": "f_c6_0", "src": {"file": "m.py", "line": 3}})
+        self.assertEqual(json.loads(lines[8]), {"op": "read", "name": "f_c6_0"})
+        self.assertEqual(got[0][3], 3)  # (three dels: two reads' and a call's group)
+        for what in ("reads with two deaths", "a read of another death", "reads not a list", "a src not a pair"):
+            got = self.writer_case(self.C, byname[what][0], **byname[what][1])
+            self.assertTrue(any("reads left" in r for r in got[1]), what)
 
     def test_fq_run_keeps_the_calls_before_a_failure(self):
         """A queued call fq_run cannot write (a steps count not an int:
