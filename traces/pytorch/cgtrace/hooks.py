@@ -514,6 +514,7 @@ class _Hooks:
         # and so change the program's graphs). is_compiling() is True while
         # Dynamo traces and constant-folds the branch away.
         is_compiling = _is_compiling(self.torch)
+        hot = self._hot  # (Recorder._off is a property: a frame at every read)
         code = None
         for name in _READ_METHODS:
             orig = getattr(T, name, None)
@@ -526,7 +527,7 @@ class _Hooks:
                     return _orig(t, *args, **kwargs)
                 if _name == "to" and not _to_host(args, kwargs):
                     return _orig(t, *args, **kwargs)
-                if rec._off or getattr(rec.tls, "busy", False) or rec._in_call():
+                if hot.off or getattr(rec.tls, "busy", False) or rec._in_call():  # (hot.off: Recorder._off's)
                     return _orig(t, *args, **kwargs)
                 # Under the lock from the name to the record: a compiled
                 # call in another thread, deferred or not, renames the
