@@ -484,7 +484,7 @@ suite_overhead() {
 	step overhead-cut-entry 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:entry --iters 2000 --rounds 5
 	show overhead-cut-entry '^[^ ]' 16
 	# (a host read of the output after every call or step, as a loop that
-	# logs its loss has it: an event, which leaves the lean paths unarmed)
+	# logs its loss has it: queued behind the lean paths' calls, session 37)
 	step overhead-read-fresh 150 . python3 tools/gpu/recorder-overhead.py --fresh --read-every 1 --by-path --iters 2000 --rounds 5
 	show overhead-read-fresh '^[^ ]' 24
 	step overhead-read-train 200 . python3 tools/gpu/recorder-overhead.py --train --read-every 1 --by-path --iters 500 --rounds 5

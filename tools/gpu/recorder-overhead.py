@@ -629,8 +629,9 @@ def reading(step, every, read):
     """step, and a host read of its output (read(out): .item() of an
     element) after every `every`-th call (0: step itself): a training
     loop that logs its loss, a decoder that looks at its token, each
-    step. The read is an event the recorder writes the calls before it
-    for, so the loop shows what that costs the calls after it."""
+    step. The recorder queues a read of the last call's output behind
+    it (Recorder._queue_read); the loop shows what the read costs the
+    call, and the writing of the calls with it."""
     if every <= 0:
         return step
     n = [0]

@@ -2580,6 +2580,42 @@ done:
     return rc;
 }
 
+/* d[key], borrowed, key a new reference (NULL: its making failed) that
+ * this takes; NULL where d has no key, or with an error. */
+static PyObject *
+dict_get_taking(PyObject *d, PyObject *key)
+{
+    if (key == NULL)
+        return NULL;
+    PyObject *got = PyDict_GetItemWithError(d, key);
+    Py_DECREF(key);
+    return got;
+}
+
+/* Whether src is a read's src as _src_of gives it: None, or (dict, its
+ * JSON). */
+static int
+is_src(PyObject *src)
+{
+    return src == Py_None
+           || (PyTuple_CheckExact(src) && PyTuple_GET_SIZE(src) >= 2 && PyUnicode_Check(PyTuple_GET_ITEM(src, 1)));
+}
+
+/* A host read of name (a tree output's: no escaping) and its expect, on
+ * lines of their own after b's, as jsonl._read_lines makes them; src
+ * is_src's. 0, -1. */
+static int
+put_read(Buf *b, PyObject *name, PyObject *src)
+{
+    if (BUF_LIT(b, "\n{\"op\": \"read\", \"name\": \"") < 0 || buf_str(b, name) < 0)
+        return -1;
+    if (src == Py_None ? BUF_LIT(b, "\"}") < 0
+                       : (BUF_LIT(b, "\", \"src\": ") < 0 || buf_str(b, PyTuple_GET_ITEM(src, 1)) < 0
+                          || BUF_LIT(b, "}") < 0))
+        return -1;
+    return BUF_LIT(b, "\n{\"op\": \"expect\", \"error\": null}");
+}
+
 /* The host reads queued behind the queued call t (freshq's reads: id(t)
  * -> [(src, gone)]), for fq_run: 1 with *rd their list (NULL: none), when
  * each one's src is None or (dict, JSON) and its deaths none or one queued
@@ -2587,11 +2623,7 @@ done:
 static int
 fq_reads_of(PyObject *reads, PyObject *t, PyObject *Queued, PyObject **rd)
 {
-    PyObject *key = PyLong_FromVoidPtr(t);
-    if (key == NULL)
-        return -1;
-    PyObject *got = PyDict_GetItemWithError(reads, key);
-    Py_DECREF(key);
+    PyObject *got = dict_get_taking(reads, PyLong_FromVoidPtr(t));
     if (got == NULL)
         return PyErr_Occurred() ? -1 : 1;
     if (!PyList_CheckExact(got))
@@ -2601,8 +2633,7 @@ fq_reads_of(PyObject *reads, PyObject *t, PyObject *Queued, PyObject **rd)
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
             return 0;
         PyObject *src = PyTuple_GET_ITEM(item, 0), *gone = PyTuple_GET_ITEM(item, 1);
-        if (src != Py_None && (!PyTuple_CheckExact(src) || PyTuple_GET_SIZE(src) < 2
-                               || !PyUnicode_Check(PyTuple_GET_ITEM(src, 1))))
+        if (!is_src(src))
             return 0;
         if (gone != Py_None) {
             if (!PyList_CheckExact(gone) || PyList_GET_SIZE(gone) != 1)
@@ -2637,13 +2668,7 @@ put_fq_reads(Buf *b, PyObject *rd, WState *s)
             s->v[W_EPOCH] += 1;
             s->v[W_DELS] += 1;
         }
-        if (BUF_LIT(b, "\n{\"op\": \"read\", \"name\": \"") < 0 || buf_str(b, s->prev) < 0)
-            return -1;
-        if (src == Py_None ? BUF_LIT(b, "\"}") < 0
-                           : (BUF_LIT(b, "\", \"src\": ") < 0 || buf_str(b, PyTuple_GET_ITEM(src, 1)) < 0
-                              || BUF_LIT(b, "}") < 0))
-            return -1;
-        if (BUF_LIT(b, "\n{\"op\": \"expect\", \"error\": null}") < 0)
+        if (put_read(b, s->prev, src) < 0)
             return -1;
     }
     return 0;
@@ -2725,17 +2750,13 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(k);
 }
 
-/* The host reads queued behind call i (reads[i]: each its src's JSON or
- * None), after its lines, as jsonl._read_lines makes them: a read of the
- * call's output (name) and its expect. 0, or -1 with an error. */
+/* The host reads queued behind call i of replay_run's run (reads[i]: each
+ * its src, is_src's), after its lines (put_read), naming its output
+ * (name). 0, or -1 with an error. */
 static int
 put_reads(Buf *b, PyObject *reads, Py_ssize_t i, PyObject *name)
 {
-    PyObject *key = PyLong_FromSsize_t(i);
-    if (key == NULL)
-        return -1;
-    PyObject *got = PyDict_GetItemWithError(reads, key);
-    Py_DECREF(key);
+    PyObject *got = dict_get_taking(reads, PyLong_FromSsize_t(i));
     if (got == NULL)
         return PyErr_Occurred() ? -1 : 0;
     PyObject *f = PySequence_Fast(got, "reads: a sequence of srcs expected");
@@ -2744,16 +2765,11 @@ put_reads(Buf *b, PyObject *reads, Py_ssize_t i, PyObject *name)
     int rc = 0;
     for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(f) && rc == 0; k++) {
         PyObject *src = PySequence_Fast_GET_ITEM(f, k);
-        if (src != Py_None && !PyUnicode_Check(src)) {
-            PyErr_SetString(PyExc_TypeError, "reads: a src's JSON (str) or None expected");
+        if (!is_src(src)) {
+            PyErr_SetString(PyExc_TypeError, "reads: a src (None or (dict, JSON)) expected");
             rc = -1;
-        } else if (BUF_LIT(b, "\n{\"op\": \"read\", \"name\": \"") < 0 || buf_str(b, name) < 0)
-            rc = -1;
-        else if (src == Py_None ? BUF_LIT(b, "\"}") < 0
-                                : (BUF_LIT(b, "\", \"src\": ") < 0 || buf_str(b, src) < 0 || BUF_LIT(b, "}") < 0))
-            rc = -1;
-        else if (BUF_LIT(b, "\n{\"op\": \"expect\", \"error\": null}") < 0)
-            rc = -1;
+        } else
+            rc = put_read(b, name, src);
     }
     Py_DECREF(f);
     return rc;

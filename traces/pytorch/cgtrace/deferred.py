@@ -62,8 +62,7 @@ class _Deferred:
             n = len(run)
             mine = None
             if reads:
-                mine = {i - start: [src[1] if src is not None else None for src, _ in reads[i]]
-                        for i in range(start, start + n) if i in reads}
+                mine = {i - start: [src for src, _ in reads[i]] for i in range(start, start + n) if i in reads}
             if len(plan.entries) != 1 or not self._write_run(plan, run, renamed, mine):
                 recs = self.trace.records
                 for j, tok in enumerate(run):
@@ -83,8 +82,7 @@ class _Deferred:
         """_write_one for a run of replays of one plan of one output, whose
         names no tensor took: the records in one pass (replay_run), with
         the host reads queued behind them (reads: {index in run: [each
-        one's src JSON or None]}). Returns False, having written nothing,
-        otherwise."""
+        one's src]}). Returns False, having written nothing, otherwise."""
         session = self.session
         fs = plan.fs
         # The run's records as one element of lines (each call's steps,

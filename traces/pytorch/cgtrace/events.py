@@ -7,7 +7,6 @@ import weakref
 
 from .errors import _warn, _where
 from .fastpath import A_PLAN
-from .fresh import _WRITE_BOUND
 from .knobs import _MAPPED_KNOBS, settings_from_knobs
 
 # Host reads one deferred call may hold behind it (_queue_read): a loop
@@ -158,22 +157,19 @@ class _Events:
             with self.lock:
                 self._settle()
                 self._catch_up_steps()
-                got = self._frames_outside(frame if frame is not None else sys._getframe(1), 1)
-                src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
-                got = None
-                self.session.read(name, error, src)
-                trace = self.trace
-                if trace.out is not None:
-                    # A journal holds the read as _fresh_call holds a call
-                    # (up to _WRITE_BOUND events or Recorder.JOURNAL_MS): a
-                    # training loop's read of its loss at every step wrote
-                    # the step's records at once, a write a step.
-                    if trace.done is None or self._unwritten >= _WRITE_BOUND or self._hot.journal_due():
-                        self._flush()
-                    else:
-                        self._unwritten += 1
+                self.session.read(name, error, self._read_src(frame if frame is not None else sys._getframe(1)))
+                # (A journal holds it as _fresh_call holds a call: a training
+                # loop's read of its loss at every step wrote the step's
+                # records at once, a write a step.)
+                self._flush_or_hold()
         except Exception as e:
             self._fail("recording a read", e)
+
+    def _read_src(self, frame):
+        """A host read's src: the first of the program's frames from frame
+        out (_src_of's, or None)."""
+        got = self._frames_outside(frame, 1)
+        return self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
 
     def _read_lean(self, target):
         """Whether a host read of the tree output named target (the read
@@ -211,40 +207,27 @@ class _Events:
         retarget())."""
         session = self.session
         try:
-            if self._read_lean(target) and self._box.mark_step_counter == self._hot.mark_counter and not (
-                    session._watch and session.watch_dead(session._watch.values()) is not None):
+            # (_read_lean again: the read's own method ran since, and what it
+            # called may have reached the tree.)
+            if (self._read_lean(target) and self._box.mark_step_counter == self._hot.mark_counter
+                    and not (session._watch and session.watch_dead(session._watch.values()) is not None)):
                 dead = session._dead_objs
                 n = len(dead)
-                gone = None
                 if self._fq:
                     reads, k = self._fq_reads, id(self._fq[-1])
-                    if n:
-                        wrs = self._fq_wrs
-                        gone = []
-                        for wr, _ in dead[:n]:
-                            x = wrs.get(id(wr))
-                            if x is None or x.gone or x.wr is not wr:
-                                gone = None
-                                break
-                            gone.append((wr, x))
+                    gone = self._queued_deaths(dead, n) if n else None
                 else:
                     reads, k = self._pending_reads, len(self._pending) - 1
-                r = reads.get(k)
-                if (gone is not None or not n) and (r is None or len(r) < _READS_AFTER_CALL):
-                    got = self._frames_outside(frame, 1)
-                    src = self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
-                    got = None
+                    gone = None
+                if (gone is not None or not n) and len(reads.get(k, ())) < _READS_AFTER_CALL:
                     if gone is not None:
                         del dead[:n]
                         for _, x in gone:
                             x.gone = True
                     # (Behind a call on a new input: its src and deaths; behind
                     # a steady replay, its src and the output's entry.)
-                    item = (src, gone) if self._fq else (src, session.entries[target])
-                    if r is None:
-                        reads[k] = [item]
-                    else:
-                        r.append(item)
+                    reads.setdefault(k, []).append((self._read_src(frame),
+                                                    gone if self._fq else session.entries[target]))
                     self.lean_reads += 1
                     return
             self._settle()
@@ -254,6 +237,19 @@ class _Events:
             return
         if target is not None:
             self._on_read(target, None, frame)
+
+    def _queued_deaths(self, dead, n):
+        """The first n deaths of dead as [(weak reference, its queued
+        call)] where each is a queued input's not gone yet (their del may
+        come before a read queued behind the calls); else None."""
+        wrs = self._fq_wrs
+        gone = []
+        for wr, _ in dead[:n]:
+            x = wrs.get(id(wr))
+            if x is None or x.gone or x.wr is not wr:
+                return None
+            gone.append((wr, x))
+        return gone
 
     def _on_knobs(self, raw):
         """PyTorch's settings changed since the last call: a `config` record

@@ -362,8 +362,8 @@ def replay_run(run, k, used, prefix, sfx, prev, head, mid, reads):
     prefix + str(k) + sfx, k counting up, its invocation and src), its
     expect and the del of the output's name before (prev, then each of
     the names; mid: the expect's line and the del's head); after the
-    i-th, the host reads queued behind it (reads: {i: [each one's src
-    JSON or None]}, or None), each a read of its output and an expect
+    i-th, the host reads queued behind it (reads: {i: [each one's src,
+    _is_src's]}, or None), each a read of its output and an expect
     (jsonl._read_lines). Returns (the string, the last name, the steps
     in all), or None when used (the session's names_used) holds one of
     the names (a name _fresh made: output names are not kept)."""
@@ -378,9 +378,9 @@ def replay_run(run, k, used, prefix, sfx, prev, head, mid, reads):
         got = reads.get(i) if reads else None
         if got is not None:
             for s in got:
-                if s is not None and not isinstance(s, str):
-                    raise TypeError("reads: a src's JSON (str) or None expected")
-                line += "\n" + _read_lines(n, (None, s) if s is not None else None)
+                if not _is_src(s):
+                    raise TypeError("reads: a src (None or (dict, JSON)) expected")
+                line += "\n" + _read_lines(n, s)
         out.append(line)
         prev = n
     return "\n".join(out), prev, sum(tok[1] for tok in run)
@@ -409,6 +409,12 @@ def _call_line(t, st, w):
     return line
 
 
+def _is_src(src):
+    """Whether src is a read's src as _src_of gives it: None, or (dict,
+    its JSON)."""
+    return src is None or (type(src) is tuple and len(src) >= 2 and isinstance(src[1], str))
+
+
 def _fq_reads_ok(rd, Queued):
     """Whether fq_run writes the host reads rd queued behind a call
     ([(src, gone)]): each src None or (dict, JSON), its deaths none or one
@@ -419,7 +425,7 @@ def _fq_reads_ok(rd, Queued):
         if type(item) is not tuple or len(item) != 2:
             return False
         src, gone = item
-        if src is not None and (type(src) is not tuple or len(src) < 2 or not isinstance(src[1], str)):
+        if not _is_src(src):
             return False
         if gone is not None and (type(gone) is not list or len(gone) != 1 or type(gone[0]) is not tuple
                                  or len(gone[0]) != 2 or type(gone[0][1]) is not Queued):

@@ -167,12 +167,7 @@ class _Fresh:
         finally:
             tls.depth = 0
             tls.node = None
-            trace = self.trace
-            if trace.out is not None:
-                if trace.done is None or self._unwritten >= _WRITE_BOUND or hot.journal_due():
-                    self._flush()
-                else:
-                    self._unwritten += 1
+            self._flush_or_hold()
 
     def _fresh_call_check(self, tok, plan, mgr, new_inputs, hot, session, fq, short):
         """_fresh_call's checks, changing nothing: None where one fails,

@@ -15,10 +15,10 @@ import weakref
 from . import torch_api
 from .calls import _NO_NAMES, _REPLAYED
 from .errors import _error_text
-from .fastpath import A_FS
+from .fastpath import A_FS, _fq_read_lines
 from .facts import held_fact
 from .fresh import DECLINED
-from .jsonl import _STEP, _names_json, _read_lines
+from .jsonl import _STEP, _names_json
 from .liveness import NO_RULE, USE_COUNT, _Probe, _refcount_rule, _tree_stats
 from .names import _add_del
 from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
@@ -604,30 +604,19 @@ class _FreshQueue:
                 "src_at": (plan.src_d, plan.src_code), "fresh": base}
 
     def _fq_reads_write(self, srcs, st, session, trace):
-        """The records of the host reads queued behind a call (_queue_read),
-        written after its own, as Session.read makes them: each its
-        deaths' del (the queued inputs that died before it: the loop's
-        last input, a line as _fq_before's, or _fq_dels'), the read of
-        the call's output (st's last name) and its expect. st: _fq_write's
-        counters."""
+        """The records of the host reads queued behind a call fq_tail wrote
+        (fq_run writes the others' in its pass), after its own, as
+        fastpath._fq_read_lines makes them; the deaths before one that
+        are more than one queued input's, as _fq_dels writes them. st:
+        _fq_write's counters."""
         recs = trace.records
-        lines = []
-        name = st[5]
         for src, gone in srcs:
-            if gone is not None:
-                if len(gone) == 1:
-                    st[1] += 1
-                    st[3] += 1
-                    lines.append('{"op": "del", "names": ["' + gone[0][1].name + '"]}')
-                else:
-                    if lines:
-                        recs.append("\n".join(lines))
-                        lines = []
-                    session.order, session.epoch, session.seed = st[0], st[1], st[2]
-                    self._fq_dels(gone, session, trace)
-                    st[0], st[1], st[2] = session.order, session.epoch, session.seed
-            lines.append(_read_lines(name, src))
-        recs.append("\n".join(lines))
+            if gone is not None and len(gone) > 1:
+                session.order, session.epoch, session.seed = st[0], st[1], st[2]
+                self._fq_dels(gone, session, trace)
+                st[0], st[1], st[2] = session.order, session.epoch, session.seed
+                gone = None
+            recs.append(_fq_read_lines([(src, gone)], st)[1:])  # (its lines, without the first line end)
         session.counts["reads"] += len(srcs)
 
     def _fq_before(self, t, session, trace, counts, base):

@@ -533,10 +533,13 @@ class _Hooks:
                 # call in another thread, deferred or not, renames the
                 # tree's outputs it hands out again, and would otherwise
                 # land between the read's name and its record.
+                def named():  # (the name the read reads now, or None)
+                    return rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+
                 with rec.lock:
                     lean = False
                     try:
-                        target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                        target = named()
                         if target is not None and (rec._pending or rec._fq):
                             # A read of the last deferred call's output
                             # queued behind it (_read_lean); else the
@@ -545,7 +548,7 @@ class _Hooks:
                             lean = rec._read_lean(target)
                             if not lean:
                                 rec._settle()
-                                target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                                target = named()
                     except Exception:
                         target = None
                     if target is not None:
@@ -556,7 +559,7 @@ class _Hooks:
                             if lean:  # (recorded as any read is: the queue written first)
                                 try:
                                     rec._settle()
-                                    target = rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                                    target = named()
                                 except Exception:
                                     target = None
                             if target is not None:
@@ -566,8 +569,7 @@ class _Hooks:
                         finally:
                             rec.tls.busy = False
                         if lean:
-                            rec._queue_read(target, lambda: rec.session.read_target(
-                                t, lambda: t.untyped_storage()._cdata), sys._getframe())
+                            rec._queue_read(target, named, sys._getframe())
                         else:
                             rec._on_read(target, None)
                         return out

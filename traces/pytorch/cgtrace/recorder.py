@@ -21,7 +21,7 @@ from .deferred import _Deferred
 from .errors import _warn
 from .events import _Events
 from .facts import _Facts
-from .fresh import _Fresh
+from .fresh import _WRITE_BOUND, _Fresh
 from .freshq import _FreshQueue
 from .hooks import _ABSENT, _Hooks
 from .jsonl import SMALL_TENSOR, Trace, _Journal
@@ -628,6 +628,18 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             except Exception as e:
                 self._stream_failed(e)
             self._set_due(idle)
+
+    def _flush_or_hold(self):
+        """After an event _fresh_call or a host read recorded: a followed
+        stream written at once; a journal's records held, up to
+        fresh._WRITE_BOUND events or Recorder.JOURNAL_MS, then written
+        (_flush)."""
+        trace = self.trace
+        if trace.out is not None:
+            if trace.done is None or self._unwritten >= _WRITE_BOUND or self._hot.journal_due():
+                self._flush()
+            else:
+                self._unwritten += 1
 
     def _set_due(self, idle=False):
         """hot.due JOURNAL_MS from now, after a writing of the journal; None

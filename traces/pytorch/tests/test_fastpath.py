@@ -940,14 +940,15 @@ class FastPathTest(BuiltTest):
         head = '{"op": "call", "fn": "f", "args": ["x"], "out": ["'
         mid = '\n{"op": "expect", "action": "replay"}\n{"op": "del", "names": ["'
         loop = [(None, 1, 7 + i, src) for i in range(4)]
-        for what, reads in (("one after each", {i: [src[1]] for i in range(4)}),
-                            ("two after one, none after others", {1: [src[1], None]}),
+        for what, reads in (("one after each", {i: [src] for i in range(4)}),
+                            ("two after one, none after others", {1: [src, None]}),
                             ("after the last", {3: [None]}),
                             ("an index past the run", {9: [None]}),
-                            ("a src not a str", {0: [5]}),
+                            ("a src not a pair", {0: [5]}),
+                            ("a src's JSON not a str", {0: [({}, 5)]}),
                             ("not a list", {0: 5}),
                             ("not a dict", [None]),
-                            ("a surrogate in a src", {2: ['{"file": "m\udc80.py"}']})):
+                            ("a surrogate in a src", {2: [({}, '{"file": "m\udc80.py"}')]})):
             with self.subTest(what=what):
                 got = self.same("replay_run", loop, 2, set(), "f_c", "_0", "f_c1_0", head, mid, reads)
                 if what == "two after one, none after others":
