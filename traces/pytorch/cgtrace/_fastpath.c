@@ -26,7 +26,7 @@
 #define Py_READONLY READONLY
 #endif
 
-#define API_VERSION 10
+#define API_VERSION 11
 
 /* The frames of the calling thread's stack, walked as PyFrame_GetBack
  * walks them but without making a frame object of each (3.11 to 3.13):
@@ -3084,6 +3084,642 @@ static PyTypeObject RLockType = {
     .tp_weaklistoffset = offsetof(RLock, weakreflist),
 };
 
+/* -- A host read in C: the read wrapper's body (hooks._install_reads; its
+ * Python there is the reference) for a read of the last deferred call's
+ * output, queued behind it (events._read_lean, _queue_read). In Python a
+ * lean read ran some thirteen frames of the recorder's (the name's
+ * lookup, the two lean tests, the queue, the src's walk), about a
+ * microsecond each on a GPU host with their code cold; a loop that reads
+ * its loss or token at every step pays them at every step. Every other
+ * end is the recorder's Python, called as the wrapper calls it: the
+ * deferred calls written (_settle), a read recorded as any is (_on_read),
+ * a read that raised, a read _queue_read itself records. The original
+ * method is called from here, a C function of the wrapper's frame, so
+ * Dynamo's frame hook meets its frames as the wrapper's own callees
+ * (hooks._skip_frames). -- */
+
+/* The ctx tuple (hooks._read_ctx): */
+enum { R_REC, R_HOT, R_TLS, R_LOCK, R_BOX, R_SESSION, R_ENTRIES, R_BY_OBJ, R_OUT_STORAGE, R_WATCH, R_DEAD,
+       R_FQ, R_PENDING, R_FQ_WRS, R_LIB, R_DYNAMO, R_SRC_CACHE, R_DYNAMO_FRAME, R_ERROR_TEXT, R_MARK_SEEN,
+       R_PARTIAL, R_BOUND, R_A_PLAN, R_LEN };
+
+static PyObject *s_settle, *s_on_read, *s_queue_read, *s_read_named, *s_is_library_file, *s_entries,
+    *s_fq_reads, *s_pending_reads, *s_lean_reads, *s_busy, *s_recording_a_read, *s_rec_src_of;
+
+/* Session.read_target(t, storage): the name a read of t reads, or None
+ * (new reference; NULL with an error). */
+static PyObject *
+read_target(PyObject *ctx, PyObject *t)
+{
+    PyObject *entries = PyTuple_GET_ITEM(ctx, R_ENTRIES), *out_storage = PyTuple_GET_ITEM(ctx, R_OUT_STORAGE);
+    if (!PyDict_CheckExact(out_storage) || !PyDict_CheckExact(entries))
+        return PyObject_CallMethodOneArg(PyTuple_GET_ITEM(ctx, R_REC), s_read_named, t);
+    if (PyDict_GET_SIZE(out_storage) == 0)
+        Py_RETURN_NONE;
+    PyObject *key = PyLong_FromVoidPtr(t), *name = NULL, *e = NULL, *fact = NULL, *ref = NULL, *st = NULL,
+             *res = NULL;
+    if (key == NULL || (name = dict_get(PyTuple_GET_ITEM(ctx, R_BY_OBJ), key, NULL)) == NULL)
+        goto done;
+    if (name != Py_None) {
+        if ((e = dict_get(entries, name, NULL)) == NULL)
+            goto done;
+        if (e != Py_None) {
+            /* e.fact.obj_ref is not None and e.fact.obj_ref() is t */
+            if ((fact = SGET(e, fact)) == NULL || (ref = SGET(fact, obj_ref)) == NULL)
+                goto done;
+            int is = ref == Py_None ? 0 : deref_is(ref, t);
+            if (is < 0)
+                goto done;
+            if (is) {
+                /* name if e.fact.storage in out_storage else None */
+                int in;
+                if ((st = PyObject_GetAttr(fact, s_storage)) == NULL || (in = PyDict_Contains(out_storage, st)) < 0)
+                    goto done;
+                res = Py_NewRef(in ? name : Py_None);
+                goto done;
+            }
+        }
+    }
+    /* out_storage.get(t.untyped_storage()._cdata) */
+    {
+        PyObject *s = PyObject_CallMethodNoArgs(t, s_untyped_storage), *cd;
+        if (s == NULL)
+            goto done;
+        cd = PyObject_GetAttr(s, s_cdata);
+        Py_DECREF(s);
+        if (cd == NULL)
+            goto done;
+        res = dict_get(out_storage, cd, NULL);
+        Py_DECREF(cd);
+    }
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_XDECREF(e);
+    Py_XDECREF(fact);
+    Py_XDECREF(ref);
+    Py_XDECREF(st);
+    return res;
+}
+
+/* events._read_lean(target): 1, 0, -1. */
+static int
+read_lean(PyObject *ctx, PyObject *target)
+{
+    PyObject *fq = PyTuple_GET_ITEM(ctx, R_FQ), *pend = PyTuple_GET_ITEM(ctx, R_PENDING);
+    if (!PyList_CheckExact(fq) || !PyList_CheckExact(pend)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the queue and the pending replays are lists");
+        return -1;
+    }
+    PyObject *e = dict_get(PyTuple_GET_ITEM(ctx, R_ENTRIES), target, NULL), *x = NULL;
+    int t = 0;
+    if (e == NULL)
+        return -1;
+    if (e == Py_None)
+        goto done;
+    if (PyList_GET_SIZE(fq) > 0) {
+        /* a = hot.fql; a is not None and not pending and e is a[A_PLAN].entries[0] */
+        PyObject *a = SGET(PyTuple_GET_ITEM(ctx, R_HOT), fql);
+        if (a == NULL) {
+            t = -1;
+            goto done;
+        }
+        if (a != Py_None && PyList_GET_SIZE(pend) == 0) {
+            Py_ssize_t ip = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, R_A_PLAN));
+            PyObject *plan = ip < 0 ? NULL : PySequence_GetItem(a, ip);
+            if (plan == NULL || (x = PyObject_GetAttr(plan, s_entries)) == NULL) {
+                Py_XDECREF(plan);
+                Py_DECREF(a);
+                t = -1;
+                goto done;
+            }
+            Py_DECREF(plan);
+            PyObject *e0 = PySequence_GetItem(x, 0);
+            if (e0 == NULL)
+                t = -1;
+            else {
+                t = e0 == e;
+                Py_DECREF(e0);
+            }
+        }
+        Py_DECREF(a);
+        goto done;
+    }
+    /* bool(pend) and e in pend[-1][0].entries (by identity) */
+    if (PyList_GET_SIZE(pend) > 0) {
+        PyObject *last = PyList_GET_ITEM(pend, PyList_GET_SIZE(pend) - 1);
+        PyObject *p0 = PySequence_GetItem(last, 0);
+        if (p0 == NULL || (x = PyObject_GetAttr(p0, s_entries)) == NULL) {
+            Py_XDECREF(p0);
+            t = -1;
+            goto done;
+        }
+        Py_DECREF(p0);
+        PyObject *f = PySequence_Fast(x, "entries: not a sequence");
+        if (f == NULL) {
+            t = -1;
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(f) && !t; i++)
+            t = PySequence_Fast_GET_ITEM(f, i) == e;
+        Py_DECREF(f);
+    }
+done:
+    Py_XDECREF(x);
+    Py_DECREF(e);
+    return t;
+}
+
+/* The first of the program's frames from the calling Python function's
+ * (the read wrapper's) up, as events._read_src finds it: a frame whose
+ * file is not the library's (rec._lib_file, rec._is_library_file) or
+ * whose code Dynamo transformed (facts.dynamo_frame, its cache read
+ * here); its src (rec._src_cache, rec._src_of), or None. New reference. */
+static PyObject *
+read_src(PyObject *ctx)
+{
+    PyObject *rec = PyTuple_GET_ITEM(ctx, R_REC), *lib = PyTuple_GET_ITEM(ctx, R_LIB),
+             *dyn = PyTuple_GET_ITEM(ctx, R_DYNAMO), *cache = PyTuple_GET_ITEM(ctx, R_SRC_CACHE);
+    Frame fr;
+    if (!PyDict_CheckExact(lib) || !PyDict_CheckExact(dyn) || !PyDict_CheckExact(cache)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the frame caches are dicts");
+        return NULL;
+    }
+    int more = frame_at(&fr, 0);
+    while (more) {
+        PyCodeObject *code = frame_code(&fr);
+        PyObject *path = code->co_filename, *v = PyDict_GetItemWithError(lib, path);
+        int is_lib;
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                goto error;
+            if ((v = PyObject_CallMethodOneArg(rec, s_is_library_file, path)) == NULL)
+                goto error;
+            if (PyDict_SetItem(lib, path, v) < 0) {
+                Py_DECREF(v);
+                goto error;
+            }
+            is_lib = PyObject_IsTrue(v);
+            Py_DECREF(v);
+        } else
+            is_lib = PyObject_IsTrue(v);
+        if (is_lib < 0)
+            goto error;
+        int take = !is_lib;
+        if (!take) {
+            /* dynamo_frame(code): _DYNAMO_CODES[id(code)], when its weak
+             * reference is still to code; else asked */
+            PyObject *key = PyLong_FromVoidPtr(code), *got;
+            if (key == NULL)
+                goto error;
+            got = PyDict_GetItemWithError(dyn, key);
+            Py_DECREF(key);
+            if (got == NULL && PyErr_Occurred())
+                goto error;
+            int t = -2;
+            if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2) {
+                int same = deref_is(PyTuple_GET_ITEM(got, 0), (PyObject *)code);
+                if (same < 0)
+                    goto error;
+                if (same)
+                    t = PyObject_IsTrue(PyTuple_GET_ITEM(got, 1));
+            }
+            if (t == -2)
+                t = truth(PyObject_CallOneArg(PyTuple_GET_ITEM(ctx, R_DYNAMO_FRAME), (PyObject *)code));
+            if (t < 0)
+                goto error;
+            take = t;
+        }
+        if (take) {
+            PyObject *f = frame_object(&fr), *line, *key, *src;
+            if (f == NULL)
+                goto error;
+            if ((line = PyLong_FromLong(PyFrame_GetLineNumber((PyFrameObject *)f))) == NULL)
+                goto error;
+            key = PyTuple_Pack(3, code->co_filename, line, code->co_name);
+            if (key == NULL) {
+                Py_DECREF(line);
+                goto error;
+            }
+            src = PyDict_GetItemWithError(cache, key);
+            Py_DECREF(key);
+            if (src != NULL)
+                src = Py_NewRef(src);
+            else if (!PyErr_Occurred())
+                src = PyObject_CallMethodObjArgs(rec, s_rec_src_of, (PyObject *)code, line, NULL);
+            Py_DECREF(line);
+            frame_done(&fr);
+            return src;
+        }
+        more = frame_back(&fr);
+    }
+    frame_done(&fr);
+    Py_RETURN_NONE;
+error:
+    frame_done(&fr);
+    return NULL;
+}
+
+/* The lean read's queuing: events._queue_read's first branch, where what
+ * happened since the last deferred call is only what a read's records
+ * may follow. 1 queued, 0 not (nothing changed: the caller calls
+ * _queue_read, which records it as any read), -1 an error. */
+static int
+read_queue(PyObject *ctx, PyObject *target)
+{
+    PyObject *rec = PyTuple_GET_ITEM(ctx, R_REC), *hot = PyTuple_GET_ITEM(ctx, R_HOT),
+             *dead = PyTuple_GET_ITEM(ctx, R_DEAD),
+             *fq = PyTuple_GET_ITEM(ctx, R_FQ), *watch = PyTuple_GET_ITEM(ctx, R_WATCH);
+    PyObject *c = NULL, *mc = NULL, *x = NULL, *reads = NULL, *k = NULL, *gone = NULL, *got = NULL, *src = NULL,
+             *item = NULL;
+    int t, r = 0;
+    if ((t = read_lean(ctx, target)) <= 0)
+        return t;
+    /* box.mark_step_counter == hot.mark_counter */
+    if ((c = PyObject_GetAttr(PyTuple_GET_ITEM(ctx, R_BOX), s_mark_step_counter)) == NULL
+        || (mc = SGET(hot, mark_counter)) == NULL || (t = compare(c, mc, Py_EQ)) < 0)
+        goto error;
+    if (!t)
+        goto done;
+    /* not (session._watch and watch_dead(session._watch.values()) is not None) */
+    if (!PyDict_CheckExact(watch) || !PyList_CheckExact(dead)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the session's polled names and deaths");
+        goto error;
+    }
+    if (PyDict_GET_SIZE(watch) > 0) {
+        PyObject *vals = PyDict_Values(watch);
+        if (vals == NULL || (x = watch_dead(NULL, vals)) == NULL) {
+            Py_XDECREF(vals);
+            goto error;
+        }
+        Py_DECREF(vals);
+        if (x != Py_None)
+            goto done;
+        Py_CLEAR(x);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(dead);
+    int on_fq = PyList_GET_SIZE(fq) > 0;
+    if (on_fq) {
+        /* reads = rec._fq_reads; k = id(fq[-1]); gone = _queued_deaths(dead, n) if n else None */
+        if ((reads = PyObject_GetAttr(rec, s_fq_reads)) == NULL
+            || (k = PyLong_FromVoidPtr(PyList_GET_ITEM(fq, PyList_GET_SIZE(fq) - 1))) == NULL)
+            goto error;
+        if (n > 0) {
+            PyObject *wrs = PyTuple_GET_ITEM(ctx, R_FQ_WRS);
+            if ((gone = PyList_New(0)) == NULL)
+                goto error;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *d = PyList_GET_ITEM(dead, i), *wr, *id, *q, *qwr;
+                if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) < 1)
+                    goto done;
+                wr = PyTuple_GET_ITEM(d, 0);
+                if ((id = PyLong_FromVoidPtr(wr)) == NULL)
+                    goto error;
+                q = dict_get(wrs, id, NULL);
+                Py_DECREF(id);
+                if (q == NULL)
+                    goto error;
+                if (q == Py_None) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+                /* x is None or x.gone or x.wr is not wr: not queued */
+                int g = STRUE(q, gone);
+                if (g != 0) {
+                    Py_DECREF(q);
+                    if (g < 0)
+                        goto error;
+                    goto done;
+                }
+                if ((qwr = SGET(q, wr)) == NULL) {
+                    Py_DECREF(q);
+                    goto error;
+                }
+                Py_DECREF(qwr); /* (compared by identity only) */
+                if (qwr != wr) {
+                    Py_DECREF(q);
+                    goto done;
+                }
+                PyObject *pair = PyTuple_Pack(2, wr, q);
+                Py_DECREF(q);
+                if (pair == NULL || PyList_Append(gone, pair) < 0) {
+                    Py_XDECREF(pair);
+                    goto error;
+                }
+                Py_DECREF(pair);
+            }
+        }
+    } else {
+        if (n > 0)
+            goto done;
+        PyObject *pend = PyTuple_GET_ITEM(ctx, R_PENDING);
+        if ((reads = PyObject_GetAttr(rec, s_pending_reads)) == NULL
+            || (k = PyLong_FromSsize_t(PyList_GET_SIZE(pend) - 1)) == NULL)
+            goto error;
+    }
+    if (!PyDict_CheckExact(reads)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the queued reads are a dict");
+        goto error;
+    }
+    /* len(reads.get(k, ())) < _READS_AFTER_CALL */
+    got = PyDict_GetItemWithError(reads, k);
+    if (got == NULL && PyErr_Occurred())
+        goto error;
+    Py_ssize_t bound = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, R_BOUND)), have = 0;
+    if (bound < 0)
+        goto error;
+    if (got != NULL && (!PyList_CheckExact(got) || (have = PyList_GET_SIZE(got)) >= bound))
+        goto done;
+    /* The read queued: nothing above changed the recorder's state. */
+    if ((src = read_src(ctx)) == NULL)
+        goto error;
+    if (on_fq)
+        item = PyTuple_Pack(2, src, gone != NULL ? gone : Py_None);
+    else {
+        PyObject *e = PyObject_GetItem(PyTuple_GET_ITEM(ctx, R_ENTRIES), target);
+        item = e == NULL ? NULL : PyTuple_Pack(2, src, e);
+        Py_XDECREF(e);
+    }
+    if (item == NULL)
+        goto error;
+    if (got == NULL) {
+        PyObject *l = PyList_New(0);
+        if (l == NULL || PyDict_SetItem(reads, k, l) < 0) {
+            Py_XDECREF(l);
+            goto error;
+        }
+        got = l;
+        Py_DECREF(l); /* (the dict holds it) */
+    }
+    if (gone != NULL) {
+        /* del dead[:n]; each gone */
+        if (PyList_SetSlice(dead, 0, n, NULL) < 0)
+            goto error;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(gone); i++)
+            if (SSET(PyTuple_GET_ITEM(PyList_GET_ITEM(gone, i), 1), gone, Py_True) < 0)
+                goto error;
+    }
+    if (PyList_Append(got, item) < 0)
+        goto error;
+    /* rec.lean_reads += 1 */
+    {
+        PyObject *lr = PyObject_GetAttr(rec, s_lean_reads), *lr1;
+        if (lr == NULL)
+            goto error;
+        lr1 = PyNumber_Add(lr, one);
+        Py_DECREF(lr);
+        if (lr1 == NULL || PyObject_SetAttr(rec, s_lean_reads, lr1) < 0) {
+            Py_XDECREF(lr1);
+            goto error;
+        }
+        Py_DECREF(lr1);
+    }
+    r = 1;
+    goto done;
+error:
+    r = -1;
+done:
+    Py_XDECREF(c);
+    Py_XDECREF(mc);
+    Py_XDECREF(x);
+    Py_XDECREF(reads);
+    Py_XDECREF(k);
+    Py_XDECREF(gone);
+    Py_XDECREF(src);
+    Py_XDECREF(item);
+    return r;
+}
+
+/* orig(t, *args, **kwargs). New reference. */
+static PyObject *
+read_orig(PyObject *orig, PyObject *t, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    PyObject *small[8], **stack = n < 8 ? small : PyMem_New(PyObject *, n + 1);
+    if (stack == NULL)
+        return PyErr_NoMemory();
+    stack[0] = t;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = PyTuple_GET_ITEM(args, i);
+    PyObject *out = PyObject_VectorcallDict(orig, stack, n + 1, kwargs == Py_None ? NULL : kwargs);
+    if (stack != small)
+        PyMem_Free(stack);
+    return out;
+}
+
+/* An Exception raised (not a BaseException only) cleared: 0; else -1,
+ * the error kept. */
+static int
+clear_exception(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* rec._settle(); rec._read_named(t): the name once the deferred calls are
+ * written, or None where either raised an Exception (new reference; NULL
+ * with another error). */
+static PyObject *
+read_settled(PyObject *rec, PyObject *t)
+{
+    PyObject *res = PyObject_CallMethodNoArgs(rec, s_settle), *target;
+    if (res == NULL)
+        return clear_exception() < 0 ? NULL : Py_NewRef(Py_None);
+    Py_DECREF(res);
+    if ((target = PyObject_CallMethodOneArg(rec, s_read_named, t)) == NULL)
+        return clear_exception() < 0 ? NULL : Py_NewRef(Py_None);
+    return target;
+}
+
+/* fastpath.read_run's C (the wrapper's body: hooks._install_reads). */
+static PyObject *
+read_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(5, "read_run");
+    PyObject *ctx = args[0], *t = args[1], *orig = args[2], *pargs = args[3], *kwargs = args[4];
+    if (check_tuple(ctx, R_LEN, "read_run: ctx") < 0)
+        return NULL;
+    if (!PyTuple_Check(pargs) || (kwargs != Py_None && !PyDict_Check(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "read_run: args a tuple, kwargs a dict or None");
+        return NULL;
+    }
+    PyObject *rec = PyTuple_GET_ITEM(ctx, R_REC), *hot = PyTuple_GET_ITEM(ctx, R_HOT),
+             *tls = PyTuple_GET_ITEM(ctx, R_TLS), *lock = PyTuple_GET_ITEM(ctx, R_LOCK);
+    if (!Py_IS_TYPE(lock, &RLockType)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the recorder's lock is the C module's RLock");
+        return NULL;
+    }
+    if (!PyList_CheckExact(PyTuple_GET_ITEM(ctx, R_FQ)) || !PyList_CheckExact(PyTuple_GET_ITEM(ctx, R_PENDING))) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the queue and the pending replays are lists");
+        return NULL;
+    }
+    RLock *lk = (RLock *)lock;
+    /* hot.off or getattr(tls, "busy", False) or rec._in_call() (tls.depth
+     * > 0, or hot.steady in the thread holding the lock): the original */
+    int x = STRUE(hot, off);
+    if (x == 0) {
+        PyObject *b = PyObject_GetAttr(tls, s_busy);
+        if (b == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            b = Py_NewRef(Py_False);
+        }
+        x = truth(b);
+    }
+    if (x == 0) {
+        PyObject *d = PyObject_GetAttr(tls, s_depth);
+        if (d == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            d = Py_NewRef(zero);
+        }
+        if (d != NULL) {
+            x = compare(d, zero, Py_GT);
+            Py_DECREF(d);
+        } else
+            x = -1;
+        if (x == 0 && (x = STRUE(hot, steady)) > 0)
+            x = rlock_owned(lk);
+    }
+    if (x < 0)
+        return NULL;
+    if (x)
+        return read_orig(orig, t, pargs, kwargs);
+    /* with rec.lock: */
+    if (rlock_take(lk, 1) < 0)
+        return NULL;
+    int lean = 0;
+    PyObject *target = read_target(ctx, t), *out = NULL;
+    if (target == NULL && clear_exception() < 0)
+        goto release;
+    if (target == NULL)
+        target = Py_NewRef(Py_None);
+    if (target != Py_None
+        && (PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, R_FQ)) > 0 || PyList_GET_SIZE(PyTuple_GET_ITEM(ctx, R_PENDING)) > 0)) {
+        /* (a read of the last deferred call's output queued behind it;
+         * else the deferred calls written, and named as they stand) */
+        if ((lean = read_lean(ctx, target)) < 0) {
+            lean = 0;
+            Py_SETREF(target, Py_NewRef(Py_None));
+            if (clear_exception() < 0)
+                goto release;
+        } else if (!lean) {
+            Py_SETREF(target, read_settled(rec, t));
+            if (target == NULL)
+                goto release;
+        }
+    }
+    if (target == Py_None) {
+        /* (not a tree output's: read without the lock) */
+        Py_CLEAR(target);
+        if (rlock_give(lk) < 0)
+            return NULL;
+        return read_orig(orig, t, pargs, kwargs);
+    }
+    if (PyObject_SetAttr(tls, s_busy, Py_True) < 0)
+        goto release;
+    out = read_orig(orig, t, pargs, kwargs);
+    if (out == NULL) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL)
+            PyException_SetTraceback(value, tb);
+        int ok = 0;
+        if (lean) {
+            Py_SETREF(target, read_settled(rec, t));
+            ok = target == NULL ? -1 : 0;
+        }
+        if (ok == 0 && target != Py_None) {
+            PyObject *text = PyObject_CallOneArg(PyTuple_GET_ITEM(ctx, R_ERROR_TEXT), value), *res = NULL;
+            if (text != NULL) {
+                res = PyObject_CallMethodObjArgs(rec, s_on_read, target, text, NULL);
+                Py_DECREF(text);
+            }
+            if (res != NULL) {
+                Py_DECREF(res);
+                res = PyObject_CallOneArg(PyTuple_GET_ITEM(ctx, R_MARK_SEEN), value);
+            }
+            if (res == NULL)
+                ok = -1;
+            Py_XDECREF(res);
+        }
+        /* finally: tls.busy = False (its own error replaces the read's) */
+        if (ok < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            PyErr_Fetch(&type, &value, &tb);
+        }
+        if (PyObject_SetAttr(tls, s_busy, Py_False) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        } else
+            PyErr_Restore(type, value, tb);
+        goto release;
+    }
+    if (PyObject_SetAttr(tls, s_busy, Py_False) < 0) {
+        Py_CLEAR(out);
+        goto release;
+    }
+    if (lean) {
+        int q = read_queue(ctx, target);
+        if (q < 0) {
+            /* _queue_read's: except Exception as e: rec._fail("recording a read", e) */
+            PyObject *type, *value, *tb;
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                Py_CLEAR(out);
+                goto release;
+            }
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            PyObject *res = PyObject_CallMethodObjArgs(rec, s_fail, s_recording_a_read, value, NULL);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            if (res == NULL)
+                Py_CLEAR(out);
+            Py_XDECREF(res);
+        } else if (q == 0) {
+            /* rec._queue_read(target, partial(rec._read_named, t), the wrapper's frame) */
+            PyObject *named = PyObject_GetAttr(rec, s_read_named), *retarget = NULL, *res = NULL;
+            PyObject *frame = (PyObject *)PyEval_GetFrame();
+            if (named != NULL)
+                retarget = PyObject_CallFunctionObjArgs(PyTuple_GET_ITEM(ctx, R_PARTIAL), named, t, NULL);
+            if (retarget != NULL)
+                res = PyObject_CallMethodObjArgs(rec, s_queue_read, target, retarget,
+                                                 frame != NULL ? frame : Py_None, NULL);
+            Py_XDECREF(named);
+            Py_XDECREF(retarget);
+            if (res == NULL)
+                Py_CLEAR(out);
+            Py_XDECREF(res);
+        }
+    } else {
+        PyObject *res = PyObject_CallMethodObjArgs(rec, s_on_read, target, Py_None, NULL);
+        if (res == NULL)
+            Py_CLEAR(out);
+        Py_XDECREF(res);
+    }
+release:
+    Py_XDECREF(target);
+    {
+        /* (the with's exit: the call's own error kept) */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (rlock_give(lk) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            Py_CLEAR(out);
+            return NULL;
+        }
+        PyErr_Restore(type, value, tb);
+    }
+    return out;
+}
+
 /* -- The Runner: hooks._run's whole body (its Python version, the
  * reference, is hooks._lean_run's _run), called by a _run of one line so
  * that the frames above it are the ones the Python _run has: every depth
@@ -3822,6 +4458,7 @@ static PyMethodDef methods[] = {
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
     {"watch_dead", watch_dead, METH_O, "fastpath.watch_dead, in C."},
+    FASTCALL(read_run, "the read wrapper's body (hooks._install_reads), in C."),
     FASTCALL(bind_all, "names.bind_all, in C."),
     FASTCALL(forget_all, "names.forget_all, in C."),
     FASTCALL(fresh_deaths, "fastpath.fresh_deaths, in C."),
@@ -4175,6 +4812,18 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_fid_cache, "_fid_cache");
     INTERN(s_fresh_tok, "fresh_tok");
     INTERN(s_fail, "_fail");
+    INTERN(s_settle, "_settle");
+    INTERN(s_on_read, "_on_read");
+    INTERN(s_queue_read, "_queue_read");
+    INTERN(s_read_named, "_read_named");
+    INTERN(s_is_library_file, "_is_library_file");
+    INTERN(s_entries, "entries");
+    INTERN(s_fq_reads, "_fq_reads");
+    INTERN(s_pending_reads, "_pending_reads");
+    INTERN(s_lean_reads, "lean_reads");
+    INTERN(s_busy, "busy");
+    INTERN(s_recording_a_read, "recording a read");
+    INTERN(s_rec_src_of, "_src_of");
     INTERN(s_on_run, "_on_run");
     INTERN(s_steady_raised, "_steady_raised");
     INTERN(s_steady_other, "_steady_other");

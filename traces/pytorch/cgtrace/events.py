@@ -171,6 +171,12 @@ class _Events:
         got = self._frames_outside(frame, 1)
         return self._src_of(got[0][0].f_code, got[0][0].f_lineno) if got else None
 
+    def _read_named(self, t):
+        """The name a host read of tensor t reads now (Session.read_target),
+        or None: the read wrapper's lookup, asked again once the deferred
+        calls are written, which may rename the tree's outputs."""
+        return self.session.read_target(t, lambda: t.untyped_storage()._cdata)
+
     def _read_lean(self, target):
         """Whether a host read of the tree output named target (the read
         wrapper's, hooks.py), made while calls are deferred, may be queued

@@ -67,7 +67,7 @@ _refcount, _getframe = sys.getrefcount, sys._getframe
 # The C module's functions and their version: a cached build of another
 # version of _fastpath.c is never loaded (its name carries the source's
 # hash too).
-API = 10
+API = 11
 
 # The lean tuple of a steady replay (hooks._steady): the positions read.
 L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES, L_NODE_REF, L_NOUT, \

@@ -5,17 +5,20 @@ set_to_running_backward), the host-read wrappers of Tensor's methods,
 the counting of config writes, and the recorder's frames kept off
 Dynamo's frame hook."""
 
+import functools
 import os
 import sys
 import types
 
-from . import torch_api
+from . import facts, torch_api
 from ._pycompat import op_call
 from .errors import _error_text
-from .fastpath import L_PLAN, L_POLLED
+from .events import _READS_AFTER_CALL, _Events
+from .fastpath import A_PLAN, L_PLAN, L_POLLED
 from .fresh import DECLINED
 from .freshq import _FQ_BOUND
 from .raised import mark_seen
+from .session import Session
 
 # Deferred replays a journaled trace may hold before writing them (in
 # _steady, which the lean path enters at least every 64 calls; and any
@@ -111,7 +114,7 @@ class _Hooks:
         self._wrap_reset_and_backward(cgt, M)
         self._wrap_plain_cudagraphs()
         self._wrap_empty_cache(torch)
-        reads = self._install_reads(torch.Tensor) if os.environ.get("CGTRACE_READS", "1") != "0" else None
+        reads = self._install_reads(torch.Tensor, cgt.MarkStepBox) if os.environ.get("CGTRACE_READS", "1") != "0" else None
         if reads is not None:
             # (the errors an eager op raises on an overwritten output:
             # raised.py; its failure is noted, the recording goes on)
@@ -500,13 +503,14 @@ class _Hooks:
         self._saved[(cfx, "cudagraphify_impl")] = orig
         cfx.cudagraphify_impl = cudagraphify_impl
 
-    def _install_reads(self, T):
+    def _install_reads(self, T, box):
         """Wraps the Tensor methods through which the host reads values, so a
         read of a tree output becomes a `read` record (and its error, if
         PyTorch raised one, an expect). A read made by PyTorch inside a tree
         call, or by the recorder itself, or nested in another read (print
         calls item()), is not one. Returns the wrappers' code (one for all of
-        them), or None when no method was wrapped."""
+        them), or None when no method was wrapped. box: the tree's MarkStepBox
+        (the step counter a queued read compares)."""
         rec = self
         # Dynamo traces Python methods of Tensor: inside a compiled function
         # the wrapper must read as the original method and nothing else
@@ -515,6 +519,7 @@ class _Hooks:
         # Dynamo traces and constant-folds the branch away.
         is_compiling = _is_compiling(self.torch)
         hot = self._hot  # (Recorder._off is a property: a frame at every read)
+        read_c = self._read_c(box)
         code = None
         for name in _READ_METHODS:
             orig = getattr(T, name, None)
@@ -527,6 +532,8 @@ class _Hooks:
                     return _orig(t, *args, **kwargs)
                 if _name == "to" and not _to_host(args, kwargs):
                     return _orig(t, *args, **kwargs)
+                if read_c is not None:  # (the same in C: _fastpath.c's read_run)
+                    return read_c[0](read_c[1], t, _orig, args, kwargs)
                 if hot.off or getattr(rec.tls, "busy", False) or rec._in_call():  # (hot.off: Recorder._off's)
                     return _orig(t, *args, **kwargs)
                 # Under the lock from the name to the record: a compiled
@@ -534,7 +541,7 @@ class _Hooks:
                 # tree's outputs it hands out again, and would otherwise
                 # land between the read's name and its record.
                 def named():  # (the name the read reads now, or None)
-                    return rec.session.read_target(t, lambda: t.untyped_storage()._cdata)
+                    return rec._read_named(t)
 
                 with rec.lock:
                     lean = False
@@ -583,6 +590,29 @@ class _Hooks:
             setattr(T, name, wrapper)
             code = wrapper.__code__
         return code
+
+    def _read_c(self, box):
+        """(the C module's read_run, its ctx) for the read wrappers, or None:
+        the wrapper's body below in C (_fastpath.c), which queues a read
+        of the last deferred call's output without the recorder's Python
+        (thirteen frames a read: a loop reading its loss at every step ran
+        them at every step). None where the C module is not built, or
+        where the recorder's methods it mirrors (_read_lean, _queue_read,
+        _queued_deaths, _read_src, _in_call, Session.read_target) are not
+        these (a test that replaces one): the Python body runs them."""
+        read_run = getattr(self._checks, "read_run", None)
+        mine = (("_read_lean", _Events), ("_queue_read", _Events), ("_queued_deaths", _Events),
+                ("_read_src", _Events), ("_in_call", _Events))
+        if read_run is None or any(getattr(type(self), n) is not getattr(c, n) for n, c in mine) \
+                or type(self.session).read_target is not Session.read_target \
+                or type(self.lock).__name__ != "RLock" or type(self.lock).__module__ != "_cgtrace_fastpath":
+            return None
+        s = self.session
+        ctx = (self, self._hot, self.tls, self.lock, box, s, s.entries, s.by_obj, s.out_storage, s._watch,
+               s._dead_objs, self._fq, self._pending, self._fq_wrs, self._lib_file, facts._DYNAMO_CODES,
+               self._src_cache, facts.dynamo_frame, _error_text, mark_seen, functools.partial, _READS_AFTER_CALL,
+               A_PLAN)
+        return read_run, ctx
 
     def _skip_frames(self, wrapper):
         """Keeps the recorder's frames off Dynamo's frame hook, which is set

@@ -1366,6 +1366,30 @@ class FreshPathTest(fake.FakeTorchTest):
         recs = [json.loads(x) for x in on if x]
         self.assertEqual(sum(1 for r in recs if r.get("op") == "read"), 200 - 4 + 9 + 20)  # (none at 39, 79, 159, 199)
 
+    def test_reads_in_c_write_what_the_wrappers_python_writes(self):
+        # _fastpath.c's read_run (the read wrapper's body in C: the queued
+        # read's name, tests, deaths and src without the recorder's Python)
+        # against the wrapper's Python, in both read scenarios: the same
+        # trace and state, line for line, the C taken for every read.
+        from cgtrace import fastpath
+        if getattr(fastpath.load()[0], "read_run", None) is None:
+            self.skipTest("the C module is not built here")
+        real = cgtrace.Recorder._read_c
+        for scenario, least in ((read_scenario, 200), (steady_read_scenario, 150)):
+            took = []
+
+            def spy(rec, box):
+                got = real(rec, box)
+                took.append(got is not None)
+                return got
+
+            c, c_state, _, _ = self.recorded(scenario, "c.cgt.jsonl", False, _read_c=spy)
+            self.assertEqual(took, [True])
+            self.assertGreater(self.took_reads, least)
+            py, py_state, _, _ = self.recorded(scenario, "py.cgt.jsonl", False, _read_c=lambda rec, box: None)
+            self.assertGreater(self.took_reads, least)
+            self.assert_same(c.split("\n")[1:], c_state, py.split("\n")[1:], py_state, scenario.__name__)
+
     def test_fresh_path_streamed_writes_what_the_general_path_writes(self):
         self.against_general(follow=True, lean=120)
 
