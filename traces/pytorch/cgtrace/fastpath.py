@@ -45,6 +45,11 @@ against these in tests/test_fastpath.py):
 - fq_run(q, k, st, w, reads) and fq_tail(t, lead, st, w): the queue's writer
   (freshq._fq_write) for its common call, and any call's call line.
 
+The C module's read_run(ctx, t, orig, args, kwargs) is the host-read
+wrapper's body (hooks._install_reads, whose Python is its reference,
+tested against it in tests/test_recorder_fresh.py): it has no function
+here, since the wrapper runs its own Python where C is not built.
+
 Among the C module's types besides: Runner (hooks._run's body), Died
 (Session._died) and RLock (threading.RLock's lock, Recorder.lock, which
 the Runner takes and lets go in place).
