@@ -1376,7 +1376,9 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
 
     def lean_loops_keep_nothing(self, reads):
         cgtrace, mgr, params, x, box, loops = self.loops()
-        with mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
+        # (the loader's answer asked again: a suite run with CGTRACE_FAST=0
+        # cached the Python checks before this test)
+        with mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}), mock.patch.dict(P._loaded, clear=True):
             for loop in loops:
                 with self.subTest(loop=loop.__name__, reads=reads is not None):
                     for _ in range(5):
@@ -1424,7 +1426,7 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                 if event == "call" and frame.f_code.co_name == "fresh_run" \
                         and frame.f_code.co_filename.endswith("freshq.py"):
                     ran[0] += 1
-            with mock.patch.dict(P._loaded, patch), mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
+            with mock.patch.dict(P._loaded, patch, clear=True), mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
                 for _ in range(5):
                     fresh()
                 with cgtrace.record(os.path.join(self.dir.name, way + ".cgt.jsonl")) as rec:
