@@ -170,7 +170,7 @@ typedef struct {
     X(src_lasti) X(fql) X(off) X(gone) X(wr) X(sref) X(steps) X(tmpl) X(src) X(inv) X(oid)             \
     X(ptr) X(cd) X(spec) X(groups) X(name) X(order) X(fact) X(obj_ref) X(kind) X(alive) X(entry_wr)     \
     X(b_name) X(b_fact) X(b_kind) X(b_order) X(b_obj_id) X(b_wr) X(b_in_memo) X(b_storage) X(b_view_key) \
-    X(b_obj_ref) X(b_held) X(due)
+    X(b_obj_ref) X(b_held) X(due) X(unwritten)
 #define SLOT_ENUM(n) SL_##n,
 enum { SLOT_NAMES(SLOT_ENUM) SLOT_COUNT };
 static Slot slots[SLOT_COUNT];
@@ -3101,10 +3101,30 @@ static PyTypeObject RLockType = {
 /* The ctx tuple (hooks._read_ctx): */
 enum { R_REC, R_HOT, R_TLS, R_LOCK, R_BOX, R_SESSION, R_ENTRIES, R_BY_OBJ, R_OUT_STORAGE, R_WATCH, R_DEAD,
        R_FQ, R_PENDING, R_FQ_WRS, R_LIB, R_DYNAMO, R_SRC_CACHE, R_DYNAMO_FRAME, R_ERROR_TEXT, R_MARK_SEEN,
-       R_PARTIAL, R_BOUND, R_A_PLAN, R_LEN };
+       R_PARTIAL, R_BOUND, R_A_PLAN, R_REC_DICT, R_LEN };
 
 static PyObject *s_settle, *s_on_read, *s_queue_read, *s_read_named, *s_is_library_file, *s_entries,
     *s_fq_reads, *s_pending_reads, *s_lean_reads, *s_busy, *s_recording_a_read, *s_rec_src_of;
+
+/* rec.name, read in the Recorder's own __dict__ (the ctx's: its class
+ * has no attribute of the names read so, Recorder._read_c checks), not
+ * through its class first (the type cache, and on its miss each of the
+ * class's ten bases' dicts). New reference; AttributeError where absent. */
+static PyObject *
+rec_get(PyObject *ctx, PyObject *name)
+{
+    PyObject *d = PyTuple_GET_ITEM(ctx, R_REC_DICT), *v;
+    if (!PyDict_CheckExact(d)) {
+        PyErr_SetString(PyExc_TypeError, "read_run: the recorder's __dict__");
+        return NULL;
+    }
+    if ((v = PyDict_GetItemWithError(d, name)) == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_AttributeError, name);
+        return NULL;
+    }
+    return Py_NewRef(v);
+}
 
 /* Session.read_target(t, storage): the name a read of t reads, or None
  * (new reference; NULL with an error). */
@@ -3327,8 +3347,7 @@ error:
 static int
 read_queue(PyObject *ctx, PyObject *target)
 {
-    PyObject *rec = PyTuple_GET_ITEM(ctx, R_REC), *hot = PyTuple_GET_ITEM(ctx, R_HOT),
-             *dead = PyTuple_GET_ITEM(ctx, R_DEAD),
+    PyObject *hot = PyTuple_GET_ITEM(ctx, R_HOT), *dead = PyTuple_GET_ITEM(ctx, R_DEAD),
              *fq = PyTuple_GET_ITEM(ctx, R_FQ), *watch = PyTuple_GET_ITEM(ctx, R_WATCH);
     PyObject *c = NULL, *mc = NULL, *x = NULL, *reads = NULL, *k = NULL, *gone = NULL, *got = NULL, *src = NULL,
              *item = NULL;
@@ -3361,7 +3380,7 @@ read_queue(PyObject *ctx, PyObject *target)
     int on_fq = PyList_GET_SIZE(fq) > 0;
     if (on_fq) {
         /* reads = rec._fq_reads; k = id(fq[-1]); gone = _queued_deaths(dead, n) if n else None */
-        if ((reads = PyObject_GetAttr(rec, s_fq_reads)) == NULL
+        if ((reads = rec_get(ctx, s_fq_reads)) == NULL
             || (k = PyLong_FromVoidPtr(PyList_GET_ITEM(fq, PyList_GET_SIZE(fq) - 1))) == NULL)
             goto error;
         if (n > 0) {
@@ -3413,7 +3432,7 @@ read_queue(PyObject *ctx, PyObject *target)
         if (n > 0)
             goto done;
         PyObject *pend = PyTuple_GET_ITEM(ctx, R_PENDING);
-        if ((reads = PyObject_GetAttr(rec, s_pending_reads)) == NULL
+        if ((reads = rec_get(ctx, s_pending_reads)) == NULL
             || (k = PyLong_FromSsize_t(PyList_GET_SIZE(pend) - 1)) == NULL)
             goto error;
     }
@@ -3463,12 +3482,12 @@ read_queue(PyObject *ctx, PyObject *target)
         goto error;
     /* rec.lean_reads += 1 */
     {
-        PyObject *lr = PyObject_GetAttr(rec, s_lean_reads), *lr1;
+        PyObject *lr = rec_get(ctx, s_lean_reads), *lr1;
         if (lr == NULL)
             goto error;
         lr1 = PyNumber_Add(lr, one);
         Py_DECREF(lr);
-        if (lr1 == NULL || PyObject_SetAttr(rec, s_lean_reads, lr1) < 0) {
+        if (lr1 == NULL || PyDict_SetItem(PyTuple_GET_ITEM(ctx, R_REC_DICT), s_lean_reads, lr1) < 0) {
             Py_XDECREF(lr1);
             goto error;
         }
@@ -3937,7 +3956,7 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             Py_ssize_t n, u;
             PyObject *unw = NULL;
             if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0
-                || (unw = PyObject_GetAttr(r->rec, s_unwritten)) == NULL
+                || (unw = SGET(r->hot, unwritten)) == NULL
                 || ((u = PyLong_AsSsize_t(unw)) == -1 && PyErr_Occurred())) {
                 Py_XDECREF(unw);
                 goto after_failed;
@@ -4833,7 +4852,7 @@ PyInit__cgtrace_fastpath(void)
     INTERN(s_fq_bound, "_fq_bound");
     INTERN(s_fq_due, "_fq_due");
     INTERN(s_fq_other, "_fq_other");
-    INTERN(s_unwritten, "_unwritten");
+    INTERN(s_unwritten, "unwritten");
     INTERN(s_flush, "_flush");
     INTERN(s_due, "due");
     INTERN(s_before_call, "before a call");

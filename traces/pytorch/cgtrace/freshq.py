@@ -213,7 +213,7 @@ class _FreshQueue:
             node = None
             if ok:
                 fq.append(t)  # (counted when written: _fq_write)
-                if len(fq) + self._unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
+                if len(fq) + self._hot.unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write(keep_last=True)
                     self._flush(settle=False)
                 elif hot.journal_due():
@@ -377,7 +377,7 @@ class _FreshQueue:
                         # the thread-local, a module lookup each, skipped.)
                         clean = other is False
                         fq.append(t)
-                        if len(fq) + rec._unwritten > bound:
+                        if len(fq) + hot.unwritten > bound:
                             rec._fq_bound(a)
                         elif hot.journal_due():
                             rec._fq_due(a)  # (Recorder.JOURNAL_MS)

@@ -599,11 +599,14 @@ class _Hooks:
         them at every step). None where the C module is not built, or
         where the recorder's methods it mirrors (_read_lean, _queue_read,
         _queued_deaths, _read_src, _in_call, Session.read_target) are not
-        these (a test that replaces one): the Python body runs them."""
+        these (a test that replaces one): the Python body runs them. The
+        C reads the Recorder's _fq_reads, _pending_reads and lean_reads in
+        its __dict__ (vars: no class attribute of those names)."""
         read_run = getattr(self._checks, "read_run", None)
         mine = (("_read_lean", _Events), ("_queue_read", _Events), ("_queued_deaths", _Events),
                 ("_read_src", _Events), ("_in_call", _Events))
         if read_run is None or any(getattr(type(self), n) is not getattr(c, n) for n, c in mine) \
+                or any(hasattr(type(self), n) for n in ("_fq_reads", "_pending_reads", "lean_reads")) \
                 or type(self.session).read_target is not Session.read_target \
                 or type(self.lock).__name__ != "RLock" or type(self.lock).__module__ != "_cgtrace_fastpath":
             return None
@@ -611,7 +614,7 @@ class _Hooks:
         ctx = (self, self._hot, self.tls, self.lock, box, s, s.entries, s.by_obj, s.out_storage, s._watch,
                s._dead_objs, self._fq, self._pending, self._fq_wrs, self._lib_file, facts._DYNAMO_CODES,
                self._src_cache, facts.dynamo_frame, _error_text, mark_seen, functools.partial, _READS_AFTER_CALL,
-               A_PLAN)
+               A_PLAN, vars(self))
         return read_run, ctx
 
     def _skip_frames(self, wrapper):

@@ -85,7 +85,7 @@ class _Hot:
     steady path let run (execute_node's node; anything else), and `steady`
     says one is running (in the thread holding the recorder's lock)."""
     __slots__ = ("off", "serial", "mark_counter", "node", "other", "steady", "cfg", "left", "fid", "got",
-                 "armed", "lfid", "lean", "rec", "fql", "due")
+                 "armed", "lfid", "lean", "rec", "fql", "due", "unwritten")
 
     def __init__(self):
         # The FunctionID whose plan was last found to hold, and its cache
@@ -122,6 +122,13 @@ class _Hot:
         # program that dies loses no call that ended that long after the
         # last writing. None: no journal (nothing buffered is due).
         self.due = None
+        # Calls through _fresh_call whose records a journaled trace holds
+        # unwritten (fresh._WRITE_BOUND): 0 at every flush. Here, not on
+        # the Recorder, so that the lean fresh path's C reads it at its
+        # offset at every call: an attribute of the Recorder is looked up
+        # in its class first (the type cache, and where torch's code
+        # evicted its entry, each of the class's ten bases' dicts).
+        self.unwritten = 0
 
     def journal_due(self):
         """Whether the journal's buffered calls are due (due has passed)."""
@@ -265,9 +272,6 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self.lean_reads = 0  # host reads queued behind a deferred call (events._queue_read)
         self.kept_queued = 0  # the queue's bound writes that left its last call queued (freshq._fq_write)
         self.rebound_calls = 0  # replays whose outputs, all dead since, _fast_after bound again (rebound)
-        # Calls through _fresh_call whose records a journaled trace holds
-        # unwritten (fresh._WRITE_BOUND): 0 at every flush.
-        self._unwritten = 0
         self._whole = {}  # (_Fresh._whole)
         self.armings = 0  # times _steady armed the _run wrapper's lean path
         # Deferred replays (the _run wrapper's steady path): one
@@ -575,7 +579,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
     def _held_past_due(self):
         """Whether calls are held (deferred replays, queued calls, records
         of _fresh_call's not yet written) and their time has passed."""
-        return bool(self._pending or self._fq or self._unwritten) and self._hot.journal_due()
+        return bool(self._pending or self._fq or self._hot.unwritten) and self._hot.journal_due()
 
     def _drop_exit_guards(self):
         self._stop_ticking()
@@ -622,7 +626,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                 # (A call's own flush finds none: _on_run settled before it,
                 # and nothing is deferred while it holds the lock.)
                 self._settle()
-            self._unwritten = 0
+            self._hot.unwritten = 0
             try:
                 self.trace.flush()
             except Exception as e:
@@ -636,10 +640,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         (_flush)."""
         trace = self.trace
         if trace.out is not None:
-            if trace.done is None or self._unwritten >= _WRITE_BOUND or self._hot.journal_due():
+            if trace.done is None or self._hot.unwritten >= _WRITE_BOUND or self._hot.journal_due():
                 self._flush()
             else:
-                self._unwritten += 1
+                self._hot.unwritten += 1
 
     def _set_due(self, idle=False):
         """hot.due JOURNAL_MS from now, after a writing of the journal; None

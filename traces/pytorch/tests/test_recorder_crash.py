@@ -423,7 +423,7 @@ class JournalClockTest(fake_torch.FakeTorchTest):
                     x = fake_torch.Tensor([64, 1024])
                     out = mgr._run([w, x], fid)  # noqa: F841
             calls(12)
-            self.assertTrue(rec._fq or rec._pending or rec._unwritten, "the loop's calls are held")
+            self.assertTrue(rec._fq or rec._pending or rec._hot.unwritten, "the loop's calls are held")
             before = self.calls_written(path)
             self.assertLess(before, 12)
             rec._hot.due = time.monotonic_ns() + 10**12  # (their time not come)
@@ -446,7 +446,7 @@ class JournalClockTest(fake_torch.FakeTorchTest):
             self.assertEqual(self.calls_written(path), before)
             self.assertTrue(rec._journal_tick())
             self.assertEqual(self.calls_written(path), 12)
-            self.assertFalse(rec._fq or rec._pending or rec._unwritten)
+            self.assertFalse(rec._fq or rec._pending or rec._hot.unwritten)
             # The clock wrote: no call came for JOURNAL_MS, so the next one
             # is written as it ends (not held JOURNAL_MS from the clock's
             # writing, lost if the program dies right after it).
