@@ -737,7 +737,8 @@ def steady_read_scenario(path, follow=False):
     (Recorder._queue_read) among every read that is not: a function of
     two outputs read twice, a view of an output, a step or another
     function's call between, a raising read, an input let go before
-    the read, ten reads after one call, calls with no read. Returns
+    the read, a polled name dead before it, ten reads after one call,
+    calls with no read. Returns
     what fresh_scenario returns."""
     cgt, mgr, f, w = one_function()
     two = mgr.add(1, static=[0])
@@ -762,7 +763,19 @@ def steady_read_scenario(path, follow=False):
             elif i == 90:
                 x = fake.Tensor([16, 8])  # the input let go before the read: a death
                 y.item()
+            elif i == 150:
+                # a tensor named by another function's call, whose storage
+                # another object keeps: once it goes, its name is polled by
+                # that storage, which dies at 160 between f's call and its
+                # read (a polled name dead: the read not queued)
+                z = fake.Tensor([16, 8])
+                keep = fake.Tensor([16, 8], storage=z._storage)
+                mgr._run([w, z], two)
+                z = None
+                y.item()
             elif i % 40 != 39:
+                if i == 160:
+                    keep = None
                 read_output(cgt, y, i, raising=80)
         del y
         state = settled_state(rec)
