@@ -114,7 +114,9 @@ class _Hooks:
         self._wrap_reset_and_backward(cgt, M)
         self._wrap_plain_cudagraphs()
         self._wrap_empty_cache(torch)
-        reads = self._install_reads(torch.Tensor, cgt.MarkStepBox) if os.environ.get("CGTRACE_READS", "1") != "0" else None
+        reads = None
+        if os.environ.get("CGTRACE_READS", "1") != "0":
+            reads = self._install_reads(torch.Tensor, cgt.MarkStepBox)
         if reads is not None:
             # (the errors an eager op raises on an overwritten output:
             # raised.py; its failure is noted, the recording goes on)
@@ -598,17 +600,19 @@ class _Hooks:
         (thirteen frames a read: a loop reading its loss at every step ran
         them at every step). None where the C module is not built, or
         where the recorder's methods it mirrors (_read_lean, _queue_read,
-        _queued_deaths, _read_src, _in_call, Session.read_target) are not
+        _queued_deaths, _read_src, _frames_outside, _in_call,
+        Session.read_target) are not
         these (a test that replaces one): the Python body runs them. The
         C reads the Recorder's _fq_reads, _pending_reads and lean_reads in
         its __dict__ (vars: no class attribute of those names)."""
         read_run = getattr(self._checks, "read_run", None)
-        mine = (("_read_lean", _Events), ("_queue_read", _Events), ("_queued_deaths", _Events),
-                ("_read_src", _Events), ("_in_call", _Events))
-        if read_run is None or any(getattr(type(self), n) is not getattr(c, n) for n, c in mine) \
+        mirrored = [(getattr(type(self), n), getattr(_Events, n))
+                    for n in ("_read_lean", "_queue_read", "_queued_deaths", "_read_src", "_in_call")]
+        mirrored += [(type(self)._frames_outside, facts._Facts._frames_outside),
+                     (type(self.session).read_target, Session.read_target)]
+        if read_run is None or any(a is not b for a, b in mirrored) \
                 or any(hasattr(type(self), n) for n in ("_fq_reads", "_pending_reads", "lean_reads")) \
-                or type(self.session).read_target is not Session.read_target \
-                or type(self.lock).__name__ != "RLock" or type(self.lock).__module__ != "_cgtrace_fastpath":
+                or type(self.lock) is not getattr(self._checks, "RLock", None):
             return None
         s = self.session
         ctx = (self, self._hot, self.tls, self.lock, box, s, s.entries, s.by_obj, s.out_storage, s._watch,
