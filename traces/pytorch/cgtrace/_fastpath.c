@@ -3186,11 +3186,7 @@ done:
 static int
 read_lean(PyObject *ctx, PyObject *target)
 {
-    PyObject *fq = PyTuple_GET_ITEM(ctx, R_FQ), *pend = PyTuple_GET_ITEM(ctx, R_PENDING);
-    if (!PyList_CheckExact(fq) || !PyList_CheckExact(pend)) {
-        PyErr_SetString(PyExc_TypeError, "read_run: the queue and the pending replays are lists");
-        return -1;
-    }
+    PyObject *fq = PyTuple_GET_ITEM(ctx, R_FQ), *pend = PyTuple_GET_ITEM(ctx, R_PENDING); /* (lists: read_run) */
     PyObject *e = dict_get(PyTuple_GET_ITEM(ctx, R_ENTRIES), target, NULL), *x = NULL;
     int t = 0;
     if (e == NULL)
@@ -3575,31 +3571,14 @@ read_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     RLock *lk = (RLock *)lock;
-    /* hot.off or getattr(tls, "busy", False) or rec._in_call() (tls.depth
-     * > 0, or hot.steady in the thread holding the lock): the original */
+    /* hot.off or tls.busy or rec._in_call() (tls.depth, or hot.steady in
+     * the thread holding the lock): the original. (_CallState's class
+     * defaults: no getattr's default to ask for.) */
     int x = STRUE(hot, off);
-    if (x == 0) {
-        PyObject *b = PyObject_GetAttr(tls, s_busy);
-        if (b == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            b = Py_NewRef(Py_False);
-        }
-        x = truth(b);
-    }
-    if (x == 0) {
-        PyObject *d = PyObject_GetAttr(tls, s_depth);
-        if (d == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            d = Py_NewRef(zero);
-        }
-        if (d != NULL) {
-            x = compare(d, zero, Py_GT);
-            Py_DECREF(d);
-        } else
-            x = -1;
-        if (x == 0 && (x = STRUE(hot, steady)) > 0)
-            x = rlock_owned(lk);
-    }
+    if (x == 0)
+        x = attr_true(tls, s_busy);
+    if (x == 0 && (x = attr_true(tls, s_depth)) == 0 && (x = STRUE(hot, steady)) > 0)
+        x = rlock_owned(lk);
     if (x < 0)
         return NULL;
     if (x)

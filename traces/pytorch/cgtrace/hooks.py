@@ -521,7 +521,7 @@ class _Hooks:
         # Dynamo traces and constant-folds the branch away.
         is_compiling = _is_compiling(self.torch)
         hot = self._hot  # (Recorder._off is a property: a frame at every read)
-        read_c = self._read_c(box)
+        read_run, read_ctx = self._read_c(box) or (None, None)
         code = None
         for name in _READ_METHODS:
             orig = getattr(T, name, None)
@@ -534,8 +534,8 @@ class _Hooks:
                     return _orig(t, *args, **kwargs)
                 if _name == "to" and not _to_host(args, kwargs):
                     return _orig(t, *args, **kwargs)
-                if read_c is not None:  # (the same in C: _fastpath.c's read_run)
-                    return read_c[0](read_c[1], t, _orig, args, kwargs)
+                if read_run is not None:  # (the same in C: _fastpath.c's read_run)
+                    return read_run(read_ctx, t, _orig, args, kwargs)
                 if hot.off or getattr(rec.tls, "busy", False) or rec._in_call():  # (hot.off: Recorder._off's)
                     return _orig(t, *args, **kwargs)
                 # Under the lock from the name to the record: a compiled
@@ -601,10 +601,10 @@ class _Hooks:
         them at every step). None where the C module is not built, or
         where the recorder's methods it mirrors (_read_lean, _queue_read,
         _queued_deaths, _read_src, _frames_outside, _in_call,
-        Session.read_target) are not
-        these (a test that replaces one): the Python body runs them. The
-        C reads the Recorder's _fq_reads, _pending_reads and lean_reads in
-        its __dict__ (vars: no class attribute of those names)."""
+        Session.read_target) are not these (a test that replaces one):
+        the Python body runs them. The C reads the Recorder's _fq_reads,
+        _pending_reads and lean_reads in its __dict__ (vars: no class
+        attribute of those names)."""
         read_run = getattr(self._checks, "read_run", None)
         mirrored = [(getattr(type(self), n), getattr(_Events, n))
                     for n in ("_read_lean", "_queue_read", "_queued_deaths", "_read_src", "_in_call")]

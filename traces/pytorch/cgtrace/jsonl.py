@@ -204,7 +204,6 @@ def _read_lines(name, src):
     return '{"op": "read", "name": "' + name + '", "src": ' + src[1] + '}\n{"op": "expect", "error": null}'
 
 
-
 class _LineEncoder:
     """encode_record for the records a trace holds, with what repeats
     encoded once: a record object the trace holds many times (a steady
