@@ -472,14 +472,43 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
  * 3, floor: that, the guards and probes, the new input's reads, a weak
  * reference to it kept (64 at most) and the step counter, then the
  * tree (no kept, src or polled check, the deaths dropped unread,
- * nothing queued or written). In the recorder's own build CUT is 0 and
- * none of it is compiled. */
+ * nothing queued or written); 4, checks: every check before and after
+ * the tree's call as the recorder makes them, the queued inputs' deaths
+ * found among the kept weak references (a scan of 64 pointers), then
+ * only the weak reference kept, as 3 (no _Queued, no maps, nothing
+ * queued or written: what a queue of a few words a call in C would
+ * leave). 3 and 4 call the tree as the recorder does, its re-entry of
+ * _run passed through (hot.steady). In the recorder's own build CUT is
+ * 0 and none of it is compiled. */
 #ifndef CGT_CUT
 #define CGT_CUT 0
 #endif
-#if CGT_CUT == 3
+#if CGT_CUT == 3 || CGT_CUT == 4
 static PyObject *cut_refs[64];
 static unsigned cut_next;
+#endif
+#if CGT_CUT == 4
+/* dead_objs less its (wr, when) pairs whose wr is a kept one: a cut
+ * call's inputs, which no map knows. 0, or -1 with an error. */
+static int
+cut_deaths(PyObject *dead_objs)
+{
+    if (!PyList_CheckExact(dead_objs))
+        return 0;
+    for (Py_ssize_t i = PyList_GET_SIZE(dead_objs) - 1; i >= 0; i--) {
+        PyObject *pair = PyList_GET_ITEM(dead_objs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2)
+            continue;
+        PyObject *wr = PyTuple_GET_ITEM(pair, 0);
+        for (int j = 0; j < 64; j++)
+            if (cut_refs[j] == wr) {
+                if (PySequence_DelItem(dead_objs, i) < 0)
+                    return -1;
+                break;
+            }
+    }
+    return 0;
+}
 #endif
 
 /* Where a lean call's time goes, part by part: built with -DCGT_PARTS
@@ -1834,6 +1863,12 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         t = 0;
     }
 #endif
+#if CGT_CUT == 4
+    if (t) {
+        if (cut_deaths(dead_objs) < 0 || (t = PyObject_IsTrue(dead_objs)) < 0)
+            goto error;
+    }
+#endif
     if (t) {
         Py_ssize_t k = PyObject_Length(dead_objs);
         if (k < 0)
@@ -1941,15 +1976,15 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         goto checks_failed;
     }
 #if CGT_CUT == 3
-    /* (the floor: a weak reference kept, the counter moved; None: the
-     * Runner calls the tree) */
+    /* (the floor: a weak reference kept, the counter moved; Ellipsis: the
+     * Runner calls the tree as for a queued call, and queues nothing) */
     Py_CLEAR(left);
     if ((wr = PyWeakref_NewRef(v, died)) == NULL || SSET(hot, mark_counter, c) < 0)
         goto failed;
     Py_XSETREF(cut_refs[cut_next++ & 63], Py_NewRef(wr));
     Py_CLEAR(v);
     Py_CLEAR(stor);
-    t = Py_NewRef(Py_None);
+    t = Py_NewRef(Py_Ellipsis);
     goto taken;
 #endif
     /* The call joins the queue. */
@@ -1975,6 +2010,18 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         && SSTEAL(hot, left, left == NULL ? PyLong_FromLong(64) : PyNumber_Subtract(left, one)) < 0)
         goto failed;
     Py_CLEAR(left);
+#if CGT_CUT == 4
+    /* (the checks made: the deaths they grouped let go, a weak reference
+     * kept, the counter moved; Ellipsis, as 3's) */
+    if ((groups != Py_None && PySequence_DelSlice(dead_objs, 0, k) < 0)
+        || (wr = PyWeakref_NewRef(v, died)) == NULL || SSET(hot, mark_counter, c) < 0)
+        goto failed;
+    Py_XSETREF(cut_refs[cut_next++ & 63], Py_NewRef(wr));
+    Py_CLEAR(v);
+    Py_CLEAR(stor);
+    t = Py_NewRef(Py_Ellipsis);
+    goto taken;
+#endif
     if ((t = new_plain(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
         || SSET(t, tmpl, PyTuple_GET_ITEM(a, 3)) < 0
         || SSET(t, src, PyTuple_GET_ITEM(a, 4)) < 0
@@ -2020,7 +2067,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         goto failed;
     }
     Py_DECREF(idw);
-#if CGT_CUT == 3
+#if CGT_CUT == 3 || CGT_CUT == 4
 taken:
 #endif
     Py_DECREF(c);
@@ -3914,6 +3961,12 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
     int t_ = STRUE(hot, off);
     if (t_ < 0)
         goto finally_error;
+#if CGT_CUT == 3
+    if (t == Py_Ellipsis) { /* (the floor: no check after the call) */
+        clean = other == Py_False;
+        goto finally;
+    }
+#endif
     if (!t_) {
         PyObject *fargs[6] = {a, node, other, out, mgr, r->dead_objs};
         PART(fq_post, ppost);
@@ -3932,6 +3985,10 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
              * a call of _fq_other moves them; two writes to the
              * thread-local's dict, each of them a module lookup, skipped) */
             clean = other == Py_False;
+#if CGT_CUT == 4
+            if (t == Py_Ellipsis) /* (nothing queued) */
+                goto finally;
+#endif
             Py_ssize_t n, u;
             PyObject *unw = NULL;
             if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0
@@ -3955,6 +4012,10 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             } else if (call_if_due(hot, r->rec, s_fq_due, a) < 0) /* (Recorder.JOURNAL_MS) */
                 goto after_failed;
         } else if (ok == 0) {
+#if CGT_CUT == 4
+            if (t == Py_Ellipsis) /* (a measure: the call is lost) */
+                goto finally;
+#endif
             PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
             PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
             if (res == NULL)
