@@ -4063,10 +4063,11 @@ finally_error: {
 
 /* The branch of an unarmed call (the lock held): see hooks._run. */
 static PyObject *
-runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *function_id)
+runner_unarmed(Runner *r, PyObject *mgr, PyObject *new_inputs, PyObject *function_id, int nested)
 {
-    /* (r->tls is rec.tls, set once with the recorder) */
-    int t = attr_true(r->tls, s_depth);
+    /* (r->tls is rec.tls, set once with the recorder; its depth read only
+     * where the lock was this thread's before: runner_body) */
+    int t = nested ? attr_true(r->tls, s_depth) : 0;
     if (t < 0)
         return NULL;
     if (t)
@@ -4348,10 +4349,17 @@ runner_body(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     if (!t)
         return call3(r->steady, mgr, new_inputs, function_id);
     PART(run_lock, pt);
+    /* (first: this thread held the lock before this call, or did not:
+     * then it is in no call of the recorder's, and tls.depth is 0, as
+     * only a call holding the lock sets it, and sets it back before
+     * letting go) */
+    int nested = lock == NULL || lock->count > 1;
     PyObject *out = NULL, *lean = NULL, *lfid = SGET(r->hot, lfid);
     if (lfid != NULL) {
         if (lfid == function_id)
             lean = SGET(r->hot, lean);
+        else if (PyDict_CheckExact(r->armed) && PyDict_GET_SIZE(r->armed) == 0)
+            lean = Py_NewRef(Py_None); /* (armed.get's answer, no key made) */
         else {
             PyObject *key = PyLong_FromVoidPtr(function_id);
             if (key != NULL) {
@@ -4364,7 +4372,7 @@ runner_body(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     PART(run_lookup, pt);
     if (lean != NULL) {
         if (lean == Py_None)
-            out = runner_unarmed(r, mgr, new_inputs, function_id);
+            out = runner_unarmed(r, mgr, new_inputs, function_id, nested);
         else if (check_tuple(lean, L_LEN, "the lean tuple") == 0)
             out = runner_armed(r, lean, mgr, new_inputs, function_id, probed);
         Py_DECREF(lean);
