@@ -333,7 +333,7 @@ class MeasureTest(unittest.TestCase):
         self.assertIs(fastpath.load()[0], own)
         with self.assertRaises(SystemExit) as cm:
             ro.load_baseline("cut:nowhere")
-        self.assertIn("no such cut: nowhere (one of wrapper, entry, floor)", str(cm.exception))
+        self.assertIn("no such cut: nowhere (one of wrapper, entry, floor, checks)", str(cm.exception))
 
     def test_baseline_hooks_wraps_the_entry_points_and_puts_them_back(self):
         """--baseline hooks: the tree's _run and execute_node wrapped in
