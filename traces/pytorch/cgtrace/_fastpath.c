@@ -1589,6 +1589,9 @@ forget_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+static PyTypeObject StorageRefType;
+static PyObject *storage_ref_expired_of(PyObject *ref);
+
 /* One death of fresh_deaths: the queued call or entry wr's death may be
  * written as, or Py_None (a new reference either way; NULL: an error). */
 static PyObject *
@@ -1639,12 +1642,14 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
     if ((t = PyObject_IsTrue(x)) != 0)
         goto done_not;
     Py_CLEAR(x);
-    if ((t = PySequence_Contains(held, idw)) != 0)
+    if ((t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw)) != 0)
         goto done_not;
     PyObject *sref = SGET(e, sref);
     if (sref == NULL)
         goto error;
-    t = truth(PyObject_CallMethodNoArgs(sref, s_expired));
+    /* (the module's own StorageRef answered without a method lookup) */
+    t = truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired_of(sref)
+                                                 : PyObject_CallMethodNoArgs(sref, s_expired));
     Py_DECREF(sref);
     if (t <= 0)
         goto done;
@@ -4579,6 +4584,13 @@ static PyObject *
 storage_ref_expired(StorageRef *self, PyObject *Py_UNUSED(unused))
 {
     return PyObject_CallOneArg(self->maker->expired_fn, self->cdata);
+}
+
+/* ref.expired() of a StorageRef (death_of's, without the method's lookup). */
+static PyObject *
+storage_ref_expired_of(PyObject *ref)
+{
+    return storage_ref_expired((StorageRef *)ref, NULL);
 }
 
 static void
