@@ -144,10 +144,13 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     (none, when it knows this torch's config; None: it does not say).
 
     `baseline(path)`, another recorder (the one before a change, loaded
-    from its file), is timed in the same rounds, right after the current
-    one, so both meet the same clocks and caches: then the dict also holds
-    `base`, `base_added` (per round), their medians, `base_write_ms` and
-    `base_trace_bytes_per_call`. `clock` is wall time unless asked
+    from its file), is timed in the same rounds, beside the current one
+    (the two taking turns going first, round by round), so both meet the
+    same clocks and caches: then the dict also holds `base`, `base_added`
+    (per round), their medians, `base_write_ms`,
+    `base_trace_bytes_per_call`, and `paired` and `call_paired` (per
+    round: the current recorder's us a call, and its median call's, less
+    the baseline's) with their medians. `clock` is wall time unless asked
     otherwise (--cpu-clock: this thread's CPU time, for a machine other
     programs share)."""
     record = record or cgtrace.record
@@ -161,8 +164,7 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
     gc_off, gc_on = [0, 0.0], [0, 0.0]  # collections in the unrecorded and the recorded loops, their seconds
     gc.callbacks.append(gcc)
     with tempfile.TemporaryDirectory(dir=folder) as d:
-        for r in range(rounds):
-            loops.append(gcc.counted(gc_off, time_loop, step, iters, sync, clock, med_loops))
+        def current(r):
             path = os.path.join(d, "round%d.cgt.jsonl" % r)
             us, ms, n, knobs_read = _timed_recording(step, iters, sync, record, path, clock, med_on,
                                                      lambda *args: gcc.counted(gc_on, time_loop, *args))
@@ -171,12 +173,27 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             short.append(n)
             sizes.append(os.path.getsize(path))
             calls.append(cgtrace.summarise_file(path)["counts"]["calls"])
-            if baseline is not None:
-                path = os.path.join(d, "base%d.cgt.jsonl" % r)
-                us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock, med_base)
-                base.append(us)
-                base_ms.append(ms)
-                base_sizes.append(os.path.getsize(path))
+            return knobs_read
+
+        def other(r):
+            path = os.path.join(d, "base%d.cgt.jsonl" % r)
+            us, ms, _, _ = _timed_recording(step, iters, sync, baseline, path, clock, med_base)
+            base.append(us)
+            base_ms.append(ms)
+            base_sizes.append(os.path.getsize(path))
+
+        for r in range(rounds):
+            loops.append(gcc.counted(gc_off, time_loop, step, iters, sync, clock, med_loops))
+            # (With a baseline, the two recorders take turns going first,
+            # so that what the first recorded loop after an unrecorded one
+            # meets, or a host drifting within the round, favours neither.)
+            if baseline is not None and r % 2 == 1:
+                other(r)
+                knobs_read = current(r)
+            else:
+                knobs_read = current(r)
+                if baseline is not None:
+                    other(r)
         loops.append(gcc.counted(gc_off, time_loop, step, iters, sync, clock, med_loops))
     gc.callbacks.remove(gcc)
     # Each round's recorded loops are compared with the unrecorded loops
@@ -225,7 +242,15 @@ def measure(step, sync, iters=2000, rounds=7, warm=50, record=None, folder=None,
             "base_write_ms": statistics.median(base_ms),
             "base_trace_bytes_per_call": statistics.median(base_sizes) / iters,
             "call_base_added_median": statistics.median(b - a for a, b in zip(med_off, med_base)),
+            # This recorder less the baseline, round by round (the two
+            # recorders' loops of one round meet the same host): the
+            # difference a change makes, with its spread, where the two
+            # medians above each carry the whole rounds' spread.
+            "paired": [a - b for a, b in zip(on, base)],
+            "call_paired": [a - b for a, b in zip(med_on, med_base)],
         })
+        res["paired_median"] = statistics.median(res["paired"])
+        res["call_paired_median"] = statistics.median(res["call_paired"])
     return res
 
 
@@ -551,6 +576,10 @@ def report(name, res, out=None):
               % (name, res["base_median"], res["base_added_median"],
                  res["base_trace_bytes_per_call"], res["base_write_ms"],
                  res["base_added_with_exit_median"]), file=out)
+        print("%s: this recorder less the baseline, round by round: %+.1f us/call (median; from %+.1f to %+.1f), "
+              "the median call %+.1f us (from %+.1f to %+.1f); the two took turns going first"
+              % (name, res["paired_median"], min(res["paired"]), max(res["paired"]), res["call_paired_median"],
+                 min(res["call_paired"]), max(res["call_paired"])), file=out)
 
 
 def mlp(torch, dim, layers):

@@ -53,6 +53,31 @@ class MeasureTest(unittest.TestCase):
         self.assertRegex(err.getvalue(), r"^recorder-overhead: torch is not installed in this Python \(.*\): run it "
                                          r"where torch and a GPU are, or time the stand-in with --fake\n$")
 
+    def test_a_baseline_takes_turns_and_is_paired_by_round(self):
+        """With a baseline, the two recorders take turns going first in
+        their rounds (this one first in even rounds), and each round's
+        difference between them is kept (paired) with its median."""
+        order = []
+
+        def recorder(tag):
+            def make(path):
+                order.append(tag)
+                return ro.cgtrace.record(path)
+            return make
+
+        res = ro.measure(self.step, lambda: None, iters=6, rounds=4, warm=2, record=recorder("this"),
+                         baseline=recorder("base"))
+        self.assertEqual(order, ["this", "base", "base", "this", "this", "base", "base", "this"])
+        self.assertEqual(res["calls_recorded"], [6] * 4)
+        self.assertEqual(res["paired"], [a - b for a, b in zip(res["on"], res["base"])])
+        self.assertEqual(len(res["call_paired"]), 4)
+        self.assertEqual(res["paired_median"], statistics.median(res["paired"]))
+        self.assertEqual(res["call_paired_median"], statistics.median(res["call_paired"]))
+        text = io.StringIO()
+        ro.report("loop", dict(res, clock="wall"), out=text)
+        self.assertRegex(text.getvalue(), r"this recorder less the baseline, round by round: [+-][\d.]+ us/call "
+                                          r"\(median; from [+-][\d.]+ to [+-][\d.]+\)")
+
     def test_a_loaded_host_is_named(self):
         """The unrecorded loop's spread across the rounds: within
         LOADED_SPREAD it is only given; past it the report says the
