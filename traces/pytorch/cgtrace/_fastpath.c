@@ -81,6 +81,8 @@ static PyObject *s_steady, *s_lean, *s_lfid, *s_mark_counter, *s_left, *s_node, 
     *s_fail, *s_on_run, *s_steady_raised, *s_steady_other, *s_fresh_call, *s_via_run, *s_before_call,
     *s_after_call;
 static PyObject *s_fq_call_raised, *s_fq_bound, *s_fq_due, *s_fq_other, *s_unwritten, *s_flush, *s_due;
+/* Noter's. */
+static PyObject *s_general_noting, *s_actions, *s_replay, *s_append;
 static PyObject *s_steps, *s_tmpl, *s_src, *s_inv, *s_oid, *s_ptr, *s_cd, *s_spec, *s_groups,
     *s_data_ptr;
 static PyObject *s_name, *s_order, *s_devices, *s_fresh, *s_fmt_inv_src, *s_fmt_inv, *s_probes, *s_probe_vals,
@@ -1070,7 +1072,10 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     /* by_view.get(vk) in entries or vk in dead_cached or by_storage.get(cd) */
     if ((vk = PyTuple_Pack(4, cd, zero, shape, stride)) == NULL || (x = dict_get(by_view, vk, NULL)) == NULL)
         goto error;
-    if ((t = PySequence_Contains(entries, x)) != 0 || (t = PySequence_Contains(dead_cached, vk)) != 0)
+    /* (a view no name is over: None, never a name of entries, whose keys
+     * are str, so not looked up there) */
+    if ((t = x == Py_None ? 0 : PySequence_Contains(entries, x)) != 0
+        || (t = PySequence_Contains(dead_cached, vk)) != 0)
         goto decided;
     Py_CLEAR(x);
     if ((x = dict_get(by_storage, cd, NULL)) == NULL)
@@ -4798,6 +4803,134 @@ static PyTypeObject DiedType = {
     .tp_vectorcall_offset = offsetof(Died, vectorcall),
 };
 
+/* -- Noter: hooks.execute_node's wrapper in C (Noter(hot, tls,
+ * orig_exec, rec, py)): what the tree's execute_node does noted before
+ * it runs, without a Python frame at every replay. A method descriptor
+ * as a function is (the tree's self.execute_node(node, new_inputs) calls
+ * it with the manager first, no bound method made); a call of another
+ * shape is the Python wrapper's (py). -- */
+
+typedef struct {
+    PyObject_HEAD PyObject *hot, *tls, *orig_exec, *rec, *py;
+    vectorcallfunc vectorcall;
+} Noter;
+
+static PyObject *
+noter_call(Noter *n, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
+        return PyObject_Vectorcall(n->py, args, nargsf, kwnames);
+    PyObject *mgr = args[0], *node = args[1], *new_inputs = args[2];
+    /* if hot.steady: the steady call's one replay noted in hot (a second:
+     * rec._general_noting(), from here the general path's noting) */
+    int t = STRUE(n->hot, steady);
+    if (t < 0)
+        return NULL;
+    if (t) {
+        PyObject *was = SGET(n->hot, node);
+        if (was == NULL)
+            return NULL;
+        t = was == Py_None;
+        Py_DECREF(was);
+        if (t) {
+            if (SSET(n->hot, node, node) < 0)
+                return NULL;
+            return call3(n->orig_exec, mgr, node, new_inputs);
+        }
+        PyObject *res = PyObject_CallMethodNoArgs(n->rec, s_general_noting);
+        if (res == NULL)
+            return NULL;
+        Py_DECREF(res);
+    }
+    /* if tls.depth: tls.actions.append("replay"); tls.node = node */
+    if ((t = attr_true(n->tls, s_depth)) < 0)
+        return NULL;
+    if (t) {
+        PyObject *actions = PyObject_GetAttr(n->tls, s_actions);
+        if (actions == NULL)
+            return NULL;
+        int rc = PyList_CheckExact(actions)
+                     ? PyList_Append(actions, s_replay)
+                     : (truth(PyObject_CallMethodOneArg(actions, s_append, s_replay)) < 0 ? -1 : 0);
+        Py_DECREF(actions);
+        if (rc < 0 || PyObject_SetAttr(n->tls, s_node, node) < 0)
+            return NULL;
+    }
+    return call3(n->orig_exec, mgr, node, new_inputs);
+}
+
+static PyObject *
+noter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *f[5];
+    if (!no_keywords(kwds, "Noter") || !PyArg_UnpackTuple(args, "Noter", 5, 5, &f[0], &f[1], &f[2], &f[3], &f[4]))
+        return NULL;
+    Noter *n = (Noter *)type->tp_alloc(type, 0);
+    if (n == NULL)
+        return NULL;
+    n->hot = Py_NewRef(f[0]);
+    n->tls = Py_NewRef(f[1]);
+    n->orig_exec = Py_NewRef(f[2]);
+    n->rec = Py_NewRef(f[3]);
+    n->py = Py_NewRef(f[4]);
+    n->vectorcall = (vectorcallfunc)noter_call;
+    return (PyObject *)n;
+}
+
+static int
+noter_traverse(Noter *n, visitproc visit, void *arg)
+{
+    Py_VISIT(n->hot);
+    Py_VISIT(n->tls);
+    Py_VISIT(n->orig_exec);
+    Py_VISIT(n->rec);
+    Py_VISIT(n->py);
+    return 0;
+}
+
+static int
+noter_clear(Noter *n)
+{
+    Py_CLEAR(n->hot);
+    Py_CLEAR(n->tls);
+    Py_CLEAR(n->orig_exec);
+    Py_CLEAR(n->rec);
+    Py_CLEAR(n->py);
+    return 0;
+}
+
+static void
+noter_dealloc(Noter *n)
+{
+    PyObject_GC_UnTrack(n);
+    noter_clear(n);
+    Py_TYPE(n)->tp_free((PyObject *)n);
+}
+
+/* (n.__get__(mgr): bound to the manager, as a function is) */
+static PyObject *
+noter_get(PyObject *n, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(n);
+    return PyMethod_New(n, obj);
+}
+
+static PyTypeObject NoterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.Noter",
+    .tp_basicsize = sizeof(Noter),
+    .tp_vectorcall_offset = offsetof(Noter, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "hooks.execute_node's wrapper in C: Noter(hot, tls, orig_exec, rec, py)(mgr, node, new_inputs).",
+    .tp_new = noter_new,
+    .tp_dealloc = (destructor)noter_dealloc,
+    .tp_traverse = (traverseproc)noter_traverse,
+    .tp_clear = (inquiry)noter_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = noter_get,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_cgtrace_fastpath",
     "cgtrace's lean-path checks in C (fastpath.py holds the reference and the loader).", -1, methods,
@@ -4920,12 +5053,16 @@ PyInit__cgtrace_fastpath(void)
     if ((zero = PyLong_FromLong(0)) == NULL || (one = PyLong_FromLong(1)) == NULL)
         return NULL;
     INTERN(s_weak_ref, "_weak_ref");
+    INTERN(s_general_noting, "_general_noting");
+    INTERN(s_actions, "actions");
+    INTERN(s_replay, "replay");
+    INTERN(s_append, "append");
     /* The module's types (StorageRef is made by StorageRefs only) */
     struct {
         const char *name;
         PyTypeObject *type;
     } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"StorageRefs", &StorageRefsType},
-                 {"Died", &DiedType}, {"RLock", &RLockType}};
+                 {"Died", &DiedType}, {"RLock", &RLockType}, {"Noter", &NoterType}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)
             return NULL;

@@ -413,6 +413,13 @@ class _Hooks:
                 tls.node = node
             return orig_exec(mgr, node, new_inputs)
 
+        noter = getattr(self._checks, "Noter", None)
+        if noter is not None:
+            # The same in C (_fastpath.c's Noter): no Python frame at each
+            # replay, a new-input loop's every call among them; the Python
+            # above takes a call of any other shape.
+            execute_node = noter(self._hot, self.tls, orig_exec, rec, execute_node)
+
         orig_record = self._saved[(M, "record_function")]
 
         def record_function(mgr, new_inputs, function_id):

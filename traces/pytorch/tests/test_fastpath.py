@@ -1038,6 +1038,54 @@ class FastPathTest(BuiltTest):
         self.assertEqual(self.same("fresh_after", armed(), node, False, [out], mgr, []), ("ok", True))
 
 
+    def test_noter_notes_as_the_python_wrapper(self):
+        """Noter(hot, tls, orig_exec, rec, py), execute_node's wrapper:
+        a method of the class it is set on (no bound method made at a
+        call through the instance), the steady call's first replay noted
+        in hot, a second handed to rec._general_noting, a replay at depth
+        noted in tls, and a call of another shape handed to py."""
+        from cgtrace.recorder import _Hot
+        log = []
+
+        class Rec:
+            def _general_noting(self):
+                log.append("general")
+                tls.depth = 1
+
+        hot, tls, rec = _Hot(), Obj(), Rec()
+        tls.depth, tls.actions, tls.node = 0, [], None
+
+        def orig(mgr, node, new_inputs):
+            log.append(("ran", node))
+            return [node]
+
+        def py(*args, **kwargs):
+            log.append(("py", args, kwargs))
+            return "py"
+
+        class M:
+            execute_node = self.C.Noter(hot, tls, orig, rec, py)
+
+        m = M()
+        self.assertEqual(m.execute_node("a", []), ["a"])  # (not steady, depth 0: run, nothing noted)
+        self.assertEqual((log, tls.actions, hot.node), ([("ran", "a")], [], None))
+        log.clear()
+        hot.steady = True
+        m.execute_node("a", [])
+        self.assertIs(hot.node, "a")
+        self.assertEqual(log, [("ran", "a")])
+        log.clear()
+        m.execute_node("b", [])  # a second replay in the steady call: the general path's noting
+        self.assertEqual(log, ["general", ("ran", "b")])
+        self.assertEqual((tls.actions, tls.node), (["replay"], "b"))
+        log.clear()
+        hot.steady, tls.actions = False, []
+        self.assertEqual(M.execute_node(m, "c", new_inputs=[]), "py")  # (a keyword: the Python wrapper's)
+        self.assertEqual(log, [("py", (m, "c"), {"new_inputs": []})])
+        bound = M.__dict__["execute_node"].__get__(m, M)
+        self.assertIs(bound.__self__, m)
+        self.assertIs(M.__dict__["execute_node"].__get__(None, M), M.__dict__["execute_node"])
+
 @unittest.skipUnless(_can_build(), "no C compiler or no Python.h here: the recorder uses the Python checks")
 class SlotAccessTest(BuiltTest):
     """The C paths read and write the slots of the recorder's own classes

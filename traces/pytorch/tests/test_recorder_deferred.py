@@ -414,6 +414,76 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertEqual(took, 0)
         self.assertEqual(default, general)
 
+    def test_a_call_replaying_twice_is_noted_as_the_general_path_notes_it(self):
+        # A steady call, and a call on a new input, whose tree replays
+        # another function's node before its own in one call (execute_node
+        # entered twice inside it): the lean paths note the first in hot
+        # and hand the second to the general path's noting
+        # (_general_noting), whether execute_node's wrapper is the C
+        # module's (Noter) or Python; the trace is the one the general path
+        # (CGTRACE_DEFER=0) writes: the call's expect names its own node,
+        # the last the tree replayed.
+        from unittest import mock
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+
+        class Twice(CUDAGraphTreeManager):
+            double = {}  # (the loop's steps whose call first replays the node of another function)
+            n = 0
+            nested = False
+
+            def execute_node(self, node, new_inputs):
+                other = self.double.get(self.n)
+                if other is not None and not self.nested:
+                    self.nested = True
+                    try:
+                        super().execute_node(self.roots[other][0], list(new_inputs))
+                    finally:
+                        self.nested = False
+                return super().execute_node(node, new_inputs)
+
+        def loop(path):
+            mgr = Twice()
+            mgr.cache_replays = True
+            f = mgr.add(0, static=[0])
+            g = mgr.add(1, static=[0])
+            mgr.models[0] = lambda ins: [Tensor([16, 8])]
+            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            w, x = Tensor([8, 8]), Tensor([16, 8])
+            mgr.double = {30: g, 55: g, 90: f, 120: f}
+            with cgtrace.record(path) as rec:
+                y = None
+                for i in range(140):
+                    cgt.mark_step_begin()
+                    _invocation()
+                    mgr.n = i
+                    if i < 3:  # (g's warmup, recording and a replay: a node of its own)
+                        y, = mgr._run([w, Tensor([16, 8])], g)
+                    elif i < 70:  # a steady loop: the same input
+                        y, = mgr._run([w, x], f)
+                    else:  # a new input each call
+                        z = Tensor([16, 8])  # (over SMALL_TENSOR: a rand record, a template)
+                        y, = mgr._run([w, z], g)
+                        z = None
+                del y
+            self.assertIsNone(rec.error)
+            with open(path) as fh:
+                return rec.short_calls + rec.fresh_calls, fh.read().split("\n")[1:]
+
+        took, default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
+        self.assertGreater(took, 100)
+        self.tearDown()
+        self.setUp()
+        cgt = sys.modules["torch._inductor.cudagraph_trees"]
+        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
+            took, general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
+        self.assertEqual(took, 0)
+        self.assertEqual(default, general)
+        # (each doubled call's expect names its own function's node)
+        calls = [json.loads(a) for a in general if a]
+        expects = [b for a, b in zip(calls, calls[1:]) if a.get("op") == "call" and a.get("invocation") in
+                   (30, 55, 90, 120)]
+        self.assertEqual([e["node"]["fn"] for e in expects], ["loop_0", "loop_0", "loop_1", "loop_1"])
+
     def test_refcount_rules_read_from_the_check(self):
         t = Tensor([2])
         for before, want in ((False, cgtrace.USE_COUNT), (True, cgtrace.REFCOUNT)):
