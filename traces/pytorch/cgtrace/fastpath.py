@@ -51,8 +51,9 @@ tested against it in tests/test_recorder_fresh.py): it has no function
 here, since the wrapper runs its own Python where C is not built.
 
 Among the C module's types besides: Runner (hooks._run's body), Died
-(Session._died) and RLock (threading.RLock's lock, Recorder.lock, which
-the Runner takes and lets go in place).
+(Session._died), Noter (hooks' execute_node wrapper) and RLock
+(threading.RLock's lock, Recorder.lock, which the Runner takes and lets
+go in place).
 """
 
 import operator
