@@ -4810,8 +4810,10 @@ static PyTypeObject DiedType = {
  * it with the manager first, no bound method made); a call of another
  * shape is the Python wrapper's (py). -- */
 
+enum { N_HOT, N_TLS, N_ORIG_EXEC, N_REC, N_PY, N_FIELDS };
+
 typedef struct {
-    PyObject_HEAD PyObject *hot, *tls, *orig_exec, *rec, *py;
+    PyObject_HEAD PyObject *f[N_FIELDS]; /* (hot, tls, orig_exec, rec, py: Noter's arguments) */
     vectorcallfunc vectorcall;
 } Noter;
 
@@ -4820,60 +4822,60 @@ noter_call(Noter *n, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0))
-        return PyObject_Vectorcall(n->py, args, nargsf, kwnames);
-    PyObject *mgr = args[0], *node = args[1], *new_inputs = args[2];
+        return PyObject_Vectorcall(n->f[N_PY], args, nargsf, kwnames);
+    PyObject *mgr = args[0], *node = args[1], *new_inputs = args[2], *hot = n->f[N_HOT], *tls = n->f[N_TLS];
     /* if hot.steady: the steady call's one replay noted in hot (a second:
      * rec._general_noting(), from here the general path's noting) */
-    int t = STRUE(n->hot, steady);
+    int t = STRUE(hot, steady);
     if (t < 0)
         return NULL;
     if (t) {
-        PyObject *was = SGET(n->hot, node);
+        PyObject *was = SGET(hot, node);
         if (was == NULL)
             return NULL;
         t = was == Py_None;
         Py_DECREF(was);
         if (t) {
-            if (SSET(n->hot, node, node) < 0)
+            if (SSET(hot, node, node) < 0)
                 return NULL;
-            return call3(n->orig_exec, mgr, node, new_inputs);
+            return call3(n->f[N_ORIG_EXEC], mgr, node, new_inputs);
         }
-        PyObject *res = PyObject_CallMethodNoArgs(n->rec, s_general_noting);
+        PyObject *res = PyObject_CallMethodNoArgs(n->f[N_REC], s_general_noting);
         if (res == NULL)
             return NULL;
         Py_DECREF(res);
     }
     /* if tls.depth: tls.actions.append("replay"); tls.node = node */
-    if ((t = attr_true(n->tls, s_depth)) < 0)
+    if ((t = attr_true(tls, s_depth)) < 0)
         return NULL;
     if (t) {
-        PyObject *actions = PyObject_GetAttr(n->tls, s_actions);
+        PyObject *actions = PyObject_GetAttr(tls, s_actions);
         if (actions == NULL)
             return NULL;
         int rc = PyList_CheckExact(actions)
                      ? PyList_Append(actions, s_replay)
                      : (truth(PyObject_CallMethodOneArg(actions, s_append, s_replay)) < 0 ? -1 : 0);
         Py_DECREF(actions);
-        if (rc < 0 || PyObject_SetAttr(n->tls, s_node, node) < 0)
+        if (rc < 0 || PyObject_SetAttr(tls, s_node, node) < 0)
             return NULL;
     }
-    return call3(n->orig_exec, mgr, node, new_inputs);
+    return call3(n->f[N_ORIG_EXEC], mgr, node, new_inputs);
 }
 
 static PyObject *
 noter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *f[5];
-    if (!no_keywords(kwds, "Noter") || !PyArg_UnpackTuple(args, "Noter", 5, 5, &f[0], &f[1], &f[2], &f[3], &f[4]))
+    if (!no_keywords(kwds, "Noter"))
         return NULL;
+    if (PyTuple_GET_SIZE(args) != N_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "Noter(hot, tls, orig_exec, rec, py): %d arguments", N_FIELDS);
+        return NULL;
+    }
     Noter *n = (Noter *)type->tp_alloc(type, 0);
     if (n == NULL)
         return NULL;
-    n->hot = Py_NewRef(f[0]);
-    n->tls = Py_NewRef(f[1]);
-    n->orig_exec = Py_NewRef(f[2]);
-    n->rec = Py_NewRef(f[3]);
-    n->py = Py_NewRef(f[4]);
+    for (int i = 0; i < N_FIELDS; i++)
+        n->f[i] = Py_NewRef(PyTuple_GET_ITEM(args, i));
     n->vectorcall = (vectorcallfunc)noter_call;
     return (PyObject *)n;
 }
@@ -4881,22 +4883,16 @@ noter_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int
 noter_traverse(Noter *n, visitproc visit, void *arg)
 {
-    Py_VISIT(n->hot);
-    Py_VISIT(n->tls);
-    Py_VISIT(n->orig_exec);
-    Py_VISIT(n->rec);
-    Py_VISIT(n->py);
+    for (int i = 0; i < N_FIELDS; i++)
+        Py_VISIT(n->f[i]);
     return 0;
 }
 
 static int
 noter_clear(Noter *n)
 {
-    Py_CLEAR(n->hot);
-    Py_CLEAR(n->tls);
-    Py_CLEAR(n->orig_exec);
-    Py_CLEAR(n->rec);
-    Py_CLEAR(n->py);
+    for (int i = 0; i < N_FIELDS; i++)
+        Py_CLEAR(n->f[i]);
     return 0;
 }
 

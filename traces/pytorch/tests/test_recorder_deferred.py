@@ -379,14 +379,24 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertEqual(deferred, 0)
         self.assertEqual(rec.armings, 0)
 
+    def default_and_general(self, loop):
+        """loop(path) recorded by default, then again on a fresh stand-in
+        (its counters from 0) under CGTRACE_DEFER=0, the general path's:
+        each run's answer."""
+        from unittest import mock
+        default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
+        self.tearDown()
+        self.setUp()
+        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
+            general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
+        return default, general
+
     def test_cgtrace_defer_0_takes_no_fresh_path(self):
         # A loop over new inputs: the fresh path's by default, the general
         # path's under CGTRACE_DEFER=0 (what deferred-same.py holds both
         # short paths against on the GPU).
-        from unittest import mock
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-
         def loop(path):
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
             mgr = CUDAGraphTreeManager()
             mgr.cache_replays = True
             f = mgr.add(0, static=[0])
@@ -404,14 +414,9 @@ class DeferredReplayTest(FakeTorchTest):
             with open(path) as fh:
                 return rec.fresh_calls, fh.read().split("\n")[1:]
 
-        took, default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
+        (took, default), (took_general, general) = self.default_and_general(loop)
         self.assertGreater(took, 10)
-        self.tearDown()
-        self.setUp()  # (the stand-in's counters from 0 again)
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
-            took, general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
-        self.assertEqual(took, 0)
+        self.assertEqual(took_general, 0)
         self.assertEqual(default, general)
 
     def test_a_call_replaying_twice_is_noted_as_the_general_path_notes_it(self):
@@ -423,9 +428,6 @@ class DeferredReplayTest(FakeTorchTest):
         # module's (Noter) or Python; the trace is the one the general path
         # (CGTRACE_DEFER=0) writes: the call's expect names its own node,
         # the last the tree replayed.
-        from unittest import mock
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-
         class Twice(CUDAGraphTreeManager):
             double = {}  # (the loop's steps whose call first replays the node of another function)
             n = 0
@@ -442,6 +444,7 @@ class DeferredReplayTest(FakeTorchTest):
                 return super().execute_node(node, new_inputs)
 
         def loop(path):
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
             mgr = Twice()
             mgr.cache_replays = True
             f = mgr.add(0, static=[0])
@@ -469,14 +472,9 @@ class DeferredReplayTest(FakeTorchTest):
             with open(path) as fh:
                 return rec.short_calls + rec.fresh_calls, fh.read().split("\n")[1:]
 
-        took, default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
+        (took, default), (took_general, general) = self.default_and_general(loop)
         self.assertGreater(took, 100)
-        self.tearDown()
-        self.setUp()
-        cgt = sys.modules["torch._inductor.cudagraph_trees"]
-        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
-            took, general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
-        self.assertEqual(took, 0)
+        self.assertEqual(took_general, 0)
         self.assertEqual(default, general)
         # (each doubled call's expect names its own function's node)
         calls = [json.loads(a) for a in general if a]
