@@ -50,6 +50,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -222,6 +223,9 @@ def main(argv=None):
                    help="the training step's loop (forward and backward: the figures are a step's)")
     p.add_argument("--calls", type=int, default=1000, help="calls of the shorter runs")
     p.add_argument("--baseline", metavar="RECORDER", help="count this recorder instead of this checkout's")
+    p.add_argument("--against", metavar="RECORDER",
+                   help="also count this other recorder (a package folder, as --baseline takes, say the one "
+                        "before a change), its runs beside the first's, and print the first less it")
     p.add_argument("--cold", action="store_true",
                    help="also count the last-level cache misses a call adds, the caches emptied between calls")
     p.add_argument("--by-function", type=int, default=0, metavar="N",
@@ -239,17 +243,43 @@ def main(argv=None):
         p.error("--calls must be at least 1")
     if a.by_function < 0:
         p.error("--by-function must be at least 0")
+    other = None
     with tempfile.TemporaryDirectory() as d:
-        r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train, folder=d if a.by_function else None)
+        if a.against:
+            # (the other recorder's runs in a thread beside the first's:
+            # each a valgrind of its own, and both on the same machine
+            # meanwhile; the counts do not move with its load)
+            got = {}
+            t = threading.Thread(target=lambda: got.update(r=measure(a.fresh, a.calls, a.against, cold=a.cold,
+                                                                     train=a.train)))
+            t.start()
+        try:
+            r = measure(a.fresh, a.calls, a.baseline, cold=a.cold, train=a.train,
+                        folder=d if a.by_function else None)
+        finally:
+            if a.against:
+                t.join()
+        if a.against:
+            other = got.get("r")
+            if other is None:
+                raise SystemExit("recorder-instructions: --against %s: its runs failed" % a.against)
         rows = by_function(d, a.calls, cold=a.cold)[:a.by_function] if a.by_function else []
-    what = "%s%s" % ("a training step" if a.train else "a new input each call" if a.fresh
-                     else "the same input (steady)", ", recorder %s" % a.baseline if a.baseline else "")
+    loop = "a training step" if a.train else "a new input each call" if a.fresh else "the same input (steady)"
     unit = "step" if a.train else "call"
-    print("%s: %.0f instructions a %s unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded %s)"
-          % (what, r["off"], unit, r["on"], r["added"], r["added"] / r["off"], unit))
-    if a.cold:
-        print("%s, cold caches: %.0f last-level misses a %s unrecorded, %.0f recorded, %.0f added"
-              % (what, r["misses_off"], unit, r["misses_on"], r["misses_added"]))
+    for rec, res in ((a.baseline, r), (a.against, other)):
+        if res is None:
+            continue
+        what = "%s%s" % (loop, ", recorder %s" % rec if rec else "")
+        print("%s: %.0f instructions a %s unrecorded, %.0f recorded, %.0f added (%.1fx the unrecorded %s)"
+              % (what, res["off"], unit, res["on"], res["added"], res["added"] / res["off"], unit))
+        if a.cold:
+            print("%s, cold caches: %.0f last-level misses a %s unrecorded, %.0f recorded, %.0f added"
+                  % (what, res["misses_off"], unit, res["misses_on"], res["misses_added"]))
+    if other is not None:
+        print("%s: %s less %s: %+.0f instructions a %s%s" % (
+            loop, a.baseline or "this checkout's recorder", a.against, r["added"] - other["added"], unit,
+            ", %+.0f last-level misses (cold caches; two runs of one recorder differ by some 60)"
+            % (r["misses_added"] - other["misses_added"]) if a.cold else ""))
     if rows:
         print("added a %s, by function (own; last-level misses: instruction fetch, data read, data write):" % unit)
         print("| function | instructions | IL misses | DL read misses | DL write misses |")

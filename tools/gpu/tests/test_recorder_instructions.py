@@ -44,6 +44,31 @@ class InstructionsTest(unittest.TestCase):
         self.assertTrue(all(c[0] == "valgrind" and "--fresh" in c and c[-2:] == ["--baseline", "/some/recorder"]
                             for c in seen))
 
+    def test_against_counts_both_and_prints_the_difference(self):
+        """--against OTHER: the other recorder counted beside the first (its
+        own runs), both printed, then the first less the other."""
+        import contextlib
+        import io
+        from unittest import mock
+        asked = []
+
+        def fake_measure(fresh, calls, baseline=None, run=None, cold=False, train=False, folder=None):
+            asked.append((fresh, calls, baseline, cold, train))
+            added, misses = (150.0, 40.0) if baseline is None else (170.0, 55.0)
+            return {"off": 100.0, "on": 100.0 + added, "added": added, "misses_off": 10.0,
+                    "misses_on": 10.0 + misses, "misses_added": misses}
+
+        with mock.patch.object(ri, "measure", fake_measure), contextlib.redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(ri.main(["--fresh", "--cold", "--calls", "3", "--against", "/other"]), 0)
+        self.assertEqual(sorted(asked, key=str), sorted([(True, 3, None, True, False), (True, 3, "/other", True, False)],
+                                                        key=str))
+        text = out.getvalue()
+        self.assertIn("a new input each call: 100 instructions a call unrecorded, 250 recorded, 150 added", text)
+        self.assertIn("a new input each call, recorder /other: 100 instructions a call unrecorded, 270 recorded, "
+                      "170 added", text)
+        self.assertIn("a new input each call: this checkout's recorder less /other: -20 instructions a call, "
+                      "-15 last-level misses", text)
+
     def test_training_loop_is_asked_of_the_child(self):
         seen = []
 
