@@ -474,11 +474,14 @@ suite_overhead() {
 	step overhead-minimal 200 . python3 tools/gpu/recorder-overhead.py --both --baseline minimal --iters 2000 --rounds 5
 	show overhead-minimal '^[^ ]' 20
 	# The new-input call cut short (its C module built with -DCGT_CUT):
-	# what is left at its floor (the way in, the new input's reads, a
-	# weak reference) and at the Runner's way in alone, each beside the
-	# whole recorder in the same rounds: what a rewrite of the rest could
-	# take at most (session 35, the stand-in: the median call 13.8 and
-	# 5.5 us of 22).
+	# what is left with every check but no queue (no _Queued, maps or
+	# writing), at its floor (the way in, the new input's reads, a weak
+	# reference) and at the Runner's way in alone, each beside the whole
+	# recorder in the same rounds: what a rewrite of the rest could take
+	# at most (session 39, an H100: 63% and 74% of the whole recorder's
+	# mean left by the first two).
+	step overhead-cut-checks 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:checks --iters 2000 --rounds 5
+	show overhead-cut-checks '^[^ ]' 16
 	step overhead-cut-floor 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:floor --iters 2000 --rounds 5
 	show overhead-cut-floor '^[^ ]' 16
 	step overhead-cut-entry 150 . python3 tools/gpu/recorder-overhead.py --fresh --baseline cut:entry --iters 2000 --rounds 5
