@@ -1076,13 +1076,15 @@ def parts_module(folder=None):
 # checks: every check before and after the tree's call, the cut calls'
 # deaths found among their kept weak references, then only the weak
 # reference kept (no _Queued, no maps, nothing queued or written: the
-# most a queue of a few words a call in C could save). floor and checks
+# most a queue of a few words a call in C could save); queue: the whole
+# recorder's call, its queue dropped at its bound (its last call kept)
+# instead of written (what the writing costs). floor and checks
 # call the tree as the recorder does (its re-entry of _run passed
 # through; before session 39 floor's took the Runner's way again).
 # The cut calls are lost to the trace, and now and then one takes the
 # general path (the lean path is never armed again): read the median
 # call. Session 35's and 39's figures: BENCHMARKS.md.
-CUTS = {"wrapper": 1, "entry": 2, "floor": 3, "checks": 4}
+CUTS = {"wrapper": 1, "entry": 2, "floor": 3, "checks": 4, "queue": 5}
 
 
 def measure_parts(step, sync, iters, rounds, warm=50, folder=None):
@@ -1503,7 +1505,7 @@ def main(argv=None):
                         "through cpp.py's C++ module (which is built first); or minimal: the same wrappers "
                         "doing only what any recorder of a new input must (minimal_recorder); or hooks: wrappers of the "
                         "tree's per-call entry points that do nothing but call them (the floor); or cut:wrapper, "
-                        "cut:entry, cut:floor, cut:checks: this checkout's recorder whose new-input call stops at that point "
+                        "cut:entry, cut:floor, cut:checks, cut:queue: this checkout's recorder whose new-input call stops at that point "
                         "(CUTS; read the median call)")
     p.add_argument("--read-every", type=int, default=0, metavar="N",
                    help="a host read of the output (.item() of an element) after every N-th call or step, in "

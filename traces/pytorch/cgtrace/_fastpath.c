@@ -479,9 +479,12 @@ check_tuple(PyObject *t, Py_ssize_t n, const char *what)
  * found among the kept weak references (a scan of 64 pointers), then
  * only the weak reference kept, as 3 (no _Queued, no maps, nothing
  * queued or written: what a queue of a few words a call in C would
- * leave). 3 and 4 call the tree as the recorder does, its re-entry of
- * _run passed through (hot.steady). In the recorder's own build CUT is
- * 0 and none of it is compiled. */
+ * leave); 5, queue: the whole recorder's call, its queue dropped at its
+ * bound instead of written (its last call kept: cut_drop), and never
+ * written at the journal's time (what the writing costs, beside the
+ * whole recorder). 3 and 4 call the tree as the recorder does, its
+ * re-entry of _run passed through (hot.steady). In the recorder's own
+ * build CUT is 0 and none of it is compiled. */
 #ifndef CGT_CUT
 #define CGT_CUT 0
 #endif
@@ -510,6 +513,43 @@ cut_deaths(PyObject *dead_objs)
             }
     }
     return 0;
+}
+#endif
+#if CGT_CUT == 5
+/* The queue at its bound dropped, not written: its last call kept, in
+ * the list and the three maps (ctx's fq_ids, fq_wrs, fq_stor), as the
+ * bound's writing keeps it (its input's death is then the next call's,
+ * found as the recorder finds it). 0, or -1 with an error. */
+static int
+cut_drop(PyObject *fq, PyObject *ctx)
+{
+    Py_ssize_t n = PyList_GET_SIZE(fq);
+    if (n == 0)
+        return 0;
+    PyObject *t = Py_NewRef(PyList_GET_ITEM(fq, n - 1)), *oid = NULL, *wr = NULL, *cd = NULL, *idw = NULL;
+    PyObject *fq_ids = PyTuple_GET_ITEM(ctx, 9), *fq_wrs = PyTuple_GET_ITEM(ctx, 10),
+             *fq_stor = PyTuple_GET_ITEM(ctx, 11);
+    int rc = -1;
+    if (PySequence_DelSlice(fq, 0, n) < 0)
+        goto done;
+    PyDict_Clear(fq_ids);
+    PyDict_Clear(fq_wrs);
+    PyDict_Clear(fq_stor);
+    /* (its deaths were the dropped calls': let go with them) */
+    if (PyList_Append(fq, t) < 0 || SSET(t, groups, Py_None) < 0 || (oid = SGET(t, oid)) == NULL
+        || (wr = SGET(t, wr)) == NULL
+        || (cd = SGET(t, cd)) == NULL || (idw = PyLong_FromVoidPtr(wr)) == NULL
+        || PyObject_SetItem(fq_ids, oid, t) < 0 || PyObject_SetItem(fq_wrs, idw, t) < 0
+        || PyObject_SetItem(fq_stor, cd, t) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_DECREF(t);
+    Py_XDECREF(oid);
+    Py_XDECREF(wr);
+    Py_XDECREF(cd);
+    Py_XDECREF(idw);
+    return rc;
 }
 #endif
 
@@ -4012,14 +4052,22 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             Py_ssize_t b = PyLong_AsSsize_t(bound);
             if (b == -1 && PyErr_Occurred())
                 goto after_failed;
+#if CGT_CUT == 5
             if (n + u > b) {
+                if (cut_drop(r->fq, r->fresh_ctx) < 0)
+                    goto after_failed;
+            }
+            if (0) {
+#else
+            if (n + u > b) {
+#endif
                 PART(fq_post, ppost);
                 PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_bound, a);
                 PART(fq_bound, ppost);
                 if (res == NULL)
                     goto finally_error;
                 Py_DECREF(res);
-            } else if (call_if_due(hot, r->rec, s_fq_due, a) < 0) /* (Recorder.JOURNAL_MS) */
+            } else if (CGT_CUT != 5 && call_if_due(hot, r->rec, s_fq_due, a) < 0) /* (Recorder.JOURNAL_MS) */
                 goto after_failed;
         } else if (ok == 0) {
 #if CGT_CUT == 4
