@@ -69,7 +69,7 @@ Py_NewRef(PyObject *o)
  * fastpath.py names them. */
 enum { L_FID, L_PLAN, L_MREF, L_LOW, L_NIN, L_IN_REFS, L_IN_PTRS, L_IN_IDX, L_POLLED, L_USES,
        L_NODE_REF, L_NOUT, L_CKPT, L_OUT_REFS, L_WRAPPERS, L_LEN };
-enum { A_CLS = 13, A_DT, A_SHAPE, A_STRIDE, A_DEV, A_NBYTES, A_NODE_REF = 23, A_CKPT, A_OUT_REF,
+enum { A_PLAN = 2, A_CLS = 13, A_DT, A_SHAPE, A_STRIDE, A_DEV, A_NBYTES, A_NODE_REF = 23, A_CKPT, A_OUT_REF,
        A_TREE_REF, A_LEN };
 
 static PyObject *s_use_count, *s_debug_ckpt, *s_outputs_weakrefs, *s_src_lasti, *s_src_of, *s_get,
@@ -1042,6 +1042,23 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
  * (the storage; v itself with maps' new_input) as a new reference, with
  * *cd and *oid (new references) and *ptr (new, or NULL: not read) when
  * the new input is taken; Py_None (new) when not; NULL on an error. */
+/* Whether entry e names object o: e.fact.obj_ref is not None and
+ * e.fact.obj_ref() is o. 1, 0, -1. */
+static int
+entry_of(PyObject *e, PyObject *o)
+{
+    PyObject *fact = SGET(e, fact), *ref;
+    if (fact == NULL)
+        return -1;
+    ref = SGET(fact, obj_ref);
+    Py_DECREF(fact);
+    if (ref == NULL)
+        return -1;
+    int t = ref == Py_None ? 0 : deref_is(ref, o);
+    Py_DECREF(ref);
+    return t;
+}
+
 static PyObject *
 fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out,
                  PyObject **ptr_out)
@@ -1089,23 +1106,8 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     }
     if ((oid = PyLong_FromVoidPtr(v)) == NULL || (e = dict_get(by_obj_entry, oid, NULL)) == NULL)
         goto error;
-    if (e != Py_None) {
-        /* e.fact.obj_ref is not None and e.fact.obj_ref() is v */
-        PyObject *fact = SGET(e, fact);
-        if (fact == NULL)
-            goto error;
-        x = SGET(fact, obj_ref);
-        Py_DECREF(fact);
-        if (x == NULL)
-            goto error;
-        if (x != Py_None) {
-            if ((t = deref_is(x, v)) < 0)
-                goto error;
-            if (t)
-                goto no;
-        }
-        Py_CLEAR(x);
-    }
+    if (e != Py_None && (t = entry_of(e, v)) != 0)
+        goto decided;
     Py_CLEAR(e);
     if (new_input == Py_None) /* (new_input compared it) */
         TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
@@ -1634,8 +1636,10 @@ forget_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* (StorageRef, below: death_of asks it whether its storage died) */
+typedef struct StorageRef StorageRef;
 static PyTypeObject StorageRefType;
-static PyObject *storage_ref_expired_of(PyObject *ref);
+static PyObject *storage_ref_expired(StorageRef *self, PyObject *unused);
 
 /* One death of fresh_deaths: the queued call or entry wr's death may be
  * written as, or Py_None (a new reference either way; NULL: an error). */
@@ -1693,7 +1697,7 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
     if (sref == NULL)
         goto error;
     /* (the module's own StorageRef answered without a method lookup) */
-    t = truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired_of(sref)
+    t = truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired((StorageRef *)sref, NULL)
                                                  : PyObject_CallMethodNoArgs(sref, s_expired));
     Py_DECREF(sref);
     if (t <= 0)
@@ -3195,10 +3199,10 @@ static PyTypeObject RLockType = {
  * Dynamo's frame hook meets its frames as the wrapper's own callees
  * (hooks._skip_frames). -- */
 
-/* The ctx tuple (hooks._read_ctx): */
-enum { R_REC, R_HOT, R_TLS, R_LOCK, R_BOX, R_SESSION, R_ENTRIES, R_BY_OBJ, R_OUT_STORAGE, R_WATCH, R_DEAD,
-       R_FQ, R_PENDING, R_FQ_WRS, R_LIB, R_DYNAMO, R_SRC_CACHE, R_DYNAMO_FRAME, R_ERROR_TEXT, R_MARK_SEEN,
-       R_PARTIAL, R_BOUND, R_A_PLAN, R_REC_DICT, R_LEN };
+/* The ctx tuple (hooks._Hooks._read_c): */
+enum { R_REC, R_HOT, R_TLS, R_LOCK, R_BOX, R_ENTRIES, R_BY_OBJ, R_OUT_STORAGE, R_WATCH, R_DEAD, R_FQ, R_PENDING,
+       R_FQ_WRS, R_LIB, R_DYNAMO, R_SRC_CACHE, R_DYNAMO_FRAME, R_ERROR_TEXT, R_MARK_SEEN, R_PARTIAL, R_BOUND,
+       R_REC_DICT, R_LEN };
 
 static PyObject *s_settle, *s_on_read, *s_queue_read, *s_read_named, *s_is_library_file, *s_entries,
     *s_fq_reads, *s_pending_reads, *s_lean_reads, *s_busy, *s_recording_a_read, *s_rec_src_of;
@@ -3233,24 +3237,21 @@ read_target(PyObject *ctx, PyObject *t)
         return PyObject_CallMethodOneArg(PyTuple_GET_ITEM(ctx, R_REC), s_read_named, t);
     if (PyDict_GET_SIZE(out_storage) == 0)
         Py_RETURN_NONE;
-    PyObject *key = PyLong_FromVoidPtr(t), *name = NULL, *e = NULL, *fact = NULL, *ref = NULL, *st = NULL,
-             *res = NULL;
+    PyObject *key = PyLong_FromVoidPtr(t), *name = NULL, *e = NULL, *fact = NULL, *st = NULL, *res = NULL;
     if (key == NULL || (name = dict_get(PyTuple_GET_ITEM(ctx, R_BY_OBJ), key, NULL)) == NULL)
         goto done;
     if (name != Py_None) {
         if ((e = dict_get(entries, name, NULL)) == NULL)
             goto done;
         if (e != Py_None) {
-            /* e.fact.obj_ref is not None and e.fact.obj_ref() is t */
-            if ((fact = SGET(e, fact)) == NULL || (ref = SGET(fact, obj_ref)) == NULL)
-                goto done;
-            int is = ref == Py_None ? 0 : deref_is(ref, t);
+            int is = entry_of(e, t);
             if (is < 0)
                 goto done;
             if (is) {
                 /* name if e.fact.storage in out_storage else None */
                 int in;
-                if ((st = PyObject_GetAttr(fact, s_storage)) == NULL || (in = PyDict_Contains(out_storage, st)) < 0)
+                if ((fact = SGET(e, fact)) == NULL || (st = PyObject_GetAttr(fact, s_storage)) == NULL
+                    || (in = PyDict_Contains(out_storage, st)) < 0)
                     goto done;
                 res = Py_NewRef(in ? name : Py_None);
                 goto done;
@@ -3274,7 +3275,6 @@ done:
     Py_XDECREF(name);
     Py_XDECREF(e);
     Py_XDECREF(fact);
-    Py_XDECREF(ref);
     Py_XDECREF(st);
     return res;
 }
@@ -3298,8 +3298,7 @@ read_lean(PyObject *ctx, PyObject *target)
             goto done;
         }
         if (a != Py_None && PyList_GET_SIZE(pend) == 0) {
-            Py_ssize_t ip = PyLong_AsSsize_t(PyTuple_GET_ITEM(ctx, R_A_PLAN));
-            PyObject *plan = ip < 0 ? NULL : PySequence_GetItem(a, ip);
+            PyObject *plan = PySequence_GetItem(a, A_PLAN);
             if (plan == NULL || (x = PyObject_GetAttr(plan, s_entries)) == NULL) {
                 Py_XDECREF(plan);
                 Py_DECREF(a);
@@ -3954,6 +3953,23 @@ call_if_due(PyObject *hot, PyObject *rec, PyObject *method, PyObject *arg)
     return 0;
 }
 
+/* The lean fresh queue at its bound: rec._fq_bound(a), which writes it
+ * (in a CGT_CUT == 5 build dropped instead: cut_drop). 0, or -1 with an
+ * error. */
+static int
+fq_at_bound(Runner *r, PyObject *a)
+{
+#if CGT_CUT == 5
+    return cut_drop(r->fq, r->fresh_ctx);
+#else
+    PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_bound, a);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+#endif
+}
+
 /* freshq's fresh_run in the Runner (its Python, the reference, is what the
  * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
@@ -4052,21 +4068,12 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             Py_ssize_t b = PyLong_AsSsize_t(bound);
             if (b == -1 && PyErr_Occurred())
                 goto after_failed;
-#if CGT_CUT == 5
             if (n + u > b) {
-                if (cut_drop(r->fq, r->fresh_ctx) < 0)
-                    goto after_failed;
-            }
-            if (0) {
-#else
-            if (n + u > b) {
-#endif
                 PART(fq_post, ppost);
-                PyObject *res = PyObject_CallMethodOneArg(r->rec, s_fq_bound, a);
+                int rc = fq_at_bound(r, a);
                 PART(fq_bound, ppost);
-                if (res == NULL)
+                if (rc < 0)
                     goto finally_error;
-                Py_DECREF(res);
             } else if (CGT_CUT != 5 && call_if_due(hot, r->rec, s_fq_due, a) < 0) /* (Recorder.JOURNAL_MS) */
                 goto after_failed;
         } else if (ok == 0) {
@@ -4625,25 +4632,17 @@ typedef struct {
     PyObject_HEAD PyObject *free_fn, *expired_fn, *make_fn; /* make_fn: NULL, or cpp.storage_weak_ref */
 } StorageRefs;
 
-typedef struct {
+struct StorageRef {
     PyObject_HEAD PyObject *cdata; /* the weak reference's handle (an int) */
     StorageRefs *maker;
-} StorageRef;
+};
 
-static PyTypeObject StorageRefType;
 static PyObject *s_weak_ref;
 
 static PyObject *
 storage_ref_expired(StorageRef *self, PyObject *Py_UNUSED(unused))
 {
     return PyObject_CallOneArg(self->maker->expired_fn, self->cdata);
-}
-
-/* ref.expired() of a StorageRef (death_of's, without the method's lookup). */
-static PyObject *
-storage_ref_expired_of(PyObject *ref)
-{
-    return storage_ref_expired((StorageRef *)ref, NULL);
 }
 
 static void

@@ -14,7 +14,7 @@ from . import facts, torch_api
 from ._pycompat import op_call
 from .errors import _error_text
 from .events import _READS_AFTER_CALL, _Events
-from .fastpath import A_PLAN, L_PLAN, L_POLLED
+from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
 from .freshq import _FQ_BOUND
 from .raised import mark_seen
@@ -622,10 +622,10 @@ class _Hooks:
                 or type(self.lock) is not getattr(self._checks, "RLock", None):
             return None
         s = self.session
-        ctx = (self, self._hot, self.tls, self.lock, box, s, s.entries, s.by_obj, s.out_storage, s._watch,
+        ctx = (self, self._hot, self.tls, self.lock, box, s.entries, s.by_obj, s.out_storage, s._watch,
                s._dead_objs, self._fq, self._pending, self._fq_wrs, self._lib_file, facts._DYNAMO_CODES,
                self._src_cache, facts.dynamo_frame, _error_text, mark_seen, functools.partial, _READS_AFTER_CALL,
-               A_PLAN, vars(self))
+               vars(self))
         return read_run, ctx
 
     def _skip_frames(self, wrapper):
