@@ -1038,6 +1038,85 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
     return t < 0 ? -1 : !t;
 }
 
+/* -- The compact queue: the lean fresh path's queued calls as a few words
+ * each (the Runner's, unless CGTRACE_COMPACT=0). --
+ *
+ * A queued call was a _Queued object made at the call, put in the three
+ * maps by which the checks find the queued inputs (fq_ids, fq_wrs,
+ * fq_stor) and in the queue's list, its deaths a dict of lists of pairs:
+ * a dozen objects a call, made and later freed in the middle of torch's
+ * work, each a cold cache line or more (BENCHMARKS.md, sessions 25 and
+ * 39: the queued call's objects, the maps and the grouped deaths some
+ * 20% of a new-input call's added misses). Here the Runner's lean call
+ * writes an entry of this array instead, and finds the queued inputs in
+ * it; the entries become the same _Queued objects, in the same maps, in
+ * the list where the Compact itself stands for them (its last item),
+ * only when anything else looks (sync: the queue's writing, the general
+ * path, a host read, a call the lean path does not take whole). So the
+ * Python and the writer see what they saw, and a queue that is written
+ * at its bound makes its objects in one pass, while they are warm. */
+#define CQ_CAP 256
+
+typedef struct {
+    /* what fresh_queue set on the _Queued, kept */
+    PyObject *wr, *sref, *cd, *ptr, *oid, *inv, *tmpl, *src, *spec;
+    PyObject *groups;   /* its deaths in general (a dict, as fresh_deaths makes it), or NULL */
+    PyObject *dead_wr;  /* one death before the call (groups NULL): its weak reference, */
+    PyObject *dead_obj; /* and what died: an object (a _Queued, an entry), or NULL where */
+    Py_ssize_t dead_i;  /* it is this queue's entry dead_i (-1: no death) */
+    long long steps, dead_j;
+    uintptr_t oid_v, cd_v;
+    int gone;
+    /* written by fq_run (fq_entry): the name it took and its order, and
+     * the object standing for it where one was asked for (cq_stand_in) */
+    PyObject *name, *obj;
+    long long order;
+} CEntry;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;    /* entries, the pending one among them */
+    int pending;     /* e[n - 1] is the call in progress: not in the queue yet */
+    Py_ssize_t done; /* the entries fq_run wrote, from the first */
+    PyObject *last_name; /* the name the last entry fq_run wrote took */
+    PyObject *fq, *fq_ids, *fq_wrs, *fq_stor, *Queued;
+    CEntry e[CQ_CAP];
+} Compact;
+
+static PyTypeObject CompactType;
+
+/* The newest entry whose key (oid_v or cd_v, by offset) is v: its index,
+ * or -1. (The newest: the maps' last setting of a key wins.) */
+static Py_ssize_t
+cq_find(Compact *q, size_t off, uintptr_t v)
+{
+    for (Py_ssize_t i = q->n - 1; i >= 0; i--)
+        if (*(uintptr_t *)((char *)&q->e[i] + off) == v)
+            return i;
+    return -1;
+}
+
+/* The queued (not pending) entry whose weak reference is wr: its index, or
+ * -1. */
+static Py_ssize_t
+cq_find_wr(Compact *q, PyObject *wr)
+{
+    for (Py_ssize_t i = q->n - q->pending - 1; i >= 0; i--)
+        if (q->e[i].wr == wr)
+            return i;
+    return -1;
+}
+
+static int cq_sync(Compact *q);
+static int no_keywords(PyObject *kwds, const char *what);
+
+/* The value of a Python int as a pointer-sized key (0 with an error). */
+static uintptr_t
+key_of(PyObject *o)
+{
+    return (uintptr_t)PyLong_AsVoidPtr(o);
+}
+
 /* fastpath.fresh_input: what the storage's weak reference is made of
  * (the storage; v itself with maps' new_input) as a new reference, with
  * *cd and *oid (new references) and *ptr (new, or NULL: not read) when
@@ -1061,7 +1140,7 @@ entry_of(PyObject *e, PyObject *o)
 
 static PyObject *
 fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out,
-                 PyObject **ptr_out)
+                 PyObject **ptr_out, Compact *q)
 {
     PyObject *strided = PyTuple_GET_ITEM(maps, 0), *by_obj_entry = PyTuple_GET_ITEM(maps, 1),
              *by_view = PyTuple_GET_ITEM(maps, 2), *entries = PyTuple_GET_ITEM(maps, 3),
@@ -1125,7 +1204,41 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((t = PyObject_IsTrue(x)) != 0)
         goto decided;
     Py_CLEAR(x);
-    /* e = fq_ids.get(oid): e.wr() is v */
+    /* e = fq_ids.get(oid): e.wr() is v (the compact queue's entries
+     * first: newer than any in the maps) */
+    if (q != NULL && q->n > 0) {
+        uintptr_t ov = key_of(oid), cv;
+        if (ov == 0 && PyErr_Occurred())
+            goto error;
+        Py_ssize_t i = cq_find(q, offsetof(CEntry, oid_v), ov);
+        if (i >= 0 && (t = deref_is(q->e[i].wr, v)) != 0)
+            goto decided;
+        if ((cv = key_of(cd)) == 0 && PyErr_Occurred())
+            goto error;
+        Py_ssize_t j = cq_find(q, offsetof(CEntry, cd_v), cv);
+        if (j >= 0 && !q->e[j].gone)
+            goto no;
+        if (i >= 0 && j >= 0)
+            goto taken; /* (both keys' newest are compact: the maps' older ones are not asked) */
+        if (i >= 0)
+            goto stor;
+        if (j >= 0) {
+            /* (fq_stor's newest is compact and gone; fq_ids asked) */
+            if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
+                goto error;
+            if (e != Py_None) {
+                if ((x = SGET(e, wr)) == NULL)
+                    goto error;
+                if ((t = deref_is(x, v)) != 0)
+                    goto decided;
+                Py_CLEAR(x);
+            }
+            Py_CLEAR(e);
+            goto taken;
+        }
+    }
+    if (PyDict_CheckExact(fq_ids) && PyDict_GET_SIZE(fq_ids) == 0)
+        goto stor;
     if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
         goto error;
     if (e != Py_None) {
@@ -1136,15 +1249,19 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         Py_CLEAR(x);
     }
     Py_CLEAR(e);
+stor:
     /* e = fq_stor.get(cd): not e.gone */
-    if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
-        goto error;
-    if (e != Py_None) {
-        if ((t = STRUE(e, gone)) < 0)
+    if (!(PyDict_CheckExact(fq_stor) && PyDict_GET_SIZE(fq_stor) == 0)) {
+        if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
             goto error;
-        if (!t)
-            goto no;
+        if (e != Py_None) {
+            if ((t = STRUE(e, gone)) < 0)
+                goto error;
+            if (!t)
+                goto no;
+        }
     }
+taken:
     *cd_out = cd;
     *oid_out = oid;
     *ptr_out = ptr;
@@ -1175,7 +1292,7 @@ fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (check_tuple(args[1], A_LEN, "fresh_input: a") < 0 || check_tuple(args[2], 9, "fresh_input: maps") < 0)
         return NULL;
     PyObject *cd = NULL, *oid = NULL, *ptr = NULL;
-    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid, &ptr);
+    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid, &ptr, NULL);
     if (stor == NULL || stor == Py_None)
         return stor;
     /* (sobj, cd, ptr): what fastpath.fresh_input answers */
@@ -1807,13 +1924,73 @@ error:
     return NULL;
 }
 
+/* The one death before a compact call, d = (wr, when), as fresh_deaths
+ * and death_of take it, into death's dead_wr, dead_obj or dead_i, and
+ * dead_j: 1; 0 where they decline; -1 with an error. */
+static int
+compact_death(PyObject *d, Compact *q, PyObject *fq_wrs, PyObject *held, PyObject *entries, PyObject *mc,
+              PyObject *c, CEntry *death)
+{
+    if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 2) {
+        PyErr_SetString(PyExc_ValueError, "a death: (weak reference, step) expected");
+        return -1;
+    }
+    PyObject *wr = PyTuple_GET_ITEM(d, 0), *when = PyTuple_GET_ITEM(d, 1), *idw = NULL, *e = NULL;
+    long long m = PyLong_AsLongLong(mc), cc = m == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(c),
+              w = PyErr_Occurred() ? 0 : PyLong_AsLongLong(when);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t i = cq_find_wr(q, wr);
+    int t;
+    if (i >= 0) {
+        /* death_of's: e.gone or id(wr) in held or not e.sref.expired(): declined */
+        CEntry *de = &q->e[i];
+        if (de->gone)
+            return 0;
+        if ((idw = PyLong_FromVoidPtr(wr)) == NULL)
+            return -1;
+        t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw);
+        Py_DECREF(idw);
+        if (t != 0)
+            return t < 0 ? -1 : 0;
+        t = truth(Py_IS_TYPE(de->sref, &StorageRefType) ? storage_ref_expired((StorageRef *)de->sref, NULL)
+                                                         : PyObject_CallMethodNoArgs(de->sref, s_expired));
+        if (t <= 0)
+            return t;
+        death->dead_i = i;
+    } else {
+        if ((idw = PyLong_FromVoidPtr(wr)) == NULL)
+            return -1;
+        e = death_of(wr, idw, fq_wrs, held, entries);
+        Py_DECREF(idw);
+        if (e == NULL)
+            return -1;
+        if (e == Py_None) {
+            Py_DECREF(e);
+            return 0;
+        }
+        death->dead_obj = e;
+        death->dead_i = -1;
+    }
+    death->dead_wr = Py_NewRef(wr);
+    /* j = min(max(0, mc - when), steps) */
+    long long j = m - w, steps = m - cc;
+    if (j < 0)
+        j = 0;
+    if (steps < j)
+        j = steps;
+    death->dead_j = j;
+    return 1;
+}
+
 /* fastpath.fresh_queue's checks: 1 (the call may be queued: *stor, *cd,
  * *oid, *groups, *k set, new references, groups Py_None without deaths),
  * 0 (declined), -1 (an error). */
 static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
-             PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out, Py_ssize_t up)
+             PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out, Py_ssize_t up, Compact *q,
+             CEntry *death)
 {
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -1896,7 +2073,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
      * oid with it); polled_alive(a[22]) */
     if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL
-        || (stor = fresh_input_impl(v, a, maps, &cd, &oid, &ptr)) == NULL)
+        || (stor = fresh_input_impl(v, a, maps, &cd, &oid, &ptr, q)) == NULL)
         goto error;
     if (stor == Py_None)
         goto no;
@@ -1923,9 +2100,23 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
             goto error;
     }
 #endif
-    if (t) {
+    if (t && q != NULL && PyList_CheckExact(dead_objs) && PyList_GET_SIZE(dead_objs) == 1) {
+        /* One death (a loop's last input, as a rule): kept in *death, no
+         * dict, list or pair made (fresh_deaths' for one, and death_of's
+         * checks for a compact entry) */
+        int r = compact_death(PyList_GET_ITEM(dead_objs, 0), q, fq_wrs, held, entries, mc, c, death);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto no;
+        *k_out = 1;
+        groups = Py_NewRef(Py_None);
+    } else if (t) {
         Py_ssize_t k = PyObject_Length(dead_objs);
         if (k < 0)
+            goto error;
+        /* (the deaths in general: the maps hold every queued input) */
+        if (q != NULL && cq_sync(q) < 0)
             goto error;
         *k_out = k;
         PyObject *kk = PyLong_FromSsize_t(k), *steps = PyNumber_Subtract(mc, c);
@@ -1997,9 +2188,474 @@ new_plain(PyObject *cls)
 static PyTypeObject StorageRefsType;
 static PyObject *storage_ref_of(PyObject *refs, PyObject *stor);
 
+/* Each queued input (a Queued) among the deaths' groups ({j: [(wr, x)]})
+ * gone. 0, -1. */
+static int
+groups_gone(PyObject *groups, PyObject *Queued)
+{
+    PyObject *key, *g;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(groups, &pos, &key, &g)) {
+        PyObject *gf = PySequence_Fast(g, "a group: not a sequence");
+        if (gf == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
+            PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
+            PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
+            if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && SSET(e, gone, Py_True) < 0) {
+                Py_DECREF(gf);
+                return -1;
+            }
+        }
+        Py_DECREF(gf);
+    }
+    return 0;
+}
+
+/* An entry's references let go. */
+static void
+cq_entry_clear(CEntry *e)
+{
+    Py_CLEAR(e->wr);
+    Py_CLEAR(e->sref);
+    Py_CLEAR(e->cd);
+    Py_CLEAR(e->ptr);
+    Py_CLEAR(e->oid);
+    Py_CLEAR(e->inv);
+    Py_CLEAR(e->tmpl);
+    Py_CLEAR(e->src);
+    Py_CLEAR(e->spec);
+    Py_CLEAR(e->groups);
+    Py_CLEAR(e->dead_wr);
+    Py_CLEAR(e->dead_obj);
+    Py_CLEAR(e->name);
+    Py_CLEAR(e->obj);
+    e->dead_i = -1;
+}
+
+static PyObject *cq_stand_in(Compact *q, Py_ssize_t i);
+
+/* The queued entries [0, nq) let go, the pending one (if any) moved to the
+ * first place, its death, if one of theirs, a stand-in for it
+ * (cq_stand_in): what cq_sync and the writer leave. 0, -1. */
+static int
+cq_consumed(Compact *q)
+{
+    Py_ssize_t nq = q->n - q->pending;
+    if (q->pending && q->e[q->n - 1].dead_i >= 0) {
+        CEntry *p = &q->e[q->n - 1];
+        PyObject *stand = cq_stand_in(q, p->dead_i);
+        if (stand == NULL)
+            return -1;
+        p->dead_obj = Py_NewRef(stand);
+        p->dead_i = -1;
+    }
+    for (Py_ssize_t i = 0; i < nq; i++)
+        cq_entry_clear(&q->e[i]);
+    if (q->pending && nq > 0) {
+        q->e[0] = q->e[q->n - 1];
+        memset(&q->e[q->n - 1], 0, sizeof(CEntry));
+        q->e[q->n - 1].dead_i = -1;
+    }
+    q->n = q->pending;
+    q->done = 0;
+    return 0;
+}
+
+/* An object standing for entry i where a _Queued that is written after
+ * it names it among its deaths (its del is that entry's name): a _Queued
+ * gone, given the entry's name and order when written (fq_entry), or
+ * now if it was. Borrowed (kept in the entry), NULL with an error. */
+static PyObject *
+cq_stand_in(Compact *q, Py_ssize_t i)
+{
+    CEntry *e = &q->e[i];
+    if (e->obj == NULL) {
+        PyObject *t = new_plain(q->Queued);
+        if (t == NULL || SSET(t, gone, Py_True) < 0 || SSET(t, wr, e->wr) < 0 || SSET(t, spec, e->spec) < 0) {
+            Py_XDECREF(t);
+            return NULL;
+        }
+        e->obj = t;
+    }
+    if (e->name != NULL) {
+        PyObject *order = PyLong_FromLongLong(e->order);
+        if (order == NULL || SSET(e->obj, name, e->name) < 0 || SSET(e->obj, order, order) < 0) {
+            Py_XDECREF(order);
+            return NULL;
+        }
+        Py_DECREF(order);
+    }
+    return e->obj;
+}
+
+/* Entry i as the _Queued fresh_queue made (its deaths' groups as
+ * fresh_deaths makes them: {j: [(wr, what died)]}); objs: the _Queued
+ * made of the entries before it in this pass. New reference. */
+static PyObject *
+cq_queued(Compact *q, Py_ssize_t i, PyObject **objs)
+{
+    CEntry *e = &q->e[i];
+    /* (the stand-in a later call's death already names, where there is
+     * one: it becomes the whole object, which the writing names) */
+    PyObject *t = e->obj != NULL ? Py_NewRef(e->obj) : new_plain(q->Queued), *groups = NULL;
+    if (t == NULL)
+        return NULL;
+    if (e->groups != NULL)
+        groups = Py_NewRef(e->groups);
+    else if (e->dead_wr != NULL) {
+        PyObject *what = e->dead_i >= 0 ? objs[e->dead_i] : e->dead_obj;
+        PyObject *pair = PyTuple_Pack(2, e->dead_wr, what), *l = pair == NULL ? NULL : PyList_New(1),
+                 *j = l == NULL ? NULL : PyLong_FromLongLong(e->dead_j);
+        if (j != NULL && (groups = PyDict_New()) != NULL) {
+            PyList_SET_ITEM(l, 0, pair);
+            pair = NULL;
+            if (PyDict_SetItem(groups, j, l) < 0)
+                Py_CLEAR(groups);
+        }
+        Py_XDECREF(pair);
+        Py_XDECREF(l);
+        Py_XDECREF(j);
+        if (groups == NULL)
+            goto failed;
+    } else
+        groups = Py_NewRef(Py_None);
+    if (SSTEAL(t, steps, PyLong_FromLongLong(e->steps)) < 0 || SSET(t, tmpl, e->tmpl) < 0
+        || SSET(t, src, e->src) < 0 || SSET(t, inv, e->inv) < 0 || SSET(t, oid, e->oid) < 0
+        || SSET(t, wr, e->wr) < 0 || SSET(t, sref, e->sref) < 0 || SSET(t, ptr, e->ptr) < 0
+        || SSET(t, cd, e->cd) < 0 || SSET(t, spec, e->spec) < 0
+        || SSET(t, gone, e->gone ? Py_True : Py_False) < 0 || SSET(t, groups, groups) < 0)
+        goto failed;
+    Py_DECREF(groups);
+    return t;
+failed:
+    Py_XDECREF(groups);
+    Py_DECREF(t);
+    return NULL;
+}
+
+/* t in the three maps, as fresh_queue puts a queued call: fq_ids[oid],
+ * fq_wrs[id(wr)], fq_stor[cd]. 0, -1. */
+static int
+cq_mapped(Compact *q, CEntry *e, PyObject *t)
+{
+    PyObject *idw = PyLong_FromVoidPtr(e->wr);
+    int rc = idw == NULL || PyObject_SetItem(q->fq_ids, e->oid, t) < 0 || PyObject_SetItem(q->fq_wrs, idw, t) < 0
+                     || PyObject_SetItem(q->fq_stor, e->cd, t) < 0
+                 ? -1
+                 : 0;
+    Py_XDECREF(idw);
+    return rc;
+}
+
+/* The queued entries made the _Queued objects they stand for, in order,
+ * in the queue's list where the Compact stood (its last item) and in the
+ * maps; a pending entry stays, alone, its death now the object made of
+ * the entry it named. Whatever looks at the queue but the lean call
+ * calls this first (the Python's _fq_sync). 0, -1. */
+static int
+cq_sync(Compact *q)
+{
+    Py_ssize_t nq = q->n - q->pending, L;
+    if (nq == 0)
+        return 0;
+    if (!PyList_CheckExact(q->fq) || (L = PyList_GET_SIZE(q->fq)) == 0
+        || PyList_GET_ITEM(q->fq, L - 1) != (PyObject *)q) {
+        PyErr_SetString(PyExc_RuntimeError, "the compact queue: not the queue's last item");
+        return -1;
+    }
+    PyObject *objs = PyList_New(nq);
+    if (objs == NULL)
+        return -1;
+    PyObject **made = ((PyListObject *)objs)->ob_item;
+    for (Py_ssize_t i = 0; i < nq; i++) {
+        if ((made[i] = cq_queued(q, i, made)) == NULL || cq_mapped(q, &q->e[i], made[i]) < 0) {
+            Py_DECREF(objs);
+            return -1;
+        }
+    }
+    if (PyList_SetSlice(q->fq, L - 1, L, objs) < 0) {
+        Py_DECREF(objs);
+        return -1;
+    }
+    if (q->pending) {
+        CEntry *p = &q->e[q->n - 1];
+        if (p->dead_i >= 0) {
+            p->dead_obj = Py_NewRef(made[p->dead_i]);
+            p->dead_i = -1;
+        }
+    }
+    Py_DECREF(objs);
+    return cq_consumed(q);
+}
+
+/* The pending entry (the call in progress) as the _Queued it stands for,
+ * in the maps as fresh_queue left it (not in the list): for the tree's
+ * call that raised or did other than the queue's replay, whose Python
+ * takes it. The queued entries synced first. New reference. */
+static PyObject *
+cq_take_pending(Compact *q)
+{
+    if (!q->pending) {
+        PyErr_SetString(PyExc_RuntimeError, "the compact queue: no call pending");
+        return NULL;
+    }
+    if (cq_sync(q) < 0)
+        return NULL;
+    PyObject *t = cq_queued(q, 0, NULL);
+    if (t == NULL || cq_mapped(q, &q->e[0], t) < 0) {
+        Py_XDECREF(t);
+        return NULL;
+    }
+    cq_entry_clear(&q->e[0]);
+    q->n = 0;
+    q->pending = 0;
+    return t;
+}
+
+/* The pending entry let go (the recording stopped, or failed, during the
+ * call). */
+static void
+cq_drop_pending(Compact *q)
+{
+    if (q->pending) {
+        cq_entry_clear(&q->e[q->n - 1]);
+        q->n--;
+        q->pending = 0;
+    }
+}
+
+/* The pending entry queued (fq.append(t)): the Compact put at the list's
+ * end where it holds no queued entry yet. 0, -1. */
+static int
+cq_commit(Compact *q)
+{
+    Py_ssize_t L = PyList_GET_SIZE(q->fq);
+    if (L > 0 && PyList_GET_ITEM(q->fq, L - 1) == (PyObject *)q) {
+        q->pending = 0;
+        return 0;
+    }
+    /* (not in the list: it held no entry, or a writing that failed took
+     * the list's items, its entries among them, which go with them) */
+    if (q->n > 1 && cq_consumed(q) < 0)
+        return -1;
+    q->pending = 0;
+    return PyList_Append(q->fq, (PyObject *)q);
+}
+
+/* Compact.take_last(): the last queued entry, as the _Queued it stands
+ * for (its death, if an entry's, a stand-in for that entry: cq_stand_in),
+ * out of the compact queue, which leaves the list where it holds no
+ * entry then: the call _fq_write keeps queued at the bound. */
+static PyObject *
+compact_take_last(Compact *q, PyObject *unused)
+{
+    Py_ssize_t nq = q->n - q->pending;
+    if (nq == 0 || q->pending || q->done) {
+        PyErr_SetString(PyExc_RuntimeError, "the compact queue: no last call to take");
+        return NULL;
+    }
+    CEntry *e = &q->e[nq - 1];
+    PyObject *stand = NULL;
+    if (e->dead_i >= 0) {
+        if ((stand = cq_stand_in(q, e->dead_i)) == NULL)
+            return NULL;
+        e->dead_obj = Py_NewRef(stand);
+        e->dead_i = -1;
+    }
+    PyObject *t = cq_queued(q, nq - 1, NULL);
+    if (t == NULL)
+        return NULL;
+    cq_entry_clear(e);
+    q->n--;
+    if (q->n == 0) {
+        /* (the list's last item: this, standing for no entry now) */
+        Py_ssize_t L = PyList_GET_SIZE(q->fq);
+        if (L > 0 && PyList_GET_ITEM(q->fq, L - 1) == (PyObject *)q && PyList_SetSlice(q->fq, L - 1, L, NULL) < 0) {
+            Py_DECREF(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* Compact.rest(): the queued entries fq_run did not write, as the _Queued
+ * objects they stand for, in order (not in the maps: _fq_write, which
+ * asks, has cleared them), their deaths that name a written entry given
+ * a stand-in for it; the compact queue then holds none. */
+static PyObject *
+compact_rest(Compact *q, PyObject *unused)
+{
+    Py_ssize_t nq = q->n - q->pending, d = q->done;
+    PyObject *objs = PyList_New(nq - d);
+    if (objs == NULL)
+        return NULL;
+    PyObject **made = ((PyListObject *)objs)->ob_item;
+    for (Py_ssize_t i = d; i < nq; i++) {
+        CEntry *e = &q->e[i];
+        if (e->dead_i >= 0 && e->dead_i < d) {
+            PyObject *stand = cq_stand_in(q, e->dead_i);
+            if (stand == NULL) {
+                Py_DECREF(objs);
+                return NULL;
+            }
+            e->dead_obj = Py_NewRef(stand);
+            e->dead_i = -1;
+        }
+        /* (made - d: an entry's death names the object made of entry dead_i) */
+        if ((made[i - d] = cq_queued(q, i, made - d)) == NULL) {
+            Py_DECREF(objs);
+            return NULL;
+        }
+    }
+    if (q->pending) {
+        CEntry *p = &q->e[q->n - 1];
+        if (p->dead_i >= 0) {
+            PyObject *o = p->dead_i >= d ? made[p->dead_i - d] : cq_stand_in(q, p->dead_i);
+            if (o == NULL) {
+                Py_DECREF(objs);
+                return NULL;
+            }
+            p->dead_obj = Py_NewRef(o);
+            p->dead_i = -1;
+        }
+    }
+    if (cq_consumed(q) < 0) {
+        Py_DECREF(objs);
+        return NULL;
+    }
+    return objs;
+}
+
+/* Compact.steps(): the queued entries' steps, summed (_fq_write's count). */
+static PyObject *
+compact_steps(Compact *q, PyObject *unused)
+{
+    long long n = 0;
+    for (Py_ssize_t i = q->done; i < q->n - q->pending; i++)
+        n += q->e[i].steps;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *
+compact_last_name(Compact *q, void *closure)
+{
+    return Py_NewRef(q->last_name != NULL ? q->last_name : Py_None);
+}
+
+/* Compact.sync() (freshq's _fq_sync). */
+static PyObject *
+compact_sync(Compact *q, PyObject *unused)
+{
+    if (cq_sync(q) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t
+compact_len(Compact *q)
+{
+    return q->n - q->pending - q->done;
+}
+
+static PyObject *
+compact_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *fq, *ids, *wrs, *stor, *Queued;
+    if (!no_keywords(kwds, "Compact")
+        || !PyArg_ParseTuple(args, "O!O!O!O!O:Compact", &PyList_Type, &fq, &PyDict_Type, &ids, &PyDict_Type, &wrs,
+                             &PyDict_Type, &stor, &Queued))
+        return NULL;
+    Compact *q = (Compact *)type->tp_alloc(type, 0);
+    if (q == NULL)
+        return NULL;
+    q->fq = Py_NewRef(fq);
+    q->fq_ids = Py_NewRef(ids);
+    q->fq_wrs = Py_NewRef(wrs);
+    q->fq_stor = Py_NewRef(stor);
+    q->Queued = Py_NewRef(Queued);
+    for (int i = 0; i < CQ_CAP; i++)
+        q->e[i].dead_i = -1;
+    return (PyObject *)q;
+}
+
+static int
+compact_traverse(Compact *q, visitproc visit, void *arg)
+{
+    Py_VISIT(q->fq);
+    Py_VISIT(q->fq_ids);
+    Py_VISIT(q->fq_wrs);
+    Py_VISIT(q->fq_stor);
+    Py_VISIT(q->Queued);
+    for (Py_ssize_t i = 0; i < q->n; i++) {
+        CEntry *e = &q->e[i];
+        Py_VISIT(e->groups);
+        Py_VISIT(e->dead_obj);
+        Py_VISIT(e->wr);
+        Py_VISIT(e->obj);
+    }
+    return 0;
+}
+
+static int
+compact_clear(Compact *q)
+{
+    Py_CLEAR(q->fq);
+    Py_CLEAR(q->fq_ids);
+    Py_CLEAR(q->fq_wrs);
+    Py_CLEAR(q->fq_stor);
+    Py_CLEAR(q->Queued);
+    Py_CLEAR(q->last_name);
+    for (Py_ssize_t i = 0; i < q->n; i++)
+        cq_entry_clear(&q->e[i]);
+    q->n = 0;
+    q->pending = 0;
+    q->done = 0;
+    return 0;
+}
+
+static void
+compact_dealloc(Compact *q)
+{
+    PyObject_GC_UnTrack(q);
+    compact_clear(q);
+    Py_TYPE(q)->tp_free((PyObject *)q);
+}
+
+static PyGetSetDef compact_getset[] = {
+    {"last_name", (getter)compact_last_name, NULL, "The name the last entry fq_run wrote took (None: none).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef compact_methods[] = {
+    {"sync", (PyCFunction)compact_sync, METH_NOARGS,
+     "The queued entries made _Queued objects, in the list (where this stood) and the maps."},
+    {"take_last", (PyCFunction)compact_take_last, METH_NOARGS, "The last queued entry as its _Queued, taken out."},
+    {"rest", (PyCFunction)compact_rest, METH_NOARGS, "The entries fq_run did not write, as _Queued objects."},
+    {"steps", (PyCFunction)compact_steps, METH_NOARGS, "The queued entries' steps, summed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods compact_as_sequence = {.sq_length = (lenfunc)compact_len};
+
+static PyTypeObject CompactType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.Compact",
+    .tp_basicsize = sizeof(Compact),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Compact(fq, fq_ids, fq_wrs, fq_stor, Queued): the lean fresh path's queued calls as entries, "
+              "standing for them as the queue's last item until sync().",
+    .tp_new = compact_new,
+    .tp_dealloc = (destructor)compact_dealloc,
+    .tp_traverse = (traverseproc)compact_traverse,
+    .tp_clear = (inquiry)compact_clear,
+    .tp_methods = compact_methods,
+    .tp_getset = compact_getset,
+    .tp_as_sequence = &compact_as_sequence,
+};
+
 /* fresh_queue, the tree's frame up frames above the calling one. */
 static PyObject *
-fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py_ssize_t up)
+fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py_ssize_t up, Compact *q)
 {
     if (check_tuple(ctx, 20, "fresh_queue: ctx") < 0 || check_tuple(a, 28, "fresh_queue: a") < 0)
         return NULL;
@@ -2020,7 +2676,16 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         goto checks_failed;
     }
     PART_AT(fq_counter);
-    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left, up);
+    CEntry death = {.dead_i = -1};
+    /* (a full compact queue: its entries made objects, before the checks
+     * name any of them by its index) */
+    if (q != NULL && q->n >= CQ_CAP && cq_sync(q) < 0) {
+        Py_DECREF(c);
+        Py_DECREF(mc);
+        goto checks_failed;
+    }
+    int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left, up, q,
+                          &death);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -2076,6 +2741,63 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
     t = Py_NewRef(Py_Ellipsis);
     goto taken;
 #endif
+    if (q != NULL) {
+        /* The call an entry of the compact queue, holding what the
+         * _Queued below would, pending until the tree's call returns
+         * (runner_fresh) */
+        CEntry *e = &q->e[q->n];
+        long long m = PyLong_AsLongLong(mc), cc = m == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(c);
+        if (PyErr_Occurred())
+            goto failed;
+        e->cd = Py_NewRef(cd);
+        e->oid = Py_NewRef(oid);
+        e->tmpl = Py_NewRef(PyTuple_GET_ITEM(a, 3));
+        e->src = Py_NewRef(PyTuple_GET_ITEM(a, 4));
+        e->spec = Py_NewRef(PyTuple_GET_ITEM(a, 27));
+        e->steps = m - cc;
+        e->gone = 0;
+        if ((e->inv = PyObject_GetAttr(gen, s_generation)) == NULL || (e->wr = PyWeakref_NewRef(v, died)) == NULL
+            || (e->sref = Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
+                                                               : PyObject_CallOneArg(sweak, stor)) == NULL
+            || (e->ptr = ptr != NULL ? Py_NewRef(ptr) : PyObject_CallMethodNoArgs(v, s_data_ptr)) == NULL
+            || ((e->oid_v = key_of(oid)) == 0 && PyErr_Occurred()) || ((e->cd_v = key_of(cd)) == 0 && PyErr_Occurred())) {
+            cq_entry_clear(e);
+            goto failed;
+        }
+        Py_CLEAR(v);
+        Py_CLEAR(stor);
+        /* its deaths: the one (death) or in general (groups); each queued
+         * input among them gone; del dead_objs[:k] */
+        if (death.dead_wr != NULL) {
+            e->dead_wr = death.dead_wr;
+            e->dead_obj = death.dead_obj;
+            e->dead_i = death.dead_i;
+            e->dead_j = death.dead_j;
+            death.dead_wr = death.dead_obj = NULL;
+            if (e->dead_i >= 0)
+                q->e[e->dead_i].gone = 1;
+            else if ((PyObject *)Py_TYPE(e->dead_obj) == Queued && SSET(e->dead_obj, gone, Py_True) < 0) {
+                cq_entry_clear(e);
+                goto failed;
+            }
+        } else if (groups != Py_None)
+            e->groups = Py_NewRef(groups);
+        q->n++;
+        q->pending = 1;
+        if ((k > 0 && PySequence_DelSlice(dead_objs, 0, k) < 0) || (groups != Py_None && groups_gone(groups, Queued) < 0)
+            || SSET(hot, mark_counter, c) < 0) {
+            cq_drop_pending(q);
+            goto failed;
+        }
+        Py_DECREF(c);
+        Py_DECREF(mc);
+        Py_DECREF(cd);
+        Py_DECREF(oid);
+        Py_XDECREF(ptr);
+        Py_DECREF(groups);
+        PART_AT(fq_queued);
+        return Py_NewRef((PyObject *)q);
+    }
     if ((t = new_plain(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
         || SSET(t, tmpl, PyTuple_GET_ITEM(a, 3)) < 0
         || SSET(t, src, PyTuple_GET_ITEM(a, 4)) < 0
@@ -2094,24 +2816,8 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
     PART_AT(fq_queued);
     if (groups != Py_None) {
         /* del dead_objs[:k]; each queued input among them gone */
-        if (PySequence_DelSlice(dead_objs, 0, k) < 0)
+        if (PySequence_DelSlice(dead_objs, 0, k) < 0 || groups_gone(groups, Queued) < 0)
             goto failed;
-        PyObject *key, *g;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(groups, &pos, &key, &g)) {
-            PyObject *gf = PySequence_Fast(g, "a group: not a sequence");
-            if (gf == NULL)
-                goto failed;
-            for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(gf); i++) {
-                PyObject *pair = PySequence_Fast_GET_ITEM(gf, i);
-                PyObject *e = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 1) : NULL;
-                if (e != NULL && (PyObject *)Py_TYPE(e) == Queued && SSET(e, gone, Py_True) < 0) {
-                    Py_DECREF(gf);
-                    goto failed;
-                }
-            }
-            Py_DECREF(gf);
-        }
     }
     PyObject *idw = NULL;
     if (SSET(hot, mark_counter, c) < 0 || PyObject_SetItem(fq_ids, oid, t) < 0
@@ -2135,6 +2841,8 @@ taken:
     return t;
 failed:
     /* except Exception as err: rec._fail("before a call", err); None */
+    Py_CLEAR(death.dead_wr);
+    Py_CLEAR(death.dead_obj);
     Py_CLEAR(v);
     Py_CLEAR(stor);
     Py_XDECREF(left);
@@ -2163,7 +2871,7 @@ fresh_queue(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fresh_queue");
     /* (called from fresh_run: the tree's frame two up from its frame) */
-    return fresh_queue_impl(args[0], args[1], args[2], args[3], 2);
+    return fresh_queue_impl(args[0], args[1], args[2], args[3], 2, NULL);
 }
 
 /* -- The queue's writer (freshq._fq_write): fastpath.fq_tail and fq_run. -- */
@@ -2436,9 +3144,9 @@ done:
  * output's name made (_replay_names', or Session._fresh's where one it
  * made has it), st's order and calls moved. 0, -1. */
 static int
-put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
+put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Writer *wr)
 {
-    PyObject *out = NULL, *inv = NULL, *src = NULL, *name = NULL;
+    PyObject *out = NULL;
     int rc = -1;
     s->v[W_CALLS] += 1;
     if ((out = str_int(wr->prefix, "", s->v[W_CALLS], wr->sfx)) == NULL)
@@ -2454,8 +3162,7 @@ put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
         if (out != NULL && wr->fresh_i != NULL && fresh_i_get(wr) < 0)
             goto done;
     }
-    if (out == NULL || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL
-        || (name = SGET(t, name)) == NULL)
+    if (out == NULL)
         goto done;
     if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
         goto done;
@@ -2467,6 +3174,15 @@ put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
     rc = 0;
 done:
     Py_XDECREF(out);
+    return rc;
+}
+
+/* The call record of t, a _Queued (put_call_of with its inv, src, name). */
+static int
+put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
+{
+    PyObject *inv = SGET(t, inv), *src = inv == NULL ? NULL : SGET(t, src), *name = src == NULL ? NULL : SGET(t, name);
+    int rc = name == NULL ? -1 : put_call_of(b, inv, src, name, s, wr);
     Py_XDECREF(inv);
     Py_XDECREF(src);
     Py_XDECREF(name);
@@ -2564,35 +3280,22 @@ one_gone(PyObject *groups, PyObject *Queued, long long *j)
     return name;
 }
 
-/* One common call of fq_run into b: 1 written, 0 not the common kind
- * (nothing done), -1. dev_seen: the spec whose device was looked at. */
+/* A common call's records into b (fq_one's for a _Queued, fq_entry's for
+ * a compact queue's entry): the steps, with the del of the one input that
+ * died before it (ename, its step j; NULL: none), its new tensor, its
+ * call; the name it takes and its order, *name_out (new) and *order_out.
+ * 0, -1. */
 static int
-fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
+fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps, PyObject *tmpl, PyObject *cd,
+          PyObject *oid, PyObject *inv, PyObject *src, WState *s, Writer *wr, PyObject **dev_seen,
+          PyObject **name_out, long long *order_out)
 {
-    PyObject *spec = NULL, *groups = NULL, *steps_o = NULL, *ename = NULL, *name = NULL, *tmpl = NULL,
-             *cd = NULL, *oid = NULL, *vk = NULL, *order = NULL;
+    PyObject *name = NULL, *vk = NULL;
     int rc = -1, t_;
-    long long j = 0, steps;
-    if ((spec = SGET(t, spec)) == NULL || (groups = SGET(t, groups)) == NULL)
-        goto done;
-    if (spec == Py_None) {
-        rc = 0;
-        goto done;
-    }
-    if ((t_ = STRUE(t, gone)) <= 0) {
-        rc = t_;
-        goto done;
-    }
-    if ((steps_o = SGET(t, steps)) == NULL || ((steps = PyLong_AsLongLong(steps_o)) == -1 && PyErr_Occurred()))
-        goto done;
-    if (groups == Py_None) {
+    if (ename == NULL) {
         if (put_steps(b, steps) < 0)
             goto done;
     } else {
-        if ((ename = one_gone(groups, wr->Queued, &j)) == NULL) {
-            rc = PyErr_Occurred() ? -1 : 0;
-            goto done;
-        }
         /* (_fq_before's loop: the steps before the death, its del, the
          * rest; a negative count repeats nothing.) */
         s->v[W_EPOCH] += 1;
@@ -2616,8 +3319,6 @@ fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
         goto done;
     *i += 1;
     s->v[W_SEED] += 1;
-    if ((tmpl = SGET(t, tmpl)) == NULL)
-        goto done;
     if (!PyTuple_Check(tmpl) || PyTuple_GET_SIZE(tmpl) != 3) {
         PyErr_SetString(PyExc_TypeError, "tmpl: a tuple of 3 expected");
         goto done;
@@ -2648,23 +3349,63 @@ fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
     }
     s->v[W_ORDER] += 1;
     s->v[W_EPOCH] += 1;
-    if (SSET(t, name, name) < 0 || (order = PyLong_FromLongLong(s->v[W_ORDER])) == NULL || SSET(t, order, order) < 0)
-        goto done;
-    /* by_view.pop((t.cd, 0, spec[0], spec[1]), None); by_obj.pop(t.oid,
-     * None); by_obj_entry.pop(t.oid, None): of _bind then _forget, the
+    *order_out = s->v[W_ORDER];
+    /* by_view.pop((cd, 0, spec[0], spec[1]), None); by_obj.pop(oid,
+     * None); by_obj_entry.pop(oid, None): of _bind then _forget, the
      * stale keys _bind overwrote */
     {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
-        if (s0 != NULL && s1 != NULL && (cd = SGET(t, cd)) != NULL)
+        if (s0 != NULL && s1 != NULL)
             vk = PyTuple_Pack(4, cd, zero, s0, s1);
         Py_XDECREF(s0);
         Py_XDECREF(s1);
-        if (vk == NULL || (oid = SGET(t, oid)) == NULL)
+        if (vk == NULL)
             goto done;
     }
     if (pop_key(wr->by_view, vk) < 0 || pop_key(wr->by_obj, oid) < 0 || pop_key(wr->by_obj_entry, oid) < 0)
         goto done;
-    if (put_call(b, t, s, wr) < 0)
+    if (put_call_of(b, inv, src, name, s, wr) < 0)
+        goto done;
+    *name_out = name;
+    name = NULL;
+    rc = 0;
+done:
+    Py_XDECREF(name);
+    Py_XDECREF(vk);
+    return rc;
+}
+
+/* One common call of fq_run into b: 1 written, 0 not the common kind
+ * (nothing done), -1. dev_seen: the spec whose device was looked at. */
+static int
+fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
+{
+    PyObject *spec = NULL, *groups = NULL, *steps_o = NULL, *ename = NULL, *name = NULL, *tmpl = NULL,
+             *cd = NULL, *oid = NULL, *order = NULL, *inv = NULL, *src = NULL;
+    int rc = -1, t_;
+    long long j = 0, steps, ord;
+    if ((spec = SGET(t, spec)) == NULL || (groups = SGET(t, groups)) == NULL)
+        goto done;
+    if (spec == Py_None) {
+        rc = 0;
+        goto done;
+    }
+    if ((t_ = STRUE(t, gone)) <= 0) {
+        rc = t_;
+        goto done;
+    }
+    if ((steps_o = SGET(t, steps)) == NULL || ((steps = PyLong_AsLongLong(steps_o)) == -1 && PyErr_Occurred()))
+        goto done;
+    if (groups != Py_None && (ename = one_gone(groups, wr->Queued, &j)) == NULL) {
+        rc = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if ((tmpl = SGET(t, tmpl)) == NULL || (cd = SGET(t, cd)) == NULL || (oid = SGET(t, oid)) == NULL
+        || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL)
+        goto done;
+    if (fq_common(b, spec, ename, j, steps, tmpl, cd, oid, inv, src, s, wr, dev_seen, &name, &ord) < 0)
+        goto done;
+    if (SSET(t, name, name) < 0 || (order = PyLong_FromLongLong(ord)) == NULL || SSET(t, order, order) < 0)
         goto done;
     rc = 1;
 done:
@@ -2676,9 +3417,41 @@ done:
     Py_XDECREF(tmpl);
     Py_XDECREF(cd);
     Py_XDECREF(oid);
-    Py_XDECREF(vk);
     Py_XDECREF(order);
+    Py_XDECREF(inv);
+    Py_XDECREF(src);
     return rc;
+}
+
+/* Entry i of the compact queue q as fq_one writes a _Queued: 1 written (its
+ * name and order kept in it), 0 not the common kind (nothing done), -1. */
+static int
+fq_entry(Buf *b, Compact *q, Py_ssize_t i, WState *s, Writer *wr, PyObject **dev_seen)
+{
+    CEntry *e = &q->e[i];
+    PyObject *ename = NULL;
+    if (!e->gone || e->groups != NULL)
+        return 0;
+    if (e->dead_wr != NULL) {
+        if (e->dead_i >= 0)
+            ename = Py_XNewRef(q->e[e->dead_i].name);
+        else if ((PyObject *)Py_TYPE(e->dead_obj) == wr->Queued && (ename = SGET(e->dead_obj, name)) == NULL)
+            return -1;
+        if (ename == NULL)
+            return 0;
+    }
+    PyObject *name = NULL;
+    long long ord;
+    int rc = fq_common(b, e->spec, ename, e->dead_j, e->steps, e->tmpl, e->cd, e->oid, e->inv, e->src, s, wr,
+                       dev_seen, &name, &ord);
+    Py_XDECREF(ename);
+    if (rc < 0)
+        return -1;
+    Py_XSETREF(e->name, name);
+    e->order = ord;
+    if (e->obj != NULL && cq_stand_in(q, i) == NULL)
+        return -1;
+    return 1;
 }
 
 /* d[key], borrowed, key a new reference (NULL: its making failed) that
@@ -2804,7 +3577,6 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(s.prev);
         return NULL;
     }
-    Py_ssize_t k0 = k;
     /* Session._fresh's counter of the base, in C while the run writes */
     long long i = 0;
     wr.fresh_i = &i;
@@ -2813,10 +3585,36 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     /* (a call's lines: some 600 bytes, the src twice in them) */
     buf_init(&b, (PyList_GET_SIZE(q) - k) * 1024);
     PyObject *dev_seen = NULL;
+    int wrote = 0; /* (a call written: the name counter put back) */
     for (; r >= 0 && k < PyList_GET_SIZE(q); k++) {
         long long saved[W_N];
         memcpy(saved, s.v, sizeof saved);
         Py_ssize_t mark = b.n;
+        if (Py_IS_TYPE(PyList_GET_ITEM(q, k), &CompactType)) {
+            /* The compact queue's entries, each as fq_one writes a _Queued,
+             * up to the first that is not the common call (then k stays
+             * here: _fq_write makes the rest objects, Compact.rest) */
+            Compact *cq = (Compact *)PyList_GET_ITEM(q, k);
+            Py_ssize_t nq = cq->n - cq->pending;
+            r = 1;
+            while (cq->done < nq) {
+                Py_ssize_t m = b.n;
+                memcpy(saved, s.v, sizeof saved);
+                r = (b.n > 0 && BUF_LIT(&b, "\n") < 0) ? -1 : fq_entry(&b, cq, cq->done, &s, &wr, &dev_seen);
+                if (r <= 0) {
+                    memcpy(s.v, saved, sizeof saved);
+                    b.n = m;
+                    break;
+                }
+                Py_XSETREF(cq->last_name, Py_NewRef(cq->e[cq->done].name));
+                cq->done++;
+                wrote = 1;
+            }
+            if (r <= 0 || (r = cq_consumed(cq)) < 0)
+                break;
+            r = 1;
+            continue;
+        }
         PyObject *t = Py_NewRef(PyList_GET_ITEM(q, k)), *rd = NULL;
         /* (the reads behind it first: one fq_reads cannot write leaves
          * the call to fq_tail's way, nothing done) */
@@ -2833,11 +3631,12 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             b.n = mark;
             break;
         }
+        wrote = 1;
     }
     PyObject *err_t = NULL, *err_v = NULL, *err_tb = NULL;
     if (r < 0)
         PyErr_Fetch(&err_t, &err_v, &err_tb);
-    int w_ok = buf_append(&b, 0, b.n, wr.recs) == 0 && ws_store(&s, st) == 0 && (k == k0 || fresh_i_put(&wr) == 0);
+    int w_ok = buf_append(&b, 0, b.n, wr.recs) == 0 && ws_store(&s, st) == 0 && (!wrote || fresh_i_put(&wr) == 0);
     Py_XDECREF(s.prev);
     buf_free(&b);
     if (r < 0) {
@@ -3683,7 +4482,17 @@ read_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (rlock_take(lk, 1) < 0)
         return NULL;
     int lean = 0;
-    PyObject *target = read_target(ctx, t), *out = NULL;
+    PyObject *target = NULL, *out = NULL;
+    {
+        /* (rec._fq_sync(): the compact queue's entries made the _Queued
+         * objects a read looks at) */
+        PyObject *fq = PyTuple_GET_ITEM(ctx, R_FQ);
+        Py_ssize_t L = PyList_GET_SIZE(fq);
+        if (L > 0 && Py_IS_TYPE(PyList_GET_ITEM(fq, L - 1), &CompactType)
+            && cq_sync((Compact *)PyList_GET_ITEM(fq, L - 1)) < 0)
+            goto release;
+    }
+    target = read_target(ctx, t);
     if (target == NULL && clear_exception() < 0)
         goto release;
     if (target == NULL)
@@ -3824,14 +4633,15 @@ typedef struct {
     vectorcallfunc vectorcall;
     /* the fields, in runner_fields' order (runner_slots: from hot on) */
     PyObject *hot, *armed, *acquire, *owned, *release, *orig_run, *box, *gen, *dead_objs, *pend,
-        *ptrs_equal, *data_ptr, *steady, *rec, *declined, *watch_alive, *lock, *fresh_ctx, *fq, *tls, *fq_bound;
+        *ptrs_equal, *data_ptr, *steady, *rec, *declined, *watch_alive, *lock, *fresh_ctx, *fq, *tls, *fq_bound,
+        *compact;
 } Runner;
 
 static const char *runner_fields[] = {"hot", "armed", "acquire", "owned", "release", "orig_run", "box", "gen",
                                       "dead_objs", "pend", "ptrs_equal", "data_ptr", "steady", "rec",
                                       "declined", "watch_alive", "lock", "fresh_ctx", "fq", "tls", "fq_bound",
-                                      NULL};
-#define RUNNER_NFIELDS 21
+                                      "compact", NULL};
+#define RUNNER_NFIELDS 22
 
 static PyObject *runner_call(Runner *r, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
@@ -3970,6 +4780,18 @@ fq_at_bound(Runner *r, PyObject *a)
 #endif
 }
 
+/* *t, the compact queue q standing for its pending call, replaced by that
+ * call's _Queued (cq_take_pending), for the Python that takes it. 0, -1. */
+static int
+pending_taken(Compact *q, PyObject **t)
+{
+    PyObject *got = cq_take_pending(q);
+    if (got == NULL)
+        return -1;
+    Py_SETREF(*t, got);
+    return 0;
+}
+
 /* freshq's fresh_run in the Runner (its Python, the reference, is what the
  * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
@@ -3983,7 +4805,10 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
 #if CGT_CUT == 2
     return call3(r->orig_run, mgr, new_inputs, function_id);
 #endif
-    PyObject *t = fresh_queue_impl(r->fresh_ctx, a, mgr, new_inputs, 1);
+    /* (the compact queue: not in a cut build, which measures the queue as
+     * the _Queued objects made it) */
+    Compact *q = CGT_CUT == 0 && Py_IS_TYPE(r->compact, &CompactType) ? (Compact *)r->compact : NULL;
+    PyObject *t = fresh_queue_impl(r->fresh_ctx, a, mgr, new_inputs, 1, q);
     if (t == NULL || t == r->declined)
         return t;
     if (t == Py_None) {
@@ -4003,6 +4828,12 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
         /* except BaseException as err: rec._fq_call_raised(t, mgr, err); raise */
         PyObject *type, *value, *tb;
         fetch_exception(&type, &value, &tb);
+        if (t == (PyObject *)q && pending_taken(q, &t) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            goto done;
+        }
         PyObject *args[4] = {r->rec, t, mgr, value ? value : Py_None};
         PyObject *res = PyObject_VectorcallMethod(s_fq_call_raised, args, 4, NULL);
         if (res == NULL) {
@@ -4057,8 +4888,14 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
 #endif
             Py_ssize_t n, u;
             PyObject *unw = NULL;
-            if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0
-                || (unw = SGET(r->hot, unwritten)) == NULL
+            if (t == (PyObject *)q) {
+                /* (the list holds the Compact for its entries) */
+                if (cq_commit(q) < 0)
+                    goto after_failed;
+                n = PyList_GET_SIZE(r->fq) - 1 + compact_len(q);
+            } else if (PyList_Append(r->fq, t) < 0 || (n = PyObject_Length(r->fq)) < 0)
+                goto after_failed;
+            if ((unw = SGET(r->hot, unwritten)) == NULL
                 || ((u = PyLong_AsSsize_t(unw)) == -1 && PyErr_Occurred())) {
                 Py_XDECREF(unw);
                 goto after_failed;
@@ -4081,6 +4918,8 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
             if (t == Py_Ellipsis) /* (a measure: the call is lost) */
                 goto finally;
 #endif
+            if (t == (PyObject *)q && pending_taken(q, &t) < 0)
+                goto finally_error;
             PyObject *args[7] = {r->rec, t, a, mgr, out, node, other};
             PyObject *res = PyObject_VectorcallMethod(s_fq_other, args, 7, NULL);
             if (res == NULL)
@@ -4105,6 +4944,9 @@ finally:
         Py_CLEAR(out);
     PART(fq_post, ppost);
 done:
+    /* (a call still pending: the recording stopped or failed meanwhile) */
+    if (t == (PyObject *)q)
+        cq_drop_pending(q);
     Py_XDECREF(x);
     Py_XDECREF(a);
     Py_XDECREF(node);
@@ -5104,7 +5946,7 @@ PyInit__cgtrace_fastpath(void)
     struct {
         const char *name;
         PyTypeObject *type;
-    } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"StorageRefs", &StorageRefsType},
+    } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"Compact", &CompactType}, {"StorageRefs", &StorageRefsType},
                  {"Died", &DiedType}, {"RLock", &RLockType}, {"Noter", &NoterType}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)

@@ -220,6 +220,7 @@ class _Events:
                 dead = session._dead_objs
                 n = len(dead)
                 if self._fq:
+                    self._fq_sync()
                     reads, k = self._fq_reads, id(self._fq[-1])
                     gone = self._queued_deaths(dead, n) if n else None
                 else:
@@ -248,6 +249,7 @@ class _Events:
         """The first n deaths of dead as [(weak reference, its queued
         call)] where each is a queued input's not gone yet (their del may
         come before a read queued behind the calls); else None."""
+        self._fq_sync()
         wrs = self._fq_wrs
         gone = []
         for wr, _ in dead[:n]:

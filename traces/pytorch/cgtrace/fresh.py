@@ -102,6 +102,7 @@ class _Fresh:
         plan = fs.plan
         hot = self._hot
         session = self.session
+        self._fq_sync()
         fq = self._fq
         short = True  # (nothing named, renamed or forgotten since the function's last call)
         if fq and self._fq_fs is fs:

@@ -480,6 +480,15 @@ class _FreshQueue:
             self._fail("after a call that raised", e2)
         self._flush()
 
+    def _fq_sync(self):
+        """The lean path's compact queue (_fastpath.c's Compact, the
+        queue's last item while it holds calls) made the _Queued objects
+        it stands for, in the queue and the maps: before anything but the
+        lean call looks at either."""
+        fq = self._fq
+        if fq and type(fq[-1]) is not _Queued:
+            fq[-1].sync()
+
     def _fq_write(self, partial=None, keep_last=False):
         """The deferred calls' records and bindings, in order, as
         _fresh_call would have written them one by one: each call's
@@ -495,16 +504,28 @@ class _FreshQueue:
         dies at the next call (which would take both calls through
         _fq_before and _fq_dels, in Python), and the records are the
         same, in the same order, the split being between two calls."""
-        q = self._fq[:]  # (in place: a failure meanwhile finds it empty)
-        self._fq.clear()
+        fq = self._fq
+        # The compact queue (_fastpath.c's Compact, the list's last item
+        # while it holds calls): its entries written as they are (fq_run),
+        # not made objects, but the call kept queued at the bound.
+        cq = fq[-1] if fq and type(fq[-1]) is not _Queued else None
+        if cq is not None and keep_last and partial is None and len(fq) - 1 + len(cq) > 1:
+            fq.append(cq.take_last())
+        q = fq[:]  # (in place: a failure meanwhile finds it empty)
+        fq.clear()
         self._hot.fql = None  # (what the lean path compares holds for this queue only)
         held = q.pop() if keep_last and partial is None and len(q) > 1 else None
-        n = len(q) + (partial is not None)
+        cq = q[-1] if q and type(q[-1]) is not _Queued else None
+        objs = q[:-1] if cq is not None else q
+        nq = len(objs) + (len(cq) if cq is not None else 0)
+        steps = sum(map(_STEPS, objs)) + (cq.steps() if cq is not None else 0)
+        n = nq + (partial is not None)
         self.fresh_calls += n
         self.lean_fresh_calls += n
-        self.short_calls += len(q)
-        self.queued_fresh_calls += len(q)
-        self.lean_queued_calls += len(q) - list(map(_SPEC, q)).count(None)  # (C-level passes: no frame a call)
+        self.short_calls += nq
+        self.queued_fresh_calls += nq
+        self.lean_queued_calls += nq - list(map(_SPEC, objs)).count(None)  # (C-level passes: no frame a call)
+        objs = None
         self._fq_ids.clear()
         self._fq_wrs.clear()
         self._fq_stor.clear()
@@ -555,6 +576,12 @@ class _FreshQueue:
             if k >= n:
                 break
             t = q[k]
+            if type(t) is not _Queued:
+                # (a compact entry fq_run could not write: the rest of them
+                # made the objects they stand for, written one by one)
+                q[k:k + 1] = t.rest()
+                n = len(q)
+                continue
             k += 1
             session.order, session.epoch, session.seed = st[0], st[1], st[2]
             self._fq_before(t, session, trace, counts, base)
@@ -565,29 +592,31 @@ class _FreshQueue:
                 self._fq_reads_write(got, st, session, trace)
         order, epoch, seed, dels, calls, prev = st
         session.order, session.epoch, session.seed = order, epoch, seed
-        if held is not None and q:
+        last = q[-1] if q else None
+        if held is not None and type(last) is _Queued:
             # (The kept call's deaths hold the call before it, written now,
             # whose own deaths would hold the one before it, and so on back
-            # through every queue: written, they are let go.)
-            q[-1].groups = None
+            # through every queue: written, they are let go. A compact
+            # entry's hold a stand-in, which holds none.)
+            last.groups = None
         counts["dels"] += dels
-        if q:
+        if nq:
             # (The counts of the calls' records, once: nothing between
             # reads them.)
-            k = len(q)
+            k = nq
             fs.calls = calls
             counts["calls"] += k
             counts["tensors"] += k
             counts["replay"] += k
             counts["dels"] += k
-            counts["steps"] += sum(map(_STEPS, q))
+            counts["steps"] += steps
             e = plan.entries[0]
             if e.in_memo:  # (each rename moves the epoch: _rename_replayed moves it once)
                 session.epoch += k - 1
             session._rename_replayed(e, prev, session.order)
             plan.names = (prev,)
             args = names[:]
-            args[i] = q[-1].name
+            args[i] = last.name if type(last) is _Queued else last.last_name
             plan.set_args(args)
             tok = fs.fresh_tok
             fs.fresh_tok = (session.epoch, session.order) + tok[2:]  # (_fresh_done's)

@@ -16,7 +16,7 @@ from .errors import _error_text
 from .events import _READS_AFTER_CALL, _Events
 from .fastpath import L_PLAN, L_POLLED
 from .fresh import DECLINED
-from .freshq import _FQ_BOUND
+from .freshq import _FQ_BOUND, _Queued
 from .raised import mark_seen
 from .session import Session
 
@@ -379,12 +379,18 @@ class _Hooks:
         # _run's, so every frame depth the recorder counts from its _run
         # holds): a steady replay runs none of the recorder's bytecodes
         # but this frame's few.
+        # The lean fresh path's queued calls as entries in C, made the
+        # _Queued objects only when anything else looks (_fastpath.c's
+        # Compact, freshq._fq_sync); CGTRACE_COMPACT=0: a _Queued a call.
+        compact = None
+        if os.environ.get("CGTRACE_COMPACT") != "0" and hasattr(checks, "Compact"):
+            compact = checks.Compact(self._fq, self._fq_ids, self._fq_wrs, self._fq_stor, _Queued)
         body = runner(hot=self._hot, armed=self._hot.armed, acquire=self.lock.acquire, owned=self.lock._is_owned,
                       release=self.lock.release, orig_run=orig_run, box=cgt.MarkStepBox, gen=self._gen,
                       dead_objs=self.session._dead_objs, pend=self._pending.append, ptrs_equal=ptrs_equal,
                       data_ptr=data_ptr, steady=_steady, rec=rec, declined=DECLINED,
                       watch_alive=watch_alive, lock=self.lock, fresh_ctx=self._fq_ctx, fq=self._fq, tls=self.tls,
-                      fq_bound=_FQ_BOUND)
+                      fq_bound=_FQ_BOUND, compact=compact)
 
         def _run(mgr, new_inputs, function_id, probed=False, body=body):  # noqa: F811 (the C one replaces it)
             return body(mgr, new_inputs, function_id, probed)

@@ -1358,7 +1358,7 @@ class StorageRefAndDiedTest(BuiltTest):
                               release=calls or L.release, orig_run=orig_run, box=None, gen=None, dead_objs=[],
                               pend=None, ptrs_equal=None, data_ptr=None, steady=steady, rec=Rec(),
                               declined=object(), watch_alive=None, lock=L, fresh_ctx=None, fq=[], tls=Rec.tls,
-                              fq_bound=32)
+                              fq_bound=32, compact=None)
                 r = self.C.Runner(**fields)
                 fid = object()
                 # Not armed: _steady's, the lock held.

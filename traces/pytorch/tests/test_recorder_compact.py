@@ -1,0 +1,183 @@
+"""The compact queue (_fastpath.c's Compact): the lean fresh path's queued
+calls kept as entries in C, made the _Queued objects they stand for only
+when anything else looks (freshq._fq_sync). Each loop here is recorded
+three ways, on a fresh stand-in each time: by default (the compact
+queue), with CGTRACE_COMPACT=0 (a _Queued a call) and with
+CGTRACE_DEFER=0 (the general path, the reference), and the three traces
+must be the same line for line; each loop reaches one of the ways the
+entries become objects (the queue's bound, a host read, two deaths at
+once, an input passed again, a storage shared, a tree call that raises,
+more calls than the array holds)."""
+
+import os
+import sys
+import unittest
+from unittest import mock
+
+# (fake_torch first: it puts the recorder on sys.path)
+from fake_torch import (at_one_line, CUDAGraphTreeManager, FakeTorchTest, Tensor, _invocation)
+
+import cgtrace  # noqa: E402  (after fake_torch)
+from cgtrace import fastpath  # noqa: E402
+
+
+def _c_module():
+    mod, why = fastpath.load()
+    return mod if mod is not None and hasattr(mod, "Compact") else None
+
+
+class CompactQueueTest(FakeTorchTest):
+
+    def setUp(self):
+        super().setUp()
+        if _c_module() is None:
+            self.skipTest("the C module is not built here")
+        if os.environ.get("CGTRACE_COMPACT") == "0" or os.environ.get("CGTRACE_DEFER") == "0":
+            self.skipTest("the compact queue turned off")
+
+    def three_ways(self, body, calls=150):
+        """body(mgr, f, g, w, i, keep) run for i in range(calls) inside a
+        recording, three ways (module docstring); each way's trace lines
+        and fresh-path calls. keep: a dict the body may hold tensors in
+        across calls. self.seen: what the default recording's loop saw of
+        the queue after each call."""
+        seen = []
+
+        def loop(path):
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            mgr = CUDAGraphTreeManager()
+            mgr.cache_replays = True
+            f = mgr.add(0, static=[0])
+            g = mgr.add(1, static=[0])
+            mgr.models[0] = lambda ins: [Tensor([16, 8])]
+            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            w = Tensor([8, 8])
+            keep = {}
+            with cgtrace.record(path) as rec:
+                for i in range(calls):
+                    cgt.mark_step_begin()
+                    _invocation()
+                    body(mgr, f, g, w, i, keep)
+                    if os.environ.get("CGTRACE_COMPACT") is None and os.environ.get("CGTRACE_DEFER") is None:
+                        fq = rec._fq
+                        seen.append((type(fq[-1]).__name__ if fq else None, len(fq),
+                                          len(fq[-1]) if fq and type(fq[-1]).__name__ == "Compact" else 0,
+                                          len(rec._fq_ids)))
+                keep.clear()
+            self.assertIsNone(rec.error)
+            with open(path) as fh:
+                return rec.fresh_calls, fh.read().split("\n")[1:]
+
+        got = []
+        for env in ({}, {"CGTRACE_COMPACT": "0"}, {"CGTRACE_DEFER": "0"}):
+            self.tearDown()
+            self.setUp()
+            with mock.patch.dict(os.environ, env):
+                got.append(at_one_line(loop, os.path.join(self.dir.name, "t.cgt.jsonl")))
+        self.seen = seen
+        (took, default), (took0, nocompact), (took_general, general) = got
+        self.assertGreater(took, calls // 2)
+        self.assertEqual(took, took0)
+        self.assertEqual(took_general, 0)
+        self.assertEqual(len(default), len(general))
+        for n, (a, b, c) in enumerate(zip(default, nocompact, general)):
+            self.assertEqual(a, c, "line %d: the compact queue's, then the general path's" % n)
+            self.assertEqual(b, c, "line %d: CGTRACE_COMPACT=0's, then the general path's" % n)
+        return default
+
+    def assert_compact_held(self, least):
+        """Some call of the default recording left the queue as the
+        Compact alone (its entries not objects, the maps empty but for a
+        call kept from the last writing), holding at least `least`."""
+        held = [n for kind, length, n, ids in self.seen if kind == "Compact" and length <= 2 and ids <= 1]
+        self.assertTrue(held and max(held) >= least, self.seen[:80])
+
+    def test_a_new_input_each_call_past_two_bounds(self):
+        def body(mgr, f, g, w, i, keep):
+            x = Tensor([16, 8])
+            keep["y"], = mgr._run([w, x], f)
+
+        self.three_ways(body)
+        self.assert_compact_held(40)
+        # (past the bound, the call kept from the writing is an object
+        # before the Compact: the list is [kept, Compact])
+        self.assertTrue(any(kind == "Compact" and length == 2 for kind, length, _, _ in self.seen))
+
+    def test_a_host_read_every_fifth_call(self):
+        def body(mgr, f, g, w, i, keep):
+            x = Tensor([16, 8])
+            keep["y"], = mgr._run([w, x], f)
+            if i % 5 == 4:
+                keep["y"].item()
+
+        self.three_ways(body)
+        self.assert_compact_held(3)
+
+    def test_inputs_alive_two_calls_and_two_deaths_at_once(self):
+        def body(mgr, f, g, w, i, keep):
+            # (each input held one call more, so its death is the queue's
+            # second last entry's; every 7th call drops two at once)
+            x = Tensor([16, 8])
+            keep["y"], = mgr._run([w, x], f)
+            if i % 7 == 6:
+                keep.clear()
+            else:
+                keep.pop(i - 2, None)
+                keep[i] = x
+
+        self.three_ways(body)
+        self.assert_compact_held(4)
+
+    def test_an_input_passed_again_and_a_storage_shared(self):
+        def body(mgr, f, g, w, i, keep):
+            x = keep.pop("x", None)
+            if x is None or i % 9 not in (3, 6):
+                x = Tensor([16, 8])
+            elif i % 9 == 6:
+                x = Tensor([16, 8], storage=x.untyped_storage())  # (the last input's storage, alive)
+            keep["y"], = mgr._run([w, x], f)
+            keep["x"] = x
+
+        self.three_ways(body)
+        self.assert_compact_held(2)
+
+    def test_a_tree_call_that_raises_an_input_dying_in_it_and_another_function_between(self):
+        def body(mgr, f, g, w, i, keep):
+            if i % 31 == 30:
+                mgr.fail.add(0)
+                try:
+                    mgr._run([w, Tensor([16, 8])], f)
+                except RuntimeError:
+                    pass
+                mgr.fail.discard(0)
+            elif i % 23 == 22:
+                x = Tensor([16, 8])
+                keep["z"], = mgr._run([w, x], g)
+            elif i % 11 == 10:
+                # (the input's only reference the list the tree empties:
+                # it dies inside the tree's call, which the check after
+                # the call sees, the pending call made an object)
+                keep["y"], = mgr._run([w, Tensor([16, 8])], f)
+            else:
+                x = Tensor([16, 8])
+                keep["y"], = mgr._run([w, x], f)
+
+        self.three_ways(body)
+        self.assert_compact_held(5)
+
+    def test_more_calls_queued_than_the_array_holds(self):
+        # (a bound past the Compact's 256 entries: the 257th call makes the
+        # 256 before it objects, and the queue goes on)
+        from cgtrace import hooks
+        with mock.patch.object(hooks, "_FQ_BOUND", 400):
+            def body(mgr, f, g, w, i, keep):
+                x = Tensor([16, 8])
+                keep["y"], = mgr._run([w, x], f)
+
+            self.three_ways(body, calls=330)
+        self.assert_compact_held(200)
+        self.assertTrue(any(kind == "Compact" and length > 200 for kind, length, _, _ in self.seen))
+
+
+if __name__ == "__main__":
+    unittest.main()
