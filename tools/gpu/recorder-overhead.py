@@ -415,9 +415,19 @@ def report_declines(name, res, iters, out=None):
 _PATH_COUNTERS = ("short_calls", "fresh_calls", "lean_fresh_calls", "rebound_calls", "armings")
 
 
+def _queued(rec):
+    """The calls a recorder's queue holds: its list's items, the compact
+    queue's entries counted for the one that stands for them (its last,
+    _fastpath.c's Compact, from session 40)."""
+    fq = getattr(rec, "_fq", None) or ()
+    if fq and type(fq[-1]).__name__ == "Compact":
+        return len(fq) - 1 + len(fq[-1])
+    return len(fq)
+
+
 def _path_state(rec):
     return (tuple(getattr(rec, n, 0) for n in _PATH_COUNTERS), len(getattr(rec, "_pending", ()) or ()),
-            len(getattr(rec, "_fq", ()) or ()), getattr(getattr(rec, "_hot", None), "fql", None) is not None)
+            _queued(rec), getattr(getattr(rec, "_hot", None), "fql", None) is not None)
 
 
 # What calls_by_path calls a call that wrote the deferred or queued calls,

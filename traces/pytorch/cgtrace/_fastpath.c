@@ -2766,6 +2766,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         }
         Py_CLEAR(v);
         Py_CLEAR(stor);
+        PART_AT(fq_queued);
         /* its deaths: the one (death) or in general (groups); each queued
          * input among them gone; del dead_objs[:k] */
         if (death.dead_wr != NULL) {
@@ -2795,7 +2796,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         Py_DECREF(oid);
         Py_XDECREF(ptr);
         Py_DECREF(groups);
-        PART_AT(fq_queued);
+        PART_AT(fq_maps);
         return Py_NewRef((PyObject *)q);
     }
     if ((t = new_plain(Queued)) == NULL || SSTEAL(t, steps, PyNumber_Subtract(mc, c)) < 0
@@ -3791,13 +3792,30 @@ error:
  * 20: the Runner's part "the lock, taken and let go"). Python's code uses
  * it as threading.RLock: with, acquire(blocking=True), release(),
  * _is_owned(). A blocked acquire waits with the GIL released and runs
- * signal handlers as it waits, as threading's does. -- */
+ * signal handlers as it waits, as threading's does.
+ *
+ * With a GIL the lock is its owner and count alone: a thread that holds
+ * the GIL tests and takes them in one step, with no call of the system's
+ * lock (whose semaphore, another allocation, and its atomic operations
+ * were two of the Runner's cold cache lines a call, taken and let go:
+ * BENCHMARKS.md, session 40). The system's lock is then only what a
+ * thread that finds it held waits on: made held, it is let go once for
+ * each letting go of the RLock that finds a thread waiting (waiters),
+ * and the thread it wakes takes the RLock if it is free by then, or
+ * waits again. A free-threaded build takes the system's lock itself. -- */
+
+#ifdef Py_GIL_DISABLED
+#define RLOCK_BY_GIL 0
+#else
+#define RLOCK_BY_GIL 1
+#endif
 
 typedef struct {
     PyObject_HEAD
     PyThread_type_lock lock;
     unsigned long owner; /* the holder's PyThread_get_thread_ident(), when count > 0 */
     unsigned long count;
+    unsigned long waiters; /* (RLOCK_BY_GIL) threads waiting in rlock_take */
     PyObject *weakreflist;
 } RLock;
 
@@ -3824,6 +3842,25 @@ rlock_take(RLock *l, int blocking)
         l->count++;
         return 1;
     }
+#if RLOCK_BY_GIL
+    if (l->count > 0) {
+        if (!blocking)
+            return 0;
+        /* (woken by a letting go, which may find it taken again first) */
+        l->waiters++;
+        while (l->count > 0) {
+            PyLockStatus r;
+            Py_BEGIN_ALLOW_THREADS
+            r = PyThread_acquire_lock_timed(l->lock, -1, 1);
+            Py_END_ALLOW_THREADS
+            if (r == PY_LOCK_INTR && Py_MakePendingCalls() < 0) {
+                l->waiters--;
+                return -1;
+            }
+        }
+        l->waiters--;
+    }
+#else
     if (!PyThread_acquire_lock(l->lock, NOWAIT_LOCK)) {
         if (!blocking)
             return 0;
@@ -3836,6 +3873,7 @@ rlock_take(RLock *l, int blocking)
                 return -1;
         } while (r != PY_LOCK_ACQUIRED);
     }
+#endif
     l->owner = PyThread_get_thread_ident();
     l->count = 1;
     return 1;
@@ -3852,7 +3890,8 @@ rlock_give(RLock *l)
     }
     if (--l->count == 0) {
         l->owner = 0;
-        PyThread_release_lock(l->lock);
+        if (!RLOCK_BY_GIL || l->waiters > 0)
+            PyThread_release_lock(l->lock);
     }
     return 0;
 }
@@ -3872,6 +3911,9 @@ rlock_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_MemoryError, "cannot allocate lock");
         return NULL;
     }
+    /* (by the GIL: held from the start, what a waiter waits on) */
+    if (RLOCK_BY_GIL)
+        PyThread_acquire_lock(l->lock, WAIT_LOCK);
     return (PyObject *)l;
 }
 
@@ -3881,7 +3923,8 @@ rlock_dealloc(RLock *l)
     if (l->weakreflist != NULL)
         PyObject_ClearWeakRefs((PyObject *)l);
     if (l->lock != NULL) {
-        if (l->count > 0)
+        /* (freed unheld: by the GIL it is always held, what waiters wait on) */
+        if (RLOCK_BY_GIL || l->count > 0)
             PyThread_release_lock(l->lock);
         PyThread_free_lock(l->lock);
     }

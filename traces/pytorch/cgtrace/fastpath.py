@@ -51,7 +51,9 @@ tested against it in tests/test_recorder_fresh.py): it has no function
 here, since the wrapper runs its own Python where C is not built.
 
 Among the C module's types besides: Runner (hooks._run's body), Died
-(Session._died), Noter (hooks' execute_node wrapper) and RLock
+(Session._died), Noter (hooks' execute_node wrapper), Compact (the
+Runner's queued calls as entries, made _Queued objects when Python looks:
+freshq._fq_sync; it has no Python here, where no Runner runs) and RLock
 (threading.RLock's lock, Recorder.lock, which the Runner takes and lets
 go in place).
 """

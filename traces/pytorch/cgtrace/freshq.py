@@ -3,8 +3,11 @@ whose replay was its plan's, is queued (its new input's Fact, steps,
 deaths, src) and written at the next other event (_settle), at a bound,
 at exit, at a fatal signal or a failure, as the steady replays are
 (deferred.py). The queue's next calls take the _run wrapper's lean
-fresh path (_fresh_lean_run), armed by its first (_fq_arm). The records
-and the session's state written then are what _fresh_call would have left
+fresh path (_fresh_lean_run), armed by its first (_fq_arm); the C
+Runner keeps the calls it queues as entries of a compact queue
+(_fastpath.c's Compact, the queue's last item), made _Queued objects when
+anything else looks (_fq_sync) and written as they are. The records and
+the session's state written then are what _fresh_call would have left
 call by call; a new input that died within the queue is never bound: its
 names, seed and counts are given, and of its binding and forgetting only
 what they leave behind is done."""

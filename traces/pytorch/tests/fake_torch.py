@@ -840,6 +840,16 @@ def shape_as(version):
     return CUDAGraphTreeManager
 
 
+def queued_calls(rec):
+    """The calls on new inputs rec's queue holds: its list's items, the
+    compact queue's entries counted for the one that stands for them (its
+    last item, _fastpath.c's Compact)."""
+    fq = rec._fq
+    if fq and type(fq[-1]).__name__ == "Compact":
+        return len(fq) - 1 + len(fq[-1])
+    return len(fq)
+
+
 def at_one_line(program, *args, **kwargs):
     """program(*args, **kwargs), called from this one line. A call's src is
     the line that called the function that called the tree (that function

@@ -1294,6 +1294,46 @@ class StorageRefAndDiedTest(BuiltTest):
         with self.assertRaises(ValueError):
             self.C.RLock().acquire(True, 1.0)  # (no timeout: the recorder takes none)
 
+    def test_rlock_many_threads_take_turns(self):
+        """Threads that each take and let go of the C RLock many times, the
+        GIL let go while they hold it (as the tree's call does): never two
+        inside at once, none left waiting (a letting go that wakes no
+        waiter would leave one blocked for good), blocking and not."""
+        import threading
+        import time
+        L = self.C.RLock()
+        inside, seen, done = [0], [], []
+
+        def worker(k):
+            for i in range(300):
+                if (i + k) % 3 == 0:
+                    if not L.acquire(False):
+                        continue
+                else:
+                    L.acquire()
+                try:
+                    inside[0] += 1
+                    seen.append(inside[0])
+                    time.sleep(0)  # (the GIL let go while held)
+                    with L:  # (reentrant, across the wait)
+                        time.sleep(0)
+                    inside[0] -= 1
+                finally:
+                    L.release()
+            done.append(k)
+
+        threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(6)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 20
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self.assertEqual(sorted(done), list(range(6)), "a thread left waiting")
+        self.assertEqual(set(seen), {1})
+        self.assertGreater(len(seen), 6 * 200)
+        self.assertIs(L.acquire(False), True)
+        L.release()
+
     def test_rlock_wait_runs_signal_handlers(self):
         """A thread blocked in acquire runs the program's signal handlers,
         and one that raises ends the wait with its error (threading's)."""
