@@ -2587,12 +2587,14 @@ compact_traverse(Compact *q, visitproc visit, void *arg)
     Py_VISIT(q->fq_wrs);
     Py_VISIT(q->fq_stor);
     Py_VISIT(q->Queued);
+    Py_VISIT(q->last_name);
     for (Py_ssize_t i = 0; i < q->n; i++) {
+        /* (every reference an entry holds: cq_entry_clear's) */
         CEntry *e = &q->e[i];
-        Py_VISIT(e->groups);
-        Py_VISIT(e->dead_obj);
-        Py_VISIT(e->wr);
-        Py_VISIT(e->obj);
+        PyObject *held[] = {e->wr,     e->sref,    e->cd,       e->ptr,  e->oid, e->inv, e->tmpl,
+                            e->src,    e->spec,    e->groups,   e->dead_wr, e->dead_obj, e->name, e->obj};
+        for (size_t j = 0; j < sizeof held / sizeof *held; j++)
+            Py_VISIT(held[j]);
     }
     return 0;
 }
