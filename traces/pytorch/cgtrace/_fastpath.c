@@ -4837,51 +4837,6 @@ pending_taken(Compact *q, PyObject **t)
     return 0;
 }
 
-/* The lines a lean fresh call reads first, asked of the memory at once
- * (a prefetch each), before any is read: a real program's call finds
- * them all out of the caches (torch's work between two calls evicts
- * them), and read as the checks come to them each is a wait of its own,
- * one after the other; asked together, their waits overlap. The ctx,
- * armed and maps tuples' items (the objects the checks read first: the
- * hot slots, the session's dicts, the plan's parts), those dicts' key
- * tables, the _Hot's slots and the compact queue's next entries. Only
- * addresses already at hand or one read away are asked; a prefetch
- * changes nothing but the caches. */
-static void
-prefetch_lean(PyObject *ctx, PyObject *a, Compact *q)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    PyObject *tups[2] = {ctx, a};
-    for (int k = 0; k < 2; k++) {
-        if (!PyTuple_Check(tups[k]))
-            return;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tups[k]); i++)
-            __builtin_prefetch(PyTuple_GET_ITEM(tups[k], i));
-    }
-    if (PyTuple_GET_SIZE(ctx) < 5)
-        return;
-    PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *maps = PyTuple_GET_ITEM(ctx, 4);
-    __builtin_prefetch((char *)hot + 64);
-    __builtin_prefetch((char *)hot + 128);
-    if (q != NULL) {
-        __builtin_prefetch(&q->e[q->n]);
-        __builtin_prefetch((char *)&q->e[q->n] + 64);
-        if (q->n > 0)
-            __builtin_prefetch(&q->e[q->n - 1]);
-    }
-    if (!PyTuple_Check(maps))
-        return;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(maps); i++)
-        __builtin_prefetch(PyTuple_GET_ITEM(maps, i));
-    /* (one read away: each dict's keys, its header read now) */
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(maps); i++) {
-        PyObject *d = PyTuple_GET_ITEM(maps, i);
-        if (PyDict_CheckExact(d))
-            __builtin_prefetch(((PyDictObject *)d)->ma_keys);
-    }
-#endif
-}
-
 /* freshq's fresh_run in the Runner (its Python, the reference, is what the
  * Python _run calls): the lean fresh call without a Python
  * frame of its own, the tree's frame one up from the _run wrapper's. The
@@ -4898,9 +4853,6 @@ runner_fresh(Runner *r, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObje
     /* (the compact queue: not in a cut build, which measures the queue as
      * the _Queued objects made it) */
     Compact *q = CGT_CUT == 0 && Py_IS_TYPE(r->compact, &CompactType) ? (Compact *)r->compact : NULL;
-#ifndef CGT_NO_PREFETCH
-    prefetch_lean(r->fresh_ctx, a, q);
-#endif
     PyObject *t = fresh_queue_impl(r->fresh_ctx, a, mgr, new_inputs, 1, q);
     if (t == NULL || t == r->declined)
         return t;
