@@ -1051,11 +1051,18 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
  * writes an entry of this array instead, and finds the queued inputs in
  * it; the entries become the same _Queued objects, in the same maps, in
  * the list where the Compact itself stands for them (its last item),
- * only when anything else looks (sync: the queue's writing, the general
- * path, a host read, a call the lean path does not take whole). So the
- * Python and the writer see what they saw, and a queue that is written
- * at its bound makes its objects in one pass, while they are warm. */
+ * only when anything else looks (sync: the general path, a host read, a
+ * call the lean path does not take whole), and the writer (fq_run) writes
+ * them as they are at the queue's bound. So the Python sees what it saw,
+ * and a queue written at its bound makes no object but its kept call.
+ * The keys the checks look for (an input's id, its storage) are kept
+ * apart from the entries, with a filter of them: a new input none of the
+ * queue's shares a key with (a loop's, as a rule) reads one line of the
+ * filter, not a line of each entry. */
 #define CQ_CAP 256
+
+/* The filter's bit of a key (an address: its low bits aligned, mixed). */
+#define CQ_BIT(v) ((unsigned)((((uint64_t)(v)) * 0x9E3779B97F4A7C15ULL) >> 56))
 
 typedef struct {
     /* what fresh_queue set on the _Queued, kept */
@@ -1065,7 +1072,6 @@ typedef struct {
     PyObject *dead_obj; /* and what died: an object (a _Queued, an entry), or NULL where */
     Py_ssize_t dead_i;  /* it is this queue's entry dead_i (-1: no death) */
     long long steps, dead_j;
-    uintptr_t oid_v, cd_v;
     int gone;
     /* written by fq_run (fq_entry): the name it took and its order, and
      * the object standing for it where one was asked for (cq_stand_in) */
@@ -1080,20 +1086,42 @@ typedef struct {
     Py_ssize_t done; /* the entries fq_run wrote, from the first */
     PyObject *last_name; /* the name the last entry fq_run wrote took */
     PyObject *fq, *fq_ids, *fq_wrs, *fq_stor, *Queued;
+    /* the entries' keys (CQ_ID: the input's id, CQ_CD: its storage), and a
+     * bit of each key's set in seen (never cleared but when the queue is
+     * emptied: a bit set may be a key gone, never the other way) */
+    uint64_t seen[2][4];
+    uintptr_t keys[2][CQ_CAP];
     CEntry e[CQ_CAP];
 } Compact;
 
+enum { CQ_ID, CQ_CD };
+
 static PyTypeObject CompactType;
 
-/* The newest entry whose key (oid_v or cd_v, by offset) is v: its index,
- * or -1. (The newest: the maps' last setting of a key wins.) */
+/* The newest entry whose key k (CQ_ID, CQ_CD) is v: its index, or -1.
+ * (The newest: the maps' last setting of a key wins.) */
 static Py_ssize_t
-cq_find(Compact *q, size_t off, uintptr_t v)
+cq_find(Compact *q, int k, uintptr_t v)
 {
+    unsigned b = CQ_BIT(v);
+    if (!(q->seen[k][b >> 6] & (1ULL << (b & 63))))
+        return -1;
     for (Py_ssize_t i = q->n - 1; i >= 0; i--)
-        if (*(uintptr_t *)((char *)&q->e[i] + off) == v)
+        if (q->keys[k][i] == v)
             return i;
     return -1;
+}
+
+/* Entry i's keys set, and their filter's bits. */
+static void
+cq_key(Compact *q, Py_ssize_t i, uintptr_t oid, uintptr_t cd)
+{
+    uintptr_t v[2] = {oid, cd};
+    for (int k = 0; k < 2; k++) {
+        unsigned b = CQ_BIT(v[k]);
+        q->keys[k][i] = v[k];
+        q->seen[k][b >> 6] |= 1ULL << (b & 63);
+    }
 }
 
 /* The queued (not pending) entry whose weak reference is wr: its index, or
@@ -1210,12 +1238,12 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         uintptr_t ov = key_of(oid), cv;
         if (ov == 0 && PyErr_Occurred())
             goto error;
-        Py_ssize_t i = cq_find(q, offsetof(CEntry, oid_v), ov);
+        Py_ssize_t i = cq_find(q, CQ_ID, ov);
         if (i >= 0 && (t = deref_is(q->e[i].wr, v)) != 0)
             goto decided;
         if ((cv = key_of(cd)) == 0 && PyErr_Occurred())
             goto error;
-        Py_ssize_t j = cq_find(q, offsetof(CEntry, cd_v), cv);
+        Py_ssize_t j = cq_find(q, CQ_CD, cv);
         if (j >= 0 && !q->e[j].gone)
             goto no;
         if (i >= 0 && j >= 0)
@@ -2252,6 +2280,7 @@ cq_consumed(Compact *q)
     }
     for (Py_ssize_t i = 0; i < nq; i++)
         cq_entry_clear(&q->e[i]);
+    uintptr_t oid = q->pending ? q->keys[CQ_ID][q->n - 1] : 0, cd = q->pending ? q->keys[CQ_CD][q->n - 1] : 0;
     if (q->pending && nq > 0) {
         q->e[0] = q->e[q->n - 1];
         memset(&q->e[q->n - 1], 0, sizeof(CEntry));
@@ -2259,6 +2288,9 @@ cq_consumed(Compact *q)
     }
     q->n = q->pending;
     q->done = 0;
+    memset(q->seen, 0, sizeof q->seen);
+    if (q->pending)
+        cq_key(q, 0, oid, cd);
     return 0;
 }
 
@@ -2410,6 +2442,7 @@ cq_take_pending(Compact *q)
     cq_entry_clear(&q->e[0]);
     q->n = 0;
     q->pending = 0;
+    memset(q->seen, 0, sizeof q->seen);
     return t;
 }
 
@@ -2613,6 +2646,7 @@ compact_clear(Compact *q)
     q->n = 0;
     q->pending = 0;
     q->done = 0;
+    memset(q->seen, 0, sizeof q->seen);
     return 0;
 }
 
@@ -2748,6 +2782,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
          * _Queued below would, pending until the tree's call returns
          * (runner_fresh) */
         CEntry *e = &q->e[q->n];
+        uintptr_t ov, cv;
         long long m = PyLong_AsLongLong(mc), cc = m == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(c);
         if (PyErr_Occurred())
             goto failed;
@@ -2762,10 +2797,11 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             || (e->sref = Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
                                                                : PyObject_CallOneArg(sweak, stor)) == NULL
             || (e->ptr = ptr != NULL ? Py_NewRef(ptr) : PyObject_CallMethodNoArgs(v, s_data_ptr)) == NULL
-            || ((e->oid_v = key_of(oid)) == 0 && PyErr_Occurred()) || ((e->cd_v = key_of(cd)) == 0 && PyErr_Occurred())) {
+            || ((ov = key_of(oid)) == 0 && PyErr_Occurred()) || ((cv = key_of(cd)) == 0 && PyErr_Occurred())) {
             cq_entry_clear(e);
             goto failed;
         }
+        cq_key(q, q->n, ov, cv);
         Py_CLEAR(v);
         Py_CLEAR(stor);
         PART_AT(fq_queued);
