@@ -2322,10 +2322,11 @@ cq_stand_in(Compact *q, Py_ssize_t i)
 }
 
 /* Entry i as the _Queued fresh_queue made (its deaths' groups as
- * fresh_deaths makes them: {j: [(wr, what died)]}); objs: the _Queued
- * made of the entries before it in this pass. New reference. */
+ * fresh_deaths makes them: {j: [(wr, what died)]}); objs[j - base]: the
+ * _Queued made of entry j, for the entries before it made in this pass.
+ * New reference. */
 static PyObject *
-cq_queued(Compact *q, Py_ssize_t i, PyObject **objs)
+cq_queued(Compact *q, Py_ssize_t i, PyObject **objs, Py_ssize_t base)
 {
     CEntry *e = &q->e[i];
     /* (the stand-in a later call's death already names, where there is
@@ -2336,7 +2337,7 @@ cq_queued(Compact *q, Py_ssize_t i, PyObject **objs)
     if (e->groups != NULL)
         groups = Py_NewRef(e->groups);
     else if (e->dead_wr != NULL) {
-        PyObject *what = e->dead_i >= 0 ? objs[e->dead_i] : e->dead_obj;
+        PyObject *what = e->dead_i >= 0 ? objs[e->dead_i - base] : e->dead_obj;
         PyObject *pair = PyTuple_Pack(2, e->dead_wr, what), *l = pair == NULL ? NULL : PyList_New(1),
                  *j = l == NULL ? NULL : PyLong_FromLongLong(e->dead_j);
         if (j != NULL && (groups = PyDict_New()) != NULL) {
@@ -2401,7 +2402,7 @@ cq_sync(Compact *q)
         return -1;
     PyObject **made = ((PyListObject *)objs)->ob_item;
     for (Py_ssize_t i = 0; i < nq; i++) {
-        if ((made[i] = cq_queued(q, i, made)) == NULL || cq_mapped(q, &q->e[i], made[i]) < 0) {
+        if ((made[i] = cq_queued(q, i, made, 0)) == NULL || cq_mapped(q, &q->e[i], made[i]) < 0) {
             Py_DECREF(objs);
             return -1;
         }
@@ -2434,7 +2435,7 @@ cq_take_pending(Compact *q)
     }
     if (cq_sync(q) < 0)
         return NULL;
-    PyObject *t = cq_queued(q, 0, NULL);
+    PyObject *t = cq_queued(q, 0, NULL, 0);
     if (t == NULL || cq_mapped(q, &q->e[0], t) < 0) {
         Py_XDECREF(t);
         return NULL;
@@ -2496,7 +2497,7 @@ compact_take_last(Compact *q, PyObject *unused)
         e->dead_obj = Py_NewRef(stand);
         e->dead_i = -1;
     }
-    PyObject *t = cq_queued(q, nq - 1, NULL);
+    PyObject *t = cq_queued(q, nq - 1, NULL, 0);
     if (t == NULL)
         return NULL;
     cq_entry_clear(e);
@@ -2535,8 +2536,8 @@ compact_rest(Compact *q, PyObject *unused)
             e->dead_obj = Py_NewRef(stand);
             e->dead_i = -1;
         }
-        /* (made - d: an entry's death names the object made of entry dead_i) */
-        if ((made[i - d] = cq_queued(q, i, made - d)) == NULL) {
+        /* (an entry's death names the object made of entry dead_i, made[dead_i - d]) */
+        if ((made[i - d] = cq_queued(q, i, made, d)) == NULL) {
             Py_DECREF(objs);
             return NULL;
         }
