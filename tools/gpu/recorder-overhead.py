@@ -416,13 +416,10 @@ _PATH_COUNTERS = ("short_calls", "fresh_calls", "lean_fresh_calls", "rebound_cal
 
 
 def _queued(rec):
-    """The calls a recorder's queue holds: its list's items, the compact
-    queue's entries counted for the one that stands for them (its last,
-    _fastpath.c's Compact, from session 40)."""
-    fq = getattr(rec, "_fq", None) or ()
-    if fq and type(fq[-1]).__name__ == "Compact":
-        return len(fq) - 1 + len(fq[-1])
-    return len(fq)
+    """The calls a recorder's queue holds (its _fq_calls, from session 40's
+    compact queue; an older recorder's, its list's length)."""
+    calls = getattr(rec, "_fq_calls", None)
+    return calls() if calls is not None else len(getattr(rec, "_fq", ()) or ())
 
 
 def _path_state(rec):
@@ -1515,7 +1512,8 @@ def main(argv=None):
                         "through cpp.py's C++ module (which is built first); or minimal: the same wrappers "
                         "doing only what any recorder of a new input must (minimal_recorder); or hooks: wrappers of the "
                         "tree's per-call entry points that do nothing but call them (the floor); or cut:wrapper, "
-                        "cut:entry, cut:floor, cut:checks, cut:queue: this checkout's recorder whose new-input call stops at that point "
+                        "cut:entry, cut:floor, cut:checks, cut:queue: this checkout's recorder whose new-input "
+                        "call stops at that point "
                         "(CUTS; read the median call)")
     p.add_argument("--read-every", type=int, default=0, metavar="N",
                    help="a host read of the output (.item() of an element) after every N-th call or step, in "

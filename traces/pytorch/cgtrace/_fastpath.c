@@ -1079,6 +1079,12 @@ typedef struct {
     long long order;
 } CEntry;
 
+/* Every reference an entry holds: let go (cq_entry_clear) and visited
+ * (compact_traverse) from this one list. */
+#define CENTRY_REFS(X)                                                                                \
+    X(wr) X(sref) X(cd) X(ptr) X(oid) X(inv) X(tmpl) X(src) X(spec) X(groups) X(dead_wr) X(dead_obj) \
+    X(name) X(obj)
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n;    /* entries, the pending one among them */
@@ -1145,10 +1151,6 @@ key_of(PyObject *o)
     return (uintptr_t)PyLong_AsVoidPtr(o);
 }
 
-/* fastpath.fresh_input: what the storage's weak reference is made of
- * (the storage; v itself with maps' new_input) as a new reference, with
- * *cd and *oid (new references) and *ptr (new, or NULL: not read) when
- * the new input is taken; Py_None (new) when not; NULL on an error. */
 /* Whether entry e names object o: e.fact.obj_ref is not None and
  * e.fact.obj_ref() is o. 1, 0, -1. */
 static int
@@ -1166,6 +1168,41 @@ entry_of(PyObject *e, PyObject *o)
     return t;
 }
 
+/* fq_ids.get(oid): a queued call's input, and v (its weak reference's
+ * object). 1, 0, -1. */
+static int
+queued_input_is(PyObject *fq_ids, PyObject *oid, PyObject *v)
+{
+    if (PyDict_CheckExact(fq_ids) && PyDict_GET_SIZE(fq_ids) == 0)
+        return 0;
+    PyObject *e = dict_get(fq_ids, oid, NULL), *wr = NULL;
+    if (e == NULL)
+        return -1;
+    int t = e == Py_None ? 0 : (wr = SGET(e, wr)) == NULL ? -1 : deref_is(wr, v);
+    Py_XDECREF(wr);
+    Py_DECREF(e);
+    return t;
+}
+
+/* fq_stor.get(cd): a queued call over storage cd whose input lives (not
+ * gone). 1, 0, -1. */
+static int
+queued_storage_live(PyObject *fq_stor, PyObject *cd)
+{
+    if (PyDict_CheckExact(fq_stor) && PyDict_GET_SIZE(fq_stor) == 0)
+        return 0;
+    PyObject *e = dict_get(fq_stor, cd, NULL);
+    if (e == NULL)
+        return -1;
+    int live = e != Py_None, gone = live ? STRUE(e, gone) : 0;
+    Py_DECREF(e);
+    return gone < 0 ? -1 : live && !gone;
+}
+
+/* fastpath.fresh_input: what the storage's weak reference is made of
+ * (the storage; v itself with maps' new_input) as a new reference, with
+ * *cd and *oid (new references) and *ptr (new, or NULL: not read) when
+ * the new input is taken; Py_None (new) when not; NULL on an error. */
 static PyObject *
 fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out,
                  PyObject **ptr_out, Compact *q)
@@ -1232,64 +1269,20 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((t = PyObject_IsTrue(x)) != 0)
         goto decided;
     Py_CLEAR(x);
-    /* e = fq_ids.get(oid): e.wr() is v (the compact queue's entries
-     * first: newer than any in the maps) */
+    /* e = fq_ids.get(oid): e.wr() is v; e = fq_stor.get(cd): not e.gone.
+     * Each asked of the compact queue first (its entries are newer than
+     * the maps': its answer for a key, where it has one, is the newest) */
+    Py_ssize_t ci = -1, cj = -1;
     if (q != NULL && q->n > 0) {
-        uintptr_t ov = key_of(oid), cv;
-        if (ov == 0 && PyErr_Occurred())
+        uintptr_t ov = key_of(oid), cv = ov == 0 && PyErr_Occurred() ? 0 : key_of(cd);
+        if (PyErr_Occurred())
             goto error;
-        Py_ssize_t i = cq_find(q, CQ_ID, ov);
-        if (i >= 0 && (t = deref_is(q->e[i].wr, v)) != 0)
-            goto decided;
-        if ((cv = key_of(cd)) == 0 && PyErr_Occurred())
-            goto error;
-        Py_ssize_t j = cq_find(q, CQ_CD, cv);
-        if (j >= 0 && !q->e[j].gone)
-            goto no;
-        if (i >= 0 && j >= 0)
-            goto taken; /* (both keys' newest are compact: the maps' older ones are not asked) */
-        if (i >= 0)
-            goto stor;
-        if (j >= 0) {
-            /* (fq_stor's newest is compact and gone; fq_ids asked) */
-            if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
-                goto error;
-            if (e != Py_None) {
-                if ((x = SGET(e, wr)) == NULL)
-                    goto error;
-                if ((t = deref_is(x, v)) != 0)
-                    goto decided;
-                Py_CLEAR(x);
-            }
-            Py_CLEAR(e);
-            goto taken;
-        }
+        ci = cq_find(q, CQ_ID, ov);
+        cj = cq_find(q, CQ_CD, cv);
     }
-    if (PyDict_CheckExact(fq_ids) && PyDict_GET_SIZE(fq_ids) == 0)
-        goto stor;
-    if ((e = dict_get(fq_ids, oid, NULL)) == NULL)
-        goto error;
-    if (e != Py_None) {
-        if ((x = SGET(e, wr)) == NULL)
-            goto error;
-        if ((t = deref_is(x, v)) != 0)
-            goto decided;
-        Py_CLEAR(x);
-    }
-    Py_CLEAR(e);
-stor:
-    /* e = fq_stor.get(cd): not e.gone */
-    if (!(PyDict_CheckExact(fq_stor) && PyDict_GET_SIZE(fq_stor) == 0)) {
-        if ((e = dict_get(fq_stor, cd, NULL)) == NULL)
-            goto error;
-        if (e != Py_None) {
-            if ((t = STRUE(e, gone)) < 0)
-                goto error;
-            if (!t)
-                goto no;
-        }
-    }
-taken:
+    if ((t = ci >= 0 ? deref_is(q->e[ci].wr, v) : queued_input_is(fq_ids, oid, v)) != 0
+        || (t = cj >= 0 ? !q->e[cj].gone : queued_storage_live(fq_stor, cd)) != 0)
+        goto decided;
     *cd_out = cd;
     *oid_out = oid;
     *ptr_out = ptr;
@@ -1786,6 +1779,23 @@ typedef struct StorageRef StorageRef;
 static PyTypeObject StorageRefType;
 static PyObject *storage_ref_expired(StorageRef *self, PyObject *unused);
 
+/* A queued input's death as death_of takes it (a _Queued's, or a compact
+ * queue's entry's: gone, its storage's reference sref; idw, id(wr)): not
+ * gone, its weak reference no held name's, its storage dead with it
+ * (else declined). 1, 0, -1 (gone: -1 an error). */
+static int
+queued_died(int gone, PyObject *idw, PyObject *held, PyObject *sref)
+{
+    if (gone != 0)
+        return gone < 0 ? -1 : 0;
+    int t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw);
+    if (t != 0)
+        return t < 0 ? -1 : 0;
+    /* (the module's own StorageRef answered without a method lookup) */
+    return truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired((StorageRef *)sref, NULL)
+                                                   : PyObject_CallMethodNoArgs(sref, s_expired));
+}
+
 /* One death of fresh_deaths: the queued call or entry wr's death may be
  * written as, or Py_None (a new reference either way; NULL: an error). */
 static PyObject *
@@ -1830,21 +1840,9 @@ death_of(PyObject *wr, PyObject *idw, PyObject *fq_wrs, PyObject *held, PyObject
         Py_CLEAR(x);
         return e;
     }
-    /* e.gone or id(wr) in held or not e.sref.expired(): declined */
-    if ((x = SGET(e, gone)) == NULL)
-        goto error;
-    if ((t = PyObject_IsTrue(x)) != 0)
-        goto done_not;
-    Py_CLEAR(x);
-    if ((t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw)) != 0)
-        goto done_not;
     PyObject *sref = SGET(e, sref);
-    if (sref == NULL)
-        goto error;
-    /* (the module's own StorageRef answered without a method lookup) */
-    t = truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired((StorageRef *)sref, NULL)
-                                                 : PyObject_CallMethodNoArgs(sref, s_expired));
-    Py_DECREF(sref);
+    t = sref == NULL ? -1 : queued_died(STRUE(e, gone), idw, held, sref);
+    Py_XDECREF(sref);
     if (t <= 0)
         goto done;
     return e;
@@ -1963,43 +1961,22 @@ compact_death(PyObject *d, Compact *q, PyObject *fq_wrs, PyObject *held, PyObjec
         PyErr_SetString(PyExc_ValueError, "a death: (weak reference, step) expected");
         return -1;
     }
-    PyObject *wr = PyTuple_GET_ITEM(d, 0), *when = PyTuple_GET_ITEM(d, 1), *idw = NULL, *e = NULL;
+    PyObject *wr = PyTuple_GET_ITEM(d, 0), *when = PyTuple_GET_ITEM(d, 1), *idw = NULL;
     long long m = PyLong_AsLongLong(mc), cc = m == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(c),
               w = PyErr_Occurred() ? 0 : PyLong_AsLongLong(when);
-    if (PyErr_Occurred())
+    if (PyErr_Occurred() || (idw = PyLong_FromVoidPtr(wr)) == NULL)
         return -1;
+    /* (a compact entry's, as death_of takes a _Queued's; else death_of's) */
     Py_ssize_t i = cq_find_wr(q, wr);
-    int t;
-    if (i >= 0) {
-        /* death_of's: e.gone or id(wr) in held or not e.sref.expired(): declined */
-        CEntry *de = &q->e[i];
-        if (de->gone)
-            return 0;
-        if ((idw = PyLong_FromVoidPtr(wr)) == NULL)
-            return -1;
-        t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw);
-        Py_DECREF(idw);
-        if (t != 0)
-            return t < 0 ? -1 : 0;
-        t = truth(Py_IS_TYPE(de->sref, &StorageRefType) ? storage_ref_expired((StorageRef *)de->sref, NULL)
-                                                         : PyObject_CallMethodNoArgs(de->sref, s_expired));
-        if (t <= 0)
-            return t;
-        death->dead_i = i;
-    } else {
-        if ((idw = PyLong_FromVoidPtr(wr)) == NULL)
-            return -1;
-        e = death_of(wr, idw, fq_wrs, held, entries);
-        Py_DECREF(idw);
-        if (e == NULL)
-            return -1;
-        if (e == Py_None) {
-            Py_DECREF(e);
-            return 0;
-        }
-        death->dead_obj = e;
-        death->dead_i = -1;
+    PyObject *e = i >= 0 ? NULL : death_of(wr, idw, fq_wrs, held, entries);
+    int t = i >= 0 ? queued_died(q->e[i].gone, idw, held, q->e[i].sref) : e == NULL ? -1 : e != Py_None;
+    Py_DECREF(idw);
+    if (t <= 0) {
+        Py_XDECREF(e);
+        return t;
     }
+    death->dead_i = i;
+    death->dead_obj = e;
     death->dead_wr = Py_NewRef(wr);
     /* j = min(max(0, mc - when), steps) */
     long long j = m - w, steps = m - cc;
@@ -2244,20 +2221,9 @@ groups_gone(PyObject *groups, PyObject *Queued)
 static void
 cq_entry_clear(CEntry *e)
 {
-    Py_CLEAR(e->wr);
-    Py_CLEAR(e->sref);
-    Py_CLEAR(e->cd);
-    Py_CLEAR(e->ptr);
-    Py_CLEAR(e->oid);
-    Py_CLEAR(e->inv);
-    Py_CLEAR(e->tmpl);
-    Py_CLEAR(e->src);
-    Py_CLEAR(e->spec);
-    Py_CLEAR(e->groups);
-    Py_CLEAR(e->dead_wr);
-    Py_CLEAR(e->dead_obj);
-    Py_CLEAR(e->name);
-    Py_CLEAR(e->obj);
+#define CENTRY_CLEAR(f) Py_CLEAR(e->f);
+    CENTRY_REFS(CENTRY_CLEAR)
+#undef CENTRY_CLEAR
     e->dead_i = -1;
 }
 
@@ -2294,10 +2260,11 @@ cq_consumed(Compact *q)
     return 0;
 }
 
-/* An object standing for entry i where a _Queued that is written after
- * it names it among its deaths (its del is that entry's name): a _Queued
- * gone, given the entry's name and order when written (fq_entry), or
- * now if it was. Borrowed (kept in the entry), NULL with an error. */
+/* The object a later call's death names for entry i (its del is that
+ * entry's name): the _Queued made of it (cq_queued), or a stand-in, a
+ * _Queued gone, given the entry's name and order when written
+ * (fq_entry), or now if it was. Borrowed (kept in the entry), NULL with
+ * an error. */
 static PyObject *
 cq_stand_in(Compact *q, Py_ssize_t i)
 {
@@ -2322,11 +2289,11 @@ cq_stand_in(Compact *q, Py_ssize_t i)
 }
 
 /* Entry i as the _Queued fresh_queue made (its deaths' groups as
- * fresh_deaths makes them: {j: [(wr, what died)]}); objs[j - base]: the
- * _Queued made of entry j, for the entries before it made in this pass.
- * New reference. */
+ * fresh_deaths makes them: {j: [(wr, what died)]}, what died an entry's
+ * object: cq_stand_in), kept as the entry's object for the deaths of the
+ * entries after it. New reference. */
 static PyObject *
-cq_queued(Compact *q, Py_ssize_t i, PyObject **objs, Py_ssize_t base)
+cq_queued(Compact *q, Py_ssize_t i)
 {
     CEntry *e = &q->e[i];
     /* (the stand-in a later call's death already names, where there is
@@ -2337,8 +2304,9 @@ cq_queued(Compact *q, Py_ssize_t i, PyObject **objs, Py_ssize_t base)
     if (e->groups != NULL)
         groups = Py_NewRef(e->groups);
     else if (e->dead_wr != NULL) {
-        PyObject *what = e->dead_i >= 0 ? objs[e->dead_i - base] : e->dead_obj;
-        PyObject *pair = PyTuple_Pack(2, e->dead_wr, what), *l = pair == NULL ? NULL : PyList_New(1),
+        PyObject *what = e->dead_i >= 0 ? cq_stand_in(q, e->dead_i) : e->dead_obj;
+        PyObject *pair = what == NULL ? NULL : PyTuple_Pack(2, e->dead_wr, what),
+                 *l = pair == NULL ? NULL : PyList_New(1),
                  *j = l == NULL ? NULL : PyLong_FromLongLong(e->dead_j);
         if (j != NULL && (groups = PyDict_New()) != NULL) {
             PyList_SET_ITEM(l, 0, pair);
@@ -2360,6 +2328,8 @@ cq_queued(Compact *q, Py_ssize_t i, PyObject **objs, Py_ssize_t base)
         || SSET(t, gone, e->gone ? Py_True : Py_False) < 0 || SSET(t, groups, groups) < 0)
         goto failed;
     Py_DECREF(groups);
+    if (e->obj == NULL)
+        e->obj = Py_NewRef(t);
     return t;
 failed:
     Py_XDECREF(groups);
@@ -2383,9 +2353,9 @@ cq_mapped(Compact *q, CEntry *e, PyObject *t)
 
 /* The queued entries made the _Queued objects they stand for, in order,
  * in the queue's list where the Compact stood (its last item) and in the
- * maps; a pending entry stays, alone, its death now the object made of
- * the entry it named. Whatever looks at the queue but the lean call
- * calls this first (the Python's _fq_sync). 0, -1. */
+ * maps; a pending entry stays, alone (cq_consumed). Whatever looks at the
+ * queue but the lean call calls this first (the Python's _fq_sync). 0,
+ * -1. */
 static int
 cq_sync(Compact *q)
 {
@@ -2400,26 +2370,35 @@ cq_sync(Compact *q)
     PyObject *objs = PyList_New(nq);
     if (objs == NULL)
         return -1;
-    PyObject **made = ((PyListObject *)objs)->ob_item;
     for (Py_ssize_t i = 0; i < nq; i++) {
-        if ((made[i] = cq_queued(q, i, made, 0)) == NULL || cq_mapped(q, &q->e[i], made[i]) < 0) {
+        PyObject *t = cq_queued(q, i);
+        if (t == NULL) {
+            Py_DECREF(objs);
+            return -1;
+        }
+        PyList_SET_ITEM(objs, i, t);
+        if (cq_mapped(q, &q->e[i], t) < 0) {
             Py_DECREF(objs);
             return -1;
         }
     }
-    if (PyList_SetSlice(q->fq, L - 1, L, objs) < 0) {
-        Py_DECREF(objs);
-        return -1;
-    }
-    if (q->pending) {
-        CEntry *p = &q->e[q->n - 1];
-        if (p->dead_i >= 0) {
-            p->dead_obj = Py_NewRef(made[p->dead_i]);
-            p->dead_i = -1;
-        }
-    }
+    int rc = PyList_SetSlice(q->fq, L - 1, L, objs);
     Py_DECREF(objs);
-    return cq_consumed(q);
+    return rc < 0 ? -1 : cq_consumed(q);
+}
+
+/* The pending entry let go (the recording stopped, or failed, during the
+ * call, or cq_take_pending made it its object). */
+static void
+cq_drop_pending(Compact *q)
+{
+    if (q->pending) {
+        cq_entry_clear(&q->e[q->n - 1]);
+        q->n--;
+        q->pending = 0;
+        if (q->n == 0)
+            memset(q->seen, 0, sizeof q->seen);
+    }
 }
 
 /* The pending entry (the call in progress) as the _Queued it stands for,
@@ -2435,29 +2414,16 @@ cq_take_pending(Compact *q)
     }
     if (cq_sync(q) < 0)
         return NULL;
-    PyObject *t = cq_queued(q, 0, NULL, 0);
+    PyObject *t = cq_queued(q, 0);
     if (t == NULL || cq_mapped(q, &q->e[0], t) < 0) {
         Py_XDECREF(t);
         return NULL;
     }
-    cq_entry_clear(&q->e[0]);
-    q->n = 0;
-    q->pending = 0;
-    memset(q->seen, 0, sizeof q->seen);
+    cq_drop_pending(q);
     return t;
 }
 
-/* The pending entry let go (the recording stopped, or failed, during the
- * call). */
-static void
-cq_drop_pending(Compact *q)
-{
-    if (q->pending) {
-        cq_entry_clear(&q->e[q->n - 1]);
-        q->n--;
-        q->pending = 0;
-    }
-}
+
 
 /* The pending entry queued (fq.append(t)): the Compact put at the list's
  * end where it holds no queued entry yet. 0, -1. */
@@ -2489,18 +2455,10 @@ compact_take_last(Compact *q, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "the compact queue: no last call to take");
         return NULL;
     }
-    CEntry *e = &q->e[nq - 1];
-    PyObject *stand = NULL;
-    if (e->dead_i >= 0) {
-        if ((stand = cq_stand_in(q, e->dead_i)) == NULL)
-            return NULL;
-        e->dead_obj = Py_NewRef(stand);
-        e->dead_i = -1;
-    }
-    PyObject *t = cq_queued(q, nq - 1, NULL, 0);
+    PyObject *t = cq_queued(q, nq - 1);
     if (t == NULL)
         return NULL;
-    cq_entry_clear(e);
+    cq_entry_clear(&q->e[nq - 1]);
     q->n--;
     if (q->n == 0) {
         /* (the list's last item: this, standing for no entry now) */
@@ -2524,35 +2482,13 @@ compact_rest(Compact *q, PyObject *unused)
     PyObject *objs = PyList_New(nq - d);
     if (objs == NULL)
         return NULL;
-    PyObject **made = ((PyListObject *)objs)->ob_item;
     for (Py_ssize_t i = d; i < nq; i++) {
-        CEntry *e = &q->e[i];
-        if (e->dead_i >= 0 && e->dead_i < d) {
-            PyObject *stand = cq_stand_in(q, e->dead_i);
-            if (stand == NULL) {
-                Py_DECREF(objs);
-                return NULL;
-            }
-            e->dead_obj = Py_NewRef(stand);
-            e->dead_i = -1;
-        }
-        /* (an entry's death names the object made of entry dead_i, made[dead_i - d]) */
-        if ((made[i - d] = cq_queued(q, i, made, d)) == NULL) {
+        PyObject *t = cq_queued(q, i);
+        if (t == NULL) {
             Py_DECREF(objs);
             return NULL;
         }
-    }
-    if (q->pending) {
-        CEntry *p = &q->e[q->n - 1];
-        if (p->dead_i >= 0) {
-            PyObject *o = p->dead_i >= d ? made[p->dead_i - d] : cq_stand_in(q, p->dead_i);
-            if (o == NULL) {
-                Py_DECREF(objs);
-                return NULL;
-            }
-            p->dead_obj = Py_NewRef(o);
-            p->dead_i = -1;
-        }
+        PyList_SET_ITEM(objs, i - d, t);
     }
     if (cq_consumed(q) < 0) {
         Py_DECREF(objs);
@@ -2623,12 +2559,10 @@ compact_traverse(Compact *q, visitproc visit, void *arg)
     Py_VISIT(q->Queued);
     Py_VISIT(q->last_name);
     for (Py_ssize_t i = 0; i < q->n; i++) {
-        /* (every reference an entry holds: cq_entry_clear's) */
         CEntry *e = &q->e[i];
-        PyObject *held[] = {e->wr,     e->sref,    e->cd,       e->ptr,  e->oid, e->inv, e->tmpl,
-                            e->src,    e->spec,    e->groups,   e->dead_wr, e->dead_obj, e->name, e->obj};
-        for (size_t j = 0; j < sizeof held / sizeof *held; j++)
-            Py_VISIT(held[j]);
+#define CENTRY_VISIT(f) Py_VISIT(e->f);
+        CENTRY_REFS(CENTRY_VISIT)
+#undef CENTRY_VISIT
     }
     return 0;
 }

@@ -483,6 +483,15 @@ class _FreshQueue:
             self._fail("after a call that raised", e2)
         self._flush()
 
+    def _fq_calls(self):
+        """The calls the queue holds: its list's items, the compact
+        queue's entries counted for the one that stands for them (its
+        last item, _fastpath.c's Compact)."""
+        fq = self._fq
+        if fq and type(fq[-1]) is not _Queued:
+            return len(fq) - 1 + len(fq[-1])
+        return len(fq)
+
     def _fq_sync(self):
         """The lean path's compact queue (_fastpath.c's Compact, the
         queue's last item while it holds calls) made the _Queued objects
@@ -512,7 +521,7 @@ class _FreshQueue:
         # while it holds calls): its entries written as they are (fq_run),
         # not made objects, but the call kept queued at the bound.
         cq = fq[-1] if fq and type(fq[-1]) is not _Queued else None
-        if cq is not None and keep_last and partial is None and len(fq) - 1 + len(cq) > 1:
+        if cq is not None and keep_last and partial is None and self._fq_calls() > 1:
             fq.append(cq.take_last())
         q = fq[:]  # (in place: a failure meanwhile finds it empty)
         fq.clear()

@@ -840,14 +840,20 @@ def shape_as(version):
     return CUDAGraphTreeManager
 
 
-def queued_calls(rec):
-    """The calls on new inputs rec's queue holds: its list's items, the
-    compact queue's entries counted for the one that stands for them (its
-    last item, _fastpath.c's Compact)."""
-    fq = rec._fq
-    if fq and type(fq[-1]).__name__ == "Compact":
-        return len(fq) - 1 + len(fq[-1])
-    return len(fq)
+def each_way(test, loop, envs):
+    """loop(path) recorded once under each environment of envs (the
+    variables each adds), each after the first on a fresh stand-in (test's
+    tearDown and setUp between), always from one line (at_one_line), so
+    that their traces compare line by line: each run's answer."""
+    from unittest import mock
+    got = []
+    for k, env in enumerate(envs):
+        if k:
+            test.tearDown()
+            test.setUp()
+        with mock.patch.dict(os.environ, env):
+            got.append(at_one_line(loop, os.path.join(test.dir.name, "way%d.cgt.jsonl" % k)))
+    return got
 
 
 def at_one_line(program, *args, **kwargs):

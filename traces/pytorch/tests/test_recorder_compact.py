@@ -15,7 +15,7 @@ import unittest
 from unittest import mock
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (at_one_line, CUDAGraphTreeManager, FakeTorchTest, Tensor, _invocation)
+from fake_torch import (CUDAGraphTreeManager, each_way, FakeTorchTest, Tensor, _invocation)
 
 import cgtrace  # noqa: E402  (after fake_torch)
 from cgtrace import fastpath  # noqa: E402
@@ -68,12 +68,7 @@ class CompactQueueTest(FakeTorchTest):
             with open(path) as fh:
                 return rec.fresh_calls, fh.read().split("\n")[1:]
 
-        got = []
-        for env in ({}, {"CGTRACE_COMPACT": "0"}, {"CGTRACE_DEFER": "0"}):
-            self.tearDown()
-            self.setUp()
-            with mock.patch.dict(os.environ, env):
-                got.append(at_one_line(loop, os.path.join(self.dir.name, "t.cgt.jsonl")))
+        got = each_way(self, loop, ({}, {"CGTRACE_COMPACT": "0"}, {"CGTRACE_DEFER": "0"}))
         self.seen = seen
         (took, default), (took0, nocompact), (took_general, general) = got
         self.assertGreater(took, calls // 2)

@@ -12,8 +12,8 @@ import unittest
 import weakref
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (at_one_line, CUDAGraphTreeManager, ConfigModule, FakeTorchTest, FunctionID, MarkStepBox,
-                        NoStorage, Node, Storage, StorageWeakRef, StorageWeakRefWrapper, Tensor,
+from fake_torch import (at_one_line, CUDAGraphTreeManager, ConfigModule, each_way, FakeTorchTest, FunctionID,
+                        MarkStepBox, NoStorage, Node, Storage, StorageWeakRef, StorageWeakRefWrapper, Tensor,
                         TraceFileTest, Wrapped, _invocation, install_fake_torch, remove_fake_torch)
 
 import cgtrace  # noqa: E402  (after fake_torch)
@@ -383,12 +383,7 @@ class DeferredReplayTest(FakeTorchTest):
         """loop(path) recorded by default, then again on a fresh stand-in
         (its counters from 0) under CGTRACE_DEFER=0, the general path's:
         each run's answer."""
-        from unittest import mock
-        default = at_one_line(loop, os.path.join(self.dir.name, "default.cgt.jsonl"))
-        self.tearDown()
-        self.setUp()
-        with mock.patch.dict(os.environ, {"CGTRACE_DEFER": "0"}):
-            general = at_one_line(loop, os.path.join(self.dir.name, "general.cgt.jsonl"))
+        default, general = each_way(self, loop, ({}, {"CGTRACE_DEFER": "0"}))
         return default, general
 
     def test_cgtrace_defer_0_takes_no_fresh_path(self):

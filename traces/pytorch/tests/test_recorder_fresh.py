@@ -472,7 +472,7 @@ def bound_scenario(path, follow=False):
                 kept = []
             x_last = x
             ins = x = None
-            n = fake.queued_calls(rec)
+            n = rec._fq_calls()
             if before > 1 and n == 1:
                 BOUND_WRITES.append(i)
             before = n
@@ -1163,7 +1163,7 @@ class FreshPathTest(fake.FakeTorchTest):
         real_due, dues = cgtrace.Recorder._fq_due, []
 
         def counted(rec, a):
-            dues.append(fake.queued_calls(rec))
+            dues.append(rec._fq_calls())
             return real_due(rec, a)
 
         def loop(rec):
