@@ -4000,6 +4000,352 @@ static PyTypeObject RLockType = {
     .tp_weaklistoffset = offsetof(RLock, weakreflist),
 };
 
+
+/* -- The journal's writer thread (jsonl._Journal, Trace.flush's handover):
+ * a batch the queue's bound writes (some 40 KB every 64 calls) handed to
+ * a thread of its own, which writes it with no GIL while the program's
+ * next calls run, instead of the call that reached the bound copying it
+ * into the kernel's page cache itself (0.5 us a loop call on the
+ * stand-in, BENCHMARKS.md session 41). A batch is a bytes object: put
+ * holds a reference, the thread reads its bytes (immutable, alive while
+ * held) and marks it written; the references are let go under the GIL at
+ * the next put or wait. Batches are written in the order put, whole
+ * (partial writes continued); after a failed write the thread writes no
+ * more, and put and wait raise the failure's OSError, with `written`
+ * saying how many batches the file holds whole. In a process forked
+ * while it ran the thread is not there: the object forgets its batches
+ * and touches no lock (Recorder._forked writes nothing from a child). -- */
+#if defined(__unix__) || defined(__APPLE__)
+#define CGT_JOURNAL_THREAD 1
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define JW_CAP 64 /* batches held at most; put waits for room beyond */
+/* The thread looks for batches every JW_POLL_NS while they come (a loop at
+ * full speed hands one every few ms), for JW_POLLS looks after the last,
+ * then sleeps until a put wakes it. */
+#define JW_POLL_NS 1000000L
+#define JW_POLLS 100
+
+typedef struct {
+    PyObject_HEAD
+    int fd;
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a batch put, or stop */
+    pthread_cond_t idle; /* a batch written (or skipped after a failure) */
+    PyObject *items[JW_CAP];
+    /* ring indices, counting up: [done, head) written, their references
+     * not yet let go; [head, tail) waiting, head the one being written */
+    unsigned long long done, head, tail;
+    long long written; /* batches written whole */
+    int err;           /* errno of the first failed write (0: none) */
+    int stop, started;
+    int sleeping; /* the thread waits for a put's signal (past JW_POLLS) */
+    pid_t pid;    /* the process whose thread this is */
+    pthread_t th;
+} JournalWriter;
+
+static void *
+jw_thread(void *arg)
+{
+    JournalWriter *w = (JournalWriter *)arg;
+    int polls = 0;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        if (w->head == w->tail) {
+            if (w->stop)
+                break; /* (nothing left to write) */
+            if (polls < JW_POLLS) {
+                /* (looks again in JW_POLL_NS, or at once when stopped: a
+                 * put signals only a thread that sleeps, as waking one
+                 * costs the call that puts some 17 us on a virtual
+                 * machine, more than the write) */
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += JW_POLL_NS;
+                if (ts.tv_nsec >= 1000000000L) {
+                    ts.tv_sec++;
+                    ts.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&w->work, &w->mu, &ts);
+                polls++;
+                continue;
+            }
+            w->sleeping = 1;
+            while (w->head == w->tail && !w->stop)
+                pthread_cond_wait(&w->work, &w->mu);
+            w->sleeping = 0;
+            continue;
+        }
+        polls = 0;
+        PyObject *it = w->items[w->head % JW_CAP];
+        int err = w->err;
+        pthread_mutex_unlock(&w->mu);
+        if (err == 0) {
+            /* (bytes: its buffer fixed while held, read without the GIL) */
+            const char *p = PyBytes_AS_STRING(it);
+            size_t left = (size_t)PyBytes_GET_SIZE(it);
+            while (left > 0) {
+                ssize_t n = write(w->fd, p, left);
+                if (n < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    err = errno;
+                    break;
+                }
+                p += n;
+                left -= (size_t)n;
+            }
+        }
+        pthread_mutex_lock(&w->mu);
+        if (err != 0 && w->err == 0)
+            w->err = err;
+        else if (err == 0)
+            w->written++;
+        w->head++;
+        pthread_cond_broadcast(&w->idle);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* The written batches' references let go (under the GIL; the thread is
+ * done with them). */
+static void
+jw_release(JournalWriter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    unsigned long long head = w->head;
+    pthread_mutex_unlock(&w->mu);
+    while (w->done < head) {
+        PyObject *it = w->items[w->done % JW_CAP];
+        w->items[w->done % JW_CAP] = NULL;
+        w->done++;
+        Py_DECREF(it);
+    }
+}
+
+/* 0, or -1 with the failed write's OSError set. */
+static int
+jw_failed(JournalWriter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int err = w->err;
+    pthread_mutex_unlock(&w->mu);
+    if (err == 0)
+        return 0;
+    errno = err;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+}
+
+static int
+jw_forked(JournalWriter *w)
+{
+    if (w->pid == getpid())
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "JournalWriter: a forked process writes nothing to its parent's journal");
+    return 1;
+}
+
+static PyObject *
+jw_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    int fd;
+    static char *kw[] = {"fd", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "i:JournalWriter", kw, &fd))
+        return NULL;
+    if (fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "JournalWriter: a file descriptor expected");
+        return NULL;
+    }
+    JournalWriter *w = (JournalWriter *)type->tp_alloc(type, 0);
+    if (w == NULL)
+        return NULL;
+    w->fd = fd;
+    w->pid = getpid();
+    if (pthread_mutex_init(&w->mu, NULL) != 0 || pthread_cond_init(&w->work, NULL) != 0
+        || pthread_cond_init(&w->idle, NULL) != 0) {
+        /* (tp_free only: nothing to join or let go) */
+        Py_TYPE(w)->tp_free((PyObject *)w);
+        PyErr_SetString(PyExc_OSError, "JournalWriter: no mutex");
+        return NULL;
+    }
+    return (PyObject *)w;
+}
+
+/* Waits (the GIL let go) until every batch put is written. */
+static void
+jw_drain(JournalWriter *w)
+{
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&w->mu);
+    while (w->head < w->tail)
+        pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    Py_END_ALLOW_THREADS
+}
+
+/* The thread stopped (after writing what it holds) and joined. */
+static void
+jw_stop(JournalWriter *w)
+{
+    if (!w->started)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->mu);
+    Py_BEGIN_ALLOW_THREADS pthread_join(w->th, NULL);
+    Py_END_ALLOW_THREADS w->started = 0;
+}
+
+static PyObject *
+jw_put(JournalWriter *w, PyObject *data)
+{
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "JournalWriter.put: bytes expected");
+        return NULL;
+    }
+    if (jw_forked(w))
+        return NULL;
+    jw_release(w);
+    if (jw_failed(w) < 0)
+        return NULL;
+    if (w->stop) {
+        PyErr_SetString(PyExc_ValueError, "JournalWriter.put: closed");
+        return NULL;
+    }
+    if (!w->started) {
+        /* (the thread takes no signal: the program's handlers run where
+         * Python runs them, this thread never holding a signal back) */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&w->th, NULL, jw_thread, w);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            errno = rc;
+            return PyErr_SetFromErrno(PyExc_OSError);
+        }
+        w->started = 1;
+    }
+    if (w->tail - w->done >= JW_CAP) {
+        /* (full: the oldest written first) */
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&w->mu);
+        while (w->head == w->done)
+            pthread_cond_wait(&w->idle, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        Py_END_ALLOW_THREADS jw_release(w);
+        if (jw_failed(w) < 0)
+            return NULL;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->items[w->tail % JW_CAP] = Py_NewRef(data);
+    w->tail++;
+    if (w->sleeping)
+        pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+jw_wait(JournalWriter *w, PyObject *Py_UNUSED(unused))
+{
+    if (jw_forked(w))
+        return NULL;
+    pthread_mutex_lock(&w->mu);
+    int busy = w->head < w->tail;
+    pthread_mutex_unlock(&w->mu);
+    if (busy) /* (the GIL let go only to wait) */
+        jw_drain(w);
+    jw_release(w);
+    if (jw_failed(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+jw_close(JournalWriter *w, PyObject *Py_UNUSED(unused))
+{
+    if (jw_forked(w))
+        return NULL;
+    jw_stop(w);
+    w->stop = 1;
+    jw_release(w);
+    if (jw_failed(w) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+jw_get_written(JournalWriter *w, void *Py_UNUSED(closure))
+{
+    if (w->pid != getpid())
+        return PyLong_FromLongLong(0);
+    pthread_mutex_lock(&w->mu);
+    long long n = w->written;
+    pthread_mutex_unlock(&w->mu);
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *
+jw_get_pending(JournalWriter *w, void *Py_UNUSED(closure))
+{
+    if (w->pid != getpid())
+        return PyLong_FromLongLong(0);
+    pthread_mutex_lock(&w->mu);
+    unsigned long long n = w->tail - w->head;
+    pthread_mutex_unlock(&w->mu);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static void
+jw_dealloc(JournalWriter *w)
+{
+    if (w->pid == getpid()) {
+        jw_stop(w);
+        jw_release(w);
+        pthread_cond_destroy(&w->work);
+        pthread_cond_destroy(&w->idle);
+        pthread_mutex_destroy(&w->mu);
+    }
+    /* (a forked child: the parent's thread is not here and its lock may
+     * be held; the batches' references are left, as the child's copies
+     * of the parent's objects) */
+    Py_TYPE(w)->tp_free((PyObject *)w);
+}
+
+static PyMethodDef jw_methods[] = {
+    {"put", (PyCFunction)jw_put, METH_O,
+     "put(data): bytes handed to the thread, written after those put before it; raises OSError when an earlier "
+     "write failed."},
+    {"wait", (PyCFunction)jw_wait, METH_NOARGS,
+     "wait(): returns once every batch put is written; raises OSError when a write failed."},
+    {"close", (PyCFunction)jw_close, METH_NOARGS,
+     "close(): what was put written, the thread ended (the file descriptor stays open); raises OSError when a "
+     "write failed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef jw_getset[] = {
+    {"written", (getter)jw_get_written, NULL, "batches written whole so far", NULL},
+    {"pending", (getter)jw_get_pending, NULL, "batches put and not yet written", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject JournalWriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.JournalWriter",
+    .tp_basicsize = sizeof(JournalWriter),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "JournalWriter(fd): a thread writing the bytes put to it to fd, in order, without the GIL.",
+    .tp_new = jw_new,
+    .tp_dealloc = (destructor)jw_dealloc,
+    .tp_methods = jw_methods,
+    .tp_getset = jw_getset,
+};
+#endif
 /* -- A host read in C: the read wrapper's body (hooks._install_reads; its
  * Python there is the reference) for a read of the last deferred call's
  * output, queued behind it (events._read_lean, _queue_read). In Python a
@@ -5963,7 +6309,11 @@ PyInit__cgtrace_fastpath(void)
         const char *name;
         PyTypeObject *type;
     } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"Compact", &CompactType}, {"StorageRefs", &StorageRefsType},
-                 {"Died", &DiedType}, {"RLock", &RLockType}, {"Noter", &NoterType}};
+                 {"Died", &DiedType}, {"RLock", &RLockType}, {"Noter", &NoterType},
+#ifdef CGT_JOURNAL_THREAD
+                 {"JournalWriter", &JournalWriterType},
+#endif
+    };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)
             return NULL;

@@ -55,7 +55,9 @@ Among the C module's types besides: Runner (hooks._run's body), Died
 Runner's queued calls as entries, made _Queued objects when Python looks:
 freshq._fq_sync; it has no Python here, where no Runner runs) and RLock
 (threading.RLock's lock, Recorder.lock, which the Runner takes and lets
-go in place).
+go in place), and JournalWriter (jsonl._Journal's writer thread, which
+writes a queue's bound batch without the GIL; without it every batch is
+written in place).
 """
 
 import operator

@@ -218,7 +218,7 @@ class _FreshQueue:
                 fq.append(t)  # (counted when written: _fq_write)
                 if len(fq) + self._hot.unwritten > _FQ_BOUND:  # (with the calls _fresh_call wrote and holds)
                     self._fq_write(keep_last=True)
-                    self._flush(settle=False)
+                    self._flush(settle=False, handover=True)
                 elif hot.journal_due():
                     self._flush()  # (the journal's calls waited long enough: Recorder.JOURNAL_MS)
                 elif raw is not None:
@@ -423,7 +423,7 @@ class _FreshQueue:
         hot = self._hot
         try:
             self._fq_write(keep_last=True)
-            self._flush(settle=False)
+            self._flush(settle=False, handover=True)
             if not hot.off:
                 hot.serial += 1
                 hot.fid = hot.got = None

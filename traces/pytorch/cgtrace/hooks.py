@@ -336,7 +336,9 @@ class _Hooks:
                     # A journaled trace's deferred replays written (every
                     # 64 calls at most: the lean path comes here at least
                     # that often): a program that dies loses no more.
-                    rec._flush()
+                    # (Handed to the journal's writer thread: a loop at
+                    # full speed's.)
+                    rec._flush(handover=True)
                 got = hot.got if function_id is hot.fid else fid_get(id(function_id))
                 plan = got[3].plan if got is not None else None
                 # (A function whose last call took the fresh path, a loop

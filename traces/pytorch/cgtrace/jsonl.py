@@ -3,6 +3,7 @@ lines (check_record, encode_record, encode_header), and the Trace that
 holds them and writes them whole or streams them. The standard library
 alone."""
 
+import collections
 import itertools
 import json
 import os
@@ -320,24 +321,57 @@ def _write_all(fd, data):
 class _Journal:
     """The journal's file as Trace.flush writes it: text, through no
     buffer of Python's (os.write), so what was flushed is the kernel's
-    once written: a SIGKILL, a segfault or os._exit loses none of it."""
+    once written: a SIGKILL, a segfault or os._exit loses none of it.
+    writer (the C module's JournalWriter on fd, or None): a batch written
+    with handover is given to its thread, which writes it while the
+    program runs on (a queue's bound: its 40 KB not copied into the page
+    cache by the call that reached it); every other write waits for the
+    batches handed over, then writes in place, so the file's order is the
+    batches' and a write that returns is in the file."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, writer=None):
         self.fd = fd
+        self.writer = writer
+        self.handed = 0  # batches handed to the writer
 
-    def write(self, text):
-        """Writes text whole (or raises); returns its size in bytes."""
+    def write(self, text, handover=False):
+        """Writes text whole (or raises; handover: hands it to the writer
+        thread, which raises a failed write's OSError at the next write or
+        wait); returns its size in bytes."""
         data = text.encode("utf-8")
+        w = self.writer
+        if w is not None:
+            if handover:
+                w.put(data)
+                self.handed += 1
+                return len(data)
+            if self.handed:
+                w.wait()  # (OSError: a batch handed over failed; this one not written)
         _write_all(self.fd, data)
         return len(data)
+
+    def written(self):
+        """How many batches handed over the file holds whole."""
+        return self.handed if self.writer is None else self.writer.written
+
+    def wait(self):
+        """Returns once every batch handed over is written (OSError: one
+        failed)."""
+        if self.writer is not None:
+            self.writer.wait()
 
     def flush(self):
         pass
 
     def close(self):
+        w, self.writer = self.writer, None
         fd, self.fd = self.fd, None
-        if fd is not None:
-            os.close(fd)
+        try:
+            if w is not None:
+                w.close()
+        finally:
+            if fd is not None:
+                os.close(fd)
 
 
 class Trace:
@@ -374,6 +408,11 @@ class Trace:
         self.journal_path = None
         self.journal_end = 0
         self._defs_flushed = 0  # defs in self.defs when the journal last flushed
+        # Batches handed to the journal's writer thread and not known
+        # written: (its number, its size, its lines kept for the whole
+        # file or None), so that one that fails is in the whole file still
+        # (_unhanded).
+        self._handed = collections.deque()
 
     def stream(self, fh):
         """Writes the header to fh now, then the records made so far, and
@@ -384,7 +423,7 @@ class Trace:
         self.flush()
         fh.flush()
 
-    def journal(self, fd, header, path=None):
+    def journal(self, fd, header, path=None, writer=None):
         """Writes the records to the file descriptor fd as they are flushed
         (flush()), each batch in one os.write, so that a program that dies
         however it dies (SIGKILL, SIGSEGV, os._exit, the OOM killer) leaves
@@ -392,18 +431,22 @@ class Trace:
         record) now, each def just before the call that needs it. The
         whole file written at the end (write()), which replaces the
         journal, reads the records' lines back from path, fd's file
-        (without it they are kept in memory as they are written)."""
+        (without it they are kept in memory as they are written).
+        writer: _Journal's, for flush(handover=True)."""
         self._enc = _LineEncoder(keep=True)
         self.done = []
         head = (encode_header(header) + "\n").encode("utf-8")
         _write_all(fd, head)
         self.journal_path = path
         self.journal_end = len(head)
-        self.out = _Journal(fd)
+        self.out = _Journal(fd, writer)
         self.flush()
 
-    def flush(self):
-        """Writes the records made since the last flush to the streamed file."""
+    def flush(self, handover=False):
+        """Writes the records made since the last flush to the streamed file.
+        handover (a journal: the bound of the recorder's queue reached in
+        a loop at full speed): the batch is given to the journal's writer
+        thread where it has one."""
         if self.out is None or not self.records:
             return
         recs, self.records = self.records, []
@@ -423,15 +466,61 @@ class Trace:
             # whole file.)
             self.done.extend(keep)
             keep = None
+        handed = self._handed
         try:
-            n = self.out.write("\n".join(lines) + "\n")
+            n = self.out.write("\n".join(lines) + "\n", handover)
         except BaseException:
+            self._unhanded()
             if keep is not None:  # (the file holds the batches before this one whole: journal_end)
                 self.done.extend(keep)
             raise
         if keep is not None:
             self.journal_end += n
+        if handover:
+            w = self.out.handed
+            handed.append((w, n if keep is not None else 0, keep))
+            if len(handed) > 8:
+                self._forget_written()
+        elif handed:
+            handed.clear()  # (written in place after them: every one is in the file)
         self.out.flush()
+
+    def _forget_written(self):
+        """The batches handed over that the file holds, forgotten."""
+        w = self.out.written()
+        handed = self._handed
+        while handed and handed[0][0] <= w:
+            handed.popleft()
+
+    def _unhanded(self):
+        """After the journal's writer failed: the batches handed to it that
+        the file does not hold whole out of journal_end and kept for the
+        whole file, before the batch that met the failure."""
+        handed = self._handed
+        if not handed:
+            return
+        w = self.out.written()
+        lost = [b for b in handed if b[0] > w]
+        handed.clear()
+        for _, n, keep in lost:
+            self.journal_end -= n
+        for _, _, keep in lost:
+            if keep is not None:
+                self.done.extend(keep)
+
+    def drain(self):
+        """Waits for the journal's writer thread to write what it was
+        handed (a failed write: those batches kept for the whole file, and
+        the OSError raised)."""
+        out = self.out
+        if out is None or not self._handed:
+            return
+        try:
+            out.wait()
+        except BaseException:
+            self._unhanded()
+            raise
+        self._handed.clear()
 
     def add(self, rec):
         # Refuse a bad record now, with its cause. The records made on every

@@ -467,7 +467,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         except OSError:
             return
         try:
-            self.trace.journal(fd, header, self.path)
+            self.trace.journal(fd, header, self.path, self._journal_writer(fd))
             self._set_due()
         except Exception as e:
             try:
@@ -619,12 +619,16 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         except Exception as e:
             self._stream_failed(e)
 
-    def _flush(self, settle=True, idle=False):
+    def _flush(self, settle=True, idle=False, handover=False):
         """Writes what the last event recorded to a streamed trace (once per
         call or host read, not per record: a follower sees whole events).
         settle False: the deferred calls stay deferred (the queue's bound
         write, which leaves its last call queued). idle: the journal's
-        clock writes, no call having come for JOURNAL_MS (_set_due)."""
+        clock writes, no call having come for JOURNAL_MS (_set_due).
+        handover: a queue's bound in calls reached (a loop at full speed):
+        the journal's batch given to its writer thread (_journal_writer),
+        written while the program runs on; every other write (a slow
+        loop's call, the clock's) is in the file when this returns."""
         if self.trace.out is not None:
             if settle and (self._pending or self._fq):
                 # (A call's own flush finds none: _on_run settled before it,
@@ -632,7 +636,7 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
                 self._settle()
             self._hot.unwritten = 0
             try:
-                self.trace.flush()
+                self.trace.flush(handover)
             except Exception as e:
                 self._stream_failed(e)
             self._set_due(idle)
@@ -763,6 +767,17 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self.session.note(text)
         _warn(text)
 
+    def _journal_writer(self, fd):
+        """The C module's writer thread for the journal's file descriptor
+        (jsonl._Journal: the queues' bound batches written by it, while
+        the program runs on), or None: no C module, a platform without
+        it, or CGTRACE_JOURNAL_THREAD=0 (every batch written in place by
+        the call that made it, as before)."""
+        make = getattr(self._checks, "JournalWriter", None)
+        if make is None or os.environ.get("CGTRACE_JOURNAL_THREAD", "1") == "0":
+            return None
+        return make(fd)
+
     def _end_journal(self):
         """The journal's last records written and its file closed: the whole
         trace, written next, replaces it (and if that write fails, the
@@ -770,6 +785,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         trace = self.trace
         try:
             trace.flush()
+        except Exception:
+            pass
+        try:
+            trace.drain()  # (what the writer thread holds in the file before it is read back)
         except Exception:
             pass
         fh, trace.out = trace.out, None

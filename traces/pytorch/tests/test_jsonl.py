@@ -13,7 +13,7 @@ if os.environ.get("CGTRACE_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cgtrace  # noqa: E402
-from cgtrace import OutSpec, Trace, encode_record, synth_def  # noqa: E402
+from cgtrace import OutSpec, Trace, encode_record, fastpath, synth_def  # noqa: E402
 
 
 class EncodeTest(unittest.TestCase):
@@ -89,19 +89,23 @@ class JournalTest(unittest.TestCase):
     recording's memory does not grow with its trace), and is the file
     the same records make without a journal."""
 
-    def records(self, t, n):
+    def records(self, t, n, handover=False, before=None):
         """n steps' records into t, flushed after each while it has a
         file (a failed write ends it, as the recorder's _stream_failed
-        does), with a def met at the second."""
+        does), with a def met at the second. handover: each flush's batch
+        handed to the journal's writer thread, but every seventh's;
+        before(i): called before step i's flush."""
         for i in range(n):
             if i == 1:
                 t.set_def(synth_def("f_0", "inference", ["x"], [[4]], [OutSpec([4])]))
             t.add({"op": "step"})
             t.add({"op": "note", "text": "step %d \u00e9" % i})  # (a line of other than ASCII)
             t.add({"op": "del", "names": ["a%d" % i, "b"]})
+            if before is not None:
+                before(i)
             if t.out is not None:
                 try:
-                    t.flush()
+                    t.flush(handover and i % 7 != 6)
                 except OSError:
                     t.out = None
 
@@ -118,17 +122,117 @@ class JournalTest(unittest.TestCase):
         if fail_at is not None:
             real, calls = t.out.write, []
 
-            def write(text):
+            def write(text, handover=False):
                 calls.append(text)
                 if len(calls) == fail_at:
                     os.write(fd, text.encode("utf-8")[:7])  # (part of the batch, then the failure)
                     raise OSError(28, "No space left on device")
-                return real(text)
+                return real(text, handover)
             t.out.write = write
         self.records(t, n)
         t.out = None
         os.close(fd)
         return t, p
+
+    def threaded(self, d, n, full_from=None):
+        """A trace journaled into d through the C module's writer thread,
+        n steps' records in it, most flushes handed over; full_from: from
+        that step's flush on, the journal's file descriptor is /dev/full's
+        (every write fails with ENOSPC), the batches before it written.
+        Returns (trace, the journal's path, the writer)."""
+        checks, why = fastpath.load()
+        if not hasattr(checks, "JournalWriter"):
+            self.skipTest("no C module's JournalWriter: %s" % why)
+        p = os.path.join(d, "j.cgt.jsonl")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        w = checks.JournalWriter(fd)
+        t = Trace("j")
+        t.journal(fd, {"cgtviz": 1, "name": "j", "devices": 1, "meta": {"journal": "unended"}}, p, w)
+
+        def before(i):
+            if i == full_from:
+                t.drain()
+                full = os.open("/dev/full", os.O_WRONLY)
+                os.dup2(full, fd)
+                os.close(full)
+        self.records(t, n, handover=True, before=before)
+        try:
+            t.drain()
+        except OSError:
+            pass
+        t.out = None
+        w.close() if full_from is None else None
+        os.close(fd)
+        return t, p, w
+
+    def test_the_writer_thread_writes_the_same_file(self):
+        # Batches handed to the thread and written in place, interleaved:
+        # the file holds them in order, nothing kept in memory, and the
+        # whole file is the plain one.
+        with tempfile.TemporaryDirectory() as d:
+            t, p, w = self.threaded(d, 50)
+            self.assertEqual(t.done, [])
+            self.assertGreater(w.written, 30)
+            self.assertEqual(w.pending, 0)
+            self.assertEqual(t.journal_end, os.path.getsize(p))
+            self.assertEqual(t.lines(), self.plain(50))
+            t.write(p)
+            with open(p, encoding="utf-8") as fh:
+                self.assertEqual(fh.read().splitlines(), self.plain(50))
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "no /dev/full")
+    def test_a_failed_write_of_the_thread_keeps_every_batch(self):
+        # From step 20 the thread's writes fail: the batches it was handed
+        # and could not write leave journal_end and are kept, in order,
+        # before the one that met the failure; the file the whole trace is
+        # written from is still every record, whichever call saw the
+        # failure first (the next put, a write in place, or the drain).
+        with tempfile.TemporaryDirectory() as d:
+            for at in (22, 27, 3):  # (27: a write in place meets it first)
+                t, p, w = self.threaded(d, 40, full_from=at)
+                self.assertEqual(t.journal_end, os.path.getsize(p), at)
+                self.assertTrue(t.done, at)
+                self.assertEqual(t.lines(), self.plain(40), at)
+                if at % 7 != 6:
+                    with self.assertRaises(OSError):
+                        w.wait()
+                t.write(p)
+                with open(p, encoding="utf-8") as fh:
+                    self.assertEqual(fh.read().splitlines(), self.plain(40), at)
+
+    def test_journal_writer_alone(self):
+        checks, why = fastpath.load()
+        if not hasattr(checks, "JournalWriter"):
+            self.skipTest("no C module's JournalWriter: %s" % why)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "w")
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            w = checks.JournalWriter(fd)
+            want = [("%d " % i).encode() * (i * 97 % 5000) for i in range(300)]  # (more than its 64 held)
+            for b in want:
+                w.put(b)
+            w.wait()
+            self.assertEqual((w.written, w.pending), (300, 0))
+            with self.assertRaises(TypeError):
+                w.put("text")
+            w.close()
+            with self.assertRaises(ValueError):
+                w.put(b"x")
+            os.close(fd)
+            with open(p, "rb") as fh:
+                self.assertEqual(fh.read(), b"".join(want))
+            if os.path.exists("/dev/full"):
+                fd = os.open("/dev/full", os.O_WRONLY)
+                w = checks.JournalWriter(fd)
+                w.put(b"abc")
+                with self.assertRaises(OSError) as e:
+                    w.wait()
+                self.assertEqual(e.exception.errno, 28)
+                with self.assertRaises(OSError):
+                    w.put(b"d")
+                self.assertEqual(w.written, 0)
+                del w  # (its thread ended, nothing left held)
+                os.close(fd)
 
     def plain(self, n):
         t = Trace("j")

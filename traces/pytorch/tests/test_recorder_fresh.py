@@ -1104,11 +1104,20 @@ class FreshPathTest(fake.FakeTorchTest):
         # queue's bound, freshq._FQ_BOUND, not all of them: the bound is
         # reached), and after a steady replay all of them; a host read of
         # the last output is queued behind them (Recorder._queue_read), and
-        # written with them.
-        cgt, mgr, f, w = one_function()
-        path = os.path.join(self.dir.name, "journal.cgt.jsonl")
+        # written with them. With the journal's writer thread (a bound's
+        # batch handed to it) the same once it wrote what it was handed;
+        # without it (CGTRACE_JOURNAL_THREAD=0) at once.
+        for thread in ("1", "0"):
+            with self.subTest(thread=thread):
+                self.journal_bound(thread)
 
-        def written():
+    def journal_bound(self, thread):
+        cgt, mgr, f, w = one_function()
+        path = os.path.join(self.dir.name, "journal%s.cgt.jsonl" % thread)
+
+        def written(rec):
+            if thread == "1":
+                rec.trace.drain()
             with open(path) as fh:
                 return fh.read().count('"op": "call"')
 
@@ -1122,18 +1131,24 @@ class FreshPathTest(fake.FakeTorchTest):
                 if i != 201:
                     x = fake.Tensor([16, 8])
                 y, = mgr._run([w, x], f)
-                held.append(i + 1 - written())
+                held.append(i + 1 - written(rec))
                 if i == 150:
-                    before = written()
+                    before = written(rec)
                     y.item()
-                    self.assertEqual(written(), before)
+                    self.assertEqual(written(rec), before)
                     self.assertLess(before, i + 1)
 
         # (The bound in calls only: a loaded machine's slow calls would
         # reach Recorder.JOURNAL_MS's.)
-        with mock.patch.dict(os.environ, {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": "600000"}):
+        env = {"CGTRACE_JOURNAL": "1", "CGTRACE_JOURNAL_MS": "600000", "CGTRACE_JOURNAL_THREAD": thread}
+        with mock.patch.dict(os.environ, env):
             with cgtrace.record(path) as rec:
+                out = rec.trace.out
+                threaded = out.writer is not None
                 fake.at_one_line(loop, rec)
+        self.assertEqual(threaded, thread == "1" and os.environ.get("CGTRACE_FAST") != "0")
+        # (each bound's batch handed over: 300 calls, 64 a bound)
+        self.assertEqual(out.handed >= 4, threaded, out.handed)
         self.assertIsNone(rec.error)
         self.assertGreater(rec.lean_fresh_calls, 250)
         self.assertEqual(max(held), _FQ_BOUND)
