@@ -4020,6 +4020,7 @@ static PyTypeObject RLockType = {
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define JW_CAP 64 /* batches held at most; put waits for room beyond */
@@ -4046,6 +4047,73 @@ typedef struct {
     pid_t pid;    /* the process whose thread this is */
     pthread_t th;
 } JournalWriter;
+
+/* fd's write of n bytes at p whole (partial writes continued): 0 or errno. */
+static int
+jw_write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* (bytes: its buffer fixed while held, read without the GIL) */
+static int
+jw_write_bytes(int fd, PyObject *it)
+{
+    return jw_write_all(fd, PyBytes_AS_STRING(it), (size_t)PyBytes_GET_SIZE(it));
+}
+
+/* A tuple of ASCII str (put checked them), each written with a newline
+ * after it: their characters read in place, without the GIL (a str's are
+ * fixed), in writes of up to JW_IOV pieces, so the batch is copied once,
+ * by the kernel, not joined and encoded by the call that put it. 0 or
+ * errno. */
+#define JW_IOV 64
+static int
+jw_write_lines(int fd, PyObject *it)
+{
+    struct iovec iov[JW_IOV];
+    Py_ssize_t n = PyTuple_GET_SIZE(it), i = 0;
+    while (i < n) {
+        int k = 0;
+        for (; i < n && k + 2 <= JW_IOV; i++) {
+            PyObject *u = PyTuple_GET_ITEM(it, i);
+            iov[k].iov_base = PyUnicode_1BYTE_DATA(u);
+            iov[k++].iov_len = (size_t)PyUnicode_GET_LENGTH(u);
+            iov[k].iov_base = (void *)"\n";
+            iov[k++].iov_len = 1;
+        }
+        struct iovec *v = iov;
+        while (k > 0) {
+            ssize_t got = writev(fd, v, k);
+            if (got < 0) {
+                if (errno == EINTR)
+                    continue;
+                return errno;
+            }
+            /* (a partial write: past the pieces written, into the one cut) */
+            while (k > 0 && (size_t)got >= v->iov_len) {
+                got -= (ssize_t)v->iov_len;
+                v++;
+                k--;
+            }
+            if (k > 0) {
+                v->iov_base = (char *)v->iov_base + got;
+                v->iov_len -= (size_t)got;
+            }
+        }
+    }
+    return 0;
+}
 
 static void *
 jw_thread(void *arg)
@@ -4083,22 +4151,8 @@ jw_thread(void *arg)
         PyObject *it = w->items[w->head % JW_CAP];
         int err = w->err;
         pthread_mutex_unlock(&w->mu);
-        if (err == 0) {
-            /* (bytes: its buffer fixed while held, read without the GIL) */
-            const char *p = PyBytes_AS_STRING(it);
-            size_t left = (size_t)PyBytes_GET_SIZE(it);
-            while (left > 0) {
-                ssize_t n = write(w->fd, p, left);
-                if (n < 0) {
-                    if (errno == EINTR)
-                        continue;
-                    err = errno;
-                    break;
-                }
-                p += n;
-                left -= (size_t)n;
-            }
-        }
+        if (err == 0)
+            err = PyBytes_CheckExact(it) ? jw_write_bytes(w->fd, it) : jw_write_lines(w->fd, it);
         pthread_mutex_lock(&w->mu);
         if (err != 0 && w->err == 0)
             w->err = err;
@@ -4176,11 +4230,15 @@ jw_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)w;
 }
 
-/* Waits (the GIL let go) until every batch put is written. */
+/* Waits (the GIL let go) until every batch put is written: the thread
+ * woken, not left to its next look (a write in place after a handing
+ * over would wait up to JW_POLL_NS). */
 static void
 jw_drain(JournalWriter *w)
 {
     Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&w->mu);
+    if (w->head < w->tail)
+        pthread_cond_signal(&w->work);
     while (w->head < w->tail)
         pthread_cond_wait(&w->idle, &w->mu);
     pthread_mutex_unlock(&w->mu);
@@ -4204,8 +4262,28 @@ jw_stop(JournalWriter *w)
 static PyObject *
 jw_put(JournalWriter *w, PyObject *data)
 {
-    if (!PyBytes_CheckExact(data)) {
-        PyErr_SetString(PyExc_TypeError, "JournalWriter.put: bytes expected");
+    /* its size in bytes: bytes', or a tuple of ASCII str's and a newline
+     * each (None: a str of other than ASCII, which the caller encodes) */
+    Py_ssize_t size = 0;
+    if (PyBytes_CheckExact(data))
+        size = PyBytes_GET_SIZE(data);
+    else if (PyTuple_CheckExact(data)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(data); i++) {
+            PyObject *u = PyTuple_GET_ITEM(data, i);
+            if (!PyUnicode_CheckExact(u)) {
+                PyErr_SetString(PyExc_TypeError, "JournalWriter.put: bytes or a tuple of str expected");
+                return NULL;
+            }
+#if PY_VERSION_HEX < 0x030C0000
+            if (PyUnicode_READY(u) < 0)
+                return NULL;
+#endif
+            if (!PyUnicode_IS_ASCII(u))
+                Py_RETURN_NONE;
+            size += PyUnicode_GET_LENGTH(u) + 1;
+        }
+    } else {
+        PyErr_SetString(PyExc_TypeError, "JournalWriter.put: bytes or a tuple of str expected");
         return NULL;
     }
     if (jw_forked(w))
@@ -4247,7 +4325,7 @@ jw_put(JournalWriter *w, PyObject *data)
     if (w->sleeping)
         pthread_cond_signal(&w->work);
     pthread_mutex_unlock(&w->mu);
-    Py_RETURN_NONE;
+    return PyLong_FromSsize_t(size);
 }
 
 static PyObject *
@@ -4319,8 +4397,9 @@ jw_dealloc(JournalWriter *w)
 
 static PyMethodDef jw_methods[] = {
     {"put", (PyCFunction)jw_put, METH_O,
-     "put(data): bytes handed to the thread, written after those put before it; raises OSError when an earlier "
-     "write failed."},
+     "put(data): bytes, or a tuple of lines (str, each written with a newline), handed to the thread, written "
+     "after those put before it; returns the bytes it will write, or None for lines not all ASCII (nothing "
+     "put: encode them); raises OSError when an earlier write failed."},
     {"wait", (PyCFunction)jw_wait, METH_NOARGS,
      "wait(): returns once every batch put is written; raises OSError when a write failed."},
     {"close", (PyCFunction)jw_close, METH_NOARGS,

@@ -334,21 +334,27 @@ class _Journal:
         self.writer = writer
         self.handed = 0  # batches handed to the writer
 
-    def write(self, text, handover=False):
-        """Writes text whole (or raises; handover: hands it to the writer
-        thread, which raises a failed write's OSError at the next write or
-        wait); returns its size in bytes."""
+    def write(self, text):
+        """Writes text whole, after the batches handed over (or raises);
+        returns its size in bytes."""
         data = text.encode("utf-8")
-        w = self.writer
-        if w is not None:
-            if handover:
-                w.put(data)
-                self.handed += 1
-                return len(data)
-            if self.handed:
-                w.wait()  # (OSError: a batch handed over failed; this one not written)
+        if self.handed:
+            self.writer.wait()  # (OSError: a batch handed over failed; this one not written)
         _write_all(self.fd, data)
         return len(data)
+
+    def hand(self, lines):
+        """Hands lines to the writer thread, each to be written with a
+        newline (ASCII, as a trace's are but a note's or a path's: their
+        characters written in place by the thread, neither joined nor
+        encoded here); returns their size in bytes. Raises the OSError of
+        a batch handed over before that failed."""
+        w = self.writer
+        n = w.put(tuple(lines))
+        if n is None:
+            n = w.put(("\n".join(lines) + "\n").encode("utf-8"))
+        self.handed += 1
+        return n
 
     def written(self):
         """How many batches handed over the file holds whole."""
@@ -467,8 +473,9 @@ class Trace:
             self.done.extend(keep)
             keep = None
         handed = self._handed
+        handover = handover and self.out.writer is not None
         try:
-            n = self.out.write("\n".join(lines) + "\n", handover)
+            n = self.out.hand(lines) if handover else self.out.write("\n".join(lines) + "\n")
         except BaseException:
             self._unhanded()
             if keep is not None:  # (the file holds the batches before this one whole: journal_end)

@@ -122,12 +122,12 @@ class JournalTest(unittest.TestCase):
         if fail_at is not None:
             real, calls = t.out.write, []
 
-            def write(text, handover=False):
+            def write(text):
                 calls.append(text)
                 if len(calls) == fail_at:
                     os.write(fd, text.encode("utf-8")[:7])  # (part of the batch, then the failure)
                     raise OSError(28, "No space left on device")
-                return real(text, handover)
+                return real(text)
             t.out.write = write
         self.records(t, n)
         t.out = None
@@ -210,11 +210,19 @@ class JournalTest(unittest.TestCase):
             w = checks.JournalWriter(fd)
             want = [("%d " % i).encode() * (i * 97 % 5000) for i in range(300)]  # (more than its 64 held)
             for b in want:
-                w.put(b)
+                self.assertEqual(w.put(b), len(b))
+            # Lines (ASCII str, each written with a newline): one, and more
+            # than its writes take at once (32 a write)
+            for lines in (("a" * 70000,), tuple("line %d" % i for i in range(100)), ("", "x")):
+                b = "".join(x + "\n" for x in lines).encode()
+                self.assertEqual(w.put(lines), len(b))
+                want.append(b)
+            self.assertIsNone(w.put(("a", "\u00e9")))  # (not ASCII: nothing put, the caller encodes)
             w.wait()
-            self.assertEqual((w.written, w.pending), (300, 0))
-            with self.assertRaises(TypeError):
-                w.put("text")
+            self.assertEqual((w.written, w.pending), (303, 0))
+            for bad in ("text", ("a", b"b"), ["a"]):
+                with self.assertRaises(TypeError):
+                    w.put(bad)
             w.close()
             with self.assertRaises(ValueError):
                 w.put(b"x")
