@@ -347,9 +347,15 @@ class _Journal:
         """Hands lines to the writer thread, each to be written with a
         newline (ASCII, as a trace's are but a note's or a path's: their
         characters written in place by the thread, neither joined nor
-        encoded here); returns their size in bytes. Raises the OSError of
-        a batch handed over before that failed."""
+        encoded here), once it wrote the batch handed before; returns
+        their size in bytes. Raises the OSError of a batch handed over
+        before that failed."""
         w = self.writer
+        if w.pending:
+            # (One batch in the thread's hands at most: a death loses the
+            # bound's calls and that batch's, however late the thread runs
+            # on a loaded machine; as a rule it wrote it long before.)
+            w.wait()
         n = w.put(tuple(lines))
         if n is None:
             n = w.put(("\n".join(lines) + "\n").encode("utf-8"))

@@ -200,6 +200,43 @@ class JournalTest(unittest.TestCase):
                 with open(p, encoding="utf-8") as fh:
                     self.assertEqual(fh.read().splitlines(), self.plain(40), at)
 
+    def test_one_batch_in_the_threads_hands_at_most(self):
+        # The thread stuck in a write (a pipe no one reads yet, a batch
+        # larger than it holds): handing over the next batch waits until
+        # the stuck one is written, so that a death loses one batch at
+        # most, however late the thread runs.
+        import threading
+        import time
+        import cgtrace.jsonl as J
+        checks, why = fastpath.load()
+        if not hasattr(checks, "JournalWriter"):
+            self.skipTest("no C module's JournalWriter: %s" % why)
+        r, wfd = os.pipe()
+        got = []
+
+        def reader():
+            time.sleep(0.3)
+            while True:
+                b = os.read(r, 1 << 20)
+                if not b:
+                    break
+                got.append(b)
+        t = threading.Thread(target=reader)
+        t.start()
+        j = J._Journal(wfd, checks.JournalWriter(wfd))
+        try:
+            j.hand(["a" * (4 << 20)])
+            start = time.monotonic()
+            j.hand(["b"])
+            written, waited = j.writer.written, time.monotonic() - start
+        finally:
+            j.close()  # (the batches written, the pipe's end closed: the reader ends)
+            t.join()
+            os.close(r)
+        self.assertGreaterEqual(written, 1)
+        self.assertGreater(waited, 0.2)
+        self.assertEqual(b"".join(got), b"a" * (4 << 20) + b"\nb\n")
+
     def test_journal_writer_alone(self):
         checks, why = fastpath.load()
         if not hasattr(checks, "JournalWriter"):
