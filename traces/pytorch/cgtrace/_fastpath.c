@@ -3034,6 +3034,125 @@ ws_store(WState *s, PyObject *st)
     return rc;
 }
 
+/* The names Session._fresh made (Session.names_used): a set, or a
+ * names.UsedNames, its parts borrowed (it holds them, and never sets
+ * them again): each base's next number (next), the names passed over as
+ * an output's (skipped), any name added otherwise (extra). base and
+ * counter: fq_run's base, whose number is *counter while it writes, not
+ * next's. */
+typedef struct {
+    PyObject *set, *next, *skipped, *extra, *base;
+    long long *counter;
+} Used;
+
+/* u over used (a set or a UsedNames): 0, -1 (TypeError). */
+static int
+used_of(Used *u, PyObject *used)
+{
+    memset(u, 0, sizeof *u);
+    if (PyAnySet_Check(used)) {
+        u->set = used;
+        return 0;
+    }
+    PyObject *parts[3] = {NULL, NULL, NULL};
+    const char *names[3] = {"next", "skipped", "extra"};
+    for (int i = 0; i < 3; i++) {
+        if ((parts[i] = PyObject_GetAttrString(used, names[i])) == NULL) {
+            PyErr_Clear();
+            break;
+        }
+        Py_DECREF(parts[i]); /* (borrowed: used holds it) */
+    }
+    if (parts[2] == NULL || !PyDict_Check(parts[0]) || !PyAnySet_Check(parts[1]) || !PyAnySet_Check(parts[2])) {
+        PyErr_SetString(PyExc_TypeError, "used: a set or a UsedNames expected");
+        return -1;
+    }
+    u->next = parts[0];
+    u->skipped = parts[1];
+    u->extra = parts[2];
+    return 0;
+}
+
+/* A base's next number in u (0 where none). 0, -1. */
+static int
+used_next(Used *u, PyObject *base, long long *v)
+{
+    if (u->counter != NULL && u->base != NULL && (base == u->base || PyUnicode_Compare(base, u->base) == 0)) {
+        *v = *u->counter;
+        return 0;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *n = dict_get(u->next, base, zero);
+    if (n == NULL)
+        return -1;
+    *v = PyLong_AsLongLong(n);
+    Py_DECREF(n);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* `name in used` (names.UsedNames.__contains__'s rule): 1, 0, -1. */
+static int
+used_has(Used *u, PyObject *name)
+{
+    if (u->set != NULL)
+        return PySet_Contains(u->set, name);
+    int t;
+    if ((t = PySet_Contains(u->extra, name)) != 0)
+        return t;
+    if (!PyUnicode_Check(name))
+        return 0;
+    if ((t = PySet_Contains(u->skipped, name)) != 0)
+        return t < 0 ? -1 : 0;
+    long long v;
+    if (used_next(u, name, &v) < 0)
+        return -1;
+    if (v > 0)
+        return 1;
+    /* base + "_" + k, k >= 1 in ASCII digits without a leading zero, below
+     * base's next number */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name), i = PyUnicode_FindChar(name, '_', 0, n, -1);
+    if (i == -2)
+        return -1;
+    if (i < 0 || i == n - 1 || PyUnicode_READ_CHAR(name, i + 1) == '0')
+        return 0;
+    long long k = 0;
+    for (Py_ssize_t j = i + 1; j < n; j++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(name, j);
+        if (c < '0' || c > '9')
+            return 0;
+        if (k > (LLONG_MAX - 9) / 10)
+            return 0; /* (past any number a base reaches) */
+        k = k * 10 + (c - '0');
+    }
+    PyObject *base = PyUnicode_Substring(name, 0, i);
+    if (base == NULL)
+        return -1;
+    int r = used_next(u, base, &v);
+    Py_DECREF(base);
+    return r < 0 ? -1 : k < v;
+}
+
+/* used_contains(used, name): used_has's answer (tests). */
+static PyObject *
+used_contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(2, "used_contains");
+    Used u;
+    if (used_of(&u, args[0]) < 0)
+        return NULL;
+    int t = used_has(&u, args[1]);
+    return t < 0 ? NULL : PyBool_FromLong(t);
+}
+
+/* used.add(name) where _fresh's number of it is not already counted (a
+ * set's add; a UsedNames': nothing, the number says it). 0, -1. */
+static int
+used_add(Used *u, PyObject *name)
+{
+    return u->set != NULL ? PySet_Add(u->set, name) : 0;
+}
+
 /* The writer's w, by name (freshq._fq_write's tuple). */
 typedef struct {
     PyObject *fresh_next, *used, *base, *recs, *by_view, *by_obj, *by_obj_entry, *trace, *pre, *post, *prefix,
@@ -3042,8 +3161,10 @@ typedef struct {
      * fq_tail's, none): put in fresh_next before Session._fresh is asked,
      * read again after. */
     long long *fresh_i;
+    Used u; /* used's */
 } Writer;
 
+/* (check_writer checked w, used_of among it) */
 static void
 writer_of(Writer *wr, PyObject *w)
 {
@@ -3053,6 +3174,8 @@ writer_of(Writer *wr, PyObject *w)
     for (int i = 0; i < 15; i++)
         *f[i] = PyTuple_GET_ITEM(w, i);
     wr->fresh_i = NULL;
+    (void)used_of(&wr->u, wr->used);
+    wr->u.base = wr->base;
 }
 
 /* fq_run's counter of the base into fresh_next (fresh_next[base] =
@@ -3126,7 +3249,7 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
     if ((out = str_int(wr->prefix, "", s->v[W_CALLS], wr->sfx)) == NULL)
         goto done;
     /* (taken by a name _fresh made: output names are not kept) */
-    int taken = PySet_Contains(wr->used, out);
+    int taken = used_has(&wr->u, out);
     if (taken < 0)
         goto done;
     if (taken) {
@@ -3172,11 +3295,12 @@ check_writer(PyObject *st, PyObject *w)
     }
     if (check_tuple(w, 15, "w") < 0)
         return -1;
-    if (!PyList_CheckExact(PyTuple_GET_ITEM(w, 3)) || !PyAnySet_Check(PyTuple_GET_ITEM(w, 1))) {
-        PyErr_SetString(PyExc_TypeError, "w: recs a list, used a set expected");
+    if (!PyList_CheckExact(PyTuple_GET_ITEM(w, 3))) {
+        PyErr_SetString(PyExc_TypeError, "w: recs a list expected");
         return -1;
     }
-    return 0;
+    Used u;
+    return used_of(&u, PyTuple_GET_ITEM(w, 1));
 }
 
 /* b's bytes from..to appended to recs as one record (nothing when
@@ -3282,14 +3406,14 @@ fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps,
     long long *i = wr->fresh_i;
     for (;;) {
         name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
-        if (name == NULL || (t_ = PySet_Contains(wr->used, name)) < 0)
+        if (name == NULL || (t_ = used_has(&wr->u, name)) < 0)
             goto done;
         if (!t_)
             break;
         Py_CLEAR(name);
         *i += 1;
     }
-    if (PySet_Add(wr->used, name) < 0)
+    if (used_add(&wr->u, name) < 0)
         goto done;
     *i += 1;
     s->v[W_SEED] += 1;
@@ -3553,7 +3677,7 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     /* Session._fresh's counter of the base, in C while the run writes */
     long long i = 0;
-    wr.fresh_i = &i;
+    wr.fresh_i = wr.u.counter = &i;
     int r = fresh_i_get(&wr);
     Buf b;
     /* (a call's lines: some 600 bytes, the src twice in them) */
@@ -3661,10 +3785,9 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long k = PyLong_AsLongLong(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyAnySet_Check(used)) {
-        PyErr_SetString(PyExc_TypeError, "replay_run: used, a set expected");
+    Used u;
+    if (used_of(&u, used) < 0)
         return NULL;
-    }
     if (reads != Py_None && !PyDict_Check(reads)) {
         PyErr_SetString(PyExc_TypeError, "replay_run: reads, a dict or None expected");
         return NULL;
@@ -3683,7 +3806,7 @@ replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     /* the names first: one taken (a name _fresh made) writes nothing */
     for (Py_ssize_t i = 0; i < n; i++) {
         int t;
-        if ((names[i] = str_int(prefix, "", k + i, sfx)) == NULL || (t = PySet_Contains(used, names[i])) < 0)
+        if ((names[i] = str_int(prefix, "", k + i, sfx)) == NULL || (t = used_has(&u, names[i])) < 0)
             goto done;
         if (t) {
             r = Py_NewRef(Py_None);
@@ -5862,6 +5985,7 @@ parts(PyObject *self, PyObject *unused)
 #endif
 
 static PyMethodDef methods[] = {
+    FASTCALL(used_contains, "name in used as the writer asks it (tests)."),
     FASTCALL(slot_get, "getattr(o, name) as SGET reads it (tests)."),
     FASTCALL(slot_set, "setattr(o, name, v) as SSET sets it (tests)."),
     FASTCALL(steady_ok, "fastpath.steady_ok, in C."),

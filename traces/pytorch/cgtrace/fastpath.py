@@ -505,8 +505,8 @@ def fq_run(q, k, st, w, reads):
             while name in used:
                 i += 1
                 name = "%s_%d" % (base, i)
-            used.add(name)
             fresh_next[base] = i + 1
+            used.add(name)  # (a UsedNames holds it by the number already)
             st[2] += 1
             tmpl = t.tmpl
             lead += tmpl[0] + name + tmpl[1] + str(st[2]) + tmpl[2] + "\n"

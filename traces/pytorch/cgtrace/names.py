@@ -17,6 +17,71 @@ _ORDER = operator.attrgetter("order")  # (dels in binding order)
 _OUTPUT_NAME = re.compile(r"(.+)_c([0-9]+)_([0-9]+)")
 
 
+def _numbered(name):
+    """(base, k) where name is base + "_" + str(k), k >= 1 (the form
+    Session._fresh makes past a base's first), else None."""
+    i = name.rfind("_")
+    d = name[i + 1:]
+    if i < 0 or not d or d[0] == "0" or not (d.isascii() and d.isdigit()):
+        return None
+    return name[:i], int(d)
+
+
+class UsedNames:
+    """The names Session._fresh made (Session.names_used), as a set of them
+    answers `in`: for each base its next number (Session._fresh_next,
+    which it reads, not a copy), every name below it made (the base
+    itself first, then base_1, base_2, ...), but the ones _fresh passed
+    over as an output's name (skipped); and any name added otherwise
+    (extra). One str a name made grew by one at each call on a new input
+    (150 MB a million calls on the stand-in, and a set larger than any
+    cache to probe at each call); a name passed over because another
+    base had made it is that base's, so the numbers cover every name
+    made. The C writer (fastpath's fq_run, replay_run) reads its three
+    parts in place."""
+
+    __slots__ = ("next", "skipped", "extra")
+
+    def __init__(self, fresh_next):
+        self.next = fresh_next
+        self.skipped = set()  # (an output's name: one never made)
+        self.extra = set()
+
+    def __contains__(self, name):
+        if name in self.extra:
+            return True
+        if type(name) is not str or name in self.skipped:
+            return False
+        nxt = self.next
+        if nxt.get(name, 0) > 0:
+            return True
+        bk = _numbered(name)
+        return bk is not None and bk[1] < nxt.get(bk[0], 0)
+
+    def add(self, name):
+        """A name taken other than by _fresh (its numbers say the ones it makes)."""
+        if name not in self:
+            self.extra.add(name)
+
+    def isdisjoint(self, names):
+        return not any(n in self for n in names)
+
+    def _names(self):
+        got = set(self.extra)
+        skipped = self.skipped
+        for base, n in list(self.next.items()):
+            if n > 0 and base not in skipped:
+                got.add(base)
+            got.update(m for m in ("%s_%d" % (base, k) for k in range(1, n)) if m not in skipped)
+        return got
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self):
+        return len(self._names())
+
+
 def bind_all(maps, names, facts, kind, takeover, order):
     """Binds each name to its Fact as the kind given (Session._bind's
     work, for names and facts of one length), the entries numbered
@@ -102,11 +167,17 @@ class _Names:
         # probe, not one per earlier call.
         n = self._fresh_next.get(base, 0)
         name = "%s_%d" % (base, n) if n else base
-        while name in self.names_used or ("_c" in name and self._output_name_made(name)):
+        used = self.names_used
+        while True:
+            if name in used:
+                pass
+            elif "_c" in name and self._output_name_made(name):
+                used.skipped.add(name)  # (never made: its number alone would say it was)
+            else:
+                break
             n += 1
             name = "%s_%d" % (base, n)
-        self.names_used.add(name)
-        self._fresh_next[base] = n + 1
+        self._fresh_next[base] = n + 1  # (names_used holds it: UsedNames)
         return name
 
     def _output_name_made(self, name):

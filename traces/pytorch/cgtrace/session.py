@@ -10,7 +10,7 @@ import re
 
 from .jsonl import _STEP, SMALL_TENSOR, encode_record
 from .liveness import watch_dead
-from .names import _Deaths, _Names, bind_all, forget_all
+from .names import UsedNames, _Deaths, _Names, bind_all, forget_all
 from .shapes import OutSpec, fit_shape, numel, sanitize, synth_def
 from .state import _FnState, _fact_positions, _known_name
 
@@ -74,8 +74,8 @@ class Session(_Names, _Deaths):
         self._graph_heads = {}
         # The names given so far but the calls' outputs' (which are unique
         # by their making: _Names._output_name_made).
-        self.names_used = set()
         self._fresh_next = {}  # base -> the suffix _fresh tries first
+        self.names_used = UsedNames(self._fresh_next)
         self._expects = {}  # (action, node, checkpoints, device) -> its expect record
         self._swapped = []  # names whose object took other data (lookup), to del after its new record
         # Each parameter's shape, dtype and data pointer by its name (a new

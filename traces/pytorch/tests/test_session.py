@@ -221,6 +221,56 @@ class SessionTest(unittest.TestCase):
         self.s.names_used.add("x_1")
         self.assertEqual([self.s._fresh("x") for _ in range(3)], ["x", "x_2", "x_3"])
 
+    def test_used_names_answer_as_the_set_of_every_name_made(self):
+        """names_used holds each base's number, not a str a name (a long
+        run's new input a call grew it by one a call): after any
+        sequence of _fresh's names, names added otherwise and outputs'
+        names passed over, it answers `in` (in Python and as the C writer
+        asks it) and lists exactly the names the set of every name made
+        holds, for the names made and their neighbours: other numbers of
+        their bases, a leading zero, _0, other digits, names of bases
+        that are themselves numbered."""
+        import random
+        from cgtrace import fastpath
+        from cgtrace.names import UsedNames, _Names
+        checks, _ = fastpath.load()
+        c_has = getattr(checks, "used_contains", None)
+        rng = random.Random(5)
+        bases = ["in", "in_1", "in_1_2", "a_0", "a_01", "x", "x_1", "x_10", "p_c3", "p_c3_1", "p_c3_2",
+                 "q", "q_\u0663", "_", "_1", "b_"]
+        outputs = {"p_c3_1", "p_c3_2_1", "x_c1_0", "q_c2_3"}
+        for _ in range(30):
+            ref, ref_next = set(), {}
+            stub = type("S", (), {})()
+            stub._fresh_next = {}
+            stub.names_used = UsedNames(stub._fresh_next)
+            stub._output_name_made = outputs.__contains__
+            for _ in range(rng.randrange(1, 200)):
+                if rng.random() < 0.05:
+                    name = rng.choice(bases) + "_%d" % rng.randrange(0, 12)
+                    ref.add(name)
+                    stub.names_used.add(name)
+                    continue
+                base = rng.choice(bases)
+                # (the set's _fresh: every name kept)
+                n = ref_next.get(base, 0)
+                name = "%s_%d" % (base, n) if n else base
+                while name in ref or ("_c" in name and name in outputs):
+                    n += 1
+                    name = "%s_%d" % (base, n)
+                ref.add(name)
+                ref_next[base] = n + 1
+                self.assertEqual(_Names._fresh(stub, base), name)
+            used = stub.names_used
+            self.assertEqual(set(used), ref)
+            probes = set(ref) | set(bases) | outputs | {"in_01", "in_0", "x_", "nothing", "q_3"}
+            probes |= {"%s_%d" % (b, k) for b in bases for k in range(0, 14)}
+            for name in probes:
+                self.assertEqual(name in used, name in ref, name)
+                if c_has is not None:
+                    self.assertEqual(c_has(used, name), name in ref, name)
+        self.assertGreater(len(stub.names_used.next), 3)
+
     def test_output_names_are_not_kept_but_never_given_again(self):
         """A call's output names (fn_cN_i) are unique by their making and
         are not kept in names_used (a long run makes hundreds a step); a
