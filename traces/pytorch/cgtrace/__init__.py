@@ -34,7 +34,7 @@ and the host reads of their output between them, at most 20 ms after
 they returned, CGTRACE_JOURNAL_MS, by the next call
 or else by the journal's clock thread, and at least every 64 calls: a
 batch that bound makes handed to a writer thread of the C module's,
-which writes it within a millisecond while the program runs on;
+which writes it while the program runs on;
 CGTRACE_JOURNAL_THREAD=0 writes it in place), so
 a program that crashes or is killed leaves what was recorded;
 it is written whole over the journal when the recording ends (a temporary

@@ -4147,12 +4147,6 @@ static PyTypeObject RLockType = {
 #include <unistd.h>
 
 #define JW_CAP 64 /* batches held at most; put waits for room beyond */
-/* The thread looks for batches every JW_POLL_NS while they come (a loop at
- * full speed hands one every few ms), for JW_POLLS looks after the last,
- * then sleeps until a put wakes it. */
-#define JW_POLL_NS 1000000L
-#define JW_POLLS 100
-
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -4166,7 +4160,7 @@ typedef struct {
     long long written; /* batches written whole */
     int err;           /* errno of the first failed write (0: none) */
     int stop, started;
-    int sleeping; /* the thread waits for a put's signal (past JW_POLLS) */
+    int sleeping; /* the thread waits for a put's signal (not writing) */
     pid_t pid;    /* the process whose thread this is */
     pthread_t th;
 } JournalWriter;
@@ -4242,35 +4236,23 @@ static void *
 jw_thread(void *arg)
 {
     JournalWriter *w = (JournalWriter *)arg;
-    int polls = 0;
     pthread_mutex_lock(&w->mu);
     for (;;) {
         if (w->head == w->tail) {
             if (w->stop)
                 break; /* (nothing left to write) */
-            if (polls < JW_POLLS) {
-                /* (looks again in JW_POLL_NS, or at once when stopped: a
-                 * put signals only a thread that sleeps, as waking one
-                 * costs the call that puts some 17 us on a virtual
-                 * machine, more than the write) */
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += JW_POLL_NS;
-                if (ts.tv_nsec >= 1000000000L) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000L;
-                }
-                pthread_cond_timedwait(&w->work, &w->mu, &ts);
-                polls++;
-                continue;
-            }
+            /* (asleep between batches: a put wakes it, once a bound, some
+             * 20 us of the call that puts on this development machine's
+             * virtual CPUs; a thread that looked for batches on a timer
+             * instead woke thousands of times a second and slowed the
+             * program's own thread more than that, BENCHMARKS.md session
+             * 41) */
             w->sleeping = 1;
             while (w->head == w->tail && !w->stop)
                 pthread_cond_wait(&w->work, &w->mu);
             w->sleeping = 0;
             continue;
         }
-        polls = 0;
         PyObject *it = w->items[w->head % JW_CAP];
         int err = w->err;
         pthread_mutex_unlock(&w->mu);
@@ -4353,15 +4335,11 @@ jw_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)w;
 }
 
-/* Waits (the GIL let go) until every batch put is written: the thread
- * woken, not left to its next look (a write in place after a handing
- * over would wait up to JW_POLL_NS). */
+/* Waits (the GIL let go) until every batch put is written. */
 static void
 jw_drain(JournalWriter *w)
 {
     Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&w->mu);
-    if (w->head < w->tail)
-        pthread_cond_signal(&w->work);
     while (w->head < w->tail)
         pthread_cond_wait(&w->idle, &w->mu);
     pthread_mutex_unlock(&w->mu);

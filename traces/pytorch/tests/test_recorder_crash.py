@@ -121,9 +121,8 @@ class CrashTest(unittest.TestCase):
             # loaded machine's slow calls would reach Recorder.JOURNAL_MS.)
             env["CGTRACE_JOURNAL_MS"] = "600000"
             env.update(env_extra or {})
-            # (The journal's writer thread writes a bound's batch within a
-            # millisecond or so of its handing over: a death meanwhile
-            # loses it too, check's slack.)
+            # (The journal's writer thread writes a bound's batch as the
+            # program runs on: a death meanwhile loses it too, check's slack.)
             self.thread = env.get("CGTRACE_JOURNAL_THREAD", "1") != "0"
             p = subprocess.run([sys.executable, prog, path, how, str(upto), str(every), ",".join(map(str, shape)),
                                 str(pause), pause_at, str(after)], capture_output=True, text=True, timeout=60,
