@@ -2423,8 +2423,6 @@ cq_take_pending(Compact *q)
     return t;
 }
 
-
-
 /* The pending entry queued (fq.append(t)): the Compact put at the list's
  * end where it holds no queued entry yet. 0, -1. */
 static int
@@ -3164,18 +3162,30 @@ typedef struct {
     Used u; /* used's */
 } Writer;
 
-/* (check_writer checked w, used_of among it) */
-static void
-writer_of(Writer *wr, PyObject *w)
+/* wr over st and w (fq_tail's and fq_run's, checked): 0, -1 (TypeError). */
+static int
+writer_of(Writer *wr, PyObject *st, PyObject *w)
 {
+    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != 6) {
+        PyErr_SetString(PyExc_TypeError, "st: a list of 6 expected");
+        return -1;
+    }
+    if (check_tuple(w, 15, "w") < 0)
+        return -1;
+    if (!PyList_CheckExact(PyTuple_GET_ITEM(w, 3))) {
+        PyErr_SetString(PyExc_TypeError, "w: recs a list expected");
+        return -1;
+    }
     PyObject **f[15] = {&wr->fresh_next, &wr->used, &wr->base, &wr->recs, &wr->by_view, &wr->by_obj,
                         &wr->by_obj_entry, &wr->trace, &wr->pre, &wr->post, &wr->prefix, &wr->sfx,
                         &wr->mid, &wr->session, &wr->Queued};
     for (int i = 0; i < 15; i++)
         *f[i] = PyTuple_GET_ITEM(w, i);
     wr->fresh_i = NULL;
-    (void)used_of(&wr->u, wr->used);
+    if (used_of(&wr->u, wr->used) < 0)
+        return -1;
     wr->u.base = wr->base;
+    return 0;
 }
 
 /* fq_run's counter of the base into fresh_next (fresh_next[base] =
@@ -3286,23 +3296,6 @@ put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
     return rc;
 }
 
-static int
-check_writer(PyObject *st, PyObject *w)
-{
-    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != 6) {
-        PyErr_SetString(PyExc_TypeError, "st: a list of 6 expected");
-        return -1;
-    }
-    if (check_tuple(w, 15, "w") < 0)
-        return -1;
-    if (!PyList_CheckExact(PyTuple_GET_ITEM(w, 3))) {
-        PyErr_SetString(PyExc_TypeError, "w: recs a list expected");
-        return -1;
-    }
-    Used u;
-    return used_of(&u, PyTuple_GET_ITEM(w, 1));
-}
-
 /* b's bytes from..to appended to recs as one record (nothing when
  * empty): 0, -1. */
 static int
@@ -3321,10 +3314,9 @@ fq_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(4, "fq_tail");
     PyObject *st = args[2];
-    if (check_writer(st, args[3]) < 0)
-        return NULL;
     Writer wr;
-    writer_of(&wr, args[3]);
+    if (writer_of(&wr, st, args[3]) < 0)
+        return NULL;
     WState s;
     Buf b;
     buf_init(&b, 0);
@@ -3658,7 +3650,8 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t k = PyLong_AsSsize_t(args[1]);
     if (k == -1 && PyErr_Occurred())
         return NULL;
-    if (check_writer(st, args[3]) < 0)
+    Writer wr;
+    if (writer_of(&wr, st, args[3]) < 0)
         return NULL;
     if (!PyList_CheckExact(q)) {
         PyErr_SetString(PyExc_TypeError, "q: a list expected");
@@ -3668,8 +3661,6 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "fq_run: reads, a dict or None expected");
         return NULL;
     }
-    Writer wr;
-    writer_of(&wr, args[3]);
     WState s;
     if (ws_load(&s, st) < 0) {
         Py_XDECREF(s.prev);
@@ -4146,7 +4137,10 @@ static PyTypeObject RLockType = {
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define JW_CAP 64 /* batches held at most; put waits for room beyond */
+/* Batches in the thread's hands at most: put waits for the one before it
+ * to be written, so a death loses one batch at most however late the
+ * thread runs (as a rule it wrote it long before the next comes). */
+#define JW_CAP 1
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -4411,7 +4405,8 @@ jw_put(JournalWriter *w, PyObject *data)
         w->started = 1;
     }
     if (w->tail - w->done >= JW_CAP) {
-        /* (full: the oldest written first) */
+        /* (full: the oldest written first; the thread is writing it, not
+         * asleep, so nothing to wake) */
         Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&w->mu);
         while (w->head == w->done)
             pthread_cond_wait(&w->idle, &w->mu);

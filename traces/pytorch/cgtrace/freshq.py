@@ -80,6 +80,12 @@ class _Queued:
         return fact
 
 
+def _compact(q):
+    """The compact queue standing as q's last item (_fastpath.c's Compact,
+    while it holds calls), or None."""
+    return q[-1] if q and type(q[-1]) is not _Queued else None
+
+
 class _FreshQueue:
     """Recorder's deferred calls on new inputs."""
 
@@ -488,18 +494,17 @@ class _FreshQueue:
         queue's entries counted for the one that stands for them (its
         last item, _fastpath.c's Compact)."""
         fq = self._fq
-        if fq and type(fq[-1]) is not _Queued:
-            return len(fq) - 1 + len(fq[-1])
-        return len(fq)
+        cq = _compact(fq)
+        return len(fq) if cq is None else len(fq) - 1 + len(cq)
 
     def _fq_sync(self):
         """The lean path's compact queue (_fastpath.c's Compact, the
         queue's last item while it holds calls) made the _Queued objects
         it stands for, in the queue and the maps: before anything but the
         lean call looks at either."""
-        fq = self._fq
-        if fq and type(fq[-1]) is not _Queued:
-            fq[-1].sync()
+        cq = _compact(self._fq)
+        if cq is not None:
+            cq.sync()
 
     def _fq_write(self, partial=None, keep_last=False):
         """The deferred calls' records and bindings, in order, as
@@ -520,14 +525,14 @@ class _FreshQueue:
         # The compact queue (_fastpath.c's Compact, the list's last item
         # while it holds calls): its entries written as they are (fq_run),
         # not made objects, but the call kept queued at the bound.
-        cq = fq[-1] if fq and type(fq[-1]) is not _Queued else None
+        cq = _compact(fq)
         if cq is not None and keep_last and partial is None and self._fq_calls() > 1:
             fq.append(cq.take_last())
         q = fq[:]  # (in place: a failure meanwhile finds it empty)
         fq.clear()
         self._hot.fql = None  # (what the lean path compares holds for this queue only)
         held = q.pop() if keep_last and partial is None and len(q) > 1 else None
-        cq = q[-1] if q and type(q[-1]) is not _Queued else None
+        cq = _compact(q)
         objs = q[:-1] if cq is not None else q
         nq = len(objs) + (len(cq) if cq is not None else 0)
         steps = sum(map(_STEPS, objs)) + (cq.steps() if cq is not None else 0)

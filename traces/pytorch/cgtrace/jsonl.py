@@ -3,7 +3,6 @@ lines (check_record, encode_record, encode_header), and the Trace that
 holds them and writes them whole or streams them. The standard library
 alone."""
 
-import collections
 import itertools
 import json
 import os
@@ -347,15 +346,11 @@ class _Journal:
         """Hands lines to the writer thread, each to be written with a
         newline (ASCII, as a trace's are but a note's or a path's: their
         characters written in place by the thread, neither joined nor
-        encoded here), once it wrote the batch handed before; returns
-        their size in bytes. Raises the OSError of a batch handed over
-        before that failed."""
+        encoded here), once it wrote the batch handed before (one in its
+        hands at most: JournalWriter.put waits); returns their size in
+        bytes. Raises the OSError of a batch handed over before that
+        failed."""
         w = self.writer
-        if w.pending:
-            # (One batch in the thread's hands at most: a death loses the
-            # bound's calls and that batch's, however late the thread runs
-            # on a loaded machine; as a rule it wrote it long before.)
-            w.wait()
         n = w.put(tuple(lines))
         if n is None:
             n = w.put(("\n".join(lines) + "\n").encode("utf-8"))
@@ -420,11 +415,12 @@ class Trace:
         self.journal_path = None
         self.journal_end = 0
         self._defs_flushed = 0  # defs in self.defs when the journal last flushed
-        # Batches handed to the journal's writer thread and not known
-        # written: (its number, its size, its lines kept for the whole
-        # file or None), so that one that fails is in the whole file still
+        # The batch last handed to the journal's writer thread, while not
+        # known written (the one before it was, or put would have raised):
+        # (its number, its size, its lines kept for the whole file or
+        # None), so that if it failed it is in the whole file still
         # (_unhanded).
-        self._handed = collections.deque()
+        self._handed = None
 
     def stream(self, fh):
         """Writes the header to fh now, then the records made so far, and
@@ -478,7 +474,6 @@ class Trace:
             # whole file.)
             self.done.extend(keep)
             keep = None
-        handed = self._handed
         handover = handover and self.out.writer is not None
         try:
             n = self.out.hand(lines) if handover else self.out.write("\n".join(lines) + "\n")
@@ -489,51 +484,37 @@ class Trace:
             raise
         if keep is not None:
             self.journal_end += n
-        if handover:
-            w = self.out.handed
-            handed.append((w, n if keep is not None else 0, keep))
-            if len(handed) > 8:
-                self._forget_written()
-        elif handed:
-            handed.clear()  # (written in place after them: every one is in the file)
+        # (written in place after it, or handed after it: the batch before
+        # is in the file)
+        self._handed = (self.out.handed, n if keep is not None else 0, keep) if handover else None
         self.out.flush()
 
-    def _forget_written(self):
-        """The batches handed over that the file holds, forgotten."""
-        w = self.out.written()
-        handed = self._handed
-        while handed and handed[0][0] <= w:
-            handed.popleft()
-
     def _unhanded(self):
-        """After the journal's writer failed: the batches handed to it that
-        the file does not hold whole out of journal_end and kept for the
-        whole file, before the batch that met the failure."""
-        handed = self._handed
-        if not handed:
+        """After a write failed: the batch last handed to the journal's
+        writer thread, if the file does not hold it whole, out of
+        journal_end and kept for the whole file, before the batch that met
+        the failure."""
+        handed, self._handed = self._handed, None
+        if handed is None or handed[0] <= self.out.written():
             return
-        w = self.out.written()
-        lost = [b for b in handed if b[0] > w]
-        handed.clear()
-        for _, n, keep in lost:
-            self.journal_end -= n
-        for _, _, keep in lost:
-            if keep is not None:
-                self.done.extend(keep)
+        _, n, keep = handed
+        self.journal_end -= n
+        if keep is not None:
+            self.done.extend(keep)
 
     def drain(self):
         """Waits for the journal's writer thread to write what it was
-        handed (a failed write: those batches kept for the whole file, and
+        handed (a failed write: that batch kept for the whole file, and
         the OSError raised)."""
         out = self.out
-        if out is None or not self._handed:
+        if out is None or self._handed is None:
             return
         try:
             out.wait()
         except BaseException:
             self._unhanded()
             raise
-        self._handed.clear()
+        self._handed = None
 
     def add(self, rec):
         # Refuse a bad record now, with its cause. The records made on every
