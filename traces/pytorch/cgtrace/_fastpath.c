@@ -1516,6 +1516,8 @@ static int
 pop_key(PyObject *d, PyObject *key)
 {
     if (PyDict_CheckExact(d)) {
+        if (PyDict_GET_SIZE(d) == 0) /* (the key's hash not computed: a tuple's walks its items) */
+            return 0;
         int t = PyDict_Contains(d, key);
         if (t <= 0)
             return t;
@@ -3096,11 +3098,11 @@ used_has(Used *u, PyObject *name)
     if (u->set != NULL)
         return PySet_Contains(u->set, name);
     int t;
-    if ((t = PySet_Contains(u->extra, name)) != 0)
+    if (PySet_GET_SIZE(u->extra) > 0 && (t = PySet_Contains(u->extra, name)) != 0)
         return t;
     if (!PyUnicode_Check(name))
         return 0;
-    if ((t = PySet_Contains(u->skipped, name)) != 0)
+    if (PySet_GET_SIZE(u->skipped) > 0 && (t = PySet_Contains(u->skipped, name)) != 0)
         return t < 0 ? -1 : 0;
     long long v;
     if (used_next(u, name, &v) < 0)
@@ -3131,6 +3133,31 @@ used_has(Used *u, PyObject *name)
     return r < 0 ? -1 : k < v;
 }
 
+/* used_has for name, base + "_" + i, the name fq_common makes of u's base
+ * (u->base) at its own counter (*u->counter == i >= 1): the same answer
+ * without its parse of the name, whose base and number are known (the
+ * number is the base's next, so below it no more): in extra, or, not
+ * among the skipped, a base of its own already counted. 1, 0, -1. */
+static int
+used_has_fresh(Used *u, PyObject *name)
+{
+    if (u->set != NULL)
+        return used_has(u, name);
+    int t;
+    if (PySet_GET_SIZE(u->extra) > 0 && (t = PySet_Contains(u->extra, name)) != 0)
+        return t;
+    if (PySet_GET_SIZE(u->skipped) > 0 && (t = PySet_Contains(u->skipped, name)) != 0)
+        return t < 0 ? -1 : 0;
+    PyObject *n = PyDict_GET_SIZE(u->next) > 0 ? dict_get(u->next, name, zero) : Py_NewRef(zero);
+    if (n == NULL)
+        return -1;
+    long long v = PyLong_AsLongLong(n);
+    Py_DECREF(n);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    return v > 0;
+}
+
 /* used_contains(used, name): used_has's answer (tests). */
 static PyObject *
 used_contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -3140,6 +3167,29 @@ used_contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (used_of(&u, args[0]) < 0)
         return NULL;
     int t = used_has(&u, args[1]);
+    return t < 0 ? NULL : PyBool_FromLong(t);
+}
+
+/* used_contains_fresh(used, base, k): used_has_fresh's answer for
+ * base_k, k >= 1 the writer's counter of base (tests: for any k at or
+ * past base's next number, `base_k in used`). */
+static PyObject *
+used_contains_fresh(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "used_contains_fresh");
+    Used u;
+    long long k = PyLong_AsLongLong(args[2]);
+    if ((k == -1 && PyErr_Occurred()) || used_of(&u, args[0]) < 0)
+        return NULL;
+    if (k < 1 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_ValueError, "used_contains_fresh: a base (str) and k >= 1 expected");
+        return NULL;
+    }
+    u.base = args[1];
+    u.counter = &k;
+    PyObject *name = str_int(args[1], "_", k, NULL);
+    int t = name == NULL ? -1 : used_has_fresh(&u, name);
+    Py_XDECREF(name);
     return t < 0 ? NULL : PyBool_FromLong(t);
 }
 
@@ -3398,7 +3448,7 @@ fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps,
     long long *i = wr->fresh_i;
     for (;;) {
         name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
-        if (name == NULL || (t_ = used_has(&wr->u, name)) < 0)
+        if (name == NULL || (t_ = *i ? used_has_fresh(&wr->u, name) : used_has(&wr->u, name)) < 0)
             goto done;
         if (!t_)
             break;
@@ -5966,6 +6016,7 @@ static PyMethodDef methods[] = {
     FASTCALL(frame_src, "fastpath.frame_src, in C."),
     FASTCALL(probes_same, "fastpath.probes_same, in C."),
     FASTCALL(kept_same, "fastpath.kept_same, in C."),
+    FASTCALL(used_contains_fresh, "The writer's test of a name it makes of a base (tests)."),
     FASTCALL(fresh_src, "fastpath.fresh_src, in C."),
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},

@@ -235,6 +235,7 @@ class SessionTest(unittest.TestCase):
         from cgtrace.names import UsedNames, _Names
         checks, _ = fastpath.load()
         c_has = getattr(checks, "used_contains", None)
+        c_fresh = getattr(checks, "used_contains_fresh", None)
         rng = random.Random(5)
         bases = ["in", "in_1", "in_1_2", "a_0", "a_01", "x", "x_1", "x_10", "p_c3", "p_c3_1", "p_c3_2",
                  "q", "q_\u0663", "_", "_1", "b_"]
@@ -269,6 +270,14 @@ class SessionTest(unittest.TestCase):
                 self.assertEqual(name in used, name in ref, name)
                 if c_has is not None:
                     self.assertEqual(c_has(used, name), name in ref, name)
+            # (the writer's test of the names it makes of a base, at its
+            # counter: at or past the base's next number)
+            if c_fresh is not None:
+                for base in bases:
+                    first = max(used.next.get(base, 0), 1)
+                    for k in range(first, first + 4):
+                        name = "%s_%d" % (base, k)
+                        self.assertEqual(c_fresh(used, base, k), name in ref, name)
         self.assertGreater(len(stub.names_used.next), 3)
 
     def test_output_names_are_not_kept_but_never_given_again(self):
