@@ -3002,12 +3002,41 @@ enum { W_ORDER, W_EPOCH, W_SEED, W_DELS, W_CALLS, W_N };
 typedef struct {
     long long v[W_N];
     PyObject *prev; /* owned */
+    /* (fq_run's output names never taken (Writer.out_free): the output's
+     * name before as its parts, prev_pre + prev_n + prev_sfx (borrowed),
+     * prev then NULL; made a str only where one is asked for, ws_prev) */
+    long long prev_n; /* -1: prev is the name */
+    PyObject *prev_pre, *prev_sfx;
 } WState;
+
+/* The output's name before as a str (borrowed; NULL with an error). */
+static PyObject *
+ws_prev(WState *s)
+{
+    if (s->prev_n >= 0) {
+        PyObject *x = str_int(s->prev_pre, "", s->prev_n, s->prev_sfx);
+        if (x == NULL)
+            return NULL;
+        Py_XSETREF(s->prev, x);
+        s->prev_n = -1;
+    }
+    return s->prev;
+}
+
+/* The output's name before into b. 0, -1. */
+static int
+put_prev(Buf *b, WState *s)
+{
+    if (s->prev_n < 0)
+        return buf_str(b, s->prev);
+    return buf_str(b, s->prev_pre) < 0 || buf_int(b, s->prev_n) < 0 || buf_str(b, s->prev_sfx) < 0 ? -1 : 0;
+}
 
 static int
 ws_load(WState *s, PyObject *st)
 {
     s->prev = NULL;
+    s->prev_n = -1;
     for (int i = 0; i < W_N; i++) {
         long long x = PyLong_AsLongLong(PyList_GET_ITEM(st, i));
         if (x == -1 && PyErr_Occurred())
@@ -3022,7 +3051,7 @@ ws_load(WState *s, PyObject *st)
 static int
 ws_store(WState *s, PyObject *st)
 {
-    int rc = 0;
+    int rc = ws_prev(s) == NULL ? -1 : 0;
     for (int i = 0; i < W_N; i++) {
         PyObject *x = PyLong_FromLongLong(s->v[i]);
         if (x == NULL || PyList_SetItem(st, i, x) < 0)
@@ -3210,6 +3239,7 @@ typedef struct {
      * read again after. */
     long long *fresh_i;
     Used u; /* used's */
+    int out_free; /* no output name fq_run makes is taken in used (out_free_of) */
 } Writer;
 
 /* wr over st and w (fq_tail's and fq_run's, checked): 0, -1 (TypeError). */
@@ -3232,10 +3262,64 @@ writer_of(Writer *wr, PyObject *st, PyObject *w)
     for (int i = 0; i < 15; i++)
         *f[i] = PyTuple_GET_ITEM(w, i);
     wr->fresh_i = NULL;
+    wr->out_free = 0;
     if (used_of(&wr->u, wr->used) < 0)
         return -1;
     wr->u.base = wr->base;
     return 0;
+}
+
+/* 1 where s begins with prefix (both str), 0 where not, -1. */
+static int
+starts_with(PyObject *s, PyObject *prefix)
+{
+    if (!PyUnicode_Check(s))
+        return 0;
+    Py_ssize_t r = PyUnicode_Tailmatch(s, prefix, 0, PY_SSIZE_T_MAX, -1);
+    return r < 0 ? -1 : r > 0;
+}
+
+/* Whether no output name fq_run makes, prefix + N + sfx, can be taken in
+ * wr's used (used_has): sfx holds a '_', so that the base used_has parses
+ * out of such a name begins with prefix, and no name of extra, no base
+ * of next and not the run's own base begins with prefix (nothing fq_run
+ * does adds one: Session._fresh, which could, is asked only for a name
+ * taken). Then put_call_of writes the names without making them or
+ * asking used. 1, 0, -1. */
+static int
+out_free_of(Writer *wr)
+{
+    Used *u = &wr->u;
+    PyObject *prefix = wr->prefix, *sfx = wr->sfx, *k, *v;
+    if (u->set != NULL || !PyUnicode_Check(prefix) || !PyUnicode_Check(sfx))
+        return 0;
+    Py_ssize_t at = PyUnicode_FindChar(sfx, '_', 0, PyUnicode_GET_LENGTH(sfx), 1);
+    if (at == -2)
+        return -1;
+    int t;
+    if (at < 0 || (t = starts_with(wr->base, prefix)) != 0)
+        return at < 0 ? 0 : t < 0 ? -1 : 0;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(u->next, &pos, &k, &v))
+        if ((t = starts_with(k, prefix)) != 0)
+            return t < 0 ? -1 : 0;
+    if (PySet_GET_SIZE(u->extra) > 0) {
+        PyObject *it = PyObject_GetIter(u->extra), *x;
+        if (it == NULL)
+            return -1;
+        while ((x = PyIter_Next(it)) != NULL) {
+            t = starts_with(x, prefix);
+            Py_DECREF(x);
+            if (t != 0) {
+                Py_DECREF(it);
+                return t < 0 ? -1 : 0;
+            }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    return 1;
 }
 
 /* fq_run's counter of the base into fresh_next (fresh_next[base] =
@@ -3306,6 +3390,20 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
     PyObject *out = NULL;
     int rc = -1;
     s->v[W_CALLS] += 1;
+    if (wr->out_free) {
+        /* (the name not made: written by its parts, and kept so for the
+         * next call's del, prev_n) */
+        if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0
+            || buf_str(b, wr->prefix) < 0 || buf_int(b, s->v[W_CALLS]) < 0 || buf_str(b, wr->sfx) < 0
+            || put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || put_prev(b, s) < 0 || BUF_LIT(b, "\"]}") < 0)
+            return -1;
+        s->v[W_ORDER] += 1;
+        Py_CLEAR(s->prev);
+        s->prev_n = s->v[W_CALLS];
+        s->prev_pre = wr->prefix;
+        s->prev_sfx = wr->sfx;
+        return 0;
+    }
     if ((out = str_int(wr->prefix, "", s->v[W_CALLS], wr->sfx)) == NULL)
         goto done;
     /* (taken by a name _fresh made: output names are not kept) */
@@ -3323,10 +3421,11 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
         goto done;
     if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
         goto done;
-    if (put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || buf_str(b, s->prev) < 0 || BUF_LIT(b, "\"]}") < 0)
+    if (put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || put_prev(b, s) < 0 || BUF_LIT(b, "\"]}") < 0)
         goto done;
     s->v[W_ORDER] += 1;
-    Py_SETREF(s->prev, out);
+    Py_XSETREF(s->prev, out);
+    s->prev_n = -1;
     out = NULL;
     rc = 0;
 done:
@@ -3682,7 +3781,7 @@ put_fq_reads(Buf *b, PyObject *rd, WState *s)
             s->v[W_EPOCH] += 1;
             s->v[W_DELS] += 1;
         }
-        if (put_read(b, s->prev, src) < 0)
+        if (put_read(b, ws_prev(s), src) < 0)
             return -1;
     }
     return 0;
@@ -3720,6 +3819,8 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long i = 0;
     wr.fresh_i = wr.u.counter = &i;
     int r = fresh_i_get(&wr);
+    if (r == 0 && (wr.out_free = out_free_of(&wr)) < 0)
+        r = -1;
     Buf b;
     /* (a call's lines: some 600 bytes, the src twice in them) */
     buf_init(&b, (PyList_GET_SIZE(q) - k) * 1024);

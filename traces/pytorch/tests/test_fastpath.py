@@ -749,19 +749,26 @@ class FastPathTest(BuiltTest):
         self.assertEqual(sorted(got), [0, 1, 3])
         self.assertEqual([w for w, _ in got[1]], [a])
 
-    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1, base="in", fn="f", reads_at=None):
+    def writer_case(self, impl, items, used=(), fresh_next=None, devices=1, base="in", fn="f", reads_at=None,
+                    used_names=False):
         """fq_run over items (dicts of a _Queued's fields, "gone_by": the
         name of the queued call in its one group, or a list of such names,
         "other": an entry of another kind there), then fq_tail on the one
         it stops at, and on; returns everything either changed. reads_at:
         {index: [(src, deaths)]}, the host reads queued behind that call,
         deaths None or as gone_by; a call fq_run leaves with its reads
-        gets a line saying how many after fq_tail's."""
+        gets a line saying how many after fq_tail's. used_names: the
+        names made a names.UsedNames over fresh_next (as Session's), used
+        added to it, not a set."""
         from cgtrace.freshq import _Queued
+        from cgtrace.names import UsedNames
+        fresh_next = dict(fresh_next or {})
 
         class Session:
             def __init__(self):
-                self.names_used = set(used)
+                self.names_used = UsedNames(fresh_next) if used_names else set()
+                for n in used:
+                    self.names_used.add(n)
                 self.asked = []
 
             def _fresh(self, name):
@@ -813,7 +820,7 @@ class FastPathTest(BuiltTest):
         by_obj_entry = dict(by_obj)
         recs = []
         st = [10, 20, 30, 0, 5, "f_c5_0"]
-        w = (dict(fresh_next or {}), session.names_used, base, recs, by_view, by_obj, by_obj_entry, trace,
+        w = (fresh_next, session.names_used, base, recs, by_view, by_obj, by_obj_entry, trace,
              '{"op": "call", "fn": "%s", "args": ["' % fn, '"], "out": ["', fn + "_c", "_0",
              '\n{"op": "expect"}\n{"op": "del", "names": ["', session, _Queued)
         k = 0
@@ -867,6 +874,12 @@ class FastPathTest(BuiltTest):
                              for i in range(300)], {}),
             ("a huge invocation", [call(0, inv=1 << 70), call(1, inv=-5), call(2, inv=True)], {}),
             ("an output name taken", [call(0), call(1)], {"used": ["f_c6_0", "f_c7_0"], "fresh_next": {"in": 2}}),
+            # (with UsedNames, an output's name a base's own: taken; bases
+            # and a name beginning as the output names do that take none
+            # of them: "_0" is no number below a base's)
+            ("an output name a base", [call(0), call(1), call(2)], {"fresh_next": {"in": 1, "f_c7_0": 1}}),
+            ("an output name numbered", [call(0), call(1)], {"fresh_next": {"f_c6_0": 0, "f_c7": 3}}),
+            ("a base like the outputs'", [call(0), call(1)], {"fresh_next": {"f_c": 4}, "used": ["f_cx"]}),
             # (host reads queued behind calls, Recorder._queue_read: each
             # its input's del or none, with a src or none; those of a kind
             # fq_run does not write leave their call to fq_tail's way)
@@ -879,10 +892,16 @@ class FastPathTest(BuiltTest):
             ("no reads", [call(0)], {"reads_at": {}}),
         ]
         for what, items, kw in cases:
-            with self.subTest(what=what):
-                want = self.writer_case(P, items, **kw)
-                got = self.writer_case(self.C, items, **kw)
-                self.assertEqual(got, want)
+            for used_names in (False, True):
+                with self.subTest(what=what, used_names=used_names):
+                    want = self.writer_case(P, items, used_names=used_names, **kw)
+                    got = self.writer_case(self.C, items, used_names=used_names, **kw)
+                    self.assertEqual(got, want)
+        # (UsedNames: an output's name taken asks _fresh for another)
+        for what in ("an output name taken", "an output name a base"):
+            kw = next(kw for w_, _, kw in cases if w_ == what)
+            items = next(it for w_, it, _ in cases if w_ == what)
+            self.assertTrue(self.writer_case(self.C, items, used_names=True, **kw)[3], what)
         got = self.writer_case(self.C, cases[0][1])
         self.assertEqual(got[0][:5], [16, 25, 33, 2, 8])  # (order: two a call; epoch: one a call and a death)
         # One record for a run of calls, each call's lines as fq_tail
