@@ -1077,6 +1077,10 @@ typedef struct {
      * the object standing for it where one was asked for (cq_stand_in) */
     PyObject *name, *obj;
     long long order;
+    /* (name NULL: name_i > 0 says the name is the queue's name_base + "_"
+     * + name_i, not made yet (fq_run's, Writer.in_free); cq_name makes
+     * it where it is asked for) */
+    long long name_i;
 } CEntry;
 
 /* Every reference an entry holds: let go (cq_entry_clear) and visited
@@ -1091,6 +1095,7 @@ typedef struct {
     int pending;     /* e[n - 1] is the call in progress: not in the queue yet */
     Py_ssize_t done; /* the entries fq_run wrote, from the first */
     PyObject *last_name; /* the name the last entry fq_run wrote took */
+    PyObject *name_base; /* the base of the entries' names not made (CEntry.name_i) */
     PyObject *fq, *fq_ids, *fq_wrs, *fq_stor, *Queued;
     /* the entries' keys (CQ_ID: the input's id, CQ_CD: its storage), and a
      * bit of each key's set in seen (never cleared but when the queue is
@@ -2227,9 +2232,25 @@ cq_entry_clear(CEntry *e)
     CENTRY_REFS(CENTRY_CLEAR)
 #undef CENTRY_CLEAR
     e->dead_i = -1;
+    e->name_i = 0;
 }
 
 static PyObject *cq_stand_in(Compact *q, Py_ssize_t i);
+static PyObject *str_int(PyObject *head, const char *mid, long long n, PyObject *tail);
+
+/* Entry i's name, made now if fq_run wrote it by its parts (name_i):
+ * borrowed; NULL for an entry not written (no error) or with an error. */
+static PyObject *
+cq_name(Compact *q, Py_ssize_t i)
+{
+    CEntry *e = &q->e[i];
+    if (e->name == NULL && e->name_i > 0) {
+        if ((e->name = str_int(q->name_base, "_", e->name_i, NULL)) == NULL)
+            return NULL;
+        e->name_i = 0;
+    }
+    return e->name;
+}
 
 /* The queued entries [0, nq) let go, the pending one (if any) moved to the
  * first place, its death, if one of theirs, a stand-in for it
@@ -2271,6 +2292,8 @@ static PyObject *
 cq_stand_in(Compact *q, Py_ssize_t i)
 {
     CEntry *e = &q->e[i];
+    if (cq_name(q, i) == NULL && PyErr_Occurred())
+        return NULL;
     if (e->obj == NULL) {
         PyObject *t = new_plain(q->Queued);
         if (t == NULL || SSET(t, gone, Py_True) < 0 || SSET(t, wr, e->wr) < 0 || SSET(t, spec, e->spec) < 0) {
@@ -2558,6 +2581,7 @@ compact_traverse(Compact *q, visitproc visit, void *arg)
     Py_VISIT(q->fq_stor);
     Py_VISIT(q->Queued);
     Py_VISIT(q->last_name);
+    Py_VISIT(q->name_base);
     for (Py_ssize_t i = 0; i < q->n; i++) {
         CEntry *e = &q->e[i];
 #define CENTRY_VISIT(f) Py_VISIT(e->f);
@@ -2576,6 +2600,7 @@ compact_clear(Compact *q)
     Py_CLEAR(q->fq_stor);
     Py_CLEAR(q->Queued);
     Py_CLEAR(q->last_name);
+    Py_CLEAR(q->name_base);
     for (Py_ssize_t i = 0; i < q->n; i++)
         cq_entry_clear(&q->e[i]);
     q->n = 0;
@@ -2728,6 +2753,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         e->spec = Py_NewRef(PyTuple_GET_ITEM(a, 27));
         e->steps = m - cc;
         e->gone = 0;
+        e->name_i = 0;
         if ((e->inv = PyObject_GetAttr(gen, s_generation)) == NULL || (e->wr = PyWeakref_NewRef(v, died)) == NULL
             || (e->sref = Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
                                                                : PyObject_CallOneArg(sweak, stor)) == NULL
@@ -3240,6 +3266,7 @@ typedef struct {
     long long *fresh_i;
     Used u; /* used's */
     int out_free; /* no output name fq_run makes is taken in used (out_free_of) */
+    int in_free;  /* no name base_i (i >= 1) is taken in used (in_free_of): fq_common makes none */
 } Writer;
 
 /* wr over st and w (fq_tail's and fq_run's, checked): 0, -1 (TypeError). */
@@ -3262,53 +3289,48 @@ writer_of(Writer *wr, PyObject *st, PyObject *w)
     for (int i = 0; i < 15; i++)
         *f[i] = PyTuple_GET_ITEM(w, i);
     wr->fresh_i = NULL;
-    wr->out_free = 0;
+    wr->out_free = wr->in_free = 0;
     if (used_of(&wr->u, wr->used) < 0)
         return -1;
     wr->u.base = wr->base;
     return 0;
 }
 
-/* 1 where s begins with prefix (both str), 0 where not, -1. */
+/* 1 where s begins with head (both str), followed by a digit, 0 where
+ * not, -1. (A name the writer makes of head: head, a number, what
+ * follows; "in_proj_weight" is none of "in_"'s.) */
 static int
-starts_with(PyObject *s, PyObject *prefix)
+numbered_of(PyObject *s, PyObject *head)
 {
     if (!PyUnicode_Check(s))
         return 0;
-    Py_ssize_t r = PyUnicode_Tailmatch(s, prefix, 0, PY_SSIZE_T_MAX, -1);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(head);
+    if (PyUnicode_GET_LENGTH(s) <= n)
+        return 0;
+    Py_UCS4 c = PyUnicode_READ_CHAR(s, n);
+    if (c < '0' || c > '9')
+        return 0;
+    Py_ssize_t r = PyUnicode_Tailmatch(s, head, 0, PY_SSIZE_T_MAX, -1);
     return r < 0 ? -1 : r > 0;
 }
 
-/* Whether no output name fq_run makes, prefix + N + sfx, can be taken in
- * wr's used (used_has): sfx holds a '_', so that the base used_has parses
- * out of such a name begins with prefix, and no name of extra, no base
- * of next and not the run's own base begins with prefix (nothing fq_run
- * does adds one: Session._fresh, which could, is asked only for a name
- * taken). Then put_call_of writes the names without making them or
- * asking used. 1, 0, -1. */
+/* Whether no base of u's next and no name of its extra is head followed
+ * by a number (numbered_of): 1, 0, -1. */
 static int
-out_free_of(Writer *wr)
+none_numbered(Used *u, PyObject *head)
 {
-    Used *u = &wr->u;
-    PyObject *prefix = wr->prefix, *sfx = wr->sfx, *k, *v;
-    if (u->set != NULL || !PyUnicode_Check(prefix) || !PyUnicode_Check(sfx))
-        return 0;
-    Py_ssize_t at = PyUnicode_FindChar(sfx, '_', 0, PyUnicode_GET_LENGTH(sfx), 1);
-    if (at == -2)
-        return -1;
-    int t;
-    if (at < 0 || (t = starts_with(wr->base, prefix)) != 0)
-        return at < 0 ? 0 : t < 0 ? -1 : 0;
+    PyObject *k, *v;
     Py_ssize_t pos = 0;
+    int t;
     while (PyDict_Next(u->next, &pos, &k, &v))
-        if ((t = starts_with(k, prefix)) != 0)
+        if ((t = numbered_of(k, head)) != 0)
             return t < 0 ? -1 : 0;
     if (PySet_GET_SIZE(u->extra) > 0) {
         PyObject *it = PyObject_GetIter(u->extra), *x;
         if (it == NULL)
             return -1;
         while ((x = PyIter_Next(it)) != NULL) {
-            t = starts_with(x, prefix);
+            t = numbered_of(x, head);
             Py_DECREF(x);
             if (t != 0) {
                 Py_DECREF(it);
@@ -3320,6 +3342,49 @@ out_free_of(Writer *wr)
             return -1;
     }
     return 1;
+}
+
+/* Whether no output name fq_run makes, prefix + N + sfx, can be taken in
+ * wr's used (used_has): sfx holds a '_', so that the base used_has parses
+ * out of such a name is prefix + N + what precedes that '_' in sfx, and
+ * no name of extra, no base of next and not the run's own base is prefix
+ * followed by a number (nothing fq_run does adds one: Session._fresh,
+ * which could, is asked only for a name taken). Then put_call_of writes
+ * the names without making them or asking used. 1, 0, -1. */
+static int
+out_free_of(Writer *wr)
+{
+    Used *u = &wr->u;
+    PyObject *prefix = wr->prefix, *sfx = wr->sfx;
+    if (u->set != NULL || !PyUnicode_Check(prefix) || !PyUnicode_Check(sfx))
+        return 0;
+    Py_ssize_t at = PyUnicode_FindChar(sfx, '_', 0, PyUnicode_GET_LENGTH(sfx), 1);
+    if (at == -2)
+        return -1;
+    int t;
+    if (at < 0 || (t = numbered_of(wr->base, prefix)) != 0)
+        return at < 0 ? 0 : t < 0 ? -1 : 0;
+    return none_numbered(u, prefix);
+}
+
+/* Whether no name of fq_run's base, base + "_" + i (i >= 1), is taken in
+ * wr's used (used_has_fresh): no name of extra and no base of next is
+ * base + "_" followed by a number (put_call_of clears in_free where it
+ * asks Session._fresh, the only thing fq_run does that could add one).
+ * Then fq_common writes those names by their parts, without making or
+ * asking. 1, 0, -1. */
+static int
+in_free_of(Writer *wr)
+{
+    Used *u = &wr->u;
+    if (u->set != NULL || !PyUnicode_Check(wr->base))
+        return 0;
+    PyObject *head = PyUnicode_FromFormat("%U_", wr->base);
+    if (head == NULL)
+        return -1;
+    int t = none_numbered(u, head);
+    Py_DECREF(head);
+    return t;
 }
 
 /* fq_run's counter of the base into fresh_next (fresh_next[base] =
@@ -3380,12 +3445,27 @@ done:
     return rc;
 }
 
+/* A name the writer writes: the str s, or, s NULL, base + "_" + i, a
+ * name fq_run did not make (CEntry.name_i). */
+typedef struct {
+    PyObject *s, *base;
+    long long i;
+} Name;
+
+static int
+put_name(Buf *b, const Name *n)
+{
+    if (n->s != NULL)
+        return buf_str(b, n->s);
+    return buf_str(b, n->base) < 0 || BUF_LIT(b, "_") < 0 || buf_int(b, n->i) < 0 ? -1 : 0;
+}
+
 /* fastpath.fq_tail's part: t's call line, its expect and the del of the
  * output's name before, into b (after its records before, there); the
  * output's name made (_replay_names', or Session._fresh's where one it
  * made has it), st's order and calls moved. 0, -1. */
 static int
-put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Writer *wr)
+put_call_of(Buf *b, PyObject *inv, PyObject *src, const Name *name, WState *s, Writer *wr)
 {
     PyObject *out = NULL;
     int rc = -1;
@@ -3393,7 +3473,7 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
     if (wr->out_free) {
         /* (the name not made: written by its parts, and kept so for the
          * next call's del, prev_n) */
-        if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0
+        if (buf_str(b, wr->pre) < 0 || put_name(b, name) < 0 || buf_str(b, wr->post) < 0
             || buf_str(b, wr->prefix) < 0 || buf_int(b, s->v[W_CALLS]) < 0 || buf_str(b, wr->sfx) < 0
             || put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || put_prev(b, s) < 0 || BUF_LIT(b, "\"]}") < 0)
             return -1;
@@ -3411,6 +3491,9 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
     if (taken < 0)
         goto done;
     if (taken) {
+        /* (_fresh may add to what used holds: the names fq_run's in_free
+         * let be are asked about again from here) */
+        wr->in_free = 0;
         if (wr->fresh_i != NULL && fresh_i_put(wr) < 0)
             goto done;
         Py_SETREF(out, PyObject_CallMethodOneArg(wr->session, s_fresh, out));
@@ -3419,7 +3502,7 @@ put_call_of(Buf *b, PyObject *inv, PyObject *src, PyObject *name, WState *s, Wri
     }
     if (out == NULL)
         goto done;
-    if (buf_str(b, wr->pre) < 0 || buf_str(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
+    if (buf_str(b, wr->pre) < 0 || put_name(b, name) < 0 || buf_str(b, wr->post) < 0 || buf_str(b, out) < 0)
         goto done;
     if (put_tail(b, inv, src) < 0 || buf_str(b, wr->mid) < 0 || put_prev(b, s) < 0 || BUF_LIT(b, "\"]}") < 0)
         goto done;
@@ -3438,7 +3521,8 @@ static int
 put_call(Buf *b, PyObject *t, WState *s, Writer *wr)
 {
     PyObject *inv = SGET(t, inv), *src = inv == NULL ? NULL : SGET(t, src), *name = src == NULL ? NULL : SGET(t, name);
-    int rc = name == NULL ? -1 : put_call_of(b, inv, src, name, s, wr);
+    Name n = {name, NULL, 0};
+    int rc = name == NULL ? -1 : put_call_of(b, inv, src, &n, s, wr);
     Py_XDECREF(inv);
     Py_XDECREF(src);
     Py_XDECREF(name);
@@ -3522,14 +3606,16 @@ one_gone(PyObject *groups, PyObject *Queued, long long *j)
 /* A common call's records into b (fq_one's for a _Queued, fq_entry's for
  * a compact queue's entry): the steps, with the del of the one input that
  * died before it (ename, its step j; NULL: none), its new tensor, its
- * call; the name it takes and its order, *name_out (new) and *order_out.
- * 0, -1. */
+ * call; the name it takes and its order, *name_out (its s a new
+ * reference; with lazy, where wr->in_free says no base_i is taken, s
+ * NULL: base_i not made) and *order_out. 0, -1. */
 static int
-fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps, PyObject *tmpl, PyObject *cd,
+fq_common(Buf *b, PyObject *spec, const Name *ename, long long j, long long steps, PyObject *tmpl, PyObject *cd,
           PyObject *oid, PyObject *inv, PyObject *src, WState *s, Writer *wr, PyObject **dev_seen,
-          PyObject **name_out, long long *order_out)
+          Name *name_out, long long *order_out, int lazy)
 {
     PyObject *name = NULL, *vk = NULL;
+    Name nm = {NULL, wr->base, 0};
     int rc = -1, t_;
     if (ename == NULL) {
         if (put_steps(b, steps) < 0)
@@ -3539,22 +3625,27 @@ fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps,
          * rest; a negative count repeats nothing.) */
         s->v[W_EPOCH] += 1;
         s->v[W_DELS] += 1;
-        if (put_steps(b, j) < 0 || BUF_LIT(b, "{\"op\": \"del\", \"names\": [\"") < 0 || buf_str(b, ename) < 0
+        if (put_steps(b, j) < 0 || BUF_LIT(b, "{\"op\": \"del\", \"names\": [\"") < 0 || put_name(b, ename) < 0
             || BUF_LIT(b, "\"]}\n") < 0 || put_steps(b, steps - j) < 0)
             goto done;
     }
-    /* name: Session._fresh's, base or base_i, the first not taken */
+    /* name: Session._fresh's, base or base_i, the first not taken (where
+     * none is, base_i by its parts: nm.i) */
     long long *i = wr->fresh_i;
-    for (;;) {
-        name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
-        if (name == NULL || (t_ = *i ? used_has_fresh(&wr->u, name) : used_has(&wr->u, name)) < 0)
-            goto done;
-        if (!t_)
-            break;
-        Py_CLEAR(name);
-        *i += 1;
-    }
-    if (used_add(&wr->u, name) < 0)
+    if (lazy && wr->in_free && *i > 0)
+        nm.i = *i; /* (not taken: in_free) */
+    else
+        for (;;) {
+            name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
+            if (name == NULL || (t_ = *i ? used_has_fresh(&wr->u, name) : used_has(&wr->u, name)) < 0)
+                goto done;
+            if (!t_)
+                break;
+            Py_CLEAR(name);
+            *i += 1;
+        }
+    nm.s = name;
+    if (name != NULL && used_add(&wr->u, name) < 0)
         goto done;
     *i += 1;
     s->v[W_SEED] += 1;
@@ -3562,7 +3653,7 @@ fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps,
         PyErr_SetString(PyExc_TypeError, "tmpl: a tuple of 3 expected");
         goto done;
     }
-    if (buf_str(b, PyTuple_GET_ITEM(tmpl, 0)) < 0 || buf_str(b, name) < 0 || buf_str(b, PyTuple_GET_ITEM(tmpl, 1)) < 0
+    if (buf_str(b, PyTuple_GET_ITEM(tmpl, 0)) < 0 || put_name(b, &nm) < 0 || buf_str(b, PyTuple_GET_ITEM(tmpl, 1)) < 0
         || buf_int(b, s->v[W_SEED]) < 0 || buf_str(b, PyTuple_GET_ITEM(tmpl, 2)) < 0 || BUF_LIT(b, "\n") < 0)
         goto done;
     /* if spec[2]: trace.devices = max(trace.devices, spec[2] + 1); once
@@ -3603,9 +3694,9 @@ fq_common(Buf *b, PyObject *spec, PyObject *ename, long long j, long long steps,
     }
     if (pop_key(wr->by_view, vk) < 0 || pop_key(wr->by_obj, oid) < 0 || pop_key(wr->by_obj_entry, oid) < 0)
         goto done;
-    if (put_call_of(b, inv, src, name, s, wr) < 0)
+    if (put_call_of(b, inv, src, &nm, s, wr) < 0)
         goto done;
-    *name_out = name;
+    *name_out = nm;
     name = NULL;
     rc = 0;
 done:
@@ -3642,8 +3733,11 @@ fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
     if ((tmpl = SGET(t, tmpl)) == NULL || (cd = SGET(t, cd)) == NULL || (oid = SGET(t, oid)) == NULL
         || (inv = SGET(t, inv)) == NULL || (src = SGET(t, src)) == NULL)
         goto done;
-    if (fq_common(b, spec, ename, j, steps, tmpl, cd, oid, inv, src, s, wr, dev_seen, &name, &ord) < 0)
+    Name en = {ename, NULL, 0}, nm;
+    if (fq_common(b, spec, ename != NULL ? &en : NULL, j, steps, tmpl, cd, oid, inv, src, s, wr, dev_seen, &nm, &ord,
+                  0) < 0)
         goto done;
+    name = nm.s;
     if (SSET(t, name, name) < 0 || (order = PyLong_FromLongLong(ord)) == NULL || SSET(t, order, order) < 0)
         goto done;
     rc = 1;
@@ -3669,24 +3763,31 @@ fq_entry(Buf *b, Compact *q, Py_ssize_t i, WState *s, Writer *wr, PyObject **dev
 {
     CEntry *e = &q->e[i];
     PyObject *ename = NULL;
+    Name en = {NULL, q->name_base, 0};
     if (!e->gone || e->groups != NULL)
         return 0;
     if (e->dead_wr != NULL) {
-        if (e->dead_i >= 0)
+        if (e->dead_i >= 0) {
+            /* (an entry written: its name, or its parts where not made) */
             ename = Py_XNewRef(q->e[e->dead_i].name);
-        else if ((PyObject *)Py_TYPE(e->dead_obj) == wr->Queued && (ename = SGET(e->dead_obj, name)) == NULL)
+            en.i = q->e[e->dead_i].name_i;
+        } else if ((PyObject *)Py_TYPE(e->dead_obj) == wr->Queued && (ename = SGET(e->dead_obj, name)) == NULL)
             return -1;
-        if (ename == NULL)
+        if (ename == NULL && en.i <= 0)
             return 0;
+        en.s = ename;
     }
-    PyObject *name = NULL;
+    Name nm;
     long long ord;
-    int rc = fq_common(b, e->spec, ename, e->dead_j, e->steps, e->tmpl, e->cd, e->oid, e->inv, e->src, s, wr,
-                       dev_seen, &name, &ord);
+    int rc = fq_common(b, e->spec, e->dead_wr != NULL ? &en : NULL, e->dead_j, e->steps, e->tmpl, e->cd, e->oid,
+                       e->inv, e->src, s, wr, dev_seen, &nm, &ord, 1);
     Py_XDECREF(ename);
     if (rc < 0)
         return -1;
-    Py_XSETREF(e->name, name);
+    Py_XSETREF(e->name, nm.s);
+    e->name_i = nm.s == NULL ? nm.i : 0;
+    if (nm.s == NULL && q->name_base != wr->base)
+        Py_XSETREF(q->name_base, Py_NewRef(wr->base));
     e->order = ord;
     if (e->obj != NULL && cq_stand_in(q, i) == NULL)
         return -1;
@@ -3819,7 +3920,7 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long i = 0;
     wr.fresh_i = wr.u.counter = &i;
     int r = fresh_i_get(&wr);
-    if (r == 0 && (wr.out_free = out_free_of(&wr)) < 0)
+    if (r == 0 && ((wr.out_free = out_free_of(&wr)) < 0 || (wr.in_free = in_free_of(&wr)) < 0))
         r = -1;
     Buf b;
     /* (a call's lines: some 600 bytes, the src twice in them) */
@@ -3835,7 +3936,7 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
              * up to the first that is not the common call (then k stays
              * here: _fq_write makes the rest objects, Compact.rest) */
             Compact *cq = (Compact *)PyList_GET_ITEM(q, k);
-            Py_ssize_t nq = cq->n - cq->pending;
+            Py_ssize_t nq = cq->n - cq->pending, done0 = cq->done;
             r = 1;
             while (cq->done < nq) {
                 Py_ssize_t m = b.n;
@@ -3846,9 +3947,17 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                     b.n = m;
                     break;
                 }
-                Py_XSETREF(cq->last_name, Py_NewRef(cq->e[cq->done].name));
                 cq->done++;
                 wrote = 1;
+            }
+            if (cq->done > done0) {
+                /* (the last entry written: its name, made now if it was
+                 * written by its parts) */
+                PyObject *ln = cq_name(cq, cq->done - 1);
+                if (ln == NULL)
+                    r = -1;
+                else
+                    Py_XSETREF(cq->last_name, Py_NewRef(ln));
             }
             if (r <= 0 || (r = cq_consumed(cq)) < 0)
                 break;

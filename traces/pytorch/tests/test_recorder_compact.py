@@ -35,12 +35,12 @@ class CompactQueueTest(FakeTorchTest):
         if os.environ.get("CGTRACE_COMPACT") == "0" or os.environ.get("CGTRACE_DEFER") == "0":
             self.skipTest("the compact queue turned off")
 
-    def three_ways(self, body, calls=150):
+    def three_ways(self, body, calls=150, at_start=None):
         """body(mgr, f, g, w, i, keep) run for i in range(calls) inside a
         recording, three ways (module docstring); each way's trace lines
         and fresh-path calls. keep: a dict the body may hold tensors in
         across calls. self.seen: what the default recording's loop saw of
-        the queue after each call."""
+        the queue after each call. at_start(rec): before the loop."""
         seen = []
 
         def loop(path):
@@ -54,6 +54,8 @@ class CompactQueueTest(FakeTorchTest):
             w = Tensor([8, 8])
             keep = {}
             with cgtrace.record(path) as rec:
+                if at_start is not None:
+                    at_start(rec)
                 for i in range(calls):
                     cgt.mark_step_begin()
                     _invocation()
@@ -159,6 +161,27 @@ class CompactQueueTest(FakeTorchTest):
 
         self.three_ways(body)
         self.assert_compact_held(5)
+
+    def test_names_a_loop_makes_taken_by_other_bases(self):
+        # (tensors named as the loop's inputs will be, in_40 and in_41,
+        # and one named as an output of the loop's will be, made by
+        # Session._fresh for bases of their own (a module's parameter
+        # named so): the writer passes over them as the general path
+        # does, and takes in_proj and in_x_2 for none of its names)
+        def at_start(rec):
+            for base in ("in_40", "in_41", "in_proj", "in_x_2", "body_0_c90_0"):
+                rec.session._fresh(base)
+
+        def body(mgr, f, g, w, i, keep):
+            x = Tensor([16, 8])
+            keep["y"], = mgr._run([w, x], f)
+
+        lines = self.three_ways(body, at_start=at_start)
+        self.assert_compact_held(40)
+        made = [ln for ln in lines if '"op": "tensor"' in ln]
+        self.assertTrue(any('"in_42"' in ln for ln in made))
+        self.assertFalse(any('"in_40"' in ln or '"in_41"' in ln for ln in made))
+        self.assertTrue(any('"out": ["body_0_c90_0_1"]' in ln for ln in lines))
 
     def test_more_calls_queued_than_the_array_holds(self):
         # (a bound past the Compact's 256 entries: the 257th call makes the
