@@ -3128,6 +3128,23 @@ used_of(Used *u, PyObject *used)
     return 0;
 }
 
+/* *v = d.get(key, 0), an int (a base's number: UsedNames.next,
+ * Session._fresh_next). 0, -1. */
+static int
+number_of(PyObject *d, PyObject *key, long long *v)
+{
+    if (PyDict_CheckExact(d) && PyDict_GET_SIZE(d) == 0) {
+        *v = 0;
+        return 0;
+    }
+    PyObject *n = dict_get(d, key, zero);
+    if (n == NULL)
+        return -1;
+    *v = PyLong_AsLongLong(n);
+    Py_DECREF(n);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* A base's next number in u (0 where none). 0, -1. */
 static int
 used_next(Used *u, PyObject *base, long long *v)
@@ -3138,12 +3155,7 @@ used_next(Used *u, PyObject *base, long long *v)
     }
     if (PyErr_Occurred())
         return -1;
-    PyObject *n = dict_get(u->next, base, zero);
-    if (n == NULL)
-        return -1;
-    *v = PyLong_AsLongLong(n);
-    Py_DECREF(n);
-    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    return number_of(u->next, base, v);
 }
 
 /* `name in used` (names.UsedNames.__contains__'s rule): 1, 0, -1. */
@@ -3203,14 +3215,8 @@ used_has_fresh(Used *u, PyObject *name)
         return t;
     if (PySet_GET_SIZE(u->skipped) > 0 && (t = PySet_Contains(u->skipped, name)) != 0)
         return t < 0 ? -1 : 0;
-    PyObject *n = PyDict_GET_SIZE(u->next) > 0 ? dict_get(u->next, name, zero) : Py_NewRef(zero);
-    if (n == NULL)
-        return -1;
-    long long v = PyLong_AsLongLong(n);
-    Py_DECREF(n);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    return v > 0;
+    long long v;
+    return number_of(u->next, name, &v) < 0 ? -1 : v > 0;
 }
 
 /* used_contains(used, name): used_has's answer (tests). */
@@ -3402,15 +3408,7 @@ fresh_i_put(Writer *wr)
 static int
 fresh_i_get(Writer *wr)
 {
-    PyObject *io = dict_get(wr->fresh_next, wr->base, zero);
-    if (io == NULL)
-        return -1;
-    long long i = PyLong_AsLongLong(io);
-    Py_DECREF(io);
-    if (i == -1 && PyErr_Occurred())
-        return -1;
-    *wr->fresh_i = i;
-    return 0;
+    return number_of(wr->fresh_next, wr->base, wr->fresh_i);
 }
 
 /* deferred._call_tail(inv, src) into b: the call line's end after its
