@@ -3948,9 +3948,9 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 cq->done++;
                 wrote = 1;
             }
-            if (cq->done > done0) {
+            if (r >= 0 && cq->done > done0) {
                 /* (the last entry written: its name, made now if it was
-                 * written by its parts) */
+                 * written by its parts; not with an error already raised) */
                 PyObject *ln = cq_name(cq, cq->done - 1);
                 if (ln == NULL)
                     r = -1;
