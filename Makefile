@@ -109,10 +109,15 @@ unit-serial: graphviz-helper
 
 pyunit:
 	python3 -m unittest discover traces/pytorch/tests
-	@# (test_recorder_raised.py needs sys.monitoring: Python 3.12 on, where there is one)
-	@py=$$(for p in python3 python3.13 python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null); do $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { echo $$p; break; }; done); \
-	if [ -n "$$py" ]; then echo "$$py -m unittest test_recorder_raised"; (cd traces/pytorch/tests && $$py -m unittest test_recorder_raised); \
-	else echo "pyunit: no Python 3.12 or later here: test_recorder_raised.py (an eager op's overwritten error) not run"; fi
+	@# (test_recorder_raised.py needs sys.monitoring: Python 3.12 on, under each
+	@# minor version here, one interpreter each: 3.13 reports a raise's offset
+	@# otherwise than 3.12)
+	@seen=; for p in python3 python3.13 python3.12 $$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null); do \
+	  v=$$($$p -c 'import sys; print("%d.%d" % sys.version_info[:2]) if sys.version_info >= (3, 12) else sys.exit(1)' 2>/dev/null) || continue; \
+	  case " $$seen " in *" $$v "*) continue;; esac; seen="$$seen $$v"; \
+	  echo "$$p -m unittest test_recorder_raised ($$v)"; (cd traces/pytorch/tests && $$p -m unittest test_recorder_raised) || exit 1; \
+	done; \
+	[ -n "$$seen" ] || echo "pyunit: no Python 3.12 or later here: test_recorder_raised.py (an eager op's overwritten error) not run"
 	python3 -m unittest discover tools/gpu/tests
 	bash traces/pytorch/tests/venv_check.sh
 	bash tools/recorder-asan.sh

@@ -364,6 +364,11 @@ class _Raised:
         try:
             if frame.f_code is not code:
                 return
+            # (3.13 reports a frame the error unwinds through one code
+            # unit before its call, the instruction before it then, which
+            # loads only the call's arguments; f_lasti is the call's, as
+            # 3.12's offset is)
+            offset = max(offset, frame.f_lasti)
             name = self._overwritten_output(frame, code, offset, msg)
             if name is None:
                 return  # (the next frame out may hold it)
