@@ -3158,9 +3158,13 @@ used_next(Used *u, PyObject *base, long long *v)
     return number_of(u->next, base, v);
 }
 
-/* `name in used` (names.UsedNames.__contains__'s rule): 1, 0, -1. */
+/* `name in used` (names.UsedNames.__contains__'s rule): 1, 0, -1. made:
+ * name is base + "_" + i, the name fq_common makes of u's base at its
+ * own counter (*u->counter == i >= 1), whose base and number are known
+ * (the number the base's next, so below it no more): not parsed again,
+ * taken only if in extra or, not among the skipped, a base of its own. */
 static int
-used_has(Used *u, PyObject *name)
+used_has_as(Used *u, PyObject *name, int made)
 {
     if (u->set != NULL)
         return PySet_Contains(u->set, name);
@@ -3172,10 +3176,10 @@ used_has(Used *u, PyObject *name)
     if (PySet_GET_SIZE(u->skipped) > 0 && (t = PySet_Contains(u->skipped, name)) != 0)
         return t < 0 ? -1 : 0;
     long long v;
-    if (used_next(u, name, &v) < 0)
+    if ((made ? number_of(u->next, name, &v) : used_next(u, name, &v)) < 0)
         return -1;
-    if (v > 0)
-        return 1;
+    if (v > 0 || made)
+        return v > 0;
     /* base + "_" + k, k >= 1 in ASCII digits without a leading zero, below
      * base's next number */
     Py_ssize_t n = PyUnicode_GET_LENGTH(name), i = PyUnicode_FindChar(name, '_', 0, n, -1);
@@ -3200,23 +3204,10 @@ used_has(Used *u, PyObject *name)
     return r < 0 ? -1 : k < v;
 }
 
-/* used_has for name, base + "_" + i, the name fq_common makes of u's base
- * (u->base) at its own counter (*u->counter == i >= 1): the same answer
- * without its parse of the name, whose base and number are known (the
- * number is the base's next, so below it no more): in extra, or, not
- * among the skipped, a base of its own already counted. 1, 0, -1. */
 static int
-used_has_fresh(Used *u, PyObject *name)
+used_has(Used *u, PyObject *name)
 {
-    if (u->set != NULL)
-        return used_has(u, name);
-    int t;
-    if (PySet_GET_SIZE(u->extra) > 0 && (t = PySet_Contains(u->extra, name)) != 0)
-        return t;
-    if (PySet_GET_SIZE(u->skipped) > 0 && (t = PySet_Contains(u->skipped, name)) != 0)
-        return t < 0 ? -1 : 0;
-    long long v;
-    return number_of(u->next, name, &v) < 0 ? -1 : v > 0;
+    return used_has_as(u, name, 0);
 }
 
 /* used_contains(used, name): used_has's answer (tests). */
@@ -3231,7 +3222,7 @@ used_contains(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return t < 0 ? NULL : PyBool_FromLong(t);
 }
 
-/* used_contains_fresh(used, base, k): used_has_fresh's answer for
+/* used_contains_fresh(used, base, k): used_has_as's answer (made) for
  * base_k, k >= 1 the writer's counter of base (tests: for any k at or
  * past base's next number, `base_k in used`). */
 static PyObject *
@@ -3249,7 +3240,7 @@ used_contains_fresh(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     u.base = args[1];
     u.counter = &k;
     PyObject *name = str_int(args[1], "_", k, NULL);
-    int t = name == NULL ? -1 : used_has_fresh(&u, name);
+    int t = name == NULL ? -1 : used_has_as(&u, name, 1);
     Py_XDECREF(name);
     return t < 0 ? NULL : PyBool_FromLong(t);
 }
@@ -3271,8 +3262,9 @@ typedef struct {
      * read again after. */
     long long *fresh_i;
     Used u; /* used's */
-    int out_free; /* no output name fq_run makes is taken in used (out_free_of) */
-    int in_free;  /* no name base_i (i >= 1) is taken in used (in_free_of): fq_common makes none */
+    /* (writer_free's: no output name fq_run makes, and no name base_i,
+     * i >= 1, is taken in used; those written by their parts) */
+    int out_free, in_free;
 } Writer;
 
 /* wr over st and w (fq_tail's and fq_run's, checked): 0, -1 (TypeError). */
@@ -3320,77 +3312,80 @@ numbered_of(PyObject *s, PyObject *head)
     return r < 0 ? -1 : r > 0;
 }
 
-/* Whether no base of u's next and no name of its extra is head followed
- * by a number (numbered_of): 1, 0, -1. */
+/* ok[j] = 0 for each head j (of n; NULL: none) that name is, followed by
+ * a number (numbered_of). 0, -1. */
 static int
-none_numbered(Used *u, PyObject *head)
+heads_of(PyObject *name, PyObject *const *heads, int *ok, int n)
+{
+    for (int j = 0; j < n; j++) {
+        int t = heads[j] == NULL || !ok[j] ? 0 : numbered_of(name, heads[j]);
+        if (t < 0)
+            return -1;
+        if (t)
+            ok[j] = 0;
+    }
+    return 0;
+}
+
+/* heads_of for every base of u's next and every name of its extra, each
+ * looked at once for all the heads. 0, -1. */
+static int
+numbered_heads(Used *u, PyObject *const *heads, int *ok, int n)
 {
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    int t;
     while (PyDict_Next(u->next, &pos, &k, &v))
-        if ((t = numbered_of(k, head)) != 0)
-            return t < 0 ? -1 : 0;
-    if (PySet_GET_SIZE(u->extra) > 0) {
-        PyObject *it = PyObject_GetIter(u->extra), *x;
-        if (it == NULL)
+        if (heads_of(k, heads, ok, n) < 0)
             return -1;
-        while ((x = PyIter_Next(it)) != NULL) {
-            t = numbered_of(x, head);
-            Py_DECREF(x);
-            if (t != 0) {
-                Py_DECREF(it);
-                return t < 0 ? -1 : 0;
-            }
-        }
-        Py_DECREF(it);
-        if (PyErr_Occurred())
-            return -1;
+    if (PySet_GET_SIZE(u->extra) == 0)
+        return 0;
+    PyObject *it = PyObject_GetIter(u->extra), *x;
+    if (it == NULL)
+        return -1;
+    int rc = 0;
+    while (rc == 0 && (x = PyIter_Next(it)) != NULL) {
+        rc = heads_of(x, heads, ok, n);
+        Py_DECREF(x);
     }
-    return 1;
+    Py_DECREF(it);
+    return rc < 0 || PyErr_Occurred() ? -1 : 0;
 }
 
-/* Whether no output name fq_run makes, prefix + N + sfx, can be taken in
- * wr's used (used_has): sfx holds a '_', so that the base used_has parses
- * out of such a name is prefix + N + what precedes that '_' in sfx, and
- * no name of extra, no base of next and not the run's own base is prefix
- * followed by a number (nothing fq_run does adds one: Session._fresh,
- * which could, is asked only for a name taken). Then put_call_of writes
- * the names without making them or asking used. 1, 0, -1. */
+/* Which names fq_run makes may be written by their parts, none being
+ * taken in wr's used (the numbers of names fq_run would otherwise make
+ * and ask about; nothing fq_run does adds one but Session._fresh, asked
+ * only for a name taken, after which put_call_of clears in_free):
+ * out_free, the output names prefix + N + sfx (used_has): sfx holds a
+ * '_', so that the base used_has parses out of such a name is prefix +
+ * N + what precedes that '_' in sfx, and no name of extra, no base of
+ * next and not the run's own base is prefix followed by a number;
+ * in_free, the names base + "_" + i, i >= 1 (used_has_as, made): no name
+ * of extra and no base of next is base + "_" followed by a number.
+ * 0, -1. */
 static int
-out_free_of(Writer *wr)
+writer_free(Writer *wr)
 {
     Used *u = &wr->u;
-    PyObject *prefix = wr->prefix, *sfx = wr->sfx;
-    if (u->set != NULL || !PyUnicode_Check(prefix) || !PyUnicode_Check(sfx))
+    PyObject *prefix = wr->prefix, *sfx = wr->sfx, *heads[2] = {NULL, NULL};
+    int ok[2] = {1, 1};
+    wr->out_free = wr->in_free = 0;
+    if (u->set != NULL)
         return 0;
-    Py_ssize_t at = PyUnicode_FindChar(sfx, '_', 0, PyUnicode_GET_LENGTH(sfx), 1);
-    if (at == -2)
+    if (PyUnicode_Check(prefix) && PyUnicode_Check(sfx)) {
+        Py_ssize_t at = PyUnicode_FindChar(sfx, '_', 0, PyUnicode_GET_LENGTH(sfx), 1);
+        int t = at < 0 ? 0 : numbered_of(wr->base, prefix);
+        if (at == -2 || t < 0)
+            return -1;
+        if (at >= 0 && !t)
+            heads[0] = prefix;
+    }
+    if (PyUnicode_Check(wr->base) && (heads[1] = PyUnicode_FromFormat("%U_", wr->base)) == NULL)
         return -1;
-    int t;
-    if (at < 0 || (t = numbered_of(wr->base, prefix)) != 0)
-        return at < 0 ? 0 : t < 0 ? -1 : 0;
-    return none_numbered(u, prefix);
-}
-
-/* Whether no name of fq_run's base, base + "_" + i (i >= 1), is taken in
- * wr's used (used_has_fresh): no name of extra and no base of next is
- * base + "_" followed by a number (put_call_of clears in_free where it
- * asks Session._fresh, the only thing fq_run does that could add one).
- * Then fq_common writes those names by their parts, without making or
- * asking. 1, 0, -1. */
-static int
-in_free_of(Writer *wr)
-{
-    Used *u = &wr->u;
-    if (u->set != NULL || !PyUnicode_Check(wr->base))
-        return 0;
-    PyObject *head = PyUnicode_FromFormat("%U_", wr->base);
-    if (head == NULL)
-        return -1;
-    int t = none_numbered(u, head);
-    Py_DECREF(head);
-    return t;
+    int rc = heads[0] == NULL && heads[1] == NULL ? 0 : numbered_heads(u, heads, ok, 2);
+    wr->out_free = rc == 0 && heads[0] != NULL && ok[0];
+    wr->in_free = rc == 0 && heads[1] != NULL && ok[1];
+    Py_XDECREF(heads[1]);
+    return rc;
 }
 
 /* fq_run's counter of the base into fresh_next (fresh_next[base] =
@@ -3635,7 +3630,7 @@ fq_common(Buf *b, PyObject *spec, const Name *ename, long long j, long long step
     else
         for (;;) {
             name = *i ? str_int(wr->base, "_", *i, NULL) : Py_NewRef(wr->base);
-            if (name == NULL || (t_ = *i ? used_has_fresh(&wr->u, name) : used_has(&wr->u, name)) < 0)
+            if (name == NULL || (t_ = used_has_as(&wr->u, name, *i > 0)) < 0)
                 goto done;
             if (!t_)
                 break;
@@ -3918,8 +3913,8 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long long i = 0;
     wr.fresh_i = wr.u.counter = &i;
     int r = fresh_i_get(&wr);
-    if (r == 0 && ((wr.out_free = out_free_of(&wr)) < 0 || (wr.in_free = in_free_of(&wr)) < 0))
-        r = -1;
+    if (r == 0)
+        r = writer_free(&wr);
     Buf b;
     /* (a call's lines: some 600 bytes, the src twice in them) */
     buf_init(&b, (PyList_GET_SIZE(q) - k) * 1024);
