@@ -1447,8 +1447,18 @@ def load_baseline(path):
     "hooks": the recorder's wrappers of the tree's per-call entry points
     with nothing in them (hooks_only); or "cut:NAME": this checkout's with
     its C module built to stop a new-input call at one point (built_module
-    with -DCGT_CUT, CUTS)."""
+    with -DCGT_CUT, CUTS); or "so:PATH": this checkout's with its C module
+    loaded from the build at PATH (the same source compiled otherwise: a
+    profile-guided build, other flags)."""
     import importlib.util
+    if path.startswith("so:"):
+        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
+        fp = sys.modules["cgtrace_baseline.fastpath"]
+        try:
+            fp._loaded["got"] = (fp._import_built("_cgtrace_fastpath", os.path.abspath(path[3:]), fp.API), None)
+        except (OSError, ImportError) as e:
+            raise SystemExit("recorder-overhead: --baseline %s: %s" % (path, e))
+        return mod
     if path == "hooks":
         return hooks_only()
     if path.startswith("cut:"):
@@ -1514,7 +1524,8 @@ def main(argv=None):
                         "tree's per-call entry points that do nothing but call them (the floor); or cut:wrapper, "
                         "cut:entry, cut:floor, cut:checks, cut:queue: this checkout's recorder whose new-input "
                         "call stops at that point "
-                        "(CUTS; read the median call)")
+                        "(CUTS; read the median call); or so:PATH: this checkout's recorder with its C module "
+                        "loaded from the build at PATH (the same _fastpath.c compiled otherwise)")
     p.add_argument("--read-every", type=int, default=0, metavar="N",
                    help="a host read of the output (.item() of an element) after every N-th call or step, in "
                         "both loops alike, as a loop that logs its loss or looks at its token has it (0: none)")

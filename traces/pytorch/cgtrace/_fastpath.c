@@ -1073,6 +1073,9 @@ typedef struct {
     Py_ssize_t dead_i;  /* it is this queue's entry dead_i (-1: no death) */
     long long steps, dead_j;
     int gone;
+    /* which of the session's maps had a stale key of the input when it
+     * was checked (STALE_*, fresh_input_impl), the writer's pops of them */
+    int stale;
     /* written by fq_run (fq_entry): the name it took and its order, and
      * the object standing for it where one was asked for (cq_stand_in) */
     PyObject *name, *obj;
@@ -1106,6 +1109,17 @@ typedef struct {
 } Compact;
 
 enum { CQ_ID, CQ_CD };
+
+/* A new input's keys the session's maps held when the lean path checked
+ * it (fresh_input_impl): by_obj_entry its id (so by_obj too: the two
+ * have one set of keys), by_view its view key. Only the general path
+ * adds keys to them, and it writes the queue before it runs (Recorder's
+ * _settle), so a key a queued input's check did not find is not there
+ * when the writer comes to the input's death, and the writer's pops of
+ * the stale keys a _bind would have overwritten (fq_common) are not
+ * asked for: three lookups of maps as large as a model's parameters and
+ * a key tuple an entry, the maps' lines cold at the queue's bound. */
+enum { STALE_OBJ = 1, STALE_VIEW = 2 };
 
 static PyTypeObject CompactType;
 
@@ -1210,7 +1224,7 @@ queued_storage_live(PyObject *fq_stor, PyObject *cd)
  * the new input is taken; Py_None (new) when not; NULL on an error. */
 static PyObject *
 fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, PyObject **oid_out,
-                 PyObject **ptr_out, Compact *q)
+                 PyObject **ptr_out, int *stale_out, Compact *q)
 {
     PyObject *strided = PyTuple_GET_ITEM(maps, 0), *by_obj_entry = PyTuple_GET_ITEM(maps, 1),
              *by_view = PyTuple_GET_ITEM(maps, 2), *entries = PyTuple_GET_ITEM(maps, 3),
@@ -1219,7 +1233,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
              *new_input = PyTuple_GET_ITEM(maps, 8);
     PyObject *shape = PyTuple_GET_ITEM(a, A_SHAPE), *stride = PyTuple_GET_ITEM(a, A_STRIDE);
     PyObject *stor = NULL, *cd = NULL, *oid = NULL, *e = NULL, *x = NULL, *vk = NULL, *res = NULL, *ptr = NULL;
-    int t;
+    int t, stale = 0;
     if (new_input != Py_None) {
         /* cpp.new_input: the checks below and the storage's handle and
          * size, and the data pointer, in one call through libtorch's C++
@@ -1257,6 +1271,8 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         goto error;
     if (e != Py_None && (t = entry_of(e, v)) != 0)
         goto decided;
+    if (e != Py_None)
+        stale |= STALE_OBJ;
     Py_CLEAR(e);
     if (new_input == Py_None) /* (new_input compared it) */
         TRY(attr_cmp(stor, s_nbytes, 1, PyTuple_GET_ITEM(a, A_NBYTES)));
@@ -1268,6 +1284,8 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     if ((t = x == Py_None ? 0 : PySequence_Contains(entries, x)) != 0
         || (t = PySequence_Contains(dead_cached, vk)) != 0)
         goto decided;
+    if (x != Py_None)
+        stale |= STALE_VIEW;
     Py_CLEAR(x);
     if ((x = dict_get(by_storage, cd, NULL)) == NULL)
         goto error;
@@ -1291,6 +1309,7 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
     *cd_out = cd;
     *oid_out = oid;
     *ptr_out = ptr;
+    *stale_out = stale;
     cd = oid = ptr = NULL;
     res = stor;
     stor = NULL;
@@ -1318,7 +1337,8 @@ fresh_input(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (check_tuple(args[1], A_LEN, "fresh_input: a") < 0 || check_tuple(args[2], 9, "fresh_input: maps") < 0)
         return NULL;
     PyObject *cd = NULL, *oid = NULL, *ptr = NULL;
-    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid, &ptr, NULL);
+    int stale;
+    PyObject *stor = fresh_input_impl(args[0], args[1], args[2], &cd, &oid, &ptr, &stale, NULL);
     if (stor == NULL || stor == Py_None)
         return stor;
     /* (sobj, cd, ptr): what fastpath.fresh_input answers */
@@ -2002,7 +2022,7 @@ static int
 fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, PyObject *c, PyObject *mc,
              PyObject **v_out, PyObject **stor_out, PyObject **cd_out, PyObject **oid_out, PyObject **ptr_out,
              PyObject **groups_out, Py_ssize_t *k_out, PyObject **left_out, Py_ssize_t up, Compact *q,
-             CEntry *death)
+             CEntry *death, int *stale_out)
 {
     PyObject *hot = PyTuple_GET_ITEM(ctx, 0), *knobs = PyTuple_GET_ITEM(ctx, 2), *own = PyTuple_GET_ITEM(ctx, 3),
              *maps = PyTuple_GET_ITEM(ctx, 4), *entries = PyTuple_GET_ITEM(ctx, 5),
@@ -2085,7 +2105,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     /* v = new_inputs[a[12]]; stor = fresh_input(v, a, maps) (its cd and
      * oid with it); polled_alive(a[22]) */
     if ((v = PyObject_GetItem(new_inputs, PyTuple_GET_ITEM(a, 12))) == NULL
-        || (stor = fresh_input_impl(v, a, maps, &cd, &oid, &ptr, q)) == NULL)
+        || (stor = fresh_input_impl(v, a, maps, &cd, &oid, &ptr, stale_out, q)) == NULL)
         goto error;
     if (stor == Py_None)
         goto no;
@@ -2680,8 +2700,9 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         Py_DECREF(mc);
         goto checks_failed;
     }
+    int stale = STALE_OBJ | STALE_VIEW;
     int ok = fresh_checks(ctx, a, mgr, new_inputs, c, mc, &v, &stor, &cd, &oid, &ptr, &groups, &k, &left, up, q,
-                          &death);
+                          &death, &stale);
     if (ok <= 0) {
         Py_DECREF(c);
         Py_DECREF(mc);
@@ -2753,6 +2774,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         e->spec = Py_NewRef(PyTuple_GET_ITEM(a, 27));
         e->steps = m - cc;
         e->gone = 0;
+        e->stale = stale;
         e->name_i = 0;
         if ((e->inv = PyObject_GetAttr(gen, s_generation)) == NULL || (e->wr = PyWeakref_NewRef(v, died)) == NULL
             || (e->sref = Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
@@ -3601,11 +3623,12 @@ one_gone(PyObject *groups, PyObject *Queued, long long *j)
  * died before it (ename, its step j; NULL: none), its new tensor, its
  * call; the name it takes and its order, *name_out (its s a new
  * reference; with lazy, where wr->in_free says no base_i is taken, s
- * NULL: base_i not made) and *order_out. 0, -1. */
+ * NULL: base_i not made) and *order_out. stale: the maps that may hold a
+ * stale key of the input (STALE_*), the others not asked. 0, -1. */
 static int
 fq_common(Buf *b, PyObject *spec, const Name *ename, long long j, long long steps, PyObject *tmpl, PyObject *cd,
           PyObject *oid, PyObject *inv, PyObject *src, WState *s, Writer *wr, PyObject **dev_seen,
-          Name *name_out, long long *order_out, int lazy)
+          Name *name_out, long long *order_out, int lazy, int stale)
 {
     PyObject *name = NULL, *vk = NULL;
     Name nm = {NULL, wr->base, 0};
@@ -3675,17 +3698,17 @@ fq_common(Buf *b, PyObject *spec, const Name *ename, long long j, long long step
     *order_out = s->v[W_ORDER];
     /* by_view.pop((cd, 0, spec[0], spec[1]), None); by_obj.pop(oid,
      * None); by_obj_entry.pop(oid, None): of _bind then _forget, the
-     * stale keys _bind overwrote */
-    {
+     * stale keys _bind overwrote (where there may be any: stale) */
+    if (stale & STALE_VIEW) {
         PyObject *s0 = PySequence_GetItem(spec, 0), *s1 = PySequence_GetItem(spec, 1);
         if (s0 != NULL && s1 != NULL)
             vk = PyTuple_Pack(4, cd, zero, s0, s1);
         Py_XDECREF(s0);
         Py_XDECREF(s1);
-        if (vk == NULL)
+        if (vk == NULL || pop_key(wr->by_view, vk) < 0)
             goto done;
     }
-    if (pop_key(wr->by_view, vk) < 0 || pop_key(wr->by_obj, oid) < 0 || pop_key(wr->by_obj_entry, oid) < 0)
+    if ((stale & STALE_OBJ) && (pop_key(wr->by_obj, oid) < 0 || pop_key(wr->by_obj_entry, oid) < 0))
         goto done;
     if (put_call_of(b, inv, src, &nm, s, wr) < 0)
         goto done;
@@ -3728,7 +3751,7 @@ fq_one(Buf *b, PyObject *t, WState *s, Writer *wr, PyObject **dev_seen)
         goto done;
     Name en = {ename, NULL, 0}, nm;
     if (fq_common(b, spec, ename != NULL ? &en : NULL, j, steps, tmpl, cd, oid, inv, src, s, wr, dev_seen, &nm, &ord,
-                  0) < 0)
+                  0, STALE_OBJ | STALE_VIEW) < 0)
         goto done;
     name = nm.s;
     if (SSET(t, name, name) < 0 || (order = PyLong_FromLongLong(ord)) == NULL || SSET(t, order, order) < 0)
@@ -3773,7 +3796,7 @@ fq_entry(Buf *b, Compact *q, Py_ssize_t i, WState *s, Writer *wr, PyObject **dev
     Name nm;
     long long ord;
     int rc = fq_common(b, e->spec, e->dead_wr != NULL ? &en : NULL, e->dead_j, e->steps, e->tmpl, e->cd, e->oid,
-                       e->inv, e->src, s, wr, dev_seen, &nm, &ord, 1);
+                       e->inv, e->src, s, wr, dev_seen, &nm, &ord, 1, e->stale);
     Py_XDECREF(ename);
     if (rc < 0)
         return -1;

@@ -12,6 +12,7 @@ more calls than the array holds)."""
 import os
 import sys
 import unittest
+from types import SimpleNamespace
 from unittest import mock
 
 # (fake_torch first: it puts the recorder on sys.path)
@@ -19,6 +20,7 @@ from fake_torch import (CUDAGraphTreeManager, each_way, FakeTorchTest, Tensor, _
 
 import cgtrace  # noqa: E402  (after fake_torch)
 from cgtrace import fastpath  # noqa: E402
+from cgtrace.state import _Entry  # noqa: E402
 
 
 def _c_module():
@@ -35,12 +37,13 @@ class CompactQueueTest(FakeTorchTest):
         if os.environ.get("CGTRACE_COMPACT") == "0" or os.environ.get("CGTRACE_DEFER") == "0":
             self.skipTest("the compact queue turned off")
 
-    def three_ways(self, body, calls=150, at_start=None):
+    def three_ways(self, body, calls=150, at_start=None, at_end=None):
         """body(mgr, f, g, w, i, keep) run for i in range(calls) inside a
         recording, three ways (module docstring); each way's trace lines
         and fresh-path calls. keep: a dict the body may hold tensors in
         across calls. self.seen: what the default recording's loop saw of
-        the queue after each call. at_start(rec): before the loop."""
+        the queue after each call. at_start(rec): before the loop;
+        at_end(rec): after the recording, each way."""
         seen = []
 
         def loop(path):
@@ -67,6 +70,8 @@ class CompactQueueTest(FakeTorchTest):
                                           len(rec._fq_ids)))
                 keep.clear()
             self.assertIsNone(rec.error)
+            if at_end is not None:
+                at_end(rec)
             with open(path) as fh:
                 return rec.fresh_calls, fh.read().split("\n")[1:]
 
@@ -182,6 +187,49 @@ class CompactQueueTest(FakeTorchTest):
         self.assertTrue(any('"in_42"' in ln for ln in made))
         self.assertFalse(any('"in_40"' in ln or '"in_41"' in ln for ln in made))
         self.assertTrue(any('"out": ["body_0_c90_0_1"]' in ln for ln in lines))
+
+    def test_stale_keys_of_a_queued_input_go_as_the_general_path_leaves_them(self):
+        # (keys of the session's maps a dead tensor left, planted for the
+        # id and the view of a new input before its call, three times, one
+        # of them past a bound: the general path's _bind overwrites them
+        # and its _forget takes them, and the writer pops what the lean
+        # call's check found; the maps of every way end alike, none of the
+        # planted names left)
+        recs = []
+        planted = []
+
+        def at_start(rec):
+            recs.append(rec)
+
+        def body(mgr, f, g, w, i, keep):
+            x = Tensor([16, 8])
+            if i in (10, 11, 70):
+                session = recs[-1].session
+                ghost = "ghost_%d" % i
+                dead = SimpleNamespace(obj_ref=None)
+                session.by_obj[id(x)] = ghost
+                session.by_obj_entry[id(x)] = _Entry(ghost, dead, "tensor", 0)
+                if i != 11:  # (the id's keys alone once)
+                    vk = (x.untyped_storage()._cdata, 0, tuple(x.shape), tuple(x.stride()))
+                    session.by_view[vk] = ghost
+                planted.append(ghost)
+            keep["y"], = mgr._run([w, x], f)
+
+        maps = []
+
+        def ends(rec):
+            s = rec.session
+            maps.append((sorted(s.by_obj.values()), sorted(e.name for e in s.by_obj_entry.values()),
+                         sorted(s.by_view.values())))
+
+        self.three_ways(body, at_start=at_start, at_end=ends)
+        self.assert_compact_held(40)
+        self.assertEqual(len(planted), 9)
+        self.assertEqual(len(maps), 3)
+        default, nocompact, general = maps
+        self.assertEqual(default, general)
+        self.assertEqual(nocompact, general)
+        self.assertFalse([n for names in general for n in names if n.startswith("ghost_")], general)
 
     def test_more_calls_queued_than_the_array_holds(self):
         # (a bound past the Compact's 256 entries: the 257th call makes the
