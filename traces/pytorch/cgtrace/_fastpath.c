@@ -1065,8 +1065,12 @@ attr_cmp(PyObject *o, PyObject *name, int call, PyObject *want)
 #define CQ_BIT(v) ((unsigned)((((uint64_t)(v)) * 0x9E3779B97F4A7C15ULL) >> 56))
 
 typedef struct {
-    /* what fresh_queue set on the _Queued, kept */
-    PyObject *wr, *sref, *cd, *ptr, *oid, *inv, *tmpl, *src, *spec;
+    /* what fresh_queue set on the _Queued, kept: its objects, and its
+     * ints as words (its oid and cd the Compact's keys, ptr here), made
+     * ints again only where asked for (a sync, a stale key's pop): three
+     * objects an entry fewer, each a cold line at the queue's bound */
+    PyObject *wr, *sref, *inv, *tmpl, *src, *spec;
+    uintptr_t ptr;
     PyObject *groups;   /* its deaths in general (a dict, as fresh_deaths makes it), or NULL */
     PyObject *dead_wr;  /* one death before the call (groups NULL): its weak reference, */
     PyObject *dead_obj; /* and what died: an object (a _Queued, an entry), or NULL where */
@@ -1088,9 +1092,8 @@ typedef struct {
 
 /* Every reference an entry holds: let go (cq_entry_clear) and visited
  * (compact_traverse) from this one list. */
-#define CENTRY_REFS(X)                                                                                \
-    X(wr) X(sref) X(cd) X(ptr) X(oid) X(inv) X(tmpl) X(src) X(spec) X(groups) X(dead_wr) X(dead_obj) \
-    X(name) X(obj)
+#define CENTRY_REFS(X) \
+    X(wr) X(sref) X(inv) X(tmpl) X(src) X(spec) X(groups) X(dead_wr) X(dead_obj) X(name) X(obj)
 
 typedef struct {
     PyObject_HEAD
@@ -1147,6 +1150,15 @@ cq_key(Compact *q, Py_ssize_t i, uintptr_t oid, uintptr_t cd)
         q->keys[k][i] = v[k];
         q->seen[k][b >> 6] |= 1ULL << (b & 63);
     }
+}
+
+/* Entry i's key k (CQ_ID: the input's id, CQ_CD: its storage) as the
+ * int it was (fresh_queue_impl keeps only keys whose ints are so made
+ * again, equal). New reference. */
+static PyObject *
+cq_key_int(Compact *q, int k, Py_ssize_t i)
+{
+    return PyLong_FromVoidPtr((void *)q->keys[k][i]);
 }
 
 /* The queued (not pending) entry whose weak reference is wr: its index, or
@@ -2367,9 +2379,9 @@ cq_queued(Compact *q, Py_ssize_t i)
     } else
         groups = Py_NewRef(Py_None);
     if (SSTEAL(t, steps, PyLong_FromLongLong(e->steps)) < 0 || SSET(t, tmpl, e->tmpl) < 0
-        || SSET(t, src, e->src) < 0 || SSET(t, inv, e->inv) < 0 || SSET(t, oid, e->oid) < 0
-        || SSET(t, wr, e->wr) < 0 || SSET(t, sref, e->sref) < 0 || SSET(t, ptr, e->ptr) < 0
-        || SSET(t, cd, e->cd) < 0 || SSET(t, spec, e->spec) < 0
+        || SSET(t, src, e->src) < 0 || SSET(t, inv, e->inv) < 0 || SSTEAL(t, oid, cq_key_int(q, CQ_ID, i)) < 0
+        || SSET(t, wr, e->wr) < 0 || SSET(t, sref, e->sref) < 0 || SSTEAL(t, ptr, PyLong_FromVoidPtr((void *)e->ptr)) < 0
+        || SSTEAL(t, cd, cq_key_int(q, CQ_CD, i)) < 0 || SSET(t, spec, e->spec) < 0
         || SSET(t, gone, e->gone ? Py_True : Py_False) < 0 || SSET(t, groups, groups) < 0)
         goto failed;
     Py_DECREF(groups);
@@ -2382,17 +2394,20 @@ failed:
     return NULL;
 }
 
-/* t in the three maps, as fresh_queue puts a queued call: fq_ids[oid],
- * fq_wrs[id(wr)], fq_stor[cd]. 0, -1. */
+/* t, entry i's _Queued, in the three maps, as fresh_queue puts a queued
+ * call: fq_ids[oid], fq_wrs[id(wr)], fq_stor[cd]. 0, -1. */
 static int
-cq_mapped(Compact *q, CEntry *e, PyObject *t)
+cq_mapped(Compact *q, Py_ssize_t i, PyObject *t)
 {
-    PyObject *idw = PyLong_FromVoidPtr(e->wr);
-    int rc = idw == NULL || PyObject_SetItem(q->fq_ids, e->oid, t) < 0 || PyObject_SetItem(q->fq_wrs, idw, t) < 0
-                     || PyObject_SetItem(q->fq_stor, e->cd, t) < 0
+    PyObject *idw = PyLong_FromVoidPtr(q->e[i].wr), *oid = idw == NULL ? NULL : cq_key_int(q, CQ_ID, i),
+             *cd = oid == NULL ? NULL : cq_key_int(q, CQ_CD, i);
+    int rc = cd == NULL || PyObject_SetItem(q->fq_ids, oid, t) < 0 || PyObject_SetItem(q->fq_wrs, idw, t) < 0
+                     || PyObject_SetItem(q->fq_stor, cd, t) < 0
                  ? -1
                  : 0;
     Py_XDECREF(idw);
+    Py_XDECREF(oid);
+    Py_XDECREF(cd);
     return rc;
 }
 
@@ -2422,7 +2437,7 @@ cq_sync(Compact *q)
             return -1;
         }
         PyList_SET_ITEM(objs, i, t);
-        if (cq_mapped(q, &q->e[i], t) < 0) {
+        if (cq_mapped(q, i, t) < 0) {
             Py_DECREF(objs);
             return -1;
         }
@@ -2460,7 +2475,7 @@ cq_take_pending(Compact *q)
     if (cq_sync(q) < 0)
         return NULL;
     PyObject *t = cq_queued(q, 0);
-    if (t == NULL || cq_mapped(q, &q->e[0], t) < 0) {
+    if (t == NULL || cq_mapped(q, 0, t) < 0) {
         Py_XDECREF(t);
         return NULL;
     }
@@ -2723,6 +2738,31 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
     t = Py_NewRef(Py_Ellipsis);
     goto taken;
 #endif
+    /* An entry keeps the input's id, storage and data pointer as words
+     * (CEntry): where one of them is an int that would not be made again
+     * equal from its word (a negative one: no address is), the call is
+     * declined, having changed nothing, to the path that keeps the ints. */
+    uintptr_t ov = 0, cv = 0, pk = 0;
+    if (q != NULL) {
+        if ((ptr == NULL && (ptr = PyObject_CallMethodNoArgs(v, s_data_ptr)) == NULL)
+            || ((ov = key_of(oid)) == 0 && PyErr_Occurred()) || ((cv = key_of(cd)) == 0 && PyErr_Occurred())
+            || ((pk = key_of(ptr)) == 0 && PyErr_Occurred()))
+            goto failed;
+        if ((intptr_t)ov < 0 || (intptr_t)cv < 0 || (intptr_t)pk < 0) {
+            Py_CLEAR(death.dead_wr);
+            Py_CLEAR(death.dead_obj);
+            Py_DECREF(v);
+            Py_DECREF(stor);
+            Py_XDECREF(left);
+            Py_DECREF(c);
+            Py_DECREF(mc);
+            Py_DECREF(cd);
+            Py_DECREF(oid);
+            Py_DECREF(ptr);
+            Py_DECREF(groups);
+            return Py_NewRef(declined);
+        }
+    }
     /* The call joins the queue. */
     int t_;
     if ((t_ = compare(c, PyTuple_GET_ITEM(a, 6), Py_LT)) < 0)
@@ -2763,12 +2803,10 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
          * _Queued below would, pending until the tree's call returns
          * (runner_fresh) */
         CEntry *e = &q->e[q->n];
-        uintptr_t ov, cv;
         long long m = PyLong_AsLongLong(mc), cc = m == -1 && PyErr_Occurred() ? 0 : PyLong_AsLongLong(c);
         if (PyErr_Occurred())
             goto failed;
-        e->cd = Py_NewRef(cd);
-        e->oid = Py_NewRef(oid);
+        e->ptr = pk;
         e->tmpl = Py_NewRef(PyTuple_GET_ITEM(a, 3));
         e->src = Py_NewRef(PyTuple_GET_ITEM(a, 4));
         e->spec = Py_NewRef(PyTuple_GET_ITEM(a, 27));
@@ -2778,9 +2816,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
         e->name_i = 0;
         if ((e->inv = PyObject_GetAttr(gen, s_generation)) == NULL || (e->wr = PyWeakref_NewRef(v, died)) == NULL
             || (e->sref = Py_IS_TYPE(sweak, &StorageRefsType) ? storage_ref_of(sweak, stor)
-                                                               : PyObject_CallOneArg(sweak, stor)) == NULL
-            || (e->ptr = ptr != NULL ? Py_NewRef(ptr) : PyObject_CallMethodNoArgs(v, s_data_ptr)) == NULL
-            || ((ov = key_of(oid)) == 0 && PyErr_Occurred()) || ((cv = key_of(cd)) == 0 && PyErr_Occurred())) {
+                                                               : PyObject_CallOneArg(sweak, stor)) == NULL) {
             cq_entry_clear(e);
             goto failed;
         }
@@ -3795,8 +3831,15 @@ fq_entry(Buf *b, Compact *q, Py_ssize_t i, WState *s, Writer *wr, PyObject **dev
     }
     Name nm;
     long long ord;
-    int rc = fq_common(b, e->spec, e->dead_wr != NULL ? &en : NULL, e->dead_j, e->steps, e->tmpl, e->cd, e->oid,
-                       e->inv, e->src, s, wr, dev_seen, &nm, &ord, 1, e->stale);
+    /* (its id and storage as ints only for the pops of the keys its check
+     * found: fq_common's) */
+    PyObject *cd = NULL, *oid = NULL;
+    int rc = -1;
+    if (!e->stale || ((cd = cq_key_int(q, CQ_CD, i)) != NULL && (oid = cq_key_int(q, CQ_ID, i)) != NULL))
+        rc = fq_common(b, e->spec, e->dead_wr != NULL ? &en : NULL, e->dead_j, e->steps, e->tmpl, cd, oid, e->inv,
+                       e->src, s, wr, dev_seen, &nm, &ord, 1, e->stale);
+    Py_XDECREF(cd);
+    Py_XDECREF(oid);
     Py_XDECREF(ename);
     if (rc < 0)
         return -1;

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (CUDAGraphTreeManager, each_way, FakeTorchTest, Tensor, _invocation)
+from fake_torch import (CUDAGraphTreeManager, each_way, FakeTorchTest, Storage, Tensor, _invocation)
 
 import cgtrace  # noqa: E402  (after fake_torch)
 from cgtrace import fastpath  # noqa: E402
@@ -230,6 +230,34 @@ class CompactQueueTest(FakeTorchTest):
         self.assertEqual(default, general)
         self.assertEqual(nocompact, general)
         self.assertFalse([n for names in general for n in names if n.startswith("ghost_")], general)
+
+    def test_an_input_whose_storage_key_is_no_address(self):
+        # (a storage whose key is a negative int, as no address is: the
+        # entry keeps keys as words, so its call is declined to the path
+        # that keeps the int; the storage shared by the next call's input
+        # and a host read between, which make the queue's objects, see it
+        # as the general path does)
+        def odd_storage(nbytes):
+            st = Storage(nbytes)
+            del Storage._live[st._cdata]
+            st._cdata = -st._cdata
+            Storage._live[st._cdata] = st
+            return st
+
+        def body(mgr, f, g, w, i, keep):
+            if i % 10 == 7:
+                x = Tensor([16, 8], storage=odd_storage(16 * 8 * 4))
+            elif i % 10 == 8:
+                x = Tensor([16, 8], storage=keep["x"].untyped_storage())
+            else:
+                x = Tensor([16, 8])
+            keep["y"], = mgr._run([w, x], f)
+            if i % 10 == 7:
+                keep["y"].item()
+            keep["x"] = x
+
+        self.three_ways(body)
+        self.assert_compact_held(5)
 
     def test_more_calls_queued_than_the_array_holds(self):
         # (a bound past the Compact's 256 entries: the 257th call makes the
