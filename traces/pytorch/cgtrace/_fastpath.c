@@ -178,9 +178,13 @@ enum { SLOT_NAMES(SLOT_ENUM) SLOT_COUNT };
 static Slot slots[SLOT_COUNT];
 static PyObject *object_getattribute, *object_setattr;
 
+/* slot_offset where sl does not hold o's class as it is: the lookup. */
+static Py_ssize_t slot_lookup(PyObject *o, Slot *sl, PyObject *name);
+
 /* name's offset in o's class (> 0), or 0 for the generic way; sl: what
- * was found for it. */
-static Py_ssize_t
+ * was found for it. (Inline: a call's twenty-odd slot reads each a
+ * comparison of what sl holds, the lookup out of the way.) */
+static inline Py_ssize_t
 slot_offset(PyObject *o, Slot *sl, PyObject *name)
 {
 #ifdef Py_GIL_DISABLED
@@ -191,6 +195,17 @@ slot_offset(PyObject *o, Slot *sl, PyObject *name)
      * twice: PyType_Modified zeroes it, a lookup assigns the next one.) */
     if (sl->tp == tp && sl->tag != 0 && tp->tp_version_tag == sl->tag)
         return sl->off;
+    return slot_lookup(o, sl, name);
+#endif
+}
+
+static Py_ssize_t
+slot_lookup(PyObject *o, Slot *sl, PyObject *name)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;
+#else
+    PyTypeObject *tp = Py_TYPE(o);
     Py_ssize_t off = 0;
     PyObject *d = PyObject_GetAttr((PyObject *)tp, name); /* (the member descriptor itself) */
     PyObject *ga = d == NULL ? NULL : PyObject_GetAttr((PyObject *)tp, s_getattribute);
