@@ -3997,8 +3997,15 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (r == 0)
         r = writer_free(&wr);
     Buf b;
-    /* (a call's lines: some 600 bytes, the src twice in them) */
-    buf_init(&b, (PyList_GET_SIZE(q) - k) * 1024);
+    /* (a call's lines: some 600 bytes, the src twice in them; the
+     * compact queue, one item, stands for its entries: the buffer sized
+     * for them at once, not doubled four times on the way, each a copy) */
+    Py_ssize_t calls = 0;
+    for (Py_ssize_t j = k; j < PyList_GET_SIZE(q); j++) {
+        PyObject *t = PyList_GET_ITEM(q, j);
+        calls += Py_IS_TYPE(t, &CompactType) ? ((Compact *)t)->n - ((Compact *)t)->pending - ((Compact *)t)->done : 1;
+    }
+    buf_init(&b, calls * 1024);
     PyObject *dev_seen = NULL;
     int wrote = 0; /* (a call written: the name counter put back) */
     for (; r >= 0 && k < PyList_GET_SIZE(q); k++) {
