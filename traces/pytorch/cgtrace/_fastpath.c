@@ -301,6 +301,14 @@ compared(PyObject *a, PyObject *b, int op)
     return t;
 }
 
+/* del seq[:k]: a list's items let go in place (PyList_SetSlice), with
+ * no slice object made as PySequence_DelSlice makes one. 0, -1. */
+static int
+del_head(PyObject *seq, Py_ssize_t k)
+{
+    return PyList_CheckExact(seq) ? PyList_SetSlice(seq, 0, k, NULL) : PySequence_DelSlice(seq, 0, k);
+}
+
 /* The exception being raised, taken (as `except ... as value:` has it:
  * normalized, its traceback set). */
 static void
@@ -545,7 +553,7 @@ cut_drop(PyObject *fq, PyObject *ctx)
     PyObject *fq_ids = PyTuple_GET_ITEM(ctx, 9), *fq_wrs = PyTuple_GET_ITEM(ctx, 10),
              *fq_stor = PyTuple_GET_ITEM(ctx, 11);
     int rc = -1;
-    if (PySequence_DelSlice(fq, 0, n) < 0)
+    if (del_head(fq, n) < 0)
         goto done;
     PyDict_Clear(fq_ids);
     PyDict_Clear(fq_wrs);
@@ -2148,7 +2156,7 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
         goto error;
 #if CGT_CUT == 3
     if (t) {
-        if (PySequence_DelSlice(dead_objs, 0, PY_SSIZE_T_MAX) < 0)
+        if (del_head(dead_objs, PY_SSIZE_T_MAX) < 0)
             goto error;
         t = 0;
     }
@@ -2804,7 +2812,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
 #if CGT_CUT == 4
     /* (the checks made: the deaths they grouped let go, a weak reference
      * kept, the counter moved; Ellipsis, as 3's) */
-    if ((groups != Py_None && PySequence_DelSlice(dead_objs, 0, k) < 0)
+    if ((groups != Py_None && del_head(dead_objs, k) < 0)
         || (wr = PyWeakref_NewRef(v, died)) == NULL || SSET(hot, mark_counter, c) < 0)
         goto failed;
     Py_XSETREF(cut_refs[cut_next++ & 63], Py_NewRef(wr));
@@ -2857,7 +2865,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             e->groups = Py_NewRef(groups);
         q->n++;
         q->pending = 1;
-        if ((k > 0 && PySequence_DelSlice(dead_objs, 0, k) < 0) || (groups != Py_None && groups_gone(groups, Queued) < 0)
+        if ((k > 0 && del_head(dead_objs, k) < 0) || (groups != Py_None && groups_gone(groups, Queued) < 0)
             || SSET(hot, mark_counter, c) < 0) {
             cq_drop_pending(q);
             goto failed;
@@ -2889,7 +2897,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
     PART_AT(fq_queued);
     if (groups != Py_None) {
         /* del dead_objs[:k]; each queued input among them gone */
-        if (PySequence_DelSlice(dead_objs, 0, k) < 0 || groups_gone(groups, Queued) < 0)
+        if (del_head(dead_objs, k) < 0 || groups_gone(groups, Queued) < 0)
             goto failed;
     }
     PyObject *idw = NULL;
