@@ -873,6 +873,11 @@ class FastPathTest(BuiltTest):
             ("a long loop", [call(i, gone_by=("in_%d" % i if i > 1 else "in") if i else None)
                              for i in range(300)], {}),
             ("a huge invocation", [call(0, inv=1 << 70), call(1, inv=-5), call(2, inv=True)], {}),
+            # (the writer's digits, two at a time: every length, both ends
+            # of a C long long)
+            ("invocations of every length",
+             [call(i, inv=v) for i, v in enumerate([0, 7, 10, 99, 100, 12345, 10 ** 18 - 1, -(1 << 63),
+                                                     (1 << 63) - 1, -10, -101])], {}),
             ("an output name taken", [call(0), call(1)], {"used": ["f_c6_0", "f_c7_0"], "fresh_next": {"in": 2}}),
             # (with UsedNames, an output's name a base's own: taken; bases
             # and a name beginning as the output names do that take none
