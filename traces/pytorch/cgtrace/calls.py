@@ -444,7 +444,7 @@ class _Calls:
             self.rebound_calls += 1
             self._tree_after(mgr, _REPLAYED, plan.ckpt)
             return True
-        if session._dead_objs or not plan.argset.isdisjoint(session._watch):
+        if session._dead_objs or not plan.arg_set().isdisjoint(session._watch):
             # (Otherwise _flush_dead has nothing to poll: no argument is.)
             epoch = session.epoch
             session._flush_dead(args)

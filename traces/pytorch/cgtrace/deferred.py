@@ -171,7 +171,7 @@ class _Deferred:
         if last is None or last["checkpoints"] != plan.ckpt:
             return False
         watch = session._watch
-        if not plan.argset.isdisjoint(watch):
+        if not plan.arg_set().isdisjoint(watch):
             return False
         for e, name in zip(plan.entries, plan.names):  # (a mixed plan's input entry: held, no tree wrapper)
             f = e.fact

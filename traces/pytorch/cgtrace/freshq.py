@@ -634,7 +634,7 @@ class _FreshQueue:
             plan.names = (prev,)
             args = names[:]
             args[i] = last.name if type(last) is _Queued else last.last_name
-            plan.set_args(args)
+            plan.set_args_at(args, i, pre, post)
             tok = fs.fresh_tok
             fs.fresh_tok = (session.epoch, session.order) + tok[2:]  # (_fresh_done's)
         if partial is None:

@@ -265,10 +265,35 @@ class _ReplayPlan:
     def set_args(self, args):
         """The call line's head for this args list (a loop's calls share one)."""
         self.args = args
-        self.argset = frozenset(args)
+        self.argset = None  # (arg_set's, made where asked)
         aj = _names_json(args) if self.fn_json is not None else None
         self.head = (None if aj is None else
                      '{"op": "call", "fn": ' + self.fn_json + ', "args": ' + aj + ', "out": ["')
+
+    def set_args_at(self, args, i, pre, post):
+        """set_args for the args of the deferred fresh calls' template
+        (freshq._fq_line: pre, the call line up to its i-th name; post,
+        the line from there to its first output name), which are the
+        template's names but at i: the head made of the template's parts,
+        where that name is written as it is (not a list's json made again
+        at every writing of the queue: a model's hundreds of parameter
+        names)."""
+        n = args[i]
+        if type(n) is not str or not (n.isascii() and n.isprintable()) or '"' in n or "\\" in n:
+            self.set_args(args)
+            return
+        self.args = args
+        self.argset = None
+        self.head = pre + n + post
+
+    def arg_set(self):
+        """The set of the args' names (made once for an args list: a
+        loop's queue sets its args at every writing, and most writings
+        are followed by another, not by a look at the set)."""
+        s = self.argset
+        if s is None:
+            s = self.argset = frozenset(self.args)
+        return s
 
 
 def _known_name(e, obj):

@@ -1610,6 +1610,41 @@ class CallEndTest(unittest.TestCase):
         self.assertIsNone(plan.call_end())
 
 
+class SetArgsAtTest(unittest.TestCase):
+    def test_the_head_of_a_template_is_set_args_head(self):
+        """_ReplayPlan.set_args_at (the deferred fresh calls' writer): the
+        args, head and set set_args gives, the head made of the
+        template's parts (freshq._fq_line's pre and post) where the new
+        name is written as it is, by set_args where it is not; the set of
+        names made where asked (arg_set), for the args last set."""
+        from cgtrace.state import _ReplayPlan
+        names = ["param", "param_1", "x", "param_2"]
+        i = 2
+        pre = '{"op": "call", "fn": "f", "args": ["' + "".join(n + '", "' for n in names[:i])
+        post = "".join('", "' + n for n in names[i + 1:]) + '"], "out": ["'
+        for name in ("in_7", "in_12345", "in_\u00e9", 'in_"q', "in_\\", "in_\n"):
+            with self.subTest(name=name):
+                args = names[:]
+                args[i] = name
+                got, want = (_ReplayPlan.__new__(_ReplayPlan) for _ in range(2))
+                got.fn_json = want.fn_json = '"f"'
+                got.set_args(["old"])
+                self.assertEqual(got.arg_set(), frozenset(["old"]))
+                got.set_args_at(args, i, pre, post)
+                want.set_args(args)
+                self.assertEqual((got.args, got.head), (want.args, want.head))
+                self.assertEqual(got.arg_set(), frozenset(args))
+                self.assertIs(got.arg_set(), got.arg_set())
+        # (the template's own head, for a plain name, the list's json)
+        args = names[:]
+        args[i] = "in_7"
+        plan = _ReplayPlan.__new__(_ReplayPlan)
+        plan.fn_json = '"f"'
+        plan.set_args_at(args, i, pre, post)
+        self.assertEqual(plan.head, '{"op": "call", "fn": "f", "args": ["param", "param_1", "in_7", "param_2"], '
+                                    '"out": ["')
+
+
 class BuildHereTest(unittest.TestCase):
     def test_the_recorder_uses_c_where_it_can_build(self):
         """Where a compiler and Python's headers are (this machine's CI,
