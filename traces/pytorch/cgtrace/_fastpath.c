@@ -1316,8 +1316,12 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
         goto error;
     /* (a view no name is over: None, never a name of entries, whose keys
      * are str, so not looked up there) */
+    /* (an empty dict not asked: asking hashes the key, here a tuple whose
+     * hash walks the shape's and the strides' items, as by_view's did) */
     if ((t = x == Py_None ? 0 : PySequence_Contains(entries, x)) != 0
-        || (t = PySequence_Contains(dead_cached, vk)) != 0)
+        || (t = PyDict_CheckExact(dead_cached) && PyDict_GET_SIZE(dead_cached) == 0
+                    ? 0
+                    : PySequence_Contains(dead_cached, vk)) != 0)
         goto decided;
     if (x != Py_None)
         stale |= STALE_VIEW;
