@@ -49,6 +49,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -1065,6 +1066,52 @@ def built_module(flag, fastpath=None, folder=None):
     return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
 
 
+def pgo_module(train_args, folder=None, run=subprocess.run):
+    """cgtrace's C module built profile-guided (gcc's -fprofile-use): built
+    first with -fprofile-generate, loaded by a child run of this script
+    (train_args: its loops, --both --rounds 1, say, with --fake where the
+    measure is the stand-in's) from a cache folder of its own
+    (CGTRACE_CACHE), whose exit writes the profile; then built again from
+    it into the same path (the profile is named after the output) and
+    loaded. The same source laid out by what the loops ran: the code a
+    call fetches packed (on the stand-in with its caches emptied between
+    calls, 60 lines of the module's code a call fewer, BENCHMARKS.md
+    session 43). Raises OSError or RuntimeError (no gcc, a build or the
+    child failed)."""
+    from cgtrace import fastpath
+    cc = fastpath._compiler()
+    if "clang" in os.path.basename(cc[0]):
+        raise RuntimeError("a profile-guided build needs gcc's flags, not %s" % cc[0])
+    d = tempfile.mkdtemp(prefix="cgtrace-pgo-", dir=folder)
+    cache, prof = os.path.join(d, "cache"), os.path.join(d, "profile")
+    os.makedirs(cache)
+    env = dict(os.environ, CGTRACE_CACHE=cache)
+    so = run([sys.executable, "-c", "from cgtrace import fastpath; print(fastpath.module_path())"],
+             capture_output=True, text=True, env=dict(env, PYTHONPATH=os.path.join(ROOT, "traces", "pytorch")))
+    if so.returncode != 0:
+        raise RuntimeError("the module's path: %s" % so.stderr.strip()[-400:])
+    so = so.stdout.strip()
+
+    def build(*flags):
+        # (into so itself, not a file beside it renamed, as _build does:
+        # gcc names the profile after the output, which both builds share;
+        # a profile not found fails the second: -Werror=missing-profile)
+        import sysconfig
+        cmd = (cc + list(fastpath._CFLAGS) + list(flags)
+               + ["-shared", "-fPIC", "-I", sysconfig.get_paths()["include"], fastpath._SRC, "-o", so])
+        p = run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("%s: %s" % (" ".join(cmd), (p.stderr or p.stdout).strip()[-600:]))
+
+    build("-fprofile-generate", "-fprofile-dir=" + prof)
+    child = run([sys.executable, os.path.abspath(__file__)] + list(train_args), capture_output=True, text=True,
+                env=dict(env, PYTHONPATH=os.path.join(ROOT, "traces", "pytorch")))
+    if child.returncode != 0 or not os.path.isdir(prof):
+        raise RuntimeError("the training run (%s) failed: %s" % (" ".join(train_args), child.stderr.strip()[-600:]))
+    build("-fprofile-use", "-fprofile-partial-training", "-fprofile-dir=" + prof, "-Werror=missing-profile")
+    return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
+
+
 def parts_module(folder=None):
     """cgtrace's C module built with -DCGT_PARTS, whose marks sum each part
     of a lean call's time (built_module)."""
@@ -1435,7 +1482,7 @@ def minimal_recorder():
     return _hooked(make_run, write)
 
 
-def load_baseline(path):
+def load_baseline(path, train_args=None):
     """Another recorder as a module of its own (not `cgtrace`, which stays
     this checkout's): a package folder (traces/pytorch/cgtrace of another
     revision) or one file (cgtrace.py, before the package); or "python":
@@ -1449,8 +1496,18 @@ def load_baseline(path):
     its C module built to stop a new-input call at one point (built_module
     with -DCGT_CUT, CUTS); or "so:PATH": this checkout's with its C module
     loaded from the build at PATH (the same source compiled otherwise: a
-    profile-guided build, other flags)."""
+    profile-guided build, other flags); or "pgo": this checkout's with its
+    C module built profile-guided by a training run of train_args
+    (pgo_module)."""
     import importlib.util
+    if path == "pgo":
+        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
+        fp = sys.modules["cgtrace_baseline.fastpath"]
+        try:
+            fp._loaded["got"] = (pgo_module(train_args or ["--both", "--rounds", "1", "--iters", "2000"]), None)
+        except (OSError, RuntimeError, ImportError) as e:
+            raise SystemExit("recorder-overhead: --baseline pgo: %s" % e)
+        return mod
     if path.startswith("so:"):
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         fp = sys.modules["cgtrace_baseline.fastpath"]
@@ -1525,7 +1582,9 @@ def main(argv=None):
                         "cut:entry, cut:floor, cut:checks, cut:queue: this checkout's recorder whose new-input "
                         "call stops at that point "
                         "(CUTS; read the median call); or so:PATH: this checkout's recorder with its C module "
-                        "loaded from the build at PATH (the same _fastpath.c compiled otherwise)")
+                        "loaded from the build at PATH (the same _fastpath.c compiled otherwise); or pgo: this "
+                        "checkout's recorder with its C module built profile-guided (gcc), by a child run of "
+                        "both loops of the same kind (--fake with --fake) first")
     p.add_argument("--read-every", type=int, default=0, metavar="N",
                    help="a host read of the output (.item() of an element) after every N-th call or step, in "
                         "both loops alike, as a loop that logs its loss or looks at its token has it (0: none)")
@@ -1569,7 +1628,8 @@ def main(argv=None):
             print("recorder-overhead: torch is not installed in this Python (%s): run it where torch and a GPU "
                   "are, or time the stand-in with --fake" % e, file=sys.stderr)
             return 2
-    baseline = load_baseline(a.baseline).record if a.baseline else None
+    baseline = (load_baseline(a.baseline, ["--both", "--rounds", "1", "--iters", "2000"] + (["--fake"] if a.fake else []))
+                .record if a.baseline else None)
     if a.baseline == "bindings" and not a.fake:
         # (this checkout's recorder with its C++ reads, built before the
         # rounds: the baseline is the same recorder without them)

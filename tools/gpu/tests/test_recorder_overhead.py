@@ -363,6 +363,47 @@ class MeasureTest(unittest.TestCase):
             ro.load_baseline("cut:nowhere")
         self.assertIn("no such cut: nowhere (one of wrapper, entry, floor, checks, queue)", str(cm.exception))
 
+    def test_baseline_so_and_pgo_load_this_recorder_with_another_build(self):
+        """--baseline so:PATH: this checkout's recorder with its C module
+        loaded from PATH; --baseline pgo: the same, its module built
+        profile-guided, the profile written by a child run of the stand-in's
+        loops (gcc only); a path that is no build is refused."""
+        from cgtrace import fastpath
+        own, why = fastpath.load()
+        if why is not None:
+            self.skipTest("no C module here: %s" % why)
+        import shutil
+        with tempfile.TemporaryDirectory() as d:
+            # (a copy: a path loaded already answers its module again)
+            other = os.path.join(d, os.path.basename(own.__file__))
+            shutil.copyfile(own.__file__, other)
+            status, out = self.main_with_its_own_fake(["--fake", "--fresh", "--iters", "20", "--rounds", "2", "--warm",
+                                                       "3", "--json", "--cpu-clock", "--baseline", "so:" + other])
+            self.assertEqual(status, 0)
+            m, why = sys.modules["cgtrace_baseline.fastpath"].load()
+            self.assertIsNone(why)
+            self.assertEqual(m.__file__, other)
+            self.assertIsNot(m, own)
+            self.assertEqual(len(json.loads(out.getvalue().splitlines()[-1])["base_added"]), 2)
+        with self.assertRaises(SystemExit) as cm:
+            ro.load_baseline("so:" + os.path.join(HERE, "no-such.so"))
+        self.assertIn("--baseline so:", str(cm.exception))
+        try:
+            cc = fastpath._compiler()
+        except OSError as e:
+            self.skipTest(str(e))
+        if "clang" in os.path.basename(cc[0]):
+            self.skipTest("a profile-guided build needs gcc")
+        with tempfile.TemporaryDirectory() as d:
+            m = ro.pgo_module(["--both", "--fake", "--rounds", "1", "--iters", "200", "--warm", "3"], folder=d)
+            self.assertEqual(m.API, fastpath.API)
+            top = os.path.dirname(os.path.dirname(m.__file__))
+            profiles = [f for _, _, fs in os.walk(os.path.join(top, "profile")) for f in fs if f.endswith(".gcda")]
+            self.assertEqual(len(profiles), 1, profiles)
+            with self.assertRaises(RuntimeError) as cm:
+                ro.pgo_module(["--fake", "--no-such-flag"], folder=d)
+            self.assertIn("the training run", str(cm.exception))
+
     def test_baseline_hooks_wraps_the_entry_points_and_puts_them_back(self):
         """--baseline hooks: the tree's _run and execute_node wrapped in
         functions that only call them while its recording is open (every
