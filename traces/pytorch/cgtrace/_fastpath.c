@@ -373,8 +373,22 @@ refs_are(PyObject *refs, PyObject *objs, PyObject *idx)
             t = -1;
             break;
         }
-        PyObject *o = idx != NULL ? PyObject_GetItem(objs, PySequence_Fast_GET_ITEM(sf, i))
-                                  : Py_NewRef(PySequence_Fast_GET_ITEM(sf, i));
+        PyObject *o, *j = idx != NULL ? PySequence_Fast_GET_ITEM(sf, i) : NULL;
+        Py_ssize_t k;
+        if (j == NULL)
+            o = Py_NewRef(PySequence_Fast_GET_ITEM(sf, i));
+        else if (PyList_CheckExact(objs) && PyLong_CheckExact(j) && (k = PyLong_AsSsize_t(j)) >= 0
+                 && k < PyList_GET_SIZE(objs))
+            /* (objs[j] where a list's item is read in place: the kept
+             * inputs are a model's parameters, hundreds a call, and
+             * PyObject_GetItem's way through the list's subscript and the
+             * index's conversion was most of this check's time at 292) */
+            o = Py_NewRef(PyList_GET_ITEM(objs, k));
+        else {
+            if (PyErr_Occurred())
+                PyErr_Clear(); /* (an index past a C ssize_t: PyObject_GetItem says) */
+            o = PyObject_GetItem(objs, j);
+        }
         t = o == NULL ? -1 : r == o;
         Py_DECREF(r);
         Py_XDECREF(o);

@@ -416,7 +416,15 @@ class FastPathTest(BuiltTest):
                 ("another object", refs, [a, new, new], [0, 2], full, [a.data_ptr(), b.data_ptr()]),
                 ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
                 ("past the end", refs, ins, [0, 7], full, [a.data_ptr(), b.data_ptr()]),
-                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, [a.data_ptr(), b.data_ptr()])):
+                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, [a.data_ptr(), b.data_ptr()]),
+                # (the list's items read in place where an index is a plain
+                # int in its range; any other index as Python's [] takes it)
+                ("a negative index", refs, ins, [0, -1], full, [a.data_ptr(), b.data_ptr()]),
+                ("an index past a C ssize_t", refs, ins, [0, 1 << 70], full, [a.data_ptr(), b.data_ptr()]),
+                ("a bool index", refs, ins, [False, 2], full, [a.data_ptr(), b.data_ptr()]),
+                ("an index no int", refs, ins, [0, "2"], full, [a.data_ptr(), b.data_ptr()]),
+                ("a list of the wrong objects", (weakref.ref(b), weakref.ref(a)), ins, [0, 2], full,
+                 [a.data_ptr(), b.data_ptr()])):
             for pe in (ptrs_equal, None):
                 with self.subTest(what=what, ptrs_equal=pe is not None):
                     self.same("kept_same", r, i, k, f, p, pe, fake.Tensor.data_ptr)
