@@ -279,7 +279,8 @@ class _ReplayPlan:
         at every writing of the queue: a model's hundreds of parameter
         names)."""
         n = args[i]
-        if type(n) is not str or not (n.isascii() and n.isprintable()) or '"' in n or "\\" in n:
+        if (self.fn_json is None or type(n) is not str or not (n.isascii() and n.isprintable()) or '"' in n
+                or "\\" in n):
             self.set_args(args)
             return
         self.args = args

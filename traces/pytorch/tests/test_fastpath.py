@@ -1651,6 +1651,11 @@ class SetArgsAtTest(unittest.TestCase):
         plan.set_args_at(args, i, pre, post)
         self.assertEqual(plan.head, '{"op": "call", "fn": "f", "args": ["param", "param_1", "in_7", "param_2"], '
                                     '"out": ["')
+        # (a function whose name no template writes: no head, as set_args)
+        plan.fn_json = None
+        plan.set_args_at(args, i, pre, post)
+        self.assertIsNone(plan.head)
+        self.assertEqual(plan.args, args)
 
 
 class BuildHereTest(unittest.TestCase):
