@@ -1066,6 +1066,12 @@ def built_module(flag, fastpath=None, folder=None):
     return fastpath._import_built("_cgtrace_fastpath", so, fastpath.API)
 
 
+# The child run whose exit writes a profile-guided build's profile
+# (pgo_module): both loops, one round (--fake added where the measure is
+# the stand-in's).
+PGO_TRAIN = ("--both", "--rounds", "1", "--iters", "2000")
+
+
 def pgo_module(train_args, folder=None, run=subprocess.run):
     """cgtrace's C module built profile-guided (gcc's -fprofile-use): built
     first with -fprofile-generate, loaded by a child run of this script
@@ -1085,9 +1091,9 @@ def pgo_module(train_args, folder=None, run=subprocess.run):
     d = tempfile.mkdtemp(prefix="cgtrace-pgo-", dir=folder)
     cache, prof = os.path.join(d, "cache"), os.path.join(d, "profile")
     os.makedirs(cache)
-    env = dict(os.environ, CGTRACE_CACHE=cache)
+    env = dict(os.environ, CGTRACE_CACHE=cache, PYTHONPATH=os.path.join(ROOT, "traces", "pytorch"))
     so = run([sys.executable, "-c", "from cgtrace import fastpath; print(fastpath.module_path())"],
-             capture_output=True, text=True, env=dict(env, PYTHONPATH=os.path.join(ROOT, "traces", "pytorch")))
+             capture_output=True, text=True, env=env)
     if so.returncode != 0:
         raise RuntimeError("the module's path: %s" % so.stderr.strip()[-400:])
     so = so.stdout.strip()
@@ -1105,7 +1111,7 @@ def pgo_module(train_args, folder=None, run=subprocess.run):
 
     build("-fprofile-generate", "-fprofile-dir=" + prof)
     child = run([sys.executable, os.path.abspath(__file__)] + list(train_args), capture_output=True, text=True,
-                env=dict(env, PYTHONPATH=os.path.join(ROOT, "traces", "pytorch")))
+                env=env)
     if child.returncode != 0 or not os.path.isdir(prof):
         raise RuntimeError("the training run (%s) failed: %s" % (" ".join(train_args), child.stderr.strip()[-600:]))
     build("-fprofile-use", "-fprofile-partial-training", "-fprofile-dir=" + prof, "-Werror=missing-profile")
@@ -1500,35 +1506,29 @@ def load_baseline(path, train_args=None):
     C module built profile-guided by a training run of train_args
     (pgo_module)."""
     import importlib.util
-    if path == "pgo":
+
+    def with_module(make, what):
+        # (this checkout's recorder as its own package, its C module the
+        # one make(its fastpath) gives: a build of other flags or source)
         mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
         fp = sys.modules["cgtrace_baseline.fastpath"]
         try:
-            fp._loaded["got"] = (pgo_module(train_args or ["--both", "--rounds", "1", "--iters", "2000"]), None)
+            fp._loaded["got"] = (make(fp), None)
         except (OSError, RuntimeError, ImportError) as e:
-            raise SystemExit("recorder-overhead: --baseline pgo: %s" % e)
+            raise SystemExit("recorder-overhead: --baseline %s: %s%s" % (path, what, e))
         return mod
+
+    if path == "pgo":
+        return with_module(lambda fp: pgo_module(train_args or PGO_TRAIN), "")
     if path.startswith("so:"):
-        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
-        fp = sys.modules["cgtrace_baseline.fastpath"]
-        try:
-            fp._loaded["got"] = (fp._import_built("_cgtrace_fastpath", os.path.abspath(path[3:]), fp.API), None)
-        except (OSError, ImportError) as e:
-            raise SystemExit("recorder-overhead: --baseline %s: %s" % (path, e))
-        return mod
+        return with_module(lambda fp: fp._import_built("_cgtrace_fastpath", os.path.abspath(path[3:]), fp.API), "")
     if path == "hooks":
         return hooks_only()
     if path.startswith("cut:"):
         cut = CUTS.get(path[4:])
         if cut is None:
             raise SystemExit("recorder-overhead: no such cut: %s (one of %s)" % (path[4:], ", ".join(CUTS)))
-        mod = _load_package("cgtrace_baseline", os.path.join(ROOT, "traces", "pytorch", "cgtrace"))
-        fp = sys.modules["cgtrace_baseline.fastpath"]
-        try:
-            fp._loaded["got"] = (built_module("-DCGT_CUT=%d" % cut, fp), None)
-        except (OSError, RuntimeError) as e:
-            raise SystemExit("recorder-overhead: --baseline %s: the C module could not be built: %s" % (path, e))
-        return mod
+        return with_module(lambda fp: built_module("-DCGT_CUT=%d" % cut, fp), "the C module could not be built: ")
     if path == "minimal":
         return minimal_recorder()
     if path == "bindings":
@@ -1628,8 +1628,7 @@ def main(argv=None):
             print("recorder-overhead: torch is not installed in this Python (%s): run it where torch and a GPU "
                   "are, or time the stand-in with --fake" % e, file=sys.stderr)
             return 2
-    baseline = (load_baseline(a.baseline, ["--both", "--rounds", "1", "--iters", "2000"] + (["--fake"] if a.fake else []))
-                .record if a.baseline else None)
+    baseline = load_baseline(a.baseline, PGO_TRAIN + ("--fake",) * a.fake).record if a.baseline else None
     if a.baseline == "bindings" and not a.fake:
         # (this checkout's recorder with its C++ reads, built before the
         # rounds: the baseline is the same recorder without them)

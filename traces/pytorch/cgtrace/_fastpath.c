@@ -2741,6 +2741,7 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
     PyObject *c = PyObject_GetAttr(box, s_mark_step_counter), *mc = NULL, *v = NULL, *stor = NULL, *cd = NULL,
              *oid = NULL, *ptr = NULL, *groups = NULL, *t = NULL, *wr = NULL, *x = NULL;
     Py_ssize_t k = 0;
+    int decline = 0; /* (failed: declined instead, nothing changed) */
     PyObject *left = NULL; /* hot.left when the probes were not due */
     if (c == NULL || (mc = SGET(hot, mark_counter)) == NULL) {
         /* (in the checks' try: an Exception declines) */
@@ -2790,18 +2791,8 @@ fresh_queue_impl(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs
             || ((pk = key_of(ptr)) == 0 && PyErr_Occurred()))
             goto failed;
         if ((intptr_t)ov < 0 || (intptr_t)cv < 0 || (intptr_t)pk < 0) {
-            Py_CLEAR(death.dead_wr);
-            Py_CLEAR(death.dead_obj);
-            Py_DECREF(v);
-            Py_DECREF(stor);
-            Py_XDECREF(left);
-            Py_DECREF(c);
-            Py_DECREF(mc);
-            Py_DECREF(cd);
-            Py_DECREF(oid);
-            Py_DECREF(ptr);
-            Py_DECREF(groups);
-            return Py_NewRef(declined);
+            decline = 1;
+            goto failed;
         }
     }
     /* The call joins the queue. */
@@ -2939,7 +2930,8 @@ taken:
     PART_AT(fq_maps);
     return t;
 failed:
-    /* except Exception as err: rec._fail("before a call", err); None */
+    /* except Exception as err: rec._fail("before a call", err); None (or,
+     * decline, nothing changed: declined) */
     Py_CLEAR(death.dead_wr);
     Py_CLEAR(death.dead_obj);
     Py_CLEAR(v);
@@ -2954,6 +2946,8 @@ failed:
     Py_XDECREF(wr);
     Py_XDECREF(t);
     Py_XDECREF(x);
+    if (decline)
+        return Py_NewRef(declined);
     if (recorder_failed(rec, s_before_call) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -3701,7 +3695,8 @@ one_gone(PyObject *groups, PyObject *Queued, long long *j)
  * call; the name it takes and its order, *name_out (its s a new
  * reference; with lazy, where wr->in_free says no base_i is taken, s
  * NULL: base_i not made) and *order_out. stale: the maps that may hold a
- * stale key of the input (STALE_*), the others not asked. 0, -1. */
+ * stale key of the input (STALE_*), the others not asked (cd is read for
+ * STALE_VIEW only, oid for STALE_OBJ: NULL otherwise). 0, -1. */
 static int
 fq_common(Buf *b, PyObject *spec, const Name *ename, long long j, long long steps, PyObject *tmpl, PyObject *cd,
           PyObject *oid, PyObject *inv, PyObject *src, WState *s, Writer *wr, PyObject **dev_seen,
@@ -3872,11 +3867,12 @@ fq_entry(Buf *b, Compact *q, Py_ssize_t i, WState *s, Writer *wr, PyObject **dev
     }
     Name nm;
     long long ord;
-    /* (its id and storage as ints only for the pops of the keys its check
-     * found: fq_common's) */
+    /* (its storage and id as ints only for the pops of the keys its check
+     * found, a view's and an id's: fq_common's) */
     PyObject *cd = NULL, *oid = NULL;
     int rc = -1;
-    if (!e->stale || ((cd = cq_key_int(q, CQ_CD, i)) != NULL && (oid = cq_key_int(q, CQ_ID, i)) != NULL))
+    if ((!(e->stale & STALE_VIEW) || (cd = cq_key_int(q, CQ_CD, i)) != NULL)
+        && (!(e->stale & STALE_OBJ) || (oid = cq_key_int(q, CQ_ID, i)) != NULL))
         rc = fq_common(b, e->spec, e->dead_wr != NULL ? &en : NULL, e->dead_j, e->steps, e->tmpl, cd, oid, e->inv,
                        e->src, s, wr, dev_seen, &nm, &ord, 1, e->stale);
     Py_XDECREF(cd);
@@ -4029,7 +4025,7 @@ fq_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t calls = 0;
     for (Py_ssize_t j = k; j < PyList_GET_SIZE(q); j++) {
         PyObject *t = PyList_GET_ITEM(q, j);
-        calls += Py_IS_TYPE(t, &CompactType) ? ((Compact *)t)->n - ((Compact *)t)->pending - ((Compact *)t)->done : 1;
+        calls += Py_IS_TYPE(t, &CompactType) ? compact_len((Compact *)t) : 1;
     }
     buf_init(&b, calls * 1024);
     PyObject *dev_seen = NULL;
