@@ -7,7 +7,8 @@ reads on every layout a program hands the tree, then timed beside them.
 
 Builds the module at once (CGTRACE_CPP=wait's way) into CGTRACE_CACHE
 and prints the build's seconds; then, for each case, new_input,
-data_ptr, ptrs_equal, storage_weak_ref and facts against
+data_ptr, ptrs_equal (and PTRS_ARE through the C module's KeptSet),
+storage_weak_ref and facts against
 v.untyped_storage()._cdata, v.data_ptr(), torch._C's
 _tensors_data_ptrs_at_indices_equal, _weak_ref() and the Python reads
 (a mismatch is printed and the exit status is 1); then each, warm and
@@ -19,6 +20,7 @@ import os
 import statistics
 import sys
 import time
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "traces", "pytorch"))
 
@@ -86,6 +88,10 @@ def check(torch, reads, dev):
             bad.append("%s: storage_weak_ref %r (storage %r), expired %r" % (name, h, cd, U._expired(h)))
         U._free_weak_ref(h)
     ts = list(cs.values())
+    from cgtrace import fastpath
+    kept_set = getattr(fastpath.load()[0], "KeptSet", None)
+    if kept_set is None:
+        bad.append("no KeptSet in the C module (%s): PTRS_ARE not checked" % (fastpath.load()[1],))
     ptrs = [t.data_ptr() for t in ts]
     idx = list(range(len(ts)))
     for what, p, i in (("all", ptrs, idx), ("one moved", ptrs[:3] + [ptrs[3] + 4] + ptrs[4:], idx),
@@ -93,6 +99,12 @@ def check(torch, reads, dev):
                        ("none asked", ptrs, [])):
         if reads.ptrs_equal(ts, p, i) != eq(ts, p, i):
             bad.append("ptrs_equal %s: %r, torch %r" % (what, reads.ptrs_equal(ts, p, i), eq(ts, p, i)))
+        # (the same check as the C function PTRS_ARE, which _fastpath.c's
+        # KeptSet calls on the kept inputs it found by address)
+        if kept_set is not None:
+            ks = kept_set(tuple(weakref.ref(ts[j]) for j in i), i, [p[j] for j in i], reads.PTRS_ARE)
+            if ks.same(ts, i, p, None, None, None) != eq(ts, p, i):
+                bad.append("PTRS_ARE %s: %r, torch %r" % (what, ks.same(ts, i, p, None, None, None), eq(ts, p, i)))
     for what, arg in (("not a tensor", 3), ("a list", [1])):
         if reads.new_input(arg, torch.float32, (1,), (1,), 0, 4) is not None:
             bad.append("new_input took %s" % what)

@@ -27,7 +27,7 @@
 
 namespace {
 
-constexpr int kApi = 1;
+constexpr int kApi = 2;
 
 // The TensorImpl of t when t is a defined tensor, else nullptr (an error
 // set only when asking raised).
@@ -203,6 +203,29 @@ PyObject *ptrs_equal(PyObject *, PyObject *const *args, Py_ssize_t n) {
   Py_RETURN_TRUE;
 }
 
+// ptrs_are(objs, n, want): each of the n objects a tensor at the data
+// pointer want holds at its index: 1; 0 where one is not (or is no
+// tensor); -1 with an error. Not a Python function: _fastpath.c's
+// KeptSet calls it through the module's PTRS_ARE capsule at every lean
+// fresh call, on the kept inputs it already found by identity (no
+// argument tuple, no lists of ints to read: ptrs_equal's are each a
+// line of its own, cold at a real program's call).
+int ptrs_are(PyObject *const *objs, Py_ssize_t n, void *const *want) {
+  try {
+    for (Py_ssize_t i = 0; i < n; i++) {
+      c10::TensorImpl *ti = impl_of(objs[i]);
+      if (ti == nullptr)
+        return PyErr_Occurred() ? -1 : 0;
+      if (const_cast<void *>(ti->data()) != want[i])
+        return 0;
+    }
+    return 1;
+  } catch (const std::exception &e) {
+    raised(e);
+    return -1;
+  }
+}
+
 // facts(t): what the functions above read of t, for tests and tools:
 // (shape, strides, offset, strided, device, storage, nbytes, data pointer).
 PyObject *facts(PyObject *, PyObject *t) {
@@ -230,7 +253,13 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cgtrace_cpp", "The lean paths' to
 
 PyMODINIT_FUNC PyInit__cgtrace_cpp(void) {
   PyObject *m = PyModule_Create(&module);
-  if (m != nullptr && PyModule_AddIntConstant(m, "API", kApi) < 0) {
+  if (m == nullptr)
+    return nullptr;
+  // (the capsule's name is _fastpath.c's KeptSet's: PyCapsule_GetPointer
+  // refuses another)
+  PyObject *cap = PyCapsule_New(reinterpret_cast<void *>(&ptrs_are), "_cgtrace_cpp.ptrs_are", nullptr);
+  if (PyModule_AddIntConstant(m, "API", kApi) < 0 || cap == nullptr || PyModule_AddObject(m, "PTRS_ARE", cap) < 0) {
+    Py_XDECREF(cap);
     Py_DECREF(m);
     return nullptr;
   }

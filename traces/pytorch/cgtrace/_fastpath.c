@@ -952,47 +952,254 @@ probes_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(t);
 }
 
+/* The kept inputs' pointers: ptrs_same's check, or without torch's C
+ * check list(map(data_ptr, map(inputs.__getitem__, kept))) == ptrs. 1, 0,
+ * -1. */
+static int
+kept_ptrs(PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs, PyObject *ptrs_equal,
+          PyObject *data_ptr)
+{
+    if (ptrs_equal != Py_None)
+        return ptrs_same(ptrs_equal, inputs, full, kept, NULL, NULL, NULL);
+    PyObject *items = PyList_New(0);
+    if (items == NULL)
+        return -1;
+    PyObject *kf = PySequence_Fast(kept, "kept: not a sequence");
+    if (kf == NULL) {
+        Py_DECREF(items);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(kf); i++) {
+        PyObject *v = PyObject_GetItem(inputs, PySequence_Fast_GET_ITEM(kf, i));
+        if (v == NULL || PyList_Append(items, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(kf);
+            Py_DECREF(items);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    Py_DECREF(kf);
+    int t = mapped_eq(data_ptr, items, ptrs);
+    Py_DECREF(items);
+    return t;
+}
+
 static PyObject *
 kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(7, "kept_same");
-    PyObject *refs = args[0], *inputs = args[1], *kept = args[2], *full = args[3], *ptrs = args[4],
-             *ptrs_equal = args[5], *data_ptr = args[6];
-    int t = refs_are(refs, inputs, kept);
-    if (t < 0)
-        return NULL;
-    if (t == 0)
-        Py_RETURN_FALSE;
-    if (ptrs_equal != Py_None)
-        t = ptrs_same(ptrs_equal, inputs, full, kept, NULL, NULL, NULL);
-    else {
-        /* list(map(data_ptr, map(inputs.__getitem__, kept))) == ptrs */
-        PyObject *items = PyList_New(0);
-        if (items == NULL)
-            return NULL;
-        PyObject *kf = PySequence_Fast(kept, "kept: not a sequence");
-        if (kf == NULL) {
-            Py_DECREF(items);
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(kf); i++) {
-            PyObject *v = PyObject_GetItem(inputs, PySequence_Fast_GET_ITEM(kf, i));
-            if (v == NULL || PyList_Append(items, v) < 0) {
-                Py_XDECREF(v);
-                Py_DECREF(kf);
-                Py_DECREF(items);
-                return NULL;
-            }
-            Py_DECREF(v);
-        }
-        Py_DECREF(kf);
-        t = mapped_eq(data_ptr, items, ptrs);
-        Py_DECREF(items);
-    }
+    int t = refs_are(args[0], args[1], args[2]);
+    if (t == 1)
+        t = kept_ptrs(args[1], args[2], args[3], args[4], args[5], args[6]);
     if (t < 0)
         return NULL;
     return PyBool_FromLong(t);
 }
+
+/* -- KeptSet: the kept inputs of a lean fresh call, by address --
+ *
+ * KeptSet(refs, kept, ptrs, ptrs_are=None) stands for the armed tuple's
+ * weak references to the kept inputs (a model's parameters: hundreds a
+ * call at real size): each object's address, its position in the call's
+ * inputs and its data pointer, in three C arrays, and a weak reference
+ * of its own to each object whose callback (the KeptSet) sets dead. So
+ * the check at a call compares the inputs list's items with the
+ * addresses, none of the weak references read (a cold line each at a
+ * real program's call): an address another object took after the kept
+ * one died is never taken for it, since its death set dead first (the
+ * callbacks run in the object's deallocation, before its memory is
+ * free, and the KeptSet, alive while armed, keeps its weak references
+ * alive). The pointers are then asked of the C++ module's ptrs_are
+ * (cpp.py's PTRS_ARE capsule) where given, else as kept_same asks them.
+ * One a queue's arming, kept by the recorder while the arming's lists
+ * are the same (Recorder._kept_set). */
+
+static int no_keywords(PyObject *kwds, const char *what);
+
+typedef int (*ptrs_are_fn)(PyObject *const *objs, Py_ssize_t n, void *const *want);
+
+typedef struct {
+    PyObject_HEAD vectorcallfunc vectorcall; /* (the weak references' callback) */
+    int dead;
+    Py_ssize_t n;
+    ptrs_are_fn ptrs_are;
+    PyObject *wrs;     /* its weak references (a tuple), with itself as callback */
+    PyObject *reader;  /* the capsule ptrs_are came from, or None */
+    Py_ssize_t *idx;   /* each object's position among a call's inputs */
+    PyObject **obj;    /* its address (borrowed: never dereferenced while dead) */
+    void **ptr;        /* its data pointer */
+} KeptSet;
+
+static PyTypeObject KeptSetType;
+
+static PyObject *
+kept_set_died(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    ((KeptSet *)self)->dead = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+kept_set_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *refs, *kept, *ptrs, *reader = Py_None;
+    if (!no_keywords(kwds, "KeptSet") || !PyArg_ParseTuple(args, "OOO|O:KeptSet", &refs, &kept, &ptrs, &reader))
+        return NULL;
+    ptrs_are_fn fn = NULL;
+    if (reader != Py_None && (fn = (ptrs_are_fn)PyCapsule_GetPointer(reader, "_cgtrace_cpp.ptrs_are")) == NULL)
+        return NULL;
+    PyObject *rf = PySequence_Fast(refs, "KeptSet: refs not a sequence"), *kf = NULL, *pf = NULL;
+    KeptSet *ks = NULL;
+    if (rf == NULL || (kf = PySequence_Fast(kept, "KeptSet: kept not a sequence")) == NULL
+        || (pf = PySequence_Fast(ptrs, "KeptSet: ptrs not a sequence")) == NULL)
+        goto error;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rf);
+    if (PySequence_Fast_GET_SIZE(kf) != n || PySequence_Fast_GET_SIZE(pf) != n) {
+        PyErr_SetString(PyExc_ValueError, "KeptSet: refs, kept and ptrs of one length expected");
+        goto error;
+    }
+    if ((ks = (KeptSet *)type->tp_alloc(type, 0)) == NULL)
+        goto error;
+    ks->vectorcall = kept_set_died;
+    ks->n = n;
+    ks->ptrs_are = fn;
+    ks->reader = Py_NewRef(reader);
+    /* (one block for the three arrays: the check reads them in one pass) */
+    char *block = PyMem_Malloc(n > 0 ? n * (sizeof(Py_ssize_t) + sizeof(PyObject *) + sizeof(void *)) : 1);
+    if (block == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    ks->idx = (Py_ssize_t *)block;
+    ks->obj = (PyObject **)(block + n * sizeof(Py_ssize_t));
+    ks->ptr = (void **)(block + n * (sizeof(Py_ssize_t) + sizeof(PyObject *)));
+    if ((ks->wrs = PyTuple_New(n)) == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ks->obj[i] = NULL;
+        ks->idx[i] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(kf, i));
+        ks->ptr[i] = PyLong_AsVoidPtr(PySequence_Fast_GET_ITEM(pf, i));
+        if (PyErr_Occurred())
+            goto error;
+        if (ks->idx[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "KeptSet: a negative position");
+            goto error;
+        }
+        PyObject *o = deref(PySequence_Fast_GET_ITEM(rf, i));
+        if (o == NULL)
+            goto error;
+        if (o == Py_None) {
+            /* (a kept input already gone: never the same again) */
+            Py_DECREF(o);
+            ks->dead = 1;
+            PyTuple_SET_ITEM(ks->wrs, i, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *wr = PyWeakref_NewRef(o, (PyObject *)ks);
+        ks->obj[i] = o;
+        Py_DECREF(o);
+        if (wr == NULL)
+            goto error;
+        PyTuple_SET_ITEM(ks->wrs, i, wr);
+    }
+    Py_DECREF(rf);
+    Py_DECREF(kf);
+    Py_DECREF(pf);
+    return (PyObject *)ks;
+error:
+    Py_XDECREF(rf);
+    Py_XDECREF(kf);
+    Py_XDECREF(pf);
+    Py_XDECREF(ks);
+    return NULL;
+}
+
+/* Each kept object at its position of inputs (a list, as torch's calls
+ * pass them, or a tuple; any other sequence is declined) by address,
+ * alive, at its data pointer: 1, 0, -1. kept, full and ptrs_equal:
+ * kept_same's, for the pointers where no ptrs_are was given. */
+static int
+kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs_equal,
+               PyObject *data_ptr, PyObject *ptrs)
+{
+    if (ks->dead || !(PyList_CheckExact(inputs) || PyTuple_CheckExact(inputs)))
+        return 0;
+    PyObject **items = PySequence_Fast_ITEMS(inputs);
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(inputs);
+    for (Py_ssize_t i = 0; i < ks->n; i++)
+        if (ks->idx[i] >= m || items[ks->idx[i]] != ks->obj[i])
+            return 0;
+    if (ks->ptrs_are != NULL)
+        return ks->ptrs_are(ks->obj, ks->n, ks->ptr);
+    return kept_ptrs(inputs, kept, full, ptrs, ptrs_equal, data_ptr);
+}
+
+static PyObject *
+kept_set_same(KeptSet *ks, PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(6, "KeptSet.same");
+    int t = kept_set_check(ks, args[0], args[1], args[2], args[3], args[4], args[5]);
+    if (t < 0)
+        return NULL;
+    return PyBool_FromLong(t);
+}
+
+static PyObject *
+kept_set_get_dead(KeptSet *ks, void *closure)
+{
+    return PyBool_FromLong(ks->dead);
+}
+
+static int
+kept_set_traverse(KeptSet *ks, visitproc visit, void *arg)
+{
+    Py_VISIT(ks->wrs);
+    Py_VISIT(ks->reader);
+    return 0;
+}
+
+static int
+kept_set_clear(KeptSet *ks)
+{
+    Py_CLEAR(ks->wrs);
+    Py_CLEAR(ks->reader);
+    return 0;
+}
+
+static void
+kept_set_dealloc(KeptSet *ks)
+{
+    PyObject_GC_UnTrack(ks);
+    kept_set_clear(ks);
+    PyMem_Free(ks->idx);
+    Py_TYPE(ks)->tp_free((PyObject *)ks);
+}
+
+static PyMethodDef kept_set_methods[] = {
+    {"same", (PyCFunction)(void (*)(void))kept_set_same, METH_FASTCALL,
+     "same(inputs, kept, full, ptrs_equal, data_ptr, ptrs): kept_same(refs, inputs, kept, full, ptrs, ptrs_equal, "
+     "data_ptr) for the refs it was made of."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef kept_set_getset[] = {
+    {"dead", (getter)kept_set_get_dead, NULL, "Whether a kept object died (or was gone when it was made).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject KeptSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.KeptSet",
+    .tp_basicsize = sizeof(KeptSet),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "KeptSet(refs, kept, ptrs, ptrs_are=None): the kept inputs of a lean fresh call by address.",
+    .tp_new = kept_set_new,
+    .tp_dealloc = (destructor)kept_set_dealloc,
+    .tp_traverse = (traverseproc)kept_set_traverse,
+    .tp_clear = (inquiry)kept_set_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(KeptSet, vectorcall),
+    .tp_methods = kept_set_methods,
+    .tp_getset = kept_set_getset,
+};
 
 /* fastpath.fresh_src with up and d C integers: 1, 0, -1. */
 static int
@@ -1210,7 +1417,6 @@ cq_find_wr(Compact *q, PyObject *wr)
 }
 
 static int cq_sync(Compact *q);
-static int no_keywords(PyObject *kwds, const char *what);
 
 /* The value of a Python int as a pointer-sized key (0 with an error). */
 static uintptr_t
@@ -2133,14 +2339,16 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     }
     PART_AT(fq_probes);
     /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
-    {
-        PyObject *kargs[7] = {PyTuple_GET_ITEM(a, 9), new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
-                              PyTuple_GET_ITEM(a, 10), ptrs_equal, data_ptr};
-        if ((x = CGT_CUT == 3 ? Py_NewRef(Py_True) : kept_same(NULL, kargs, 7)) == NULL)
-            goto error;
-        if (x != Py_True)
-            goto no;
-        Py_CLEAR(x);
+    if (CGT_CUT != 3) {
+        PyObject *refs = PyTuple_GET_ITEM(a, 9);
+        if (Py_IS_TYPE(refs, &KeptSetType))
+            t = kept_set_check((KeptSet *)refs, new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
+                               ptrs_equal, data_ptr, PyTuple_GET_ITEM(a, 10));
+        else if ((t = refs_are(refs, new_inputs, PyTuple_GET_ITEM(a, 8))) == 1)
+            t = kept_ptrs(new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11), PyTuple_GET_ITEM(a, 10),
+                          ptrs_equal, data_ptr);
+        if (t <= 0)
+            goto not_ok;
     }
     PART_AT(fq_kept);
     /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], up): the tree's
@@ -6849,6 +7057,7 @@ PyInit__cgtrace_fastpath(void)
         const char *name;
         PyTypeObject *type;
     } types[] = {{NULL, &StorageRefType}, {"Runner", &RunnerType}, {"Compact", &CompactType}, {"StorageRefs", &StorageRefsType},
+                 {"KeptSet", &KeptSetType},
                  {"Died", &DiedType}, {"RLock", &RLockType}, {"Noter", &NoterType},
 #ifdef CGT_JOURNAL_THREAD
                  {"JournalWriter", &JournalWriterType},

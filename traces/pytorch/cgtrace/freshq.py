@@ -100,6 +100,11 @@ class _FreshQueue:
     # What the lean fresh path's checks read (fresh_queue's ctx), made
     # with it (_fresh_lean_run): the C Runner's too.
     _fq_ctx = None
+    # The kept inputs' KeptSet (_kept_set) and the arming's lists it was
+    # made of; the C++ module's ptrs_are for it, where the _run wrapper
+    # reads the pointers through that module (hooks).
+    _kept_memo = None
+    _ptrs_are = None
 
     def _fq_start(self, fs, plan, tok, i, session):
         """Whether a call of fs's plan on a new input at position i may be
@@ -298,9 +303,34 @@ class _FreshQueue:
             polled.append((f.obj_ref if rule else None, rule == USE_COUNT, f.alive))
         p = w = None
         hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
-                   len(tok[2]), kept, tok[4], tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
+                   len(tok[2]), kept, self._kept_set(tok), tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
                    tuple(polled), plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
+
+    def _kept_set(self, tok):
+        """What the armed tuple holds for the kept inputs' objects (the
+        arming's fresh_tok, tok: their positions, weak references and
+        pointers at 3, 4, 5): a KeptSet of them where the C checks have
+        one (_fastpath.c: their addresses, each death noted by a callback,
+        so a call reads none of the weak references), else the weak
+        references. One KeptSet while the token's lists are the same
+        objects and none of its objects died: a queue armed again after a
+        host read or another event, as a training loop's is at every
+        step, makes no weak references again (a model's parameters:
+        hundreds)."""
+        make = getattr(self._checks, "KeptSet", None)
+        if make is None:
+            return tok[4]
+        got = self._kept_memo
+        if got is not None and got[0] is tok[3] and got[1] is tok[4] and got[2] is tok[5] and not got[3].dead:
+            return got[3]
+        self._kept_memo = None
+        try:
+            ks = make(tok[4], tok[3], tok[5], self._ptrs_are)
+        except (TypeError, ValueError, OverflowError):
+            return tok[4]  # (the lists as the Python check takes them: it says why not)
+        self._kept_memo = (tok[3], tok[4], tok[5], ks)
+        return ks
 
     def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal, data_ptr):
         """The _run wrapper's lean fresh path: a call of the armed queue's

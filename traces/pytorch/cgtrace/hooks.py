@@ -152,6 +152,9 @@ class _Hooks:
             # The same two through libtorch's C++ API (cpp.py): the kept
             # inputs' pointers without torch's binding code.
             ptrs_equal, data_ptr = self._cpp.ptrs_equal, self._cpp.data_ptr
+            # (and ptrs_equal's loop as a C function, for _fastpath.c's
+            # KeptSet: freshq._kept_set)
+            self._ptrs_are = getattr(self._cpp, "PTRS_ARE", None)
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).
         checks = self._checks

@@ -429,6 +429,101 @@ class FastPathTest(BuiltTest):
                 with self.subTest(what=what, ptrs_equal=pe is not None):
                     self.same("kept_same", r, i, k, f, p, pe, fake.Tensor.data_ptr)
 
+    def test_kept_set(self):
+        # (_fastpath.c's KeptSet: the kept inputs by address, each death
+        # noted by its weak references' callback; it answers as kept_same
+        # does for the weak references it was made of, and declines where
+        # kept_same raises: a position past the inputs' end)
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        ptrs_equal, data_ptr = fake._tensors_data_ptrs_at_indices_equal, fake.Tensor.data_ptr
+        a, b, new = fake.Tensor([2]), fake.Tensor([3]), fake.Tensor([4])
+        ins = [a, new, b]
+        full = [a.data_ptr(), None, b.data_ptr()]
+        refs = (weakref.ref(a), weakref.ref(b))
+        ptrs = [a.data_ptr(), b.data_ptr()]
+        for what, r, i, k, f, p in (
+                ("all hold", refs, ins, [0, 2], full, ptrs),
+                ("another object", refs, [a, new, new], [0, 2], full, ptrs),
+                ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
+                ("past the end", refs, ins, [0, 7], full, ptrs),
+                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, ptrs),
+                ("a bool position", refs, ins, [False, 2], full, ptrs),
+                ("a list of the wrong objects", (weakref.ref(b), weakref.ref(a)), ins, [0, 2], full, ptrs)):
+            for pe in (ptrs_equal, None):
+                with self.subTest(what=what, ptrs_equal=pe is not None):
+                    want = outcome(P.kept_same, r, i, k, f, p, pe, data_ptr)
+                    ks = self.C.KeptSet(r, k, p)
+                    self.assertIs(ks.dead, False)
+                    got = outcome(ks.same, i, k, f, pe, data_ptr, p)
+                    self.assertIn(got, (want, ("ok", False)) if want[0] == "raised" else (want,))
+        # (what it cannot hold by address it refuses: freshq._kept_set
+        # arms the weak references then)
+        for what, k, p, err in (("a negative position", [0, -1], ptrs, ValueError),
+                                ("a position past a C ssize_t", [0, 1 << 70], ptrs, OverflowError),
+                                ("a position no int", [0, "2"], ptrs, TypeError),
+                                ("a pointer no int", [0, 2], [1, "p"], TypeError),
+                                ("lengths apart", [0], ptrs, ValueError)):
+            with self.subTest(what=what), self.assertRaises(err):
+                self.C.KeptSet(refs, k, p)
+        with self.assertRaises(ValueError):
+            self.C.KeptSet(refs, [0, 2], ptrs, object())  # (no capsule: not a ptrs_are)
+        # A death, and an object at the dead one's address: never the same
+        # (the stand-in's allocator hands the next object of the size its
+        # block, as CPython's does: looked for among a few)
+        class Obj:
+            __slots__ = ("__weakref__",)  # (no dict: 3.13 puts a new plain instance elsewhere)
+
+        x, y = Obj(), Obj()
+        ks = self.C.KeptSet((weakref.ref(x), weakref.ref(y)), [0, 1], [1, 2])
+        always = lambda *args: True  # noqa: E731 (the pointers never the question here)
+        self.assertIs(ks.same([x, y], [0, 1], [1, 2], always, None, [1, 2]), True)
+        where = id(x)
+        del x
+        self.assertIs(ks.dead, True)
+        others = [Obj() for _ in range(20)]
+        there = [o for o in others if id(o) == where]
+        if os.environ.get("PYTHONMALLOC") != "malloc":  # (ASan's quarantine hands no freed block out again)
+            self.assertTrue(there, "no object took the dead one's address")
+        for o in there:
+            self.assertIs(ks.same([o, y], [0, 1], [1, 2], always, None, [1, 2]), False)
+        self.assertIs(self.C.KeptSet((weakref.ref(y), weakref.ref(Obj())), [0, 1], [1, 2]).dead, True)
+
+    def test_kept_set_asks_ptrs_are(self):
+        # (the C++ module's PTRS_ARE capsule, stood in for by a ctypes
+        # function of the capsule's name and signature: asked with the
+        # kept objects and their pointers, its answer the check's, and no
+        # Python check of the pointers asked beside it)
+        import ctypes
+        saved = fake.install_fake_torch()
+        self.addCleanup(fake.remove_fake_torch, saved)
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.py_object), ctypes.c_ssize_t,
+                                 ctypes.POINTER(ctypes.c_void_p))
+        asked = []
+
+        def ptrs_are(objs, n, want):
+            got = [(objs[j], want[j] or 0) for j in range(n)]
+            asked.append(got)
+            return int(all(o.data_ptr() == w for o, w in got))
+
+        fn = proto(ptrs_are)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+        self.name = b"_cgtrace_cpp.ptrs_are"  # (the capsule's name must outlive it)
+        cap = new(ctypes.cast(fn, ctypes.c_void_p), self.name, None)
+        a, b, new_in = fake.Tensor([2]), fake.Tensor([3]), fake.Tensor([4])
+        refuse = lambda *args: self.fail("the Python check asked")  # noqa: E731
+        ks = self.C.KeptSet((weakref.ref(a), weakref.ref(b)), [0, 2], [a.data_ptr(), b.data_ptr()], cap)
+        self.assertIs(ks.same([a, new_in, b], [0, 2], None, refuse, None, None), True)
+        self.assertEqual(asked, [[(a, a.data_ptr()), (b, b.data_ptr())]])
+        ks = self.C.KeptSet((weakref.ref(a), weakref.ref(b)), [0, 2], [a.data_ptr(), 5], cap)
+        self.assertIs(ks.same([a, new_in, b], [0, 2], None, refuse, None, None), False)
+        self.assertIs(ks.same([new_in, a, b], [0, 2], None, refuse, None, None), False)
+        self.assertEqual(len(asked), 2)  # (another object: no pointer asked)
+        with self.assertRaises(ValueError):
+            self.C.KeptSet((weakref.ref(a),), [0], [1], ctypes.pythonapi.PyCapsule_New(
+                ctypes.cast(fn, ctypes.c_void_p), b"another.name", None))
+
     def armed(self, t, **over):
         """A lean fresh call's armed tuple for a new input like t
         (fastpath.A_*; the rest None)."""

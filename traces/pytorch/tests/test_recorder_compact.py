@@ -259,6 +259,51 @@ class CompactQueueTest(FakeTorchTest):
         self.three_ways(body)
         self.assert_compact_held(5)
 
+    def test_a_weight_replaced_at_its_own_address_and_pointer(self):
+        # (the kept input's KeptSet, by address: every 20th call the weight
+        # dies and a new one at the same data pointer (torch's caching
+        # allocator hands a new parameter the dead one's block; here the
+        # pointer is set, the stand-in's being its storage's address,
+        # which the recorder's own objects may take between two ways) is
+        # made where the stand-in's allocator most often puts it, at the
+        # dead tensor's address: its death must decline the call, as the
+        # weak reference's check did, or the trace would call the new
+        # weight by the old one's name. Another function's call every 7th
+        # call arms the queue again, on the same KeptSet while the weight
+        # lives.)
+        same_place, sets = [], []
+        data_ptr = Tensor.data_ptr
+
+        def fixed_ptr(t):
+            return getattr(t, "fixed_ptr", None) or data_ptr(t)
+
+        def body(mgr, f, g, w, i, keep):
+            if i % 20 == 19:
+                old = keep.pop("w")
+                where, ptr = id(old), old.data_ptr()
+                del old
+                keep["w"] = Tensor([8, 8])
+                keep["w"].fixed_ptr = ptr
+                same_place.append(where == id(keep["w"]))
+            wt = keep.setdefault("w", Tensor([8, 8]))
+            x = Tensor([16, 8])
+            keep["y"], = mgr._run([wt, x], f)
+            if i % 7 == 6:
+                keep["z"], = mgr._run([w, Tensor([16, 8])], g)
+            if os.environ.get("CGTRACE_COMPACT") is None and os.environ.get("CGTRACE_DEFER") is None:
+                memo = rec_of[-1]._kept_memo
+                sets.append(memo[3] if memo is not None else None)
+
+        rec_of = []
+        with mock.patch.object(Tensor, "data_ptr", fixed_ptr):
+            self.three_ways(body, calls=160, at_start=rec_of.append)
+        if os.environ.get("PYTHONMALLOC") != "malloc":  # (ASan's quarantine hands no freed block out again)
+            self.assertTrue(any(same_place), "no new weight took the dead one's address")
+        made = [k for k in sets if k is not None]
+        self.assertTrue(made and type(made[0]).__name__ == "KeptSet", sets[:20])
+        # (a KeptSet a weight, not one an arming: some 27 armings, 9 weights)
+        self.assertLessEqual(len(set(map(id, made))), 160 // 20 + 2)
+
     def test_more_calls_queued_than_the_array_holds(self):
         # (a bound past the Compact's 256 entries: the 257th call makes the
         # 256 before it objects, and the queue goes on)
