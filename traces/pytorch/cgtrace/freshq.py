@@ -38,8 +38,14 @@ from .state import _ENTRY_NAME, _NO_ENTRY, _Entry
 # often at 64: 0.6 to 1.8 us less a call on an H100, four sets in the
 # same rounds (BENCHMARKS.md, session 26). At 256 (which the time bound
 # would allow) a call counts the same instructions and misses as at 64
-# (session 33).
-_FQ_BOUND = 64
+# (session 33), but the writing's Python, its journal's hand-over to the
+# writer thread and what the call after it pays are a writing's, not a
+# call's: at 200 the bound's share of a loop call is 28% less on the
+# stand-in (session 44), and a GPU host's loop (some 110 us a call)
+# reaches Recorder.JOURNAL_MS first, at some 180 calls, so what a killed
+# program loses is bounded by the time, as before. (Below the Compact's
+# 256 entries, CQ_CAP, so a queue at its bound is never made objects.)
+_FQ_BOUND = 200
 _ORDER = operator.itemgetter(0)
 _SPEC, _STEPS = operator.attrgetter("spec"), operator.attrgetter("steps")
 
