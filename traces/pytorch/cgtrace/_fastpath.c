@@ -649,6 +649,12 @@ static unsigned long long part_t;
 #define PART_AT(p) ((void)0)
 #endif
 
+/* (KeptSet, below: the kept inputs by address) */
+typedef struct KeptSet KeptSet;
+static PyTypeObject KeptSetType;
+static int kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs_equal,
+                          PyObject *data_ptr, PyObject *ptrs);
+
 static PyObject *
 steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -670,9 +676,16 @@ steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         TRY(PyObject_IsTrue(probed));
     TRY(deref_is(PyTuple_GET_ITEM(lean, L_MREF), mgr));
     TRY(len_is(new_inputs, PyTuple_GET_ITEM(lean, L_NIN)));
-    TRY(refs_are(PyTuple_GET_ITEM(lean, L_IN_REFS), new_inputs, NULL));
-    TRY(ptrs_same(ptrs_equal, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS), PyTuple_GET_ITEM(lean, L_IN_IDX),
-                  data_ptr, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
+    PyObject *refs = PyTuple_GET_ITEM(lean, L_IN_REFS);
+    if (Py_IS_TYPE(refs, &KeptSetType))
+        /* (every input kept, at its own position: the plan's in_idx) */
+        TRY(kept_set_check((KeptSet *)refs, new_inputs, PyTuple_GET_ITEM(lean, L_IN_IDX),
+                           PyTuple_GET_ITEM(lean, L_IN_PTRS), ptrs_equal, data_ptr, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
+    else {
+        TRY(refs_are(refs, new_inputs, NULL));
+        TRY(ptrs_same(ptrs_equal, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS), PyTuple_GET_ITEM(lean, L_IN_IDX),
+                      data_ptr, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
+    }
     t = PyObject_IsTrue(dead_objs);
     if (t < 0)
         goto error;
@@ -1013,13 +1026,14 @@ kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * alive). The pointers are then asked of the C++ module's ptrs_are
  * (cpp.py's PTRS_ARE capsule) where given, else as kept_same asks them.
  * One a queue's arming, kept by the recorder while the arming's lists
- * are the same (Recorder._kept_set). */
+ * are the same (Recorder._kept_set); and a steady replay's plan's, every
+ * input kept (Recorder._steady_kept_set). */
 
 static int no_keywords(PyObject *kwds, const char *what);
 
 typedef int (*ptrs_are_fn)(PyObject *const *objs, Py_ssize_t n, void *const *want);
 
-typedef struct {
+struct KeptSet {
     PyObject_HEAD vectorcallfunc vectorcall; /* (the weak references' callback) */
     int dead;
     Py_ssize_t n;
@@ -1029,9 +1043,7 @@ typedef struct {
     Py_ssize_t *idx;   /* each object's position among a call's inputs */
     PyObject **obj;    /* its address (borrowed: never dereferenced while dead) */
     void **ptr;        /* its data pointer */
-} KeptSet;
-
-static PyTypeObject KeptSetType;
+};
 
 static PyObject *
 kept_set_died(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)

@@ -369,7 +369,7 @@ class _Hooks:
                 rec.armings += 1
                 # (c - (c & 63): the first count of c's 64 steps, as c // 64 has it.)
                 hot.armed[id(function_id)] = hot.lean = (function_id, plan, got[1], c - (c & 63), plan.nin,
-                                                         plan.in_refs, plan.in_ptrs, plan.in_idx, plan.polled,
+                                                         plan.in_set, plan.in_ptrs, plan.in_idx, plan.polled,
                                                          plan.uses, plan.node_ref, plan.nout, plan.ckpt,
                                                          plan.out_refs, plan.wrappers)
                 hot.lfid = function_id

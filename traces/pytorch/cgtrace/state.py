@@ -102,7 +102,7 @@ class _Entry:
 class _FnState:
     __slots__ = ("name", "info", "params", "shapes", "dtypes", "views", "defined", "calls",
                  "out_pos", "out_dense", "warned_extra", "last_args", "memo", "tensor_idx", "plan",
-                 "last_entries", "fresh_tok", "graph")
+                 "last_entries", "fresh_tok", "graph", "kept_memo")
 
     def __init__(self, name, info):
         self.name, self.info = name, info
@@ -124,6 +124,10 @@ class _FnState:
         # The torch side's _ReplayPlan: what the last call, a replay, left
         # behind, for the next one to take the short path (or None).
         self.plan = None
+        # The KeptSet of its steady replays' inputs and what it was made
+        # of (Recorder._steady_kept_set): a plan is made again at every
+        # other function's call, the inputs stay.
+        self.kept_memo = None
         # The torch side's entries that named the last call's inputs through
         # Recorder._before_call's general path, by position (_NO_ENTRY where
         # none did): where the next call looks first (or None).
@@ -148,7 +152,8 @@ class _ReplayPlan:
 
     __slots__ = ("node_ref", "node_keys", "ckpt", "dev", "ekey", "expect", "entries", "names",
                  "prefix", "suffixes", "fn_json", "args", "argset", "head", "dev_key", "serial",
-                 "nin", "in_refs", "in_ptrs", "in_idx", "nout", "out_refs", "wrappers", "polled",
+                 "nin", "in_refs", "in_ptrs", "in_idx", "in_set", "nout", "out_refs", "wrappers",
+                 "polled",
                  "fs", "uses", "cfg", "expect_line", "src_d", "src_code", "src_lines", "src_lasti")
 
     def __init__(self, node, node_keys, ckpt, dev, ekey, expect, entries, names, fn, args):
@@ -171,7 +176,7 @@ class _ReplayPlan:
         # outputs' (count, weak references, the tree's wrappers), and the
         # wrappers of the polled names when they are the outputs' alone.
         self.serial = None
-        self.nin = self.in_refs = self.in_ptrs = self.in_idx = None
+        self.nin = self.in_refs = self.in_ptrs = self.in_idx = self.in_set = None
         self.nout = self.out_refs = self.wrappers = self.polled = None
         self.fs = None  # the function's _FnState
         # Whether a polled output's tree check counts c10's own reference

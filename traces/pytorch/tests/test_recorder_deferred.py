@@ -10,6 +10,7 @@ import os
 import sys
 import unittest
 import weakref
+from unittest import mock
 
 # (fake_torch first: it puts the recorder on sys.path)
 from fake_torch import (at_one_line, CUDAGraphTreeManager, ConfigModule, each_way, FakeTorchTest, FunctionID,
@@ -413,6 +414,96 @@ class DeferredReplayTest(FakeTorchTest):
         self.assertGreater(took, 10)
         self.assertEqual(took_general, 0)
         self.assertEqual(default, general)
+
+    def test_a_steady_weight_replaced_at_its_own_address_and_pointer(self):
+        # A steady loop (the same input again) whose weight dies every 15th
+        # call and a new one at the same data pointer (torch's caching
+        # allocator hands a new parameter the dead one's block; the
+        # stand-in's pointer set, its own being its storage's address) is
+        # made where the allocator most often puts it, at the dead tensor's
+        # address: the plan's KeptSet (every input by address, each death
+        # noted by a callback) must decline that call, as the weak
+        # references' check did, or the trace would replay the new weight
+        # by the old one's name; the general path's trace is the reference.
+        same_place, sets = [], []
+        data_ptr = Tensor.data_ptr
+
+        def fixed_ptr(t):
+            return getattr(t, "fixed_ptr", None) or data_ptr(t)
+
+        def loop(path):
+            cgt = sys.modules["torch._inductor.cudagraph_trees"]
+            mgr = CUDAGraphTreeManager()
+            mgr.cache_replays = True
+            f = mgr.add(0, static=[0])
+            g = mgr.add(1, static=[0])
+            mgr.models[0] = lambda ins: [Tensor([16, 8])]
+            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            w, x = Tensor([8, 8]), Tensor([16, 8])
+            with cgtrace.record(path) as rec:
+                for i in range(150):
+                    if i % 15 == 14:
+                        where, ptr = id(w), w.data_ptr()
+                        w = None
+                        w = Tensor([8, 8])
+                        w.fixed_ptr = ptr
+                        same_place.append(where == id(w))
+                    cgt.mark_step_begin()
+                    _invocation()
+                    y, = mgr._run([w, x], f)
+                    if os.environ.get("CGTRACE_DEFER") is None and rec._hot.lean is not None:
+                        sets.append(rec._hot.lean[5])
+                    if i % 5 == 4:
+                        # (another function's call: the plan checked again
+                        # at f's next, a serial later, on the same memo)
+                        cgt.mark_step_begin()
+                        _invocation()
+                        z, = mgr._run([w, x], g)
+                del y
+            self.assertIsNone(rec.error)
+            with open(path) as fh:
+                return rec.short_calls, fh.read().split("\n")[1:]
+
+        with mock.patch.object(Tensor, "data_ptr", fixed_ptr):
+            (short, default), (_, general) = self.default_and_general(loop)
+        self.assertGreater(short, 80)
+        self.assertEqual(default, general)
+        if os.environ.get("PYTHONMALLOC") != "malloc":  # (ASan's quarantine hands no freed block out again)
+            self.assertTrue(any(same_place), "no new weight took the dead one's address")
+        if os.environ.get("CGTRACE_FAST") != "0":
+            self.assertGreater(sum(type(k).__name__ == "KeptSet" for k in sets), 80, sets[:5])
+
+    def test_a_steady_kept_set_kept_while_its_memo_holds(self):
+        # (Recorder._steady_kept_set, on its own: the function's KeptSet
+        # again for a memo made again of the same weak references at the
+        # same pointers, as the general path makes it after another
+        # function's call; a new one for another pointer; none kept for a
+        # memo naming a dead input, whose weak references are armed)
+        from types import SimpleNamespace
+        from cgtrace import fastpath
+        from cgtrace.deferred import _Deferred
+        checks, why = fastpath.load()
+        if not hasattr(checks, "KeptSet"):
+            self.skipTest("no C module here: %s" % why)
+        rec = SimpleNamespace(_checks=checks, _ptrs_are=None)
+        fs = SimpleNamespace(kept_memo=None)
+        a, b = Tensor([8, 8]), Tensor([16, 8])
+        refs = (weakref.ref(a), weakref.ref(b))
+
+        def kept(refs, ptrs):
+            plan = SimpleNamespace(in_idx=list(range(len(refs))), in_ptrs=list(ptrs))
+            return _Deferred._steady_kept_set(rec, fs, plan, (refs, None, None, None, tuple(ptrs)))
+
+        first = kept(refs, [a.data_ptr(), b.data_ptr()])
+        self.assertEqual(type(first).__name__, "KeptSet")
+        self.assertIs(kept(tuple(refs), [a.data_ptr(), b.data_ptr()]), first)
+        moved = kept(refs, [a.data_ptr(), b.data_ptr() + 4])
+        self.assertIsNot(moved, first)
+        c = Tensor([8, 8])
+        gone = (weakref.ref(c), refs[1])
+        del c
+        self.assertIs(kept(gone, [1, b.data_ptr()]), gone)
+        self.assertIsNone(fs.kept_memo)
 
     def test_a_call_replaying_twice_is_noted_as_the_general_path_notes_it(self):
         # A steady call, and a call on a new input, whose tree replays
