@@ -123,7 +123,6 @@ class FastPathTest(FakeTorchTest):
     def scenario(self, path, follow=False):
         """Records the program into path (streamed, with follow); returns
         (the recorder, how many calls took the short path)."""
-        from unittest import mock
         cgt = sys.modules["torch._inductor.cudagraph_trees"]
         ind = sys.modules["torch._inductor.config"]
         dyn = sys.modules["torch._dynamo.config"]
