@@ -840,6 +840,20 @@ def shape_as(version):
     return CUDAGraphTreeManager
 
 
+def two_functions(cls=None):
+    """A tree of two functions f and g, each on a static param (input 0)
+    and handing out a new [16, 8] output, replays handing out cached
+    outputs, as torch's do. cls: the manager's class (a test's subclass).
+    Returns (the cudagraph_trees module, the manager, f, g)."""
+    mgr = (cls or CUDAGraphTreeManager)()
+    mgr.cache_replays = True
+    f = mgr.add(0, static=[0])
+    g = mgr.add(1, static=[0])
+    mgr.models[0] = lambda ins: [Tensor([16, 8])]
+    mgr.models[1] = lambda ins: [Tensor([16, 8])]
+    return sys.modules["torch._inductor.cudagraph_trees"], mgr, f, g
+
+
 def each_way(test, loop, envs):
     """loop(path) recorded once under each environment of envs (the
     variables each adds), each after the first on a fresh stand-in (test's

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 # (fake_torch first: it puts the recorder on sys.path)
-from fake_torch import (CUDAGraphTreeManager, each_way, FakeTorchTest, Storage, Tensor, _invocation)
+from fake_torch import (each_way, FakeTorchTest, Storage, Tensor, _invocation, two_functions)
 
 import cgtrace  # noqa: E402  (after fake_torch)
 from cgtrace import fastpath  # noqa: E402
@@ -47,13 +47,7 @@ class CompactQueueTest(FakeTorchTest):
         seen = []
 
         def loop(path):
-            cgt = sys.modules["torch._inductor.cudagraph_trees"]
-            mgr = CUDAGraphTreeManager()
-            mgr.cache_replays = True
-            f = mgr.add(0, static=[0])
-            g = mgr.add(1, static=[0])
-            mgr.models[0] = lambda ins: [Tensor([16, 8])]
-            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            cgt, mgr, f, g = two_functions()
             w = Tensor([8, 8])
             keep = {}
             with cgtrace.record(path) as rec:

@@ -15,7 +15,7 @@ from unittest import mock
 # (fake_torch first: it puts the recorder on sys.path)
 from fake_torch import (at_one_line, CUDAGraphTreeManager, ConfigModule, each_way, FakeTorchTest, FunctionID,
                         MarkStepBox, NoStorage, Node, Storage, StorageWeakRef, StorageWeakRefWrapper, Tensor,
-                        TraceFileTest, Wrapped, _invocation, install_fake_torch, remove_fake_torch)
+                        TraceFileTest, Wrapped, _invocation, install_fake_torch, remove_fake_torch, two_functions)
 
 import cgtrace  # noqa: E402  (after fake_torch)
 
@@ -431,13 +431,7 @@ class DeferredReplayTest(FakeTorchTest):
             return getattr(t, "fixed_ptr", None) or data_ptr(t)
 
         def loop(path):
-            cgt = sys.modules["torch._inductor.cudagraph_trees"]
-            mgr = CUDAGraphTreeManager()
-            mgr.cache_replays = True
-            f = mgr.add(0, static=[0])
-            g = mgr.add(1, static=[0])
-            mgr.models[0] = lambda ins: [Tensor([16, 8])]
-            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            cgt, mgr, f, g = two_functions()
             w, x = Tensor([8, 8]), Tensor([16, 8])
             with cgtrace.record(path) as rec:
                 for i in range(150):
@@ -529,13 +523,7 @@ class DeferredReplayTest(FakeTorchTest):
                 return super().execute_node(node, new_inputs)
 
         def loop(path):
-            cgt = sys.modules["torch._inductor.cudagraph_trees"]
-            mgr = Twice()
-            mgr.cache_replays = True
-            f = mgr.add(0, static=[0])
-            g = mgr.add(1, static=[0])
-            mgr.models[0] = lambda ins: [Tensor([16, 8])]
-            mgr.models[1] = lambda ins: [Tensor([16, 8])]
+            cgt, mgr, f, g = two_functions(Twice)
             w, x = Tensor([8, 8]), Tensor([16, 8])
             mgr.double = {30: g, 55: g, 90: f, 120: f}
             with cgtrace.record(path) as rec:
