@@ -267,11 +267,16 @@ class MeasureTest(unittest.TestCase):
         self.assertGreater(paths["queued by the lean fresh path"]["calls"], 0.8 * iters)
         # The call right after each writing is a class of its own (the
         # writing's cost that lands in it): one a writing but the last's
-        # when the loop ends with it.
+        # when the loop ends with it. (Of whatever path: a call the lean
+        # path declines, one whose step count crosses a block of 4096,
+        # say, the process's count which earlier tests moved, goes to the
+        # general path, which writes the queue, and the call after it
+        # takes the fresh path to arm it again: in a full run of these
+        # tests, not alone.)
         wrote = paths["wrote the calls queued before it"]["calls"]
-        after = paths["queued by the lean fresh path; the call after a writing"]["calls"]
+        after = sum(r["calls"] for k, r in paths.items() if k.endswith("; the call after a writing"))
         self.assertGreaterEqual(wrote, 2)
-        self.assertIn(after, (wrote - 1, wrote))
+        self.assertIn(after, (wrote - 1, wrote), {k: r["calls"] for k, r in paths.items()})
         self.assertIn("| queued by the lean fresh path; the call after a writing |", text)
 
     def test_path_kinds(self):
