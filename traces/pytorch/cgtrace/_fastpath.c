@@ -2086,7 +2086,12 @@ queued_died(int gone, PyObject *idw, PyObject *held, PyObject *sref)
 {
     if (gone != 0)
         return gone < 0 ? -1 : 0;
-    int t = PyDict_CheckExact(held) ? PyDict_Contains(held, idw) : PySequence_Contains(held, idw);
+    /* (an empty dict not asked: asking hashes the key and reads the
+     * dict's table, a line cold at every call, and a loop holds no name
+     * by a weak reference as a rule) */
+    int t = PyDict_CheckExact(held)
+                ? (PyDict_GET_SIZE(held) == 0 ? 0 : PyDict_Contains(held, idw))
+                : PySequence_Contains(held, idw);
     if (t != 0)
         return t < 0 ? -1 : 0;
     /* (the module's own StorageRef answered without a method lookup) */
