@@ -649,11 +649,9 @@ static unsigned long long part_t;
 #define PART_AT(p) ((void)0)
 #endif
 
-/* (KeptSet, below: the kept inputs by address) */
-typedef struct KeptSet KeptSet;
-static PyTypeObject KeptSetType;
-static int kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs_equal,
-                          PyObject *data_ptr, PyObject *ptrs);
+/* (below: kept_same's check, of weak references or a KeptSet) */
+static int kept_check(PyObject *refs, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs,
+                      PyObject *ptrs_equal, PyObject *data_ptr);
 
 static PyObject *
 steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -676,16 +674,10 @@ steady_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         TRY(PyObject_IsTrue(probed));
     TRY(deref_is(PyTuple_GET_ITEM(lean, L_MREF), mgr));
     TRY(len_is(new_inputs, PyTuple_GET_ITEM(lean, L_NIN)));
-    PyObject *refs = PyTuple_GET_ITEM(lean, L_IN_REFS);
-    if (Py_IS_TYPE(refs, &KeptSetType))
-        /* (every input kept, at its own position: the plan's in_idx) */
-        TRY(kept_set_check((KeptSet *)refs, new_inputs, PyTuple_GET_ITEM(lean, L_IN_IDX),
-                           PyTuple_GET_ITEM(lean, L_IN_PTRS), ptrs_equal, data_ptr, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
-    else {
-        TRY(refs_are(refs, new_inputs, NULL));
-        TRY(ptrs_same(ptrs_equal, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS), PyTuple_GET_ITEM(lean, L_IN_IDX),
-                      data_ptr, new_inputs, PyTuple_GET_ITEM(lean, L_IN_PTRS)));
-    }
+    /* (every input kept, at its own position: the plan's in_idx; its
+     * in_ptrs every position's pointer) */
+    TRY(kept_check(PyTuple_GET_ITEM(lean, L_IN_REFS), new_inputs, PyTuple_GET_ITEM(lean, L_IN_IDX),
+                   PyTuple_GET_ITEM(lean, L_IN_PTRS), PyTuple_GET_ITEM(lean, L_IN_PTRS), ptrs_equal, data_ptr));
     t = PyObject_IsTrue(dead_objs);
     if (t < 0)
         goto error;
@@ -1002,9 +994,7 @@ static PyObject *
 kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(7, "kept_same");
-    int t = refs_are(args[0], args[1], args[2]);
-    if (t == 1)
-        t = kept_ptrs(args[1], args[2], args[3], args[4], args[5], args[6]);
+    int t = kept_check(args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
     if (t < 0)
         return NULL;
     return PyBool_FromLong(t);
@@ -1025,15 +1015,14 @@ kept_same(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * free, and the KeptSet, alive while armed, keeps its weak references
  * alive). The pointers are then asked of the C++ module's ptrs_are
  * (cpp.py's PTRS_ARE capsule) where given, else as kept_same asks them.
- * One a queue's arming, kept by the recorder while the arming's lists
- * are the same (Recorder._kept_set); and a steady replay's plan's, every
- * input kept (Recorder._steady_kept_set). */
+ * One a queue's kept inputs, and one a function's steady replays (every
+ * input kept), each kept while its lists are the same (Recorder._kept_set). */
 
 static int no_keywords(PyObject *kwds, const char *what);
 
 typedef int (*ptrs_are_fn)(PyObject *const *objs, Py_ssize_t n, void *const *want);
 
-struct KeptSet {
+typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall; /* (the weak references' callback) */
     int dead;
     Py_ssize_t n;
@@ -1043,7 +1032,9 @@ struct KeptSet {
     Py_ssize_t *idx;   /* each object's position among a call's inputs */
     PyObject **obj;    /* its address (borrowed: never dereferenced while dead) */
     void **ptr;        /* its data pointer */
-};
+} KeptSet;
+
+static PyTypeObject KeptSetType;
 
 static PyObject *
 kept_set_died(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -1132,8 +1123,8 @@ error:
  * alive, at its data pointer: 1, 0, -1. kept, full and ptrs_equal:
  * kept_same's, for the pointers where no ptrs_are was given. */
 static int
-kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs_equal,
-               PyObject *data_ptr, PyObject *ptrs)
+kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs, PyObject *ptrs_equal,
+               PyObject *data_ptr)
 {
     if (ks->dead || !(PyList_CheckExact(inputs) || PyTuple_CheckExact(inputs)))
         return 0;
@@ -1147,11 +1138,26 @@ kept_set_check(KeptSet *ks, PyObject *inputs, PyObject *kept, PyObject *full, Py
     return kept_ptrs(inputs, kept, full, ptrs, ptrs_equal, data_ptr);
 }
 
+/* The kept inputs' check, kept_same's: each kept object (refs: the weak
+ * references to them, or a KeptSet of them) at its position of inputs
+ * (kept), at the pointer ptrs holds for it (full: every position's, as
+ * torch's check takes them). 1, 0, -1. */
+static int
+kept_check(PyObject *refs, PyObject *inputs, PyObject *kept, PyObject *full, PyObject *ptrs, PyObject *ptrs_equal,
+           PyObject *data_ptr)
+{
+    if (Py_IS_TYPE(refs, &KeptSetType))
+        return kept_set_check((KeptSet *)refs, inputs, kept, full, ptrs, ptrs_equal, data_ptr);
+    int t = refs_are(refs, inputs, kept);
+    return t == 1 ? kept_ptrs(inputs, kept, full, ptrs, ptrs_equal, data_ptr) : t;
+}
+
 static PyObject *
 kept_set_same(KeptSet *ks, PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(6, "KeptSet.same");
-    int t = kept_set_check(ks, args[0], args[1], args[2], args[3], args[4], args[5]);
+    /* (same(inputs, kept, full, ptrs_equal, data_ptr, ptrs)) */
+    int t = kept_set_check(ks, args[0], args[1], args[2], args[5], args[3], args[4]);
     if (t < 0)
         return NULL;
     return PyBool_FromLong(t);
@@ -2356,17 +2362,9 @@ fresh_checks(PyObject *ctx, PyObject *a, PyObject *mgr, PyObject *new_inputs, Py
     }
     PART_AT(fq_probes);
     /* kept_same(a[9], new_inputs, a[8], a[11], a[10], ptrs_equal, data_ptr) */
-    if (CGT_CUT != 3) {
-        PyObject *refs = PyTuple_GET_ITEM(a, 9);
-        if (Py_IS_TYPE(refs, &KeptSetType))
-            t = kept_set_check((KeptSet *)refs, new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11),
-                               ptrs_equal, data_ptr, PyTuple_GET_ITEM(a, 10));
-        else if ((t = refs_are(refs, new_inputs, PyTuple_GET_ITEM(a, 8))) == 1)
-            t = kept_ptrs(new_inputs, PyTuple_GET_ITEM(a, 8), PyTuple_GET_ITEM(a, 11), PyTuple_GET_ITEM(a, 10),
-                          ptrs_equal, data_ptr);
-        if (t <= 0)
-            goto not_ok;
-    }
+    if (CGT_CUT != 3 && (t = kept_check(PyTuple_GET_ITEM(a, 9), new_inputs, PyTuple_GET_ITEM(a, 8),
+                                        PyTuple_GET_ITEM(a, 11), PyTuple_GET_ITEM(a, 10), ptrs_equal, data_ptr)) <= 0)
+        goto not_ok;
     PART_AT(fq_kept);
     /* fresh_src(own, a[19], a[20], a[21], a[2], a[4], up): the tree's
      * frame, up from the calling frame (this one has none): two from

@@ -147,42 +147,6 @@ class _Deferred:
             self.session.counts["steps"] += n
             self.trace.records.extend([_STEP] * n)
 
-    def _steady_kept_set(self, fs, plan, memo):
-        """What the lean tuple holds for a steady replay's inputs (the
-        memo's weak references, memo[0], and pointers, memo[4]): a KeptSet
-        of every input at its own position where the C checks have one
-        (_fastpath.c: their addresses, each death noted by a callback, so
-        a replay reads none of the weak references: a model's parameters,
-        hundreds a call), else the weak references (and where an input
-        is no tensor or takes no weak reference: the KeptSet refuses it).
-        The function (fs: its plan is made again at every other
-        function's call) keeps it while the memo names the same weak references
-        (by identity: a memo the general path made again after another
-        function's call holds the same ones, torch's weak references to
-        an object without a callback being one object) at the same
-        pointers and none of its objects died: _steady_holds runs once a
-        serial, and a KeptSet makes a weak reference an input."""
-        make = getattr(self._checks, "KeptSet", None)
-        if make is None:
-            return memo[0]
-        got = fs.kept_memo
-        refs, ptrs = memo[0], plan.in_ptrs
-        if (got is not None and not got[2].dead and len(got[0]) == len(refs) and got[1] == ptrs
-                and all(map(operator.is_, got[0], refs))):
-            return got[2]
-        fs.kept_memo = None
-        try:
-            ks = make(refs, plan.in_idx, ptrs, self._ptrs_are)
-        except (TypeError, ValueError, OverflowError):
-            return refs
-        if ks.dead:
-            # (a memo naming an input that died: every replay declined, as
-            # the weak references' check declines it, until the general
-            # path makes the memo again; not kept, and asked no more)
-            return refs
-        fs.kept_memo = (refs, ptrs, ks)
-        return ks
-
     def _steady_holds(self, fs, plan, got, mgr):
         """Whether the session holds what a deferred replay of plan takes
         for granted (checked once a serial: only another event changes
@@ -220,7 +184,10 @@ class _Deferred:
                 return False
         plan.nin, plan.in_refs = len(memo[0]), memo[0]
         plan.in_ptrs, plan.in_idx = list(memo[4]), list(range(len(memo[0])))
-        plan.in_set = self._steady_kept_set(fs, plan, memo)
+        # (every input kept, at its own position: the function keeps the
+        # KeptSet, its plan being made again at every other function's call)
+        fs.kept_memo = ks = self._kept_set(fs.kept_memo, memo[0], plan.in_idx, plan.in_ptrs)
+        plan.in_set = memo[0] if ks is None else ks[3]
         plan.nout = len(plan.entries)
         plan.out_refs = tuple(e.fact.obj_ref for e in plan.entries)
         plan.wrappers = list(e.fact.probe.tree_ref for e in plan.entries)

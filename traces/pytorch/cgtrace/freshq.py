@@ -106,8 +106,8 @@ class _FreshQueue:
     # What the lean fresh path's checks read (fresh_queue's ctx), made
     # with it (_fresh_lean_run): the C Runner's too.
     _fq_ctx = None
-    # The kept inputs' KeptSet (_kept_set) and the arming's lists it was
-    # made of; the C++ module's ptrs_are for it, where the _run wrapper
+    # The kept inputs' KeptSet and what it was made of (_kept_set's
+    # memo); the C++ module's ptrs_are for it, where the _run wrapper
     # reads the pointers through that module (hooks).
     _kept_memo = None
     _ptrs_are = None
@@ -308,35 +308,41 @@ class _FreshQueue:
                     and f.obj_ref is not None else NO_RULE)
             polled.append((f.obj_ref if rule else None, rule == USE_COUNT, f.alive))
         p = w = None
+        self._kept_memo = ks = self._kept_set(self._kept_memo, tok[4], tok[3], tok[5])
         hot.fql = (function_id, fs, plan, t.tmpl, t.src, got[1], c - (c & 63),
-                   len(tok[2]), kept, self._kept_set(tok), tok[5], full, tok[6][0], cls, dt, shape, fact.stride,
+                   len(tok[2]), kept, tok[4] if ks is None else ks[3], tok[5], full, tok[6][0], cls, dt, shape,
+                   fact.stride,
                    fact.device, nbytes, plan.src_d, plan.src_code, plan.src_lasti,
                    tuple(polled), plan.node_ref, plan.ckpt, e.fact.obj_ref, probe.tree_ref, spec)
 
-    def _kept_set(self, tok):
-        """What the armed tuple holds for the kept inputs' objects (the
-        arming's fresh_tok, tok: their positions, weak references and
-        pointers at 3, 4, 5): a KeptSet of them where the C checks have
-        one (_fastpath.c: their addresses, each death noted by a callback,
-        so a call reads none of the weak references), else the weak
-        references. One KeptSet while the token's lists are the same
-        objects and none of its objects died: a queue armed again after a
-        host read or another event, as a training loop's is at every
-        step, makes no weak references again (a model's parameters:
-        hundreds)."""
+    def _kept_set(self, got, refs, idx, ptrs):
+        """What the lean paths compare a call's kept inputs with (refs,
+        their weak references; idx, their positions; ptrs, their data
+        pointers), as a memo (refs, idx, ptrs, a KeptSet of them) to keep
+        where the C checks have a KeptSet (_fastpath.c: their addresses,
+        each death noted by a callback, so a call reads none of the weak
+        references: a model's parameters, hundreds a call), else None:
+        the weak references are compared. got, the memo kept from before,
+        is answered again while it holds the same weak references (by
+        identity: the general path makes its lists again after another
+        event, of the same references, torch's weak reference to an
+        object without a callback being one object) at the same positions
+        and pointers, and none of its objects died: a queue armed again at
+        every training step, a steady plan made again at every other
+        function's call, makes no weak references again. A KeptSet it
+        could not make (an input no tensor, or that takes no weak
+        reference) or of an input already dead is not kept."""
+        if (got is not None and not got[3].dead and (got[0] is refs or (len(got[0]) == len(refs)
+                and all(map(operator.is_, got[0], refs)))) and got[1] == idx and got[2] == ptrs):
+            return got
         make = getattr(self._checks, "KeptSet", None)
         if make is None:
-            return tok[4]
-        got = self._kept_memo
-        if got is not None and got[0] is tok[3] and got[1] is tok[4] and got[2] is tok[5] and not got[3].dead:
-            return got[3]
-        self._kept_memo = None
+            return None
         try:
-            ks = make(tok[4], tok[3], tok[5], self._ptrs_are)
+            ks = make(refs, idx, ptrs, self._ptrs_are)
         except (TypeError, ValueError, OverflowError):
-            return tok[4]  # (the lists as the Python check takes them: it says why not)
-        self._kept_memo = (tok[3], tok[4], tok[5], ks)
-        return ks
+            return None  # (the weak references, as the Python check takes them: it says why not)
+        return None if ks.dead else (refs, idx, ptrs, ks)
 
     def _fresh_lean_run(self, torch, orig_run, box, ptrs_equal, data_ptr):
         """The _run wrapper's lean fresh path: a call of the armed queue's

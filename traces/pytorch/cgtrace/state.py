@@ -125,7 +125,7 @@ class _FnState:
         # behind, for the next one to take the short path (or None).
         self.plan = None
         # The KeptSet of its steady replays' inputs and what it was made
-        # of (Recorder._steady_kept_set): a plan is made again at every
+        # of (Recorder._kept_set's memo): a plan is made again at every
         # other function's call, the inputs stay.
         self.kept_memo = None
         # The torch side's entries that named the last call's inputs through

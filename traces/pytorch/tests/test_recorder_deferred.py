@@ -467,14 +467,14 @@ class DeferredReplayTest(FakeTorchTest):
             self.assertGreater(sum(type(k).__name__ == "KeptSet" for k in sets), 80, sets[:5])
 
     def test_a_steady_kept_set_kept_while_its_memo_holds(self):
-        # (Recorder._steady_kept_set, on its own: the function's KeptSet
+        # (Recorder._kept_set as _steady_holds asks it, on its own: the function's KeptSet
         # again for a memo made again of the same weak references at the
         # same pointers, as the general path makes it after another
         # function's call; a new one for another pointer; none kept for a
         # memo naming a dead input, whose weak references are armed)
         from types import SimpleNamespace
         from cgtrace import fastpath
-        from cgtrace.deferred import _Deferred
+        from cgtrace.freshq import _FreshQueue
         checks, why = fastpath.load()
         if not hasattr(checks, "KeptSet"):
             self.skipTest("no C module here: %s" % why)
@@ -484,12 +484,13 @@ class DeferredReplayTest(FakeTorchTest):
         refs = (weakref.ref(a), weakref.ref(b))
 
         def kept(refs, ptrs):
-            plan = SimpleNamespace(in_idx=list(range(len(refs))), in_ptrs=list(ptrs))
-            return _Deferred._steady_kept_set(rec, fs, plan, (refs, None, None, None, tuple(ptrs)))
+            # (_steady_holds' call: every input at its own position)
+            fs.kept_memo = got = _FreshQueue._kept_set(rec, fs.kept_memo, refs, list(range(len(refs))), list(ptrs))
+            return refs if got is None else got[3]
 
         first = kept(refs, [a.data_ptr(), b.data_ptr()])
         self.assertEqual(type(first).__name__, "KeptSet")
-        self.assertIs(kept(tuple(refs), [a.data_ptr(), b.data_ptr()]), first)
+        self.assertIs(kept(list(refs), [a.data_ptr(), b.data_ptr()]), first)
         moved = kept(refs, [a.data_ptr(), b.data_ptr() + 4])
         self.assertIsNot(moved, first)
         c = Tensor([8, 8])
