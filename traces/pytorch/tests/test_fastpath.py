@@ -408,27 +408,35 @@ class FastPathTest(BuiltTest):
                              ((lambda: 2, lambda: "x", lambda: None), vals), ((), []), ((lambda: 1,), (1,)),
                              ((lambda: 1 / 0,), [1])):
             self.same("probes_same", probes, want)
+        for what, r, i, k, f, p in self.kept_cases():
+            for pe in (ptrs_equal, None):
+                with self.subTest(what=what, ptrs_equal=pe is not None):
+                    self.same("kept_same", r, i, k, f, p, pe, fake.Tensor.data_ptr)
+
+    def kept_cases(self):
+        """kept_same's cases: (what, refs, inputs, kept, full, ptrs), of
+        two kept tensors and a new one between them (held by the list)."""
         a, b, new = fake.Tensor([2]), fake.Tensor([3]), fake.Tensor([4])
         ins = [a, new, b]
         full = [a.data_ptr(), None, b.data_ptr()]
         refs = (weakref.ref(a), weakref.ref(b))
-        for what, r, i, k, f, p in (
-                ("all hold", refs, ins, [0, 2], full, [a.data_ptr(), b.data_ptr()]),
-                ("another object", refs, [a, new, new], [0, 2], full, [a.data_ptr(), b.data_ptr()]),
-                ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
-                ("past the end", refs, ins, [0, 7], full, [a.data_ptr(), b.data_ptr()]),
-                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, [a.data_ptr(), b.data_ptr()]),
-                # (the list's items read in place where an index is a plain
-                # int in its range; any other index as Python's [] takes it)
-                ("a negative index", refs, ins, [0, -1], full, [a.data_ptr(), b.data_ptr()]),
-                ("an index past a C ssize_t", refs, ins, [0, 1 << 70], full, [a.data_ptr(), b.data_ptr()]),
-                ("a bool index", refs, ins, [False, 2], full, [a.data_ptr(), b.data_ptr()]),
-                ("an index no int", refs, ins, [0, "2"], full, [a.data_ptr(), b.data_ptr()]),
-                ("a list of the wrong objects", (weakref.ref(b), weakref.ref(a)), ins, [0, 2], full,
-                 [a.data_ptr(), b.data_ptr()])):
-            for pe in (ptrs_equal, None):
-                with self.subTest(what=what, ptrs_equal=pe is not None):
-                    self.same("kept_same", r, i, k, f, p, pe, fake.Tensor.data_ptr)
+        ptrs = [a.data_ptr(), b.data_ptr()]
+        return (
+            ("all hold", refs, ins, [0, 2], full, ptrs),
+            ("another object", refs, [a, new, new], [0, 2], full, ptrs),
+            ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
+            ("past the end", refs, ins, [0, 7], full, ptrs),
+            ("a tuple of inputs", refs, tuple(ins), [0, 2], full, ptrs),
+            # (the list's items read in place where an index is a plain
+            # int in its range; any other index as Python's [] takes it)
+            ("a negative index", refs, ins, [0, -1], full, ptrs),
+            ("an index past a C ssize_t", refs, ins, [0, 1 << 70], full, ptrs),
+            ("a bool index", refs, ins, [False, 2], full, ptrs),
+            ("an index no int", refs, ins, [0, "2"], full, ptrs),
+            ("a list of the wrong objects", (weakref.ref(b), weakref.ref(a)), ins, [0, 2], full, ptrs))
+
+    # (kept_cases' positions a KeptSet refuses: below)
+    REFUSED = ("a negative index", "an index past a C ssize_t", "an index no int")
 
     def test_kept_set(self):
         # (_fastpath.c's KeptSet: the kept inputs by address, each death
@@ -438,19 +446,10 @@ class FastPathTest(BuiltTest):
         saved = fake.install_fake_torch()
         self.addCleanup(fake.remove_fake_torch, saved)
         ptrs_equal, data_ptr = fake._tensors_data_ptrs_at_indices_equal, fake.Tensor.data_ptr
-        a, b, new = fake.Tensor([2]), fake.Tensor([3]), fake.Tensor([4])
-        ins = [a, new, b]
-        full = [a.data_ptr(), None, b.data_ptr()]
-        refs = (weakref.ref(a), weakref.ref(b))
-        ptrs = [a.data_ptr(), b.data_ptr()]
-        for what, r, i, k, f, p in (
-                ("all hold", refs, ins, [0, 2], full, ptrs),
-                ("another object", refs, [a, new, new], [0, 2], full, ptrs),
-                ("moved", refs, ins, [0, 2], [a.data_ptr(), None, 5], [a.data_ptr(), 5]),
-                ("past the end", refs, ins, [0, 7], full, ptrs),
-                ("a tuple of inputs", refs, tuple(ins), [0, 2], full, ptrs),
-                ("a bool position", refs, ins, [False, 2], full, ptrs),
-                ("a list of the wrong objects", (weakref.ref(b), weakref.ref(a)), ins, [0, 2], full, ptrs)):
+        cases = self.kept_cases()
+        for what, r, i, k, f, p in cases:
+            if what in self.REFUSED:
+                continue
             for pe in (ptrs_equal, None):
                 with self.subTest(what=what, ptrs_equal=pe is not None):
                     want = outcome(P.kept_same, r, i, k, f, p, pe, data_ptr)
@@ -458,6 +457,7 @@ class FastPathTest(BuiltTest):
                     self.assertIs(ks.dead, False)
                     got = outcome(ks.same, i, k, f, pe, data_ptr, p)
                     self.assertIn(got, (want, ("ok", False)) if want[0] == "raised" else (want,))
+        refs, ptrs = cases[0][1], cases[0][5]
         # (what it cannot hold by address it refuses: freshq._kept_set
         # arms the weak references then)
         for what, k, p, err in (("a negative position", [0, -1], ptrs, ValueError),
