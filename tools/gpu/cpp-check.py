@@ -13,7 +13,8 @@ v.untyped_storage()._cdata, v.data_ptr(), torch._C's
 _tensors_data_ptrs_at_indices_equal, _weak_ref() and the Python reads
 (a mismatch is printed and the exit status is 1); then each, warm and
 cold (8 MiB read before each), beside the bindings' reads it replaces,
-in ns. Exit 2 when the module cannot be built (why printed).
+in ns. Exit 2 when the module cannot be built, or there is no torch
+(why printed).
 """
 import argparse
 import os
@@ -185,7 +186,11 @@ def main():
     ap.add_argument("--cold-iters", type=int, default=500)
     ap.add_argument("--evict-mb", type=int, default=8)
     a = ap.parse_args()
-    import torch
+    try:
+        import torch
+    except ImportError as e:
+        print("cpp-check: no torch here (%s): the module is built against the installed torch" % e)
+        return 2
     from cgtrace import cpp as R
     os.environ["CGTRACE_CPP"] = "wait"
     so = R.module_path(torch)

@@ -1,0 +1,33 @@
+"""tools/gpu/cpp-check.py on a machine without torch: it says so and
+exits 2 (the module is built against the installed torch), where it
+ended in an ImportError's traceback. Its checks themselves run on the
+GPU machine (docs/gpu-runs)."""
+
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("cpp_check", os.path.join(HERE, "..", "cpp-check.py"))
+cc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cc)
+
+
+class NoTorchTest(unittest.TestCase):
+
+    def test_says_why_and_exits_2(self):
+        out = io.StringIO()
+        with mock.patch.dict(sys.modules, {"torch": None}), mock.patch.object(sys, "argv", ["cpp-check.py",
+                                                                                          "--no-time"]), \
+                contextlib.redirect_stdout(out):
+            status = cc.main()
+        self.assertEqual(status, 2)
+        self.assertIn("cpp-check: no torch here", out.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
