@@ -8,9 +8,11 @@ reads on every layout a program hands the tree, then timed beside them.
 Builds the module at once (CGTRACE_CPP=wait's way) into CGTRACE_CACHE
 and prints the build's seconds; then, for each case, new_input,
 data_ptr, ptrs_equal (and PTRS_ARE through the C module's KeptSet),
-storage_weak_ref and facts against
+storage_weak_ref, weak_expired, weak_free, use_count (and FNS through
+the C module's StorageRefs) and facts against
 v.untyped_storage()._cdata, v.data_ptr(), torch._C's
-_tensors_data_ptrs_at_indices_equal, _weak_ref() and the Python reads
+_tensors_data_ptrs_at_indices_equal, _weak_ref(), _expired,
+_free_weak_ref, _use_count() and the Python reads
 (a mismatch is printed and the exit status is 1); then each, warm and
 cold (8 MiB read before each), beside the bindings' reads it replaces,
 in ns. Exit 2 when the module cannot be built, or there is no torch
@@ -87,7 +89,11 @@ def check(torch, reads, dev):
         h = reads.storage_weak_ref(t)
         if h != cd or U._expired(h):
             bad.append("%s: storage_weak_ref %r (storage %r), expired %r" % (name, h, cd, U._expired(h)))
-        U._free_weak_ref(h)
+        if reads.weak_expired(h) is not U._expired(h):
+            bad.append("%s: weak_expired %r, torch %r" % (name, reads.weak_expired(h), U._expired(h)))
+        reads.weak_free(h)  # (FNS's free of the handle storage_weak_ref made, as _free_weak_ref is)
+        if reads.use_count(t) != t._use_count():
+            bad.append("%s: use_count %r, torch %r" % (name, reads.use_count(t), t._use_count()))
     ts = list(cs.values())
     from cgtrace import fastpath
     kept_set = getattr(fastpath.load()[0], "KeptSet", None)
@@ -113,9 +119,38 @@ def check(torch, reads, dev):
     t = torch.ones(16, device=dev)
     h = reads.storage_weak_ref(t)
     del t
-    if not U._expired(h):
-        bad.append("storage_weak_ref: not expired after its storage died")
+    if not U._expired(h) or not reads.weak_expired(h):
+        bad.append("storage_weak_ref: not expired after its storage died (torch %r, weak_expired %r)"
+                   % (U._expired(h), reads.weak_expired(h)))
     U._free_weak_ref(h)
+    # The FNS capsule through the C module's StorageRefs (what a lean
+    # fresh call makes of its new input): the handle torch's, alive while
+    # the storage is, expired after; and the use count with a second
+    # reference in C++ (a view's base holds none: an autograd graph's
+    # saved tensor does).
+    refs = getattr(fastpath.load()[0], "StorageRefs", None)
+    if refs is None:
+        bad.append("no StorageRefs in the C module: FNS not checked")
+    else:
+        t = torch.ones(16, device=dev)
+        r = refs(U._free_weak_ref, U._expired, reads.FNS)(t)
+        if r.cdata != t.untyped_storage()._cdata or r.expired():
+            bad.append("FNS StorageRef: cdata %r (storage %r), expired %r" % (r.cdata, t.untyped_storage()._cdata,
+                                                                            r.expired()))
+        del t
+        if not r.expired():
+            bad.append("FNS StorageRef: not expired after its storage died")
+        del r
+    w = torch.ones(3, device=dev, requires_grad=True)
+    y = w * w  # (mul saves w: the graph holds its TensorImpl)
+    for what, x in (("saved by autograd", w), ("an op's output", y)):
+        if reads.use_count(x) != x._use_count():
+            bad.append("use_count of %s: %r, torch %r" % (what, reads.use_count(x), x._use_count()))
+    try:
+        reads.use_count(3)
+        bad.append("use_count took an int")
+    except TypeError:
+        pass
     return bad, len(cs)
 
 
@@ -129,6 +164,10 @@ def timings(torch, reads, dev, iters, cold_iters, evict_mb):
     eq = torch._C._tensors_data_ptrs_at_indices_equal
     U = torch.UntypedStorage
     s = t.untyped_storage()
+    from cgtrace import fastpath
+    refs = fastpath.load()[0].StorageRefs
+    fns_ref = refs(U._free_weak_ref, U._expired, reads.FNS)
+    torch_ref = refs(U._free_weak_ref, U._expired, reads.storage_weak_ref)
 
     def bindings_new_input():
         # (fastpath.fresh_input's reads without reads: the checks, then the
@@ -150,6 +189,10 @@ def timings(torch, reads, dev, iters, cold_iters, evict_mb):
         ("data pointer: reads.data_ptr", lambda: reads.data_ptr(t)),
         ("storage weak ref: s._weak_ref() + free", lambda: U._free_weak_ref(t.untyped_storage()._weak_ref())),
         ("storage weak ref: reads.storage_weak_ref + free", lambda: U._free_weak_ref(reads.storage_weak_ref(t))),
+        ("storage weak ref: StorageRefs with FNS, made, asked, freed", lambda: fns_ref(t).expired()),
+        ("storage weak ref: StorageRefs with torch's, made, asked, freed", lambda: torch_ref(t).expired()),
+        ("use count: t._use_count()", lambda: t._use_count()),
+        ("use count: reads.use_count", lambda: reads.use_count(t)),
         ("nothing (the loop's own cost)", lambda: None),
     ]
     view = memoryview(bytearray(evict_mb << 20))[::64]

@@ -27,7 +27,7 @@
 
 namespace {
 
-constexpr int kApi = 2;
+constexpr int kApi = 3;
 
 // The TensorImpl of t when t is a defined tensor, else nullptr (an error
 // set only when asking raised).
@@ -226,6 +226,89 @@ int ptrs_are(PyObject *const *objs, Py_ssize_t n, void *const *want) {
   }
 }
 
+// The weak storage handles of storage_weak_ref and a tensor's use
+// count, as C functions for _fastpath.c (the module's FNS capsule, a
+// CppFns): a lean fresh call makes a handle for its new input, asks
+// whether the last input's storage died and frees its handle, and reads
+// an output's use count, each otherwise a call of torch's bindings
+// (UntypedStorage._weak_ref, _expired, _free_weak_ref, Tensor._use_count:
+// an argument parsed, an int or a bool made, their code's lines cold at
+// a real program's call). Each does what the binding's C++ does.
+
+// weak_make(t): storage_weak_ref(t)'s handle, or nullptr with an error
+// set.
+void *weak_make(PyObject *t) {
+  try {
+    c10::TensorImpl *ti = tensor_impl(t, "storage_weak_ref");
+    return ti == nullptr ? nullptr : c10::raw::intrusive_ptr::make_weak(ti->storage().unsafeGetStorageImpl());
+  } catch (const std::exception &e) {
+    raised(e);
+    return nullptr;
+  }
+}
+
+// weak_expired(h): UntypedStorage._expired(h), 1 or 0.
+int weak_expired(void *h) {
+  return c10::raw::weak_intrusive_ptr::use_count(static_cast<c10::StorageImpl *>(h)) == 0;
+}
+
+// weak_free(h): UntypedStorage._free_weak_ref(h).
+void weak_free(void *h) { c10::raw::weak_intrusive_ptr::decref(static_cast<c10::StorageImpl *>(h)); }
+
+// use_count(t): t._use_count(), or -1 with an error set (t no tensor:
+// TypeError).
+Py_ssize_t use_count(PyObject *t) {
+  try {
+    if (!THPVariable_Check(t)) {
+      PyErr_SetString(PyExc_TypeError, "use_count: a tensor expected");
+      return -1;
+    }
+    return (Py_ssize_t)THPVariable_Unpack(t).use_count();
+  } catch (const std::exception &e) {
+    raised(e);
+    return -1;
+  }
+}
+
+// The FNS capsule's struct; _fastpath.c declares the same (its size
+// first: a struct of another size is refused there).
+struct CppFns {
+  size_t size;
+  void *(*weak_make)(PyObject *);
+  int (*weak_expired)(void *);
+  void (*weak_free)(void *);
+  Py_ssize_t (*use_count)(PyObject *);
+};
+
+const CppFns fns = {sizeof(CppFns), weak_make, weak_expired, weak_free, use_count};
+
+// weak_expired_py(h), weak_free_py(h), use_count_py(t): the three as
+// Python functions, for cpp-check.py and the tests (an int handle).
+void *handle_of(PyObject *h) {
+  void *p = PyLong_AsVoidPtr(h);
+  if (p == nullptr && !PyErr_Occurred())
+    PyErr_SetString(PyExc_ValueError, "a null handle");
+  return p;
+}
+
+PyObject *weak_expired_py(PyObject *, PyObject *h) {
+  void *p = handle_of(h);
+  return p == nullptr ? nullptr : PyBool_FromLong(weak_expired(p));
+}
+
+PyObject *weak_free_py(PyObject *, PyObject *h) {
+  void *p = handle_of(h);
+  if (p == nullptr)
+    return nullptr;
+  weak_free(p);
+  Py_RETURN_NONE;
+}
+
+PyObject *use_count_py(PyObject *, PyObject *t) {
+  Py_ssize_t n = use_count(t);
+  return n < 0 ? nullptr : PyLong_FromSsize_t(n);
+}
+
 // facts(t): what the functions above read of t, for tests and tools:
 // (shape, strides, offset, strided, device, storage, nbytes, data pointer).
 PyObject *facts(PyObject *, PyObject *t) {
@@ -245,6 +328,9 @@ PyMethodDef methods[] = {
     {"ptrs_equal", (PyCFunction)(void (*)(void))ptrs_equal, METH_FASTCALL,
      "torch._C._tensors_data_ptrs_at_indices_equal."},
     {"facts", (PyCFunction)facts, METH_O, "What the others read of a tensor."},
+    {"weak_expired", (PyCFunction)weak_expired_py, METH_O, "UntypedStorage._expired(h), as FNS's C function."},
+    {"weak_free", (PyCFunction)weak_free_py, METH_O, "UntypedStorage._free_weak_ref(h), as FNS's."},
+    {"use_count", (PyCFunction)use_count_py, METH_O, "t._use_count(), as FNS's."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cgtrace_cpp", "The lean paths' torch reads in C++.", -1, methods};
@@ -259,6 +345,14 @@ PyMODINIT_FUNC PyInit__cgtrace_cpp(void) {
   // refuses another)
   PyObject *cap = PyCapsule_New(reinterpret_cast<void *>(&ptrs_are), "_cgtrace_cpp.ptrs_are", nullptr);
   if (PyModule_AddIntConstant(m, "API", kApi) < 0 || cap == nullptr || PyModule_AddObject(m, "PTRS_ARE", cap) < 0) {
+    Py_XDECREF(cap);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  // (and the struct of the weak handles' and the use count's functions:
+  // _fastpath.c's StorageRefs and used_twice, by the name "_cgtrace_cpp.fns")
+  cap = PyCapsule_New(const_cast<CppFns *>(&fns), "_cgtrace_cpp.fns", nullptr);
+  if (cap == nullptr || PyModule_AddObject(m, "FNS", cap) < 0) {
     Py_XDECREF(cap);
     Py_DECREF(m);
     return nullptr;

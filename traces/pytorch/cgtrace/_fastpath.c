@@ -448,10 +448,66 @@ py_refcount(PyObject *o)
     return Py_REFCNT(o) + 1;
 }
 
+/* _cpp.cpp's FNS capsule: the weak storage handles' functions and a
+ * tensor's use count in C (the same struct there, its size first). */
+typedef struct {
+    size_t size;
+    void *(*weak_make)(PyObject *t);  /* NULL with an error */
+    int (*weak_expired)(void *h);
+    void (*weak_free)(void *h);
+    Py_ssize_t (*use_count)(PyObject *t);  /* -1 with an error */
+} CppFns;
+
+/* The C++ module's functions where use_cpp gave them (cpp.py's module is
+ * loaded once a process), with the class whose _use_count use_count is
+ * (torch.Tensor: another class may define its own). */
+static const CppFns *cpp_fns;
+static PyObject *cpp_tensor_type;
+
+/* fns (the FNS capsule) as a CppFns, or NULL with an error. */
+static const CppFns *
+cpp_fns_of(PyObject *fns)
+{
+    const CppFns *f = (const CppFns *)PyCapsule_GetPointer(fns, "_cgtrace_cpp.fns");
+    if (f != NULL && f->size != sizeof(CppFns)) {
+        PyErr_SetString(PyExc_ValueError, "FNS: a CppFns of another size (another _cpp.cpp)");
+        return NULL;
+    }
+    return f;
+}
+
+/* fastpath.use_cpp(fns, tensor_type): used_twice asks fns's use_count
+ * of an object of tensor_type instead of calling its _use_count();
+ * use_cpp(None, None) stops it. */
+static PyObject *
+use_cpp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "use_cpp(fns, tensor_type) takes 2 arguments");
+        return NULL;
+    }
+    const CppFns *f = NULL;
+    if (args[0] != Py_None) {
+        if ((f = cpp_fns_of(args[0])) == NULL)
+            return NULL;
+        if (!PyType_Check(args[1])) {
+            PyErr_SetString(PyExc_TypeError, "use_cpp: tensor_type not a class");
+            return NULL;
+        }
+    }
+    cpp_fns = f;
+    Py_XSETREF(cpp_tensor_type, f != NULL ? Py_NewRef(args[1]) : NULL);
+    Py_RETURN_NONE;
+}
+
 /* o._use_count() > 1: 1, 0, -1. */
 static int
 used_twice(PyObject *o)
 {
+    if (cpp_fns != NULL && (PyObject *)Py_TYPE(o) == cpp_tensor_type) {
+        Py_ssize_t n = cpp_fns->use_count(o);
+        return n < 0 ? -1 : n > 1;
+    }
     return compared(PyObject_CallMethodNoArgs(o, s_use_count), one, Py_GT);
 }
 
@@ -2081,7 +2137,7 @@ forget_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* (StorageRef, below: death_of asks it whether its storage died) */
 typedef struct StorageRef StorageRef;
 static PyTypeObject StorageRefType;
-static PyObject *storage_ref_expired(StorageRef *self, PyObject *unused);
+static int storage_ref_dead(StorageRef *self);
 
 /* A queued input's death as death_of takes it (a _Queued's, or a compact
  * queue's entry's: gone, its storage's reference sref; idw, id(wr)): not
@@ -2101,8 +2157,8 @@ queued_died(int gone, PyObject *idw, PyObject *held, PyObject *sref)
     if (t != 0)
         return t < 0 ? -1 : 0;
     /* (the module's own StorageRef answered without a method lookup) */
-    return truth(Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_expired((StorageRef *)sref, NULL)
-                                                   : PyObject_CallMethodNoArgs(sref, s_expired));
+    return Py_IS_TYPE(sref, &StorageRefType) ? storage_ref_dead((StorageRef *)sref)
+                                             : truth(PyObject_CallMethodNoArgs(sref, s_expired));
 }
 
 /* One death of fresh_deaths: the queued call or entry wr's death may be
@@ -6555,6 +6611,7 @@ static PyMethodDef methods[] = {
     FASTCALL(used_contains_fresh, "The writer's test of a name it makes of a base (tests)."),
     FASTCALL(fresh_src, "fastpath.fresh_src, in C."),
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
+    FASTCALL(use_cpp, "use_cpp(fns, tensor_type): the C++ module's use count for used_twice (cpp.py's FNS)."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
     {"watch_dead", watch_dead, METH_O, "fastpath.watch_dead, in C."},
     FASTCALL(read_run, "the read wrapper's body (hooks._install_reads), in C."),
@@ -6597,25 +6654,39 @@ no_keywords(PyObject *kwds, const char *what)
 
 typedef struct {
     PyObject_HEAD PyObject *free_fn, *expired_fn, *make_fn; /* make_fn: NULL, or cpp.storage_weak_ref */
+    const CppFns *fns; /* or, given the FNS capsule as make: the three in C (make_fn NULL) */
 } StorageRefs;
 
 struct StorageRef {
-    PyObject_HEAD PyObject *cdata; /* the weak reference's handle (an int) */
+    PyObject_HEAD PyObject *cdata; /* the weak reference's handle (an int); NULL with fns */
     StorageRefs *maker;
+    void *h; /* the handle, made by the maker's fns */
 };
 
 static PyObject *s_weak_ref;
 
+/* Whether the storage died: 1, 0, -1. */
+static int
+storage_ref_dead(StorageRef *self)
+{
+    if (self->h != NULL)
+        return self->maker->fns->weak_expired(self->h);
+    return truth(PyObject_CallOneArg(self->maker->expired_fn, self->cdata));
+}
+
 static PyObject *
 storage_ref_expired(StorageRef *self, PyObject *Py_UNUSED(unused))
 {
-    return PyObject_CallOneArg(self->maker->expired_fn, self->cdata);
+    int t = storage_ref_dead(self);
+    return t < 0 ? NULL : PyBool_FromLong(t);
 }
 
 static void
 storage_ref_dealloc(StorageRef *self)
 {
-    if (self->cdata != NULL && self->maker != NULL) {
+    if (self->h != NULL)
+        self->maker->fns->weak_free(self->h); /* (no Python: nothing raised to keep) */
+    else if (self->cdata != NULL && self->maker != NULL) {
         /* (as a __del__ runs: whatever was being raised stays raised) */
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb);
@@ -6633,7 +6704,7 @@ storage_ref_dealloc(StorageRef *self)
 static PyObject *
 storage_ref_get_cdata(StorageRef *self, void *Py_UNUSED(closure))
 {
-    return Py_NewRef(self->cdata);
+    return self->h != NULL ? PyLong_FromVoidPtr(self->h) : Py_NewRef(self->cdata);
 }
 
 static PyMethodDef storage_ref_methods[] = {
@@ -6663,9 +6734,12 @@ storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!no_keywords(kwds, "StorageRefs")
         || !PyArg_ParseTuple(args, "OO|O:StorageRefs", &free_fn, &expired_fn, &make_fn))
         return NULL;
+    const CppFns *fns = NULL;
+    if (PyCapsule_CheckExact(make_fn) && (fns = cpp_fns_of(make_fn)) == NULL)
+        return NULL;
     if (!PyCallable_Check(free_fn) || !PyCallable_Check(expired_fn)
-        || (make_fn != Py_None && !PyCallable_Check(make_fn))) {
-        PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired[, make]): callables");
+        || (make_fn != Py_None && fns == NULL && !PyCallable_Check(make_fn))) {
+        PyErr_SetString(PyExc_TypeError, "StorageRefs(free_weak_ref, expired[, make]): callables (make: or FNS)");
         return NULL;
     }
     StorageRefs *self = (StorageRefs *)type->tp_alloc(type, 0);
@@ -6673,7 +6747,8 @@ storage_refs_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     self->free_fn = Py_NewRef(free_fn);
     self->expired_fn = Py_NewRef(expired_fn);
-    self->make_fn = make_fn == Py_None ? NULL : Py_NewRef(make_fn);
+    self->make_fn = make_fn == Py_None || fns != NULL ? NULL : Py_NewRef(make_fn);
+    self->fns = fns;
     return (PyObject *)self;
 }
 
@@ -6696,6 +6771,19 @@ storage_ref_of(PyObject *o, PyObject *stor)
     if (r == NULL)
         return NULL;
     r->maker = NULL;
+    r->cdata = NULL;
+    r->h = NULL;
+    if (self->fns != NULL) {
+        /* (the handle cpp.storage_weak_ref(tensor) gives, without an int) */
+        if ((r->h = self->fns->weak_make(stor)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "StorageRefs: a tensor without a storage");
+            Py_DECREF(r);
+            return NULL;
+        }
+        r->maker = (StorageRefs *)Py_NewRef((PyObject *)self);
+        return (PyObject *)r;
+    }
     /* (make(tensor) gives the handle stor._weak_ref() would: cpp.py) */
     r->cdata = self->make_fn != NULL ? PyObject_CallOneArg(self->make_fn, stor) : PyObject_CallMethodNoArgs(stor, s_weak_ref);
     if (r->cdata == NULL) {

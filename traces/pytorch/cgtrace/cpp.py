@@ -29,7 +29,7 @@ import time
 from . import fastpath, torch_api
 from .jsonl import write_whole
 
-API = 2
+API = 3
 # Whether a recording uses the module when CGTRACE_CPP is not set: on
 # since a GPU run held it to torch's reads (tools/gpu/cpp-check.py) and
 # every real program's trace with it to the general path's

@@ -89,6 +89,10 @@ class _Hooks:
     points, Tensor's read methods, the config modules' writes), each
     original kept in _saved for stop to put back."""
 
+    # Whether start gave the C module the C++ module's use count
+    # (fastpath's use_cpp), which _unpatch takes back.
+    _uses_cpp = False
+
     def _save_entry_points(self, torch, cgt):
         """The tree manager's entry points the recorder wraps, kept to be
         put back at stop; a torch without one is refused. Returns the
@@ -155,6 +159,14 @@ class _Hooks:
             # (and ptrs_equal's loop as a C function, for _fastpath.c's
             # KeptSet: freshq._kept_set)
             self._ptrs_are = getattr(self._cpp, "PTRS_ARE", None)
+            # (and an output's use count, asked at every call whose
+            # outputs the tree polls, through the module's FNS: _unpatch
+            # stops it)
+            use_cpp = getattr(self._checks, "use_cpp", None)
+            fns = getattr(self._cpp, "FNS", None)
+            if use_cpp is not None and fns is not None and isinstance(getattr(torch, "Tensor", None), type):
+                use_cpp(fns, torch.Tensor)
+                self._uses_cpp = True
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).
         checks = self._checks

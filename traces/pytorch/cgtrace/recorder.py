@@ -398,6 +398,9 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         """Puts back what start patched (the tree's entry points, Tensor's
         read methods, the sys.monitoring tool id)."""
         self._unwatch_raises()
+        if self._uses_cpp:
+            self._uses_cpp = False
+            self._checks.use_cpp(None, None)
         for (owner, attr), val in self._saved.items():
             if val is _ABSENT:
                 try:

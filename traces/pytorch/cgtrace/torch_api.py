@@ -81,7 +81,9 @@ def storage_ref_maker(checks, torch, cpp=None):
     free, expired = getattr(U, "_free_weak_ref", None), getattr(U, "_expired", None)
     refs = getattr(checks, "StorageRefs", None)
     if refs is not None and free is not None and expired is not None:
-        make = getattr(cpp, "storage_weak_ref", None)
+        # (the module's FNS capsule: the handle made, asked and freed in
+        # C, no int; else its storage_weak_ref, an int freed through torch)
+        make = getattr(cpp, "FNS", None) or getattr(cpp, "storage_weak_ref", None)
         if make is not None:
             return refs(free, expired, make), True
         return refs(free, expired), False

@@ -647,11 +647,55 @@ class CppReads:
 
     API = 1
 
-    def __init__(self):
+    def __init__(self, fns=True):
         self.calls = {}
+        self.errors = []  # (what the FNS callbacks raised)
+        if fns:
+            self.FNS = self._fns()
 
     def _count(self, name):
         self.calls[name] = self.calls.get(name, 0) + 1
+
+    def _fns(self):
+        """The module's FNS capsule (_cpp.cpp's CppFns: the weak storage
+        handles made, asked and freed, and a tensor's use count, as C
+        functions), its functions ctypes callbacks over the stand-in's
+        (each counted)."""
+        import ctypes
+        make_t = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.py_object)
+        expired_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+        free_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        uses_t = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.py_object)
+
+        class CppFns(ctypes.Structure):
+            _fields_ = [("size", ctypes.c_size_t), ("weak_make", make_t), ("weak_expired", expired_t),
+                        ("weak_free", free_t), ("use_count", uses_t)]
+
+        def weak_make(t):
+            self._count("weak_make")
+            return t.untyped_storage()._weak_ref()
+
+        def weak_expired(h):
+            self._count("weak_expired")
+            return int(Storage._expired(h))
+
+        def weak_free(h):
+            self._count("weak_free")
+            try:
+                Storage._free_weak_ref(h)
+            except RuntimeError as e:  # (a ctypes callback's error is only printed: kept for the test)
+                self.errors.append(str(e))
+
+        def use_count(t):
+            self._count("use_count")
+            return t._use_count()
+
+        fns = CppFns(ctypes.sizeof(CppFns), make_t(weak_make), expired_t(weak_expired), free_t(weak_free),
+                     uses_t(use_count))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+        self._fns_held = (fns, b"_cgtrace_cpp.fns")  # (the struct and the capsule's name outlive it)
+        return new(ctypes.addressof(fns), self._fns_held[1], None)
 
     def new_input(self, v, dtype, shape, stride, device, nbytes):
         self._count("new_input")

@@ -1586,9 +1586,24 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
         return cgtrace, mgr, params, x, box, (steady, fresh, train)
 
     def test_lean_loops_keep_nothing(self):
-        for reads in (None, fake.CppReads()):
+        # (the module's reads with its FNS, the C functions of the weak
+        # handles and the use count, and without: an older build's)
+        for reads in (None, fake.CppReads(fns=False), fake.CppReads()):
             with mock.patch.dict(sys.modules["cgtrace.cpp"]._loaded, {"got": (reads, "a test")}):
                 self.lean_loops_keep_nothing(reads)
+            if reads is not None:
+                self.assertEqual(reads.errors, [])
+                if hasattr(reads, "FNS"):
+                    # (each handle made through FNS freed through it; the
+                    # last inputs' still held where the loop holds them)
+                    made, freed = reads.calls.get("weak_make", 0), reads.calls.get("weak_free", 0)
+                    self.assertGreater(made, 1500, reads.calls)
+                    self.assertLessEqual(made - freed, 10, reads.calls)
+                    self.assertGreater(reads.calls.get("weak_expired", 0), 1500, reads.calls)
+                    self.assertGreater(reads.calls.get("use_count", 0), 1500, reads.calls)
+                else:
+                    self.assertNotIn("weak_make", reads.calls)
+                    self.assertGreater(reads.calls.get("storage_weak_ref", 0), 1500, reads.calls)
 
     def lean_loops_keep_nothing(self, reads):
         cgtrace, mgr, params, x, box, loops = self.loops()
@@ -1671,8 +1686,8 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
         cgtrace, mgr, params, x, box, loops = self.loops()
         for loop in loops:
             texts = []
-            for reads in (None, fake.CppReads()):
-                path = os.path.join(self.dir.name, "%s-%s.cgt.jsonl" % (loop.__name__, reads is not None))
+            for k, reads in enumerate((None, fake.CppReads(), fake.CppReads(fns=False))):
+                path = os.path.join(self.dir.name, "%s-%d.cgt.jsonl" % (loop.__name__, k))
                 with mock.patch.dict(sys.modules["cgtrace.cpp"]._loaded, {"got": (reads, "a test")}), \
                         mock.patch.dict(os.environ, {"CGTRACE_FAST": "1"}):
                     for _ in range(5):
@@ -1688,8 +1703,9 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                                   for ln in fh.read().splitlines()[1:]])
             with self.subTest(loop=loop.__name__):
                 self.assertGreater(len(texts[0]), 300)
-                diff = [(i, a, b) for i, (a, b) in enumerate(zip(*texts)) if a != b]
-                self.assertEqual((len(texts[0]), diff[:3]), (len(texts[1]), []))
+                for other in texts[1:]:
+                    diff = [(i, a, b) for i, (a, b) in enumerate(zip(texts[0], other)) if a != b]
+                    self.assertEqual((len(texts[0]), diff[:3]), (len(other), []))
 
     @staticmethod
     def held(mgr, params, x, out):
