@@ -6823,6 +6823,7 @@ static PyTypeObject StorageRefsType = {
 
 typedef struct {
     PyObject_HEAD PyObject *dead_objs, *clock;
+    PyObject *owner, *attr; /* or, given: the clock is getattr(owner, attr), read here (NULL: clock() called) */
     vectorcallfunc vectorcall; /* (the weakref module calls it with one argument: no tuple, no parsing) */
 } Died;
 
@@ -6831,14 +6832,21 @@ static PyObject *died_vectorcall(PyObject *self, PyObject *const *args, size_t n
 static PyObject *
 died_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *dead_objs, *clock;
-    if (!no_keywords(kwds, "Died") || !PyArg_ParseTuple(args, "O!O:Died", &PyList_Type, &dead_objs, &clock))
+    PyObject *dead_objs, *clock, *owner = NULL, *attr = NULL;
+    if (!no_keywords(kwds, "Died")
+        || !PyArg_ParseTuple(args, "O!O|OU:Died", &PyList_Type, &dead_objs, &clock, &owner, &attr))
         return NULL;
+    if (owner != NULL && attr == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Died(dead_objs, clock, owner, attr): the attribute's name too");
+        return NULL;
+    }
     Died *self = (Died *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     self->dead_objs = Py_NewRef(dead_objs);
     self->clock = Py_NewRef(clock);
+    self->owner = Py_XNewRef(owner);
+    self->attr = Py_XNewRef(attr);
     self->vectorcall = died_vectorcall;
     return (PyObject *)self;
 }
@@ -6848,6 +6856,8 @@ died_traverse(Died *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->dead_objs);
     Py_VISIT(self->clock);
+    Py_VISIT(self->owner);
+    Py_VISIT(self->attr);
     return 0;
 }
 
@@ -6856,6 +6866,8 @@ died_clear(Died *self)
 {
     Py_CLEAR(self->dead_objs);
     Py_CLEAR(self->clock);
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->attr);
     return 0;
 }
 
@@ -6878,7 +6890,12 @@ died_vectorcall(PyObject *o, PyObject *const *args, size_t nargsf, PyObject *kwn
     PyObject *wr = args[0];
     if (self->dead_objs == NULL) /* (cleared by the GC) */
         Py_RETURN_NONE;
-    PyObject *when = self->clock == Py_None ? Py_NewRef(zero) : PyObject_CallNoArgs(self->clock);
+    /* (the step counter read as the clock reads it, without calling it:
+     * the recorder's clock is partial(getattr, MarkStepBox, name), a
+     * partial's and a builtin's call at every death of a loop's input) */
+    PyObject *when = self->owner != NULL   ? PyObject_GetAttr(self->owner, self->attr)
+                     : self->clock == Py_None ? Py_NewRef(zero)
+                                              : PyObject_CallNoArgs(self->clock);
     if (when == NULL)
         return NULL;
     PyObject *pair = PyTuple_Pack(2, wr, when);
@@ -6896,7 +6913,8 @@ static PyTypeObject DiedType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_cgtrace_fastpath.Died",
     .tp_basicsize = sizeof(Died),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Died(dead_objs, clock)(wr): dead_objs.append((wr, clock() or 0)), Session._died's.",
+    .tp_doc = "Died(dead_objs, clock[, owner, attr])(wr): dead_objs.append((wr, clock() or 0)), Session._died's\n"
+              "(given owner and attr, the clock is getattr(owner, attr), read without calling it).",
     .tp_new = died_new,
     .tp_dealloc = (destructor)died_dealloc,
     .tp_traverse = (traverseproc)died_traverse,

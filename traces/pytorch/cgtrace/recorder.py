@@ -356,8 +356,10 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
             died = getattr(self._checks, "Died", None)
             if died is not None:
                 # Session._died in C: no Python frame at each death of a
-                # tensor the recorder watches (every new input of a loop).
-                self.session._died = died(self.session._dead_objs, self.session.clock)
+                # tensor the recorder watches (every new input of a loop),
+                # and the clock's counter read there, not called.
+                self.session._died = died(self.session._dead_objs, self.session.clock, cgt.MarkStepBox,
+                                          "mark_step_counter")
             # The polled names' scan at every event, in C where it was built.
             self.session.watch_dead = getattr(self._checks, "watch_dead", self.session.watch_dead)
             # A name's binding and unbinding too (a training step's hundreds

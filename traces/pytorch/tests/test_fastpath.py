@@ -1366,6 +1366,21 @@ class StorageRefAndDiedTest(BuiltTest):
             died0(wr=wr)
         self.assertIsNone(died0(wr))  # (called as the weakref module calls it)
         self.assertEqual(dead, [(wr, 0), (wr, 0)])
+        # The clock as an attribute (the recorder's step counter, a class's):
+        # read at the death, the clock never called.
+        dead.clear()
+
+        class Box:
+            counter = 7
+
+        died2 = self.C.Died(dead, lambda: self.fail("the clock called"), Box, "counter")
+        o = Obj()
+        wr = weakref.ref(o, died2)
+        Box.counter = 9
+        del o
+        self.assertEqual(dead, [(wr, 9)])
+        with self.assertRaises(TypeError):
+            self.C.Died(dead, None, Box)
 
     def test_rlock_is_threading_s(self):
         """The C RLock answers as threading.RLock does, step by step, in
