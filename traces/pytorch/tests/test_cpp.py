@@ -2,8 +2,10 @@
 C++ API: where it finds a build, how it starts one (in the background, one
 at a time on a machine, whole or not at all) and why it says it has none.
 _cpp.cpp itself needs a real torch: tools/gpu/cpp-check.py holds it
-to torch's own reads on the GPU; the recorder with it is tested with the
-stand-in's CppReads (test_fastpath)."""
+to torch's own reads on the GPU; here it is only compiled, against
+stand-in declarations of the API it uses (CompilesTest, cpp_headers/);
+the recorder with it is tested with the stand-in's CppReads
+(test_fastpath)."""
 
 import io
 import os
@@ -297,3 +299,42 @@ class RecorderSaysTest(fake.FakeTorchTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CompilesTest(unittest.TestCase):
+    """_cpp.cpp compiled (-fsyntax-only) against the stand-in declarations
+    of the torch API it uses (tests/cpp_headers): a typo or a wrong type
+    fails here, on a machine without torch, not in the module's build on
+    a GPU host (where a failed build leaves the recorder on torch's
+    bindings)."""
+
+    HEADERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp_headers")
+
+    def cxx(self):
+        for name in ("c++", "g++", "clang++"):
+            if shutil.which(name) and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+                return name
+        self.skipTest("no C++ compiler or no Python.h here")
+
+    def compile(self, src):
+        import subprocess
+        return subprocess.run([self.cxx(), "-std=c++17", "-fsyntax-only", "-I", self.HEADERS,
+                               "-I", sysconfig.get_paths()["include"], src],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_the_module_compiles(self):
+        p = self.compile(R._SRC)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+
+    def test_a_wrong_call_does_not(self):
+        # (the check can fail: a function torch does not declare)
+        with open(R._SRC) as fh:
+            text = fh.read()
+        self.assertIn("weak_intrusive_ptr::decref(", text)
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "_cpp.cpp")
+            with open(src, "w") as fh:
+                fh.write(text.replace("weak_intrusive_ptr::decref(", "weak_intrusive_ptr::decref_all(", 1))
+            p = self.compile(src)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("decref_all", p.stderr)
