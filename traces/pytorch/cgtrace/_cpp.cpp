@@ -93,49 +93,60 @@ PyObject *raised(const std::exception &e) {
   return nullptr;
 }
 
-// new_input(v, dtype, shape, stride, device, nbytes): (storage, data
-// pointer) as ints (v.untyped_storage()._cdata, v.data_ptr()) when v is
-// a strided tensor of that dtype, shape, strides, offset 0, device
-// (get_device()) over a storage of nbytes bytes; else None.
+// new_input_c(v, dtype, shape, stride, device, nbytes, &storage, &data):
+// 1 with *storage (v.untyped_storage()._cdata) and *data (v.data_ptr())
+// set when v is a strided tensor of that dtype, shape, strides, offset
+// 0, device (get_device()) over a storage of nbytes bytes; 0 when not;
+// -1 with an error set. _fastpath.c calls it through FNS at every lean
+// fresh call (no argument tuple, no answer tuple, no ints made here).
+int new_input_c(PyObject *v, PyObject *dtype, PyObject *shape, PyObject *stride, PyObject *device,
+                PyObject *nbytes, void **storage, void **data) {
+  try {
+    c10::TensorImpl *ti = impl_of(v);
+    if (ti == nullptr)
+      return PyErr_Occurred() ? -1 : 0;
+    if (!THPDtype_Check(dtype) || ti->layout() != c10::kStrided
+        || ti->dtype().toScalarType() != reinterpret_cast<THPDtype *>(dtype)->scalar_type
+        || ti->has_symbolic_sizes_strides() || ti->storage_offset() != 0 || !PyLong_Check(device)
+        || !PyLong_Check(nbytes))
+      return 0;
+    int t;
+    if ((t = same_ints(ti->sizes(), shape)) <= 0 || (t = same_ints(ti->strides(), stride)) <= 0)
+      return t < 0 ? -1 : 0;
+    long dev = PyLong_AsLong(device);
+    if (dev == -1 && PyErr_Occurred())
+      return -1;
+    if (device_of(ti) != dev)
+      return 0;
+    const c10::Storage &st = ti->storage();
+    Py_ssize_t want = PyLong_AsSsize_t(nbytes);
+    if (want == -1 && PyErr_Occurred())
+      return -1;
+    if ((Py_ssize_t)st.nbytes() != want)
+      return 0;
+    *storage = st.unsafeGetStorageImpl();
+    *data = const_cast<void *>(ti->data());
+    return 1;
+  } catch (const std::exception &e) {
+    raised(e);
+    return -1;
+  }
+}
+
+// new_input(v, dtype, shape, stride, device, nbytes): new_input_c's
+// (storage, data pointer) as ints when v is taken; else None.
 PyObject *new_input(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (n != 6) {
     PyErr_SetString(PyExc_TypeError, "new_input(v, dtype, shape, stride, device, nbytes)");
     return nullptr;
   }
-  try {
-    c10::TensorImpl *ti = impl_of(args[0]);
-    if (ti == nullptr) {
-      if (PyErr_Occurred())
-        return nullptr;
-      Py_RETURN_NONE;
-    }
-    if (!THPDtype_Check(args[1]) || ti->layout() != c10::kStrided
-        || ti->dtype().toScalarType() != reinterpret_cast<THPDtype *>(args[1])->scalar_type
-        || ti->has_symbolic_sizes_strides() || ti->storage_offset() != 0 || !PyLong_Check(args[4])
-        || !PyLong_Check(args[5]))
-      Py_RETURN_NONE;
-    int t;
-    if ((t = same_ints(ti->sizes(), args[2])) <= 0 || (t = same_ints(ti->strides(), args[3])) <= 0) {
-      if (t < 0)
-        return nullptr;
-      Py_RETURN_NONE;
-    }
-    long dev = PyLong_AsLong(args[4]);
-    if (dev == -1 && PyErr_Occurred())
-      return nullptr;
-    if (device_of(ti) != dev)
-      Py_RETURN_NONE;
-    const c10::Storage &st = ti->storage();
-    Py_ssize_t want = PyLong_AsSsize_t(args[5]);
-    if (want == -1 && PyErr_Occurred())
-      return nullptr;
-    if ((Py_ssize_t)st.nbytes() != want)
-      Py_RETURN_NONE;
-    return Py_BuildValue("(NN)", PyLong_FromVoidPtr(st.unsafeGetStorageImpl()),
-                         PyLong_FromVoidPtr(const_cast<void *>(ti->data())));
-  } catch (const std::exception &e) {
-    return raised(e);
-  }
+  void *storage = nullptr, *data = nullptr;
+  int t = new_input_c(args[0], args[1], args[2], args[3], args[4], args[5], &storage, &data);
+  if (t < 0)
+    return nullptr;
+  if (t == 0)
+    Py_RETURN_NONE;
+  return Py_BuildValue("(NN)", PyLong_FromVoidPtr(storage), PyLong_FromVoidPtr(data));
 }
 
 // read(ti) of tensor t's TensorImpl, for a function of one tensor
@@ -228,9 +239,10 @@ int ptrs_are(PyObject *const *objs, Py_ssize_t n, void *const *want) {
 
 // The weak storage handles of storage_weak_ref and a tensor's use
 // count, as C functions for _fastpath.c (the module's FNS capsule, a
-// CppFns): a lean fresh call makes a handle for its new input, asks
-// whether the last input's storage died and frees its handle, and reads
-// an output's use count, each otherwise a call of torch's bindings
+// CppFns, new_input_c with them): a lean fresh call makes a handle for
+// its new input, asks whether the last input's storage died and frees
+// its handle, and reads an output's use count, each otherwise a call of
+// torch's bindings
 // (UntypedStorage._weak_ref, _expired, _free_weak_ref, Tensor._use_count:
 // an argument parsed, an int or a bool made, their code's lines cold at
 // a real program's call). Each does what the binding's C++ does.
@@ -278,9 +290,10 @@ struct CppFns {
   int (*weak_expired)(void *);
   void (*weak_free)(void *);
   Py_ssize_t (*use_count)(PyObject *);
+  int (*new_input)(PyObject *, PyObject *, PyObject *, PyObject *, PyObject *, PyObject *, void **, void **);
 };
 
-const CppFns fns = {sizeof(CppFns), weak_make, weak_expired, weak_free, use_count};
+const CppFns fns = {sizeof(CppFns), weak_make, weak_expired, weak_free, use_count, new_input_c};
 
 // weak_expired_py(h), weak_free_py(h), use_count_py(t): the three as
 // Python functions, for cpp-check.py and the tests (an int handle).

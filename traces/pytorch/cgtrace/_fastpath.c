@@ -456,6 +456,10 @@ typedef struct {
     int (*weak_expired)(void *h);
     void (*weak_free)(void *h);
     Py_ssize_t (*use_count)(PyObject *t);  /* -1 with an error */
+    /* new_input's checks and reads (v, dtype, shape, stride, device,
+     * nbytes): 1 with the storage and the data pointer set, 0, -1 */
+    int (*new_input)(PyObject *v, PyObject *dt, PyObject *shape, PyObject *stride, PyObject *dev, PyObject *nbytes,
+                     void **storage, void **data);
 } CppFns;
 
 /* The C++ module's functions where use_cpp gave them (cpp.py's module is
@@ -463,6 +467,9 @@ typedef struct {
  * (torch.Tensor: another class may define its own). */
 static const CppFns *cpp_fns;
 static PyObject *cpp_tensor_type;
+/* (and the module's Python new_input, which fresh_input_impl calls
+ * through cpp_fns when the maps name it) */
+static PyObject *cpp_new_input;
 
 /* fns (the FNS capsule) as a CppFns, or NULL with an error. */
 static const CppFns *
@@ -476,14 +483,16 @@ cpp_fns_of(PyObject *fns)
     return f;
 }
 
-/* fastpath.use_cpp(fns, tensor_type): used_twice asks fns's use_count
- * of an object of tensor_type instead of calling its _use_count();
- * use_cpp(None, None) stops it. */
+/* fastpath.use_cpp(fns, tensor_type[, new_input]): used_twice asks
+ * fns's use_count of an object of tensor_type instead of calling its
+ * _use_count(), and a lean fresh call whose maps name new_input (the
+ * module's Python function) asks fns's new_input instead of calling it;
+ * use_cpp(None, None) stops both. */
 static PyObject *
 use_cpp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "use_cpp(fns, tensor_type) takes 2 arguments");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "use_cpp(fns, tensor_type[, new_input]) takes 2 or 3 arguments");
         return NULL;
     }
     const CppFns *f = NULL;
@@ -497,6 +506,7 @@ use_cpp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     cpp_fns = f;
     Py_XSETREF(cpp_tensor_type, f != NULL ? Py_NewRef(args[1]) : NULL);
+    Py_XSETREF(cpp_new_input, f != NULL && nargs == 3 && args[2] != Py_None ? Py_NewRef(args[2]) : NULL);
     Py_RETURN_NONE;
 }
 
@@ -1570,20 +1580,34 @@ fresh_input_impl(PyObject *v, PyObject *a, PyObject *maps, PyObject **cd_out, Py
          * object the lean path declines) */
         if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(a, A_CLS))
             goto no;
-        PyObject *nargs[6] = {v, PyTuple_GET_ITEM(a, A_DT), shape, stride, PyTuple_GET_ITEM(a, A_DEV),
-                              PyTuple_GET_ITEM(a, A_NBYTES)};
-        if ((x = PyObject_Vectorcall(new_input, nargs, 6, NULL)) == NULL)
-            goto error;
-        if (x == Py_None)
-            goto no;
-        if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) {
-            PyErr_SetString(PyExc_TypeError, "new_input: (storage, data pointer) expected");
-            goto error;
+        if (new_input == cpp_new_input && cpp_fns != NULL) {
+            /* (the same, asked of the C++ function: no call of a Python
+             * function, no tuple, the two ints made here) */
+            void *sp = NULL, *dp = NULL;
+            if ((t = cpp_fns->new_input(v, PyTuple_GET_ITEM(a, A_DT), shape, stride, PyTuple_GET_ITEM(a, A_DEV),
+                                        PyTuple_GET_ITEM(a, A_NBYTES), &sp, &dp)) <= 0) {
+                if (t < 0)
+                    goto error;
+                goto no;
+            }
+            if ((cd = PyLong_FromVoidPtr(sp)) == NULL || (ptr = PyLong_FromVoidPtr(dp)) == NULL)
+                goto error;
+        } else {
+            PyObject *nargs[6] = {v, PyTuple_GET_ITEM(a, A_DT), shape, stride, PyTuple_GET_ITEM(a, A_DEV),
+                                  PyTuple_GET_ITEM(a, A_NBYTES)};
+            if ((x = PyObject_Vectorcall(new_input, nargs, 6, NULL)) == NULL)
+                goto error;
+            if (x == Py_None)
+                goto no;
+            if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) {
+                PyErr_SetString(PyExc_TypeError, "new_input: (storage, data pointer) expected");
+                goto error;
+            }
+            cd = Py_NewRef(PyTuple_GET_ITEM(x, 0));
+            ptr = Py_NewRef(PyTuple_GET_ITEM(x, 1));
+            Py_CLEAR(x);
         }
-        cd = Py_NewRef(PyTuple_GET_ITEM(x, 0));
-        ptr = Py_NewRef(PyTuple_GET_ITEM(x, 1));
         stor = Py_NewRef(v);
-        Py_CLEAR(x);
     } else {
         TRY(attr_is(v, s_class, PyTuple_GET_ITEM(a, A_CLS)));
         TRY(attr_is(v, s_layout, strided));
@@ -6611,7 +6635,7 @@ static PyMethodDef methods[] = {
     FASTCALL(used_contains_fresh, "The writer's test of a name it makes of a base (tests)."),
     FASTCALL(fresh_src, "fastpath.fresh_src, in C."),
     FASTCALL(fresh_input, "fastpath.fresh_input, in C."),
-    FASTCALL(use_cpp, "use_cpp(fns, tensor_type): the C++ module's use count for used_twice (cpp.py's FNS)."),
+    FASTCALL(use_cpp, "use_cpp(fns, tensor_type[, new_input]): the C++ module's FNS for used_twice and fresh_input."),
     {"polled_alive", polled_alive, METH_O, "fastpath.polled_alive, in C."},
     {"watch_dead", watch_dead, METH_O, "fastpath.watch_dead, in C."},
     FASTCALL(read_run, "the read wrapper's body (hooks._install_reads), in C."),

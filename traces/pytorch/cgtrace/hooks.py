@@ -89,9 +89,11 @@ class _Hooks:
     points, Tensor's read methods, the config modules' writes), each
     original kept in _saved for stop to put back."""
 
-    # Whether start gave the C module the C++ module's use count
-    # (fastpath's use_cpp), which _unpatch takes back.
+    # Whether start gave the C module the C++ module's FNS (fastpath's
+    # use_cpp), which _unpatch takes back; and the module's new_input it
+    # gave with it (the lean fresh path's maps name that object).
     _uses_cpp = False
+    _cpp_new_input = None
 
     def _save_entry_points(self, torch, cgt):
         """The tree manager's entry points the recorder wraps, kept to be
@@ -160,12 +162,14 @@ class _Hooks:
             # KeptSet: freshq._kept_set)
             self._ptrs_are = getattr(self._cpp, "PTRS_ARE", None)
             # (and an output's use count, asked at every call whose
-            # outputs the tree polls, through the module's FNS: _unpatch
-            # stops it)
+            # outputs the tree polls, and a new input's reads, through the
+            # module's FNS: _unpatch stops it; the lean fresh path's maps
+            # name the same new_input, which the C module knows it by)
             use_cpp = getattr(self._checks, "use_cpp", None)
             fns = getattr(self._cpp, "FNS", None)
             if use_cpp is not None and fns is not None and isinstance(getattr(torch, "Tensor", None), type):
-                use_cpp(fns, torch.Tensor)
+                self._cpp_new_input = self._cpp.new_input
+                use_cpp(fns, torch.Tensor, self._cpp_new_input)
                 self._uses_cpp = True
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).

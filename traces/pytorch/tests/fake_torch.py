@@ -666,10 +666,13 @@ class CppReads:
         expired_t = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
         free_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
         uses_t = ctypes.CFUNCTYPE(ctypes.c_ssize_t, ctypes.py_object)
+        P = ctypes.py_object
+        new_input_t = ctypes.CFUNCTYPE(ctypes.c_int, P, P, P, P, P, P, ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.POINTER(ctypes.c_void_p))
 
         class CppFns(ctypes.Structure):
             _fields_ = [("size", ctypes.c_size_t), ("weak_make", make_t), ("weak_expired", expired_t),
-                        ("weak_free", free_t), ("use_count", uses_t)]
+                        ("weak_free", free_t), ("use_count", uses_t), ("new_input", new_input_t)]
 
         def weak_make(t):
             self._count("weak_make")
@@ -690,8 +693,24 @@ class CppReads:
             self._count("use_count")
             return t._use_count()
 
+        def new_input_c(v, dtype, shape, stride, device, nbytes, storage, data):
+            # (new_input's answer as the C function gives it: 1 with the
+            # two words set, 0; what it raised: only printed by ctypes, so
+            # kept for the test, and -1 with no error set, which the
+            # caller must not take for a refusal)
+            self._count("new_input_c")
+            try:
+                got = self._new_input(v, dtype, shape, stride, device, nbytes)
+            except Exception as e:
+                self.errors.append(repr(e))
+                return -1
+            if got is None:
+                return 0
+            storage[0], data[0] = got
+            return 1
+
         fns = CppFns(ctypes.sizeof(CppFns), make_t(weak_make), expired_t(weak_expired), free_t(weak_free),
-                     uses_t(use_count))
+                     uses_t(use_count), new_input_t(new_input_c))
         new = ctypes.pythonapi.PyCapsule_New
         new.restype, new.argtypes = ctypes.py_object, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
         self._fns_held = (fns, b"_cgtrace_cpp.fns")  # (the struct and the capsule's name outlive it)
@@ -699,6 +718,9 @@ class CppReads:
 
     def new_input(self, v, dtype, shape, stride, device, nbytes):
         self._count("new_input")
+        return self._new_input(v, dtype, shape, stride, device, nbytes)
+
+    def _new_input(self, v, dtype, shape, stride, device, nbytes):
         if not isinstance(v, Tensor):
             return None
         st = v.untyped_storage()

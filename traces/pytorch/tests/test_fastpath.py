@@ -582,11 +582,21 @@ class FastPathTest(BuiltTest):
             ("maps of another kind", t, a, maps(by_obj_entry=[])),
         ]
         taken = {}
-        for new_input[0] in (None, reads.new_input):
+        fns_input = reads.new_input  # (one object: the C module knows the module's new_input by it)
+        ways = ((None, False), (reads.new_input, False), (fns_input, True))
+        for new_input[0], fns in ways:
+            if fns:
+                # The C checks asking the module's FNS (use_cpp) where the
+                # maps name its new_input; the Python reference calls it.
+                self.C.use_cpp(reads.FNS, fake.Tensor, fns_input)
+                self.addCleanup(self.C.use_cpp, None, None)
             for what, v, arm, m in cases:
                 m = m[:8] + (new_input[0],)
-                with self.subTest(what=what, reads=new_input[0] is not None):
+                with self.subTest(what=what, reads=new_input[0] is not None, fns=fns):
+                    before = reads.calls.get("new_input_c", 0)
                     got = self.same("fresh_input", v, arm, m)
+                    if fns and type(v) is fake.Tensor:
+                        self.assertEqual(reads.calls.get("new_input_c", 0), before + 1)
                     if got[0] == "ok" and got[1] is not None:
                         taken[what, new_input[0] is not None] = True
                         stor = v.untyped_storage()
@@ -595,6 +605,8 @@ class FastPathTest(BuiltTest):
                         # data pointer read with the rest)
                         self.assertEqual(got[1], (stor, stor._cdata, None) if new_input[0] is None
                                          else (v, stor._cdata, v.data_ptr()))
+        self.C.use_cpp(None, None)
+        self.assertEqual(reads.errors, [])
         self.assertEqual(sorted(taken), [(w, r) for w in ("an id named before", "an id queued before",
                                                           "its storage named by none now",
                                                           "its storage queued, gone", "its view named once",
@@ -1654,7 +1666,10 @@ class NoReferenceKeptTest(fake.FakeTorchTest):
                     if reads is not None and loop.__name__ != "train":
                         # (the lean path's reads went through cpp.py's
                         # functions: the stand-in's, here)
-                        name = "ptrs_equal" if loop.__name__ == "steady" else "new_input"
+                        # (through the module's FNS where it has one: its
+                        # C function, not the Python one)
+                        name = "ptrs_equal" if loop.__name__ == "steady" else \
+                            "new_input_c" if hasattr(reads, "FNS") else "new_input"
                         self.assertGreater(reads.calls.get(name, 0), 1500, reads.calls)
 
     def test_the_runner_takes_a_lean_fresh_call_itself(self):
