@@ -415,6 +415,12 @@ class Trace:
         self.journal_path = None
         self.journal_end = 0
         self._defs_flushed = 0  # defs in self.defs when the journal last flushed
+        # Where the journal's records begin (past its header), and the
+        # byte spans of the def lines it holds (start, end), which the
+        # whole file leaves out where the journal has them; None: not
+        # known (a batch's size not its lines' sum), the file searched.
+        self.journal_head = 0
+        self._def_spans = []
         # The batch last handed to the journal's writer thread, while not
         # known written (the one before it was, or put would have raised):
         # (its number, its size, its lines kept for the whole file or
@@ -446,7 +452,7 @@ class Trace:
         head = (encode_header(header) + "\n").encode("utf-8")
         _write_all(fd, head)
         self.journal_path = path
-        self.journal_end = len(head)
+        self.journal_end = self.journal_head = len(head)
         self.out = _Journal(fd, writer)
         self.flush()
 
@@ -483,6 +489,14 @@ class Trace:
                 self.done.extend(keep)
             raise
         if keep is not None:
+            if keep is not lines and self._def_spans is not None:
+                # (the batch's defs: where their lines are, for the whole
+                # file to leave out without searching the journal for them)
+                spans, size = _def_spans(self.journal_end, lines, recs)
+                if size == n:
+                    self._def_spans.extend(spans)
+                else:
+                    self._def_spans = None
             self.journal_end += n
         # (written in place after it, or handed after it: the batch before
         # is in the file)
@@ -554,7 +568,10 @@ class Trace:
             return
         yield _text(head)
         if self.journal_path is not None:
-            yield from _journal_blocks(self.journal_path, self.journal_end)
+            if self._def_spans is None:
+                yield from _journal_blocks(self.journal_path, self.journal_end)
+            else:
+                yield from _journal_ranges(self.journal_path, self.journal_head, self.journal_end, self._def_spans)
         rest = self.done + self._lines(self._enc, [r for r in self.records if _not_def(r)])
         if rest:
             yield _text(rest)
@@ -613,9 +630,45 @@ def _text(lines):
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
 
+def _def_spans(at, lines, recs):
+    """([(start, end)] of the def records' lines among lines, a batch
+    written at byte at, each line and its line end; the batch's size)."""
+    spans, start = [], at
+    for line, r in zip(lines, recs):
+        size = (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1
+        if not _not_def(r):
+            spans.append((at, at + size))
+        at += size
+    return spans, at - start
+
+
+def _journal_ranges(path, start, end, cuts, block=1 << 20):
+    """The journal's bytes from start (past its header) to end (its last
+    whole batch) but the spans of cuts (its defs' lines, in order), read a
+    block at a time and handed on as read: no search of them for defs,
+    no copy to cut them into lines (the pieces end where a block or a
+    cut does). Raises OSError when the file holds fewer bytes than end."""
+    with open(path, "rb", buffering=0) as fh:
+        at = start
+        for a, b in [c for c in cuts if c[0] < end] + [(end, end)]:
+            if a > at:
+                fh.seek(at)
+                left = a - at
+                while left > 0:
+                    data = fh.read(min(block, left))
+                    if not data:
+                        raise OSError("the journal %s holds %d bytes of the %d written to it"
+                                      % (path, a - left, end))
+                    left -= len(data)
+                    yield data
+            at = max(at, b)
+
+
 def _journal_blocks(path, end, block=1 << 20):
     """The journal's file up to byte end (its last whole batch) but its
-    header and defs, in pieces of whole lines, read a block at a time.
+    header and defs, in pieces of whole lines, read a block at a time,
+    the defs found by searching each (_journal_ranges, where the spans of
+    their lines are known, searches nothing).
     Raises OSError when the file holds fewer bytes than that (moved or
     cut by another program: the whole trace would miss records)."""
     with open(path, "rb") as fh:

@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 # CGTRACE_TEST_INSTALLED=1 tests the installed package (tests/venv_check.sh)
 # instead of the folder beside these tests.
@@ -312,6 +313,47 @@ class JournalTest(unittest.TestCase):
                      b"a\n" + d + b"\nb\n" + d + b"\n" + d + b"\nc\n", d + b"\n" + d + b"\n"):
             want = b"".join(x + b"\n" for x in data.split(b"\n")[:-1] if not x.startswith(b'{"op": "def",'))
             self.assertEqual(J._without_defs(data), want, data)
+
+    def test_defs_left_out_by_their_spans(self):
+        # The whole file leaves the journal's defs out where it wrote them
+        # (their byte spans, counted at each batch that had one: a
+        # non-ASCII line before them, a def alone, two in one batch, one
+        # in the last batch), searching the journal for none; where a
+        # span is not known the search gives the same file.
+        import cgtrace.jsonl as J
+
+        def fill(t):
+            for i in range(12):
+                for k in {2: (0,), 5: (1, 2), 11: (3,)}.get(i, ()):
+                    t.set_def(synth_def("f_%d" % k, "inference", ["x"], [[4]], [OutSpec([4])]))
+                t.add({"op": "note", "text": "step %d \u00e9" % i})
+                t.add({"op": "step"})
+                if t.out is not None:
+                    t.flush(i % 3 == 0)
+
+        plain = Trace("j")
+        fill(plain)
+        want = plain.lines()
+        checks, _ = fastpath.load()
+        for writer in (None, getattr(checks, "JournalWriter", None)):
+            with tempfile.TemporaryDirectory() as d, self.subTest(writer=writer is not None):
+                p = os.path.join(d, "j.cgt.jsonl")
+                fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+                t = Trace("j")
+                t.journal(fd, {"cgtviz": 1, "name": "j", "devices": 1, "meta": {}}, p,
+                          writer(fd) if writer is not None else None)
+                fill(t)
+                t.drain()
+                self.assertEqual(len(t._def_spans), 4)
+                with open(p, "rb") as fh:
+                    data = fh.read()
+                self.assertEqual([data[a:b].startswith(b'{"op": "def",') and data[b - 1:b] == b"\n"
+                                  for a, b in t._def_spans], [True] * 4)
+                with mock.patch.object(J, "_journal_blocks", side_effect=AssertionError("searched")):
+                    self.assertEqual(t.lines(), want)
+                t._def_spans = None  # (not known: searched)
+                self.assertEqual(t.lines(), want)
+                t.out.close()
 
     def test_without_a_path_the_lines_are_kept(self):
         with tempfile.TemporaryDirectory() as d:
