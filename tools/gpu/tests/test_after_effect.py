@@ -1,15 +1,13 @@
 """tools/gpu/after-effect.py on CPU: its split of a loop's calls around the
 injected work, and its table over the recorder tests' stand-in loop."""
-import importlib.util
 import io
 import os
 import unittest
 
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
 # (The tool loads the stand-in for torch itself, through recorder-overhead.py.)
-_spec = importlib.util.spec_from_file_location(
-    "after_effect", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "after-effect.py"))
-ae = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ae)
+ae = gputool.load("after-effect.py")
 
 
 class SplitTest(unittest.TestCase):

@@ -4,17 +4,14 @@ ended in an ImportError's traceback. Its checks themselves run on the
 GPU machine (docs/gpu-runs)."""
 
 import contextlib
-import importlib.util
 import io
-import os
 import sys
 import unittest
 from unittest import mock
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("cpp_check", os.path.join(HERE, "..", "cpp-check.py"))
-cc = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cc)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+cc = gputool.load("cpp-check.py")
 
 
 class NoTorchTest(unittest.TestCase):

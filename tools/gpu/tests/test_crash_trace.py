@@ -4,7 +4,6 @@ for the program and the recorder (a recorder that writes some records and
 then dies by SIGSEGV, as the real one leaves its journal when PyTorch
 segfaults; the recorder's own side is test_recorder_crash's)."""
 import contextlib
-import importlib.util
 import io
 import os
 import signal
@@ -13,10 +12,9 @@ import tempfile
 import textwrap
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("crash_trace", os.path.join(HERE, "..", "crash-trace.py"))
-ct = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ct)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+ct = gputool.load("crash-trace.py")
 
 HEAD = '{"cgtviz": 1, "name": "t", "devices": 1}\n'
 CALL = '{"op": "call", "fn": "f", "args": ["x"]}\n'

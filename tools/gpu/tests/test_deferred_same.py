@@ -1,16 +1,14 @@
 """tools/gpu/deferred-same.py without a GPU: two traces agree when every
 record after the header is the same but for unseeded `values`; a record
 more, fewer, or any other field differing is reported."""
-import importlib.util
 import json
 import os
 import unittest
 from unittest import mock
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("deferred_same", os.path.join(HERE, "..", "deferred-same.py"))
-ds = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ds)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+ds = gputool.load("deferred-same.py")
 
 
 def lines(*recs, header="a"):

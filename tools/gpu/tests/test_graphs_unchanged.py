@@ -1,14 +1,12 @@
 """tools/gpu/graphs-unchanged.py without a GPU: it reads record_all.sh's
 programs as the script records them, and a difference in any graph's code,
 counter or printed line is reported (the same reports are not)."""
-import importlib.util
 import os
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("graphs_unchanged", os.path.join(HERE, "..", "graphs-unchanged.py"))
-gu = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gu)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+gu = gputool.load("graphs-unchanged.py")
 
 
 class GraphsUnchangedTest(unittest.TestCase):

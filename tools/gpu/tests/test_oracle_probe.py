@@ -1,14 +1,12 @@
 """Tests of tools/gpu/oracle-probe.py that need no GPU and no torch: the
 per-function code objects, and the probe wiring on a stand-in oracle."""
-import importlib.util
 import os
 import types
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("oracle_probe", os.path.join(HERE, "..", "oracle-probe.py"))
-probe_mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe_mod)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+probe_mod = gputool.load("oracle-probe.py")
 
 
 def run_stmt(st, env, params=()):

@@ -2,19 +2,16 @@
 fake loop, recorded or not), and the counts of its four runs give the
 instructions a call as their differences say. valgrind itself is the
 tool's to run; here a stand-in answers for it."""
-import importlib.util
-import os
 import re
 import subprocess
 import sys
 import types
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOL = os.path.join(HERE, "..", "recorder-instructions.py")
-spec = importlib.util.spec_from_file_location("recorder_instructions", TOOL)
-ri = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ri)
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
+TOOL = gputool.path("recorder-instructions.py")
+ri = gputool.load("recorder-instructions.py")
 
 
 class InstructionsTest(unittest.TestCase):

@@ -3,7 +3,6 @@ alternate off and on, every recorded round's trace holds exactly its calls,
 and the report prints what the GPU run prints. PyTorch's tree is the
 recorder tests' stand-in (traces/pytorch/tests/fake_torch.py)."""
 import contextlib
-import importlib.util
 import io
 import statistics
 import json
@@ -15,12 +14,12 @@ import sys
 import unittest
 from unittest import mock
 
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "traces", "pytorch", "tests"))
-spec = importlib.util.spec_from_file_location("recorder_overhead", os.path.join(HERE, "..", "recorder-overhead.py"))
-ro = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ro)
+ro = gputool.load("recorder-overhead.py")
 
 import fake_torch as fake  # noqa: E402
 from cgtrace.freshq import _FQ_BOUND  # noqa: E402 (the recorder on sys.path: recorder-overhead.py's)

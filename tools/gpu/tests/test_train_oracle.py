@@ -4,7 +4,6 @@ source for torch-oracle2, values unchanged), the dispatch that runs every
 trace through its loop, the action of a call that raised, the header's
 knobs, and the wiring of its workers (run with
 ORACLE2_SELFTEST, torch-oracle2's stand-in for PyTorch)."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,13 +12,13 @@ import tempfile
 import types
 import unittest
 
+import gputool  # (tools/gpu/tests: the tool scripts as modules)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-SCRIPT = os.path.join(HERE, "..", "train-oracle.py")
+SCRIPT = gputool.path("train-oracle.py")
 ORACLE2 = os.path.join(ROOT, "..", "shared", "tools", "torch-oracle2.py")
-spec = importlib.util.spec_from_file_location("train_oracle", SCRIPT)
-to = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(to)
+to = gputool.load("train-oracle.py")
 
 
 def recs(*rs):

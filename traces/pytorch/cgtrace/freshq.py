@@ -367,7 +367,7 @@ class _FreshQueue:
         # ptrs_equal and data_ptr are the _run wrapper's, chosen alike).
         rd = self._cpp
         sweak, of_tensor = torch_api.storage_ref_maker(checks, torch, rd)
-        new_input = (self._cpp_new_input or rd.new_input) if of_tensor else None
+        new_input = rd.new_input if of_tensor else None
 
         fresh_queue = checks.fresh_queue
         # What fresh_queue reads and fills (fastpath.py); fresh_input's maps.

@@ -90,10 +90,8 @@ class _Hooks:
     original kept in _saved for stop to put back."""
 
     # Whether start gave the C module the C++ module's FNS (fastpath's
-    # use_cpp), which _unpatch takes back; and the module's new_input it
-    # gave with it (the lean fresh path's maps name that object).
+    # use_cpp), which _unpatch takes back.
     _uses_cpp = False
-    _cpp_new_input = None
 
     def _save_entry_points(self, torch, cgt):
         """The tree manager's entry points the recorder wraps, kept to be
@@ -163,13 +161,12 @@ class _Hooks:
             self._ptrs_are = getattr(self._cpp, "PTRS_ARE", None)
             # (and an output's use count, asked at every call whose
             # outputs the tree polls, and a new input's reads, through the
-            # module's FNS: _unpatch stops it; the lean fresh path's maps
-            # name the same new_input, which the C module knows it by)
+            # module's FNS: _unpatch stops it; the C module knows the
+            # module's new_input, which the lean fresh path's maps name)
             use_cpp = getattr(self._checks, "use_cpp", None)
             fns = getattr(self._cpp, "FNS", None)
             if use_cpp is not None and fns is not None and isinstance(getattr(torch, "Tensor", None), type):
-                self._cpp_new_input = self._cpp.new_input
-                use_cpp(fns, torch.Tensor, self._cpp_new_input)
+                use_cpp(fns, torch.Tensor, self._cpp.new_input)
                 self._uses_cpp = True
         # The checks, in C where it could be built (fastpath.py says why
         # not otherwise: Recorder.fast_why).

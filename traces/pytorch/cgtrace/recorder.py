@@ -402,7 +402,6 @@ class Recorder(_Hooks, _Calls, _Fresh, _FreshQueue, _Deferred, _Events, _Facts, 
         self._unwatch_raises()
         if self._uses_cpp:
             self._uses_cpp = False
-            self._cpp_new_input = None
             self._checks.use_cpp(None, None)
         for (owner, attr), val in self._saved.items():
             if val is _ABSENT:

@@ -650,6 +650,9 @@ class CppReads:
     def __init__(self, fns=True):
         self.calls = {}
         self.errors = []  # (what the FNS callbacks raised)
+        # (one object, as a module's function is at every look: the C
+        # module knows the maps' new_input by it, use_cpp's third argument)
+        self.new_input = self.new_input
         if fns:
             self.FNS = self._fns()
 

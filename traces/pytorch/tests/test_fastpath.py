@@ -582,13 +582,11 @@ class FastPathTest(BuiltTest):
             ("maps of another kind", t, a, maps(by_obj_entry=[])),
         ]
         taken = {}
-        fns_input = reads.new_input  # (one object: the C module knows the module's new_input by it)
-        ways = ((None, False), (reads.new_input, False), (fns_input, True))
-        for new_input[0], fns in ways:
+        for new_input[0], fns in ((None, False), (reads.new_input, False), (reads.new_input, True)):
             if fns:
                 # The C checks asking the module's FNS (use_cpp) where the
                 # maps name its new_input; the Python reference calls it.
-                self.C.use_cpp(reads.FNS, fake.Tensor, fns_input)
+                self.C.use_cpp(reads.FNS, fake.Tensor, reads.new_input)
                 self.addCleanup(self.C.use_cpp, None, None)
             for what, v, arm, m in cases:
                 m = m[:8] + (new_input[0],)
